@@ -1,0 +1,91 @@
+/**
+ * The library's thrown errors: one base class, subclasses that set `name` and `code`.
+ *
+ * Thrown errors are for programmer mistakes (bad configuration). Expected failures of a request
+ * (a bad query, a refused subscription, a limit reached) are returned as values, never thrown.
+ * @module
+ */
+
+// A registered symbol, so that the guards recognise errors from another copy of the package.
+const BRAND = Symbol.for('api-conventions.error');
+
+/** Options accepted by every error constructor. */
+export interface ErrorOptions {
+  /** The underlying error, if any. */
+  cause?: unknown;
+}
+
+/**
+ * Base class of every error the library throws. `code` is stable and part of the public API.
+ */
+export class ApiConventionsError extends Error {
+  /** Stable, machine-readable code. */
+  readonly code: string;
+
+  /**
+   * @param code - stable, machine-readable code
+   * @param message - what went wrong and what to change
+   * @param options - `cause`, forwarded to `Error`
+   */
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ApiConventionsError';
+    this.code = code;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+}
+
+/**
+ * Codes of {@link ConfigurationError}. A test pins this list: removing or renaming one is a
+ * breaking change.
+ */
+export const configurationErrorCodes = [
+  'invalid_limit',
+  'invalid_duration',
+  'invalid_rate',
+  'invalid_policy',
+  'duplicate_policy_name',
+  'invalid_option',
+] as const;
+
+/** A code of {@link ConfigurationError}. */
+export type ConfigurationErrorCode = (typeof configurationErrorCodes)[number];
+
+/**
+ * Thrown when the library is configured wrongly (a limit of 0, a negative duration, two policies
+ * with the same name). The message says what to change.
+ */
+export class ConfigurationError extends ApiConventionsError {
+  declare readonly code: ConfigurationErrorCode;
+
+  /**
+   * @param code - which configuration rule was broken
+   * @param message - what to change
+   * @param options - `cause`
+   */
+  constructor(code: ConfigurationErrorCode, message: string, options?: ErrorOptions) {
+    super(code, message, options);
+    this.name = 'ConfigurationError';
+  }
+}
+
+/**
+ * True for any error thrown by this library, including one from another copy of the package.
+ * @param value - anything caught
+ */
+export function isApiConventionsError(value: unknown): value is ApiConventionsError {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[BRAND] === true &&
+    typeof (value as { code?: unknown }).code === 'string'
+  );
+}
+
+/**
+ * True for a {@link ConfigurationError}, including one from another copy of the package.
+ * @param value - anything caught
+ */
+export function isConfigurationError(value: unknown): value is ConfigurationError {
+  return isApiConventionsError(value) && value.name === 'ConfigurationError';
+}

@@ -1,0 +1,16 @@
+import { defineConfig } from 'tsup';
+
+// One entry per public subpath; keep in step with package.json "exports".
+export default defineConfig({
+  entry: {
+    index: 'src/index.ts',
+    'testing/index': 'src/testing/index.ts',
+  },
+  format: ['esm', 'cjs'],
+  dts: true,
+  clean: true,
+  sourcemap: true,
+  target: 'node20',
+  splitting: true,
+  treeshake: true,
+});
