@@ -7,14 +7,17 @@
 export type { Clock } from './clock.js';
 // Time
 export { FakeClock, systemClock } from './clock.js';
-export type { ConfigurationErrorCode, ErrorOptions } from './errors.js';
+export type { ConfigurationErrorCode, ErrorOptions, InvalidRequestErrorCode } from './errors.js';
 // Errors
 export {
   ApiConventionsError,
   ConfigurationError,
   configurationErrorCodes,
+  InvalidRequestError,
+  invalidRequestErrorCodes,
   isApiConventionsError,
   isConfigurationError,
+  isInvalidRequestError,
 } from './errors.js';
 export type { ProblemDetails, ProblemInit, ResponseParts } from './http/problem-details.js';
 // HTTP
@@ -24,3 +27,58 @@ export {
   problemDetails,
   problemResponse,
 } from './http/problem-details.js';
+export type { Duration, DurationUnit } from './limits/duration.js';
+// Limits
+export { formatDuration, toMilliseconds } from './limits/duration.js';
+export type {
+  AdmittedDecision,
+  Decision,
+  Limiter,
+  LimiterOptions,
+  LimitRequest,
+  PolicySource,
+  RefusedDecision,
+} from './limits/limiter.js';
+export { createLimiter } from './limits/limiter.js';
+export type { MemoryStoreOptions } from './limits/memory-store.js';
+export { MemoryStore } from './limits/memory-store.js';
+export type {
+  ConcurrencyOptions,
+  ConcurrencyPolicy,
+  Policy,
+  PolicyOptions,
+  RatePolicy,
+  WindowPolicy,
+} from './limits/policy.js';
+export {
+  checkPolicies,
+  concurrency,
+  DEFAULT_CONCURRENCY_RETRY_AFTER_MS,
+  DEFAULT_LEASE_TTL_MS,
+  rate,
+  window,
+} from './limits/policy.js';
+export type { AccountPresets, AccountType, LimitPreset, PresetOptions } from './limits/presets.js';
+export {
+  DEFAULT_DEVELOPMENT_CONCURRENCY,
+  DEFAULT_LIVE_CONCURRENCY,
+  developmentPreset,
+  livePreset,
+  presets,
+  trialPreset,
+} from './limits/presets.js';
+export type {
+  AdmittedOutcome,
+  AsyncLimitStore,
+  LeaseToken,
+  LimitStore,
+  LimitStoreBase,
+  Plan,
+  PlanScope,
+  PolicyStatus,
+  RefusalReason,
+  RefusedOutcome,
+  StoreOutcome,
+  SyncLimitStore,
+} from './limits/store.js';
+export { retryAfterSeconds } from './limits/store.js';

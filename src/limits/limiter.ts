@@ -1,0 +1,330 @@
+/**
+ * The engine: `request -> plan -> store -> decision`. It attributes a request to its client and
+ * account, picks the policies that apply, asks the store to apply them atomically, and returns a
+ * decision: admitted (with a lease to give back) or refused (with a truthful Retry-After and the
+ * limit that was hit).
+ * @module
+ */
+import { type Clock, systemClock } from '../clock.js';
+import { ConfigurationError, InvalidRequestError } from '../errors.js';
+import { describe } from './duration.js';
+import { MemoryStore } from './memory-store.js';
+import { checkPolicies, type Policy } from './policy.js';
+import type { AccountPresets, LimitPreset } from './presets.js';
+import type {
+  LeaseToken,
+  LimitStore,
+  Plan,
+  PolicyStatus,
+  RefusalReason,
+  StoreOutcome,
+  SyncLimitStore,
+} from './store.js';
+
+/** A request as the limiter sees it: who sends it, and what it asks for. */
+export interface LimitRequest {
+  /** The client (application) id; limits are counted per client id and account code. */
+  readonly clientId: string;
+  /** The account code. */
+  readonly accountCode: string;
+  /** Picks the preset when the limiter has one per account type (`live`, `development`, `trial`). */
+  readonly accountType?: string | undefined;
+  /** The HTTP method. */
+  readonly method: string;
+  /** The request path (the query string is ignored). */
+  readonly path: string;
+}
+
+/** The request may proceed. Call `release()` when it ends, however it ends. */
+export interface AdmittedDecision {
+  /** Discriminant. */
+  readonly allowed: true;
+  /** Every policy that applied, with what remains of it. */
+  readonly statuses: readonly PolicyStatus[];
+  /** The time of the decision (ms). */
+  readonly now: number;
+  /** Give back the concurrency lease. Idempotent: a second call does nothing. */
+  release(): void;
+}
+
+/** The request must be answered with 429 and not processed. */
+export interface RefusedDecision {
+  /** Discriminant. */
+  readonly allowed: false;
+  /** Whole seconds, >= 1: a retry after this long is admitted if nothing else arrives. */
+  readonly retryAfterSeconds: number;
+  /** The instant (ms) a retry may be sent: `now + retryAfterSeconds * 1000`. */
+  readonly retryAt: number;
+  /** The limit that was hit (for the 429 body); absent when the reason is `capacity`. */
+  readonly policy: Policy | undefined;
+  /** Why: a full limit, a block from an earlier refusal, or the store at its key cap. */
+  readonly reason: RefusalReason;
+  /** Every policy that applied, unchanged by this request. */
+  readonly statuses: readonly PolicyStatus[];
+  /** The time of the decision (ms). */
+  readonly now: number;
+}
+
+/** A limiter's answer. */
+export type Decision = AdmittedDecision | RefusedDecision;
+
+/** Policies for a request: a fixed list, or chosen per request. */
+export type PolicySource = readonly Policy[] | ((request: LimitRequest) => readonly Policy[]);
+
+/** Options of {@link createLimiter}. */
+export interface LimiterOptions<S extends LimitStore = LimitStore> {
+  /**
+   * The limits: one preset for every request, or presets by account type
+   * (`presets.byAccountType`), picked by `request.accountType`. Give `preset` or `policies`.
+   */
+  preset?: LimitPreset | AccountPresets;
+  /** Your own policies instead of a preset: a list, or a function that picks them per request. */
+  policies?: PolicySource;
+  /**
+   * With presets by account type: the type of a request that names none.
+   * @defaultValue `'development'`, the strictest, so a request that is not attributed is not given Live limits
+   */
+  defaultAccountType?: string;
+  /** Where limit state lives. @defaultValue a new {@link MemoryStore} */
+  store?: S;
+  /** The time source. @defaultValue {@link systemClock} */
+  clock?: Clock;
+  /** Longest client id and account code accepted, in characters. @defaultValue 256 */
+  maxIdLength?: number;
+}
+
+/** A limiter. `check` answers synchronously with a synchronous store, with a promise otherwise. */
+export interface Limiter<S extends LimitStore = LimitStore> {
+  /**
+   * Decide one request.
+   * @throws InvalidRequestError when the request cannot be attributed (empty ids, wrong types)
+   */
+  check(request: LimitRequest): S extends SyncLimitStore ? Decision : Promise<Decision>;
+  /** The store the limiter uses. */
+  readonly store: S;
+}
+
+const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
+
+/**
+ * Make a limiter.
+ * @param options - the limits (`preset` or `policies`), `store`, `clock`
+ * @example
+ * ```ts
+ * const limiter = createLimiter({ preset: presets.byAccountType });
+ * const decision = limiter.check({ clientId, accountCode, accountType: 'live', method, path });
+ * if (decision.allowed) {
+ *   try { await handle(); } finally { decision.release(); }
+ * } else {
+ *   respond429(decision.retryAfterSeconds, decision.policy?.name);
+ * }
+ * ```
+ */
+export function createLimiter<S extends LimitStore = MemoryStore>(
+  options: LimiterOptions<S>,
+): Limiter<S> {
+  const store = (options.store ?? new MemoryStore()) as S;
+  const clock = options.clock ?? systemClock;
+  const maxIdLength = options.maxIdLength ?? 256;
+  if (!Number.isSafeInteger(maxIdLength) || maxIdLength < 1) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `maxIdLength must be a whole number >= 1, got ${describe(maxIdLength)}.`,
+    );
+  }
+  if (typeof clock?.now !== 'function') {
+    throw new ConfigurationError(
+      'invalid_option',
+      'clock must have a now() method that returns milliseconds.',
+    );
+  }
+  if (typeof store?.apply !== 'function' || typeof store.release !== 'function') {
+    throw new ConfigurationError(
+      'invalid_option',
+      'store must implement apply() and release() (see LimitStore).',
+    );
+  }
+  const select = policySelector(options);
+
+  const check = (request: LimitRequest): Decision | Promise<Decision> => {
+    const policies = select(checkRequest(request, maxIdLength));
+    // Length-prefixed, so that no client id and account code pair can forge another pair's key.
+    const key = `${policies.id}|${request.clientId.length}:${request.clientId}|${request.accountCode}`;
+    const plan: Plan = { scopes: [{ key, policies: policies.list, active: policies.active }] };
+    const now = clock.now();
+    if (!Number.isFinite(now)) {
+      throw new ConfigurationError(
+        'invalid_option',
+        `clock.now() must return finite milliseconds, got ${describe(now)}.`,
+      );
+    }
+    const outcome = store.apply(plan, now);
+    return store.synchronous
+      ? toDecision(store, clock, outcome as StoreOutcome)
+      : (outcome as Promise<StoreOutcome>).then((o) => toDecision(store, clock, o));
+  };
+  return { check, store } as Limiter<S>;
+}
+
+interface PolicyGroup {
+  readonly id: number;
+  readonly list: readonly Policy[];
+  readonly active: readonly number[];
+}
+
+function policySelector<S extends LimitStore>(
+  options: LimiterOptions<S>,
+): (request: LimitRequest) => PolicyGroup {
+  const { preset, policies } = options;
+  if ((preset === undefined) === (policies === undefined)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'Give exactly one of `preset` and `policies` to createLimiter.',
+    );
+  }
+  const groups = new Map<readonly Policy[], PolicyGroup>();
+  const bySignature = new Map<string, PolicyGroup>();
+  const groupOf = (list: readonly Policy[]): PolicyGroup => {
+    let group = groups.get(list);
+    if (group === undefined) {
+      checkPolicies(list);
+      if (list.length === 0) {
+        throw new ConfigurationError('invalid_policy', 'A limiter needs at least one policy.');
+      }
+      // Two lists with the same policies share state, even when a selector builds a new array each time.
+      const signature = JSON.stringify(list);
+      group = bySignature.get(signature);
+      if (group === undefined) {
+        group = { id: bySignature.size, list, active: list.map((_, i) => i) };
+        bySignature.set(signature, group);
+      }
+      if (groups.size < 10_000) groups.set(list, group);
+    }
+    return group;
+  };
+
+  if (policies !== undefined) {
+    if (typeof policies === 'function') return (request) => groupOf(policies(request));
+    const group = groupOf(policies);
+    return () => group;
+  }
+  if (isPreset(preset)) {
+    const group = groupOf(preset.policies);
+    return () => group;
+  }
+  if (typeof preset !== 'object' || preset === null || Object.keys(preset).length === 0) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `preset must be a LimitPreset or presets by account type, got ${describe(preset)}.`,
+    );
+  }
+  const byType = new Map<string, PolicyGroup>();
+  for (const [type, value] of Object.entries(preset)) {
+    if (!isPreset(value)) {
+      throw new ConfigurationError('invalid_option', `preset.${type} is not a LimitPreset.`);
+    }
+    byType.set(type, groupOf(value.policies));
+  }
+  const fallback = options.defaultAccountType ?? 'development';
+  if (!byType.has(fallback)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `defaultAccountType ${JSON.stringify(fallback)} has no preset; use one of ${[...byType.keys()].join(', ')}.`,
+    );
+  }
+  return (request) => {
+    const type = request.accountType ?? fallback;
+    const group = byType.get(type);
+    if (group === undefined) {
+      throw new InvalidRequestError(
+        'invalid_account_type',
+        `accountType ${describe(type)} has no preset; use one of ${[...byType.keys()].join(', ')}.`,
+      );
+    }
+    return group;
+  };
+}
+
+function isPreset(value: unknown): value is LimitPreset {
+  return (
+    typeof value === 'object' && value !== null && Array.isArray((value as LimitPreset).policies)
+  );
+}
+
+function checkRequest(request: LimitRequest, maxIdLength: number): LimitRequest {
+  if (typeof request !== 'object' || request === null) {
+    throw new InvalidRequestError(
+      'invalid_request',
+      `check() needs a request object; it must have clientId, accountCode, method and path, got ${describe(request)}.`,
+    );
+  }
+  checkId(request.clientId, 'clientId', 'invalid_client_id', maxIdLength);
+  checkId(request.accountCode, 'accountCode', 'invalid_account_code', maxIdLength);
+  if (request.accountType !== undefined && typeof request.accountType !== 'string') {
+    throw new InvalidRequestError(
+      'invalid_account_type',
+      `accountType must be a string or undefined, got ${describe(request.accountType)}.`,
+    );
+  }
+  if (typeof request.method !== 'string' || !METHOD.test(request.method)) {
+    throw new InvalidRequestError(
+      'invalid_method',
+      `method must be an HTTP method token such as "GET", got ${describe(request.method)}.`,
+    );
+  }
+  if (typeof request.path !== 'string') {
+    throw new InvalidRequestError(
+      'invalid_path',
+      `path must be a string, got ${describe(request.path)}.`,
+    );
+  }
+  return request;
+}
+
+function checkId(
+  value: unknown,
+  name: string,
+  code: 'invalid_client_id' | 'invalid_account_code',
+  max: number,
+): void {
+  if (typeof value !== 'string' || value.length === 0 || value.length > max) {
+    throw new InvalidRequestError(
+      code,
+      `${name} must be a non-empty string of at most ${max} characters, got ${describe(value)}${typeof value === 'string' ? ` (${value.length} characters)` : ''}; map every request to its ${name} in identify().`,
+    );
+  }
+}
+
+function toDecision(store: LimitStore, clock: Clock, outcome: StoreOutcome): Decision {
+  if (!outcome.allowed) {
+    return {
+      allowed: false,
+      retryAfterSeconds: outcome.retryAfterSeconds,
+      retryAt: outcome.now + outcome.retryAfterSeconds * 1000,
+      policy: outcome.policy,
+      reason: outcome.reason,
+      statuses: outcome.statuses,
+      now: outcome.now,
+    };
+  }
+  const lease = outcome.lease;
+  return {
+    allowed: true,
+    statuses: outcome.statuses,
+    now: outcome.now,
+    release: lease === undefined ? noop : releaser(store, lease, clock),
+  };
+}
+
+function noop(): void {}
+
+function releaser(store: LimitStore, lease: LeaseToken, clock: Clock): () => void {
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const done = store.release(lease, clock.now());
+    // A networked store's failure to release is bounded by the lease TTL; never an unhandled rejection.
+    if (done instanceof Promise) done.catch(() => undefined);
+  };
+}

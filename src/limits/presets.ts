@@ -1,0 +1,113 @@
+/**
+ * The specification's global limits and throttle as presets (section "Limits").
+ *
+ * Live: 200 per second in bursts, 100 per second on average, 3500 per minute, all three at once.
+ * Development and Trial: 5 per second and 200 per minute. The throttle's number is not given by the
+ * specification; the defaults here are ours (see docs/limits.md).
+ * @module
+ */
+import type { Duration } from './duration.js';
+import { type ConcurrencyPolicy, concurrency, type Policy, rate, window } from './policy.js';
+
+/** The account types the specification names. */
+export type AccountType = 'live' | 'development' | 'trial';
+
+/** A named set of policies counted per client id and account code. */
+export interface LimitPreset {
+  /** Account type or your own label; appears in nothing user-facing. */
+  readonly name: string;
+  /** Every policy of the preset, the throttle included. */
+  readonly policies: readonly Policy[];
+}
+
+/** Options of the preset factories. */
+export interface PresetOptions {
+  /** Requests in flight at once per client and account. @defaultValue 20 (Live), 5 (Development, Trial) */
+  concurrency?: number;
+  /** Lease time-to-live of the throttle. @defaultValue `'60s'` */
+  leaseTtl?: Duration;
+}
+
+/**
+ * Default throttle for Live: 20 in flight. At the specification's average rate (100 per second)
+ * and median response time (150 ms) a client has about 15 requests in flight; 20 leaves headroom.
+ */
+export const DEFAULT_LIVE_CONCURRENCY = 20;
+
+/** Default throttle for Development and Trial: 5 in flight, the per-second limit of those accounts. */
+export const DEFAULT_DEVELOPMENT_CONCURRENCY = 5;
+
+function throttle(max: number, options: PresetOptions): ConcurrencyPolicy {
+  return concurrency(max, {
+    name: `throttle: ${max} concurrent`,
+    ...(options.leaseTtl === undefined ? {} : { leaseTtl: options.leaseTtl }),
+  });
+}
+
+/**
+ * The Live preset: `window(200, 1 s)`, `rate(100/s, burst 200)`, `window(3500, 60 s)` and the throttle.
+ * @param options - throttle size and lease TTL
+ */
+export function livePreset(options: PresetOptions = {}): LimitPreset {
+  return Object.freeze({
+    name: 'live',
+    policies: Object.freeze([
+      window(200, '1s', { name: 'global: 200 per 1 s' }),
+      rate(100, 200, { name: 'global: 100 per s average, burst 200' }),
+      window(3500, '60s', { name: 'global: 3500 per 60 s' }),
+      throttle(options.concurrency ?? DEFAULT_LIVE_CONCURRENCY, options),
+    ]),
+  });
+}
+
+/**
+ * The Development preset: `window(5, 1 s)`, `window(200, 60 s)` and the throttle.
+ * @param options - throttle size and lease TTL
+ */
+export function developmentPreset(options: PresetOptions = {}): LimitPreset {
+  return Object.freeze({ ...devTrial(options), name: 'development' });
+}
+
+/**
+ * The Trial preset: the same limits as Development.
+ * @param options - throttle size and lease TTL
+ */
+export function trialPreset(options: PresetOptions = {}): LimitPreset {
+  return Object.freeze({ ...devTrial(options), name: 'trial' });
+}
+
+function devTrial(options: PresetOptions): LimitPreset {
+  return {
+    name: 'development',
+    policies: Object.freeze([
+      window(5, '1s', { name: 'global: 5 per 1 s' }),
+      window(200, '60s', { name: 'global: 200 per 60 s' }),
+      throttle(options.concurrency ?? DEFAULT_DEVELOPMENT_CONCURRENCY, options),
+    ]),
+  };
+}
+
+/** Presets by account type, as a limiter takes them to pick the limits from `accountType`. */
+export type AccountPresets = Readonly<Record<string, LimitPreset>>;
+
+/** The specification's presets with the default throttle. */
+export const presets: Readonly<{
+  /** Live accounts. */
+  live: LimitPreset;
+  /** Development accounts. */
+  development: LimitPreset;
+  /** Trial accounts. */
+  trial: LimitPreset;
+  /** All three, keyed by account type, for a limiter that serves every kind of account. */
+  byAccountType: AccountPresets;
+}> = (() => {
+  const live = livePreset();
+  const development = developmentPreset();
+  const trial = trialPreset();
+  return Object.freeze({
+    live,
+    development,
+    trial,
+    byAccountType: Object.freeze({ live, development, trial }),
+  });
+})();

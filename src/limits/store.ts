@@ -1,0 +1,126 @@
+/**
+ * The contract between the engine and a store. The engine turns a request into a {@link Plan}; the
+ * store applies the whole plan atomically (check every policy, record all or nothing) and answers
+ * with a {@link StoreOutcome}. The memory store answers synchronously; a networked store with a
+ * promise.
+ * @module
+ */
+import type { Policy } from './policy.js';
+
+/** The policies of one scope that apply to one request. */
+export interface PlanScope {
+  /** Unique key of the scope: the client and account, or a resource of theirs. */
+  readonly key: string;
+  /** Every policy of the scope, in a fixed order; state is kept per position. */
+  readonly policies: readonly Policy[];
+  /** Positions in `policies` that apply to this request (an exemption leaves one out). */
+  readonly active: readonly number[];
+}
+
+/** What one request asks of the store. */
+export interface Plan {
+  /** Scopes in a fixed order; decisions name policies by their position here. */
+  readonly scopes: readonly PlanScope[];
+}
+
+/** The state of one policy after a decision. */
+export interface PolicyStatus {
+  /** The policy. */
+  readonly policy: Policy;
+  /** The scope key it is counted in. */
+  readonly scope: string;
+  /** Requests it would still admit at once. */
+  readonly remaining: number;
+  /** Milliseconds until its full quota is available again (0 when it is). */
+  readonly resetAfterMs: number;
+}
+
+/** Why a request was refused. */
+export type RefusalReason =
+  /** A policy has no room. */
+  | 'limit'
+  /** An earlier refusal blocked the scope until the instant it announced. */
+  | 'blocked'
+  /** The store holds as many keys as it may and this request needs a new one. */
+  | 'capacity';
+
+/** A store's answer to a plan. */
+export type StoreOutcome = AdmittedOutcome | RefusedOutcome;
+
+/** The plan was admitted and recorded. */
+export interface AdmittedOutcome {
+  /** Discriminant. */
+  readonly allowed: true;
+  /** The time the store decided at (ms). */
+  readonly now: number;
+  /** Every active policy, in plan order. */
+  readonly statuses: readonly PolicyStatus[];
+  /** The leases taken, to give back with {@link LimitStoreBase.release}; absent when none. */
+  readonly lease: LeaseToken | undefined;
+}
+
+/** The plan was refused; nothing was recorded. */
+export interface RefusedOutcome {
+  /** Discriminant. */
+  readonly allowed: false;
+  /** The time the store decided at (ms). */
+  readonly now: number;
+  /** Why. */
+  readonly reason: RefusalReason;
+  /** Whole seconds to wait, >= 1: a retry after that long is admitted if nothing else arrives. */
+  readonly retryAfterSeconds: number;
+  /** The policy that refused (the one that frees up last); absent for `capacity`. */
+  readonly policy: Policy | undefined;
+  /** Key of the refusing policy's scope; absent for `capacity`. */
+  readonly scope: string | undefined;
+  /** Every active policy, in plan order (empty for `capacity`). */
+  readonly statuses: readonly PolicyStatus[];
+}
+
+/** An opaque handle on the leases of one admitted request. */
+export interface LeaseToken {
+  /** Brand: only the store that issued it reads the rest. */
+  readonly store: object;
+}
+
+/** What every store has. */
+export interface LimitStoreBase {
+  /** True when `apply` and `release` answer synchronously. */
+  readonly synchronous: boolean;
+}
+
+/** A store that answers at once (the memory store). */
+export interface SyncLimitStore extends LimitStoreBase {
+  /** Synchronous. */
+  readonly synchronous: true;
+  /** Apply a plan at `now` (ms), atomically. Never throws for any plan the engine builds. */
+  apply(plan: Plan, now: number): StoreOutcome;
+  /** Give back the leases of an admitted request. Idempotent. */
+  release(lease: LeaseToken, now: number): void;
+}
+
+/** A store that answers with promises (a networked store). */
+export interface AsyncLimitStore extends LimitStoreBase {
+  /** Asynchronous. */
+  readonly synchronous: false;
+  /** Apply a plan at `now` (ms), atomically. */
+  apply(plan: Plan, now: number): Promise<StoreOutcome>;
+  /** Give back the leases of an admitted request. Idempotent. */
+  release(lease: LeaseToken, now: number): Promise<void>;
+}
+
+/** Any store. */
+export type LimitStore = SyncLimitStore | AsyncLimitStore;
+
+/**
+ * Whole seconds to announce for a wait of `ms` milliseconds: `max(1, ceil(ms / 1000))`
+ * (Retry-After is an integer, RFC 9110 delay-seconds, never 0).
+ */
+export function retryAfterSeconds(ms: number): number {
+  // The tolerance absorbs float noise of fractional rates (1000 / 0.2 is not exact); the rate
+  // policy admits with the same tolerance, so the announced retry is still admitted.
+  return Math.max(1, Math.ceil((ms - RETRY_TOLERANCE_MS) / 1000));
+}
+
+/** Float tolerance, in ms, shared by the rate policy's admission test and Retry-After rounding. */
+export const RETRY_TOLERANCE_MS = 1e-6;

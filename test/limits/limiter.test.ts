@@ -1,0 +1,607 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type AsyncLimitStore,
+  concurrency,
+  createLimiter,
+  type Decision,
+  FakeClock,
+  isConfigurationError,
+  isInvalidRequestError,
+  type LimitRequest,
+  MemoryStore,
+  type Plan,
+  type Policy,
+  presets,
+  rate,
+  window,
+} from '../../src/index.js';
+import { arbitraryGaps, burstyGaps, edgeGaps, steadyGaps } from '../support/arrivals.js';
+import { admittedTimes, request, runEngine, runOracle } from '../support/limits.js';
+import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
+
+const windowed = (policies: readonly Policy[]) =>
+  policies.filter((p): p is Extract<Policy, { kind: 'window' }> => p.kind === 'window');
+
+/** Policy lists to draw from: the presets and small random ones (limits of 1 included). */
+const policyLists: fc.Arbitrary<readonly Policy[]> = fc.oneof(
+  fc.constant(presets.live.policies),
+  fc.constant(presets.development.policies),
+  fc
+    .tuple(
+      fc.integer({ min: 1, max: 8 }),
+      fc.integer({ min: 1, max: 5_000 }),
+      fc.integer({ min: 1, max: 40 }),
+      fc.integer({ min: 1, max: 60_000 }),
+      fc.option(
+        fc.tuple(fc.double({ min: 0.2, max: 50, noNaN: true }), fc.integer({ min: 1, max: 10 })),
+      ),
+    )
+    .map(([l1, w1, l2, w2, r]) => [
+      window(l1, w1, { name: 'a' }),
+      window(l2, w2, { name: 'b' }),
+      ...(r === null ? [] : [rate(r[0], r[1], { name: 'c' })]),
+    ]),
+);
+
+const sequences = fc.oneof(arbitraryGaps(), burstyGaps(), edgeGaps(1_000), edgeGaps(60_000));
+
+/** Any sequence followed by a burst larger than every limit drawn here, so that something is refused. */
+const overloaded = sequences.map((gaps) => [...gaps, ...Array.from({ length: 201 }, () => 0)]);
+
+describe('limiter: invariants against an exact sliding-log oracle (fake clock)', () => {
+  it('never admits more than limit in any window, for any arrival sequence (invariant 1)', () => {
+    fc.assert(
+      fc.property(policyLists, sequences, (policies, gaps) => {
+        const admitted = admittedTimes(runEngine(policies, gaps));
+        for (const p of windowed(policies)) {
+          expect(maxInAnyWindow(admitted, p.windowMs)).toBeLessThanOrEqual(p.limit);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('admits at least 98% of what the exact oracle admits, and never more (invariant 2)', () => {
+    fc.assert(
+      fc.property(policyLists, fc.oneof(burstyGaps(), arbitraryGaps()), (policies, gaps) => {
+        const engine = admittedTimes(runEngine(policies, gaps)).length;
+        const oracle = admittedTimes(runOracle(policies, gaps)).length;
+        expect(engine).toBeGreaterThanOrEqual(Math.ceil(0.98 * oracle));
+        expect(engine).toBeLessThanOrEqual(oracle);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('decides exactly as the oracle, step by step, including Retry-After and the refusing limit', () => {
+    fc.assert(
+      fc.property(policyLists, sequences, (policies, gaps) => {
+        expect(runEngine(policies, gaps)).toEqual(runOracle(policies, gaps));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('admits every request of steady traffic at the Live 3500 per 60 s limit, as the oracle does', () => {
+    fc.assert(
+      fc.property(steadyGaps(3500, 60_000, 8_000), (gaps) => {
+        const steps = runEngine(presets.live.policies, gaps);
+        expect(steps).toEqual(runOracle(presets.live.policies, gaps));
+        expect(steps.every((s) => s.allowed)).toBe(true);
+      }),
+      { numRuns: 5 },
+    );
+  });
+
+  it('admits every request of steady traffic at the Development 5 per second limit', () => {
+    fc.assert(
+      fc.property(steadyGaps(5, 1_000, 150), (gaps) => {
+        const steps = runEngine(presets.development.policies, gaps);
+        expect(steps.every((s) => s.allowed)).toBe(true);
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it('announces an integer Retry-After >= 1, and the retry it announces is admitted (invariant 3)', () => {
+    fc.assert(
+      fc.property(policyLists, overloaded, (policies, gaps) => {
+        const clock = new FakeClock(0);
+        const limiter = createLimiter({ policies, clock });
+        let refusals = 0;
+        for (const gap of gaps) {
+          clock.advance(gap);
+          const decision = limiter.check(request);
+          if (decision.allowed) {
+            decision.release();
+            continue;
+          }
+          refusals++;
+          expect(Number.isInteger(decision.retryAfterSeconds)).toBe(true);
+          expect(decision.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+          expect(decision.retryAt).toBe(clock.now() + decision.retryAfterSeconds * 1000);
+          clock.set(decision.retryAt);
+          const retry = limiter.check(request);
+          expect(retry.allowed).toBe(true);
+          if (retry.allowed) retry.release();
+        }
+        expect(refusals).toBeGreaterThan(0);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a request retried before its Retry-After elapsed is not processed and gets the remaining time', () => {
+    fc.assert(
+      fc.property(
+        policyLists,
+        overloaded,
+        fc.double({ min: 0, max: 0.999, noNaN: true }),
+        (policies, gaps, fraction) => {
+          const clock = new FakeClock(0);
+          const limiter = createLimiter({ policies, clock });
+          for (const gap of gaps) {
+            clock.advance(gap);
+            const decision = limiter.check(request);
+            if (decision.allowed) {
+              decision.release();
+              continue;
+            }
+            const early = clock.now() + Math.floor(fraction * decision.retryAfterSeconds * 1000);
+            clock.set(early);
+            const again = limiter.check(request);
+            expect(again.allowed).toBe(false);
+            if (!again.allowed) {
+              expect(again.retryAt).toBeGreaterThanOrEqual(decision.retryAt);
+              expect(again.retryAfterSeconds).toBe(
+                Math.max(1, Math.ceil((decision.retryAt - early) / 1000)),
+              );
+            }
+            return;
+          }
+          throw new Error('the overloaded sequence was never refused');
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('rejected requests change no counter: replaying only the admitted ones admits them all with the same remaining (invariant 4)', () => {
+    fc.assert(
+      fc.property(policyLists, sequences, (policies, gaps) => {
+        const clock = new FakeClock(0);
+        const limiter = createLimiter({ policies, clock });
+        const admitted: Array<{ at: number; remaining: number[] }> = [];
+        let before: number[] | undefined;
+        for (const gap of gaps) {
+          clock.advance(gap);
+          const decision = limiter.check(request);
+          // Releasing a lease changes the throttle's count, so compare the counting policies only.
+          const remaining = decision.statuses
+            .filter((s) => s.policy.kind !== 'concurrency')
+            .map((s) => s.remaining);
+          if (decision.allowed) {
+            admitted.push({ at: clock.now(), remaining });
+            decision.release();
+          } else if (before !== undefined && gap === 0) {
+            // Same instant as the previous decision: a refusal must leave every counter as it was.
+            expect(remaining).toEqual(before);
+          }
+          before = remaining;
+        }
+        const replayClock = new FakeClock(0);
+        const replay = createLimiter({ policies, clock: replayClock });
+        for (const { at, remaining } of admitted) {
+          replayClock.set(at);
+          const decision = replay.check(request);
+          expect(decision.allowed).toBe(true);
+          expect(
+            decision.statuses
+              .filter((s) => s.policy.kind !== 'concurrency')
+              .map((s) => s.remaining),
+          ).toEqual(remaining);
+          if (decision.allowed) decision.release();
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('limiter: leases (invariant 6)', () => {
+  type Op =
+    | { kind: 'start' }
+    | { kind: 'end'; which: number; twice: boolean }
+    | { kind: 'wait'; ms: number };
+  const ops = fc.array(
+    fc.oneof(
+      fc.constant<Op>({ kind: 'start' }),
+      fc.record({ kind: fc.constant('end' as const), which: fc.nat(), twice: fc.boolean() }),
+      fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 0, max: 500 }) }),
+    ),
+    { maxLength: 200 },
+  );
+
+  it('leases always come back: once every request has ended (finished, failed, aborted, released twice), nothing is in flight', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 6 }), ops, (max, script) => {
+        const clock = new FakeClock(0);
+        const throttle = concurrency(max, { name: 'throttle' });
+        const limiter = createLimiter({ policies: [throttle], clock });
+        const open: Array<Extract<Decision, { allowed: true }>> = [];
+        for (const op of script) {
+          if (op.kind === 'wait') clock.advance(op.ms);
+          else if (op.kind === 'start') {
+            const d = limiter.check(request);
+            if (d.allowed) open.push(d);
+            // Never more in flight than max.
+            expect(open.length).toBeLessThanOrEqual(max);
+          } else if (open.length > 0) {
+            const [d] = open.splice(op.which % open.length, 1);
+            d!.release();
+            if (op.twice) d!.release();
+          }
+        }
+        for (const d of open.splice(0)) d.release();
+        clock.advance(1_000); // past any block a refusal set
+        const probe = limiter.check(request);
+        expect(probe.allowed).toBe(true);
+        expect(probe.statuses[0]!.remaining).toBe(max - 1);
+        if (probe.allowed) probe.release();
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a lease released twice frees one slot, not two', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ policies: [concurrency(2, { name: 't' })], clock });
+    const a = limiter.check(request);
+    const b = limiter.check(request);
+    expect(a.allowed && b.allowed).toBe(true);
+    if (!a.allowed) return;
+    a.release();
+    a.release();
+    const c = limiter.check(request);
+    expect(c.allowed).toBe(true);
+    expect(c.statuses[0]!.remaining).toBe(0);
+    const d = limiter.check(request);
+    expect(d.allowed).toBe(false);
+  });
+
+  it('a lease that is never released expires after its TTL', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      policies: [concurrency(1, { name: 't', leaseTtl: '30s' })],
+      clock,
+    });
+    expect(limiter.check(request).allowed).toBe(true);
+    clock.set(29_999);
+    expect(limiter.check(request).allowed).toBe(false);
+    clock.set(31_000); // the TTL has passed and so has the 1 s block of the refusal
+    const next = limiter.check(request);
+    expect(next.allowed).toBe(true);
+  });
+
+  it('a concurrency refusal announces the recommended one second and blocks the scope until then', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ policies: [concurrency(1, { name: 't' })], clock });
+    const held = limiter.check(request);
+    const refused = limiter.check(request);
+    expect(refused).toMatchObject({ allowed: false, retryAfterSeconds: 1, reason: 'limit' });
+    if (held.allowed) held.release();
+    clock.advance(500);
+    expect(limiter.check(request)).toMatchObject({
+      allowed: false,
+      retryAfterSeconds: 1,
+      reason: 'blocked',
+    });
+    clock.advance(500);
+    expect(limiter.check(request).allowed).toBe(true);
+  });
+});
+
+describe('limiter: decision rules', () => {
+  it('two policies refusing at once: the later release time wins the Retry-After and names the limit', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      policies: [window(1, '1s', { name: 'short' }), window(1, '10s', { name: 'long' })],
+      clock,
+    });
+    expect(limiter.check(request).allowed).toBe(true);
+    const refused = limiter.check(request);
+    expect(refused).toMatchObject({ allowed: false, retryAfterSeconds: 10, reason: 'limit' });
+    expect(refused.allowed ? undefined : refused.policy?.name).toBe('long');
+  });
+
+  it('time that does not move: a window of 3 admits three requests at one instant and refuses the fourth', () => {
+    const clock = new FakeClock(42);
+    const limiter = createLimiter({ policies: [window(3, '1s', { name: 'w' })], clock });
+    const results = Array.from({ length: 5 }, () => limiter.check(request));
+    expect(results.map((d) => d.allowed)).toEqual([true, true, true, false, false]);
+    expect(results[3]).toMatchObject({ retryAfterSeconds: 1, retryAt: 1_042 });
+  });
+
+  it('limits of 1: window(1), rate(burst 1) and concurrency(1) each admit exactly one at a time', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      policies: [
+        window(1, '2s', { name: 'w' }),
+        rate(1, 1, { name: 'r' }),
+        concurrency(1, { name: 'c' }),
+      ],
+      clock,
+    });
+    const first = limiter.check(request);
+    expect(first.allowed).toBe(true);
+    if (first.allowed) first.release();
+    const second = limiter.check(request);
+    expect(second).toMatchObject({ allowed: false, retryAfterSeconds: 2 });
+    clock.set(2_000);
+    expect(limiter.check(request).allowed).toBe(true);
+  });
+
+  it('after a full burst at t = 0, a request at t = window is admitted (half-open windows)', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ policies: [window(200, '1s', { name: 'w' })], clock });
+    for (let i = 0; i < 200; i++) expect(limiter.check(request).allowed).toBe(true);
+    clock.set(1_000);
+    expect(limiter.check(request).allowed).toBe(true);
+  });
+
+  it('a refusal blocks until the instant it announced, even when room appears earlier', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ policies: [window(200, '1s', { name: 'w' })], clock });
+    for (let i = 0; i < 200; i++) limiter.check(request);
+    clock.set(999);
+    const refused = limiter.check(request);
+    expect(refused).toMatchObject({
+      allowed: false,
+      retryAfterSeconds: 1,
+      retryAt: 1_999,
+      reason: 'limit',
+    });
+    clock.set(1_000); // the window has room again, but the announced instant has not come
+    expect(limiter.check(request)).toMatchObject({
+      allowed: false,
+      retryAfterSeconds: 1,
+      reason: 'blocked',
+    });
+    clock.set(1_999);
+    expect(limiter.check(request).allowed).toBe(true);
+  });
+
+  it('counts per client id and account code: another client or account has its own limits', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ policies: [window(1, '1s', { name: 'w' })], clock });
+    expect(limiter.check(request).allowed).toBe(true);
+    expect(limiter.check(request).allowed).toBe(false);
+    expect(limiter.check({ ...request, clientId: 'client-2' }).allowed).toBe(true);
+    expect(limiter.check({ ...request, accountCode: 'OTHER' }).allowed).toBe(true);
+  });
+
+  it('keys cannot be forged by moving characters between client id and account code', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 8 }),
+        fc.string({ minLength: 1, maxLength: 8 }),
+        fc.string({ minLength: 1, maxLength: 8 }),
+        (a, b, c) => {
+          fc.pre(a + b !== '' && a !== a + b.slice(0, 0) + c);
+          const limiter = createLimiter({
+            policies: [window(1, '1s', { name: 'w' })],
+            clock: new FakeClock(0),
+          });
+          const one = { ...request, clientId: a, accountCode: b + c };
+          const two = { ...request, clientId: a + b, accountCode: c };
+          expect(limiter.check(one).allowed).toBe(true);
+          expect(limiter.check(two).allowed).toBe(true);
+        },
+      ),
+    );
+  });
+
+  it('reports what remains of each policy', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ preset: presets.live, clock });
+    const d = limiter.check(request);
+    expect(d.statuses.map((s) => [s.policy.name, s.remaining])).toEqual([
+      ['global: 200 per 1 s', 199],
+      ['global: 100 per s average, burst 200', 199],
+      ['global: 3500 per 60 s', 3499],
+      ['throttle: 20 concurrent', 19],
+    ]);
+    expect(d.statuses[0]!.resetAfterMs).toBe(1_000);
+    expect(d.statuses[2]!.resetAfterMs).toBe(60_000);
+  });
+
+  it('picks the preset by account type, and the strictest by default', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ preset: presets.byAccountType, clock });
+    const live = limiter.check({ ...request, accountType: 'live' });
+    const trial = limiter.check({ ...request, clientId: 'c2', accountType: 'trial' });
+    const none = limiter.check({ ...request, clientId: 'c3' });
+    expect(live.statuses[0]!.policy.name).toBe('global: 200 per 1 s');
+    expect(trial.statuses[0]!.policy.name).toBe('global: 5 per 1 s');
+    expect(none.statuses[0]!.policy.name).toBe('global: 5 per 1 s');
+    const custom = createLimiter({
+      preset: presets.byAccountType,
+      defaultAccountType: 'live',
+      clock,
+    });
+    expect(custom.check(request).statuses[0]!.policy.name).toBe('global: 200 per 1 s');
+  });
+
+  it('accepts a different set of policies per request', () => {
+    const clock = new FakeClock(0);
+    const strict = [window(1, '1s', { name: 'strict' })];
+    const loose = [window(100, '1s', { name: 'loose' })];
+    const limiter = createLimiter({
+      policies: (r) => (r.method === 'PATCH' ? strict : loose),
+      clock,
+    });
+    expect(limiter.check({ ...request, method: 'PATCH' }).allowed).toBe(true);
+    expect(limiter.check({ ...request, method: 'PATCH' }).allowed).toBe(false);
+    expect(limiter.check(request).allowed).toBe(true);
+    // A selector that builds equal lists afresh each time still shares one counter.
+    const fresh = createLimiter({ policies: () => [window(1, '1s', { name: 'w' })], clock });
+    expect(fresh.check(request).allowed).toBe(true);
+    expect(fresh.check(request).allowed).toBe(false);
+  });
+
+  it('with an asynchronous store, check returns a promise of the same decision', async () => {
+    const memory = new MemoryStore();
+    const store: AsyncLimitStore = {
+      synchronous: false,
+      apply: (plan: Plan, now: number) => Promise.resolve(memory.apply(plan, now)),
+      release: (lease, now) => Promise.resolve(memory.release(lease, now)),
+    };
+    const limiter = createLimiter({
+      policies: [window(1, '1s', { name: 'w' })],
+      store,
+      clock: new FakeClock(0),
+    });
+    const first = limiter.check(request);
+    expect(first).toBeInstanceOf(Promise);
+    expect((await first).allowed).toBe(true);
+    expect(await limiter.check(request)).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
+  });
+
+  it('a clock stepped backwards counts as standing still, never as fresh room', () => {
+    const clock = new FakeClock(10_000);
+    const limiter = createLimiter({ policies: [window(1, '1s', { name: 'w' })], clock });
+    expect(limiter.check(request).allowed).toBe(true);
+    clock.set(0);
+    expect(limiter.check(request)).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
+  });
+});
+
+describe('limiter: bad input', () => {
+  const limiter = createLimiter({ preset: presets.byAccountType, clock: new FakeClock(0) });
+  const bad: Array<[string, unknown, string]> = [
+    ['no request', undefined, 'invalid_request'],
+    ['empty client id', { ...request, clientId: '' }, 'invalid_client_id'],
+    ['numeric client id', { ...request, clientId: 42 }, 'invalid_client_id'],
+    ['very long client id', { ...request, clientId: 'x'.repeat(257) }, 'invalid_client_id'],
+    ['empty account code', { ...request, accountCode: '' }, 'invalid_account_code'],
+    ['object account code', { ...request, accountCode: {} }, 'invalid_account_code'],
+    ['unknown account type', { ...request, accountType: 'gold' }, 'invalid_account_type'],
+    ['numeric account type', { ...request, accountType: 1 }, 'invalid_account_type'],
+    ['method with a space', { ...request, method: 'GE T' }, 'invalid_method'],
+    ['missing method', { ...request, method: undefined }, 'invalid_method'],
+    ['non-string path', { ...request, path: ['/a'] }, 'invalid_path'],
+  ];
+
+  it.each(bad)(
+    '%s gets an InvalidRequestError with a code and a message that says what to change',
+    (_, input, code) => {
+      let caught: unknown;
+      try {
+        limiter.check(input as LimitRequest);
+      } catch (error) {
+        caught = error;
+      }
+      expect(isInvalidRequestError(caught)).toBe(true);
+      expect((caught as { code: string }).code).toBe(code);
+      expect((caught as Error).message).toMatch(/must|use one of/);
+    },
+  );
+
+  it('any client id and account code of 1 to 256 characters, whatever they contain, is keyed safely and never throws', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 256, unit: 'binary' }),
+        fc.string({ minLength: 1, maxLength: 256, unit: 'binary' }),
+        (clientId, accountCode) => {
+          const decision = limiter.check({
+            ...request,
+            clientId,
+            accountCode,
+            accountType: 'live',
+          });
+          expect(decision.allowed).toBe(true);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  const badConfig: Array<[string, () => unknown, string]> = [
+    ['neither preset nor policies', () => createLimiter({}), 'invalid_option'],
+    [
+      'both preset and policies',
+      () => createLimiter({ preset: presets.live, policies: [] }),
+      'invalid_option',
+    ],
+    ['no policies', () => createLimiter({ policies: [] }), 'invalid_policy'],
+    [
+      'a policy that is not one',
+      () =>
+        createLimiter({
+          policies: [{ kind: 'window', name: 'x', limit: 0, windowMs: 1 } as Policy],
+        }),
+      'invalid_policy',
+    ],
+    [
+      'duplicate policy names',
+      () =>
+        createLimiter({
+          policies: [window(1, '1s', { name: 'x' }), window(2, '2s', { name: 'x' })],
+        }),
+      'duplicate_policy_name',
+    ],
+    [
+      'a default account type with no preset',
+      () => createLimiter({ preset: presets.byAccountType, defaultAccountType: 'gold' }),
+      'invalid_option',
+    ],
+    [
+      'maxIdLength 0',
+      () => createLimiter({ preset: presets.live, maxIdLength: 0 }),
+      'invalid_option',
+    ],
+    [
+      'a clock without now()',
+      () => createLimiter({ preset: presets.live, clock: {} as FakeClock }),
+      'invalid_option',
+    ],
+  ];
+
+  it.each(badConfig)('%s throws a ConfigurationError', (_, make, code) => {
+    let caught: unknown;
+    try {
+      make();
+    } catch (error) {
+      caught = error;
+    }
+    expect(isConfigurationError(caught)).toBe(true);
+    expect((caught as { code: string }).code).toBe(code);
+  });
+
+  it('a clock that returns NaN is a ConfigurationError, not a silent decision', () => {
+    const broken = createLimiter({ preset: presets.live, clock: { now: () => Number.NaN } });
+    expect(() => broken.check(request)).toThrow(/finite milliseconds/);
+  });
+});
+
+describe('oracle self-check', () => {
+  it('the oracle itself never admits more than limit in any window', () => {
+    fc.assert(
+      fc.property(policyLists, sequences, (policies, gaps) => {
+        const oracle = new ExactOracle(policies);
+        let t = 0;
+        const times: number[] = [];
+        for (const gap of gaps) {
+          t += gap;
+          const d = oracle.decide(t);
+          if (d.allowed) times.push(t);
+          if (d.leaseId !== undefined) oracle.release(d.leaseId);
+        }
+        for (const p of windowed(policies))
+          expect(maxInAnyWindow(times, p.windowMs)).toBeLessThanOrEqual(p.limit);
+      }),
+      { numRuns: 100 },
+    );
+  });
+});

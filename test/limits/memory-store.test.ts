@@ -1,0 +1,129 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  concurrency,
+  createLimiter,
+  FakeClock,
+  isConfigurationError,
+  MemoryStore,
+  type Plan,
+  presets,
+  window,
+} from '../../src/index.js';
+import { request } from '../support/limits.js';
+
+describe('MemoryStore', () => {
+  it('decides synchronously: check returns a decision, not a promise', () => {
+    const limiter = createLimiter({ preset: presets.live, clock: new FakeClock(0) });
+    const decision = limiter.check(request);
+    expect(decision).not.toBeInstanceOf(Promise);
+    expect(decision.allowed).toBe(true);
+  });
+
+  it('reclaims a key once its longest window has passed, with no timer, as other traffic sweeps', () => {
+    const clock = new FakeClock(0);
+    const store = new MemoryStore();
+    const limiter = createLimiter({ preset: presets.live, clock, store });
+    for (let i = 0; i < 1_000; i++) {
+      const d = limiter.check({ ...request, clientId: `c${i}` });
+      if (d.allowed) d.release();
+    }
+    expect(store.size).toBe(1_000);
+    clock.advance(59_999);
+    for (let i = 0; i < 1_000; i++) limiter.check({ ...request, clientId: 'steady' });
+    expect(store.size).toBe(1_001); // nothing is quiet yet: the 60 s window still holds them
+    clock.advance(2);
+    for (let i = 0; i < 2_000; i++) {
+      const d = limiter.check({ ...request, clientId: 'steady', accountCode: `a${i % 3}` });
+      if (d.allowed) d.release();
+    }
+    expect(store.size).toBeLessThanOrEqual(4);
+  });
+
+  it('keeps a key while a lease is held, even after its windows have passed', () => {
+    const clock = new FakeClock(0);
+    const store = new MemoryStore({ sweepPerDecision: 10 });
+    const limiter = createLimiter({
+      policies: [concurrency(1, { name: 't', leaseTtl: '1h' })],
+      clock,
+      store,
+    });
+    const held = limiter.check(request);
+    expect(held.allowed).toBe(true);
+    clock.advance(120_000);
+    for (let i = 0; i < 20; i++) limiter.check({ ...request, clientId: `other${i}` });
+    expect(limiter.check(request).allowed).toBe(false);
+    if (held.allowed) held.release();
+  });
+
+  it('bounds memory when an attacker rotates client ids: at the cap, new keys are refused with reason capacity and existing keys keep their limits', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 1, max: 500 }),
+        (maxKeys, attempts) => {
+          const clock = new FakeClock(0);
+          const store = new MemoryStore({ maxKeys });
+          const limiter = createLimiter({
+            policies: [window(2, '60s', { name: 'w' })],
+            clock,
+            store,
+          });
+          let refusedForCapacity = 0;
+          for (let i = 0; i < attempts; i++) {
+            const d = limiter.check({ ...request, clientId: `attacker-${i}` });
+            if (!d.allowed) {
+              expect(d).toMatchObject({
+                reason: 'capacity',
+                retryAfterSeconds: 1,
+                policy: undefined,
+              });
+              refusedForCapacity++;
+            }
+            expect(store.size).toBeLessThanOrEqual(maxKeys);
+          }
+          expect(refusedForCapacity).toBe(Math.max(0, attempts - maxKeys));
+          // Once the windows have passed, the keys are reclaimed and new clients are admitted again.
+          clock.advance(60_000);
+          expect(limiter.check({ ...request, clientId: 'newcomer' }).allowed).toBe(true);
+        },
+      ),
+      { numRuns: 50 },
+    );
+  });
+
+  it('ignores a lease from another store and a lease whose key was reclaimed', () => {
+    const clock = new FakeClock(0);
+    const a = createLimiter({ policies: [concurrency(1, { name: 't', leaseTtl: '1s' })], clock });
+    const b = createLimiter({ policies: [concurrency(1, { name: 't', leaseTtl: '1s' })], clock });
+    const fromA = a.check(request);
+    const fromB = b.check(request);
+    expect(fromA.allowed && fromB.allowed).toBe(true);
+    const plan: Plan = { scopes: [] };
+    expect(a.store.apply(plan, 0)).toMatchObject({ allowed: true });
+    if (fromB.allowed)
+      b.store.release(
+        (b.store.apply(plan, 0) as { lease?: never }).lease ?? ({ store: {} } as never),
+        0,
+      );
+    clock.advance(2_000); // the lease expired
+    const next = a.check(request);
+    expect(next.allowed).toBe(true);
+    if (fromA.allowed) fromA.release(); // the expired lease must not free the new one
+    expect(a.check(request).allowed).toBe(false);
+  });
+
+  it.each([
+    ['maxKeys 0', { maxKeys: 0 }],
+    ['maxKeys 1.5', { maxKeys: 1.5 }],
+    ['negative sweep', { sweepPerDecision: -1 }],
+  ])('refuses bad options: %s', (_, options) => {
+    let caught: unknown;
+    try {
+      new MemoryStore(options);
+    } catch (error) {
+      caught = error;
+    }
+    expect(isConfigurationError(caught)).toBe(true);
+  });
+});

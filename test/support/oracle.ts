@@ -1,0 +1,122 @@
+/**
+ * The exact reference for the limit engine, written for obviousness rather than speed: every
+ * admission time is kept for ever, windows are counted by filtering, the rate policy is a token
+ * bucket with continuous refill (an independent formulation of GCRA), and the decision rules of
+ * DESIGN.md (all or nothing, truthful Retry-After, block until the announced instant) are spelled
+ * out once more.
+ */
+import type { Policy } from '../../src/index.js';
+
+export interface OracleDecision {
+  allowed: boolean;
+  retryAfterSeconds: number | undefined;
+  policy: string | undefined;
+  leaseId: number | undefined;
+}
+
+const EPSILON = 1e-6;
+
+/** Whole seconds for a wait, with the float tolerance the engine documents for fractional rates. */
+const seconds = (ms: number): number => Math.max(1, Math.ceil((ms - EPSILON) / 1000));
+
+export class ExactOracle {
+  readonly admissions = new Map<string, number[]>();
+  readonly tokens = new Map<string, { tokens: number; at: number }>();
+  readonly leases = new Map<string, Array<{ id: number; expiry: number }>>();
+  readonly blockedUntil = new Map<string, number>();
+  #nextLease = 1;
+
+  constructor(readonly policies: readonly Policy[]) {
+    for (const p of policies) {
+      this.admissions.set(p.name, []);
+      if (p.kind === 'rate')
+        this.tokens.set(p.name, { tokens: p.burst, at: Number.NEGATIVE_INFINITY });
+      this.leases.set(p.name, []);
+      this.blockedUntil.set(p.name, 0);
+    }
+  }
+
+  /** When could `p` admit one more request, if nothing else happened? */
+  ownEarliest(p: Policy, t: number): number {
+    switch (p.kind) {
+      case 'window': {
+        const inside = this.admissions.get(p.name)!.filter((a) => a > t - p.windowMs && a <= t);
+        if (inside.length < p.limit) return t;
+        return inside[inside.length - p.limit]! + p.windowMs;
+      }
+      case 'rate': {
+        const tokens = this.#tokensAt(p, t);
+        if (tokens >= 1 - EPSILON) return t;
+        return t + ((1 - tokens) * 1000) / p.perSecond;
+      }
+      case 'concurrency': {
+        const live = this.leases.get(p.name)!.filter((l) => l.expiry > t);
+        return live.length < p.max ? t : t + p.retryAfterMs;
+      }
+    }
+  }
+
+  #tokensAt(p: Extract<Policy, { kind: 'rate' }>, t: number): number {
+    const bucket = this.tokens.get(p.name)!;
+    if (bucket.at === Number.NEGATIVE_INFINITY) return p.burst;
+    return Math.min(p.burst, bucket.tokens + ((t - bucket.at) * p.perSecond) / 1000);
+  }
+
+  decide(t: number, active: readonly Policy[] = this.policies): OracleDecision {
+    let latest = t;
+    let refusing: string | undefined;
+    for (const p of active) {
+      const at = Math.max(this.ownEarliest(p, t), this.blockedUntil.get(p.name)!);
+      if (at > t && at >= latest) {
+        latest = at;
+        refusing = p.name;
+      }
+    }
+    if (refusing !== undefined) {
+      for (const p of active) {
+        const own = this.ownEarliest(p, t);
+        if (own > t) {
+          const until = t + seconds(own - t) * 1000;
+          this.blockedUntil.set(p.name, Math.max(this.blockedUntil.get(p.name)!, until));
+        }
+      }
+      return {
+        allowed: false,
+        retryAfterSeconds: seconds(latest - t),
+        policy: refusing,
+        leaseId: undefined,
+      };
+    }
+    let leaseId: number | undefined;
+    for (const p of active) {
+      this.admissions.get(p.name)!.push(t);
+      if (p.kind === 'rate') {
+        this.tokens.set(p.name, { tokens: this.#tokensAt(p, t) - 1, at: t });
+      }
+      if (p.kind === 'concurrency') {
+        leaseId ??= this.#nextLease++;
+        this.leases.get(p.name)!.push({ id: leaseId, expiry: t + p.leaseTtlMs });
+      }
+    }
+    return { allowed: true, retryAfterSeconds: undefined, policy: undefined, leaseId };
+  }
+
+  release(leaseId: number): void {
+    for (const list of this.leases.values()) {
+      const i = list.findIndex((l) => l.id === leaseId);
+      if (i !== -1) list.splice(i, 1);
+    }
+  }
+}
+
+/** The largest number of `times` inside any half-open interval `[s, s + windowMs)`. */
+export function maxInAnyWindow(times: readonly number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let best = 0;
+  let lo = 0;
+  for (let hi = 0; hi < sorted.length; hi++) {
+    while (sorted[hi]! - sorted[lo]! >= windowMs) lo++;
+    best = Math.max(best, hi - lo + 1);
+  }
+  return best;
+}
