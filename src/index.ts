@@ -73,6 +73,7 @@ export type {
   LeaseToken,
   LimitStore,
   LimitStoreBase,
+  OutcomeStatuses,
   Plan,
   PlanScope,
   PolicyStatus,

@@ -12,11 +12,14 @@ import { MemoryStore } from './memory-store.js';
 import { checkPolicies, type Policy } from './policy.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
 import type {
+  AdmittedOutcome,
   LeaseToken,
   LimitStore,
+  OutcomeStatuses,
   Plan,
   PolicyStatus,
   RefusalReason,
+  RefusedOutcome,
   StoreOutcome,
   SyncLimitStore,
 } from './store.js';
@@ -147,10 +150,18 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
   const select = policySelector(options);
 
   const check = (request: LimitRequest): Decision | Promise<Decision> => {
-    const policies = select(checkRequest(request, maxIdLength));
-    // Length-prefixed, so that no client id and account code pair can forge another pair's key.
-    const key = `${policies.id}|${request.clientId.length}:${request.clientId}|${request.accountCode}`;
-    const plan: Plan = { scopes: [{ key, policies: policies.list, active: policies.active }] };
+    const group = select(checkRequest(request, maxIdLength));
+    const plan: Plan = {
+      scopes: [
+        {
+          clientId: request.clientId,
+          accountCode: request.accountCode,
+          resource: '',
+          policies: group.list,
+          active: group.active,
+        },
+      ],
+    };
     const now = clock.now();
     if (!Number.isFinite(now)) {
       throw new ConfigurationError(
@@ -167,7 +178,6 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
 }
 
 interface PolicyGroup {
-  readonly id: number;
   readonly list: readonly Policy[];
   readonly active: readonly number[];
 }
@@ -195,7 +205,7 @@ function policySelector<S extends LimitStore>(
       const signature = JSON.stringify(list);
       group = bySignature.get(signature);
       if (group === undefined) {
-        group = { id: bySignature.size, list, active: list.map((_, i) => i) };
+        group = { list, active: list.map((_, i) => i) };
         bySignature.set(signature, group);
       }
       if (groups.size < 10_000) groups.set(list, group);
@@ -296,35 +306,70 @@ function checkId(
 }
 
 function toDecision(store: LimitStore, clock: Clock, outcome: StoreOutcome): Decision {
-  if (!outcome.allowed) {
-    return {
-      allowed: false,
-      retryAfterSeconds: outcome.retryAfterSeconds,
-      retryAt: outcome.now + outcome.retryAfterSeconds * 1000,
-      policy: outcome.policy,
-      reason: outcome.reason,
-      statuses: outcome.statuses,
-      now: outcome.now,
-    };
-  }
-  const lease = outcome.lease;
-  return {
-    allowed: true,
-    statuses: outcome.statuses,
-    now: outcome.now,
-    release: lease === undefined ? noop : releaser(store, lease, clock),
-  };
+  return outcome.allowed ? new Admitted(outcome, store, clock) : new Refused(outcome);
 }
 
-function noop(): void {}
+/** Statuses built from an outcome's compact data on first read. */
+abstract class WithStatuses {
+  #statuses: readonly PolicyStatus[] | undefined;
+  readonly #outcome: OutcomeStatuses;
 
-function releaser(store: LimitStore, lease: LeaseToken, clock: Clock): () => void {
-  let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    const done = store.release(lease, clock.now());
+  constructor(outcome: OutcomeStatuses) {
+    this.#outcome = outcome;
+  }
+
+  get statuses(): readonly PolicyStatus[] {
+    if (this.#statuses === undefined) {
+      const { policies, values } = this.#outcome;
+      this.#statuses = policies.map((policy, k) => ({
+        policy,
+        remaining: values[2 * k] as number,
+        resetAfterMs: values[2 * k + 1] as number,
+      }));
+    }
+    return this.#statuses;
+  }
+}
+
+class Admitted extends WithStatuses implements AdmittedDecision {
+  readonly allowed = true as const;
+  readonly now: number;
+  #lease: LeaseToken | undefined;
+  readonly #store: LimitStore;
+  readonly #clock: Clock;
+
+  constructor(outcome: AdmittedOutcome, store: LimitStore, clock: Clock) {
+    super(outcome);
+    this.now = outcome.now;
+    this.#lease = outcome.lease;
+    this.#store = store;
+    this.#clock = clock;
+  }
+
+  release(): void {
+    const lease = this.#lease;
+    if (lease === undefined) return;
+    this.#lease = undefined;
+    const done = this.#store.release(lease, this.#clock.now());
     // A networked store's failure to release is bounded by the lease TTL; never an unhandled rejection.
     if (done instanceof Promise) done.catch(() => undefined);
-  };
+  }
+}
+
+class Refused extends WithStatuses implements RefusedDecision {
+  readonly allowed = false as const;
+  readonly retryAfterSeconds: number;
+  readonly retryAt: number;
+  readonly policy: Policy | undefined;
+  readonly reason: RefusalReason;
+  readonly now: number;
+
+  constructor(outcome: RefusedOutcome) {
+    super(outcome);
+    this.retryAfterSeconds = outcome.retryAfterSeconds;
+    this.retryAt = outcome.now + outcome.retryAfterSeconds * 1000;
+    this.policy = outcome.policy;
+    this.reason = outcome.reason;
+    this.now = outcome.now;
+  }
 }

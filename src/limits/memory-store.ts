@@ -1,8 +1,9 @@
 /**
- * The in-memory store: one record per scope key, holding the state of each of the scope's
- * policies. Decides synchronously, with no promise and no timer. Records are reclaimed by an
- * incremental sweep once every policy of theirs is back to a fresh state, and the number of keys
- * can be capped, so rotating client ids cannot grow memory without bound.
+ * The in-memory store: one record per scope (a client and account, or one of their resources),
+ * holding the state of each of the scope's policies. Decides synchronously, with no promise and no
+ * timer. Records are found without building a key string (client id, then account code), reclaimed
+ * by an incremental sweep once every policy of theirs is back to a fresh state, and capped in
+ * number, so rotating client ids cannot grow memory without bound.
  * @module
  */
 import { ConfigurationError } from '../errors.js';
@@ -18,6 +19,7 @@ import {
 import {
   LeaseSet,
   leaseAcquire,
+  leaseCount,
   leaseEarliest,
   leaseQuietAt,
   leaseRelease,
@@ -37,7 +39,7 @@ import {
 import {
   type LeaseToken,
   type Plan,
-  type PolicyStatus,
+  type PlanScope,
   retryAfterSeconds,
   type StoreOutcome,
   type SyncLimitStore,
@@ -45,12 +47,20 @@ import {
 
 type PolicyState = SlidingLog | Gcra | LeaseSet;
 
+/** The state of one scope. */
 class ScopeRecord {
   readonly states: PolicyState[];
-  /** From this instant every state is fresh again and the record may be dropped. */
+  /** From this instant every state is fresh again and the record may be dropped (an upper bound). */
   quietAt = 0;
+  /** False once dropped: a lease on a dropped record is not given back to its successor. */
+  live = true;
+  /** The next account-level record of the same client. */
+  next: ScopeRecord | null = null;
 
-  constructor(readonly policies: readonly Policy[]) {
+  constructor(
+    readonly accountCode: string,
+    readonly policies: readonly Policy[],
+  ) {
     this.states = policies.map(newState);
   }
 }
@@ -66,41 +76,58 @@ function newState(policy: Policy): PolicyState {
   }
 }
 
+/** Everything held for one client id. */
+class ClientEntry {
+  constructor(readonly clientId: string) {}
+  /** Account-level records, a short list: a client rarely acts for many accounts. */
+  accounts: ScopeRecord | null = null;
+  /** Resource records, keyed by account code and resource. */
+  resources: Map<string, ScopeRecord> | null = null;
+  /** Where the sweep goes on in `resources`. */
+  cursor: MapIterator<[string, ScopeRecord]> | null = null;
+}
+
+/** The leases of one admitted request: usually one policy, sometimes more. */
+interface MemoryLease extends LeaseToken {
+  readonly store: MemoryStore;
+  readonly id: number;
+  readonly record: ScopeRecord;
+  readonly state: LeaseSet;
+  more: Array<{ record: ScopeRecord; state: LeaseSet }> | null;
+}
+
 /** The active policies of one decision, flattened; reused from decision to decision. */
 interface Work {
   readonly policies: Policy[];
   readonly states: PolicyState[];
   readonly records: ScopeRecord[];
-  readonly keys: string[];
+  readonly resources: string[];
   /** Each policy's own earliest admission time, blocks aside. */
   readonly own: number[];
-}
-
-interface MemoryLease extends LeaseToken {
-  readonly store: MemoryStore;
-  readonly holds: Array<{ key: string; record: ScopeRecord; index: number }>;
-  readonly id: number;
 }
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
   /**
-   * The most scope keys held at once (a client and account is one key; each resource it touches is
-   * one more). At the cap, a request that needs a new key is refused with reason `capacity` after
-   * reclaiming what it can: existing keys keep exact limits, none is evicted.
+   * The most scope records held at once (a client and account is one; each resource they touch
+   * under a resource limit is one more). At the cap, a request that needs a new record is refused
+   * with reason `capacity` after reclaiming what it can: existing records keep exact limits and
+   * none is evicted.
    * @defaultValue 1_000_000
    */
   maxKeys?: number;
   /**
-   * Records examined for reclamation per decision. Higher reclaims idle keys sooner at a small
-   * cost per decision.
-   * @defaultValue 2
+   * Clients examined for reclamation per decision. Higher reclaims idle keys sooner at a small
+   * cost per decision; with 1, every client is examined once per `size` decisions.
+   * @defaultValue 1
    */
   sweepPerDecision?: number;
 }
 
-// The records to examine when a new key is needed at the cap before refusing it.
+// Clients to examine when a new record is needed at the cap, before refusing it.
 const SWEEP_AT_CAP = 64;
+// Resource records of one client examined per sweep step.
+const RESOURCES_PER_STEP = 8;
 
 /**
  * Keeps limit state in this process. Exact: sliding windows hold the admission times inside the
@@ -113,18 +140,19 @@ const SWEEP_AT_CAP = 64;
 export class MemoryStore implements SyncLimitStore {
   /** Always true: the memory store decides synchronously. */
   readonly synchronous = true as const;
-  readonly #records = new Map<string, ScopeRecord>();
+  readonly #clients = new Map<string, ClientEntry>();
   readonly #maxKeys: number;
   readonly #sweepPerDecision: number;
-  #cursor: MapIterator<[string, ScopeRecord]>;
+  readonly #work: Work = { policies: [], states: [], records: [], resources: [], own: [] };
+  #cursor: MapIterator<ClientEntry>;
+  #size = 0;
   #latest = Number.NEGATIVE_INFINITY;
   #nextLeaseId = 1;
-  readonly #work: Work = { policies: [], states: [], records: [], keys: [], own: [] };
 
   /** @param options - key cap and sweep rate */
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000;
-    const sweep = options.sweepPerDecision ?? 2;
+    const sweep = options.sweepPerDecision ?? 1;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new ConfigurationError(
         'invalid_option',
@@ -139,12 +167,12 @@ export class MemoryStore implements SyncLimitStore {
     }
     this.#maxKeys = maxKeys;
     this.#sweepPerDecision = sweep;
-    this.#cursor = this.#records.entries();
+    this.#cursor = this.#clients.values();
   }
 
-  /** Scope keys currently held. */
+  /** Scope records currently held. */
   get size(): number {
-    return this.#records.size;
+    return this.#size;
   }
 
   /**
@@ -154,39 +182,26 @@ export class MemoryStore implements SyncLimitStore {
    * @param now - the time in ms; a time earlier than one already seen is treated as that one
    */
   apply(plan: Plan, now: number): StoreOutcome {
-    // Time never goes backwards inside the store: a clock stepped back counts as standing still.
-    // A non-finite time (a broken clock) also counts as standing still.
+    // Time never goes backwards inside the store: a clock stepped back (or a non-finite time)
+    // counts as standing still.
     const t = Number.isFinite(now) ? Math.max(now, this.#latest) : Math.max(this.#latest, 0);
     this.#latest = t;
     if (this.#sweepPerDecision > 0) this.#sweep(t, this.#sweepPerDecision);
 
-    const { scopes } = plan;
     // Flatten the plan into the reusable work arrays: one entry per active policy.
     const w = this.#work;
-    w.policies.length = 0;
-    w.states.length = 0;
-    w.records.length = 0;
-    w.keys.length = 0;
-    w.own.length = 0;
-    for (const scope of scopes) {
-      let record = this.#records.get(scope.key);
-      if (record === undefined || record.policies !== scope.policies) {
-        if (record === undefined && this.#records.size >= this.#maxKeys) {
-          this.#sweep(t, SWEEP_AT_CAP);
-          if (this.#records.size >= this.#maxKeys) return capacityRefusal(t);
-        }
-        // A scope key whose policies were replaced starts afresh with the new ones.
-        record = new ScopeRecord(scope.policies);
-        this.#records.set(scope.key, record);
-      }
+    let n = 0;
+    for (const scope of plan.scopes) {
+      const record = this.#find(scope, t);
+      if (record === undefined) return capacityRefusal(t);
       for (const i of scope.active) {
-        w.policies.push(scope.policies[i]!);
-        w.states.push(record.states[i]!);
-        w.records.push(record);
-        w.keys.push(scope.key);
+        w.policies[n] = scope.policies[i]!;
+        w.states[n] = record.states[i]!;
+        w.records[n] = record;
+        w.resources[n] = scope.resource;
+        n++;
       }
     }
-    const n = w.policies.length;
 
     // When could each active policy admit one more request?
     let earliest = t;
@@ -195,7 +210,7 @@ export class MemoryStore implements SyncLimitStore {
     for (let k = 0; k < n; k++) {
       const state = w.states[k]!;
       const own = earliestFor(w.policies[k]!, state, t);
-      w.own.push(own);
+      w.own[k] = own;
       const at = Math.max(own, state.blockedUntil);
       // Ties go to the later policy: the more specific limit names the refusal.
       if (at > t && at >= earliest) {
@@ -205,46 +220,92 @@ export class MemoryStore implements SyncLimitStore {
       }
     }
 
-    if (refusing === -1) return this.#admit(w, n, t);
-
-    // Refused: record nothing; block every policy that has no room until the instant it announces.
-    for (let k = 0; k < n; k++) {
-      const own = w.own[k]!;
-      if (own > t) {
-        const until = t + retryAfterSeconds(own - t) * 1000;
-        const state = w.states[k]!;
-        const record = w.records[k]!;
-        if (until > state.blockedUntil) state.blockedUntil = until;
-        if (until > record.quietAt) record.quietAt = until;
+    const outcome =
+      refusing === -1
+        ? this.#admit(plan, w, n, t)
+        : {
+            allowed: false as const,
+            now: t,
+            reason: blockedOnly ? ('blocked' as const) : ('limit' as const),
+            retryAfterSeconds: retryAfterSeconds(earliest - t),
+            policy: w.policies[refusing],
+            resource: w.resources[refusing],
+            policies: activePolicies(plan, w, n),
+            values: statusValues(w, n, t),
+          };
+    if (refusing !== -1) {
+      // Refused: record nothing; block every policy that has no room until the instant it announces.
+      for (let k = 0; k < n; k++) {
+        const own = w.own[k]!;
+        if (own > t) {
+          const until = t + retryAfterSeconds(own - t) * 1000;
+          const state = w.states[k]!;
+          const record = w.records[k]!;
+          if (until > state.blockedUntil) state.blockedUntil = until;
+          if (until > record.quietAt) record.quietAt = until;
+        }
       }
     }
-    return {
-      allowed: false,
-      now: t,
-      reason: blockedOnly ? 'blocked' : 'limit',
-      retryAfterSeconds: retryAfterSeconds(earliest - t),
-      policy: w.policies[refusing],
-      scope: w.keys[refusing],
-      statuses: statusesOf(w, n, t),
-    };
+    // Let go of the records, so that the work arrays do not keep dropped ones alive.
+    w.records.fill(undefined as never, 0, n);
+    w.states.fill(undefined as never, 0, n);
+    return outcome;
   }
 
   /**
-   * Give back the leases of an admitted request. Idempotent; a lease that already expired is
-   * ignored.
+   * Give back the leases of an admitted request. Idempotent; a lease that already expired, or
+   * whose record was reclaimed, is ignored.
    * @param lease - the token from an admitted outcome
    */
   release(lease: LeaseToken, _now: number): void {
     const own = lease as MemoryLease;
     if (own.store !== this) return;
-    for (const hold of own.holds) {
-      if (this.#records.get(hold.key) === hold.record) {
-        leaseRelease(hold.record.states[hold.index] as LeaseSet, own.id);
-      }
+    if (own.record.live) leaseRelease(own.state, own.id);
+    if (own.more !== null) {
+      for (const hold of own.more) if (hold.record.live) leaseRelease(hold.state, own.id);
     }
   }
 
-  #admit(w: Work, n: number, t: number): StoreOutcome {
+  /** The record of a scope, created if needed; undefined when the store is full. */
+  #find(scope: PlanScope, t: number): ScopeRecord | undefined {
+    let entry = this.#clients.get(scope.clientId);
+    if (scope.resource === '') {
+      for (let r = entry?.accounts ?? null; r !== null; r = r.next) {
+        if (r.accountCode === scope.accountCode && r.policies === scope.policies) return r;
+      }
+    } else {
+      const found = entry?.resources?.get(resourceKey(scope));
+      // Policies replaced for a resource start afresh with the new ones.
+      if (found !== undefined && found.policies === scope.policies) return found;
+    }
+    if (this.#size >= this.#maxKeys) {
+      this.#sweep(t, SWEEP_AT_CAP);
+      if (this.#size >= this.#maxKeys) return undefined;
+      entry = this.#clients.get(scope.clientId);
+    }
+    if (entry === undefined) {
+      entry = new ClientEntry(scope.clientId);
+      this.#clients.set(scope.clientId, entry);
+    }
+    const record = new ScopeRecord(scope.accountCode, scope.policies);
+    if (scope.resource === '') {
+      record.next = entry.accounts;
+      entry.accounts = record;
+    } else {
+      entry.resources ??= new Map();
+      const key = resourceKey(scope);
+      const replaced = entry.resources.get(key);
+      if (replaced !== undefined) {
+        replaced.live = false;
+        this.#size--;
+      }
+      entry.resources.set(key, record);
+    }
+    this.#size++;
+    return record;
+  }
+
+  #admit(plan: Plan, w: Work, n: number, t: number): StoreOutcome {
     let lease: MemoryLease | undefined;
     for (let k = 0; k < n; k++) {
       const policy = w.policies[k]!;
@@ -261,29 +322,81 @@ export class MemoryStore implements SyncLimitStore {
           until = (state as Gcra).tat;
           break;
         case 'concurrency':
-          lease ??= { store: this, holds: [], id: this.#nextLeaseId++ };
+          if (lease === undefined) {
+            lease = {
+              store: this,
+              id: this.#nextLeaseId++,
+              record,
+              state: state as LeaseSet,
+              more: null,
+            };
+          } else {
+            lease.more ??= [];
+            lease.more.push({ record, state: state as LeaseSet });
+          }
           leaseAcquire(state as LeaseSet, policy, t, lease.id);
-          lease.holds.push({ key: w.keys[k]!, record, index: record.states.indexOf(state) });
           until = t + policy.leaseTtlMs;
           break;
       }
       if (until > record.quietAt) record.quietAt = until;
     }
-    return { allowed: true, now: t, statuses: statusesOf(w, n, t), lease };
+    return {
+      allowed: true,
+      now: t,
+      policies: activePolicies(plan, w, n),
+      values: statusValues(w, n, t),
+      lease,
+    };
   }
 
-  // Examine up to `count` records from a cursor that cycles through the map; drop the quiet ones.
+  // Examine up to `count` clients from a cursor that cycles through them; drop quiet records.
   #sweep(t: number, count: number): void {
     for (let n = 0; n < count; n++) {
       const next = this.#cursor.next();
       if (next.done === true) {
-        this.#cursor = this.#records.entries();
+        this.#cursor = this.#clients.values();
+        return;
+      }
+      const entry = next.value;
+      this.#sweepClient(entry, t);
+      if (entry.accounts === null && (entry.resources === null || entry.resources.size === 0)) {
+        this.#clients.delete(entry.clientId);
+      }
+    }
+  }
+
+  #sweepClient(entry: ClientEntry, t: number): void {
+    let previous: ScopeRecord | null = null;
+    for (let r = entry.accounts; r !== null; r = r.next) {
+      if (isQuiet(r, t)) {
+        r.live = false;
+        this.#size--;
+        if (previous === null) entry.accounts = r.next;
+        else previous.next = r.next;
+      } else previous = r;
+    }
+    const { resources } = entry;
+    if (resources === null) return;
+    for (let n = 0; n < RESOURCES_PER_STEP; n++) {
+      entry.cursor ??= resources.entries();
+      const next = entry.cursor.next();
+      if (next.done === true) {
+        entry.cursor = null;
         return;
       }
       const [key, record] = next.value;
-      if (record.quietAt <= t && isQuiet(record, t)) this.#records.delete(key);
+      if (isQuiet(record, t)) {
+        record.live = false;
+        this.#size--;
+        resources.delete(key);
+      }
     }
   }
+}
+
+function resourceKey(scope: PlanScope): string {
+  // Length-prefixed, so that no account code and resource pair can forge another pair's key.
+  return `${scope.accountCode.length}:${scope.accountCode}${scope.resource}`;
 }
 
 function earliestFor(policy: Policy, state: PolicyState, t: number): number {
@@ -299,8 +412,9 @@ function earliestFor(policy: Policy, state: PolicyState, t: number): number {
   }
 }
 
-// The precise check behind `quietAt` (an upper bound): every state is fresh at `t`.
+// Every state of the record is fresh at `t`. `quietAt` is an upper bound checked first.
 function isQuiet(record: ScopeRecord, t: number): boolean {
+  if (record.quietAt <= t) return true;
   for (let i = 0; i < record.policies.length; i++) {
     const policy = record.policies[i]!;
     const state = record.states[i]!;
@@ -314,7 +428,7 @@ function isQuiet(record: ScopeRecord, t: number): boolean {
         break;
       case 'concurrency':
         pruneLeases(state as LeaseSet, t);
-        if ((state as LeaseSet).ids.length > 0) return false;
+        if (leaseCount(state as LeaseSet) > 0) return false;
         quietAt = leaseQuietAt(state as LeaseSet);
         break;
     }
@@ -323,30 +437,34 @@ function isQuiet(record: ScopeRecord, t: number): boolean {
   return true;
 }
 
-function statusesOf(w: Work, n: number, t: number): PolicyStatus[] {
-  const statuses: PolicyStatus[] = [];
+// The active policies in plan order; the scope's own list when it is all of them (no copy).
+function activePolicies(plan: Plan, w: Work, n: number): readonly Policy[] {
+  const only = plan.scopes.length === 1 ? plan.scopes[0]! : undefined;
+  if (only !== undefined && only.active.length === only.policies.length) return only.policies;
+  return w.policies.slice(0, n);
+}
+
+function statusValues(w: Work, n: number, t: number): number[] {
+  const values: number[] = new Array(2 * n);
   for (let k = 0; k < n; k++) {
     const policy = w.policies[k]!;
     const state = w.states[k]!;
-    let remaining: number;
-    let resetAfterMs: number;
     switch (policy.kind) {
       case 'window':
-        remaining = logRemaining(state as SlidingLog, policy);
-        resetAfterMs = logResetAfter(state as SlidingLog, policy, t);
+        values[2 * k] = logRemaining(state as SlidingLog, policy);
+        values[2 * k + 1] = logResetAfter(state as SlidingLog, policy, t);
         break;
       case 'rate':
-        remaining = gcraRemaining(state as Gcra, policy, t);
-        resetAfterMs = gcraResetAfter(state as Gcra, t);
+        values[2 * k] = gcraRemaining(state as Gcra, policy, t);
+        values[2 * k + 1] = gcraResetAfter(state as Gcra, t);
         break;
       case 'concurrency':
-        remaining = leaseRemaining(state as LeaseSet, policy);
-        resetAfterMs = 0;
+        values[2 * k] = leaseRemaining(state as LeaseSet, policy);
+        values[2 * k + 1] = 0;
         break;
     }
-    statuses.push({ policy, scope: w.keys[k]!, remaining, resetAfterMs });
   }
-  return statuses;
+  return values;
 }
 
 function capacityRefusal(t: number): StoreOutcome {
@@ -356,7 +474,8 @@ function capacityRefusal(t: number): StoreOutcome {
     reason: 'capacity',
     retryAfterSeconds: 1,
     policy: undefined,
-    scope: undefined,
-    statuses: [],
+    resource: undefined,
+    policies: [],
+    values: [],
   };
 }

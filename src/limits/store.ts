@@ -9,8 +9,15 @@ import type { Policy } from './policy.js';
 
 /** The policies of one scope that apply to one request. */
 export interface PlanScope {
-  /** Unique key of the scope: the client and account, or a resource of theirs. */
-  readonly key: string;
+  /** The client id the request is attributed to. */
+  readonly clientId: string;
+  /** The account code the request is attributed to. */
+  readonly accountCode: string;
+  /**
+   * `''` for the client and account as a whole (global limits and the throttle); otherwise the
+   * canonical key of one of their resources, counted apart.
+   */
+  readonly resource: string;
   /** Every policy of the scope, in a fixed order; state is kept per position. */
   readonly policies: readonly Policy[];
   /** Positions in `policies` that apply to this request (an exemption leaves one out). */
@@ -27,12 +34,23 @@ export interface Plan {
 export interface PolicyStatus {
   /** The policy. */
   readonly policy: Policy;
-  /** The scope key it is counted in. */
-  readonly scope: string;
   /** Requests it would still admit at once. */
   readonly remaining: number;
   /** Milliseconds until its full quota is available again (0 when it is). */
   readonly resetAfterMs: number;
+}
+
+/**
+ * What every outcome reports of the active policies, in plan order, as parallel data: `policies[k]`
+ * has `values[2k]` requests remaining and its full quota back in `values[2k + 1]` ms. Compact, so
+ * that a decision costs few allocations; the limiter turns it into {@link PolicyStatus} objects
+ * only when they are read.
+ */
+export interface OutcomeStatuses {
+  /** The active policies, in plan order. */
+  readonly policies: readonly Policy[];
+  /** Remaining and reset-after (ms) of each policy, interleaved. */
+  readonly values: readonly number[];
 }
 
 /** Why a request was refused. */
@@ -48,19 +66,17 @@ export type RefusalReason =
 export type StoreOutcome = AdmittedOutcome | RefusedOutcome;
 
 /** The plan was admitted and recorded. */
-export interface AdmittedOutcome {
+export interface AdmittedOutcome extends OutcomeStatuses {
   /** Discriminant. */
   readonly allowed: true;
   /** The time the store decided at (ms). */
   readonly now: number;
-  /** Every active policy, in plan order. */
-  readonly statuses: readonly PolicyStatus[];
   /** The leases taken, to give back with {@link LimitStoreBase.release}; absent when none. */
   readonly lease: LeaseToken | undefined;
 }
 
 /** The plan was refused; nothing was recorded. */
-export interface RefusedOutcome {
+export interface RefusedOutcome extends OutcomeStatuses {
   /** Discriminant. */
   readonly allowed: false;
   /** The time the store decided at (ms). */
@@ -71,10 +87,8 @@ export interface RefusedOutcome {
   readonly retryAfterSeconds: number;
   /** The policy that refused (the one that frees up last); absent for `capacity`. */
   readonly policy: Policy | undefined;
-  /** Key of the refusing policy's scope; absent for `capacity`. */
-  readonly scope: string | undefined;
-  /** Every active policy, in plan order (empty for `capacity`). */
-  readonly statuses: readonly PolicyStatus[];
+  /** The resource of the refusing policy (`''` for the client and account); absent for `capacity`. */
+  readonly resource: string | undefined;
 }
 
 /** An opaque handle on the leases of one admitted request. */

@@ -1,0 +1,265 @@
+/**
+ * Limit engine benchmark: the Live preset (three global policies and the throttle lease) against
+ * rate-limiter-flexible and express-rate-limit's MemoryStore on the same keys and decisions, then
+ * admission quality on bursty traffic against the exact sliding-log oracle.
+ */
+import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { createLimiter, FakeClock, type LimitRequest, presets } from '../src/index.js';
+import { ExactOracle, maxInAnyWindow } from '../test/support/oracle.js';
+import { round, settledHeap, withDateNow } from './support.js';
+
+const KEYS = 100_000;
+const DECISIONS = 2_000_000;
+
+const clientIds = Array.from({ length: KEYS }, (_, i) => `client-${i}`);
+const request = (i: number): LimitRequest => ({
+  clientId: clientIds[i % KEYS]!,
+  accountCode: 'ACME',
+  accountType: 'live',
+  method: 'GET',
+  path: '/booking/v1/reservations',
+});
+
+interface Throughput {
+  decisionsPerSecond: number;
+  heapBytesPerKey: number;
+  admitted: number;
+}
+
+async function measure(make: () => (i: number) => boolean | Promise<boolean>): Promise<Throughput> {
+  // Warm up on a store of its own, so the JIT has settled before the timed run.
+  const warm = make();
+  for (let i = 0; i < 200_000; i++) await warm(i);
+  const before = settledHeap();
+  const decide = make();
+  let admitted = 0;
+  // CPU time of this process, not wall time: the figure holds on a machine shared with other work.
+  const start = process.cpuUsage();
+  for (let i = 0; i < DECISIONS; i++) if (await decide(i)) admitted++;
+  const used = process.cpuUsage(start);
+  const seconds = (used.user + used.system) / 1e6;
+  const heap = settledHeap() - before;
+  // Keep the store reachable until after the heap was measured.
+  await decide(0);
+  return { decisionsPerSecond: DECISIONS / seconds, heapBytesPerKey: heap / KEYS, admitted };
+}
+
+const ours = () => {
+  const limiter = createLimiter({ preset: presets.live });
+  return (i: number): boolean => {
+    const d = limiter.check(request(i));
+    if (d.allowed) d.release();
+    return d.allowed;
+  };
+};
+
+const flexible = () => {
+  const perSecond = new RateLimiterMemory({ points: 200, duration: 1 });
+  const perMinute = new RateLimiterMemory({ points: 3500, duration: 60 });
+  return async (i: number): Promise<boolean> => {
+    const key = `${clientIds[i % KEYS]}:ACME`;
+    try {
+      await perSecond.consume(key);
+      await perMinute.consume(key);
+      return true;
+    } catch (error) {
+      if (error instanceof RateLimiterRes) return false;
+      throw error;
+    }
+  };
+};
+
+const expressStores: ExpressMemoryStore[] = [];
+const express = () => {
+  const perSecond = new ExpressMemoryStore();
+  const perMinute = new ExpressMemoryStore();
+  perSecond.init({ windowMs: 1_000 } as never);
+  perMinute.init({ windowMs: 60_000 } as never);
+  expressStores.push(perSecond, perMinute);
+  return async (i: number): Promise<boolean> => {
+    const key = `${clientIds[i % KEYS]}:ACME`;
+    if ((await perSecond.increment(key)).totalHits > 200) return false;
+    return (await perMinute.increment(key)).totalHits <= 3500;
+  };
+};
+
+/** Bursts of 50 to 400 requests, a few ms apart, every 200 ms to 2 s, for about two minutes. */
+function burstyTrace(seed: number): number[] {
+  let state = seed;
+  const random = () => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    return state / 2 ** 31;
+  };
+  const times: number[] = [];
+  let t = 0;
+  while (t < 120_000) {
+    const size = 50 + Math.floor(random() * 350);
+    for (let i = 0; i < size; i++) times.push(t + Math.floor(i * random() * 3));
+    t += 200 + Math.floor(random() * 1_800);
+  }
+  return times.sort((a, b) => a - b);
+}
+
+/** Two bursts of 200 either side of a second boundary: fixed windows admit both. */
+const edgeTrace = (): number[] => [
+  ...Array.from({ length: 200 }, () => 999),
+  ...Array.from({ length: 200 }, () => 1_000),
+];
+
+interface Quality {
+  admitted: number;
+  maxIn1s: number;
+  maxIn60s: number;
+  refusals: number;
+  earlyRetries: number;
+}
+
+/** A refusal's announced retry is early when the Live limits would still refuse a request then. */
+function isEarly(admitted: readonly number[], retryAt: number): boolean {
+  const inside = (w: number) => admitted.filter((a) => a > retryAt - w && a <= retryAt).length;
+  return inside(1_000) >= 200 || inside(60_000) >= 3_500;
+}
+
+function summarise(admitted: number[], retries: number[]): Quality {
+  return {
+    admitted: admitted.length,
+    maxIn1s: maxInAnyWindow(admitted, 1_000),
+    maxIn60s: maxInAnyWindow(admitted, 60_000),
+    refusals: retries.length,
+    earlyRetries: retries.filter((r) => isEarly(admitted, r)).length,
+  };
+}
+
+function qualityOurs(times: readonly number[]): Quality {
+  const clock = new FakeClock(0);
+  const limiter = createLimiter({ preset: presets.live, clock });
+  const admitted: number[] = [];
+  const retries: number[] = [];
+  for (const t of times) {
+    clock.set(t);
+    const d = limiter.check(request(0));
+    if (d.allowed) {
+      admitted.push(t);
+      d.release();
+    } else retries.push(d.retryAt);
+  }
+  return summarise(admitted, retries);
+}
+
+function qualityOracle(times: readonly number[]): number {
+  const oracle = new ExactOracle(presets.live.policies);
+  let admitted = 0;
+  for (const t of times) {
+    const d = oracle.decide(t);
+    if (d.allowed) admitted++;
+    if (d.leaseId !== undefined) oracle.release(d.leaseId);
+  }
+  return admitted;
+}
+
+async function qualityPeer(
+  times: readonly number[],
+  peer: 'flexible' | 'express',
+): Promise<Quality> {
+  let now = 0;
+  return withDateNow(
+    () => now,
+    async () => {
+      const admitted: number[] = [];
+      const retries: number[] = [];
+      if (peer === 'flexible') {
+        const perSecond = new RateLimiterMemory({ points: 200, duration: 1 });
+        const perMinute = new RateLimiterMemory({ points: 3500, duration: 60 });
+        for (const t of times) {
+          now = t;
+          try {
+            await perSecond.consume('k');
+            await perMinute.consume('k');
+            admitted.push(t);
+          } catch (error) {
+            retries.push(t + (error as RateLimiterRes).msBeforeNext);
+          }
+        }
+      } else {
+        const perSecond = new ExpressMemoryStore();
+        const perMinute = new ExpressMemoryStore();
+        perSecond.init({ windowMs: 1_000 } as never);
+        perMinute.init({ windowMs: 60_000 } as never);
+        for (const t of times) {
+          now = t;
+          const a = await perSecond.increment('k');
+          if (a.totalHits > 200) {
+            retries.push(a.resetTime?.getTime() ?? t + 1_000);
+            continue;
+          }
+          const b = await perMinute.increment('k');
+          if (b.totalHits > 3500) retries.push(b.resetTime?.getTime() ?? t + 60_000);
+          else admitted.push(t);
+        }
+        perSecond.shutdown();
+        perMinute.shutdown();
+      }
+      return summarise(admitted, retries);
+    },
+  );
+}
+
+export async function run(): Promise<Record<string, unknown>> {
+  const results: Record<string, Throughput> = {};
+  for (const [name, make] of [
+    ['api-conventions', ours],
+    ['rate-limiter-flexible', flexible],
+    ['express-rate-limit', express],
+  ] as const) {
+    results[name] = await measure(make);
+    const r = results[name]!;
+    console.error(
+      `${name.padEnd(22)} ${round(r.decisionsPerSecond / 1e6)} M decisions/s, ${Math.round(r.heapBytesPerKey)} B heap per key, ${r.admitted} admitted`,
+    );
+  }
+  for (const store of expressStores) store.shutdown();
+  const ourRate = results['api-conventions']!.decisionsPerSecond;
+  const ratios = {
+    vsRateLimiterFlexible: round(ourRate / results['rate-limiter-flexible']!.decisionsPerSecond),
+    vsExpressRateLimit: round(ourRate / results['express-rate-limit']!.decisionsPerSecond),
+  };
+  console.error(`ratios: ${JSON.stringify(ratios)}`);
+
+  const bursty = burstyTrace(7);
+  const oracle = qualityOracle(bursty);
+  const quality = {
+    trace: { requests: bursty.length, seconds: 120 },
+    oracleAdmitted: oracle,
+    'api-conventions': qualityOurs(bursty),
+    'rate-limiter-flexible': await qualityPeer(bursty, 'flexible'),
+    'express-rate-limit': await qualityPeer(bursty, 'express'),
+  };
+  const edge = {
+    'api-conventions': qualityOurs(edgeTrace()).maxIn1s,
+    'rate-limiter-flexible': (await qualityPeer(edgeTrace(), 'flexible')).maxIn1s,
+    'express-rate-limit': (await qualityPeer(edgeTrace(), 'express')).maxIn1s,
+  };
+  console.error(`bursty trace: ${JSON.stringify(quality)}`);
+  console.error(`edge trace, most admitted in any 1 s (limit 200): ${JSON.stringify(edge)}`);
+  return {
+    workload: {
+      keys: KEYS,
+      decisions: DECISIONS,
+      preset: 'live (3 global policies + throttle lease)',
+    },
+    throughput: Object.fromEntries(
+      Object.entries(results).map(([k, v]) => [
+        k,
+        {
+          decisionsPerSecond: Math.round(v.decisionsPerSecond),
+          heapBytesPerKey: Math.round(v.heapBytesPerKey),
+        },
+      ]),
+    ),
+    ratios,
+    admissionVsOracle: round(quality['api-conventions'].admitted / oracle, 4),
+    quality,
+    edgeMaxIn1s: edge,
+  };
+}
