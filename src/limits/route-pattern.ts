@@ -123,6 +123,7 @@ export function parseRoutePattern(route: string): RoutePattern {
         fail(route, i, 'a parameter name holds letters, digits and _ only, and ends with }');
       }
       const name = route.slice(start + 1, i);
+      if (name === '__proto__') fail(route, start + 1, 'the parameter name __proto__ is reserved');
       if (params.includes(name)) fail(route, start + 1, `the parameter {${name}} appears twice`);
       i++;
       if (i < n && route[i] !== '/') fail(route, i, 'a parameter takes a whole segment');

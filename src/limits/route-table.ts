@@ -94,6 +94,10 @@ class TrieNode<R extends RouteRule> {
 const NO_MATCHES: readonly never[] = Object.freeze([]);
 const LOWER_CASE = /[a-z]/;
 
+function byOrder(a: { order: number }, b: { order: number }): number {
+  return a.order - b.order;
+}
+
 /**
  * Compile rules into one {@link RouteTable}. Each pattern is parsed and validated here, so a bad
  * one fails at start-up rather than on a request.
@@ -229,8 +233,10 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
     const found = this.found as Terminal<R>[] | null;
     this.found = null;
     if (found === null) return NO_MATCHES;
-    if (found.length > 1) found.sort((a, b) => a.order - b.order);
-    return found.map((terminal) => this.result(terminal));
+    if (found.length > 1) found.sort(byOrder);
+    const matches: RouteMatch<R>[] = [];
+    for (const terminal of found) matches.push(this.result(terminal));
+    return matches;
   }
 
   // Depth-first over the three kinds of edge; the work is bounded by the trie's shape along the
@@ -261,15 +267,17 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
   }
 
   private result(terminal: Terminal<R>): RouteMatch<R> {
-    const params: Record<string, string> = Object.create(null);
+    // A plain object is safe here: the pattern parser refuses the parameter name `__proto__`.
+    const params: Record<string, string> = {};
+    const names = terminal.pattern.params;
     let key = terminal.pattern.canonical;
     const separator = terminal.fold ? '~' : '=';
-    terminal.paramAt.forEach((index, k) => {
-      const name = terminal.pattern.params[k]!;
-      const id = this.scanner.text(this.raw, index, terminal.fold);
+    for (let k = 0; k < names.length; k++) {
+      const name = names[k]!;
+      const id = this.scanner.text(this.raw, terminal.paramAt[k]!, terminal.fold);
       params[name] = id;
       key += ` ${name}${separator}${id}`;
-    });
+    }
     return { rule: terminal.rule, pattern: terminal.pattern, params, key };
   }
 }

@@ -68,6 +68,7 @@ describe('parseRoutePattern', () => {
     ['GET /a/{}', 9, 'starts with a letter'],
     ['GET /a/{id}x', 12, 'whole segment'],
     ['GET /{id}/{id}', 12, 'appears twice'],
+    ['GET /{__proto__}', 7, 'reserved'],
     ['GET /a/v*x', 10, 'v* takes a whole segment'],
     ['GET /a*', 7, 'only allowed in the version segment'],
     ['GET /a?x=1', 7, 'no query string'],

@@ -308,6 +308,15 @@ describe('compileRoutes', () => {
     ]);
   });
 
+  it('captures into own properties, whatever the parameter is called', () => {
+    const [match] = compileRoutes([{ route: 'GET /{constructor}/{toString}' }]).match(
+      'GET',
+      '/a/b',
+    );
+    expect(match?.params).toEqual({ constructor: 'a', toString: 'b' });
+    expect(Object.keys(match?.params ?? {})).toEqual(['constructor', 'toString']);
+  });
+
   it('refuses bad rules and bad options at compile time', () => {
     const codeOf = (action: () => unknown): string | undefined => {
       try {
