@@ -27,14 +27,14 @@ export interface CanonicalPathOptions {
 }
 
 // Segment flags, stored next to each segment's bounds.
-/** The raw text of the segment already is its canonical text with case kept. */
+/** The raw text of the segment already is its canonical text with case kept. @internal */
 export const SEGMENT_PLAIN = 1;
-/** The raw text of the segment already is its canonical text with ASCII case folded. */
+/** The raw text of the segment already is its canonical text with ASCII case folded. @internal */
 export const SEGMENT_PLAIN_FOLDED = 2;
-/** The canonical segment is a version segment. */
+/** The canonical segment is a version segment. @internal */
 export const SEGMENT_VERSION = 4;
 
-/** Numbers stored per segment in {@link PathScanner.segments}: start, end, hash, flags. */
+/** Numbers stored per segment in {@link PathScanner.segments}: start, end, hash, flags. @internal */
 export const SEGMENT_STRIDE = 4;
 
 const SLASH = 0x2f;

@@ -48,8 +48,6 @@ const NAME_PART = /[A-Za-z0-9_]/;
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
 const HEX_DIGIT = /[0-9A-Fa-f]/;
 
-const literalScanner = new PathScanner(1_048_576);
-
 function fail(route: string, index: number, reason: string): never {
   // Control characters would break the caret's alignment, so they are shown as `?`.
   let shown = '';
@@ -188,8 +186,9 @@ function literalReason(ch: string): string {
 // it (a dot segment) or refuse it.
 function canonicalLiteral(segment: string): string | undefined {
   const raw = `/${segment}`;
-  if (literalScanner.scan(raw) !== 1) return undefined;
-  return literalScanner.text(raw, 0, true);
+  const scanner = new PathScanner(raw.length);
+  if (scanner.scan(raw) !== 1) return undefined;
+  return scanner.text(raw, 0, true);
 }
 
 function finish(
@@ -211,6 +210,7 @@ function finish(
  * @internal
  */
 export function literalHash(text: string): number {
-  literalScanner.scan(`/${text}`);
-  return literalScanner.segments[SEGMENT_STRIDE - 2]!;
+  const scanner = new PathScanner(text.length + 1);
+  scanner.scan(`/${text}`);
+  return scanner.segments[SEGMENT_STRIDE - 2]!;
 }

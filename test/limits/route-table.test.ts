@@ -8,6 +8,7 @@ import {
   liveResourceLimits,
   liveThrottleExemptRoutes,
   type RouteRule,
+  VERSION_SEGMENT_PATTERN,
 } from '../../src/index.js';
 import { literalHash } from '../../src/limits/route-pattern.js';
 import {
@@ -209,6 +210,28 @@ describe('compileRoutes', () => {
         fc.pre(typeof path !== 'string');
         expect(table.match(method, path)).toEqual([]);
       }),
+    );
+  });
+
+  it('v* matches exactly the segments VERSION_SEGMENT_PATTERN describes, in any spelling', () => {
+    const table = compileRoutes([{ route: 'GET /v*' }]);
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...'vV0189azAZ-._~%', '%76', '%56', '%31', '%2D', '%2F'), {
+          minLength: 1,
+          maxLength: 6,
+        }),
+        (pieces) => {
+          const raw = `/${pieces.join('')}`;
+          const canonical = canonicalPath(raw);
+          const expected =
+            canonical !== undefined &&
+            canonical.lastIndexOf('/') === 0 &&
+            VERSION_SEGMENT_PATTERN.test(canonical.slice(1));
+          expect(table.match('GET', raw).length === 1).toBe(expected);
+        },
+      ),
+      { numRuns: 1000 },
     );
   });
 
