@@ -75,7 +75,7 @@ interface Terminal<R extends RouteRule> {
   readonly rule: R;
   readonly pattern: RoutePattern;
   readonly fold: boolean;
-  // Segment index and name of each parameter, in order.
+  // Segment index of each parameter, in the order of pattern.params.
   readonly paramAt: readonly number[];
 }
 

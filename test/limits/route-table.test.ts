@@ -190,6 +190,34 @@ describe('compileRoutes', () => {
     );
   });
 
+  it('invariant 7: no key stands for two different routes or id lists, across rules', () => {
+    fc.assert(
+      fc.property(
+        fc.array(smallRule, { minLength: 1, maxLength: 12 }),
+        fc.array(smallPath, { minLength: 2, maxLength: 20 }),
+        (specs, paths) => {
+          const table = compileRoutes(
+            specs.map((spec) => ({
+              route: `${spec.method} /${spec.segments.map((s, k) => (s === '{x}' ? `{x${k}}` : s)).join('/')}`,
+              caseInsensitiveIds: spec.caseInsensitiveIds,
+            })),
+          );
+          const meaning = new Map<string, string>();
+          for (const [segments, noise] of paths) {
+            for (const match of table.match('PATCH', withNoise(segments, noise))) {
+              // Case folding of ids is part of what a key means only where there are ids.
+              const ids = Object.entries(match.params);
+              const fold = ids.length > 0 && match.rule.caseInsensitiveIds;
+              const what = JSON.stringify([match.pattern.canonical, fold, ids]);
+              expect(meaning.get(match.key) ?? what).toBe(what);
+              meaning.set(match.key, what);
+            }
+          }
+        },
+      ),
+    );
+  });
+
   it('never throws on a malformed path and never matches it, even with catch-all rules', () => {
     // Rules that match every well-formed path up to eight segments deep.
     const catchAll = Array.from({ length: 9 }, (_, depth) => ({
