@@ -46,6 +46,9 @@ export const configurationErrorCodes = [
   'invalid_policy',
   'duplicate_policy_name',
   'invalid_option',
+  // src/limits/route-pattern.ts and src/limits/route-table.ts
+  'invalid_route_pattern',
+  'invalid_route_rule',
 ] as const;
 
 /** A code of {@link ConfigurationError}. */

@@ -27,6 +27,13 @@ export {
   problemDetails,
   problemResponse,
 } from './http/problem-details.js';
+export type { CanonicalPathOptions } from './limits/canonical-path.js';
+// Limits: routes. The scanner behind canonicalPath is internal; the table wraps it.
+export {
+  canonicalPath,
+  DEFAULT_MAX_PATH_LENGTH,
+  VERSION_SEGMENT_PATTERN,
+} from './limits/canonical-path.js';
 export type { Duration, DurationUnit } from './limits/duration.js';
 // Limits
 export { formatDuration, toMilliseconds } from './limits/duration.js';
@@ -67,6 +74,16 @@ export {
   presets,
   trialPreset,
 } from './limits/presets.js';
+export type { ResourceLimitRow } from './limits/resource-tables.js';
+export {
+  developmentResourceLimits,
+  liveResourceLimits,
+  liveThrottleExemptRoutes,
+} from './limits/resource-tables.js';
+export type { RoutePattern, RouteSegment } from './limits/route-pattern.js';
+export { parseRoutePattern } from './limits/route-pattern.js';
+export type { RouteMatch, RouteRule, RouteTable, RouteTableOptions } from './limits/route-table.js';
+export { compileRoutes } from './limits/route-table.js';
 export type {
   AdmittedOutcome,
   AsyncLimitStore,

@@ -16,6 +16,8 @@ describe('errors', () => {
       'invalid_policy',
       'duplicate_policy_name',
       'invalid_option',
+      'invalid_route_pattern',
+      'invalid_route_rule',
     ]);
   });
 

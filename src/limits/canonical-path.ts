@@ -1,0 +1,361 @@
+/**
+ * Path canonicalisation: one linear pass over a raw request target that yields its canonical
+ * segments, so that every spelling of one resource maps to one counter and a malformed path maps
+ * to none. See `docs/routes.md` for the rules and the reasons behind each.
+ * @module
+ */
+
+/** The longest path (everything before `?` or `#`) that is canonicalised; longer is malformed. */
+export const DEFAULT_MAX_PATH_LENGTH = 2048;
+
+import { ConfigurationError } from '../errors.js';
+
+/**
+ * What a version segment is once canonical: `v`, a digit, then digits, lower-case letters or
+ * hyphens (`v1`, `v2`, `v0-nsfh`, `v1beta`), compared without regard to ASCII case. Words such as
+ * `vouchers` or `values` are not version segments, so `v*` never swallows a literal.
+ */
+export const VERSION_SEGMENT_PATTERN: RegExp = /^v[0-9][0-9a-z-]*$/i;
+
+/** Options of {@link canonicalPath}. */
+export interface CanonicalPathOptions {
+  /**
+   * The longest path accepted, in UTF-16 code units before the query string.
+   * @defaultValue {@link DEFAULT_MAX_PATH_LENGTH}
+   */
+  readonly maxPathLength?: number;
+}
+
+// Segment flags, stored next to each segment's bounds.
+/** The raw text of the segment already is its canonical text with case kept. @internal */
+export const SEGMENT_PLAIN = 1;
+/** The raw text of the segment already is its canonical text with ASCII case folded. @internal */
+export const SEGMENT_PLAIN_FOLDED = 2;
+/** The canonical segment is a version segment. @internal */
+export const SEGMENT_VERSION = 4;
+
+/** Numbers stored per segment in {@link PathScanner.segments}: start, end, hash, flags. @internal */
+export const SEGMENT_STRIDE = 4;
+
+const SLASH = 0x2f;
+const BACKSLASH = 0x5c;
+const QUESTION = 0x3f;
+const HASH = 0x23;
+const PERCENT = 0x25;
+const DOT = 0x2e;
+const HEX = '0123456789ABCDEF';
+
+// Character classes of ASCII code units inside a segment.
+const CONTROL = 0; // never allowed: the path is malformed
+const UNRESERVED = 1; // kept as is (RFC 3986 section 2.3)
+const ENCODE = 2; // every other printable character is written as upper-case %XX
+const PCT = 3;
+const CLASS = new Uint8Array(128).fill(ENCODE);
+for (let c = 0; c < 0x20; c++) CLASS[c] = CONTROL;
+CLASS[0x7f] = CONTROL;
+for (const ch of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~') {
+  CLASS[ch.charCodeAt(0)] = UNRESERVED;
+}
+CLASS[PERCENT] = PCT;
+
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const lower = c | 0x20;
+  if (lower >= 0x61 && lower <= 0x66) return lower - 0x57;
+  return -1;
+}
+
+// Version segment recogniser over folded canonical characters: v, digit, then [0-9a-z-]*.
+const V_START = 0;
+const V_AFTER_V = 1;
+const V_ACCEPT = 2;
+const V_DEAD = 3;
+
+// FNV-1a over the folded canonical characters; masked to a small integer so that a Map keyed by
+// it never boxes a number.
+const FNV_OFFSET = 0x811c9dc5 | 0;
+const FNV_PRIME = 16777619;
+const HASH_MASK = 0x3fffffff;
+
+/**
+ * Reads raw request targets into canonical segments without allocating: the bounds, a hash of the
+ * folded canonical text and flags of each segment go into a reused `Int32Array`. The strings
+ * themselves are built only when asked for ({@link PathScanner.text}), so a lookup that matches
+ * nothing allocates nothing. Not reentrant: one scanner serves one synchronous caller at a time.
+ * @internal
+ */
+export class PathScanner {
+  /** Longest accepted path. */
+  readonly maxLength: number;
+  /** `SEGMENT_STRIDE` numbers per canonical segment of the last scan. */
+  readonly segments: Int32Array;
+
+  // State of the segment being read or rebuilt.
+  private hash = 0;
+  private length = 0;
+  private dots = true;
+  private version = V_START;
+  private flags = 0;
+  private out: string | null = null;
+  private foldOut = false;
+
+  /** @param maxLength - longest accepted path */
+  constructor(maxLength: number) {
+    this.maxLength = maxLength;
+    // A segment takes at least one character and one separator.
+    this.segments = new Int32Array(SEGMENT_STRIDE * (Math.floor(maxLength / 2) + 2));
+  }
+
+  /**
+   * Canonicalise `raw` into {@link PathScanner.segments}.
+   * @param raw - the request target as received (origin-form or absolute-form)
+   * @returns the number of canonical segments, or -1 when the path is malformed
+   */
+  scan(raw: unknown): number {
+    if (typeof raw !== 'string') return -1;
+    const total = raw.length;
+    let i = pathStart(raw);
+    const limit = this.maxLength;
+    if (i < 0 || i > limit) return -1;
+    const segments = this.segments;
+    let count = 0;
+    while (i < total) {
+      const c = raw.charCodeAt(i);
+      if (c === QUESTION || c === HASH) break;
+      if (i >= limit) return -1;
+      // A backslash separates segments too: WHATWG URL parsers (and so fetch-based frameworks)
+      // read it as a slash, so treating it otherwise would let `a\b` dodge the rule for `a/b`.
+      if (c === SLASH || c === BACKSLASH) {
+        i++;
+        continue;
+      }
+      const start = i;
+      this.begin();
+      while (i < total) {
+        const d = raw.charCodeAt(i);
+        if (d === SLASH || d === BACKSLASH || d === QUESTION || d === HASH) break;
+        if (i >= limit) return -1;
+        i = this.step(raw, i, total);
+        if (i < 0) return -1;
+      }
+      if (this.dots && this.length <= 2) {
+        // `.` is dropped and `..` removes the segment before it, never climbing above the root
+        // (RFC 3986 section 5.2.4).
+        if (this.length === 2 && count > 0) count--;
+        continue;
+      }
+      const at = count * SEGMENT_STRIDE;
+      segments[at] = start;
+      segments[at + 1] = i;
+      segments[at + 2] = this.hash & HASH_MASK;
+      segments[at + 3] = this.flags | (this.version === V_ACCEPT ? SEGMENT_VERSION : 0);
+      count++;
+    }
+    return count;
+  }
+
+  /**
+   * The canonical text of segment `index` of the last scan of `raw`.
+   * @param raw - the same string that was scanned
+   * @param index - which segment
+   * @param fold - fold ASCII letters to lower case (never the hex digits of `%XX`)
+   */
+  text(raw: string, index: number, fold: boolean): string {
+    const at = index * SEGMENT_STRIDE;
+    const start = this.segments[at]!;
+    const end = this.segments[at + 1]!;
+    const flags = this.segments[at + 3]!;
+    if ((flags & (fold ? SEGMENT_PLAIN_FOLDED : SEGMENT_PLAIN)) !== 0) return raw.slice(start, end);
+    this.begin();
+    this.out = '';
+    this.foldOut = fold;
+    let i = start;
+    while (i < end) i = this.step(raw, i, end);
+    const text = this.out;
+    this.out = null;
+    return text;
+  }
+
+  /**
+   * True when segment `index` of the last scan of `raw`, folded, equals `folded`.
+   * @param raw - the same string that was scanned
+   * @param index - which segment
+   * @param folded - canonical text with ASCII case folded
+   */
+  equalsFolded(raw: string, index: number, folded: string): boolean {
+    const at = index * SEGMENT_STRIDE;
+    if ((this.segments[at + 3]! & SEGMENT_PLAIN_FOLDED) === 0) {
+      return this.text(raw, index, true) === folded;
+    }
+    const start = this.segments[at]!;
+    const length = this.segments[at + 1]! - start;
+    if (length !== folded.length) return false;
+    for (let k = 0; k < length; k++) {
+      if (raw.charCodeAt(start + k) !== folded.charCodeAt(k)) return false;
+    }
+    return true;
+  }
+
+  private begin(): void {
+    this.hash = FNV_OFFSET;
+    this.length = 0;
+    this.dots = true;
+    this.version = V_START;
+    this.flags = SEGMENT_PLAIN | SEGMENT_PLAIN_FOLDED;
+  }
+
+  // Reads the character at i; returns the index after it, or -1 when it makes the path malformed.
+  private step(raw: string, i: number, end: number): number {
+    const c = raw.charCodeAt(i);
+    if (c < 0x80) {
+      const kind = CLASS[c];
+      if (kind === UNRESERVED) {
+        this.character(c);
+        return i + 1;
+      }
+      if (kind === PCT) {
+        if (i + 2 >= end) return -1;
+        const hi = hexValue(raw.charCodeAt(i + 1));
+        const lo = hexValue(raw.charCodeAt(i + 2));
+        if (hi < 0 || lo < 0) return -1;
+        const octet = hi * 16 + lo;
+        // An encoded NUL or control character is as malformed as a raw one.
+        if (octet < 0x20 || octet === 0x7f) return -1;
+        this.flags = 0;
+        if (octet < 0x80 && CLASS[octet] === UNRESERVED) this.character(octet);
+        else this.octet(octet);
+        return i + 3;
+      }
+      if (kind === CONTROL) return -1;
+      this.flags = 0;
+      this.octet(c);
+      return i + 1;
+    }
+    // Non-ASCII: written as the percent-encoded UTF-8 octets, as a WHATWG URL parser would.
+    this.flags = 0;
+    if (c < 0x800) {
+      this.octet(0xc0 | (c >> 6));
+      this.octet(0x80 | (c & 0x3f));
+      return i + 1;
+    }
+    if (c >= 0xd800 && c <= 0xdfff) {
+      if (c >= 0xdc00 || i + 1 >= end) return -1;
+      const d = raw.charCodeAt(i + 1);
+      if (d < 0xdc00 || d > 0xdfff) return -1;
+      const point = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+      this.octet(0xf0 | (point >> 18));
+      this.octet(0x80 | ((point >> 12) & 0x3f));
+      this.octet(0x80 | ((point >> 6) & 0x3f));
+      this.octet(0x80 | (point & 0x3f));
+      return i + 2;
+    }
+    this.octet(0xe0 | (c >> 12));
+    this.octet(0x80 | ((c >> 6) & 0x3f));
+    this.octet(0x80 | (c & 0x3f));
+    return i + 1;
+  }
+
+  // One unreserved character of the canonical text.
+  private character(c: number): void {
+    const upper = c >= 0x41 && c <= 0x5a;
+    const folded = upper ? c | 0x20 : c;
+    if (upper) this.flags &= ~SEGMENT_PLAIN_FOLDED;
+    this.hash = Math.imul(this.hash ^ folded, FNV_PRIME);
+    this.length++;
+    if (c !== DOT) this.dots = false;
+    const v = this.version;
+    if (v === V_START) this.version = folded === 0x76 ? V_AFTER_V : V_DEAD;
+    else if (v === V_AFTER_V) this.version = folded >= 0x30 && folded <= 0x39 ? V_ACCEPT : V_DEAD;
+    else if (v === V_ACCEPT) {
+      const ok =
+        (folded >= 0x30 && folded <= 0x39) || (folded >= 0x61 && folded <= 0x7a) || c === 0x2d;
+      if (!ok) this.version = V_DEAD;
+    }
+    if (this.out !== null) this.out += String.fromCharCode(this.foldOut ? folded : c);
+  }
+
+  // One octet written as upper-case %XX.
+  private octet(b: number): void {
+    const hi = HEX.charCodeAt(b >> 4);
+    const lo = HEX.charCodeAt(b & 0xf);
+    this.hash = Math.imul(
+      Math.imul(Math.imul(this.hash ^ PERCENT, FNV_PRIME) ^ hi, FNV_PRIME) ^ lo,
+      FNV_PRIME,
+    );
+    this.length += 3;
+    this.dots = false;
+    this.version = V_DEAD;
+    if (this.out !== null) this.out += `%${HEX[b >> 4]}${HEX[b & 0xf]}`;
+  }
+}
+
+// Index where the path begins: 0 for origin-form; after the authority for absolute-form
+// (`http://host/path`, which Node accepts and routers resolve to the same handler); -1 otherwise.
+function pathStart(raw: string): number {
+  const total = raw.length;
+  if (total === 0) return -1;
+  const first = raw.charCodeAt(0);
+  if (first === SLASH || first === BACKSLASH) return 0;
+  let i = 0;
+  while (i < total) {
+    const c = raw.charCodeAt(i);
+    const letter = (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+    const other = i > 0 && ((c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2d || c === 0x2e);
+    if (!letter && !other) break;
+    i++;
+  }
+  if (i === 0 || !raw.startsWith('://', i)) return -1;
+  i += 3;
+  while (i < total) {
+    const c = raw.charCodeAt(i);
+    if (c === SLASH || c === BACKSLASH || c === QUESTION || c === HASH) return i;
+    if (c < 0x20 || c === 0x7f) return -1;
+    i++;
+  }
+  return i;
+}
+
+/**
+ * Check a `maxPathLength` option and apply its default.
+ * @param value - the option as given
+ * @returns a whole number from 1 to 1,048,576
+ * @internal
+ */
+export function resolveMaxPathLength(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_PATH_LENGTH;
+  if (!Number.isInteger(value) || value < 1 || value > 1_048_576) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `maxPathLength must be a whole number from 1 to 1048576, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+const defaultScanner = new PathScanner(DEFAULT_MAX_PATH_LENGTH);
+
+/**
+ * The canonical form of a raw request path, or `undefined` when it is malformed. Query string and
+ * fragment are dropped; `%XX` of an unreserved character is decoded; every other character that
+ * is not unreserved is written as upper-case `%XX` (UTF-8 for non-ASCII); `/` and `\` separate
+ * segments; empty and `.` segments are dropped and `..` removes the one before it (never above the
+ * root). Case is kept: matching folds literal and version segments, not this function.
+ * @param raw - the request target as received, e.g. `req.url`
+ * @param options - the maximum path length
+ * @returns `/a/b` (or `/` for the root), or `undefined` for a malformed path; never throws for
+ *   any request input (only a bad `maxPathLength` option throws a `ConfigurationError`)
+ * @example
+ * ```ts
+ * canonicalPath('//booking/V1/./bookings/%41bc/?x=1'); // '/booking/V1/bookings/Abc'
+ * canonicalPath('/bookings/%zz'); // undefined
+ * ```
+ */
+export function canonicalPath(raw: unknown, options?: CanonicalPathOptions): string | undefined {
+  const max = resolveMaxPathLength(options?.maxPathLength);
+  const scanner = max === DEFAULT_MAX_PATH_LENGTH ? defaultScanner : new PathScanner(max);
+  const count = scanner.scan(raw);
+  if (count < 0) return undefined;
+  let path = '';
+  for (let k = 0; k < count; k++) path += `/${scanner.text(raw as string, k, false)}`;
+  return path === '' ? '/' : path;
+}

@@ -1,0 +1,216 @@
+/**
+ * Route patterns as the specification writes them (`PATCH /booking/v* /bookings/{id}` without the
+ * space): parsing, validation with errors that point at the offending character, and the canonical form.
+ * @module
+ */
+
+import { ConfigurationError } from '../errors.js';
+import { PathScanner, SEGMENT_STRIDE } from './canonical-path.js';
+
+/** One segment of a {@link RoutePattern}. */
+export type RouteSegment =
+  | {
+      /** A literal segment, matched without regard to ASCII case. */
+      readonly kind: 'literal';
+      /** Its canonical text with ASCII letters folded to lower case. */
+      readonly text: string;
+    }
+  | {
+      /** `v*`: any version segment (see `VERSION_SEGMENT_PATTERN`). */
+      readonly kind: 'version';
+    }
+  | {
+      /** `{name}`: captures one segment. */
+      readonly kind: 'param';
+      /** The parameter's name. */
+      readonly name: string;
+    };
+
+/** A parsed, validated route pattern. */
+export interface RoutePattern {
+  /** The pattern as written. */
+  readonly source: string;
+  /** The method in upper case, or `*` for any method. */
+  readonly method: string;
+  /** The path's segments; none for `/`. */
+  readonly segments: readonly RouteSegment[];
+  /** The names of the `{name}` segments, in order. */
+  readonly params: readonly string[];
+  /** Method and path in canonical spelling, e.g. `PATCH /booking/bookings/{id}`. */
+  readonly canonical: string;
+}
+
+// Characters a literal segment may hold besides unreserved ones and %XX: the sub-delims other
+// than `*` (kept for `v*`), `:` and `@` (RFC 3986 pchar).
+const LITERAL_EXTRA = "!$&'()+,;=:@";
+const NAME_START = /[A-Za-z_]/;
+const NAME_PART = /[A-Za-z0-9_]/;
+const UNRESERVED = /[A-Za-z0-9\-._~]/;
+const HEX_DIGIT = /[0-9A-Fa-f]/;
+
+function fail(route: string, index: number, reason: string): never {
+  // Control characters would break the caret's alignment, so they are shown as `?`.
+  let shown = '';
+  for (const ch of route) shown += ch < ' ' || ch === '\u007f' ? '?' : ch;
+  throw new ConfigurationError(
+    'invalid_route_pattern',
+    `invalid route pattern at column ${index + 1}: ${reason}\n  ${shown}\n  ${' '.repeat(index)}^`,
+  );
+}
+
+function describe(ch: string): string {
+  const code = ch.charCodeAt(0);
+  return code < 0x20 || code === 0x7f ? `U+${code.toString(16).padStart(4, '0')}` : `'${ch}'`;
+}
+
+/**
+ * Parse and validate a route pattern: a method (letters, folded to upper case, or `*` for any
+ * method), one space, and a path of segments, each a literal (unreserved characters, `!$&'()+,;=:@`
+ * and `%XX`), `v*` (any version segment) or `{name}` (captures one segment; a name is
+ * `[A-Za-z_][A-Za-z0-9_]*`, unique within the pattern). `/` alone is the root. A trailing slash,
+ * an empty segment, a dot segment or a query string is an error, since no canonical path has one.
+ * @param route - e.g. `PUT /rateplan/rate-plans/{id}/rates`, with `v*` segments where versions go
+ * @returns the parsed pattern
+ * @throws ConfigurationError `invalid_route_pattern`, whose message gives the column and a caret
+ *   under the offending character
+ * @example
+ * ```ts
+ * parseRoutePattern('patch /Booking/bookings/{id}').canonical; // 'PATCH /booking/bookings/{id}'
+ * ```
+ */
+export function parseRoutePattern(route: string): RoutePattern {
+  if (typeof route !== 'string') {
+    throw new ConfigurationError(
+      'invalid_route_pattern',
+      `a route pattern must be a string such as 'GET /booking/v*/offers', got ${typeof route}`,
+    );
+  }
+  let i = 0;
+  const n = route.length;
+  if (route[0] === '*') i = 1;
+  else while (i < n && /[A-Za-z]/.test(route[i]!)) i++;
+  if (i === 0) fail(route, 0, 'expected a method such as GET or PATCH, or * for any method');
+  const method = route.slice(0, i).toUpperCase();
+  if (route[i] !== ' ') {
+    fail(
+      route,
+      i,
+      i >= n
+        ? 'expected one space and a path after the method'
+        : `a method is letters only (or * alone), followed by one space; found ${describe(route[i]!)}`,
+    );
+  }
+  i++;
+  if (route[i] !== '/') fail(route, i, 'the path must start with /');
+  const segments: RouteSegment[] = [];
+  const params: string[] = [];
+  if (i + 1 === n) return finish(route, method, segments, params);
+  while (i < n) {
+    // route[i] is the '/' before a segment.
+    const start = i + 1;
+    if (start >= n) fail(route, i, 'remove the trailing slash: canonical paths have none');
+    if (route[start] === '/') fail(route, start, 'empty segment: canonical paths have no //');
+    i = start;
+    if (route[i] === '{') {
+      i++;
+      if (i >= n || !NAME_START.test(route[i]!)) {
+        fail(route, i, 'a parameter name starts with a letter or _, as in {id}');
+      }
+      while (i < n && NAME_PART.test(route[i]!)) i++;
+      if (route[i] !== '}') {
+        fail(route, i, 'a parameter name holds letters, digits and _ only, and ends with }');
+      }
+      const name = route.slice(start + 1, i);
+      if (name === '__proto__') fail(route, start + 1, 'the parameter name __proto__ is reserved');
+      if (params.includes(name)) fail(route, start + 1, `the parameter {${name}} appears twice`);
+      i++;
+      if (i < n && route[i] !== '/') fail(route, i, 'a parameter takes a whole segment');
+      params.push(name);
+      segments.push({ kind: 'param', name });
+      continue;
+    }
+    if ((route[i] === 'v' || route[i] === 'V') && route[i + 1] === '*') {
+      if (i + 2 < n && route[i + 2] !== '/') {
+        fail(route, i + 2, 'v* takes a whole segment');
+      }
+      i += 2;
+      segments.push({ kind: 'version' });
+      continue;
+    }
+    while (i < n && route[i] !== '/') {
+      const ch = route[i]!;
+      if (ch === '%') {
+        if (!HEX_DIGIT.test(route[i + 1] ?? '') || !HEX_DIGIT.test(route[i + 2] ?? '')) {
+          fail(route, i, "'%' must start a percent-encoding such as %2F");
+        }
+        i += 3;
+        continue;
+      }
+      if (UNRESERVED.test(ch) || LITERAL_EXTRA.includes(ch)) {
+        i++;
+        continue;
+      }
+      fail(route, i, literalReason(ch));
+    }
+    const literal = canonicalLiteral(route.slice(start, i));
+    if (literal === undefined) {
+      fail(
+        route,
+        start,
+        'this segment can never match: dot segments and control characters are removed or refused by canonicalisation',
+      );
+    }
+    segments.push({ kind: 'literal', text: literal });
+  }
+  return finish(route, method, segments, params);
+}
+
+function literalReason(ch: string): string {
+  switch (ch) {
+    case '*':
+      return "'*' is only allowed in the version segment v*";
+    case '{':
+    case '}':
+      return 'a parameter takes a whole segment, as in /bookings/{id}';
+    case '?':
+    case '#':
+      return 'a pattern has no query string or fragment';
+    case ' ':
+      return 'no spaces in the path (write %20)';
+    default:
+      return `${describe(ch)} is not allowed in a literal segment; percent-encode it`;
+  }
+}
+
+// The canonical folded text of a literal segment, or undefined when canonicalisation would drop
+// it (a dot segment) or refuse it.
+function canonicalLiteral(segment: string): string | undefined {
+  const raw = `/${segment}`;
+  const scanner = new PathScanner(raw.length);
+  if (scanner.scan(raw) !== 1) return undefined;
+  return scanner.text(raw, 0, true);
+}
+
+function finish(
+  source: string,
+  method: string,
+  segments: RouteSegment[],
+  params: string[],
+): RoutePattern {
+  const path = segments
+    .map((s) => (s.kind === 'literal' ? s.text : s.kind === 'version' ? 'v*' : `{${s.name}}`))
+    .join('/');
+  return { source, method, segments, params, canonical: `${method} /${path}` };
+}
+
+/**
+ * The hash the route table files a literal segment under: the same hash a scan computes for a
+ * path segment with the same folded canonical text.
+ * @param text - a literal's canonical folded text
+ * @internal
+ */
+export function literalHash(text: string): number {
+  const scanner = new PathScanner(text.length + 1);
+  scanner.scan(`/${text}`);
+  return scanner.segments[SEGMENT_STRIDE - 2]!;
+}

@@ -1,0 +1,283 @@
+/**
+ * The compiled route table: every rule's pattern in one segment trie per method, so that finding
+ * every rule that applies to a request costs the same with five rules or five thousand.
+ * @module
+ */
+
+import { ConfigurationError } from '../errors.js';
+import {
+  PathScanner,
+  resolveMaxPathLength,
+  SEGMENT_STRIDE,
+  SEGMENT_VERSION,
+} from './canonical-path.js';
+import { literalHash, parseRoutePattern, type RoutePattern } from './route-pattern.js';
+
+/**
+ * What a rule must carry: its route pattern. Everything else on the rule (policies, exemptions)
+ * is the caller's payload, handed back untouched with each match.
+ */
+export interface RouteRule {
+  /** A route pattern, e.g. `PATCH /booking/v*` followed by `/bookings/{id}`. */
+  readonly route: string;
+  /**
+   * Fold the ASCII case of captured ids, for resources whose ids the application compares
+   * without regard to case (otherwise `ABC` and `abc` are two resources).
+   * @defaultValue false
+   */
+  readonly caseInsensitiveIds?: boolean;
+}
+
+/** One rule that applies to a request. */
+export interface RouteMatch<R extends RouteRule> {
+  /** The rule, as given to {@link compileRoutes}. */
+  readonly rule: R;
+  /** Its parsed pattern. */
+  readonly pattern: RoutePattern;
+  /** Captured ids by parameter name, in canonical form (case kept unless the rule folds it). */
+  readonly params: Readonly<Record<string, string>>;
+  /**
+   * The canonical resource key: the pattern's canonical spelling, then ` name=id` for each
+   * parameter (` name~id` when the rule folds id case). Equivalent spellings of one request give
+   * one key; distinct ids never share one, since a canonical id holds no space.
+   */
+  readonly key: string;
+}
+
+/** Options of {@link compileRoutes}. */
+export interface RouteTableOptions {
+  /**
+   * The longest request path considered; a longer one is malformed and matches nothing.
+   * @defaultValue 2048
+   */
+  readonly maxPathLength?: number;
+}
+
+/** Rules compiled by {@link compileRoutes}. */
+export interface RouteTable<R extends RouteRule> {
+  /** The rules, in the order given. */
+  readonly rules: readonly R[];
+  /** The longest request path considered. */
+  readonly maxPathLength: number;
+  /**
+   * Every rule that applies to a request, in the order the rules were given. Never throws: a
+   * malformed path (bad percent-encoding, a control character, too long, not a string) or a
+   * method that is not a string matches nothing.
+   * @param method - the request method; ASCII case is folded
+   * @param path - the raw request target, e.g. `req.url`
+   * @returns the matches; a shared empty array when none applies
+   */
+  match(method: unknown, path: unknown): readonly RouteMatch<R>[];
+}
+
+interface Terminal<R extends RouteRule> {
+  readonly order: number;
+  readonly rule: R;
+  readonly pattern: RoutePattern;
+  readonly fold: boolean;
+  // Segment index of each parameter, in the order of pattern.params.
+  readonly paramAt: readonly number[];
+}
+
+interface LiteralEdge<R extends RouteRule> {
+  readonly text: string;
+  readonly node: TrieNode<R>;
+}
+
+class TrieNode<R extends RouteRule> {
+  literals: Map<number, LiteralEdge<R>[]> | null = null;
+  version: TrieNode<R> | null = null;
+  param: TrieNode<R> | null = null;
+  terminals: Terminal<R>[] | null = null;
+}
+
+const NO_MATCHES: readonly never[] = Object.freeze([]);
+const LOWER_CASE = /[a-z]/;
+
+function byOrder(a: { order: number }, b: { order: number }): number {
+  return a.order - b.order;
+}
+
+/**
+ * Compile rules into one {@link RouteTable}. Each pattern is parsed and validated here, so a bad
+ * one fails at start-up rather than on a request.
+ * @param rules - rules with a `route`; several may share one route (all apply)
+ * @param options - the maximum path length
+ * @returns the compiled table
+ * @throws ConfigurationError `invalid_route_rule` for a rule that is not an object with a string
+ *   `route`, `invalid_route_pattern` for a bad pattern (column and caret in the message),
+ *   `invalid_option` for a bad `maxPathLength`
+ * @example
+ * ```ts
+ * const table = compileRoutes([{ route: 'PATCH /booking/bookings/{id}', limit: 20 }]);
+ * table.match('PATCH', '/booking//Bookings/%41bc/?x=1')[0]?.key;
+ * // 'PATCH /booking/bookings/{id} id=Abc'
+ * ```
+ */
+export function compileRoutes<R extends RouteRule>(
+  rules: readonly R[],
+  options?: RouteTableOptions,
+): RouteTable<R> {
+  const maxPathLength = resolveMaxPathLength(options?.maxPathLength);
+  if (!Array.isArray(rules)) {
+    throw new ConfigurationError(
+      'invalid_route_rule',
+      'rules must be an array of { route } objects',
+    );
+  }
+  const byMethod = new Map<string, TrieNode<R>>();
+  let anyMethod: TrieNode<R> | null = null;
+  let depth = 0;
+  rules.forEach((rule, order) => {
+    const pattern = parseRule(rule, order);
+    let node: TrieNode<R>;
+    if (pattern.method === '*') {
+      anyMethod ??= new TrieNode<R>();
+      node = anyMethod;
+    } else {
+      node = byMethod.get(pattern.method) ?? new TrieNode<R>();
+      byMethod.set(pattern.method, node);
+    }
+    const paramAt: number[] = [];
+    pattern.segments.forEach((segment, index) => {
+      if (segment.kind === 'version') node = node.version ??= new TrieNode<R>();
+      else if (segment.kind === 'param') {
+        paramAt.push(index);
+        node = node.param ??= new TrieNode<R>();
+      } else node = literalChild(node, segment.text);
+    });
+    depth = Math.max(depth, pattern.segments.length);
+    const terminal = { order, rule, pattern, fold: rule.caseInsensitiveIds === true, paramAt };
+    node.terminals ??= [];
+    node.terminals.push(terminal);
+  });
+  return new CompiledRouteTable(
+    Object.freeze([...rules]),
+    maxPathLength,
+    byMethod,
+    anyMethod,
+    depth,
+  );
+}
+
+function parseRule(rule: RouteRule, order: number): RoutePattern {
+  if (typeof rule !== 'object' || rule === null || typeof rule.route !== 'string') {
+    throw new ConfigurationError(
+      'invalid_route_rule',
+      `rules[${order}] must be an object with a string route such as 'GET /booking/v*/offers'`,
+    );
+  }
+  if (rule.caseInsensitiveIds !== undefined && typeof rule.caseInsensitiveIds !== 'boolean') {
+    throw new ConfigurationError(
+      'invalid_route_rule',
+      `rules[${order}].caseInsensitiveIds must be true or false`,
+    );
+  }
+  try {
+    return parseRoutePattern(rule.route);
+  } catch (error) {
+    if (error instanceof ConfigurationError) {
+      throw new ConfigurationError(error.code, `rules[${order}].route: ${error.message}`, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
+function literalChild<R extends RouteRule>(node: TrieNode<R>, text: string): TrieNode<R> {
+  const hash = literalHash(text);
+  node.literals ??= new Map();
+  const bucket = node.literals.get(hash) ?? [];
+  node.literals.set(hash, bucket);
+  const found = bucket.find((edge) => edge.text === text);
+  if (found !== undefined) return found.node;
+  const child = new TrieNode<R>();
+  bucket.push({ text, node: child });
+  return child;
+}
+
+class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
+  private readonly scanner: PathScanner;
+  // Terminals found by the walk in progress; created on the first hit only.
+  private found: Terminal<R>[] | null = null;
+  private raw = '';
+  private count = 0;
+
+  constructor(
+    readonly rules: readonly R[],
+    readonly maxPathLength: number,
+    private readonly byMethod: Map<string, TrieNode<R>>,
+    private readonly anyMethod: TrieNode<R> | null,
+    private readonly depth: number,
+  ) {
+    this.scanner = new PathScanner(maxPathLength);
+  }
+
+  match(method: unknown, path: unknown): readonly RouteMatch<R>[] {
+    if (typeof method !== 'string') return NO_MATCHES;
+    // Methods are compared without regard to case: some routers (Express) do the same, so a
+    // lower-case `patch` must not dodge the rule for PATCH.
+    const root =
+      this.byMethod.get(method) ??
+      (LOWER_CASE.test(method) ? this.byMethod.get(method.toUpperCase()) : undefined) ??
+      null;
+    if (root === null && this.anyMethod === null) return NO_MATCHES;
+    const count = this.scanner.scan(path);
+    if (count < 0 || count > this.depth) return NO_MATCHES;
+    this.raw = path as string;
+    this.count = count;
+    this.found = null;
+    if (root !== null) this.walk(root, 0);
+    if (this.anyMethod !== null) this.walk(this.anyMethod, 0);
+    const found = this.found as Terminal<R>[] | null;
+    this.found = null;
+    if (found === null) return NO_MATCHES;
+    if (found.length > 1) found.sort(byOrder);
+    const matches: RouteMatch<R>[] = [];
+    for (const terminal of found) matches.push(this.result(terminal));
+    return matches;
+  }
+
+  // Depth-first over the three kinds of edge; the work is bounded by the trie's shape along the
+  // path, never by how many rules it holds.
+  private walk(node: TrieNode<R>, index: number): void {
+    if (index === this.count) {
+      if (node.terminals !== null) {
+        this.found ??= [];
+        for (const terminal of node.terminals) this.found.push(terminal);
+      }
+      return;
+    }
+    const segments = this.scanner.segments;
+    const at = index * SEGMENT_STRIDE;
+    if (node.literals !== null) {
+      const bucket = node.literals.get(segments[at + 2]!);
+      if (bucket !== undefined) {
+        for (const edge of bucket) {
+          if (this.scanner.equalsFolded(this.raw, index, edge.text))
+            this.walk(edge.node, index + 1);
+        }
+      }
+    }
+    if (node.version !== null && (segments[at + 3]! & SEGMENT_VERSION) !== 0) {
+      this.walk(node.version, index + 1);
+    }
+    if (node.param !== null) this.walk(node.param, index + 1);
+  }
+
+  private result(terminal: Terminal<R>): RouteMatch<R> {
+    // A plain object is safe here: the pattern parser refuses the parameter name `__proto__`.
+    const params: Record<string, string> = {};
+    const names = terminal.pattern.params;
+    let key = terminal.pattern.canonical;
+    const separator = terminal.fold ? '~' : '=';
+    for (let k = 0; k < names.length; k++) {
+      const name = names[k]!;
+      const id = this.scanner.text(this.raw, terminal.paramAt[k]!, terminal.fold);
+      params[name] = id;
+      key += ` ${name}${separator}${id}`;
+    }
+    return { rule: terminal.rule, pattern: terminal.pattern, params, key };
+  }
+}
