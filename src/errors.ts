@@ -46,6 +46,8 @@ export const configurationErrorCodes = [
   'invalid_policy',
   'duplicate_policy_name',
   'invalid_option',
+  // pagination: a cursor state that JSON cannot represent
+  'invalid_cursor_state',
 ] as const;
 
 /** A code of {@link ConfigurationError}. */

@@ -16,6 +16,7 @@ describe('errors', () => {
       'invalid_policy',
       'duplicate_policy_name',
       'invalid_option',
+      'invalid_cursor_state',
     ]);
   });
 
