@@ -13,7 +13,11 @@ export { bodySaysLastPage, pageNumberItems, pageNumberPages } from './page-numbe
 export type { ItemsReader, Page, PageRequestOptions } from './page-request.js';
 export { defaultItems } from './page-request.js';
 export type { PaginationClientErrorCode } from './pagination-client-error.js';
-export { PaginationClientError, paginationClientErrorCodes } from './pagination-client-error.js';
+export {
+  isPaginationClientError,
+  PaginationClientError,
+  paginationClientErrorCodes,
+} from './pagination-client-error.js';
 export type { Sleep } from './sleep.js';
 export { timerSleep } from './sleep.js';
 // abortableSleep and requestPage are internal: the iterators and the fetch wrapper use them.

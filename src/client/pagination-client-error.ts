@@ -3,7 +3,7 @@
  * a body without a list of items, or a cursor it had already given (which would loop forever).
  * @module
  */
-import { ApiConventionsError, type ErrorOptions } from '../errors.js';
+import { ApiConventionsError, type ErrorOptions, isApiConventionsError } from '../errors.js';
 
 /** Codes of {@link PaginationClientError}. A test pins this list. */
 export const paginationClientErrorCodes = [
@@ -40,4 +40,12 @@ export class PaginationClientError extends ApiConventionsError {
     this.url = details.url;
     this.status = details.status;
   }
+}
+
+/**
+ * True for a {@link PaginationClientError}, including one from another copy of the package.
+ * @param value - anything caught
+ */
+export function isPaginationClientError(value: unknown): value is PaginationClientError {
+  return isApiConventionsError(value) && value.name === 'PaginationClientError';
 }

@@ -15,6 +15,7 @@ import {
   queryObject,
   rawQueryString,
 } from '../support/query-arbitraries.js';
+import { thrown } from '../support/thrown.js';
 
 const validate = pageNumberValidator();
 const pageSizeRule = {
@@ -46,7 +47,9 @@ describe('pageNumberValidator', () => {
           } else {
             expect(result.ok).toBe(false);
             if (!result.ok) {
-              expect(result.errors.map((e) => [e.code, e.parameter])).toEqual([[expected.code, name]]);
+              expect(result.errors.map((e) => [e.code, e.parameter])).toEqual([
+                [expected.code, name],
+              ]);
             }
           }
         }
@@ -74,7 +77,10 @@ describe('pageNumberValidator', () => {
     expect(result.ok).toBe(false);
     if (result.ok) return;
     expect(result.errors).toHaveLength(1);
-    expect(result.errors[0]).toMatchObject({ code: 'not_a_decimal_integer', parameter: 'pageSize' });
+    expect(result.errors[0]).toMatchObject({
+      code: 'not_a_decimal_integer',
+      parameter: 'pageSize',
+    });
     expect(result.errors[0].message).toMatch(/^pageSize must be a whole number/);
   });
 
@@ -91,7 +97,7 @@ describe('pageNumberValidator', () => {
         fc.constantFrom('pageNumber', 'pageSize'),
         fc.array(decimalString(1, 200), { minLength: 2, maxLength: 4 }),
         (name, values) => {
-          const pairs = values.map((v) => [name, v]);
+          const pairs = values.map((v): [string, string] => [name, v]);
           for (const query of [
             { [name]: values },
             new URLSearchParams(pairs),
@@ -141,7 +147,10 @@ describe('pageNumberValidator', () => {
     const result = validate('pageNumber=abc&pageSize=500');
     expect(result.ok).toBe(false);
     if (result.ok) return;
-    expect(result.errors.map((e) => e.code)).toEqual(['not_a_decimal_integer', 'page_size_too_large']);
+    expect(result.errors.map((e) => e.code)).toEqual([
+      'not_a_decimal_integer',
+      'page_size_too_large',
+    ]);
     expect(result.problem).toMatchObject({
       type: `${DEFAULT_PROBLEM_TYPE_BASE}not_a_decimal_integer`,
       title: 'Query parameter is not a whole number',
@@ -165,7 +174,10 @@ describe('pageNumberValidator', () => {
   });
 
   it('takes per-endpoint sizes: the analytical preset allows 500 and defaults to 50', () => {
-    const analytical = pageNumberValidator({ sizes: pageSizePresets.analyticalData, maxPageNumber: 10 });
+    const analytical = pageNumberValidator({
+      sizes: pageSizePresets.analyticalData,
+      maxPageNumber: 10,
+    });
     expect(analytical({})).toEqual({ ok: true, value: { pageNumber: 1, pageSize: 50 } });
     expect(analytical({ pageSize: '500' }).ok).toBe(true);
     expect(analytical({ pageSize: '501' }).ok).toBe(false);
@@ -183,13 +195,7 @@ describe('pageNumberValidator', () => {
       () => pageNumberValidator({ status: 200 }),
     ];
     for (const attempt of attempts) {
-      let caught: unknown;
-      try {
-        attempt();
-      } catch (error) {
-        caught = error;
-      }
-      expect(isConfigurationError(caught)).toBe(true);
+      expect(isConfigurationError(thrown(attempt))).toBe(true);
     }
   });
 

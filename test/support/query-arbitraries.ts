@@ -44,8 +44,14 @@ export const numericParameterText: fc.Arbitrary<string> = fc.oneof(
 export const queryObjectValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 4, arbitrary: numericParameterText },
   { weight: 1, arbitrary: fc.array(fc.string(), { maxLength: 3 }) },
-  { weight: 1, arbitrary: fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.array(fc.string()))) },
-  { weight: 1, arbitrary: fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.constant(undefined)) },
+  {
+    weight: 1,
+    arbitrary: fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.array(fc.string()))),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.constant(undefined)),
+  },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
 );
 
@@ -62,7 +68,12 @@ export const queryObject: fc.Arbitrary<Record<string, unknown>> = fc
   .map((entries) => {
     const object: Record<string, unknown> = {};
     for (const [name, value] of entries) {
-      Object.defineProperty(object, name, { value, enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(object, name, {
+        value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return object;
   });
@@ -72,17 +83,15 @@ export const rawQueryString: fc.Arbitrary<string> = fc.oneof(
   fc
     .array(fc.tuple(parameterName, numericParameterText), { maxLength: 6 })
     .map((pairs) => new URLSearchParams(pairs).toString()),
-  fc.array(fc.tuple(parameterName, fc.string()), { maxLength: 6 }).map(
-    (pairs) => `?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}`,
-  ),
+  fc
+    .array(fc.tuple(parameterName, fc.string()), { maxLength: 6 })
+    .map((pairs) => `?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}`),
   fc.string(),
   fc.string({ unit: 'binary' }),
 );
 
 /** What a strict numeric parameter gives for one value, by DESIGN.md's rules. */
-export type Expected =
-  | { ok: true; value: number }
-  | { ok: false; code: string };
+export type Expected = { ok: true; value: number } | { ok: false; code: string };
 
 /**
  * The oracle: one plain value, `^[0-9]+$`, then the range (compared exactly, as a big integer).
@@ -90,7 +99,13 @@ export type Expected =
  */
 export function expectedNumber(
   text: string | undefined,
-  rule: { defaultValue: number; minimum: number; maximum: number; tooSmall: string; tooLarge: string },
+  rule: {
+    defaultValue: number;
+    minimum: number;
+    maximum: number;
+    tooSmall: string;
+    tooLarge: string;
+  },
 ): Expected {
   if (text === undefined) return { ok: true, value: rule.defaultValue };
   if (!/^[0-9]+$/.test(text)) return { ok: false, code: 'not_a_decimal_integer' };
