@@ -18,11 +18,16 @@ import {
   refusal,
 } from './pagination-error.js';
 import {
+  MISSING,
+  NOT_A_STRING,
   type QueryInput,
+  REPEATED,
   type ReadableQuery,
   readParameter,
   toReadableQuery,
 } from './query-input.js';
+
+const CURSOR_EXAMPLE = 'cursor=<the cursor of the previous page>';
 
 /** An accepted cursor query. */
 export interface CursorQuery<S> {
@@ -87,16 +92,10 @@ export function cursorValidator<S = unknown>(
     readable: ReadableQuery,
     query: QueryInput,
   ): { cursor: string | undefined; state: S | undefined } | PaginationIssue => {
-    const reading = readParameter(readable, 'cursor');
-    switch (reading.kind) {
-      case 'missing':
-        return { cursor: undefined, state: undefined };
-      case 'repeated':
-        return repeatedIssue('cursor', 'cursor=<the cursor of the previous page>');
-      case 'not_a_string':
-        return notAStringIssue('cursor', 'cursor=<the cursor of the previous page>');
-    }
-    const cursor = reading.value;
+    const cursor = readParameter(readable, 'cursor');
+    if (cursor === MISSING) return { cursor: undefined, state: undefined };
+    if (cursor === REPEATED) return repeatedIssue('cursor', CURSOR_EXAMPLE);
+    if (cursor === NOT_A_STRING) return notAStringIssue('cursor', CURSOR_EXAMPLE);
     if (codec === undefined) {
       if (cursor.length === 0 || cursor.length > maxCursorLength) {
         return {

@@ -76,21 +76,22 @@ export function paginationProblem(
   options: ProblemOptions = {},
 ): ProblemDetails {
   const [first] = issues;
-  return problemDetails({
+  const problem = problemDetails({
     code: first.code,
     title: TITLES[first.code],
     status: options.status ?? 400,
     detail: first.message,
     ...(options.typeBase === undefined ? {} : { typeBase: options.typeBase }),
-    extensions: {
-      parameter: first.parameter,
-      errors: issues.map((issue) => ({
-        code: issue.code,
-        parameter: issue.parameter,
-        detail: issue.message,
-      })),
-    },
   });
+  // Set after the core members rather than passed as `extensions`: the names cannot clash with
+  // them, and this keeps the refusal path several times faster than a spread.
+  problem.parameter = first.parameter;
+  problem.errors = issues.map((issue) => ({
+    code: issue.code,
+    parameter: issue.parameter,
+    detail: issue.message,
+  }));
+  return problem;
 }
 
 /** The outcome of validating a query: the values, or why it is refused. */

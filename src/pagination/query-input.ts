@@ -11,63 +11,75 @@
  */
 export type QueryInput = URLSearchParams | string | Readonly<Record<string, unknown>>;
 
-/** What one parameter of a query holds. */
-export type ParameterReading =
-  | { readonly kind: 'missing' }
-  | { readonly kind: 'value'; readonly value: string }
-  | { readonly kind: 'repeated' }
-  | { readonly kind: 'not_a_string' };
+/** A parameter that is absent (or `undefined` in a plain object). */
+export const MISSING: unique symbol = Symbol('missing');
+/** A parameter given more than once, or as an array. */
+export const REPEATED: unique symbol = Symbol('repeated');
+/** A parameter whose value is a nested object, a number or anything else but a string. */
+export const NOT_A_STRING: unique symbol = Symbol('not a string');
 
-const MISSING: ParameterReading = Object.freeze({ kind: 'missing' });
-const REPEATED: ParameterReading = Object.freeze({ kind: 'repeated' });
-const NOT_A_STRING: ParameterReading = Object.freeze({ kind: 'not_a_string' });
-
-interface SearchParamsLike {
-  getAll(name: string): string[];
-  forEach(callback: (value: string, name: string) => void): void;
-}
+/** What one parameter of a query holds: its one string value, or why there is none. */
+export type ParameterReading = string | typeof MISSING | typeof REPEATED | typeof NOT_A_STRING;
 
 /** A query in a form that can be read more than once cheaply. */
-export type ReadableQuery = SearchParamsLike | Readonly<Record<string, unknown>> | undefined;
+export type ReadableQuery = URLSearchParams | Readonly<Record<string, unknown>> | undefined;
 
 /**
- * Turn any input into a form {@link readParameter} can read: a raw string is parsed once; anything
- * that is not a query at all (null, a number) reads as an empty query.
+ * Turn any input into a form {@link readParameter} can read: a raw string is parsed once, an object
+ * that only looks like `URLSearchParams` is copied into one, and anything that is not a query at
+ * all (null, a number) reads as an empty query.
  * @param query - the query as the framework handed it over
  */
 export function toReadableQuery(query: unknown): ReadableQuery {
   if (typeof query === 'string') return new URLSearchParams(query);
   if (typeof query !== 'object' || query === null) return undefined;
-  if (isSearchParamsLike(query)) return query;
+  if (query instanceof URLSearchParams) return query;
+  try {
+    // The common case first: a plain object as `qs`, Fastify or Koa make it.
+    const prototype = Object.getPrototypeOf(query);
+    if (prototype === Object.prototype || prototype === null) {
+      return query as Readonly<Record<string, unknown>>;
+    }
+    const candidate = query as Partial<SearchParamsLike>;
+    if (typeof candidate.getAll === 'function' && typeof candidate.forEach === 'function') {
+      const copy = new URLSearchParams();
+      candidate.forEach((value, name) => {
+        copy.append(String(name), String(value));
+      });
+      return copy;
+    }
+  } catch {
+    // A hostile object (a getter or Proxy that throws) must not make a validator throw.
+    return undefined;
+  }
   return query as Readonly<Record<string, unknown>>;
 }
 
 /**
- * Read one parameter: missing, exactly one string value, repeated, or something that is not a
- * string (a nested object, a number).
+ * Read one parameter: its one string value, or {@link MISSING}, {@link REPEATED} or
+ * {@link NOT_A_STRING}.
  * @param query - a query from {@link toReadableQuery}
  * @param name - the parameter name
  */
 export function readParameter(query: ReadableQuery, name: string): ParameterReading {
   if (query === undefined) return MISSING;
-  if (isSearchParamsLike(query)) {
-    const values = safely(() => query.getAll(name), []);
+  if (query instanceof URLSearchParams) {
+    const values = query.getAll(name);
     if (values.length === 0) return MISSING;
-    if (values.length > 1) return REPEATED;
-    return { kind: 'value', value: String(values[0]) };
+    return values.length > 1 ? REPEATED : (values[0] as string);
   }
-  // Own properties only: `constructor` or `__proto__` of a plain object are not parameters.
   let value: unknown;
   try {
-    value = Object.hasOwn(query, name) ? query[name] : undefined;
+    value = query[name];
+    // Own properties only: `constructor` or `__proto__` of a plain object are not parameters.
+    if (value !== undefined && !Object.hasOwn(query, name)) return MISSING;
   } catch {
     return MISSING;
   }
+  if (typeof value === 'string') return value;
   if (value === undefined) return MISSING;
-  if (typeof value === 'string') return { kind: 'value', value };
   // `qs` and friends turn `?a=1&a=2` (and `?a[]=1`) into an array: never one plain value.
-  if (Array.isArray(value)) return REPEATED;
-  return NOT_A_STRING;
+  return Array.isArray(value) ? REPEATED : NOT_A_STRING;
 }
 
 /**
@@ -80,22 +92,21 @@ export function readParameter(query: ReadableQuery, name: string): ParameterRead
 export function queryPairs(query: unknown, exclude: ReadonlySet<string>): [string, string][] {
   const readable = toReadableQuery(query);
   const pairs: [string, string][] = [];
-  if (readable === undefined) return pairs;
-  if (isSearchParamsLike(readable)) {
-    safely(() => {
-      readable.forEach((value, name) => {
-        if (!exclude.has(name)) pairs.push([name, String(value)]);
-      });
-    }, undefined);
-  } else {
-    for (const name of safely(() => Object.keys(readable), [])) {
-      if (exclude.has(name)) continue;
-      const value = safely(() => readable[name], undefined);
-      if (value === undefined) continue;
-      const values = Array.isArray(value) ? value : [value];
-      for (const item of values) {
-        pairs.push([name, typeof item === 'string' ? item : canonicalJson(item, 0)]);
+  if (readable instanceof URLSearchParams) {
+    readable.forEach((value, name) => {
+      if (!exclude.has(name)) pairs.push([name, value]);
+    });
+  } else if (readable !== undefined) {
+    try {
+      for (const name of Object.keys(readable)) {
+        const value = readable[name];
+        if (exclude.has(name) || value === undefined) continue;
+        for (const item of Array.isArray(value) ? value : [value]) {
+          pairs.push([name, typeof item === 'string' ? item : canonicalJson(item, 0)]);
+        }
       }
+    } catch {
+      // A hostile object (a getter or Proxy that throws) binds as what could be read of it.
     }
   }
   return pairs.sort(comparePairs);
@@ -125,20 +136,7 @@ function canonicalJson(value: unknown, depth: number): string {
   return String(value);
 }
 
-function isSearchParamsLike(value: object): value is SearchParamsLike {
-  if (value instanceof URLSearchParams) return true;
-  const candidate = value as Partial<SearchParamsLike>;
-  return safely(
-    () => typeof candidate.getAll === 'function' && typeof candidate.forEach === 'function',
-    false,
-  );
-}
-
-// A hostile object (a getter or Proxy that throws) must not make a validator throw.
-function safely<T>(read: () => T, fallback: T): T {
-  try {
-    return read();
-  } catch {
-    return fallback;
-  }
+interface SearchParamsLike {
+  getAll(name: string): string[];
+  forEach(callback: (value: string, name: string) => void): void;
 }
