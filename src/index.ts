@@ -50,7 +50,7 @@ export type {
   PageNumberValidatorOptions,
 } from './pagination/page-number-validator.js';
 export { pageNumberValidator } from './pagination/page-number-validator.js';
-export type { PageSizeLimits } from './pagination/page-size-presets.js';
+export type { PageSizeLimits, PageSizePresets } from './pagination/page-size-presets.js';
 export { pageSizePresets } from './pagination/page-size-presets.js';
 export type {
   PaginationErrorCode,

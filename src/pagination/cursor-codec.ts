@@ -60,6 +60,7 @@ export type CursorErrorCode = Extract<
 /** The outcome of decoding a cursor. */
 export type CursorDecoding<S> =
   | {
+      /** The cursor is genuine, current and for this query. */
       readonly ok: true;
       /** The state given to `encode`, as JSON carries it. */
       readonly state: S;
@@ -67,6 +68,7 @@ export type CursorDecoding<S> =
       readonly expiresAt?: number;
     }
   | {
+      /** The cursor is refused. */
       readonly ok: false;
       /** Why the cursor is refused. */
       readonly code: CursorErrorCode;

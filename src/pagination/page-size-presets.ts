@@ -13,6 +13,14 @@ export interface PageSizeLimits {
   readonly maxSize: number;
 }
 
+/** The page sizes of the specification's two kinds of data. */
+export interface PageSizePresets {
+  /** Business data, paged by page number: default 20, maximum 200. */
+  readonly businessData: PageSizeLimits;
+  /** Analytical data, paged by cursor: default 50, maximum 500. */
+  readonly analyticalData: PageSizeLimits;
+}
+
 /**
  * The specification's page sizes. Business data (reservations, folios, units) is paged by page
  * number: default 20, maximum 200. Analytical data (audit logs, usage, exports) is paged by cursor:
@@ -22,9 +30,9 @@ export interface PageSizeLimits {
  * const validate = pageNumberValidator({ sizes: pageSizePresets.businessData });
  * ```
  */
-export const pageSizePresets = Object.freeze({
-  businessData: Object.freeze({ defaultSize: 20, maxSize: 200 }) satisfies PageSizeLimits,
-  analyticalData: Object.freeze({ defaultSize: 50, maxSize: 500 }) satisfies PageSizeLimits,
+export const pageSizePresets: PageSizePresets = Object.freeze({
+  businessData: Object.freeze({ defaultSize: 20, maxSize: 200 }),
+  analyticalData: Object.freeze({ defaultSize: 50, maxSize: 500 }),
 });
 
 /**

@@ -96,8 +96,14 @@ export function paginationProblem(
 
 /** The outcome of validating a query: the values, or why it is refused. */
 export type PaginationValidation<T> =
-  | { readonly ok: true; readonly value: T }
   | {
+      /** The query is accepted. */
+      readonly ok: true;
+      /** The values to page with, defaults applied. */
+      readonly value: T;
+    }
+  | {
+      /** The query is refused. */
       readonly ok: false;
       /** Every refused parameter, in parameter order; at least one. */
       readonly errors: readonly [PaginationIssue, ...PaginationIssue[]];
