@@ -35,11 +35,8 @@ export function toReadableQuery(query: unknown): ReadableQuery {
   if (typeof query !== 'object' || query === null) return undefined;
   if (query instanceof URLSearchParams) return query;
   try {
-    // The common case first: a plain object as `qs`, Fastify or Koa make it.
-    const prototype = Object.getPrototypeOf(query);
-    if (prototype === Object.prototype || prototype === null) {
-      return query as Readonly<Record<string, unknown>>;
-    }
+    // An object that only looks like URLSearchParams (another realm, a polyfill) is copied into one.
+    // Parsed query objects never hold functions, so this cannot mistake one for the other.
     const candidate = query as Partial<SearchParamsLike>;
     if (typeof candidate.getAll === 'function' && typeof candidate.forEach === 'function') {
       const copy = new URLSearchParams();

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   createRetryingFetch,
   cursorItems,
@@ -174,7 +174,7 @@ describe('client iterators against a real local server', () => {
     }
   });
 
-  it('stops with invalid_page_body when a page has no items list', async () => {
+  it('stops with unexpected_status on a 404, and with invalid_page_body when a page has no items list', async () => {
     server = await startListServer({ total: 1 });
     const error = await collect(pageNumberItems({ url: `${server.url}/nothing` })).catch(
       (e: unknown) => e,
@@ -184,5 +184,25 @@ describe('client iterators against a real local server', () => {
       pageNumberItems({ url: `${server.url}/items`, items: () => undefined }),
     ).catch((e: unknown) => e);
     expect(isPaginationClientError(items) && items.code).toBe('invalid_page_body');
+  });
+
+  it('stops at once with the signal reason when aborted while waiting out a 429', async () => {
+    server = await startListServer({ total: 10, throttle: () => '30' });
+    const controller = new AbortController();
+    const reason = new Error('shutting down');
+    let waiting = false;
+    const fetch = createRetryingFetch({
+      sleep: () => {
+        waiting = true;
+        return new Promise<void>(() => undefined);
+      },
+    });
+    const listing = collect(
+      cursorItems({ url: `${server.url}/logs`, fetch, init: { signal: controller.signal } }),
+    );
+    await vi.waitFor(() => expect(waiting).toBe(true));
+    controller.abort(reason);
+    await expect(listing).rejects.toBe(reason);
+    expect(server.requests).toHaveLength(1);
   });
 });
