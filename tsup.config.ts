@@ -5,6 +5,7 @@ export default defineConfig({
   entry: {
     index: 'src/index.ts',
     'testing/index': 'src/testing/index.ts',
+    'client/index': 'src/client/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

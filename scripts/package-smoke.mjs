@@ -1,9 +1,12 @@
 // Run from a scratch project that has the packed tarball installed: the public API works end to end.
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import * as esm from 'api-conventions';
+import * as esmClient from 'api-conventions/client';
 
 const require = createRequire(`${process.cwd()}/`);
 const cjs = require('api-conventions');
+const cjsClient = require('api-conventions/client');
 
 for (const [label, lib] of [
   ['esm', esm],
@@ -13,4 +16,50 @@ for (const [label, lib] of [
   if (problem.status !== 400 || problem.type !== `${lib.DEFAULT_PROBLEM_TYPE_BASE}x`) {
     throw new Error(`${label}: problemDetails`);
   }
+  const validate = lib.pageNumberValidator();
+  const accepted = validate('pageNumber=2&pageSize=200');
+  const refused = validate({ pageSize: '201' });
+  if (!accepted.ok || accepted.value.pageSize !== 200 || refused.ok) {
+    throw new Error(`${label}: pageNumberValidator`);
+  }
+  if (refused.problem.code !== 'page_size_too_large' || refused.problem.status !== 400) {
+    throw new Error(`${label}: page_size_too_large problem`);
+  }
+  const codec = lib.createCursorCodec({ signingKey: 'k'.repeat(32) });
+  const decoded = codec.decode(codec.encode({ after: 7 }));
+  if (!decoded.ok || decoded.state.after !== 7) throw new Error(`${label}: cursor codec`);
+}
+
+// The client subpath reads a list from a real local server, across a 429 with Retry-After.
+let requests = 0;
+const server = createServer((req, res) => {
+  requests++;
+  if (requests === 1) {
+    res
+      .writeHead(429, { 'retry-after': '1', 'content-type': 'text/plain' })
+      .end('Too many requests');
+    return;
+  }
+  const page = Number(new URL(req.url, 'http://x').searchParams.get('pageNumber'));
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ items: page <= 2 ? [page * 10, page * 10 + 1] : [] }));
+});
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const url = `http://127.0.0.1:${server.address().port}/items`;
+try {
+  for (const [label, client] of [
+    ['esm', esmClient],
+    ['cjs', cjsClient],
+  ]) {
+    requests = 0;
+    const waits = [];
+    const fetch = client.createRetryingFetch({ sleep: async (ms) => void waits.push(ms) });
+    const items = [];
+    for await (const item of client.pageNumberItems({ url, pageSize: 2, fetch })) items.push(item);
+    if (items.join() !== '10,11,20,21' || waits.join() !== '1000') {
+      throw new Error(`${label}: client read ${items.join()} after waits ${waits.join()}`);
+    }
+  }
+} finally {
+  server.close();
 }

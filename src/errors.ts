@@ -49,6 +49,8 @@ export const configurationErrorCodes = [
   // src/limits/route-pattern.ts and src/limits/route-table.ts
   'invalid_route_pattern',
   'invalid_route_rule',
+  // pagination: a cursor state that JSON cannot represent
+  'invalid_cursor_state',
 ] as const;
 
 /** A code of {@link ConfigurationError}. */

@@ -18,6 +18,7 @@ describe('errors', () => {
       'invalid_option',
       'invalid_route_pattern',
       'invalid_route_rule',
+      'invalid_cursor_state',
     ]);
   });
 

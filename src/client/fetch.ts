@@ -1,0 +1,127 @@
+/**
+ * The integrator's retrying `fetch`: on a 429 it waits as `Retry-After` says (one second when the
+ * header is missing or unreadable, the specification's recommended backoff) and sends the request
+ * again, within a bounded number of retries and a bounded total wait. Any method; an abort during
+ * a wait rejects at once with the signal's reason.
+ * @module
+ */
+import { type Clock, systemClock } from '../clock.js';
+import { ConfigurationError } from '../errors.js';
+import { parseRetryAfter } from '../http/retry-after.js';
+import { abortableSleep, type Sleep, timerSleep } from './sleep.js';
+
+/** The shape of `fetch`: what the wrapper takes and what it returns. */
+export type FetchFunction = (
+  input: string | URL | Request,
+  init?: RequestInit,
+) => Promise<Response>;
+
+/** One retry about to happen, for logs and metrics. */
+export interface RetryEvent {
+  /** The retry's number: 1 for the first retry. */
+  readonly retry: number;
+  /** How long the client waits before it, in milliseconds. */
+  readonly delayMs: number;
+  /** Where the delay came from: the `Retry-After` header, or the default backoff. */
+  readonly source: 'retry-after' | 'default';
+  /** The 429 response (its body already discarded). */
+  readonly response: Response;
+}
+
+/** Options of {@link createRetryingFetch}. */
+export interface RetryingFetchOptions {
+  /** The fetch that sends requests. @defaultValue `globalThis.fetch` */
+  fetch?: FetchFunction;
+  /** Clock that an HTTP-date `Retry-After` is measured against. @defaultValue `systemClock` */
+  clock?: Clock;
+  /** How to wait. Tests pass one that returns at once. @defaultValue real timers */
+  sleep?: Sleep;
+  /** Most retries of one request after a 429. @defaultValue 3 */
+  maxRetries?: number;
+  /**
+   * Most milliseconds one request may spend waiting in total. A 429 whose wait would go beyond is
+   * returned to the caller instead.
+   * @defaultValue 60000
+   */
+  maxTotalWaitMs?: number;
+  /**
+   * Wait when `Retry-After` is missing or unreadable: the specification recommends one second.
+   * @defaultValue 1000
+   */
+  defaultDelayMs?: number;
+  /** Called before each wait. */
+  onRetry?: (event: RetryEvent) => void;
+}
+
+/**
+ * Make a `fetch` that retries 429 responses as the server asks. When the retries or the wait budget
+ * run out, the last 429 response is returned as is, so callers see what the server said. A request
+ * whose body is a stream cannot be sent twice: its 429 is returned at once.
+ * @param options - the underlying fetch, clock, sleep and retry budget
+ * @returns a function with the signature of `fetch`
+ * @throws ConfigurationError `invalid_option` for a negative or non-integer budget
+ * @example
+ * ```ts
+ * const fetch = createRetryingFetch({ maxRetries: 5 });
+ * const response = await fetch('https://api.example.com/reservations', { signal });
+ * ```
+ */
+export function createRetryingFetch(options: RetryingFetchOptions = {}): FetchFunction {
+  const send = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const clock = options.clock ?? systemClock;
+  const sleep = options.sleep ?? timerSleep;
+  const maxRetries = count(options.maxRetries ?? 3, 'maxRetries');
+  const maxTotalWaitMs = count(options.maxTotalWaitMs ?? 60_000, 'maxTotalWaitMs');
+  const defaultDelayMs = count(options.defaultDelayMs ?? 1_000, 'defaultDelayMs');
+  const { onRetry } = options;
+
+  return async (input, init) => {
+    const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
+    const replayable = isReplayable(input, init);
+    let waited = 0;
+    for (let retry = 1; ; retry++) {
+      // A Request's body can be read once: each attempt sends a fresh clone.
+      const response = await send(input instanceof Request ? input.clone() : input, init);
+      if (response.status !== 429 || !replayable || retry > maxRetries) return response;
+      const announced = parseRetryAfter(response.headers.get('retry-after'), clock.now());
+      const delayMs = announced ?? defaultDelayMs;
+      if (waited + delayMs > maxTotalWaitMs) return response;
+      // Free the connection: the 429 body is not read.
+      await response.body?.cancel().catch(() => undefined);
+      onRetry?.({
+        retry,
+        delayMs,
+        source: announced === undefined ? 'default' : 'retry-after',
+        response,
+      });
+      await abortableSleep(sleep, delayMs, signal ?? undefined);
+      waited += delayMs;
+    }
+  };
+}
+
+// Bodies that can be sent again as they are; a stream or async iterable is consumed by the first send.
+function isReplayable(input: string | URL | Request, init: RequestInit | undefined): boolean {
+  const body = init?.body;
+  if (body === undefined || body === null) {
+    return !(input instanceof Request) || input.body === null || !input.bodyUsed;
+  }
+  return (
+    typeof body === 'string' ||
+    body instanceof URLSearchParams ||
+    body instanceof Blob ||
+    body instanceof ArrayBuffer ||
+    ArrayBuffer.isView(body) ||
+    body instanceof FormData
+  );
+}
+
+function count(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createRetryingFetch: ${name} must be a whole number >= 0, got ${String(value)}.`,
+    );
+  }
+  return value;
+}

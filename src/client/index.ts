@@ -1,0 +1,23 @@
+/**
+ * The integrator's client: `import { createRetryingFetch, cursorItems } from 'api-conventions/client'`.
+ * A `fetch` that honours `Retry-After` on 429, and async iterators that read a paged list to its end.
+ * @module
+ */
+
+export type { CursorIteratorOptions, CursorPage } from './cursor-iterator.js';
+export { bodyNextCursor, cursorItems, cursorPages } from './cursor-iterator.js';
+export type { FetchFunction, RetryEvent, RetryingFetchOptions } from './fetch.js';
+export { createRetryingFetch } from './fetch.js';
+export type { NumberedPage, PageNumberIteratorOptions } from './page-number-iterator.js';
+export { bodySaysLastPage, pageNumberItems, pageNumberPages } from './page-number-iterator.js';
+export type { ItemsReader, Page, PageRequestOptions } from './page-request.js';
+export { defaultItems } from './page-request.js';
+export type { PaginationClientErrorCode } from './pagination-client-error.js';
+export {
+  isPaginationClientError,
+  PaginationClientError,
+  paginationClientErrorCodes,
+} from './pagination-client-error.js';
+export type { Sleep } from './sleep.js';
+export { timerSleep } from './sleep.js';
+// abortableSleep and requestPage are internal: the iterators and the fetch wrapper use them.

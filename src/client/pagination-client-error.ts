@@ -1,0 +1,51 @@
+/**
+ * The error a page iterator throws when it cannot go on: the server answered with an error status,
+ * a body without a list of items, or a cursor it had already given (which would loop forever).
+ * @module
+ */
+import { ApiConventionsError, type ErrorOptions, isApiConventionsError } from '../errors.js';
+
+/** Codes of {@link PaginationClientError}. A test pins this list. */
+export const paginationClientErrorCodes = [
+  'unexpected_status',
+  'invalid_page_body',
+  'repeated_cursor',
+] as const;
+
+/** A code of {@link PaginationClientError}. */
+export type PaginationClientErrorCode = (typeof paginationClientErrorCodes)[number];
+
+/** Thrown by the page iterators when the listing cannot continue. */
+export class PaginationClientError extends ApiConventionsError {
+  declare readonly code: PaginationClientErrorCode;
+  /** The URL of the request that failed. */
+  readonly url: string;
+  /** The HTTP status, for `unexpected_status`. */
+  readonly status: number | undefined;
+
+  /**
+   * @param code - why the listing stopped
+   * @param message - what happened and what to do
+   * @param details - the URL and, for a status error, the status
+   * @param options - `cause`
+   */
+  constructor(
+    code: PaginationClientErrorCode,
+    message: string,
+    details: { url: string; status?: number },
+    options?: ErrorOptions,
+  ) {
+    super(code, message, options);
+    this.name = 'PaginationClientError';
+    this.url = details.url;
+    this.status = details.status;
+  }
+}
+
+/**
+ * True for a {@link PaginationClientError}, including one from another copy of the package.
+ * @param value - anything caught
+ */
+export function isPaginationClientError(value: unknown): value is PaginationClientError {
+  return isApiConventionsError(value) && value.name === 'PaginationClientError';
+}

@@ -1,0 +1,267 @@
+/**
+ * The signed cursor codec: an opaque, URL-safe token that carries a JSON state, signed with
+ * HMAC-SHA256 (node:crypto), with key rotation, an optional expiry and an optional binding to the
+ * request's other query parameters.
+ *
+ * Token: `base64url(payload) "." base64url(hmac)`, both parts strictly canonical. The payload is
+ * JSON `{ v: 1, s: state, e?: expiresAt, b?: binding }`; the state is signed, not encrypted, so do
+ * not put secrets in it.
+ * @module
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { type Clock, systemClock } from '../clock.js';
+import { ConfigurationError } from '../errors.js';
+import { decodeBase64Url, encodeBase64Url } from './base64url.js';
+import type { PaginationErrorCode } from './pagination-error.js';
+import { type QueryInput, queryPairs } from './query-input.js';
+
+/** A secret: a string (its UTF-8 bytes) or bytes; at least 32 bytes. */
+export type CursorSecret = string | Uint8Array;
+
+/** Options of {@link createCursorCodec}. */
+export interface CursorCodecOptions {
+  /** The key that signs new cursors (and verifies them). At least 32 bytes. */
+  signingKey: CursorSecret;
+  /**
+   * Older keys that still verify cursors during a rotation, never used to sign. Drop one once the
+   * cursors it signed have expired or been used up.
+   * @defaultValue `[]`
+   */
+  verificationKeys?: readonly CursorSecret[];
+  /** Lifetime of a cursor in milliseconds; absent means cursors never expire. */
+  ttlMs?: number;
+  /** Clock for the expiry. @defaultValue `systemClock` */
+  clock?: Clock;
+  /**
+   * Query parameters left out of the binding: the pagination parameters, which change from page to
+   * page, and any others a client may change without starting over.
+   * @defaultValue `['cursor', 'limit']`
+   */
+  bindingExclude?: readonly string[];
+  /** Longest token accepted, in characters. @defaultValue 4096 */
+  maxTokenLength?: number;
+}
+
+/** Options of one encode or decode. */
+export interface CursorBindingOptions {
+  /**
+   * The request's query. Given to `encode`, the cursor is bound to its other parameters (filters,
+   * sort); `decode` then refuses it for a query whose other parameters differ.
+   */
+  query?: QueryInput;
+}
+
+/** Codes a cursor can be refused with. */
+export type CursorErrorCode = Extract<
+  PaginationErrorCode,
+  'cursor_malformed' | 'cursor_invalid_signature' | 'cursor_expired' | 'cursor_query_mismatch'
+>;
+
+/** The outcome of decoding a cursor. */
+export type CursorDecoding<S> =
+  | {
+      /** The cursor is genuine, current and for this query. */
+      readonly ok: true;
+      /** The state given to `encode`, as JSON carries it. */
+      readonly state: S;
+      /** When the cursor expires (ms), if it does. */
+      readonly expiresAt?: number;
+    }
+  | {
+      /** The cursor is refused. */
+      readonly ok: false;
+      /** Why the cursor is refused. */
+      readonly code: CursorErrorCode;
+      /** What is wrong and what to do instead. */
+      readonly message: string;
+    };
+
+/** Encodes states as signed cursors and decodes them back. */
+export interface CursorCodec<S = unknown> {
+  /**
+   * Sign a state as a cursor.
+   * @param state - any JSON-serialisable value
+   * @param options - the query to bind the cursor to
+   * @throws ConfigurationError `invalid_cursor_state` when JSON cannot represent the state
+   */
+  encode(state: S, options?: CursorBindingOptions): string;
+  /**
+   * Verify a cursor and return its state. Never throws.
+   * @param token - the cursor the client sent
+   * @param options - the request's query, checked against a bound cursor
+   */
+  decode(token: string, options?: CursorBindingOptions): CursorDecoding<S>;
+}
+
+const MIN_SECRET_BYTES = 32;
+const MAC_BYTES = 32;
+const BINDING_BYTES = 16;
+const SIGNATURE_CONTEXT = 'api-conventions.cursor.v1\0';
+const BINDING_CONTEXT = 'api-conventions.cursor-binding.v1\0';
+
+/**
+ * Make a cursor codec.
+ * @param options - keys, expiry, clock and binding settings
+ * @throws ConfigurationError `invalid_option` for a short key or bad settings
+ * @example
+ * ```ts
+ * const codec = createCursorCodec({ signingKey: process.env.CURSOR_KEY!, ttlMs: 3_600_000 });
+ * const next = codec.encode({ after: 'log_123' }, { query: request.query });
+ * const decoded = codec.decode(next, { query: request.query }); // { ok: true, state: { after: 'log_123' } }
+ * ```
+ */
+export function createCursorCodec<S = unknown>(options: CursorCodecOptions): CursorCodec<S> {
+  const signingKey = checkSecret(options.signingKey, 'signingKey');
+  const keys = [
+    signingKey,
+    ...(options.verificationKeys ?? []).map((k, i) => checkSecret(k, `verificationKeys[${i}]`)),
+  ];
+  const clock = options.clock ?? systemClock;
+  const ttlMs = options.ttlMs;
+  if (ttlMs !== undefined && (!Number.isFinite(ttlMs) || ttlMs <= 0)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createCursorCodec: ttlMs must be a positive number of milliseconds, got ${String(ttlMs)}; omit it for cursors that never expire.`,
+    );
+  }
+  const maxTokenLength = options.maxTokenLength ?? 4096;
+  if (!Number.isSafeInteger(maxTokenLength) || maxTokenLength < 1) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createCursorCodec: maxTokenLength must be a whole number >= 1, got ${String(maxTokenLength)}.`,
+    );
+  }
+  const exclude = new Set(options.bindingExclude ?? ['cursor', 'limit']);
+  const binding = (key: Buffer, query: QueryInput | undefined): string =>
+    encodeBase64Url(
+      hmac(key, BINDING_CONTEXT, JSON.stringify(queryPairs(query, exclude))).subarray(
+        0,
+        BINDING_BYTES,
+      ),
+    );
+
+  return {
+    encode(state, encodeOptions = {}) {
+      const payload: { v: 1; s: S; e?: number; b?: string } = { v: 1, s: state };
+      if (ttlMs !== undefined) payload.e = clock.now() + ttlMs;
+      if (encodeOptions.query !== undefined) payload.b = binding(signingKey, encodeOptions.query);
+      const json = serialise(payload);
+      const signature = hmac(signingKey, SIGNATURE_CONTEXT, json);
+      return `${encodeBase64Url(Buffer.from(json, 'utf8'))}.${encodeBase64Url(signature)}`;
+    },
+
+    decode(token, decodeOptions = {}) {
+      if (typeof token !== 'string' || token.length === 0 || token.length > maxTokenLength) {
+        return malformed(`at most ${maxTokenLength} characters`);
+      }
+      const dot = token.indexOf('.');
+      const payloadBytes = dot < 1 ? undefined : decodeBase64Url(token.slice(0, dot));
+      const signature = dot < 1 ? undefined : decodeBase64Url(token.slice(dot + 1));
+      if (payloadBytes === undefined || signature === undefined || signature.length !== MAC_BYTES) {
+        return malformed('in the form the service issued');
+      }
+      const json = payloadBytes.toString('utf8');
+      // Try every key: a rotation keeps a handful, and the signature must be checked before the
+      // payload is trusted.
+      const key = keys.find((k) => timingSafeEqual(hmac(k, SIGNATURE_CONTEXT, json), signature));
+      if (key === undefined) {
+        return {
+          ok: false,
+          code: 'cursor_invalid_signature',
+          message:
+            'cursor was not issued by this service or has been altered; send the cursor exactly as received, or omit it to start from the first page.',
+        };
+      }
+      const payload = parsePayload(json);
+      if (payload === undefined) return malformed('in the form the service issued');
+      if (payload.e !== undefined && clock.now() >= payload.e) {
+        return {
+          ok: false,
+          code: 'cursor_expired',
+          message:
+            'cursor has expired; omit it to start again from the first page and page through promptly.',
+        };
+      }
+      if (payload.b !== undefined && payload.b !== binding(key, decodeOptions.query)) {
+        return {
+          ok: false,
+          code: 'cursor_query_mismatch',
+          message:
+            'cursor was issued for a query with other parameters; repeat the original filters with this cursor, or omit it to start a new listing.',
+        };
+      }
+      return payload.e === undefined
+        ? { ok: true, state: payload.s as S }
+        : { ok: true, state: payload.s as S, expiresAt: payload.e };
+    },
+  };
+}
+
+function malformed(shape: string): CursorDecoding<never> {
+  return {
+    ok: false,
+    code: 'cursor_malformed',
+    message: `cursor must be a token ${shape}; send the cursor exactly as received, or omit it to start from the first page.`,
+  };
+}
+
+function hmac(key: Buffer, context: string, data: string): Buffer {
+  return createHmac('sha256', key).update(context).update(data).digest();
+}
+
+function checkSecret(secret: CursorSecret, name: string): Buffer {
+  const bytes =
+    typeof secret === 'string'
+      ? Buffer.from(secret, 'utf8')
+      : secret instanceof Uint8Array
+        ? Buffer.from(secret)
+        : undefined;
+  if (bytes === undefined || bytes.length < MIN_SECRET_BYTES) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createCursorCodec: ${name} must be a string or bytes of at least ${MIN_SECRET_BYTES} bytes; generate one with crypto.randomBytes(32).`,
+    );
+  }
+  return bytes;
+}
+
+function serialise(payload: { s: unknown }): string {
+  const kind = typeof payload.s;
+  // JSON.stringify drops an undefined, function or symbol member: the state would not round-trip.
+  if (kind === 'undefined' || kind === 'function' || kind === 'symbol') {
+    throw new ConfigurationError(
+      'invalid_cursor_state',
+      `cursor state must be a JSON value (an object, array, string, number, boolean or null), got ${kind}.`,
+    );
+  }
+  try {
+    return JSON.stringify(payload);
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_cursor_state',
+      'cursor state must be JSON-serialisable (no BigInt, no cycles).',
+      { cause },
+    );
+  }
+}
+
+interface Payload {
+  v: 1;
+  s: unknown;
+  e?: number;
+  b?: string;
+}
+
+function parsePayload(json: string): Payload | undefined {
+  try {
+    const value: unknown = JSON.parse(json);
+    if (typeof value !== 'object' || value === null) return undefined;
+    const payload = value as Record<string, unknown>;
+    if (payload.v !== 1 || !Object.hasOwn(payload, 's')) return undefined;
+    if (payload.e !== undefined && typeof payload.e !== 'number') return undefined;
+    if (payload.b !== undefined && typeof payload.b !== 'string') return undefined;
+    return payload as unknown as Payload;
+  } catch {
+    return undefined;
+  }
+}

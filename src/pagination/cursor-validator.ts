@@ -1,0 +1,122 @@
+/**
+ * The validator of cursor pagination (`cursor`, `limit`), for analytical data such as audit logs,
+ * usage and exports.
+ * @module
+ */
+import type { CursorCodec } from './cursor-codec.js';
+import { notAStringIssue, readDecimalParameter, repeatedIssue } from './decimal-parameter.js';
+import {
+  checkPageSizeLimits,
+  checkRefusalStatus,
+  type PageSizeLimits,
+  pageSizePresets,
+} from './page-size-presets.js';
+import {
+  type PaginationIssue,
+  type PaginationValidation,
+  type ProblemOptions,
+  refusal,
+} from './pagination-error.js';
+import {
+  MISSING,
+  NOT_A_STRING,
+  type QueryInput,
+  REPEATED,
+  type ReadableQuery,
+  readParameter,
+  toReadableQuery,
+} from './query-input.js';
+
+const CURSOR_EXAMPLE = 'cursor=<the cursor of the previous page>';
+
+/** An accepted cursor query. */
+export interface CursorQuery<S> {
+  /** The cursor as sent, or `undefined` for the first page. */
+  readonly cursor: string | undefined;
+  /** The state the cursor carries (from the codec), or `undefined` for the first page or without a codec. */
+  readonly state: S | undefined;
+  /** Items per page. */
+  readonly limit: number;
+}
+
+/** Options of {@link cursorValidator}. */
+export interface CursorValidatorOptions<S> extends ProblemOptions {
+  /** Default and maximum limit. @defaultValue `pageSizePresets.analyticalData` (50, 500) */
+  sizes?: PageSizeLimits;
+  /**
+   * The codec that verifies cursors and reads their state. Without one the cursor is passed through
+   * as an opaque string (still exactly one non-empty value).
+   */
+  codec?: CursorCodec<S>;
+  /** Longest cursor accepted without a codec (the codec has its own bound). @defaultValue 4096 */
+  maxCursorLength?: number;
+}
+
+/**
+ * Make the validator of a cursor endpoint. It accepts a `URLSearchParams`, a raw query string or a
+ * plain object, and never throws: a bad query gives `ok: false` with a code per parameter and the
+ * problem details to answer with. With a codec, a tampered, expired or foreign cursor is refused
+ * and a cursor bound to other filters is refused for this query.
+ * @param options - limits, codec, status and problem type prefix
+ * @returns `(query) => PaginationValidation<CursorQuery<S>>`
+ * @throws ConfigurationError when the options are not usable
+ * @example
+ * ```ts
+ * const validate = cursorValidator({ codec }); // analytical data: default 50, at most 500
+ * const result = validate(request.query);
+ * if (result.ok) result.value.state; // what codec.encode() was given for this page
+ * ```
+ */
+export function cursorValidator<S = unknown>(
+  options: CursorValidatorOptions<S> = {},
+): (query: QueryInput) => PaginationValidation<CursorQuery<S>> {
+  const where = 'cursorValidator';
+  const sizes = checkPageSizeLimits(options.sizes ?? pageSizePresets.analyticalData, where);
+  const problemOptions: ProblemOptions = {
+    status: checkRefusalStatus(options.status ?? 400, where),
+    ...(options.typeBase === undefined ? {} : { typeBase: options.typeBase }),
+  };
+  const { codec } = options;
+  const maxCursorLength = options.maxCursorLength ?? 4096;
+  const limitRule = {
+    name: 'limit',
+    defaultValue: sizes.defaultSize,
+    minimum: 1,
+    maximum: sizes.maxSize,
+    tooSmall: 'limit_too_small',
+    tooLarge: 'limit_too_large',
+    example: sizes.defaultSize,
+  } as const;
+
+  const readCursor = (
+    readable: ReadableQuery,
+    query: QueryInput,
+  ): { cursor: string | undefined; state: S | undefined } | PaginationIssue => {
+    const cursor = readParameter(readable, 'cursor');
+    if (cursor === MISSING) return { cursor: undefined, state: undefined };
+    if (cursor === REPEATED) return repeatedIssue('cursor', CURSOR_EXAMPLE);
+    if (cursor === NOT_A_STRING) return notAStringIssue('cursor', CURSOR_EXAMPLE);
+    if (codec === undefined) {
+      if (cursor.length === 0 || cursor.length > maxCursorLength) {
+        return {
+          code: 'cursor_malformed',
+          parameter: 'cursor',
+          message: `cursor must be a non-empty token of at most ${maxCursorLength} characters, sent exactly as received; omit it to start from the first page.`,
+        };
+      }
+      return { cursor, state: undefined };
+    }
+    const decoded = codec.decode(cursor, { query });
+    if (!decoded.ok) return { code: decoded.code, parameter: 'cursor', message: decoded.message };
+    return { cursor, state: decoded.state };
+  };
+
+  return (query) => {
+    const readable = toReadableQuery(query);
+    const cursor = readCursor(readable, query);
+    const limit = readDecimalParameter(readable, limitRule);
+    if ('code' in cursor || typeof limit !== 'number')
+      return refusal([cursor, limit], problemOptions);
+    return { ok: true, value: { cursor: cursor.cursor, state: cursor.state, limit } };
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * The strict reading of a numeric query parameter: exactly one value, only the digits 0-9
+ * (`^[0-9]+$`), then the range. `""`, `1e3`, `12abc`, `0x10`, ` 5`, `+5` and `5.0` are refused;
+ * a value above the maximum is refused with its own code and never clamped.
+ * @module
+ */
+import type { PaginationErrorCode, PaginationIssue } from './pagination-error.js';
+import { MISSING, REPEATED, type ReadableQuery, readParameter } from './query-input.js';
+
+/** The rules of one numeric parameter. */
+export interface DecimalRule {
+  /** Parameter name, for example `pageSize`. */
+  readonly name: string;
+  /** Value when the parameter is absent. */
+  readonly defaultValue: number;
+  /** Smallest accepted value. */
+  readonly minimum: number;
+  /** Largest accepted value. */
+  readonly maximum: number;
+  /** Code for a value below `minimum`. */
+  readonly tooSmall: PaginationErrorCode;
+  /** Code for a value above `maximum`. */
+  readonly tooLarge: PaginationErrorCode;
+  /** Example value used in messages. */
+  readonly example: number;
+}
+
+// Up to 15 digits the running value is exact (below 2^53).
+const EXACT_DIGITS = 15;
+// 16 significant digits may still be a safe integer and convert exactly; any 16-digit value above
+// 2^53 is over every allowed maximum and rounding keeps it above; 17 or more never fit.
+const MAX_SIGNIFICANT_DIGITS = 16;
+
+// The value of a long digit string: leading zeros do not count, and anything beyond 16
+// significant digits is infinitely large for every range check.
+function longDecimalValue(text: string): number {
+  let start = 0;
+  while (start < text.length - 1 && text.charCodeAt(start) === 48) start++;
+  return text.length - start > MAX_SIGNIFICANT_DIGITS ? Number.POSITIVE_INFINITY : Number(text);
+}
+
+/**
+ * Read a numeric parameter by its rule.
+ * @param query - the query
+ * @param rule - name, default, range and codes
+ * @returns the number, or the issue that refuses it
+ */
+export function readDecimalParameter(
+  query: ReadableQuery,
+  rule: DecimalRule,
+): number | PaginationIssue {
+  const text = readParameter(query, rule.name);
+  if (typeof text !== 'string') {
+    if (text === MISSING) return rule.defaultValue;
+    const example = `${rule.name}=${rule.example}`;
+    return text === REPEATED
+      ? repeatedIssue(rule.name, example)
+      : notAStringIssue(rule.name, example);
+  }
+  // One pass instead of a regular expression: check the digits and compute the value, exactly for
+  // up to 15 digits, as the success path of every list request runs this.
+  const length = text.length;
+  if (length === 0) return notADecimalIssue(rule, text);
+  let value = 0;
+  for (let i = 0; i < length; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return notADecimalIssue(rule, text);
+    value = value * 10 + digit;
+  }
+  if (length > EXACT_DIGITS) value = longDecimalValue(text);
+  if (value < rule.minimum) {
+    return {
+      code: rule.tooSmall,
+      parameter: rule.name,
+      message: `${rule.name} must be at least ${rule.minimum}; got ${quote(text)}.`,
+    };
+  }
+  if (value > rule.maximum) {
+    return {
+      code: rule.tooLarge,
+      parameter: rule.name,
+      message: `${rule.name} must be at most ${rule.maximum}; got ${quote(text)}. Ask for ${rule.maximum} or fewer and follow the next link for the rest.`,
+    };
+  }
+  return value;
+}
+
+function notADecimalIssue(rule: DecimalRule, text: string): PaginationIssue {
+  return {
+    code: 'not_a_decimal_integer',
+    parameter: rule.name,
+    message: `${rule.name} must be a whole number written with the digits 0-9 only (for example ${rule.name}=${rule.example}); got ${quote(text)}.`,
+  };
+}
+
+/**
+ * The issue of a parameter given more than once (or as an array).
+ * @param name - parameter name
+ * @param example - a correct `name=value` to show
+ */
+export function repeatedIssue(name: string, example: string): PaginationIssue {
+  return {
+    code: 'parameter_repeated',
+    parameter: name,
+    message: `${name} must appear at most once in the query, as in ${example}.`,
+  };
+}
+
+/**
+ * The issue of a parameter that is a nested object or another non-string value.
+ * @param name - parameter name
+ * @param example - a correct `name=value` to show
+ */
+export function notAStringIssue(name: string, example: string): PaginationIssue {
+  return {
+    code: 'parameter_not_a_string',
+    parameter: name,
+    message: `${name} must be a single plain value, as in ${example}, not a nested object.`,
+  };
+}
+
+const MAX_ECHO = 40;
+
+/**
+ * The offending value as shown in a message: JSON-quoted and cut short, so that a long or odd
+ * value cannot flood or break the message.
+ * @param text - the value the client sent
+ */
+export function quote(text: string): string {
+  return JSON.stringify(text.length > MAX_ECHO ? `${text.slice(0, MAX_ECHO)}…` : text);
+}

@@ -1,0 +1,197 @@
+/**
+ * Response helpers for paged lists: the first, previous, next and last links of both patterns, as
+ * an RFC 8288 `Link` header and as fields for the body, with an end-of-data indicator. A total is
+ * reported only when the caller has one: counting a large table on every page is not free.
+ * @module
+ */
+import { ConfigurationError } from '../errors.js';
+
+/** Links to neighbouring pages; a link is absent when there is no such page (or it is unknown). */
+export interface PageLinks {
+  /** The first page. */
+  readonly first: string;
+  /** The page before this one. */
+  readonly prev?: string;
+  /** The page after this one; absent at the end of the data. */
+  readonly next?: string;
+  /** The last page; only when the total is known. */
+  readonly last?: string;
+}
+
+/** What the server knows about a page of a page-number list. */
+export interface PageNumberPageInput {
+  /** The request URL: absolute, or a path with its query (links are then relative too). */
+  url: string | URL;
+  /** The page served, from 1. */
+  pageNumber: number;
+  /** Items per page. */
+  pageSize: number;
+  /** Whether another page follows (for example: one more row than `pageSize` was found). */
+  hasMore?: boolean;
+  /** Total number of items, only if the caller has it; enables `last`. */
+  totalItems?: number;
+}
+
+/** The navigation of a page-number page. */
+export interface PageNumberNavigation {
+  /** The page served. */
+  readonly pageNumber: number;
+  /** Items per page. */
+  readonly pageSize: number;
+  /** True when no page follows this one. */
+  readonly endOfData: boolean;
+  /** Total number of items, when given. */
+  readonly totalItems?: number;
+  /** Links to the neighbouring pages. */
+  readonly links: PageLinks;
+  /** The same links as a `Link` header value (RFC 8288). */
+  readonly linkHeader: string;
+}
+
+/**
+ * The links and end-of-data indicator of a page-number page. Give `hasMore`, `totalItems` or both.
+ * @param input - the request URL, the page, and what is known about the rest
+ * @throws ConfigurationError `invalid_option` for a bad URL or numbers, or neither `hasMore` nor `totalItems`
+ * @example
+ * ```ts
+ * const nav = pageNumberNavigation({ url: req.url, pageNumber: 2, pageSize: 20, hasMore: true });
+ * res.setHeader('link', nav.linkHeader); // </reservations?pageNumber=1&pageSize=20>; rel="first", ...
+ * ```
+ */
+export function pageNumberNavigation(input: PageNumberPageInput): PageNumberNavigation {
+  const { pageNumber, pageSize, hasMore, totalItems } = input;
+  checkCount(pageNumber, 1, 'pageNumber');
+  checkCount(pageSize, 1, 'pageSize');
+  if (totalItems !== undefined) checkCount(totalItems, 0, 'totalItems');
+  if (hasMore === undefined && totalItems === undefined) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'pageNumberNavigation: give hasMore (whether another page follows), totalItems, or both.',
+    );
+  }
+  const lastPage =
+    totalItems === undefined ? undefined : Math.max(1, Math.ceil(totalItems / pageSize));
+  const endOfData = hasMore === undefined ? pageNumber >= (lastPage as number) : !hasMore;
+  const link = linkBuilder(input.url);
+  const at = (page: number) => link({ pageNumber: String(page), pageSize: String(pageSize) });
+  const links: { -readonly [K in keyof PageLinks]: PageLinks[K] } = { first: at(1) };
+  if (pageNumber > 1)
+    links.prev = at(lastPage === undefined ? pageNumber - 1 : Math.min(pageNumber - 1, lastPage));
+  if (!endOfData) links.next = at(pageNumber + 1);
+  if (lastPage !== undefined) links.last = at(lastPage);
+  return {
+    pageNumber,
+    pageSize,
+    endOfData,
+    ...(totalItems === undefined ? {} : { totalItems }),
+    links,
+    linkHeader: formatLinkHeader(links),
+  };
+}
+
+/** What the server knows about a page of a cursor list. */
+export interface CursorPageInput {
+  /** The request URL: absolute, or a path with its query (links are then relative too). */
+  url: string | URL;
+  /** Items per page. */
+  limit: number;
+  /** The cursor of the next page; absent at the end of the data. */
+  nextCursor?: string;
+  /** The cursor of the previous page, if the endpoint pages backwards. */
+  prevCursor?: string;
+  /** Total number of items, only if the caller has it. */
+  totalItems?: number;
+}
+
+/** The navigation of a cursor page. */
+export interface CursorNavigation {
+  /** Items per page. */
+  readonly limit: number;
+  /** The cursor of the next page; absent at the end of the data. */
+  readonly nextCursor?: string;
+  /** True when no page follows this one. */
+  readonly endOfData: boolean;
+  /** Total number of items, when given. */
+  readonly totalItems?: number;
+  /** Links to the neighbouring pages (no `last`: a cursor list cannot jump to its end). */
+  readonly links: PageLinks;
+  /** The same links as a `Link` header value (RFC 8288). */
+  readonly linkHeader: string;
+}
+
+/**
+ * The links and end-of-data indicator of a cursor page.
+ * @param input - the request URL, the limit and the neighbouring cursors
+ * @throws ConfigurationError `invalid_option` for a bad URL or numbers
+ * @example
+ * ```ts
+ * const nav = cursorNavigation({ url: req.url, limit: 50, nextCursor: codec.encode({ after: last.id }) });
+ * res.json({ items, ...nav }); // nav.endOfData === false, nav.links.next has the cursor
+ * ```
+ */
+export function cursorNavigation(input: CursorPageInput): CursorNavigation {
+  const { limit, nextCursor, prevCursor, totalItems } = input;
+  checkCount(limit, 1, 'limit');
+  if (totalItems !== undefined) checkCount(totalItems, 0, 'totalItems');
+  const link = linkBuilder(input.url);
+  const at = (cursor: string | undefined) => link({ cursor, limit: String(limit) });
+  const links: { -readonly [K in keyof PageLinks]: PageLinks[K] } = { first: at(undefined) };
+  if (prevCursor !== undefined) links.prev = at(prevCursor);
+  if (nextCursor !== undefined) links.next = at(nextCursor);
+  return {
+    limit,
+    ...(nextCursor === undefined ? {} : { nextCursor }),
+    endOfData: nextCursor === undefined,
+    ...(totalItems === undefined ? {} : { totalItems }),
+    links,
+    linkHeader: formatLinkHeader(links),
+  };
+}
+
+/**
+ * Format links as a `Link` header value (RFC 8288): `<url>; rel="first", <url>; rel="next"`.
+ * @param links - relation names to URLs; absent ones are left out
+ */
+export function formatLinkHeader(links: Readonly<Record<string, string | undefined>>): string {
+  return Object.entries(links)
+    .filter((entry): entry is [string, string] => entry[1] !== undefined)
+    .map(([rel, url]) => `<${url}>; rel="${rel}"`)
+    .join(', ');
+}
+
+const SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
+const PLACEHOLDER_ORIGIN = 'http://relative.invalid';
+
+// The request URL with some parameters replaced (or removed when undefined), every other
+// parameter kept in place; relative in, relative out.
+function linkBuilder(url: string | URL): (params: Record<string, string | undefined>) => string {
+  const relative = typeof url === 'string' && !SCHEME.test(url);
+  let base: URL;
+  try {
+    base = new URL(url, PLACEHOLDER_ORIGIN);
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `links: url must be an absolute URL or a path such as /reservations?status=open, got ${JSON.stringify(String(url))}.`,
+      { cause },
+    );
+  }
+  return (params) => {
+    const target = new URL(base);
+    target.hash = '';
+    for (const [name, value] of Object.entries(params)) {
+      if (value === undefined) target.searchParams.delete(name);
+      else target.searchParams.set(name, value);
+    }
+    return relative ? `${target.pathname}${target.search}` : target.href;
+  };
+}
+
+function checkCount(value: number, minimum: number, name: string): void {
+  if (!Number.isSafeInteger(value) || value < minimum) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `links: ${name} must be a whole number >= ${minimum}, got ${String(value)}.`,
+    );
+  }
+}

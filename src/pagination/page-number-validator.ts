@@ -1,0 +1,95 @@
+/**
+ * The validator of page-number pagination (`pageNumber`, `pageSize`), for business data such as
+ * reservations, folios and units.
+ * @module
+ */
+import { ConfigurationError } from '../errors.js';
+import { type DecimalRule, readDecimalParameter } from './decimal-parameter.js';
+import {
+  checkPageSizeLimits,
+  checkRefusalStatus,
+  type PageSizeLimits,
+  pageSizePresets,
+} from './page-size-presets.js';
+import { type PaginationValidation, type ProblemOptions, refusal } from './pagination-error.js';
+import { type QueryInput, toReadableQuery } from './query-input.js';
+
+/** An accepted page-number query. */
+export interface PageNumberQuery {
+  /** The page asked for, from 1. */
+  readonly pageNumber: number;
+  /** Items per page. */
+  readonly pageSize: number;
+}
+
+/** Options of {@link pageNumberValidator}. */
+export interface PageNumberValidatorOptions extends ProblemOptions {
+  /** Default and maximum page size. @defaultValue `pageSizePresets.businessData` (20, 200) */
+  sizes?: PageSizeLimits;
+  /**
+   * The highest page number accepted.
+   * @defaultValue `Number.MAX_SAFE_INTEGER`
+   */
+  maxPageNumber?: number;
+}
+
+/**
+ * Make the validator of a page-number endpoint. It accepts a `URLSearchParams`, a raw query string
+ * or a plain object, and never throws: a bad query gives `ok: false` with a code per parameter and
+ * the problem details to answer with.
+ * @param options - page sizes, highest page number, status and problem type prefix
+ * @returns `(query) => PaginationValidation<PageNumberQuery>`
+ * @throws ConfigurationError when the options are not usable
+ * @example
+ * ```ts
+ * const validate = pageNumberValidator(); // business data: default 20, at most 200
+ * const result = validate('pageNumber=3&pageSize=50');
+ * if (result.ok) result.value; // { pageNumber: 3, pageSize: 50 }
+ * else result.problem; // { status: 400, code: 'page_size_too_large', ... }
+ * ```
+ */
+export function pageNumberValidator(
+  options: PageNumberValidatorOptions = {},
+): (query: QueryInput) => PaginationValidation<PageNumberQuery> {
+  const where = 'pageNumberValidator';
+  const sizes = checkPageSizeLimits(options.sizes ?? pageSizePresets.businessData, where);
+  const maxPageNumber = options.maxPageNumber ?? Number.MAX_SAFE_INTEGER;
+  if (!Number.isSafeInteger(maxPageNumber) || maxPageNumber < 1) {
+    throw new ConfigurationError(
+      'invalid_limit',
+      `${where}: maxPageNumber must be a whole number >= 1, got ${String(maxPageNumber)}.`,
+    );
+  }
+  const problemOptions: ProblemOptions = {
+    status: checkRefusalStatus(options.status ?? 400, where),
+    ...(options.typeBase === undefined ? {} : { typeBase: options.typeBase }),
+  };
+  const pageNumberRule: DecimalRule = {
+    name: 'pageNumber',
+    defaultValue: 1,
+    minimum: 1,
+    maximum: maxPageNumber,
+    tooSmall: 'page_number_too_small',
+    tooLarge: 'page_number_too_large',
+    example: 2,
+  };
+  const pageSizeRule: DecimalRule = {
+    name: 'pageSize',
+    defaultValue: sizes.defaultSize,
+    minimum: 1,
+    maximum: sizes.maxSize,
+    tooSmall: 'page_size_too_small',
+    tooLarge: 'page_size_too_large',
+    example: sizes.defaultSize,
+  };
+
+  return (query) => {
+    const readable = toReadableQuery(query);
+    const pageNumber = readDecimalParameter(readable, pageNumberRule);
+    const pageSize = readDecimalParameter(readable, pageSizeRule);
+    if (typeof pageNumber === 'number' && typeof pageSize === 'number') {
+      return { ok: true, value: { pageNumber, pageSize } };
+    }
+    return refusal([pageNumber, pageSize], problemOptions);
+  };
+}

@@ -1,0 +1,74 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseHttpDate, parseRetryAfter } from '../../src/index.js';
+
+const NOV_6_1994 = Date.UTC(1994, 10, 6, 8, 49, 37);
+
+describe('parseRetryAfter', () => {
+  it('reads delay-seconds as that many seconds, whatever the clock says', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 10 ** 9 }),
+        fc.integer({ min: 0, max: 2 ** 42 }),
+        (seconds, now) => {
+          expect(parseRetryAfter(String(seconds), now)).toBe(seconds * 1000);
+          expect(parseRetryAfter(` ${seconds} `, now)).toBe(seconds * 1000);
+        },
+      ),
+    );
+  });
+
+  it('reads an HTTP-date as the time from the injected now to that date, and a past date as 0', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 4_000_000_000 }),
+        fc.integer({ min: -100_000, max: 100_000 }),
+        (dateSeconds, offsetMs) => {
+          const at = dateSeconds * 1000;
+          const now = at - offsetMs;
+          expect(parseRetryAfter(new Date(at).toUTCString(), now)).toBe(Math.max(0, offsetMs));
+        },
+      ),
+    );
+  });
+
+  it('accepts the three date forms of RFC 9110 for the same instant', () => {
+    expect(parseHttpDate('Sun, 06 Nov 1994 08:49:37 GMT')).toBe(NOV_6_1994);
+    expect(parseHttpDate('Sunday, 06-Nov-94 08:49:37 GMT')).toBe(NOV_6_1994);
+    expect(parseHttpDate('Sun Nov  6 08:49:37 1994')).toBe(NOV_6_1994);
+    expect(parseRetryAfter('Sun, 06 Nov 1994 08:49:40 GMT', NOV_6_1994)).toBe(3000);
+  });
+
+  it('answers unknown for a missing or unreadable value, so the caller backs off its own way', () => {
+    for (const value of [
+      null,
+      undefined,
+      '',
+      'soon',
+      '-1',
+      '1.5',
+      '+3',
+      '0x10',
+      '3 seconds',
+      'Sun, 31 Feb 1994 08:49:37 GMT',
+      'Sun, 06 Nov 1994 25:49:37 GMT',
+      'Sun, 06 Nov 1994 08:49:37 UTC',
+      '2024-01-01T00:00:00Z',
+    ]) {
+      expect(parseRetryAfter(value, 0)).toBeUndefined();
+    }
+  });
+
+  it('never throws and never gives a negative or non-integer delay', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.integer({ min: 0, max: 2 ** 42 }), (value, now) => {
+        const delay = parseRetryAfter(value, now);
+        if (delay !== undefined) {
+          expect(Number.isSafeInteger(delay)).toBe(true);
+          expect(delay).toBeGreaterThanOrEqual(0);
+        }
+      }),
+    );
+    expect(parseRetryAfter('9'.repeat(400), 0)).toBe(Number.MAX_SAFE_INTEGER);
+  });
+});

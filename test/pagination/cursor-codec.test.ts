@@ -1,0 +1,210 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createCursorCodec, FakeClock, isConfigurationError } from '../../src/index.js';
+import { keyA, keyB, keyForeign } from '../support/cursor-keys.js';
+import { queryObject } from '../support/query-arbitraries.js';
+import { thrown } from '../support/thrown.js';
+
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/ %';
+
+describe('cursor codec', () => {
+  const codec = createCursorCodec({ signingKey: keyA });
+
+  it('decode after encode is the identity for any JSON-serialisable state', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (state) => {
+        const token = codec.encode(state);
+        expect(token).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+        expect(codec.decode(token)).toEqual({ ok: true, state: JSON.parse(JSON.stringify(state)) });
+      }),
+    );
+  });
+
+  it('refuses a token with any single character changed', () => {
+    fc.assert(
+      fc.property(
+        fc.jsonValue({ maxDepth: 2 }),
+        fc.nat(),
+        fc.constantFrom(...ALPHABET),
+        (state, at, replacement) => {
+          const token = codec.encode(state);
+          const index = at % token.length;
+          fc.pre(token[index] !== replacement);
+          const altered = token.slice(0, index) + replacement + token.slice(index + 1);
+          const result = codec.decode(altered);
+          expect(result.ok).toBe(false);
+          if (!result.ok)
+            expect(['cursor_malformed', 'cursor_invalid_signature']).toContain(result.code);
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('refuses a token with any single bit of its signature flipped', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 2 }), fc.integer({ min: 0, max: 255 }), (state, bit) => {
+        const [payload, signature] = codec.encode(state).split('.') as [string, string];
+        const bytes = Buffer.from(signature, 'base64url');
+        bytes[bit >> 3] = (bytes[bit >> 3] as number) ^ (1 << (bit & 7));
+        const result = codec.decode(`${payload}.${bytes.toString('base64url')}`);
+        expect(result).toMatchObject({ ok: false, code: 'cursor_invalid_signature' });
+      }),
+    );
+  });
+
+  it('refuses padded, truncated, extended and empty tokens as malformed', () => {
+    const token = codec.encode({ after: 41 });
+    const [payload, signature] = token.split('.') as [string, string];
+    for (const bad of [
+      '',
+      payload,
+      `${payload}.`,
+      `.${signature}`,
+      `${token}=`,
+      `${payload}==.${signature}`,
+      `${token}.x`,
+      `${payload}.${signature.slice(0, -1)}`,
+      `${token}${'A'.repeat(5000)}`,
+    ]) {
+      expect(codec.decode(bad)).toMatchObject({ ok: false, code: 'cursor_malformed' });
+    }
+    expect(codec.decode(123 as unknown as string)).toMatchObject({
+      ok: false,
+      code: 'cursor_malformed',
+    });
+  });
+
+  it('refuses a cursor signed with a key it does not hold', () => {
+    const foreign = createCursorCodec({ signingKey: keyForeign });
+    expect(codec.decode(foreign.encode({ after: 1 }))).toMatchObject({
+      ok: false,
+      code: 'cursor_invalid_signature',
+    });
+  });
+
+  it('expires a cursor exactly ttl after it was issued, with its own code', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 40 }),
+        fc.integer({ min: 1, max: 10 ** 8 }),
+        fc.integer({ min: 0, max: 2 * 10 ** 8 }),
+        (start, ttlMs, elapsed) => {
+          const clock = new FakeClock(start);
+          const expiring = createCursorCodec({ signingKey: keyA, ttlMs, clock });
+          const token = expiring.encode('state');
+          clock.advance(elapsed);
+          const result = expiring.decode(token);
+          if (elapsed < ttlMs) {
+            expect(result).toEqual({ ok: true, state: 'state', expiresAt: start + ttlMs });
+          } else {
+            expect(result).toMatchObject({ ok: false, code: 'cursor_expired' });
+          }
+        },
+      ),
+    );
+  });
+
+  it('refuses a bound cursor replayed with another value of any filter, or with a filter added', () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.string(), fc.string(), { maxKeys: 5 }),
+        fc.string(),
+        fc.string(),
+        (filters, name, value) => {
+          fc.pre(name !== 'cursor' && name !== 'limit' && filters[name] !== value);
+          const token = codec.encode({ after: 1 }, { query: filters });
+          const changed = { ...filters, [name]: value };
+          expect(codec.decode(token, { query: changed })).toMatchObject({
+            ok: false,
+            code: 'cursor_query_mismatch',
+          });
+        },
+      ),
+      { numRuns: 1_000 },
+    );
+  });
+
+  it('accepts a bound cursor for the same filters in any order and input form, whatever cursor and limit say', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.string(), fc.string()), { maxLength: 6 }),
+        fc.string(),
+        fc.string(),
+        (pairs, cursor, limit) => {
+          const filters = pairs.filter(([name]) => name !== 'cursor' && name !== 'limit');
+          const token = codec.encode({ after: 1 }, { query: new URLSearchParams(filters) });
+          const shuffled = [...filters].reverse();
+          const replay = new URLSearchParams([...shuffled, ['cursor', cursor], ['limit', limit]]);
+          expect(codec.decode(token, { query: replay }).ok).toBe(true);
+          expect(codec.decode(token, { query: replay.toString() }).ok).toBe(true);
+        },
+      ),
+      { numRuns: 1_000 },
+    );
+    fc.assert(
+      fc.property(queryObject, (query) => {
+        const token = codec.encode(null, { query });
+        expect(codec.decode(token, { query: { ...query } }).ok).toBe(true);
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+
+  it('binds to the filters of the documented example', () => {
+    const token = codec.encode(7, { query: 'status=open&sort=date&limit=10' });
+    expect(
+      codec.decode(token, { query: { sort: 'date', status: 'open', limit: '50', cursor: 'x' } }),
+    ).toEqual({
+      ok: true,
+      state: 7,
+    });
+    expect(codec.decode(token, { query: new URLSearchParams('sort=date&status=open') }).ok).toBe(
+      true,
+    );
+    expect(codec.decode(token, { query: 'status=closed&sort=date' })).toMatchObject({
+      code: 'cursor_query_mismatch',
+    });
+    expect(codec.decode(token)).toMatchObject({ code: 'cursor_query_mismatch' });
+  });
+
+  it('rotates keys: verifies cursors of old keys, signs only with the new one', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 2 }), (state) => {
+        const before = createCursorCodec({ signingKey: keyA });
+        const during = createCursorCodec({ signingKey: keyB, verificationKeys: [keyA] });
+        const after = createCursorCodec({ signingKey: keyB });
+        const expected = { ok: true, state: JSON.parse(JSON.stringify(state)) };
+        expect(during.decode(before.encode(state))).toEqual(expected);
+        const fresh = during.encode(state);
+        expect(after.decode(fresh)).toEqual(expected);
+        expect(before.decode(fresh)).toMatchObject({ ok: false, code: 'cursor_invalid_signature' });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('keeps a bound cursor valid across a rotation', () => {
+    const before = createCursorCodec({ signingKey: keyA });
+    const during = createCursorCodec({ signingKey: keyB, verificationKeys: [keyA] });
+    const token = before.encode(1, { query: 'status=open' });
+    expect(during.decode(token, { query: 'status=open' }).ok).toBe(true);
+    expect(during.decode(token, { query: 'status=void' })).toMatchObject({
+      code: 'cursor_query_mismatch',
+    });
+  });
+
+  it('throws a ConfigurationError for a short key, a bad ttl or a state JSON cannot carry', () => {
+    const attempts: (() => unknown)[] = [
+      () => createCursorCodec({ signingKey: 'short' }),
+      () => createCursorCodec({ signingKey: keyA, verificationKeys: [new Uint8Array(8)] }),
+      () => createCursorCodec({ signingKey: keyA, ttlMs: 0 }),
+      () => createCursorCodec({ signingKey: keyA, maxTokenLength: 0 }),
+      () => codec.encode(undefined),
+      () => codec.encode(() => 1),
+      () => codec.encode(10n),
+    ];
+    for (const attempt of attempts) expect(isConfigurationError(thrown(attempt))).toBe(true);
+    expect(thrown(() => codec.encode(10n))).toMatchObject({ code: 'invalid_cursor_state' });
+  });
+});

@@ -1,0 +1,149 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  cursorNavigation,
+  formatLinkHeader,
+  isConfigurationError,
+  pageNumberNavigation,
+} from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
+
+const pageOf = (link: string | undefined) =>
+  link === undefined ? undefined : Number(new URL(link, 'http://x').searchParams.get('pageNumber'));
+
+describe('pageNumberNavigation', () => {
+  it('with a total: first is 1, last is ceil(total / size), next exists exactly before the last page, no total invented', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 10_000 }),
+        fc.integer({ min: 1, max: 200 }),
+        fc.integer({ min: 1, max: 100 }),
+        (totalItems, pageSize, pageNumber) => {
+          const nav = pageNumberNavigation({
+            url: '/reservations?status=open',
+            pageNumber,
+            pageSize,
+            totalItems,
+          });
+          const lastPage = Math.max(1, Math.ceil(totalItems / pageSize));
+          expect(pageOf(nav.links.first)).toBe(1);
+          expect(pageOf(nav.links.last)).toBe(lastPage);
+          expect(nav.endOfData).toBe(pageNumber >= lastPage);
+          expect(pageOf(nav.links.next)).toBe(pageNumber < lastPage ? pageNumber + 1 : undefined);
+          expect(pageOf(nav.links.prev)).toBe(
+            pageNumber > 1 ? Math.min(pageNumber - 1, lastPage) : undefined,
+          );
+          expect(nav.totalItems).toBe(totalItems);
+          for (const link of Object.values(nav.links)) {
+            const params = new URL(link, 'http://x').searchParams;
+            expect(params.get('pageSize')).toBe(String(pageSize));
+            expect(params.get('status')).toBe('open');
+          }
+        },
+      ),
+    );
+  });
+
+  it('without a total: no last link, no total, and next follows hasMore', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 1_000 }), fc.boolean(), (pageNumber, hasMore) => {
+        const nav = pageNumberNavigation({ url: '/units', pageNumber, pageSize: 20, hasMore });
+        expect('totalItems' in nav).toBe(false);
+        expect(nav.links.last).toBeUndefined();
+        expect(nav.endOfData).toBe(!hasMore);
+        expect(pageOf(nav.links.next)).toBe(hasMore ? pageNumber + 1 : undefined);
+      }),
+    );
+  });
+
+  it('writes an RFC 8288 Link header, relative in and relative out, absolute in and absolute out', () => {
+    const nav = pageNumberNavigation({
+      url: '/reservations?pageNumber=2&pageSize=20&q=a%20b#x',
+      pageNumber: 2,
+      pageSize: 20,
+      hasMore: true,
+    });
+    expect(nav.linkHeader).toBe(
+      '</reservations?pageNumber=1&pageSize=20&q=a+b>; rel="first", ' +
+        '</reservations?pageNumber=1&pageSize=20&q=a+b>; rel="prev", ' +
+        '</reservations?pageNumber=3&pageSize=20&q=a+b>; rel="next"',
+    );
+    const absolute = pageNumberNavigation({
+      url: new URL('https://api.example.com/v1/folios'),
+      pageNumber: 1,
+      pageSize: 50,
+      totalItems: 120,
+    });
+    expect(absolute.links).toEqual({
+      first: 'https://api.example.com/v1/folios?pageNumber=1&pageSize=50',
+      next: 'https://api.example.com/v1/folios?pageNumber=2&pageSize=50',
+      last: 'https://api.example.com/v1/folios?pageNumber=3&pageSize=50',
+    });
+  });
+
+  it('throws a ConfigurationError without hasMore or totalItems, or for bad numbers or URLs', () => {
+    const attempts = [
+      () => pageNumberNavigation({ url: '/a', pageNumber: 1, pageSize: 20 }),
+      () => pageNumberNavigation({ url: '/a', pageNumber: 0, pageSize: 20, hasMore: true }),
+      () => pageNumberNavigation({ url: '/a', pageNumber: 1, pageSize: 1.5, hasMore: true }),
+      () => pageNumberNavigation({ url: '/a', pageNumber: 1, pageSize: 20, totalItems: -1 }),
+      () =>
+        pageNumberNavigation({ url: 'http://[bad', pageNumber: 1, pageSize: 20, hasMore: true }),
+      () => cursorNavigation({ url: '/a', limit: 0 }),
+    ];
+    for (const attempt of attempts) {
+      expect(isConfigurationError(thrown(attempt))).toBe(true);
+    }
+  });
+});
+
+describe('cursorNavigation', () => {
+  it('links next with the next cursor, first without any cursor, and marks the end when there is no next cursor', () => {
+    fc.assert(
+      fc.property(
+        fc.option(fc.string({ minLength: 1 }), { nil: undefined }),
+        fc.integer({ min: 1, max: 500 }),
+        (nextCursor, limit) => {
+          const nav = cursorNavigation({
+            url: 'https://api.example.com/audit-logs?cursor=old&type=x',
+            limit,
+            ...(nextCursor === undefined ? {} : { nextCursor }),
+          });
+          const first = new URL(nav.links.first).searchParams;
+          expect(first.has('cursor')).toBe(false);
+          expect(first.get('type')).toBe('x');
+          expect(first.get('limit')).toBe(String(limit));
+          expect(nav.endOfData).toBe(nextCursor === undefined);
+          expect(nav.nextCursor).toBe(nextCursor);
+          const next =
+            nav.links.next === undefined ? undefined : new URL(nav.links.next).searchParams;
+          expect(next?.get('cursor') ?? undefined).toBe(nextCursor);
+          expect(nav.links.last).toBeUndefined();
+        },
+      ),
+    );
+  });
+
+  it('adds prev when the endpoint pages backwards and a total only when given', () => {
+    const nav = cursorNavigation({
+      url: '/audit-logs',
+      limit: 50,
+      prevCursor: 'p',
+      nextCursor: 'n',
+      totalItems: 3,
+    });
+    expect(nav.linkHeader).toBe(
+      '</audit-logs?limit=50>; rel="first", </audit-logs?cursor=p&limit=50>; rel="prev", </audit-logs?cursor=n&limit=50>; rel="next"',
+    );
+    expect(nav.totalItems).toBe(3);
+  });
+});
+
+describe('formatLinkHeader', () => {
+  it('leaves out absent relations', () => {
+    expect(formatLinkHeader({ first: '/a', next: undefined, last: '/b' })).toBe(
+      '</a>; rel="first", </b>; rel="last"',
+    );
+    expect(formatLinkHeader({})).toBe('');
+  });
+});

@@ -1,0 +1,81 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  MISSING,
+  NOT_A_STRING,
+  queryPairs,
+  REPEATED,
+  readParameter,
+  toReadableQuery,
+} from '../../src/pagination/query-input.js';
+
+const pairs = fc.array(fc.tuple(fc.string(), fc.string()), { maxLength: 6 });
+
+/** An object that behaves like URLSearchParams without being one (another realm, a polyfill). */
+function lookalike(entries: [string, string][]) {
+  const real = new URLSearchParams(entries);
+  return {
+    getAll: (name: string) => real.getAll(name),
+    forEach: (callback: (value: string, name: string) => void) => real.forEach(callback),
+  };
+}
+
+describe('query input', () => {
+  it('reads a parameter the same from URLSearchParams, a raw string and a look-alike', () => {
+    fc.assert(
+      fc.property(pairs, fc.string(), (entries, name) => {
+        const forms = [
+          new URLSearchParams(entries),
+          new URLSearchParams(entries).toString(),
+          lookalike(entries),
+        ].map((q) => readParameter(toReadableQuery(q), name));
+        const count = entries.filter(([n]) => n === name).length;
+        const expected =
+          count === 0 ? MISSING : count > 1 ? REPEATED : entries.find(([n]) => n === name)?.[1];
+        expect(forms).toEqual([expected, expected, expected]);
+      }),
+    );
+  });
+
+  it('tells a string, an absent value, an array and anything else apart in a plain object', () => {
+    const query = toReadableQuery({ a: 'x', b: undefined, c: ['x'], d: { e: 'f' }, g: 3 });
+    expect(['a', 'b', 'c', 'd', 'g', 'h'].map((n) => readParameter(query, n))).toEqual([
+      'x',
+      MISSING,
+      REPEATED,
+      NOT_A_STRING,
+      NOT_A_STRING,
+      MISSING,
+    ]);
+  });
+
+  it('gives the same sorted pairs for the same parameters in any order and any input form', () => {
+    fc.assert(
+      fc.property(pairs, (entries) => {
+        const exclude = new Set(['limit']);
+        const expected = queryPairs(new URLSearchParams(entries), exclude);
+        const reversed = [...entries].reverse();
+        expect(queryPairs(new URLSearchParams(reversed).toString(), exclude)).toEqual(expected);
+        expect(queryPairs(lookalike(reversed), exclude)).toEqual(expected);
+        const object: Record<string, string[]> = {};
+        for (const [name, value] of entries) {
+          if (!Object.hasOwn(object, name)) {
+            Object.defineProperty(object, name, { value: [], enumerable: true });
+          }
+          object[name]?.push(value);
+        }
+        expect(queryPairs(object, exclude)).toEqual(expected);
+        expect(expected.some(([name]) => name === 'limit')).toBe(false);
+      }),
+    );
+  });
+
+  it('writes nested values as canonical JSON, whatever their key order', () => {
+    expect(queryPairs({ f: { b: '1', a: ['2'] } }, new Set())).toEqual([
+      ['f', '{"a":["2"],"b":"1"}'],
+    ]);
+    expect(queryPairs({ f: { a: ['2'], b: '1' } }, new Set())).toEqual([
+      ['f', '{"a":["2"],"b":"1"}'],
+    ]);
+  });
+});
