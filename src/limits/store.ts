@@ -71,7 +71,7 @@ export interface AdmittedOutcome extends OutcomeStatuses {
   readonly allowed: true;
   /** The time the store decided at (ms). */
   readonly now: number;
-  /** The leases taken, to give back with {@link LimitStoreBase.release}; absent when none. */
+  /** The leases taken, to give back with the store's `release`; absent when none. */
   readonly lease: LeaseToken | undefined;
 }
 
