@@ -51,6 +51,8 @@ export const configurationErrorCodes = [
   'invalid_route_rule',
   // pagination: a cursor state that JSON cannot represent
   'invalid_cursor_state',
+  // src/redis: a Redis client without the commands the store needs
+  'invalid_redis_client',
 ] as const;
 
 /** A code of {@link ConfigurationError}. */

@@ -19,6 +19,7 @@ describe('errors', () => {
       'invalid_route_pattern',
       'invalid_route_rule',
       'invalid_cursor_state',
+      'invalid_redis_client',
     ]);
   });
 

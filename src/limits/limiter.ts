@@ -58,9 +58,12 @@ export interface RefusedDecision {
   readonly retryAfterSeconds: number;
   /** The instant (ms) a retry may be sent: `now + retryAfterSeconds * 1000`. */
   readonly retryAt: number;
-  /** The limit that was hit (for the 429 body); absent when the reason is `capacity`. */
+  /** The limit that was hit (for the 429 body); absent when the reason is `capacity` or `unavailable`. */
   readonly policy: Policy | undefined;
-  /** Why: a full limit, a block from an earlier refusal, or the store at its key cap. */
+  /**
+   * Why: a full limit, a block from an earlier refusal, the store at its key cap, or a networked
+   * store that could not decide and fails closed.
+   */
   readonly reason: RefusalReason;
   /** Every policy that applied, unchanged by this request. */
   readonly statuses: readonly PolicyStatus[];

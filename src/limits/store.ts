@@ -60,7 +60,9 @@ export type RefusalReason =
   /** An earlier refusal blocked the scope until the instant it announced. */
   | 'blocked'
   /** The store holds as many keys as it may and this request needs a new one. */
-  | 'capacity';
+  | 'capacity'
+  /** A networked store could not decide (timeout, connection lost, script error) and fails closed. */
+  | 'unavailable';
 
 /** A store's answer to a plan. */
 export type StoreOutcome = AdmittedOutcome | RefusedOutcome;
@@ -85,9 +87,12 @@ export interface RefusedOutcome extends OutcomeStatuses {
   readonly reason: RefusalReason;
   /** Whole seconds to wait, >= 1: a retry after that long is admitted if nothing else arrives. */
   readonly retryAfterSeconds: number;
-  /** The policy that refused (the one that frees up last); absent for `capacity`. */
+  /** The policy that refused (the one that frees up last); absent for `capacity` and `unavailable`. */
   readonly policy: Policy | undefined;
-  /** The resource of the refusing policy (`''` for the client and account); absent for `capacity`. */
+  /**
+   * The resource of the refusing policy (`''` for the client and account); absent for `capacity`
+   * and `unavailable`.
+   */
   readonly resource: string | undefined;
 }
 

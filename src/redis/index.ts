@@ -1,0 +1,20 @@
+/**
+ * The Redis store, for limits that hold across every instance of a service:
+ * `import { RedisStore, ioredisClient } from 'api-conventions/redis'`. The root export stays free
+ * of Redis; neither ioredis nor node-redis is imported here (the adapters are typed by the methods
+ * they call).
+ * @module
+ */
+
+export type {
+  IoredisLike,
+  NodeRedisLike,
+  NodeRedisScriptOptions,
+  RedisScriptClient,
+} from './redis-client.js';
+export { ioredisClient, nodeRedisClient, RedisNotReadyError } from './redis-client.js';
+export type { RedisStoreOptions, Timer } from './redis-store.js';
+export { RedisStore } from './redis-store.js';
+export type { RedisStoreErrorCode } from './redis-store-error.js';
+export { RedisStoreError, redisStoreErrorCodes } from './redis-store-error.js';
+// The scripts and the state layout are internal: documented in docs/redis.md.

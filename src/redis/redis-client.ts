@@ -1,0 +1,144 @@
+/**
+ * The few Redis commands the store uses, as a narrow interface ({@link RedisScriptClient}), and
+ * small adapters for the two common clients: ioredis ({@link ioredisClient}) and node-redis
+ * ({@link nodeRedisClient}). Nothing here imports either library; the adapters are typed by the
+ * methods they call.
+ * @module
+ */
+import { ConfigurationError } from '../errors.js';
+
+/** What the Redis store needs of a client: run a cached script by its SHA-1, or by its text. */
+export interface RedisScriptClient {
+  /**
+   * `EVALSHA sha1 numkeys key... arg...`.
+   * @param sha1 - the script's SHA-1, hex
+   * @param keys - the keys the script touches
+   * @param args - the script's arguments
+   * @returns the script's reply
+   */
+  evalSha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /**
+   * `EVAL script numkeys key... arg...` (also caches the script on the server).
+   * @param script - the Lua source
+   * @param keys - the keys the script touches
+   * @param args - the script's arguments
+   * @returns the script's reply
+   */
+  eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+}
+
+/** The methods of an ioredis `Redis` or `Cluster` the adapter calls. */
+export interface IoredisLike {
+  /** ioredis `evalsha`. */
+  evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** ioredis `eval`. */
+  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** ioredis connection status; commands are sent only when it is `ready`. */
+  readonly status?: string;
+}
+
+/** The options node-redis takes for `evalSha` and `eval`. */
+export interface NodeRedisScriptOptions {
+  /** The keys. */
+  keys: string[];
+  /** The arguments. */
+  arguments: string[];
+}
+
+/** The methods of a node-redis client or cluster the adapter calls. */
+export interface NodeRedisLike {
+  /** node-redis `evalSha`. */
+  evalSha(sha1: string, options: NodeRedisScriptOptions): Promise<unknown>;
+  /** node-redis `eval`. */
+  eval(script: string, options: NodeRedisScriptOptions): Promise<unknown>;
+  /** node-redis readiness; commands are sent only when it is true. */
+  readonly isReady?: boolean;
+}
+
+/**
+ * Thrown into the store's failure path (never to the caller) when the client is not connected:
+ * the command is not handed to a client that would queue it and replay it, stale, after a
+ * reconnect.
+ */
+export class RedisNotReadyError extends Error {
+  /** @param state - the client's connection state */
+  constructor(state: string) {
+    super(`The Redis client is not ready (${state}); the command was not sent.`);
+    this.name = 'RedisNotReadyError';
+  }
+}
+
+/**
+ * Adapt an ioredis client (`Redis` or `Cluster`). While the client is not `ready`, commands fail at
+ * once instead of waiting in its offline queue. Create the client with `enableOfflineQueue: false`
+ * and `autoResendUnfulfilledCommands: false` as well, so that no decision is replayed after a
+ * reconnect.
+ * @param client - an ioredis client
+ * @returns the narrow client the store takes
+ * @example
+ * ```ts
+ * const redis = new Redis({ enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+ * const store = new RedisStore({ client: ioredisClient(redis) });
+ * ```
+ */
+export function ioredisClient(client: IoredisLike): RedisScriptClient {
+  requireMethods(client, ['evalsha', 'eval'], 'ioredisClient');
+  const ready = (): void => {
+    const status = client.status;
+    if (status !== undefined && status !== 'ready') throw new RedisNotReadyError(status);
+  };
+  return {
+    evalSha: async (sha1, keys, args) => {
+      ready();
+      return client.evalsha(sha1, keys.length, ...keys, ...args);
+    },
+    eval: async (script, keys, args) => {
+      ready();
+      return client.eval(script, keys.length, ...keys, ...args);
+    },
+  };
+}
+
+/**
+ * Adapt a node-redis client (`createClient()` or `createCluster()`). While the client is not
+ * ready, commands fail at once instead of waiting in its offline queue. Create the client with
+ * `disableOfflineQueue: true` as well.
+ * @param client - a connected node-redis client
+ * @returns the narrow client the store takes
+ * @example
+ * ```ts
+ * const redis = await createClient({ url, disableOfflineQueue: true }).connect();
+ * const store = new RedisStore({ client: nodeRedisClient(redis) });
+ * ```
+ */
+export function nodeRedisClient(client: NodeRedisLike): RedisScriptClient {
+  requireMethods(client, ['evalSha', 'eval'], 'nodeRedisClient');
+  const ready = (): void => {
+    if (client.isReady === false) throw new RedisNotReadyError('not ready');
+  };
+  return {
+    evalSha: async (sha1, keys, args) => {
+      ready();
+      return client.evalSha(sha1, { keys: keys as string[], arguments: args as string[] });
+    },
+    eval: async (script, keys, args) => {
+      ready();
+      return client.eval(script, { keys: keys as string[], arguments: args as string[] });
+    },
+  };
+}
+
+function requireMethods(client: unknown, methods: readonly string[], where: string): void {
+  const missing = methods.filter(
+    (m) =>
+      typeof client !== 'object' ||
+      client === null ||
+      typeof (client as Record<string, unknown>)[m] !== 'function',
+  );
+  if (missing.length > 0) {
+    throw new ConfigurationError(
+      'invalid_redis_client',
+      `${where} needs a client with ${methods.join(' and ')} methods; missing ${missing.join(', ')}.`,
+    );
+  }
+}

@@ -1,0 +1,467 @@
+/**
+ * The Redis store: limit state shared by every instance of a service. One decision is one
+ * `EVALSHA` of the decision script (falling back to `EVAL` when the server has lost its script
+ * cache); one release is one more. Decisions equal the memory store's, policy for policy.
+ *
+ * Time comes from the Redis server (`TIME`) by default, so that app servers with skewed clocks
+ * share one timeline, or from the limiter's clock. When Redis does not answer in time, or fails,
+ * the store fails open or closed as configured and reports the failure to `onError`; it never
+ * throws and never rejects.
+ * @module
+ */
+import { createHash, randomInt } from 'node:crypto';
+import { ConfigurationError } from '../errors.js';
+import { describe } from '../limits/duration.js';
+import type { Policy } from '../limits/policy.js';
+import type {
+  AsyncLimitStore,
+  LeaseToken,
+  Plan,
+  RefusalReason,
+  StoreOutcome,
+} from '../limits/store.js';
+import { DECIDE_SCRIPT } from './decide-script.js';
+import type { RedisScriptClient } from './redis-client.js';
+import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
+import { RELEASE_SCRIPT } from './release-script.js';
+
+/** Starts and cancels the per-operation timeout; injectable so that tests control it. */
+export interface Timer {
+  /** Call `callback` after `ms` milliseconds; returns a handle for `clearTimeout`. */
+  setTimeout(callback: () => void, ms: number): unknown;
+  /** Cancel a timeout started by `setTimeout`. */
+  clearTimeout(handle: unknown): void;
+}
+
+/** Options of {@link RedisStore}. */
+export interface RedisStoreOptions {
+  /** The client, through an adapter: `ioredisClient(redis)` or `nodeRedisClient(redis)`. */
+  client: RedisScriptClient;
+  /**
+   * Prefix of every key. Must not contain `{` or `}` (the hash tag follows it).
+   * @defaultValue `'limits:'`
+   */
+  prefix?: string;
+  /**
+   * Where the time of a decision comes from: `'redis'`, the server's `TIME` (one timeline for every
+   * app server), or `'clock'`, the time the limiter passes (its injected clock; tests use a
+   * `FakeClock` to compare with the memory store).
+   * @defaultValue `'redis'`
+   */
+  timeSource?: 'redis' | 'clock';
+  /**
+   * Milliseconds to wait for Redis to decide or release before failing over to `failMode`.
+   * @defaultValue 100
+   */
+  timeoutMs?: number;
+  /**
+   * What a decision is when Redis times out, is unreachable or fails: `'open'` admits the request
+   * (no statuses, no lease), `'closed'` refuses it with reason `unavailable`.
+   * @defaultValue `'open'`
+   */
+  failMode?: 'open' | 'closed';
+  /**
+   * Retry-After, in whole seconds, of a refusal when failing closed.
+   * @defaultValue 1 (the specification's recommended backoff)
+   */
+  failClosedRetryAfterSeconds?: number;
+  /**
+   * Called with every failure (the decision still follows `failMode`). Log it; an exception thrown
+   * here is ignored.
+   */
+  onError?: (error: RedisStoreError) => void;
+  /**
+   * Milliseconds a key outlives the instant its state is fresh again. Covers the gap between the
+   * caller's clock and Redis's expiry clock with `timeSource: 'clock'`.
+   * @defaultValue 1000
+   */
+  expiryMarginMs?: number;
+  /** The timeout source. @defaultValue the global `setTimeout` and `clearTimeout` */
+  timer?: Timer;
+  /**
+   * This store's part of every lease id, unique per store instance.
+   * @defaultValue a random whole number below 2^48
+   */
+  instanceId?: number;
+}
+
+/** A script and its SHA-1. */
+interface Script {
+  readonly text: string;
+  readonly sha1: string;
+}
+
+const script = (text: string): Script => ({
+  text,
+  sha1: createHash('sha1').update(text).digest('hex'),
+});
+const DECIDE = script(DECIDE_SCRIPT);
+const RELEASE = script(RELEASE_SCRIPT);
+
+/** The leases of one admitted request: the scopes that hold them and the lease id. */
+interface RedisLease extends LeaseToken {
+  readonly store: RedisStore;
+  readonly keys: readonly string[];
+  readonly counter: string;
+}
+
+/** A policy list's key part and script arguments, computed once per list. */
+interface ListInfo {
+  readonly id: string;
+  readonly args: readonly string[];
+}
+
+const KIND = { window: '1', rate: '2', concurrency: '3' } as const;
+const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'limit', 'blocked'];
+const TIMEOUT = Symbol('timeout');
+const defaultTimer: Timer = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+/**
+ * Keeps limit state in Redis (6.2+, 7, Valkey), so that limits hold across every instance of a
+ * service. Exact sliding windows, GCRA and leases with a TTL, applied by one atomic script per
+ * decision; every key expires on its own.
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { createLimiter, presets } from 'api-conventions';
+ * import { ioredisClient, RedisStore } from 'api-conventions/redis';
+ *
+ * const redis = new Redis({ enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+ * const store = new RedisStore({ client: ioredisClient(redis), onError: (e) => log.warn(e) });
+ * const limiter = createLimiter({ preset: presets.byAccountType, store });
+ * const decision = await limiter.check({ clientId, accountCode, accountType, method, path });
+ * ```
+ */
+export class RedisStore implements AsyncLimitStore {
+  /** Always false: decisions are answered with promises. */
+  readonly synchronous = false as const;
+  readonly #client: RedisScriptClient;
+  readonly #prefix: string;
+  readonly #useClock: boolean;
+  readonly #timeoutMs: number;
+  readonly #failOpen: boolean;
+  readonly #closedRetryAfter: number;
+  readonly #onError: ((error: RedisStoreError) => void) | undefined;
+  readonly #margin: string;
+  readonly #timer: Timer;
+  readonly #instance: string;
+  readonly #lists = new WeakMap<readonly Policy[], ListInfo>();
+  readonly #actives = new WeakMap<readonly number[], readonly string[]>();
+  #counter = 0;
+
+  /** @param options - the client, and how to time, fail and expire */
+  constructor(options: RedisStoreOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw new ConfigurationError(
+        'invalid_option',
+        `RedisStore needs options with a client, got ${describe(options)}.`,
+      );
+    }
+    const client = options.client;
+    if (typeof client?.evalSha !== 'function' || typeof client.eval !== 'function') {
+      throw new ConfigurationError(
+        'invalid_redis_client',
+        'RedisStore needs client: ioredisClient(redis) or nodeRedisClient(redis) (evalSha and eval).',
+      );
+    }
+    const prefix = options.prefix ?? 'limits:';
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+      throw new ConfigurationError(
+        'invalid_option',
+        `prefix must be a string without { or } (the hash tag follows it), got ${describe(prefix)}.`,
+      );
+    }
+    const timeSource = options.timeSource ?? 'redis';
+    if (timeSource !== 'redis' && timeSource !== 'clock') {
+      throw new ConfigurationError(
+        'invalid_option',
+        `timeSource must be 'redis' or 'clock', got ${describe(timeSource)}.`,
+      );
+    }
+    const failMode = options.failMode ?? 'open';
+    if (failMode !== 'open' && failMode !== 'closed') {
+      throw new ConfigurationError(
+        'invalid_option',
+        `failMode must be 'open' or 'closed', got ${describe(failMode)}.`,
+      );
+    }
+    this.#timeoutMs = whole(options.timeoutMs ?? 100, 'timeoutMs', 1);
+    this.#closedRetryAfter = whole(
+      options.failClosedRetryAfterSeconds ?? 1,
+      'failClosedRetryAfterSeconds',
+      1,
+    );
+    this.#margin = String(whole(options.expiryMarginMs ?? 1000, 'expiryMarginMs', 0));
+    const instance = options.instanceId ?? randomInt(1, 2 ** 48);
+    this.#instance = String(whole(instance, 'instanceId', 1));
+    if (options.onError !== undefined && typeof options.onError !== 'function') {
+      throw new ConfigurationError(
+        'invalid_option',
+        `onError must be a function, got ${describe(options.onError)}.`,
+      );
+    }
+    const timer = options.timer ?? defaultTimer;
+    if (typeof timer?.setTimeout !== 'function' || typeof timer.clearTimeout !== 'function') {
+      throw new ConfigurationError(
+        'invalid_option',
+        'timer must have setTimeout and clearTimeout methods.',
+      );
+    }
+    this.#client = client;
+    this.#prefix = prefix;
+    this.#useClock = timeSource === 'clock';
+    this.#failOpen = failMode === 'open';
+    this.#onError = options.onError;
+    this.#timer = timer;
+  }
+
+  /**
+   * Apply a plan atomically in Redis: refuse if any active policy is blocked or full, otherwise
+   * record the request in every active policy and take its leases. Never rejects: when Redis
+   * cannot decide, the outcome follows the fail mode.
+   * @param plan - the scopes and policies of one request
+   * @param now - the time in ms; used with `timeSource: 'clock'`, and as the time of a failed-over
+   *   outcome
+   */
+  async apply(plan: Plan, now: number): Promise<StoreOutcome> {
+    const keys: string[] = [];
+    const policies: Policy[] = [];
+    const resources: string[] = [];
+    let leaseKeys: string[] | undefined;
+    const args: string[] = [
+      this.#useClock ? String(Number.isFinite(now) ? now : 0) : '',
+      this.#margin,
+      this.#instance,
+      '',
+    ];
+    for (const scope of plan.scopes) {
+      const list = this.#listInfo(scope.policies);
+      const key = this.#key(scope.clientId, scope.accountCode, list.id, scope.resource);
+      keys.push(key);
+      args.push(...list.args, ...this.#activeArgs(scope.active));
+      let leased = false;
+      for (const i of scope.active) {
+        const policy = scope.policies[i]!;
+        policies.push(policy);
+        resources.push(scope.resource);
+        if (policy.kind === 'concurrency') leased = true;
+      }
+      if (leased) {
+        leaseKeys ??= [];
+        leaseKeys.push(key);
+      }
+    }
+    const counter = leaseKeys === undefined ? '0' : String(++this.#counter);
+    args[3] = counter;
+
+    let reply: unknown;
+    try {
+      reply = await this.#run(DECIDE, keys, args);
+    } catch (error) {
+      return this.#failed('apply', error, now);
+    }
+    const outcome = parseOutcome(reply, plan, policies, resources);
+    if (outcome === undefined) {
+      return this.#failed(
+        'apply',
+        new RedisStoreError(
+          'redis_bad_reply',
+          'apply',
+          `Unexpected reply from the decision script: ${describe(reply)}.`,
+        ),
+        now,
+      );
+    }
+    if (outcome.allowed && leaseKeys !== undefined) {
+      const lease: RedisLease = { store: this, keys: leaseKeys, counter };
+      return { ...outcome, lease };
+    }
+    return outcome;
+  }
+
+  /**
+   * Give back the leases of an admitted request: one script call. Idempotent; never rejects (a
+   * lease that cannot be given back expires after its TTL).
+   * @param lease - the token from an admitted outcome
+   */
+  async release(lease: LeaseToken, _now: number): Promise<void> {
+    const own = lease as RedisLease;
+    if (own?.store !== this) return;
+    try {
+      await this.#run(RELEASE, own.keys, [this.#instance, own.counter]);
+    } catch (error) {
+      this.#report(toStoreError('release', error));
+    }
+  }
+
+  /** EVALSHA, then EVAL when the server does not have the script (restart, failover, SCRIPT FLUSH). */
+  #run(s: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const client = this.#client;
+    const call = client.evalSha(s.sha1, keys, args).catch((error: unknown) => {
+      if (isNoScript(error)) return client.eval(s.text, keys, args);
+      throw error;
+    });
+    return new Promise((resolve, reject) => {
+      const handle = this.#timer.setTimeout(() => reject(TIMEOUT), this.#timeoutMs);
+      call.then(
+        (value) => {
+          this.#timer.clearTimeout(handle);
+          resolve(value);
+        },
+        (error: unknown) => {
+          this.#timer.clearTimeout(handle);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  #failed(operation: 'apply', error: unknown, now: number): StoreOutcome {
+    this.#report(toStoreError(operation, error));
+    const t = Number.isFinite(now) ? now : 0;
+    return this.#failOpen
+      ? { allowed: true, now: t, lease: undefined, policies: [], values: [] }
+      : {
+          allowed: false,
+          now: t,
+          reason: 'unavailable',
+          retryAfterSeconds: this.#closedRetryAfter,
+          policy: undefined,
+          resource: undefined,
+          policies: [],
+          values: [],
+        };
+  }
+
+  #report(error: RedisStoreError): void {
+    try {
+      this.#onError?.(error);
+    } catch {
+      // A failing logger must not turn a decision into a crash.
+    }
+  }
+
+  #key(clientId: string, accountCode: string, listId: string, resource: string): string {
+    // The hash tag: every key of one decision hashes to one Redis Cluster slot. Length-prefixed,
+    // so that no client id and account code pair can forge another pair's tag; braces and % are
+    // escaped, so the tag ends where it should.
+    const c = escapeTag(clientId);
+    const tag = `{${c.length}:${c}${escapeTag(accountCode)}}`;
+    return resource === ''
+      ? `${this.#prefix}${tag}:${listId}`
+      : `${this.#prefix}${tag}:${listId}:${resource}`;
+  }
+
+  #listInfo(policies: readonly Policy[]): ListInfo {
+    let info = this.#lists.get(policies);
+    if (info === undefined) {
+      // State is kept per policy list, as in the memory store: a changed list starts afresh.
+      const id = createHash('sha1').update(JSON.stringify(policies)).digest('hex').slice(0, 16);
+      const args = [String(policies.length)];
+      for (const p of policies) {
+        switch (p.kind) {
+          case 'window':
+            args.push(KIND.window, String(p.limit), String(p.windowMs), '0');
+            break;
+          case 'rate':
+            args.push(KIND.rate, String(p.perSecond), String(p.burst), '0');
+            break;
+          case 'concurrency':
+            args.push(
+              KIND.concurrency,
+              String(p.max),
+              String(p.leaseTtlMs),
+              String(p.retryAfterMs),
+            );
+            break;
+        }
+      }
+      info = { id, args };
+      this.#lists.set(policies, info);
+    }
+    return info;
+  }
+
+  #activeArgs(active: readonly number[]): readonly string[] {
+    let args = this.#actives.get(active);
+    if (args === undefined) {
+      args = [String(active.length), ...active.map(String)];
+      this.#actives.set(active, args);
+    }
+    return args;
+  }
+}
+
+function escapeTag(value: string): string {
+  return /[{}%]/.test(value)
+    ? value.replace(/[{}%]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    : value;
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+function toStoreError(operation: 'apply' | 'release', error: unknown): RedisStoreError {
+  if (error instanceof RedisStoreError) return error;
+  const [code, message]: [RedisStoreErrorCode, string] =
+    error === TIMEOUT
+      ? ['redis_timeout', `Redis did not answer the ${operation} script in time.`]
+      : [
+          'redis_command_failed',
+          `The ${operation} script failed: ${error instanceof Error ? error.message : describe(error)}`,
+        ];
+  return new RedisStoreError(
+    code,
+    operation,
+    message,
+    error === TIMEOUT ? undefined : { cause: error },
+  );
+}
+
+/** Read the decision script's reply; undefined when it is not what the script returns. */
+function parseOutcome(
+  reply: unknown,
+  plan: Plan,
+  policies: readonly Policy[],
+  resources: readonly string[],
+): StoreOutcome | undefined {
+  if (typeof reply !== 'string') return undefined;
+  const parts = reply.split(',');
+  const n = policies.length;
+  if (parts.length !== 5 + 2 * n) return undefined;
+  const numbers = parts.map(Number);
+  if (numbers.some((x) => !Number.isFinite(x))) return undefined;
+  const [allowed, t, reason, retry, refusing] = numbers as [number, number, number, number, number];
+  const values = numbers.slice(5);
+  // The scope's own list when it is all of them, as the memory store answers.
+  const only = plan.scopes.length === 1 ? plan.scopes[0]! : undefined;
+  const active =
+    only !== undefined && only.active.length === only.policies.length ? only.policies : policies;
+  if (allowed === 1) return { allowed: true, now: t, lease: undefined, policies: active, values };
+  const why = REASONS[reason];
+  if (why === undefined || refusing < 1 || refusing > n) return undefined;
+  return {
+    allowed: false,
+    now: t,
+    reason: why,
+    retryAfterSeconds: retry,
+    policy: policies[refusing - 1],
+    resource: resources[refusing - 1],
+    policies: active,
+    values,
+  };
+}
+
+function whole(value: number, name: string, min: number): number {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `${name} must be a whole number >= ${min}, got ${describe(value)}.`,
+    );
+  }
+  return value;
+}

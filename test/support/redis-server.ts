@@ -1,0 +1,159 @@
+/**
+ * A real redis-server for the Redis store's tests: started on a free port (never 6379) with no
+ * persistence, stopped afterwards, restartable on the same port. Readiness is the server's own
+ * "Ready to accept connections" line; stopping waits for the process to exit.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { ioredisClient, nodeRedisClient, type RedisScriptClient } from '../../src/redis/index.js';
+
+/** A port nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  if (address.port === 6379) return freePort();
+  return address.port;
+}
+
+/** A redis-server child process. */
+export class RedisServer {
+  #process: ChildProcess | undefined;
+
+  private constructor(readonly port: number) {}
+
+  /** Start a server on a free port. */
+  static async start(): Promise<RedisServer> {
+    const server = new RedisServer(await freePort());
+    await server.restart();
+    return server;
+  }
+
+  /** Start (again) on the same port, with an empty data set and script cache. */
+  async restart(): Promise<void> {
+    const child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    this.#process = child;
+    await new Promise<void>((resolve, reject) => {
+      let output = '';
+      child.stdout!.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes('Ready to accept connections')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
+    });
+    child.stdout!.resume();
+  }
+
+  /** Freeze the server (SIGSTOP): connections stay open and nothing is answered. */
+  pause(): void {
+    this.#process?.kill('SIGSTOP');
+  }
+
+  /** Let a frozen server run again (SIGCONT). */
+  resume(): void {
+    this.#process?.kill('SIGCONT');
+  }
+
+  /** Stop the server and wait for the process to exit. */
+  async stop(): Promise<void> {
+    const child = this.#process;
+    this.#process = undefined;
+    if (child === undefined || child.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/** An admin connection (ioredis) to a test server, for INFO, SCRIPT FLUSH, CLIENT PAUSE, keys. */
+export async function adminClient(port: number): Promise<Redis> {
+  const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true });
+  redis.on('error', () => undefined);
+  await redis.connect();
+  return redis;
+}
+
+/** The two client libraries, each behind its adapter. */
+export type ClientKind = 'ioredis' | 'node-redis';
+export const clientKinds: readonly ClientKind[] = ['ioredis', 'node-redis'];
+
+/** A connected client of either kind, with no offline queue and quick reconnects. */
+export interface TestClient {
+  readonly client: RedisScriptClient;
+  /** Resolves once the client is (again) ready to send commands. */
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function connect(kind: ClientKind, port: number): Promise<TestClient> {
+  if (kind === 'ioredis') {
+    const redis = new Redis({
+      port,
+      host: '127.0.0.1',
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => 20,
+      lazyConnect: true,
+    });
+    redis.on('error', () => undefined);
+    await redis.connect();
+    return {
+      client: ioredisClient(redis),
+      ready: () =>
+        redis.status === 'ready'
+          ? Promise.resolve()
+          : new Promise((resolve) => redis.once('ready', () => resolve())),
+      close: async () => {
+        redis.disconnect();
+      },
+    };
+  }
+  const redis = createClient({
+    socket: { host: '127.0.0.1', port, reconnectStrategy: () => 20 },
+    disableOfflineQueue: true,
+  });
+  redis.on('error', () => undefined);
+  await redis.connect();
+  return {
+    client: nodeRedisClient(redis),
+    ready: () =>
+      redis.isReady
+        ? Promise.resolve()
+        : new Promise((resolve) => redis.once('ready', () => resolve())),
+    close: async () => {
+      if (redis.isOpen) redis.destroy();
+    },
+  };
+}
+
+/** A timer that fires only when told to: timeouts without waiting. */
+export class ManualTimer {
+  readonly pending = new Map<number, () => void>();
+  #next = 1;
+
+  setTimeout = (callback: () => void, _ms: number): unknown => {
+    const id = this.#next++;
+    this.pending.set(id, callback);
+    return id;
+  };
+
+  clearTimeout = (handle: unknown): void => {
+    this.pending.delete(handle as number);
+  };
+
+  /** Fire every pending timeout. */
+  fireAll(): void {
+    const callbacks = [...this.pending.values()];
+    this.pending.clear();
+    for (const callback of callbacks) callback();
+  }
+}
