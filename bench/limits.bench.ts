@@ -4,10 +4,10 @@
  * admission quality on bursty traffic against the exact sliding-log oracle.
  */
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
 import { createLimiter, FakeClock, type LimitRequest, presets } from '../src/index.js';
 import { ExactOracle, maxInAnyWindow } from '../test/support/oracle.js';
-import { round, settledHeap, withDateNow } from './support.js';
+import { consumeEach, round, settledHeap, withDateNow } from './support.js';
 
 const KEYS = 100_000;
 const DECISIONS = 2_000_000;
@@ -57,17 +57,8 @@ const ours = () => {
 const flexible = () => {
   const perSecond = new RateLimiterMemory({ points: 200, duration: 1 });
   const perMinute = new RateLimiterMemory({ points: 3500, duration: 60 });
-  return async (i: number): Promise<boolean> => {
-    const key = `${clientIds[i % KEYS]}:ACME`;
-    try {
-      await perSecond.consume(key);
-      await perMinute.consume(key);
-      return true;
-    } catch (error) {
-      if (error instanceof RateLimiterRes) return false;
-      throw error;
-    }
-  };
+  return (i: number): Promise<boolean> =>
+    consumeEach([perSecond, perMinute], `${clientIds[i % KEYS]}:ACME`);
 };
 
 const expressStores: ExpressMemoryStore[] = [];

@@ -1,4 +1,5 @@
 /** Measurement helpers shared by the benchmark suites. */
+import { RateLimiterRes } from 'rate-limiter-flexible';
 
 /** Collect garbage if the process runs with --expose-gc (npm run bench does). */
 export function collectGarbage(): void {
@@ -28,5 +29,21 @@ export async function withDateNow<T>(now: () => number, fn: () => Promise<T>): P
     return await fn();
   } finally {
     Date.now = original;
+  }
+}
+
+/** A rate-limiter-flexible limiter: memory or Redis. */
+interface Consumer {
+  consume(key: string): Promise<unknown>;
+}
+
+/** Consume one point of `key` from each limiter in turn; false when one refuses. */
+export async function consumeEach(limiters: readonly Consumer[], key: string): Promise<boolean> {
+  try {
+    for (const limiter of limiters) await limiter.consume(key);
+    return true;
+  } catch (error) {
+    if (error instanceof RateLimiterRes) return false;
+    throw error;
   }
 }

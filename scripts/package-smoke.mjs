@@ -3,10 +3,39 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import * as esm from 'api-conventions';
 import * as esmClient from 'api-conventions/client';
+import * as esmRedis from 'api-conventions/redis';
 
 const require = createRequire(`${process.cwd()}/`);
 const cjs = require('api-conventions');
 const cjsClient = require('api-conventions/client');
+const cjsRedis = require('api-conventions/redis');
+
+// The redis subpath loads from ESM and CJS with no Redis client installed (both are optional peers).
+for (const peer of ['ioredis', 'redis']) {
+  let found = true;
+  try {
+    require.resolve(peer);
+  } catch {
+    found = false;
+  }
+  if (found)
+    throw new Error(`${peer} is installed in the smoke project; the check needs it absent`);
+}
+for (const [label, redis] of [
+  ['esm', esmRedis],
+  ['cjs', cjsRedis],
+]) {
+  if (typeof redis.RedisStore !== 'function' || typeof redis.ioredisClient !== 'function') {
+    throw new Error(`${label}: api-conventions/redis exports`);
+  }
+  let code;
+  try {
+    new redis.RedisStore({ client: {} });
+  } catch (error) {
+    code = error.code;
+  }
+  if (code !== 'invalid_redis_client') throw new Error(`${label}: RedisStore without a client`);
+}
 
 for (const [label, lib] of [
   ['esm', esm],

@@ -1,0 +1,179 @@
+/**
+ * Redis store benchmark: the engine benchmark's workload through Redis (10,000 keys, 64 decisions
+ * in flight, 200,000 decisions, one ioredis connection), side by side with rate-limiter-flexible's
+ * RateLimiterRedis (the two windows) and the floor, a trivial EVALSHA at the same concurrency,
+ * against a redis-server this suite starts on a free port. Reports decisions per second, p50 and
+ * p99 latency, and Redis commands per decision from INFO commandstats.
+ */
+import { Redis } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { type Plan, type PlanScope, presets } from '../src/index.js';
+import { ioredisClient, RedisStore } from '../src/redis/index.js';
+import { RedisServer } from '../test/support/redis-server.js';
+import { consumeEach, round } from './support.js';
+
+const KEYS = 10_000;
+const IN_FLIGHT = 64;
+const DECISIONS = 200_000;
+const WARM_UP = 20_000;
+
+interface Result {
+  decisionsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  scriptCallsPerDecision: number;
+  commandsPerDecision: number;
+  admitted: number;
+}
+
+type Decide = (i: number) => Promise<boolean>;
+
+async function commandCalls(admin: Redis): Promise<Map<string, number>> {
+  const calls = new Map<string, number>();
+  for (const m of (await admin.info('commandstats')).matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) {
+    calls.set(m[1]!, Number(m[2]));
+  }
+  return calls;
+}
+
+/** Run `total` decisions with `IN_FLIGHT` workers; wall time, since the work is in Redis too. */
+async function drive(decide: Decide, total: number, latencies?: Float64Array): Promise<number> {
+  let next = 0;
+  let admitted = 0;
+  const worker = async () => {
+    for (let i = next++; i < total; i = next++) {
+      const start = performance.now();
+      if (await decide(i)) admitted++;
+      if (latencies) latencies[i] = performance.now() - start;
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  return admitted;
+}
+
+async function measure(admin: Redis, decide: Decide): Promise<Result> {
+  await drive(decide, WARM_UP);
+  await admin.config('RESETSTAT');
+  const latencies = new Float64Array(DECISIONS);
+  const start = performance.now();
+  const admitted = await drive(decide, DECISIONS, latencies);
+  const seconds = (performance.now() - start) / 1000;
+  const calls = await commandCalls(admin);
+  calls.delete('config|resetstat');
+  calls.delete('info');
+  const scripts = (calls.get('evalsha') ?? 0) + (calls.get('eval') ?? 0);
+  const all = [...calls.values()].reduce((a, b) => a + b, 0);
+  const sorted = latencies.sort();
+  return {
+    decisionsPerSecond: Math.round(DECISIONS / seconds),
+    p50Ms: round(sorted[Math.floor(DECISIONS * 0.5)]!),
+    p99Ms: round(sorted[Math.floor(DECISIONS * 0.99)]!),
+    scriptCallsPerDecision: round(scripts / DECISIONS),
+    commandsPerDecision: round(all / DECISIONS),
+    admitted,
+  };
+}
+
+const scopes = (policies: PlanScope['policies']): Plan[] =>
+  Array.from({ length: KEYS }, (_, i) => ({
+    scopes: [
+      {
+        clientId: `client-${i}`,
+        accountCode: 'ACME',
+        resource: '',
+        policies,
+        active: policies.map((_, k) => k),
+      },
+    ],
+  }));
+
+/** The Live preset with the throttle: one script call per decision and one per release. */
+function oursLive(redis: Redis, prefix: string): Decide {
+  const store = new RedisStore({ client: ioredisClient(redis), prefix, timeoutMs: 5_000 });
+  const plans = scopes(presets.live.policies);
+  return async (i) => {
+    const outcome = await store.apply(plans[i % KEYS]!, 0);
+    if (outcome.allowed && outcome.lease !== undefined) await store.release(outcome.lease, 0);
+    return outcome.allowed;
+  };
+}
+
+/** The Live preset's three global policies, without the throttle: one script call per decision. */
+function oursGlobal(redis: Redis, prefix: string): Decide {
+  const store = new RedisStore({ client: ioredisClient(redis), prefix, timeoutMs: 5_000 });
+  const plans = scopes(presets.live.policies.filter((p) => p.kind !== 'concurrency'));
+  return async (i) => (await store.apply(plans[i % KEYS]!, 0)).allowed;
+}
+
+function flexible(redis: Redis, prefix: string): Decide {
+  const perSecond = new RateLimiterRedis({
+    storeClient: redis,
+    points: 200,
+    duration: 1,
+    keyPrefix: `${prefix}s`,
+  });
+  const perMinute = new RateLimiterRedis({
+    storeClient: redis,
+    points: 3500,
+    duration: 60,
+    keyPrefix: `${prefix}m`,
+  });
+  return (i) => consumeEach([perSecond, perMinute], `client-${i % KEYS}:ACME`);
+}
+
+async function floor(redis: Redis): Promise<Decide> {
+  const sha = (await redis.script('LOAD', 'return 1')) as string;
+  return async (i) => (await redis.evalsha(sha, 1, `floor:${i % KEYS}`)) === 1;
+}
+
+export async function run(): Promise<Record<string, unknown>> {
+  const server = await RedisServer.start();
+  const redis = new Redis({
+    port: server.port,
+    host: '127.0.0.1',
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    lazyConnect: true,
+  });
+  const admin = new Redis({ port: server.port, host: '127.0.0.1', lazyConnect: true });
+  await redis.connect();
+  await admin.connect();
+  try {
+    const results: Record<string, Result> = {};
+    const suites: Array<[string, () => Promise<Decide>]> = [
+      ['trivial EVALSHA (floor)', () => floor(redis)],
+      ['api-conventions, global policies', async () => oursGlobal(redis, 'g:')],
+      ['api-conventions, live with throttle', async () => oursLive(redis, 'l:')],
+      ['rate-limiter-flexible', async () => flexible(redis, 'f:')],
+    ];
+    for (const [name, make] of suites) {
+      results[name] = await measure(admin, await make());
+      console.error(`${name.padEnd(36)} ${JSON.stringify(results[name])}`);
+    }
+    const global = results['api-conventions, global policies']!.decisionsPerSecond;
+    const live = results['api-conventions, live with throttle']!.decisionsPerSecond;
+    const flex = results['rate-limiter-flexible']!.decisionsPerSecond;
+    const floorRate = results['trivial EVALSHA (floor)']!.decisionsPerSecond;
+    const ratios = {
+      globalVsRateLimiterFlexible: round(global / flex),
+      globalVsFloor: round(global / floorRate),
+      liveWithThrottleVsRateLimiterFlexible: round(live / flex),
+      liveWithThrottleVsFloor: round(live / floorRate),
+    };
+    console.error(`ratios: ${JSON.stringify(ratios)}`);
+    return {
+      workload: {
+        keys: KEYS,
+        inFlight: IN_FLIGHT,
+        decisions: DECISIONS,
+        connection: 'one ioredis',
+      },
+      results,
+      ratios,
+    };
+  } finally {
+    redis.disconnect();
+    admin.disconnect();
+    await server.stop();
+  }
+}

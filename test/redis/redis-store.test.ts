@@ -1,0 +1,502 @@
+/**
+ * The Redis store against a real redis-server, with both clients: key layout and hash tags,
+ * expiry, the server's time, one script call per decision, the script cache lost (SCRIPT FLUSH,
+ * restart), timeouts and lost connections in both fail modes, a process killed holding leases,
+ * bad data and bad options.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  concurrency,
+  createLimiter,
+  FakeClock,
+  isConfigurationError,
+  MemoryStore,
+  type Plan,
+  type PlanScope,
+  type Policy,
+  presets,
+  type StoreOutcome,
+  window,
+} from '../../src/index.js';
+import {
+  ioredisClient,
+  nodeRedisClient,
+  type RedisScriptClient,
+  RedisStore,
+  RedisStoreError,
+  type RedisStoreOptions,
+  redisStoreErrorCodes,
+} from '../../src/redis/index.js';
+import {
+  adminClient,
+  type ClientKind,
+  clientKinds,
+  connect,
+  ManualTimer,
+  RedisServer,
+  type TestClient,
+} from '../support/redis-server.js';
+
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+let server: RedisServer;
+let admin: Redis;
+const clients = new Map<ClientKind, TestClient>();
+let prefixes = 0;
+
+beforeAll(async () => {
+  process.on('unhandledRejection', onUnhandled);
+  server = await RedisServer.start();
+  admin = await adminClient(server.port);
+  for (const kind of clientKinds) clients.set(kind, await connect(kind, server.port));
+});
+
+afterAll(async () => {
+  for (const c of clients.values()) await c.close();
+  admin.disconnect();
+  await server.stop();
+  process.off('unhandledRejection', onUnhandled);
+  expect(unhandled).toEqual([]);
+});
+
+function scope(
+  clientId: string,
+  accountCode: string,
+  resource: string,
+  policies: readonly Policy[],
+  active: readonly number[] = policies.map((_, i) => i),
+): PlanScope {
+  return { clientId, accountCode, resource, policies, active };
+}
+
+/** The hash tag Redis Cluster hashes: between the first `{` and the next `}`. */
+function hashTag(key: string): string | undefined {
+  const open = key.indexOf('{');
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : undefined;
+}
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  return (await admin.keys(`${prefix}*`)).sort();
+}
+
+async function commandCalls(): Promise<Record<string, number>> {
+  const info = await admin.info('commandstats');
+  const calls: Record<string, number> = {};
+  for (const match of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) {
+    calls[match[1]!] = Number(match[2]);
+  }
+  return calls;
+}
+
+const errorCodes = (errors: RedisStoreError[]) => errors.map((e) => e.code);
+
+describe.each(clientKinds)('RedisStore with %s', (kind) => {
+  const client = () => clients.get(kind)!.client;
+  const make = (options: Partial<RedisStoreOptions> = {}) =>
+    new RedisStore({ client: client(), prefix: `${kind}-${++prefixes}:`, ...options });
+
+  it('every key of one decision carries the same hash tag, and distinct clients and accounts never share one', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.tuple(
+          fc.string({ minLength: 1, maxLength: 12 }),
+          fc.string({ minLength: 1, maxLength: 12 }),
+        ),
+        fc.tuple(
+          fc.string({ minLength: 1, maxLength: 12 }),
+          fc.string({ minLength: 1, maxLength: 12 }),
+        ),
+        async ([c1, a1], [c2, a2]) => {
+          fc.pre(c1 !== c2 || a1 !== a2);
+          // Arrange
+          const prefix = `tag-${kind}-${++prefixes}:`;
+          const store = new RedisStore({ client: client(), prefix, timeSource: 'clock' });
+          const w = [window(5, '1s', { name: 'w' })];
+          const r = [window(2, '5min', { name: 'r' })];
+          // Act
+          for (const [c, a] of [
+            [c1, a1],
+            [c2, a2],
+          ] as const) {
+            await store.apply(
+              { scopes: [scope(c, a, '', w), scope(c, a, 'PATCH /x/{1}', r)] },
+              1_000,
+            );
+          }
+          // Assert: four keys, two per pair, one tag per pair, the two tags distinct.
+          const keys = await keysUnder(prefix);
+          expect(keys).toHaveLength(4);
+          const tags = new Set(keys.map(hashTag));
+          expect(tags.size).toBe(2);
+          expect(tags.has(undefined)).toBe(false);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('every key expires on its own, no later than its state is fresh again plus the margin', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 0, max: 3_000 }), { minLength: 1, maxLength: 60 }),
+        async (gaps) => {
+          // Arrange: the server's own time, so that key expiry and decisions share one clock.
+          const prefix = `ttl-${kind}-${++prefixes}:`;
+          const store = new RedisStore({ client: client(), prefix, expiryMarginMs: 250 });
+          const policies = [
+            window(5, '2s', { name: 'w' }),
+            concurrency(2, { name: 'c', leaseTtl: '3s' }),
+          ];
+          const plan: Plan = { scopes: [scope('c', 'a', '', policies)] };
+          // Act: decisions on the server's clock; the gaps only pick which leases to keep.
+          for (const gap of gaps) {
+            const outcome = await store.apply(plan, 0);
+            if (outcome.allowed && outcome.lease && gap % 2 === 0)
+              await store.release(outcome.lease, 0);
+          }
+          // Assert: the horizon is at most a window, a lease or a block (whole seconds) away.
+          for (const key of await keysUnder(prefix)) {
+            const ttl = await admin.pttl(key);
+            expect(ttl).toBeGreaterThan(0);
+            expect(ttl).toBeLessThanOrEqual(3_000 + 250);
+          }
+        },
+      ),
+      { numRuns: 15 },
+    );
+  });
+
+  it("decides on the server's TIME by default, whatever the caller's clock says", async () => {
+    const store = make();
+    const plan: Plan = { scopes: [scope('c', 'a', '', [window(5, '1s', { name: 'w' })])] };
+    const serverMs = async () => {
+      const [s, us] = await admin.time();
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    };
+    const before = await serverMs();
+    const outcome = await store.apply(plan, 42);
+    const after = await serverMs();
+    expect(outcome.now).toBeGreaterThanOrEqual(before);
+    expect(outcome.now).toBeLessThanOrEqual(after);
+  });
+
+  it('makes exactly one script call per decision and one per release', async () => {
+    const store = make({ timeSource: 'clock' });
+    const plan: Plan = {
+      scopes: [
+        scope('c', 'a', '', presets.live.policies),
+        scope('c', 'a', 'PUT /r/{1}', [window(10, '20min', { name: 'r' })]),
+      ],
+    };
+    const warm = await store.apply(plan, 0); // loads the script if needed
+    if (warm.allowed && warm.lease) await store.release(warm.lease, 0);
+    await admin.config('RESETSTAT');
+    let released = 0;
+    for (let i = 0; i < 50; i++) {
+      const outcome = await store.apply(plan, i);
+      if (outcome.allowed && outcome.lease) {
+        await store.release(outcome.lease, i);
+        released++;
+      }
+    }
+    const calls = await commandCalls();
+    expect(released).toBeGreaterThan(0);
+    expect(calls.evalsha).toBe(50 + released);
+    expect(calls.eval).toBeUndefined();
+  });
+
+  it('keeps deciding as before after SCRIPT FLUSH, reloading the script with EVAL', async () => {
+    const clock = new FakeClock(0);
+    const policies = presets.development.policies;
+    const memory = createLimiter({ policies, clock, store: new MemoryStore() });
+    const errors: RedisStoreError[] = [];
+    const redis = createLimiter({
+      policies,
+      clock,
+      store: make({ timeSource: 'clock', onError: (e) => errors.push(e) }),
+    });
+    const request = { clientId: 'c', accountCode: 'a', method: 'GET', path: '/x' };
+    for (let i = 0; i < 40; i++) {
+      if (i === 20) {
+        await admin.config('RESETSTAT');
+        await admin.script('FLUSH');
+      }
+      clock.advance(130);
+      const expected = memory.check(request);
+      const actual = await redis.check(request);
+      expect(actual.allowed).toBe(expected.allowed);
+      expect(actual.statuses).toEqual(expected.statuses);
+    }
+    expect(errors).toEqual([]);
+    expect((await commandCalls()).eval).toBe(1);
+  });
+
+  it('ignores a lease from another store, releases a lease once, and never lets an expired lease free a new one', async () => {
+    const store = make({ timeSource: 'clock' });
+    const other = make({ timeSource: 'clock' });
+    const plan: Plan = {
+      scopes: [scope('c', 'a', '', [concurrency(1, { name: 't', leaseTtl: '5s' })])],
+    };
+    const first = await store.apply(plan, 0);
+    expect(first.allowed).toBe(true);
+    const foreign = await other.apply(plan, 0);
+    if (foreign.allowed && foreign.lease) await store.release(foreign.lease, 0);
+    expect((await store.apply(plan, 10)).allowed).toBe(false);
+    const next = await store.apply(plan, 5_000); // the first lease expired
+    expect(next.allowed).toBe(true);
+    if (first.allowed && first.lease) {
+      await store.release(first.lease, 5_001);
+      await store.release(first.lease, 5_001);
+    }
+    // Still held by the second request (and now blocked for a second by the refusal).
+    expect((await store.apply(plan, 5_002)).allowed).toBe(false);
+    if (next.allowed && next.lease) await store.release(next.lease, 5_003);
+    expect((await store.apply(plan, 6_002)).allowed).toBe(true);
+  });
+
+  it('a process killed while holding leases: the leases expire after their TTL', async () => {
+    // Arrange: a child process takes all three leases at t = 10 s, then is killed.
+    const prefix = `crash-${kind}-${++prefixes}:`;
+    const file = join(import.meta.dirname, 'fixtures', 'hold-leases.ts');
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', file, String(server.port), kind, prefix, '10000', '3'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('held')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`exited early (${code})`)));
+    });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+    // Act and assert: the same scope from this process, on the same timeline.
+    const store = new RedisStore({ client: client(), prefix, timeSource: 'clock' });
+    const plan: Plan = {
+      scopes: [
+        scope('crashing', 'ACME', '', [concurrency(3, { name: 'throttle', leaseTtl: '5s' })]),
+      ],
+    };
+    const during = await store.apply(plan, 14_000);
+    expect(during).toMatchObject({ allowed: false, reason: 'limit', retryAfterSeconds: 1 });
+    const after = await store.apply(plan, 15_000);
+    expect(after).toMatchObject({ allowed: true, values: [2, 0] });
+    // The key itself expires with the leases, plus the margin.
+    for (const key of await keysUnder(prefix)) {
+      expect(await admin.pttl(key)).toBeLessThanOrEqual(5_000 + 1_000);
+    }
+  });
+
+  it.each(['open', 'closed'] as const)(
+    'fails %s within the timeout when Redis does not answer, then resumes',
+    async (failMode) => {
+      // Arrange
+      const timer = new ManualTimer();
+      const errors: RedisStoreError[] = [];
+      const store = make({ failMode, timer, timeoutMs: 50, onError: (e) => errors.push(e) });
+      const plan: Plan = { scopes: [scope('c', 'a', '', [window(5, '1s', { name: 'w' })])] };
+      expect((await store.apply(plan, 0)).allowed).toBe(true);
+      // Act: the server freezes; the decision waits until its timeout fires.
+      server.pause();
+      let outcome: StoreOutcome;
+      try {
+        const pending = store.apply(plan, 123);
+        expect(timer.pending.size).toBe(1);
+        timer.fireAll();
+        outcome = await pending;
+      } finally {
+        server.resume();
+      }
+      // Assert
+      expect(outcome).toEqual(
+        failMode === 'open'
+          ? { allowed: true, now: 123, lease: undefined, policies: [], values: [] }
+          : {
+              allowed: false,
+              now: 123,
+              reason: 'unavailable',
+              retryAfterSeconds: 1,
+              policy: undefined,
+              resource: undefined,
+              policies: [],
+              values: [],
+            },
+      );
+      expect(errorCodes(errors)).toEqual(['redis_timeout']);
+      expect(errors[0]).toMatchObject({ operation: 'apply', name: 'RedisStoreError' });
+      // Once the server answers again, so does the store.
+      const later = await store.apply(plan, 0);
+      expect(later.allowed).toBe(true);
+      expect(later.policies).toHaveLength(1);
+      expect(timer.pending.size).toBe(0);
+    },
+  );
+
+  it('fails as configured when Redis stops mid-run, without a crash or an unhandled rejection, and resumes with the script reloaded once it restarts', async () => {
+    // Arrange
+    const errors: RedisStoreError[] = [];
+    const open = make({ onError: (e) => errors.push(e) });
+    const closed = make({ failMode: 'closed', failClosedRetryAfterSeconds: 3 });
+    const limiter = createLimiter({ preset: presets.live, store: open });
+    const request = { clientId: 'c', accountCode: 'a', method: 'GET', path: '/x' };
+    const plan: Plan = { scopes: [scope('c', 'a', '', presets.live.policies)] };
+    expect((await limiter.check(request)).allowed).toBe(true);
+    // Act: the server goes away mid-run.
+    await server.stop();
+    const whileDown = await Promise.all(Array.from({ length: 20 }, () => limiter.check(request)));
+    const refused = await closed.apply(plan, 7);
+    const admittedOpen = await open.apply(plan, 7);
+    // Assert: every decision follows its fail mode and reports the failure.
+    expect(whileDown.every((d) => d.allowed && d.statuses.length === 0)).toBe(true);
+    for (const d of whileDown) if (d.allowed) d.release(); // nothing to give back
+    expect(refused).toMatchObject({ allowed: false, reason: 'unavailable', retryAfterSeconds: 3 });
+    expect(admittedOpen).toMatchObject({ allowed: true, lease: undefined });
+    expect(errors.length).toBe(21);
+    expect(new Set(errorCodes(errors))).toEqual(new Set(['redis_command_failed']));
+    // Restart (empty data set, empty script cache) and wait for the client to reconnect.
+    await server.restart();
+    await clients.get(kind)!.ready();
+    admin.disconnect();
+    admin = await adminClient(server.port);
+    const after = await limiter.check(request);
+    expect(after.allowed).toBe(true);
+    expect(after.statuses).toHaveLength(4);
+    expect((await commandCalls()).eval).toBe(1);
+    if (after.allowed) after.release();
+  });
+
+  it('never overwrites a key of another type: a script error fails over and the data stays', async () => {
+    const prefix = `clash-${kind}-${++prefixes}:`;
+    const errors: RedisStoreError[] = [];
+    const store = new RedisStore({ client: client(), prefix, onError: (e) => errors.push(e) });
+    const plan: Plan = { scopes: [scope('c', 'a', '', [window(5, '1s', { name: 'w' })])] };
+    await store.apply(plan, 0);
+    const [key] = await keysUnder(prefix);
+    await admin.del(key!);
+    await admin.rpush(key!, 'not ours');
+    const outcome = await store.apply(plan, 0);
+    expect(outcome).toMatchObject({ allowed: true, policies: [] });
+    expect(errorCodes(errors)).toEqual(['redis_command_failed']);
+    expect(await admin.lrange(key!, 0, -1)).toEqual(['not ours']);
+  });
+
+  it('reads a value not in its layout as a fresh state', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 80 }), async (bytes) => {
+        const prefix = `junk-${kind}-${++prefixes}:`;
+        const store = new RedisStore({ client: client(), prefix, timeSource: 'clock' });
+        const policies = [window(2, '1s', { name: 'w' }), concurrency(1, { name: 'c' })];
+        const plan: Plan = { scopes: [scope('c', 'a', '', policies)] };
+        await store.apply(plan, 0);
+        const [key] = await keysUnder(prefix);
+        await admin.set(key!, Buffer.from(bytes));
+        const outcome = await store.apply(plan, 5_000);
+        expect(outcome).toMatchObject({ allowed: true, values: [1, 1_000, 0, 0] });
+      }),
+      { numRuns: 30 },
+    );
+  });
+
+  it('reports a reply it cannot read and fails over', async () => {
+    // A client adapter that asks ioredis or node-redis for raw bytes instead of strings.
+    const errors: RedisStoreError[] = [];
+    const c = client();
+    const asBytes: RedisScriptClient = {
+      evalSha: async (sha, keys, args) => Buffer.from(String(await c.evalSha(sha, keys, args))),
+      eval: async (text, keys, args) => Buffer.from(String(await c.eval(text, keys, args))),
+    };
+    const store = new RedisStore({
+      client: asBytes,
+      prefix: `bytes-${kind}:`,
+      failMode: 'closed',
+      onError: (e) => errors.push(e),
+    });
+    const outcome = await store.apply(
+      { scopes: [scope('c', 'a', '', [window(5, '1s', { name: 'w' })])] },
+      9,
+    );
+    expect(outcome).toMatchObject({ allowed: false, reason: 'unavailable', now: 9 });
+    expect(errorCodes(errors)).toEqual(['redis_bad_reply']);
+  });
+
+  it('survives an onError that throws', async () => {
+    server.pause();
+    const timer = new ManualTimer();
+    const store = make({
+      timer,
+      onError: () => {
+        throw new Error('logger down');
+      },
+    });
+    try {
+      const pending = store.apply({ scopes: [scope('c', 'a', '', [window(1, '1s')])] }, 0);
+      timer.fireAll();
+      expect((await pending).allowed).toBe(true);
+      // A release that times out resolves too.
+      const releasing = store.release({ store, keys: ['k'], counter: '1' } as never, 0);
+      timer.fireAll();
+      await expect(releasing).resolves.toBeUndefined();
+    } finally {
+      server.resume();
+    }
+  });
+});
+
+describe('RedisStore options', () => {
+  const client = () => clients.get('ioredis')!.client;
+  it.each([
+    ['no options', undefined],
+    ['no client', {}],
+    ['a client without eval', { client: { evalSha: async () => '' } }],
+    ['a prefix with a brace', { prefix: 'a{b' }],
+    ['an unknown time source', { timeSource: 'local' }],
+    ['an unknown fail mode', { failMode: 'half' }],
+    ['a timeout of 0', { timeoutMs: 0 }],
+    ['a fractional retry', { failClosedRetryAfterSeconds: 1.5 }],
+    ['a negative margin', { expiryMarginMs: -1 }],
+    ['an instance id of 0', { instanceId: 0 }],
+    ['an onError that is not a function', { onError: 'log' }],
+    ['a timer without clearTimeout', { timer: { setTimeout: () => 0 } }],
+  ])('refuses %s with a ConfigurationError', (_, options) => {
+    const withClient =
+      options === undefined || 'client' in options || _ === 'no client'
+        ? options
+        : { client: client(), ...options };
+    let caught: unknown;
+    try {
+      new RedisStore(withClient as never);
+    } catch (error) {
+      caught = error;
+    }
+    expect(isConfigurationError(caught)).toBe(true);
+  });
+
+  it.each([
+    ['ioredisClient', ioredisClient],
+    ['nodeRedisClient', nodeRedisClient],
+  ] as const)('%s refuses an object without the script commands', (_, adapt) => {
+    let caught: unknown;
+    try {
+      adapt({} as never);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toMatchObject({ name: 'ConfigurationError', code: 'invalid_redis_client' });
+  });
+
+  it('pins the catalogue of Redis store error codes', () => {
+    expect([...redisStoreErrorCodes]).toEqual([
+      'redis_timeout',
+      'redis_command_failed',
+      'redis_bad_reply',
+    ]);
+    expect(new RedisStoreError('redis_timeout', 'apply', 'm')).toBeInstanceOf(Error);
+  });
+});
