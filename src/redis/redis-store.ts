@@ -108,7 +108,10 @@ interface RedisLease extends LeaseToken {
 /** A policy list's key part and script arguments, computed once per list. */
 interface ListInfo {
   readonly id: string;
-  readonly args: readonly string[];
+  /** One digit per policy: 1 window, 2 rate, 3 concurrency. */
+  readonly kinds: string;
+  /** The policies' numbers, in order. */
+  readonly numbers: readonly string[];
 }
 
 const KIND = { window: '1', rate: '2', concurrency: '3' } as const;
@@ -149,7 +152,7 @@ export class RedisStore implements AsyncLimitStore {
   readonly #timer: Timer;
   readonly #instance: string;
   readonly #lists = new WeakMap<readonly Policy[], ListInfo>();
-  readonly #actives = new WeakMap<readonly number[], readonly string[]>();
+  readonly #actives = new WeakMap<readonly number[], string>();
   #counter = 0;
 
   /** @param options - the client, and how to time, fail and expire */
@@ -241,7 +244,8 @@ export class RedisStore implements AsyncLimitStore {
       const list = this.#listInfo(scope.policies);
       const key = this.#key(scope.clientId, scope.accountCode, list.id, scope.resource);
       keys.push(key);
-      args.push(...list.args, ...this.#activeArgs(scope.active));
+      args.push(list.kinds, this.#activeArg(scope.active, scope.policies.length));
+      for (const x of list.numbers) args.push(x);
       let leased = false;
       for (const i of scope.active) {
         const policy = scope.policies[i]!;
@@ -360,38 +364,44 @@ export class RedisStore implements AsyncLimitStore {
     if (info === undefined) {
       // State is kept per policy list, as in the memory store: a changed list starts afresh.
       const id = createHash('sha1').update(JSON.stringify(policies)).digest('hex').slice(0, 16);
-      const args = [String(policies.length)];
+      let kinds = '';
+      const numbers: string[] = [];
       for (const p of policies) {
         switch (p.kind) {
           case 'window':
-            args.push(KIND.window, String(p.limit), String(p.windowMs), '0');
+            kinds += KIND.window;
+            numbers.push(String(p.limit), String(p.windowMs));
             break;
           case 'rate':
-            args.push(KIND.rate, String(p.perSecond), String(p.burst), '0');
+            kinds += KIND.rate;
+            numbers.push(String(p.perSecond), String(p.burst));
             break;
           case 'concurrency':
-            args.push(
-              KIND.concurrency,
-              String(p.max),
-              String(p.leaseTtlMs),
-              String(p.retryAfterMs),
-            );
+            kinds += KIND.concurrency;
+            numbers.push(String(p.max), String(p.leaseTtlMs), String(p.retryAfterMs));
             break;
         }
       }
-      info = { id, args };
+      info = { id, kinds, numbers };
       this.#lists.set(policies, info);
     }
     return info;
   }
 
-  #activeArgs(active: readonly number[]): readonly string[] {
-    let args = this.#actives.get(active);
-    if (args === undefined) {
-      args = [String(active.length), ...active.map(String)];
-      this.#actives.set(active, args);
+  #activeArg(active: readonly number[], count: number): string {
+    let arg = this.#actives.get(active);
+    if (arg === undefined) {
+      // '*' for every position; otherwise one ASCII character per position (code 48 + position),
+      // or for a list too long for that, the positions after a comma.
+      arg =
+        active.length === count && active.every((p, i) => p === i)
+          ? '*'
+          : active.every((p) => p < 79)
+            ? String.fromCharCode(...active.map((p) => 48 + p))
+            : `,${active.join(',')}`;
+      this.#actives.set(active, arg);
     }
-    return args;
+    return arg;
   }
 }
 
@@ -429,12 +439,17 @@ function parseOutcome(
   policies: readonly Policy[],
   resources: readonly string[],
 ): StoreOutcome | undefined {
-  if (typeof reply !== 'string') return undefined;
-  const parts = reply.split(',');
+  if (!Array.isArray(reply)) return undefined;
   const n = policies.length;
-  if (parts.length !== 5 + 2 * n) return undefined;
-  const numbers = parts.map(Number);
-  if (numbers.some((x) => !Number.isFinite(x))) return undefined;
+  if (reply.length !== 5 + 2 * n) return undefined;
+  const numbers: number[] = new Array(reply.length);
+  for (let i = 0; i < reply.length; i++) {
+    const x = reply[i];
+    // Whole numbers come as integer replies, fractions as exact decimal strings.
+    const value = typeof x === 'number' ? x : typeof x === 'string' ? Number(x) : Number.NaN;
+    if (!Number.isFinite(value)) return undefined;
+    numbers[i] = value;
+  }
   const [allowed, t, reason, retry, refusing] = numbers as [number, number, number, number, number];
   const values = numbers.slice(5);
   // The scope's own list when it is all of them, as the memory store answers.

@@ -26,6 +26,14 @@ local SECTION_SIZE = 21
 -- Bytes per entry, by kind: window (an admission time), rate (none), concurrency (expiry, id).
 local ENTRY_SIZE = { 8, 0, 24 }
 
+-- A section as a table with every field the scripts set, so that the table is sized once.
+local function section(kind, blocked, a, n, offset)
+  return {
+    kind = kind, blocked = blocked, a = a, n = n, offset = offset,
+    p1 = 0, p2 = 0, p3 = 0, added = 0, own = 0, raw = false, state = false, head = false, live = false,
+  }
+end
+
 -- Decode a stored value into { latest, sections = { { kind, blocked, a, n, offset } } }, offset
 -- being where the section's entries start. Returns nil for an absent value and for anything not in
 -- this layout or not matching the expected kinds (when given): such a value is replaced by a fresh
@@ -43,11 +51,11 @@ local function decode(raw, kinds)
     kind, blocked, a, n, pos = struct.unpack(SECTION, raw, pos)
     local width = ENTRY_SIZE[kind]
     if width == nil or (kinds and kinds[i] ~= kind) then return nil end
-    sections[i] = { kind = kind, blocked = blocked, a = a, n = n, offset = pos }
+    sections[i] = section(kind, blocked, a, n, pos)
     pos = pos + n * width
     if pos > len + 1 then return nil end
   end
   if pos ~= len + 1 then return nil end
-  return { latest = latest, sections = sections, raw = raw }
+  return { latest = latest, sections = sections, raw = raw, key = false, dirty = false }
 end
 `;
