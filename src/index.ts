@@ -38,6 +38,8 @@ export {
 export type { Duration, DurationUnit } from './limits/duration.js';
 // Limits
 export { formatDuration, toMilliseconds } from './limits/duration.js';
+export type { LimitRule, ResourceRulesOptions } from './limits/limit-rule.js';
+export { exemptionRules, resourceRules } from './limits/limit-rule.js';
 export type {
   AdmittedDecision,
   Decision,
