@@ -46,6 +46,10 @@ export const configurationErrorCodes = [
   'invalid_policy',
   'duplicate_policy_name',
   'invalid_option',
+  // webhooks
+  'invalid_event_catalog',
+  'invalid_subscription',
+  'duplicate_subscription_id',
 ] as const;
 
 /** A code of {@link ConfigurationError}. */

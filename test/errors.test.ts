@@ -16,6 +16,9 @@ describe('errors', () => {
       'invalid_policy',
       'duplicate_policy_name',
       'invalid_option',
+      'invalid_event_catalog',
+      'invalid_subscription',
+      'duplicate_subscription_id',
     ]);
   });
 
