@@ -40,7 +40,9 @@ export interface CreateSubscriptionOptions extends SubscriptionRequestOptions {
 /** What the handler answers: the stored subscription, or every issue. */
 export type CreateSubscriptionOutcome =
   | {
+      /** Created. */
       readonly ok: true;
+      /** 201 Created. */
       readonly status: 201;
       /** The stored subscription. */
       readonly subscription: Subscription;
@@ -48,7 +50,9 @@ export type CreateSubscriptionOutcome =
       readonly response: ResponseParts;
     }
   | {
+      /** Refused. */
       readonly ok: false;
+      /** The configured 4xx (400 by default). */
       readonly status: number;
       /** Every issue found, each with its JSON pointer. */
       readonly issues: readonly SubscriptionRequestIssue[];

@@ -48,8 +48,18 @@ export interface EndpointUrlError {
 
 /** The URL in its normalised (WHATWG) serialisation, or every rule it breaks. */
 export type EndpointUrlResult =
-  | { readonly ok: true; readonly value: string }
-  | { readonly ok: false; readonly errors: readonly EndpointUrlError[] };
+  | {
+      /** Accepted. */
+      readonly ok: true;
+      /** The URL to store, normalised. */
+      readonly value: string;
+    }
+  | {
+      /** Refused. */
+      readonly ok: false;
+      /** Every rule the URL breaks. */
+      readonly errors: readonly EndpointUrlError[];
+    };
 
 /**
  * Check a webhook endpoint URL against the policy, reporting every rule it breaks. Host names are

@@ -64,8 +64,18 @@ export interface EventPatternError {
 
 /** The result of parsing: the typed pattern, or the error. */
 export type EventPatternResult<T> =
-  | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly error: EventPatternError };
+  | {
+      /** Well formed. */
+      readonly ok: true;
+      /** The typed pattern or kind. */
+      readonly value: T;
+    }
+  | {
+      /** Not well formed. */
+      readonly ok: false;
+      /** What is wrong. */
+      readonly error: EventPatternError;
+    };
 
 const SHAPE =
   'write <topic>/<event> (for example folio/created) or <topic>/* (for example reservation/*)';

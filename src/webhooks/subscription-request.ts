@@ -58,8 +58,18 @@ export interface SubscriptionRequestIssue {
 
 /** The validated request, or every issue found. */
 export type SubscriptionRequestResult =
-  | { readonly ok: true; readonly value: SubscriptionRequest }
-  | { readonly ok: false; readonly issues: readonly SubscriptionRequestIssue[] };
+  | {
+      /** Valid. */
+      readonly ok: true;
+      /** The request, with the URL normalised. */
+      readonly value: SubscriptionRequest;
+    }
+  | {
+      /** Refused. */
+      readonly ok: false;
+      /** Every issue found, in body order. */
+      readonly issues: readonly SubscriptionRequestIssue[];
+    };
 
 /** Bounds and policies of the validation. */
 export interface SubscriptionRequestOptions {
@@ -77,8 +87,11 @@ export interface SubscriptionRequestOptions {
 
 /** The defaults of {@link SubscriptionRequestOptions}. */
 export const subscriptionRequestDefaults = Object.freeze({
+  /** The most elements of `events`. */
   maxEvents: 100,
+  /** The most elements of `propertyIds`. */
   maxPropertyIds: 1000,
+  /** The longest property id, in characters. */
   maxPropertyIdLength: 128,
 }) satisfies SubscriptionRequestOptions;
 
