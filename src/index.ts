@@ -74,7 +74,7 @@ export {
 export { forbiddenAddressRange } from './webhooks/forbidden-address.js';
 // nearest-name.ts and subscription-leaf.ts are internal: the catalog and the index use them.
 export type { Subscription, SubscriptionRequest } from './webhooks/subscription.js';
-export type { SubscriptionEvent } from './webhooks/subscription-index.js';
+export type { SubscriptionEvent, SubscriptionIndexStats } from './webhooks/subscription-index.js';
 export { SubscriptionIndex } from './webhooks/subscription-index.js';
 export type {
   SubscriptionRequestErrorCode,

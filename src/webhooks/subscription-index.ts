@@ -28,12 +28,29 @@ export interface SubscriptionEvent {
   readonly propertyId?: string | undefined;
 }
 
+/** What a {@link SubscriptionIndex} holds. */
+export interface SubscriptionIndexStats {
+  /** Subscriptions held. */
+  subscriptions: number;
+  /** Accounts with at least one subscription. */
+  accounts: number;
+  /** Distinct patterns: each kind named, and each topic of those kinds or wildcards. */
+  patterns: number;
+  /** Distinct property ids named by held subscriptions. */
+  propertyIds: number;
+}
+
 interface PatternKey {
   // The key of this pattern's leaves.
   readonly key: number;
   // For a kind, the key of its topic's wildcard; for a wildcard, its own key.
   readonly topicKey: number;
+  // The topic wildcard's text (`folio/*`).
+  readonly topicText: string;
   readonly wildcard: boolean;
+  // Subscriptions that name this pattern, plus (for a wildcard) the kinds of its topic held:
+  // at zero the entry goes, so that patterns no one uses any more do not pile up.
+  uses: number;
 }
 
 interface AccountLeaves {
@@ -59,6 +76,7 @@ export class SubscriptionIndex {
   readonly #byId = new Map<string, Subscription>();
   readonly #accounts = new Map<string, AccountLeaves>();
   readonly #patterns = new Map<string, PatternKey>();
+  #nextKey = 0;
   // Property ids as small integers, counted by use: integer keys compare without reading strings.
   readonly #properties = new Map<string, { readonly number: number; uses: number }>();
   #nextProperty = 0;
@@ -66,6 +84,20 @@ export class SubscriptionIndex {
   /** The number of subscriptions held. */
   get size(): number {
     return this.#byId.size;
+  }
+
+  /**
+   * What the index holds, for monitoring its memory: subscriptions, accounts with at least one,
+   * distinct patterns (each kind named and each topic of those kinds or wildcards), and distinct
+   * property ids. Patterns and property ids that no held subscription uses any more are forgotten.
+   */
+  stats(): SubscriptionIndexStats {
+    return {
+      subscriptions: this.#byId.size,
+      accounts: this.#accounts.size,
+      patterns: this.#patterns.size,
+      propertyIds: this.#properties.size,
+    };
   }
 
   /**
@@ -84,14 +116,14 @@ export class SubscriptionIndex {
    * `invalid_subscription` when a field is malformed
    */
   add(subscription: Subscription): void {
-    const keys = this.#keysOf(subscription);
+    this.#check(subscription);
     if (this.#byId.has(subscription.id)) {
       throw new ConfigurationError(
         'duplicate_subscription_id',
         `A subscription with id "${subscription.id}" is held already; use replace() to change it.`,
       );
     }
-    this.#insert(freeze(subscription), keys);
+    this.#insert(freeze(subscription));
   }
 
   /**
@@ -101,9 +133,9 @@ export class SubscriptionIndex {
    * @throws ConfigurationError `invalid_subscription` when a field is malformed (nothing changes)
    */
   replace(subscription: Subscription): Subscription | undefined {
-    const keys = this.#keysOf(subscription);
+    this.#check(subscription);
     const previous = this.remove(subscription.id);
-    this.#insert(freeze(subscription), keys);
+    this.#insert(freeze(subscription));
     return previous;
   }
 
@@ -120,7 +152,7 @@ export class SubscriptionIndex {
     if (subscription.propertyIds === undefined) {
       for (const key of keys) removeFromLeaf(account.everyProperty, key, subscription);
     } else {
-      for (const propertyId of new Set(subscription.propertyIds)) {
+      for (const propertyId of distinct(subscription.propertyIds)) {
         const property = this.#properties.get(propertyId)!;
         const leaves = account.byProperty.get(property.number)!;
         for (const key of keys) removeFromLeaf(leaves, key, subscription);
@@ -132,6 +164,7 @@ export class SubscriptionIndex {
     account.count -= 1;
     if (account.count === 0) this.#accounts.delete(subscription.accountCode);
     this.#byId.delete(id);
+    for (const text of distinct(subscription.events)) this.#release(text);
     return subscription;
   }
 
@@ -143,6 +176,7 @@ export class SubscriptionIndex {
    */
   match(event: SubscriptionEvent): Subscription[] {
     const out: Subscription[] = [];
+    if (typeof event !== 'object' || event === null) return out;
     const account = this.#accounts.get(event.accountCode);
     if (account === undefined) return out;
     let key = -1;
@@ -174,7 +208,9 @@ export class SubscriptionIndex {
     return out;
   }
 
-  #insert(subscription: Subscription, keys: readonly number[]): void {
+  #insert(subscription: Subscription): void {
+    for (const text of distinct(subscription.events)) this.#acquire(text);
+    const keys = this.#keysOf(subscription);
     let account = this.#accounts.get(subscription.accountCode);
     if (account === undefined) {
       account = { everyProperty: new Map(), byProperty: new Map(), count: 0 };
@@ -183,7 +219,7 @@ export class SubscriptionIndex {
     if (subscription.propertyIds === undefined) {
       for (const key of keys) addToLeaf(account.everyProperty, key, subscription);
     } else {
-      for (const propertyId of new Set(subscription.propertyIds)) {
+      for (const propertyId of distinct(subscription.propertyIds)) {
         let property = this.#properties.get(propertyId);
         if (property === undefined) {
           property = { number: this.#nextProperty++, uses: 0 };
@@ -202,41 +238,71 @@ export class SubscriptionIndex {
     this.#byId.set(subscription.id, subscription);
   }
 
-  // The leaf keys of a subscription: its wildcards, and its kinds no wildcard of its own covers.
-  #keysOf(subscription: Subscription): number[] {
+  // Throws, changing nothing, unless the subscription can be held.
+  #check(subscription: Subscription): void {
     checkShape(subscription);
-    const patterns = subscription.events.map((text, i) => this.#intern(text, subscription.id, i));
+    subscription.events.forEach((text, at) => {
+      if (this.#patterns.has(text)) return;
+      const parsed = parseEventPattern(text);
+      if (parsed.ok) return;
+      throw new ConfigurationError(
+        'invalid_subscription',
+        `Subscription "${subscription.id}" has an invalid pattern at events[${at}]: ${parsed.error.message} Validate requests with validateSubscriptionRequest().`,
+      );
+    });
+  }
+
+  // The leaf keys of a held subscription: its wildcards, and its kinds no wildcard of its own covers.
+  #keysOf(subscription: Subscription): number[] {
+    const { events } = subscription;
+    const patterns: PatternKey[] = [];
+    let wildcards = false;
+    for (const text of events) {
+      const pattern = this.#patterns.get(text)!;
+      wildcards ||= pattern.wildcard;
+      patterns.push(pattern);
+    }
     const keys: number[] = [];
     for (const pattern of patterns) {
       if (keys.includes(pattern.key)) continue;
       const covered =
-        !pattern.wildcard && patterns.some((p) => p.wildcard && p.key === pattern.topicKey);
+        wildcards &&
+        !pattern.wildcard &&
+        patterns.some((p) => p.wildcard && p.key === pattern.topicKey);
       if (!covered) keys.push(pattern.key);
     }
     return keys;
   }
 
-  #intern(text: string, id: string, at: number): PatternKey {
+  // Counts one more use of a (checked) pattern, giving it a key at its first use.
+  #acquire(text: string): void {
     const known = this.#patterns.get(text);
-    if (known !== undefined) return known;
-    const parsed = parseEventPattern(text);
-    if (!parsed.ok) {
-      throw new ConfigurationError(
-        'invalid_subscription',
-        `Subscription "${id}" has an invalid pattern at events[${at}]: ${parsed.error.message} Validate requests with validateSubscriptionRequest().`,
-      );
+    if (known !== undefined) {
+      known.uses += 1;
+      return;
     }
+    const parsed = parseEventPattern(text);
+    if (!parsed.ok) return; // unreachable: #check has parsed it
     const topicText = `${parsed.value.topic}/*`;
     let topic = this.#patterns.get(topicText);
     if (topic === undefined) {
-      const key = this.#patterns.size;
-      topic = { key, topicKey: key, wildcard: true };
+      const key = this.#nextKey++;
+      topic = { key, topicKey: key, topicText, wildcard: true, uses: 0 };
       this.#patterns.set(topicText, topic);
     }
-    if (parsed.value.type === 'topic') return topic;
-    const kind = { key: this.#patterns.size, topicKey: topic.key, wildcard: false };
-    this.#patterns.set(text, kind);
-    return kind;
+    topic.uses += 1;
+    if (parsed.value.type === 'topic') return;
+    const key = this.#nextKey++;
+    this.#patterns.set(text, { key, topicKey: topic.key, topicText, wildcard: false, uses: 1 });
+  }
+
+  // Counts one use less, forgetting the pattern (and its topic) when no one uses it any more.
+  #release(text: string): void {
+    const pattern = this.#patterns.get(text)!;
+    pattern.uses -= 1;
+    if (pattern.uses > 0) return;
+    this.#patterns.delete(text);
+    if (!pattern.wildcard) this.#release(pattern.topicText);
   }
 }
 
@@ -258,6 +324,15 @@ function checkShape(subscription: Subscription): void {
   if (problem !== undefined) {
     throw new ConfigurationError('invalid_subscription', `The subscription ${problem}.`);
   }
+}
+
+// The values once each, in order; short lists (the usual case) without allocating a Set.
+function distinct(values: readonly string[]): readonly string[] {
+  if (values.length > 16) return [...new Set(values)];
+  for (let i = 1; i < values.length; i++) {
+    if (values.lastIndexOf(values[i]!, i - 1) !== -1) return [...new Set(values)];
+  }
+  return values;
 }
 
 function freeze(subscription: Subscription): Subscription {

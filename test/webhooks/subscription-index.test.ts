@@ -54,6 +54,19 @@ function apply(index: SubscriptionIndex, model: Map<string, Subscription>, comma
   }
 }
 
+// What stats() must report for these held subscriptions: nothing unused is kept.
+function expectedStats(held: Subscription[]) {
+  const patterns = new Set(
+    held.flatMap((s) => s.events.flatMap((e) => [e, `${e.split('/')[0]}/*`])),
+  );
+  return {
+    subscriptions: held.length,
+    accounts: new Set(held.map((s) => s.accountCode)).size,
+    patterns: patterns.size,
+    propertyIds: new Set(held.flatMap((s) => s.propertyIds ?? [])).size,
+  };
+}
+
 describe('SubscriptionIndex', () => {
   it('invariant 9: returns exactly what a linear scan returns, each once, after any interleaving of add, replace and remove', () => {
     fc.assert(
@@ -66,6 +79,7 @@ describe('SubscriptionIndex', () => {
           apply(index, model, command);
           // Assert, after every step, for every event of the alphabet
           expect(index.size).toBe(model.size);
+          expect(index.stats()).toEqual(expectedStats([...model.values()]));
           for (const event of allEvents) {
             const found = index.match(event);
             expect(new Set(found).size).toBe(found.length);
@@ -140,7 +154,12 @@ describe('SubscriptionIndex', () => {
           const index = new SubscriptionIndex();
           for (const s of subscriptions) index.add(s);
           for (const n of order) expect(index.remove(`s${n}`)?.id).toBe(`s${n}`);
-          expect(index.size).toBe(0);
+          expect(index.stats()).toEqual({
+            subscriptions: 0,
+            accounts: 0,
+            patterns: 0,
+            propertyIds: 0,
+          });
           for (const event of allEvents) expect(index.match(event)).toEqual([]);
         },
       ),
@@ -246,6 +265,9 @@ describe('SubscriptionIndex: bad input', () => {
         expect(() => index.match(event)).not.toThrow();
       }),
     );
+    for (const event of [null, undefined, 'folio/created', 42]) {
+      expect(index.match(event as never)).toEqual([]);
+    }
     for (const kind of ['folio/*', 'folio', '*', 'folio/created/x', 'Folio/created', '']) {
       expect(index.match({ accountCode: 'acme', kind })).toEqual([]);
     }
