@@ -65,7 +65,7 @@ export type EndpointUrlResult =
  * Check a webhook endpoint URL against the policy, reporting every rule it breaks. Host names are
  * not resolved here: a delivery must check the resolved addresses again with
  * {@link forbiddenAddressRange}.
- * @param input - the URL string (a string; check the type before)
+ * @param input - the URL; anything that is not a string is `url_invalid`
  * @param options - the policy's switches
  * @returns the normalised URL to store, or the errors
  * @example
@@ -75,9 +75,15 @@ export type EndpointUrlResult =
  * ```
  */
 export function checkEndpointUrl(
-  input: string,
+  input: unknown,
   options: EndpointUrlOptions = {},
 ): EndpointUrlResult {
+  if (typeof input !== 'string') {
+    return fail(
+      'url_invalid',
+      'The URL must be a string such as https://hooks.example.com/webhooks.',
+    );
+  }
   const maxLength = options.maxLength ?? DEFAULT_MAX_ENDPOINT_URL_LENGTH;
   if (input.length > maxLength) {
     return fail(

@@ -1,3 +1,4 @@
+// The create operation: 201 with the stored subscription, or problem details with every error.
 import { describe, expect, it } from 'vitest';
 import {
   createSubscription,

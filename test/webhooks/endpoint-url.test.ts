@@ -1,3 +1,4 @@
+// The endpointUrl policy and the classification of forbidden addresses.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkEndpointUrl, endpointUrlErrorCodes, forbiddenAddressRange } from '../../src/index.js';
@@ -68,6 +69,13 @@ describe('endpointUrl policy', () => {
     expect(codesOf(input)).toEqual([code]);
   });
 
+  it.each([42, null, undefined, ['https://hooks.example.com/']])(
+    'refuses the non-string %j',
+    (input) => {
+      expect(codesOf(input as never)).toEqual(['url_invalid']);
+    },
+  );
+
   it('reports every rule a URL breaks at once', () => {
     expect(codesOf('http://u:p@[::ffff:10.0.0.1]/#x')).toEqual([
       'url_scheme_not_allowed',
@@ -95,10 +103,14 @@ describe('endpointUrl policy', () => {
     expect(result.ok ? '' : result.errors[0]?.message).toMatch(/loopback range.*public addresses/);
   });
 
-  it('never throws and only returns its own codes, for any string', () => {
+  it('never throws and only returns its own codes, for anything', () => {
     fc.assert(
       fc.property(
-        fc.oneof(fc.string(), fc.webUrl({ withFragments: true, withQueryParameters: true })),
+        fc.oneof(
+          fc.string(),
+          fc.webUrl({ withFragments: true, withQueryParameters: true }),
+          fc.anything(),
+        ),
         (input) => {
           const result = checkEndpointUrl(input);
           if (!result.ok) {

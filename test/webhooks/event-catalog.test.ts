@@ -1,3 +1,4 @@
+// The event catalog: known patterns, refusals with suggestions, bad definitions.
 import { describe, expect, it } from 'vitest';
 import type { EventPattern } from '../../src/index.js';
 import {

@@ -1,3 +1,4 @@
+// The event-kind grammar, against a reference regular expression.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {

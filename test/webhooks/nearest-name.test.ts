@@ -1,3 +1,4 @@
+// Edit distance and the nearest-name suggestion.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { editDistance, nearestName } from '../../src/webhooks/nearest-name.js';

@@ -1,3 +1,4 @@
+// The subscription index: equal to a linear scan (invariant 9), account-scoped, and the specification's examples.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Subscription } from '../../src/index.js';

@@ -1,3 +1,4 @@
+// Validation of the create-subscription body: a table of malformed bodies with their codes, and properties.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
