@@ -4,9 +4,10 @@
  *
  * Layout: accounts by code; per account, leaves keyed by an integer per pattern (a kind or a topic
  * wildcard), once for subscriptions without propertyIds and once per property id for the others.
- * A match is at most six map lookups plus the results. A subscription's kinds that one of its own
- * topic wildcards already covers are not stored, and its property ids are stored once each, so no
- * subscription can be reached twice by one event and no per-match deduplication is needed.
+ * A match is a fixed number of map lookups (at most eight) plus the results. A subscription's kinds
+ * that one of its own topic wildcards already covers are not stored, and its property ids are
+ * stored once each, so no subscription can be reached twice by one event and no per-match
+ * deduplication is needed.
  * @module
  */
 import { ConfigurationError } from '../errors.js';

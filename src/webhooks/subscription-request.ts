@@ -27,8 +27,10 @@ export const subscriptionBodyErrorCodes = [
 ] as const;
 
 /**
- * Every code a {@link SubscriptionRequestIssue} can carry. A test pins this list: removing or
- * renaming one is a breaking change.
+ * The codes a {@link SubscriptionRequestIssue} carries: the body's own, then the pattern parser's,
+ * the catalog's and the endpointUrl policy's, each list whole (a non-string element of `events` is
+ * reported as `wrong_type`, so `pattern_not_string` and `pattern_wildcard_kind` never appear).
+ * A test pins this list: removing or renaming one is a breaking change.
  */
 export const subscriptionRequestErrorCodes = [
   ...subscriptionBodyErrorCodes,
