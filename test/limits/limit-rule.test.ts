@@ -329,3 +329,43 @@ describe('route rules: presets and configuration', () => {
     expect((caught as Error).message).toMatch(message);
   });
 });
+
+describe('route rules: exemptions from counting policies', () => {
+  it('an exemption from one window of a scope keeps every window exact, against the oracle', () => {
+    const a = window(3, '1s', { name: 'a' });
+    const b = window(5, '10s', { name: 'b' });
+    const preset: LimitPreset = {
+      name: 'x',
+      policies: [a, b],
+      rules: exemptionRules(['GET /free'], ['a']),
+    };
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 1_500 })), { maxLength: 80 }),
+        (steps) => {
+          const clock = new FakeClock(0);
+          const limiter = createLimiter({ preset, clock });
+          const oracle = new ExactOracle();
+          for (const [free, gap] of steps) {
+            clock.advance(gap);
+            const decision = limiter.check(get(free ? '/free' : '/paid'));
+            const expected = oracle.decideEntries(
+              clock.now(),
+              free
+                ? [{ id: 'b', policy: b }]
+                : [
+                    { id: 'a', policy: a },
+                    { id: 'b', policy: b },
+                  ],
+            );
+            expect(decision.allowed).toBe(expected.allowed);
+            expect(decision.allowed ? undefined : decision.retryAfterSeconds).toBe(
+              expected.retryAfterSeconds,
+            );
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
