@@ -58,7 +58,17 @@ export function logEarliest(log: SlidingLog, policy: WindowPolicy, t: number): n
 
 /** Record an admission at `t` (times never go backwards: the store keeps its time monotonic). */
 export function logAdmit(log: SlidingLog, t: number): void {
-  log.times[log.size++] = t;
+  const { size } = log;
+  let { times } = log;
+  if (size === times.length) {
+    // Grow by doubling from 4: a window that holds one or two admissions costs 32 bytes of slots,
+    // where the engine's own growth would reserve 17.
+    const grown = new Array<number>(size < 4 ? 4 : size * 2);
+    for (let i = 0; i < size; i++) grown[i] = times[i] as number;
+    log.times = times = grown;
+  }
+  times[size] = t;
+  log.size = size + 1;
 }
 
 /** Admissions still possible now (call after {@link pruneLog}). */
@@ -68,10 +78,8 @@ export function logRemaining(log: SlidingLog, policy: WindowPolicy): number {
 
 /** Milliseconds until the window is empty again, so the full limit is available. */
 export function logResetAfter(log: SlidingLog, policy: WindowPolicy, t: number): number {
-  const newest = log.times[log.times.length - 1];
-  return newest === undefined || logCount(log) === 0
-    ? 0
-    : Math.max(0, newest + policy.windowMs - t);
+  if (logCount(log) === 0) return 0;
+  return Math.max(0, (log.times[log.size - 1] as number) + policy.windowMs - t);
 }
 
 /** The instant from which this state is the same as a fresh one. */
