@@ -51,6 +51,10 @@ export const configurationErrorCodes = [
   'invalid_route_rule',
   // pagination: a cursor state that JSON cannot represent
   'invalid_cursor_state',
+  // webhooks
+  'invalid_event_catalog',
+  'invalid_subscription',
+  'duplicate_subscription_id',
   // src/redis: a Redis client without the commands the store needs
   'invalid_redis_client',
 ] as const;

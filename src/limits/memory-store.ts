@@ -117,11 +117,12 @@ export interface MemoryStoreOptions {
    */
   maxKeys?: number;
   /**
-   * Clients examined for reclamation per decision. Higher reclaims idle keys sooner at a small
-   * cost per decision; with 1, every client is examined once per `size` decisions.
-   * @defaultValue 1
+   * Decisions between two reclamation steps; each step examines one client. Lower reclaims idle
+   * keys sooner at a small cost per decision: every client is examined once per
+   * `sweepInterval * size` decisions. 0 turns the steady sweep off (the cap still sweeps).
+   * @defaultValue 8
    */
-  sweepPerDecision?: number;
+  sweepInterval?: number;
 }
 
 // Clients to examine when a new record is needed at the cap, before refusing it.
@@ -142,17 +143,18 @@ export class MemoryStore implements SyncLimitStore {
   readonly synchronous = true as const;
   readonly #clients = new Map<string, ClientEntry>();
   readonly #maxKeys: number;
-  readonly #sweepPerDecision: number;
+  readonly #sweepInterval: number;
+  #untilSweep = 0;
   readonly #work: Work = { policies: [], states: [], records: [], resources: [], own: [] };
   #cursor: MapIterator<ClientEntry>;
   #size = 0;
   #latest = Number.NEGATIVE_INFINITY;
   #nextLeaseId = 1;
 
-  /** @param options - key cap and sweep rate */
+  /** @param options - key cap and sweep interval */
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000;
-    const sweep = options.sweepPerDecision ?? 1;
+    const sweep = options.sweepInterval ?? 8;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new ConfigurationError(
         'invalid_option',
@@ -162,11 +164,11 @@ export class MemoryStore implements SyncLimitStore {
     if (!Number.isSafeInteger(sweep) || sweep < 0) {
       throw new ConfigurationError(
         'invalid_option',
-        `sweepPerDecision must be a whole number >= 0, got ${describe(sweep)}.`,
+        `sweepInterval must be a whole number >= 0, got ${describe(sweep)}.`,
       );
     }
     this.#maxKeys = maxKeys;
-    this.#sweepPerDecision = sweep;
+    this.#sweepInterval = sweep;
     this.#cursor = this.#clients.values();
   }
 
@@ -186,7 +188,10 @@ export class MemoryStore implements SyncLimitStore {
     // counts as standing still.
     const t = Number.isFinite(now) ? Math.max(now, this.#latest) : Math.max(this.#latest, 0);
     this.#latest = t;
-    if (this.#sweepPerDecision > 0) this.#sweep(t, this.#sweepPerDecision);
+    if (this.#sweepInterval > 0 && --this.#untilSweep <= 0) {
+      this.#untilSweep = this.#sweepInterval;
+      this.#sweep(t, 1);
+    }
 
     // Flatten the plan into the reusable work arrays: one entry per active policy.
     const w = this.#work;
@@ -246,9 +251,6 @@ export class MemoryStore implements SyncLimitStore {
         }
       }
     }
-    // Let go of the records, so that the work arrays do not keep dropped ones alive.
-    w.records.fill(undefined as never, 0, n);
-    w.states.fill(undefined as never, 0, n);
     return outcome;
   }
 

@@ -605,3 +605,36 @@ describe('oracle self-check', () => {
     );
   });
 });
+
+describe('limiter: statuses', () => {
+  it('a window reports what remains and when its full limit is back, from the admissions inside it', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 3_000 }),
+        arbitraryGaps(150),
+        (limit, windowMs, gaps) => {
+          const clock = new FakeClock(0);
+          const limiter = createLimiter({
+            policies: [window(limit, windowMs, { name: 'w' })],
+            clock,
+          });
+          const admitted: number[] = [];
+          for (const gap of gaps) {
+            clock.advance(gap);
+            const t = clock.now();
+            const decision = limiter.check(request);
+            if (decision.allowed) admitted.push(t);
+            const inside = admitted.filter((a) => a > t - windowMs);
+            const [status] = decision.statuses;
+            expect(status!.remaining).toBe(limit - inside.length);
+            expect(status!.resetAfterMs).toBe(
+              inside.length === 0 ? 0 : inside.at(-1)! + windowMs - t,
+            );
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
