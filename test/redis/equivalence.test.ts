@@ -93,6 +93,19 @@ function comparableOutcome(o: StoreOutcome) {
   return { ...rest, leased: lease !== undefined };
 }
 
+/** Routes that hit the presets' resource limits, the Live throttle exemptions, and neither. */
+const routes = [
+  ['GET', '/booking/v1/reservations'],
+  ['GET', '/booking/v1/offers'],
+  ['GET', '/booking/v2/reservations/R7/service-offers'],
+  ['PUT', '/rateplan/v1/rate-plans/P1/rates'],
+  ['PUT', '/rateplan/v0-nsfh/rate-plans/P1/rates'],
+  ['PUT', '/rateplan/v1/rate-plans/P2/rates'],
+  ['PATCH', '/rateplan/v1/rates'],
+  ['PATCH', '/booking/v1/bookings/B1'],
+  ['PATCH', '/booking/v3/reservations/R1'],
+] as const;
+
 const pairs = [
   ['client-1', 'ACME'],
   ['client-1', 'OTHER'],
@@ -104,7 +117,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     ['live', presets.live, 25],
     ['development', presets.development, 25],
   ] as const)(
-    'the Redis store and the memory store give identical decisions (invariant 5): %s preset through createLimiter',
+    'the Redis store and the memory store give identical decisions (invariant 5): %s preset with its resource rules and exemptions, through createLimiter',
     async (_, preset: LimitPreset, numRuns) => {
       await fc.assert(
         fc.asyncProperty(
@@ -118,7 +131,11 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
             minLength: 1,
             maxLength: 600,
           }),
-          async (gaps, who, releases, retryOffsets) => {
+          fc.array(fc.integer({ min: 0, max: routes.length - 1 }), {
+            minLength: 1,
+            maxLength: 600,
+          }),
+          async (gaps, who, releases, retryOffsets, paths) => {
             // Arrange
             const clock = new FakeClock(1_000_000);
             const memory = createLimiter({ preset, clock, store: new MemoryStore() });
@@ -132,7 +149,8 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
                 clock.set(Math.max(clock.now(), retryAt + offset));
               } else clock.advance(gap);
               const [clientId, accountCode] = pairs[who[i % who.length]!]!;
-              const request = { clientId, accountCode, method: 'GET', path: '/booking/v1/x' };
+              const [method, path] = routes[paths[i % paths.length]!]!;
+              const request = { clientId, accountCode, method, path };
               const expected = memory.check(request);
               const actual = await redis.check(request);
               expect(comparable(actual)).toEqual(comparable(expected));
