@@ -223,8 +223,8 @@ export class RedisStore implements AsyncLimitStore {
 
   /**
    * Apply a plan atomically in Redis: refuse if any active policy is blocked or full, otherwise
-   * record the request in every active policy and take its leases. Never rejects: when Redis
-   * cannot decide, the outcome follows the fail mode.
+   * record the request in every active policy and take its leases. When Redis cannot decide, the
+   * outcome follows the fail mode: for any plan the engine builds, this never rejects.
    * @param plan - the scopes and policies of one request
    * @param now - the time in ms; used with `timeSource: 'clock'`, and as the time of a failed-over
    *   outcome
