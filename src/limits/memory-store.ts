@@ -210,20 +210,22 @@ export class MemoryStore implements SyncLimitStore {
 
     // When could each active policy admit one more request?
     let earliest = t;
+    let refusingOwn = t;
     let refusing = -1;
-    let blockedOnly = true;
     for (let k = 0; k < n; k++) {
       const state = w.states[k]!;
       const own = earliestFor(w.policies[k]!, state, t);
       w.own[k] = own;
       const at = Math.max(own, state.blockedUntil);
-      // Ties go to the later policy: the more specific limit names the refusal.
-      if (at > t && at >= earliest) {
+      // The refusal names the policy that frees up last; on a tie, the one whose own limit frees
+      // up last (not a block), then the later one in plan order (the more specific limit).
+      if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
         earliest = at;
+        refusingOwn = own;
         refusing = k;
-        blockedOnly = own <= t;
       }
     }
+    const blockedOnly = refusingOwn <= t;
 
     const outcome =
       refusing === -1
