@@ -76,15 +76,23 @@ function newState(policy: Policy): PolicyState {
   }
 }
 
+/** The resource records of one client and account, keyed by resource. */
+class ResourceRecords {
+  readonly records = new Map<string, ScopeRecord>();
+  /** Where the sweep goes on. */
+  cursor: MapIterator<[string, ScopeRecord]> | null = null;
+}
+
 /** Everything held for one client id. */
 class ClientEntry {
   constructor(readonly clientId: string) {}
   /** Account-level records, a short list: a client rarely acts for many accounts. */
   accounts: ScopeRecord | null = null;
-  /** Resource records, keyed by account code and resource. */
-  resources: Map<string, ScopeRecord> | null = null;
-  /** Where the sweep goes on in `resources`. */
-  cursor: MapIterator<[string, ScopeRecord]> | null = null;
+  /**
+   * Resource records by account code, then resource: two lookups with the strings the request
+   * brings, rather than one with a key concatenated (and hashed) afresh on every decision.
+   */
+  resources: Map<string, ResourceRecords> | null = null;
 }
 
 /** The leases of one admitted request: usually one policy, sometimes more. */
@@ -210,20 +218,22 @@ export class MemoryStore implements SyncLimitStore {
 
     // When could each active policy admit one more request?
     let earliest = t;
+    let refusingOwn = t;
     let refusing = -1;
-    let blockedOnly = true;
     for (let k = 0; k < n; k++) {
       const state = w.states[k]!;
       const own = earliestFor(w.policies[k]!, state, t);
       w.own[k] = own;
       const at = Math.max(own, state.blockedUntil);
-      // Ties go to the later policy: the more specific limit names the refusal.
-      if (at > t && at >= earliest) {
+      // The refusal names the policy that frees up last; on a tie, the one whose own limit frees
+      // up last (not a block), then the later one in plan order (the more specific limit).
+      if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
         earliest = at;
+        refusingOwn = own;
         refusing = k;
-        blockedOnly = own <= t;
       }
     }
+    const blockedOnly = refusingOwn <= t;
 
     const outcome =
       refusing === -1
@@ -276,7 +286,7 @@ export class MemoryStore implements SyncLimitStore {
         if (r.accountCode === scope.accountCode && r.policies === scope.policies) return r;
       }
     } else {
-      const found = entry?.resources?.get(resourceKey(scope));
+      const found = entry?.resources?.get(scope.accountCode)?.records.get(scope.resource);
       // Policies replaced for a resource start afresh with the new ones.
       if (found !== undefined && found.policies === scope.policies) return found;
     }
@@ -295,13 +305,17 @@ export class MemoryStore implements SyncLimitStore {
       entry.accounts = record;
     } else {
       entry.resources ??= new Map();
-      const key = resourceKey(scope);
-      const replaced = entry.resources.get(key);
+      let account = entry.resources.get(scope.accountCode);
+      if (account === undefined) {
+        account = new ResourceRecords();
+        entry.resources.set(scope.accountCode, account);
+      }
+      const replaced = account.records.get(scope.resource);
       if (replaced !== undefined) {
         replaced.live = false;
         this.#size--;
       }
-      entry.resources.set(key, record);
+      account.records.set(scope.resource, record);
     }
     this.#size++;
     return record;
@@ -379,26 +393,29 @@ export class MemoryStore implements SyncLimitStore {
     }
     const { resources } = entry;
     if (resources === null) return;
+    for (const [accountCode, account] of resources) {
+      this.#sweepResources(account, t);
+      if (account.records.size === 0) resources.delete(accountCode);
+    }
+  }
+
+  #sweepResources(account: ResourceRecords, t: number): void {
+    const { records } = account;
     for (let n = 0; n < RESOURCES_PER_STEP; n++) {
-      entry.cursor ??= resources.entries();
-      const next = entry.cursor.next();
+      account.cursor ??= records.entries();
+      const next = account.cursor.next();
       if (next.done === true) {
-        entry.cursor = null;
+        account.cursor = null;
         return;
       }
       const [key, record] = next.value;
       if (isQuiet(record, t)) {
         record.live = false;
         this.#size--;
-        resources.delete(key);
+        records.delete(key);
       }
     }
   }
-}
-
-function resourceKey(scope: PlanScope): string {
-  // Length-prefixed, so that no account code and resource pair can forge another pair's key.
-  return `${scope.accountCode.length}:${scope.accountCode}${scope.resource}`;
 }
 
 function earliestFor(policy: Policy, state: PolicyState, t: number): number {

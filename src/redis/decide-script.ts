@@ -123,9 +123,10 @@ end
 -- Step 3. Each active policy's own earliest admission time (blocks aside), as the memory store
 -- computes it: a window's oldest admission that keeps it full leaving it, the rate policy's
 -- allowance, or a free lease (else the policy's announced backoff). Step 4 on the way: refuse when
--- any policy is full or blocked; the one that frees up last names the refusal (ties go to the
--- later policy: the more specific limit).
-local earliest, refusing, blocked_only = t, 0, true
+-- any policy is full or blocked; the one that frees up last names the refusal, on a tie the one
+-- whose own limit frees up last (not a block), then the later one in plan order (the more
+-- specific limit).
+local earliest, refusing, refusing_own = t, 0, t
 for k = 1, #work do
   local sec = work[k]
   local o
@@ -142,12 +143,14 @@ for k = 1, #work do
   end
   sec.own = o
   local at = max(o, sec.blocked)
-  if at > t and at >= earliest then
+  if at > t and (at > earliest or (at == earliest and o >= refusing_own)) then
     earliest = at
     refusing = k
-    blocked_only = o <= t
+    refusing_own = o
   end
 end
+-- Only a block refuses when the refusing policy itself has room.
+local blocked_only = refusing_own <= t
 
 -- A number for the reply: an integer reply when whole, else an exact decimal string.
 local function num(x)

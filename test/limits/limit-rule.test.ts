@@ -17,6 +17,7 @@ import {
   window,
 } from '../../src/index.js';
 import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
+import { thrown } from '../support/thrown.js';
 
 const base = { clientId: 'client-1', accountCode: 'ACME', accountType: 'live' } as const;
 const patch = (path: string): LimitRequest => ({ ...base, method: 'PATCH', path });
@@ -319,12 +320,7 @@ describe('route rules: presets and configuration', () => {
       /column/,
     ],
   ])('%s is a ConfigurationError at start-up', (_, preset, message) => {
-    let caught: unknown;
-    try {
-      createLimiter({ preset });
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => createLimiter({ preset }));
     expect(isConfigurationError(caught)).toBe(true);
     expect((caught as Error).message).toMatch(message);
   });

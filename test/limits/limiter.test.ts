@@ -19,6 +19,7 @@ import {
 import { arbitraryGaps, burstyGaps, edgeGaps, steadyGaps } from '../support/arrivals.js';
 import { admittedTimes, request, runEngine, runOracle } from '../support/limits.js';
 import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
+import { thrown } from '../support/thrown.js';
 
 const windowed = (policies: readonly Policy[]) =>
   policies.filter((p): p is Extract<Policy, { kind: 'window' }> => p.kind === 'window');
@@ -496,12 +497,7 @@ describe('limiter: bad input', () => {
   it.each(bad)(
     '%s gets an InvalidRequestError with a code and a message that says what to change',
     (_, input, code) => {
-      let caught: unknown;
-      try {
-        limiter.check(input as LimitRequest);
-      } catch (error) {
-        caught = error;
-      }
+      const caught = thrown(() => limiter.check(input as LimitRequest));
       expect(isInvalidRequestError(caught)).toBe(true);
       expect((caught as { code: string }).code).toBe(code);
       expect((caught as Error).message).toMatch(/must|use one of/);
@@ -569,12 +565,7 @@ describe('limiter: bad input', () => {
   ];
 
   it.each(badConfig)('%s throws a ConfigurationError', (_, make, code) => {
-    let caught: unknown;
-    try {
-      make();
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => make());
     expect(isConfigurationError(caught)).toBe(true);
     expect((caught as { code: string }).code).toBe(code);
   });

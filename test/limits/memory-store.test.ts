@@ -11,6 +11,7 @@ import {
   window,
 } from '../../src/index.js';
 import { request } from '../support/limits.js';
+import { thrown } from '../support/thrown.js';
 
 describe('MemoryStore', () => {
   it('decides synchronously: check returns a decision, not a promise', () => {
@@ -119,12 +120,7 @@ describe('MemoryStore', () => {
     ['maxKeys 1.5', { maxKeys: 1.5 }],
     ['negative sweep', { sweepInterval: -1 }],
   ])('refuses bad options: %s', (_, options) => {
-    let caught: unknown;
-    try {
-      new MemoryStore(options);
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => new MemoryStore(options));
     expect(isConfigurationError(caught)).toBe(true);
   });
 });

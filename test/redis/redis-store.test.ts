@@ -40,6 +40,7 @@ import {
   RedisServer,
   type TestClient,
 } from '../support/redis-server.js';
+import { thrown } from '../support/thrown.js';
 
 const unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
@@ -483,26 +484,17 @@ describe('RedisStore options', () => {
       options === undefined || 'client' in options || _ === 'no client'
         ? options
         : { client: client(), ...options };
-    let caught: unknown;
-    try {
-      new RedisStore(withClient as never);
-    } catch (error) {
-      caught = error;
-    }
-    expect(isConfigurationError(caught)).toBe(true);
+    expect(isConfigurationError(thrown(() => new RedisStore(withClient as never)))).toBe(true);
   });
 
   it.each([
     ['ioredisClient', ioredisClient],
     ['nodeRedisClient', nodeRedisClient],
   ] as const)('%s refuses an object without the script commands', (_, adapt) => {
-    let caught: unknown;
-    try {
-      adapt({} as never);
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toMatchObject({ name: 'ConfigurationError', code: 'invalid_redis_client' });
+    expect(thrown(() => adapt({} as never))).toMatchObject({
+      name: 'ConfigurationError',
+      code: 'invalid_redis_client',
+    });
   });
 
   it('pins the catalogue of Redis store error codes', () => {
