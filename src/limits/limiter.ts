@@ -156,8 +156,9 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
   }
   const select = policySelector(options);
 
-  const check = (request: LimitRequest): Decision | Promise<Decision> => {
-    const group = select(checkRequest(request, maxIdLength));
+  const check = (input: LimitRequest): Decision | Promise<Decision> => {
+    const request = checkRequest(input, maxIdLength);
+    const group = select(request);
     const { clientId, accountCode } = request;
     const global: PlanScope = {
       clientId,
@@ -296,11 +297,27 @@ function isPreset(value: unknown): value is LimitPreset {
   );
 }
 
-function checkRequest(request: LimitRequest, maxIdLength: number): LimitRequest {
-  if (typeof request !== 'object' || request === null) {
+function checkRequest(input: LimitRequest, maxIdLength: number): LimitRequest {
+  if (typeof input !== 'object' || input === null) {
     throw new InvalidRequestError(
       'invalid_request',
-      `check() needs a request object; it must have clientId, accountCode, method and path, got ${describe(request)}.`,
+      `check() needs a request object; it must have clientId, accountCode, method and path, got ${describe(input)}.`,
+    );
+  }
+  // Read each field once, into a plain object: a getter that throws becomes a typed error, and
+  // one that answers differently on each read cannot pass the checks with one value and be
+  // counted under another.
+  let request: LimitRequest;
+  try {
+    const { clientId, accountCode, accountType, method, path } = input;
+    request = { clientId, accountCode, accountType, method, path };
+  } catch (cause) {
+    throw new InvalidRequestError(
+      'invalid_request',
+      'Reading the request object threw; pass plain values from identify().',
+      {
+        cause,
+      },
     );
   }
   checkId(request.clientId, 'clientId', 'invalid_client_id', maxIdLength);

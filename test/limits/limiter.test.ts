@@ -492,6 +492,28 @@ describe('limiter: bad input', () => {
     ['method with a space', { ...request, method: 'GE T' }, 'invalid_method'],
     ['missing method', { ...request, method: undefined }, 'invalid_method'],
     ['non-string path', { ...request, path: ['/a'] }, 'invalid_path'],
+    [
+      'a getter that throws',
+      {
+        ...request,
+        get clientId(): string {
+          throw new Error('boom');
+        },
+      },
+      'invalid_request',
+    ],
+    [
+      'a proxy that throws',
+      new Proxy(
+        {},
+        {
+          get() {
+            throw new Error('boom');
+          },
+        },
+      ),
+      'invalid_request',
+    ],
   ];
 
   it.each(bad)(
@@ -500,7 +522,7 @@ describe('limiter: bad input', () => {
       const caught = thrown(() => limiter.check(input as LimitRequest));
       expect(isInvalidRequestError(caught)).toBe(true);
       expect((caught as { code: string }).code).toBe(code);
-      expect((caught as Error).message).toMatch(/must|use one of/);
+      expect((caught as Error).message).toMatch(/must|use one of|pass plain values/);
     },
   );
 
@@ -627,5 +649,23 @@ describe('limiter: statuses', () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('limiter: requests read once', () => {
+  it('a field that answers differently on each read is counted under the value that was checked', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ policies: [window(1, '1s', { name: 'w' })], clock });
+    let reads = 0;
+    const shifty = {
+      ...request,
+      get clientId(): string {
+        reads++;
+        return reads === 1 ? 'client-1' : '';
+      },
+    };
+    expect(limiter.check(shifty).allowed).toBe(true);
+    expect(reads).toBe(1);
+    expect(limiter.check(request).allowed).toBe(false);
   });
 });
