@@ -51,6 +51,9 @@ export const configurationErrorCodes = [
   'invalid_route_rule',
   // pagination: a cursor state that JSON cannot represent
   'invalid_cursor_state',
+  // src/http/tracking-id.ts: the tracking id header and source of the 429 and the middleware
+  'invalid_header_name',
+  'invalid_tracking_id',
 ] as const;
 
 /** A code of {@link ConfigurationError}. */

@@ -19,6 +19,8 @@ describe('errors', () => {
       'invalid_route_pattern',
       'invalid_route_rule',
       'invalid_cursor_state',
+      'invalid_header_name',
+      'invalid_tracking_id',
     ]);
   });
 
