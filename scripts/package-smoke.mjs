@@ -28,6 +28,57 @@ for (const [label, lib] of [
   const codec = lib.createCursorCodec({ signingKey: 'k'.repeat(32) });
   const decoded = codec.decode(codec.encode({ after: 7 }));
   if (!decoded.ok || decoded.state.after !== 7) throw new Error(`${label}: cursor codec`);
+  // Limits: a Development client gets 5 per second, then a 429 decision with a whole-second retry.
+  const clock = new lib.FakeClock(0);
+  const limiter = lib.createLimiter({ preset: lib.presets.byAccountType, clock });
+  const ask = () =>
+    limiter.check({
+      clientId: 'c',
+      accountCode: 'A',
+      accountType: 'development',
+      method: 'GET',
+      path: '/x',
+    });
+  for (let i = 0; i < 5; i++) {
+    const d = ask();
+    if (!d.allowed) throw new Error(`${label}: limiter refused request ${i}`);
+    d.release();
+  }
+  const sixth = ask();
+  if (sixth.allowed || sixth.retryAfterSeconds !== 1 || sixth.policy.name !== 'global: 5 per 1 s') {
+    throw new Error(
+      `${label}: expected a 1 s refusal by "global: 5 per 1 s", got ${JSON.stringify({ allowed: sixth.allowed, retryAfterSeconds: sixth.retryAfterSeconds, policy: sixth.policy?.name })}`,
+    );
+  }
+  // Webhooks: create a subscription into an index, then route an event to it.
+  const index = new lib.SubscriptionIndex();
+  const created = lib.createSubscription(
+    {
+      endpointUrl: 'https://hooks.example.com/in',
+      events: ['reservation/*'],
+      propertyIds: ['BER'],
+    },
+    'ACME',
+    { index, generateId: () => 'sub-1' },
+  );
+  const matched = index.match({
+    accountCode: 'ACME',
+    kind: 'reservation/created',
+    propertyId: 'BER',
+  });
+  const refusedSubscription = lib.createSubscription(
+    { endpointUrl: 'https://0x7f.1/', events: ['*'] },
+    'ACME',
+  );
+  if (created.status !== 201 || matched.length !== 1 || matched[0].id !== 'sub-1') {
+    throw new Error(`${label}: createSubscription / SubscriptionIndex`);
+  }
+  if (
+    refusedSubscription.status !== 400 ||
+    JSON.parse(refusedSubscription.response.body).errors.length !== 2
+  ) {
+    throw new Error(`${label}: subscription validation`);
+  }
 }
 
 // The client subpath reads a list from a real local server, across a 429 with Retry-After.

@@ -51,6 +51,10 @@ export const configurationErrorCodes = [
   'invalid_route_rule',
   // pagination: a cursor state that JSON cannot represent
   'invalid_cursor_state',
+  // webhooks
+  'invalid_event_catalog',
+  'invalid_subscription',
+  'duplicate_subscription_id',
   // src/http/tracking-id.ts: the tracking id header and source of the 429 and the middleware
   'invalid_header_name',
   'invalid_tracking_id',

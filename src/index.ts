@@ -68,6 +68,8 @@ export {
 export type { Duration, DurationUnit } from './limits/duration.js';
 // Limits
 export { formatDuration, toMilliseconds } from './limits/duration.js';
+export type { LimitRule, ResourceRulesOptions } from './limits/limit-rule.js';
+export { exemptionRules, resourceRules } from './limits/limit-rule.js';
 export type {
   AdmittedDecision,
   Decision,
@@ -167,3 +169,67 @@ export type {
 export { paginationErrorCodes, paginationProblem } from './pagination/pagination-error.js';
 // The query readers stay internal: validators take the query as frameworks hand it over.
 export type { QueryInput } from './pagination/query-input.js';
+// Webhooks
+export type {
+  CreateSubscriptionOptions,
+  CreateSubscriptionOutcome,
+} from './webhooks/create-subscription.js';
+export {
+  createSubscription,
+  INVALID_SUBSCRIPTION_REQUEST,
+} from './webhooks/create-subscription.js';
+export type {
+  EndpointUrlError,
+  EndpointUrlErrorCode,
+  EndpointUrlOptions,
+  EndpointUrlResult,
+} from './webhooks/endpoint-url.js';
+export {
+  checkEndpointUrl,
+  DEFAULT_MAX_ENDPOINT_URL_LENGTH,
+  endpointUrlErrorCodes,
+} from './webhooks/endpoint-url.js';
+export type {
+  EventCatalog,
+  EventCatalogDefinition,
+  EventCatalogError,
+  EventCatalogErrorCode,
+} from './webhooks/event-catalog.js';
+export {
+  defineEventCatalog,
+  eventCatalogErrorCodes,
+  exampleEventCatalog,
+} from './webhooks/event-catalog.js';
+export type {
+  EventKindPattern,
+  EventPattern,
+  EventPatternError,
+  EventPatternErrorCode,
+  EventPatternResult,
+  TopicWildcardPattern,
+} from './webhooks/event-kind.js';
+export {
+  eventPatternErrorCodes,
+  MAX_EVENT_PART_LENGTH,
+  MAX_EVENT_PATTERN_LENGTH,
+  parseEventKind,
+  parseEventPattern,
+  patternSelects,
+} from './webhooks/event-kind.js';
+export { forbiddenAddressRange } from './webhooks/forbidden-address.js';
+// nearest-name.ts and subscription-leaf.ts are internal: the catalog and the index use them.
+export type { Subscription, SubscriptionRequest } from './webhooks/subscription.js';
+export type { SubscriptionEvent, SubscriptionIndexStats } from './webhooks/subscription-index.js';
+export { SubscriptionIndex } from './webhooks/subscription-index.js';
+export type {
+  SubscriptionRequestErrorCode,
+  SubscriptionRequestIssue,
+  SubscriptionRequestOptions,
+  SubscriptionRequestResult,
+} from './webhooks/subscription-request.js';
+export {
+  subscriptionBodyErrorCodes,
+  subscriptionRequestDefaults,
+  subscriptionRequestErrorCodes,
+  validateSubscriptionRequest,
+} from './webhooks/subscription-request.js';

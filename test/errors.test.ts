@@ -19,6 +19,9 @@ describe('errors', () => {
       'invalid_route_pattern',
       'invalid_route_rule',
       'invalid_cursor_state',
+      'invalid_event_catalog',
+      'invalid_subscription',
+      'duplicate_subscription_id',
       'invalid_header_name',
       'invalid_tracking_id',
     ]);

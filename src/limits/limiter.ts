@@ -8,6 +8,7 @@
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError, InvalidRequestError } from '../errors.js';
 import { describe } from './duration.js';
+import { type CompiledRules, compileLimitRules, type LimitRule } from './limit-rule.js';
 import { MemoryStore } from './memory-store.js';
 import { checkPolicies, type Policy } from './policy.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
@@ -17,6 +18,7 @@ import type {
   LimitStore,
   OutcomeStatuses,
   Plan,
+  PlanScope,
   PolicyStatus,
   RefusalReason,
   RefusedOutcome,
@@ -109,6 +111,8 @@ export interface Limiter<S extends LimitStore = LimitStore> {
 
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
 
+const NO_RULES: CompiledRules = { table: undefined };
+
 /**
  * Make a limiter.
  * @param options - the limits (`preset` or `policies`), `store`, `clock`
@@ -151,17 +155,35 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
 
   const check = (request: LimitRequest): Decision | Promise<Decision> => {
     const group = select(checkRequest(request, maxIdLength));
-    const plan: Plan = {
-      scopes: [
-        {
-          clientId: request.clientId,
-          accountCode: request.accountCode,
-          resource: '',
-          policies: group.list,
-          active: group.active,
-        },
-      ],
+    const { clientId, accountCode } = request;
+    const global: PlanScope = {
+      clientId,
+      accountCode,
+      resource: '',
+      policies: group.list,
+      active: group.active,
     };
+    const scopes: PlanScope[] = [global];
+    if (group.rules.table !== undefined) {
+      // A malformed path matches no rule: it is still counted by the global limits and the throttle.
+      let active = group.active;
+      for (const match of group.rules.table.match(request.method, request.path)) {
+        const rule = match.rule;
+        if (rule.exemptPositions.length > 0)
+          active = active.filter((i) => !rule.exemptPositions.includes(i));
+        if (rule.ownPolicies.length > 0) {
+          scopes.push({
+            clientId,
+            accountCode,
+            resource: match.key,
+            policies: rule.ownPolicies,
+            active: rule.allPositions,
+          });
+        }
+      }
+      if (active !== group.active) scopes[0] = { ...global, active };
+    }
+    const plan: Plan = { scopes };
     const now = clock.now();
     if (!Number.isFinite(now)) {
       throw new ConfigurationError(
@@ -180,6 +202,7 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
 interface PolicyGroup {
   readonly list: readonly Policy[];
   readonly active: readonly number[];
+  readonly rules: CompiledRules;
 }
 
 function policySelector<S extends LimitStore>(
@@ -194,7 +217,16 @@ function policySelector<S extends LimitStore>(
   }
   const groups = new Map<readonly Policy[], PolicyGroup>();
   const bySignature = new Map<string, PolicyGroup>();
-  const groupOf = (list: readonly Policy[]): PolicyGroup => {
+  const groupOf = (
+    list: readonly Policy[],
+    rules?: readonly LimitRule[],
+    where = 'policies',
+  ): PolicyGroup => {
+    if (rules !== undefined && rules.length > 0) {
+      // A preset with rules is compiled once, on its own: rules are not shared by signature.
+      checkPolicies(list);
+      return { list, active: list.map((_, i) => i), rules: compileLimitRules(rules, list, where) };
+    }
     let group = groups.get(list);
     if (group === undefined) {
       checkPolicies(list);
@@ -205,7 +237,7 @@ function policySelector<S extends LimitStore>(
       const signature = JSON.stringify(list);
       group = bySignature.get(signature);
       if (group === undefined) {
-        group = { list, active: list.map((_, i) => i) };
+        group = { list, active: list.map((_, i) => i), rules: NO_RULES };
         bySignature.set(signature, group);
       }
       if (groups.size < 10_000) groups.set(list, group);
@@ -219,7 +251,7 @@ function policySelector<S extends LimitStore>(
     return () => group;
   }
   if (isPreset(preset)) {
-    const group = groupOf(preset.policies);
+    const group = groupOf(preset.policies, preset.rules, `preset ${preset.name}`);
     return () => group;
   }
   if (typeof preset !== 'object' || preset === null || Object.keys(preset).length === 0) {
@@ -233,7 +265,7 @@ function policySelector<S extends LimitStore>(
     if (!isPreset(value)) {
       throw new ConfigurationError('invalid_option', `preset.${type} is not a LimitPreset.`);
     }
-    byType.set(type, groupOf(value.policies));
+    byType.set(type, groupOf(value.policies, value.rules, `preset.${type}`));
   }
   const fallback = options.defaultAccountType ?? 'development';
   if (!byType.has(fallback)) {

@@ -1,5 +1,6 @@
 /**
- * The specification's global limits and throttle as presets (section "Limits").
+ * The specification's limits as presets (section "Limits"): global limits, the throttle, the
+ * per-resource tables and the throttle exemptions.
  *
  * Live: 200 per second in bursts, 100 per second on average, 3500 per minute, all three at once.
  * Development and Trial: 5 per second and 200 per minute. The throttle's number is not given by the
@@ -7,17 +8,29 @@
  * @module
  */
 import type { Duration } from './duration.js';
+import { exemptionRules, type LimitRule, resourceRules } from './limit-rule.js';
 import { type ConcurrencyPolicy, concurrency, type Policy, rate, window } from './policy.js';
+import {
+  developmentResourceLimits,
+  liveResourceLimits,
+  liveThrottleExemptRoutes,
+  type ResourceLimitRow,
+} from './resource-tables.js';
 
 /** The account types the specification names. */
 export type AccountType = 'live' | 'development' | 'trial';
 
-/** A named set of policies counted per client id and account code. */
+/**
+ * A named set of limits: policies counted per client id and account code, and route rules
+ * (per-resource limits, exemptions). Plain data: copy it and change numbers or rules freely.
+ */
 export interface LimitPreset {
-  /** Account type or your own label; appears in nothing user-facing. */
+  /** Account type or your own label; used in configuration error messages. */
   readonly name: string;
-  /** Every policy of the preset, the throttle included. */
+  /** Every policy counted per client and account, the throttle included. */
   readonly policies: readonly Policy[];
+  /** Per-resource limits and exemptions. @defaultValue none */
+  readonly rules?: readonly LimitRule[];
 }
 
 /** Options of the preset factories. */
@@ -26,6 +39,16 @@ export interface PresetOptions {
   concurrency?: number;
   /** Lease time-to-live of the throttle. @defaultValue `'60s'` */
   leaseTtl?: Duration;
+  /**
+   * Per-resource limit rows. @defaultValue the specification's table for the account type
+   * (`liveResourceLimits` or `developmentResourceLimits`); `[]` for none
+   */
+  resourceLimits?: readonly ResourceLimitRow[];
+  /**
+   * Routes exempt from the throttle. @defaultValue `liveThrottleExemptRoutes` on Live; none on
+   * Development and Trial, where "all endpoints are throttled, with no exceptions"
+   */
+  throttleExemptRoutes?: readonly string[];
 }
 
 /**
@@ -49,13 +72,18 @@ function throttle(max: number, options: PresetOptions): ConcurrencyPolicy {
  * @param options - throttle size and lease TTL
  */
 export function livePreset(options: PresetOptions = {}): LimitPreset {
+  const limiter = throttle(options.concurrency ?? DEFAULT_LIVE_CONCURRENCY, options);
   return Object.freeze({
     name: 'live',
     policies: Object.freeze([
       window(200, '1s', { name: 'global: 200 per 1 s' }),
       rate(100, 200, { name: 'global: 100 per s average, burst 200' }),
       window(3500, '60s', { name: 'global: 3500 per 60 s' }),
-      throttle(options.concurrency ?? DEFAULT_LIVE_CONCURRENCY, options),
+      limiter,
+    ]),
+    rules: Object.freeze([
+      ...resourceRules(options.resourceLimits ?? liveResourceLimits),
+      ...exemptionRules(options.throttleExemptRoutes ?? liveThrottleExemptRoutes, [limiter.name]),
     ]),
   });
 }
@@ -77,12 +105,17 @@ export function trialPreset(options: PresetOptions = {}): LimitPreset {
 }
 
 function devTrial(options: PresetOptions): LimitPreset {
+  const limiter = throttle(options.concurrency ?? DEFAULT_DEVELOPMENT_CONCURRENCY, options);
   return {
     name: 'development',
     policies: Object.freeze([
       window(5, '1s', { name: 'global: 5 per 1 s' }),
       window(200, '60s', { name: 'global: 200 per 60 s' }),
-      throttle(options.concurrency ?? DEFAULT_DEVELOPMENT_CONCURRENCY, options),
+      limiter,
+    ]),
+    rules: Object.freeze([
+      ...resourceRules(options.resourceLimits ?? developmentResourceLimits),
+      ...exemptionRules(options.throttleExemptRoutes ?? [], [limiter.name]),
     ]),
   };
 }

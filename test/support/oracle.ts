@@ -19,6 +19,12 @@ const EPSILON = 1e-6;
 /** Whole seconds for a wait, with the float tolerance the engine documents for fractional rates. */
 const seconds = (ms: number): number => Math.max(1, Math.ceil((ms - EPSILON) / 1000));
 
+/** One policy as the oracle counts it: `id` names its counter (a policy in a scope). */
+export interface OracleEntry {
+  id: string;
+  policy: Policy;
+}
+
 export class ExactOracle {
   readonly admissions = new Map<string, number[]>();
   readonly tokens = new Map<string, { tokens: number; at: number }>();
@@ -26,58 +32,59 @@ export class ExactOracle {
   readonly blockedUntil = new Map<string, number>();
   #nextLease = 1;
 
-  constructor(readonly policies: readonly Policy[]) {
-    for (const p of policies) {
-      this.admissions.set(p.name, []);
-      if (p.kind === 'rate')
-        this.tokens.set(p.name, { tokens: p.burst, at: Number.NEGATIVE_INFINITY });
-      this.leases.set(p.name, []);
-      this.blockedUntil.set(p.name, 0);
-    }
-  }
+  constructor(readonly policies: readonly Policy[] = []) {}
 
-  /** When could `p` admit one more request, if nothing else happened? */
-  ownEarliest(p: Policy, t: number): number {
+  /** When could policy `p`, counted as `id`, admit one more request, if nothing else happened? */
+  ownEarliest(id: string, p: Policy, t: number): number {
     switch (p.kind) {
       case 'window': {
-        const inside = this.admissions.get(p.name)!.filter((a) => a > t - p.windowMs && a <= t);
+        const inside = (this.admissions.get(id) ?? []).filter((a) => a > t - p.windowMs && a <= t);
         if (inside.length < p.limit) return t;
         return inside[inside.length - p.limit]! + p.windowMs;
       }
       case 'rate': {
-        const tokens = this.#tokensAt(p, t);
+        const tokens = this.#tokensAt(id, p, t);
         if (tokens >= 1 - EPSILON) return t;
         return t + ((1 - tokens) * 1000) / p.perSecond;
       }
       case 'concurrency': {
-        const live = this.leases.get(p.name)!.filter((l) => l.expiry > t);
+        const live = (this.leases.get(id) ?? []).filter((l) => l.expiry > t);
         return live.length < p.max ? t : t + p.retryAfterMs;
       }
     }
   }
 
-  #tokensAt(p: Extract<Policy, { kind: 'rate' }>, t: number): number {
-    const bucket = this.tokens.get(p.name)!;
-    if (bucket.at === Number.NEGATIVE_INFINITY) return p.burst;
+  #tokensAt(id: string, p: Extract<Policy, { kind: 'rate' }>, t: number): number {
+    const bucket = this.tokens.get(id);
+    if (bucket === undefined) return p.burst;
     return Math.min(p.burst, bucket.tokens + ((t - bucket.at) * p.perSecond) / 1000);
   }
 
+  /** Decide with the oracle's own policies, each counted under its name. */
   decide(t: number, active: readonly Policy[] = this.policies): OracleDecision {
+    return this.decideEntries(
+      t,
+      active.map((policy) => ({ id: policy.name, policy })),
+    );
+  }
+
+  /** Decide a request that several counters apply to (global and resource scopes). */
+  decideEntries(t: number, entries: readonly OracleEntry[]): OracleDecision {
     let latest = t;
     let refusing: string | undefined;
-    for (const p of active) {
-      const at = Math.max(this.ownEarliest(p, t), this.blockedUntil.get(p.name)!);
+    for (const { id, policy } of entries) {
+      const at = Math.max(this.ownEarliest(id, policy, t), this.blockedUntil.get(id) ?? 0);
       if (at > t && at >= latest) {
         latest = at;
-        refusing = p.name;
+        refusing = policy.name;
       }
     }
     if (refusing !== undefined) {
-      for (const p of active) {
-        const own = this.ownEarliest(p, t);
+      for (const { id, policy } of entries) {
+        const own = this.ownEarliest(id, policy, t);
         if (own > t) {
           const until = t + seconds(own - t) * 1000;
-          this.blockedUntil.set(p.name, Math.max(this.blockedUntil.get(p.name)!, until));
+          this.blockedUntil.set(id, Math.max(this.blockedUntil.get(id) ?? 0, until));
         }
       }
       return {
@@ -88,14 +95,17 @@ export class ExactOracle {
       };
     }
     let leaseId: number | undefined;
-    for (const p of active) {
-      this.admissions.get(p.name)!.push(t);
-      if (p.kind === 'rate') {
-        this.tokens.set(p.name, { tokens: this.#tokensAt(p, t) - 1, at: t });
+    for (const { id, policy } of entries) {
+      this.admissions.set(id, [...(this.admissions.get(id) ?? []), t]);
+      if (policy.kind === 'rate') {
+        this.tokens.set(id, { tokens: this.#tokensAt(id, policy, t) - 1, at: t });
       }
-      if (p.kind === 'concurrency') {
+      if (policy.kind === 'concurrency') {
         leaseId ??= this.#nextLease++;
-        this.leases.get(p.name)!.push({ id: leaseId, expiry: t + p.leaseTtlMs });
+        this.leases.set(id, [
+          ...(this.leases.get(id) ?? []),
+          { id: leaseId, expiry: t + policy.leaseTtlMs },
+        ]);
       }
     }
     return { allowed: true, retryAfterSeconds: undefined, policy: undefined, leaseId };

@@ -1,0 +1,171 @@
+/**
+ * Route rules of a preset: per-resource limits and exemptions, as the specification's
+ * "Per-resource limits" and "Throttling" sections write them. A rule names a route pattern; its
+ * policies are counted per client, account and resource (the canonical resource key of the
+ * match), and its `exempt` list names preset policies that matching requests skip.
+ * @module
+ */
+import { ConfigurationError } from '../errors.js';
+import { describe, formatDuration } from './duration.js';
+import { checkPolicies, type Policy, window } from './policy.js';
+import type { ResourceLimitRow } from './resource-tables.js';
+import { parseRoutePattern } from './route-pattern.js';
+import { compileRoutes, type RouteMatch, type RouteTable } from './route-table.js';
+
+/** A rule about a route. */
+export interface LimitRule {
+  /** The route pattern, e.g. `PATCH /booking/v*` + `/bookings/{id}`. */
+  readonly route: string;
+  /** Policies counted per client, account and resource of each matching request. */
+  readonly policies?: readonly Policy[];
+  /** Names of the preset's own policies that matching requests are exempt from. */
+  readonly exempt?: readonly string[];
+  /** Fold the ASCII case of captured ids (so `ABC` and `abc` are one resource). @defaultValue false */
+  readonly caseInsensitiveIds?: boolean;
+}
+
+/** Options of {@link resourceRules}. */
+export interface ResourceRulesOptions {
+  /** Prefix of each policy's name. @defaultValue `'resource'` */
+  namePrefix?: string;
+}
+
+/**
+ * Turn per-resource table rows into rules: rows on the same route become one rule with one
+ * window policy per row, since all of them apply (150 per 60 min AND 50 per 20 min).
+ * @param rows - `{ route, limit, periodMs }` rows, such as `liveResourceLimits`
+ * @param options - the name prefix
+ * @example
+ * ```ts
+ * resourceRules([{ route: 'PATCH /booking/v*' + '/bookings/{id}', limit: 20, periodMs: 300_000 }]);
+ * // [{ route, policies: [window(20, 300_000, { name: 'resource PATCH /booking/v*' + '/bookings/{id}: 20 per 5 min' })] }]
+ * ```
+ */
+export function resourceRules(
+  rows: readonly ResourceLimitRow[],
+  options: ResourceRulesOptions = {},
+): LimitRule[] {
+  const prefix = options.namePrefix ?? 'resource';
+  const byRoute = new Map<string, Policy[]>();
+  for (const row of rows) {
+    const policies = byRoute.get(row.route) ?? [];
+    policies.push(
+      window(row.limit, row.periodMs, {
+        name: `${prefix} ${row.route}: ${row.limit} per ${formatDuration(row.periodMs)}`,
+      }),
+    );
+    byRoute.set(row.route, policies);
+  }
+  return [...byRoute].map(([route, policies]) =>
+    Object.freeze({ route, policies: Object.freeze(policies) }),
+  );
+}
+
+/**
+ * Rules that exempt the given routes from the named policies (the throttle, for the Live
+ * business-critical offers calls).
+ * @param routes - route patterns, such as `liveThrottleExemptRoutes`
+ * @param policyNames - names of preset policies the routes skip
+ */
+export function exemptionRules(
+  routes: readonly string[],
+  policyNames: readonly string[],
+): LimitRule[] {
+  return routes.map((route) => Object.freeze({ route, exempt: Object.freeze([...policyNames]) }));
+}
+
+/** A rule checked and resolved against its preset's policies. */
+export interface CompiledRule extends LimitRule {
+  /** Positions of the preset's policies this rule exempts from. */
+  readonly exemptPositions: readonly number[];
+  /** The rule's policies (empty when it only exempts). */
+  readonly ownPolicies: readonly Policy[];
+  /** Positions `0..ownPolicies.length - 1`: every policy of a resource scope applies. */
+  readonly allPositions: readonly number[];
+}
+
+/** The rules of one preset, compiled into one route table. */
+export interface CompiledRules {
+  /** The route table, or undefined when the preset has no rules (no lookup at all). */
+  readonly table: RouteTable<CompiledRule> | undefined;
+}
+
+/**
+ * Check a preset's rules and compile them into one route table.
+ * @param rules - the preset's rules
+ * @param presetPolicies - the preset's own policies, which exemptions name
+ * @param where - where the rules come from, for messages (e.g. `preset live`)
+ * @throws ConfigurationError `invalid_route_rule` for a malformed rule, an unknown exemption, or
+ *   two rules with policies on one route; `invalid_route_pattern` for a bad pattern
+ */
+export function compileLimitRules(
+  rules: readonly LimitRule[] | undefined,
+  presetPolicies: readonly Policy[],
+  where: string,
+): CompiledRules {
+  if (rules === undefined || rules.length === 0) return { table: undefined };
+  if (!Array.isArray(rules)) {
+    throw new ConfigurationError(
+      'invalid_route_rule',
+      `${where}: rules must be an array, got ${describe(rules)}.`,
+    );
+  }
+  const compiled = rules.map((rule, index): CompiledRule => {
+    const at = `${where}: rules[${index}]`;
+    if (typeof rule !== 'object' || rule === null) {
+      throw new ConfigurationError(
+        'invalid_route_rule',
+        `${at} must be an object with a route, got ${describe(rule)}.`,
+      );
+    }
+    const ownPolicies = rule.policies === undefined ? [] : [...checkPolicies(rule.policies)];
+    const exempt = rule.exempt ?? [];
+    if (!Array.isArray(exempt)) {
+      throw new ConfigurationError(
+        'invalid_route_rule',
+        `${at}.exempt must be an array of policy names.`,
+      );
+    }
+    const exemptPositions = exempt.map((name) => {
+      const position = presetPolicies.findIndex((p) => p.name === name);
+      if (position === -1) {
+        throw new ConfigurationError(
+          'invalid_route_rule',
+          `${at}.exempt names ${describe(name)}, which is not a policy of the preset; use one of ${presetPolicies.map((p) => JSON.stringify(p.name)).join(', ')}.`,
+        );
+      }
+      return position;
+    });
+    if (ownPolicies.length === 0 && exemptPositions.length === 0) {
+      throw new ConfigurationError(
+        'invalid_route_rule',
+        `${at} has neither policies nor exemptions; give it one or drop it.`,
+      );
+    }
+    return {
+      ...rule,
+      exemptPositions,
+      ownPolicies,
+      allPositions: ownPolicies.map((_, i) => i),
+    };
+  });
+  const table = compileRoutes(compiled);
+  // Two rules with policies on one route would count one resource under two policy lists.
+  const seen = new Map<string, number>();
+  table.rules.forEach((rule, index) => {
+    if (rule.ownPolicies.length === 0) return;
+    const canonical = parseRoutePattern(rule.route).canonical;
+    const earlier = seen.get(canonical);
+    if (earlier !== undefined) {
+      throw new ConfigurationError(
+        'invalid_route_rule',
+        `${where}: rules[${earlier}] and rules[${index}] both count ${canonical}; put all its policies in one rule.`,
+      );
+    }
+    seen.set(canonical, index);
+  });
+  return { table };
+}
+
+/** The matches of one request, for the limiter. */
+export type RuleMatches = readonly RouteMatch<CompiledRule>[];

@@ -1,0 +1,142 @@
+/**
+ * The create-subscription operation (`POST {webhook_url}/v1/subscriptions`): validate the body,
+ * assign an id and a creation time, store, and answer 201 with the stored subscription or a
+ * problem details body listing every error.
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
+import { ConfigurationError } from '../errors.js';
+import type { ProblemDetails, ResponseParts } from '../http/problem-details.js';
+import { problemDetails, problemResponse } from '../http/problem-details.js';
+import type { Subscription } from './subscription.js';
+import type { SubscriptionIndex } from './subscription-index.js';
+import type {
+  SubscriptionRequestIssue,
+  SubscriptionRequestOptions,
+} from './subscription-request.js';
+import { validateSubscriptionRequest } from './subscription-request.js';
+
+/** The problem code of a refused create request. */
+export const INVALID_SUBSCRIPTION_REQUEST = 'invalid_subscription_request';
+
+/** How the create operation behaves. */
+export interface CreateSubscriptionOptions extends SubscriptionRequestOptions {
+  /** Where the creation time comes from. @defaultValue {@link systemClock} */
+  clock?: Clock;
+  /** Makes subscription ids. @defaultValue `crypto.randomUUID` */
+  generateId?: () => string;
+  /** Where the subscription is stored once valid; leave out to store it yourself. */
+  index?: Pick<SubscriptionIndex, 'add'>;
+  /** The status of a refusal, a 4xx. @defaultValue 400 */
+  errorStatus?: number;
+  /** Prefix of the problem `type`. @defaultValue {@link DEFAULT_PROBLEM_TYPE_BASE} */
+  problemTypeBase?: string;
+  /** The collection path; the `location` header is this plus `/` and the id. @defaultValue `/v1/subscriptions` */
+  collectionPath?: string;
+}
+
+/** What the handler answers: the stored subscription, or every issue. */
+export type CreateSubscriptionOutcome =
+  | {
+      /** Created. */
+      readonly ok: true;
+      /** 201 Created. */
+      readonly status: 201;
+      /** The stored subscription. */
+      readonly subscription: Subscription;
+      /** 201, `location` and the subscription as JSON. */
+      readonly response: ResponseParts;
+    }
+  | {
+      /** Refused. */
+      readonly ok: false;
+      /** The configured 4xx (400 by default). */
+      readonly status: number;
+      /** Every issue found, each with its JSON pointer. */
+      readonly issues: readonly SubscriptionRequestIssue[];
+      /** The problem details body, with the issues in its `errors` member. */
+      readonly problem: ProblemDetails;
+      /** The status, `application/problem+json` and the body. */
+      readonly response: ResponseParts;
+    };
+
+/**
+ * Create a subscription for an account from a request body.
+ * @param body - the parsed JSON body of the request
+ * @param accountCode - the authenticated account the subscription belongs to
+ * @param options - validation bounds, clock, id source, storage and the refusal's status
+ * @returns 201 with the stored subscription, or the refusal with every issue
+ * @throws ConfigurationError when an option is wrong, or the id source returns no string
+ * @example
+ * ```ts
+ * const outcome = createSubscription(
+ *   { endpointUrl: 'https://hooks.example.com/in', events: ['reservation/*', 'folio/created'] },
+ *   'ACME',
+ *   { index },
+ * );
+ * res.writeHead(outcome.response.status, outcome.response.headers).end(outcome.response.body);
+ * ```
+ */
+export function createSubscription(
+  body: unknown,
+  accountCode: string,
+  options: CreateSubscriptionOptions = {},
+): CreateSubscriptionOutcome {
+  const errorStatus = options.errorStatus ?? 400;
+  if (!Number.isInteger(errorStatus) || errorStatus < 400 || errorStatus > 499) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `errorStatus must be a 4xx status, got ${String(errorStatus)}.`,
+    );
+  }
+  if (typeof accountCode !== 'string' || accountCode === '') {
+    throw new ConfigurationError(
+      'invalid_option',
+      'accountCode must be the non-empty code of the authenticated account.',
+    );
+  }
+  const validated = validateSubscriptionRequest(body, options);
+  if (!validated.ok) {
+    const { issues } = validated;
+    const problem = problemDetails({
+      code: INVALID_SUBSCRIPTION_REQUEST,
+      title: 'Invalid subscription request',
+      status: errorStatus,
+      detail: `${issues.length} ${issues.length === 1 ? 'error' : 'errors'}: ${issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join(' ')}`,
+      ...(options.problemTypeBase === undefined ? {} : { typeBase: options.problemTypeBase }),
+      extensions: { errors: issues },
+    });
+    return { ok: false, status: errorStatus, issues, problem, response: problemResponse(problem) };
+  }
+  const id = (options.generateId ?? randomUUID)();
+  if (typeof id !== 'string' || id === '') {
+    throw new ConfigurationError(
+      'invalid_option',
+      `generateId must return a non-empty string, got ${String(id)}.`,
+    );
+  }
+  const subscription: Subscription = Object.freeze({
+    id,
+    accountCode,
+    ...validated.value,
+    createdAt: new Date((options.clock ?? systemClock).now()).toISOString(),
+  });
+  options.index?.add(subscription);
+  const collection = options.collectionPath ?? '/v1/subscriptions';
+  return {
+    ok: true,
+    status: 201,
+    subscription,
+    response: {
+      status: 201,
+      headers: {
+        'content-type': 'application/json; charset=utf-8',
+        location: `${collection}/${encodeURIComponent(id)}`,
+        'cache-control': 'no-store',
+      },
+      body: JSON.stringify(subscription),
+    },
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * The endpointUrl policy: an absolute https URL (http only when allowed), no userinfo, no
+ * fragment, bounded length, and never an address literal outside public unicast space, in any
+ * spelling the WHATWG URL parser accepts (`http://0x7f.1/`, `[::ffff:127.0.0.1]`).
+ * @module
+ */
+import ipaddr from 'ipaddr.js';
+import { forbiddenAddressRange } from './forbidden-address.js';
+
+/** Codes of the errors {@link checkEndpointUrl} returns. */
+export const endpointUrlErrorCodes = [
+  'url_too_long',
+  'url_invalid',
+  'url_scheme_not_allowed',
+  'url_has_userinfo',
+  'url_has_fragment',
+  'url_forbidden_address',
+  'url_forbidden_host',
+] as const;
+
+/** A code of {@link endpointUrlErrorCodes}. */
+export type EndpointUrlErrorCode = (typeof endpointUrlErrorCodes)[number];
+
+/** The default bound on the length of endpointUrl, in characters. */
+export const DEFAULT_MAX_ENDPOINT_URL_LENGTH = 2048;
+
+/** How strict the endpointUrl policy is. */
+export interface EndpointUrlOptions {
+  /**
+   * Accept `http:` as well as `https:` (for example in a development environment).
+   * @defaultValue false
+   */
+  allowHttp?: boolean;
+  /**
+   * The longest accepted URL, in characters.
+   * @defaultValue {@link DEFAULT_MAX_ENDPOINT_URL_LENGTH}
+   */
+  maxLength?: number;
+}
+
+/** Why an endpointUrl is refused. */
+export interface EndpointUrlError {
+  /** Stable code. */
+  readonly code: EndpointUrlErrorCode;
+  /** What is wrong and what to change. */
+  readonly message: string;
+}
+
+/** The URL in its normalised (WHATWG) serialisation, or every rule it breaks. */
+export type EndpointUrlResult =
+  | {
+      /** Accepted. */
+      readonly ok: true;
+      /** The URL to store, normalised. */
+      readonly value: string;
+    }
+  | {
+      /** Refused. */
+      readonly ok: false;
+      /** Every rule the URL breaks. */
+      readonly errors: readonly EndpointUrlError[];
+    };
+
+/**
+ * Check a webhook endpoint URL against the policy, reporting every rule it breaks. Host names are
+ * not resolved here: a delivery must check the resolved addresses again with
+ * {@link forbiddenAddressRange}.
+ * @param input - the URL; anything that is not a string is `url_invalid`
+ * @param options - the policy's switches
+ * @returns the normalised URL to store, or the errors
+ * @example
+ * ```ts
+ * checkEndpointUrl('https://hooks.example.com/in');  // { ok: true, value: 'https://hooks.example.com/in' }
+ * checkEndpointUrl('https://[::ffff:10.0.0.1]/in'); // { ok: false, errors: [{ code: 'url_forbidden_address', ... }] }
+ * ```
+ */
+export function checkEndpointUrl(
+  input: unknown,
+  options: EndpointUrlOptions = {},
+): EndpointUrlResult {
+  if (typeof input !== 'string') {
+    return fail(
+      'url_invalid',
+      'The URL must be a string such as https://hooks.example.com/webhooks.',
+    );
+  }
+  const maxLength = options.maxLength ?? DEFAULT_MAX_ENDPOINT_URL_LENGTH;
+  if (input.length > maxLength) {
+    return fail(
+      'url_too_long',
+      `The URL has ${input.length} characters; at most ${maxLength} are allowed.`,
+    );
+  }
+  for (let i = 0; i < input.length; i++) {
+    const c = input.charCodeAt(i);
+    if (c <= 0x20 || c === 0x7f) {
+      return fail(
+        'url_invalid',
+        `The URL contains a space or control character at position ${i}; percent-encode it or remove it.`,
+      );
+    }
+  }
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    return fail(
+      'url_invalid',
+      `"${input}" is not an absolute URL; write one such as https://hooks.example.com/webhooks.`,
+    );
+  }
+  const errors: EndpointUrlError[] = [];
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && options.allowHttp === true)) {
+    const schemes = options.allowHttp === true ? 'https: or http:' : 'https:';
+    errors.push({
+      code: 'url_scheme_not_allowed',
+      message: `The scheme is ${url.protocol}; use ${schemes}.`,
+    });
+  }
+  if (url.username !== '' || url.password !== '') {
+    errors.push({
+      code: 'url_has_userinfo',
+      message:
+        'The URL carries a user name or password; remove it (credentials in URLs leak into logs).',
+    });
+  }
+  if (input.includes('#')) {
+    errors.push({
+      code: 'url_has_fragment',
+      message: 'The URL has a fragment ("#..."); remove it, it is never sent.',
+    });
+  }
+  const hostError = checkHost(url.hostname);
+  if (hostError !== undefined) errors.push(hostError);
+  return errors.length === 0 ? { ok: true, value: url.href } : { ok: false, errors };
+}
+
+function checkHost(host: string): EndpointUrlError | undefined {
+  // The WHATWG parser has already turned every IPv4 spelling (0x7f.1, 2130706433, 0177.0.0.1)
+  // into four decimal parts, and compressed IPv6 literals, so one check covers every form.
+  if (host.startsWith('[') || ipaddr.IPv4.isValidFourPartDecimal(host)) {
+    const range = forbiddenAddressRange(host);
+    if (range === undefined) return undefined;
+    return {
+      code: 'url_forbidden_address',
+      message: `The host ${host} is not a public address (${range} range); webhooks are only sent to public addresses.`,
+    };
+  }
+  if (!isLocalhostName(host)) return undefined;
+  return {
+    code: 'url_forbidden_host',
+    message: `The host ${host} names this machine; webhooks are only sent to public hosts.`,
+  };
+}
+
+// RFC 6761: localhost and every name under it resolve to loopback.
+function isLocalhostName(host: string): boolean {
+  const name = host.endsWith('.') ? host.slice(0, -1) : host;
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
+function fail(code: EndpointUrlErrorCode, message: string): EndpointUrlResult {
+  return { ok: false, errors: [{ code, message }] };
+}

@@ -1,0 +1,343 @@
+/**
+ * The account-scoped subscription index: on each event, every subscription that must receive it,
+ * each once, at a cost proportional to the number of results.
+ *
+ * Layout: accounts by code; per account, leaves keyed by an integer per pattern (a kind or a topic
+ * wildcard), once for subscriptions without propertyIds and once per property id for the others.
+ * A match is a fixed number of map lookups (at most eight) plus the results. A subscription's kinds
+ * that one of its own topic wildcards already covers are not stored, and its property ids are
+ * stored once each, so no subscription can be reached twice by one event and no per-match
+ * deduplication is needed.
+ * @module
+ */
+import { ConfigurationError } from '../errors.js';
+import { parseEventKind, parseEventPattern } from './event-kind.js';
+import type { Subscription } from './subscription.js';
+import type { SubscriptionLeaf } from './subscription-leaf.js';
+import { addToLeaf, appendLeaf, removeFromLeaf } from './subscription-leaf.js';
+
+/** An event to route: whose it is, what kind, and the property it concerns (if any). */
+export interface SubscriptionEvent {
+  /** The account the event belongs to. */
+  readonly accountCode: string;
+  /** The event kind, `<topic>/<event>`. */
+  readonly kind: string;
+  /**
+   * The property the event concerns. Without one (an account-level event) only subscriptions
+   * without propertyIds receive it.
+   */
+  readonly propertyId?: string | undefined;
+}
+
+/** What a {@link SubscriptionIndex} holds. */
+export interface SubscriptionIndexStats {
+  /** Subscriptions held. */
+  subscriptions: number;
+  /** Accounts with at least one subscription. */
+  accounts: number;
+  /** Distinct patterns: each kind named, and each topic of those kinds or wildcards. */
+  patterns: number;
+  /** Distinct property ids named by held subscriptions. */
+  propertyIds: number;
+}
+
+interface PatternKey {
+  // The key of this pattern's leaves.
+  readonly key: number;
+  // For a kind, the key of its topic's wildcard; for a wildcard, its own key.
+  readonly topicKey: number;
+  // The topic wildcard's text (`folio/*`).
+  readonly topicText: string;
+  readonly wildcard: boolean;
+  // Subscriptions that name this pattern, plus (for a wildcard) the kinds of its topic held:
+  // at zero the entry goes, so that patterns no one uses any more do not pile up.
+  uses: number;
+}
+
+interface AccountLeaves {
+  // Subscriptions without propertyIds: every property, and account-level events.
+  readonly everyProperty: Map<number, SubscriptionLeaf>;
+  // Subscriptions with propertyIds, by the number of the property id.
+  readonly byProperty: Map<number, Map<number, SubscriptionLeaf>>;
+  count: number;
+}
+
+/**
+ * Subscriptions of many accounts, matched to events.
+ * @example
+ * ```ts
+ * const index = new SubscriptionIndex();
+ * index.add(subscription);
+ * for (const s of index.match({ accountCode: 'ACME', kind: 'folio/created', propertyId: 'BER' })) {
+ *   deliver(s.endpointUrl);
+ * }
+ * ```
+ */
+export class SubscriptionIndex {
+  readonly #byId = new Map<string, Subscription>();
+  readonly #accounts = new Map<string, AccountLeaves>();
+  readonly #patterns = new Map<string, PatternKey>();
+  #nextKey = 0;
+  // Property ids as small integers, counted by use: integer keys compare without reading strings.
+  readonly #properties = new Map<string, { readonly number: number; uses: number }>();
+  #nextProperty = 0;
+
+  /** The number of subscriptions held. */
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  /**
+   * What the index holds, for monitoring its memory: subscriptions, accounts with at least one,
+   * distinct patterns (each kind named and each topic of those kinds or wildcards), and distinct
+   * property ids. Patterns and property ids that no held subscription uses any more are forgotten.
+   */
+  stats(): SubscriptionIndexStats {
+    return {
+      subscriptions: this.#byId.size,
+      accounts: this.#accounts.size,
+      patterns: this.#patterns.size,
+      propertyIds: this.#properties.size,
+    };
+  }
+
+  /**
+   * The subscription with this id.
+   * @param id - a subscription id
+   */
+  get(id: string): Subscription | undefined {
+    return this.#byId.get(id);
+  }
+
+  /**
+   * Add a subscription. The index freezes it (and its arrays): change a subscription with
+   * {@link SubscriptionIndex.replace}.
+   * @param subscription - a subscription whose events are valid patterns
+   * @throws ConfigurationError `duplicate_subscription_id` when the id is held already, and
+   * `invalid_subscription` when a field is malformed
+   */
+  add(subscription: Subscription): void {
+    this.#check(subscription);
+    if (this.#byId.has(subscription.id)) {
+      throw new ConfigurationError(
+        'duplicate_subscription_id',
+        `A subscription with id "${subscription.id}" is held already; use replace() to change it.`,
+      );
+    }
+    this.#insert(freeze(subscription));
+  }
+
+  /**
+   * Add a subscription, or put it in place of the one with the same id.
+   * @param subscription - the new version
+   * @returns the version it replaced, or undefined
+   * @throws ConfigurationError `invalid_subscription` when a field is malformed (nothing changes)
+   */
+  replace(subscription: Subscription): Subscription | undefined {
+    this.#check(subscription);
+    const previous = this.remove(subscription.id);
+    this.#insert(freeze(subscription));
+    return previous;
+  }
+
+  /**
+   * Remove a subscription.
+   * @param id - its id
+   * @returns the removed subscription, or undefined when none had that id
+   */
+  remove(id: string): Subscription | undefined {
+    const subscription = this.#byId.get(id);
+    if (subscription === undefined) return undefined;
+    const keys = this.#keysOf(subscription);
+    const account = this.#accounts.get(subscription.accountCode)!;
+    if (subscription.propertyIds === undefined) {
+      for (const key of keys) removeFromLeaf(account.everyProperty, key, subscription);
+    } else {
+      for (const propertyId of distinct(subscription.propertyIds)) {
+        const property = this.#properties.get(propertyId)!;
+        const leaves = account.byProperty.get(property.number)!;
+        for (const key of keys) removeFromLeaf(leaves, key, subscription);
+        if (leaves.size === 0) account.byProperty.delete(property.number);
+        property.uses -= 1;
+        if (property.uses === 0) this.#properties.delete(propertyId);
+      }
+    }
+    account.count -= 1;
+    if (account.count === 0) this.#accounts.delete(subscription.accountCode);
+    this.#byId.delete(id);
+    for (const text of distinct(subscription.events)) this.#release(text);
+    return subscription;
+  }
+
+  /**
+   * Every subscription that must receive the event, each once, in no particular order. Only the
+   * event's account is searched. Never throws: a malformed event matches nothing.
+   * @param event - account, kind and optional property of the event
+   * @returns a new array of the matching subscriptions
+   */
+  match(event: SubscriptionEvent): Subscription[] {
+    const out: Subscription[] = [];
+    if (typeof event !== 'object' || event === null) return out;
+    const account = this.#accounts.get(event.accountCode);
+    if (account === undefined) return out;
+    let key = -1;
+    let topicKey: number;
+    const known = this.#patterns.get(event.kind);
+    if (known !== undefined) {
+      if (known.wildcard) return out; // a pattern is not the kind of an event
+      key = known.key;
+      topicKey = known.topicKey;
+    } else {
+      // No subscription names this kind; only its topic's wildcard can match.
+      const kind = parseEventKind(event.kind);
+      if (!kind.ok) return out;
+      const wildcard = this.#patterns.get(`${kind.value.topic}/*`);
+      if (wildcard === undefined) return out;
+      topicKey = wildcard.key;
+    }
+    appendLeaf(account.everyProperty.get(key), out);
+    appendLeaf(account.everyProperty.get(topicKey), out);
+    const property =
+      event.propertyId === undefined ? undefined : this.#properties.get(event.propertyId);
+    if (property !== undefined) {
+      const leaves = account.byProperty.get(property.number);
+      if (leaves !== undefined) {
+        appendLeaf(leaves.get(key), out);
+        appendLeaf(leaves.get(topicKey), out);
+      }
+    }
+    return out;
+  }
+
+  #insert(subscription: Subscription): void {
+    for (const text of distinct(subscription.events)) this.#acquire(text);
+    const keys = this.#keysOf(subscription);
+    let account = this.#accounts.get(subscription.accountCode);
+    if (account === undefined) {
+      account = { everyProperty: new Map(), byProperty: new Map(), count: 0 };
+      this.#accounts.set(subscription.accountCode, account);
+    }
+    if (subscription.propertyIds === undefined) {
+      for (const key of keys) addToLeaf(account.everyProperty, key, subscription);
+    } else {
+      for (const propertyId of distinct(subscription.propertyIds)) {
+        let property = this.#properties.get(propertyId);
+        if (property === undefined) {
+          property = { number: this.#nextProperty++, uses: 0 };
+          this.#properties.set(propertyId, property);
+        }
+        property.uses += 1;
+        let leaves = account.byProperty.get(property.number);
+        if (leaves === undefined) {
+          leaves = new Map();
+          account.byProperty.set(property.number, leaves);
+        }
+        for (const key of keys) addToLeaf(leaves, key, subscription);
+      }
+    }
+    account.count += 1;
+    this.#byId.set(subscription.id, subscription);
+  }
+
+  // Throws, changing nothing, unless the subscription can be held.
+  #check(subscription: Subscription): void {
+    checkShape(subscription);
+    subscription.events.forEach((text, at) => {
+      if (this.#patterns.has(text)) return;
+      const parsed = parseEventPattern(text);
+      if (parsed.ok) return;
+      throw new ConfigurationError(
+        'invalid_subscription',
+        `Subscription "${subscription.id}" has an invalid pattern at events[${at}]: ${parsed.error.message} Validate requests with validateSubscriptionRequest().`,
+      );
+    });
+  }
+
+  // The leaf keys of a held subscription: its wildcards, and its kinds no wildcard of its own covers.
+  #keysOf(subscription: Subscription): number[] {
+    const { events } = subscription;
+    const patterns: PatternKey[] = [];
+    let wildcards = false;
+    for (const text of events) {
+      const pattern = this.#patterns.get(text)!;
+      wildcards ||= pattern.wildcard;
+      patterns.push(pattern);
+    }
+    const keys: number[] = [];
+    for (const pattern of patterns) {
+      if (keys.includes(pattern.key)) continue;
+      const covered =
+        wildcards &&
+        !pattern.wildcard &&
+        patterns.some((p) => p.wildcard && p.key === pattern.topicKey);
+      if (!covered) keys.push(pattern.key);
+    }
+    return keys;
+  }
+
+  // Counts one more use of a (checked) pattern, giving it a key at its first use.
+  #acquire(text: string): void {
+    const known = this.#patterns.get(text);
+    if (known !== undefined) {
+      known.uses += 1;
+      return;
+    }
+    const parsed = parseEventPattern(text);
+    if (!parsed.ok) return; // unreachable: #check has parsed it
+    const topicText = `${parsed.value.topic}/*`;
+    let topic = this.#patterns.get(topicText);
+    if (topic === undefined) {
+      const key = this.#nextKey++;
+      topic = { key, topicKey: key, topicText, wildcard: true, uses: 0 };
+      this.#patterns.set(topicText, topic);
+    }
+    topic.uses += 1;
+    if (parsed.value.type === 'topic') return;
+    const key = this.#nextKey++;
+    this.#patterns.set(text, { key, topicKey: topic.key, topicText, wildcard: false, uses: 1 });
+  }
+
+  // Counts one use less, forgetting the pattern (and its topic) when no one uses it any more.
+  #release(text: string): void {
+    const pattern = this.#patterns.get(text)!;
+    pattern.uses -= 1;
+    if (pattern.uses > 0) return;
+    this.#patterns.delete(text);
+    if (!pattern.wildcard) this.#release(pattern.topicText);
+  }
+}
+
+function checkShape(subscription: Subscription): void {
+  const s = subscription as unknown as Record<string, unknown>;
+  const problem =
+    typeof s !== 'object' || s === null
+      ? 'is not an object'
+      : typeof s.id !== 'string' || s.id === ''
+        ? 'needs a non-empty string id'
+        : typeof s.accountCode !== 'string'
+          ? 'needs a string accountCode'
+          : !Array.isArray(s.events) || s.events.some((e) => typeof e !== 'string')
+            ? 'needs events, an array of strings'
+            : s.propertyIds !== undefined &&
+                (!Array.isArray(s.propertyIds) || s.propertyIds.some((p) => typeof p !== 'string'))
+              ? 'needs propertyIds to be absent or an array of strings'
+              : undefined;
+  if (problem !== undefined) {
+    throw new ConfigurationError('invalid_subscription', `The subscription ${problem}.`);
+  }
+}
+
+// The values once each, in order; short lists (the usual case) without allocating a Set.
+function distinct(values: readonly string[]): readonly string[] {
+  if (values.length > 16) return [...new Set(values)];
+  for (let i = 1; i < values.length; i++) {
+    if (values.lastIndexOf(values[i]!, i - 1) !== -1) return [...new Set(values)];
+  }
+  return values;
+}
+
+function freeze(subscription: Subscription): Subscription {
+  Object.freeze(subscription.events);
+  if (subscription.propertyIds !== undefined) Object.freeze(subscription.propertyIds);
+  return Object.freeze(subscription);
+}

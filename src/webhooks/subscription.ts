@@ -1,0 +1,24 @@
+/**
+ * The subscription model: what a create request becomes once validated and stored.
+ * @module
+ */
+
+/** The validated content of a create-subscription request. */
+export interface SubscriptionRequest {
+  /** Where deliveries go, in its normalised (WHATWG) serialisation. */
+  readonly endpointUrl: string;
+  /** Kinds (`folio/created`) and topic wildcards (`reservation/*`), each once. */
+  readonly events: readonly string[];
+  /** The properties covered; absent means every current and future property of the account. */
+  readonly propertyIds?: readonly string[];
+}
+
+/** A stored subscription of one account. Treat it as immutable: the index freezes what it holds. */
+export interface Subscription extends SubscriptionRequest {
+  /** The subscription's identifier (a UUID by default). */
+  readonly id: string;
+  /** The account it belongs to; events of other accounts never reach it. */
+  readonly accountCode: string;
+  /** When it was created, as an ISO 8601 timestamp in UTC. */
+  readonly createdAt: string;
+}

@@ -1,0 +1,331 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  createLimiter,
+  type Decision,
+  developmentResourceLimits,
+  exemptionRules,
+  FakeClock,
+  isConfigurationError,
+  type LimitPreset,
+  type LimitRequest,
+  livePreset,
+  liveResourceLimits,
+  liveThrottleExemptRoutes,
+  presets,
+  resourceRules,
+  window,
+} from '../../src/index.js';
+import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
+
+const base = { clientId: 'client-1', accountCode: 'ACME', accountType: 'live' } as const;
+const patch = (path: string): LimitRequest => ({ ...base, method: 'PATCH', path });
+const get = (path: string): LimitRequest => ({ ...base, method: 'GET', path });
+const MINUTE = 60_000;
+
+/** Admitted requests end at once, so that the throttle stays out of the way. */
+const done = (decision: Decision): boolean => {
+  if (decision.allowed) decision.release();
+  return decision.allowed;
+};
+
+describe('route rules: the specification scenarios', () => {
+  it('20 PATCHes of booking 1 and 20 of booking 2 in 5 minutes are admitted on Live; the 21st of booking 1 is refused with a truthful Retry-After while booking 2 has room', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ preset: presets.byAccountType, clock });
+    for (let i = 0; i < 20; i++) {
+      clock.set(i * 7_000);
+      expect(done(limiter.check(patch('/booking/v1/bookings/B1')))).toBe(true);
+      expect(done(limiter.check(patch('/booking/v1/bookings/B2')))).toBe(true);
+    }
+    clock.set(200_000);
+    const refused = limiter.check(patch('/booking/v1/bookings/B1'));
+    expect(refused).toMatchObject({ allowed: false, reason: 'limit', retryAfterSeconds: 100 });
+    expect(refused.allowed ? undefined : refused.policy?.name).toBe(
+      'resource PATCH /booking/v*/bookings/{id}: 20 per 5 min',
+    );
+    // The global limits are untouched by the refusal: other resources and endpoints still pass.
+    expect(done(limiter.check(get('/booking/v1/reservations')))).toBe(true);
+    // Booking 2 has no room either (20 in the window), but booking 3 has its own counter.
+    expect(done(limiter.check(patch('/booking/v1/bookings/B3')))).toBe(true);
+    // The announced retry is admitted: the first patch of booking 1 (t = 0) has left the window.
+    clock.set(300_000);
+    expect(done(limiter.check(patch('/booking/v1/bookings/B1')))).toBe(true);
+  });
+
+  it('booking 2 still has room when booking 1 is exhausted', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ preset: presets.live, clock });
+    for (let i = 0; i < 20; i++) done(limiter.check(patch('/booking/v1/bookings/B1')));
+    expect(done(limiter.check(patch('/booking/v1/bookings/B1')))).toBe(false);
+    for (let i = 0; i < 20; i++)
+      expect(done(limiter.check(patch('/booking/v1/bookings/B2')))).toBe(true);
+  });
+
+  it('v1 and a non-numeric version segment share one counter', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ preset: presets.live, clock });
+    for (let i = 0; i < 10; i++) {
+      expect(done(limiter.check(patch('/booking/v1/reservations/R1')))).toBe(true);
+      expect(done(limiter.check(patch('/booking/v0-nsfh/reservations/R1')))).toBe(true);
+    }
+    expect(done(limiter.check(patch('/booking/V2/reservations/R1')))).toBe(false);
+  });
+
+  it('both limits of one endpoint apply: each counts every request, and a refusal names the one that frees up last', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ preset: presets.live, clock });
+    const put = (): LimitRequest => ({
+      ...base,
+      method: 'PUT',
+      path: '/rateplan/v1/rate-plans/RP1/rates',
+    });
+    const remaining = () => {
+      const d = limiter.check({ ...put(), path: '/rateplan/v1/rate-plans/OTHER/rates' });
+      done(d);
+      return d;
+    };
+    for (const start of [0, 20, 40]) {
+      clock.set(start * MINUTE);
+      for (let i = 0; i < 50; i++) expect(done(limiter.check(put()))).toBe(true);
+      const refused = limiter.check(put());
+      expect(refused).toMatchObject({
+        allowed: false,
+        reason: 'limit',
+        retryAfterSeconds: 20 * 60,
+      });
+      // 50 per 20 min frees up at start + 20 min; 150 per 60 min no later (it is full only at 40).
+      expect(refused.allowed ? undefined : refused.policy?.name).toBe(
+        'resource PUT /rateplan/v*/rate-plans/{id}/rates: 50 per 20 min',
+      );
+      const statuses = limiter.check(put()).statuses.slice(-2);
+      expect(statuses.map((s) => s.remaining)).toEqual([150 - 50 * (start / 20 + 1), 0]);
+    }
+    expect(
+      remaining()
+        .statuses.slice(-2)
+        .map((s) => s.remaining),
+    ).toEqual([149, 49]);
+    clock.set(60 * MINUTE);
+    expect(done(limiter.check(put()))).toBe(true);
+  });
+
+  it('on Live, an offers GET passes a saturated throttle while a reservations GET is refused', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ preset: livePreset({ concurrency: 2 }), clock });
+    expect(limiter.check(get('/booking/v1/reservations')).allowed).toBe(true);
+    expect(limiter.check(get('/booking/v1/reservations')).allowed).toBe(true);
+    for (const route of [
+      '/booking/v1/offers',
+      '/booking/v1/rate-plan-offers',
+      '/booking/v1/service-offers',
+      '/booking/v1/reservations/R1/offers',
+      '/booking/v1/reservations/R1/service-offers',
+    ]) {
+      const d = limiter.check(get(route));
+      expect(d.allowed).toBe(true);
+      // An exempt request takes no lease.
+      expect(d.statuses.map((s) => s.policy.kind)).not.toContain('concurrency');
+    }
+    const refused = limiter.check(get('/booking/v1/reservations'));
+    expect(refused).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
+    expect(refused.allowed ? undefined : refused.policy?.name).toBe('throttle: 2 concurrent');
+    // The throttle's block does not reach the exempt calls either.
+    expect(limiter.check(get('/booking/v1/offers')).allowed).toBe(true);
+  });
+
+  it('on Development nothing passes a saturated throttle, offers included', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ preset: presets.development, clock });
+    for (let i = 0; i < 5; i++) {
+      clock.set(i * 1_000);
+      expect(limiter.check(get(`/booking/v1/reservations/R${i}`)).allowed).toBe(true);
+    }
+    clock.set(5_000);
+    const refused = limiter.check(get('/booking/v1/offers'));
+    expect(refused.allowed ? undefined : refused.policy?.name).toBe('throttle: 5 concurrent');
+  });
+
+  it('a malformed path never throws: it matches no rule and still counts towards the global limits', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ preset: presets.development, clock });
+    const bad = [
+      '/booking/v1/bookings/%zz',
+      '/booking/v1/bookings/a\u0000b',
+      `/${'x'.repeat(5_000)}`,
+      '',
+    ];
+    for (const path of bad) expect(limiter.check(patch(path)).statuses.length).toBe(3);
+    limiter.check(patch('/x'));
+    expect(limiter.check(patch('/booking/v1/bookings/%zz'))).toMatchObject({
+      allowed: false,
+      reason: 'limit',
+    });
+  });
+});
+
+describe('route rules: invariants', () => {
+  const spellings = (id: string) =>
+    fc.constantFrom(
+      `/booking/v1/bookings/${id}`,
+      `/booking/V7/bookings/${id}/`,
+      `//booking/v0-nsfh//bookings/${id}?x=1`,
+      `/booking/v2/./bookings/${id}`,
+      `/booking/v2/x/../bookings/${id}`,
+      `/%62ooking/v1/Bookings/${id}#frag`,
+    );
+
+  it('equivalent spellings share one resource counter and distinct ids never do (invariant 7), and no resource window over-admits (invariant 1)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.tuple(
+            fc.constantFrom('B1', 'B2', 'b1', 'B%2F1'),
+            fc.nat(5),
+            fc.integer({ min: 0, max: 20_000 }),
+          ),
+          { maxLength: 120 },
+        ),
+        (steps) => {
+          const clock = new FakeClock(0);
+          const limiter = createLimiter({ preset: livePreset({ concurrency: 1_000 }), clock });
+          const oracle = new ExactOracle();
+          const [rule] = resourceRules(liveResourceLimits).filter(
+            (r) => r.route === 'PATCH /booking/v*/bookings/{id}',
+          );
+          const policy = rule!.policies![0]!;
+          const admitted = new Map<string, number[]>();
+          for (const [id, spelling, gap] of steps) {
+            clock.advance(gap);
+            const path = fc.sample(spellings(id), { seed: spelling, numRuns: 1 })[0]!;
+            const decision = limiter.check(patch(path));
+            // The reference counts by the id alone: spellings are irrelevant, ids are case-sensitive.
+            const expected = oracle.decideEntries(clock.now(), [
+              { id: `global:${presets.live.policies[0]!.name}`, policy: presets.live.policies[0]! },
+              { id: `global:${presets.live.policies[1]!.name}`, policy: presets.live.policies[1]! },
+              { id: `global:${presets.live.policies[2]!.name}`, policy: presets.live.policies[2]! },
+              { id: `booking:${id}`, policy },
+            ]);
+            expect(decision.allowed).toBe(expected.allowed);
+            if (decision.allowed) {
+              decision.release();
+              admitted.set(id, [...(admitted.get(id) ?? []), clock.now()]);
+            } else {
+              expect(decision.retryAfterSeconds).toBe(expected.retryAfterSeconds);
+            }
+          }
+          for (const times of admitted.values())
+            expect(
+              maxInAnyWindow(times, policy.kind === 'window' ? policy.windowMs : 0),
+            ).toBeLessThanOrEqual(20);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});
+
+describe('route rules: presets and configuration', () => {
+  it('the presets carry the specification tables and exemptions, row by row', () => {
+    const rows = (preset: LimitPreset) =>
+      (preset.rules ?? []).flatMap((rule) =>
+        (rule.policies ?? []).map((p) =>
+          p.kind === 'window' ? [rule.route, p.limit, p.windowMs] : [],
+        ),
+      );
+    expect(rows(presets.live)).toEqual(
+      liveResourceLimits.map((r) => [r.route, r.limit, r.periodMs]),
+    );
+    expect(rows(presets.development)).toEqual(
+      developmentResourceLimits.map((r) => [r.route, r.limit, r.periodMs]),
+    );
+    expect(rows(presets.trial)).toEqual(rows(presets.development));
+    const exempt = (preset: LimitPreset) =>
+      (preset.rules ?? []).filter((r) => r.exempt !== undefined);
+    expect(exempt(presets.live).map((r) => [r.route, r.exempt])).toEqual(
+      liveThrottleExemptRoutes.map((route) => [route, ['throttle: 20 concurrent']]),
+    );
+    expect(exempt(presets.development)).toEqual([]);
+  });
+
+  it('rules can be added, replaced or dropped, and numbers changed', () => {
+    const clock = new FakeClock(0);
+    const custom: LimitPreset = {
+      ...presets.live,
+      rules: [
+        ...(presets.live.rules ?? []).filter((r) => r.route !== 'PATCH /booking/v*/bookings/{id}'),
+        {
+          route: 'PATCH /booking/v*/bookings/{id}',
+          policies: [window(2, '1 min', { name: 'bookings: 2 per min' })],
+        },
+        {
+          route: 'DELETE /booking/v*/bookings/{id}',
+          policies: [window(1, '1h', { name: 'delete: 1 per h' })],
+        },
+      ],
+    };
+    const limiter = createLimiter({ preset: custom, clock });
+    expect(done(limiter.check(patch('/booking/v1/bookings/B1')))).toBe(true);
+    expect(done(limiter.check(patch('/booking/v1/bookings/B1')))).toBe(true);
+    expect(done(limiter.check(patch('/booking/v1/bookings/B1')))).toBe(false);
+    expect(
+      done(limiter.check({ ...base, method: 'DELETE', path: '/booking/v1/bookings/B1' })),
+    ).toBe(true);
+    expect(
+      done(limiter.check({ ...base, method: 'DELETE', path: '/booking/v1/bookings/B1' })),
+    ).toBe(false);
+    const none = createLimiter({
+      preset: livePreset({ resourceLimits: [], throttleExemptRoutes: [] }),
+      clock,
+    });
+    for (let i = 0; i < 30; i++)
+      expect(done(none.check(patch('/booking/v1/bookings/B9')))).toBe(true);
+  });
+
+  it.each<[string, LimitPreset, RegExp]>([
+    [
+      'an exemption of an unknown policy',
+      {
+        name: 'x',
+        policies: [window(1, 1, { name: 'a' })],
+        rules: exemptionRules(['GET /a'], ['nope']),
+      },
+      /not a policy of the preset; use one of "a"/,
+    ],
+    [
+      'two rules with policies on one route',
+      {
+        name: 'x',
+        policies: [window(1, 1, { name: 'a' })],
+        rules: [
+          { route: 'GET /a/{id}', policies: [window(1, 1, { name: 'b' })] },
+          { route: 'get /A/{id}', policies: [window(1, 1, { name: 'c' })] },
+        ],
+      },
+      /rules\[0\] and rules\[1\] both count GET \/a\/\{id\}; put all its policies in one rule/,
+    ],
+    [
+      'a rule with nothing to do',
+      { name: 'x', policies: [window(1, 1, { name: 'a' })], rules: [{ route: 'GET /a' }] },
+      /neither policies nor exemptions/,
+    ],
+    [
+      'a bad route pattern',
+      {
+        name: 'x',
+        policies: [window(1, 1, { name: 'a' })],
+        rules: [{ route: 'GET /a/b{id}', policies: [window(1, 1, { name: 'b' })] }],
+      },
+      /column/,
+    ],
+  ])('%s is a ConfigurationError at start-up', (_, preset, message) => {
+    let caught: unknown;
+    try {
+      createLimiter({ preset });
+    } catch (error) {
+      caught = error;
+    }
+    expect(isConfigurationError(caught)).toBe(true);
+    expect((caught as Error).message).toMatch(message);
+  });
+});
