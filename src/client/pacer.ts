@@ -1,13 +1,15 @@
 /**
  * Pacing for the integrator's client: the library's own limiter, run on the client side with the
  * preset the server publishes, spaces the client's requests so that it stays under the limits and
- * does not see a 429 in the first place. Requests wait their turn in order (first in, first out);
- * at most the throttle's number are in flight at once.
+ * does not see a 429 in the first place. Requests wait their turn in order (first in, first out),
+ * except that one held back by a per-resource limit does not hold back requests for other
+ * resources; at most the throttle's number are in flight at once.
  * @module
  */
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../limits/duration.js';
+import type { LimitRule } from '../limits/limit-rule.js';
 import { createLimiter } from '../limits/limiter.js';
 import { MemoryStore } from '../limits/memory-store.js';
 import { type Policy, rate, window } from '../limits/policy.js';
@@ -84,42 +86,54 @@ export function createPacer(options: PacerOptions): Pacer {
       `createPacer: safetyMarginMs must be a whole number >= 0, got ${describe(margin)}.`,
     );
   }
-  const { timed, maxInFlight } = pacingPolicies(options.preset, margin);
-  const limiter = createLimiter({ policies: timed, clock, store: new MemoryStore() });
+  const { preset, globalNames, maxInFlight } = pacingPreset(options.preset, margin);
+  const limiter = createLimiter({ preset, clock, store: new MemoryStore() });
   const queue: Waiter[] = [];
   let inFlight = 0;
   let sleeping = false;
 
+  const grant = (waiter: Waiter): void => {
+    waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    inFlight++;
+    let ended = false;
+    waiter.resolve(() => {
+      if (ended) return;
+      ended = true;
+      inFlight--;
+      pump();
+    });
+  };
+
+  // Send every waiter that the limits admit now, in order. A request refused by a per-resource
+  // limit waits alone; one refused by a global limit stops the scan, since everything after it
+  // would be refused too.
   const pump = (): void => {
-    while (queue.length > 0 && !sleeping && inFlight < maxInFlight) {
-      const head = queue[0] as Waiter;
+    let wakeAt = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < queue.length && inFlight < maxInFlight; ) {
+      const waiter = queue[i] as Waiter;
       const decision = limiter.check({
         clientId: 'self',
         accountCode: 'self',
-        method: head.method,
-        path: head.path,
+        method: waiter.method,
+        path: waiter.path,
       });
-      if (!decision.allowed) {
-        // A refusal blocks the limiter until the instant it announced: wait exactly that long.
-        sleeping = true;
-        const wake = (): void => {
-          sleeping = false;
-          pump();
-        };
-        sleep(Math.max(0, decision.retryAt - clock.now())).then(wake, wake);
-        return;
+      if (decision.allowed) {
+        queue.splice(i, 1);
+        grant(waiter);
+        continue;
       }
-      queue.shift();
-      head.signal?.removeEventListener('abort', head.onAbort);
-      inFlight++;
-      let ended = false;
-      head.resolve(() => {
-        if (ended) return;
-        ended = true;
-        inFlight--;
-        pump();
-      });
+      wakeAt = Math.min(wakeAt, decision.retryAt);
+      if (decision.policy === undefined || globalNames.has(decision.policy.name)) break;
+      i++;
     }
+    if (sleeping || wakeAt === Number.POSITIVE_INFINITY) return;
+    // A refusal blocks its scope until the instant it announced: wait exactly that long.
+    sleeping = true;
+    const wake = (): void => {
+      sleeping = false;
+      pump();
+    };
+    sleep(Math.max(0, wakeAt - clock.now())).then(wake, wake);
   };
 
   return {
@@ -153,40 +167,28 @@ export function createPacer(options: PacerOptions): Pacer {
 }
 
 /**
- * The client's own policies for a preset: the time limits with the safety margin, and the
- * throttle as a count of requests in flight.
- * @param preset - the server's preset
+ * The client's own preset: the time limits and the route rules with the safety margin; the
+ * throttle becomes a count of requests in flight (applied to every route, exempt ones included,
+ * which keeps the client on the safe side).
+ * @param source - the server's preset
  * @param margin - the safety margin in ms
  */
-function pacingPolicies(
-  preset: LimitPreset,
+function pacingPreset(
+  source: LimitPreset,
   margin: number,
-): { timed: Policy[]; maxInFlight: number } {
-  const policies = (preset as Partial<LimitPreset> | undefined)?.policies;
+): { preset: LimitPreset; globalNames: Set<string>; maxInFlight: number } {
+  const policies = (source as Partial<LimitPreset> | undefined)?.policies;
   if (!Array.isArray(policies)) {
     throw new ConfigurationError(
       'invalid_option',
-      `createPacer: preset must be a LimitPreset such as presets.live, got ${describe(preset)}.`,
+      `createPacer: preset must be a LimitPreset such as presets.live, got ${describe(source)}.`,
     );
   }
-  const timed: Policy[] = [];
   let maxInFlight = Number.POSITIVE_INFINITY;
+  const timed: Policy[] = [];
   for (const policy of policies as readonly Policy[]) {
-    switch (policy.kind) {
-      case 'window':
-        timed.push(window(policy.limit, policy.windowMs + margin, { name: policy.name }));
-        break;
-      case 'rate': {
-        const slack = Math.ceil((policy.perSecond * margin) / 1000);
-        timed.push(
-          rate(policy.perSecond, Math.max(1, policy.burst - slack), { name: policy.name }),
-        );
-        break;
-      }
-      case 'concurrency':
-        maxInFlight = Math.min(maxInFlight, policy.max);
-        break;
-    }
+    if (policy.kind === 'concurrency') maxInFlight = Math.min(maxInFlight, policy.max);
+    else timed.push(withMargin(policy, margin));
   }
   if (timed.length === 0) {
     throw new ConfigurationError(
@@ -194,7 +196,33 @@ function pacingPolicies(
       'createPacer: the preset has no window or rate policy to pace by.',
     );
   }
-  return { timed, maxInFlight };
+  const globalNames = new Set(timed.map((p) => p.name));
+  const rules: LimitRule[] = [];
+  for (const rule of source.rules ?? []) {
+    const own = (rule.policies ?? []).filter((p) => p.kind !== 'concurrency');
+    const exempt = (rule.exempt ?? []).filter((name) => globalNames.has(name));
+    if (own.length === 0 && exempt.length === 0) continue;
+    rules.push({
+      ...rule,
+      policies: own.map((p) => withMargin(p, margin)),
+      exempt,
+    });
+  }
+  return { preset: { name: source.name, policies: timed, rules }, globalNames, maxInFlight };
+}
+
+// Windows stretched by the margin; bursts shrunk by what the average rate sends in the margin.
+function withMargin(policy: Policy, margin: number): Policy {
+  switch (policy.kind) {
+    case 'window':
+      return window(policy.limit, policy.windowMs + margin, { name: policy.name });
+    case 'rate': {
+      const slack = Math.ceil((policy.perSecond * margin) / 1000);
+      return rate(policy.perSecond, Math.max(1, policy.burst - slack), { name: policy.name });
+    }
+    case 'concurrency':
+      return policy;
+  }
 }
 
 function pathOf(url: string): string {

@@ -92,7 +92,7 @@ describe('pacing against a service limited with the Live preset', () => {
     };
   }
 
-  it('a paced burst of a Live minute and more (3,600 requests at once) receives no 429', async () => {
+  it('a paced burst of a Live minute and more (3,600 requests at once, some under per-resource limits) receives no 429', async () => {
     const clock = new FakeClock(0);
     const service = await liveService(clock);
     try {
@@ -103,9 +103,16 @@ describe('pacing against a service limited with the Live preset', () => {
         maxRetries: 0,
         pace: createPacer({ preset: presets.live, clock, sleep }),
       });
+      // Every twelfth call patches one of two bookings: 150 each, at 20 per 5 min per booking.
       const statuses = await Promise.all(
         Array.from({ length: 3_600 }, async (_, i) => {
-          const response = await fetch(`${service.app.url}/booking/v1/reservations/${i}`);
+          const response =
+            i % 12 === 0
+              ? await fetch(`${service.app.url}/booking/v1/bookings/B${(i / 12) % 2}`, {
+                  method: 'PATCH',
+                  body: '{}',
+                })
+              : await fetch(`${service.app.url}/booking/v1/reservations/${i}`);
           await response.arrayBuffer();
           return response.status;
         }),
@@ -113,8 +120,8 @@ describe('pacing against a service limited with the Live preset', () => {
       expect(statuses.filter((s) => s !== 200)).toEqual([]);
       expect(service.refused).toBe(0);
       expect(service.served).toBe(3_600);
-      // It took the time the limits demand: 3,500 per minute means more than a minute.
-      expect(clock.now()).toBeGreaterThan(60_000);
+      // It took the time the limits demand: 150 patches of one booking at 20 per 5 min is 35 min.
+      expect(clock.now()).toBeGreaterThan(35 * 60_000);
     } finally {
       await service.app.close();
     }

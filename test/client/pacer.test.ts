@@ -11,6 +11,7 @@ import {
   type Policy,
   presets,
   rate,
+  resourceRules,
   window,
 } from '../../src/index.js';
 import { ExactOracle } from '../support/oracle.js';
@@ -103,6 +104,40 @@ describe('createPacer', () => {
     }
     await Promise.all(turns);
     expect(order).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('a request held back by a per-resource limit does not hold back requests for other resources', async () => {
+    const clock = new FakeClock(0);
+    const pacer = createPacer({
+      preset: {
+        name: 'custom',
+        policies: [window(100, '1s')],
+        rules: resourceRules([
+          { route: 'PATCH /booking/v*/bookings/{id}', limit: 1, periodMs: 60_000 },
+        ]),
+      },
+      clock,
+      sleep: movingSleep(clock),
+      safetyMarginMs: 0,
+    });
+    const sent: string[] = [];
+    const send = (method: string, path: string) =>
+      pacer.acquire({ method, url: `https://api.test${path}` }).then((done) => {
+        sent.push(`${clock.now()} ${method} ${path}`);
+        done();
+      });
+    await Promise.all([
+      send('PATCH', '/booking/v1/bookings/B1'),
+      send('PATCH', '/booking/v2/bookings/B1'),
+      send('GET', '/booking/v1/reservations'),
+      send('PATCH', '/booking/v1/bookings/B2'),
+    ]);
+    expect(sent).toEqual([
+      '0 PATCH /booking/v1/bookings/B1',
+      '0 GET /booking/v1/reservations',
+      '0 PATCH /booking/v1/bookings/B2',
+      '60000 PATCH /booking/v2/bookings/B1',
+    ]);
   });
 
   it('gives up a wait when its signal aborts, and the queue goes on without it', async () => {

@@ -13,6 +13,7 @@ import {
   type Identity,
   type Limiter,
   type LimitRequest,
+  livePreset,
   type MemoryStore,
   type RateLimitErrorEvent,
   type RateLimitOptions,
@@ -258,6 +259,32 @@ export function adapterSuite(name: string, start: StartServer): void {
         const refused = await send(app.url, '/ok', { 'x-client': 'c1' });
         expect(refused.status).toBe(429);
         expect(refused.body).toContain('Limit hit: throttle.');
+        for (const request of holding) request.destroy();
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('exempt routes pass a saturated throttle: the Live offers calls still answer, other calls get 429', async () => {
+      const clock = new FakeClock(0);
+      const limiter = createLimiter({ preset: livePreset({ concurrency: 3 }), clock });
+      const counter = holdCounter();
+      const app = await start({ limiter }, testApp(counter.held));
+      try {
+        const holding = Array.from({ length: 3 }, () =>
+          startAbortable(app.url, '/hold', { 'x-client': 'c1' }),
+        );
+        await Promise.race([counter.until(3), answeredEarly(holding)]);
+        for (const path of [
+          '/booking/v1/offers',
+          '/booking/v2/rate-plan-offers?x=1',
+          '/booking/v1/reservations/R1/service-offers',
+        ]) {
+          expect((await send(app.url, path, { 'x-client': 'c1' })).status, path).toBe(200);
+        }
+        const refused = await send(app.url, '/booking/v1/reservations', { 'x-client': 'c1' });
+        expect(refused.status).toBe(429);
+        expect(refused.body).toContain('Limit hit: throttle: 3 concurrent.');
         for (const request of holding) request.destroy();
       } finally {
         await app.close();
