@@ -43,7 +43,6 @@ export function expressRateLimit<R extends ExpressLikeRequest = ExpressLikeReque
   options: ExpressRateLimitOptions<R>,
 ): ExpressRateLimitMiddleware<R> {
   const gate = createRateLimitGate(options);
-  return (req, res, next) => {
-    gateNodeRequest(gate, req, req, res, req.originalUrl ?? req.url ?? '/', () => next());
-  };
+  return (req, res, next) =>
+    gateNodeRequest(gate, req, req, res, req.originalUrl ?? req.url ?? '/', next, false);
 }

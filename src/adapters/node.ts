@@ -41,25 +41,5 @@ export function nodeRateLimit<R extends IncomingMessage = IncomingMessage>(
   options: NodeRateLimitOptions<R>,
 ): NodeRateLimitMiddleware<R> {
   const gate = createRateLimitGate(options);
-  return (req, res, next) => {
-    const failed = (error: unknown, verdict: GateVerdict): void => {
-      verdict.release();
-      gate.report(error, req, 'handler', verdict.trackingId);
-      if (res.headersSent) res.destroy();
-      else {
-        const parts = problemResponse(
-          problemDetails({ code: 'internal_error', title: 'Internal server error', status: 500 }),
-        );
-        res.writeHead(parts.status, parts.headers).end(parts.body);
-      }
-    };
-    gateNodeRequest(gate, req, req, res, req.url ?? '/', (verdict) => {
-      try {
-        const result = next();
-        if (result instanceof Promise) result.catch((error: unknown) => failed(error, verdict));
-      } catch (error) {
-        failed(error, verdict);
-      }
-    });
-  };
+  return (req, res, next) => gateNodeRequest(gate, req, req, res, req.url ?? '/', next, true);
 }

@@ -18,6 +18,7 @@ import {
 import {
   checkHeaderName,
   DEFAULT_TRACKING_ID_HEADER,
+  isWellFormedTrackingId,
   randomTrackingId,
   resolveTrackingId,
 } from './tracking-id.js';
@@ -178,30 +179,48 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     };
   };
 
+  // The sync path (memory store, plain identify) runs straight through, without a closure or a
+  // promise; a promise from identify, skip or the store continues in `settled`.
   const limit = (
     request: R,
     identity: Identity,
     method: string,
     path: string,
     trackingId: string,
-  ): GateVerdict | Promise<GateVerdict> =>
-    step(
-      () => limiter.check(limitRequest(identity, method, path)),
-      (decision) => decide(decision, trackingId),
+  ): GateVerdict | Promise<GateVerdict> => {
+    let decision: Decision | Promise<Decision>;
+    try {
+      decision = limiter.check(limitRequest(identity, method, path));
+    } catch (error) {
+      return fail(error, request, 'limiter', trackingId);
+    }
+    if (!isThenable<Decision>(decision)) return decide(decision, trackingId);
+    return settled(
+      decision,
+      (d) => decide(d, trackingId),
       (error) => fail(error, request, 'limiter', trackingId),
     );
+  };
 
   const attribute = (
     request: R,
     method: string,
     path: string,
     trackingId: string,
-  ): GateVerdict | Promise<GateVerdict> =>
-    step(
-      () => identify(request),
-      (identity) => limit(request, identity, method, path, trackingId),
+  ): GateVerdict | Promise<GateVerdict> => {
+    let identity: Identity | Promise<Identity>;
+    try {
+      identity = identify(request);
+    } catch (error) {
+      return fail(error, request, 'identify', trackingId);
+    }
+    if (!isThenable<Identity>(identity)) return limit(request, identity, method, path, trackingId);
+    return settled(
+      identity,
+      (id) => limit(request, id, method, path, trackingId),
       (error) => fail(error, request, 'identify', trackingId),
     );
+  };
 
   const check = (
     request: R,
@@ -210,16 +229,28 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     incoming: string | null | undefined,
   ): GateVerdict | Promise<GateVerdict> => {
     let trackingId: string;
-    try {
-      trackingId = resolveTrackingId(incoming, source);
-    } catch (error) {
-      return fail(error, request, 'tracking-id', randomTrackingId());
+    if (isWellFormedTrackingId(incoming)) trackingId = incoming;
+    else if (source === randomTrackingId) trackingId = randomTrackingId();
+    else {
+      try {
+        trackingId = resolveTrackingId(undefined, source);
+      } catch (error) {
+        return fail(error, request, 'tracking-id', randomTrackingId());
+      }
     }
     if (skip === undefined) return attribute(request, method, path, trackingId);
-    return step(
-      () => skip(request),
-      (skipped) =>
-        skipped === true ? pass(trackingId) : attribute(request, method, path, trackingId),
+    let skipped: boolean | Promise<boolean>;
+    try {
+      skipped = skip(request);
+    } catch (error) {
+      return fail(error, request, 'skip', trackingId);
+    }
+    if (!isThenable<boolean>(skipped)) {
+      return skipped === true ? pass(trackingId) : attribute(request, method, path, trackingId);
+    }
+    return settled(
+      skipped,
+      (s) => (s === true ? pass(trackingId) : attribute(request, method, path, trackingId)),
       (error) => fail(error, request, 'skip', trackingId),
     );
   };
@@ -228,22 +259,14 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
 }
 
 /**
- * Run `attempt`, then `next` with its value: at once when it is a plain value, after it settles
- * when it is a promise. A throw or a rejection goes to `failed`. Synchronous in, synchronous out:
- * the memory store's path never waits for a microtask.
+ * Continue after a promise from identify, skip or the store; a rejection, or a throw on the way,
+ * goes to `failed`, so the verdict's promise never rejects.
  */
-function step<T>(
-  attempt: () => T | PromiseLike<T>,
+function settled<T>(
+  value: PromiseLike<T>,
   next: (value: T) => GateVerdict | Promise<GateVerdict>,
   failed: (error: unknown) => GateVerdict,
-): GateVerdict | Promise<GateVerdict> {
-  let value: T | PromiseLike<T>;
-  try {
-    value = attempt();
-  } catch (error) {
-    return failed(error);
-  }
-  if (!isThenable<T>(value)) return next(value);
+): Promise<GateVerdict> {
   return Promise.resolve(value).then(next, failed).catch(failed);
 }
 
