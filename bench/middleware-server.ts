@@ -33,7 +33,7 @@ let next = 0;
 function handler(): (req: IncomingMessage, res: ServerResponse) => void {
   switch (variant) {
     case 'bare':
-      return (req, res) => {
+      return (_req, res) => {
         const start = process.hrtime.bigint();
         record(start);
         res.end('ok');
