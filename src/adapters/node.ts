@@ -4,12 +4,7 @@
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { problemDetails, problemResponse } from '../http/problem-details.js';
-import {
-  createRateLimitGate,
-  type GateVerdict,
-  type RateLimitOptions,
-} from '../http/rate-limit-gate.js';
+import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
 import { gateNodeRequest } from './node-response.js';
 
 /** Options of {@link nodeRateLimit}: `identify` receives the node request. */
