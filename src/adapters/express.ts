@@ -8,11 +8,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
 import { gateNodeRequest } from './node-response.js';
 
-/** The part of an Express request the middleware reads. */
-export interface ExpressLikeRequest extends IncomingMessage {
+/** The part of an Express request the middleware reads: a node request with `originalUrl`. */
+export type ExpressLikeRequest = IncomingMessage & {
   /** The URL before any mount path was taken off. */
   originalUrl?: string;
-}
+};
 
 /** Options of {@link expressRateLimit}: `identify` receives the Express request. */
 export type ExpressRateLimitOptions<R extends ExpressLikeRequest = ExpressLikeRequest> =
