@@ -5,7 +5,7 @@
  * and failing open or closed.
  */
 import type { ClientRequest, Server } from 'node:http';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   concurrency,
   createLimiter,
@@ -19,7 +19,7 @@ import {
   type RateLimitOptions,
   window,
 } from '../../src/index.js';
-import { AsyncMemoryStore, UnreachableStore } from './async-store.js';
+import { AsyncMemoryStore, HeldStore, UnreachableStore } from './async-store.js';
 import { send, startAbortable, trackConnections } from './http-client.js';
 
 /** The application every adapter test serves, whatever the framework. */
@@ -306,6 +306,32 @@ export function adapterSuite(name: string, start: StartServer): void {
         const refused = await send(app.url, '/ok', { 'x-client': 'c1' });
         expect(refused.status).toBe(429);
         expect(refused.headers['retry-after']).toBe('1');
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('a client that leaves while an asynchronous store decides gets no handler, and its lease comes back', async () => {
+      const store = new HeldStore();
+      const limiter = createLimiter({
+        policies: [concurrency(1, { name: 'throttle' })],
+        store,
+        clock: new FakeClock(0),
+      });
+      let handled = 0;
+      const app = await start(
+        { limiter },
+        testApp(() => handled++),
+      );
+      const connections = trackConnections(app.server);
+      try {
+        const request = startAbortable(app.url, '/hold', { 'x-client': 'c1' });
+        await store.applied();
+        request.destroy();
+        await connections.idle();
+        store.proceed();
+        await vi.waitFor(() => expect(store.released).toBe(1));
+        expect(handled).toBe(0);
       } finally {
         await app.close();
       }

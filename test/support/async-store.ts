@@ -37,3 +37,42 @@ export class UnreachableStore implements AsyncLimitStore {
     return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6380'));
   }
 }
+
+/**
+ * The memory store behind promises that settle only when the test says: a decision in flight that
+ * the test can hold while the client goes away. Counts what it was asked.
+ */
+export class HeldStore implements AsyncLimitStore {
+  readonly synchronous = false as const;
+  readonly #memory = new MemoryStore();
+  readonly #held: Array<() => void> = [];
+  #onApply: (() => void) | undefined;
+  /** Leases given back so far. */
+  released = 0;
+
+  apply(plan: Plan, now: number): Promise<StoreOutcome> {
+    return new Promise((resolve) => {
+      this.#held.push(() => resolve(this.#memory.apply(plan, now)));
+      this.#onApply?.();
+    });
+  }
+
+  release(lease: LeaseToken, now: number): Promise<void> {
+    this.released++;
+    this.#memory.release(lease, now);
+    return Promise.resolve();
+  }
+
+  /** Resolves once a decision is held. */
+  applied(): Promise<void> {
+    if (this.#held.length > 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#onApply = resolve;
+    });
+  }
+
+  /** Let every held decision through. */
+  proceed(): void {
+    for (const decide of this.#held.splice(0)) decide();
+  }
+}
