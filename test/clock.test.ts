@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeClock, isConfigurationError, systemClock } from '../src/index.js';
 import { FakeClock as FakeClockFromTesting } from '../src/testing/index.js';
+import { thrown } from './support/thrown.js';
 
 describe('FakeClock', () => {
   it('is the same class from the root and from /testing', () => {
@@ -35,12 +36,7 @@ describe('FakeClock', () => {
   });
 
   it('refuses a non-finite start or set', () => {
-    let caught: unknown;
-    try {
-      new FakeClock(Number.NaN);
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => new FakeClock(Number.NaN));
     expect(isConfigurationError(caught)).toBe(true);
     expect(() => new FakeClock().set(Number.POSITIVE_INFINITY)).toThrow(/finite number/);
   });

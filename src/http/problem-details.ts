@@ -57,8 +57,8 @@ export interface ProblemInit {
  * ```
  */
 export function problemDetails(init: ProblemInit): ProblemDetails {
+  // Core members first, in a fixed shape; extensions are copied after and never replace one.
   const problem: ProblemDetails = {
-    ...init.extensions,
     type: `${init.typeBase ?? DEFAULT_PROBLEM_TYPE_BASE}${init.code}`,
     title: init.title,
     status: init.status,
@@ -66,8 +66,17 @@ export function problemDetails(init: ProblemInit): ProblemDetails {
   };
   if (init.detail !== undefined) problem.detail = init.detail;
   if (init.instance !== undefined) problem.instance = init.instance;
+  const { extensions } = init;
+  if (extensions !== undefined) {
+    for (const name of Object.keys(extensions)) {
+      if (!RESERVED.has(name)) problem[name] = extensions[name];
+    }
+  }
   return problem;
 }
+
+// Members an extension may not set (RFC 9457 section 3.1, and the library's `code`).
+const RESERVED = new Set(['type', 'title', 'status', 'code', 'detail', 'instance']);
 
 /** A response as plain data: what any framework can write. */
 export interface ResponseParts {

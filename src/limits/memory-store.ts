@@ -76,15 +76,23 @@ function newState(policy: Policy): PolicyState {
   }
 }
 
+/** The resource records of one client and account, keyed by resource. */
+class ResourceRecords {
+  readonly records = new Map<string, ScopeRecord>();
+  /** Where the sweep goes on. */
+  cursor: MapIterator<[string, ScopeRecord]> | null = null;
+}
+
 /** Everything held for one client id. */
 class ClientEntry {
   constructor(readonly clientId: string) {}
   /** Account-level records, a short list: a client rarely acts for many accounts. */
   accounts: ScopeRecord | null = null;
-  /** Resource records, keyed by account code and resource. */
-  resources: Map<string, ScopeRecord> | null = null;
-  /** Where the sweep goes on in `resources`. */
-  cursor: MapIterator<[string, ScopeRecord]> | null = null;
+  /**
+   * Resource records by account code, then resource: two lookups with the strings the request
+   * brings, rather than one with a key concatenated (and hashed) afresh on every decision.
+   */
+  resources: Map<string, ResourceRecords> | null = null;
 }
 
 /** The leases of one admitted request: usually one policy, sometimes more. */
@@ -117,11 +125,12 @@ export interface MemoryStoreOptions {
    */
   maxKeys?: number;
   /**
-   * Clients examined for reclamation per decision. Higher reclaims idle keys sooner at a small
-   * cost per decision; with 1, every client is examined once per `size` decisions.
-   * @defaultValue 1
+   * Decisions between two reclamation steps; each step examines one client. Lower reclaims idle
+   * keys sooner at a small cost per decision: every client is examined once per
+   * `sweepInterval * size` decisions. 0 turns the steady sweep off (the cap still sweeps).
+   * @defaultValue 8
    */
-  sweepPerDecision?: number;
+  sweepInterval?: number;
 }
 
 // Clients to examine when a new record is needed at the cap, before refusing it.
@@ -142,17 +151,18 @@ export class MemoryStore implements SyncLimitStore {
   readonly synchronous = true as const;
   readonly #clients = new Map<string, ClientEntry>();
   readonly #maxKeys: number;
-  readonly #sweepPerDecision: number;
+  readonly #sweepInterval: number;
+  #untilSweep = 0;
   readonly #work: Work = { policies: [], states: [], records: [], resources: [], own: [] };
   #cursor: MapIterator<ClientEntry>;
   #size = 0;
   #latest = Number.NEGATIVE_INFINITY;
   #nextLeaseId = 1;
 
-  /** @param options - key cap and sweep rate */
+  /** @param options - key cap and sweep interval */
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000;
-    const sweep = options.sweepPerDecision ?? 1;
+    const sweep = options.sweepInterval ?? 8;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new ConfigurationError(
         'invalid_option',
@@ -162,11 +172,11 @@ export class MemoryStore implements SyncLimitStore {
     if (!Number.isSafeInteger(sweep) || sweep < 0) {
       throw new ConfigurationError(
         'invalid_option',
-        `sweepPerDecision must be a whole number >= 0, got ${describe(sweep)}.`,
+        `sweepInterval must be a whole number >= 0, got ${describe(sweep)}.`,
       );
     }
     this.#maxKeys = maxKeys;
-    this.#sweepPerDecision = sweep;
+    this.#sweepInterval = sweep;
     this.#cursor = this.#clients.values();
   }
 
@@ -186,7 +196,10 @@ export class MemoryStore implements SyncLimitStore {
     // counts as standing still.
     const t = Number.isFinite(now) ? Math.max(now, this.#latest) : Math.max(this.#latest, 0);
     this.#latest = t;
-    if (this.#sweepPerDecision > 0) this.#sweep(t, this.#sweepPerDecision);
+    if (this.#sweepInterval > 0 && --this.#untilSweep <= 0) {
+      this.#untilSweep = this.#sweepInterval;
+      this.#sweep(t, 1);
+    }
 
     // Flatten the plan into the reusable work arrays: one entry per active policy.
     const w = this.#work;
@@ -205,20 +218,22 @@ export class MemoryStore implements SyncLimitStore {
 
     // When could each active policy admit one more request?
     let earliest = t;
+    let refusingOwn = t;
     let refusing = -1;
-    let blockedOnly = true;
     for (let k = 0; k < n; k++) {
       const state = w.states[k]!;
       const own = earliestFor(w.policies[k]!, state, t);
       w.own[k] = own;
       const at = Math.max(own, state.blockedUntil);
-      // Ties go to the later policy: the more specific limit names the refusal.
-      if (at > t && at >= earliest) {
+      // The refusal names the policy that frees up last; on a tie, the one whose own limit frees
+      // up last (not a block), then the later one in plan order (the more specific limit).
+      if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
         earliest = at;
+        refusingOwn = own;
         refusing = k;
-        blockedOnly = own <= t;
       }
     }
+    const blockedOnly = refusingOwn <= t;
 
     const outcome =
       refusing === -1
@@ -246,9 +261,6 @@ export class MemoryStore implements SyncLimitStore {
         }
       }
     }
-    // Let go of the records, so that the work arrays do not keep dropped ones alive.
-    w.records.fill(undefined as never, 0, n);
-    w.states.fill(undefined as never, 0, n);
     return outcome;
   }
 
@@ -274,7 +286,7 @@ export class MemoryStore implements SyncLimitStore {
         if (r.accountCode === scope.accountCode && r.policies === scope.policies) return r;
       }
     } else {
-      const found = entry?.resources?.get(resourceKey(scope));
+      const found = entry?.resources?.get(scope.accountCode)?.records.get(scope.resource);
       // Policies replaced for a resource start afresh with the new ones.
       if (found !== undefined && found.policies === scope.policies) return found;
     }
@@ -293,13 +305,17 @@ export class MemoryStore implements SyncLimitStore {
       entry.accounts = record;
     } else {
       entry.resources ??= new Map();
-      const key = resourceKey(scope);
-      const replaced = entry.resources.get(key);
+      let account = entry.resources.get(scope.accountCode);
+      if (account === undefined) {
+        account = new ResourceRecords();
+        entry.resources.set(scope.accountCode, account);
+      }
+      const replaced = account.records.get(scope.resource);
       if (replaced !== undefined) {
         replaced.live = false;
         this.#size--;
       }
-      entry.resources.set(key, record);
+      account.records.set(scope.resource, record);
     }
     this.#size++;
     return record;
@@ -377,26 +393,29 @@ export class MemoryStore implements SyncLimitStore {
     }
     const { resources } = entry;
     if (resources === null) return;
+    for (const [accountCode, account] of resources) {
+      this.#sweepResources(account, t);
+      if (account.records.size === 0) resources.delete(accountCode);
+    }
+  }
+
+  #sweepResources(account: ResourceRecords, t: number): void {
+    const { records } = account;
     for (let n = 0; n < RESOURCES_PER_STEP; n++) {
-      entry.cursor ??= resources.entries();
-      const next = entry.cursor.next();
+      account.cursor ??= records.entries();
+      const next = account.cursor.next();
       if (next.done === true) {
-        entry.cursor = null;
+        account.cursor = null;
         return;
       }
       const [key, record] = next.value;
       if (isQuiet(record, t)) {
         record.live = false;
         this.#size--;
-        resources.delete(key);
+        records.delete(key);
       }
     }
   }
-}
-
-function resourceKey(scope: PlanScope): string {
-  // Length-prefixed, so that no account code and resource pair can forge another pair's key.
-  return `${scope.accountCode.length}:${scope.accountCode}${scope.resource}`;
 }
 
 function earliestFor(policy: Policy, state: PolicyState, t: number): number {

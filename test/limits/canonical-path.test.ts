@@ -17,6 +17,7 @@ import {
   spellSegment,
   withNoise,
 } from '../support/routes.js';
+import { thrown } from '../support/thrown.js';
 
 describe('canonicalPath', () => {
   it('equals the reference canonicaliser on hostile raw targets', () => {
@@ -118,12 +119,7 @@ describe('canonicalPath', () => {
 
   it('rejects a bad maxPathLength option with invalid_option', () => {
     for (const maxPathLength of [0, -1, 1.5, Number.NaN, 2 ** 21]) {
-      let caught: unknown;
-      try {
-        canonicalPath('/', { maxPathLength });
-      } catch (error) {
-        caught = error;
-      }
+      const caught = thrown(() => canonicalPath('/', { maxPathLength }));
       expect(isConfigurationError(caught) && caught.code === 'invalid_option').toBe(true);
     }
   });

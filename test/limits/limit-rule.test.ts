@@ -17,6 +17,7 @@ import {
   window,
 } from '../../src/index.js';
 import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
+import { thrown } from '../support/thrown.js';
 
 const base = { clientId: 'client-1', accountCode: 'ACME', accountType: 'live' } as const;
 const patch = (path: string): LimitRequest => ({ ...base, method: 'PATCH', path });
@@ -319,13 +320,48 @@ describe('route rules: presets and configuration', () => {
       /column/,
     ],
   ])('%s is a ConfigurationError at start-up', (_, preset, message) => {
-    let caught: unknown;
-    try {
-      createLimiter({ preset });
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => createLimiter({ preset }));
     expect(isConfigurationError(caught)).toBe(true);
     expect((caught as Error).message).toMatch(message);
+  });
+});
+
+describe('route rules: exemptions from counting policies', () => {
+  it('an exemption from one window of a scope keeps every window exact, against the oracle', () => {
+    const a = window(3, '1s', { name: 'a' });
+    const b = window(5, '10s', { name: 'b' });
+    const preset: LimitPreset = {
+      name: 'x',
+      policies: [a, b],
+      rules: exemptionRules(['GET /free'], ['a']),
+    };
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 1_500 })), { maxLength: 80 }),
+        (steps) => {
+          const clock = new FakeClock(0);
+          const limiter = createLimiter({ preset, clock });
+          const oracle = new ExactOracle();
+          for (const [free, gap] of steps) {
+            clock.advance(gap);
+            const decision = limiter.check(get(free ? '/free' : '/paid'));
+            const expected = oracle.decideEntries(
+              clock.now(),
+              free
+                ? [{ id: 'b', policy: b }]
+                : [
+                    { id: 'a', policy: a },
+                    { id: 'b', policy: b },
+                  ],
+            );
+            expect(decision.allowed).toBe(expected.allowed);
+            expect(decision.allowed ? undefined : decision.retryAfterSeconds).toBe(
+              expected.retryAfterSeconds,
+            );
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });

@@ -19,6 +19,7 @@ import {
 import { arbitraryGaps, burstyGaps, edgeGaps, steadyGaps } from '../support/arrivals.js';
 import { admittedTimes, request, runEngine, runOracle } from '../support/limits.js';
 import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
+import { thrown } from '../support/thrown.js';
 
 const windowed = (policies: readonly Policy[]) =>
   policies.filter((p): p is Extract<Policy, { kind: 'window' }> => p.kind === 'window');
@@ -496,12 +497,7 @@ describe('limiter: bad input', () => {
   it.each(bad)(
     '%s gets an InvalidRequestError with a code and a message that says what to change',
     (_, input, code) => {
-      let caught: unknown;
-      try {
-        limiter.check(input as LimitRequest);
-      } catch (error) {
-        caught = error;
-      }
+      const caught = thrown(() => limiter.check(input as LimitRequest));
       expect(isInvalidRequestError(caught)).toBe(true);
       expect((caught as { code: string }).code).toBe(code);
       expect((caught as Error).message).toMatch(/must|use one of/);
@@ -569,12 +565,7 @@ describe('limiter: bad input', () => {
   ];
 
   it.each(badConfig)('%s throws a ConfigurationError', (_, make, code) => {
-    let caught: unknown;
-    try {
-      make();
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => make());
     expect(isConfigurationError(caught)).toBe(true);
     expect((caught as { code: string }).code).toBe(code);
   });
@@ -602,6 +593,39 @@ describe('oracle self-check', () => {
           expect(maxInAnyWindow(times, p.windowMs)).toBeLessThanOrEqual(p.limit);
       }),
       { numRuns: 100 },
+    );
+  });
+});
+
+describe('limiter: statuses', () => {
+  it('a window reports what remains and when its full limit is back, from the admissions inside it', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 3_000 }),
+        arbitraryGaps(150),
+        (limit, windowMs, gaps) => {
+          const clock = new FakeClock(0);
+          const limiter = createLimiter({
+            policies: [window(limit, windowMs, { name: 'w' })],
+            clock,
+          });
+          const admitted: number[] = [];
+          for (const gap of gaps) {
+            clock.advance(gap);
+            const t = clock.now();
+            const decision = limiter.check(request);
+            if (decision.allowed) admitted.push(t);
+            const inside = admitted.filter((a) => a > t - windowMs);
+            const [status] = decision.statuses;
+            expect(status!.remaining).toBe(limit - inside.length);
+            expect(status!.resetAfterMs).toBe(
+              inside.length === 0 ? 0 : inside.at(-1)! + windowMs - t,
+            );
+          }
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });

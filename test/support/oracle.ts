@@ -71,11 +71,15 @@ export class ExactOracle {
   /** Decide a request that several counters apply to (global and resource scopes). */
   decideEntries(t: number, entries: readonly OracleEntry[]): OracleDecision {
     let latest = t;
+    let latestOwn = t;
     let refusing: string | undefined;
     for (const { id, policy } of entries) {
-      const at = Math.max(this.ownEarliest(id, policy, t), this.blockedUntil.get(id) ?? 0);
-      if (at > t && at >= latest) {
+      const own = this.ownEarliest(id, policy, t);
+      const at = Math.max(own, this.blockedUntil.get(id) ?? 0);
+      // Latest release wins; ties go to the latest own limit, then to the later policy.
+      if (at > t && (at > latest || (at === latest && own >= latestOwn))) {
         latest = at;
+        latestOwn = own;
         refusing = policy.name;
       }
     }

@@ -8,6 +8,7 @@ import {
   isConfigurationError,
   SubscriptionIndex,
 } from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
 
 const body = {
   endpointUrl: 'https://hooks.example.com/in',
@@ -111,12 +112,7 @@ describe('createSubscription', () => {
     [{}, '', /accountCode/],
     [{ generateId: () => '' }, 'ACME', /generateId/],
   ])('throws a ConfigurationError for %j with account %j', (options, account, message) => {
-    let caught: unknown;
-    try {
-      createSubscription(body, account, options);
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => createSubscription(body, account, options));
     expect(isConfigurationError(caught)).toBe(true);
     expect((caught as Error).message).toMatch(message);
   });

@@ -7,6 +7,7 @@ import {
   isConfigurationError,
   parseEventPattern,
 } from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
 
 const pattern = (text: string): EventPattern => {
   const parsed = parseEventPattern(text);
@@ -69,12 +70,7 @@ describe('event catalog', () => {
     [{ folio: ['*'] }, /must name an event/],
     [{ folio: ['a/b'] }, /not well formed/],
   ])('refuses the definition %j with a ConfigurationError', (definition, message) => {
-    let caught: unknown;
-    try {
-      defineEventCatalog(definition);
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => defineEventCatalog(definition));
     expect(isConfigurationError(caught)).toBe(true);
     expect((caught as { code: string }).code).toBe('invalid_event_catalog');
     expect((caught as Error).message).toMatch(message);

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Subscription } from '../../src/index.js';
 import { isConfigurationError, SubscriptionIndex } from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
 import {
   allEvents,
   eventArb,
@@ -287,12 +288,7 @@ describe('SubscriptionIndex: bad input', () => {
       [{ ...valid, id: 'y', propertyIds: [1] } as never, /propertyIds/],
     ];
     for (const [subscription, message] of attempts) {
-      let caught: unknown;
-      try {
-        index.add(subscription);
-      } catch (error) {
-        caught = error;
-      }
+      const caught = thrown(() => index.add(subscription));
       expect(isConfigurationError(caught)).toBe(true);
       expect((caught as Error).message).toMatch(message);
     }

@@ -7,6 +7,7 @@ import {
   subscriptionRequestErrorCodes,
   validateSubscriptionRequest,
 } from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
 
 const URL_OK = 'https://hooks.example.com/in';
 const ok = { endpointUrl: URL_OK, events: ['folio/created'] };
@@ -253,12 +254,7 @@ describe('create-subscription request validation', () => {
     { maxPropertyIdLength: -1 },
     { endpointUrl: { maxLength: 0 } },
   ])('throws a ConfigurationError for the bound %j', (options) => {
-    let caught: unknown;
-    try {
-      validateSubscriptionRequest(ok, options);
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => validateSubscriptionRequest(ok, options));
     expect(isConfigurationError(caught) && caught.code).toBe('invalid_limit');
   });
 
