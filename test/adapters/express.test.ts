@@ -1,3 +1,4 @@
+/** The Express adapter against real Express 5 on 127.0.0.1 (the shared adapter suite). */
 import { createServer } from 'node:http';
 import express, { type Request } from 'express';
 import { expressRateLimit } from '../../src/adapters/express.js';

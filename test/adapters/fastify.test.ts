@@ -1,3 +1,4 @@
+/** The Fastify plugin against real Fastify 5 on 127.0.0.1 (the shared adapter suite). */
 import Fastify from 'fastify';
 import { fastifyRateLimit } from '../../src/adapters/fastify.js';
 import { adapterSuite, type StartServer } from '../support/adapter-suite.js';

@@ -1,3 +1,4 @@
+/** The Hono adapter against real Hono 4 on @hono/node-server, 127.0.0.1 (the shared adapter suite). */
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { Hono } from 'hono';

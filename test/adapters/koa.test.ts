@@ -1,3 +1,4 @@
+/** The Koa adapter against real Koa on 127.0.0.1 (the shared adapter suite). */
 import { createServer } from 'node:http';
 import Koa from 'koa';
 import { koaRateLimit } from '../../src/adapters/koa.js';

@@ -1,3 +1,4 @@
+/** The node:http adapter against a real node:http server on 127.0.0.1 (the shared adapter suite). */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { nodeRateLimit } from '../../src/adapters/node.js';
 import { adapterSuite, type StartServer } from '../support/adapter-suite.js';

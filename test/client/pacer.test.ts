@@ -1,3 +1,4 @@
+/** The pacer on a fake clock: never over a limit (against the exact oracle), order, aborts, margin. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createPacer } from '../../src/client/index.js';

@@ -1,3 +1,4 @@
+/** The demo service: its limits over real HTTP, and the process that stops cleanly on SIGTERM. */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';

@@ -1,3 +1,4 @@
+/** The gate behind every adapter: sync and async paths, failing open or closed, bad options. */
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import {

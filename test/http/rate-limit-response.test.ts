@@ -1,6 +1,8 @@
+/** The 429 builder, the RateLimit fields and the HTTP-date writer: properties for any decision, and the engine's own. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  type AdmittedDecision,
   admittedHeaders,
   concurrency,
   createLimiter,
@@ -243,6 +245,34 @@ describe('rate limit response (429)', () => {
 });
 
 describe('admitted headers', () => {
+  it('report, for any statuses, each policy with what remains (r) and the seconds to a full reset (t)', () => {
+    fc.assert(
+      fc.property(anyStatuses, (statuses) => {
+        const decision: AdmittedDecision = {
+          allowed: true,
+          statuses,
+          now: 0,
+          release: () => undefined,
+        };
+        const headers = admittedHeaders(decision, { rateLimitHeaders: true, trackingId: 'abc' });
+        const states = listItems(headers.ratelimit as string);
+        expect(listItems(headers['ratelimit-policy'] as string)).toHaveLength(statuses.length);
+        expect(states).toHaveLength(statuses.length);
+        states.forEach((item, k) => {
+          const { remaining, resetAfterMs } = statuses[k] as PolicyStatus;
+          const [, r, t] = STATE_ITEM.exec(item) ?? [];
+          const finite = (v: number) => (Number.isFinite(v) ? v : 0);
+          expect(Number(r)).toBe(
+            Math.min(Math.max(Math.floor(finite(remaining)), 0), 999_999_999_999_999),
+          );
+          expect(Number(t)).toBe(
+            Math.min(Math.max(Math.ceil(finite(resetAfterMs) / 1000), 0), 999_999_999_999_999),
+          );
+        });
+      }),
+    );
+  });
+
   it('carry the tracking id, and the RateLimit fields when enabled, with t the seconds to a full reset', () => {
     const clock = new FakeClock(0);
     const limiter = createLimiter({

@@ -1,3 +1,4 @@
+/** Tracking ids: what is accepted from a request, and what is generated. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
