@@ -143,3 +143,100 @@ try {
 } finally {
   server.close();
 }
+
+// Every adapter subpath, from ESM and CJS, in front of its real framework (the frameworks are
+// optional peers: they come from the repository's own node_modules, not from the tarball).
+const repo = createRequire(new URL('../package.json', import.meta.url));
+const express = repo('express');
+const Fastify = repo('fastify');
+const Koa = repo('koa');
+const { Hono } = repo('hono');
+const { createAdaptorServer } = repo('@hono/node-server');
+
+const adapters = {
+  node: (m, limiter, identify) =>
+    createServer((req, res) =>
+      m.nodeRateLimit({ limiter, identify })(req, res, () => res.end('ok')),
+    ),
+  express: (m, limiter, identify) => {
+    const app = express();
+    app.use(m.expressRateLimit({ limiter, identify }));
+    app.use((_req, res) => res.send('ok'));
+    return createServer(app);
+  },
+  fastify: async (m, limiter, identify) => {
+    const app = Fastify();
+    await app.register(m.fastifyRateLimit, { limiter, identify });
+    app.get('/*', async () => 'ok');
+    await app.ready();
+    return app.server;
+  },
+  hono: (m, limiter, identify) => {
+    const app = new Hono();
+    app.use(m.honoRateLimit({ limiter, identify }));
+    app.get('*', (c) => c.text('ok'));
+    return createAdaptorServer({ fetch: app.fetch });
+  },
+  koa: (m, limiter, identify) => {
+    const app = new Koa();
+    app.use(m.koaRateLimit({ limiter, identify }));
+    app.use((ctx) => {
+      ctx.body = 'ok';
+    });
+    return createServer(app.callback());
+  },
+};
+
+for (const [name, build] of Object.entries(adapters)) {
+  for (const [label, adapter] of [
+    ['esm', await import(`api-conventions/${name}`)],
+    ['cjs', require(`api-conventions/${name}`)],
+  ]) {
+    const limiter = esm.createLimiter({
+      policies: [esm.window(1, '60s', { name: 'one a minute' })],
+    });
+    const app = await build(adapter, limiter, () => ({ clientId: 'c', accountCode: 'A' }));
+    await new Promise((resolve) => app.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${app.address().port}/booking/v1/reservations`;
+    try {
+      const first = await fetch(base);
+      const second = await fetch(base);
+      const body = await second.text();
+      if (
+        first.status !== 200 ||
+        second.status !== 429 ||
+        !body.includes('Limit hit: one a minute.')
+      ) {
+        throw new Error(`${label} ${name}: answered ${first.status} then ${second.status} ${body}`);
+      }
+      if (!/^[1-9][0-9]*$/.test(second.headers.get('retry-after') ?? '')) {
+        throw new Error(`${label} ${name}: Retry-After ${second.headers.get('retry-after')}`);
+      }
+    } finally {
+      app.closeAllConnections();
+      await new Promise((resolve) => app.close(resolve));
+    }
+  }
+}
+
+// The pacing client from the client subpath spaces requests under a preset with a fake clock.
+for (const [label, client] of [
+  ['esm', esmClient],
+  ['cjs', cjsClient],
+]) {
+  const clock = new esm.FakeClock(0);
+  const pacer = client.createPacer({
+    preset: esm.presets.development,
+    clock,
+    sleep: async (ms) => void clock.advance(ms),
+  });
+  const times = [];
+  for (let i = 0; i < 6; i++) {
+    const done = await pacer.acquire({ method: 'GET', url: 'https://api.example/x' });
+    times.push(clock.now());
+    done();
+  }
+  if (times.filter((t) => t === 0).length !== 5 || times[5] < 1_000) {
+    throw new Error(`${label}: pacer sent at ${times.join()}`);
+  }
+}

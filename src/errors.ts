@@ -55,6 +55,9 @@ export const configurationErrorCodes = [
   'invalid_event_catalog',
   'invalid_subscription',
   'duplicate_subscription_id',
+  // src/http/tracking-id.ts: the tracking id header and source of the 429 and the middleware
+  'invalid_header_name',
+  'invalid_tracking_id',
   // src/redis: a Redis client without the commands the store needs
   'invalid_redis_client',
 ] as const;

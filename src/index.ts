@@ -19,6 +19,7 @@ export {
   isConfigurationError,
   isInvalidRequestError,
 } from './errors.js';
+export { formatHttpDate } from './http/http-date.js';
 export type { ProblemDetails, ProblemInit, ResponseParts } from './http/problem-details.js';
 // HTTP
 export {
@@ -27,7 +28,36 @@ export {
   problemDetails,
   problemResponse,
 } from './http/problem-details.js';
+export type { RateLimitFields } from './http/rate-limit-fields.js';
+export { rateLimitFields } from './http/rate-limit-fields.js';
+export type {
+  CheckingLimiter,
+  FailureMode,
+  GatePhase,
+  GateVerdict,
+  Identity,
+  RateLimitErrorEvent,
+  RateLimitGate,
+  RateLimitOptions,
+} from './http/rate-limit-gate.js';
+// The gate behind every adapter; the adapters themselves are subpaths (`/node`, `/express`, ...).
+export { createRateLimitGate } from './http/rate-limit-gate.js';
+export type { RateLimitResponseOptions } from './http/rate-limit-response.js';
+// refusalParts and admittedParts stay internal: the gate calls them with checked options.
+export {
+  admittedHeaders,
+  rateLimitResponse,
+  rateLimitResponseParts,
+} from './http/rate-limit-response.js';
 export { parseHttpDate, parseRetryAfter } from './http/retry-after.js';
+export type { TrackingIdSource } from './http/tracking-id.js';
+// checkHeaderName stays internal.
+export {
+  DEFAULT_TRACKING_ID_HEADER,
+  isWellFormedTrackingId,
+  randomTrackingId,
+  resolveTrackingId,
+} from './http/tracking-id.js';
 export type { CanonicalPathOptions } from './limits/canonical-path.js';
 // Limits: routes. The scanner behind canonicalPath is internal; the table wraps it.
 export {

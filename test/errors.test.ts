@@ -22,6 +22,8 @@ describe('errors', () => {
       'invalid_event_catalog',
       'invalid_subscription',
       'duplicate_subscription_id',
+      'invalid_header_name',
+      'invalid_tracking_id',
       'invalid_redis_client',
     ]);
   });

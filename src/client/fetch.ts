@@ -2,12 +2,14 @@
  * The integrator's retrying `fetch`: on a 429 it waits as `Retry-After` says (one second when the
  * header is missing or unreadable, the specification's recommended backoff) and sends the request
  * again, within a bounded number of retries and a bounded total wait. Any method; an abort during
- * a wait rejects at once with the signal's reason.
+ * a wait rejects at once with the signal's reason. With a pacer, every attempt first waits its turn
+ * under the server's limits.
  * @module
  */
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
 import { parseRetryAfter } from '../http/retry-after.js';
+import type { Pacer } from './pacer.js';
 import { abortableSleep, type Sleep, timerSleep } from './sleep.js';
 
 /** The shape of `fetch`: what the wrapper takes and what it returns. */
@@ -51,6 +53,12 @@ export interface RetryingFetchOptions {
   defaultDelayMs?: number;
   /** Called before each wait. */
   onRetry?: (event: RetryEvent) => void;
+  /**
+   * Space requests under the server's limits (`createPacer({ preset: presets.live })`): each
+   * attempt waits its turn and holds a throttle slot until its response arrives.
+   * @defaultValue no pacing
+   */
+  pace?: Pacer;
 }
 
 /**
@@ -73,15 +81,24 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): FetchFu
   const maxRetries = count(options.maxRetries ?? 3, 'maxRetries');
   const maxTotalWaitMs = count(options.maxTotalWaitMs ?? 60_000, 'maxTotalWaitMs');
   const defaultDelayMs = count(options.defaultDelayMs ?? 1_000, 'defaultDelayMs');
-  const { onRetry } = options;
+  const { onRetry, pace } = options;
 
   return async (input, init) => {
     const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
     const replayable = isReplayable(input, init);
     let waited = 0;
     for (let retry = 1; ; retry++) {
-      // A Request's body can be read once: each attempt sends a fresh clone.
-      const response = await send(input instanceof Request ? input.clone() : input, init);
+      const done =
+        pace === undefined
+          ? undefined
+          : await pace.acquire(target(input, init), signal ?? undefined);
+      let response: Response;
+      try {
+        // A Request's body can be read once: each attempt sends a fresh clone.
+        response = await send(input instanceof Request ? input.clone() : input, init);
+      } finally {
+        done?.();
+      }
       if (response.status !== 429 || !replayable || retry > maxRetries) return response;
       const announced = parseRetryAfter(response.headers.get('retry-after'), clock.now());
       const delayMs = announced ?? defaultDelayMs;
@@ -98,6 +115,11 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): FetchFu
       waited += delayMs;
     }
   };
+}
+
+function target(input: string | URL | Request, init: RequestInit | undefined) {
+  if (input instanceof Request) return { method: init?.method ?? input.method, url: input.url };
+  return { method: init?.method ?? 'GET', url: String(input) };
 }
 
 // Bodies that can be sent again as they are; a stream or async iterable is consumed by the first send.

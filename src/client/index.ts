@@ -8,6 +8,8 @@ export type { CursorIteratorOptions, CursorPage } from './cursor-iterator.js';
 export { bodyNextCursor, cursorItems, cursorPages } from './cursor-iterator.js';
 export type { FetchFunction, RetryEvent, RetryingFetchOptions } from './fetch.js';
 export { createRetryingFetch } from './fetch.js';
+export type { PacedRequest, Pacer, PacerOptions } from './pacer.js';
+export { createPacer } from './pacer.js';
 export type { NumberedPage, PageNumberIteratorOptions } from './page-number-iterator.js';
 export { bodySaysLastPage, pageNumberItems, pageNumberPages } from './page-number-iterator.js';
 export type { ItemsReader, Page, PageRequestOptions } from './page-request.js';

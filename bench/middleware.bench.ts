@@ -1,0 +1,128 @@
+/**
+ * Middleware overhead: requests per second and p99 latency of a minimal node:http service bare,
+ * behind this library's node middleware (the Live preset, requests spread over 1,000 clients, so
+ * every request is admitted), on Express bare and with express-rate-limit (3500 per minute per
+ * client). Each service runs in its own process; autocannon loads it from
+ * this one over loopback. The added latency is also measured inside the service (time from the
+ * request event to the handler, in microseconds), since autocannon's latencies are whole ms.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import type { Variant } from './middleware-server.js';
+import { round } from './support.js';
+
+const VARIANTS: readonly Variant[] = (process.env.MIDDLEWARE_BENCH_VARIANTS?.split(',') as
+  | Variant[]
+  | undefined) ?? ['bare', 'api-conventions', 'express', 'express-rate-limit'];
+const ROUNDS = Number(process.env.MIDDLEWARE_BENCH_ROUNDS ?? 2);
+const SECONDS = Number(process.env.MIDDLEWARE_BENCH_SECONDS ?? 5);
+const CONNECTIONS = 10;
+
+interface Figures {
+  requestsPerSecond: number;
+  p99LatencyMs: number;
+  addedP50Us: number;
+  addedP99Us: number;
+  cpuUsPerRequest: number;
+  non2xx: number;
+}
+
+function ask<T>(child: ChildProcess, message: string, key: string): Promise<T> {
+  return new Promise((resolve) => {
+    const listener = (reply: Record<string, unknown>) => {
+      if (key in reply) {
+        child.off('message', listener);
+        resolve(reply as T);
+      }
+    };
+    child.on('message', listener);
+    if (message !== '') child.send(message);
+  });
+}
+
+async function load(url: string, seconds: number): Promise<autocannon.Result> {
+  return autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers: { 'x-client': 'bench-client' },
+  });
+}
+
+async function measure(variant: Variant): Promise<Figures> {
+  const child = fork(join(import.meta.dirname, 'middleware-server.ts'), [variant], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  try {
+    const { port } = await ask<{ port: number }>(child, '', 'port');
+    const url = `http://127.0.0.1:${port}/booking/v1/reservations`;
+    await load(url, 1); // warm-up: JIT, connections
+    await ask(child, 'reset', 'reset');
+    const result = await load(url, SECONDS);
+    const inside = await ask<{ p50: number; p99: number; cpuUs: number }>(child, 'stats', 'p99');
+    return {
+      requestsPerSecond: result.requests.average,
+      p99LatencyMs: result.latency.p99,
+      addedP50Us: inside.p50,
+      addedP99Us: inside.p99,
+      cpuUsPerRequest: inside.cpuUs,
+      non2xx: result.non2xx,
+    };
+  } finally {
+    child.kill();
+    await once(child, 'exit');
+  }
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+export async function run(): Promise<Record<string, unknown>> {
+  const runs = new Map<Variant, Figures[]>(VARIANTS.map((v) => [v, []]));
+  // Rounds interleave the services, so that a busy moment of the shared machine hits all of them.
+  for (let r = 1; r <= ROUNDS; r++) {
+    for (const variant of VARIANTS) {
+      const figures = await measure(variant);
+      runs.get(variant)?.push(figures);
+      console.error(
+        `round ${r} ${variant.padEnd(18)} ${Math.round(figures.requestsPerSecond).toLocaleString('en')} req/s, p99 ${figures.p99LatencyMs} ms, before handler p50 ${round(figures.addedP50Us)} us p99 ${round(figures.addedP99Us)} us, ${round(figures.cpuUsPerRequest)} us CPU per request${figures.non2xx > 0 ? `, ${figures.non2xx} non-2xx` : ''}`,
+      );
+    }
+  }
+  const summary: Record<string, Figures> = {};
+  for (const [variant, list] of runs) {
+    summary[variant] = {
+      requestsPerSecond: Math.round(median(list.map((f) => f.requestsPerSecond))),
+      p99LatencyMs: median(list.map((f) => f.p99LatencyMs)),
+      addedP50Us: round(median(list.map((f) => f.addedP50Us))),
+      addedP99Us: round(median(list.map((f) => f.addedP99Us))),
+      cpuUsPerRequest: round(median(list.map((f) => f.cpuUsPerRequest))),
+      non2xx: list.reduce((n, f) => n + f.non2xx, 0),
+    };
+  }
+  const bare = summary.bare as Figures;
+  const ours = summary['api-conventions'] as Figures;
+  const throughputCost = 1 - ours.requestsPerSecond / bare.requestsPerSecond;
+  const addedP99Us = ours.addedP99Us - bare.addedP99Us;
+  console.error(
+    `api-conventions vs bare: ${round(throughputCost * 100)}% of throughput (target < 10%), +${round(addedP99Us)} us at p99 before the handler (target < 50 us)`,
+  );
+  return {
+    ...summary,
+    throughputCostPercent: round(throughputCost * 100),
+    addedP99Us: round(addedP99Us),
+    withinTargets: throughputCost < 0.1 && addedP99Us < 50,
+    expressRateLimitVsExpress: round(
+      (summary['express-rate-limit'] as Figures).requestsPerSecond /
+        (summary.express as Figures).requestsPerSecond,
+    ),
+  };
+}

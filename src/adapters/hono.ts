@@ -1,0 +1,55 @@
+/**
+ * Rate limiting for Hono 4, and so for any Fetch-API runtime Hono runs on:
+ * `app.use(honoRateLimit({ limiter, identify }))` from `api-conventions/hono`.
+ * @module
+ */
+import type { Context, Env, MiddlewareHandler } from 'hono';
+import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
+
+/** Options of {@link honoRateLimit}: `identify` receives the Hono context. */
+export type HonoRateLimitOptions<E extends Env = Env> = RateLimitOptions<Context<E>>;
+
+/**
+ * Make the Hono middleware. Admitted: sets the tracking id (and RateLimit fields when enabled),
+ * awaits `next()` and gives the lease back when the handler has produced its response, or at once
+ * when the client aborts (the request's signal). Refused: returns the 429 `Response`.
+ * @param options - limiter, identify, skip, failure mode, onError, tracking id, headers
+ * @example
+ * ```ts
+ * app.use(honoRateLimit({
+ *   limiter: createLimiter({ preset: presets.byAccountType }),
+ *   identify: (c) => ({ clientId: c.get('clientId'), accountCode: c.get('accountCode') }),
+ * }));
+ * ```
+ */
+export function honoRateLimit<E extends Env = Env>(
+  options: HonoRateLimitOptions<E>,
+): MiddlewareHandler<E> {
+  const gate = createRateLimitGate(options);
+  return async (c, next) => {
+    const pending = gate.check(c, c.req.method, c.req.path, c.req.header(gate.trackingIdHeader));
+    const verdict = pending instanceof Promise ? await pending : pending;
+    const { response } = verdict;
+    if (response !== undefined) {
+      return new Response(response.body, { status: response.status, headers: response.headers });
+    }
+    for (const name in verdict.headers) c.header(name, verdict.headers[name]);
+    if (!verdict.holdsLease) {
+      await next();
+      return;
+    }
+    const signal = c.req.raw.signal;
+    if (signal.aborted) {
+      // The client went away while an asynchronous store decided.
+      verdict.release();
+      return new Response(null, { status: 499 });
+    }
+    signal.addEventListener('abort', verdict.release, { once: true });
+    try {
+      await next();
+    } finally {
+      signal.removeEventListener('abort', verdict.release);
+      verdict.release();
+    }
+  };
+}

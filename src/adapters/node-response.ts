@@ -1,0 +1,104 @@
+/**
+ * Applying a gate verdict to a node:http response, shared by the node, Express, Fastify and Koa
+ * adapters: write the 429 (or the fail-closed 503), or set the headers, hold the lease until the
+ * response closes (finished, failed or aborted: node emits `close` in every case) and go on.
+ * @module
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { problemDetails, problemResponse } from '../http/problem-details.js';
+import type { GateVerdict, RateLimitGate } from '../http/rate-limit-gate.js';
+
+/**
+ * Run the gate for one request and settle it on the node response. No closure is made on the
+ * synchronous path: the memory store's requests cost only what the decision costs.
+ * @param gate - the adapter's gate
+ * @param request - the framework's request, for `identify` and `skip`
+ * @param req - the node request
+ * @param res - the node response
+ * @param path - the request target as the client sent it
+ * @param next - goes on to the handler, called without arguments (not called when the gate answers)
+ * @param guard - catch a throw or a rejection of `next` (plain node:http, where nothing else does)
+ */
+export function gateNodeRequest<R>(
+  gate: RateLimitGate<R>,
+  request: R,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  next: () => unknown,
+  guard: boolean,
+): void {
+  const verdict = gate.check(
+    request,
+    req.method ?? 'GET',
+    path,
+    firstValue(req.headers[gate.trackingIdHeader]),
+  );
+  if (verdict instanceof Promise) {
+    verdict.then((v) => settle(gate, request, v, res, next, guard));
+  } else settle(gate, request, verdict, res, next, guard);
+}
+
+function settle<R>(
+  gate: RateLimitGate<R>,
+  request: R,
+  verdict: GateVerdict,
+  res: ServerResponse,
+  next: () => unknown,
+  guard: boolean,
+): void {
+  // The client may have gone while an asynchronous store decided: nothing left to serve.
+  if (res.destroyed) {
+    verdict.release();
+    return;
+  }
+  const { response } = verdict;
+  if (response !== undefined) {
+    res.writeHead(response.status, response.headers).end(response.body);
+    return;
+  }
+  for (const name in verdict.headers) res.setHeader(name, verdict.headers[name] as string);
+  // `on`, not `once`: release is idempotent, and `once` would wrap it in one more function.
+  if (verdict.holdsLease) res.on('close', verdict.release);
+  if (!guard) {
+    next();
+    return;
+  }
+  try {
+    const result = next();
+    if (result instanceof Promise) {
+      result.catch((error: unknown) => handlerFailed(gate, request, verdict, res, error));
+    }
+  } catch (error) {
+    handlerFailed(gate, request, verdict, res, error);
+  }
+}
+
+// A handler that throws on plain node:http: give the lease back, report it, answer 500 if nothing
+// was sent yet (otherwise cut the response short), and never let it crash the process.
+function handlerFailed<R>(
+  gate: RateLimitGate<R>,
+  request: R,
+  verdict: GateVerdict,
+  res: ServerResponse,
+  error: unknown,
+): void {
+  verdict.release();
+  gate.report(error, request, 'handler', verdict.trackingId);
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const parts = problemResponse(
+    problemDetails({ code: 'internal_error', title: 'Internal server error', status: 500 }),
+  );
+  res.writeHead(parts.status, parts.headers).end(parts.body);
+}
+
+/**
+ * The first value of a node header.
+ * @param value - as in `req.headers`
+ */
+export function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,40 @@
+/**
+ * Rate limiting for node:http and Connect-style stacks: `import { nodeRateLimit } from
+ * 'api-conventions/node'`. A middleware `(req, res, next)`; `next` may be the handler itself.
+ * @module
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
+import { gateNodeRequest } from './node-response.js';
+
+/** Options of {@link nodeRateLimit}: `identify` receives the node request. */
+export type NodeRateLimitOptions<R extends IncomingMessage = IncomingMessage> = RateLimitOptions<R>;
+
+/** A Connect-style middleware; `next` may return a promise (an async handler). */
+export type NodeRateLimitMiddleware<R extends IncomingMessage = IncomingMessage> = (
+  req: R,
+  res: ServerResponse,
+  next: () => unknown,
+) => void;
+
+/**
+ * Make the node:http middleware. Admitted: sets the tracking id (and the RateLimit fields when
+ * enabled), calls `next` and gives the lease back when the response closes. Refused: writes the
+ * 429. If `next` throws or its promise rejects, the lease is given back, the error is reported
+ * through `onError` (phase `handler`) and a 500 is answered if nothing was sent yet.
+ * @param options - limiter, identify, skip, failure mode, onError, tracking id, headers
+ * @example
+ * ```ts
+ * const limit = nodeRateLimit({
+ *   limiter: createLimiter({ preset: presets.byAccountType }),
+ *   identify: (req) => accounts.get(String(req.headers['x-api-key'])),
+ * });
+ * createServer((req, res) => limit(req, res, () => handle(req, res))).listen(3000);
+ * ```
+ */
+export function nodeRateLimit<R extends IncomingMessage = IncomingMessage>(
+  options: NodeRateLimitOptions<R>,
+): NodeRateLimitMiddleware<R> {
+  const gate = createRateLimitGate(options);
+  return (req, res, next) => gateNodeRequest(gate, req, req, res, req.url ?? '/', next, true);
+}

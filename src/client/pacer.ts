@@ -1,0 +1,234 @@
+/**
+ * Pacing for the integrator's client: the library's own limiter, run on the client side with the
+ * preset the server publishes, spaces the client's requests so that it stays under the limits and
+ * does not see a 429 in the first place. Requests wait their turn in order (first in, first out),
+ * except that one held back by a per-resource limit does not hold back requests for other
+ * resources; at most the throttle's number are in flight at once.
+ * @module
+ */
+import { type Clock, systemClock } from '../clock.js';
+import { ConfigurationError } from '../errors.js';
+import { describe } from '../limits/duration.js';
+import type { LimitRule } from '../limits/limit-rule.js';
+import { createLimiter } from '../limits/limiter.js';
+import { MemoryStore } from '../limits/memory-store.js';
+import { type Policy, rate, window } from '../limits/policy.js';
+import type { LimitPreset } from '../limits/presets.js';
+import { type Sleep, timerSleep } from './sleep.js';
+
+/** Options of {@link createPacer}. */
+export interface PacerOptions {
+  /** The limits to stay under: the server's preset for your account type (`presets.live`). */
+  preset: LimitPreset;
+  /** The time source. @defaultValue `systemClock` */
+  clock?: Clock;
+  /** How to wait. Tests pass one that moves a fake clock. @defaultValue real timers */
+  sleep?: Sleep;
+  /**
+   * Slack for the network: the server counts a request when it arrives, the client when it sends
+   * it, and arrival times jitter. Each window is stretched by this much, and each burst shrunk by
+   * what the average rate makes of it, so that jitter of up to this much never tips the server
+   * over a limit.
+   * @defaultValue 50
+   */
+  safetyMarginMs?: number;
+}
+
+/** What the pacer needs to know of a request. */
+export interface PacedRequest {
+  /** The HTTP method. */
+  readonly method: string;
+  /** The absolute URL. */
+  readonly url: string;
+}
+
+/** Spaces requests under a preset's limits. */
+export interface Pacer {
+  /**
+   * Wait until the request may be sent under the limits.
+   * @param request - method and URL
+   * @param signal - gives up the wait (rejects with the signal's reason)
+   * @returns a function to call when the response has arrived: it frees the request's throttle slot
+   */
+  acquire(request: PacedRequest, signal?: AbortSignal): Promise<() => void>;
+  /** Requests sent and not yet ended. */
+  readonly inFlight: number;
+  /** Requests waiting for their turn. */
+  readonly waiting: number;
+}
+
+interface Waiter {
+  readonly method: string;
+  readonly path: string;
+  readonly resolve: (done: () => void) => void;
+  readonly reject: (reason: unknown) => void;
+  readonly signal: AbortSignal | undefined;
+  readonly onAbort: () => void;
+}
+
+/**
+ * Make a pacer for one client and account. Pass it to `createRetryingFetch({ pace })`.
+ * @param options - the preset, clock, sleep and safety margin
+ * @throws ConfigurationError `invalid_option` for a preset without time limits or a bad margin
+ * @example
+ * ```ts
+ * const fetch = createRetryingFetch({ pace: createPacer({ preset: presets.live }) });
+ * await Promise.all(ids.map((id) => fetch(`https://api.example.com/booking/v1/reservations/${id}`)));
+ * ```
+ */
+export function createPacer(options: PacerOptions): Pacer {
+  const clock = options.clock ?? systemClock;
+  const sleep = options.sleep ?? timerSleep;
+  const margin = options.safetyMarginMs ?? 50;
+  if (!Number.isSafeInteger(margin) || margin < 0) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createPacer: safetyMarginMs must be a whole number >= 0, got ${describe(margin)}.`,
+    );
+  }
+  const { preset, globalNames, maxInFlight } = pacingPreset(options.preset, margin);
+  const limiter = createLimiter({ preset, clock, store: new MemoryStore() });
+  const queue: Waiter[] = [];
+  let inFlight = 0;
+  let sleeping = false;
+
+  const grant = (waiter: Waiter): void => {
+    waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    inFlight++;
+    let ended = false;
+    waiter.resolve(() => {
+      if (ended) return;
+      ended = true;
+      inFlight--;
+      pump();
+    });
+  };
+
+  // Send every waiter that the limits admit now, in order. A request refused by a per-resource
+  // limit waits alone; one refused by a global limit stops the scan, since everything after it
+  // would be refused too.
+  const pump = (): void => {
+    let wakeAt = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < queue.length && inFlight < maxInFlight; ) {
+      const waiter = queue[i] as Waiter;
+      const decision = limiter.check({
+        clientId: 'self',
+        accountCode: 'self',
+        method: waiter.method,
+        path: waiter.path,
+      });
+      if (decision.allowed) {
+        queue.splice(i, 1);
+        grant(waiter);
+        continue;
+      }
+      wakeAt = Math.min(wakeAt, decision.retryAt);
+      if (decision.policy === undefined || globalNames.has(decision.policy.name)) break;
+      i++;
+    }
+    if (sleeping || wakeAt === Number.POSITIVE_INFINITY) return;
+    // A refusal blocks its scope until the instant it announced: wait exactly that long.
+    sleeping = true;
+    const wake = (): void => {
+      sleeping = false;
+      pump();
+    };
+    sleep(Math.max(0, wakeAt - clock.now())).then(wake, wake);
+  };
+
+  return {
+    acquire(request, signal) {
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      return new Promise<() => void>((resolve, reject) => {
+        const waiter: Waiter = {
+          method: request.method,
+          path: pathOf(request.url),
+          resolve,
+          reject,
+          signal,
+          onAbort: () => {
+            const at = queue.indexOf(waiter);
+            if (at !== -1) queue.splice(at, 1);
+            reject(signal?.reason);
+          },
+        };
+        signal?.addEventListener('abort', waiter.onAbort, { once: true });
+        queue.push(waiter);
+        pump();
+      });
+    },
+    get inFlight() {
+      return inFlight;
+    },
+    get waiting() {
+      return queue.length;
+    },
+  };
+}
+
+/**
+ * The client's own preset: the time limits and the route rules with the safety margin; the
+ * throttle becomes a count of requests in flight (applied to every route, exempt ones included,
+ * which keeps the client on the safe side).
+ * @param source - the server's preset
+ * @param margin - the safety margin in ms
+ */
+function pacingPreset(
+  source: LimitPreset,
+  margin: number,
+): { preset: LimitPreset; globalNames: Set<string>; maxInFlight: number } {
+  const policies = (source as Partial<LimitPreset> | undefined)?.policies;
+  if (!Array.isArray(policies)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createPacer: preset must be a LimitPreset such as presets.live, got ${describe(source)}.`,
+    );
+  }
+  let maxInFlight = Number.POSITIVE_INFINITY;
+  const timed: Policy[] = [];
+  for (const policy of policies as readonly Policy[]) {
+    if (policy.kind === 'concurrency') maxInFlight = Math.min(maxInFlight, policy.max);
+    else timed.push(withMargin(policy, margin));
+  }
+  if (timed.length === 0) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'createPacer: the preset has no window or rate policy to pace by.',
+    );
+  }
+  const globalNames = new Set(timed.map((p) => p.name));
+  const rules: LimitRule[] = [];
+  for (const rule of source.rules ?? []) {
+    const own = (rule.policies ?? []).filter((p) => p.kind !== 'concurrency');
+    const exempt = (rule.exempt ?? []).filter((name) => globalNames.has(name));
+    if (own.length === 0 && exempt.length === 0) continue;
+    rules.push({
+      ...rule,
+      policies: own.map((p) => withMargin(p, margin)),
+      exempt,
+    });
+  }
+  return { preset: { name: source.name, policies: timed, rules }, globalNames, maxInFlight };
+}
+
+// Windows stretched by the margin; bursts shrunk by what the average rate sends in the margin.
+function withMargin(policy: Policy, margin: number): Policy {
+  switch (policy.kind) {
+    case 'window':
+      return window(policy.limit, policy.windowMs + margin, { name: policy.name });
+    case 'rate': {
+      const slack = Math.ceil((policy.perSecond * margin) / 1000);
+      return rate(policy.perSecond, Math.max(1, policy.burst - slack), { name: policy.name });
+    }
+    case 'concurrency':
+      return policy;
+  }
+}
+
+function pathOf(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return '/';
+  }
+}

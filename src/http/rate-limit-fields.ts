@@ -1,0 +1,84 @@
+/**
+ * The RateLimit header fields of the IETF draft "RateLimit header fields for HTTP"
+ * (draft-ietf-httpapi-ratelimit-headers-10): `RateLimit-Policy` names each policy with its quota
+ * and window, `RateLimit` says what remains of each and when it resets. Both are Structured Field
+ * lists (RFC 9651) of string items with parameters.
+ * @module
+ */
+import type { Policy } from '../limits/policy.js';
+import type { PolicyStatus } from '../limits/store.js';
+
+/** The two fields, ready to set. */
+export interface RateLimitFields {
+  /** `RateLimit-Policy`: `"name";q=<quota>;w=<window seconds>` per policy. */
+  readonly 'ratelimit-policy': string;
+  /** `RateLimit`: `"name";r=<remaining>;t=<seconds to reset>` per policy. */
+  readonly ratelimit: string;
+}
+
+/**
+ * The RateLimit fields of a decision's statuses.
+ *
+ * - window: `q` is the limit, `w` the window in seconds (rounded up).
+ * - rate: `q` is the burst, `w` the seconds in which an empty bucket refills (`burst / perSecond`).
+ * - concurrency: `q` is the maximum in flight, `qu="concurrent-requests"`, no window.
+ *
+ * On a refusal (`retryAfterSeconds` given) no `t` is later than Retry-After, and a policy with
+ * nothing left (`r=0`, the refusing one always) has `t` equal to Retry-After: a client that obeys
+ * either field comes back at the same instant, when the request is admitted.
+ * @param statuses - every policy that applied, with what remains of it
+ * @param refusal - for a 429: the announced Retry-After and the policy that refused
+ */
+export function rateLimitFields(
+  statuses: readonly PolicyStatus[],
+  refusal?: { readonly retryAfterSeconds: number; readonly policy: Policy | undefined },
+): RateLimitFields {
+  const policies: string[] = [];
+  const states: string[] = [];
+  for (const status of statuses) {
+    const { policy } = status;
+    const name = sfString(policy.name);
+    policies.push(`${name};${quota(policy)}`);
+    let remaining = wholeAtLeast(status.remaining, 0);
+    let reset = wholeAtLeast(Math.ceil(finite(status.resetAfterMs) / 1000), 0);
+    if (refusal !== undefined) {
+      if (policy === refusal.policy) remaining = 0;
+      reset =
+        remaining === 0 ? refusal.retryAfterSeconds : Math.min(reset, refusal.retryAfterSeconds);
+    }
+    states.push(`${name};r=${remaining};t=${reset}`);
+  }
+  return { 'ratelimit-policy': policies.join(', '), ratelimit: states.join(', ') };
+}
+
+function quota(policy: Policy): string {
+  switch (policy.kind) {
+    case 'window':
+      return `q=${policy.limit};w=${Math.ceil(policy.windowMs / 1000)}`;
+    case 'rate':
+      return `q=${policy.burst};w=${Math.max(1, Math.ceil(policy.burst / policy.perSecond))}`;
+    case 'concurrency':
+      return `q=${policy.max};qu="concurrent-requests"`;
+  }
+}
+
+// An sf-string (RFC 9651 section 3.3.3): printable ASCII, with `"` and `\` escaped. Policy names are
+// configuration and may hold other characters; those become `?` rather than break the field.
+function sfString(text: string): string {
+  let out = '"';
+  for (const char of text) {
+    const code = char.codePointAt(0) as number;
+    if (char === '"' || char === '\\') out += `\\${char}`;
+    else out += code >= 0x20 && code <= 0x7e ? char : '?';
+  }
+  return `${out}"`;
+}
+
+function finite(value: number): number {
+  return Number.isFinite(value) ? value : 0;
+}
+
+// sf-integers have at most 15 digits.
+function wholeAtLeast(value: number, min: number): number {
+  return Math.min(Math.max(Math.floor(finite(value)), min), 999_999_999_999_999);
+}

@@ -1,0 +1,343 @@
+/**
+ * The one place that decides a request for every framework adapter: skip, identify, ask the
+ * limiter, and turn the answer into a verdict (go on with these headers and this lease, or write
+ * this response). Errors of `skip`, `identify` or the store are never 429s: the gate fails open
+ * (default) or closed, and reports each one. Synchronous when everything it calls is (the memory
+ * store), a promise otherwise; it never rejects.
+ * @module
+ */
+import { ConfigurationError, InvalidRequestError } from '../errors.js';
+import { describe } from '../limits/duration.js';
+import type { Decision, LimitRequest } from '../limits/limiter.js';
+import { problemDetails, problemResponse, type ResponseParts } from './problem-details.js';
+import {
+  admittedParts,
+  type RateLimitResponseOptions,
+  refusalParts,
+} from './rate-limit-response.js';
+import {
+  checkHeaderName,
+  DEFAULT_TRACKING_ID_HEADER,
+  isWellFormedTrackingId,
+  randomTrackingId,
+  resolveTrackingId,
+} from './tracking-id.js';
+
+/** Who sends a request, as `identify` maps it (authentication is the service's own). */
+export interface Identity {
+  /** The client (application) id. */
+  readonly clientId: string;
+  /** The account code. */
+  readonly accountCode: string;
+  /** Picks the preset when the limiter has one per account type (`live`, `development`, `trial`). */
+  readonly accountType?: string | undefined;
+}
+
+/** What the gate does when it cannot decide: let the request through, or refuse it with 503. */
+export type FailureMode = 'open' | 'closed';
+
+/** Where a failure happened. */
+export type GatePhase = 'tracking-id' | 'skip' | 'identify' | 'limiter' | 'handler';
+
+/** A failure the gate reports through `onError`. */
+export interface RateLimitErrorEvent<R> {
+  /** What was thrown or rejected. */
+  readonly error: unknown;
+  /** The framework's request. */
+  readonly request: R;
+  /** Where it happened; `handler` is the node adapter's report of a throwing handler. */
+  readonly phase: GatePhase;
+  /** The request's tracking id. */
+  readonly trackingId: string;
+  /** What the gate did: let the request through (`open`) or answered 503 (`closed`). */
+  readonly failure: FailureMode;
+}
+
+/** Anything with the limiter's `check`: synchronous (memory store) or asynchronous (Redis). */
+export interface CheckingLimiter {
+  /** Decide one request. */
+  check(request: LimitRequest): Decision | Promise<Decision>;
+}
+
+/** Options of every rate limit middleware. */
+export interface RateLimitOptions<R>
+  extends Pick<RateLimitResponseOptions, 'trackingIds' | 'trackingIdHeader' | 'rateLimitHeaders'> {
+  /** The limiter (`createLimiter`). */
+  limiter: CheckingLimiter;
+  /**
+   * Map a request to its client id, account code and account type. Authentication is outside the
+   * specification: read them from what your authentication established.
+   */
+  identify: (request: R) => Identity | Promise<Identity>;
+  /** Requests for which this returns true are not limited (health checks, say). */
+  skip?: (request: R) => boolean | Promise<boolean>;
+  /**
+   * When `skip`, `identify` or the store fails: `open` lets the request through, `closed` answers
+   * 503 with a problem details body.
+   * @defaultValue `'open'`
+   */
+  failure?: FailureMode;
+  /** Told of every failure. @defaultValue one line on `console.error` */
+  onError?: (event: RateLimitErrorEvent<R>) => void;
+}
+
+/** What to do with one request. */
+export interface GateVerdict {
+  /** Write this response and stop; `undefined`: go on to the handler. */
+  readonly response: ResponseParts | undefined;
+  /** Headers for the handler's response (the tracking id, the RateLimit fields when enabled). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The request's tracking id. */
+  readonly trackingId: string;
+  /** True when there is a lease to give back with `release` when the response ends. */
+  readonly holdsLease: boolean;
+  /** Give back the lease. Idempotent; does nothing when there is none. */
+  release(): void;
+}
+
+/** A gate, made once per middleware. */
+export interface RateLimitGate<R> {
+  /** The tracking id header, lower case, for the adapter to read from the request. */
+  readonly trackingIdHeader: string;
+  /**
+   * Decide one request.
+   * @param request - the framework's request, handed to `identify` and `skip`
+   * @param method - the HTTP method
+   * @param path - the request target (the query string is ignored)
+   * @param incomingTrackingId - the request's tracking id header, if any
+   */
+  check(
+    request: R,
+    method: string,
+    path: string,
+    incomingTrackingId: string | null | undefined,
+  ): GateVerdict | Promise<GateVerdict>;
+  /** Report a failure after the decision (a throwing handler); never throws. */
+  report(error: unknown, request: R, phase: GatePhase, trackingId: string): void;
+}
+
+const noop = (): void => undefined;
+
+const isThenable = <T>(value: unknown): value is PromiseLike<T> =>
+  typeof (value as { then?: unknown } | null)?.then === 'function';
+
+/**
+ * Make the gate that every adapter runs. Adapters are its only users; use it to write an adapter
+ * for a framework the library does not cover.
+ * @param options - limiter, identify, skip, failure mode, error callback, tracking id and headers
+ * @throws ConfigurationError `invalid_option` or `invalid_header_name` for bad options
+ */
+export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitGate<R> {
+  const { limiter, identify, skip, onError } = checkOptions(options);
+  const header = checkHeaderName(
+    options.trackingIdHeader ?? DEFAULT_TRACKING_ID_HEADER,
+    'trackingIdHeader',
+  );
+  const source = options.trackingIds ?? randomTrackingId;
+  const withFields = options.rateLimitHeaders === true;
+  const failure: FailureMode = options.failure ?? 'open';
+
+  const pass = (trackingId: string): GateVerdict => ({
+    response: undefined,
+    headers: { [header]: trackingId },
+    trackingId,
+    holdsLease: false,
+    release: noop,
+  });
+
+  const report = (error: unknown, request: R, phase: GatePhase, trackingId: string): void => {
+    const event: RateLimitErrorEvent<R> = { error, request, phase, trackingId, failure };
+    try {
+      if (onError === undefined) defaultReport(event);
+      else onError(event);
+    } catch {
+      // A failing error callback must not take the request down with it.
+    }
+  };
+
+  const fail = (error: unknown, request: R, phase: GatePhase, trackingId: string): GateVerdict => {
+    report(error, request, phase, trackingId);
+    if (failure === 'open') return pass(trackingId);
+    const response = unavailable(trackingId);
+    response.headers[header] = trackingId;
+    return { ...pass(trackingId), response };
+  };
+
+  const decide = (decision: Decision, trackingId: string): GateVerdict => {
+    if (decision.allowed) {
+      return {
+        response: undefined,
+        headers: admittedParts(decision, header, trackingId, withFields),
+        trackingId,
+        holdsLease: true,
+        release: () => decision.release(),
+      };
+    }
+    return {
+      ...pass(trackingId),
+      response: refusalParts(decision, header, trackingId, withFields),
+    };
+  };
+
+  // The sync path (memory store, plain identify) runs straight through, without a closure or a
+  // promise; a promise from identify, skip or the store continues in `settled`.
+  const limit = (
+    request: R,
+    identity: Identity,
+    method: string,
+    path: string,
+    trackingId: string,
+  ): GateVerdict | Promise<GateVerdict> => {
+    let decision: Decision | Promise<Decision>;
+    try {
+      decision = limiter.check(limitRequest(identity, method, path));
+    } catch (error) {
+      return fail(error, request, 'limiter', trackingId);
+    }
+    if (!isThenable<Decision>(decision)) return decide(decision, trackingId);
+    return settled(
+      decision,
+      (d) => decide(d, trackingId),
+      (error) => fail(error, request, 'limiter', trackingId),
+    );
+  };
+
+  const attribute = (
+    request: R,
+    method: string,
+    path: string,
+    trackingId: string,
+  ): GateVerdict | Promise<GateVerdict> => {
+    let identity: Identity | Promise<Identity>;
+    try {
+      identity = identify(request);
+    } catch (error) {
+      return fail(error, request, 'identify', trackingId);
+    }
+    if (!isThenable<Identity>(identity)) return limit(request, identity, method, path, trackingId);
+    return settled(
+      identity,
+      (id) => limit(request, id, method, path, trackingId),
+      (error) => fail(error, request, 'identify', trackingId),
+    );
+  };
+
+  const check = (
+    request: R,
+    method: string,
+    path: string,
+    incoming: string | null | undefined,
+  ): GateVerdict | Promise<GateVerdict> => {
+    let trackingId: string;
+    if (isWellFormedTrackingId(incoming)) trackingId = incoming;
+    else if (source === randomTrackingId) trackingId = randomTrackingId();
+    else {
+      try {
+        trackingId = resolveTrackingId(undefined, source);
+      } catch (error) {
+        return fail(error, request, 'tracking-id', randomTrackingId());
+      }
+    }
+    if (skip === undefined) return attribute(request, method, path, trackingId);
+    let skipped: boolean | Promise<boolean>;
+    try {
+      skipped = skip(request);
+    } catch (error) {
+      return fail(error, request, 'skip', trackingId);
+    }
+    if (!isThenable<boolean>(skipped)) {
+      return skipped === true ? pass(trackingId) : attribute(request, method, path, trackingId);
+    }
+    return settled(
+      skipped,
+      (s) => (s === true ? pass(trackingId) : attribute(request, method, path, trackingId)),
+      (error) => fail(error, request, 'skip', trackingId),
+    );
+  };
+
+  return { trackingIdHeader: header, check, report };
+}
+
+/**
+ * Continue after a promise from identify, skip or the store; a rejection, or a throw on the way,
+ * goes to `failed`, so the verdict's promise never rejects.
+ */
+function settled<T>(
+  value: PromiseLike<T>,
+  next: (value: T) => GateVerdict | Promise<GateVerdict>,
+  failed: (error: unknown) => GateVerdict,
+): Promise<GateVerdict> {
+  return Promise.resolve(value).then(next, failed).catch(failed);
+}
+
+function limitRequest(identity: Identity, method: string, path: string): LimitRequest {
+  if (typeof identity !== 'object' || identity === null) {
+    throw new InvalidRequestError(
+      'invalid_request',
+      `identify() must return { clientId, accountCode, accountType? }, got ${describe(identity)}.`,
+    );
+  }
+  return {
+    clientId: identity.clientId,
+    accountCode: identity.accountCode,
+    accountType: identity.accountType,
+    method,
+    path,
+  };
+}
+
+function unavailable(trackingId: string): ResponseParts {
+  return problemResponse(
+    problemDetails({
+      code: 'rate_limit_unavailable',
+      title: 'Rate limits cannot be checked',
+      status: 503,
+      detail: `The service could not check this request against its rate limits, so it was not processed. Try again later; quote tracking id ${trackingId} when you report it.`,
+    }),
+  );
+}
+
+function defaultReport(event: RateLimitErrorEvent<unknown>): void {
+  const what =
+    event.failure === 'open' ? 'let through (fail open)' : 'refused with 503 (fail closed)';
+  const message = event.error instanceof Error ? event.error.message : String(event.error);
+  console.error(
+    `api-conventions: rate limit ${event.phase} failed, request ${event.trackingId} ${what}: ${message}`,
+  );
+}
+
+function checkOptions<R>(options: RateLimitOptions<R>): RateLimitOptions<R> {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `The rate limit middleware needs an options object with limiter and identify, got ${describe(options)}.`,
+    );
+  }
+  if (typeof options.limiter?.check !== 'function') {
+    throw new ConfigurationError(
+      'invalid_option',
+      'limiter must be a limiter made by createLimiter() (an object with check()).',
+    );
+  }
+  if (typeof options.identify !== 'function') {
+    throw new ConfigurationError(
+      'invalid_option',
+      'identify must be a function that maps a request to { clientId, accountCode, accountType? }.',
+    );
+  }
+  for (const name of ['skip', 'onError', 'trackingIds'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      throw new ConfigurationError(
+        'invalid_option',
+        `${name} must be a function when given, got ${describe(options[name])}.`,
+      );
+    }
+  }
+  if (options.failure !== undefined && options.failure !== 'open' && options.failure !== 'closed') {
+    throw new ConfigurationError(
+      'invalid_option',
+      `failure must be 'open' or 'closed', got ${describe(options.failure)}.`,
+    );
+  }
+  return options;
+}

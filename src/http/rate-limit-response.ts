@@ -1,0 +1,183 @@
+/**
+ * The 429 response of the specification's "Rate limit exceeded", built from a refused decision:
+ * status 429, `Content-Type: text/plain; charset=utf-8`, `Retry-After` in whole seconds (never 0),
+ * the tracking id header, `Cache-Control: no-store`, and a body that tells a person which limit
+ * was hit and when calls may resume. Pure: the time comes from the decision.
+ * @module
+ */
+import type { AdmittedDecision, RefusedDecision } from '../limits/limiter.js';
+import { formatHttpDate } from './http-date.js';
+import type { ResponseParts } from './problem-details.js';
+import { rateLimitFields } from './rate-limit-fields.js';
+import {
+  checkHeaderName,
+  DEFAULT_TRACKING_ID_HEADER,
+  resolveTrackingId,
+  type TrackingIdSource,
+} from './tracking-id.js';
+
+/** Options of the 429 builder and of {@link admittedHeaders}. */
+export interface RateLimitResponseOptions {
+  /**
+   * The request's tracking id as received (the header value), used when well-formed; otherwise a
+   * new one is made by `trackingIds`.
+   */
+  trackingId?: string | null | undefined;
+  /** Makes a tracking id when the request has none. @defaultValue {@link randomTrackingId} */
+  trackingIds?: TrackingIdSource;
+  /** The tracking id header. @defaultValue {@link DEFAULT_TRACKING_ID_HEADER} */
+  trackingIdHeader?: string;
+  /**
+   * Add the draft-10 `RateLimit-Policy` and `RateLimit` fields.
+   * @defaultValue false
+   */
+  rateLimitHeaders?: boolean;
+}
+
+// The largest Retry-After written: 15 digits, the most a Structured Field integer holds, so the
+// same number can appear as `t` in the RateLimit field.
+const MAX_RETRY_AFTER = 999_999_999_999_999;
+
+// Retry-After in whole seconds: at least 1 and at most 15 digits, so it always reads `^[1-9][0-9]*$`.
+function wholeSeconds(value: number): number {
+  if (!Number.isFinite(value)) return value > 0 ? MAX_RETRY_AFTER : 1;
+  return Math.min(Math.max(1, Math.ceil(value)), MAX_RETRY_AFTER);
+}
+
+/**
+ * The 429 response for a refused decision, as plain parts any framework can write.
+ * @param decision - a refused decision from the limiter
+ * @param options - tracking id, its header and source, RateLimit fields
+ * @returns status 429, lower-case header names, and the text body
+ * @throws ConfigurationError `invalid_header_name` or `invalid_tracking_id` for bad options
+ * @example
+ * ```ts
+ * const decision = limiter.check(request);
+ * if (!decision.allowed) {
+ *   const { status, headers, body } = rateLimitResponseParts(decision, {
+ *     trackingId: req.headers['service-tracking-id'],
+ *   });
+ *   res.writeHead(status, headers).end(body);
+ * }
+ * ```
+ */
+export function rateLimitResponseParts(
+  decision: RefusedDecision,
+  options: RateLimitResponseOptions = {},
+): ResponseParts {
+  const { header, trackingId } = resolved(options);
+  return refusalParts(decision, header, trackingId, options.rateLimitHeaders === true);
+}
+
+/**
+ * The 429 parts with the header name checked and the tracking id resolved (the middleware does
+ * both once, ahead of the request).
+ * @param decision - a refused decision
+ * @param header - the tracking id header, lower case
+ * @param trackingId - the request's tracking id
+ * @param withFields - add the RateLimit fields
+ */
+export function refusalParts(
+  decision: RefusedDecision,
+  header: string,
+  trackingId: string,
+  withFields: boolean,
+): ResponseParts {
+  const seconds = wholeSeconds(decision.retryAfterSeconds);
+  const now = Number.isFinite(decision.now) ? decision.now : 0;
+  const resumeAt = formatHttpDate(now + seconds * 1000);
+  const headers: Record<string, string> = {
+    'content-type': 'text/plain; charset=utf-8',
+    'cache-control': 'no-store',
+    'retry-after': String(seconds),
+    [header]: trackingId,
+  };
+  if (withFields) {
+    Object.assign(
+      headers,
+      rateLimitFields(decision.statuses, { retryAfterSeconds: seconds, policy: decision.policy }),
+    );
+  }
+  return { status: 429, headers, body: refusalText(decision, seconds, resumeAt, trackingId) };
+}
+
+/**
+ * The 429 response for a refused decision as a web `Response` (Fetch API runtimes, Hono).
+ * @param decision - a refused decision from the limiter
+ * @param options - as for {@link rateLimitResponseParts}
+ */
+export function rateLimitResponse(
+  decision: RefusedDecision,
+  options: RateLimitResponseOptions = {},
+): Response {
+  const parts = rateLimitResponseParts(decision, options);
+  return new Response(parts.body, { status: parts.status, headers: parts.headers });
+}
+
+/**
+ * The headers of an admitted response: the tracking id, and the RateLimit fields when enabled.
+ * @param decision - an admitted decision
+ * @param options - as for {@link rateLimitResponseParts}
+ */
+export function admittedHeaders(
+  decision: AdmittedDecision,
+  options: RateLimitResponseOptions = {},
+): Record<string, string> {
+  const { header, trackingId } = resolved(options);
+  return admittedParts(decision, header, trackingId, options.rateLimitHeaders === true);
+}
+
+/**
+ * The admitted headers with the header name checked and the tracking id resolved.
+ * @param decision - an admitted decision
+ * @param header - the tracking id header, lower case
+ * @param trackingId - the request's tracking id
+ * @param withFields - add the RateLimit fields
+ */
+export function admittedParts(
+  decision: AdmittedDecision,
+  header: string,
+  trackingId: string,
+  withFields: boolean,
+): Record<string, string> {
+  const headers: Record<string, string> = { [header]: trackingId };
+  if (withFields) Object.assign(headers, rateLimitFields(decision.statuses));
+  return headers;
+}
+
+// The header name checked and the tracking id resolved, from the public functions' options.
+function resolved(options: RateLimitResponseOptions): { header: string; trackingId: string } {
+  return {
+    header: checkHeaderName(
+      options.trackingIdHeader ?? DEFAULT_TRACKING_ID_HEADER,
+      'trackingIdHeader',
+    ),
+    trackingId: resolveTrackingId(options.trackingId, options.trackingIds),
+  };
+}
+
+function refusalText(
+  decision: RefusedDecision,
+  seconds: number,
+  resumeAt: string,
+  trackingId: string,
+): string {
+  const name = decision.policy?.name;
+  let which: string;
+  if (decision.reason === 'capacity' || name === undefined) {
+    which =
+      'No limit of yours was reached: the service is tracking as many clients as it can and cannot start counting requests for this one right now.';
+  } else if (decision.reason === 'blocked') {
+    which = `Limit hit: ${name}. An earlier request was refused under it, and calls stay paused until the time announced then.`;
+  } else {
+    which = `Limit hit: ${name}.`;
+  }
+  return [
+    'Too many requests.',
+    which,
+    `Calls may resume in ${seconds} ${seconds === 1 ? 'second' : 'seconds'}, at ${resumeAt} (Retry-After: ${seconds}).`,
+    'A request sent before then is not processed and gets a new Retry-After.',
+    `Tracking id: ${trackingId}`,
+    '',
+  ].join('\n');
+}

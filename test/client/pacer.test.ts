@@ -1,0 +1,203 @@
+/** The pacer on a fake clock: never over a limit (against the exact oracle), order, aborts, margin. */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createPacer } from '../../src/client/index.js';
+import {
+  concurrency,
+  developmentPreset,
+  FakeClock,
+  isConfigurationError,
+  type LimitPreset,
+  livePreset,
+  type Policy,
+  presets,
+  rate,
+  resourceRules,
+  window,
+} from '../../src/index.js';
+import { ExactOracle } from '../support/oracle.js';
+import { thrown } from '../support/thrown.js';
+
+const target = { method: 'GET', url: 'https://api.test/booking/v1/reservations' };
+
+/**
+ * A sleep that moves the fake clock: waiting takes no real time. Like a timer, it wakes in a later
+ * turn of the event loop, after everything already due has run.
+ */
+const movingSleep = (clock: FakeClock) => (ms: number) =>
+  new Promise<void>((resolve) =>
+    setImmediate(() => {
+      clock.advance(ms);
+      resolve();
+    }),
+  );
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+const presetOf = (policies: Policy[]): LimitPreset => ({ name: 'custom', policies });
+
+describe('createPacer', () => {
+  it('never sends more than any time policy of the preset admits, for any arrival pattern (checked by the exact oracle)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(presets.live, presets.development, presetOf([window(3, '1s'), rate(2, 2)])),
+        fc.array(fc.integer({ min: 0, max: 400 }), { minLength: 1, maxLength: 300 }),
+        fc.integer({ min: 0, max: 100 }),
+        async (preset, gaps, margin) => {
+          const clock = new FakeClock(0);
+          const pacer = createPacer({
+            preset,
+            clock,
+            sleep: movingSleep(clock),
+            safetyMarginMs: margin,
+          });
+          const sent: number[] = [];
+          const turns: Promise<void>[] = [];
+          let arrival = 0;
+          for (const gap of gaps) {
+            arrival += gap;
+            // Let what is due run first; a request arrives at its time, or later if the pacer's
+            // own wait already moved the clock past it.
+            await nextTurn();
+            if (clock.now() < arrival) clock.set(arrival);
+            turns.push(
+              pacer.acquire(target).then((done) => {
+                sent.push(clock.now());
+                done();
+              }),
+            );
+          }
+          await Promise.all(turns);
+          const timed = preset.policies.filter((p) => p.kind !== 'concurrency');
+          const oracle = new ExactOracle(timed);
+          for (const t of sent) expect(oracle.decide(t).allowed, `send at ${t}`).toBe(true);
+          expect(sent).toHaveLength(gaps.length);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it("keeps at most the throttle's number in flight, and serves waiters first in, first out", async () => {
+    const clock = new FakeClock(0);
+    const pacer = createPacer({
+      preset: presetOf([window(1000, '1s'), concurrency(2)]),
+      clock,
+      sleep: movingSleep(clock),
+    });
+    const order: number[] = [];
+    const ends: Array<() => void> = [];
+    const turns = [0, 1, 2, 3, 4].map((i) =>
+      pacer.acquire(target).then((done) => {
+        order.push(i);
+        ends.push(done);
+      }),
+    );
+    await Promise.resolve();
+    expect(pacer.inFlight).toBe(2);
+    expect(pacer.waiting).toBe(3);
+    while (ends.length > 0 || pacer.waiting > 0) {
+      await new Promise<void>((resolve) => queueMicrotask(resolve));
+      const end = ends.shift();
+      end?.();
+      end?.(); // ending twice frees one slot
+      expect(pacer.inFlight).toBeLessThanOrEqual(2);
+    }
+    await Promise.all(turns);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('a request held back by a per-resource limit does not hold back requests for other resources', async () => {
+    const clock = new FakeClock(0);
+    const pacer = createPacer({
+      preset: {
+        name: 'custom',
+        policies: [window(100, '1s')],
+        rules: resourceRules([
+          { route: 'PATCH /booking/v*/bookings/{id}', limit: 1, periodMs: 60_000 },
+        ]),
+      },
+      clock,
+      sleep: movingSleep(clock),
+      safetyMarginMs: 0,
+    });
+    const sent: string[] = [];
+    const send = (method: string, path: string) =>
+      pacer.acquire({ method, url: `https://api.test${path}` }).then((done) => {
+        sent.push(`${clock.now()} ${method} ${path}`);
+        done();
+      });
+    await Promise.all([
+      send('PATCH', '/booking/v1/bookings/B1'),
+      send('PATCH', '/booking/v2/bookings/B1'),
+      send('GET', '/booking/v1/reservations'),
+      send('PATCH', '/booking/v1/bookings/B2'),
+    ]);
+    expect(sent).toEqual([
+      '0 PATCH /booking/v1/bookings/B1',
+      '0 GET /booking/v1/reservations',
+      '0 PATCH /booking/v1/bookings/B2',
+      '60000 PATCH /booking/v2/bookings/B1',
+    ]);
+  });
+
+  it('gives up a wait when its signal aborts, and the queue goes on without it', async () => {
+    const clock = new FakeClock(0);
+    let wake: () => void = () => undefined;
+    const pacer = createPacer({
+      preset: presetOf([window(1, '1s')]),
+      clock,
+      safetyMarginMs: 0,
+      sleep: () =>
+        new Promise<void>((resolve) => {
+          wake = () => {
+            clock.advance(1000);
+            resolve();
+          };
+        }),
+    });
+    (await pacer.acquire(target))();
+    const controller = new AbortController();
+    const abandoned = pacer.acquire(target, controller.signal);
+    const next = pacer.acquire(target);
+    expect(pacer.waiting).toBe(2);
+    controller.abort(new Error('not needed'));
+    await expect(abandoned).rejects.toThrow('not needed');
+    expect(pacer.waiting).toBe(1);
+    wake();
+    (await next)();
+    await expect(pacer.acquire(target, AbortSignal.abort('gone'))).rejects.toBe('gone');
+  });
+
+  it('stretches windows and shrinks bursts by the safety margin', async () => {
+    const clock = new FakeClock(0);
+    const pacer = createPacer({
+      preset: presets.live,
+      clock,
+      sleep: movingSleep(clock),
+      safetyMarginMs: 100,
+    });
+    let sentAtZero = 0;
+    const turns = Array.from({ length: 250 }, () =>
+      pacer.acquire(target).then((done) => {
+        if (clock.now() === 0) sentAtZero++;
+        done();
+      }),
+    );
+    await Promise.all(turns);
+    // Burst 200 of the average-rate policy, less 100 per s x 100 ms.
+    expect(sentAtZero).toBe(190);
+  });
+
+  it('throws a ConfigurationError for a preset without time limits or a bad margin', () => {
+    const cases = [
+      { preset: presetOf([concurrency(3)]) },
+      { preset: undefined as never },
+      { preset: livePreset(), safetyMarginMs: -1 },
+      { preset: developmentPreset(), safetyMarginMs: 0.5 },
+    ];
+    for (const options of cases) {
+      expect(isConfigurationError(thrown(() => createPacer(options)))).toBe(true);
+    }
+  });
+});

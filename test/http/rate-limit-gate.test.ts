@@ -1,0 +1,192 @@
+/** The gate behind every adapter: sync and async paths, failing open or closed, bad options. */
+import fc from 'fast-check';
+import { describe, expect, it, vi } from 'vitest';
+import {
+  createLimiter,
+  createRateLimitGate,
+  FakeClock,
+  type GateVerdict,
+  isConfigurationError,
+  isInvalidRequestError,
+  type RateLimitErrorEvent,
+  window,
+} from '../../src/index.js';
+import { AsyncMemoryStore, UnreachableStore } from '../support/async-store.js';
+import { thrown } from '../support/thrown.js';
+
+interface Req {
+  client: unknown;
+}
+
+const limiterOf = (limit = 1) =>
+  createLimiter({ policies: [window(limit, '1s', { name: 'w' })], clock: new FakeClock(0) });
+const identify = (req: Req) => ({ clientId: req.client as string, accountCode: 'ACME' });
+
+describe('rate limit gate', () => {
+  it('decides synchronously with the memory store: admitted with a lease, then the 429', () => {
+    const gate = createRateLimitGate({ limiter: limiterOf(1), identify });
+    const first = gate.check({ client: 'c1' }, 'GET', '/x', 'req-1') as GateVerdict;
+    expect(first).not.toBeInstanceOf(Promise);
+    expect(first).toMatchObject({
+      response: undefined,
+      holdsLease: true,
+      trackingId: 'req-1',
+      headers: { 'service-tracking-id': 'req-1' },
+    });
+    const second = gate.check({ client: 'c1' }, 'GET', '/x', undefined) as GateVerdict;
+    expect(second.response?.status).toBe(429);
+    expect(second.holdsLease).toBe(false);
+    first.release();
+    first.release();
+  });
+
+  it('answers with a promise when identify, skip or the store is asynchronous, with the same verdicts', async () => {
+    const asyncStore = createLimiter({
+      policies: [window(1, '1s', { name: 'w' })],
+      store: new AsyncMemoryStore(),
+      clock: new FakeClock(0),
+    });
+    const gate = createRateLimitGate({
+      limiter: asyncStore,
+      identify: async (req: Req) => identify(req),
+      skip: async (req) => req.client === 'health',
+    });
+    const pending = gate.check({ client: 'c1' }, 'GET', '/x', undefined);
+    expect(pending).toBeInstanceOf(Promise);
+    expect((await pending).response).toBeUndefined();
+    expect((await gate.check({ client: 'c1' }, 'GET', '/x', undefined)).response?.status).toBe(429);
+    const skipped = await gate.check({ client: 'health' }, 'GET', '/x', undefined);
+    expect(skipped).toMatchObject({ response: undefined, holdsLease: false });
+  });
+
+  it('never throws and never rejects, whatever identify returns or throws; fails open or closed as configured', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.anything(),
+        fc.constantFrom('open' as const, 'closed' as const),
+        fc.constantFrom('return', 'throw', 'resolve', 'reject'),
+        async (value, failure, how) => {
+          const events: RateLimitErrorEvent<Req>[] = [];
+          const gate = createRateLimitGate<Req>({
+            limiter: limiterOf(100),
+            failure,
+            onError: (event) => events.push(event),
+            identify: (() => {
+              if (how === 'throw') throw value;
+              if (how === 'resolve') return Promise.resolve(value);
+              if (how === 'reject') return Promise.reject(value);
+              return value;
+            }) as never,
+          });
+          const verdict = await gate.check({ client: 'c1' }, 'GET', '/x', undefined);
+          const status = verdict.response?.status;
+          if (events.length === 0) {
+            expect(status).toBeUndefined();
+            verdict.release();
+          } else {
+            expect(events).toHaveLength(1);
+            expect(status).toBe(failure === 'open' ? undefined : 503);
+            expect(verdict.holdsLease).toBe(false);
+          }
+          expect(status).not.toBe(429);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('reports an identity the limiter cannot attribute as an InvalidRequestError in the limiter phase', () => {
+    const events: RateLimitErrorEvent<Req>[] = [];
+    const gate = createRateLimitGate({
+      limiter: limiterOf(),
+      identify,
+      onError: (e) => events.push(e),
+    });
+    gate.check({ client: '' }, 'GET', '/x', undefined);
+    expect(events[0]?.phase).toBe('limiter');
+    expect(isInvalidRequestError(events[0]?.error)).toBe(true);
+  });
+
+  it('fails on a throwing skip and a rejecting store like on a throwing identify', async () => {
+    const events: string[] = [];
+    const onError = (e: RateLimitErrorEvent<Req>) => events.push(e.phase);
+    const skipping = createRateLimitGate<Req>({
+      limiter: limiterOf(),
+      identify,
+      onError,
+      skip: () => {
+        throw new Error('skip failed');
+      },
+    });
+    expect((skipping.check({ client: 'c' }, 'GET', '/', undefined) as GateVerdict).response).toBe(
+      undefined,
+    );
+    const down = createRateLimitGate<Req>({
+      limiter: createLimiter({ policies: [window(1, '1s')], store: new UnreachableStore() }),
+      identify,
+      onError,
+      failure: 'closed',
+    });
+    expect((await down.check({ client: 'c' }, 'GET', '/', undefined)).response?.status).toBe(503);
+    expect(events).toEqual(['skip', 'limiter']);
+  });
+
+  it('survives an error callback that throws, and logs one line by default', () => {
+    const throwing = createRateLimitGate<Req>({
+      limiter: limiterOf(),
+      identify: () => {
+        throw new Error('no identity');
+      },
+      onError: () => {
+        throw new Error('logger down');
+      },
+    });
+    expect((throwing.check({ client: 'c' }, 'GET', '/', 'r1') as GateVerdict).response).toBe(
+      undefined,
+    );
+    const lines: unknown[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((line) => void lines.push(line));
+    try {
+      const silent = createRateLimitGate<Req>({
+        limiter: limiterOf(),
+        identify: () => {
+          throw new Error('no identity');
+        },
+      });
+      silent.check({ client: 'c' }, 'GET', '/', 'r2');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(lines).toEqual([
+      'api-conventions: rate limit identify failed, request r2 let through (fail open): no identity',
+    ]);
+  });
+
+  it('a tracking id source that makes malformed ids is reported and replaced, not a crash', () => {
+    const events: RateLimitErrorEvent<Req>[] = [];
+    const gate = createRateLimitGate<Req>({
+      limiter: limiterOf(),
+      identify,
+      trackingIds: () => 'bad id',
+      onError: (e) => events.push(e),
+    });
+    const verdict = gate.check({ client: 'c' }, 'GET', '/', undefined) as GateVerdict;
+    expect(verdict.trackingId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(events[0]?.phase).toBe('tracking-id');
+    expect(isConfigurationError(events[0]?.error)).toBe(true);
+  });
+
+  it('throws a ConfigurationError for options it cannot work with', () => {
+    const cases: unknown[] = [
+      undefined,
+      { identify },
+      { limiter: limiterOf() },
+      { limiter: limiterOf(), identify, skip: 'no' },
+      { limiter: limiterOf(), identify, failure: 'sometimes' },
+      { limiter: limiterOf(), identify, trackingIdHeader: 'two words' },
+    ];
+    for (const options of cases) {
+      expect(isConfigurationError(thrown(() => createRateLimitGate(options as never)))).toBe(true);
+    }
+  });
+});

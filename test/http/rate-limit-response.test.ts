@@ -1,0 +1,312 @@
+/** The 429 builder, the RateLimit fields and the HTTP-date writer: properties for any decision, and the engine's own. */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type AdmittedDecision,
+  admittedHeaders,
+  concurrency,
+  createLimiter,
+  DEFAULT_TRACKING_ID_HEADER,
+  FakeClock,
+  formatHttpDate,
+  isConfigurationError,
+  type Policy,
+  type PolicyStatus,
+  parseHttpDate,
+  type RefusedDecision,
+  rate,
+  rateLimitResponse,
+  rateLimitResponseParts,
+  window,
+} from '../../src/index.js';
+import { request } from '../support/limits.js';
+import { thrown } from '../support/thrown.js';
+
+const DELAY_SECONDS = /^[1-9][0-9]*$/;
+const TRACKING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const IMF_FIXDATE =
+  /(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT/;
+const SF_STRING = '"(?:[\\x20-\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\["\\\\])*"';
+const POLICY_ITEM = new RegExp(
+  `^${SF_STRING};q=[0-9]{1,15}(?:;w=[0-9]{1,15}|;qu="concurrent-requests")$`,
+);
+const STATE_ITEM = new RegExp(`^${SF_STRING};r=([0-9]{1,15});t=([0-9]{1,15})$`);
+
+// Any number the engine or a broken caller could put in a decision.
+const anyNumber = fc.oneof(
+  fc.integer({ min: -10, max: 100_000 }),
+  fc.double({ min: -1e6, max: 1e22 }),
+  fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 0, -0),
+);
+
+const policyName = fc.oneof(
+  fc.string({ minLength: 1, maxLength: 40 }).filter((s) => s.trim().length > 0),
+  fc.constantFrom('global: 3500 per 60 s', 'throttle: 20 concurrent', 'say "hi" \\ é'),
+);
+
+const anyPolicy: fc.Arbitrary<Policy> = fc.oneof(
+  fc
+    .tuple(fc.integer({ min: 1, max: 10_000 }), fc.integer({ min: 1, max: 7_200_000 }), policyName)
+    .map(([limit, ms, name]) => window(limit, ms, { name })),
+  fc
+    .tuple(fc.double({ min: 0.01, max: 10_000, noNaN: true }), fc.integer({ min: 1, max: 500 }))
+    .map(([perSecond, burst]) => rate(perSecond, burst)),
+  fc.integer({ min: 1, max: 1_000 }).map((max) => concurrency(max, { name: `t${max}` })),
+);
+
+const anyStatuses = fc
+  .uniqueArray(anyPolicy, { maxLength: 5, selector: (p) => p.name })
+  .chain((policies) =>
+    fc.tuple(
+      ...policies.map((policy) =>
+        fc.record({ policy: fc.constant(policy), remaining: anyNumber, resetAfterMs: anyNumber }),
+      ),
+    ),
+  );
+
+const anyRefusal: fc.Arbitrary<RefusedDecision> = anyStatuses.chain((statuses: PolicyStatus[]) =>
+  fc.record({
+    allowed: fc.constant(false as const),
+    retryAfterSeconds: anyNumber,
+    retryAt: anyNumber,
+    policy:
+      statuses.length === 0
+        ? fc.constant(undefined)
+        : fc.constantFrom(undefined, ...statuses.map((s) => s.policy)),
+    reason: fc.constantFrom('limit' as const, 'blocked' as const, 'capacity' as const),
+    statuses: fc.constant(statuses),
+    now: fc.oneof(fc.integer({ min: 0, max: 4_102_444_800_000 }), anyNumber),
+  }),
+);
+
+/** The members of a Structured Field list, split at commas outside strings. */
+function listItems(field: string): string[] {
+  const items: string[] = [];
+  let current = '';
+  let quoted = false;
+  for (let i = 0; i < field.length; i++) {
+    const char = field[i] as string;
+    if (quoted && char === '\\') {
+      current += char + (field[++i] ?? '');
+      continue;
+    }
+    if (char === '"') quoted = !quoted;
+    if (!quoted && char === ',') {
+      items.push(current.trim());
+      current = '';
+    } else current += char;
+  }
+  if (current.trim() !== '') items.push(current.trim());
+  return items;
+}
+
+function refusedAt(clock: FakeClock, policies: readonly Policy[], times: number): RefusedDecision {
+  const limiter = createLimiter({ policies, clock });
+  for (let i = 0; i < times; i++) limiter.check(request);
+  const decision = limiter.check(request);
+  if (decision.allowed) throw new Error('expected a refusal');
+  return decision;
+}
+
+describe('rate limit response (429)', () => {
+  it('every header is present and well-formed for any refused decision; Retry-After is ^[1-9][0-9]*$', () => {
+    fc.assert(
+      fc.property(
+        anyRefusal,
+        fc.option(fc.string({ maxLength: 140 }), { nil: undefined }),
+        fc.boolean(),
+        (decision, incoming, fields) => {
+          const parts = rateLimitResponseParts(decision, {
+            trackingId: incoming,
+            rateLimitHeaders: fields,
+          });
+          expect(parts.status).toBe(429);
+          expect(parts.headers['content-type']).toBe('text/plain; charset=utf-8');
+          expect(parts.headers['cache-control']).toBe('no-store');
+          const retryAfter = parts.headers['retry-after'] as string;
+          expect(retryAfter).toMatch(DELAY_SECONDS);
+          const trackingId = parts.headers['service-tracking-id'] as string;
+          expect(trackingId).toMatch(TRACKING_ID);
+          if (incoming !== undefined && TRACKING_ID.test(incoming))
+            expect(trackingId).toBe(incoming);
+          // The body says when calls may resume, in seconds and as a date, and the tracking id.
+          expect(parts.body).toContain(`Calls may resume in ${retryAfter} second`);
+          expect(parts.body).toMatch(IMF_FIXDATE);
+          expect(parts.body).toContain(`Tracking id: ${trackingId}`);
+          const { policy } = decision;
+          if (decision.reason !== 'capacity' && policy !== undefined) {
+            expect(parts.body).toContain(`Limit hit: ${policy.name}.`);
+          } else {
+            expect(parts.body).toContain('tracking as many clients as it can');
+          }
+          expect(Object.keys(parts.headers).includes('ratelimit')).toBe(fields);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('RateLimit fields are well-formed lists, one item per policy, and Retry-After is never earlier than any t', () => {
+    fc.assert(
+      fc.property(anyRefusal, (decision) => {
+        const parts = rateLimitResponseParts(decision, { rateLimitHeaders: true });
+        const retryAfter = Number(parts.headers['retry-after']);
+        const policies = listItems(parts.headers['ratelimit-policy'] as string);
+        const states = listItems(parts.headers.ratelimit as string);
+        expect(policies).toHaveLength(decision.statuses.length);
+        expect(states).toHaveLength(decision.statuses.length);
+        states.forEach((item, k) => {
+          expect(policies[k]).toMatch(POLICY_ITEM);
+          const [, r, t] = STATE_ITEM.exec(item) ?? [];
+          expect(r).toBeDefined();
+          expect(Number(t)).toBeLessThanOrEqual(retryAfter);
+          // Nothing left: come back exactly when Retry-After says, as the refusing policy does.
+          if (Number(r) === 0) expect(Number(t)).toBe(retryAfter);
+          if (decision.statuses[k]?.policy === decision.policy) expect(r).toBe('0');
+        });
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("answers the engine's decision truthfully: its Retry-After, its limit, the instant it announced", () => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 21, 13, 0, 0, 250));
+    const decision = refusedAt(clock, [window(3, '60s', { name: 'global: 3 per 60 s' })], 3);
+    const parts = rateLimitResponseParts(decision, { trackingId: 'req-1' });
+    expect(parts.headers['retry-after']).toBe('60');
+    expect(parts.body).toBe(
+      [
+        'Too many requests.',
+        'Limit hit: global: 3 per 60 s.',
+        'Calls may resume in 60 seconds, at Sat, 21 Nov 2026 13:01:00 GMT (Retry-After: 60).',
+        'A request sent before then is not processed and gets a new Retry-After.',
+        'Tracking id: req-1',
+        '',
+      ].join('\n'),
+    );
+    expect(parseHttpDate('Sat, 21 Nov 2026 13:01:00 GMT')).toBe(
+      Math.floor(decision.retryAt / 1000) * 1000,
+    );
+  });
+
+  it('says so when the scope is blocked by an earlier refusal, and when the store is full', () => {
+    const capacity: RefusedDecision = {
+      allowed: false,
+      retryAfterSeconds: 1,
+      retryAt: 1000,
+      policy: undefined,
+      reason: 'capacity',
+      statuses: [],
+      now: 0,
+    };
+    expect(rateLimitResponseParts(capacity).body).toContain(
+      'No limit of yours was reached: the service is tracking as many clients as it can',
+    );
+    const earlier: RefusedDecision = {
+      ...capacity,
+      policy: window(1, '1s', { name: 'w' }),
+      reason: 'blocked',
+    };
+    expect(rateLimitResponseParts(earlier).body).toContain(
+      'Limit hit: w. An earlier request was refused under it',
+    );
+  });
+
+  it('is the same response as a web Response', async () => {
+    const decision = refusedAt(new FakeClock(0), [window(1, '1s', { name: 'w' })], 1);
+    const options = { trackingId: 'abc', rateLimitHeaders: true };
+    const parts = rateLimitResponseParts(decision, options);
+    const response = rateLimitResponse(decision, options);
+    expect(response.status).toBe(429);
+    expect(Object.fromEntries(response.headers)).toEqual(parts.headers);
+    expect(await response.text()).toBe(parts.body);
+  });
+
+  it('names the tracking id header as configured, and generates ids with the injected source', () => {
+    const decision = refusedAt(new FakeClock(0), [window(1, '1s', { name: 'w' })], 1);
+    const parts = rateLimitResponseParts(decision, {
+      trackingIdHeader: 'X-Correlation-Id',
+      trackingId: 'not ok!',
+      trackingIds: () => 'made-1',
+    });
+    expect(parts.headers['x-correlation-id']).toBe('made-1');
+    expect(parts.headers[DEFAULT_TRACKING_ID_HEADER.toLowerCase()]).toBeUndefined();
+  });
+
+  it('throws a ConfigurationError for a bad header name or an id source that makes malformed ids', () => {
+    const decision = refusedAt(new FakeClock(0), [window(1, '1s', { name: 'w' })], 1);
+    const badHeader = thrown(() =>
+      rateLimitResponseParts(decision, { trackingIdHeader: 'Bad Header' }),
+    );
+    expect(isConfigurationError(badHeader) && badHeader.code).toBe('invalid_header_name');
+    const badSource = thrown(() => rateLimitResponseParts(decision, { trackingIds: () => 'a b' }));
+    expect(isConfigurationError(badSource) && badSource.code).toBe('invalid_tracking_id');
+  });
+});
+
+describe('admitted headers', () => {
+  it('report, for any statuses, each policy with what remains (r) and the seconds to a full reset (t)', () => {
+    fc.assert(
+      fc.property(anyStatuses, (statuses) => {
+        const decision: AdmittedDecision = {
+          allowed: true,
+          statuses,
+          now: 0,
+          release: () => undefined,
+        };
+        const headers = admittedHeaders(decision, { rateLimitHeaders: true, trackingId: 'abc' });
+        const states = listItems(headers.ratelimit as string);
+        expect(listItems(headers['ratelimit-policy'] as string)).toHaveLength(statuses.length);
+        expect(states).toHaveLength(statuses.length);
+        states.forEach((item, k) => {
+          const { remaining, resetAfterMs } = statuses[k] as PolicyStatus;
+          const [, r, t] = STATE_ITEM.exec(item) ?? [];
+          const finite = (v: number) => (Number.isFinite(v) ? v : 0);
+          expect(Number(r)).toBe(
+            Math.min(Math.max(Math.floor(finite(remaining)), 0), 999_999_999_999_999),
+          );
+          expect(Number(t)).toBe(
+            Math.min(Math.max(Math.ceil(finite(resetAfterMs) / 1000), 0), 999_999_999_999_999),
+          );
+        });
+      }),
+    );
+  });
+
+  it('carry the tracking id, and the RateLimit fields when enabled, with t the seconds to a full reset', () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      policies: [window(10, '60s', { name: 'minute' }), concurrency(4, { name: 'throttle' })],
+      clock,
+    });
+    const decision = limiter.check(request);
+    if (!decision.allowed) throw new Error('expected admission');
+    expect(admittedHeaders(decision, { trackingId: 'abc' })).toEqual({
+      'service-tracking-id': 'abc',
+    });
+    expect(admittedHeaders(decision, { trackingId: 'abc', rateLimitHeaders: true })).toEqual({
+      'service-tracking-id': 'abc',
+      'ratelimit-policy': '"minute";q=10;w=60, "throttle";q=4;qu="concurrent-requests"',
+      ratelimit: `"minute";r=9;t=60, "throttle";r=3;t=${decision.statuses[1]!.resetAfterMs / 1000}`,
+    });
+    decision.release();
+  });
+});
+
+describe('formatHttpDate', () => {
+  it('writes an IMF-fixdate that parseHttpDate reads back to the same whole second', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 253_402_300_799_000 }), (ms) => {
+        const text = formatHttpDate(ms);
+        expect(text).toMatch(new RegExp(`^${IMF_FIXDATE.source}$`));
+        expect(parseHttpDate(text)).toBe(Math.floor(ms / 1000) * 1000);
+      }),
+    );
+  });
+
+  it('clamps instants outside the four-digit years and non-numbers', () => {
+    expect(formatHttpDate(-1)).toBe('Thu, 01 Jan 1970 00:00:00 GMT');
+    expect(formatHttpDate(Number.NaN)).toBe('Thu, 01 Jan 1970 00:00:00 GMT');
+    expect(formatHttpDate(1e20)).toBe('Fri, 31 Dec 9999 23:59:59 GMT');
+  });
+});

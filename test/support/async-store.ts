@@ -1,0 +1,78 @@
+/**
+ * Stores for the asynchronous and the failing paths: the memory store's decisions behind promises
+ * (as a networked store answers), and a store whose every call fails (as Redis does when it is
+ * down).
+ */
+import {
+  type AsyncLimitStore,
+  type LeaseToken,
+  MemoryStore,
+  type Plan,
+  type StoreOutcome,
+} from '../../src/index.js';
+
+/** The memory store, answering with promises. */
+export class AsyncMemoryStore implements AsyncLimitStore {
+  readonly synchronous = false as const;
+  readonly #memory = new MemoryStore();
+
+  apply(plan: Plan, now: number): Promise<StoreOutcome> {
+    return Promise.resolve().then(() => this.#memory.apply(plan, now));
+  }
+
+  release(lease: LeaseToken, now: number): Promise<void> {
+    return Promise.resolve().then(() => this.#memory.release(lease, now));
+  }
+}
+
+/** A store that is down: every call rejects. */
+export class UnreachableStore implements AsyncLimitStore {
+  readonly synchronous = false as const;
+
+  apply(): Promise<StoreOutcome> {
+    return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6380'));
+  }
+
+  release(): Promise<void> {
+    return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6380'));
+  }
+}
+
+/**
+ * The memory store behind promises that settle only when the test says: a decision in flight that
+ * the test can hold while the client goes away. Counts what it was asked.
+ */
+export class HeldStore implements AsyncLimitStore {
+  readonly synchronous = false as const;
+  readonly #memory = new MemoryStore();
+  readonly #held: Array<() => void> = [];
+  #onApply: (() => void) | undefined;
+  /** Leases given back so far. */
+  released = 0;
+
+  apply(plan: Plan, now: number): Promise<StoreOutcome> {
+    return new Promise((resolve) => {
+      this.#held.push(() => resolve(this.#memory.apply(plan, now)));
+      this.#onApply?.();
+    });
+  }
+
+  release(lease: LeaseToken, now: number): Promise<void> {
+    this.released++;
+    this.#memory.release(lease, now);
+    return Promise.resolve();
+  }
+
+  /** Resolves once a decision is held. */
+  applied(): Promise<void> {
+    if (this.#held.length > 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#onApply = resolve;
+    });
+  }
+
+  /** Let every held decision through. */
+  proceed(): void {
+    for (const decide of this.#held.splice(0)) decide();
+  }
+}
