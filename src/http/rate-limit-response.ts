@@ -164,7 +164,10 @@ function refusalText(
 ): string {
   const name = decision.policy?.name;
   let which: string;
-  if (decision.reason === 'capacity' || name === undefined) {
+  if (decision.reason === 'unavailable') {
+    which =
+      'No limit of yours was reached: the service cannot check its limits right now and refuses until it can.';
+  } else if (decision.reason === 'capacity' || name === undefined) {
     which =
       'No limit of yours was reached: the service is tracking as many clients as it can and cannot start counting requests for this one right now.';
   } else if (decision.reason === 'blocked') {

@@ -73,7 +73,12 @@ const anyRefusal: fc.Arbitrary<RefusedDecision> = anyStatuses.chain((statuses: P
       statuses.length === 0
         ? fc.constant(undefined)
         : fc.constantFrom(undefined, ...statuses.map((s) => s.policy)),
-    reason: fc.constantFrom('limit' as const, 'blocked' as const, 'capacity' as const),
+    reason: fc.constantFrom(
+      'limit' as const,
+      'blocked' as const,
+      'capacity' as const,
+      'unavailable' as const,
+    ),
     statuses: fc.constant(statuses),
     now: fc.oneof(fc.integer({ min: 0, max: 4_102_444_800_000 }), anyNumber),
   }),
@@ -134,7 +139,9 @@ describe('rate limit response (429)', () => {
           expect(parts.body).toMatch(IMF_FIXDATE);
           expect(parts.body).toContain(`Tracking id: ${trackingId}`);
           const { policy } = decision;
-          if (decision.reason !== 'capacity' && policy !== undefined) {
+          if (decision.reason === 'unavailable') {
+            expect(parts.body).toContain('cannot check its limits right now');
+          } else if (decision.reason !== 'capacity' && policy !== undefined) {
             expect(parts.body).toContain(`Limit hit: ${policy.name}.`);
           } else {
             expect(parts.body).toContain('tracking as many clients as it can');
@@ -189,7 +196,7 @@ describe('rate limit response (429)', () => {
     );
   });
 
-  it('says so when the scope is blocked by an earlier refusal, and when the store is full', () => {
+  it('says so when the scope is blocked by an earlier refusal, when the store is full, and when a store that fails closed cannot decide', () => {
     const capacity: RefusedDecision = {
       allowed: false,
       retryAfterSeconds: 1,
@@ -201,6 +208,10 @@ describe('rate limit response (429)', () => {
     };
     expect(rateLimitResponseParts(capacity).body).toContain(
       'No limit of yours was reached: the service is tracking as many clients as it can',
+    );
+    const unavailable: RefusedDecision = { ...capacity, reason: 'unavailable' };
+    expect(rateLimitResponseParts(unavailable).body).toContain(
+      'No limit of yours was reached: the service cannot check its limits right now',
     );
     const earlier: RefusedDecision = {
       ...capacity,
