@@ -56,10 +56,12 @@ export interface RedisStoreOptions {
   timeoutMs?: number;
   /**
    * What a decision is when Redis times out, is unreachable or fails: `'open'` admits the request
-   * (no statuses, no lease), `'closed'` refuses it with reason `unavailable`.
+   * (no statuses, no lease), `'closed'` refuses it with reason `unavailable`, `'reject'` rejects
+   * the promise with the {@link RedisStoreError}, for a caller that handles a failing store itself
+   * (the HTTP middleware answers 503 or lets the request through, after its own `failure` option).
    * @defaultValue `'open'`
    */
-  failMode?: 'open' | 'closed';
+  failMode?: 'open' | 'closed' | 'reject';
   /**
    * Retry-After, in whole seconds, of a refusal when failing closed.
    * @defaultValue 1 (the specification's recommended backoff)
@@ -145,7 +147,7 @@ export class RedisStore implements AsyncLimitStore {
   readonly #prefix: string;
   readonly #useClock: boolean;
   readonly #timeoutMs: number;
-  readonly #failOpen: boolean;
+  readonly #failMode: 'open' | 'closed' | 'reject';
   readonly #closedRetryAfter: number;
   readonly #onError: ((error: RedisStoreError) => void) | undefined;
   readonly #margin: string;
@@ -185,10 +187,10 @@ export class RedisStore implements AsyncLimitStore {
       );
     }
     const failMode = options.failMode ?? 'open';
-    if (failMode !== 'open' && failMode !== 'closed') {
+    if (failMode !== 'open' && failMode !== 'closed' && failMode !== 'reject') {
       throw new ConfigurationError(
         'invalid_option',
-        `failMode must be 'open' or 'closed', got ${describe(failMode)}.`,
+        `failMode must be 'open', 'closed' or 'reject', got ${describe(failMode)}.`,
       );
     }
     this.#timeoutMs = whole(options.timeoutMs ?? 100, 'timeoutMs', 1);
@@ -216,7 +218,7 @@ export class RedisStore implements AsyncLimitStore {
     this.#client = client;
     this.#prefix = prefix;
     this.#useClock = timeSource === 'clock';
-    this.#failOpen = failMode === 'open';
+    this.#failMode = failMode;
     this.#onError = options.onError;
     this.#timer = timer;
   }
@@ -224,7 +226,8 @@ export class RedisStore implements AsyncLimitStore {
   /**
    * Apply a plan atomically in Redis: refuse if any active policy is blocked or full, otherwise
    * record the request in every active policy and take its leases. When Redis cannot decide, the
-   * outcome follows the fail mode: for any plan the engine builds, this never rejects.
+   * outcome follows the fail mode: for any plan the engine builds, this rejects only with
+   * `failMode: 'reject'`, and then with a {@link RedisStoreError}.
    * @param plan - the scopes and policies of one request
    * @param now - the time in ms; used with `timeSource: 'clock'`, and as the time of a failed-over
    *   outcome
@@ -324,9 +327,12 @@ export class RedisStore implements AsyncLimitStore {
   }
 
   #failed(operation: 'apply', error: unknown, now: number): StoreOutcome {
-    this.#report(toStoreError(operation, error));
+    const failure = toStoreError(operation, error);
+    this.#report(failure);
+    // The caller asked to handle a failing store itself: apply is async, so this rejects.
+    if (this.#failMode === 'reject') throw failure;
     const t = Number.isFinite(now) ? now : 0;
-    return this.#failOpen
+    return this.#failMode === 'open'
       ? { allowed: true, now: t, lease: undefined, policies: [], values: [] }
       : {
           allowed: false,

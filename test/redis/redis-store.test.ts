@@ -348,6 +348,30 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     },
   );
 
+  it('rejects with the RedisStoreError when failMode is reject, for a caller that handles a failing store', async () => {
+    const timer = new ManualTimer();
+    const errors: RedisStoreError[] = [];
+    const store = make({ failMode: 'reject', timer, onError: (e) => errors.push(e) });
+    const limiter = createLimiter({ policies: [window(5, '1s', { name: 'w' })], store });
+    const request = { clientId: 'c', accountCode: 'a', method: 'GET', path: '/x' };
+    expect((await limiter.check(request)).allowed).toBe(true);
+    server.pause();
+    try {
+      const pending = limiter.check(request);
+      timer.fireAll();
+      const error = await pending.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(RedisStoreError);
+      expect(error).toMatchObject({ code: 'redis_timeout', operation: 'apply' });
+      expect(errors).toEqual([error]);
+    } finally {
+      server.resume();
+    }
+    expect((await limiter.check(request)).allowed).toBe(true);
+  });
+
   it('fails as configured when Redis stops mid-run, without a crash or an unhandled rejection, and resumes with the script reloaded once it restarts', async () => {
     // Arrange
     const errors: RedisStoreError[] = [];
