@@ -13,15 +13,15 @@ export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 /** The fewest and most key bytes a secret may carry (the specification's 24 to 64). */
 export const WEBHOOK_SECRET_BYTES = { min: 24, max: 64 } as const;
 
-/** The three headers of a signed delivery. */
-export interface WebhookHeaders {
+/** The three headers of a signed delivery (a type alias, so that it fits any header record). */
+export type WebhookHeaders = {
   /** The message id: the same on every retry of one message, so receivers can deduplicate. */
   readonly 'webhook-id': string;
   /** The signing time, in whole seconds since the Unix epoch. */
   readonly 'webhook-timestamp': string;
   /** Space-separated `v1,<base64>` signatures, one per secret. */
   readonly 'webhook-signature': string;
-}
+};
 
 /** What is signed: the message id, the time and the exact body bytes. */
 export interface SignInput {

@@ -106,7 +106,8 @@ describe('verifyWebhook', () => {
           }
           if (field === 3) {
             const sig = Buffer.from(headers['webhook-signature'].slice(3), 'base64');
-            sig[where % sig.length] ^= 1;
+            const i = where % sig.length;
+            sig.writeUInt8(sig.readUInt8(i) ^ 1, i);
             changed['webhook-signature'] = `v1,${sig.toString('base64')}`;
           }
           expect(verifyWebhook(changedBody, changed, { secrets: secret, clock })).toMatchObject({
