@@ -12,6 +12,7 @@ import type { TransportResponse, WebhookTransport } from './http-transport.js';
 import { httpTransport } from './http-transport.js';
 import type { RetrySchedule } from './retry-schedule.js';
 import { nextAttempt, retrySchedule } from './retry-schedule.js';
+import type { WebhookHeaders } from './signature.js';
 import { signWebhook } from './signature.js';
 
 /** One message on its way to one subscription; plain JSON, so a durable queue can hold it. */
@@ -39,6 +40,7 @@ export type DeliveryFailure =
   | 'max_age'
   | 'forbidden_address'
   | 'no_secret'
+  | 'invalid_job'
   | 'gone';
 
 /** One attempt, as reported to `onAttempt`: log it, or store it as the delivery log. */
@@ -56,12 +58,17 @@ export interface DeliveryAttempt {
   /** The receiver's status, when it answered. */
   readonly status?: number;
   /** Why no answer came (`timeout`, `connection_failed`, `forbidden_address`, ...). */
-  readonly error?: { readonly code: string; readonly message: string };
+  readonly error?: {
+    /** Stable code. */
+    readonly code: string;
+    /** What happened. */
+    readonly message: string;
+  };
   /** What follows. */
   readonly outcome: AttemptOutcome;
   /** For `retry`: when the next attempt is due, in ms. */
   readonly nextAttemptAt?: number;
-  /** For `failed` and `disabled`: why. */
+  /** For `failed` and `disabled`: why (`invalid_job` for an id or secret signing refuses). */
   readonly reason?: DeliveryFailure;
 }
 
@@ -188,13 +195,20 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
       if (secrets === undefined || secrets.length === 0) {
         return done({ outcome: 'failed', reason: 'no_secret' });
       }
-      let response: TransportResponse | undefined;
-      let error: { code: string; message: string } | undefined;
+      let headers: WebhookHeaders;
       try {
-        const headers = signWebhook(
+        headers = signWebhook(
           { id: job.id, timestamp: Math.floor(at / 1000), body: job.body },
           secrets,
         );
+      } catch (caught) {
+        // A malformed id or secret fails every attempt alike: no retry.
+        const { code, message } = caught as ConfigurationError;
+        return done({ error: { code, message }, outcome: 'failed', reason: 'invalid_job' });
+      }
+      let response: TransportResponse | undefined;
+      let error: { code: string; message: string } | undefined;
+      try {
         response = await transport({
           url: job.endpointUrl,
           headers: {
@@ -214,12 +228,8 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
               message: caught instanceof Error ? caught.message : String(caught),
             };
       }
-      if (error?.code === 'forbidden_address' || error?.code === 'invalid_webhook_secret') {
-        return done({
-          error,
-          outcome: 'failed',
-          reason: error.code === 'forbidden_address' ? 'forbidden_address' : 'no_secret',
-        });
+      if (error?.code === 'forbidden_address') {
+        return done({ error, outcome: 'failed', reason: 'forbidden_address' });
       }
       const status = response?.status;
       const answered = status === undefined ? { error: error! } : { status };

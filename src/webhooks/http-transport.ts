@@ -63,7 +63,12 @@ export interface HttpTransportOptions extends SsrfGuardOptions {
   /** A guard made elsewhere (its allow-list and lookup win over `allow` and `lookup`). */
   guard?: SsrfGuard;
   /** Agents for keep-alive; the guard's lookup is set on every request. */
-  agent?: { http?: HttpAgent; https?: HttpAgent };
+  agent?: {
+    /** For `http:` endpoints. */
+    http?: HttpAgent;
+    /** For `https:` endpoints. */
+    https?: HttpAgent;
+  };
 }
 
 /**

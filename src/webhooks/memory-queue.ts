@@ -10,7 +10,7 @@ import { timerSleep } from '../client/sleep.js';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
-import type { Deliverer, DeliveryJob } from './delivery.js';
+import type { Deliverer, DeliveryJob, DeliveryStep } from './delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import { DeliveryQueueError } from './delivery-queue.js';
 
@@ -133,9 +133,17 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   }
 
   async #run(job: DeliveryJob): Promise<void> {
-    const step = await this.#deliverer.attempt(job);
+    let step: DeliveryStep | undefined;
+    try {
+      step = await this.#deliverer.attempt(job);
+    } catch {
+      step = undefined;
+    }
     this.#running -= 1;
-    if (!step.done) {
+    if (step === undefined) {
+      // A deliverer that broke its promise never to reject: hold the job for close() to hand back.
+      this.#waiting.set(job, Number.POSITIVE_INFINITY);
+    } else if (!step.done) {
       if (this.#closed) this.#waiting.set(step.job, step.at);
       else this.#wait(step.job, step.at);
     }

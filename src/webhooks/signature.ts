@@ -11,7 +11,12 @@ import { ConfigurationError } from '../errors.js';
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 
 /** The fewest and most key bytes a secret may carry (the specification's 24 to 64). */
-export const WEBHOOK_SECRET_BYTES = { min: 24, max: 64 } as const;
+export const WEBHOOK_SECRET_BYTES: {
+  /** The fewest key bytes. */
+  readonly min: 24;
+  /** The most key bytes. */
+  readonly max: 64;
+} = { min: 24, max: 64 };
 
 /** The three headers of a signed delivery (a type alias, so that it fits any header record). */
 export type WebhookHeaders = {

@@ -56,7 +56,13 @@ export type WebhookVerification =
 
 /** Request headers as node:http, fetch or a plain object gives them. */
 export type HeaderSource =
-  | { get(name: string): string | null }
+  | {
+      /**
+       * A header's value, as `Headers.get` answers.
+       * @param name - the header name, lower case
+       */
+      get(name: string): string | null;
+    }
   | Readonly<Record<string, string | readonly string[] | undefined>>;
 
 // A bound on the signatures read from one header: a real sender rotates two or three secrets.
@@ -83,12 +89,14 @@ export function verifyWebhook(
   headers: HeaderSource,
   options: VerifyWebhookOptions,
 ): WebhookVerification {
-  const keys = (typeof options.secrets === 'string' ? [options.secrets] : options.secrets).map(
-    webhookSecretKey,
-  );
-  if (keys.length === 0) {
-    throw new ConfigurationError('invalid_webhook_secret', 'Verify with at least one secret.');
+  const list = typeof options?.secrets === 'string' ? [options.secrets] : options?.secrets;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new ConfigurationError(
+      'invalid_webhook_secret',
+      'Verify with at least one secret (two while rotating): { secrets: [newSecret, oldSecret] }.',
+    );
   }
+  const keys = list.map(webhookSecretKey);
   const tolerance = options.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
   if (!Number.isFinite(tolerance) || tolerance < 0) {
     throw new ConfigurationError(

@@ -182,6 +182,24 @@ describe('deliver', () => {
     expect(await noisy.run()).toMatchObject({ outcome: 'delivered' });
   });
 
+  it('fails a job whose id or secret signing refuses, once, without a retry', async () => {
+    const badSecret = setup({ secrets: () => ['whsec_short'] });
+    expect(await badSecret.run()).toMatchObject({
+      outcome: 'failed',
+      reason: 'invalid_job',
+      error: { code: 'invalid_webhook_secret' },
+    });
+    const badId = setup();
+    expect(
+      await deliver(badId.deliverer, { ...badId.job, id: 'has space' }, badId.sleep, badId.clock),
+    ).toMatchObject({
+      outcome: 'failed',
+      reason: 'invalid_job',
+      error: { code: 'invalid_option' },
+    });
+    expect([...badSecret.waits, ...badId.waits]).toEqual([]);
+  });
+
   it('refuses a deliverer without secrets or with a bad timeout', () => {
     for (const options of [{}, { secrets: () => [secret], timeoutMs: 0 }]) {
       const error = thrown(() => createDeliverer(options as DeliveryOptions));

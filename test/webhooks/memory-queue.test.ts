@@ -124,6 +124,15 @@ describe('MemoryDeliveryQueue', () => {
     expect(late).toBe('queue_closed');
   });
 
+  it('holds a job whose deliverer rejects, and hands it back on close', async () => {
+    const broken: Deliverer = { attempt: () => Promise.reject(new Error('bug')) };
+    const queue = new MemoryDeliveryQueue({ deliverer: broken });
+    await queue.enqueue(job(7));
+    await tick();
+    expect(queue.size).toBe(1);
+    expect(await queue.close()).toEqual([job(7)]);
+  });
+
   it('refuses a capacity or concurrency below 1', () => {
     const deliverer: Deliverer = { attempt: async () => ({}) as DeliveryStep };
     for (const options of [{ capacity: 0 }, { concurrency: 1.5 }]) {

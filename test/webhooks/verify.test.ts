@@ -78,6 +78,9 @@ describe('verifyWebhook', () => {
       true,
     );
     expect(isConfigurationError(thrown(() => verifyWebhook('', {}, { secrets: [] })))).toBe(true);
+    expect(
+      isConfigurationError(thrown(() => verifyWebhook('', {}, { secrets: undefined as never }))),
+    ).toBe(true);
   });
 
   it('accepts exactly what was signed: any change to id, timestamp, body or signature is refused', () => {
