@@ -216,7 +216,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
 export function curlLines(url: string): string {
   const live = `-H 'x-api-key: live-demo-key'`;
   const dev = `-H 'x-api-key: dev-demo-key'`;
-  const codes = `curl -s -o /dev/null -w '%{http_code} '`;
+  const codes = `curl -s -o /dev/null -w '%{http_code} ' `;
   return [
     `api-conventions demo service on ${url}`,
     '',
