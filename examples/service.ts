@@ -139,16 +139,29 @@ export interface DemoOptions {
  */
 export async function startDemoService(options: DemoOptions = {}): Promise<DemoService> {
   const clock = options.clock ?? systemClock;
-  const redis =
+  // Two connections: the limits never queue a decision while disconnected (docs/redis.md); BullMQ
+  // needs commands that wait (maxRetriesPerRequest: null).
+  const limitsRedis =
+    options.redisUrl === undefined
+      ? undefined
+      : new Redis(options.redisUrl, {
+          enableOfflineQueue: false,
+          autoResendUnfulfilledCommands: false,
+          maxRetriesPerRequest: 0,
+          lazyConnect: true,
+        });
+  const queueRedis =
     options.redisUrl === undefined
       ? undefined
       : new Redis(options.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
-  await redis?.connect();
+  await Promise.all([limitsRedis?.connect(), queueRedis?.connect()]);
   const limit = nodeRateLimit({
     limiter: createLimiter({
       preset: presets.byAccountType,
       clock,
-      ...(redis === undefined ? {} : { store: new RedisStore({ client: ioredisClient(redis) }) }),
+      ...(limitsRedis === undefined
+        ? {}
+        : { store: new RedisStore({ client: ioredisClient(limitsRedis) }) }),
     }),
     identify: (req) => clientOf(req) as Identity,
     rateLimitHeaders: true,
@@ -156,7 +169,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
   const webhooks = createDemoWebhooks({
     clock,
     allow: options.allow ?? ['127.0.0.1', '::1'],
-    ...(redis === undefined ? {} : { redis: { bullmq, connection: redis } }),
+    ...(queueRedis === undefined ? {} : { redis: { bullmq, connection: queueRedis } }),
     ...(options.onDelivery === undefined ? {} : { onDelivery: options.onDelivery }),
   });
   const fail = (res: ServerResponse) => (error: unknown) => {
@@ -204,7 +217,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
         server.close((error) => (error ? reject(error) : resolve()));
       });
       await webhooks.close();
-      await redis?.quit();
+      await Promise.all([limitsRedis?.quit(), queueRedis?.quit()]);
     },
   };
 }

@@ -186,6 +186,15 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
         done: true as const,
         report: await report({ ...base, ...fields }),
       });
+      const malformed = jobProblem(job);
+      if (malformed !== undefined) {
+        // A job no attempt can deliver (a queue holding something else): fail it once, no retry.
+        return done({
+          error: { code: 'invalid_job', message: malformed },
+          outcome: 'failed',
+          reason: 'invalid_job',
+        });
+      }
       let secrets: readonly string[] | undefined;
       try {
         secrets = await options.secrets(job.subscriptionId);
@@ -203,8 +212,10 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
         );
       } catch (caught) {
         // A malformed id or secret fails every attempt alike: no retry.
-        const { code, message } = caught as ConfigurationError;
-        return done({ error: { code, message }, outcome: 'failed', reason: 'invalid_job' });
+        const error = isApiConventionsError(caught)
+          ? { code: caught.code, message: caught.message }
+          : { code: 'invalid_job', message: String(caught) };
+        return done({ error, outcome: 'failed', reason: 'invalid_job' });
       }
       let response: TransportResponse | undefined;
       let error: { code: string; message: string } | undefined;
@@ -269,6 +280,25 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
       };
     },
   };
+}
+
+// What is wrong with a job, or undefined when an attempt can be made.
+function jobProblem(job: DeliveryJob): string | undefined {
+  if (typeof job !== 'object' || job === null) return 'The job is not an object.';
+  if (typeof job.id !== 'string' || typeof job.subscriptionId !== 'string') {
+    return 'The job needs a string id and subscriptionId.';
+  }
+  if (typeof job.body !== 'string') return 'The job body must be the serialised message.';
+  if (!Number.isSafeInteger(job.attempts) || job.attempts < 0) {
+    return 'The job attempts must be a whole number >= 0.';
+  }
+  if (job.firstAttemptAt !== undefined && !Number.isFinite(job.firstAttemptAt)) {
+    return 'The job firstAttemptAt must be a time in ms.';
+  }
+  if (typeof job.endpointUrl !== 'string' || !URL.canParse(job.endpointUrl)) {
+    return `The job endpointUrl ${String(job.endpointUrl)} is no absolute URL.`;
+  }
+  return undefined;
 }
 
 /**

@@ -68,6 +68,8 @@ export type HeaderSource =
 // A bound on the signatures read from one header: a real sender rotates two or three secrets.
 const MAX_SIGNATURES = 16;
 const SECONDS = /^[0-9]{1,15}$/;
+const MISSING_HEADERS =
+  'The request needs the webhook-id, webhook-timestamp and webhook-signature headers.';
 
 /**
  * Verify a delivery: every header present, the timestamp within the tolerance, and one `v1`
@@ -77,7 +79,7 @@ const SECONDS = /^[0-9]{1,15}$/;
  * @param options - secrets, clock and tolerance
  * @returns the message id and time, or the refusal with a code
  * @throws ConfigurationError `invalid_webhook_secret` when a secret is malformed, `invalid_option`
- * for a negative tolerance
+ * for a negative tolerance or a body that is not the raw string or bytes
  * @example
  * ```ts
  * const verdict = verifyWebhook(rawBody, req.headers, { secrets: process.env.WEBHOOK_SECRET! });
@@ -104,14 +106,20 @@ export function verifyWebhook(
       `toleranceSeconds must be a number of seconds >= 0, got ${String(tolerance)}.`,
     );
   }
+  if (typeof body !== 'string' && !(body instanceof Uint8Array)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'Verify the raw body as received (a string or a Buffer), not the parsed JSON: parsing and serialising again changes the bytes.',
+    );
+  }
+  if (typeof headers !== 'object' || headers === null) {
+    return refuse('missing_header', MISSING_HEADERS);
+  }
   const id = header(headers, 'webhook-id');
   const stamp = header(headers, 'webhook-timestamp');
   const signature = header(headers, 'webhook-signature');
   if (id === undefined || stamp === undefined || signature === undefined) {
-    return refuse(
-      'missing_header',
-      'The request needs the webhook-id, webhook-timestamp and webhook-signature headers.',
-    );
+    return refuse('missing_header', MISSING_HEADERS);
   }
   if (!SECONDS.test(stamp)) {
     return refuse('invalid_timestamp', 'webhook-timestamp must be whole seconds since the epoch.');

@@ -182,7 +182,7 @@ describe('deliver', () => {
     expect(await noisy.run()).toMatchObject({ outcome: 'delivered' });
   });
 
-  it('fails a job whose id or secret signing refuses, once, without a retry', async () => {
+  it('fails a malformed job, or one whose id or secret signing refuses, once, without a retry', async () => {
     const badSecret = setup({ secrets: () => ['whsec_short'] });
     expect(await badSecret.run()).toMatchObject({
       outcome: 'failed',
@@ -198,6 +198,21 @@ describe('deliver', () => {
       error: { code: 'invalid_option' },
     });
     expect([...badSecret.waits, ...badId.waits]).toEqual([]);
+    const before = receiver.received.length;
+    for (const broken of [
+      { endpointUrl: 'not a url' },
+      { body: { not: 'serialised' } },
+      { attempts: -1 },
+    ]) {
+      const run = setup();
+      const job = { ...run.job, ...broken } as never;
+      expect(await deliver(run.deliverer, job, run.sleep, run.clock)).toMatchObject({
+        outcome: 'failed',
+        reason: 'invalid_job',
+        error: { code: 'invalid_job' },
+      });
+    }
+    expect(receiver.received.length).toBe(before);
   });
 
   it('refuses a deliverer without secrets or with a bad timeout', () => {

@@ -73,7 +73,33 @@ describe('verifyWebhook', () => {
     }
   });
 
+  it('never throws for any headers a request can carry, and refuses all of them', () => {
+    const secret = generateWebhookSecret();
+    const value = fc.oneof(
+      fc.string(),
+      fc.array(fc.string(), { maxLength: 3 }),
+      fc.constant(undefined),
+    );
+    fc.assert(
+      fc.property(
+        fc.record({ 'webhook-id': value, 'webhook-timestamp': value, 'webhook-signature': value }),
+        fc.dictionary(fc.string(), value),
+        (known, other) => {
+          const verdict = verifyWebhook('{}', { ...other, ...known }, { secrets: secret, clock });
+          expect(verdict.ok).toBe(false);
+        },
+      ),
+    );
+    expect(verifyWebhook('{}', null as never, { secrets: secret })).toMatchObject({
+      code: 'missing_header',
+    });
+  });
+
   it('refuses a bad configuration with a ConfigurationError', () => {
+    const parsed = thrown(() =>
+      verifyWebhook({ type: 'x' } as never, {}, { secrets: generateWebhookSecret() }),
+    );
+    expect(isConfigurationError(parsed) && (parsed as Error).message).toContain('raw body');
     expect(isConfigurationError(thrown(() => verifyWebhook('', {}, { secrets: 'nope' })))).toBe(
       true,
     );
