@@ -173,12 +173,13 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
   return {
     async attempt(job) {
       const at = clock.now();
-      const attempt = job.attempts + 1;
-      const firstAttemptAt = job.firstAttemptAt ?? at;
+      const malformed = jobProblem(job);
+      const attempt = malformed === undefined ? job.attempts + 1 : 1;
+      const firstAttemptAt = (malformed === undefined ? job.firstAttemptAt : undefined) ?? at;
       const base = {
-        id: job.id,
-        subscriptionId: job.subscriptionId,
-        endpointUrl: job.endpointUrl,
+        id: String(job?.id),
+        subscriptionId: String(job?.subscriptionId),
+        endpointUrl: String(job?.endpointUrl),
         attempt,
         at,
       };
@@ -186,7 +187,6 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
         done: true as const,
         report: await report({ ...base, ...fields }),
       });
-      const malformed = jobProblem(job);
       if (malformed !== undefined) {
         // A job no attempt can deliver (a queue holding something else): fail it once, no retry.
         return done({

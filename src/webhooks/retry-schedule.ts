@@ -121,7 +121,8 @@ export function nextAttempt(schedule: RetrySchedule, failed: FailedAttempt): Ret
   if (failed.attempts >= schedule.maxAttempts)
     return { retry: false, reason: 'attempts_exhausted' };
   const backoff = backoffDelay(schedule, failed.attempts);
-  const random = Math.min(Math.max(failed.random, 0), 1);
+  // A random source out of [0, 1) (or NaN) is clamped: the wait stays within the documented bounds.
+  const random = Number.isFinite(failed.random) ? Math.min(Math.max(failed.random, 0), 1) : 0;
   const delay =
     failed.retryAfterMs !== undefined
       ? failed.retryAfterMs // the receiver said when it can take the delivery: no sooner

@@ -203,9 +203,10 @@ describe('deliver', () => {
       { endpointUrl: 'not a url' },
       { body: { not: 'serialised' } },
       { attempts: -1 },
+      null,
     ]) {
       const run = setup();
-      const job = { ...run.job, ...broken } as never;
+      const job = (broken === null ? null : { ...run.job, ...broken }) as never;
       expect(await deliver(run.deliverer, job, run.sleep, run.clock)).toMatchObject({
         outcome: 'failed',
         reason: 'invalid_job',

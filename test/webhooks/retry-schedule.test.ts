@@ -115,6 +115,17 @@ describe('retrySchedule', () => {
     ).toEqual({ retry: false, reason: 'max_age' });
   });
 
+  it('keeps a wait within its bounds when the random source misbehaves (NaN, below 0, above 1)', () => {
+    const schedule = retrySchedule();
+    const at = (random: number) =>
+      nextAttempt(schedule, { attempts: 1, firstAttemptAt: 0, now: 0, random });
+    expect([at(Number.NaN), at(-3), at(7)]).toEqual([
+      { retry: true, at: 5_000 },
+      { retry: true, at: 5_000 },
+      { retry: true, at: 2_500 },
+    ]);
+  });
+
   it('refuses values out of range, naming the option', () => {
     for (const bad of [
       { initialDelayMs: -1 },
