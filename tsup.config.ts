@@ -12,6 +12,7 @@ export default defineConfig({
     'adapters/hono': 'src/adapters/hono.ts',
     'adapters/koa': 'src/adapters/koa.ts',
     'redis/index': 'src/redis/index.ts',
+    'queue-redis/index': 'src/queue-redis/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

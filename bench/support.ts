@@ -47,3 +47,29 @@ export async function consumeEach(limiters: readonly Consumer[], key: string): P
     throw error;
   }
 }
+
+const DURATION_MS = 1_000;
+
+/** Calls per second of `fn` over the inputs (a power of two of them), round robin, after a warm-up. */
+export function rate<T>(inputs: readonly T[], fn: (input: T) => unknown): number {
+  const mask = inputs.length - 1;
+  if ((inputs.length & mask) !== 0) throw new Error('rate: give a power of two of inputs');
+  let sink = 0;
+  const spin = (ms: number) => {
+    let calls = 0;
+    const start = performance.now();
+    let elapsed = 0;
+    while (elapsed < ms) {
+      for (let i = 0; i < 1_000; i++) {
+        if (fn(inputs[(calls + i) & mask] as T) !== undefined) sink++;
+      }
+      calls += 1_000;
+      elapsed = performance.now() - start;
+    }
+    return (calls / elapsed) * 1_000;
+  };
+  spin(DURATION_MS / 4);
+  const perSecond = spin(DURATION_MS);
+  if (sink < 0) console.error(sink);
+  return perSecond;
+}

@@ -3,15 +3,17 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import * as esm from 'api-conventions';
 import * as esmClient from 'api-conventions/client';
+import * as esmQueueRedis from 'api-conventions/queue-redis';
 import * as esmRedis from 'api-conventions/redis';
 
 const require = createRequire(`${process.cwd()}/`);
 const cjs = require('api-conventions');
 const cjsClient = require('api-conventions/client');
 const cjsRedis = require('api-conventions/redis');
+const cjsQueueRedis = require('api-conventions/queue-redis');
 
 // The redis subpath loads from ESM and CJS with no Redis client installed (both are optional peers).
-for (const peer of ['ioredis', 'redis']) {
+for (const peer of ['ioredis', 'redis', 'bullmq']) {
   let found = true;
   try {
     require.resolve(peer);
@@ -35,6 +37,21 @@ for (const [label, redis] of [
     code = error.code;
   }
   if (code !== 'invalid_redis_client') throw new Error(`${label}: RedisStore without a client`);
+}
+
+// The queue-redis subpath loads without bullmq (an optional peer, passed in by the user).
+for (const [label, queueRedis] of [
+  ['esm', esmQueueRedis],
+  ['cjs', cjsQueueRedis],
+]) {
+  let code;
+  try {
+    queueRedis.createRedisDeliveryQueue({ bullmq: {}, connection: {} });
+  } catch (error) {
+    code = error.code;
+  }
+  if (code !== 'invalid_option')
+    throw new Error(`${label}: createRedisDeliveryQueue without bullmq`);
 }
 
 for (const [label, lib] of [
@@ -102,6 +119,19 @@ for (const [label, lib] of [
   if (created.status !== 201 || matched.length !== 1 || matched[0].id !== 'sub-1') {
     throw new Error(`${label}: createSubscription / SubscriptionIndex`);
   }
+  // Delivery: sign with the Standard Webhooks test vector, verify it back.
+  const vector = lib.signWebhook(
+    { id: 'msg_p5jXN8AQM9LWM0D4loKWxJek', timestamp: 1614265330, body: '{"test": 2432232314}' },
+    'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  );
+  if (vector['webhook-signature'] !== 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=') {
+    throw new Error(`${label}: signWebhook`);
+  }
+  const verdict = lib.verifyWebhook('{"test": 2432232314}', vector, {
+    secrets: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    clock: new lib.FakeClock(1614265330 * 1000),
+  });
+  if (!verdict.ok) throw new Error(`${label}: verifyWebhook`);
   if (
     refusedSubscription.status !== 400 ||
     JSON.parse(refusedSubscription.response.body).errors.length !== 2

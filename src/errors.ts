@@ -60,6 +60,9 @@ export const configurationErrorCodes = [
   'invalid_tracking_id',
   // src/redis: a Redis client without the commands the store needs
   'invalid_redis_client',
+  // src/webhooks: delivery (a malformed whsec_ secret, a bad SSRF allow-list entry)
+  'invalid_webhook_secret',
+  'invalid_address_allow_list',
 ] as const;
 
 /** A code of {@link ConfigurationError}. */

@@ -169,6 +169,9 @@ export type {
 export { paginationErrorCodes, paginationProblem } from './pagination/pagination-error.js';
 // The query readers stay internal: validators take the query as frameworks hand it over.
 export type { QueryInput } from './pagination/query-input.js';
+export type { AddressAllowList } from './webhooks/address-allow-list.js';
+// Webhook delivery
+export { addressAllowList } from './webhooks/address-allow-list.js';
 // Webhooks
 export type {
   CreateSubscriptionOptions,
@@ -178,6 +181,18 @@ export {
   createSubscription,
   INVALID_SUBSCRIPTION_REQUEST,
 } from './webhooks/create-subscription.js';
+export type {
+  AttemptOutcome,
+  Deliverer,
+  DeliveryAttempt,
+  DeliveryFailure,
+  DeliveryJob,
+  DeliveryOptions,
+  DeliveryStep,
+} from './webhooks/delivery.js';
+export { createDeliverer, deliver, deliveryJob } from './webhooks/delivery.js';
+export type { DeliveryQueue, DeliveryQueueErrorCode } from './webhooks/delivery-queue.js';
+export { DeliveryQueueError, deliveryQueueErrorCodes } from './webhooks/delivery-queue.js';
 export type {
   EndpointUrlError,
   EndpointUrlErrorCode,
@@ -217,6 +232,50 @@ export {
   patternSelects,
 } from './webhooks/event-kind.js';
 export { forbiddenAddressRange } from './webhooks/forbidden-address.js';
+export type {
+  DeliveryTransportErrorCode,
+  HttpTransportOptions,
+  TransportRequest,
+  TransportResponse,
+  WebhookTransport,
+} from './webhooks/http-transport.js';
+export {
+  DeliveryTransportError,
+  deliveryTransportErrorCodes,
+  httpTransport,
+} from './webhooks/http-transport.js';
+export type { MemoryDeliveryQueueOptions } from './webhooks/memory-queue.js';
+export { MemoryDeliveryQueue } from './webhooks/memory-queue.js';
+export type {
+  WebhookEnvelope,
+  WebhookEvent,
+  WebhookMessage,
+  WebhookMessageOptions,
+} from './webhooks/payload.js';
+export { createWebhookMessage, defaultEnvelope } from './webhooks/payload.js';
+export type {
+  FailedAttempt,
+  RetryDecision,
+  RetrySchedule,
+  RetryScheduleOptions,
+} from './webhooks/retry-schedule.js';
+export { backoffDelay, nextAttempt, retrySchedule } from './webhooks/retry-schedule.js';
+export type { SignInput, WebhookHeaders } from './webhooks/signature.js';
+// signatureDigest stays internal: sign and verify are the API.
+export {
+  generateWebhookSecret,
+  signWebhook,
+  WEBHOOK_SECRET_BYTES,
+  WEBHOOK_SECRET_PREFIX,
+  webhookSecretKey,
+} from './webhooks/signature.js';
+export type {
+  ConnectLookup,
+  DnsLookup,
+  SsrfGuard,
+  SsrfGuardOptions,
+} from './webhooks/ssrf-guard.js';
+export { ForbiddenAddressError, literalHostRefusal, ssrfGuard } from './webhooks/ssrf-guard.js';
 // nearest-name.ts and subscription-leaf.ts are internal: the catalog and the index use them.
 export type { Subscription, SubscriptionRequest } from './webhooks/subscription.js';
 export type { SubscriptionEvent, SubscriptionIndexStats } from './webhooks/subscription-index.js';
@@ -233,3 +292,14 @@ export {
   subscriptionRequestErrorCodes,
   validateSubscriptionRequest,
 } from './webhooks/subscription-request.js';
+export type {
+  HeaderSource,
+  VerifyWebhookOptions,
+  WebhookVerification,
+  WebhookVerificationErrorCode,
+} from './webhooks/verify.js';
+export {
+  DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
+  verifyWebhook,
+  webhookVerificationErrorCodes,
+} from './webhooks/verify.js';

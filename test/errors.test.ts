@@ -25,6 +25,8 @@ describe('errors', () => {
       'invalid_header_name',
       'invalid_tracking_id',
       'invalid_redis_client',
+      'invalid_webhook_secret',
+      'invalid_address_allow_list',
     ]);
   });
 

@@ -5,6 +5,8 @@
  * @module
  */
 import ipaddr from 'ipaddr.js';
+import type { AddressAllowList } from './address-allow-list.js';
+import { addressAllowList } from './address-allow-list.js';
 import { forbiddenAddressRange } from './forbidden-address.js';
 
 /** Codes of the errors {@link checkEndpointUrl} returns. */
@@ -36,6 +38,12 @@ export interface EndpointUrlOptions {
    * @defaultValue {@link DEFAULT_MAX_ENDPOINT_URL_LENGTH}
    */
   maxLength?: number;
+  /**
+   * Address literals in these ranges (`127.0.0.1`, `10.0.0.0/8`) are accepted although they are
+   * not public: for tests and private deployments. Give the delivery's SSRF guard the same list.
+   * @defaultValue none
+   */
+  allow?: readonly string[];
 }
 
 /** Why an endpointUrl is refused. */
@@ -68,6 +76,7 @@ export type EndpointUrlResult =
  * @param input - the URL; anything that is not a string is `url_invalid`
  * @param options - the policy's switches
  * @returns the normalised URL to store, or the errors
+ * @throws ConfigurationError `invalid_address_allow_list` for a bad `allow` entry
  * @example
  * ```ts
  * checkEndpointUrl('https://hooks.example.com/in');  // { ok: true, value: 'https://hooks.example.com/in' }
@@ -130,17 +139,17 @@ export function checkEndpointUrl(
       message: 'The URL has a fragment ("#..."); remove it, it is never sent.',
     });
   }
-  const hostError = checkHost(url.hostname);
+  const hostError = checkHost(url.hostname, addressAllowList(options.allow));
   if (hostError !== undefined) errors.push(hostError);
   return errors.length === 0 ? { ok: true, value: url.href } : { ok: false, errors };
 }
 
-function checkHost(host: string): EndpointUrlError | undefined {
+function checkHost(host: string, allowed: AddressAllowList): EndpointUrlError | undefined {
   // The WHATWG parser has already turned every IPv4 spelling (0x7f.1, 2130706433, 0177.0.0.1)
   // into four decimal parts, and compressed IPv6 literals, so one check covers every form.
   if (host.startsWith('[') || ipaddr.IPv4.isValidFourPartDecimal(host)) {
     const range = forbiddenAddressRange(host);
-    if (range === undefined) return undefined;
+    if (range === undefined || allowed.allows(host)) return undefined;
     return {
       code: 'url_forbidden_address',
       message: `The host ${host} is not a public address (${range} range); webhooks are only sent to public addresses.`,

@@ -93,6 +93,14 @@ describe('endpointUrl policy', () => {
     ]);
   });
 
+  it('accepts allow-listed address literals (tests, private deployments), and only those', () => {
+    const options = { allowHttp: true, allow: ['127.0.0.1', '10.1.0.0/16'] };
+    expect(codesOf('http://127.0.0.1:8080/in', options)).toEqual([]);
+    expect(codesOf('http://[::ffff:10.1.2.3]/in', options)).toEqual([]);
+    expect(codesOf('http://127.0.0.2/in', options)).toEqual(['url_forbidden_address']);
+    expect(codesOf('http://localhost/in', options)).toEqual(['url_forbidden_host']);
+  });
+
   it('bounds the length as configured', () => {
     expect(codesOf('https://hooks.example.com/abc', { maxLength: 29 })).toEqual([]);
     expect(codesOf('https://hooks.example.com/abcd', { maxLength: 29 })).toEqual(['url_too_long']);

@@ -1,0 +1,158 @@
+/**
+ * The durable delivery queue on Redis, built on BullMQ: a job per message and subscription (its
+ * BullMQ id derived from both, so enqueueing twice adds it once), one attempt per run, a retry
+ * moved to BullMQ's delayed set at the time the schedule says, and jobs of a worker that died
+ * picked up again by the next one (BullMQ's stalled-job check). Deliveries survive a restart.
+ * @module
+ */
+import type * as BullMQ from 'bullmq';
+import type { Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
+import { ConfigurationError } from '../errors.js';
+import type { Deliverer, DeliveryJob } from '../webhooks/delivery.js';
+import type { DeliveryQueue } from '../webhooks/delivery-queue.js';
+import { DeliveryQueueError } from '../webhooks/delivery-queue.js';
+
+/** The parts of the `bullmq` module the queue uses: pass `await import('bullmq')`. */
+export type BullMQModule = Pick<typeof BullMQ, 'Queue' | 'Worker' | 'DelayedError'>;
+
+/** How the Redis queue is set up. */
+export interface RedisDeliveryQueueOptions {
+  /** The `bullmq` module (an optional peer dependency: the package does not import it). */
+  bullmq: BullMQModule;
+  /** The Redis connection, as BullMQ takes it (ioredis options or an ioredis instance). */
+  connection: BullMQ.ConnectionOptions;
+  /** Makes the attempts; leave out to only enqueue (a producer without a worker). */
+  deliverer?: Deliverer;
+  /** The queue's name. @defaultValue `'webhook-deliveries'` */
+  name?: string;
+  /** BullMQ's key prefix. @defaultValue `'bull'` */
+  prefix?: string;
+  /** Attempts at a time in this process. @defaultValue 8 */
+  concurrency?: number;
+  /**
+   * Jobs waiting or delayed at most; beyond it `enqueue` rejects with `queue_full` (the caller
+   * sheds load, for example with a 503). @defaultValue no bound
+   */
+  capacity?: number;
+  /** The clock retries are scheduled on. @defaultValue {@link systemClock} */
+  clock?: Clock;
+  /**
+   * Passed on to BullMQ's Worker: `lockDuration` and `stalledInterval` set how soon the jobs of a
+   * worker that died are run again (30 s by default).
+   */
+  workerOptions?: Pick<
+    BullMQ.WorkerOptions,
+    'lockDuration' | 'stalledInterval' | 'maxStalledCount'
+  >;
+  /** Completed and failed jobs kept in Redis, for inspection. @defaultValue 1000 each */
+  keep?: number;
+}
+
+/** The Redis queue: a {@link DeliveryQueue} plus a view of its counts. */
+export interface RedisDeliveryQueue extends DeliveryQueue {
+  /** Jobs by state (`waiting`, `active`, `delayed`, `completed`, `failed`). */
+  counts(): Promise<Record<string, number>>;
+}
+
+const JOB_NAME = 'delivery';
+
+/**
+ * Open the queue, and start a worker when a deliverer is given.
+ * @param options - the bullmq module, the connection, the deliverer and the bounds
+ * @returns the queue
+ * @throws ConfigurationError `invalid_option` when the bullmq module or a bound is wrong
+ * @example
+ * ```ts
+ * import * as bullmq from 'bullmq';
+ * const queue = createRedisDeliveryQueue({
+ *   bullmq,
+ *   connection: { host: '127.0.0.1', port: 6379, maxRetriesPerRequest: null },
+ *   deliverer,
+ * });
+ * ```
+ */
+export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): RedisDeliveryQueue {
+  const { bullmq } = options;
+  if (
+    typeof bullmq?.Queue !== 'function' ||
+    typeof bullmq.Worker !== 'function' ||
+    typeof bullmq.DelayedError !== 'function'
+  ) {
+    throw new ConfigurationError(
+      'invalid_option',
+      "Pass the bullmq module: createRedisDeliveryQueue({ bullmq: await import('bullmq'), ... }).",
+    );
+  }
+  const concurrency = options.concurrency ?? 8;
+  const capacity = options.capacity ?? Number.POSITIVE_INFINITY;
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1 || !(capacity >= 1)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `concurrency and capacity must be whole numbers >= 1, got ${String(concurrency)} and ${String(capacity)}.`,
+    );
+  }
+  const name = options.name ?? 'webhook-deliveries';
+  const keep = options.keep ?? 1000;
+  const clock = options.clock ?? systemClock;
+  const base = {
+    connection: options.connection,
+    ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
+  };
+  const queue = new bullmq.Queue<DeliveryJob>(name, base);
+  const { deliverer } = options;
+  const worker =
+    deliverer === undefined
+      ? undefined
+      : new bullmq.Worker<DeliveryJob>(
+          name,
+          async (job, token) => {
+            const step = await deliverer.attempt(job.data);
+            if (step.done) return step.report.outcome;
+            // The next attempt waits in Redis, not in this process: a restart loses nothing.
+            await job.updateData(step.job);
+            await job.moveToDelayed(Math.max(step.at, clock.now()), token);
+            throw new bullmq.DelayedError();
+          },
+          { ...base, concurrency, ...options.workerOptions },
+        );
+  // Errors of the connection surface through the calls that fail; keep the emitters quiet.
+  queue.on('error', () => undefined);
+  worker?.on('error', () => undefined);
+  let closed = false;
+
+  return {
+    async enqueue(job) {
+      if (closed) {
+        throw new DeliveryQueueError(
+          'queue_closed',
+          'The delivery queue is closed (the service is shutting down); enqueue to a running queue.',
+        );
+      }
+      if (Number.isFinite(capacity) && (await queue.count()) >= capacity) {
+        throw new DeliveryQueueError(
+          'queue_full',
+          `The delivery queue holds ${capacity} pending jobs; retry later or raise capacity.`,
+        );
+      }
+      await queue.add(JOB_NAME, job, {
+        jobId: bullJobId(job),
+        removeOnComplete: keep,
+        removeOnFail: keep,
+      });
+    },
+    async close() {
+      closed = true;
+      await worker?.close(); // waits for the attempts in flight
+      await queue.close();
+      return []; // everything pending stays in Redis for the next worker
+    },
+    counts: () => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed'),
+  };
+}
+
+// BullMQ ids may not contain ':' (its key separator): both parts are percent-encoded, which also
+// encodes the '|' between them, so two different pairs never share an id.
+function bullJobId(job: DeliveryJob): string {
+  return `${encodeURIComponent(job.id)}|${encodeURIComponent(job.subscriptionId)}`;
+}

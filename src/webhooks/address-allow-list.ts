@@ -1,0 +1,60 @@
+/**
+ * An allow-list of IP addresses and CIDR ranges that deliveries may reach although they are not
+ * public (a local receiver in tests, a private deployment's own network).
+ * @module
+ */
+import ipaddr from 'ipaddr.js';
+import { ConfigurationError } from '../errors.js';
+
+/** A parsed allow-list. */
+export interface AddressAllowList {
+  /**
+   * True when the address lies in an allowed range. IPv4-mapped IPv6 addresses are judged as the
+   * IPv4 address they carry.
+   * @param address - an IP address (brackets around IPv6 allowed)
+   */
+  allows(address: string): boolean;
+}
+
+/**
+ * Parse addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.0.0/8`, `fd00::/8`).
+ * @param entries - the allowed addresses and ranges; empty allows nothing
+ * @returns the allow-list
+ * @throws ConfigurationError `invalid_address_allow_list` naming the entry that is neither
+ * @example
+ * ```ts
+ * addressAllowList(['127.0.0.1', '10.1.0.0/16']).allows('10.1.2.3'); // true
+ * ```
+ */
+export function addressAllowList(entries: readonly string[] = []): AddressAllowList {
+  const ranges = entries.map((entry, at) => {
+    try {
+      const cidr = entry.includes('/')
+        ? ipaddr.parseCIDR(entry)
+        : ([ipaddr.process(entry), ipaddr.process(entry).kind() === 'ipv4' ? 32 : 128] as const);
+      const [address, bits] = cidr;
+      // A range written as IPv4-mapped IPv6 is matched as the IPv4 range it names.
+      if (address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() && bits >= 96) {
+        return [address.toIPv4Address(), bits - 96] as const;
+      }
+      return [address, bits] as const;
+    } catch {
+      throw new ConfigurationError(
+        'invalid_address_allow_list',
+        `Allow-list entry ${at} ("${String(entry)}") is no IP address or CIDR range; write one such as 127.0.0.1 or 10.0.0.0/8.`,
+      );
+    }
+  });
+  return {
+    allows(address) {
+      if (ranges.length === 0) return false;
+      const literal =
+        address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
+      if (!ipaddr.isValid(literal)) return false;
+      const parsed = ipaddr.process(literal);
+      return ranges.some(
+        ([range, bits]) => range.kind() === parsed.kind() && parsed.match(range as never, bits),
+      );
+    },
+  };
+}

@@ -1,0 +1,157 @@
+/**
+ * The default transport of deliveries: one POST over node:http or node:https, through the SSRF
+ * guard's lookup (the socket connects to the address that was checked), with a timeout. Only the
+ * status and headers of the answer are read; the body is discarded.
+ * @module
+ */
+import type { Agent as HttpAgent, IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { ApiConventionsError } from '../errors.js';
+import type { SsrfGuard, SsrfGuardOptions } from './ssrf-guard.js';
+import { literalHostRefusal, ssrfGuard } from './ssrf-guard.js';
+
+/** One POST to send. */
+export interface TransportRequest {
+  /** The endpoint URL. */
+  readonly url: string;
+  /** Request headers (content type, the `webhook-*` headers). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The body. */
+  readonly body: string;
+  /** Give up after this many ms and fail with `timeout`. */
+  readonly timeoutMs: number;
+}
+
+/** What the receiver answered. */
+export interface TransportResponse {
+  /** The HTTP status. */
+  readonly status: number;
+  /** Response headers, names in lower case. */
+  readonly headers: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * Sends one delivery attempt. Rejects when no answer came: with a {@link DeliveryTransportError}
+ * (`timeout`, `connection_failed`) or a `ForbiddenAddressError`.
+ */
+export type WebhookTransport = (request: TransportRequest) => Promise<TransportResponse>;
+
+/** Codes of {@link DeliveryTransportError}. */
+export const deliveryTransportErrorCodes = ['timeout', 'connection_failed'] as const;
+
+/** A code of {@link deliveryTransportErrorCodes}. */
+export type DeliveryTransportErrorCode = (typeof deliveryTransportErrorCodes)[number];
+
+/** An attempt that got no answer: no connection, a reset, or the timeout. */
+export class DeliveryTransportError extends ApiConventionsError {
+  declare readonly code: DeliveryTransportErrorCode;
+
+  /**
+   * @param code - what happened
+   * @param message - the details
+   * @param cause - the underlying error
+   */
+  constructor(code: DeliveryTransportErrorCode, message: string, cause?: unknown) {
+    super(code, message, { cause });
+    this.name = 'DeliveryTransportError';
+  }
+}
+
+/** How the default transport connects. */
+export interface HttpTransportOptions extends SsrfGuardOptions {
+  /** A guard made elsewhere (its allow-list and lookup win over `allow` and `lookup`). */
+  guard?: SsrfGuard;
+  /** Agents for keep-alive; the guard's lookup is set on every request. */
+  agent?: {
+    /** For `http:` endpoints. */
+    http?: HttpAgent;
+    /** For `https:` endpoints. */
+    https?: HttpAgent;
+  };
+}
+
+/**
+ * The default transport: node:http(s) behind the SSRF guard.
+ * @param options - the allow-list, the resolver, agents
+ * @returns the transport
+ * @throws ConfigurationError `invalid_address_allow_list` for a bad allow-list entry
+ * @example
+ * ```ts
+ * const transport = httpTransport({ allow: ['127.0.0.1'] }); // a local receiver in tests
+ * ```
+ */
+export function httpTransport(options: HttpTransportOptions = {}): WebhookTransport {
+  const guard = options.guard ?? ssrfGuard(options);
+  return (request) =>
+    new Promise<TransportResponse>((resolve, reject) => {
+      let url: URL;
+      try {
+        url = new URL(request.url);
+      } catch (error) {
+        reject(
+          new DeliveryTransportError('connection_failed', `"${request.url}" is no URL.`, error),
+        );
+        return;
+      }
+      const refused = literalHostRefusal(guard, url.hostname);
+      if (refused !== undefined) {
+        reject(refused);
+        return;
+      }
+      const https = url.protocol === 'https:';
+      if (!https && url.protocol !== 'http:') {
+        reject(
+          new DeliveryTransportError('connection_failed', `Cannot POST to ${url.protocol} URLs.`),
+        );
+        return;
+      }
+      const signal = AbortSignal.timeout(request.timeoutMs);
+      const send = https ? httpsRequest : httpRequest;
+      const agent = https ? options.agent?.https : options.agent?.http;
+      const req = send(
+        url,
+        {
+          method: 'POST',
+          headers: { ...request.headers, 'content-length': Buffer.byteLength(request.body) },
+          lookup: guard.lookup as never,
+          signal,
+          ...(agent === undefined ? {} : { agent }),
+        },
+        (res) => {
+          res.resume();
+          res.on('error', () => undefined);
+          resolve({ status: res.statusCode ?? 0, headers: flatten(res.headers) });
+        },
+      );
+      req.on('error', (error: NodeJS.ErrnoException) => {
+        if (error instanceof ApiConventionsError) reject(error);
+        else if (signal.aborted) {
+          reject(
+            new DeliveryTransportError(
+              'timeout',
+              `No answer from ${url.host} within ${request.timeoutMs} ms.`,
+              error,
+            ),
+          );
+        } else {
+          reject(
+            new DeliveryTransportError(
+              'connection_failed',
+              `Could not deliver to ${url.host}: ${error.code ?? error.message}.`,
+              error,
+            ),
+          );
+        }
+      });
+      req.end(request.body);
+    });
+}
+
+function flatten(headers: IncomingHttpHeaders): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}

@@ -1,0 +1,181 @@
+/**
+ * The in-memory delivery queue: bounded (enqueue waits while it is full), a fixed number of
+ * attempts at a time, retries waited out with an injected sleep, and a close that drains what is
+ * due and hands back what waits for a retry. It does not survive a restart: for that, use the
+ * Redis queue.
+ * @module
+ */
+import type { Sleep } from '../client/sleep.js';
+import { timerSleep } from '../client/sleep.js';
+import type { Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
+import { ConfigurationError } from '../errors.js';
+import type { Deliverer, DeliveryJob, DeliveryStep } from './delivery.js';
+import type { DeliveryQueue } from './delivery-queue.js';
+import { DeliveryQueueError } from './delivery-queue.js';
+
+/** How the memory queue behaves. */
+export interface MemoryDeliveryQueueOptions {
+  /** Makes the attempts. */
+  deliverer: Deliverer;
+  /** Jobs held at most (ready, in flight and waiting for a retry). @defaultValue 10000 */
+  capacity?: number;
+  /** Attempts at a time. @defaultValue 8 */
+  concurrency?: number;
+  /** Waits for retries; must reject when the signal aborts. @defaultValue real timers */
+  sleep?: Sleep;
+  /** @defaultValue {@link systemClock} */
+  clock?: Clock;
+}
+
+/**
+ * The in-memory queue.
+ * @example
+ * ```ts
+ * const queue = new MemoryDeliveryQueue({ deliverer, capacity: 1000 });
+ * await queue.enqueue(deliveryJob(message, subscription));
+ * const leftover = await queue.close(); // on shutdown
+ * ```
+ */
+export class MemoryDeliveryQueue implements DeliveryQueue {
+  readonly #deliverer: Deliverer;
+  readonly #capacity: number;
+  readonly #concurrency: number;
+  readonly #sleep: Sleep;
+  readonly #clock: Clock;
+  readonly #ready: DeliveryJob[] = [];
+  readonly #waiting = new Map<DeliveryJob, number>();
+  readonly #blocked: Array<{ job: DeliveryJob; accept: () => void; refuse: () => void }> = [];
+  readonly #stop = new AbortController();
+  #running = 0;
+  #closed = false;
+  #idle: Array<() => void> = [];
+
+  /**
+   * @param options - deliverer, capacity, concurrency, sleep and clock
+   * @throws ConfigurationError `invalid_option` for a capacity or concurrency below 1
+   */
+  constructor(options: MemoryDeliveryQueueOptions) {
+    this.#deliverer = options.deliverer;
+    this.#capacity = options.capacity ?? 10_000;
+    this.#concurrency = options.concurrency ?? 8;
+    for (const [name, value] of [
+      ['capacity', this.#capacity],
+      ['concurrency', this.#concurrency],
+    ] as const) {
+      if (!Number.isSafeInteger(value) || value < 1) {
+        throw new ConfigurationError(
+          'invalid_option',
+          `MemoryDeliveryQueue ${name} must be a whole number >= 1, got ${String(value)}.`,
+        );
+      }
+    }
+    this.#sleep = options.sleep ?? timerSleep;
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  /** Jobs held now: ready, in flight and waiting for a retry. */
+  get size(): number {
+    return this.#ready.length + this.#running + this.#waiting.size;
+  }
+
+  /** Enqueue calls waiting for room. */
+  get blocked(): number {
+    return this.#blocked.length;
+  }
+
+  /**
+   * Accept a job, waiting while the queue is full.
+   * @param job - the job
+   */
+  enqueue(job: DeliveryJob): Promise<void> {
+    if (this.#closed) return Promise.reject(closedError());
+    if (this.size < this.#capacity && this.#blocked.length === 0) {
+      this.#accept(job);
+      return Promise.resolve();
+    }
+    return new Promise<void>((accept, refuse) => {
+      this.#blocked.push({ job, accept, refuse: () => refuse(closedError()) });
+    });
+  }
+
+  /**
+   * Stop accepting (waiting enqueue calls reject with `queue_closed`), finish every ready and
+   * in-flight attempt, and stop waiting for retries.
+   * @returns the jobs that were waiting for a retry, to log or to persist
+   */
+  async close(): Promise<readonly DeliveryJob[]> {
+    this.#closed = true;
+    for (const blocked of this.#blocked.splice(0)) blocked.refuse();
+    this.#stop.abort(closedError());
+    if (this.#ready.length > 0 || this.#running > 0) {
+      await new Promise<void>((resolve) => this.#idle.push(resolve));
+    }
+    const leftover = [...this.#waiting.keys()];
+    this.#waiting.clear();
+    return leftover;
+  }
+
+  #accept(job: DeliveryJob): void {
+    this.#ready.push(job);
+    this.#pump();
+  }
+
+  #pump(): void {
+    while (this.#running < this.#concurrency && this.#ready.length > 0) {
+      const job = this.#ready.shift()!;
+      this.#running += 1;
+      void this.#run(job);
+    }
+    if (this.#running === 0 && this.#ready.length === 0) {
+      for (const wake of this.#idle.splice(0)) wake();
+    }
+  }
+
+  async #run(job: DeliveryJob): Promise<void> {
+    let step: DeliveryStep | undefined;
+    try {
+      step = await this.#deliverer.attempt(job);
+    } catch {
+      step = undefined;
+    }
+    this.#running -= 1;
+    if (step === undefined) {
+      // A deliverer that broke its promise never to reject: hold the job for close() to hand back.
+      this.#waiting.set(job, Number.POSITIVE_INFINITY);
+    } else if (!step.done) {
+      if (this.#closed) this.#waiting.set(step.job, step.at);
+      else this.#wait(step.job, step.at);
+    }
+    this.#admit();
+    this.#pump();
+  }
+
+  #wait(job: DeliveryJob, at: number): void {
+    this.#waiting.set(job, at);
+    this.#sleep(Math.max(0, at - this.#clock.now()), this.#stop.signal).then(
+      () => {
+        if (this.#closed || !this.#waiting.delete(job)) return;
+        this.#ready.push(job);
+        this.#pump();
+      },
+      () => undefined, // closed: close() has handed the job back
+    );
+  }
+
+  // Let waiting enqueue calls in while there is room, in order.
+  #admit(): void {
+    while (this.#blocked.length > 0 && this.size < this.#capacity && !this.#closed) {
+      const next = this.#blocked.shift()!;
+      this.#accept(next.job);
+      next.accept();
+    }
+  }
+}
+
+function closedError(): DeliveryQueueError {
+  return new DeliveryQueueError(
+    'queue_closed',
+    'The delivery queue is closed (the service is shutting down); enqueue to a running queue.',
+  );
+}

@@ -1,0 +1,122 @@
+/**
+ * The payload envelope of a delivery: by default `{ id, topic, type, accountId, propertyId,
+ * timestamp, data }`, serialised once so that every attempt signs and sends the same bytes.
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
+import { ConfigurationError } from '../errors.js';
+import { parseEventKind } from './event-kind.js';
+
+/** An event that occurred, to be sent to the subscriptions that match it. */
+export interface WebhookEvent {
+  /** The account the event belongs to. */
+  readonly accountCode: string;
+  /** The event kind, `<topic>/<event>`. */
+  readonly kind: string;
+  /** The property it concerns; absent for an account-level event. */
+  readonly propertyId?: string | undefined;
+  /** What happened; any JSON value. */
+  readonly data?: unknown;
+}
+
+/** The default envelope. */
+export interface WebhookEnvelope {
+  /** The message id, also sent as `webhook-id`. */
+  readonly id: string;
+  /** The topic of the kind (`folio`). */
+  readonly topic: string;
+  /** The kind (`folio/created`). */
+  readonly type: string;
+  /** The account's code. */
+  readonly accountId: string;
+  /** The property, when the event concerns one. */
+  readonly propertyId?: string;
+  /** When the event occurred, ISO 8601 in UTC. */
+  readonly timestamp: string;
+  /** The event's data (`null` when it has none). */
+  readonly data: unknown;
+}
+
+/** A message ready to deliver: its id and the exact body bytes to sign and send. */
+export interface WebhookMessage {
+  /** The message id (`webhook-id`), the same for every subscription and every retry. */
+  readonly id: string;
+  /** The serialised envelope. */
+  readonly body: string;
+}
+
+/** How messages are made. */
+export interface WebhookMessageOptions {
+  /** Time of the event. @defaultValue {@link systemClock} */
+  clock?: Clock;
+  /** Message ids. @defaultValue `msg_` and a random UUID */
+  generateId?: () => string;
+  /**
+   * Build another envelope from the event, the id and the time (ms); it is serialised with
+   * `JSON.stringify`.
+   * @defaultValue {@link defaultEnvelope}
+   */
+  envelope?: (event: WebhookEvent, id: string, at: number) => unknown;
+}
+
+/**
+ * The documented default envelope.
+ * @param event - the event
+ * @param id - the message id
+ * @param at - when it occurred, in milliseconds
+ * @returns the envelope
+ */
+export function defaultEnvelope(event: WebhookEvent, id: string, at: number): WebhookEnvelope {
+  const slash = event.kind.indexOf('/');
+  return {
+    id,
+    topic: event.kind.slice(0, slash),
+    type: event.kind,
+    accountId: event.accountCode,
+    ...(event.propertyId === undefined ? {} : { propertyId: event.propertyId }),
+    timestamp: new Date(at).toISOString(),
+    data: event.data ?? null,
+  };
+}
+
+/**
+ * Make the message for an event: a new id and the serialised envelope.
+ * @param event - the event; its kind must be a valid `<topic>/<event>`
+ * @param options - clock, id source and envelope
+ * @returns the id and body to deliver to every matching subscription
+ * @throws ConfigurationError `invalid_option` for a malformed kind or an envelope JSON cannot hold
+ * @example
+ * ```ts
+ * const message = createWebhookMessage({ accountCode: 'ACME', kind: 'folio/created', data: { folioId: 'F1' } });
+ * ```
+ */
+export function createWebhookMessage(
+  event: WebhookEvent,
+  options: WebhookMessageOptions = {},
+): WebhookMessage {
+  const kind = parseEventKind(event.kind);
+  if (!kind.ok) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `The event kind is invalid: ${kind.error.message}`,
+    );
+  }
+  const id = (options.generateId ?? (() => `msg_${randomUUID()}`))();
+  const at = (options.clock ?? systemClock).now();
+  let body: string | undefined;
+  try {
+    body = JSON.stringify((options.envelope ?? defaultEnvelope)(event, id, at));
+  } catch (error) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `The envelope cannot be serialised as JSON: ${error instanceof Error ? error.message : String(error)}.`,
+      { cause: error },
+    );
+  }
+  if (body === undefined) {
+    throw new ConfigurationError('invalid_option', 'The envelope must be a JSON value.');
+  }
+  return { id, body };
+}

@@ -1,0 +1,133 @@
+/**
+ * The retry schedule of deliveries: exponential backoff with jitter, bounded in attempts and in
+ * age, and a receiver's `Retry-After` (on 429 and 503) honoured in place of the backoff.
+ * @module
+ */
+import { ConfigurationError } from '../errors.js';
+
+/** The shape of the schedule. */
+export interface RetryScheduleOptions {
+  /** The wait after the first failed attempt, in ms. @defaultValue 5000 */
+  initialDelayMs?: number;
+  /** Each wait is this many times the one before. @defaultValue 4 */
+  factor?: number;
+  /** No wait is longer, in ms. @defaultValue 6 hours */
+  maxDelayMs?: number;
+  /** Attempts in all, the first one included. @defaultValue 8 */
+  maxAttempts?: number;
+  /** No attempt starts later than this after the first one, in ms. @defaultValue 24 hours */
+  maxAgeMs?: number;
+  /**
+   * The share of each wait left to chance: a wait `d` becomes a uniform draw in
+   * `[(1 - jitter) d, d]`, so that receivers back from an outage are not hit all at once.
+   * @defaultValue 0.5
+   */
+  jitter?: number;
+}
+
+/** A checked schedule: every option filled in. */
+export type RetrySchedule = Readonly<Required<RetryScheduleOptions>>;
+
+/** Where a failed attempt leads. */
+export type RetryDecision =
+  | {
+      /** Try again. */
+      readonly retry: true;
+      /** When, in ms. */
+      readonly at: number;
+    }
+  | {
+      /** Give up. */
+      readonly retry: false;
+      /** Every attempt made, or the next one would start too late. */
+      readonly reason: 'attempts_exhausted' | 'max_age';
+    };
+
+/** The state a decision reads. */
+export interface FailedAttempt {
+  /** Attempts made so far, this one included (1 after the first). */
+  readonly attempts: number;
+  /** When the first attempt started, in ms. */
+  readonly firstAttemptAt: number;
+  /** Now, in ms. */
+  readonly now: number;
+  /** The receiver's Retry-After as a delay in ms, when it sent one with 429 or 503. */
+  readonly retryAfterMs?: number | undefined;
+  /** A uniform draw in [0, 1). */
+  readonly random: number;
+}
+
+/**
+ * Check and complete a schedule.
+ * @param options - the shape; every option has a default
+ * @returns the schedule
+ * @throws ConfigurationError `invalid_option` for a value out of range
+ * @example
+ * ```ts
+ * retrySchedule({ maxAttempts: 5, maxAgeMs: 3_600_000 });
+ * ```
+ */
+export function retrySchedule(options: RetryScheduleOptions = {}): RetrySchedule {
+  const schedule = {
+    initialDelayMs: 5_000,
+    factor: 4,
+    maxDelayMs: 6 * 3_600_000,
+    maxAttempts: 8,
+    maxAgeMs: 24 * 3_600_000,
+    jitter: 0.5,
+    ...options,
+  } satisfies RetrySchedule;
+  const check = (name: keyof RetrySchedule, ok: boolean, rule: string) => {
+    if (!ok) {
+      throw new ConfigurationError(
+        'invalid_option',
+        `retrySchedule ${name} must be ${rule}, got ${String(schedule[name])}.`,
+      );
+    }
+  };
+  const ms = (v: number) => Number.isSafeInteger(v) && v >= 0;
+  check('initialDelayMs', ms(schedule.initialDelayMs), 'a whole number of ms >= 0');
+  check('factor', Number.isFinite(schedule.factor) && schedule.factor >= 1, 'a number >= 1');
+  check('maxDelayMs', ms(schedule.maxDelayMs), 'a whole number of ms >= 0');
+  check(
+    'maxAttempts',
+    Number.isSafeInteger(schedule.maxAttempts) && schedule.maxAttempts >= 1,
+    'a whole number >= 1',
+  );
+  check('maxAgeMs', ms(schedule.maxAgeMs), 'a whole number of ms >= 0');
+  check('jitter', schedule.jitter >= 0 && schedule.jitter <= 1, 'between 0 and 1');
+  return Object.freeze(schedule);
+}
+
+/**
+ * The wait before attempt `attempts + 1` by the backoff alone, without jitter: `initialDelayMs *
+ * factor^(attempts - 1)`, at most `maxDelayMs`.
+ * @param schedule - the schedule
+ * @param attempts - attempts made so far (at least 1)
+ * @returns the wait in ms
+ */
+export function backoffDelay(schedule: RetrySchedule, attempts: number): number {
+  const delay = schedule.initialDelayMs * schedule.factor ** Math.max(0, attempts - 1);
+  return Math.min(schedule.maxDelayMs, Math.round(delay));
+}
+
+/**
+ * Decide what follows a failed attempt: when to try again, or to give up.
+ * @param schedule - the schedule
+ * @param failed - attempts so far, times, the receiver's Retry-After and a random draw
+ * @returns the time of the next attempt, or why there is none
+ */
+export function nextAttempt(schedule: RetrySchedule, failed: FailedAttempt): RetryDecision {
+  if (failed.attempts >= schedule.maxAttempts)
+    return { retry: false, reason: 'attempts_exhausted' };
+  const backoff = backoffDelay(schedule, failed.attempts);
+  // A random source out of [0, 1) (or NaN) is clamped: the wait stays within the documented bounds.
+  const random = Number.isFinite(failed.random) ? Math.min(Math.max(failed.random, 0), 1) : 0;
+  const delay =
+    failed.retryAfterMs !== undefined
+      ? failed.retryAfterMs // the receiver said when it can take the delivery: no sooner
+      : Math.round(backoff * (1 - schedule.jitter * random));
+  const at = failed.now + delay;
+  if (at - failed.firstAttemptAt > schedule.maxAgeMs) return { retry: false, reason: 'max_age' };
+  return { retry: true, at };
+}

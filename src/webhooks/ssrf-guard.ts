@@ -1,0 +1,150 @@
+/**
+ * The SSRF guard of deliveries, applied at connection time: the host is resolved, every address
+ * it resolves to must be public (or allow-listed), and the connection goes to the address that was
+ * checked, so that DNS rebinding between a check and the connect cannot slip through.
+ * @module
+ */
+import type { LookupAddress } from 'node:dns';
+import { lookup as dnsLookup } from 'node:dns';
+import ipaddr from 'ipaddr.js';
+import { ApiConventionsError } from '../errors.js';
+import { addressAllowList } from './address-allow-list.js';
+import { forbiddenAddressRange } from './forbidden-address.js';
+
+/** A DNS lookup as `node:dns` `lookup` with `{ all: true }` calls it. */
+export type DnsLookup = (
+  hostname: string,
+  options: { all: true; family?: number },
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+/** The lookup a socket calls (the `lookup` option of `http.request` and `net.connect`). */
+export type ConnectLookup = (
+  hostname: string,
+  options: { all?: boolean; family?: number | string },
+  callback: (
+    error: NodeJS.ErrnoException | null,
+    address: string | LookupAddress[],
+    family?: number,
+  ) => void,
+) => void;
+
+/** Where the guard draws the line. */
+export interface SsrfGuardOptions {
+  /** Non-public addresses and CIDR ranges deliveries may reach (tests, private deployments). */
+  allow?: readonly string[];
+  /** The resolver. @defaultValue `dns.lookup` */
+  lookup?: DnsLookup;
+}
+
+/** The guard: a check for address literals and a lookup for host names. */
+export interface SsrfGuard {
+  /**
+   * Why a delivery may not connect to this address, or undefined when it may.
+   * @param address - an IP address
+   * @returns the refused range (`loopback`, `private`, `metadata`, ...) or undefined
+   */
+  refusal(address: string): string | undefined;
+  /** A lookup that resolves, refuses forbidden addresses, and hands over only checked ones. */
+  readonly lookup: ConnectLookup;
+}
+
+/** Thrown (as a connection error) when a host is or resolves to a forbidden address. */
+export class ForbiddenAddressError extends ApiConventionsError {
+  declare readonly code: 'forbidden_address';
+  /** The host of the endpoint. */
+  readonly host: string;
+  /** The address refused. */
+  readonly address: string;
+  /** Its range. */
+  readonly range: string;
+
+  /**
+   * @param host - the host of the endpoint
+   * @param address - the address refused
+   * @param range - its range
+   */
+  constructor(host: string, address: string, range: string) {
+    super(
+      'forbidden_address',
+      `${host === address ? `The address ${address}` : `The host ${host} resolves to ${address}, which`} is not public (${range} range); webhooks are only sent to public addresses. Allow it explicitly for tests or a private deployment.`,
+    );
+    this.name = 'ForbiddenAddressError';
+    this.host = host;
+    this.address = address;
+    this.range = range;
+  }
+}
+
+/**
+ * Make the guard.
+ * @param options - the allow-list and the resolver
+ * @returns the guard
+ * @throws ConfigurationError `invalid_address_allow_list` for an entry that is no address or range
+ * @example
+ * ```ts
+ * const guard = ssrfGuard({ allow: ['127.0.0.1'] });
+ * http.request(url, { lookup: guard.lookup });
+ * ```
+ */
+export function ssrfGuard(options: SsrfGuardOptions = {}): SsrfGuard {
+  const allowed = addressAllowList(options.allow);
+  const resolve = options.lookup ?? (dnsLookup as unknown as DnsLookup);
+  const refusal = (address: string): string | undefined =>
+    allowed.allows(address) ? undefined : forbiddenAddressRange(address);
+  const lookup: ConnectLookup = (hostname, lookupOptions, callback) => {
+    const family =
+      lookupOptions.family === 4 || lookupOptions.family === 'IPv4'
+        ? 4
+        : lookupOptions.family === 6 || lookupOptions.family === 'IPv6'
+          ? 6
+          : undefined;
+    resolve(
+      hostname,
+      family === undefined ? { all: true } : { all: true, family },
+      (error, found) => {
+        if (error !== null) {
+          callback(error, []);
+          return;
+        }
+        const addresses = Array.isArray(found) ? found : [];
+        if (addresses.length === 0) {
+          callback(
+            Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }),
+            [],
+          );
+          return;
+        }
+        // Refuse when any address is forbidden: the socket may try them all in turn.
+        for (const { address } of addresses) {
+          const range = refusal(address);
+          if (range !== undefined) {
+            callback(new ForbiddenAddressError(hostname, address, range), []);
+            return;
+          }
+        }
+        if (lookupOptions.all === true) callback(null, addresses);
+        else callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+    );
+  };
+  return { refusal, lookup };
+}
+
+/**
+ * The refusal of a URL host that is an address literal (sockets do not resolve those, so the
+ * lookup never sees them), or undefined when the host is a name or a permitted address.
+ * @param guard - the guard
+ * @param hostname - `URL.hostname` (IPv6 in brackets)
+ * @returns the error to fail the delivery with, or undefined
+ */
+export function literalHostRefusal(
+  guard: SsrfGuard,
+  hostname: string,
+): ForbiddenAddressError | undefined {
+  const literal =
+    hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+  if (!ipaddr.isValid(literal)) return undefined;
+  const range = guard.refusal(literal);
+  return range === undefined ? undefined : new ForbiddenAddressError(literal, literal, range);
+}

@@ -1,0 +1,197 @@
+/**
+ * The durable delivery queue on a real redis-server through BullMQ: delivery, retries moved to
+ * Redis, enqueueing twice adds once, and deliveries that survive killing the process.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import * as bullmq from 'bullmq';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createDeliverer,
+  type DeliveryAttempt,
+  FakeClock,
+  generateWebhookSecret,
+  httpTransport,
+  isApiConventionsError,
+  isConfigurationError,
+  verifyWebhook,
+} from '../../src/index.js';
+import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
+import { RedisServer } from '../support/redis-server.js';
+import { thrown } from '../support/thrown.js';
+import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+let redis: RedisServer;
+let receiver: WebhookReceiver;
+beforeAll(async () => {
+  [redis, receiver] = await Promise.all([RedisServer.start(), startReceiver()]);
+});
+afterAll(async () => {
+  await receiver.close();
+  await redis.stop();
+});
+
+const secret = generateWebhookSecret();
+const connection = () => ({ host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: null });
+const job = (id: string) => ({
+  id,
+  subscriptionId: 'sub:1',
+  endpointUrl: `${receiver.url}/in`,
+  body: `{"id":"${id}"}`,
+  attempts: 0,
+});
+
+describe('createRedisDeliveryQueue (BullMQ)', () => {
+  it('delivers, moves a retry to Redis for the time the schedule says, and adds a job enqueued twice once', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const reports: DeliveryAttempt[] = [];
+    let finished: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name: 'unit',
+      // On a fake clock far behind the real one, a retry is due at once in Redis's eyes.
+      clock,
+      deliverer: createDeliverer({
+        secrets: () => [secret],
+        transport: httpTransport({ allow: ['127.0.0.1'] }),
+        clock,
+        onAttempt: (a) => {
+          reports.push(a);
+          if (reports.filter((r) => r.outcome === 'delivered').length === 2) finished();
+        },
+      }),
+    });
+    const answers = [{ status: 503, headers: { 'retry-after': '30' } }];
+    receiver.respond(() => answers.shift() ?? { status: 204 });
+    const before = receiver.received.length;
+    try {
+      await queue.enqueue(job('msg_a'));
+      await queue.enqueue(job('msg_a'));
+      await queue.enqueue(job('msg_b'));
+      await done;
+      const got = receiver.received.slice(before);
+      expect(got.map((d) => d.headers['webhook-id']).sort()).toEqual(['msg_a', 'msg_a', 'msg_b']);
+      for (const d of got) {
+        expect(verifyWebhook(d.body, d.headers, { secrets: secret, clock }).ok).toBe(true);
+      }
+      const retry = reports.find((r) => r.outcome === 'retry')!;
+      expect(retry.nextAttemptAt).toBe(clock.now() + 30_000);
+      expect(
+        reports
+          .filter((r) => r.outcome === 'delivered')
+          .map((r) => r.attempt)
+          .sort(),
+      ).toEqual([1, 2]);
+    } finally {
+      await queue.close();
+    }
+    const refused = await queue.enqueue(job('late')).then(
+      () => 'accepted',
+      (e: unknown) => (isApiConventionsError(e) ? e.code : 'other'),
+    );
+    expect(refused).toBe('queue_closed');
+  });
+
+  it('rejects with queue_full beyond its capacity, and refuses a missing bullmq module', async () => {
+    const producer = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name: 'bounded',
+      capacity: 2,
+    });
+    try {
+      await producer.enqueue(job('one'));
+      await producer.enqueue(job('two'));
+      const full = await producer.enqueue(job('three')).then(
+        () => 'accepted',
+        (e: { code: string }) => e.code,
+      );
+      expect(full).toBe('queue_full');
+      expect((await producer.counts()).waiting).toBe(2);
+    } finally {
+      await producer.close();
+    }
+    const error = thrown(() =>
+      createRedisDeliveryQueue({ bullmq: {} as never, connection: connection() }),
+    );
+    expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+  });
+
+  it('survives killing the service: each delivery arrives at least once, with the same webhook-id', async () => {
+    const run = `run${randomUUID().slice(0, 8)}`;
+    const count = 12;
+    const env = {
+      ...process.env,
+      REDIS_PORT: String(redis.port),
+      RECEIVER_URL: receiver.url,
+      QUEUE_NAME: 'restart',
+      SECRET: secret,
+      RUN: run,
+    };
+    const start = (extra: Record<string, string>): ChildProcess =>
+      spawn(
+        process.execPath,
+        ['--import', 'tsx', 'test/queue-redis/fixtures/delivery-service.ts'],
+        {
+          env: { ...env, ...extra },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+    const printed = (child: ChildProcess, line: string) =>
+      new Promise<void>((resolve) => {
+        let output = '';
+        child.stdout!.setEncoding('utf8');
+        child.stdout!.on('data', (chunk: string) => {
+          output += chunk;
+          if (output.includes(line)) resolve();
+        });
+      });
+    // The receiver holds the first deliveries open: the service is killed in the middle of them.
+    receiver.respond(() => undefined);
+    const before = receiver.received.length;
+    const first = start({ ENQUEUE: String(count) });
+    await Promise.all([printed(first, 'enqueued'), receiver.waitFor(before + 2)]);
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+
+    receiver.respond(() => ({ status: 204 }));
+    const second = start({});
+    const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
+    const answered = () =>
+      new Set(
+        receiver.received
+          .slice(before + 2)
+          .map((d) => String(d.headers['webhook-id']))
+          .filter((id) => id.startsWith(run)),
+      );
+    while (answered().size < count) await receiver.waitFor(receiver.received.length + 1);
+    second.kill('SIGTERM');
+    const [code] = await once(second, 'exit');
+    expect(code).toBe(0);
+
+    expect([...answered()].sort()).toEqual([...ids].sort());
+    const got = receiver.received.slice(before);
+    for (const d of got) {
+      const headers = {
+        'webhook-id': String(d.headers['webhook-id']),
+        'webhook-timestamp': String(d.headers['webhook-timestamp']),
+        'webhook-signature': String(d.headers['webhook-signature']),
+      };
+      // The body was stored with the job: every attempt carries the same bytes and id.
+      expect(new Webhook(secret).verify(d.body, headers)).toEqual({
+        n: Number(headers['webhook-id'].slice(run.length + 1)),
+      });
+    }
+    // The two held when the process died arrived again under the same id.
+    const held = got.slice(0, 2).map((d) => d.headers['webhook-id']);
+    for (const id of held) {
+      expect(got.filter((d) => d.headers['webhook-id'] === id).length).toBeGreaterThanOrEqual(2);
+    }
+  });
+});

@@ -1,0 +1,225 @@
+/**
+ * Delivery against a real local receiver on a fake clock: signatures that the standardwebhooks
+ * package verifies, retries on the schedule, Retry-After, 410, give-ups, and every attempt reported.
+ */
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createDeliverer,
+  createWebhookMessage,
+  type DeliveryAttempt,
+  type DeliveryOptions,
+  deliver,
+  deliveryJob,
+  FakeClock,
+  formatHttpDate,
+  generateWebhookSecret,
+  httpTransport,
+  isConfigurationError,
+  retrySchedule,
+} from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
+import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+let receiver: WebhookReceiver;
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(() => receiver.close());
+
+const secret = generateWebhookSecret();
+
+/** A deliverer on a fake clock (started at the real time so that standardwebhooks accepts it). */
+function setup(options: Partial<DeliveryOptions> = {}) {
+  const clock = new FakeClock(Math.floor(Date.now() / 1000) * 1000);
+  const reports: DeliveryAttempt[] = [];
+  const waits: number[] = [];
+  const gone: string[] = [];
+  const deliverer = createDeliverer({
+    secrets: () => [secret],
+    transport: httpTransport({ allow: ['127.0.0.1'] }),
+    clock,
+    random: () => 0,
+    onAttempt: (a) => void reports.push(a),
+    onGone: (id) => void gone.push(id),
+    ...options,
+  });
+  const sleep = async (ms: number) => {
+    waits.push(ms);
+    clock.advance(ms);
+  };
+  const message = createWebhookMessage(
+    { accountCode: 'ACME', kind: 'folio/created', propertyId: 'BER', data: { folioId: 'F1' } },
+    {
+      clock,
+      generateId: () => `msg_${receiver.received.length}_${Math.random().toString(36).slice(2)}`,
+    },
+  );
+  const job = deliveryJob(message, { id: 'sub-1', endpointUrl: `${receiver.url}/in` });
+  return {
+    clock,
+    reports,
+    waits,
+    gone,
+    deliverer,
+    sleep,
+    job,
+    run: () => deliver(deliverer, job, sleep, clock),
+  };
+}
+
+/** Answer with these statuses (and headers) in turn, then 204. */
+function answers(...replies: Array<{ status: number; headers?: Record<string, string> }>) {
+  const queue = [...replies];
+  receiver.respond(() => queue.shift() ?? { status: 204 });
+}
+
+describe('deliver', () => {
+  it('POSTs the envelope as JSON with Standard Webhooks headers that the standardwebhooks package verifies', async () => {
+    answers({ status: 200 });
+    const { run, job, reports } = setup();
+    const before = receiver.received.length;
+    const last = await run();
+    expect(last).toMatchObject({ outcome: 'delivered', status: 200, attempt: 1 });
+    const got = receiver.received[before]!;
+    expect(got.headers['content-type']).toBe('application/json');
+    expect(got.headers['webhook-id']).toBe(job.id);
+    const payload = new Webhook(secret).verify(got.body, {
+      'webhook-id': String(got.headers['webhook-id']),
+      'webhook-timestamp': String(got.headers['webhook-timestamp']),
+      'webhook-signature': String(got.headers['webhook-signature']),
+    });
+    expect(payload).toMatchObject({
+      id: job.id,
+      topic: 'folio',
+      type: 'folio/created',
+      accountId: 'ACME',
+      propertyId: 'BER',
+      data: { folioId: 'F1' },
+    });
+    expect(reports).toEqual([last]);
+  });
+
+  it('retries non-2xx answers on the schedule, with the same webhook-id and a fresh timestamp', async () => {
+    answers({ status: 500 }, { status: 302 }, { status: 400 });
+    const { run, waits, reports, clock, job } = setup();
+    const start = clock.now();
+    const before = receiver.received.length;
+    const last = await run();
+    expect(last).toMatchObject({ outcome: 'delivered', attempt: 4, status: 204 });
+    // random() = 0: each wait is the full backoff, 5 s, 20 s, 80 s.
+    expect(waits).toEqual([5_000, 20_000, 80_000]);
+    const got = receiver.received.slice(before);
+    expect(got.map((d) => d.headers['webhook-id'])).toEqual([job.id, job.id, job.id, job.id]);
+    expect(got.map((d) => Number(d.headers['webhook-timestamp']) * 1000 - start)).toEqual([
+      0, 5_000, 25_000, 105_000,
+    ]);
+    expect(reports.map((r) => [r.outcome, r.status, r.nextAttemptAt])).toEqual([
+      ['retry', 500, start + 5_000],
+      ['retry', 302, start + 25_000],
+      ['retry', 400, start + 105_000],
+      ['delivered', 204, undefined],
+    ]);
+  });
+
+  it("honours a receiver's Retry-After on 429 (seconds) and 503 (HTTP-date)", async () => {
+    const { run, waits, clock } = setup();
+    answers(
+      { status: 429, headers: { 'retry-after': '120' } },
+      { status: 503, headers: { 'retry-after': formatHttpDate(clock.now() + 120_000 + 42_000) } },
+      { status: 500, headers: { 'retry-after': '999' } },
+    );
+    await run();
+    // The 500's Retry-After is not read: only 429 and 503 carry one that binds.
+    expect(waits).toEqual([120_000, 42_000, 80_000]);
+  });
+
+  it('410 Gone disables the subscription and stops', async () => {
+    answers({ status: 410 });
+    const { run, gone, waits } = setup();
+    expect(await run()).toMatchObject({ outcome: 'disabled', reason: 'gone', status: 410 });
+    expect(gone).toEqual(['sub-1']);
+    expect(waits).toEqual([]);
+  });
+
+  it('gives up after maxAttempts, or when the next attempt would be too old', async () => {
+    receiver.respond(() => ({ status: 500 }));
+    const three = setup({ schedule: retrySchedule({ maxAttempts: 3 }) });
+    const before = receiver.received.length;
+    expect(await three.run()).toMatchObject({
+      outcome: 'failed',
+      reason: 'attempts_exhausted',
+      attempt: 3,
+    });
+    expect(receiver.received.length - before).toBe(3);
+    const young = setup({ schedule: retrySchedule({ maxAgeMs: 30_000 }) });
+    expect(await young.run()).toMatchObject({ outcome: 'failed', reason: 'max_age', attempt: 3 });
+    expect(young.waits).toEqual([5_000, 20_000]);
+    receiver.respond(() => ({ status: 204 }));
+  });
+
+  it('never reaches a private address unless allowed, and does not retry it', async () => {
+    const { run, reports } = setup({ transport: httpTransport() });
+    const before = receiver.received.length;
+    expect(await run()).toMatchObject({
+      outcome: 'failed',
+      reason: 'forbidden_address',
+      error: { code: 'forbidden_address' },
+    });
+    expect(reports).toHaveLength(1);
+    expect(receiver.received.length).toBe(before);
+  });
+
+  it('ends a job whose subscription has no secret any more, and survives a failing logger', async () => {
+    const none = setup({ secrets: () => undefined });
+    expect(await none.run()).toMatchObject({ outcome: 'failed', reason: 'no_secret' });
+    answers({ status: 204 });
+    const noisy = setup({
+      onAttempt: () => {
+        throw new Error('log store down');
+      },
+    });
+    expect(await noisy.run()).toMatchObject({ outcome: 'delivered' });
+  });
+
+  it('fails a malformed job, or one whose id or secret signing refuses, once, without a retry', async () => {
+    const badSecret = setup({ secrets: () => ['whsec_short'] });
+    expect(await badSecret.run()).toMatchObject({
+      outcome: 'failed',
+      reason: 'invalid_job',
+      error: { code: 'invalid_webhook_secret' },
+    });
+    const badId = setup();
+    expect(
+      await deliver(badId.deliverer, { ...badId.job, id: 'has space' }, badId.sleep, badId.clock),
+    ).toMatchObject({
+      outcome: 'failed',
+      reason: 'invalid_job',
+      error: { code: 'invalid_option' },
+    });
+    expect([...badSecret.waits, ...badId.waits]).toEqual([]);
+    const before = receiver.received.length;
+    for (const broken of [
+      { endpointUrl: 'not a url' },
+      { body: { not: 'serialised' } },
+      { attempts: -1 },
+      null,
+    ]) {
+      const run = setup();
+      const job = (broken === null ? null : { ...run.job, ...broken }) as never;
+      expect(await deliver(run.deliverer, job, run.sleep, run.clock)).toMatchObject({
+        outcome: 'failed',
+        reason: 'invalid_job',
+        error: { code: 'invalid_job' },
+      });
+    }
+    expect(receiver.received.length).toBe(before);
+  });
+
+  it('refuses a deliverer without secrets or with a bad timeout', () => {
+    for (const options of [{}, { secrets: () => [secret], timeoutMs: 0 }]) {
+      const error = thrown(() => createDeliverer(options as DeliveryOptions));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    }
+  });
+});

@@ -1,0 +1,143 @@
+/** The memory delivery queue: bounded with backpressure, a fixed concurrency, retries, draining close. */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type Deliverer,
+  type DeliveryJob,
+  type DeliveryStep,
+  FakeClock,
+  isApiConventionsError,
+  isConfigurationError,
+  MemoryDeliveryQueue,
+} from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
+
+const job = (n: number): DeliveryJob => ({
+  id: `msg_${n}`,
+  subscriptionId: 'sub',
+  endpointUrl: 'https://hooks.example.com/in',
+  body: String(n),
+  attempts: 0,
+});
+
+/** A deliverer whose attempts the test settles one by one; `retries` says how often each fails. */
+function scriptedDeliverer(retries: (job: DeliveryJob) => number, clock: FakeClock) {
+  const pending: Array<{ job: DeliveryJob; settle: () => void }> = [];
+  const attempts: string[] = [];
+  const deliverer: Deliverer = {
+    attempt: (j) =>
+      new Promise<DeliveryStep>((resolve) => {
+        attempts.push(j.id);
+        const report = {
+          id: j.id,
+          subscriptionId: j.subscriptionId,
+          endpointUrl: j.endpointUrl,
+          attempt: j.attempts + 1,
+          at: clock.now(),
+        };
+        pending.push({
+          job: j,
+          settle: () =>
+            resolve(
+              j.attempts < retries(j)
+                ? {
+                    done: false,
+                    job: { ...j, attempts: j.attempts + 1 },
+                    at: clock.now() + 1_000,
+                    report: { ...report, outcome: 'retry' },
+                  }
+                : { done: true, report: { ...report, outcome: 'delivered' } },
+            ),
+        });
+      }),
+  };
+  return { deliverer, pending, attempts };
+}
+
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('MemoryDeliveryQueue', () => {
+  it('never holds more than capacity nor runs more than concurrency; every job is delivered once, in order', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 20 }),
+        async (capacity, concurrency, retryCounts) => {
+          const clock = new FakeClock(0);
+          const { deliverer, pending, attempts } = scriptedDeliverer(
+            (j) => retryCounts[Number(j.body)]!,
+            clock,
+          );
+          const queue = new MemoryDeliveryQueue({
+            deliverer,
+            capacity,
+            concurrency,
+            clock,
+            sleep: async () => void clock.advance(1_000),
+          });
+          const accepted: number[] = [];
+          const enqueued = retryCounts.map((_, n) =>
+            queue.enqueue(job(n)).then(() => void accepted.push(n)),
+          );
+          let delivered = 0;
+          while (delivered < retryCounts.length) {
+            await tick();
+            expect(queue.size).toBeLessThanOrEqual(capacity);
+            expect(pending.length).toBeLessThanOrEqual(concurrency);
+            const next = pending.shift();
+            if (next === undefined) continue;
+            if (next.job.attempts >= retryCounts[Number(next.job.body)]!) delivered += 1;
+            next.settle();
+          }
+          await Promise.all(enqueued);
+          expect(accepted).toEqual(retryCounts.map((_, n) => n));
+          const total = retryCounts.reduce((sum, r) => sum + r + 1, 0);
+          expect(attempts).toHaveLength(total);
+          expect(await queue.close()).toEqual([]);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('close finishes attempts in flight, hands back jobs waiting for a retry, and refuses new ones', async () => {
+    const clock = new FakeClock(0);
+    const { deliverer, pending } = scriptedDeliverer((j) => (j.id === 'msg_0' ? 1 : 0), clock);
+    const queue = new MemoryDeliveryQueue({ deliverer, capacity: 2, concurrency: 2, clock });
+    await queue.enqueue(job(0));
+    await queue.enqueue(job(1));
+    const blocked = queue.enqueue(job(2)).then(
+      () => 'accepted',
+      (e: unknown) => (isApiConventionsError(e) ? e.code : 'other'),
+    );
+    expect(queue.blocked).toBe(1);
+    const closing = queue.close();
+    expect(await blocked).toBe('queue_closed');
+    for (const p of pending.splice(0)) p.settle();
+    const leftover = await closing;
+    expect(leftover).toEqual([{ ...job(0), attempts: 1 }]);
+    const late = await queue.enqueue(job(3)).then(
+      () => 'accepted',
+      (e: { code: string }) => e.code,
+    );
+    expect(late).toBe('queue_closed');
+  });
+
+  it('holds a job whose deliverer rejects, and hands it back on close', async () => {
+    const broken: Deliverer = { attempt: () => Promise.reject(new Error('bug')) };
+    const queue = new MemoryDeliveryQueue({ deliverer: broken });
+    await queue.enqueue(job(7));
+    await tick();
+    expect(queue.size).toBe(1);
+    expect(await queue.close()).toEqual([job(7)]);
+  });
+
+  it('refuses a capacity or concurrency below 1', () => {
+    const deliverer: Deliverer = { attempt: async () => ({}) as DeliveryStep };
+    for (const options of [{ capacity: 0 }, { concurrency: 1.5 }]) {
+      const error = thrown(() => new MemoryDeliveryQueue({ deliverer, ...options }));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    }
+  });
+});
