@@ -20,10 +20,11 @@ import type {
   RefusalReason,
   StoreOutcome,
 } from '../limits/store.js';
-import { DECIDE_SCRIPT } from './decide-script.js';
+import { type DecideShape, decideScript } from './decide-script.js';
 import type { RedisScriptClient } from './redis-client.js';
 import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
 import { RELEASE_SCRIPT } from './release-script.js';
+import { LAYOUT_VERSION } from './state-codec.js';
 
 /** Starts and cancels the per-operation timeout; injectable so that tests control it. */
 export interface Timer {
@@ -97,7 +98,6 @@ const script = (text: string): Script => ({
   text,
   sha1: createHash('sha1').update(text).digest('hex'),
 });
-const DECIDE = script(DECIDE_SCRIPT);
 const RELEASE = script(RELEASE_SCRIPT);
 
 /** The leases of one admitted request: the scopes that hold them and the lease id. */
@@ -107,16 +107,11 @@ interface RedisLease extends LeaseToken {
   readonly counter: string;
 }
 
-/** A policy list's key part and script arguments, computed once per list. */
+/** A policy list's key part, computed once per list. */
 interface ListInfo {
   readonly id: string;
-  /** One digit per policy: 1 window, 2 rate, 3 concurrency. */
-  readonly kinds: string;
-  /** The policies' numbers, in order. */
-  readonly numbers: readonly string[];
 }
 
-const KIND = { window: '1', rate: '2', concurrency: '3' } as const;
 const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'limit', 'blocked'];
 const TIMEOUT = Symbol('timeout');
 const defaultTimer: Timer = {
@@ -155,6 +150,8 @@ export class RedisStore implements AsyncLimitStore {
   readonly #instance: string;
   readonly #lists = new WeakMap<readonly Policy[], ListInfo>();
   readonly #actives = new WeakMap<readonly number[], string>();
+  /** The decision script of each plan shape (see {@link shapeOf}), written once per shape. */
+  readonly #scripts = new Map<string, Script>();
   #counter = 0;
 
   /** @param options - the client, and how to time, fail and expire */
@@ -233,22 +230,18 @@ export class RedisStore implements AsyncLimitStore {
    *   outcome
    */
   async apply(plan: Plan, now: number): Promise<StoreOutcome> {
+    // KEYS: each distinct scope key once (two scopes with one key share one state).
     const keys: string[] = [];
     const policies: Policy[] = [];
     const resources: string[] = [];
+    let signature = '';
     let leaseKeys: string[] | undefined;
-    const args: string[] = [
-      this.#useClock ? String(Number.isFinite(now) ? now : 0) : '',
-      this.#margin,
-      this.#instance,
-      '',
-    ];
     for (const scope of plan.scopes) {
       const list = this.#listInfo(scope.policies);
       const key = this.#key(scope.clientId, scope.accountCode, list.id, scope.resource);
-      keys.push(key);
-      args.push(list.kinds, this.#activeArg(scope.active, scope.policies.length));
-      for (const x of list.numbers) args.push(x);
+      let index = keys.indexOf(key);
+      if (index === -1) index = keys.push(key) - 1;
+      signature += `${list.id}${index}${this.#activeArg(scope.active, scope.policies.length)};`;
       let leased = false;
       for (const i of scope.active) {
         const policy = scope.policies[i]!;
@@ -262,11 +255,23 @@ export class RedisStore implements AsyncLimitStore {
       }
     }
     const counter = leaseKeys === undefined ? '0' : String(++this.#counter);
-    args[3] = counter;
+    const args = [
+      this.#useClock ? String(Number.isFinite(now) ? now : 0) : '',
+      this.#margin,
+      this.#instance,
+      counter,
+    ];
+    let decide = this.#scripts.get(signature);
+    if (decide === undefined) {
+      decide = script(
+        decideScript(shapeOf(plan, keys, this.#key.bind(this), this.#listInfo.bind(this))),
+      );
+      this.#scripts.set(signature, decide);
+    }
 
     let reply: unknown;
     try {
-      reply = await this.#run(DECIDE, keys, args);
+      reply = await this.#run(decide, keys, args);
     } catch (error) {
       return this.#failed('apply', error, now);
     }
@@ -368,27 +373,13 @@ export class RedisStore implements AsyncLimitStore {
   #listInfo(policies: readonly Policy[]): ListInfo {
     let info = this.#lists.get(policies);
     if (info === undefined) {
-      // State is kept per policy list, as in the memory store: a changed list starts afresh.
-      const id = createHash('sha1').update(JSON.stringify(policies)).digest('hex').slice(0, 16);
-      let kinds = '';
-      const numbers: string[] = [];
-      for (const p of policies) {
-        switch (p.kind) {
-          case 'window':
-            kinds += KIND.window;
-            numbers.push(String(p.limit), String(p.windowMs));
-            break;
-          case 'rate':
-            kinds += KIND.rate;
-            numbers.push(String(p.perSecond), String(p.burst));
-            break;
-          case 'concurrency':
-            kinds += KIND.concurrency;
-            numbers.push(String(p.max), String(p.leaseTtlMs), String(p.retryAfterMs));
-            break;
-        }
-      }
-      info = { id, kinds, numbers };
+      // State is kept per policy list, as in the memory store: a changed list starts afresh. So
+      // does a changed layout: a value written in an earlier one is never read, only expires.
+      const id = createHash('sha1')
+        .update(`${LAYOUT_VERSION}:${JSON.stringify(policies)}`)
+        .digest('hex')
+        .slice(0, 16);
+      info = { id };
       this.#lists.set(policies, info);
     }
     return info;
@@ -397,18 +388,31 @@ export class RedisStore implements AsyncLimitStore {
   #activeArg(active: readonly number[], count: number): string {
     let arg = this.#actives.get(active);
     if (arg === undefined) {
-      // '*' for every position; otherwise one ASCII character per position (code 48 + position),
-      // or for a list too long for that, the positions after a comma.
+      // The active positions, for the plan's shape: '*' for every position, else the list.
       arg =
-        active.length === count && active.every((p, i) => p === i)
-          ? '*'
-          : active.every((p) => p < 79)
-            ? String.fromCharCode(...active.map((p) => 48 + p))
-            : `,${active.join(',')}`;
+        active.length === count && active.every((p, i) => p === i) ? '*' : `(${active.join(',')})`;
       this.#actives.set(active, arg);
     }
     return arg;
   }
+}
+
+/** The shape of a plan that its decision script is written for: KEYS order, lists, actives. */
+function shapeOf(
+  plan: Plan,
+  keys: readonly string[],
+  keyOf: (clientId: string, accountCode: string, listId: string, resource: string) => string,
+  listOf: (policies: readonly Policy[]) => ListInfo,
+): DecideShape {
+  const scopes: (readonly Policy[])[] = [];
+  const work: [number, number][] = [];
+  for (const scope of plan.scopes) {
+    const key = keyOf(scope.clientId, scope.accountCode, listOf(scope.policies).id, scope.resource);
+    const index = keys.indexOf(key);
+    scopes[index] ??= scope.policies;
+    for (const position of scope.active) work.push([index, position]);
+  }
+  return { scopes, work };
 }
 
 function escapeTag(value: string): string {
