@@ -14,8 +14,9 @@
  * hash tag (one Redis Cluster slot). ARGV: the time in ms (`''` for the server's `TIME`), the
  * expiry margin in ms, the lease id (instance number and counter).
  *
- * Reply: an array of numbers, each an integer reply when it is a whole number and a `%.17g` string
- * otherwise (so that every double comes back exact): admitted (1 or 0), the decision time, the
+ * Reply: one string of numbers separated by commas (one bulk string costs a client far less to
+ * read than an array of integers), each exact: a whole number below 10^14 as Lua writes it, any
+ * other as `%.17g`. In order: admitted (1 or 0), the decision time, the
  * reason (0 none, 1 limit, 2 blocked), Retry-After in seconds, the refusing policy's place among
  * the active ones (from 1; 0 none), then remaining and reset-after (ms) of each active policy in
  * plan order.
@@ -376,7 +377,7 @@ export function decideScript(shape: DecideShape): string {
       'end',
     );
   }
-  emit('return reply');
+  emit("return concat(reply, ',')");
 
   const head = [
     `-- Decision script for ${shape.scopes.length} scope(s), ${sections.length} policies, ${work.length} active (see decide-script.ts).`,
@@ -385,10 +386,11 @@ export function decideScript(shape: DecideShape): string {
     '-- Globals read once: each global lookup costs in the script protected environment.',
     'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
     'local unpack_struct, pack_struct, sub, rep = struct.unpack, struct.pack, string.sub, string.rep',
-    'local call, argv, keys, format = redis.call, ARGV, KEYS, string.format',
-    '-- A number for the reply: an integer reply when whole, else an exact decimal string.',
+    'local call, argv, keys, format, concat = redis.call, ARGV, KEYS, string.format, table.concat',
+    '-- A number for the reply, exact: Lua writes a number with 14 digits, enough for a whole one',
+    '-- below 10^14; any other is written with 17.',
     'local function num(x)',
-    '  if x % 1 == 0 and x < 9e15 then return x end',
+    '  if x % 1 == 0 and x < 1e14 then return x end',
     "  return format('%.17g', x)",
     'end',
     // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).

@@ -449,15 +449,15 @@ function parseOutcome(
   policies: readonly Policy[],
   resources: readonly string[],
 ): StoreOutcome | undefined {
-  if (!Array.isArray(reply)) return undefined;
+  if (typeof reply !== 'string') return undefined;
   const n = policies.length;
-  if (reply.length !== 5 + 2 * n) return undefined;
-  const numbers: number[] = new Array(reply.length);
-  for (let i = 0; i < reply.length; i++) {
-    const x = reply[i];
-    // Whole numbers come as integer replies, fractions as exact decimal strings.
-    const value = typeof x === 'number' ? x : typeof x === 'string' ? Number(x) : Number.NaN;
-    if (!Number.isFinite(value)) return undefined;
+  const fields = reply.split(',');
+  if (fields.length !== 5 + 2 * n) return undefined;
+  const numbers: number[] = new Array(fields.length);
+  for (let i = 0; i < fields.length; i++) {
+    // Each written exactly: whole numbers in full, fractions with 17 digits.
+    const value = Number(fields[i]);
+    if (fields[i] === '' || !Number.isFinite(value)) return undefined;
     numbers[i] = value;
   }
   const [allowed, t, reason, retry, refusing] = numbers as [number, number, number, number, number];
