@@ -11,12 +11,13 @@
  * this scale), and so what bounds how many decisions per second one Redis serves.
  *
  * KEYS: one per distinct scope of the plan, in order of first appearance, all carrying the same
- * hash tag (one Redis Cluster slot). ARGV: the time in ms (`''` for the server's `TIME`), the
- * expiry margin in ms, the lease id (instance number and counter).
+ * hash tag (one Redis Cluster slot). ARGV: the time in ms (`''` or none for the server's `TIME`),
+ * then, only when the plan has an active throttle, the lease id (instance number and counter).
+ * Every argument costs the client and the server a conversion; the expiry margin is a constant.
  *
  * Reply: one string of numbers separated by commas (one bulk string costs a client far less to
- * read than an array of integers), each exact: a whole number below 10^14 as Lua writes it, any
- * other as `%.17g`. In order: admitted (1 or 0), the decision time, the
+ * read than an array of integers), each exact: whole numbers with `%d` when all of them are below
+ * 10^14, else every one as `%.17g`. In order: admitted (1 or 0), the decision time, the
  * reason (0 none, 1 limit, 2 blocked), Retry-After in seconds, the refusing policy's place among
  * the active ones (from 1; 0 none), then remaining and reset-after (ms) of each active policy in
  * plan order.
@@ -31,6 +32,8 @@ export interface DecideShape {
   readonly scopes: readonly (readonly Policy[])[];
   /** The active policies in plan order, each as its scope's index and its position there. */
   readonly work: readonly (readonly [scope: number, position: number])[];
+  /** How long a key outlives the instant its state is fresh again, in ms. */
+  readonly marginMs: number;
 }
 
 /** One policy position of one scope, as the generated Lua sees it. */
@@ -248,10 +251,10 @@ export function decideScript(shape: DecideShape): string {
   }
   for (const s of new Set(work.map((j) => sections[j]!.scope))) emit(`  ${sv('D', s)} = true`);
   emit(
-    `  reply = { 1, num(t), 0, 0, 0 }`,
+    `  reply = { 1, t, 0, 0, 0 }`,
     'else',
     // Step 5b. Refused: record nothing. The statuses are read before the blocks change.
-    '  reply = { 0, num(t), refusing_own <= t and 2 or 1, max(1, ceil((earliest - t - EPSILON) / 1000)), refusing }',
+    '  reply = { 0, t, refusing_own <= t and 2 or 1, max(1, ceil((earliest - t - EPSILON) / 1000)), refusing }',
     'end',
   );
 
@@ -275,7 +278,7 @@ export function decideScript(shape: DecideShape): string {
         `    reset = newest + ${p.windowMs} - t`,
         '    if reset < 0 then reset = 0 end',
         '  end',
-        `  ${at} = num(remaining), num(reset)`,
+        `  ${at} = remaining, reset`,
         'end',
       );
     } else if (p.kind === 'rate') {
@@ -284,7 +287,7 @@ export function decideScript(shape: DecideShape): string {
         `  local interval = 1000 / ${lua(p.perSecond)}`,
         `  local backlog = max(${a}, t) - t`,
         `  local remaining = max(0, min(${p.burst}, floor((${p.burst} * interval - backlog) / interval + EPSILON)))`,
-        `  ${at} = num(remaining), num(max(0, ${a} - t))`,
+        `  ${at} = remaining, max(0, ${a} - t)`,
         'end',
       );
     } else {
@@ -292,7 +295,7 @@ export function decideScript(shape: DecideShape): string {
         'do',
         `  local held = ${h}`,
         `  if admitted then held = held + ${section.uses} end`,
-        `  ${at} = num(max(0, ${p.max} - held)), 0`,
+        `  ${at} = max(0, ${p.max} - held), 0`,
         'end',
       );
     }
@@ -355,7 +358,7 @@ export function decideScript(shape: DecideShape): string {
         parts.push(v('K', j));
         emit(`  if ${v('Z', j)} > horizon then horizon = ${v('Z', j)} end`);
         if (uses > 0) {
-          const lease = `pack_struct('<ddd', t + ${p.leaseTtlMs}, argv[3], argv[4])`;
+          const lease = `pack_struct('<ddd', t + ${p.leaseTtlMs}, argv[2], argv[3])`;
           parts.push(`(admitted and ${uses === 1 ? lease : `rep(${lease}, ${uses})`} or '')`);
           emit(
             `  if admitted and t + ${p.leaseTtlMs} > horizon then horizon = t + ${p.leaseTtlMs} end`,
@@ -370,14 +373,25 @@ export function decideScript(shape: DecideShape): string {
       : [`pack_struct(${format}, ${fixed.join(', ')})`, ...parts].join(' .. ');
     emit(
       '  if horizon > t then',
-      `    call('SET', keys[${s + 1}], ${value}, 'PX', ceil(horizon - t) + argv[2])`,
+      `    call('SET', keys[${s + 1}], ${value}, 'PX', ceil(horizon - t) + ${shape.marginMs})`,
       '  else',
       `    call('DEL', keys[${s + 1}])`,
       '  end',
       'end',
     );
   }
-  emit("return concat(reply, ',')");
+  // The reply, exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
+  const count = 5 + 2 * work.length;
+  emit(
+    'for i = 1, ' + count + ' do',
+    '  local x = reply[i]',
+    '  if x % 1 ~= 0 or x >= 1e14 then',
+    '    for j = 1, ' + count + " do reply[j] = format('%.17g', reply[j]) end",
+    "    return concat(reply, ',')",
+    '  end',
+    'end',
+    `return format('${Array.from({ length: count }, () => '%d').join(',')}', unpack(reply, 1, ${count}))`,
+  );
 
   const head = [
     `-- Decision script for ${shape.scopes.length} scope(s), ${sections.length} policies, ${work.length} active (see decide-script.ts).`,
@@ -386,17 +400,11 @@ export function decideScript(shape: DecideShape): string {
     '-- Globals read once: each global lookup costs in the script protected environment.',
     'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
     'local unpack_struct, pack_struct, sub, rep = struct.unpack, struct.pack, string.sub, string.rep',
-    'local call, argv, keys, format, concat = redis.call, ARGV, KEYS, string.format, table.concat',
-    '-- A number for the reply, exact: Lua writes a number with 14 digits, enough for a whole one',
-    '-- below 10^14; any other is written with 17.',
-    'local function num(x)',
-    '  if x % 1 == 0 and x < 1e14 then return x end',
-    "  return format('%.17g', x)",
-    'end',
+    'local call, argv, keys, format, concat, unpack = redis.call, ARGV, KEYS, string.format, table.concat, unpack',
     // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
     "-- Step 1. The time: the caller's, or the server's own clock.",
     'local t',
-    "if argv[1] == '' then",
+    "if argv[1] == nil or argv[1] == '' then",
     "  local clock = call('TIME')",
     '  local us = clock[2] + 0',
     '  t = clock[1] * 1000 + (us - us % 1000) / 1000',

@@ -145,7 +145,7 @@ export class RedisStore implements AsyncLimitStore {
   readonly #failMode: 'open' | 'closed' | 'reject';
   readonly #closedRetryAfter: number;
   readonly #onError: ((error: RedisStoreError) => void) | undefined;
-  readonly #margin: string;
+  readonly #margin: number;
   readonly #timer: Timer;
   readonly #instance: string;
   readonly #lists = new WeakMap<readonly Policy[], ListInfo>();
@@ -196,7 +196,7 @@ export class RedisStore implements AsyncLimitStore {
       'failClosedRetryAfterSeconds',
       1,
     );
-    this.#margin = String(whole(options.expiryMarginMs ?? 1000, 'expiryMarginMs', 0));
+    this.#margin = whole(options.expiryMarginMs ?? 1000, 'expiryMarginMs', 0);
     const instance = options.instanceId ?? randomInt(1, 2 ** 48);
     this.#instance = String(whole(instance, 'instanceId', 1));
     if (options.onError !== undefined && typeof options.onError !== 'function') {
@@ -255,16 +255,16 @@ export class RedisStore implements AsyncLimitStore {
       }
     }
     const counter = leaseKeys === undefined ? '0' : String(++this.#counter);
-    const args = [
-      this.#useClock ? String(Number.isFinite(now) ? now : 0) : '',
-      this.#margin,
-      this.#instance,
-      counter,
-    ];
+    // The time only from the caller's clock, the lease id only for a plan with a throttle.
+    const time = this.#useClock ? String(Number.isFinite(now) ? now : 0) : '';
+    const args =
+      leaseKeys !== undefined ? [time, this.#instance, counter] : this.#useClock ? [time] : [];
     let decide = this.#scripts.get(signature);
     if (decide === undefined) {
       decide = script(
-        decideScript(shapeOf(plan, keys, this.#key.bind(this), this.#listInfo.bind(this))),
+        decideScript(
+          shapeOf(plan, keys, this.#margin, this.#key.bind(this), this.#listInfo.bind(this)),
+        ),
       );
       this.#scripts.set(signature, decide);
     }
@@ -401,6 +401,7 @@ export class RedisStore implements AsyncLimitStore {
 function shapeOf(
   plan: Plan,
   keys: readonly string[],
+  marginMs: number,
   keyOf: (clientId: string, accountCode: string, listId: string, resource: string) => string,
   listOf: (policies: readonly Policy[]) => ListInfo,
 ): DecideShape {
@@ -412,7 +413,7 @@ function shapeOf(
     scopes[index] ??= scope.policies;
     for (const position of scope.active) work.push([index, position]);
   }
-  return { scopes, work };
+  return { scopes, work, marginMs };
 }
 
 function escapeTag(value: string): string {
