@@ -93,6 +93,23 @@ function comparableOutcome(o: StoreOutcome) {
   return { ...rest, leased: lease !== undefined };
 }
 
+/** Apply one plan to both stores at t, expect the same outcome, then release both or neither. */
+async function expectSameOutcome(
+  memory: MemoryStore,
+  redis: RedisStore,
+  plan: Plan,
+  t: number,
+  release: boolean,
+): Promise<void> {
+  const expected = memory.apply(plan, t);
+  const actual = await redis.apply(plan, t);
+  expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
+  if (release) {
+    if (expected.allowed && expected.lease) memory.release(expected.lease, t);
+    if (actual.allowed && actual.lease) await redis.release(actual.lease, t);
+  }
+}
+
 /** Routes that hit the presets' resource limits, the Live throttle exemptions, and neither. */
 const routes = [
   ['GET', '/booking/v1/reservations'],
@@ -269,13 +286,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
           let t = 0;
           for (const step of steps) {
             t += step.gap;
-            const expected = memory.apply(plan, t);
-            const actual = await redis.apply(plan, t);
-            expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
-            if (step.release) {
-              if (expected.allowed && expected.lease) memory.release(expected.lease, t);
-              if (actual.allowed && actual.lease) await redis.release(actual.lease, t);
-            }
+            await expectSameOutcome(memory, redis, plan, t, step.release);
           }
         },
       ),
@@ -324,13 +335,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
             ];
             if (step.twice) scopes.push(scope('c', 'a', 'PUT /r/{1}', resource, [1, 5]));
             const plan: Plan = { scopes };
-            const expected = memory.apply(plan, t);
-            const actual = await redis.apply(plan, t);
-            expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
-            if (step.release) {
-              if (expected.allowed && expected.lease) memory.release(expected.lease, t);
-              if (actual.allowed && actual.lease) await redis.release(actual.lease, t);
-            }
+            await expectSameOutcome(memory, redis, plan, t, step.release);
           }
         },
       ),
