@@ -44,15 +44,39 @@ interface Section {
   uses: number;
 }
 
-// Per-section variables: blocked until, the rate's theoretical arrival time, the stored entry
-// count, where the entries start, a window's head (its oldest stored admission still inside) or a
-// throttle's live lease count, the policy's own earliest admission time, a throttle's live leases
-// (packed) and their latest expiry. Per scope: its stored value and whether it changed.
-type SectionVariable = 'B' | 'A' | 'N' | 'O' | 'H' | 'W' | 'K' | 'Z';
+// Per-section variables: blocked until, the rate's theoretical arrival time (a throttle's latest
+// lease expiry), the stored entry count, where the entries start, a window's head (its oldest
+// stored admission still inside) or a throttle's live lease count, the policy's own earliest
+// admission time. Per scope: its stored value and whether it changed.
+type SectionVariable = 'B' | 'A' | 'N' | 'O' | 'H' | 'W';
 type ScopeVariable = 'X' | 'D';
 
 /** Lua's limit is 200 locals per function; past this many the variables live in one table. */
 const MAX_LOCALS = 160;
+
+/**
+ * The throttles of a shape that hold leases: each active concurrency policy, as its scope's
+ * index, its position and how many times the plan names it, in scope and position order. Each
+ * keeps its leases in a sorted set of its own (lease id by expiry), the script's KEYS after the
+ * scopes' keys, in this order.
+ * @param shape - the plan's shape
+ * @returns the throttles, in KEYS order
+ */
+export function leaseSlots(shape: DecideShape): readonly (readonly [number, number, number])[] {
+  const uses = new Map<string, number>();
+  for (const [s, position] of shape.work) {
+    if (shape.scopes[s]?.[position]?.kind !== 'concurrency') continue;
+    uses.set(`${s}:${position}`, (uses.get(`${s}:${position}`) ?? 0) + 1);
+  }
+  const slots: [number, number, number][] = [];
+  for (const [s, policies] of shape.scopes.entries()) {
+    for (const position of policies.keys()) {
+      const n = uses.get(`${s}:${position}`);
+      if (n !== undefined) slots.push([s, position, n]);
+    }
+  }
+  return slots;
+}
 
 /**
  * Write the decision script for one shape of plan.
@@ -71,6 +95,11 @@ export function decideScript(shape: DecideShape): string {
     sections[index]!.uses++;
     return index;
   });
+  // The KEYS index of each throttle's lease set, by section.
+  const leaseKey = new Map<number, string>();
+  for (const [i, [s, position]] of leaseSlots(shape).entries()) {
+    leaseKey.set(first[s]! + position, `keys[${shape.scopes.length + 1 + i}]`);
+  }
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
   const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 24;
   const inTable = locals > MAX_LOCALS;
@@ -131,7 +160,7 @@ export function decideScript(shape: DecideShape): string {
         ...policies.map((p, i) => `${field(i, 0)} == ${kindCode(p)}`),
       ];
       const length = policies.flatMap((p, i) =>
-        p.kind === 'rate' ? [] : [`${field(i, 3)} * ${ENTRY_SIZE[p.kind]}`],
+        ENTRY_SIZE[p.kind] === 0 ? [] : [`${field(i, 3)} * ${ENTRY_SIZE[p.kind]}`],
       );
       checks.push(`${[String(size), ...length].join(' + ')} == #${x}`);
       emit(`    if ${checks.join(' and ')} then`, '      ok = true');
@@ -150,7 +179,7 @@ export function decideScript(shape: DecideShape): string {
     let offset = String(size + 1);
     for (const j of ids) {
       const kind = sections[j]!.policy.kind;
-      if (kind === 'rate') continue;
+      if (ENTRY_SIZE[kind] === 0) continue;
       emit(`${v('O', j)} = ${offset}`);
       offset = `${v('O', j)} + ${v('N', j)} * ${ENTRY_SIZE[kind]}`;
     }
@@ -179,19 +208,17 @@ export function decideScript(shape: DecideShape): string {
         '  end',
         'end',
       );
-    } else if (p.kind === 'concurrency') {
+    } else if (p.kind === 'concurrency' && section.uses > 0) {
+      // The leases that have not expired; the expired ones are dropped. A fresh state has none:
+      // a lease set outlives its scope's value only with expired leases, or a value not ours.
+      const set = leaseKey.get(j)!;
       emit(
-        'do',
-        `  local live, kept, latest = 0, '', 0`,
-        `  for from = ${o}, ${o} + (${n} - 1) * 24, 24 do`,
-        `    local expiry = unpack_struct('<d', ${x}, from)`,
-        '    if expiry > t then',
-        '      live = live + 1',
-        `      kept = kept .. sub(${x}, from, from + 23)`,
-        '      if expiry > latest then latest = expiry end',
-        '    end',
-        '  end',
-        `  ${h}, ${v('K', j)}, ${v('Z', j)} = live, kept, latest`,
+        `if ${x} == '' then`,
+        `  call('DEL', ${set})`,
+        `  ${h} = 0`,
+        'else',
+        `  call('ZREMRANGEBYSCORE', ${set}, '-inf', t)`,
+        `  ${h} = call('ZCARD', ${set})`,
         'end',
       );
     }
@@ -245,9 +272,13 @@ export function decideScript(shape: DecideShape): string {
   emit('local admitted = refusing == 0', 'local reply', 'if admitted then');
   for (const j of work) {
     const p = sections[j]!.policy;
-    if (p.kind !== 'rate') continue;
     const a = v('A', j);
-    emit(`  if ${a} < t then ${a} = t end`, `  ${a} = ${a} + 1000 / ${lua(p.perSecond)}`);
+    if (p.kind === 'rate') {
+      emit(`  if ${a} < t then ${a} = t end`, `  ${a} = ${a} + 1000 / ${lua(p.perSecond)}`);
+    } else if (p.kind === 'concurrency') {
+      // The latest lease expiry: the scope's value lives as long as its newest lease.
+      emit(`  ${a} = t + ${p.leaseTtlMs}`);
+    }
   }
   for (const s of new Set(work.map((j) => sections[j]!.scope))) emit(`  ${sv('D', s)} = true`);
   emit(
@@ -353,15 +384,19 @@ export function decideScript(shape: DecideShape): string {
         fixed.push('2', b, a, '0');
         emit(`  if ${a} > horizon then horizon = ${a} end`);
       } else {
-        const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
-        fixed.push('3', b, '0', `${h} + ${added}`);
-        parts.push(v('K', j));
-        emit(`  if ${v('Z', j)} > horizon then horizon = ${v('Z', j)} end`);
+        fixed.push('3', b, a, '0');
+        emit(`  if ${a} > horizon then horizon = ${a} end`);
         if (uses > 0) {
-          const lease = `pack_struct('<ddd', t + ${p.leaseTtlMs}, argv[2], argv[3])`;
-          parts.push(`(admitted and ${uses === 1 ? lease : `rep(${lease}, ${uses})`} or '')`);
+          // Admitted: the lease joins the throttle's set, which expires with its newest lease.
+          const set = leaseKey.get(j)!;
+          const members = Array.from({ length: uses }, (_, u) =>
+            u === 0 ? 'id' : `id .. '.${u + 1}'`,
+          );
           emit(
-            `  if admitted and t + ${p.leaseTtlMs} > horizon then horizon = t + ${p.leaseTtlMs} end`,
+            '  if admitted then',
+            `    call('ZADD', ${set}, ${members.map((m) => `t + ${p.leaseTtlMs}, ${m}`).join(', ')})`,
+            `    call('PEXPIRE', ${set}, ${p.leaseTtlMs + shape.marginMs})`,
+            '  end',
           );
         }
       }
@@ -401,6 +436,10 @@ export function decideScript(shape: DecideShape): string {
     'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
     'local unpack_struct, pack_struct, sub, rep = struct.unpack, struct.pack, string.sub, string.rep',
     'local call, argv, keys, format, concat, unpack = redis.call, ARGV, KEYS, string.format, table.concat, unpack',
+    leaseKey.size > 0
+      ? "-- The lease id: the issuing store's instance number and its counter."
+      : '',
+    leaseKey.size > 0 ? "local id = argv[2] .. ':' .. argv[3]" : '',
     // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
     "-- Step 1. The time: the caller's, or the server's own clock.",
     'local t',

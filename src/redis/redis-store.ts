@@ -20,7 +20,7 @@ import type {
   RefusalReason,
   StoreOutcome,
 } from '../limits/store.js';
-import { type DecideShape, decideScript } from './decide-script.js';
+import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
 import type { RedisScriptClient } from './redis-client.js';
 import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
 import { RELEASE_SCRIPT } from './release-script.js';
@@ -100,11 +100,20 @@ const script = (text: string): Script => ({
 });
 const RELEASE = script(RELEASE_SCRIPT);
 
-/** The leases of one admitted request: the scopes that hold them and the lease id. */
+/** The leases of one admitted request: the lease sets that hold them and the lease id. */
 interface RedisLease extends LeaseToken {
   readonly store: RedisStore;
   readonly keys: readonly string[];
   readonly counter: string;
+  /** The most times the plan named one throttle (each time is one member of its set). */
+  readonly uses: number;
+}
+
+/** A plan shape's decision script and the throttles whose lease sets it takes as KEYS. */
+interface Decider {
+  readonly script: Script;
+  readonly leases: readonly (readonly [scope: number, position: number, uses: number])[];
+  readonly uses: number;
 }
 
 /** A policy list's key part, computed once per list. */
@@ -151,7 +160,7 @@ export class RedisStore implements AsyncLimitStore {
   readonly #lists = new WeakMap<readonly Policy[], ListInfo>();
   readonly #actives = new WeakMap<readonly number[], string>();
   /** The decision script of each plan shape (see {@link shapeOf}), written once per shape. */
-  readonly #scripts = new Map<string, Script>();
+  readonly #deciders = new Map<string, Decider>();
   #counter = 0;
 
   /** @param options - the client, and how to time, fail and expire */
@@ -235,43 +244,46 @@ export class RedisStore implements AsyncLimitStore {
     const policies: Policy[] = [];
     const resources: string[] = [];
     let signature = '';
-    let leaseKeys: string[] | undefined;
     for (const scope of plan.scopes) {
       const list = this.#listInfo(scope.policies);
       const key = this.#key(scope.clientId, scope.accountCode, list.id, scope.resource);
       let index = keys.indexOf(key);
       if (index === -1) index = keys.push(key) - 1;
       signature += `${list.id}${index}${this.#activeArg(scope.active, scope.policies.length)};`;
-      let leased = false;
       for (const i of scope.active) {
-        const policy = scope.policies[i]!;
-        policies.push(policy);
+        policies.push(scope.policies[i]!);
         resources.push(scope.resource);
-        if (policy.kind === 'concurrency') leased = true;
-      }
-      if (leased) {
-        leaseKeys ??= [];
-        leaseKeys.push(key);
       }
     }
-    const counter = leaseKeys === undefined ? '0' : String(++this.#counter);
-    // The time only from the caller's clock, the lease id only for a plan with a throttle.
-    const time = this.#useClock ? String(Number.isFinite(now) ? now : 0) : '';
-    const args =
-      leaseKeys !== undefined ? [time, this.#instance, counter] : this.#useClock ? [time] : [];
-    let decide = this.#scripts.get(signature);
-    if (decide === undefined) {
-      decide = script(
-        decideScript(
-          shapeOf(plan, keys, this.#margin, this.#key.bind(this), this.#listInfo.bind(this)),
-        ),
+    let decider = this.#deciders.get(signature);
+    if (decider === undefined) {
+      const shape = shapeOf(
+        plan,
+        keys,
+        this.#margin,
+        this.#key.bind(this),
+        this.#listInfo.bind(this),
       );
-      this.#scripts.set(signature, decide);
+      const leases = leaseSlots(shape);
+      const uses = Math.max(0, ...leases.map(([, , n]) => n));
+      decider = { script: script(decideScript(shape)), leases, uses };
+      this.#deciders.set(signature, decider);
+    }
+    // The time only from the caller's clock; the lease id and sets only for a plan with a throttle.
+    const time = this.#useClock ? String(Number.isFinite(now) ? now : 0) : '';
+    let args = this.#useClock ? [time] : [];
+    let leaseKeys: string[] | undefined;
+    let counter = '';
+    if (decider.leases.length > 0) {
+      counter = String(++this.#counter);
+      args = [time, this.#instance, counter];
+      leaseKeys = decider.leases.map(([s, position]) => leaseSet(keys[s]!, position));
+      for (const k of leaseKeys) keys.push(k);
     }
 
     let reply: unknown;
     try {
-      reply = await this.#run(decide, keys, args);
+      reply = await this.#run(decider.script, keys, args);
     } catch (error) {
       return this.#failed('apply', error, now);
     }
@@ -288,7 +300,7 @@ export class RedisStore implements AsyncLimitStore {
       );
     }
     if (outcome.allowed && leaseKeys !== undefined) {
-      const lease: RedisLease = { store: this, keys: leaseKeys, counter };
+      const lease: RedisLease = { store: this, keys: leaseKeys, counter, uses: decider.uses };
       return { ...outcome, lease };
     }
     return outcome;
@@ -303,7 +315,10 @@ export class RedisStore implements AsyncLimitStore {
     const own = lease as RedisLease;
     if (own?.store !== this) return;
     try {
-      await this.#run(RELEASE, own.keys, [this.#instance, own.counter]);
+      const id = `${this.#instance}:${own.counter}`;
+      const members = [id];
+      for (let u = 2; u <= own.uses; u++) members.push(`${id}.${u}`);
+      await this.#run(RELEASE, own.keys, members);
     } catch (error) {
       this.#report(toStoreError('release', error));
     }
@@ -414,6 +429,17 @@ function shapeOf(
     for (const position of scope.active) work.push([index, position]);
   }
   return { scopes, work, marginMs };
+}
+
+/**
+ * The key of the sorted set that holds the leases of the throttle at `position` of a scope: the
+ * scope's key with `~<position>` after its hash tag (the same slot). A scope's key has `:` there,
+ * so the two never meet.
+ */
+function leaseSet(scopeKey: string, position: number): string {
+  // The prefix has no braces and the tag's are escaped inside it: the first `}` ends the tag.
+  const end = scopeKey.indexOf('}') + 1;
+  return `${scopeKey.slice(0, end)}~${position}${scopeKey.slice(end)}`;
 }
 
 function escapeTag(value: string): string {

@@ -1,5 +1,5 @@
 /**
- * The layout of one scope's state in Redis, as Lua shared by the decision and release scripts.
+ * The layout of one scope's state in Redis.
  *
  * One string value per scope (a client and account, or one of their resources) holds the state of
  * every policy of the scope, packed with Redis's `struct` library so that a decision reads it with
@@ -9,12 +9,13 @@
  * - header `<dI4`: the latest decision time (ms; time never goes backwards for the scope) and the
  *   number of sections, one per policy position;
  * - then per section `<BddI4`: the kind (1 window, 2 rate, 3 concurrency), the instant the policy
- *   is blocked until (0 when not), the rate policy's theoretical arrival time (0 otherwise) and
- *   the number of its entries;
+ *   is blocked until (0 when not), the rate policy's theoretical arrival time or the throttle's
+ *   latest lease expiry (0 otherwise) and the number of its entries;
  * - then the entries, section after section: a window's admission times (`<d`, oldest first, only
- *   those still inside the window when written); a concurrency policy's leases (`<ddd`: expiry,
- *   then the lease id as the issuing store's instance number and its counter). A rate policy has
- *   none.
+ *   those still inside the window when written). A rate policy and a throttle have none.
+ *
+ * A throttle's leases live in a sorted set of their own (see decide-script.ts), so that giving one
+ * back is one `ZREM`.
  *
  * {@link LAYOUT_VERSION} is part of every key, so that a value in an earlier layout is never read
  * as this one: it is left to expire.
@@ -24,8 +25,8 @@
 /** Written into every key's policy-list part; changes whenever the packed layout changes. */
 export const LAYOUT_VERSION = '2';
 
-/** Bytes per entry, by kind: a window's admission time, none for a rate, a throttle's lease. */
-export const ENTRY_SIZE = { window: 8, rate: 0, concurrency: 24 } as const;
+/** Bytes per entry, by kind: a window's admission time; a rate policy and a throttle have none. */
+export const ENTRY_SIZE = { window: 8, rate: 0, concurrency: 0 } as const;
 
 /**
  * The struct format of the header and the fixed fields of `count` sections.
@@ -44,17 +45,3 @@ export function fixedFormat(count: number): string {
 export function fixedSize(count: number): number {
   return 12 + 21 * count;
 }
-
-/** Lua: the layout's constants and helpers, for the release script. */
-export const STATE_CODEC_LUA = `
--- The packed layout (see state-codec.ts): the header, every section's fixed fields, the entries.
-local HEADER_SIZE = 12
-local SECTION_SIZE = 21
--- Bytes per entry, by kind: window (an admission time), rate (none), concurrency (expiry, id).
-local WIDTH = { 8, 0, 24 }
-
--- The struct format of the header and the fixed fields of count sections.
-local function fixed_format(count)
-  return '<dI4' .. string.rep('BddI4', count)
-end
-`;
