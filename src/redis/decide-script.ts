@@ -10,8 +10,9 @@
  * kinds. Inside Redis that is what a decision costs (each Lua table, C call and argument counts at
  * this scale), and so what bounds how many decisions per second one Redis serves.
  *
- * KEYS: one per distinct scope of the plan, in order of first appearance, all carrying the same
- * hash tag (one Redis Cluster slot). ARGV: the time in ms (`''` or none for the server's `TIME`),
+ * KEYS: one per distinct scope of the plan, in order of first appearance, then the lease set of
+ * each active throttle ({@link leaseSlots}), all carrying the same hash tag (one Redis Cluster
+ * slot). ARGV: the time in ms (`''` or none for the server's `TIME`),
  * then, only when the plan has an active throttle, the lease id (instance number and counter).
  * Every argument costs the client and the server a conversion; the expiry margin is a constant.
  *

@@ -243,12 +243,14 @@ export class RedisStore implements AsyncLimitStore {
     const keys: string[] = [];
     const policies: Policy[] = [];
     const resources: string[] = [];
+    const indices: number[] = [];
     let signature = '';
     for (const scope of plan.scopes) {
       const list = this.#listInfo(scope.policies);
       const key = this.#key(scope.clientId, scope.accountCode, list.id, scope.resource);
       let index = keys.indexOf(key);
       if (index === -1) index = keys.push(key) - 1;
+      indices.push(index);
       signature += `${list.id}${index}${this.#activeArg(scope.active, scope.policies.length)};`;
       for (const i of scope.active) {
         policies.push(scope.policies[i]!);
@@ -257,13 +259,7 @@ export class RedisStore implements AsyncLimitStore {
     }
     let decider = this.#deciders.get(signature);
     if (decider === undefined) {
-      const shape = shapeOf(
-        plan,
-        keys,
-        this.#margin,
-        this.#key.bind(this),
-        this.#listInfo.bind(this),
-      );
+      const shape = shapeOf(plan, indices, this.#margin);
       const leases = leaseSlots(shape);
       const uses = Math.max(0, ...leases.map(([, , n]) => n));
       decider = { script: script(decideScript(shape)), leases, uses };
@@ -412,19 +408,16 @@ export class RedisStore implements AsyncLimitStore {
   }
 }
 
-/** The shape of a plan that its decision script is written for: KEYS order, lists, actives. */
-function shapeOf(
-  plan: Plan,
-  keys: readonly string[],
-  marginMs: number,
-  keyOf: (clientId: string, accountCode: string, listId: string, resource: string) => string,
-  listOf: (policies: readonly Policy[]) => ListInfo,
-): DecideShape {
+/**
+ * The shape of a plan that its decision script is written for: each distinct key's policy list
+ * in KEYS order, and the active positions in plan order.
+ * @param indices - each plan scope's place among the distinct keys
+ */
+function shapeOf(plan: Plan, indices: readonly number[], marginMs: number): DecideShape {
   const scopes: (readonly Policy[])[] = [];
   const work: [number, number][] = [];
-  for (const scope of plan.scopes) {
-    const key = keyOf(scope.clientId, scope.accountCode, listOf(scope.policies).id, scope.resource);
-    const index = keys.indexOf(key);
+  for (const [i, scope] of plan.scopes.entries()) {
+    const index = indices[i]!;
     scopes[index] ??= scope.policies;
     for (const position of scope.active) work.push([index, position]);
   }
