@@ -79,6 +79,26 @@ export function leaseSlots(shape: DecideShape): readonly (readonly [number, numb
   return slots;
 }
 
+/** What the steps of {@link decideScript} share: the shape, its sections, the Lua being written. */
+interface Writer {
+  readonly shape: DecideShape;
+  readonly sections: readonly Section[];
+  /** Each scope's first section. */
+  readonly first: readonly number[];
+  /** The active policies in plan order, as section indices. */
+  readonly work: readonly number[];
+  /** The KEYS entry of each throttle's lease set, by section. */
+  readonly leaseKey: ReadonlyMap<number, string>;
+  /** Whether the variables live in one table (a plan too large for Lua's locals). */
+  readonly inTable: boolean;
+  /** A section's variable. */
+  v(name: SectionVariable, j: number): string;
+  /** A scope's variable. */
+  sv(name: ScopeVariable, s: number): string;
+  /** Append Lua lines. */
+  emit(...lines: string[]): void;
+}
+
 /**
  * Write the decision script for one shape of plan.
  * @param shape - the scopes' policy lists and the active policies in plan order
@@ -127,7 +147,46 @@ export function decideScript(shape: DecideShape): string {
 
   const body: string[] = [];
   const emit = (...lines: string[]) => body.push(...lines);
+  const w: Writer = { shape, sections, first, work, leaseKey, inTable, v, sv, emit };
+  readScopes(w);
+  settleEntries(w);
+  ownTimes(w);
+  decide(w);
+  statuses(w);
+  blocks(w);
+  writeBack(w);
+  reply(w);
 
+  const head = [
+    `-- Decision script for ${shape.scopes.length} scope(s), ${sections.length} policies, ${work.length} active (see decide-script.ts).`,
+    '-- The float tolerance of the rate policy and of Retry-After rounding (store.ts RETRY_TOLERANCE_MS).',
+    'local EPSILON = 1e-6',
+    '-- Globals read once: each global lookup costs in the script protected environment.',
+    'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
+    'local unpack_struct, pack_struct, sub, rep = struct.unpack, struct.pack, string.sub, string.rep',
+    'local call, argv, keys, format, concat, unpack = redis.call, ARGV, KEYS, string.format, table.concat, unpack',
+    leaseKey.size > 0
+      ? "-- The lease id: the issuing store's instance number and its counter."
+      : '',
+    leaseKey.size > 0 ? "local id = argv[2] .. ':' .. argv[3]" : '',
+    // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
+    "-- Step 1. The time: the caller's, or the server's own clock.",
+    'local t',
+    "if argv[1] == nil or argv[1] == '' then",
+    "  local clock = call('TIME')",
+    '  local us = clock[2] + 0',
+    '  t = clock[1] * 1000 + (us - us % 1000) / 1000',
+    'else',
+    '  t = argv[1] + 0',
+    'end',
+    inTable ? 'local V = {}' : declared.length > 0 ? `local ${declared.join(', ')}` : '',
+  ];
+  return [...head, ...body].filter((line) => line !== '').join('\n');
+}
+
+/** Step 2: read each scope. */
+function readScopes(w: Writer): void {
+  const { shape, sections, first, inTable, v, sv, emit } = w;
   // Step 2. Read each scope's state with one GET and one struct.unpack of its fixed fields. A value
   // not in the layout, or not of these kinds, is a fresh state. Time never goes backwards for a
   // scope: a clock behind its latest decision counts as standing still.
@@ -185,7 +244,11 @@ export function decideScript(shape: DecideShape): string {
       offset = `${v('O', j)} + ${v('N', j)} * ${ENTRY_SIZE[kind]}`;
     }
   }
+}
 
+/** What every policy knows once the time is settled. */
+function settleEntries(w: Writer): void {
+  const { sections, leaseKey, v, sv, emit } = w;
   // Step 3 begins with what every policy knows once the time is settled: a window's oldest stored
   // admission still inside it (a binary search; the most common case, nothing has left the window,
   // is one read), a throttle's leases that have not expired.
@@ -224,7 +287,11 @@ export function decideScript(shape: DecideShape): string {
       );
     }
   }
+}
 
+/** Step 3: each active policy's own earliest admission time. */
+function ownTimes(w: Writer): void {
+  const { sections, v, sv, emit } = w;
   // Step 3. Each active policy's own earliest admission time (blocks aside), as the memory store
   // computes it: a window's oldest admission that keeps it full leaving it, the rate policy's
   // allowance, or a free lease (else the policy's announced backoff).
@@ -251,6 +318,11 @@ export function decideScript(shape: DecideShape): string {
       emit(`if ${v('H', j)} < ${p.max} then ${w} = t else ${w} = t + ${p.retryAfterMs} end`);
     }
   }
+}
+
+/** Steps 4 and 5: refuse or admit. */
+function decide(w: Writer): void {
+  const { sections, work, v, sv, emit } = w;
   // Step 4. Refuse when any policy is full or blocked; the one that frees up last names the
   // refusal, on a tie the one whose own limit frees up last (not a block), then the later one in
   // plan order (the more specific limit).
@@ -289,7 +361,11 @@ export function decideScript(shape: DecideShape): string {
     '  reply = { 0, t, refusing_own <= t and 2 or 1, max(1, ceil((earliest - t - EPSILON) / 1000)), refusing }',
     'end',
   );
+}
 
+/** The statuses of the active policies. */
+function statuses(w: Writer): void {
+  const { sections, work, v, sv, emit } = w;
   // Remaining and reset-after (ms) of every active policy, after the decision.
   for (const [k, j] of work.entries()) {
     const section = sections[j]!;
@@ -332,7 +408,11 @@ export function decideScript(shape: DecideShape): string {
       );
     }
   }
+}
 
+/** The blocks of a refusal. */
+function blocks(w: Writer): void {
+  const { sections, work, v, sv, emit } = w;
   // Refused: block every policy that has no room until the instant its refusal announces.
   emit('if not admitted then');
   for (const j of work) {
@@ -348,7 +428,11 @@ export function decideScript(shape: DecideShape): string {
     );
   }
   emit('end');
+}
 
+/** Step 6: write back the changed scopes. */
+function writeBack(w: Writer): void {
+  const { shape, sections, first, leaseKey, inTable, v, sv, emit } = w;
   // Step 6. Write back each changed scope with one SET, its expired entries dropped, expiring on
   // its own once every policy of the scope is fresh again (plus the margin); a scope already fresh
   // again is deleted. Writes come last, so a failure before them records nothing.
@@ -416,6 +500,11 @@ export function decideScript(shape: DecideShape): string {
       'end',
     );
   }
+}
+
+/** The reply. */
+function reply(w: Writer): void {
+  const { work, emit } = w;
   // The reply, exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
   const count = 5 + 2 * work.length;
   emit(
@@ -428,32 +517,6 @@ export function decideScript(shape: DecideShape): string {
     'end',
     `return format('${Array.from({ length: count }, () => '%d').join(',')}', unpack(reply, 1, ${count}))`,
   );
-
-  const head = [
-    `-- Decision script for ${shape.scopes.length} scope(s), ${sections.length} policies, ${work.length} active (see decide-script.ts).`,
-    '-- The float tolerance of the rate policy and of Retry-After rounding (store.ts RETRY_TOLERANCE_MS).',
-    'local EPSILON = 1e-6',
-    '-- Globals read once: each global lookup costs in the script protected environment.',
-    'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
-    'local unpack_struct, pack_struct, sub, rep = struct.unpack, struct.pack, string.sub, string.rep',
-    'local call, argv, keys, format, concat, unpack = redis.call, ARGV, KEYS, string.format, table.concat, unpack',
-    leaseKey.size > 0
-      ? "-- The lease id: the issuing store's instance number and its counter."
-      : '',
-    leaseKey.size > 0 ? "local id = argv[2] .. ':' .. argv[3]" : '',
-    // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
-    "-- Step 1. The time: the caller's, or the server's own clock.",
-    'local t',
-    "if argv[1] == nil or argv[1] == '' then",
-    "  local clock = call('TIME')",
-    '  local us = clock[2] + 0',
-    '  t = clock[1] * 1000 + (us - us % 1000) / 1000',
-    'else',
-    '  t = argv[1] + 0',
-    'end',
-    inTable ? 'local V = {}' : declared.length > 0 ? `local ${declared.join(', ')}` : '',
-  ];
-  return [...head, ...body].filter((line) => line !== '').join('\n');
 }
 
 function kindCode(policy: Policy): number {
