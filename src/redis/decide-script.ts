@@ -278,7 +278,8 @@ function settleEntries(w: Writer): void {
       const set = leaseKey.get(j)!;
       emit(
         `if ${x} == '' then`,
-        `  call('DEL', ${set})`,
+        // Emptied, not deleted: a key of another type fails the script instead of being lost.
+        `  call('ZREMRANGEBYSCORE', ${set}, '-inf', '+inf')`,
         `  ${h} = 0`,
         'else',
         `  call('ZREMRANGEBYSCORE', ${set}, '-inf', t)`,
