@@ -23,17 +23,21 @@ interface Result {
   p99Ms: number;
   scriptCallsPerDecision: number;
   commandsPerDecision: number;
+  /** CPU time inside Redis per script call (`usec_per_call` of EVALSHA), in microseconds. */
+  scriptUsecPerCall: number;
   admitted: number;
 }
 
 type Decide = (i: number) => Promise<boolean>;
 
-async function commandCalls(admin: Redis): Promise<Map<string, number>> {
-  const calls = new Map<string, number>();
-  for (const m of (await admin.info('commandstats')).matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) {
-    calls.set(m[1]!, Number(m[2]));
+/** Calls and CPU microseconds per call of every command since the last RESETSTAT. */
+async function commandStats(admin: Redis): Promise<Map<string, { calls: number; usec: number }>> {
+  const stats = new Map<string, { calls: number; usec: number }>();
+  const info = await admin.info('commandstats');
+  for (const m of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+),usec=\d+,usec_per_call=([\d.]+)/g)) {
+    stats.set(m[1]!, { calls: Number(m[2]), usec: Number(m[3]) });
   }
-  return calls;
+  return stats;
 }
 
 /** Run `total` decisions with `IN_FLIGHT` workers; wall time, since the work is in Redis too. */
@@ -58,11 +62,11 @@ async function measure(admin: Redis, decide: Decide): Promise<Result> {
   const start = performance.now();
   const admitted = await drive(decide, DECISIONS, latencies);
   const seconds = (performance.now() - start) / 1000;
-  const calls = await commandCalls(admin);
-  calls.delete('config|resetstat');
-  calls.delete('info');
-  const scripts = (calls.get('evalsha') ?? 0) + (calls.get('eval') ?? 0);
-  const all = [...calls.values()].reduce((a, b) => a + b, 0);
+  const stats = await commandStats(admin);
+  stats.delete('config|resetstat');
+  stats.delete('info');
+  const scripts = (stats.get('evalsha')?.calls ?? 0) + (stats.get('eval')?.calls ?? 0);
+  const all = [...stats.values()].reduce((a, b) => a + b.calls, 0);
   const sorted = latencies.sort();
   return {
     decisionsPerSecond: Math.round(DECISIONS / seconds),
@@ -70,6 +74,7 @@ async function measure(admin: Redis, decide: Decide): Promise<Result> {
     p99Ms: round(sorted[Math.floor(DECISIONS * 0.99)]!),
     scriptCallsPerDecision: round(scripts / DECISIONS),
     commandsPerDecision: round(all / DECISIONS),
+    scriptUsecPerCall: stats.get('evalsha')?.usec ?? 0,
     admitted,
   };
 }

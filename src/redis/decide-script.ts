@@ -3,275 +3,528 @@
  * every scope of a plan, and records all or nothing, atomically (a Lua script runs alone on the
  * server). It follows the memory store step for step, so that both give identical decisions.
  *
- * KEYS: one per scope of the plan, all carrying the same hash tag (one Redis Cluster slot).
- * ARGV: the time in ms (`''` for the server's `TIME`), the expiry margin in ms, the lease id
- * (instance number and counter), then per scope: the policies' kinds as one string of digits
- * (`1` window, `2` rate, `3` concurrency; one per position), the active positions as one string
- * (`*` for all; otherwise one character per position, its code being 48 + the position; or, for
- * long lists, a comma and the positions separated by commas), then each
- * policy's numbers in order (window: limit, windowMs; rate: perSecond, burst; concurrency: max,
- * leaseTtlMs, retryAfterMs). Few arguments, because each costs a conversion in Lua.
+ * The script is written for one shape of plan: its scopes' policy lists (kinds and numbers) and its
+ * active positions, in plan order. The store writes it once per shape and caches it by its SHA-1,
+ * as Redis does. Written for one shape, the script is straight-line Lua over local variables, with
+ * the policies' numbers as constants: no argument to convert, no table per policy, no loop over
+ * kinds. Inside Redis that is what a decision costs (each Lua table, C call and argument counts at
+ * this scale), and so what bounds how many decisions per second one Redis serves.
  *
- * Reply: an array of numbers, each an integer reply when it is a whole number and a `%.17g` string
- * otherwise (so that every double comes back exact): admitted (1 or 0), the decision time, the
+ * KEYS: one per distinct scope of the plan, in order of first appearance, then the lease set of
+ * each active throttle ({@link leaseSlots}), all carrying the same hash tag (one Redis Cluster
+ * slot). ARGV: the time in ms (`''` or none for the server's `TIME`),
+ * then, only when the plan has an active throttle, the lease id (instance number and counter).
+ * Every argument costs the client and the server a conversion; the expiry margin is a constant.
+ *
+ * Reply: one string of numbers separated by commas (one bulk string costs a client far less to
+ * read than an array of integers), each exact: whole numbers with `%d` when all of them are below
+ * 10^14, else every one as `%.17g`. In order: admitted (1 or 0), the decision time, the
  * reason (0 none, 1 limit, 2 blocked), Retry-After in seconds, the refusing policy's place among
  * the active ones (from 1; 0 none), then remaining and reset-after (ms) of each active policy in
  * plan order.
  * @module
  */
-import { STATE_CODEC_LUA } from './state-codec.js';
+import type { Policy } from '../limits/policy.js';
+import { ENTRY_SIZE, fixedFormat, fixedSize } from './state-codec.js';
 
-/** Lua source of the decision script. */
-export const DECIDE_SCRIPT = `${STATE_CODEC_LUA}
--- The float tolerance of the rate policy and of Retry-After rounding (store.ts RETRY_TOLERANCE_MS).
-local EPSILON = 1e-6
--- Globals read once: each global lookup costs in the script's protected environment.
-local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
-local unpack_struct, pack_struct = struct.unpack, struct.pack
-local tonumber, byte, argv = tonumber, string.byte, ARGV
+/** What a decision script is written for. */
+export interface DecideShape {
+  /** The policy list of each distinct scope, in the order of the script's KEYS. */
+  readonly scopes: readonly (readonly Policy[])[];
+  /** The active policies in plan order, each as its scope's index and its position there. */
+  readonly work: readonly (readonly [scope: number, position: number])[];
+  /** How long a key outlives the instant its state is fresh again, in ms. */
+  readonly marginMs: number;
+}
 
--- Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
-local t
-if argv[1] == '' then
-  local clock = redis.call('TIME')
-  t = tonumber(clock[1]) * 1000 + floor(tonumber(clock[2]) / 1000)
-else
-  t = tonumber(argv[1])
-end
-local margin = tonumber(argv[2])
-local lease_instance = tonumber(argv[3])
-local lease_counter = tonumber(argv[4])
+/** One policy position of one scope, as the generated Lua sees it. */
+interface Section {
+  readonly policy: Policy;
+  readonly scope: number;
+  /** How many times the plan's active policies name it (usually 0 or 1). */
+  uses: number;
+}
 
--- Step 2. Read the plan and each scope's state (one GET per distinct key). A fresh state has one
--- empty section per policy; each section also carries its policy's numbers (p1, p2, p3). Time
--- never goes backwards for a scope: a clock behind its latest decision counts as standing still.
-local states = {}
-local by_key = {}
-local work = {}
-local a = 5
-for s = 1, #KEYS do
-  local kind_string, active_string = argv[a], argv[a + 1]
-  local np = #kind_string
-  local key = KEYS[s]
-  a = a + 2
-  local state = by_key[key]
-  local kinds = { byte(kind_string, 1, np) }
-  for i = 1, np do kinds[i] = kinds[i] - 48 end
-  if not state then
-    state = decode(redis.call('GET', key), kinds)
-    if not state then
-      local sections = {}
-      for i = 1, np do sections[i] = section(kinds[i], 0, 0, 0, 0) end
-      state = { latest = 0, sections = sections, raw = '', key = false, dirty = false }
-    end
-    state.key = key
-    by_key[key] = state
-    states[#states + 1] = state
-  end
-  local sections, raw = state.sections, state.raw
-  for i = 1, np do
-    local sec = sections[i]
-    sec.p1, sec.p2 = tonumber(argv[a]), tonumber(argv[a + 1])
-    if kinds[i] == 3 then
-      sec.p3 = tonumber(argv[a + 2])
-      a = a + 3
-    else
-      a = a + 2
-    end
-    sec.added = 0
-    sec.raw = raw
-    sec.state = state
-  end
-  if state.latest > t then t = state.latest end
-  -- The active positions of this scope, flattened into the work list in plan order.
-  if active_string == '*' then
-    for i = 1, np do work[#work + 1] = sections[i] end
-  elseif byte(active_string, 1) == 44 then
-    for p in string.gmatch(active_string, '%d+') do work[#work + 1] = sections[tonumber(p) + 1] end
-  else
-    for j = 1, #active_string do work[#work + 1] = sections[byte(active_string, j) - 47] end
-  end
-end
+// Per-section variables: blocked until, the rate's theoretical arrival time (a throttle's latest
+// lease expiry), the stored entry count, where the entries start, a window's head (its oldest
+// stored admission still inside) or a throttle's live lease count, the policy's own earliest
+// admission time. Per scope: its stored value and whether it changed.
+type SectionVariable = 'B' | 'A' | 'N' | 'O' | 'H' | 'W';
+type ScopeVariable = 'X' | 'D';
 
--- Stored entry j of a window section (an admission time).
-local function stored_time(sec, j)
-  return (unpack_struct('<d', sec.raw, sec.offset + (j - 1) * 8))
-end
+/** Lua's limit is 200 locals per function; past this many the variables live in one table. */
+const MAX_LOCALS = 160;
 
--- Index of the oldest stored admission still inside the window at t (binary search; n + 1 when none).
-local function window_head(sec, raw)
-  local cutoff = t - sec.p2
-  -- Most often nothing has left the window: the oldest admission is still inside.
-  if sec.n == 0 or unpack_struct('<d', raw, sec.offset) > cutoff then return 1 end
-  local lo, hi = 2, sec.n + 1
-  while lo < hi do
-    local mid = floor((lo + hi) / 2)
-    if unpack_struct('<d', raw, sec.offset + (mid - 1) * 8) <= cutoff then lo = mid + 1 else hi = mid end
-  end
-  return lo
-end
+/**
+ * The throttles of a shape that hold leases: each active concurrency policy, as its scope's
+ * index, its position and how many times the plan names it, in scope and position order. Each
+ * keeps its leases in a sorted set of its own (lease id by expiry), the script's KEYS after the
+ * scopes' keys, in this order.
+ * @param shape - the plan's shape
+ * @returns the throttles, in KEYS order
+ */
+export function leaseSlots(shape: DecideShape): readonly (readonly [number, number, number])[] {
+  const uses = new Map<string, number>();
+  for (const [s, position] of shape.work) {
+    if (shape.scopes[s]?.[position]?.kind !== 'concurrency') continue;
+    uses.set(`${s}:${position}`, (uses.get(`${s}:${position}`) ?? 0) + 1);
+  }
+  const slots: [number, number, number][] = [];
+  for (const [s, policies] of shape.scopes.entries()) {
+    for (const position of policies.keys()) {
+      const n = uses.get(`${s}:${position}`);
+      if (n !== undefined) slots.push([s, position, n]);
+    }
+  }
+  return slots;
+}
 
--- Stored leases of a concurrency section that have not expired at t, as entry indices.
-local function live_leases(sec, raw)
-  local live = {}
-  for j = 1, sec.n do
-    if unpack_struct('<d', raw, sec.offset + (j - 1) * 24) > t then live[#live + 1] = j end
-  end
-  return live
-end
+/** What the steps of {@link decideScript} share: the shape, its sections, the Lua being written. */
+interface Writer {
+  readonly shape: DecideShape;
+  readonly sections: readonly Section[];
+  /** Each scope's first section. */
+  readonly first: readonly number[];
+  /** The active policies in plan order, as section indices. */
+  readonly work: readonly number[];
+  /** The KEYS entry of each throttle's lease set, by section. */
+  readonly leaseKey: ReadonlyMap<number, string>;
+  /** Whether the variables live in one table (a plan too large for Lua's locals). */
+  readonly inTable: boolean;
+  /** A section's variable. */
+  v(name: SectionVariable, j: number): string;
+  /** A scope's variable. */
+  sv(name: ScopeVariable, s: number): string;
+  /** Append Lua lines. */
+  emit(...lines: string[]): void;
+}
 
--- Step 3. Each active policy's own earliest admission time (blocks aside), as the memory store
--- computes it: a window's oldest admission that keeps it full leaving it, the rate policy's
--- allowance, or a free lease (else the policy's announced backoff). Step 4 on the way: refuse when
--- any policy is full or blocked; the one that frees up last names the refusal, on a tie the one
--- whose own limit frees up last (not a block), then the later one in plan order (the more
--- specific limit).
-local earliest, refusing, refusing_own = t, 0, t
-for k = 1, #work do
-  local sec = work[k]
-  local o
-  if sec.kind == 1 then
-    if not sec.head then sec.head = window_head(sec, sec.raw) end
-    local excess = sec.n - sec.head + 1 - sec.p1
-    if excess < 0 then o = t else o = stored_time(sec, sec.head + excess) + sec.p2 end
-  elseif sec.kind == 2 then
-    local allow_at = sec.a - (sec.p2 - 1) * (1000 / sec.p1)
-    if allow_at - EPSILON <= t then o = t else o = allow_at end
-  else
-    if not sec.live then sec.live = live_leases(sec, sec.raw) end
-    if #sec.live < sec.p1 then o = t else o = t + sec.p3 end
-  end
-  sec.own = o
-  local at = max(o, sec.blocked)
-  if at > t and (at > earliest or (at == earliest and o >= refusing_own)) then
-    earliest = at
-    refusing = k
-    refusing_own = o
-  end
-end
--- Only a block refuses when the refusing policy itself has room.
-local blocked_only = refusing_own <= t
+/**
+ * Write the decision script for one shape of plan.
+ * @param shape - the scopes' policy lists and the active policies in plan order
+ * @returns the Lua source
+ */
+export function decideScript(shape: DecideShape): string {
+  const sections: Section[] = [];
+  const first: number[] = [];
+  for (const [s, policies] of shape.scopes.entries()) {
+    first.push(sections.length);
+    for (const policy of policies) sections.push({ policy, scope: s, uses: 0 });
+  }
+  const work = shape.work.map(([s, position]) => {
+    const index = first[s]! + position;
+    sections[index]!.uses++;
+    return index;
+  });
+  // The KEYS index of each throttle's lease set, by section.
+  const leaseKey = new Map<number, string>();
+  for (const [i, [s, position]] of leaseSlots(shape).entries()) {
+    leaseKey.set(first[s]! + position, `keys[${shape.scopes.length + 1 + i}]`);
+  }
+  const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
+  const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 24;
+  const inTable = locals > MAX_LOCALS;
+  const declared: string[] = [];
+  const slots = new Map<string, number>();
+  const variable = (name: string, index: number): string => {
+    const local = `${name}${index}`;
+    if (!inTable) {
+      if (!slots.has(local)) {
+        slots.set(local, slots.size);
+        declared.push(local);
+      }
+      return local;
+    }
+    let slot = slots.get(local);
+    if (slot === undefined) {
+      slot = slots.size + 1;
+      slots.set(local, slot);
+    }
+    return `V[${slot}]`;
+  };
+  const v = (name: SectionVariable, j: number) => variable(name, j);
+  const sv = (name: ScopeVariable, s: number) => variable(name, s);
 
--- A number for the reply: an integer reply when whole, else an exact decimal string.
-local function num(x)
-  if x % 1 == 0 and x < 9e15 then return x end
-  return string.format('%.17g', x)
-end
+  const body: string[] = [];
+  const emit = (...lines: string[]) => body.push(...lines);
+  const w: Writer = { shape, sections, first, work, leaseKey, inTable, v, sv, emit };
+  readScopes(w);
+  settleEntries(w);
+  ownTimes(w);
+  decide(w);
+  statuses(w);
+  blocks(w);
+  writeBack(w);
+  reply(w);
 
-local reply
-if refusing == 0 then
-  -- Step 5a. Admitted: every active policy records the request; concurrency policies take a lease.
-  for k = 1, #work do
-    local sec = work[k]
-    if sec.kind == 2 then
-      sec.a = max(sec.a, t) + 1000 / sec.p1
-    else
-      sec.added = sec.added + 1
-    end
-    sec.state.dirty = true
-  end
-  reply = { 1, num(t), 0, 0, 0 }
-else
-  -- Step 5b. Refused: record nothing. The statuses are read before the blocks change.
-  reply = { 0, num(t), blocked_only and 2 or 1, max(1, ceil((earliest - t - EPSILON) / 1000)), refusing }
-end
+  const head = [
+    `-- Decision script for ${shape.scopes.length} scope(s), ${sections.length} policies, ${work.length} active (see decide-script.ts).`,
+    '-- The float tolerance of the rate policy and of Retry-After rounding (store.ts RETRY_TOLERANCE_MS).',
+    'local EPSILON = 1e-6',
+    '-- Globals read once: each global lookup costs in the script protected environment.',
+    'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
+    'local unpack_struct, pack_struct, sub, rep = struct.unpack, struct.pack, string.sub, string.rep',
+    'local call, argv, keys, format, concat, unpack = redis.call, ARGV, KEYS, string.format, table.concat, unpack',
+    leaseKey.size > 0
+      ? "-- The lease id: the issuing store's instance number and its counter."
+      : '',
+    leaseKey.size > 0 ? "local id = argv[2] .. ':' .. argv[3]" : '',
+    // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
+    "-- Step 1. The time: the caller's, or the server's own clock.",
+    'local t',
+    "if argv[1] == nil or argv[1] == '' then",
+    "  local clock = call('TIME')",
+    '  local us = clock[2] + 0',
+    '  t = clock[1] * 1000 + (us - us % 1000) / 1000',
+    'else',
+    '  t = argv[1] + 0',
+    'end',
+    inTable ? 'local V = {}' : declared.length > 0 ? `local ${declared.join(', ')}` : '',
+  ];
+  return [...head, ...body].filter((line) => line !== '').join('\n');
+}
 
--- Remaining and reset-after (ms) of every active policy, after the decision.
-for k = 1, #work do
-  local sec = work[k]
-  local remaining, reset
-  if sec.kind == 1 then
-    local count = sec.n - sec.head + 1 + sec.added
-    remaining = max(0, sec.p1 - count)
-    if count == 0 then
-      reset = 0
-    else
-      local newest
-      if sec.added > 0 then newest = t else newest = stored_time(sec, sec.n) end
-      reset = max(0, newest + sec.p2 - t)
-    end
-  elseif sec.kind == 2 then
-    local interval = 1000 / sec.p1
-    local backlog = max(sec.a, t) - t
-    remaining = max(0, min(sec.p2, floor((sec.p2 * interval - backlog) / interval + EPSILON)))
-    reset = max(0, sec.a - t)
-  else
-    remaining = max(0, sec.p1 - (#sec.live + sec.added))
-    reset = 0
-  end
-  reply[4 + 2 * k] = num(remaining)
-  reply[5 + 2 * k] = num(reset)
-end
+/** Step 2: read each scope. */
+function readScopes(w: Writer): void {
+  const { shape, sections, first, inTable, v, sv, emit } = w;
+  // Step 2. Read each scope's state with one GET and one struct.unpack of its fixed fields. A value
+  // not in the layout, or not of these kinds, is a fresh state. Time never goes backwards for a
+  // scope: a clock behind its latest decision counts as standing still.
+  for (const [s, policies] of shape.scopes.entries()) {
+    const np = policies.length;
+    const size = fixedSize(np);
+    const x = sv('X', s);
+    const ids = policies.map((_, i) => first[s]! + i);
+    emit(`${x} = call('GET', keys[${s + 1}])`, `${sv('D', s)} = false`, 'do', '  local ok = false');
+    if (np === 0) {
+      emit(`  if ${x} and #${x} == ${size} then`);
+      emit(`    local latest, count = unpack_struct('${fixedFormat(0)}', ${x})`);
+      emit('    if count == 0 then', '      ok = true', '      if latest > t then t = latest end');
+      emit('    end', '  end');
+    } else {
+      emit(`  if ${x} and #${x} >= ${size} then`);
+      // The fixed fields as locals, or for a plan too large for locals, as a table's entries.
+      const field = (i: number, f: number) =>
+        inTable ? `h[${3 + 4 * i + f}]` : `${'kban'[f]}${ids[i]}`;
+      if (inTable) {
+        emit(`    local h = { unpack_struct('${fixedFormat(np)}', ${x}) }`);
+        emit(`    local latest, count = h[1], h[2]`);
+      } else {
+        const names = ids.flatMap((_, i) => [0, 1, 2, 3].map((f) => field(i, f)));
+        emit(
+          `    local latest, count, ${names.join(', ')} = unpack_struct('${fixedFormat(np)}', ${x})`,
+        );
+      }
+      const checks = [
+        `count == ${np}`,
+        ...policies.map((p, i) => `${field(i, 0)} == ${kindCode(p)}`),
+      ];
+      const length = policies.flatMap((p, i) =>
+        ENTRY_SIZE[p.kind] === 0 ? [] : [`${field(i, 3)} * ${ENTRY_SIZE[p.kind]}`],
+      );
+      checks.push(`${[String(size), ...length].join(' + ')} == #${x}`);
+      emit(`    if ${checks.join(' and ')} then`, '      ok = true');
+      emit('      if latest > t then t = latest end');
+      for (const [i, j] of ids.entries()) {
+        emit(
+          `      ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = ${field(i, 1)}, ${field(i, 2)}, ${field(i, 3)}`,
+        );
+      }
+      emit('    end', '  end');
+    }
+    emit('  if not ok then', `    ${x} = ''`);
+    for (const j of ids) emit(`    ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = 0, 0, 0`);
+    emit('  end', 'end');
+    // Where each section's entries start.
+    let offset = String(size + 1);
+    for (const j of ids) {
+      const kind = sections[j]!.policy.kind;
+      if (ENTRY_SIZE[kind] === 0) continue;
+      emit(`${v('O', j)} = ${offset}`);
+      offset = `${v('O', j)} + ${v('N', j)} * ${ENTRY_SIZE[kind]}`;
+    }
+  }
+}
 
-if refusing ~= 0 then
-  -- Block every policy that has no room until the instant its refusal announces.
-  for k = 1, #work do
-    local sec = work[k]
-    local o = sec.own
-    if o > t then
-      local untill = t + max(1, ceil((o - t - EPSILON) / 1000)) * 1000
-      if untill > sec.blocked then
-        sec.blocked = untill
-        sec.state.dirty = true
-      end
-    end
-  end
-end
+/** What every policy knows once the time is settled. */
+function settleEntries(w: Writer): void {
+  const { sections, leaseKey, v, sv, emit } = w;
+  // Step 3 begins with what every policy knows once the time is settled: a window's oldest stored
+  // admission still inside it (a binary search; the most common case, nothing has left the window,
+  // is one read), a throttle's leases that have not expired.
+  for (const [j, section] of sections.entries()) {
+    const p = section.policy;
+    const x = sv('X', section.scope);
+    const [n, o, h] = [v('N', j), v('O', j), v('H', j)];
+    if (p.kind === 'window') {
+      emit(
+        'do',
+        `  local cutoff = t - ${p.windowMs}`,
+        `  if ${n} == 0 or unpack_struct('<d', ${x}, ${o}) > cutoff then`,
+        `    ${h} = 1`,
+        '  else',
+        `    local lo, hi = 2, ${n} + 1`,
+        '    while lo < hi do',
+        '      local mid = floor((lo + hi) / 2)',
+        `      if unpack_struct('<d', ${x}, ${o} + (mid - 1) * 8) <= cutoff then lo = mid + 1 else hi = mid end`,
+        '    end',
+        `    ${h} = lo`,
+        '  end',
+        'end',
+      );
+    } else if (p.kind === 'concurrency' && section.uses > 0) {
+      // The leases that have not expired; the expired ones are dropped. A fresh state has none:
+      // a lease set outlives its scope's value only with expired leases, or a value not ours.
+      const set = leaseKey.get(j)!;
+      emit(
+        `if ${x} == '' then`,
+        // Emptied, not deleted: a key of another type fails the script instead of being lost.
+        `  call('ZREMRANGEBYSCORE', ${set}, '-inf', '+inf')`,
+        `  ${h} = 0`,
+        'else',
+        `  call('ZREMRANGEBYSCORE', ${set}, '-inf', t)`,
+        `  ${h} = call('ZCARD', ${set})`,
+        'end',
+      );
+    }
+  }
+}
 
--- Step 6. Write back each changed scope with one SET, its expired entries dropped, expiring on its
--- own once every policy of the scope is fresh again (plus the margin); a scope already fresh
--- again is deleted. Writes come last, so a failure before them records nothing.
-for s = 1, #states do
-  local state = states[s]
-  if state.dirty then
-    local raw = state.raw
-    local parts = { pack_struct(HEADER, t, #state.sections) }
-    local horizon = 0
-    for i = 1, #state.sections do
-      local sec = state.sections[i]
-      local added = sec.added
-      horizon = max(horizon, sec.blocked)
-      if sec.kind == 1 then
-        local head = sec.head or window_head(sec, raw)
-        local kept = sec.n - head + 1
-        parts[#parts + 1] = pack_struct(SECTION, 1, sec.blocked, 0, kept + added)
-        if kept > 0 then
-          parts[#parts + 1] = string.sub(raw, sec.offset + (head - 1) * 8, sec.offset + sec.n * 8 - 1)
-        end
-        if added > 0 then
-          local entry = pack_struct('<d', t)
-          for _ = 1, added do parts[#parts + 1] = entry end
-          horizon = max(horizon, t + sec.p2)
-        elseif kept > 0 then
-          horizon = max(horizon, stored_time(sec, sec.n) + sec.p2)
-        end
-      elseif sec.kind == 2 then
-        parts[#parts + 1] = pack_struct(SECTION, 2, sec.blocked, sec.a, 0)
-        horizon = max(horizon, sec.a)
-      else
-        local live = sec.live or live_leases(sec, raw)
-        parts[#parts + 1] = pack_struct(SECTION, 3, sec.blocked, 0, #live + added)
-        for j = 1, #live do
-          local from = sec.offset + (live[j] - 1) * 24
-          parts[#parts + 1] = string.sub(raw, from, from + 23)
-          horizon = max(horizon, (unpack_struct('<d', raw, from)))
-        end
-        if added > 0 then
-          local expiry = t + sec.p2
-          local entry = pack_struct('<ddd', expiry, lease_instance, lease_counter)
-          for _ = 1, added do parts[#parts + 1] = entry end
-          horizon = max(horizon, expiry)
-        end
-      end
-    end
-    if horizon > t then
-      local ttl = ceil(horizon - t) + margin
-      redis.call('SET', state.key, table.concat(parts), 'PX', tostring(ttl))
-    else
-      redis.call('DEL', state.key)
-    end
-  end
-end
+/** Step 3: each active policy's own earliest admission time. */
+function ownTimes(w: Writer): void {
+  const { sections, v, sv, emit } = w;
+  // Step 3. Each active policy's own earliest admission time (blocks aside), as the memory store
+  // computes it: a window's oldest admission that keeps it full leaving it, the rate policy's
+  // allowance, or a free lease (else the policy's announced backoff).
+  for (const [j, section] of sections.entries()) {
+    if (section.uses === 0) continue;
+    const p = section.policy;
+    const x = sv('X', section.scope);
+    const w = v('W', j);
+    if (p.kind === 'window') {
+      emit(
+        'do',
+        `  local excess = ${v('N', j)} - ${v('H', j)} + 1 - ${p.limit}`,
+        `  if excess < 0 then ${w} = t else ${w} = unpack_struct('<d', ${x}, ${v('O', j)} + (${v('H', j)} + excess - 1) * 8) + ${p.windowMs} end`,
+        'end',
+      );
+    } else if (p.kind === 'rate') {
+      emit(
+        'do',
+        `  local allow_at = ${v('A', j)} - (${p.burst} - 1) * (1000 / ${lua(p.perSecond)})`,
+        `  if allow_at - EPSILON <= t then ${w} = t else ${w} = allow_at end`,
+        'end',
+      );
+    } else {
+      emit(`if ${v('H', j)} < ${p.max} then ${w} = t else ${w} = t + ${p.retryAfterMs} end`);
+    }
+  }
+}
 
-return reply
-`;
+/** Steps 4 and 5: refuse or admit. */
+function decide(w: Writer): void {
+  const { sections, work, v, sv, emit } = w;
+  // Step 4. Refuse when any policy is full or blocked; the one that frees up last names the
+  // refusal, on a tie the one whose own limit frees up last (not a block), then the later one in
+  // plan order (the more specific limit).
+  emit('local earliest, refusing, refusing_own = t, 0, t');
+  for (const [k, j] of work.entries()) {
+    const [w, b] = [v('W', j), v('B', j)];
+    emit(
+      'do',
+      `  local at = ${b}`,
+      `  if ${w} > at then at = ${w} end`,
+      `  if at > t and (at > earliest or (at == earliest and ${w} >= refusing_own)) then`,
+      `    earliest, refusing, refusing_own = at, ${k + 1}, ${w}`,
+      '  end',
+      'end',
+    );
+  }
+
+  // Step 5a. Admitted: every active policy records the request (a window's admission and a
+  // throttle's lease are written in step 6); each scope with an active policy changes.
+  emit('local admitted = refusing == 0', 'local reply', 'if admitted then');
+  for (const j of work) {
+    const p = sections[j]!.policy;
+    const a = v('A', j);
+    if (p.kind === 'rate') {
+      emit(`  if ${a} < t then ${a} = t end`, `  ${a} = ${a} + 1000 / ${lua(p.perSecond)}`);
+    } else if (p.kind === 'concurrency') {
+      // The latest lease expiry: the scope's value lives as long as its newest lease.
+      emit(`  ${a} = t + ${p.leaseTtlMs}`);
+    }
+  }
+  for (const s of new Set(work.map((j) => sections[j]!.scope))) emit(`  ${sv('D', s)} = true`);
+  emit(
+    `  reply = { 1, t, 0, 0, 0 }`,
+    'else',
+    // Step 5b. Refused: record nothing. The statuses are read before the blocks change.
+    '  reply = { 0, t, refusing_own <= t and 2 or 1, max(1, ceil((earliest - t - EPSILON) / 1000)), refusing }',
+    'end',
+  );
+}
+
+/** The statuses of the active policies. */
+function statuses(w: Writer): void {
+  const { sections, work, v, sv, emit } = w;
+  // Remaining and reset-after (ms) of every active policy, after the decision.
+  for (const [k, j] of work.entries()) {
+    const section = sections[j]!;
+    const p = section.policy;
+    const x = sv('X', section.scope);
+    const [n, o, h, a] = [v('N', j), v('O', j), v('H', j), v('A', j)];
+    const at = `reply[${6 + 2 * k}], reply[${7 + 2 * k}]`;
+    if (p.kind === 'window') {
+      emit(
+        'do',
+        `  local count = ${n} - ${h} + 1`,
+        `  if admitted then count = count + ${section.uses} end`,
+        `  local remaining, reset = ${p.limit} - count, 0`,
+        '  if remaining < 0 then remaining = 0 end',
+        '  if count > 0 then',
+        `    local newest = t`,
+        `    if not admitted then newest = unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 8) end`,
+        `    reset = newest + ${p.windowMs} - t`,
+        '    if reset < 0 then reset = 0 end',
+        '  end',
+        `  ${at} = remaining, reset`,
+        'end',
+      );
+    } else if (p.kind === 'rate') {
+      emit(
+        'do',
+        `  local interval = 1000 / ${lua(p.perSecond)}`,
+        `  local backlog = max(${a}, t) - t`,
+        `  local remaining = max(0, min(${p.burst}, floor((${p.burst} * interval - backlog) / interval + EPSILON)))`,
+        `  ${at} = remaining, max(0, ${a} - t)`,
+        'end',
+      );
+    } else {
+      emit(
+        'do',
+        `  local held = ${h}`,
+        `  if admitted then held = held + ${section.uses} end`,
+        `  ${at} = max(0, ${p.max} - held), 0`,
+        'end',
+      );
+    }
+  }
+}
+
+/** The blocks of a refusal. */
+function blocks(w: Writer): void {
+  const { sections, work, v, sv, emit } = w;
+  // Refused: block every policy that has no room until the instant its refusal announces.
+  emit('if not admitted then');
+  for (const j of work) {
+    const [w, b] = [v('W', j), v('B', j)];
+    emit(
+      `  if ${w} > t then`,
+      `    local until_ = t + max(1, ceil((${w} - t - EPSILON) / 1000)) * 1000`,
+      `    if until_ > ${b} then`,
+      `      ${b} = until_`,
+      `      ${sv('D', sections[j]!.scope)} = true`,
+      '    end',
+      '  end',
+    );
+  }
+  emit('end');
+}
+
+/** Step 6: write back the changed scopes. */
+function writeBack(w: Writer): void {
+  const { shape, sections, first, leaseKey, inTable, v, sv, emit } = w;
+  // Step 6. Write back each changed scope with one SET, its expired entries dropped, expiring on
+  // its own once every policy of the scope is fresh again (plus the margin); a scope already fresh
+  // again is deleted. Writes come last, so a failure before them records nothing.
+  emit(`local entry = admitted and pack_struct('<d', t)`);
+  for (const [s, policies] of shape.scopes.entries()) {
+    const x = sv('X', s);
+    const ids = policies.map((_, i) => first[s]! + i);
+    emit(`if ${sv('D', s)} then`, '  local horizon = 0');
+    const fixed: string[] = ['t', String(policies.length)];
+    const parts: string[] = [];
+    for (const j of ids) {
+      const { policy: p, uses } = sections[j]!;
+      const [b, a, n, o, h] = [v('B', j), v('A', j), v('N', j), v('O', j), v('H', j)];
+      emit(`  if ${b} > horizon then horizon = ${b} end`);
+      if (p.kind === 'window') {
+        const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
+        fixed.push('1', b, '0', `${n} - ${h} + 1 + ${added}`);
+        parts.push(`sub(${x}, ${o} + (${h} - 1) * 8, ${o} + ${n} * 8 - 1)`);
+        if (uses > 0) {
+          parts.push(`(admitted and ${uses === 1 ? 'entry' : `rep(entry, ${uses})`} or '')`);
+        }
+        // The window empties a window's length after its newest admission.
+        const stored = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 8) + ${p.windowMs}`;
+        emit(
+          '  do',
+          '    local last = 0',
+          uses > 0
+            ? `    if admitted then last = t + ${p.windowMs} elseif ${n} >= ${h} then last = ${stored} end`
+            : `    if ${n} >= ${h} then last = ${stored} end`,
+          '    if last > horizon then horizon = last end',
+          '  end',
+        );
+      } else if (p.kind === 'rate') {
+        fixed.push('2', b, a, '0');
+        emit(`  if ${a} > horizon then horizon = ${a} end`);
+      } else {
+        fixed.push('3', b, a, '0');
+        emit(`  if ${a} > horizon then horizon = ${a} end`);
+        if (uses > 0) {
+          // Admitted: the lease joins the throttle's set, which expires with its newest lease.
+          const set = leaseKey.get(j)!;
+          const members = Array.from({ length: uses }, (_, u) =>
+            u === 0 ? 'id' : `id .. '.${u + 1}'`,
+          );
+          emit(
+            '  if admitted then',
+            `    call('ZADD', ${set}, ${members.map((m) => `t + ${p.leaseTtlMs}, ${m}`).join(', ')})`,
+            `    call('PEXPIRE', ${set}, ${p.leaseTtlMs + shape.marginMs})`,
+            '  end',
+          );
+        }
+      }
+    }
+    const format = `'${fixedFormat(policies.length)}'`;
+    // A large plan packs through tables: a long expression would need more Lua registers.
+    const value = inTable
+      ? `table.concat({ pack_struct(${format}, unpack({ ${fixed.join(', ')} })), ${parts.join(', ')} })`
+      : [`pack_struct(${format}, ${fixed.join(', ')})`, ...parts].join(' .. ');
+    emit(
+      '  if horizon > t then',
+      `    call('SET', keys[${s + 1}], ${value}, 'PX', ceil(horizon - t) + ${shape.marginMs})`,
+      '  else',
+      `    call('DEL', keys[${s + 1}])`,
+      '  end',
+      'end',
+    );
+  }
+}
+
+/** The reply. */
+function reply(w: Writer): void {
+  const { work, emit } = w;
+  // The reply, exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
+  const count = 5 + 2 * work.length;
+  emit(
+    'for i = 1, ' + count + ' do',
+    '  local x = reply[i]',
+    '  if x % 1 ~= 0 or x >= 1e14 then',
+    '    for j = 1, ' + count + " do reply[j] = format('%.17g', reply[j]) end",
+    "    return concat(reply, ',')",
+    '  end',
+    'end',
+    `return format('${Array.from({ length: count }, () => '%d').join(',')}', unpack(reply, 1, ${count}))`,
+  );
+}
+
+function kindCode(policy: Policy): number {
+  return policy.kind === 'window' ? 1 : policy.kind === 'rate' ? 2 : 3;
+}
+
+/** A number as Lua source that reads back as the same double. */
+function lua(x: number): string {
+  return String(x);
+}

@@ -20,10 +20,11 @@ import type {
   RefusalReason,
   StoreOutcome,
 } from '../limits/store.js';
-import { DECIDE_SCRIPT } from './decide-script.js';
+import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
 import type { RedisScriptClient } from './redis-client.js';
 import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
 import { RELEASE_SCRIPT } from './release-script.js';
+import { LAYOUT_VERSION } from './state-codec.js';
 
 /** Starts and cancels the per-operation timeout; injectable so that tests control it. */
 export interface Timer {
@@ -97,26 +98,29 @@ const script = (text: string): Script => ({
   text,
   sha1: createHash('sha1').update(text).digest('hex'),
 });
-const DECIDE = script(DECIDE_SCRIPT);
 const RELEASE = script(RELEASE_SCRIPT);
 
-/** The leases of one admitted request: the scopes that hold them and the lease id. */
+/** The leases of one admitted request: the lease sets that hold them and the lease id. */
 interface RedisLease extends LeaseToken {
   readonly store: RedisStore;
   readonly keys: readonly string[];
   readonly counter: string;
+  /** The most times the plan named one throttle (each time is one member of its set). */
+  readonly uses: number;
 }
 
-/** A policy list's key part and script arguments, computed once per list. */
+/** A plan shape's decision script and the throttles whose lease sets it takes as KEYS. */
+interface Decider {
+  readonly script: Script;
+  readonly leases: readonly (readonly [scope: number, position: number, uses: number])[];
+  readonly uses: number;
+}
+
+/** A policy list's key part, computed once per list. */
 interface ListInfo {
   readonly id: string;
-  /** One digit per policy: 1 window, 2 rate, 3 concurrency. */
-  readonly kinds: string;
-  /** The policies' numbers, in order. */
-  readonly numbers: readonly string[];
 }
 
-const KIND = { window: '1', rate: '2', concurrency: '3' } as const;
 const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'limit', 'blocked'];
 const TIMEOUT = Symbol('timeout');
 const defaultTimer: Timer = {
@@ -150,11 +154,13 @@ export class RedisStore implements AsyncLimitStore {
   readonly #failMode: 'open' | 'closed' | 'reject';
   readonly #closedRetryAfter: number;
   readonly #onError: ((error: RedisStoreError) => void) | undefined;
-  readonly #margin: string;
+  readonly #margin: number;
   readonly #timer: Timer;
   readonly #instance: string;
   readonly #lists = new WeakMap<readonly Policy[], ListInfo>();
   readonly #actives = new WeakMap<readonly number[], string>();
+  /** The decision script of each plan shape (see {@link shapeOf}), written once per shape. */
+  readonly #deciders = new Map<string, Decider>();
   #counter = 0;
 
   /** @param options - the client, and how to time, fail and expire */
@@ -199,7 +205,7 @@ export class RedisStore implements AsyncLimitStore {
       'failClosedRetryAfterSeconds',
       1,
     );
-    this.#margin = String(whole(options.expiryMarginMs ?? 1000, 'expiryMarginMs', 0));
+    this.#margin = whole(options.expiryMarginMs ?? 1000, 'expiryMarginMs', 0);
     const instance = options.instanceId ?? randomInt(1, 2 ** 48);
     this.#instance = String(whole(instance, 'instanceId', 1));
     if (options.onError !== undefined && typeof options.onError !== 'function') {
@@ -233,40 +239,47 @@ export class RedisStore implements AsyncLimitStore {
    *   outcome
    */
   async apply(plan: Plan, now: number): Promise<StoreOutcome> {
+    // KEYS: each distinct scope key once (two scopes with one key share one state).
     const keys: string[] = [];
     const policies: Policy[] = [];
     const resources: string[] = [];
-    let leaseKeys: string[] | undefined;
-    const args: string[] = [
-      this.#useClock ? String(Number.isFinite(now) ? now : 0) : '',
-      this.#margin,
-      this.#instance,
-      '',
-    ];
+    const indices: number[] = [];
+    let signature = '';
     for (const scope of plan.scopes) {
       const list = this.#listInfo(scope.policies);
       const key = this.#key(scope.clientId, scope.accountCode, list.id, scope.resource);
-      keys.push(key);
-      args.push(list.kinds, this.#activeArg(scope.active, scope.policies.length));
-      for (const x of list.numbers) args.push(x);
-      let leased = false;
+      let index = keys.indexOf(key);
+      if (index === -1) index = keys.push(key) - 1;
+      indices.push(index);
+      signature += `${list.id}${index}${this.#activeArg(scope.active, scope.policies.length)};`;
       for (const i of scope.active) {
-        const policy = scope.policies[i]!;
-        policies.push(policy);
+        policies.push(scope.policies[i]!);
         resources.push(scope.resource);
-        if (policy.kind === 'concurrency') leased = true;
-      }
-      if (leased) {
-        leaseKeys ??= [];
-        leaseKeys.push(key);
       }
     }
-    const counter = leaseKeys === undefined ? '0' : String(++this.#counter);
-    args[3] = counter;
+    let decider = this.#deciders.get(signature);
+    if (decider === undefined) {
+      const shape = shapeOf(plan, indices, this.#margin);
+      const leases = leaseSlots(shape);
+      const uses = Math.max(0, ...leases.map(([, , n]) => n));
+      decider = { script: script(decideScript(shape)), leases, uses };
+      this.#deciders.set(signature, decider);
+    }
+    // The time only from the caller's clock; the lease id and sets only for a plan with a throttle.
+    const time = this.#useClock ? String(Number.isFinite(now) ? now : 0) : '';
+    let args = this.#useClock ? [time] : [];
+    let leaseKeys: string[] | undefined;
+    let counter = '';
+    if (decider.leases.length > 0) {
+      counter = String(++this.#counter);
+      args = [time, this.#instance, counter];
+      leaseKeys = decider.leases.map(([s, position]) => leaseSet(keys[s]!, position));
+      for (const k of leaseKeys) keys.push(k);
+    }
 
     let reply: unknown;
     try {
-      reply = await this.#run(DECIDE, keys, args);
+      reply = await this.#run(decider.script, keys, args);
     } catch (error) {
       return this.#failed('apply', error, now);
     }
@@ -283,7 +296,7 @@ export class RedisStore implements AsyncLimitStore {
       );
     }
     if (outcome.allowed && leaseKeys !== undefined) {
-      const lease: RedisLease = { store: this, keys: leaseKeys, counter };
+      const lease: RedisLease = { store: this, keys: leaseKeys, counter, uses: decider.uses };
       return { ...outcome, lease };
     }
     return outcome;
@@ -298,7 +311,10 @@ export class RedisStore implements AsyncLimitStore {
     const own = lease as RedisLease;
     if (own?.store !== this) return;
     try {
-      await this.#run(RELEASE, own.keys, [this.#instance, own.counter]);
+      const id = `${this.#instance}:${own.counter}`;
+      const members = [id];
+      for (let u = 2; u <= own.uses; u++) members.push(`${id}.${u}`);
+      await this.#run(RELEASE, own.keys, members);
     } catch (error) {
       this.#report(toStoreError('release', error));
     }
@@ -368,27 +384,13 @@ export class RedisStore implements AsyncLimitStore {
   #listInfo(policies: readonly Policy[]): ListInfo {
     let info = this.#lists.get(policies);
     if (info === undefined) {
-      // State is kept per policy list, as in the memory store: a changed list starts afresh.
-      const id = createHash('sha1').update(JSON.stringify(policies)).digest('hex').slice(0, 16);
-      let kinds = '';
-      const numbers: string[] = [];
-      for (const p of policies) {
-        switch (p.kind) {
-          case 'window':
-            kinds += KIND.window;
-            numbers.push(String(p.limit), String(p.windowMs));
-            break;
-          case 'rate':
-            kinds += KIND.rate;
-            numbers.push(String(p.perSecond), String(p.burst));
-            break;
-          case 'concurrency':
-            kinds += KIND.concurrency;
-            numbers.push(String(p.max), String(p.leaseTtlMs), String(p.retryAfterMs));
-            break;
-        }
-      }
-      info = { id, kinds, numbers };
+      // State is kept per policy list, as in the memory store: a changed list starts afresh. So
+      // does a changed layout: a value written in an earlier one is never read, only expires.
+      const id = createHash('sha1')
+        .update(`${LAYOUT_VERSION}:${JSON.stringify(policies)}`)
+        .digest('hex')
+        .slice(0, 16);
+      info = { id };
       this.#lists.set(policies, info);
     }
     return info;
@@ -397,18 +399,40 @@ export class RedisStore implements AsyncLimitStore {
   #activeArg(active: readonly number[], count: number): string {
     let arg = this.#actives.get(active);
     if (arg === undefined) {
-      // '*' for every position; otherwise one ASCII character per position (code 48 + position),
-      // or for a list too long for that, the positions after a comma.
+      // The active positions, for the plan's shape: '*' for every position, else the list.
       arg =
-        active.length === count && active.every((p, i) => p === i)
-          ? '*'
-          : active.every((p) => p < 79)
-            ? String.fromCharCode(...active.map((p) => 48 + p))
-            : `,${active.join(',')}`;
+        active.length === count && active.every((p, i) => p === i) ? '*' : `(${active.join(',')})`;
       this.#actives.set(active, arg);
     }
     return arg;
   }
+}
+
+/**
+ * The shape of a plan that its decision script is written for: each distinct key's policy list
+ * in KEYS order, and the active positions in plan order.
+ * @param indices - each plan scope's place among the distinct keys
+ */
+function shapeOf(plan: Plan, indices: readonly number[], marginMs: number): DecideShape {
+  const scopes: (readonly Policy[])[] = [];
+  const work: [number, number][] = [];
+  for (const [i, scope] of plan.scopes.entries()) {
+    const index = indices[i]!;
+    scopes[index] ??= scope.policies;
+    for (const position of scope.active) work.push([index, position]);
+  }
+  return { scopes, work, marginMs };
+}
+
+/**
+ * The key of the sorted set that holds the leases of the throttle at `position` of a scope: the
+ * scope's key with `~<position>` after its hash tag (the same slot). A scope's key has `:` there,
+ * so the two never meet.
+ */
+function leaseSet(scopeKey: string, position: number): string {
+  // The prefix has no braces and the tag's are escaped inside it: the first `}` ends the tag.
+  const end = scopeKey.indexOf('}') + 1;
+  return `${scopeKey.slice(0, end)}~${position}${scopeKey.slice(end)}`;
 }
 
 function escapeTag(value: string): string {
@@ -445,15 +469,15 @@ function parseOutcome(
   policies: readonly Policy[],
   resources: readonly string[],
 ): StoreOutcome | undefined {
-  if (!Array.isArray(reply)) return undefined;
+  if (typeof reply !== 'string') return undefined;
   const n = policies.length;
-  if (reply.length !== 5 + 2 * n) return undefined;
-  const numbers: number[] = new Array(reply.length);
-  for (let i = 0; i < reply.length; i++) {
-    const x = reply[i];
-    // Whole numbers come as integer replies, fractions as exact decimal strings.
-    const value = typeof x === 'number' ? x : typeof x === 'string' ? Number(x) : Number.NaN;
-    if (!Number.isFinite(value)) return undefined;
+  const fields = reply.split(',');
+  if (fields.length !== 5 + 2 * n) return undefined;
+  const numbers: number[] = new Array(fields.length);
+  for (let i = 0; i < fields.length; i++) {
+    // Each written exactly: whole numbers in full, fractions with 17 digits.
+    const value = Number(fields[i]);
+    if (fields[i] === '' || !Number.isFinite(value)) return undefined;
     numbers[i] = value;
   }
   const [allowed, t, reason, retry, refusing] = numbers as [number, number, number, number, number];

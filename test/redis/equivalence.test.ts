@@ -93,6 +93,23 @@ function comparableOutcome(o: StoreOutcome) {
   return { ...rest, leased: lease !== undefined };
 }
 
+/** Apply one plan to both stores at t, expect the same outcome, then release both or neither. */
+async function expectSameOutcome(
+  memory: MemoryStore,
+  redis: RedisStore,
+  plan: Plan,
+  t: number,
+  release: boolean,
+): Promise<void> {
+  const expected = memory.apply(plan, t);
+  const actual = await redis.apply(plan, t);
+  expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
+  if (release) {
+    if (expected.allowed && expected.lease) memory.release(expected.lease, t);
+    if (actual.allowed && actual.lease) await redis.release(actual.lease, t);
+  }
+}
+
 /** Routes that hit the presets' resource limits, the Live throttle exemptions, and neither. */
 const routes = [
   ['GET', '/booking/v1/reservations'],
@@ -269,17 +286,60 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
           let t = 0;
           for (const step of steps) {
             t += step.gap;
-            const expected = memory.apply(plan, t);
-            const actual = await redis.apply(plan, t);
-            expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
-            if (step.release) {
-              if (expected.allowed && expected.lease) memory.release(expected.lease, t);
-              if (actual.allowed && actual.lease) await redis.release(actual.lease, t);
-            }
+            await expectSameOutcome(memory, redis, plan, t, step.release);
           }
         },
       ),
       { numRuns: 40 },
+    );
+  });
+
+  it('the Redis store and the memory store give identical decisions (invariant 5): policy lists longer than a script keeps in local variables, and two scopes on one key', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            gap: fc.integer({ min: 0, max: 700 }),
+            exempt: fc.integer({ min: 0, max: 3 }),
+            twice: fc.boolean(),
+            release: fc.boolean(),
+          }),
+          { maxLength: 120 },
+        ),
+        async (steps) => {
+          // Arrange: 23 policies on the account and 6 on a resource (the script keeps them in a
+          // table), and a plan that names the resource scope twice (one key, one state).
+          const { rate } = await import('../../src/index.js');
+          const account: Policy[] = [
+            ...Array.from({ length: 20 }, (_, i) =>
+              window(2 + (i % 5), 300 + 150 * i, { name: `w${i}` }),
+            ),
+            rate(3, 4, { name: 'r' }),
+            concurrency(3, { name: 'c1', leaseTtl: 900, retryAfter: 1_200 }),
+            concurrency(2, { name: 'c2', leaseTtl: 2_000 }),
+          ];
+          const resource: Policy[] = Array.from({ length: 6 }, (_, i) =>
+            window(3 + i, 500 * (i + 1), { name: `x${i}` }),
+          );
+          const all = account.map((_, i) => i);
+          const actives = [all, all.filter((i) => i !== 21), all.filter((i) => i % 3 !== 0), []];
+          const memory = new MemoryStore();
+          const redis = await freshStore(kind);
+          let t = 0;
+          // Act and assert, step by step
+          for (const step of steps) {
+            t += step.gap;
+            const scopes = [
+              scope('c', 'a', '', account, actives[step.exempt]!),
+              scope('c', 'a', 'PUT /r/{1}', resource, [0, 2, 5]),
+            ];
+            if (step.twice) scopes.push(scope('c', 'a', 'PUT /r/{1}', resource, [1, 5]));
+            const plan: Plan = { scopes };
+            await expectSameOutcome(memory, redis, plan, t, step.release);
+          }
+        },
+      ),
+      { numRuns: 30 },
     );
   });
 });
