@@ -201,6 +201,16 @@ export class MemoryStore implements SyncLimitStore {
       this.#sweep(t, 1);
     }
 
+    // The common plan, one scope with every policy active, needs no flattening.
+    const { scopes } = plan;
+    if (scopes.length === 1) {
+      const only = scopes[0]!;
+      if (only.active.length === only.policies.length) {
+        const outcome = this.#admitWhole(only, t);
+        if (outcome !== undefined) return outcome;
+      }
+    }
+
     // Flatten the plan into the reusable work arrays: one entry per active policy.
     const w = this.#work;
     let n = 0;
@@ -319,6 +329,65 @@ export class MemoryStore implements SyncLimitStore {
     }
     this.#size++;
     return record;
+  }
+
+  /**
+   * The plan of one scope with every policy active, without the work arrays: admits, or answers
+   * `undefined` when a policy has no room, for the general path to refuse. Up to then it has only
+   * pruned what left its window, which the general path would do all the same.
+   */
+  #admitWhole(scope: PlanScope, t: number): StoreOutcome | undefined {
+    const record = this.#find(scope, t);
+    if (record === undefined) return capacityRefusal(t);
+    const { policies, states } = record;
+    const n = policies.length;
+    for (let k = 0; k < n; k++) {
+      const state = states[k]!;
+      if (earliestFor(policies[k]!, state, t) > t || state.blockedUntil > t) return undefined;
+    }
+    let lease: MemoryLease | undefined;
+    let quietAt = record.quietAt;
+    const values: number[] = new Array(2 * n);
+    for (let k = 0; k < n; k++) {
+      const policy = policies[k]!;
+      const state = states[k]!;
+      let until: number;
+      switch (policy.kind) {
+        case 'window': {
+          const log = state as SlidingLog;
+          logAdmit(log, t);
+          until = t + policy.windowMs;
+          values[2 * k] = logRemaining(log, policy);
+          values[2 * k + 1] = logResetAfter(log, policy, t);
+          break;
+        }
+        case 'rate': {
+          const gcra = state as Gcra;
+          gcraAdmit(gcra, policy, t);
+          until = gcra.tat;
+          values[2 * k] = gcraRemaining(gcra, policy, t);
+          values[2 * k + 1] = gcraResetAfter(gcra, t);
+          break;
+        }
+        case 'concurrency': {
+          const set = state as LeaseSet;
+          if (lease === undefined) {
+            lease = { store: this, id: this.#nextLeaseId++, record, state: set, more: null };
+          } else {
+            lease.more ??= [];
+            lease.more.push({ record, state: set });
+          }
+          leaseAcquire(set, policy, t, lease.id);
+          until = t + policy.leaseTtlMs;
+          values[2 * k] = leaseRemaining(set, policy);
+          values[2 * k + 1] = 0;
+          break;
+        }
+      }
+      if (until > quietAt) quietAt = until;
+    }
+    record.quietAt = quietAt;
+    return { allowed: true, now: t, policies, values, lease };
   }
 
   #admit(plan: Plan, w: Work, n: number, t: number): StoreOutcome {
