@@ -49,7 +49,16 @@ type PolicyState = SlidingLog | Gcra | LeaseSet;
 
 /** The state of one scope. */
 class ScopeRecord {
-  readonly states: PolicyState[];
+  /**
+   * The states of the first four policies, in fields: an array would put two more objects (the
+   * array and its elements) between the record and its states, each a cache miss on a large store.
+   */
+  readonly s0: PolicyState | null;
+  readonly s1: PolicyState | null;
+  readonly s2: PolicyState | null;
+  readonly s3: PolicyState | null;
+  /** The states of further policies, from the fifth on; null when there are none. */
+  readonly rest: PolicyState[] | null;
   /** From this instant every state is fresh again and the record may be dropped (an upper bound). */
   quietAt = 0;
   /** False once dropped: a lease on a dropped record is not given back to its successor. */
@@ -61,7 +70,28 @@ class ScopeRecord {
     readonly accountCode: string,
     readonly policies: readonly Policy[],
   ) {
-    this.states = policies.map(newState);
+    const n = policies.length;
+    this.s0 = n > 0 ? newState(policies[0]!) : null;
+    this.s1 = n > 1 ? newState(policies[1]!) : null;
+    this.s2 = n > 2 ? newState(policies[2]!) : null;
+    this.s3 = n > 3 ? newState(policies[3]!) : null;
+    this.rest = n > 4 ? policies.slice(4).map(newState) : null;
+  }
+}
+
+/** The state of the policy at `position` of the record's policies. */
+function stateAt(record: ScopeRecord, position: number): PolicyState {
+  switch (position) {
+    case 0:
+      return record.s0!;
+    case 1:
+      return record.s1!;
+    case 2:
+      return record.s2!;
+    case 3:
+      return record.s3!;
+    default:
+      return record.rest![position - 4]!;
   }
 }
 
@@ -219,7 +249,7 @@ export class MemoryStore implements SyncLimitStore {
       if (record === undefined) return capacityRefusal(t);
       for (const i of scope.active) {
         w.policies[n] = scope.policies[i]!;
-        w.states[n] = record.states[i]!;
+        w.states[n] = stateAt(record, i);
         w.records[n] = record;
         w.resources[n] = scope.resource;
         n++;
@@ -339,10 +369,10 @@ export class MemoryStore implements SyncLimitStore {
   #admitWhole(scope: PlanScope, t: number): StoreOutcome | undefined {
     const record = this.#find(scope, t);
     if (record === undefined) return capacityRefusal(t);
-    const { policies, states } = record;
+    const { policies } = record;
     const n = policies.length;
     for (let k = 0; k < n; k++) {
-      const state = states[k]!;
+      const state = stateAt(record, k);
       if (earliestFor(policies[k]!, state, t) > t || state.blockedUntil > t) return undefined;
     }
     let lease: MemoryLease | undefined;
@@ -350,7 +380,7 @@ export class MemoryStore implements SyncLimitStore {
     const values: number[] = new Array(2 * n);
     for (let k = 0; k < n; k++) {
       const policy = policies[k]!;
-      const state = states[k]!;
+      const state = stateAt(record, k);
       let until: number;
       switch (policy.kind) {
         case 'window': {
@@ -505,7 +535,7 @@ function isQuiet(record: ScopeRecord, t: number): boolean {
   if (record.quietAt <= t) return true;
   for (let i = 0; i < record.policies.length; i++) {
     const policy = record.policies[i]!;
-    const state = record.states[i]!;
+    const state = stateAt(record, i);
     let quietAt: number;
     switch (policy.kind) {
       case 'window':
