@@ -381,40 +381,10 @@ export class MemoryStore implements SyncLimitStore {
     for (let k = 0; k < n; k++) {
       const policy = policies[k]!;
       const state = stateAt(record, k);
-      let until: number;
-      switch (policy.kind) {
-        case 'window': {
-          const log = state as SlidingLog;
-          logAdmit(log, t);
-          until = t + policy.windowMs;
-          values[2 * k] = logRemaining(log, policy);
-          values[2 * k + 1] = logResetAfter(log, policy, t);
-          break;
-        }
-        case 'rate': {
-          const gcra = state as Gcra;
-          gcraAdmit(gcra, policy, t);
-          until = gcra.tat;
-          values[2 * k] = gcraRemaining(gcra, policy, t);
-          values[2 * k + 1] = gcraResetAfter(gcra, t);
-          break;
-        }
-        case 'concurrency': {
-          const set = state as LeaseSet;
-          if (lease === undefined) {
-            lease = { store: this, id: this.#nextLeaseId++, record, state: set, more: null };
-          } else {
-            lease.more ??= [];
-            lease.more.push({ record, state: set });
-          }
-          leaseAcquire(set, policy, t, lease.id);
-          until = t + policy.leaseTtlMs;
-          values[2 * k] = leaseRemaining(set, policy);
-          values[2 * k + 1] = 0;
-          break;
-        }
-      }
+      if (policy.kind === 'concurrency') lease = this.#hold(lease, record, state as LeaseSet);
+      const until = admitOne(policy, state, t, lease);
       if (until > quietAt) quietAt = until;
+      writeStatus(values, k, policy, state, t);
     }
     record.quietAt = quietAt;
     return { allowed: true, now: t, policies, values, lease };
@@ -426,33 +396,8 @@ export class MemoryStore implements SyncLimitStore {
       const policy = w.policies[k]!;
       const state = w.states[k]!;
       const record = w.records[k]!;
-      let until: number;
-      switch (policy.kind) {
-        case 'window':
-          logAdmit(state as SlidingLog, t);
-          until = t + policy.windowMs;
-          break;
-        case 'rate':
-          gcraAdmit(state as Gcra, policy, t);
-          until = (state as Gcra).tat;
-          break;
-        case 'concurrency':
-          if (lease === undefined) {
-            lease = {
-              store: this,
-              id: this.#nextLeaseId++,
-              record,
-              state: state as LeaseSet,
-              more: null,
-            };
-          } else {
-            lease.more ??= [];
-            lease.more.push({ record, state: state as LeaseSet });
-          }
-          leaseAcquire(state as LeaseSet, policy, t, lease.id);
-          until = t + policy.leaseTtlMs;
-          break;
-      }
+      if (policy.kind === 'concurrency') lease = this.#hold(lease, record, state as LeaseSet);
+      const until = admitOne(policy, state, t, lease);
       if (until > record.quietAt) record.quietAt = until;
     }
     return {
@@ -462,6 +407,15 @@ export class MemoryStore implements SyncLimitStore {
       values: statusValues(w, n, t),
       lease,
     };
+  }
+
+  // The request's lease, made on its first concurrency policy and extended to the next ones.
+  #hold(lease: MemoryLease | undefined, record: ScopeRecord, state: LeaseSet): MemoryLease {
+    if (lease === undefined)
+      return { store: this, id: this.#nextLeaseId++, record, state, more: null };
+    lease.more ??= [];
+    lease.more.push({ record, state });
+    return lease;
   }
 
   // Examine up to `count` clients from a cursor that cycles through them; drop quiet records.
@@ -562,26 +516,54 @@ function activePolicies(plan: Plan, w: Work, n: number): readonly Policy[] {
   return w.policies.slice(0, n);
 }
 
+// Record an admission at `t` in one policy's state; the instant until which it is not fresh.
+// A concurrency policy takes the request's lease, which the caller has made.
+function admitOne(
+  policy: Policy,
+  state: PolicyState,
+  t: number,
+  lease: MemoryLease | undefined,
+): number {
+  switch (policy.kind) {
+    case 'window':
+      logAdmit(state as SlidingLog, t);
+      return t + policy.windowMs;
+    case 'rate':
+      gcraAdmit(state as Gcra, policy, t);
+      return (state as Gcra).tat;
+    case 'concurrency':
+      leaseAcquire(state as LeaseSet, policy, t, lease!.id);
+      return t + policy.leaseTtlMs;
+  }
+}
+
+// Write what remains of one policy and when its quota is back at `values[2k]` and `values[2k+1]`.
+function writeStatus(
+  values: number[],
+  k: number,
+  policy: Policy,
+  state: PolicyState,
+  t: number,
+): void {
+  switch (policy.kind) {
+    case 'window':
+      values[2 * k] = logRemaining(state as SlidingLog, policy);
+      values[2 * k + 1] = logResetAfter(state as SlidingLog, policy, t);
+      break;
+    case 'rate':
+      values[2 * k] = gcraRemaining(state as Gcra, policy, t);
+      values[2 * k + 1] = gcraResetAfter(state as Gcra, t);
+      break;
+    case 'concurrency':
+      values[2 * k] = leaseRemaining(state as LeaseSet, policy);
+      values[2 * k + 1] = 0;
+      break;
+  }
+}
+
 function statusValues(w: Work, n: number, t: number): number[] {
   const values: number[] = new Array(2 * n);
-  for (let k = 0; k < n; k++) {
-    const policy = w.policies[k]!;
-    const state = w.states[k]!;
-    switch (policy.kind) {
-      case 'window':
-        values[2 * k] = logRemaining(state as SlidingLog, policy);
-        values[2 * k + 1] = logResetAfter(state as SlidingLog, policy, t);
-        break;
-      case 'rate':
-        values[2 * k] = gcraRemaining(state as Gcra, policy, t);
-        values[2 * k + 1] = gcraResetAfter(state as Gcra, t);
-        break;
-      case 'concurrency':
-        values[2 * k] = leaseRemaining(state as LeaseSet, policy);
-        values[2 * k + 1] = 0;
-        break;
-    }
-  }
+  for (let k = 0; k < n; k++) writeStatus(values, k, w.policies[k]!, w.states[k]!, t);
   return values;
 }
 
