@@ -98,7 +98,7 @@ function oursLive(redis: Redis, prefix: string): Decide {
   const plans = scopes(presets.live.policies);
   return async (i) => {
     const outcome = await store.apply(plans[i % KEYS]!, 0);
-    if (outcome.allowed && outcome.lease !== undefined) await store.release(outcome.lease, 0);
+    if (outcome.allowed && outcome.lease !== undefined) await store.release(outcome.lease);
     return outcome.allowed;
   };
 }

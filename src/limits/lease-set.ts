@@ -1,107 +1,139 @@
 /**
  * The concurrency policy: the leases held by requests in flight, each with an expiry so that a
- * request whose handler crashed cannot hold its lease for ever. The first lease lives in two
- * fields and only further ones in arrays, so a scope with at most one request in flight (the
- * common case) allocates nothing.
+ * request whose handler crashed cannot hold its lease for ever.
+ *
+ * The state is six slots of the record block at `s`: the block time, the first lease (id and
+ * expiry) and a block of further leases (offset, capacity in leases, count), made only when a
+ * second request of the scope is in flight at once. Lease ids are >= 1; 0 means none.
  * @module
  */
+import type { Arena } from './arena.js';
 import type { ConcurrencyPolicy } from './policy.js';
 
-/** State of one concurrency policy in one scope. */
-export class LeaseSet {
-  /** Id of the first lease; 0 when none. */
-  firstId = 0;
-  /** Expiry instant (ms) of the first lease. */
-  firstExpiry = 0;
-  /** Ids of further leases, parallel to `expiries`; null until needed. */
-  ids: number[] | null = null;
-  /** Expiry instants (ms) of further leases. */
-  expiries: number[] | null = null;
-  /** Refused until this instant (ms) because of an earlier refusal; 0 when not blocked. */
-  blockedUntil = 0;
-}
+const FIRST_ID = 1;
+const FIRST_EXPIRY = 2;
+const MORE = 3; // offset of the block of further leases: (id, expiry) pairs
+const MORE_CAP = 4; // leases the block holds, 0 before the first
+const MORE_COUNT = 5; // further leases held
+
+/** Slots of a concurrency policy's state in a record block. */
+export const CONCURRENCY_SLOTS = 6;
 
 /** Leases held. */
-export function leaseCount(set: LeaseSet): number {
-  return (set.firstId === 0 ? 0 : 1) + (set.ids === null ? 0 : set.ids.length);
+export function leaseCount(m: Float64Array, s: number): number {
+  return (m[s + FIRST_ID] === 0 ? 0 : 1) + (m[s + MORE_COUNT] as number);
 }
 
 /** Drop the leases that have expired at `t`. */
-export function pruneLeases(set: LeaseSet, t: number): void {
-  const { ids, expiries } = set;
-  if (ids !== null && expiries !== null) {
-    for (let i = ids.length - 1; i >= 0; i--) {
-      if ((expiries[i] as number) <= t) removeAt(ids, expiries, i);
-    }
+export function pruneLeases(m: Float64Array, s: number, t: number): void {
+  const more = m[s + MORE] as number;
+  for (let i = (m[s + MORE_COUNT] as number) - 1; i >= 0; i--) {
+    if ((m[more + 2 * i + 1] as number) <= t) removeAt(m, s, i);
   }
-  if (set.firstId !== 0 && set.firstExpiry <= t) leaseRelease(set, set.firstId);
+  if (m[s + FIRST_ID] !== 0 && (m[s + FIRST_EXPIRY] as number) <= t) {
+    leaseRelease(m, s, m[s + FIRST_ID] as number);
+  }
 }
 
 /**
  * The earliest instant `>= t` at which one more request may start (call after
  * {@link pruneLeases}): now when a lease is free, otherwise the policy's announced backoff.
  */
-export function leaseEarliest(set: LeaseSet, policy: ConcurrencyPolicy, t: number): number {
-  return leaseCount(set) < policy.max ? t : t + policy.retryAfterMs;
+export function leaseEarliest(
+  m: Float64Array,
+  s: number,
+  policy: ConcurrencyPolicy,
+  t: number,
+): number {
+  return leaseCount(m, s) < policy.max ? t : t + policy.retryAfterMs;
 }
 
-/** Take a lease. */
+/** Take lease `id` at `t`; the instant it expires. */
 export function leaseAcquire(
-  set: LeaseSet,
+  arena: Arena,
+  s: number,
   policy: ConcurrencyPolicy,
   t: number,
   id: number,
-): void {
+): number {
   const expiry = t + policy.leaseTtlMs;
-  if (set.firstId === 0) {
-    set.firstId = id;
-    set.firstExpiry = expiry;
-    return;
+  let m = arena.mem;
+  if (m[s + FIRST_ID] === 0) {
+    m[s + FIRST_ID] = id;
+    m[s + FIRST_EXPIRY] = expiry;
+    return expiry;
   }
-  set.ids ??= [];
-  set.expiries ??= [];
-  set.ids.push(id);
-  set.expiries.push(expiry);
+  const count = m[s + MORE_COUNT] as number;
+  const cap = m[s + MORE_CAP] as number;
+  if (count === cap) {
+    const grown = cap === 0 ? 2 : cap * 2;
+    const to = arena.alloc(2 * grown);
+    m = arena.mem;
+    const from = m[s + MORE] as number;
+    m.copyWithin(to, from, from + 2 * count);
+    if (cap !== 0) arena.free(from, 2 * cap);
+    m[s + MORE] = to;
+    m[s + MORE_CAP] = grown;
+  }
+  const at = (m[s + MORE] as number) + 2 * count;
+  m[at] = id;
+  m[at + 1] = expiry;
+  m[s + MORE_COUNT] = count + 1;
+  return expiry;
 }
 
-/** Give a lease back; false when it was not held (already released, or expired). */
-export function leaseRelease(set: LeaseSet, id: number): boolean {
-  const { ids, expiries } = set;
-  if (set.firstId === id) {
-    // Promote the last further lease into the first slot, or empty it.
-    if (ids !== null && expiries !== null && ids.length > 0) {
-      set.firstId = ids.pop() as number;
-      set.firstExpiry = expiries.pop() as number;
+/** Give lease `id` back; false when it was not held (already released, or expired). */
+export function leaseRelease(m: Float64Array, s: number, id: number): boolean {
+  const count = m[s + MORE_COUNT] as number;
+  const more = m[s + MORE] as number;
+  if (m[s + FIRST_ID] === id) {
+    // Promote the last further lease into the first slots, or empty them.
+    if (count > 0) {
+      m[s + FIRST_ID] = m[more + 2 * count - 2] as number;
+      m[s + FIRST_EXPIRY] = m[more + 2 * count - 1] as number;
+      m[s + MORE_COUNT] = count - 1;
     } else {
-      set.firstId = 0;
-      set.firstExpiry = 0;
+      m[s + FIRST_ID] = 0;
+      m[s + FIRST_EXPIRY] = 0;
     }
     return true;
   }
-  if (ids === null || expiries === null) return false;
-  const index = ids.indexOf(id);
-  if (index === -1) return false;
-  removeAt(ids, expiries, index);
-  return true;
+  for (let i = 0; i < count; i++) {
+    if (m[more + 2 * i] === id) {
+      removeAt(m, s, i);
+      return true;
+    }
+  }
+  return false;
 }
 
-// Order does not matter: move the last lease into the hole.
-function removeAt(ids: number[], expiries: number[], index: number): void {
-  const last = ids.length - 1;
-  ids[index] = ids[last] as number;
-  expiries[index] = expiries[last] as number;
-  ids.pop();
-  expiries.pop();
+// Order does not matter: move the last further lease into the hole.
+function removeAt(m: Float64Array, s: number, index: number): void {
+  const more = m[s + MORE] as number;
+  const last = (m[s + MORE_COUNT] as number) - 1;
+  m[more + 2 * index] = m[more + 2 * last] as number;
+  m[more + 2 * index + 1] = m[more + 2 * last + 1] as number;
+  m[s + MORE_COUNT] = last;
 }
 
 /** Leases still free (call after {@link pruneLeases}). */
-export function leaseRemaining(set: LeaseSet, policy: ConcurrencyPolicy): number {
-  return Math.max(0, policy.max - leaseCount(set));
+export function leaseRemaining(m: Float64Array, s: number, policy: ConcurrencyPolicy): number {
+  return Math.max(0, policy.max - leaseCount(m, s));
 }
 
 /** The instant from which this state is the same as a fresh one. */
-export function leaseQuietAt(set: LeaseSet): number {
-  let quiet = Math.max(set.blockedUntil, set.firstId === 0 ? 0 : set.firstExpiry);
-  if (set.expiries !== null) for (const expiry of set.expiries) if (expiry > quiet) quiet = expiry;
+export function leaseQuietAt(m: Float64Array, s: number): number {
+  let quiet = Math.max(m[s] as number, m[s + FIRST_ID] === 0 ? 0 : (m[s + FIRST_EXPIRY] as number));
+  const more = m[s + MORE] as number;
+  for (let i = 0; i < (m[s + MORE_COUNT] as number); i++) {
+    const expiry = m[more + 2 * i + 1] as number;
+    if (expiry > quiet) quiet = expiry;
+  }
   return quiet;
+}
+
+/** Give back the block of further leases. */
+export function freeLeases(arena: Arena, s: number): void {
+  const cap = arena.mem[s + MORE_CAP] as number;
+  if (cap !== 0) arena.free(arena.mem[s + MORE] as number, 2 * cap);
 }

@@ -197,8 +197,8 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
     }
     const outcome = store.apply(plan, now);
     return store.synchronous
-      ? toDecision(store, clock, outcome as StoreOutcome)
-      : (outcome as Promise<StoreOutcome>).then((o) => toDecision(store, clock, o));
+      ? toDecision(store, outcome as StoreOutcome)
+      : (outcome as Promise<StoreOutcome>).then((o) => toDecision(store, o));
   };
   return { check, store } as Limiter<S>;
 }
@@ -357,8 +357,8 @@ function checkId(
   }
 }
 
-function toDecision(store: LimitStore, clock: Clock, outcome: StoreOutcome): Decision {
-  return outcome.allowed ? new Admitted(outcome, store, clock) : new Refused(outcome);
+function toDecision(store: LimitStore, outcome: StoreOutcome): Decision {
+  return outcome.allowed ? new Admitted(outcome, store) : new Refused(outcome);
 }
 
 /** Statuses built from an outcome's compact data on first read. */
@@ -388,21 +388,19 @@ class Admitted extends WithStatuses implements AdmittedDecision {
   readonly now: number;
   #lease: LeaseToken | undefined;
   readonly #store: LimitStore;
-  readonly #clock: Clock;
 
-  constructor(outcome: AdmittedOutcome, store: LimitStore, clock: Clock) {
+  constructor(outcome: AdmittedOutcome, store: LimitStore) {
     super(outcome);
     this.now = outcome.now;
     this.#lease = outcome.lease;
     this.#store = store;
-    this.#clock = clock;
   }
 
   release(): void {
     const lease = this.#lease;
     if (lease === undefined) return;
     this.#lease = undefined;
-    const done = this.#store.release(lease, this.#clock.now());
+    const done = this.#store.release(lease);
     // A networked store's failure to release is bounded by the lease TTL; never an unhandled rejection.
     if (done instanceof Promise) done.catch(() => undefined);
   }

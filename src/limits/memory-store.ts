@@ -6,18 +6,21 @@
  * number, so rotating client ids cannot grow memory without bound.
  * @module
  */
+
 import { ConfigurationError } from '../errors.js';
+import { Arena } from './arena.js';
 import { describe } from './duration.js';
 import {
-  Gcra,
   gcraAdmit,
   gcraEarliest,
   gcraQuietAt,
   gcraRemaining,
   gcraResetAfter,
+  RATE_SLOTS,
 } from './gcra.js';
 import {
-  LeaseSet,
+  CONCURRENCY_SLOTS,
+  freeLeases,
   leaseAcquire,
   leaseCount,
   leaseEarliest,
@@ -28,13 +31,14 @@ import {
 } from './lease-set.js';
 import type { Policy } from './policy.js';
 import {
+  freeLog,
   logAdmit,
   logEarliest,
   logQuietAt,
   logRemaining,
   logResetAfter,
   pruneLog,
-  SlidingLog,
+  WINDOW_SLOTS,
 } from './sliding-log.js';
 import {
   type LeaseToken,
@@ -45,66 +49,75 @@ import {
   type SyncLimitStore,
 } from './store.js';
 
-type PolicyState = SlidingLog | Gcra | LeaseSet;
-
-/** The state of one scope. */
-class ScopeRecord {
-  /**
-   * The states of the first four policies, in fields: an array would put two more objects (the
-   * array and its elements) between the record and its states, each a cache miss on a large store.
-   */
-  readonly s0: PolicyState | null;
-  readonly s1: PolicyState | null;
-  readonly s2: PolicyState | null;
-  readonly s3: PolicyState | null;
-  /** The states of further policies, from the fifth on; null when there are none. */
-  readonly rest: PolicyState[] | null;
-  /** From this instant every state is fresh again and the record may be dropped (an upper bound). */
-  quietAt = 0;
-  /** False once dropped: a lease on a dropped record is not given back to its successor. */
-  live = true;
-  /** The next account-level record of the same client. */
-  next: ScopeRecord | null = null;
-
-  constructor(
-    readonly accountCode: string,
-    readonly policies: readonly Policy[],
-  ) {
-    const n = policies.length;
-    this.s0 = n > 0 ? newState(policies[0]!) : null;
-    this.s1 = n > 1 ? newState(policies[1]!) : null;
-    this.s2 = n > 2 ? newState(policies[2]!) : null;
-    this.s3 = n > 3 ? newState(policies[3]!) : null;
-    this.rest = n > 4 ? policies.slice(4).map(newState) : null;
-  }
+/**
+ * Where each policy's state lies in a record block: slot 0 is the record's quiet time, then the
+ * policies' slots in order, each starting with its block time.
+ */
+interface Layout {
+  /** Offset of each policy's first slot from the block's start. */
+  readonly offsets: readonly number[];
+  /** Slots of the block. */
+  readonly size: number;
 }
 
-/** The state of the policy at `position` of the record's policies. */
-function stateAt(record: ScopeRecord, position: number): PolicyState {
-  switch (position) {
-    case 0:
-      return record.s0!;
-    case 1:
-      return record.s1!;
-    case 2:
-      return record.s2!;
-    case 3:
-      return record.s3!;
-    default:
-      return record.rest![position - 4]!;
+const QUIET = 0;
+
+const layouts = new WeakMap<readonly Policy[], Layout>();
+
+/** The layout of a record of these policies, computed once per list. */
+function layoutOf(policies: readonly Policy[]): Layout {
+  let layout = layouts.get(policies);
+  if (layout === undefined) {
+    const offsets: number[] = [];
+    let size = 1;
+    for (const policy of policies) {
+      offsets.push(size);
+      size += slotsOf(policy);
+    }
+    layout = { offsets, size };
+    layouts.set(policies, layout);
   }
+  return layout;
 }
 
-function newState(policy: Policy): PolicyState {
+function slotsOf(policy: Policy): number {
   switch (policy.kind) {
     case 'window':
-      return new SlidingLog();
+      return WINDOW_SLOTS;
     case 'rate':
-      return new Gcra();
+      return RATE_SLOTS;
     case 'concurrency':
-      return new LeaseSet();
+      return CONCURRENCY_SLOTS;
   }
 }
+
+/**
+ * One scope (a client and account, or one of their resources): its block in the arena, or none
+ * (`base` -1) while the object waits to be given a scope again (see {@link ClientEntry}).
+ */
+class ScopeRecord {
+  /** Offset of the record block in the arena; -1 when the record holds none. */
+  base = -1;
+  /** Bumped whenever the record is dropped: a lease of an earlier life is not given to this one. */
+  generation = 0;
+  /** The next account-level record of the same client. */
+  next: ScopeRecord | null = null;
+  /** The last decision that used the record: the sweep at the cap must not drop it under that one. */
+  decision = 0;
+  accountCode = '';
+  policies: readonly Policy[] = [];
+  layout: Layout = EMPTY_LAYOUT;
+
+  /** Take a scope and a block of the arena. */
+  hold(accountCode: string, policies: readonly Policy[], arena: Arena): void {
+    this.accountCode = accountCode;
+    this.policies = policies;
+    this.layout = layoutOf(policies);
+    this.base = arena.alloc(this.layout.size);
+  }
+}
+
+const EMPTY_LAYOUT: Layout = { offsets: [], size: 0 };
 
 /** The resource records of one client and account, keyed by resource. */
 class ResourceRecords {
@@ -113,16 +126,22 @@ class ResourceRecords {
   cursor: MapIterator<[string, ScopeRecord]> | null = null;
 }
 
-/** Everything held for one client id. */
-class ClientEntry {
-  constructor(readonly clientId: string) {}
-  /** Account-level records, a short list: a client rarely acts for many accounts. */
-  accounts: ScopeRecord | null = null;
+/**
+ * Everything held for one client id. The entry is itself the record of the client's first account
+ * (most clients act for one), so that the map leads straight to it; further accounts follow in
+ * `next`. When that record is dropped while the client still holds others, the entry stays, with
+ * no block, until a request needs an account-level record again.
+ */
+class ClientEntry extends ScopeRecord {
   /**
    * Resource records by account code, then resource: two lookups with the strings the request
    * brings, rather than one with a key concatenated (and hashed) afresh on every decision.
    */
   resources: Map<string, ResourceRecords> | null = null;
+
+  constructor(readonly clientId: string) {
+    super();
+  }
 }
 
 /** The leases of one admitted request: usually one policy, sometimes more. */
@@ -130,14 +149,20 @@ interface MemoryLease extends LeaseToken {
   readonly store: MemoryStore;
   readonly id: number;
   readonly record: ScopeRecord;
-  readonly state: LeaseSet;
-  more: Array<{ record: ScopeRecord; state: LeaseSet }> | null;
+  /** The record's generation when the lease was taken. */
+  readonly generation: number;
+  /** Offset of the concurrency policy's slots from the record's base. */
+  readonly offset: number;
+  more: Array<{ record: ScopeRecord; generation: number; offset: number }> | null;
 }
 
 /** The active policies of one decision, flattened; reused from decision to decision. */
 interface Work {
   readonly policies: Policy[];
-  readonly states: PolicyState[];
+  /** Offset of each policy's slots in the arena. */
+  readonly slots: number[];
+  /** Offset of each policy's slots from its record's base. */
+  readonly offsets: number[];
   readonly records: ScopeRecord[];
   readonly resources: string[];
   /** Each policy's own earliest admission time, blocks aside. */
@@ -183,11 +208,20 @@ export class MemoryStore implements SyncLimitStore {
   readonly #maxKeys: number;
   readonly #sweepInterval: number;
   #untilSweep = 0;
-  readonly #work: Work = { policies: [], states: [], records: [], resources: [], own: [] };
+  readonly #work: Work = {
+    policies: [],
+    slots: [],
+    offsets: [],
+    records: [],
+    resources: [],
+    own: [],
+  };
+  readonly #arena = new Arena();
   #cursor: MapIterator<ClientEntry>;
   #size = 0;
   #latest = Number.NEGATIVE_INFINITY;
   #nextLeaseId = 1;
+  #decision = 0;
 
   /** @param options - key cap and sweep interval */
   constructor(options: MemoryStoreOptions = {}) {
@@ -226,6 +260,7 @@ export class MemoryStore implements SyncLimitStore {
     // counts as standing still.
     const t = Number.isFinite(now) ? Math.max(now, this.#latest) : Math.max(this.#latest, 0);
     this.#latest = t;
+    this.#decision++;
     if (this.#sweepInterval > 0 && --this.#untilSweep <= 0) {
       this.#untilSweep = this.#sweepInterval;
       this.#sweep(t, 1);
@@ -247,9 +282,11 @@ export class MemoryStore implements SyncLimitStore {
     for (const scope of plan.scopes) {
       const record = this.#find(scope, t);
       if (record === undefined) return capacityRefusal(t);
+      const { offsets } = record.layout;
       for (const i of scope.active) {
         w.policies[n] = scope.policies[i]!;
-        w.states[n] = stateAt(record, i);
+        w.offsets[n] = offsets[i]!;
+        w.slots[n] = record.base + offsets[i]!;
         w.records[n] = record;
         w.resources[n] = scope.resource;
         n++;
@@ -257,14 +294,15 @@ export class MemoryStore implements SyncLimitStore {
     }
 
     // When could each active policy admit one more request?
+    const m = this.#arena.mem;
     let earliest = t;
     let refusingOwn = t;
     let refusing = -1;
     for (let k = 0; k < n; k++) {
-      const state = w.states[k]!;
-      const own = earliestFor(w.policies[k]!, state, t);
+      const s = w.slots[k]!;
+      const own = earliestFor(w.policies[k]!, m, s, t);
       w.own[k] = own;
-      const at = Math.max(own, state.blockedUntil);
+      const at = Math.max(own, m[s] as number);
       // The refusal names the policy that frees up last; on a tie, the one whose own limit frees
       // up last (not a block), then the later one in plan order (the more specific limit).
       if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
@@ -273,32 +311,27 @@ export class MemoryStore implements SyncLimitStore {
         refusing = k;
       }
     }
-    const blockedOnly = refusingOwn <= t;
+    if (refusing === -1) return this.#admit(plan, w, n, t);
 
-    const outcome =
-      refusing === -1
-        ? this.#admit(plan, w, n, t)
-        : {
-            allowed: false as const,
-            now: t,
-            reason: blockedOnly ? ('blocked' as const) : ('limit' as const),
-            retryAfterSeconds: retryAfterSeconds(earliest - t),
-            policy: w.policies[refusing],
-            resource: w.resources[refusing],
-            policies: activePolicies(plan, w, n),
-            values: statusValues(w, n, t),
-          };
-    if (refusing !== -1) {
-      // Refused: record nothing; block every policy that has no room until the instant it announces.
-      for (let k = 0; k < n; k++) {
-        const own = w.own[k]!;
-        if (own > t) {
-          const until = t + retryAfterSeconds(own - t) * 1000;
-          const state = w.states[k]!;
-          const record = w.records[k]!;
-          if (until > state.blockedUntil) state.blockedUntil = until;
-          if (until > record.quietAt) record.quietAt = until;
-        }
+    const outcome: StoreOutcome = {
+      allowed: false,
+      now: t,
+      reason: refusingOwn <= t ? 'blocked' : 'limit',
+      retryAfterSeconds: retryAfterSeconds(earliest - t),
+      policy: w.policies[refusing],
+      resource: w.resources[refusing],
+      policies: activePolicies(plan, w, n),
+      values: statusValues(m, w, n, t),
+    };
+    // Refused: record nothing; block every policy that has no room until the instant it announces.
+    for (let k = 0; k < n; k++) {
+      const own = w.own[k]!;
+      if (own > t) {
+        const until = t + retryAfterSeconds(own - t) * 1000;
+        const s = w.slots[k]!;
+        const base = w.records[k]!.base;
+        if (until > (m[s] as number)) m[s] = until;
+        if (until > (m[base + QUIET] as number)) m[base + QUIET] = until;
       }
     }
     return outcome;
@@ -309,12 +342,18 @@ export class MemoryStore implements SyncLimitStore {
    * whose record was reclaimed, is ignored.
    * @param lease - the token from an admitted outcome
    */
-  release(lease: LeaseToken, _now: number): void {
+  release(lease: LeaseToken): void {
     const own = lease as MemoryLease;
     if (own.store !== this) return;
-    if (own.record.live) leaseRelease(own.state, own.id);
+    const m = this.#arena.mem;
+    const { record } = own;
+    if (record.generation === own.generation) leaseRelease(m, record.base + own.offset, own.id);
     if (own.more !== null) {
-      for (const hold of own.more) if (hold.record.live) leaseRelease(hold.state, own.id);
+      for (const hold of own.more) {
+        if (hold.record.generation === hold.generation) {
+          leaseRelease(m, hold.record.base + hold.offset, own.id);
+        }
+      }
     }
   }
 
@@ -322,13 +361,19 @@ export class MemoryStore implements SyncLimitStore {
   #find(scope: PlanScope, t: number): ScopeRecord | undefined {
     let entry = this.#clients.get(scope.clientId);
     if (scope.resource === '') {
-      for (let r = entry?.accounts ?? null; r !== null; r = r.next) {
-        if (r.accountCode === scope.accountCode && r.policies === scope.policies) return r;
+      for (let r: ScopeRecord | null = entry ?? null; r !== null; r = r.next) {
+        if (r.accountCode === scope.accountCode && r.policies === scope.policies && r.base !== -1) {
+          r.decision = this.#decision;
+          return r;
+        }
       }
     } else {
       const found = entry?.resources?.get(scope.accountCode)?.records.get(scope.resource);
       // Policies replaced for a resource start afresh with the new ones.
-      if (found !== undefined && found.policies === scope.policies) return found;
+      if (found !== undefined && found.policies === scope.policies) {
+        found.decision = this.#decision;
+        return found;
+      }
     }
     if (this.#size >= this.#maxKeys) {
       this.#sweep(t, SWEEP_AT_CAP);
@@ -339,11 +384,16 @@ export class MemoryStore implements SyncLimitStore {
       entry = new ClientEntry(scope.clientId);
       this.#clients.set(scope.clientId, entry);
     }
-    const record = new ScopeRecord(scope.accountCode, scope.policies);
+    let record: ScopeRecord;
     if (scope.resource === '') {
-      record.next = entry.accounts;
-      entry.accounts = record;
+      if (entry.base === -1) record = entry;
+      else {
+        record = new ScopeRecord();
+        record.next = entry.next;
+        entry.next = record;
+      }
     } else {
+      record = new ScopeRecord();
       entry.resources ??= new Map();
       let account = entry.resources.get(scope.accountCode);
       if (account === undefined) {
@@ -351,14 +401,34 @@ export class MemoryStore implements SyncLimitStore {
         entry.resources.set(scope.accountCode, account);
       }
       const replaced = account.records.get(scope.resource);
-      if (replaced !== undefined) {
-        replaced.live = false;
-        this.#size--;
-      }
+      if (replaced !== undefined) this.#drop(replaced);
       account.records.set(scope.resource, record);
     }
+    record.hold(scope.accountCode, scope.policies, this.#arena);
+    record.decision = this.#decision;
     this.#size++;
     return record;
+  }
+
+  // Quiet, and not found by the decision under way: the sweep at the cap runs while a plan's
+  // records are being found, and must not drop (and hand out again) one found a moment before.
+  #droppable(m: Float64Array, record: ScopeRecord, t: number): boolean {
+    return record.decision !== this.#decision && isQuiet(m, record, t);
+  }
+
+  /** Forget a record and give its blocks back. */
+  #drop(record: ScopeRecord): void {
+    this.#size--;
+    const arena = this.#arena;
+    const { policies, layout, base } = record;
+    for (let k = 0; k < policies.length; k++) {
+      const kind = policies[k]!.kind;
+      if (kind === 'window') freeLog(arena, base + layout.offsets[k]!);
+      else if (kind === 'concurrency') freeLeases(arena, base + layout.offsets[k]!);
+    }
+    arena.free(base, layout.size);
+    record.base = -1;
+    record.generation++;
   }
 
   /**
@@ -369,24 +439,27 @@ export class MemoryStore implements SyncLimitStore {
   #admitWhole(scope: PlanScope, t: number): StoreOutcome | undefined {
     const record = this.#find(scope, t);
     if (record === undefined) return capacityRefusal(t);
-    const { policies } = record;
+    const { policies, base } = record;
+    const { offsets } = record.layout;
     const n = policies.length;
+    let m = this.#arena.mem;
     for (let k = 0; k < n; k++) {
-      const state = stateAt(record, k);
-      if (earliestFor(policies[k]!, state, t) > t || state.blockedUntil > t) return undefined;
+      const s = base + offsets[k]!;
+      if (earliestFor(policies[k]!, m, s, t) > t || (m[s] as number) > t) return undefined;
     }
     let lease: MemoryLease | undefined;
-    let quietAt = record.quietAt;
+    let quietAt = m[base + QUIET] as number;
     const values: number[] = new Array(2 * n);
     for (let k = 0; k < n; k++) {
       const policy = policies[k]!;
-      const state = stateAt(record, k);
-      if (policy.kind === 'concurrency') lease = this.#hold(lease, record, state as LeaseSet);
-      const until = admitOne(policy, state, t, lease);
+      const s = base + offsets[k]!;
+      if (policy.kind === 'concurrency') lease = this.#hold(lease, record, offsets[k]!);
+      const until = this.#admitOne(policy, s, t, lease);
       if (until > quietAt) quietAt = until;
-      writeStatus(values, k, policy, state, t);
+      m = this.#arena.mem;
+      writeStatus(values, k, policy, m, s, t);
     }
-    record.quietAt = quietAt;
+    m[base + QUIET] = quietAt;
     return { allowed: true, now: t, policies, values, lease };
   }
 
@@ -394,27 +467,48 @@ export class MemoryStore implements SyncLimitStore {
     let lease: MemoryLease | undefined;
     for (let k = 0; k < n; k++) {
       const policy = w.policies[k]!;
-      const state = w.states[k]!;
       const record = w.records[k]!;
-      if (policy.kind === 'concurrency') lease = this.#hold(lease, record, state as LeaseSet);
-      const until = admitOne(policy, state, t, lease);
-      if (until > record.quietAt) record.quietAt = until;
+      if (policy.kind === 'concurrency') lease = this.#hold(lease, record, w.offsets[k]!);
+      const until = this.#admitOne(policy, w.slots[k]!, t, lease);
+      const m = this.#arena.mem;
+      if (until > (m[record.base + QUIET] as number)) m[record.base + QUIET] = until;
     }
     return {
       allowed: true,
       now: t,
       policies: activePolicies(plan, w, n),
-      values: statusValues(w, n, t),
+      values: statusValues(this.#arena.mem, w, n, t),
       lease,
     };
   }
 
+  // Record an admission at `t` in the policy's slots at `s`; the instant until which they are not
+  // fresh. A concurrency policy takes the request's lease, which the caller has made.
+  #admitOne(policy: Policy, s: number, t: number, lease: MemoryLease | undefined): number {
+    switch (policy.kind) {
+      case 'window':
+        logAdmit(this.#arena, s, t);
+        return t + policy.windowMs;
+      case 'rate':
+        return gcraAdmit(this.#arena.mem, s, policy, t);
+      case 'concurrency':
+        return leaseAcquire(this.#arena, s, policy, t, lease!.id);
+    }
+  }
+
   // The request's lease, made on its first concurrency policy and extended to the next ones.
-  #hold(lease: MemoryLease | undefined, record: ScopeRecord, state: LeaseSet): MemoryLease {
+  #hold(lease: MemoryLease | undefined, record: ScopeRecord, offset: number): MemoryLease {
     if (lease === undefined)
-      return { store: this, id: this.#nextLeaseId++, record, state, more: null };
+      return {
+        store: this,
+        id: this.#nextLeaseId++,
+        record,
+        generation: record.generation,
+        offset,
+        more: null,
+      };
     lease.more ??= [];
-    lease.more.push({ record, state });
+    lease.more.push({ record, generation: record.generation, offset });
     return lease;
   }
 
@@ -428,20 +522,24 @@ export class MemoryStore implements SyncLimitStore {
       }
       const entry = next.value;
       this.#sweepClient(entry, t);
-      if (entry.accounts === null && (entry.resources === null || entry.resources.size === 0)) {
+      if (
+        entry.base === -1 &&
+        entry.next === null &&
+        (entry.resources === null || entry.resources.size === 0)
+      ) {
         this.#clients.delete(entry.clientId);
       }
     }
   }
 
   #sweepClient(entry: ClientEntry, t: number): void {
-    let previous: ScopeRecord | null = null;
-    for (let r = entry.accounts; r !== null; r = r.next) {
-      if (isQuiet(r, t)) {
-        r.live = false;
-        this.#size--;
-        if (previous === null) entry.accounts = r.next;
-        else previous.next = r.next;
+    const m = this.#arena.mem;
+    if (entry.base !== -1 && this.#droppable(m, entry, t)) this.#drop(entry);
+    let previous: ScopeRecord = entry;
+    for (let r = entry.next; r !== null; r = r.next) {
+      if (this.#droppable(m, r, t)) {
+        this.#drop(r);
+        previous.next = r.next;
       } else previous = r;
     }
     const { resources } = entry;
@@ -454,6 +552,7 @@ export class MemoryStore implements SyncLimitStore {
 
   #sweepResources(account: ResourceRecords, t: number): void {
     const { records } = account;
+    const m = this.#arena.mem;
     for (let n = 0; n < RESOURCES_PER_STEP; n++) {
       account.cursor ??= records.entries();
       const next = account.cursor.next();
@@ -462,46 +561,48 @@ export class MemoryStore implements SyncLimitStore {
         return;
       }
       const [key, record] = next.value;
-      if (isQuiet(record, t)) {
-        record.live = false;
-        this.#size--;
+      if (this.#droppable(m, record, t)) {
+        this.#drop(record);
         records.delete(key);
       }
     }
   }
 }
 
-function earliestFor(policy: Policy, state: PolicyState, t: number): number {
+// The policy's earliest admission time at `t`, blocks aside; prunes what has expired.
+function earliestFor(policy: Policy, m: Float64Array, s: number, t: number): number {
   switch (policy.kind) {
     case 'window':
-      pruneLog(state as SlidingLog, policy, t);
-      return logEarliest(state as SlidingLog, policy, t);
+      pruneLog(m, s, policy, t);
+      return logEarliest(m, s, policy, t);
     case 'rate':
-      return gcraEarliest(state as Gcra, policy, t);
+      return gcraEarliest(m, s, policy, t);
     case 'concurrency':
-      pruneLeases(state as LeaseSet, t);
-      return leaseEarliest(state as LeaseSet, policy, t);
+      pruneLeases(m, s, t);
+      return leaseEarliest(m, s, policy, t);
   }
 }
 
-// Every state of the record is fresh at `t`. `quietAt` is an upper bound checked first.
-function isQuiet(record: ScopeRecord, t: number): boolean {
-  if (record.quietAt <= t) return true;
-  for (let i = 0; i < record.policies.length; i++) {
-    const policy = record.policies[i]!;
-    const state = stateAt(record, i);
+// Every state of the record is fresh at `t`. The record's quiet time is an upper bound checked first.
+function isQuiet(m: Float64Array, record: ScopeRecord, t: number): boolean {
+  const { policies, base } = record;
+  if ((m[base + QUIET] as number) <= t) return true;
+  const { offsets } = record.layout;
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i]!;
+    const s = base + offsets[i]!;
     let quietAt: number;
     switch (policy.kind) {
       case 'window':
-        quietAt = logQuietAt(state as SlidingLog, policy);
+        quietAt = logQuietAt(m, s, policy);
         break;
       case 'rate':
-        quietAt = gcraQuietAt(state as Gcra);
+        quietAt = gcraQuietAt(m, s);
         break;
       case 'concurrency':
-        pruneLeases(state as LeaseSet, t);
-        if (leaseCount(state as LeaseSet) > 0) return false;
-        quietAt = leaseQuietAt(state as LeaseSet);
+        pruneLeases(m, s, t);
+        if (leaseCount(m, s) > 0) return false;
+        quietAt = leaseQuietAt(m, s);
         break;
     }
     if (quietAt > t) return false;
@@ -516,54 +617,34 @@ function activePolicies(plan: Plan, w: Work, n: number): readonly Policy[] {
   return w.policies.slice(0, n);
 }
 
-// Record an admission at `t` in one policy's state; the instant until which it is not fresh.
-// A concurrency policy takes the request's lease, which the caller has made.
-function admitOne(
-  policy: Policy,
-  state: PolicyState,
-  t: number,
-  lease: MemoryLease | undefined,
-): number {
-  switch (policy.kind) {
-    case 'window':
-      logAdmit(state as SlidingLog, t);
-      return t + policy.windowMs;
-    case 'rate':
-      gcraAdmit(state as Gcra, policy, t);
-      return (state as Gcra).tat;
-    case 'concurrency':
-      leaseAcquire(state as LeaseSet, policy, t, lease!.id);
-      return t + policy.leaseTtlMs;
-  }
-}
-
 // Write what remains of one policy and when its quota is back at `values[2k]` and `values[2k+1]`.
 function writeStatus(
   values: number[],
   k: number,
   policy: Policy,
-  state: PolicyState,
+  m: Float64Array,
+  s: number,
   t: number,
 ): void {
   switch (policy.kind) {
     case 'window':
-      values[2 * k] = logRemaining(state as SlidingLog, policy);
-      values[2 * k + 1] = logResetAfter(state as SlidingLog, policy, t);
+      values[2 * k] = logRemaining(m, s, policy);
+      values[2 * k + 1] = logResetAfter(m, s, policy, t);
       break;
     case 'rate':
-      values[2 * k] = gcraRemaining(state as Gcra, policy, t);
-      values[2 * k + 1] = gcraResetAfter(state as Gcra, t);
+      values[2 * k] = gcraRemaining(m, s, policy, t);
+      values[2 * k + 1] = gcraResetAfter(m, s, t);
       break;
     case 'concurrency':
-      values[2 * k] = leaseRemaining(state as LeaseSet, policy);
+      values[2 * k] = leaseRemaining(m, s, policy);
       values[2 * k + 1] = 0;
       break;
   }
 }
 
-function statusValues(w: Work, n: number, t: number): number[] {
+function statusValues(m: Float64Array, w: Work, n: number, t: number): number[] {
   const values: number[] = new Array(2 * n);
-  for (let k = 0; k < n; k++) writeStatus(values, k, w.policies[k]!, w.states[k]!, t);
+  for (let k = 0; k < n; k++) writeStatus(values, k, w.policies[k]!, m, w.slots[k]!, t);
   return values;
 }
 

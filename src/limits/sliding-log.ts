@@ -3,87 +3,103 @@
  *
  * A request at `t` is admitted when fewer than `limit` admissions lie in `(t - windowMs, t]`, so no
  * half-open interval `[s, s + windowMs)` ever holds more than `limit` (DESIGN.md invariant 1), and
- * nothing is refused that an exact log would admit. Memory is one number per admission still
- * inside the window, never more than `limit`; an idle window holds nothing.
+ * nothing is refused that an exact log would admit. Memory is one slot per admission still inside
+ * the window, in a ring of a power of two slots that doubles when full, never more than twice the
+ * limit.
+ *
+ * The state is five slots of the record block at `s` (see {@link Arena}); the times live in a block
+ * of their own.
  * @module
  */
+import type { Arena } from './arena.js';
 import type { WindowPolicy } from './policy.js';
 
-/** State of one window policy in one scope. */
-export class SlidingLog {
-  /**
-   * Admission times; `times[head..size)` are inside the window, ascending. Slots past `size` are
-   * spare room: the array is reused, never shrunk, so a steady key allocates nothing.
-   */
-  times: number[] = [];
-  /** Index of the oldest admission still inside the window. */
-  head = 0;
-  /** One past the newest admission. */
-  size = 0;
-  /** Refused until this instant (ms) because of an earlier refusal; 0 when not blocked. */
-  blockedUntil = 0;
-}
+// Slot offsets from the policy's first slot. BLOCKED (0) is common to every kind of policy.
+const LOG = 1; // offset of the ring of times
+const CAP = 2; // slots in the ring (a power of two), 0 before the first admission
+const START = 3; // index in the ring of the oldest time
+const COUNT = 4; // times in the ring
 
-/** Drop the admissions that have left the window at `t`; compact once half the array is dead. */
-export function pruneLog(log: SlidingLog, policy: WindowPolicy, t: number): void {
-  const { times, size } = log;
+/** Slots of a window policy's state in a record block. */
+export const WINDOW_SLOTS = 5;
+
+/** Drop the admissions that have left the window at `t`. */
+export function pruneLog(m: Float64Array, s: number, policy: WindowPolicy, t: number): void {
+  let count = m[s + COUNT] as number;
+  if (count === 0) return;
+  const log = m[s + LOG] as number;
+  const mask = (m[s + CAP] as number) - 1;
   const cutoff = t - policy.windowMs;
-  let head = log.head;
-  while (head < size && (times[head] as number) <= cutoff) head++;
-  if (head === size) {
-    log.size = 0;
-    head = 0;
-  } else if (head > 16 && head * 2 > size) {
-    times.copyWithin(0, head, size);
-    log.size = size - head;
-    head = 0;
+  let start = m[s + START] as number;
+  while (count > 0 && (m[log + start] as number) <= cutoff) {
+    start = (start + 1) & mask;
+    count--;
   }
-  log.head = head;
-}
-
-/** Admissions inside the window (call after {@link pruneLog}). */
-export function logCount(log: SlidingLog): number {
-  return log.size - log.head;
+  m[s + START] = count === 0 ? 0 : start;
+  m[s + COUNT] = count;
 }
 
 /**
  * The earliest instant `>= t` at which one more request is admitted, if nothing else arrives
  * (call after {@link pruneLog}): when the oldest admission that keeps the window full leaves it.
  */
-export function logEarliest(log: SlidingLog, policy: WindowPolicy, t: number): number {
-  const excess = logCount(log) - policy.limit;
+export function logEarliest(m: Float64Array, s: number, policy: WindowPolicy, t: number): number {
+  const excess = (m[s + COUNT] as number) - policy.limit;
   if (excess < 0) return t;
-  return (log.times[log.head + excess] as number) + policy.windowMs;
+  const at = ((m[s + START] as number) + excess) & ((m[s + CAP] as number) - 1);
+  return (m[(m[s + LOG] as number) + at] as number) + policy.windowMs;
 }
 
 /** Record an admission at `t` (times never go backwards: the store keeps its time monotonic). */
-export function logAdmit(log: SlidingLog, t: number): void {
-  const { size } = log;
-  let { times } = log;
-  if (size === times.length) {
-    // Grow by doubling from 4: a window that holds one or two admissions costs 32 bytes of slots,
-    // where the engine's own growth would reserve 17.
-    const grown = new Array<number>(size < 4 ? 4 : size * 2);
-    for (let i = 0; i < size; i++) grown[i] = times[i] as number;
-    log.times = times = grown;
+export function logAdmit(arena: Arena, s: number, t: number): void {
+  let m = arena.mem;
+  const count = m[s + COUNT] as number;
+  const cap = m[s + CAP] as number;
+  if (count === cap) {
+    // Full: move the times, oldest first, to a ring twice the size (4 to start with).
+    const grown = cap === 0 ? 4 : cap * 2;
+    const to = arena.alloc(grown);
+    m = arena.mem;
+    const from = m[s + LOG] as number;
+    const start = m[s + START] as number;
+    for (let i = 0; i < count; i++) m[to + i] = m[from + ((start + i) & (cap - 1))] as number;
+    if (cap !== 0) arena.free(from, cap);
+    m[s + LOG] = to;
+    m[s + CAP] = grown;
+    m[s + START] = 0;
+    m[to + count] = t;
+  } else {
+    m[(m[s + LOG] as number) + (((m[s + START] as number) + count) & (cap - 1))] = t;
   }
-  times[size] = t;
-  log.size = size + 1;
+  m[s + COUNT] = count + 1;
 }
 
 /** Admissions still possible now (call after {@link pruneLog}). */
-export function logRemaining(log: SlidingLog, policy: WindowPolicy): number {
-  return Math.max(0, policy.limit - logCount(log));
+export function logRemaining(m: Float64Array, s: number, policy: WindowPolicy): number {
+  return Math.max(0, policy.limit - (m[s + COUNT] as number));
+}
+
+// The newest admission time; the log must not be empty.
+function newest(m: Float64Array, s: number): number {
+  const at =
+    ((m[s + START] as number) + (m[s + COUNT] as number) - 1) & ((m[s + CAP] as number) - 1);
+  return m[(m[s + LOG] as number) + at] as number;
 }
 
 /** Milliseconds until the window is empty again, so the full limit is available. */
-export function logResetAfter(log: SlidingLog, policy: WindowPolicy, t: number): number {
-  if (logCount(log) === 0) return 0;
-  return Math.max(0, (log.times[log.size - 1] as number) + policy.windowMs - t);
+export function logResetAfter(m: Float64Array, s: number, policy: WindowPolicy, t: number): number {
+  if (m[s + COUNT] === 0) return 0;
+  return Math.max(0, newest(m, s) + policy.windowMs - t);
 }
 
 /** The instant from which this state is the same as a fresh one. */
-export function logQuietAt(log: SlidingLog, policy: WindowPolicy): number {
-  const newest = logCount(log) === 0 ? 0 : (log.times[log.size - 1] as number) + policy.windowMs;
-  return Math.max(log.blockedUntil, newest);
+export function logQuietAt(m: Float64Array, s: number, policy: WindowPolicy): number {
+  const until = m[s + COUNT] === 0 ? 0 : newest(m, s) + policy.windowMs;
+  return Math.max(m[s] as number, until);
+}
+
+/** Give back the ring of times. */
+export function freeLog(arena: Arena, s: number): void {
+  const cap = arena.mem[s + CAP] as number;
+  if (cap !== 0) arena.free(arena.mem[s + LOG] as number, cap);
 }

@@ -114,8 +114,11 @@ export interface SyncLimitStore extends LimitStoreBase {
   readonly synchronous: true;
   /** Apply a plan at `now` (ms), atomically. Never throws for any plan the engine builds. */
   apply(plan: Plan, now: number): StoreOutcome;
-  /** Give back the leases of an admitted request. Idempotent. */
-  release(lease: LeaseToken, now: number): void;
+  /**
+   * Give back the leases of an admitted request. Idempotent. Takes no time: a lease's expiry was
+   * fixed when it was taken, and giving it back early needs no clock.
+   */
+  release(lease: LeaseToken): void;
 }
 
 /** A store that answers with promises (a networked store). */
@@ -124,8 +127,8 @@ export interface AsyncLimitStore extends LimitStoreBase {
   readonly synchronous: false;
   /** Apply a plan at `now` (ms), atomically. */
   apply(plan: Plan, now: number): Promise<StoreOutcome>;
-  /** Give back the leases of an admitted request. Idempotent. */
-  release(lease: LeaseToken, now: number): Promise<void>;
+  /** Give back the leases of an admitted request. Idempotent; needs no clock. */
+  release(lease: LeaseToken): Promise<void>;
 }
 
 /** Any store. */

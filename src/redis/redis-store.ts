@@ -307,7 +307,7 @@ export class RedisStore implements AsyncLimitStore {
    * lease that cannot be given back expires after its TTL).
    * @param lease - the token from an admitted outcome
    */
-  async release(lease: LeaseToken, _now: number): Promise<void> {
+  async release(lease: LeaseToken): Promise<void> {
     const own = lease as RedisLease;
     if (own?.store !== this) return;
     try {

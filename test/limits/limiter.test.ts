@@ -456,7 +456,7 @@ describe('limiter: decision rules', () => {
     const store: AsyncLimitStore = {
       synchronous: false,
       apply: (plan: Plan, now: number) => Promise.resolve(memory.apply(plan, now)),
-      release: (lease, now) => Promise.resolve(memory.release(lease, now)),
+      release: (lease) => Promise.resolve(memory.release(lease)),
     };
     const limiter = createLimiter({
       policies: [window(1, '1s', { name: 'w' })],

@@ -3,14 +3,17 @@ import { describe, expect, it } from 'vitest';
 import {
   concurrency,
   createLimiter,
+  type Decision,
   FakeClock,
   isConfigurationError,
   MemoryStore,
   type Plan,
   presets,
+  rate,
   window,
 } from '../../src/index.js';
 import { request } from '../support/limits.js';
+import { ExactOracle } from '../support/oracle.js';
 import { thrown } from '../support/thrown.js';
 
 describe('MemoryStore', () => {
@@ -106,7 +109,6 @@ describe('MemoryStore', () => {
     if (fromB.allowed)
       b.store.release(
         (b.store.apply(plan, 0) as { lease?: never }).lease ?? ({ store: {} } as never),
-        0,
       );
     clock.advance(2_000); // the lease expired
     const next = a.check(request);
@@ -122,5 +124,84 @@ describe('MemoryStore', () => {
   ])('refuses bad options: %s', (_, options) => {
     const caught = thrown(() => new MemoryStore(options));
     expect(isConfigurationError(caught)).toBe(true);
+  });
+
+  it('equals the exact oracle for many clients and accounts while records are reclaimed, their blocks reused and leases of earlier lives given back late', () => {
+    const policies = [
+      window(3, '1s', { name: 'w1' }),
+      rate(2, 3, { name: 'r' }),
+      window(5, '10s', { name: 'w10' }),
+      concurrency(2, { name: 'c', leaseTtl: '2s' }),
+    ];
+    const step = fc.record({
+      gap: fc.oneof(fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 25_000 })),
+      client: fc.integer({ min: 0, max: 5 }),
+      account: fc.integer({ min: 0, max: 2 }),
+      // Give back one of the leases held (perhaps long expired, its record reclaimed), or none.
+      release: fc.option(fc.nat(), { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 300 }), (steps) => {
+        const clock = new FakeClock(0);
+        const limiter = createLimiter({
+          policies,
+          clock,
+          store: new MemoryStore({ sweepInterval: 1 }),
+        });
+        const oracle = new ExactOracle();
+        const held: Array<{ decision: Decision; leaseId: number }> = [];
+        for (const { gap, client, account, release } of steps) {
+          clock.advance(gap);
+          if (release !== undefined && held.length > 0) {
+            const [gone] = held.splice(release % held.length, 1);
+            if (gone!.decision.allowed) gone!.decision.release();
+            oracle.release(gone!.leaseId);
+          }
+          const key = `c${client}|a${account}`;
+          const decision = limiter.check({
+            ...request,
+            clientId: `c${client}`,
+            accountCode: `a${account}`,
+          });
+          const expected = oracle.decideEntries(
+            clock.now(),
+            policies.map((policy) => ({ id: `${key}|${policy.name}`, policy })),
+          );
+          expect(decision.allowed).toBe(expected.allowed);
+          if (!decision.allowed) {
+            expect(decision.retryAfterSeconds).toBe(expected.retryAfterSeconds);
+            expect(decision.policy?.name).toBe(expected.policy);
+          } else held.push({ decision, leaseId: expected.leaseId! });
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('at its cap, never drops a record that the decision under way has already found', () => {
+    const clock = new FakeClock(0);
+    const store = new MemoryStore({ maxKeys: 2, sweepInterval: 0 });
+    const limiter = createLimiter({
+      preset: {
+        name: 'test',
+        policies: [window(2, '60s', { name: 'global' })],
+        rules: [{ route: 'GET /things/{id}', policies: [window(5, '60s', { name: 'thing' })] }],
+      },
+      clock,
+      store,
+    });
+    const get = (id: number) => limiter.check({ ...request, path: `/things/${id}` });
+    expect(get(1).allowed).toBe(true);
+    clock.set(61_000);
+    // The global record (quiet, found first) and the thing record (quiet): the new resource needs
+    // room, and only the one this decision has not found may go.
+    expect(get(2).allowed).toBe(true);
+    expect(store.size).toBe(2);
+    clock.set(62_000);
+    expect(get(2).allowed).toBe(true);
+    clock.set(63_000);
+    const refused = get(2);
+    expect(refused).toMatchObject({ allowed: false, reason: 'limit', retryAfterSeconds: 58 });
+    expect(refused.allowed || refused.policy?.name).toBe('global');
   });
 });

@@ -59,7 +59,7 @@ async function freshStore(kind: ClientKind): Promise<RedisStore> {
   // Load both scripts first, so that no NOSCRIPT fallback reorders a release and a decision.
   const warm: Plan = { scopes: [scope('warm', 'warm', '', [concurrency(1, { name: 'w' })], [0])] };
   const outcome = await store.apply(warm, 0);
-  if (outcome.allowed && outcome.lease !== undefined) await store.release(outcome.lease, 0);
+  if (outcome.allowed && outcome.lease !== undefined) await store.release(outcome.lease);
   return store;
 }
 
@@ -105,8 +105,8 @@ async function expectSameOutcome(
   const actual = await redis.apply(plan, t);
   expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
   if (release) {
-    if (expected.allowed && expected.lease) memory.release(expected.lease, t);
-    if (actual.allowed && actual.lease) await redis.release(actual.lease, t);
+    if (expected.allowed && expected.lease) memory.release(expected.lease);
+    if (actual.allowed && actual.lease) await redis.release(actual.lease);
   }
 }
 
@@ -252,8 +252,8 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
             expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
             if (!expected.allowed) retryAt = t + expected.retryAfterSeconds * 1000;
             if (step.release) {
-              if (expected.allowed && expected.lease) memory.release(expected.lease, t);
-              if (actual.allowed && actual.lease) await redis.release(actual.lease, t);
+              if (expected.allowed && expected.lease) memory.release(expected.lease);
+              if (actual.allowed && actual.lease) await redis.release(actual.lease);
             }
           }
         },

@@ -158,7 +158,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
           for (const gap of gaps) {
             const outcome = await store.apply(plan, 0);
             if (outcome.allowed && outcome.lease && gap % 2 === 0)
-              await store.release(outcome.lease, 0);
+              await store.release(outcome.lease);
           }
           // Assert: the horizon is at most a window, a lease or a block (whole seconds) away.
           for (const key of await keysUnder(prefix)) {
@@ -195,13 +195,13 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
       ],
     };
     const warm = await store.apply(plan, 0); // loads the script if needed
-    if (warm.allowed && warm.lease) await store.release(warm.lease, 0);
+    if (warm.allowed && warm.lease) await store.release(warm.lease);
     await admin.config('RESETSTAT');
     let released = 0;
     for (let i = 0; i < 50; i++) {
       const outcome = await store.apply(plan, i);
       if (outcome.allowed && outcome.lease) {
-        await store.release(outcome.lease, i);
+        await store.release(outcome.lease);
         released++;
       }
     }
@@ -254,17 +254,17 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     const first = await store.apply(plan, 0);
     expect(first.allowed).toBe(true);
     const foreign = await other.apply(plan, 0);
-    if (foreign.allowed && foreign.lease) await store.release(foreign.lease, 0);
+    if (foreign.allowed && foreign.lease) await store.release(foreign.lease);
     expect((await store.apply(plan, 10)).allowed).toBe(false);
     const next = await store.apply(plan, 5_000); // the first lease expired
     expect(next.allowed).toBe(true);
     if (first.allowed && first.lease) {
-      await store.release(first.lease, 5_001);
-      await store.release(first.lease, 5_001);
+      await store.release(first.lease);
+      await store.release(first.lease);
     }
     // Still held by the second request (and now blocked for a second by the refusal).
     expect((await store.apply(plan, 5_002)).allowed).toBe(false);
-    if (next.allowed && next.lease) await store.release(next.lease, 5_003);
+    if (next.allowed && next.lease) await store.release(next.lease);
     expect((await store.apply(plan, 6_002)).allowed).toBe(true);
   });
 
@@ -394,8 +394,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     expect(refused).toMatchObject({ allowed: false, reason: 'unavailable', retryAfterSeconds: 3 });
     expect(admittedOpen).toMatchObject({ allowed: true, lease: undefined });
     // A release that cannot reach Redis resolves; the lease will expire after its TTL.
-    if (held.allowed && held.lease)
-      await expect(open.release(held.lease, 0)).resolves.toBeUndefined();
+    if (held.allowed && held.lease) await expect(open.release(held.lease)).resolves.toBeUndefined();
     expect(errors.length).toBe(22);
     expect(new Set(errorCodes(errors))).toEqual(new Set(['redis_command_failed']));
     expect(errors.map((e) => e.operation).filter((o) => o === 'release')).toHaveLength(1);
@@ -479,7 +478,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
       timer.fireAll();
       expect((await pending).allowed).toBe(true);
       // A release that times out resolves too.
-      const releasing = store.release({ store, keys: ['k'], counter: '1' } as never, 0);
+      const releasing = store.release({ store, keys: ['k'], counter: '1' } as never);
       timer.fireAll();
       await expect(releasing).resolves.toBeUndefined();
     } finally {

@@ -20,8 +20,8 @@ export class AsyncMemoryStore implements AsyncLimitStore {
     return Promise.resolve().then(() => this.#memory.apply(plan, now));
   }
 
-  release(lease: LeaseToken, now: number): Promise<void> {
-    return Promise.resolve().then(() => this.#memory.release(lease, now));
+  release(lease: LeaseToken): Promise<void> {
+    return Promise.resolve().then(() => this.#memory.release(lease));
   }
 }
 
@@ -57,9 +57,9 @@ export class HeldStore implements AsyncLimitStore {
     });
   }
 
-  release(lease: LeaseToken, now: number): Promise<void> {
+  release(lease: LeaseToken): Promise<void> {
     this.released++;
-    this.#memory.release(lease, now);
+    this.#memory.release(lease);
     return Promise.resolve();
   }
 

@@ -1,0 +1,83 @@
+/**
+ * The memory store's numbers live in one `Float64Array`, cut into blocks: a scope's record block
+ * (its block time and the fields of every policy) and one block per sliding log (the admission
+ * times, as a ring). A decision reads a few adjacent slots instead of following a pointer to an
+ * object per policy, an array per log and a box per number, and the garbage collector never scans
+ * the numbers: the collector sees one array, however many keys there are.
+ *
+ * Freed blocks go on a free list per size and are handed out again before the arena grows. The
+ * arena grows by half as much again when full (copying once); it does not shrink.
+ * @module
+ */
+
+// Block sizes below this have their free list in an array.
+const SMALL = 1_025;
+
+/** A block allocator over one growable `Float64Array`. Offsets are in slots (8 bytes each). */
+export class Arena {
+  /** The slots. Replaced when the arena grows: read it again after every {@link alloc}. */
+  mem: Float64Array;
+  /** Slots handed out at least once; the rest of `mem` is untouched. */
+  #top = 0;
+  /**
+   * Head of the free list of each block size, -1 when empty: an array for the small sizes that
+   * records, rings and lease blocks mostly have, a map beyond. A free block holds the next one's
+   * offset in its slot 0.
+   */
+  readonly #small: number[] = new Array<number>(SMALL).fill(-1);
+  readonly #large = new Map<number, number>();
+  /** Slots in blocks currently handed out. */
+  #used = 0;
+
+  /** @param initialSlots - slots to start with */
+  constructor(initialSlots = 4_096) {
+    this.mem = new Float64Array(initialSlots);
+  }
+
+  /** Slots in blocks currently handed out. */
+  get usedSlots(): number {
+    return this.#used;
+  }
+
+  /**
+   * A block of `size` slots, all 0.
+   * @param size - whole number >= 1
+   * @returns its offset in {@link mem}
+   */
+  alloc(size: number): number {
+    this.#used += size;
+    const head = size < SMALL ? (this.#small[size] as number) : (this.#large.get(size) ?? -1);
+    if (head !== -1) {
+      const next = this.mem[head] as number;
+      if (size < SMALL) this.#small[size] = next;
+      else if (next === -1) this.#large.delete(size);
+      else this.#large.set(size, next);
+      this.mem.fill(0, head, head + size);
+      return head;
+    }
+    const at = this.#top;
+    if (at + size > this.mem.length) {
+      const grown = new Float64Array(Math.max(at + size, Math.ceil(this.mem.length * 1.5)));
+      grown.set(this.mem);
+      this.mem = grown;
+    }
+    this.#top = at + size;
+    return at;
+  }
+
+  /**
+   * Give a block back; it must not be used again.
+   * @param at - its offset
+   * @param size - its size, as allocated
+   */
+  free(at: number, size: number): void {
+    this.#used -= size;
+    if (size < SMALL) {
+      this.mem[at] = this.#small[size] as number;
+      this.#small[size] = at;
+    } else {
+      this.mem[at] = this.#large.get(size) ?? -1;
+      this.#large.set(size, at);
+    }
+  }
+}
