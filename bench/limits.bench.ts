@@ -3,123 +3,37 @@
  * rate-limiter-flexible and express-rate-limit's MemoryStore on the same keys and decisions, then
  * admission quality on bursty traffic against the exact sliding-log oracle.
  */
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
-import { createLimiter, FakeClock, type LimitRequest, livePreset, presets } from '../src/index.js';
+import { createLimiter, FakeClock } from '../src/index.js';
 import { ExactOracle, maxInAnyWindow } from '../test/support/oracle.js';
-import { consumeEach, round, settledHeap, withDateNow } from './support.js';
+import {
+  type Contender,
+  contenders,
+  DECISIONS,
+  KEYS,
+  liveGlobal,
+  request,
+  type Throughput,
+} from './limits-contender.js';
+import { median, round, withDateNow } from './support.js';
 
-const KEYS = 100_000;
-const DECISIONS = 2_000_000;
+const ROUNDS = Number(process.env.LIMITS_BENCH_ROUNDS ?? 3);
 
-/** The engine workload: the three Live global policies and the throttle lease, no route rules. */
-const liveGlobal = livePreset({ resourceLimits: [], throttleExemptRoutes: [] });
-
-const clientIds = Array.from({ length: KEYS }, (_, i) => `client-${i}`);
-const request = (i: number): LimitRequest => ({
-  clientId: clientIds[i % KEYS]!,
-  accountCode: 'ACME',
-  accountType: 'live',
-  method: 'GET',
-  path: '/booking/v1/reservations',
-});
-
-interface Throughput {
-  decisionsPerSecond: number;
-  heapBytesPerKey: number;
-  admitted: number;
+/** Measure one contender in a fresh process (see limits-contender.ts). */
+async function measureApart(name: Contender): Promise<Throughput> {
+  const child = fork(join(import.meta.dirname, 'limits-contender.ts'), [], {
+    execArgv: ['--import', 'tsx', '--expose-gc', '--max-old-space-size=8192'],
+    env: { ...process.env, LIMITS_BENCH_CONTENDER: name },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const [figures] = (await once(child, 'message')) as [Throughput];
+  await once(child, 'exit');
+  return figures;
 }
-
-async function measure(make: () => (i: number) => boolean | Promise<boolean>): Promise<Throughput> {
-  // Warm up on a store of its own, so the JIT has settled before the timed run.
-  const warm = make();
-  for (let i = 0; i < 200_000; i++) await warm(i);
-  const decide = make();
-  let admitted = 0;
-  // CPU time of this process, not wall time: the figure holds on a machine shared with other work.
-  // A synchronous answer is used as it comes; only a promise is awaited.
-  const start = process.cpuUsage();
-  for (let i = 0; i < DECISIONS; i++) {
-    const result = decide(i);
-    if (typeof result === 'boolean' ? result : await result) admitted++;
-  }
-  const used = process.cpuUsage(start);
-  const seconds = (used.user + used.system) / 1e6;
-  return {
-    decisionsPerSecond: DECISIONS / seconds,
-    heapBytesPerKey: await heapPerKey(make),
-    admitted,
-  };
-}
-
-/**
- * Heap per key on a fixed timeline, so that the figure does not depend on how fast the run went:
- * the same 2,000,000 decisions over 40 simulated seconds (1 ms per 50 decisions), every key
- * visited every 2 s and so active in the 60 s window throughout. `Date.now()` is the simulated
- * time for every limiter (the peers read it, ours reads it through the system clock).
- */
-async function heapPerKey(make: () => (i: number) => boolean | Promise<boolean>): Promise<number> {
-  let now = 1_700_000_000_000;
-  return withDateNow(
-    () => now,
-    async () => {
-      const before = settledHeap();
-      const decide = make();
-      for (let i = 0; i < DECISIONS; i++) {
-        if (i % 50 === 0) now++;
-        const result = decide(i);
-        if (typeof result !== 'boolean') await result;
-      }
-      const heap = settledHeap() - before;
-      // Keep the store reachable until after the heap was measured.
-      await decide(0);
-      return heap / KEYS;
-    },
-  );
-}
-
-const ours = () => {
-  const limiter = createLimiter({ preset: liveGlobal });
-  return (i: number): boolean => {
-    const d = limiter.check(request(i));
-    if (d.allowed) d.release();
-    return d.allowed;
-  };
-};
-
-/** The complete Live preset (route rules included), for a plain GET and for a PATCH of a booking. */
-const full = (method: 'GET' | 'PATCH') => () => {
-  const limiter = createLimiter({ preset: presets.live });
-  const paths = clientIds.map((_, i) =>
-    method === 'GET' ? '/booking/v1/reservations' : `/booking/v1/bookings/BK-${i % 64}`,
-  );
-  return (i: number): boolean => {
-    const d = limiter.check({ ...request(i), method, path: paths[i % KEYS]! });
-    if (d.allowed) d.release();
-    return d.allowed;
-  };
-};
-
-const flexible = () => {
-  const perSecond = new RateLimiterMemory({ points: 200, duration: 1 });
-  const perMinute = new RateLimiterMemory({ points: 3500, duration: 60 });
-  return (i: number): Promise<boolean> =>
-    consumeEach([perSecond, perMinute], `${clientIds[i % KEYS]}:ACME`);
-};
-
-const expressStores: ExpressMemoryStore[] = [];
-const express = () => {
-  const perSecond = new ExpressMemoryStore();
-  const perMinute = new ExpressMemoryStore();
-  perSecond.init({ windowMs: 1_000 } as never);
-  perMinute.init({ windowMs: 60_000 } as never);
-  expressStores.push(perSecond, perMinute);
-  return async (i: number): Promise<boolean> => {
-    const key = `${clientIds[i % KEYS]}:ACME`;
-    if ((await perSecond.increment(key)).totalHits > 200) return false;
-    return (await perMinute.increment(key)).totalHits <= 3500;
-  };
-};
 
 /** Bursts of 50 to 400 requests, a few ms apart, every 200 ms to 2 s, for about two minutes. */
 function burstyTrace(seed: number): number[] {
@@ -263,27 +177,33 @@ async function qualityPeer(
 }
 
 export async function run(): Promise<Record<string, unknown>> {
-  const results: Record<string, Throughput> = {};
-  for (const [name, make] of [
-    ['api-conventions', ours],
-    ['rate-limiter-flexible', flexible],
-    ['express-rate-limit', express],
-    ['api-conventions, full Live preset, GET', full('GET')],
-    ['api-conventions, full Live preset, PATCH booking', full('PATCH')],
-  ] as const) {
-    results[name] = await measure(make);
-    const r = results[name]!;
-    console.error(
-      `${name.padEnd(48)} ${round(r.decisionsPerSecond / 1e6)} M decisions/s, ${Math.round(r.heapBytesPerKey)} B heap per key, ${r.admitted} admitted`,
-    );
+  const names = Object.keys(contenders) as Contender[];
+  const runs = new Map<Contender, Throughput[]>(names.map((name) => [name, []]));
+  // Each contender in a process of its own, the rounds interleaved so that a busy moment of the
+  // machine hits every contender; the medians are reported.
+  for (let r = 1; r <= ROUNDS; r++) {
+    for (const name of names) {
+      const figures = await measureApart(name);
+      runs.get(name)?.push(figures);
+      console.error(
+        `round ${r} ${name.padEnd(48)} ${round(figures.decisionsPerSecond / 1e6)} M decisions/s, ${Math.round(figures.heapBytesPerKey)} B per key, ${figures.admitted} admitted`,
+      );
+    }
   }
-  for (const store of expressStores) store.shutdown();
+  const results: Record<string, Throughput> = {};
+  for (const [name, list] of runs) {
+    results[name] = {
+      decisionsPerSecond: median(list.map((f) => f.decisionsPerSecond)),
+      heapBytesPerKey: median(list.map((f) => f.heapBytesPerKey)),
+      admitted: median(list.map((f) => f.admitted)),
+    };
+  }
   const ourRate = results['api-conventions']!.decisionsPerSecond;
   const ratios = {
     vsRateLimiterFlexible: round(ourRate / results['rate-limiter-flexible']!.decisionsPerSecond),
     vsExpressRateLimit: round(ourRate / results['express-rate-limit']!.decisionsPerSecond),
   };
-  console.error(`ratios: ${JSON.stringify(ratios)}`);
+  console.error(`medians of ${ROUNDS} rounds, ratios: ${JSON.stringify(ratios)}`);
 
   const bursty = burstyTrace(7);
   const oracle = qualityOracle(bursty);
@@ -306,6 +226,7 @@ export async function run(): Promise<Record<string, unknown>> {
       keys: KEYS,
       decisions: DECISIONS,
       preset: 'live (3 global policies + throttle lease)',
+      rounds: ROUNDS,
     },
     throughput: Object.fromEntries(
       Object.entries(results).map(([k, v]) => [

@@ -11,7 +11,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import type { Variant } from './middleware-server.js';
-import { round } from './support.js';
+import { median, round } from './support.js';
 
 const VARIANTS: readonly Variant[] = (process.env.MIDDLEWARE_BENCH_VARIANTS?.split(',') as
   | Variant[]
@@ -76,14 +76,6 @@ async function measure(variant: Variant): Promise<Figures> {
     await once(child, 'exit');
   }
 }
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 
 export async function run(): Promise<Record<string, unknown>> {
   const runs = new Map<Variant, Figures[]>(VARIANTS.map((v) => [v, []]));

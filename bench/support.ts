@@ -21,6 +21,15 @@ export function settledHeap(): number {
   return heapUsed + arrayBuffers;
 }
 
+/** The median of a non-empty list. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
 /** Round to `digits` significant figures, for printing. */
 export function round(value: number, digits = 3): number {
   return Number(value.toPrecision(digits));

@@ -113,6 +113,8 @@ export interface Limiter<S extends LimitStore = LimitStore> {
 }
 
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
+// The methods nearly every request has, accepted without running the token pattern.
+const COMMON_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 const NO_RULES: CompiledRules = { table: undefined };
 
@@ -328,7 +330,8 @@ function checkRequest(input: LimitRequest, maxIdLength: number): LimitRequest {
       `accountType must be a string or undefined, got ${describe(request.accountType)}.`,
     );
   }
-  if (typeof request.method !== 'string' || !METHOD.test(request.method)) {
+  const { method } = request;
+  if (typeof method !== 'string' || !(COMMON_METHODS.has(method) || METHOD.test(method))) {
     throw new InvalidRequestError(
       'invalid_method',
       `method must be an HTTP method token such as "GET", got ${describe(request.method)}.`,

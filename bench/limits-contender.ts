@@ -1,0 +1,137 @@
+/**
+ * One contender of the limit engine benchmark, measured in a process of its own: `limits.bench.ts`
+ * starts this file once per contender and round, so that no contender runs on a heap or a JIT
+ * that another one left behind. Sends its figures to the parent over IPC.
+ */
+import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { createLimiter, type LimitRequest, livePreset, presets } from '../src/index.js';
+import { consumeEach, settledHeap, withDateNow } from './support.js';
+
+export const KEYS = 100_000;
+export const DECISIONS = 2_000_000;
+
+/** The engine workload: the three Live global policies and the throttle lease, no route rules. */
+export const liveGlobal = livePreset({ resourceLimits: [], throttleExemptRoutes: [] });
+
+const clientIds = Array.from({ length: KEYS }, (_, i) => `client-${i}`);
+export const request = (i: number): LimitRequest => ({
+  clientId: clientIds[i % KEYS]!,
+  accountCode: 'ACME',
+  accountType: 'live',
+  method: 'GET',
+  path: '/booking/v1/reservations',
+});
+
+export interface Throughput {
+  decisionsPerSecond: number;
+  heapBytesPerKey: number;
+  admitted: number;
+}
+
+async function measure(make: () => (i: number) => boolean | Promise<boolean>): Promise<Throughput> {
+  // Warm up on a store of its own, so the JIT has settled before the timed run.
+  const warm = make();
+  for (let i = 0; i < 200_000; i++) await warm(i);
+  const decide = make();
+  let admitted = 0;
+  // CPU time of this process, not wall time: the figure holds on a machine shared with other work.
+  // A synchronous answer is used as it comes; only a promise is awaited.
+  const start = process.cpuUsage();
+  for (let i = 0; i < DECISIONS; i++) {
+    const result = decide(i);
+    if (typeof result === 'boolean' ? result : await result) admitted++;
+  }
+  const used = process.cpuUsage(start);
+  const seconds = (used.user + used.system) / 1e6;
+  return {
+    decisionsPerSecond: DECISIONS / seconds,
+    heapBytesPerKey: await heapPerKey(make),
+    admitted,
+  };
+}
+
+/**
+ * Heap per key on a fixed timeline, so that the figure does not depend on how fast the run went:
+ * the same 2,000,000 decisions over 40 simulated seconds (1 ms per 50 decisions), every key
+ * visited every 2 s and so active in the 60 s window throughout. `Date.now()` is the simulated
+ * time for every limiter (the peers read it, ours reads it through the system clock).
+ */
+async function heapPerKey(make: () => (i: number) => boolean | Promise<boolean>): Promise<number> {
+  let now = 1_700_000_000_000;
+  return withDateNow(
+    () => now,
+    async () => {
+      const before = settledHeap();
+      const decide = make();
+      for (let i = 0; i < DECISIONS; i++) {
+        if (i % 50 === 0) now++;
+        const result = decide(i);
+        if (typeof result !== 'boolean') await result;
+      }
+      const heap = settledHeap() - before;
+      // Keep the store reachable until after the heap was measured.
+      await decide(0);
+      return heap / KEYS;
+    },
+  );
+}
+
+const ours = () => {
+  const limiter = createLimiter({ preset: liveGlobal });
+  return (i: number): boolean => {
+    const d = limiter.check(request(i));
+    if (d.allowed) d.release();
+    return d.allowed;
+  };
+};
+
+/** The complete Live preset (route rules included), for a plain GET and for a PATCH of a booking. */
+const full = (method: 'GET' | 'PATCH') => () => {
+  const limiter = createLimiter({ preset: presets.live });
+  const paths = clientIds.map((_, i) =>
+    method === 'GET' ? '/booking/v1/reservations' : `/booking/v1/bookings/BK-${i % 64}`,
+  );
+  return (i: number): boolean => {
+    const d = limiter.check({ ...request(i), method, path: paths[i % KEYS]! });
+    if (d.allowed) d.release();
+    return d.allowed;
+  };
+};
+
+const flexible = () => {
+  const perSecond = new RateLimiterMemory({ points: 200, duration: 1 });
+  const perMinute = new RateLimiterMemory({ points: 3500, duration: 60 });
+  return (i: number): Promise<boolean> =>
+    consumeEach([perSecond, perMinute], `${clientIds[i % KEYS]}:ACME`);
+};
+
+const express = () => {
+  const perSecond = new ExpressMemoryStore();
+  const perMinute = new ExpressMemoryStore();
+  perSecond.init({ windowMs: 1_000 } as never);
+  perMinute.init({ windowMs: 60_000 } as never);
+  return async (i: number): Promise<boolean> => {
+    const key = `${clientIds[i % KEYS]}:ACME`;
+    if ((await perSecond.increment(key)).totalHits > 200) return false;
+    return (await perMinute.increment(key)).totalHits <= 3500;
+  };
+};
+
+/** The contenders, by the name the report gives them. */
+export const contenders = {
+  'api-conventions': ours,
+  'rate-limiter-flexible': flexible,
+  'express-rate-limit': express,
+  'api-conventions, full Live preset, GET': full('GET'),
+  'api-conventions, full Live preset, PATCH booking': full('PATCH'),
+} as const;
+
+/** A contender's name. */
+export type Contender = keyof typeof contenders;
+
+const contender = process.env.LIMITS_BENCH_CONTENDER as Contender | undefined;
+if (contender !== undefined && process.send !== undefined) {
+  const figures = await measure(contenders[contender]);
+  process.send(figures, () => process.exit(0));
+}
