@@ -12,7 +12,7 @@ import {
   rate,
   window,
 } from '../../src/index.js';
-import { request } from '../support/limits.js';
+import { request, runEngine, runOracle } from '../support/limits.js';
 import { ExactOracle } from '../support/oracle.js';
 import { thrown } from '../support/thrown.js';
 
@@ -175,6 +175,77 @@ describe('MemoryStore', () => {
         }
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it('equals the exact oracle for dozens of keys whose rings grow, empty and are reclaimed, their blocks handed to other keys', () => {
+    const policies = [
+      window(40, '2s', { name: 'w2' }),
+      window(60, '30s', { name: 'w30' }),
+      concurrency(8, { name: 'c', leaseTtl: '1s' }),
+    ];
+    const step = fc.record({
+      // Mostly close together, so that rings grow and the arena fills; now and then a long pause
+      // that lets keys go quiet and be reclaimed.
+      gap: fc.oneof(
+        { arbitrary: fc.integer({ min: 0, max: 50 }), weight: 12 },
+        { arbitrary: fc.integer({ min: 0, max: 40_000 }), weight: 1 },
+      ),
+      client: fc.integer({ min: 0, max: 29 }),
+      burst: fc.integer({ min: 1, max: 30 }),
+      hold: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 60, maxLength: 160 }), (steps) => {
+        const clock = new FakeClock(0);
+        const store = new MemoryStore({ sweepInterval: 2 });
+        const limiter = createLimiter({ policies, clock, store });
+        const oracle = new ExactOracle();
+        const held: Array<{ decision: Decision; leaseId: number }> = [];
+        for (const { gap, client, burst, hold } of steps) {
+          clock.advance(gap);
+          for (let i = 0; i < burst; i++) {
+            const decision = limiter.check({ ...request, clientId: `c${client}` });
+            const expected = oracle.decideEntries(
+              clock.now(),
+              policies.map((policy) => ({ id: `c${client}|${policy.name}`, policy })),
+            );
+            expect(decision.allowed).toBe(expected.allowed);
+            if (!decision.allowed) {
+              expect(decision.retryAfterSeconds).toBe(expected.retryAfterSeconds);
+              expect(decision.policy?.name).toBe(expected.policy);
+            } else if (hold) held.push({ decision, leaseId: expected.leaseId! });
+            else {
+              decision.release();
+              oracle.release(expected.leaseId!);
+            }
+          }
+          // Leases held across steps are given back, some after the arena has been compacted.
+          if (held.length > 6) {
+            for (const { decision, leaseId } of held.splice(0, 3)) {
+              if (decision.allowed) decision.release();
+              oracle.release(leaseId);
+            }
+          }
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('keeps a window ring in time order when it grows after wrapping round', () => {
+    // Limit 10 in 1 s, gaps up to 400 ms: admissions leave the window while others arrive, so the
+    // ring wraps before it grows from 4 to 8 to 16; refusals' Retry-After read its oldest times.
+    const policies = [window(10, '1s', { name: 'w' })];
+    const arbitraryBursts = fc.array(fc.integer({ min: 0, max: 400 }), {
+      minLength: 20,
+      maxLength: 120,
+    });
+    fc.assert(
+      fc.property(arbitraryBursts, (g) => {
+        expect(runEngine(policies, g)).toEqual(runOracle(policies, g));
+      }),
+      { numRuns: 200 },
     );
   });
 
