@@ -45,6 +45,18 @@ export class Arena {
    * @returns its offset in {@link mem}
    */
   alloc(size: number): number {
+    const at = this.allocDirty(size);
+    this.mem.fill(0, at, at + size);
+    return at;
+  }
+
+  /**
+   * A block of `size` slots holding whatever a freed block held: for a ring or a list whose owner
+   * reads only the slots it wrote.
+   * @param size - whole number >= 1
+   * @returns its offset in {@link mem}
+   */
+  allocDirty(size: number): number {
     this.#used += size;
     const head = size < SMALL ? (this.#small[size] as number) : (this.#large.get(size) ?? -1);
     if (head !== -1) {
@@ -52,7 +64,6 @@ export class Arena {
       if (size < SMALL) this.#small[size] = next;
       else if (next === -1) this.#large.delete(size);
       else this.#large.set(size, next);
-      this.mem.fill(0, head, head + size);
       return head;
     }
     const at = this.#top;

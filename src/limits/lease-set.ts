@@ -67,7 +67,7 @@ export function leaseAcquire(
   const cap = m[s + MORE_CAP] as number;
   if (count === cap) {
     const grown = cap === 0 ? 2 : cap * 2;
-    const to = arena.alloc(2 * grown);
+    const to = arena.allocDirty(2 * grown);
     m = arena.mem;
     const from = m[s + MORE] as number;
     m.copyWithin(to, from, from + 2 * count);

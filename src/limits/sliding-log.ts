@@ -58,11 +58,13 @@ export function logAdmit(arena: Arena, s: number, t: number): void {
   if (count === cap) {
     // Full: move the times, oldest first, to a ring twice the size (4 to start with).
     const grown = cap === 0 ? 4 : cap * 2;
-    const to = arena.alloc(grown);
+    const to = arena.allocDirty(grown);
     m = arena.mem;
     const from = m[s + LOG] as number;
     const start = m[s + START] as number;
-    for (let i = 0; i < count; i++) m[to + i] = m[from + ((start + i) & (cap - 1))] as number;
+    // The ring is full (count === cap): its two runs, from `start` to the end and from 0.
+    m.copyWithin(to, from + start, from + cap);
+    m.copyWithin(to + cap - start, from, from + start);
     if (cap !== 0) arena.free(from, cap);
     m[s + LOG] = to;
     m[s + CAP] = grown;
