@@ -84,11 +84,42 @@ export interface CompiledRule extends LimitRule {
   readonly allPositions: readonly number[];
 }
 
+/** A resource scope that a request's rules open: its canonical key and its policies. */
+export interface ResourceScope {
+  /** The canonical resource key (see {@link RouteMatch.key}). */
+  readonly key: string;
+  /** The rule's policies. */
+  readonly policies: readonly Policy[];
+  /** Their positions: all of them apply. */
+  readonly positions: readonly number[];
+}
+
+/** What a preset's rules make of one request. */
+export interface RuleEffect {
+  /** Positions of the preset's own policies that still apply (the exempt ones removed). */
+  readonly active: readonly number[];
+  /** The resource scopes it is counted in, besides the client and account. */
+  readonly resources: readonly ResourceScope[];
+}
+
 /** The rules of one preset, compiled into one route table. */
 export interface CompiledRules {
   /** The route table, or undefined when the preset has no rules (no lookup at all). */
   readonly table: RouteTable<CompiledRule> | undefined;
+  /**
+   * The rules' effect on a request, remembered for the most recent paths (see
+   * {@link ROUTE_EFFECT_CACHE_SIZE}); absent when the preset has no rules.
+   */
+  readonly effectOf?: (method: string, path: string) => RuleEffect;
 }
+
+/**
+ * Method and path pairs whose rule effect one preset remembers. A lookup canonicalises the path
+ * and walks the rule trie (about half a microsecond); a remembered one is two map reads. Past this
+ * many the memory is emptied and starts again, so that paths that never repeat (ids, or an
+ * attacker's) cost a lookup each and hold a bounded amount of memory.
+ */
+export const ROUTE_EFFECT_CACHE_SIZE = 4_096;
 
 /**
  * Check a preset's rules and compile them into one route table.
@@ -164,7 +195,55 @@ export function compileLimitRules(
     }
     seen.set(canonical, index);
   });
-  return { table };
+  return {
+    table,
+    effectOf: effectCache(
+      table,
+      presetPolicies.map((_, i) => i),
+    ),
+  };
+}
+
+/** The rules' effect on a request, through a bounded memory of recent method and path pairs. */
+function effectCache(
+  table: RouteTable<CompiledRule>,
+  all: readonly number[],
+): (method: string, path: string) => RuleEffect {
+  const none: RuleEffect = { active: all, resources: [] };
+  const byMethod = new Map<string, Map<string, RuleEffect>>();
+  let size = 0;
+  return (method, path) => {
+    // The rules read the path up to its query or fragment: the rest is not part of the key.
+    const q = path.indexOf('?');
+    const h = path.indexOf('#');
+    const end = q === -1 ? h : h === -1 ? q : Math.min(q, h);
+    const key = end === -1 ? path : path.slice(0, end);
+    let paths = byMethod.get(method);
+    const known = paths?.get(key);
+    if (known !== undefined) return known;
+    let active = all;
+    const resources: ResourceScope[] = [];
+    for (const { rule, key: resource } of table.match(method, path)) {
+      if (rule.exemptPositions.length > 0)
+        active = active.filter((i) => !rule.exemptPositions.includes(i));
+      if (rule.ownPolicies.length > 0) {
+        resources.push({ key: resource, policies: rule.ownPolicies, positions: rule.allPositions });
+      }
+    }
+    const effect = active === all && resources.length === 0 ? none : { active, resources };
+    if (size >= ROUTE_EFFECT_CACHE_SIZE) {
+      byMethod.clear();
+      size = 0;
+      paths = undefined;
+    }
+    if (paths === undefined) {
+      paths = new Map();
+      byMethod.set(method, paths);
+    }
+    paths.set(key, effect);
+    size++;
+    return effect;
+  };
 }
 
 /** The matches of one request, for the limiter. */

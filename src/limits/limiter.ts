@@ -170,24 +170,15 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
       active: group.active,
     };
     const scopes: PlanScope[] = [global];
-    if (group.rules.table !== undefined) {
+    const { effectOf } = group.rules;
+    if (effectOf !== undefined) {
       // A malformed path matches no rule: it is still counted by the global limits and the throttle.
-      let active = group.active;
-      for (const match of group.rules.table.match(request.method, request.path)) {
-        const rule = match.rule;
-        if (rule.exemptPositions.length > 0)
-          active = active.filter((i) => !rule.exemptPositions.includes(i));
-        if (rule.ownPolicies.length > 0) {
-          scopes.push({
-            clientId,
-            accountCode,
-            resource: match.key,
-            policies: rule.ownPolicies,
-            active: rule.allPositions,
-          });
-        }
+      const { active, resources } = effectOf(request.method, request.path);
+      for (const { key, policies, positions } of resources) {
+        scopes.push({ clientId, accountCode, resource: key, policies, active: positions });
       }
-      if (active !== group.active) scopes[0] = { ...global, active };
+      // Exemptions only take positions away: the same length is the same list.
+      if (active.length !== group.active.length) scopes[0] = { ...global, active };
     }
     const plan: Plan = { scopes };
     const now = clock.now();

@@ -16,6 +16,11 @@ import {
   resourceRules,
   window,
 } from '../../src/index.js';
+import {
+  type CompiledRules,
+  compileLimitRules,
+  ROUTE_EFFECT_CACHE_SIZE,
+} from '../../src/limits/limit-rule.js';
 import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
 import { thrown } from '../support/thrown.js';
 
@@ -362,6 +367,64 @@ describe('route rules: exemptions from counting policies', () => {
         },
       ),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe('the remembered rule effects', () => {
+  // The effect of the rules on a request, worked out afresh from the route table every time.
+  const reference = (compiled: CompiledRules, method: string, path: string) => {
+    let active = presets.live.policies.map((_, i) => i);
+    const resources: Array<{ key: string; policies: readonly unknown[]; positions: number[] }> = [];
+    for (const { rule, key } of compiled.table!.match(method, path)) {
+      active = active.filter((i) => !rule.exemptPositions.includes(i));
+      if (rule.ownPolicies.length > 0) {
+        resources.push({ key, policies: rule.ownPolicies, positions: [...rule.allPositions] });
+      }
+    }
+    return { active, resources };
+  };
+  // The preset's own routes, spelled in many ways, and paths near them that match nothing.
+  const api = fc.constantFrom('booking', 'rateplan', 'Booking', 'other');
+  const version = fc.constantFrom('v1', 'V0-nsfh', 'v2', 'x1');
+  const id = fc.constantFrom('BK-1', 'bk-1', '%42K-1', 'RP-9', '');
+  const rest = fc.constantFrom(
+    'bookings/:id',
+    'reservations/:id',
+    'reservations/:id/offers',
+    'reservations/:id/service-offers',
+    'rate-plans/:id/rates',
+    'rates',
+    'offers',
+    'rate-plan-offers',
+    'service-offers',
+    'bookings/:id/../:id',
+    'bookings//:id/',
+  );
+  const pathArb = fc
+    .tuple(api, version, rest, id, fc.constantFrom('', '?a=1', '?a=2', '#f', '?q#f', '#f?q'))
+    .map(([a, v, r, i, tail]) => `/${a}/${v}/${r.replaceAll(':id', i)}${tail}`);
+  const methodArb = fc.constantFrom('GET', 'PATCH', 'PUT', 'patch', 'DELETE', 'get');
+
+  it('equal the rules worked out afresh, for any method and path, query and fragment included, also after the memory was emptied', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(methodArb, pathArb), { minLength: 1, maxLength: 60 }),
+        fc.nat({ max: 2 * ROUTE_EFFECT_CACHE_SIZE }),
+        (requests, filler) => {
+          const compiled = compileLimitRules(presets.live.rules, presets.live.policies, 'live');
+          // Paths seen once each, some of them enough to fill the memory and empty it.
+          for (let i = 0; i < filler; i++) compiled.effectOf!('GET', `/filler/${i}`);
+          // Each request twice: worked out, then remembered.
+          for (const [method, path] of [...requests, ...requests]) {
+            const effect = compiled.effectOf!(method, path);
+            expect({ active: [...effect.active], resources: [...effect.resources] }).toEqual(
+              reference(compiled, method, path),
+            );
+          }
+        },
+      ),
+      { numRuns: 60 },
     );
   });
 });
