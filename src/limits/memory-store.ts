@@ -266,12 +266,16 @@ export class MemoryStore implements SyncLimitStore {
       this.#sweep(t, 1);
     }
 
-    // The common plan, one scope with every policy active, needs no flattening.
+    // The common plan, one scope with every policy active, needs no flattening. Its record is
+    // found once, also when a policy has no room and the general path below refuses.
     const { scopes } = plan;
+    let first: ScopeRecord | undefined;
     if (scopes.length === 1) {
       const only = scopes[0]!;
+      first = this.#find(only, t);
+      if (first === undefined) return capacityRefusal(t);
       if (only.active.length === only.policies.length) {
-        const outcome = this.#admitWhole(only, t);
+        const outcome = this.#admitWhole(first, t);
         if (outcome !== undefined) return outcome;
       }
     }
@@ -279,8 +283,8 @@ export class MemoryStore implements SyncLimitStore {
     // Flatten the plan into the reusable work arrays: one entry per active policy.
     const w = this.#work;
     let n = 0;
-    for (const scope of plan.scopes) {
-      const record = this.#find(scope, t);
+    for (const scope of scopes) {
+      const record = first ?? this.#find(scope, t);
       if (record === undefined) return capacityRefusal(t);
       const { offsets } = record.layout;
       for (const i of scope.active) {
@@ -436,9 +440,7 @@ export class MemoryStore implements SyncLimitStore {
    * `undefined` when a policy has no room, for the general path to refuse. Up to then it has only
    * pruned what left its window, which the general path would do all the same.
    */
-  #admitWhole(scope: PlanScope, t: number): StoreOutcome | undefined {
-    const record = this.#find(scope, t);
-    if (record === undefined) return capacityRefusal(t);
+  #admitWhole(record: ScopeRecord, t: number): StoreOutcome | undefined {
     const { policies, base } = record;
     const { offsets } = record.layout;
     const n = policies.length;
