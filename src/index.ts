@@ -69,7 +69,11 @@ export type { Duration, DurationUnit } from './limits/duration.js';
 // Limits
 export { formatDuration, toMilliseconds } from './limits/duration.js';
 export type { LimitRule, ResourceRulesOptions } from './limits/limit-rule.js';
-export { exemptionRules, resourceRules } from './limits/limit-rule.js';
+export {
+  exemptionRules,
+  ROUTE_EFFECT_CACHE_SIZE,
+  resourceRules,
+} from './limits/limit-rule.js';
 export type {
   AdmittedDecision,
   Decision,
