@@ -117,9 +117,13 @@ export interface CompiledRules {
  * Method and path pairs whose rule effect one preset remembers. A lookup canonicalises the path
  * and walks the rule trie (about half a microsecond); a remembered one is two map reads. Past this
  * many the memory is emptied and starts again, so that paths that never repeat (ids, or an
- * attacker's) cost a lookup each and hold a bounded amount of memory.
+ * attacker's) cost a lookup each and hold a bounded amount of memory. Paths longer than 512
+ * characters before their query are not remembered.
  */
 export const ROUTE_EFFECT_CACHE_SIZE = 4_096;
+
+// The longest path (before its query) remembered; about 1 KB of text, so 4 MB at most in all.
+const REMEMBERED_PATH_LENGTH = 512;
 
 /**
  * Check a preset's rules and compile them into one route table.
@@ -231,6 +235,8 @@ function effectCache(
       }
     }
     const effect = active === all && resources.length === 0 ? none : { active, resources };
+    // A long path is looked up each time: remembered, a few thousand of them would hold megabytes.
+    if (key.length > REMEMBERED_PATH_LENGTH) return effect;
     if (size >= ROUTE_EFFECT_CACHE_SIZE) {
       byMethod.clear();
       size = 0;
