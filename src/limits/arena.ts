@@ -6,12 +6,21 @@
  * the numbers: the collector sees one array, however many keys there are.
  *
  * Freed blocks go on a free list per size and are handed out again before the arena grows. The
- * arena grows by half as much again when full (copying once); it does not shrink.
+ * arena grows by half as much again when full (copying once). Once most of it is free again (a
+ * burst of keys has gone) and what is left is small, {@link Arena.shrinkDue} asks the owner to
+ * copy the live blocks into a smaller array ({@link Arena.replace}); the owner does it at a moment
+ * when it holds no offset in a local. A large arena with many live blocks is never moved: the copy
+ * would pause the process for as long as it takes.
  * @module
  */
 
 // Block sizes below this have their free list in an array.
 const SMALL = 1_025;
+// An arena shrinks only from this many slots (64 KB) ...
+const SHRINK_FROM = 8_192;
+// ... and only while at most this many slots are in use (8 MB, some 10,000 keys): copying them
+// takes a few milliseconds.
+const SHRINK_AT_MOST = 1 << 20;
 
 /** A block allocator over one growable `Float64Array`. Offsets are in slots (8 bytes each). */
 export class Arena {
@@ -37,6 +46,34 @@ export class Arena {
   /** Slots in blocks currently handed out. */
   get usedSlots(): number {
     return this.#used;
+  }
+
+  /**
+   * True when the owner should move the live blocks into a smaller array: the arena is large, a
+   * quarter or less of it is in use, and that quarter is small enough to copy at once.
+   */
+  get shrinkDue(): boolean {
+    const length = this.mem.length;
+    return length >= SHRINK_FROM && this.#used * 4 <= length && this.#used <= SHRINK_AT_MOST;
+  }
+
+  /** The length of the array to shrink to: twice what is in use, and not below 4,096 slots. */
+  get shrunkLength(): number {
+    return Math.max(4_096, 2 * this.#used);
+  }
+
+  /**
+   * Take an array whose first `top` slots hold every live block, with no free block between
+   * them; every offset handed out before is void. Free lists start empty.
+   * @param mem - the new slots
+   * @param top - slots in use from its start
+   */
+  replace(mem: Float64Array, top: number): void {
+    this.mem = mem;
+    this.#top = top;
+    this.#used = top;
+    this.#small.fill(-1);
+    this.#large.clear();
   }
 
   /**
@@ -91,4 +128,19 @@ export class Arena {
       this.#large.set(size, at);
     }
   }
+}
+
+/**
+ * Copy `size` slots of `from` at `at` into `to` at `top` (a loop for the small blocks that most
+ * are, without the view object that `set` would need).
+ */
+export function copySlots(
+  from: Float64Array,
+  at: number,
+  size: number,
+  to: Float64Array,
+  top: number,
+): void {
+  if (size > 64) to.set(from.subarray(at, at + size), top);
+  else for (let i = 0; i < size; i++) to[top + i] = from[at + i] as number;
 }

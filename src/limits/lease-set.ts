@@ -7,7 +7,7 @@
  * second request of the scope is in flight at once. Lease ids are >= 1; 0 means none.
  * @module
  */
-import type { Arena } from './arena.js';
+import { type Arena, copySlots } from './arena.js';
 import type { ConcurrencyPolicy } from './policy.js';
 
 const FIRST_ID = 1;
@@ -136,4 +136,16 @@ export function leaseQuietAt(m: Float64Array, s: number): number {
 export function freeLeases(arena: Arena, s: number): void {
   const cap = arena.mem[s + MORE_CAP] as number;
   if (cap !== 0) arena.free(arena.mem[s + MORE] as number, 2 * cap);
+}
+
+/**
+ * Move the further leases of the state at `s` of `to` (a record block already copied there from
+ * `from`) into `to` at `top`. Answers the new top.
+ */
+export function moveLeases(from: Float64Array, to: Float64Array, s: number, top: number): number {
+  const cap = to[s + MORE_CAP] as number;
+  if (cap === 0) return top;
+  copySlots(from, to[s + MORE] as number, 2 * cap, to, top);
+  to[s + MORE] = top;
+  return top + 2 * cap;
 }

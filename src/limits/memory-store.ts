@@ -8,7 +8,7 @@
  */
 
 import { ConfigurationError } from '../errors.js';
-import { Arena } from './arena.js';
+import { Arena, copySlots } from './arena.js';
 import { describe } from './duration.js';
 import {
   gcraAdmit,
@@ -27,6 +27,7 @@ import {
   leaseQuietAt,
   leaseRelease,
   leaseRemaining,
+  moveLeases,
   pruneLeases,
 } from './lease-set.js';
 import type { Policy } from './policy.js';
@@ -37,6 +38,7 @@ import {
   logQuietAt,
   logRemaining,
   logResetAfter,
+  moveLog,
   pruneLog,
   WINDOW_SLOTS,
 } from './sliding-log.js';
@@ -250,6 +252,15 @@ export class MemoryStore implements SyncLimitStore {
   }
 
   /**
+   * Bytes of the array that holds every number of every key (the records' small JavaScript
+   * objects and the client map aside). It grows with the keys and shrinks once most of them have
+   * gone.
+   */
+  get bytes(): number {
+    return this.#arena.mem.byteLength;
+  }
+
+  /**
    * Apply a plan atomically: refuse if any active policy is blocked or full, otherwise record the
    * request in every active policy and take its leases.
    * @param plan - the scopes and policies of one request
@@ -264,6 +275,8 @@ export class MemoryStore implements SyncLimitStore {
     if (this.#sweepInterval > 0 && --this.#untilSweep <= 0) {
       this.#untilSweep = this.#sweepInterval;
       this.#sweep(t, 1);
+      // No offset is held anywhere but in the records here: the moment to move blocks.
+      if (this.#arena.shrinkDue) this.#shrink();
     }
 
     // The common plan, one scope with every policy active, needs no flattening. Its record is
@@ -418,6 +431,37 @@ export class MemoryStore implements SyncLimitStore {
   // records are being found, and must not drop (and hand out again) one found a moment before.
   #droppable(m: Float64Array, record: ScopeRecord, t: number): boolean {
     return record.decision !== this.#decision && isQuiet(m, record, t);
+  }
+
+  /**
+   * Copy every live record, each followed by its rings and lease blocks, into a smaller arena
+   * (see {@link Arena.shrinkDue}: only a few live blocks in a mostly free arena).
+   */
+  #shrink(): void {
+    const from = this.#arena.mem;
+    const to = new Float64Array(this.#arena.shrunkLength);
+    let top = 0;
+    const move = (record: ScopeRecord): void => {
+      const { base, layout, policies } = record;
+      copySlots(from, base, layout.size, to, top);
+      record.base = top;
+      top += layout.size;
+      for (let k = 0; k < policies.length; k++) {
+        const kind = policies[k]!.kind;
+        const s = record.base + layout.offsets[k]!;
+        if (kind === 'window') top = moveLog(from, to, s, top);
+        else if (kind === 'concurrency') top = moveLeases(from, to, s, top);
+      }
+    };
+    for (const entry of this.#clients.values()) {
+      for (let r: ScopeRecord | null = entry; r !== null; r = r.next) if (r.base !== -1) move(r);
+      if (entry.resources !== null) {
+        for (const account of entry.resources.values()) {
+          for (const record of account.records.values()) move(record);
+        }
+      }
+    }
+    this.#arena.replace(to, top);
   }
 
   /** Forget a record and give its blocks back. */

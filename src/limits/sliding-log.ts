@@ -11,7 +11,7 @@
  * of their own.
  * @module
  */
-import type { Arena } from './arena.js';
+import { type Arena, copySlots } from './arena.js';
 import type { WindowPolicy } from './policy.js';
 
 // Slot offsets from the policy's first slot. BLOCKED (0) is common to every kind of policy.
@@ -104,4 +104,16 @@ export function logQuietAt(m: Float64Array, s: number, policy: WindowPolicy): nu
 export function freeLog(arena: Arena, s: number): void {
   const cap = arena.mem[s + CAP] as number;
   if (cap !== 0) arena.free(arena.mem[s + LOG] as number, cap);
+}
+
+/**
+ * Move the ring of the state at `s` of `to` (a record block already copied there from `from`)
+ * into `to` at `top`. Answers the new top.
+ */
+export function moveLog(from: Float64Array, to: Float64Array, s: number, top: number): number {
+  const cap = to[s + CAP] as number;
+  if (cap === 0) return top;
+  copySlots(from, to[s + LOG] as number, cap, to, top);
+  to[s + LOG] = top;
+  return top + cap;
 }

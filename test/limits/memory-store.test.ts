@@ -249,6 +249,74 @@ describe('MemoryStore', () => {
     );
   });
 
+  it('gives memory back once a burst of keys has gone, and still equals the exact oracle, leases held across the move included', () => {
+    const policies = [
+      window(8, '1s', { name: 'w1' }),
+      window(30, '10s', { name: 'w10' }),
+      concurrency(4, { name: 'c', leaseTtl: '30s' }),
+    ];
+    const arrivals = fc.array(
+      fc.record({
+        gap: fc.integer({ min: 0, max: 300 }),
+        client: fc.integer({ min: 0, max: 7 }),
+        hold: fc.boolean(),
+      }),
+      { minLength: 20, maxLength: 80 },
+    );
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 300, max: 600 }),
+        arrivals,
+        arrivals,
+        (burst, before, after) => {
+          const clock = new FakeClock(0);
+          const store = new MemoryStore({ sweepInterval: 1 });
+          const limiter = createLimiter({ policies, clock, store });
+          const oracle = new ExactOracle();
+          const held: Array<{ decision: Decision; leaseId: number }> = [];
+          const check = (client: string, hold: boolean) => {
+            const decision = limiter.check({ ...request, clientId: client });
+            const expected = oracle.decideEntries(
+              clock.now(),
+              policies.map((policy) => ({ id: `${client}|${policy.name}`, policy })),
+            );
+            expect(decision.allowed).toBe(expected.allowed);
+            if (!decision.allowed) {
+              expect(decision.retryAfterSeconds).toBe(expected.retryAfterSeconds);
+              expect(decision.policy?.name).toBe(expected.policy);
+            } else if (hold) held.push({ decision, leaseId: expected.leaseId! });
+            else {
+              decision.release();
+              oracle.release(expected.leaseId!);
+            }
+          };
+          const run = (steps: typeof before) => {
+            for (const { gap, client, hold } of steps) {
+              clock.advance(gap);
+              check(`steady${client}`, hold);
+            }
+          };
+          run(before);
+          // A burst of keys, each with rings grown past their first blocks.
+          for (let k = 0; k < burst; k++) for (let i = 0; i < 6; i++) check(`burst${k}`, false);
+          const grown = store.bytes;
+          // Long enough for every burst key to go quiet (the steady keys' leases live 30 s).
+          clock.advance(11_000);
+          run(after);
+          for (let i = 0; i < burst + 50; i++) check(`steady${i % 8}`, i % 3 === 0);
+          expect(store.bytes).toBeLessThan(grown);
+          // Leases taken before the move are given back to the moved records.
+          for (const { decision, leaseId } of held) {
+            if (decision.allowed) decision.release();
+            oracle.release(leaseId);
+          }
+          run(after);
+        },
+      ),
+      { numRuns: 25 },
+    );
+  });
+
   it('at its cap, never drops a record that the decision under way has already found', () => {
     const clock = new FakeClock(0);
     const store = new MemoryStore({ maxKeys: 2, sweepInterval: 0 });
