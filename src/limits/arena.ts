@@ -6,21 +6,14 @@
  * the numbers: the collector sees one array, however many keys there are.
  *
  * Freed blocks go on a free list per size and are handed out again before the arena grows. The
- * arena grows by half as much again when full (copying once). Once most of it is free again (a
- * burst of keys has gone) and what is left is small, {@link Arena.shrinkDue} asks the owner to
- * copy the live blocks into a smaller array ({@link Arena.replace}); the owner does it at a moment
- * when it holds no offset in a local. A large arena with many live blocks is never moved: the copy
- * would pause the process for as long as it takes.
+ * arena grows by half as much again when full (copying once, so its owner keeps each arena small
+ * and uses many). The owner may also copy the live blocks into a smaller array and hand it over
+ * ({@link Arena.replace}), at a moment when it holds no offset in a local.
  * @module
  */
 
 // Block sizes below this have their free list in an array.
 const SMALL = 1_025;
-// An arena shrinks only from this many slots (64 KB) ...
-const SHRINK_FROM = 8_192;
-// ... and only while at most this many slots are in use (8 MB, some 10,000 keys): copying them
-// takes a few milliseconds.
-const SHRINK_AT_MOST = 1 << 20;
 
 /** A block allocator over one growable `Float64Array`. Offsets are in slots (8 bytes each). */
 export class Arena {
@@ -46,20 +39,6 @@ export class Arena {
   /** Slots in blocks currently handed out. */
   get usedSlots(): number {
     return this.#used;
-  }
-
-  /**
-   * True when the owner should move the live blocks into a smaller array: the arena is large, a
-   * quarter or less of it is in use, and that quarter is small enough to copy at once.
-   */
-  get shrinkDue(): boolean {
-    const length = this.mem.length;
-    return length >= SHRINK_FROM && this.#used * 4 <= length && this.#used <= SHRINK_AT_MOST;
-  }
-
-  /** The length of the array to shrink to: twice what is in use, and not below 4,096 slots. */
-  get shrunkLength(): number {
-    return Math.max(4_096, 2 * this.#used);
   }
 
   /**
@@ -105,7 +84,7 @@ export class Arena {
     }
     const at = this.#top;
     if (at + size > this.mem.length) {
-      const grown = new Float64Array(Math.max(at + size, Math.ceil(this.mem.length * 1.5)));
+      const grown = new Float64Array(Math.max(at + size, Math.ceil(this.mem.length * 1.25)));
       grown.set(this.mem);
       this.mem = grown;
     }

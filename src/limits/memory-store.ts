@@ -94,8 +94,8 @@ function slotsOf(policy: Policy): number {
 }
 
 /**
- * One scope (a client and account, or one of their resources): its block in the arena, or none
- * (`base` -1) while the object waits to be given a scope again (see {@link ClientEntry}).
+ * One scope (a client and account, or one of their resources): its block in its client's arena,
+ * or none (`base` -1) while the object waits to be given a scope again (see {@link ClientEntry}).
  */
 class ScopeRecord {
   /** Offset of the record block in the arena; -1 when the record holds none. */
@@ -110,12 +110,15 @@ class ScopeRecord {
   policies: readonly Policy[] = [];
   layout: Layout = EMPTY_LAYOUT;
 
+  /** @param arena - the arena of the record's client: every block of the record lies there */
+  constructor(readonly arena: Arena) {}
+
   /** Take a scope and a block of the arena. */
-  hold(accountCode: string, policies: readonly Policy[], arena: Arena): void {
+  hold(accountCode: string, policies: readonly Policy[]): void {
     this.accountCode = accountCode;
     this.policies = policies;
     this.layout = layoutOf(policies);
-    this.base = arena.alloc(this.layout.size);
+    this.base = this.arena.alloc(this.layout.size);
   }
 }
 
@@ -141,8 +144,11 @@ class ClientEntry extends ScopeRecord {
    */
   resources: Map<string, ResourceRecords> | null = null;
 
-  constructor(readonly clientId: string) {
-    super();
+  constructor(
+    readonly clientId: string,
+    arena: Arena,
+  ) {
+    super(arena);
   }
 }
 
@@ -194,6 +200,17 @@ export interface MemoryStoreOptions {
 const SWEEP_AT_CAP = 64;
 // Resource records of one client examined per sweep step.
 const RESOURCES_PER_STEP = 8;
+// Arenas a store spreads its clients over, and the slots each starts with.
+const ARENAS = 64;
+const CLIENTS_PER_RUN = 1_024;
+const INITIAL_SLOTS = 256;
+// The arenas shrink only from this many slots in all (256 KB) ...
+const SHRINK_FROM = 32_768;
+// ... and only while at most this many slots are in use (2 MB, a few thousand keys): copying
+// them takes a few milliseconds.
+const SHRINK_AT_MOST = 1 << 18;
+// Sweep steps between two looks at whether the arenas should shrink.
+const SHRINK_CHECK_EVERY = 64;
 
 /**
  * Keeps limit state in this process. Exact: sliding windows hold the admission times inside the
@@ -218,7 +235,14 @@ export class MemoryStore implements SyncLimitStore {
     resources: [],
     own: [],
   };
-  readonly #arena = new Arena();
+  /**
+   * The arenas, made as clients come: each client is given one in turn, and all its records live
+   * there. An arena grows by copying itself, so splitting the numbers over many keeps every copy
+   * small: a store of 1,000,000 keys grows 64 arenas of some 10 MB, never one of 600 MB.
+   */
+  readonly #arenas: Arena[] = [];
+  #newClients = 0;
+  #untilShrinkCheck = SHRINK_CHECK_EVERY;
   #cursor: MapIterator<ClientEntry>;
   #size = 0;
   #latest = Number.NEGATIVE_INFINITY;
@@ -257,7 +281,9 @@ export class MemoryStore implements SyncLimitStore {
    * gone.
    */
   get bytes(): number {
-    return this.#arena.mem.byteLength;
+    let bytes = 0;
+    for (const arena of this.#arenas) bytes += arena.mem.byteLength;
+    return bytes;
   }
 
   /**
@@ -276,7 +302,10 @@ export class MemoryStore implements SyncLimitStore {
       this.#untilSweep = this.#sweepInterval;
       this.#sweep(t, 1);
       // No offset is held anywhere but in the records here: the moment to move blocks.
-      if (this.#arena.shrinkDue) this.#shrink();
+      if (--this.#untilShrinkCheck <= 0) {
+        this.#untilShrinkCheck = SHRINK_CHECK_EVERY;
+        if (this.#shrinkDue()) this.#shrink();
+      }
     }
 
     // The common plan, one scope with every policy active, needs no flattening. Its record is
@@ -311,12 +340,12 @@ export class MemoryStore implements SyncLimitStore {
     }
 
     // When could each active policy admit one more request?
-    const m = this.#arena.mem;
     let earliest = t;
     let refusingOwn = t;
     let refusing = -1;
     for (let k = 0; k < n; k++) {
       const s = w.slots[k]!;
+      const m = w.records[k]!.arena.mem;
       const own = earliestFor(w.policies[k]!, m, s, t);
       w.own[k] = own;
       const at = Math.max(own, m[s] as number);
@@ -338,7 +367,7 @@ export class MemoryStore implements SyncLimitStore {
       policy: w.policies[refusing],
       resource: w.resources[refusing],
       policies: activePolicies(plan, w, n),
-      values: statusValues(m, w, n, t),
+      values: statusValues(w, n, t),
     };
     // Refused: record nothing; block every policy that has no room until the instant it announces.
     for (let k = 0; k < n; k++) {
@@ -346,7 +375,8 @@ export class MemoryStore implements SyncLimitStore {
       if (own > t) {
         const until = t + retryAfterSeconds(own - t) * 1000;
         const s = w.slots[k]!;
-        const base = w.records[k]!.base;
+        const { base, arena } = w.records[k]!;
+        const m = arena.mem;
         if (until > (m[s] as number)) m[s] = until;
         if (until > (m[base + QUIET] as number)) m[base + QUIET] = until;
       }
@@ -362,13 +392,13 @@ export class MemoryStore implements SyncLimitStore {
   release(lease: LeaseToken): void {
     const own = lease as MemoryLease;
     if (own.store !== this) return;
-    const m = this.#arena.mem;
     const { record } = own;
+    const m = record.arena.mem;
     if (record.generation === own.generation) leaseRelease(m, record.base + own.offset, own.id);
     if (own.more !== null) {
       for (const hold of own.more) {
         if (hold.record.generation === hold.generation) {
-          leaseRelease(m, hold.record.base + hold.offset, own.id);
+          leaseRelease(hold.record.arena.mem, hold.record.base + hold.offset, own.id);
         }
       }
     }
@@ -398,19 +428,19 @@ export class MemoryStore implements SyncLimitStore {
       entry = this.#clients.get(scope.clientId);
     }
     if (entry === undefined) {
-      entry = new ClientEntry(scope.clientId);
+      entry = new ClientEntry(scope.clientId, this.#arenaForNewClient());
       this.#clients.set(scope.clientId, entry);
     }
     let record: ScopeRecord;
     if (scope.resource === '') {
       if (entry.base === -1) record = entry;
       else {
-        record = new ScopeRecord();
+        record = new ScopeRecord(entry.arena);
         record.next = entry.next;
         entry.next = record;
       }
     } else {
-      record = new ScopeRecord();
+      record = new ScopeRecord(entry.arena);
       entry.resources ??= new Map();
       let account = entry.resources.get(scope.accountCode);
       if (account === undefined) {
@@ -421,7 +451,7 @@ export class MemoryStore implements SyncLimitStore {
       if (replaced !== undefined) this.#drop(replaced);
       account.records.set(scope.resource, record);
     }
-    record.hold(scope.accountCode, scope.policies, this.#arena);
+    record.hold(scope.accountCode, scope.policies);
     record.decision = this.#decision;
     this.#size++;
     return record;
@@ -433,25 +463,58 @@ export class MemoryStore implements SyncLimitStore {
     return record.decision !== this.#decision && isQuiet(m, record, t);
   }
 
+  // The arena the next new client is given, made when first needed.
+  #arenaForNewClient(): Arena {
+    // Runs of clients that arrive one after the other share an arena, so that their records lie
+    // together; the runs take the arenas in turn, so that the arenas grow alike.
+    const i = Math.floor(this.#newClients++ / CLIENTS_PER_RUN) % ARENAS;
+    let arena = this.#arenas[i];
+    if (arena === undefined) {
+      arena = new Arena(INITIAL_SLOTS);
+      this.#arenas[i] = arena;
+    }
+    return arena;
+  }
+
+  // Most of the arenas' room is free again (a burst of keys has gone), and what is used is small
+  // enough to copy at once (a few milliseconds: see SHRINK_AT_MOST).
+  #shrinkDue(): boolean {
+    let used = 0;
+    let length = 0;
+    for (const arena of this.#arenas) {
+      used += arena.usedSlots;
+      length += arena.mem.length;
+    }
+    return length >= SHRINK_FROM && used * 4 <= length && used <= SHRINK_AT_MOST;
+  }
+
   /**
-   * Copy every live record, each followed by its rings and lease blocks, into a smaller arena
-   * (see {@link Arena.shrinkDue}: only a few live blocks in a mostly free arena).
+   * Copy every live record, each followed by its rings and lease blocks, into a smaller array of
+   * its arena: only when few records live in a mostly free arena (see `#shrinkDue`).
    */
   #shrink(): void {
-    const from = this.#arena.mem;
-    const to = new Float64Array(this.#arena.shrunkLength);
-    let top = 0;
+    const arenas = this.#arenas;
+    const from = arenas.map((arena) => arena.mem);
+    const to = arenas.map(
+      (arena) => new Float64Array(Math.max(INITIAL_SLOTS, 2 * arena.usedSlots)),
+    );
+    const tops = arenas.map(() => 0);
     const move = (record: ScopeRecord): void => {
+      const i = arenas.indexOf(record.arena);
+      const source = from[i]!;
+      const target = to[i]!;
+      let top = tops[i]!;
       const { base, layout, policies } = record;
-      copySlots(from, base, layout.size, to, top);
+      copySlots(source, base, layout.size, target, top);
       record.base = top;
       top += layout.size;
       for (let k = 0; k < policies.length; k++) {
         const kind = policies[k]!.kind;
         const s = record.base + layout.offsets[k]!;
-        if (kind === 'window') top = moveLog(from, to, s, top);
-        else if (kind === 'concurrency') top = moveLeases(from, to, s, top);
+        if (kind === 'window') top = moveLog(source, target, s, top);
+        else if (kind === 'concurrency') top = moveLeases(source, target, s, top);
       }
+      tops[i] = top;
     };
     for (const entry of this.#clients.values()) {
       for (let r: ScopeRecord | null = entry; r !== null; r = r.next) if (r.base !== -1) move(r);
@@ -461,13 +524,13 @@ export class MemoryStore implements SyncLimitStore {
         }
       }
     }
-    this.#arena.replace(to, top);
+    for (const [i, arena] of arenas.entries()) arena.replace(to[i]!, tops[i]!);
   }
 
   /** Forget a record and give its blocks back. */
   #drop(record: ScopeRecord): void {
     this.#size--;
-    const arena = this.#arena;
+    const { arena } = record;
     const { policies, layout, base } = record;
     for (let k = 0; k < policies.length; k++) {
       const kind = policies[k]!.kind;
@@ -487,8 +550,9 @@ export class MemoryStore implements SyncLimitStore {
   #admitWhole(record: ScopeRecord, t: number): StoreOutcome | undefined {
     const { policies, base } = record;
     const { offsets } = record.layout;
+    const { arena } = record;
     const n = policies.length;
-    let m = this.#arena.mem;
+    let m = arena.mem;
     for (let k = 0; k < n; k++) {
       const s = base + offsets[k]!;
       if (earliestFor(policies[k]!, m, s, t) > t || (m[s] as number) > t) return undefined;
@@ -500,9 +564,9 @@ export class MemoryStore implements SyncLimitStore {
       const policy = policies[k]!;
       const s = base + offsets[k]!;
       if (policy.kind === 'concurrency') lease = this.#hold(lease, record, offsets[k]!);
-      const until = this.#admitOne(policy, s, t, lease);
+      const until = admitOne(policy, arena, s, t, lease);
       if (until > quietAt) quietAt = until;
-      m = this.#arena.mem;
+      m = arena.mem;
       writeStatus(values, k, policy, m, s, t);
     }
     m[base + QUIET] = quietAt;
@@ -515,31 +579,17 @@ export class MemoryStore implements SyncLimitStore {
       const policy = w.policies[k]!;
       const record = w.records[k]!;
       if (policy.kind === 'concurrency') lease = this.#hold(lease, record, w.offsets[k]!);
-      const until = this.#admitOne(policy, w.slots[k]!, t, lease);
-      const m = this.#arena.mem;
+      const until = admitOne(policy, record.arena, w.slots[k]!, t, lease);
+      const m = record.arena.mem;
       if (until > (m[record.base + QUIET] as number)) m[record.base + QUIET] = until;
     }
     return {
       allowed: true,
       now: t,
       policies: activePolicies(plan, w, n),
-      values: statusValues(this.#arena.mem, w, n, t),
+      values: statusValues(w, n, t),
       lease,
     };
-  }
-
-  // Record an admission at `t` in the policy's slots at `s`; the instant until which they are not
-  // fresh. A concurrency policy takes the request's lease, which the caller has made.
-  #admitOne(policy: Policy, s: number, t: number, lease: MemoryLease | undefined): number {
-    switch (policy.kind) {
-      case 'window':
-        logAdmit(this.#arena, s, t);
-        return t + policy.windowMs;
-      case 'rate':
-        return gcraAdmit(this.#arena.mem, s, policy, t);
-      case 'concurrency':
-        return leaseAcquire(this.#arena, s, policy, t, lease!.id);
-    }
   }
 
   // The request's lease, made on its first concurrency policy and extended to the next ones.
@@ -579,7 +629,7 @@ export class MemoryStore implements SyncLimitStore {
   }
 
   #sweepClient(entry: ClientEntry, t: number): void {
-    const m = this.#arena.mem;
+    const m = entry.arena.mem;
     if (entry.base !== -1 && this.#droppable(m, entry, t)) this.#drop(entry);
     let previous: ScopeRecord = entry;
     for (let r = entry.next; r !== null; r = r.next) {
@@ -598,7 +648,6 @@ export class MemoryStore implements SyncLimitStore {
 
   #sweepResources(account: ResourceRecords, t: number): void {
     const { records } = account;
-    const m = this.#arena.mem;
     for (let n = 0; n < RESOURCES_PER_STEP; n++) {
       account.cursor ??= records.entries();
       const next = account.cursor.next();
@@ -607,7 +656,7 @@ export class MemoryStore implements SyncLimitStore {
         return;
       }
       const [key, record] = next.value;
-      if (this.#droppable(m, record, t)) {
+      if (this.#droppable(record.arena.mem, record, t)) {
         this.#drop(record);
         records.delete(key);
       }
@@ -656,6 +705,26 @@ function isQuiet(m: Float64Array, record: ScopeRecord, t: number): boolean {
   return true;
 }
 
+// Record an admission at `t` in the policy's slots at `s` of `arena`; the instant until which they
+// are not fresh. A concurrency policy takes the request's lease, which the caller has made.
+function admitOne(
+  policy: Policy,
+  arena: Arena,
+  s: number,
+  t: number,
+  lease: MemoryLease | undefined,
+): number {
+  switch (policy.kind) {
+    case 'window':
+      logAdmit(arena, s, t);
+      return t + policy.windowMs;
+    case 'rate':
+      return gcraAdmit(arena.mem, s, policy, t);
+    case 'concurrency':
+      return leaseAcquire(arena, s, policy, t, lease!.id);
+  }
+}
+
 // The active policies in plan order; the scope's own list when it is all of them (no copy).
 function activePolicies(plan: Plan, w: Work, n: number): readonly Policy[] {
   const only = plan.scopes.length === 1 ? plan.scopes[0]! : undefined;
@@ -688,9 +757,11 @@ function writeStatus(
   }
 }
 
-function statusValues(m: Float64Array, w: Work, n: number, t: number): number[] {
+function statusValues(w: Work, n: number, t: number): number[] {
   const values: number[] = new Array(2 * n);
-  for (let k = 0; k < n; k++) writeStatus(values, k, w.policies[k]!, m, w.slots[k]!, t);
+  for (let k = 0; k < n; k++) {
+    writeStatus(values, k, w.policies[k]!, w.records[k]!.arena.mem, w.slots[k]!, t);
+  }
   return values;
 }
 
