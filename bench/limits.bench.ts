@@ -176,6 +176,40 @@ async function qualityPeer(
   );
 }
 
+/**
+ * The longest single decision while a store grows: 200,000 keys that come once a second for 20
+ * seconds beside 17,000 steady ones, then only the steady ones for 2,000,000 decisions (the
+ * others go quiet and are reclaimed). Every decision is timed; a store that grows by copying its
+ * state holds the decision that triggers the copy.
+ */
+function growthPauses(): { decisions: number; longestMs: number; p999Ms: number } {
+  const clock = new FakeClock(0);
+  const limiter = createLimiter({ preset: liveGlobal, clock });
+  const times: number[] = [];
+  const decide = (clientId: string) => {
+    const start = performance.now();
+    const d = limiter.check({ ...request(0), clientId });
+    if (d.allowed) d.release();
+    times.push(performance.now() - start);
+  };
+  for (let r = 0; r < 20; r++) {
+    for (let k = 0; k < 200_000; k++) decide(`burst-${k}`);
+    for (let k = 0; k < 17_000; k++) decide(`steady-${k}`);
+    clock.advance(50);
+  }
+  clock.advance(61_000);
+  for (let i = 0; i < 2_000_000; i++) {
+    decide(`steady-${i % 17_000}`);
+    if (i % 17_000 === 0) clock.advance(100);
+  }
+  times.sort((x, y) => x - y);
+  return {
+    decisions: times.length,
+    longestMs: round(times[times.length - 1]!),
+    p999Ms: round(times[Math.floor(times.length * 0.999)]!),
+  };
+}
+
 export async function run(): Promise<Record<string, unknown>> {
   const names = Object.keys(contenders) as Contender[];
   const runs = new Map<Contender, Throughput[]>(names.map((name) => [name, []]));
@@ -214,6 +248,10 @@ export async function run(): Promise<Record<string, unknown>> {
     'rate-limiter-flexible': await qualityPeer(bursty, 'flexible'),
     'express-rate-limit': await qualityPeer(bursty, 'express'),
   };
+  const growth = growthPauses();
+  console.error(
+    `longest decision while the store grows to 217,000 keys: ${JSON.stringify(growth)}`,
+  );
   const edge = {
     'api-conventions': qualityOurs(edgeTrace()).maxIn1s,
     'rate-limiter-flexible': (await qualityPeer(edgeTrace(), 'flexible')).maxIn1s,
@@ -241,5 +279,6 @@ export async function run(): Promise<Record<string, unknown>> {
     admissionVsOracle: round(quality['api-conventions'].admitted / oracle, 4),
     quality,
     edgeMaxIn1s: edge,
+    growth,
   };
 }

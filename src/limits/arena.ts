@@ -6,7 +6,7 @@
  * the numbers: the collector sees one array, however many keys there are.
  *
  * Freed blocks go on a free list per size and are handed out again before the arena grows. The
- * arena grows by half as much again when full (copying once, so its owner keeps each arena small
+ * arena grows by a quarter when full (copying once, so its owner keeps each arena small
  * and uses many). The owner may also copy the live blocks into a smaller array and hand it over
  * ({@link Arena.replace}), at a moment when it holds no offset in a local.
  * @module
