@@ -3,7 +3,8 @@
  * holding the state of each of the scope's policies. Decides synchronously, with no promise and no
  * timer. Records are found without building a key string (client id, then account code), reclaimed
  * by an incremental sweep once every policy of theirs is back to a fresh state, and capped in
- * number, so rotating client ids cannot grow memory without bound.
+ * number, so rotating client ids cannot grow memory without bound. Their numbers live in arenas of
+ * slots (see arena.ts): each client's in one of 64, so that no growth copies them all at once.
  * @module
  */
 
