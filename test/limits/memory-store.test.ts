@@ -8,6 +8,7 @@ import {
   isConfigurationError,
   MemoryStore,
   type Plan,
+  type Policy,
   presets,
   rate,
   window,
@@ -15,6 +16,53 @@ import {
 import { request, runEngine, runOracle } from '../support/limits.js';
 import { ExactOracle } from '../support/oracle.js';
 import { thrown } from '../support/thrown.js';
+
+/**
+ * A limiter on a memory store beside the exact oracle, fed the same requests (counted per client
+ * and account): each decision must equal the oracle's, Retry-After and refusing policy included.
+ * An admitted request ends at once, or is held to be given back later with `giveBack`.
+ */
+class OracleTwin {
+  readonly clock = new FakeClock(0);
+  readonly oracle = new ExactOracle();
+  readonly held: Array<{ decision: Decision; leaseId: number }> = [];
+  readonly #limiter;
+
+  constructor(
+    readonly policies: readonly Policy[],
+    store: MemoryStore,
+  ) {
+    this.#limiter = createLimiter({ policies, clock: this.clock, store });
+  }
+
+  check(clientId: string, accountCode: string, hold: boolean): void {
+    const decision = this.#limiter.check({ ...request, clientId, accountCode });
+    const expected = this.oracle.decideEntries(
+      this.clock.now(),
+      this.policies.map((policy) => ({
+        id: `${clientId}|${accountCode}|${policy.name}`,
+        policy,
+      })),
+    );
+    expect(decision.allowed).toBe(expected.allowed);
+    if (!decision.allowed) {
+      expect(decision.retryAfterSeconds).toBe(expected.retryAfterSeconds);
+      expect(decision.policy?.name).toBe(expected.policy);
+    } else if (hold) this.held.push({ decision, leaseId: expected.leaseId! });
+    else {
+      decision.release();
+      this.oracle.release(expected.leaseId!);
+    }
+  }
+
+  /** Give back `count` held leases from `index` on, to both. */
+  giveBack(index: number, count = 1): void {
+    for (const { decision, leaseId } of this.held.splice(index, count)) {
+      if (decision.allowed) decision.release();
+      this.oracle.release(leaseId);
+    }
+  }
+}
 
 describe('MemoryStore', () => {
   it('decides synchronously: check returns a decision, not a promise', () => {
@@ -142,36 +190,13 @@ describe('MemoryStore', () => {
     });
     fc.assert(
       fc.property(fc.array(step, { minLength: 1, maxLength: 300 }), (steps) => {
-        const clock = new FakeClock(0);
-        const limiter = createLimiter({
-          policies,
-          clock,
-          store: new MemoryStore({ sweepInterval: 1 }),
-        });
-        const oracle = new ExactOracle();
-        const held: Array<{ decision: Decision; leaseId: number }> = [];
+        const twin = new OracleTwin(policies, new MemoryStore({ sweepInterval: 1 }));
         for (const { gap, client, account, release } of steps) {
-          clock.advance(gap);
-          if (release !== undefined && held.length > 0) {
-            const [gone] = held.splice(release % held.length, 1);
-            if (gone!.decision.allowed) gone!.decision.release();
-            oracle.release(gone!.leaseId);
+          twin.clock.advance(gap);
+          if (release !== undefined && twin.held.length > 0) {
+            twin.giveBack(release % twin.held.length);
           }
-          const key = `c${client}|a${account}`;
-          const decision = limiter.check({
-            ...request,
-            clientId: `c${client}`,
-            accountCode: `a${account}`,
-          });
-          const expected = oracle.decideEntries(
-            clock.now(),
-            policies.map((policy) => ({ id: `${key}|${policy.name}`, policy })),
-          );
-          expect(decision.allowed).toBe(expected.allowed);
-          if (!decision.allowed) {
-            expect(decision.retryAfterSeconds).toBe(expected.retryAfterSeconds);
-            expect(decision.policy?.name).toBe(expected.policy);
-          } else held.push({ decision, leaseId: expected.leaseId! });
+          twin.check(`c${client}`, `a${account}`, true);
         }
       }),
       { numRuns: 150 },
@@ -197,36 +222,12 @@ describe('MemoryStore', () => {
     });
     fc.assert(
       fc.property(fc.array(step, { minLength: 60, maxLength: 160 }), (steps) => {
-        const clock = new FakeClock(0);
-        const store = new MemoryStore({ sweepInterval: 2 });
-        const limiter = createLimiter({ policies, clock, store });
-        const oracle = new ExactOracle();
-        const held: Array<{ decision: Decision; leaseId: number }> = [];
+        const twin = new OracleTwin(policies, new MemoryStore({ sweepInterval: 2 }));
         for (const { gap, client, burst, hold } of steps) {
-          clock.advance(gap);
-          for (let i = 0; i < burst; i++) {
-            const decision = limiter.check({ ...request, clientId: `c${client}` });
-            const expected = oracle.decideEntries(
-              clock.now(),
-              policies.map((policy) => ({ id: `c${client}|${policy.name}`, policy })),
-            );
-            expect(decision.allowed).toBe(expected.allowed);
-            if (!decision.allowed) {
-              expect(decision.retryAfterSeconds).toBe(expected.retryAfterSeconds);
-              expect(decision.policy?.name).toBe(expected.policy);
-            } else if (hold) held.push({ decision, leaseId: expected.leaseId! });
-            else {
-              decision.release();
-              oracle.release(expected.leaseId!);
-            }
-          }
-          // Leases held across steps are given back, some after the arena has been compacted.
-          if (held.length > 6) {
-            for (const { decision, leaseId } of held.splice(0, 3)) {
-              if (decision.allowed) decision.release();
-              oracle.release(leaseId);
-            }
-          }
+          twin.clock.advance(gap);
+          for (let i = 0; i < burst; i++) twin.check(`c${client}`, request.accountCode, hold);
+          // Leases held across steps are given back, some after their blocks were handed on.
+          if (twin.held.length > 6) twin.giveBack(0, 3);
         }
       }),
       { numRuns: 60 },
@@ -269,30 +270,13 @@ describe('MemoryStore', () => {
         arrivals,
         arrivals,
         (burst, before, after) => {
-          const clock = new FakeClock(0);
           const store = new MemoryStore({ sweepInterval: 1 });
-          const limiter = createLimiter({ policies, clock, store });
-          const oracle = new ExactOracle();
-          const held: Array<{ decision: Decision; leaseId: number }> = [];
-          const check = (client: string, hold: boolean) => {
-            const decision = limiter.check({ ...request, clientId: client });
-            const expected = oracle.decideEntries(
-              clock.now(),
-              policies.map((policy) => ({ id: `${client}|${policy.name}`, policy })),
-            );
-            expect(decision.allowed).toBe(expected.allowed);
-            if (!decision.allowed) {
-              expect(decision.retryAfterSeconds).toBe(expected.retryAfterSeconds);
-              expect(decision.policy?.name).toBe(expected.policy);
-            } else if (hold) held.push({ decision, leaseId: expected.leaseId! });
-            else {
-              decision.release();
-              oracle.release(expected.leaseId!);
-            }
-          };
+          const twin = new OracleTwin(policies, store);
+          const check = (client: string, hold: boolean) =>
+            twin.check(client, request.accountCode, hold);
           const run = (steps: typeof before) => {
             for (const { gap, client, hold } of steps) {
-              clock.advance(gap);
+              twin.clock.advance(gap);
               check(`steady${client}`, hold);
             }
           };
@@ -301,16 +285,13 @@ describe('MemoryStore', () => {
           for (let k = 0; k < burst; k++) for (let i = 0; i < 10; i++) check(`burst${k}`, false);
           const grown = store.bytes;
           // Long enough for every burst key to go quiet (the steady keys' leases live 30 s).
-          clock.advance(11_000);
+          twin.clock.advance(11_000);
           run(after);
           // The sweep visits one client per decision; the arenas are looked at every 64 steps.
           for (let i = 0; i < 2 * burst + 100; i++) check(`steady${i % 8}`, i % 3 === 0);
           expect(store.bytes).toBeLessThan(grown);
           // Leases taken before the move are given back to the moved records.
-          for (const { decision, leaseId } of held) {
-            if (decision.allowed) decision.release();
-            oracle.release(leaseId);
-          }
+          twin.giveBack(0, twin.held.length);
           run(after);
         },
       ),
