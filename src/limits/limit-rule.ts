@@ -108,9 +108,9 @@ export interface CompiledRules {
   readonly table: RouteTable<CompiledRule> | undefined;
   /**
    * The rules' effect on a request, remembered for the most recent paths (see
-   * {@link ROUTE_EFFECT_CACHE_SIZE}); absent when the preset has no rules.
+   * {@link ROUTE_EFFECT_CACHE_SIZE}); undefined when the preset has no rules.
    */
-  readonly effectOf?: (method: string, path: string) => RuleEffect;
+  readonly effectOf: ((method: string, path: string) => RuleEffect) | undefined;
 }
 
 /**
@@ -138,7 +138,7 @@ export function compileLimitRules(
   presetPolicies: readonly Policy[],
   where: string,
 ): CompiledRules {
-  if (rules === undefined || rules.length === 0) return { table: undefined };
+  if (rules === undefined || rules.length === 0) return { table: undefined, effectOf: undefined };
   if (!Array.isArray(rules)) {
     throw new ConfigurationError(
       'invalid_route_rule',
@@ -251,6 +251,3 @@ function effectCache(
     return effect;
   };
 }
-
-/** The matches of one request, for the limiter. */
-export type RuleMatches = readonly RouteMatch<CompiledRule>[];

@@ -116,7 +116,7 @@ const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
 // The methods nearly every request has, accepted without running the token pattern.
 const COMMON_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-const NO_RULES: CompiledRules = { table: undefined };
+const NO_RULES: CompiledRules = { table: undefined, effectOf: undefined };
 
 /**
  * Make a limiter.

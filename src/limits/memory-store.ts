@@ -500,8 +500,9 @@ export class MemoryStore implements SyncLimitStore {
       (arena) => new Float64Array(Math.max(INITIAL_SLOTS, 2 * arena.usedSlots)),
     );
     const tops = arenas.map(() => 0);
+    const indexOf = new Map(arenas.map((arena, i) => [arena, i]));
     const move = (record: ScopeRecord): void => {
-      const i = arenas.indexOf(record.arena);
+      const i = indexOf.get(record.arena)!;
       const source = from[i]!;
       const target = to[i]!;
       let top = tops[i]!;
