@@ -16,6 +16,12 @@
  * then, only when the plan has an active throttle, the lease id (instance number and counter).
  * Every argument costs the client and the server a conversion; the expiry margin is a constant.
  *
+ * Leases given back since the store's last command may travel with a decision (outside Redis
+ * Cluster, where keys of other clients may live on other nodes): their lease sets follow the
+ * decision's KEYS, and ARGV then holds the time and the lease id (`''` when there is none) and
+ * three arguments per lease ({@link releaseLoop}). The script gives them back first: they were
+ * released before this decision was asked for.
+ *
  * Reply: one string of numbers separated by commas (one bulk string costs a client far less to
  * read than an array of integers), each exact: whole numbers with `%d` when all of them are below
  * 10^14, else every one as `%.17g`. In order: admitted (1 or 0), the decision time, the
@@ -25,7 +31,8 @@
  * @module
  */
 import type { Policy } from '../limits/policy.js';
-import { ENTRY_SIZE, fixedFormat, fixedSize } from './state-codec.js';
+import { releaseLoop } from './release-script.js';
+import { ENTRY_SIZE, fixedFormat, fixedSize, SWEEP_NEVER } from './state-codec.js';
 
 /** What a decision script is written for. */
 export interface DecideShape {
@@ -48,8 +55,9 @@ interface Section {
 // Per-section variables: blocked until, the rate's theoretical arrival time (a throttle's latest
 // lease expiry), the stored entry count, where the entries start, a window's head (its oldest
 // stored admission still inside) or a throttle's live lease count, the policy's own earliest
-// admission time. Per scope: its stored value and whether it changed.
-type SectionVariable = 'B' | 'A' | 'N' | 'O' | 'H' | 'W';
+// admission time, a throttle's next sweep (no lease in its set expires before it). Per scope: its
+// stored value and whether it changed.
+type SectionVariable = 'B' | 'A' | 'N' | 'O' | 'H' | 'W' | 'S';
 type ScopeVariable = 'X' | 'D';
 
 /** Lua's limit is 200 locals per function; past this many the variables live in one table. */
@@ -165,6 +173,11 @@ export function decideScript(shape: DecideShape): string {
     'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
     'local unpack_struct, pack_struct, sub, rep = struct.unpack, struct.pack, string.sub, string.rep',
     'local call, argv, keys, format, concat, unpack = redis.call, ARGV, KEYS, string.format, table.concat, unpack',
+    '-- Leases given back since the last command travel here, before the decision.',
+    `if #keys > ${shape.scopes.length + leaseKey.size} then`,
+    '  local released = 0',
+    releaseLoop(`${shape.scopes.length + leaseKey.size + 1}`, 4),
+    'end',
     leaseKey.size > 0
       ? "-- The lease id: the issuing store's instance number and its counter."
       : '',
@@ -226,14 +239,16 @@ function readScopes(w: Writer): void {
       emit(`    if ${checks.join(' and ')} then`, '      ok = true');
       emit('      if latest > t then t = latest end');
       for (const [i, j] of ids.entries()) {
+        // A throttle's count field holds how long after `latest` its next sweep is due.
+        const third = policies[i]!.kind === 'concurrency' ? `latest + ${field(i, 3)}` : field(i, 3);
         emit(
-          `      ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = ${field(i, 1)}, ${field(i, 2)}, ${field(i, 3)}`,
+          `      ${v('B', j)}, ${v('A', j)}, ${thirdField(w, j)} = ${field(i, 1)}, ${field(i, 2)}, ${third}`,
         );
       }
       emit('    end', '  end');
     }
     emit('  if not ok then', `    ${x} = ''`);
-    for (const j of ids) emit(`    ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = 0, 0, 0`);
+    for (const j of ids) emit(`    ${v('B', j)}, ${v('A', j)}, ${thirdField(w, j)} = 0, 0, 0`);
     emit('  end', 'end');
     // Where each section's entries start.
     let offset = String(size + 1);
@@ -273,16 +288,23 @@ function settleEntries(w: Writer): void {
         'end',
       );
     } else if (p.kind === 'concurrency' && section.uses > 0) {
-      // The leases that have not expired; the expired ones are dropped. A fresh state has none:
-      // a lease set outlives its scope's value only with expired leases, or a value not ours.
+      // The leases that have not expired. A fresh state has none: a lease set outlives its scope's
+      // value only with expired leases, or a value not ours. Expired leases are dropped when one
+      // may have expired: no lease in the set expires before the sweep time S, the earliest expiry
+      // among the leases taken since the last sweep and those it left (a release only raises it).
       const set = leaseKey.get(j)!;
+      const s = v('S', j);
       emit(
         `if ${x} == '' then`,
         // Emptied, not deleted: a key of another type fails the script instead of being lost.
         `  call('ZREMRANGEBYSCORE', ${set}, '-inf', '+inf')`,
-        `  ${h} = 0`,
+        `  ${h}, ${s} = 0, t + ${SWEEP_NEVER}`,
         'else',
-        `  call('ZREMRANGEBYSCORE', ${set}, '-inf', t)`,
+        `  if t >= ${s} then`,
+        `    call('ZREMRANGEBYSCORE', ${set}, '-inf', t)`,
+        `    local oldest = call('ZRANGE', ${set}, 0, 0, 'WITHSCORES')[2]`,
+        `    if oldest then ${s} = oldest + 0 else ${s} = t + ${SWEEP_NEVER} end`,
+        '  end',
         `  ${h} = call('ZCARD', ${set})`,
         'end',
       );
@@ -349,9 +371,6 @@ function decide(w: Writer): void {
     const a = v('A', j);
     if (p.kind === 'rate') {
       emit(`  if ${a} < t then ${a} = t end`, `  ${a} = ${a} + 1000 / ${lua(p.perSecond)}`);
-    } else if (p.kind === 'concurrency') {
-      // The latest lease expiry: the scope's value lives as long as its newest lease.
-      emit(`  ${a} = t + ${p.leaseTtlMs}`);
     }
   }
   for (const s of new Set(work.map((j) => sections[j]!.scope))) emit(`  ${sv('D', s)} = true`);
@@ -470,21 +489,28 @@ function writeBack(w: Writer): void {
         fixed.push('2', b, a, '0');
         emit(`  if ${a} > horizon then horizon = ${a} end`);
       } else {
-        fixed.push('3', b, a, '0');
-        emit(`  if ${a} > horizon then horizon = ${a} end`);
+        const s = v('S', j);
+        // The next sweep, as whole ms after this decision (rounded down: never after a lease's
+        // expiry), at most SWEEP_NEVER.
+        fixed.push('3', b, a, `min(${SWEEP_NEVER}, max(0, floor(${s} - t)))`);
         if (uses > 0) {
-          // Admitted: the lease joins the throttle's set, which expires with its newest lease.
+          // Admitted: the lease joins the throttle's set, which expires with its newest lease (A,
+          // which keeps the scope's value alive as long), and is due in the next sweep.
           const set = leaseKey.get(j)!;
+          const ttl = p.leaseTtlMs;
           const members = Array.from({ length: uses }, (_, u) =>
             u === 0 ? 'id' : `id .. '.${u + 1}'`,
           );
           emit(
             '  if admitted then',
-            `    call('ZADD', ${set}, ${members.map((m) => `t + ${p.leaseTtlMs}, ${m}`).join(', ')})`,
-            `    call('PEXPIRE', ${set}, ${p.leaseTtlMs + shape.marginMs})`,
+            `    ${a} = t + ${ttl}`,
+            `    call('ZADD', ${set}, ${members.map((m) => `${a}, ${m}`).join(', ')})`,
+            `    call('PEXPIRE', ${set}, ${ttl + shape.marginMs})`,
+            `    if ${a} < ${s} then ${s} = ${a} end`,
             '  end',
           );
         }
+        emit(`  if ${a} > horizon then horizon = ${a} end`);
       }
     }
     const format = `'${fixedFormat(policies.length)}'`;
@@ -527,4 +553,9 @@ function kindCode(policy: Policy): number {
 /** A number as Lua source that reads back as the same double. */
 function lua(x: number): string {
   return String(x);
+}
+
+/** The variable a section's third fixed field is read into: a throttle's next sweep, else its count. */
+function thirdField(w: Pick<Writer, 'sections' | 'v'>, j: number): string {
+  return w.sections[j]!.policy.kind === 'concurrency' ? w.v('S', j) : w.v('N', j);
 }

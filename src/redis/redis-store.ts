@@ -23,7 +23,7 @@ import type {
 import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
 import type { RedisScriptClient } from './redis-client.js';
 import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
-import { RELEASE_SCRIPT } from './release-script.js';
+import { RELEASE_SCRIPT, releaseArgs } from './release-script.js';
 import { LAYOUT_VERSION } from './state-codec.js';
 
 /** Starts and cancels the per-operation timeout; injectable so that tests control it. */
@@ -104,10 +104,22 @@ const RELEASE = script(RELEASE_SCRIPT);
 interface RedisLease extends LeaseToken {
   readonly store: RedisStore;
   readonly keys: readonly string[];
-  readonly counter: string;
+  /** The store's instance number and its counter. */
+  readonly id: string;
   /** The most times the plan named one throttle (each time is one member of its set). */
   readonly uses: number;
 }
+
+/** A lease given back but not yet sent, and what to call once it has been. */
+interface PendingRelease {
+  readonly lease: RedisLease;
+  readonly done: () => void;
+}
+
+/** The most given-back leases that travel with one decision. */
+const MAX_RIDERS = 32;
+/** The most leases one release script gives back. */
+const MAX_BATCH = 256;
 
 /** A plan shape's decision script and the throttles whose lease sets it takes as KEYS. */
 interface Decider {
@@ -161,6 +173,11 @@ export class RedisStore implements AsyncLimitStore {
   readonly #actives = new WeakMap<readonly number[], string>();
   /** The decision script of each plan shape (see {@link shapeOf}), written once per shape. */
   readonly #deciders = new Map<string, Decider>();
+  /** Leases given back since the last command, waiting to travel with one (see `release`). */
+  #pending: PendingRelease[] = [];
+  #flushScheduled = false;
+  /** Whether every release goes in a command of its own: keys of two clients may not meet. */
+  #separate: boolean;
   #counter = 0;
 
   /** @param options - the client, and how to time, fail and expire */
@@ -222,6 +239,7 @@ export class RedisStore implements AsyncLimitStore {
       );
     }
     this.#client = client;
+    this.#separate = client.cluster !== false;
     this.#prefix = prefix;
     this.#useClock = timeSource === 'clock';
     this.#failMode = failMode;
@@ -276,13 +294,34 @@ export class RedisStore implements AsyncLimitStore {
       leaseKeys = decider.leases.map(([s, position]) => leaseSet(keys[s]!, position));
       for (const k of leaseKeys) keys.push(k);
     }
+    // Leases given back since the last command travel with this decision, and are given back
+    // before it: one command instead of two.
+    let riders: PendingRelease[] | undefined;
+    if (this.#pending.length > 0 && !this.#separate) {
+      riders = this.#pending.splice(0, MAX_RIDERS);
+      if (args.length < 3) args = [time, '', ''];
+      for (const { lease } of riders) {
+        for (const k of lease.keys) keys.push(k);
+        args.push(...releaseArgs(lease.keys.length, lease.uses, lease.id));
+      }
+    }
 
     let reply: unknown;
     try {
       reply = await this.#run(decider.script, keys, args);
     } catch (error) {
+      if (riders !== undefined) {
+        // Keys of two clients may not meet in one command here (a cluster behind a proxy, say):
+        // from now on every release goes alone, and this decision is asked again without them.
+        const crossSlot = isCrossSlot(error);
+        if (crossSlot) this.#separate = true;
+        // Sent again, apart (giving back twice does nothing).
+        this.#sendApart(riders);
+        if (crossSlot) return this.apply(plan, now);
+      }
       return this.#failed('apply', error, now);
     }
+    if (riders !== undefined) for (const r of riders) r.done();
     const outcome = parseOutcome(reply, plan, policies, resources);
     if (outcome === undefined) {
       return this.#failed(
@@ -296,26 +335,71 @@ export class RedisStore implements AsyncLimitStore {
       );
     }
     if (outcome.allowed && leaseKeys !== undefined) {
-      const lease: RedisLease = { store: this, keys: leaseKeys, counter, uses: decider.uses };
+      const id = `${this.#instance}:${counter}`;
+      const lease: RedisLease = { store: this, keys: leaseKeys, id, uses: decider.uses };
       return { ...outcome, lease };
     }
     return outcome;
   }
 
   /**
-   * Give back the leases of an admitted request: one script call. Idempotent; never rejects (a
-   * lease that cannot be given back expires after its TTL).
+   * Give back the leases of an admitted request. Idempotent; never rejects (a lease that cannot be
+   * given back expires after its TTL); resolves once Redis has answered.
+   *
+   * Outside Redis Cluster the lease travels with the next decision this store sends, which gives
+   * it back before deciding; leases that find no decision by the end of the event loop's turn go
+   * together in one release script. In a cluster (or with a client that does not say it is not
+   * one, see {@link RedisScriptClient.cluster}), each release is one script call of its own.
    * @param lease - the token from an admitted outcome
    */
-  async release(lease: LeaseToken): Promise<void> {
+  release(lease: LeaseToken): Promise<void> {
     const own = lease as RedisLease;
-    if (own?.store !== this) return;
+    if (own?.store !== this) return Promise.resolve();
+    if (this.#separate) return this.#send([own]);
+    return new Promise((resolve) => {
+      this.#pending.push({ lease: own, done: resolve });
+      if (!this.#flushScheduled) {
+        this.#flushScheduled = true;
+        setImmediate(this.#flush);
+      }
+    });
+  }
+
+  /** Send the leases still waiting, in batches (or one by one in a cluster). */
+  readonly #flush = (): void => {
+    this.#flushScheduled = false;
+    const pending = this.#pending;
+    this.#pending = [];
+    this.#sendApart(pending);
+  };
+
+  /** Send the leases of `pending` in release scripts of their own, then tell each it is done. */
+  #sendApart(pending: readonly PendingRelease[]): void {
+    const size = this.#separate ? 1 : MAX_BATCH;
+    for (let i = 0; i < pending.length; i += size) {
+      const batch = pending.slice(i, i + size);
+      void this.#send(batch.map((p) => p.lease)).then(() => {
+        for (const p of batch) p.done();
+      });
+    }
+  }
+
+  /** One release script for `leases`; a failure is reported, never thrown. */
+  async #send(leases: readonly RedisLease[]): Promise<void> {
+    const keys: string[] = [];
+    const args: string[] = [];
+    for (const lease of leases) {
+      for (const k of lease.keys) keys.push(k);
+      args.push(...releaseArgs(lease.keys.length, lease.uses, lease.id));
+    }
     try {
-      const id = `${this.#instance}:${own.counter}`;
-      const members = [id];
-      for (let u = 2; u <= own.uses; u++) members.push(`${id}.${u}`);
-      await this.#run(RELEASE, own.keys, members);
+      await this.#run(RELEASE, keys, args);
     } catch (error) {
+      if (leases.length > 1 && isCrossSlot(error)) {
+        this.#separate = true;
+        await Promise.all(leases.map((lease) => this.#send([lease])));
+        return;
+      }
       this.#report(toStoreError('release', error));
     }
   }
@@ -443,6 +527,11 @@ function escapeTag(value: string): string {
 
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/** Redis Cluster's answer to a command whose keys are not all in one slot. */
+function isCrossSlot(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('CROSSSLOT');
 }
 
 function toStoreError(operation: 'apply' | 'release', error: unknown): RedisStoreError {

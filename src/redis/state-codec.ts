@@ -10,7 +10,9 @@
  *   number of sections, one per policy position;
  * - then per section `<BddI4`: the kind (1 window, 2 rate, 3 concurrency), the instant the policy
  *   is blocked until (0 when not), the rate policy's theoretical arrival time or the throttle's
- *   latest lease expiry (0 otherwise) and the number of its entries;
+ *   latest lease expiry (0 otherwise), and a window's number of entries or how many whole
+ *   ms after the latest decision the throttle's next sweep of expired leases is due (at most
+ *   {@link SWEEP_NEVER}; 0 for a rate policy);
  * - then the entries, section after section: a window's admission times (`<d`, oldest first, only
  *   those still inside the window when written). A rate policy and a throttle have none.
  *
@@ -24,6 +26,13 @@
 
 /** Written into every key's policy-list part; changes whenever the packed layout changes. */
 export const LAYOUT_VERSION = '2';
+
+/**
+ * The most ms a throttle's next sweep may lie after a decision: the largest 32-bit count. A set
+ * with no lease is due for a sweep this long after, or when its next lease expires. A value written
+ * by the layout's first form, with 0 there, is due at once.
+ */
+export const SWEEP_NEVER = 4_294_967_295;
 
 /** Bytes per entry, by kind: a window's admission time; a rate policy and a throttle have none. */
 export const ENTRY_SIZE = { window: 8, rate: 0, concurrency: 0 } as const;

@@ -211,6 +211,110 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     expect(calls.eval).toBeUndefined();
   });
 
+  it('a release travels with the next decision, which gives it back first: one script call per decision', async () => {
+    const store = make({ timeSource: 'clock' });
+    const plan: Plan = {
+      scopes: [scope('c', 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
+    };
+    const warm = await store.apply(plan, 0); // loads the script if needed
+    if (warm.allowed && warm.lease) await store.release(warm.lease);
+    await admin.config('RESETSTAT');
+    let last: Promise<void> = Promise.resolve();
+    for (let i = 0; i < 50; i++) {
+      // One lease at a time: admitted only when the previous release went first.
+      const outcome = await store.apply(plan, i);
+      expect(outcome.allowed).toBe(true);
+      if (outcome.allowed && outcome.lease) last = store.release(outcome.lease);
+    }
+    await last; // the last release finds no decision and goes alone
+    const calls = await commandCalls();
+    expect(calls.evalsha).toBe(51);
+    expect(calls.zrem).toBe(50);
+    expect((await store.apply(plan, 50)).allowed).toBe(true);
+  });
+
+  it('leases given back with no decision to travel with go together in one script call', async () => {
+    const store = make({ timeSource: 'clock' });
+    const throttle = [concurrency(1, { name: 't', leaseTtl: '1h' })];
+    const plans = Array.from({ length: 10 }, (_, i) => ({
+      scopes: [scope(`client-${i}`, 'a', '', throttle)],
+    }));
+    const leases = [];
+    for (const plan of plans) {
+      const outcome = await store.apply(plan, 0);
+      if (outcome.allowed && outcome.lease) leases.push(outcome.lease);
+    }
+    expect(leases).toHaveLength(10);
+    await admin.config('RESETSTAT');
+    await Promise.all(leases.map((lease) => store.release(lease)));
+    const calls = await commandCalls();
+    expect(calls.evalsha).toBe(1);
+    expect(calls.zrem).toBe(10);
+    for (const plan of plans) expect((await store.apply(plan, 1)).allowed).toBe(true);
+  });
+
+  it('in a cluster, each release is one script call of its own, sent at once', async () => {
+    const store = make({ timeSource: 'clock', client: { ...client(), cluster: true } });
+    const plan: Plan = {
+      scopes: [scope('c', 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
+    };
+    const warm = await store.apply(plan, 0);
+    if (warm.allowed && warm.lease) await store.release(warm.lease);
+    await admin.config('RESETSTAT');
+    let last: Promise<void> = Promise.resolve();
+    for (let i = 0; i < 10; i++) {
+      const outcome = await store.apply(plan, i);
+      // One lease at a time: admitted only when the previous release went first.
+      expect(outcome.allowed).toBe(true);
+      // Not awaited: sent before the next decision all the same.
+      if (outcome.allowed && outcome.lease) last = store.release(outcome.lease);
+    }
+    await last;
+    const calls = await commandCalls();
+    expect(calls.evalsha).toBe(20);
+    expect(calls.zrem).toBe(10);
+  });
+
+  it('a client that refuses keys of two clients in one command (CROSSSLOT) gets each release apart, and the decision is asked again', async () => {
+    const errors: RedisStoreError[] = [];
+    const inner = client();
+    const tags = (keys: readonly string[]) => new Set(keys.map(hashTag)).size;
+    const crossSlot = () => new Error("CROSSSLOT Keys in request don't hash to the same slot");
+    let refused = 0;
+    const strict: RedisScriptClient = {
+      cluster: false, // says it is not a cluster, but behaves as one
+      evalSha: async (sha1, keys, args) => {
+        if (tags(keys) > 1) {
+          refused++;
+          throw crossSlot();
+        }
+        return inner.evalSha(sha1, keys, args);
+      },
+      eval: async (text, keys, args) => {
+        if (tags(keys) > 1) throw crossSlot();
+        return inner.eval(text, keys, args);
+      },
+    };
+    const store = make({ timeSource: 'clock', client: strict, onError: (e) => errors.push(e) });
+    const throttle = [concurrency(1, { name: 't', leaseTtl: '1h' })];
+    const a: Plan = { scopes: [scope('a', 'x', '', throttle)] };
+    const b: Plan = { scopes: [scope('b', 'x', '', throttle)] };
+    const first = await store.apply(a, 0);
+    expect(first.allowed).toBe(true);
+    const releasing = first.allowed && first.lease ? store.release(first.lease) : undefined;
+    // Act: b's decision would carry a's release; the client refuses the pair.
+    const second = await store.apply(b, 1);
+    await releasing;
+    // Assert: b decided, a's lease given back, nothing reported, and no second refusal.
+    expect(second.allowed).toBe(true);
+    expect(refused).toBe(1);
+    expect((await store.apply(a, 2)).allowed).toBe(true);
+    if (second.allowed && second.lease) await store.release(second.lease);
+    expect((await store.apply(b, 3)).allowed).toBe(true);
+    expect(refused).toBe(1);
+    expect(errors).toEqual([]);
+  });
+
   it('keeps deciding as before after SCRIPT FLUSH, reloading the script with EVAL', async () => {
     const clock = new FakeClock(0);
     const policies = presets.development.policies;
@@ -477,8 +581,9 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
       const pending = store.apply({ scopes: [scope('c', 'a', '', [window(1, '1s')])] }, 0);
       timer.fireAll();
       expect((await pending).allowed).toBe(true);
-      // A release that times out resolves too.
-      const releasing = store.release({ store, keys: ['k'], counter: '1' } as never);
+      // A release that times out resolves too (it is sent at the end of the event loop's turn).
+      const releasing = store.release({ store, keys: ['k'], id: '1:1', uses: 1 } as never);
+      await new Promise((resolve) => setImmediate(resolve));
       timer.fireAll();
       await expect(releasing).resolves.toBeUndefined();
     } finally {
@@ -518,6 +623,74 @@ describe('RedisStore options', () => {
       name: 'ConfigurationError',
       code: 'invalid_redis_client',
     });
+  });
+
+  it('the adapters say whether the client is a cluster, from the client itself', async () => {
+    const { Cluster, Redis: IoRedis } = await import('ioredis');
+    const { createClient, createCluster } = await import('redis');
+    const single = new IoRedis({ lazyConnect: true });
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+    try {
+      expect(ioredisClient(single).cluster).toBe(false);
+      expect(ioredisClient(cluster).cluster).toBe(true);
+      expect(nodeRedisClient(createClient()).cluster).toBe(false);
+      expect(
+        nodeRedisClient(createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] })).cluster,
+      ).toBe(true);
+      // An ioredis-like object that does not say is taken for a cluster.
+      expect(ioredisClient({ evalsha: async () => 1, eval: async () => 1 }).cluster).toBe(true);
+    } finally {
+      single.disconnect();
+      cluster.disconnect();
+    }
+  });
+
+  it('ioredisClient joins the writes of one turn: corked before the first, uncorked after every 16th and at the end of the turn', async () => {
+    // Arrange: an ioredis-like client whose connection records how it is corked.
+    class Stream {
+      depth = 0;
+      corks = 0;
+      uncorks = 0;
+      cork() {
+        this.depth++;
+        this.corks++;
+      }
+      uncork() {
+        this.depth--;
+        this.uncorks++;
+      }
+    }
+    let stream = new Stream();
+    const whileCorked: boolean[] = [];
+    const fake = {
+      status: 'ready',
+      isCluster: false,
+      get stream() {
+        return stream;
+      },
+      evalsha: async () => {
+        whileCorked.push(stream.depth > 0);
+        return 'ok';
+      },
+      eval: async () => 'ok',
+    };
+    const adapted = ioredisClient(fake);
+    // Act: 40 commands in one turn.
+    const replies = Array.from({ length: 40 }, () => adapted.evalSha('sha', ['k'], []));
+    // Assert: every write held; two batches sent so far, the rest at the end of the turn.
+    expect(whileCorked).toEqual(Array.from({ length: 40 }, () => true));
+    expect([stream.corks, stream.uncorks, stream.depth]).toEqual([3, 2, 1]);
+    await Promise.all(replies);
+    await new Promise((resolve) => setImmediate(resolve)); // the turn has ended
+    expect([stream.corks, stream.uncorks, stream.depth]).toEqual([3, 3, 0]);
+    // A new connection (a reconnect) mid-turn: the old one is uncorked before the new is corked.
+    const old = stream;
+    void adapted.evalSha('sha', ['k'], []);
+    stream = new Stream();
+    await adapted.evalSha('sha', ['k'], []);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([old.corks, old.uncorks, old.depth]).toEqual([4, 4, 0]);
+    expect([stream.corks, stream.uncorks, stream.depth]).toEqual([1, 1, 0]);
   });
 
   it('pins the catalogue of Redis store error codes', () => {
