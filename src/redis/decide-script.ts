@@ -22,9 +22,10 @@
  * three arguments per lease ({@link releaseLoop}). The script gives them back first: they were
  * released before this decision was asked for.
  *
- * Reply: one string of numbers separated by commas (one bulk string costs a client far less to
- * read than an array of integers), each exact: whole numbers with `%d` when all of them are below
- * 10^14, else every one as `%.17g`. In order: admitted (1 or 0), the decision time, the
+ * Reply: one bulk string (one costs a client far less to read than an array of integers). For a
+ * client that reads bulk strings as bytes, the numbers as little-endian doubles (one
+ * `struct.pack`, exact); else as text separated by commas, each exact: whole numbers with `%d`
+ * when all of them are below 10^14, else every one as `%.17g`. In order: admitted (1 or 0), the decision time, the
  * reason (0 none, 1 limit, 2 blocked), Retry-After in seconds, the refusing policy's place among
  * the active ones (from 1; 0 none), then remaining and reset-after (ms) of each active policy in
  * plan order.
@@ -42,6 +43,8 @@ export interface DecideShape {
   readonly work: readonly (readonly [scope: number, position: number])[];
   /** How long a key outlives the instant its state is fresh again, in ms. */
   readonly marginMs: number;
+  /** Reply in bytes (the client reads bulk strings as bytes) rather than in text. */
+  readonly binary?: boolean;
 }
 
 /** One policy position of one scope, as the generated Lua sees it. */
@@ -374,11 +377,14 @@ function decide(w: Writer): void {
     }
   }
   for (const s of new Set(work.map((j) => sections[j]!.scope))) emit(`  ${sv('D', s)} = true`);
+  // The reply table is made at its full size, with a place for each status: growing it would
+  // rehash it.
+  const places = ', 0'.repeat(2 * work.length);
   emit(
-    `  reply = { 1, t, 0, 0, 0 }`,
+    `  reply = { 1, t, 0, 0, 0${places} }`,
     'else',
     // Step 5b. Refused: record nothing. The statuses are read before the blocks change.
-    '  reply = { 0, t, refusing_own <= t and 2 or 1, max(1, ceil((earliest - t - EPSILON) / 1000)), refusing }',
+    `  reply = { 0, t, refusing_own <= t and 2 or 1, max(1, ceil((earliest - t - EPSILON) / 1000)), refusing${places} }`,
     'end',
   );
 }
@@ -531,9 +537,14 @@ function writeBack(w: Writer): void {
 
 /** The reply. */
 function reply(w: Writer): void {
-  const { work, emit } = w;
-  // The reply, exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
+  const { shape, work, emit } = w;
   const count = 5 + 2 * work.length;
+  if (shape.binary === true) {
+    // Doubles: exact, and the cheapest reply to write (no number printed as text).
+    emit(`return pack_struct('<${'d'.repeat(count)}', unpack(reply, 1, ${count}))`);
+    return;
+  }
+  // The reply, exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
   emit(
     'for i = 1, ' + count + ' do',
     '  local x = reply[i]',

@@ -32,6 +32,14 @@ export interface RedisScriptClient {
    * @defaultValue treated as `true`
    */
   readonly cluster?: boolean;
+  /**
+   * True when `evalSha` and `eval` return a bulk string as its bytes (a `Buffer` or `Uint8Array`):
+   * the decision script then replies in binary, which costs Redis and the client less than text.
+   * The adapters set it when the client can. Otherwise replies are text, and a reply in bytes is
+   * read as text.
+   * @defaultValue false
+   */
+  readonly binaryReplies?: boolean;
 }
 
 /** The methods of an ioredis `Redis` or `Cluster` the adapter calls. */
@@ -40,6 +48,10 @@ export interface IoredisLike {
   evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   /** ioredis `eval`. */
   eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** ioredis `evalshaBuffer`: `evalsha` with bulk strings as Buffers. */
+  evalshaBuffer?(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** ioredis `evalBuffer`: `eval` with bulk strings as Buffers. */
+  evalBuffer?(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   /** ioredis connection status; commands are sent only when it is `ready`. */
   readonly status?: string;
   /** True for an ioredis `Cluster`, false for a `Redis`. */
@@ -74,7 +86,12 @@ export interface NodeRedisLike {
   readonly isReady?: boolean;
   /** Present on a node-redis cluster (`createCluster()`) only. */
   readonly getSlotMaster?: unknown;
+  /** node-redis 5: the same client with other reply types (bulk strings as Buffers). */
+  withTypeMapping?(mapping: Record<number, unknown>): Pick<NodeRedisLike, 'evalSha' | 'eval'>;
 }
+
+/** The RESP type of a bulk string, as node-redis numbers it (`RESP_TYPES.BLOB_STRING`). */
+const RESP_BLOB_STRING = 36;
 
 /**
  * Thrown into the store's failure path (never to the caller) when the client is not connected:
@@ -109,16 +126,22 @@ export function ioredisClient(client: IoredisLike): RedisScriptClient {
     if (status !== undefined && status !== 'ready') throw new RedisNotReadyError(status);
   };
   const batch = writeBatcher(client);
+  // Bulk strings as Buffers where the client offers it (every ioredis since 4).
+  const binary =
+    typeof client.evalshaBuffer === 'function' && typeof client.evalBuffer === 'function';
+  const evalsha = binary ? client.evalshaBuffer!.bind(client) : client.evalsha.bind(client);
+  const evaluate = binary ? client.evalBuffer!.bind(client) : client.eval.bind(client);
   return {
     evalSha: async (sha1, keys, args) => {
       ready();
-      return batch(() => client.evalsha(sha1, keys.length, ...keys, ...args));
+      return batch(() => evalsha(sha1, keys.length, ...keys, ...args));
     },
     eval: async (script, keys, args) => {
       ready();
-      return batch(() => client.eval(script, keys.length, ...keys, ...args));
+      return batch(() => evaluate(script, keys.length, ...keys, ...args));
     },
     cluster: client.isCluster !== false,
+    binaryReplies: binary,
   };
 }
 
@@ -176,16 +199,20 @@ export function nodeRedisClient(client: NodeRedisLike): RedisScriptClient {
   const ready = (): void => {
     if (client.isReady === false) throw new RedisNotReadyError('not ready');
   };
+  // Bulk strings as Buffers where the client offers it (node-redis 5).
+  const binary = typeof client.withTypeMapping === 'function';
+  const commands = binary ? client.withTypeMapping!({ [RESP_BLOB_STRING]: Buffer }) : client;
   return {
     evalSha: async (sha1, keys, args) => {
       ready();
-      return client.evalSha(sha1, { keys: keys as string[], arguments: args as string[] });
+      return commands.evalSha(sha1, { keys: keys as string[], arguments: args as string[] });
     },
     eval: async (script, keys, args) => {
       ready();
-      return client.eval(script, { keys: keys as string[], arguments: args as string[] });
+      return commands.eval(script, { keys: keys as string[], arguments: args as string[] });
     },
     cluster: client.getSlotMaster !== undefined,
+    binaryReplies: binary,
   };
 }
 

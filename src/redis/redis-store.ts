@@ -178,6 +178,8 @@ export class RedisStore implements AsyncLimitStore {
   #flushScheduled = false;
   /** Whether every release goes in a command of its own: keys of two clients may not meet. */
   #separate: boolean;
+  /** Whether the decision scripts reply in bytes (see {@link RedisScriptClient.binaryReplies}). */
+  readonly #binary: boolean;
   #counter = 0;
 
   /** @param options - the client, and how to time, fail and expire */
@@ -240,6 +242,7 @@ export class RedisStore implements AsyncLimitStore {
     }
     this.#client = client;
     this.#separate = client.cluster !== false;
+    this.#binary = client.binaryReplies === true;
     this.#prefix = prefix;
     this.#useClock = timeSource === 'clock';
     this.#failMode = failMode;
@@ -277,7 +280,7 @@ export class RedisStore implements AsyncLimitStore {
     }
     let decider = this.#deciders.get(signature);
     if (decider === undefined) {
-      const shape = shapeOf(plan, indices, this.#margin);
+      const shape = shapeOf(plan, indices, this.#margin, this.#binary);
       const leases = leaseSlots(shape);
       const uses = Math.max(0, ...leases.map(([, , n]) => n));
       decider = { script: script(decideScript(shape)), leases, uses };
@@ -322,7 +325,7 @@ export class RedisStore implements AsyncLimitStore {
       return this.#failed('apply', error, now);
     }
     if (riders !== undefined) for (const r of riders) r.done();
-    const outcome = parseOutcome(reply, plan, policies, resources);
+    const outcome = parseOutcome(reply, this.#binary, plan, policies, resources);
     if (outcome === undefined) {
       return this.#failed(
         'apply',
@@ -497,7 +500,12 @@ export class RedisStore implements AsyncLimitStore {
  * in KEYS order, and the active positions in plan order.
  * @param indices - each plan scope's place among the distinct keys
  */
-function shapeOf(plan: Plan, indices: readonly number[], marginMs: number): DecideShape {
+function shapeOf(
+  plan: Plan,
+  indices: readonly number[],
+  marginMs: number,
+  binary: boolean,
+): DecideShape {
   const scopes: (readonly Policy[])[] = [];
   const work: [number, number][] = [];
   for (const [i, scope] of plan.scopes.entries()) {
@@ -505,7 +513,7 @@ function shapeOf(plan: Plan, indices: readonly number[], marginMs: number): Deci
     scopes[index] ??= scope.policies;
     for (const position of scope.active) work.push([index, position]);
   }
-  return { scopes, work, marginMs };
+  return { scopes, work, marginMs, binary };
 }
 
 /**
@@ -554,21 +562,14 @@ function toStoreError(operation: 'apply' | 'release', error: unknown): RedisStor
 /** Read the decision script's reply; undefined when it is not what the script returns. */
 function parseOutcome(
   reply: unknown,
+  binary: boolean,
   plan: Plan,
   policies: readonly Policy[],
   resources: readonly string[],
 ): StoreOutcome | undefined {
-  if (typeof reply !== 'string') return undefined;
   const n = policies.length;
-  const fields = reply.split(',');
-  if (fields.length !== 5 + 2 * n) return undefined;
-  const numbers: number[] = new Array(fields.length);
-  for (let i = 0; i < fields.length; i++) {
-    // Each written exactly: whole numbers in full, fractions with 17 digits.
-    const value = Number(fields[i]);
-    if (fields[i] === '' || !Number.isFinite(value)) return undefined;
-    numbers[i] = value;
-  }
+  const numbers = binary ? readDoubles(reply, 5 + 2 * n) : readText(reply, 5 + 2 * n);
+  if (numbers === undefined) return undefined;
   const [allowed, t, reason, retry, refusing] = numbers as [number, number, number, number, number];
   const values = numbers.slice(5);
   // The scope's own list when it is all of them, as the memory store answers.
@@ -588,6 +589,35 @@ function parseOutcome(
     policies: active,
     values,
   };
+}
+
+/** A binary reply: `count` little-endian doubles, each finite; undefined when it is not that. */
+function readDoubles(reply: unknown, count: number): number[] | undefined {
+  if (!(reply instanceof Uint8Array) || reply.byteLength !== 8 * count) return undefined;
+  const view = new DataView(reply.buffer, reply.byteOffset, reply.byteLength);
+  const numbers: number[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const value = view.getFloat64(8 * i, true);
+    if (!Number.isFinite(value)) return undefined;
+    numbers[i] = value;
+  }
+  return numbers;
+}
+
+/** A text reply (or its bytes): `count` numbers separated by commas; undefined when it is not that. */
+function readText(reply: unknown, count: number): number[] | undefined {
+  const text = reply instanceof Uint8Array ? Buffer.from(reply).toString('latin1') : reply;
+  if (typeof text !== 'string') return undefined;
+  const fields = text.split(',');
+  if (fields.length !== count) return undefined;
+  const numbers: number[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    // Each written exactly: whole numbers in full, fractions with 17 digits.
+    const value = Number(fields[i]);
+    if (fields[i] === '' || !Number.isFinite(value)) return undefined;
+    numbers[i] = value;
+  }
+  return numbers;
 }
 
 function whole(value: number, name: string, min: number): number {

@@ -546,17 +546,21 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     );
   });
 
-  it('reports a reply it cannot read and fails over', async () => {
-    // A client adapter that asks ioredis or node-redis for raw bytes instead of strings.
+  it.each([
+    ['text from a client that says it replies in bytes', true, (r: unknown) => String(r)],
+    ['bytes cut short', true, (r: unknown) => (r as Buffer).subarray(1)],
+    ['an array where text was asked for', false, (r: unknown) => [String(r)]],
+  ] as const)('reports a reply it cannot read (%s) and fails over', async (_, binary, spoil) => {
     const errors: RedisStoreError[] = [];
     const c = client();
-    const asBytes: RedisScriptClient = {
-      evalSha: async (sha, keys, args) => Buffer.from(String(await c.evalSha(sha, keys, args))),
-      eval: async (text, keys, args) => Buffer.from(String(await c.eval(text, keys, args))),
+    const spoilt: RedisScriptClient = {
+      evalSha: async (sha, keys, args) => spoil(await c.evalSha(sha, keys, args)),
+      eval: async (text, keys, args) => spoil(await c.eval(text, keys, args)),
+      binaryReplies: binary,
     };
     const store = new RedisStore({
-      client: asBytes,
-      prefix: `bytes-${kind}:`,
+      client: spoilt,
+      prefix: `spoilt-${kind}-${++prefixes}:`,
       failMode: 'closed',
       onError: (e) => errors.push(e),
     });
@@ -566,6 +570,28 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     );
     expect(outcome).toMatchObject({ allowed: false, reason: 'unavailable', now: 9 });
     expect(errorCodes(errors)).toEqual(['redis_bad_reply']);
+  });
+
+  it('decides the same with replies in text, also when the client hands the text over as bytes', async () => {
+    const c = client();
+    const policies = [...presets.live.policies, window(2, '1s', { name: 'w' })];
+    const plan: Plan = { scopes: [scope('c', 'a', '', policies)] };
+    const asBytes: RedisScriptClient = {
+      evalSha: async (sha, keys, args) => c.evalSha(sha, keys, args),
+      eval: async (text, keys, args) => c.eval(text, keys, args),
+    };
+    const stores = [
+      make({ timeSource: 'clock' }),
+      make({ timeSource: 'clock', client: asBytes }),
+      make({ timeSource: 'clock', client: { ...asBytes, binaryReplies: false } }),
+    ];
+    // Fractional rates and remaining times exercise the text's 17-digit form too.
+    for (const t of [0, 0.5, 1, 333.25, 1_000, 1_000.125]) {
+      const outcomes = await Promise.all(stores.map((store) => store.apply(plan, t)));
+      const plain = outcomes.map((o) => ({ ...o, lease: undefined }));
+      expect(plain[1]).toEqual(plain[0]);
+      expect(plain[2]).toEqual(plain[0]);
+    }
   });
 
   it('survives an onError that throws', async () => {
@@ -625,7 +651,7 @@ describe('RedisStore options', () => {
     });
   });
 
-  it('the adapters say whether the client is a cluster, from the client itself', async () => {
+  it('the adapters say whether the client is a cluster and reads replies as bytes, from the client itself', async () => {
     const { Cluster, Redis: IoRedis } = await import('ioredis');
     const { createClient, createCluster } = await import('redis');
     const single = new IoRedis({ lazyConnect: true });
@@ -637,8 +663,12 @@ describe('RedisStore options', () => {
       expect(
         nodeRedisClient(createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] })).cluster,
       ).toBe(true);
-      // An ioredis-like object that does not say is taken for a cluster.
-      expect(ioredisClient({ evalsha: async () => 1, eval: async () => 1 }).cluster).toBe(true);
+      // An ioredis-like object that does not say is taken for a cluster, and replies in text.
+      const bare = ioredisClient({ evalsha: async () => 1, eval: async () => 1 });
+      expect([bare.cluster, bare.binaryReplies]).toEqual([true, false]);
+      // Both clients can hand over bulk strings as bytes.
+      expect(ioredisClient(single).binaryReplies).toBe(true);
+      expect(nodeRedisClient(createClient()).binaryReplies).toBe(true);
     } finally {
       single.disconnect();
       cluster.disconnect();
