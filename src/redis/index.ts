@@ -7,6 +7,7 @@
  */
 
 export type {
+  Corkable,
   IoredisLike,
   NodeRedisLike,
   NodeRedisScriptOptions,
