@@ -10,7 +10,7 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { type Plan, type PlanScope, presets } from '../src/index.js';
 import { ioredisClient, RedisStore } from '../src/redis/index.js';
 import { RedisServer } from '../test/support/redis-server.js';
-import { consumeEach, round } from './support.js';
+import { consumeEach, median, round } from './support.js';
 
 const KEYS = 10_000;
 const IN_FLIGHT = 64;
@@ -83,18 +83,15 @@ async function measure(admin: Redis, decide: Decide): Promise<Result> {
 
 /** Each figure's median over the rounds. */
 function medianResult(list: readonly Result[]): Result {
-  const median = (pick: (r: Result) => number) => {
-    const sorted = list.map(pick).sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)]!;
-  };
+  const of = (pick: (r: Result) => number) => median(list.map(pick));
   return {
-    decisionsPerSecond: median((r) => r.decisionsPerSecond),
-    p50Ms: median((r) => r.p50Ms),
-    p99Ms: median((r) => r.p99Ms),
-    scriptCallsPerDecision: median((r) => r.scriptCallsPerDecision),
-    commandsPerDecision: median((r) => r.commandsPerDecision),
-    scriptUsecPerCall: median((r) => r.scriptUsecPerCall),
-    admitted: median((r) => r.admitted),
+    decisionsPerSecond: of((r) => r.decisionsPerSecond),
+    p50Ms: of((r) => r.p50Ms),
+    p99Ms: of((r) => r.p99Ms),
+    scriptCallsPerDecision: of((r) => r.scriptCallsPerDecision),
+    commandsPerDecision: of((r) => r.commandsPerDecision),
+    scriptUsecPerCall: of((r) => r.scriptUsecPerCall),
+    admitted: of((r) => r.admitted),
   };
 }
 

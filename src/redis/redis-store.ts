@@ -303,10 +303,11 @@ export class RedisStore implements AsyncLimitStore {
     if (this.#pending.length > 0 && !this.#separate) {
       riders = this.#pending.splice(0, MAX_RIDERS);
       if (args.length < 3) args = [time, '', ''];
-      for (const { lease } of riders) {
-        for (const k of lease.keys) keys.push(k);
-        args.push(...releaseArgs(lease.keys.length, lease.uses, lease.id));
-      }
+      describeLeases(
+        riders.map((r) => r.lease),
+        keys,
+        args,
+      );
     }
 
     let reply: unknown;
@@ -391,10 +392,7 @@ export class RedisStore implements AsyncLimitStore {
   async #send(leases: readonly RedisLease[]): Promise<void> {
     const keys: string[] = [];
     const args: string[] = [];
-    for (const lease of leases) {
-      for (const k of lease.keys) keys.push(k);
-      args.push(...releaseArgs(lease.keys.length, lease.uses, lease.id));
-    }
+    describeLeases(leases, keys, args);
     try {
       await this.#run(RELEASE, keys, args);
     } catch (error) {
@@ -535,6 +533,14 @@ function escapeTag(value: string): string {
 
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/** Append the lease sets of `leases` to `keys` and their release arguments to `args`. */
+function describeLeases(leases: readonly RedisLease[], keys: string[], args: string[]): void {
+  for (const lease of leases) {
+    for (const k of lease.keys) keys.push(k);
+    args.push(...releaseArgs(lease.keys.length, lease.uses, lease.id));
+  }
 }
 
 /** Redis Cluster's answer to a command whose keys are not all in one slot. */
