@@ -165,6 +165,39 @@ describe('MemoryStore', () => {
     expect(a.check(request).allowed).toBe(false);
   });
 
+  it("ignores a lease of a record's earlier life when the record comes back with other policies", () => {
+    // The client's entry is the record of its first account. Dropped while the client still
+    // holds another account, it waits without a block and is given to the next account-level
+    // scope, here with another layout: the old lease's offset now points into a window's slots
+    // (its count is where the lease's id was), so giving that lease back must change nothing.
+    const clock = new FakeClock(0);
+    const old = [window(10, '1s', { name: 'w' }), concurrency(2, { name: 't', leaseTtl: '1s' })];
+    const revived = [rate(100, 100, { name: 'r' }), window(1, '10s', { name: 'once' })];
+    const other = [window(1_000, '1h', { name: 'hour' })];
+    const limiter = createLimiter({
+      policies: ({ path }) => (path === '/old' ? old : path === '/new' ? revived : other),
+      store: new MemoryStore({ sweepInterval: 1 }),
+      clock,
+    });
+    const held = limiter.check({ ...request, accountCode: 'A', path: '/old' });
+    expect(held.allowed).toBe(true);
+    expect(limiter.check({ ...request, accountCode: 'B', path: '/other' }).allowed).toBe(true);
+    clock.set(5_000); // lease and window have expired: the sweep drops account A's record
+    // The sweep's cursor reaches the end of the clients on every other step: two steps.
+    for (let i = 0; i < 2; i++) {
+      expect(limiter.check({ ...request, accountCode: 'B', path: '/other' }).allowed).toBe(true);
+    }
+    expect(limiter.store.size).toBe(1);
+    expect(limiter.check({ ...request, accountCode: 'A', path: '/new' }).allowed).toBe(true);
+    if (held.allowed) held.release();
+    const again = limiter.check({ ...request, accountCode: 'A', path: '/new' });
+    expect(again).toMatchObject({
+      allowed: false,
+      policy: { name: 'once' },
+      retryAfterSeconds: 10,
+    });
+  });
+
   it.each([
     ['maxKeys 0', { maxKeys: 0 }],
     ['maxKeys 1.5', { maxKeys: 1.5 }],
