@@ -4,7 +4,6 @@
  */
 import { Agent, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Webhook } from 'standardwebhooks';
 import {
   createDeliverer,
   deliveryJob,
@@ -13,7 +12,8 @@ import {
   MemoryDeliveryQueue,
   signWebhook,
   verifyWebhook,
-} from '../src/index.js';
+} from 'api-conventions';
+import { Webhook } from 'standardwebhooks';
 import { rate } from './support.js';
 
 const DELIVERIES = 5_000;

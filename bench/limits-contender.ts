@@ -3,9 +3,10 @@
  * starts this file once per contender and round, so that no contender runs on a heap or a JIT
  * that another one left behind. Sends its figures to the parent over IPC.
  */
+
+import { createLimiter, type LimitRequest, livePreset, presets } from 'api-conventions';
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { createLimiter, type LimitRequest, livePreset, presets } from '../src/index.js';
 import { consumeEach, settledHeap, withDateNow } from './support.js';
 
 export const KEYS = 100_000;

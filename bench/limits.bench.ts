@@ -6,9 +6,9 @@
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
+import { createLimiter, FakeClock } from 'api-conventions';
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
-import { createLimiter, FakeClock } from '../src/index.js';
 import { ExactOracle, maxInAnyWindow } from '../test/support/oracle.js';
 import {
   type Contender,

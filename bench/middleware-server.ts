@@ -1,20 +1,18 @@
 /**
  * One service of the middleware benchmark, run in its own process: a minimal node:http service
- * bare, behind this library's node middleware, or on Express bare and with express-rate-limit. It
+ * bare, bare but sending a tracking id header as the middleware does, behind this library's node
+ * middleware, or on Express bare and with express-rate-limit. It
  * reports its port, and on request the time each request spent before reaching its handler (the
  * middleware's added latency), measured inside the service with the high-resolution clock.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createLimiter, presets } from 'api-conventions';
+import { nodeRateLimit } from 'api-conventions/node';
 import express from 'express';
 import { rateLimit } from 'express-rate-limit';
-import { nodeRateLimit } from '../src/adapters/node.js';
-import { createLimiter, presets } from '../src/index.js';
 
-/** The services compared. */
-export const variants = ['bare', 'api-conventions', 'express', 'express-rate-limit'] as const;
-/** One of {@link variants}. */
-export type Variant = (typeof variants)[number];
+import type { Variant } from './middleware-variants.js';
 
 const variant = process.argv[2] as Variant;
 const samples = new Float64Array(4_000_000);
@@ -38,9 +36,21 @@ function handler(): (req: IncomingMessage, res: ServerResponse) => void {
         record(start);
         res.end('ok');
       };
-    case 'api-conventions': {
+    case 'bare-tracking-id':
+      // What the middleware sends on an admitted response, without the middleware: the share of
+      // its cost that is the tracking id's bytes on the wire and their parsing by the client.
+      return (_req, res) => {
+        const start = process.hrtime.bigint();
+        record(start);
+        res.setHeader('service-tracking-id', globalThis.crypto.randomUUID());
+        res.end('ok');
+      };
+    case 'api-conventions':
+    case 'api-conventions-no-id': {
       const limit = nodeRateLimit({
         limiter,
+        // The same middleware with the tracking id left off admitted responses (429s keep it).
+        trackingIdOnAdmitted: variant === 'api-conventions',
         identify: () => ({
           clientId: clients[next++ % clients.length] as string,
           accountCode: 'ACME',

@@ -10,12 +10,11 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import type { Variant } from './middleware-server.js';
+import { type Variant, variants } from './middleware-variants.js';
 import { median, round } from './support.js';
 
-const VARIANTS: readonly Variant[] = (process.env.MIDDLEWARE_BENCH_VARIANTS?.split(',') as
-  | Variant[]
-  | undefined) ?? ['bare', 'api-conventions', 'express', 'express-rate-limit'];
+const VARIANTS: readonly Variant[] =
+  (process.env.MIDDLEWARE_BENCH_VARIANTS?.split(',') as Variant[] | undefined) ?? variants;
 const ROUNDS = Number(process.env.MIDDLEWARE_BENCH_ROUNDS ?? 2);
 const SECONDS = Number(process.env.MIDDLEWARE_BENCH_SECONDS ?? 5);
 const CONNECTIONS = 10;
@@ -107,14 +106,25 @@ export async function run(): Promise<Record<string, unknown>> {
   console.error(
     `api-conventions vs bare: ${round(throughputCost * 100)}% of throughput (target < 10%), +${round(addedP99Us)} us at p99 before the handler (target < 50 us)`,
   );
+  const rateOf = (variant: Variant): number | undefined => summary[variant]?.requestsPerSecond;
+  const withId = rateOf('bare-tracking-id');
+  const noId = rateOf('api-conventions-no-id');
+  const express = rateOf('express');
+  const expressLimited = rateOf('express-rate-limit');
   return {
     ...summary,
     throughputCostPercent: round(throughputCost * 100),
     addedP99Us: round(addedP99Us),
     withinTargets: throughputCost < 0.1 && addedP99Us < 50,
-    expressRateLimitVsExpress: round(
-      (summary['express-rate-limit'] as Figures).requestsPerSecond /
-        (summary.express as Figures).requestsPerSecond,
-    ),
+    // The part of the cost a bare service pays too when it sends the same tracking id header.
+    trackingIdHeaderCostPercent:
+      withId === undefined ? undefined : round((1 - withId / bare.requestsPerSecond) * 100),
+    // The middleware with the tracking id left off admitted responses.
+    noTrackingIdCostPercent:
+      noId === undefined ? undefined : round((1 - noId / bare.requestsPerSecond) * 100),
+    expressRateLimitVsExpress:
+      express === undefined || expressLimited === undefined
+        ? undefined
+        : round(expressLimited / express),
   };
 }

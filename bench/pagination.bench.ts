@@ -2,8 +2,9 @@
  * Pagination figures: validator throughput on a typical query against an equivalent zod 4 schema
  * (same rules: one string, `^[0-9]+$`, range, defaults), and signed cursor encode / decode rates.
  */
+
+import { createCursorCodec, cursorValidator, pageNumberValidator } from 'api-conventions';
 import { z } from 'zod';
-import { createCursorCodec, cursorValidator, pageNumberValidator } from '../src/index.js';
 import { rate } from './support.js';
 
 const decimal = (min: number, max: number) =>

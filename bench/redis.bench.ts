@@ -5,10 +5,11 @@
  * against a redis-server this suite starts on a free port. Reports decisions per second, p50 and
  * p99 latency, and Redis commands per decision from INFO commandstats.
  */
+
+import { type Plan, type PlanScope, presets } from 'api-conventions';
+import { ioredisClient, RedisStore } from 'api-conventions/redis';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { type Plan, type PlanScope, presets } from '../src/index.js';
-import { ioredisClient, RedisStore } from '../src/redis/index.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { consumeEach, median, round } from './support.js';
 

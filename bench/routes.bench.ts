@@ -10,7 +10,7 @@ import {
   liveResourceLimits,
   liveThrottleExemptRoutes,
   type RouteTable,
-} from '../src/index.js';
+} from 'api-conventions';
 
 interface Rule {
   readonly route: string;

@@ -3,7 +3,7 @@
  * them `<topic>/*`), 30% with 1 to 3 of 500 property ids, spread over 1,000 accounts; and random
  * events (10% of them account-level, without a property).
  */
-import type { Subscription, SubscriptionEvent } from '../src/index.js';
+import type { Subscription, SubscriptionEvent } from 'api-conventions';
 
 export const TOPICS = 50;
 export const EVENTS_PER_TOPIC = 20;

@@ -3,9 +3,10 @@
  * for a property wildcard and a topic wildcard) on the same seeded data: build time, heap, matches
  * per second over 100,000 events, and a check that both return the same sets.
  */
+
+import type { Subscription, SubscriptionEvent } from 'api-conventions';
+import { SubscriptionIndex } from 'api-conventions';
 import { QlobberDedup } from 'qlobber';
-import type { Subscription, SubscriptionEvent } from '../src/index.js';
-import { SubscriptionIndex } from '../src/index.js';
 import { makeEvents, makeSubscriptions, seededRandom } from './webhook-workload.js';
 
 const SIZES = [1_000, 100_000, 1_000_000];

@@ -79,6 +79,14 @@ export interface RateLimitOptions<R>
   failure?: FailureMode;
   /** Told of every failure. @defaultValue one line on `console.error` */
   onError?: (event: RateLimitErrorEvent<R>) => void;
+  /**
+   * Set the tracking id header on the responses the middleware lets through, as well as on its
+   * 429s and 503s. Turn it off when the service already sends a request id of its own: the 429
+   * and the 503 still carry the tracking id, and `onError` still reports it. Off saves the
+   * header's bytes on every admitted response (see docs/benchmarks.md, Middleware overhead).
+   * @defaultValue true
+   */
+  trackingIdOnAdmitted?: boolean;
 }
 
 /** What to do with one request. */
@@ -135,11 +143,13 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
   );
   const source = options.trackingIds ?? randomTrackingId;
   const withFields = options.rateLimitHeaders === true;
+  const onAdmitted = options.trackingIdOnAdmitted !== false;
+  const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
   const failure: FailureMode = options.failure ?? 'open';
 
   const pass = (trackingId: string): GateVerdict => ({
     response: undefined,
-    headers: { [header]: trackingId },
+    headers: onAdmitted ? { [header]: trackingId } : NO_HEADERS,
     trackingId,
     holdsLease: false,
     release: noop,
@@ -167,7 +177,10 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     if (decision.allowed) {
       return {
         response: undefined,
-        headers: admittedParts(decision, header, trackingId, withFields),
+        headers:
+          onAdmitted || withFields
+            ? admittedParts(decision, onAdmitted ? header : undefined, trackingId, withFields)
+            : NO_HEADERS,
         trackingId,
         holdsLease: true,
         release: () => decision.release(),
@@ -323,6 +336,15 @@ function checkOptions<R>(options: RateLimitOptions<R>): RateLimitOptions<R> {
     throw new ConfigurationError(
       'invalid_option',
       'identify must be a function that maps a request to { clientId, accountCode, accountType? }.',
+    );
+  }
+  if (
+    options.trackingIdOnAdmitted !== undefined &&
+    typeof options.trackingIdOnAdmitted !== 'boolean'
+  ) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `trackingIdOnAdmitted must be true or false when given, got ${describe(options.trackingIdOnAdmitted)}.`,
     );
   }
   for (const name of ['skip', 'onError', 'trackingIds'] as const) {

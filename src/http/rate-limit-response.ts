@@ -130,17 +130,17 @@ export function admittedHeaders(
 /**
  * The admitted headers with the header name checked and the tracking id resolved.
  * @param decision - an admitted decision
- * @param header - the tracking id header, lower case
+ * @param header - the tracking id header, lower case; `undefined` leaves the tracking id out
  * @param trackingId - the request's tracking id
  * @param withFields - add the RateLimit fields
  */
 export function admittedParts(
   decision: AdmittedDecision,
-  header: string,
+  header: string | undefined,
   trackingId: string,
   withFields: boolean,
 ): Record<string, string> {
-  const headers: Record<string, string> = { [header]: trackingId };
+  const headers: Record<string, string> = header === undefined ? {} : { [header]: trackingId };
   if (withFields) Object.assign(headers, rateLimitFields(decision.statuses));
   return headers;
 }

@@ -40,6 +40,58 @@ describe('rate limit gate', () => {
     first.release();
   });
 
+  it('with trackingIdOnAdmitted false, lets requests through without the tracking id and still sends it on 429 and 503', async () => {
+    const events: string[] = [];
+    const gate = createRateLimitGate({
+      limiter: limiterOf(1),
+      identify,
+      skip: (req: Req) => req.client === 'health',
+      trackingIdOnAdmitted: false,
+    });
+    const admitted = gate.check({ client: 'c1' }, 'GET', '/x', 'req-1') as GateVerdict;
+    expect(admitted).toMatchObject({ response: undefined, holdsLease: true, trackingId: 'req-1' });
+    expect(admitted.headers).toEqual({});
+    const skipped = gate.check({ client: 'health' }, 'GET', '/x', 'req-2') as GateVerdict;
+    expect(skipped.headers).toEqual({});
+    const refused = gate.check({ client: 'c1' }, 'GET', '/x', 'req-3') as GateVerdict;
+    expect(refused.response?.status).toBe(429);
+    expect(refused.response?.headers['service-tracking-id']).toBe('req-3');
+    // The RateLimit fields are not the tracking id: they stay when asked for.
+    const withFields = createRateLimitGate({
+      limiter: limiterOf(1),
+      identify,
+      rateLimitHeaders: true,
+      trackingIdOnAdmitted: false,
+    });
+    const fields = (withFields.check({ client: 'c1' }, 'GET', '/x', 'req-4') as GateVerdict)
+      .headers;
+    expect(Object.keys(fields).sort()).toEqual(['ratelimit', 'ratelimit-policy']);
+    // Failing open lets the request through without the header; failing closed answers with it.
+    const unreachable = createLimiter({
+      policies: [window(1, '1s')],
+      store: new UnreachableStore(),
+    });
+    const open = createRateLimitGate<Req>({
+      limiter: unreachable,
+      identify,
+      trackingIdOnAdmitted: false,
+      onError: (event) => void events.push(event.trackingId),
+    });
+    const passed = await open.check({ client: 'c' }, 'GET', '/', 'req-5');
+    expect(passed).toMatchObject({ response: undefined, headers: {} });
+    const closed = createRateLimitGate<Req>({
+      limiter: unreachable,
+      identify,
+      trackingIdOnAdmitted: false,
+      failure: 'closed',
+      onError: (event) => void events.push(event.trackingId),
+    });
+    const unavailable = await closed.check({ client: 'c' }, 'GET', '/', 'req-6');
+    expect(unavailable.response?.status).toBe(503);
+    expect(unavailable.response?.headers['service-tracking-id']).toBe('req-6');
+    expect(events).toEqual(['req-5', 'req-6']);
+  });
+
   it('answers with a promise when identify, skip or the store is asynchronous, with the same verdicts', async () => {
     const asyncStore = createLimiter({
       policies: [window(1, '1s', { name: 'w' })],
@@ -184,6 +236,7 @@ describe('rate limit gate', () => {
       { limiter: limiterOf(), identify, skip: 'no' },
       { limiter: limiterOf(), identify, failure: 'sometimes' },
       { limiter: limiterOf(), identify, trackingIdHeader: 'two words' },
+      { limiter: limiterOf(), identify, trackingIdOnAdmitted: 'no' },
     ];
     for (const options of cases) {
       expect(isConfigurationError(thrown(() => createRateLimitGate(options as never)))).toBe(true);

@@ -183,6 +183,24 @@ export function adapterSuite(name: string, start: StartServer): void {
       }
     });
 
+    it('with trackingIdOnAdmitted false, admitted responses carry no tracking id and the 429 does', async () => {
+      const limiter = createLimiter({ policies: [window(1, '1s')], clock: new FakeClock(0) });
+      const app = await start(
+        { limiter, trackingIdOnAdmitted: false },
+        testApp(() => undefined),
+      );
+      try {
+        const admitted = await send(app.url, '/ok', { 'service-tracking-id': 'req-1' });
+        expect(admitted.status).toBe(200);
+        expect(admitted.headers['service-tracking-id']).toBeUndefined();
+        const refused = await send(app.url, '/ok', { 'service-tracking-id': 'req-2' });
+        expect(refused.status).toBe(429);
+        expect(refused.headers['service-tracking-id']).toBe('req-2');
+      } finally {
+        await app.close();
+      }
+    });
+
     it('replaces a malformed tracking id with one from the injected source', async () => {
       const limiter = createLimiter({ policies: [window(1, '1s')], clock: new FakeClock(0) });
       let n = 0;
