@@ -46,11 +46,11 @@ function handler(): (req: IncomingMessage, res: ServerResponse) => void {
         res.end('ok');
       };
     case 'api-conventions':
-    case 'api-conventions-no-id': {
+    case 'api-conventions-tracking-id': {
       const limit = nodeRateLimit({
         limiter,
-        // The same middleware with the tracking id left off admitted responses (429s keep it).
-        trackingIdOnAdmitted: variant === 'api-conventions',
+        // By default the tracking id goes on 429s only; the second variant sends it on every response.
+        trackingIdOnAdmitted: variant === 'api-conventions-tracking-id',
         identify: () => ({
           clientId: clients[next++ % clients.length] as string,
           accountCode: 'ACME',

@@ -5,7 +5,7 @@ export const variants = [
   'bare',
   'bare-tracking-id',
   'api-conventions',
-  'api-conventions-no-id',
+  'api-conventions-tracking-id',
   'express',
   'express-rate-limit',
 ] as const;

@@ -108,7 +108,7 @@ export async function run(): Promise<Record<string, unknown>> {
   );
   const rateOf = (variant: Variant): number | undefined => summary[variant]?.requestsPerSecond;
   const withId = rateOf('bare-tracking-id');
-  const noId = rateOf('api-conventions-no-id');
+  const stamping = rateOf('api-conventions-tracking-id');
   const express = rateOf('express');
   const expressLimited = rateOf('express-rate-limit');
   return {
@@ -119,9 +119,9 @@ export async function run(): Promise<Record<string, unknown>> {
     // The part of the cost a bare service pays too when it sends the same tracking id header.
     trackingIdHeaderCostPercent:
       withId === undefined ? undefined : round((1 - withId / bare.requestsPerSecond) * 100),
-    // The middleware with the tracking id left off admitted responses.
-    noTrackingIdCostPercent:
-      noId === undefined ? undefined : round((1 - noId / bare.requestsPerSecond) * 100),
+    // The middleware with the tracking id on every admitted response (trackingIdOnAdmitted).
+    trackingIdOnAdmittedCostPercent:
+      stamping === undefined ? undefined : round((1 - stamping / bare.requestsPerSecond) * 100),
     expressRateLimitVsExpress:
       express === undefined || expressLimited === undefined
         ? undefined

@@ -165,6 +165,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     }),
     identify: (req) => clientOf(req) as Identity,
     rateLimitHeaders: true,
+    trackingIdOnAdmitted: true,
   });
   const webhooks = createDemoWebhooks({
     clock,

@@ -80,11 +80,12 @@ export interface RateLimitOptions<R>
   /** Told of every failure. @defaultValue one line on `console.error` */
   onError?: (event: RateLimitErrorEvent<R>) => void;
   /**
-   * Set the tracking id header on the responses the middleware lets through, as well as on its
-   * 429s and 503s. Turn it off when the service already sends a request id of its own: the 429
-   * and the 503 still carry the tracking id, and `onError` still reports it. Off saves the
-   * header's bytes on every admitted response (see docs/benchmarks.md, Middleware overhead).
-   * @defaultValue true
+   * Also set the tracking id header on the responses the middleware lets through. The 429 and
+   * the 503 always carry it (the specification's 429 names it) and `onError` always reports it;
+   * the responses of admitted requests belong to the service, which often sends a request id of
+   * its own, so by default the middleware adds nothing to them (like the RateLimit fields). On,
+   * it costs a header on every response (see docs/benchmarks.md, Middleware overhead).
+   * @defaultValue false
    */
   trackingIdOnAdmitted?: boolean;
 }
@@ -143,7 +144,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
   );
   const source = options.trackingIds ?? randomTrackingId;
   const withFields = options.rateLimitHeaders === true;
-  const onAdmitted = options.trackingIdOnAdmitted !== false;
+  const onAdmitted = options.trackingIdOnAdmitted === true;
   const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
   const failure: FailureMode = options.failure ?? 'open';
 

@@ -24,7 +24,11 @@ const identify = (req: Req) => ({ clientId: req.client as string, accountCode: '
 
 describe('rate limit gate', () => {
   it('decides synchronously with the memory store: admitted with a lease, then the 429', () => {
-    const gate = createRateLimitGate({ limiter: limiterOf(1), identify });
+    const gate = createRateLimitGate({
+      limiter: limiterOf(1),
+      identify,
+      trackingIdOnAdmitted: true,
+    });
     const first = gate.check({ client: 'c1' }, 'GET', '/x', 'req-1') as GateVerdict;
     expect(first).not.toBeInstanceOf(Promise);
     expect(first).toMatchObject({
@@ -40,13 +44,12 @@ describe('rate limit gate', () => {
     first.release();
   });
 
-  it('with trackingIdOnAdmitted false, lets requests through without the tracking id and still sends it on 429 and 503', async () => {
+  it('by default lets requests through without the tracking id, and sends it on 429 and 503', async () => {
     const events: string[] = [];
     const gate = createRateLimitGate({
       limiter: limiterOf(1),
       identify,
       skip: (req: Req) => req.client === 'health',
-      trackingIdOnAdmitted: false,
     });
     const admitted = gate.check({ client: 'c1' }, 'GET', '/x', 'req-1') as GateVerdict;
     expect(admitted).toMatchObject({ response: undefined, holdsLease: true, trackingId: 'req-1' });
@@ -61,7 +64,6 @@ describe('rate limit gate', () => {
       limiter: limiterOf(1),
       identify,
       rateLimitHeaders: true,
-      trackingIdOnAdmitted: false,
     });
     const fields = (withFields.check({ client: 'c1' }, 'GET', '/x', 'req-4') as GateVerdict)
       .headers;
@@ -74,7 +76,6 @@ describe('rate limit gate', () => {
     const open = createRateLimitGate<Req>({
       limiter: unreachable,
       identify,
-      trackingIdOnAdmitted: false,
       onError: (event) => void events.push(event.trackingId),
     });
     const passed = await open.check({ client: 'c' }, 'GET', '/', 'req-5');
@@ -82,7 +83,6 @@ describe('rate limit gate', () => {
     const closed = createRateLimitGate<Req>({
       limiter: unreachable,
       identify,
-      trackingIdOnAdmitted: false,
       failure: 'closed',
       onError: (event) => void events.push(event.trackingId),
     });
@@ -90,6 +90,28 @@ describe('rate limit gate', () => {
     expect(unavailable.response?.status).toBe(503);
     expect(unavailable.response?.headers['service-tracking-id']).toBe('req-6');
     expect(events).toEqual(['req-5', 'req-6']);
+    // Asked for, the tracking id goes on admitted, skipped and failed-open verdicts too.
+    const stamping = createRateLimitGate<Req>({
+      limiter: limiterOf(1),
+      identify,
+      skip: (req) => req.client === 'health',
+      trackingIdOnAdmitted: true,
+    });
+    for (const client of ['c1', 'health']) {
+      const verdict = stamping.check({ client }, 'GET', '/x', 'req-7') as GateVerdict;
+      expect(verdict.headers).toEqual({ 'service-tracking-id': 'req-7' });
+    }
+    const openStamping = createRateLimitGate<Req>({
+      limiter: unreachable,
+      identify,
+      trackingIdOnAdmitted: true,
+      onError: () => undefined,
+    });
+    const stamped = await openStamping.check({ client: 'c' }, 'GET', '/', 'req-8');
+    expect(stamped).toMatchObject({
+      response: undefined,
+      headers: { 'service-tracking-id': 'req-8' },
+    });
   });
 
   it('answers with a promise when identify, skip or the store is asynchronous, with the same verdicts', async () => {

@@ -34,6 +34,7 @@ describe.each(clientKinds)('the node:http middleware over the Redis store (%s)',
       identify: () => ({ clientId: 'c', accountCode: 'ACME' }),
       failure: 'closed',
       onError: (event) => events.push(event),
+      trackingIdOnAdmitted: true,
     });
     const service: Server = createServer((req, res) =>
       limit(req, res, () => res.writeHead(200).end('ok')),

@@ -130,7 +130,7 @@ export function adapterSuite(name: string, start: StartServer): void {
     it('admits a request: the handler answers, with a generated tracking id or the well-formed one sent', async () => {
       const limiter = createLimiter({ policies: [window(10, '1s')], clock: new FakeClock(0) });
       const app = await start(
-        { limiter },
+        { limiter, trackingIdOnAdmitted: true },
         testApp(() => undefined),
       );
       try {
@@ -183,10 +183,10 @@ export function adapterSuite(name: string, start: StartServer): void {
       }
     });
 
-    it('with trackingIdOnAdmitted false, admitted responses carry no tracking id and the 429 does', async () => {
+    it('by default, admitted responses carry no tracking id and the 429 does', async () => {
       const limiter = createLimiter({ policies: [window(1, '1s')], clock: new FakeClock(0) });
       const app = await start(
-        { limiter, trackingIdOnAdmitted: false },
+        { limiter },
         testApp(() => undefined),
       );
       try {
@@ -205,7 +205,7 @@ export function adapterSuite(name: string, start: StartServer): void {
       const limiter = createLimiter({ policies: [window(1, '1s')], clock: new FakeClock(0) });
       let n = 0;
       const app = await start(
-        { limiter, trackingIds: () => `generated-${++n}` },
+        { limiter, trackingIds: () => `generated-${++n}`, trackingIdOnAdmitted: true },
         testApp(() => undefined),
       );
       try {
@@ -365,13 +365,17 @@ export function adapterSuite(name: string, start: StartServer): void {
       try {
         const broken = await send(app.url, '/ok', { 'x-client': 'broken' });
         expect(broken.status).toBe(200);
-        const unreachable = await send(app.url, '/ok', { 'x-client': 'c1' });
+        const unreachable = await send(app.url, '/ok', {
+          'x-client': 'c1',
+          'service-tracking-id': 'req-down-1',
+        });
         expect(unreachable.status).toBe(200);
         expect(events.map((e) => [e.phase, e.failure, (e.error as Error).message])).toEqual([
           ['identify', 'open', 'identity service down'],
           ['limiter', 'open', 'connect ECONNREFUSED 127.0.0.1:6380'],
         ]);
-        expect(events[1]?.trackingId).toBe(unreachable.headers['service-tracking-id']);
+        expect(events[0]?.trackingId).toMatch(TRACKING_ID);
+        expect(events[1]?.trackingId).toBe('req-down-1');
       } finally {
         await app.close();
       }
