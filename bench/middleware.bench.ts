@@ -5,8 +5,12 @@
  * client). Each service runs in its own process; autocannon loads it from
  * this one over loopback. The added latency is also measured inside the service (time from the
  * request event to the handler, in microseconds), since autocannon's latencies are whole ms.
+ *
+ * Where `taskset` is found (Linux), the service runs on CPU 1 and this process (autocannon) on
+ * CPU 0, so that the scheduler never puts the two on one core for part of a round: on a 2-core
+ * machine that moved the bare service's rate by up to 40% from round to round.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -50,11 +54,23 @@ async function load(url: string, seconds: number): Promise<autocannon.Result> {
   });
 }
 
-async function measure(variant: Variant): Promise<Figures> {
-  const child = fork(join(import.meta.dirname, 'middleware-server.ts'), [variant], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+// Pin this process (every thread) to CPU 0 when taskset is there; the services then go to CPU 1.
+const PINNED =
+  process.platform === 'linux' &&
+  spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' }).status ===
+    0;
+
+function startService(variant: Variant): ChildProcess {
+  const file = join(import.meta.dirname, 'middleware-server.ts');
+  const stdio = ['ignore', 'inherit', 'inherit', 'ipc'] as const;
+  if (!PINNED) return fork(file, [variant], { execArgv: ['--import', 'tsx'], stdio: [...stdio] });
+  return spawn('taskset', ['-c', '1', process.execPath, '--import', 'tsx', file, variant], {
+    stdio: [...stdio],
   });
+}
+
+async function measure(variant: Variant): Promise<Figures> {
+  const child = startService(variant);
   try {
     const { port } = await ask<{ port: number }>(child, '', 'port');
     const url = `http://127.0.0.1:${port}/booking/v1/reservations`;
@@ -104,7 +120,7 @@ export async function run(): Promise<Record<string, unknown>> {
   const throughputCost = 1 - ours.requestsPerSecond / bare.requestsPerSecond;
   const addedP99Us = ours.addedP99Us - bare.addedP99Us;
   console.error(
-    `api-conventions vs bare: ${round(throughputCost * 100)}% of throughput (target < 10%), +${round(addedP99Us)} us at p99 before the handler (target < 50 us)`,
+    `${PINNED ? 'service on CPU 1, load on CPU 0' : 'not pinned (no taskset)'}; api-conventions vs bare: ${round(throughputCost * 100)}% of throughput (target < 10%), +${round(addedP99Us)} us at p99 before the handler (target < 50 us)`,
   );
   const rateOf = (variant: Variant): number | undefined => summary[variant]?.requestsPerSecond;
   const withId = rateOf('bare-tracking-id');
@@ -112,6 +128,7 @@ export async function run(): Promise<Record<string, unknown>> {
   const express = rateOf('express');
   const expressLimited = rateOf('express-rate-limit');
   return {
+    pinned: PINNED,
     ...summary,
     throughputCostPercent: round(throughputCost * 100),
     addedP99Us: round(addedP99Us),

@@ -96,7 +96,10 @@ export interface GateVerdict {
   readonly response: ResponseParts | undefined;
   /** Headers for the handler's response (the tracking id, the RateLimit fields when enabled). */
   readonly headers: Readonly<Record<string, string>>;
-  /** The request's tracking id. */
+  /**
+   * The request's tracking id: the well-formed one it sent, or one made by `trackingIds`, on
+   * first read when nothing has needed it yet.
+   */
   readonly trackingId: string;
   /** True when there is a lease to give back with `release` when the response ends. */
   readonly holdsLease: boolean;
@@ -148,13 +151,55 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
   const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
   const failure: FailureMode = options.failure ?? 'open';
 
-  const pass = (trackingId: string): GateVerdict => ({
-    response: undefined,
-    headers: onAdmitted ? { [header]: trackingId } : NO_HEADERS,
-    trackingId,
-    holdsLease: false,
-    release: noop,
-  });
+  // The tracking id is made only when something needs it: a 429 or a 503, an error report, the
+  // header on every response (trackingIdOnAdmitted), or a read of a verdict's `trackingId`. Until
+  // then it is '' (no well-formed id is empty). A source that fails is reported and replaced.
+  const make = (request: R): string => {
+    if (source === randomTrackingId) return randomTrackingId();
+    try {
+      return resolveTrackingId(undefined, source);
+    } catch (error) {
+      const replaced = randomTrackingId();
+      report(error, request, 'tracking-id', replaced);
+      return replaced;
+    }
+  };
+  const made = (request: R, trackingId: string): string =>
+    trackingId === '' ? make(request) : trackingId;
+
+  /** A verdict whose tracking id is made on first read. */
+  class Verdict implements GateVerdict {
+    #trackingId: string;
+    readonly #request: R;
+
+    constructor(
+      readonly response: ResponseParts | undefined,
+      readonly headers: Readonly<Record<string, string>>,
+      trackingId: string,
+      request: R,
+      readonly holdsLease: boolean,
+      readonly release: () => void,
+    ) {
+      this.#trackingId = trackingId;
+      this.#request = request;
+    }
+
+    get trackingId(): string {
+      if (this.#trackingId === '') this.#trackingId = make(this.#request);
+      return this.#trackingId;
+    }
+  }
+
+  // Let the request through without a lease (skipped, or failing open).
+  const pass = (request: R, trackingId: string): GateVerdict =>
+    new Verdict(
+      undefined,
+      onAdmitted ? { [header]: trackingId } : NO_HEADERS,
+      trackingId,
+      request,
+      false,
+      noop,
+    );
 
   const report = (error: unknown, request: R, phase: GatePhase, trackingId: string): void => {
     const event: RateLimitErrorEvent<R> = { error, request, phase, trackingId, failure };
@@ -166,31 +211,37 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     }
   };
 
-  const fail = (error: unknown, request: R, phase: GatePhase, trackingId: string): GateVerdict => {
+  const fail = (error: unknown, request: R, phase: GatePhase, pending: string): GateVerdict => {
+    const trackingId = made(request, pending);
     report(error, request, phase, trackingId);
-    if (failure === 'open') return pass(trackingId);
+    if (failure === 'open') return pass(request, trackingId);
     const response = unavailable(trackingId);
     response.headers[header] = trackingId;
-    return { ...pass(trackingId), response };
+    return new Verdict(response, NO_HEADERS, trackingId, request, false, noop);
   };
 
-  const decide = (decision: Decision, trackingId: string): GateVerdict => {
+  const decide = (decision: Decision, request: R, trackingId: string): GateVerdict => {
     if (decision.allowed) {
-      return {
-        response: undefined,
-        headers:
-          onAdmitted || withFields
-            ? admittedParts(decision, onAdmitted ? header : undefined, trackingId, withFields)
-            : NO_HEADERS,
+      return new Verdict(
+        undefined,
+        onAdmitted || withFields
+          ? admittedParts(decision, onAdmitted ? header : undefined, trackingId, withFields)
+          : NO_HEADERS,
         trackingId,
-        holdsLease: true,
-        release: () => decision.release(),
-      };
+        request,
+        true,
+        () => decision.release(),
+      );
     }
-    return {
-      ...pass(trackingId),
-      response: refusalParts(decision, header, trackingId, withFields),
-    };
+    const id = made(request, trackingId);
+    return new Verdict(
+      refusalParts(decision, header, id, withFields),
+      NO_HEADERS,
+      id,
+      request,
+      false,
+      noop,
+    );
   };
 
   // The sync path (memory store, plain identify) runs straight through, without a closure or a
@@ -208,10 +259,10 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     } catch (error) {
       return fail(error, request, 'limiter', trackingId);
     }
-    if (!isThenable<Decision>(decision)) return decide(decision, trackingId);
+    if (!isThenable<Decision>(decision)) return decide(decision, request, trackingId);
     return settled(
       decision,
-      (d) => decide(d, trackingId),
+      (d) => decide(d, request, trackingId),
       (error) => fail(error, request, 'limiter', trackingId),
     );
   };
@@ -242,16 +293,9 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     path: string,
     incoming: string | null | undefined,
   ): GateVerdict | Promise<GateVerdict> => {
-    let trackingId: string;
+    let trackingId = '';
     if (isWellFormedTrackingId(incoming)) trackingId = incoming;
-    else if (source === randomTrackingId) trackingId = randomTrackingId();
-    else {
-      try {
-        trackingId = resolveTrackingId(undefined, source);
-      } catch (error) {
-        return fail(error, request, 'tracking-id', randomTrackingId());
-      }
-    }
+    else if (onAdmitted) trackingId = make(request);
     if (skip === undefined) return attribute(request, method, path, trackingId);
     let skipped: boolean | Promise<boolean>;
     try {
@@ -260,11 +304,14 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
       return fail(error, request, 'skip', trackingId);
     }
     if (!isThenable<boolean>(skipped)) {
-      return skipped === true ? pass(trackingId) : attribute(request, method, path, trackingId);
+      return skipped === true
+        ? pass(request, trackingId)
+        : attribute(request, method, path, trackingId);
     }
     return settled(
       skipped,
-      (s) => (s === true ? pass(trackingId) : attribute(request, method, path, trackingId)),
+      (s) =>
+        s === true ? pass(request, trackingId) : attribute(request, method, path, trackingId),
       (error) => fail(error, request, 'skip', trackingId),
     );
   };

@@ -114,6 +114,30 @@ describe('rate limit gate', () => {
     });
   });
 
+  it('makes a tracking id only when something needs it: a 429, a report, a read, or trackingIdOnAdmitted', () => {
+    let made = 0;
+    const trackingIds = () => `made-${++made}`;
+    const gate = createRateLimitGate({ limiter: limiterOf(1), identify, trackingIds });
+    const admitted = gate.check({ client: 'c1' }, 'GET', '/x', undefined) as GateVerdict;
+    expect(admitted.response).toBeUndefined();
+    expect(made).toBe(0);
+    const refused = gate.check({ client: 'c1' }, 'GET', '/x', undefined) as GateVerdict;
+    expect(refused.response?.headers['service-tracking-id']).toBe('made-1');
+    expect(refused.trackingId).toBe('made-1');
+    expect(admitted.trackingId).toBe('made-2');
+    expect(admitted.trackingId).toBe('made-2');
+    expect(made).toBe(2);
+    const stamping = createRateLimitGate({
+      limiter: limiterOf(1),
+      identify,
+      trackingIds,
+      trackingIdOnAdmitted: true,
+    });
+    const stamped = stamping.check({ client: 'c1' }, 'GET', '/x', undefined) as GateVerdict;
+    expect(stamped.headers).toEqual({ 'service-tracking-id': 'made-3' });
+    expect(stamped.trackingId).toBe('made-3');
+  });
+
   it('answers with a promise when identify, skip or the store is asynchronous, with the same verdicts', async () => {
     const asyncStore = createLimiter({
       policies: [window(1, '1s', { name: 'w' })],
