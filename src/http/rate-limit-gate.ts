@@ -130,6 +130,9 @@ export interface RateLimitGate<R> {
 
 const noop = (): void => undefined;
 
+// The headers of a verdict that adds none to the handler's response.
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
 const isThenable = <T>(value: unknown): value is PromiseLike<T> =>
   typeof (value as { then?: unknown } | null)?.then === 'function';
 
@@ -148,7 +151,6 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
   const source = options.trackingIds ?? randomTrackingId;
   const withFields = options.rateLimitHeaders === true;
   const onAdmitted = options.trackingIdOnAdmitted === true;
-  const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
   const failure: FailureMode = options.failure ?? 'open';
 
   // The tracking id is made only when something needs it: a 429 or a 503, an error report, the
@@ -185,7 +187,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     }
 
     get trackingId(): string {
-      if (this.#trackingId === '') this.#trackingId = make(this.#request);
+      this.#trackingId = made(this.#request, this.#trackingId);
       return this.#trackingId;
     }
   }
