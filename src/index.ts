@@ -76,6 +76,7 @@ export {
 } from './limits/limit-rule.js';
 export type {
   AdmittedDecision,
+  CheckOptions,
   Decision,
   Limiter,
   LimiterOptions,

@@ -8,7 +8,7 @@
  */
 import { ConfigurationError, InvalidRequestError } from '../errors.js';
 import { describe } from '../limits/duration.js';
-import type { Decision, LimitRequest } from '../limits/limiter.js';
+import type { CheckOptions, Decision, LimitRequest } from '../limits/limiter.js';
 import { problemDetails, problemResponse, type ResponseParts } from './problem-details.js';
 import {
   admittedParts,
@@ -55,8 +55,11 @@ export interface RateLimitErrorEvent<R> {
 
 /** Anything with the limiter's `check`: synchronous (memory store) or asynchronous (Redis). */
 export interface CheckingLimiter {
-  /** Decide one request. */
-  check(request: LimitRequest): Decision | Promise<Decision>;
+  /**
+   * Decide one request. The gate asks for statuses (`options.statuses`) only when it sends the
+   * RateLimit fields; a limiter may ignore the options.
+   */
+  check(request: LimitRequest, options?: CheckOptions): Decision | Promise<Decision>;
 }
 
 /** Options of every rate limit middleware. */
@@ -133,6 +136,9 @@ const noop = (): void => undefined;
 // The headers of a verdict that adds none to the handler's response.
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
+// Without the RateLimit fields nothing reads an admitted decision's statuses.
+const WITHOUT_STATUSES: CheckOptions = Object.freeze({ statuses: false });
+
 const isThenable = <T>(value: unknown): value is PromiseLike<T> =>
   typeof (value as { then?: unknown } | null)?.then === 'function';
 
@@ -150,6 +156,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
   );
   const source = options.trackingIds ?? randomTrackingId;
   const withFields = options.rateLimitHeaders === true;
+  const asked = withFields ? undefined : WITHOUT_STATUSES;
   const onAdmitted = options.trackingIdOnAdmitted === true;
   const failure: FailureMode = options.failure ?? 'open';
 
@@ -257,7 +264,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
   ): GateVerdict | Promise<GateVerdict> => {
     let decision: Decision | Promise<Decision>;
     try {
-      decision = limiter.check(limitRequest(identity, method, path));
+      decision = limiter.check(limitRequest(identity, method, path), asked);
     } catch (error) {
       return fail(error, request, 'limiter', trackingId);
     }

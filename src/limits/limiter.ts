@@ -44,7 +44,10 @@ export interface LimitRequest {
 export interface AdmittedDecision {
   /** Discriminant. */
   readonly allowed: true;
-  /** Every policy that applied, with what remains of it. */
+  /**
+   * Every policy that applied, with what remains of it; empty when checked with
+   * `{ statuses: false }`.
+   */
   readonly statuses: readonly PolicyStatus[];
   /** The time of the decision (ms). */
   readonly now: number;
@@ -101,13 +104,30 @@ export interface LimiterOptions<S extends LimitStore = LimitStore> {
   maxIdLength?: number;
 }
 
+/** Options of one {@link Limiter.check}. */
+export interface CheckOptions {
+  /**
+   * Report what remains of each policy in an admitted decision's `statuses`. Turn it off when
+   * nothing reads them (no RateLimit header fields, say): the store then skips counting them and
+   * an admitted decision's `statuses` is empty. Refused decisions always carry them. The
+   * middleware turns it off unless it sends the RateLimit fields.
+   * @defaultValue true
+   */
+  readonly statuses?: boolean;
+}
+
 /** A limiter. `check` answers synchronously with a synchronous store, with a promise otherwise. */
 export interface Limiter<S extends LimitStore = LimitStore> {
   /**
    * Decide one request.
+   * @param request - who sends it and what it asks for
+   * @param options - whether an admitted decision reports its statuses
    * @throws InvalidRequestError when the request cannot be attributed (empty ids, wrong types)
    */
-  check(request: LimitRequest): S extends SyncLimitStore ? Decision : Promise<Decision>;
+  check(
+    request: LimitRequest,
+    options?: CheckOptions,
+  ): S extends SyncLimitStore ? Decision : Promise<Decision>;
   /** The store the limiter uses. */
   readonly store: S;
 }
@@ -158,8 +178,9 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
   }
   const select = policySelector(options);
 
-  const check = (input: LimitRequest): Decision | Promise<Decision> => {
+  const check = (input: LimitRequest, options?: CheckOptions): Decision | Promise<Decision> => {
     const request = checkRequest(input, maxIdLength);
+    const statuses = options?.statuses !== false;
     const group = select(request);
     const { clientId, accountCode } = request;
     const global: PlanScope = {
@@ -180,7 +201,7 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
       // Exemptions only take positions away: the same length is the same list.
       if (active.length !== group.active.length) scopes[0] = { ...global, active };
     }
-    const plan: Plan = { scopes };
+    const plan: Plan = { scopes, statuses };
     const now = clock.now();
     if (!Number.isFinite(now)) {
       throw new ConfigurationError(
@@ -190,8 +211,8 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
     }
     const outcome = store.apply(plan, now);
     return store.synchronous
-      ? toDecision(store, outcome as StoreOutcome)
-      : (outcome as Promise<StoreOutcome>).then((o) => toDecision(store, o));
+      ? toDecision(store, outcome as StoreOutcome, statuses)
+      : (outcome as Promise<StoreOutcome>).then((o) => toDecision(store, o, statuses));
   };
   return { check, store } as Limiter<S>;
 }
@@ -351,8 +372,15 @@ function checkId(
   }
 }
 
-function toDecision(store: LimitStore, outcome: StoreOutcome): Decision {
-  return outcome.allowed ? new Admitted(outcome, store) : new Refused(outcome);
+// An admitted decision's statuses when the caller did not ask for them, whatever the store sent.
+const NO_STATUSES: OutcomeStatuses = Object.freeze({
+  policies: Object.freeze([]),
+  values: Object.freeze([]),
+});
+
+function toDecision(store: LimitStore, outcome: StoreOutcome, statuses: boolean): Decision {
+  if (!outcome.allowed) return new Refused(outcome);
+  return new Admitted(statuses ? outcome : NO_STATUSES, outcome, store);
 }
 
 /** Statuses built from an outcome's compact data on first read. */
@@ -383,8 +411,8 @@ class Admitted extends WithStatuses implements AdmittedDecision {
   #lease: LeaseToken | undefined;
   readonly #store: LimitStore;
 
-  constructor(outcome: AdmittedOutcome, store: LimitStore) {
-    super(outcome);
+  constructor(statuses: OutcomeStatuses, outcome: AdmittedOutcome, store: LimitStore) {
+    super(statuses);
     this.now = outcome.now;
     this.#lease = outcome.lease;
     this.#store = store;

@@ -36,6 +36,7 @@ import {
   freeLog,
   logAdmit,
   logEarliest,
+  logHasRoom,
   logQuietAt,
   logRemaining,
   logResetAfter,
@@ -64,6 +65,10 @@ interface Layout {
 }
 
 const QUIET = 0;
+
+// The statuses of an admission that reports none (see Plan.statuses).
+const NO_VALUES: readonly number[] = Object.freeze([]);
+const NO_POLICIES: readonly Policy[] = Object.freeze([]);
 
 const layouts = new WeakMap<readonly Policy[], Layout>();
 
@@ -309,6 +314,8 @@ export class MemoryStore implements SyncLimitStore {
       }
     }
 
+    // Without statuses, an admission reads no window's oldest times unless the window may be full.
+    const lazy = plan.statuses === false;
     // The common plan, one scope with every policy active, needs no flattening. Its record is
     // found once, also when a policy has no room and the general path below refuses.
     const { scopes } = plan;
@@ -318,7 +325,7 @@ export class MemoryStore implements SyncLimitStore {
       first = this.#find(only, t);
       if (first === undefined) return capacityRefusal(t);
       if (only.active.length === only.policies.length) {
-        const outcome = this.#admitWhole(first, t);
+        const outcome = this.#admitWhole(first, t, lazy);
         if (outcome !== undefined) return outcome;
       }
     }
@@ -347,7 +354,7 @@ export class MemoryStore implements SyncLimitStore {
     for (let k = 0; k < n; k++) {
       const s = w.slots[k]!;
       const m = w.records[k]!.arena.mem;
-      const own = earliestFor(w.policies[k]!, m, s, t);
+      const own = earliestFor(w.policies[k]!, m, s, t, lazy);
       w.own[k] = own;
       const at = Math.max(own, m[s] as number);
       // The refusal names the policy that frees up last; on a tie, the one whose own limit frees
@@ -358,7 +365,7 @@ export class MemoryStore implements SyncLimitStore {
         refusing = k;
       }
     }
-    if (refusing === -1) return this.#admit(plan, w, n, t);
+    if (refusing === -1) return this.#admit(plan, w, n, t, lazy);
 
     const outcome: StoreOutcome = {
       allowed: false,
@@ -549,7 +556,7 @@ export class MemoryStore implements SyncLimitStore {
    * `undefined` when a policy has no room, for the general path to refuse. Up to then it has only
    * pruned what left its window, which the general path would do all the same.
    */
-  #admitWhole(record: ScopeRecord, t: number): StoreOutcome | undefined {
+  #admitWhole(record: ScopeRecord, t: number, lazy: boolean): StoreOutcome | undefined {
     const { policies, base } = record;
     const { offsets } = record.layout;
     const { arena } = record;
@@ -557,11 +564,11 @@ export class MemoryStore implements SyncLimitStore {
     let m = arena.mem;
     for (let k = 0; k < n; k++) {
       const s = base + offsets[k]!;
-      if (earliestFor(policies[k]!, m, s, t) > t || (m[s] as number) > t) return undefined;
+      if (earliestFor(policies[k]!, m, s, t, lazy) > t || (m[s] as number) > t) return undefined;
     }
     let lease: MemoryLease | undefined;
     let quietAt = m[base + QUIET] as number;
-    const values: number[] = new Array(2 * n);
+    const values = lazy ? undefined : new Array<number>(2 * n);
     for (let k = 0; k < n; k++) {
       const policy = policies[k]!;
       const s = base + offsets[k]!;
@@ -569,13 +576,16 @@ export class MemoryStore implements SyncLimitStore {
       const until = admitOne(policy, arena, s, t, lease);
       if (until > quietAt) quietAt = until;
       m = arena.mem;
-      writeStatus(values, k, policy, m, s, t);
+      if (values !== undefined) writeStatus(values, k, policy, m, s, t);
     }
     m[base + QUIET] = quietAt;
+    if (values === undefined) {
+      return { allowed: true, now: t, policies: NO_POLICIES, values: NO_VALUES, lease };
+    }
     return { allowed: true, now: t, policies, values, lease };
   }
 
-  #admit(plan: Plan, w: Work, n: number, t: number): StoreOutcome {
+  #admit(plan: Plan, w: Work, n: number, t: number, lazy: boolean): StoreOutcome {
     let lease: MemoryLease | undefined;
     for (let k = 0; k < n; k++) {
       const policy = w.policies[k]!;
@@ -585,6 +595,7 @@ export class MemoryStore implements SyncLimitStore {
       const m = record.arena.mem;
       if (until > (m[record.base + QUIET] as number)) m[record.base + QUIET] = until;
     }
+    if (lazy) return { allowed: true, now: t, policies: NO_POLICIES, values: NO_VALUES, lease };
     return {
       allowed: true,
       now: t,
@@ -666,10 +677,16 @@ export class MemoryStore implements SyncLimitStore {
   }
 }
 
-// The policy's earliest admission time at `t`, blocks aside; prunes what has expired.
-function earliestFor(policy: Policy, m: Float64Array, s: number, t: number): number {
+/**
+ * The policy's earliest admission time at `t`, blocks aside; prunes what has expired, except that
+ * a `lazy` decision leaves a window's expired admissions alone while it has room without dropping
+ * them (they are dropped once they matter: when the window may be full, its ring is full, or a
+ * status is read).
+ */
+function earliestFor(policy: Policy, m: Float64Array, s: number, t: number, lazy: boolean): number {
   switch (policy.kind) {
     case 'window':
+      if (lazy && logHasRoom(m, s, policy)) return t;
       pruneLog(m, s, policy, t);
       return logEarliest(m, s, policy, t);
     case 'rate':
@@ -718,7 +735,7 @@ function admitOne(
 ): number {
   switch (policy.kind) {
     case 'window':
-      logAdmit(arena, s, t);
+      logAdmit(arena, s, policy, t);
       return t + policy.windowMs;
     case 'rate':
       return gcraAdmit(arena.mem, s, policy, t);
@@ -745,6 +762,8 @@ function writeStatus(
 ): void {
   switch (policy.kind) {
     case 'window':
+      // A decision that reported no statuses may have left expired admissions in the window.
+      pruneLog(m, s, policy, t);
       values[2 * k] = logRemaining(m, s, policy);
       values[2 * k + 1] = logResetAfter(m, s, policy, t);
       break;

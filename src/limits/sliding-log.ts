@@ -50,11 +50,28 @@ export function logEarliest(m: Float64Array, s: number, policy: WindowPolicy, t:
   return (m[(m[s + LOG] as number) + at] as number) + policy.windowMs;
 }
 
-/** Record an admission at `t` (times never go backwards: the store keeps its time monotonic). */
-export function logAdmit(arena: Arena, s: number, t: number): void {
+/**
+ * Room for one more admission with nothing dropped: fewer than `limit` times are held, expired ones
+ * included. Then {@link logEarliest} would answer `t` whatever {@link pruneLog} dropped, and the
+ * oldest times need not be read (a decision that reports no statuses skips them).
+ */
+export function logHasRoom(m: Float64Array, s: number, policy: WindowPolicy): boolean {
+  return (m[s + COUNT] as number) < policy.limit;
+}
+
+/**
+ * Record an admission at `t` (times never go backwards: the store keeps its time monotonic). A
+ * full ring first drops what has left the window, and grows only if still full: expired times
+ * kept by decisions that skipped {@link pruneLog} never make it grow.
+ */
+export function logAdmit(arena: Arena, s: number, policy: WindowPolicy, t: number): void {
   let m = arena.mem;
-  const count = m[s + COUNT] as number;
+  let count = m[s + COUNT] as number;
   const cap = m[s + CAP] as number;
+  if (count === cap && cap !== 0) {
+    pruneLog(m, s, policy, t);
+    count = m[s + COUNT] as number;
+  }
   if (count === cap) {
     // Full: move the times, oldest first, to a ring twice the size (4 to start with).
     const grown = cap === 0 ? 4 : cap * 2;

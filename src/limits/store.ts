@@ -28,6 +28,14 @@ export interface PlanScope {
 export interface Plan {
   /** Scopes in a fixed order; decisions name policies by their position here. */
   readonly scopes: readonly PlanScope[];
+  /**
+   * `false`: the caller does not read what remains of each policy when the request is admitted,
+   * so an admitted outcome may leave `policies` and `values` empty and the store may skip the
+   * work of counting them (the memory store then drops a window's expired admissions only when
+   * they matter). A refused outcome reports them either way.
+   * @defaultValue true
+   */
+  readonly statuses?: boolean;
 }
 
 /** The state of one policy after a decision. */

@@ -45,6 +45,11 @@ export interface DecideShape {
   readonly marginMs: number;
   /** Reply in bytes (the client reads bulk strings as bytes) rather than in text. */
   readonly binary?: boolean;
+  /**
+   * `false`: an admission replies without the statuses (the first five numbers only) and the
+   * script skips counting them; a refusal replies with them. @defaultValue true
+   */
+  readonly statuses?: boolean;
 }
 
 /** One policy position of one scope, as the generated Lua sees it. */
@@ -391,8 +396,11 @@ function decide(w: Writer): void {
 
 /** The statuses of the active policies. */
 function statuses(w: Writer): void {
-  const { sections, work, v, sv, emit } = w;
-  // Remaining and reset-after (ms) of every active policy, after the decision.
+  const { shape, sections, work, v, sv, emit } = w;
+  // Remaining and reset-after (ms) of every active policy, after the decision; for a refusal only
+  // when the plan asks for no statuses.
+  const always = shape.statuses !== false;
+  if (!always) emit('if not admitted then');
   for (const [k, j] of work.entries()) {
     const section = sections[j]!;
     const p = section.policy;
@@ -434,6 +442,7 @@ function statuses(w: Writer): void {
       );
     }
   }
+  if (!always) emit('end');
 }
 
 /** The blocks of a refusal. */
@@ -538,23 +547,32 @@ function writeBack(w: Writer): void {
 /** The reply. */
 function reply(w: Writer): void {
   const { shape, work, emit } = w;
-  const count = 5 + 2 * work.length;
-  if (shape.binary === true) {
-    // Doubles: exact, and the cheapest reply to write (no number printed as text).
-    emit(`return pack_struct('<${'d'.repeat(count)}', unpack(reply, 1, ${count}))`);
-    return;
+  const full = 5 + 2 * work.length;
+  // Without statuses an admission replies with the first five numbers only.
+  const counts = shape.statuses === false && work.length > 0 ? [5, full] : [full];
+  if (counts.length === 2) emit('if admitted then');
+  for (const [i, count] of counts.entries()) {
+    const indent = counts.length === 2 ? '  ' : '';
+    if (i === 1) emit('end');
+    if (shape.binary === true) {
+      // Doubles: exact, and the cheapest reply to write (no number printed as text).
+      emit(`${indent}return pack_struct('<${'d'.repeat(count)}', unpack(reply, 1, ${count}))`);
+      continue;
+    }
+    // Exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
+    emit(
+      ...[
+        `for i = 1, ${count} do`,
+        '  local x = reply[i]',
+        '  if x % 1 ~= 0 or x >= 1e14 then',
+        `    for j = 1, ${count} do reply[j] = format('%.17g', reply[j]) end`,
+        `    return concat(reply, ',', 1, ${count})`,
+        '  end',
+        'end',
+        `return format('${Array.from({ length: count }, () => '%d').join(',')}', unpack(reply, 1, ${count}))`,
+      ].map((line) => indent + line),
+    );
   }
-  // The reply, exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
-  emit(
-    'for i = 1, ' + count + ' do',
-    '  local x = reply[i]',
-    '  if x % 1 ~= 0 or x >= 1e14 then',
-    '    for j = 1, ' + count + " do reply[j] = format('%.17g', reply[j]) end",
-    "    return concat(reply, ',')",
-    '  end',
-    'end',
-    `return format('${Array.from({ length: count }, () => '%d').join(',')}', unpack(reply, 1, ${count}))`,
-  );
 }
 
 function kindCode(policy: Policy): number {

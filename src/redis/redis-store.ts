@@ -278,6 +278,8 @@ export class RedisStore implements AsyncLimitStore {
         resources.push(scope.resource);
       }
     }
+    // Without statuses an admission's script skips them (a script of its own).
+    if (plan.statuses === false) signature += '-';
     let decider = this.#deciders.get(signature);
     if (decider === undefined) {
       const shape = shapeOf(plan, indices, this.#margin, this.#binary);
@@ -511,7 +513,7 @@ function shapeOf(
     scopes[index] ??= scope.policies;
     for (const position of scope.active) work.push([index, position]);
   }
-  return { scopes, work, marginMs, binary };
+  return { scopes, work, marginMs, binary, statuses: plan.statuses !== false };
 }
 
 /**
@@ -574,9 +576,16 @@ function parseOutcome(
   resources: readonly string[],
 ): StoreOutcome | undefined {
   const n = policies.length;
-  const numbers = binary ? readDoubles(reply, 5 + 2 * n) : readText(reply, 5 + 2 * n);
+  // An admission asked without statuses replies with the first five numbers only.
+  const short = plan.statuses === false && n > 0;
+  const numbers = binary ? readDoubles(reply, 5 + 2 * n, short) : readText(reply, 5 + 2 * n, short);
   if (numbers === undefined) return undefined;
   const [allowed, t, reason, retry, refusing] = numbers as [number, number, number, number, number];
+  if (numbers.length === 5 && n > 0) {
+    return allowed === 1
+      ? { allowed: true, now: t, lease: undefined, policies: [], values: [] }
+      : undefined;
+  }
   const values = numbers.slice(5);
   // The scope's own list when it is all of them, as the memory store answers.
   const only = plan.scopes.length === 1 ? plan.scopes[0]! : undefined;
@@ -597,9 +606,14 @@ function parseOutcome(
   };
 }
 
-/** A binary reply: `count` little-endian doubles, each finite; undefined when it is not that. */
-function readDoubles(reply: unknown, count: number): number[] | undefined {
-  if (!(reply instanceof Uint8Array) || reply.byteLength !== 8 * count) return undefined;
+/**
+ * A binary reply: `full` little-endian doubles (or 5 when `short` allows them), each finite;
+ * undefined when it is not that.
+ */
+function readDoubles(reply: unknown, full: number, short: boolean): number[] | undefined {
+  if (!(reply instanceof Uint8Array)) return undefined;
+  const count = reply.byteLength / 8;
+  if (count !== full && !(short && count === 5)) return undefined;
   const view = new DataView(reply.buffer, reply.byteOffset, reply.byteLength);
   const numbers: number[] = new Array(count);
   for (let i = 0; i < count; i++) {
@@ -610,12 +624,16 @@ function readDoubles(reply: unknown, count: number): number[] | undefined {
   return numbers;
 }
 
-/** A text reply (or its bytes): `count` numbers separated by commas; undefined when it is not that. */
-function readText(reply: unknown, count: number): number[] | undefined {
+/**
+ * A text reply (or its bytes): `full` numbers separated by commas (or 5 when `short` allows
+ * them); undefined when it is not that.
+ */
+function readText(reply: unknown, full: number, short: boolean): number[] | undefined {
   const text = reply instanceof Uint8Array ? Buffer.from(reply).toString('latin1') : reply;
   if (typeof text !== 'string') return undefined;
   const fields = text.split(',');
-  if (fields.length !== count) return undefined;
+  const count = fields.length;
+  if (count !== full && !(short && count === 5)) return undefined;
   const numbers: number[] = new Array(count);
   for (let i = 0; i < count; i++) {
     // Each written exactly: whole numbers in full, fractions with 17 digits.

@@ -138,6 +138,27 @@ describe('rate limit gate', () => {
     expect(stamped.trackingId).toBe('made-3');
   });
 
+  it('asks the limiter for statuses only when it sends the RateLimit fields, which then count them', () => {
+    for (const rateLimitHeaders of [false, true]) {
+      const limiter = limiterOf(2);
+      const asked: Array<boolean | undefined> = [];
+      const gate = createRateLimitGate({
+        limiter: {
+          check: (request, options) => {
+            asked.push(options?.statuses);
+            return limiter.check(request, options);
+          },
+        },
+        identify,
+        rateLimitHeaders,
+      });
+      const verdict = gate.check({ client: 'c1' }, 'GET', '/x', undefined) as GateVerdict;
+      expect(asked).toEqual([rateLimitHeaders ? undefined : false]);
+      if (rateLimitHeaders) expect(verdict.headers.ratelimit).toBe('"w";r=1;t=1');
+      else expect(verdict.headers).toEqual({});
+    }
+  });
+
   it('answers with a promise when identify, skip or the store is asynchronous, with the same verdicts', async () => {
     const asyncStore = createLimiter({
       policies: [window(1, '1s', { name: 'w' })],

@@ -17,6 +17,7 @@ import {
   window,
 } from '../../src/index.js';
 import { arbitraryGaps, burstyGaps, edgeGaps, steadyGaps } from '../support/arrivals.js';
+import { AsyncMemoryStore } from '../support/async-store.js';
 import { admittedTimes, request, runEngine, runOracle } from '../support/limits.js';
 import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
 import { thrown } from '../support/thrown.js';
@@ -649,6 +650,73 @@ describe('limiter: statuses', () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('limiter: decisions without statuses', () => {
+  it('decides as with statuses, and every decision that reports them counts exactly what lies inside each window', () => {
+    const arbitraryWindow = fc.record({
+      limit: fc.integer({ min: 1, max: 6 }),
+      windowMs: fc.integer({ min: 1, max: 3_000 }),
+    });
+    fc.assert(
+      fc.property(
+        arbitraryWindow,
+        arbitraryWindow,
+        fc.array(fc.record({ gap: fc.integer({ min: 0, max: 1_500 }), statuses: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 150,
+        }),
+        (a, b, steps) => {
+          // Two windows: one may refuse while the other, skipped by a decision without statuses,
+          // still holds times that have left it; the refusal's statuses must not count them.
+          const windows = [a, b];
+          const policies = windows.map((w, i) => window(w.limit, w.windowMs, { name: `w${i}` }));
+          const clock = new FakeClock(0);
+          const limiter = createLimiter({ policies, clock });
+          const oracle = new ExactOracle(policies);
+          const admitted: number[] = [];
+          for (const { gap, statuses } of steps) {
+            clock.advance(gap);
+            const t = clock.now();
+            const decision = limiter.check(request, { statuses });
+            const expected = oracle.decide(t);
+            expect(decision.allowed).toBe(expected.allowed);
+            if (decision.allowed) admitted.push(t);
+            else expect(decision.retryAfterSeconds).toBe(expected.retryAfterSeconds);
+            if (decision.allowed && !statuses) {
+              expect(decision.statuses).toEqual([]);
+              continue;
+            }
+            // Asked for, or refused (a refusal always reports them): exact.
+            for (const [i, { limit, windowMs }] of windows.entries()) {
+              const inside = admitted.filter((at) => at > t - windowMs);
+              const status = decision.statuses[i]!;
+              expect(status.remaining).toBe(Math.max(0, limit - inside.length));
+              expect(status.resetAfterMs).toBe(
+                inside.length === 0 ? 0 : inside.at(-1)! + windowMs - t,
+              );
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('an admitted decision has no statuses whatever the store reports, and a refused one has them', async () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      policies: [window(1, '1s', { name: 'w' })],
+      clock,
+      store: new AsyncMemoryStore(),
+    });
+    const admitted = await limiter.check(request, { statuses: false });
+    expect(admitted.allowed).toBe(true);
+    expect(admitted.statuses).toEqual([]);
+    const refused = await limiter.check(request, { statuses: false });
+    expect(refused.allowed).toBe(false);
+    expect(refused.statuses.map((s) => [s.policy.name, s.remaining])).toEqual([['w', 0]]);
   });
 });
 

@@ -35,8 +35,9 @@ class OracleTwin {
     this.#limiter = createLimiter({ policies, clock: this.clock, store });
   }
 
-  check(clientId: string, accountCode: string, hold: boolean): void {
-    const decision = this.#limiter.check({ ...request, clientId, accountCode });
+  /** `statuses` false: the decision skips them, and the store may leave expired times in place. */
+  check(clientId: string, accountCode: string, hold: boolean, statuses = true): void {
+    const decision = this.#limiter.check({ ...request, clientId, accountCode }, { statuses });
     const expected = this.oracle.decideEntries(
       this.clock.now(),
       this.policies.map((policy) => ({
@@ -220,16 +221,17 @@ describe('MemoryStore', () => {
       account: fc.integer({ min: 0, max: 2 }),
       // Give back one of the leases held (perhaps long expired, its record reclaimed), or none.
       release: fc.option(fc.nat(), { nil: undefined }),
+      statuses: fc.boolean(),
     });
     fc.assert(
       fc.property(fc.array(step, { minLength: 1, maxLength: 300 }), (steps) => {
         const twin = new OracleTwin(policies, new MemoryStore({ sweepInterval: 1 }));
-        for (const { gap, client, account, release } of steps) {
+        for (const { gap, client, account, release, statuses } of steps) {
           twin.clock.advance(gap);
           if (release !== undefined && twin.held.length > 0) {
             twin.giveBack(release % twin.held.length);
           }
-          twin.check(`c${client}`, `a${account}`, true);
+          twin.check(`c${client}`, `a${account}`, true, statuses);
         }
       }),
       { numRuns: 150 },
@@ -252,19 +254,43 @@ describe('MemoryStore', () => {
       client: fc.integer({ min: 0, max: 29 }),
       burst: fc.integer({ min: 1, max: 30 }),
       hold: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+      // Decisions without statuses leave expired times in the rings until they matter.
+      statuses: fc.boolean(),
     });
     fc.assert(
       fc.property(fc.array(step, { minLength: 60, maxLength: 160 }), (steps) => {
         const twin = new OracleTwin(policies, new MemoryStore({ sweepInterval: 2 }));
-        for (const { gap, client, burst, hold } of steps) {
+        for (const { gap, client, burst, hold, statuses } of steps) {
           twin.clock.advance(gap);
-          for (let i = 0; i < burst; i++) twin.check(`c${client}`, request.accountCode, hold);
+          for (let i = 0; i < burst; i++) {
+            twin.check(`c${client}`, request.accountCode, hold, statuses);
+          }
           // Leases held across steps are given back, some after their blocks were handed on.
           if (twin.held.length > 6) twin.giveBack(0, 3);
         }
       }),
       { numRuns: 60 },
     );
+  });
+
+  it('grows a ring only as far as the admissions inside its window need, also when decisions skip statuses', () => {
+    // At most 4 admissions lie inside any 1 s at one per 300 ms, so the ring stays at 4 slots,
+    // though the limit (1,000) would let times that have left the window pile up to 1,024.
+    const bytesAfter = (statuses: boolean): number => {
+      const clock = new FakeClock(0);
+      const store = new MemoryStore();
+      const limiter = createLimiter({
+        policies: [window(1_000, '1s', { name: 'w' })],
+        clock,
+        store,
+      });
+      for (let i = 0; i < 2_000; i++) {
+        clock.advance(300);
+        expect(limiter.check(request, { statuses }).allowed).toBe(true);
+      }
+      return store.bytes;
+    };
+    expect(bytesAfter(false)).toBe(bytesAfter(true));
   });
 
   it('keeps a window ring in time order when it grows after wrapping round', () => {

@@ -152,7 +152,9 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
             minLength: 1,
             maxLength: 600,
           }),
-          async (gaps, who, releases, retryOffsets, paths) => {
+          // Decisions with and without statuses (as the middleware asks without RateLimit fields).
+          fc.array(fc.boolean(), { minLength: 1, maxLength: 600 }),
+          async (gaps, who, releases, retryOffsets, paths, statuses) => {
             // Arrange
             const clock = new FakeClock(1_000_000);
             const memory = createLimiter({ preset, clock, store: new MemoryStore() });
@@ -168,8 +170,9 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
               const [clientId, accountCode] = pairs[who[i % who.length]!]!;
               const [method, path] = routes[paths[i % paths.length]!]!;
               const request = { clientId, accountCode, method, path };
-              const expected = memory.check(request);
-              const actual = await redis.check(request);
+              const options = { statuses: statuses[i % statuses.length]! };
+              const expected = memory.check(request, options);
+              const actual = await redis.check(request, options);
               expect(comparable(actual)).toEqual(comparable(expected));
               retryAt = expected.allowed ? retryAt : expected.retryAt;
               if (releases[i % releases.length]) {
@@ -230,6 +233,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
             route: fc.integer({ min: 0, max: 4 }),
             release: fc.boolean(),
             retry: fc.option(fc.integer({ min: -3, max: 1 }), { nil: undefined }),
+            statuses: fc.boolean(),
           }),
           { maxLength: 300 },
         ),
@@ -246,7 +250,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
               step.retry !== undefined && retryAt !== undefined
                 ? Math.max(t, retryAt + step.retry)
                 : t + step.gap;
-            const plan = plans[step.who]![step.route]!;
+            const plan = { ...plans[step.who]![step.route]!, statuses: step.statuses };
             const expected = memory.apply(plan, t);
             const actual = await redis.apply(plan, t);
             expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
