@@ -233,9 +233,13 @@ export async function run(): Promise<Record<string, unknown>> {
     };
   }
   const ourRate = results['api-conventions']!.decisionsPerSecond;
+  const lean = results['api-conventions, no statuses']!.decisionsPerSecond;
   const ratios = {
     vsRateLimiterFlexible: round(ourRate / results['rate-limiter-flexible']!.decisionsPerSecond),
     vsExpressRateLimit: round(ourRate / results['express-rate-limit']!.decisionsPerSecond),
+    noStatusesVsRateLimiterFlexible: round(
+      lean / results['rate-limiter-flexible']!.decisionsPerSecond,
+    ),
   };
   console.error(`medians of ${ROUNDS} rounds, ratios: ${JSON.stringify(ratios)}`);
 

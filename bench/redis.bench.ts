@@ -96,8 +96,9 @@ function medianResult(list: readonly Result[]): Result {
   };
 }
 
-const scopes = (policies: PlanScope['policies']): Plan[] =>
+const scopes = (policies: PlanScope['policies'], statuses = true): Plan[] =>
   Array.from({ length: KEYS }, (_, i) => ({
+    statuses,
     scopes: [
       {
         clientId: `client-${i}`,
@@ -111,11 +112,12 @@ const scopes = (policies: PlanScope['policies']): Plan[] =>
 
 /**
  * The Live preset with the throttle. Each lease is given back as the middleware gives it back, when
- * the response ends, without waiting for Redis: it travels with the next decision.
+ * the response ends, without waiting for Redis: it travels with the next decision. With `statuses`
+ * false, admissions report no statuses, as the middleware asks unless it sends the RateLimit fields.
  */
-function oursLive(redis: Redis, prefix: string): Decide {
+function oursLive(redis: Redis, prefix: string, statuses = true): Decide {
   const store = new RedisStore({ client: ioredisClient(redis), prefix, timeoutMs: 5_000 });
-  const plans = scopes(presets.live.policies);
+  const plans = scopes(presets.live.policies, statuses);
   return async (i) => {
     const outcome = await store.apply(plans[i % KEYS]!, 0);
     if (outcome.allowed && outcome.lease !== undefined) void store.release(outcome.lease);
@@ -168,6 +170,7 @@ export async function run(): Promise<Record<string, unknown>> {
       ['trivial EVALSHA (floor)', await floor(redis)],
       ['api-conventions, global policies', oursGlobal(redis, 'g:')],
       ['api-conventions, live with throttle', oursLive(redis, 'l:')],
+      ['api-conventions, live with throttle, no statuses', oursLive(redis, 'n:', false)],
       ['rate-limiter-flexible', flexible(redis, 'f:')],
     ];
     const rounds = new Map<string, Result[]>(suites.map(([name]) => [name, []]));
@@ -182,6 +185,7 @@ export async function run(): Promise<Record<string, unknown>> {
     for (const [name, list] of rounds) results[name] = medianResult(list);
     const global = results['api-conventions, global policies']!.decisionsPerSecond;
     const live = results['api-conventions, live with throttle']!.decisionsPerSecond;
+    const lean = results['api-conventions, live with throttle, no statuses']!.decisionsPerSecond;
     const flex = results['rate-limiter-flexible']!.decisionsPerSecond;
     const floorRate = results['trivial EVALSHA (floor)']!.decisionsPerSecond;
     const ratios = {
@@ -189,6 +193,8 @@ export async function run(): Promise<Record<string, unknown>> {
       globalVsFloor: round(global / floorRate),
       liveWithThrottleVsRateLimiterFlexible: round(live / flex),
       liveWithThrottleVsFloor: round(live / floorRate),
+      liveNoStatusesVsRateLimiterFlexible: round(lean / flex),
+      liveNoStatusesVsFloor: round(lean / floorRate),
     };
     console.error(`ratios: ${JSON.stringify(ratios)}`);
     return {

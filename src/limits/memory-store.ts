@@ -375,7 +375,7 @@ export class MemoryStore implements SyncLimitStore {
       policy: w.policies[refusing],
       resource: w.resources[refusing],
       policies: activePolicies(plan, w, n),
-      values: statusValues(w, n, t),
+      values: statusValues(w, n, t, lazy),
     };
     // Refused: record nothing; block every policy that has no room until the instant it announces.
     for (let k = 0; k < n; k++) {
@@ -600,7 +600,7 @@ export class MemoryStore implements SyncLimitStore {
       allowed: true,
       now: t,
       policies: activePolicies(plan, w, n),
-      values: statusValues(w, n, t),
+      values: statusValues(w, n, t, false),
       lease,
     };
   }
@@ -762,8 +762,6 @@ function writeStatus(
 ): void {
   switch (policy.kind) {
     case 'window':
-      // A decision that reported no statuses may have left expired admissions in the window.
-      pruneLog(m, s, policy, t);
       values[2 * k] = logRemaining(m, s, policy);
       values[2 * k + 1] = logResetAfter(m, s, policy, t);
       break;
@@ -778,10 +776,16 @@ function writeStatus(
   }
 }
 
-function statusValues(w: Work, n: number, t: number): number[] {
+// The statuses of the work's policies; after a `lazy` look (see earliestFor) windows first drop
+// what has left them.
+function statusValues(w: Work, n: number, t: number, lazy: boolean): number[] {
   const values: number[] = new Array(2 * n);
   for (let k = 0; k < n; k++) {
-    writeStatus(values, k, w.policies[k]!, w.records[k]!.arena.mem, w.slots[k]!, t);
+    const policy = w.policies[k]!;
+    const m = w.records[k]!.arena.mem;
+    const s = w.slots[k]!;
+    if (lazy && policy.kind === 'window') pruneLog(m, s, policy, t);
+    writeStatus(values, k, policy, m, s, t);
   }
   return values;
 }
