@@ -12,9 +12,15 @@ import { nodeRateLimit } from 'api-conventions/node';
 import express from 'express';
 import { rateLimit } from 'express-rate-limit';
 
-import type { Variant } from './middleware-variants.js';
+import {
+  INTERLEAVED,
+  interleaved,
+  SLICE_MS,
+  type TurnFigures,
+  type Variant,
+} from './middleware-variants.js';
 
-const variant = process.argv[2] as Variant;
+const variant = process.argv[2] as Variant | typeof INTERLEAVED;
 const samples = new Float64Array(4_000_000);
 let count = 0;
 const record = (start: bigint): void => {
@@ -28,7 +34,9 @@ const limiter = createLimiter({ preset: presets.live });
 const clients = Array.from({ length: 1_000 }, (_, i) => `client-${i}`);
 let next = 0;
 
-function handler(): (req: IncomingMessage, res: ServerResponse) => void {
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+function handler(variant: Variant): Handler {
   switch (variant) {
     case 'bare':
       return (_req, res) => {
@@ -96,7 +104,61 @@ function handler(): (req: IncomingMessage, res: ServerResponse) => void {
   }
 }
 
-const server = createServer(handler());
+/**
+ * Take turns of SLICE_MS between the variants, so that a slow moment of the shared machine falls
+ * on all of them alike; each turn's requests, wall time and CPU time go to its variant.
+ */
+function turns(): {
+  serve: Handler;
+  figures: () => Record<string, TurnFigures>;
+  reset: () => void;
+} {
+  const handlers = interleaved.map((v) => handler(v));
+  const totals = interleaved.map(() => ({ requests: 0, ms: 0, cpuUs: 0, turns: 0 }));
+  let current = 0;
+  let requests = 0;
+  let since = performance.now();
+  let cpu = process.cpuUsage();
+  setInterval(() => {
+    const now = performance.now();
+    const used = process.cpuUsage(cpu);
+    const total = totals[current]!;
+    total.requests += requests;
+    total.ms += now - since;
+    total.cpuUs += used.user + used.system;
+    total.turns++;
+    requests = 0;
+    since = now;
+    cpu = process.cpuUsage();
+    current = (current + 1) % handlers.length;
+  }, SLICE_MS).unref();
+  return {
+    serve: (req, res) => {
+      requests++;
+      (handlers[current] as Handler)(req, res);
+    },
+    figures: () =>
+      Object.fromEntries(
+        interleaved.map((v, i) => {
+          const t = totals[i]!;
+          return [
+            v,
+            {
+              requestsPerSecond: Math.round((t.requests * 1000) / Math.max(1, t.ms)),
+              cpuUsPerRequest: t.cpuUs / Math.max(1, t.requests),
+              turns: t.turns,
+            },
+          ];
+        }),
+      ),
+    reset: () => {
+      for (const t of totals) Object.assign(t, { requests: 0, ms: 0, cpuUs: 0, turns: 0 });
+    },
+  };
+}
+
+const taking = variant === INTERLEAVED ? turns() : undefined;
+const server = createServer(taking?.serve ?? handler(variant as Variant));
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => {
   process.send?.({ port: (server.address() as AddressInfo).port });
@@ -106,6 +168,7 @@ let cpu = process.cpuUsage();
 process.on('message', (message: string) => {
   if (message === 'reset') {
     count = 0;
+    taking?.reset();
     cpu = process.cpuUsage();
     process.send?.({ reset: true });
   } else if (message === 'stats') {
@@ -115,6 +178,6 @@ process.on('message', (message: string) => {
     const at = (q: number) => sorted[Math.min(n - 1, Math.floor(q * n))] ?? 0;
     // CPU time of this process per request: steadier than rates on a machine shared with other work.
     const cpuUs = (used.user + used.system) / Math.max(1, count);
-    process.send?.({ samples: n, p50: at(0.5), p99: at(0.99), cpuUs });
+    process.send?.({ samples: n, p50: at(0.5), p99: at(0.99), cpuUs, turns: taking?.figures() });
   }
 });
