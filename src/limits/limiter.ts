@@ -123,6 +123,7 @@ export interface Limiter<S extends LimitStore = LimitStore> {
    * @param request - who sends it and what it asks for
    * @param options - whether an admitted decision reports its statuses
    * @throws InvalidRequestError when the request cannot be attributed (empty ids, wrong types)
+   * @throws ConfigurationError `invalid_option` for options that are not `{ statuses?: boolean }`
    */
   check(
     request: LimitRequest,
@@ -180,7 +181,7 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
 
   const check = (input: LimitRequest, options?: CheckOptions): Decision | Promise<Decision> => {
     const request = checkRequest(input, maxIdLength);
-    const statuses = options?.statuses !== false;
+    const statuses = options === undefined || wantsStatuses(options);
     const group = select(request);
     const { clientId, accountCode } = request;
     const global: PlanScope = {
@@ -308,6 +309,22 @@ function policySelector<S extends LimitStore>(
 function isPreset(value: unknown): value is LimitPreset {
   return (
     typeof value === 'object' && value !== null && Array.isArray((value as LimitPreset).policies)
+  );
+}
+
+// Whether check's options ask for statuses; a ConfigurationError for options it cannot read.
+function wantsStatuses(options: CheckOptions): boolean {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `check() options must be an object such as { statuses: false }, got ${describe(options)}.`,
+    );
+  }
+  const { statuses } = options;
+  if (statuses === undefined || typeof statuses === 'boolean') return statuses !== false;
+  throw new ConfigurationError(
+    'invalid_option',
+    `check() option statuses must be true or false, got ${describe(statuses)}.`,
   );
 }
 

@@ -704,6 +704,23 @@ describe('limiter: decisions without statuses', () => {
     );
   });
 
+  it.each([
+    ['null', null, 'must be an object such as { statuses: false }, got null'],
+    ['a number', 5, 'must be an object such as { statuses: false }, got 5'],
+    ['statuses as a string', { statuses: 'no' }, 'statuses must be true or false, got "no"'],
+    ['statuses as a number', { statuses: 0 }, 'statuses must be true or false, got 0'],
+  ])(
+    'refuses check options it cannot read (%s) with a ConfigurationError that says what to pass',
+    (_, options, message) => {
+      const limiter = createLimiter({ policies: [window(1, '1s', { name: 'w' })] });
+      const caught = thrown(() => limiter.check(request, options as never));
+      expect(isConfigurationError(caught) && caught.code).toBe('invalid_option');
+      expect((caught as Error).message).toContain(message);
+      // Nothing was counted: the request is admitted with valid options.
+      expect(limiter.check(request, {}).allowed).toBe(true);
+    },
+  );
+
   it('an admitted decision has no statuses whatever the store reports, and a refused one has them', async () => {
     const clock = new FakeClock(0);
     const limiter = createLimiter({
