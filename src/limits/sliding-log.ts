@@ -1,11 +1,12 @@
 /**
- * The exact sliding window: the admission times inside the window, oldest first.
+ * The exact sliding window: the admission times inside the window, oldest first (and, after
+ * decisions that skipped {@link pruneLog}, some that have left it, before them).
  *
  * A request at `t` is admitted when fewer than `limit` admissions lie in `(t - windowMs, t]`, so no
  * half-open interval `[s, s + windowMs)` ever holds more than `limit` (DESIGN.md invariant 1), and
- * nothing is refused that an exact log would admit. Memory is one slot per admission still inside
- * the window, in a ring of a power of two slots that doubles when full, never more than twice the
- * limit.
+ * nothing is refused that an exact log would admit. Memory is a ring of a power of two slots that
+ * doubles only when every slot holds an admission still inside the window: never more than twice
+ * the limit.
  *
  * The state is five slots of the record block at `s` (see {@link Arena}); the times live in a block
  * of their own.
