@@ -96,6 +96,29 @@ async function commandCalls(): Promise<Record<string, number>> {
 
 const errorCodes = (errors: RedisStoreError[]) => errors.map((e) => e.code);
 
+/**
+ * Under a throttle of 1, warm the store up (the script loaded), reset the command counts, then
+ * take and give back one lease at a time, `times` times, each release sent without waiting (as
+ * the middleware gives it back). Every decision must be admitted: only when the previous release
+ * went first. Resolves once the last release is done.
+ */
+async function leasesInTurn(store: RedisStore, times: number): Promise<Plan> {
+  const plan: Plan = {
+    scopes: [scope('c', 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
+  };
+  const warm = await store.apply(plan, 0);
+  if (warm.allowed && warm.lease) await store.release(warm.lease);
+  await admin.config('RESETSTAT');
+  let last: Promise<void> = Promise.resolve();
+  for (let i = 0; i < times; i++) {
+    const outcome = await store.apply(plan, i);
+    expect(outcome.allowed).toBe(true);
+    if (outcome.allowed && outcome.lease) last = store.release(outcome.lease);
+  }
+  await last;
+  return plan;
+}
+
 describe.each(clientKinds)('RedisStore with %s', (kind) => {
   const client = () => clients.get(kind)!.client;
   const make = (options: Partial<RedisStoreOptions> = {}) =>
@@ -213,20 +236,8 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
 
   it('a release travels with the next decision, which gives it back first: one script call per decision', async () => {
     const store = make({ timeSource: 'clock' });
-    const plan: Plan = {
-      scopes: [scope('c', 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
-    };
-    const warm = await store.apply(plan, 0); // loads the script if needed
-    if (warm.allowed && warm.lease) await store.release(warm.lease);
-    await admin.config('RESETSTAT');
-    let last: Promise<void> = Promise.resolve();
-    for (let i = 0; i < 50; i++) {
-      // One lease at a time: admitted only when the previous release went first.
-      const outcome = await store.apply(plan, i);
-      expect(outcome.allowed).toBe(true);
-      if (outcome.allowed && outcome.lease) last = store.release(outcome.lease);
-    }
-    await last; // the last release finds no decision and goes alone
+    // The last release finds no decision and goes alone.
+    const plan = await leasesInTurn(store, 50);
     const calls = await commandCalls();
     expect(calls.evalsha).toBe(51);
     expect(calls.zrem).toBe(50);
@@ -255,21 +266,8 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
 
   it('in a cluster, each release is one script call of its own, sent at once', async () => {
     const store = make({ timeSource: 'clock', client: { ...client(), cluster: true } });
-    const plan: Plan = {
-      scopes: [scope('c', 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
-    };
-    const warm = await store.apply(plan, 0);
-    if (warm.allowed && warm.lease) await store.release(warm.lease);
-    await admin.config('RESETSTAT');
-    let last: Promise<void> = Promise.resolve();
-    for (let i = 0; i < 10; i++) {
-      const outcome = await store.apply(plan, i);
-      // One lease at a time: admitted only when the previous release went first.
-      expect(outcome.allowed).toBe(true);
-      // Not awaited: sent before the next decision all the same.
-      if (outcome.allowed && outcome.lease) last = store.release(outcome.lease);
-    }
-    await last;
+    // Releases not awaited are sent before the next decision all the same.
+    await leasesInTurn(store, 10);
     const calls = await commandCalls();
     expect(calls.evalsha).toBe(20);
     expect(calls.zrem).toBe(10);
