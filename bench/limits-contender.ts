@@ -7,6 +7,7 @@
 import { createLimiter, type LimitRequest, livePreset, presets } from 'api-conventions';
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { handWrittenLive } from './limits-floor.js';
 import { consumeEach, settledHeap, withDateNow } from './support.js';
 
 export const KEYS = 100_000;
@@ -126,12 +127,24 @@ const express = () => {
   };
 };
 
+/** The floor: a hand-written exact limiter for this workload alone (see limits-floor.ts). */
+const floor = () => {
+  const { decide, release } = handWrittenLive();
+  return (i: number): boolean => {
+    const key = clientIds[i % KEYS]!;
+    const allowed = decide(key);
+    if (allowed) release(key);
+    return allowed;
+  };
+};
+
 /** The contenders, by the name the report gives them. */
 export const contenders = {
   'api-conventions': ours(),
   'api-conventions, no statuses': ours(false),
   'rate-limiter-flexible': flexible,
   'express-rate-limit': express,
+  'floor: hand-written exact Live limiter': floor,
   'api-conventions, full Live preset, GET': full('GET'),
   'api-conventions, full Live preset, PATCH booking': full('PATCH'),
 } as const;

@@ -1,7 +1,8 @@
 /**
  * Limit engine benchmark: the Live preset (three global policies and the throttle lease) against
  * rate-limiter-flexible and express-rate-limit's MemoryStore on the same keys and decisions, then
- * admission quality on bursty traffic against the exact sliding-log oracle.
+ * admission quality on bursty traffic against the exact sliding-log oracle. A hand-written exact
+ * limiter for the workload alone (limits-floor.ts) gives the floor that any exact limiter meets.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -240,6 +241,12 @@ export async function run(): Promise<Record<string, unknown>> {
     noStatusesVsRateLimiterFlexible: round(
       lean / results['rate-limiter-flexible']!.decisionsPerSecond,
     ),
+    // What the workload allows an exact limiter at all: the hand-written floor (limits-floor.ts).
+    floorVsRateLimiterFlexible: round(
+      results['floor: hand-written exact Live limiter']!.decisionsPerSecond /
+        results['rate-limiter-flexible']!.decisionsPerSecond,
+    ),
+    vsFloor: round(ourRate / results['floor: hand-written exact Live limiter']!.decisionsPerSecond),
   };
   console.error(`medians of ${ROUNDS} rounds, ratios: ${JSON.stringify(ratios)}`);
 
