@@ -49,8 +49,3 @@ export function gcraRemaining(m: Float64Array, s: number, policy: RatePolicy, t:
 export function gcraResetAfter(m: Float64Array, s: number, t: number): number {
   return Math.max(0, (m[s + TAT] as number) - t);
 }
-
-/** The instant from which this state is the same as a fresh one. */
-export function gcraQuietAt(m: Float64Array, s: number): number {
-  return Math.max(m[s + TAT] as number, m[s] as number);
-}

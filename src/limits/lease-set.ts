@@ -48,20 +48,20 @@ export function leaseEarliest(
   return leaseCount(m, s) < policy.max ? t : t + policy.retryAfterMs;
 }
 
-/** Take lease `id` at `t`; the instant it expires. */
+/** Take lease `id` at `t`: it expires after the policy's lease TTL unless given back first. */
 export function leaseAcquire(
   arena: Arena,
   s: number,
   policy: ConcurrencyPolicy,
   t: number,
   id: number,
-): number {
+): void {
   const expiry = t + policy.leaseTtlMs;
   let m = arena.mem;
   if (m[s + FIRST_ID] === 0) {
     m[s + FIRST_ID] = id;
     m[s + FIRST_EXPIRY] = expiry;
-    return expiry;
+    return;
   }
   const count = m[s + MORE_COUNT] as number;
   const cap = m[s + MORE_CAP] as number;
@@ -79,7 +79,6 @@ export function leaseAcquire(
   m[at] = id;
   m[at + 1] = expiry;
   m[s + MORE_COUNT] = count + 1;
-  return expiry;
 }
 
 /** Give lease `id` back; false when it was not held (already released, or expired). */
@@ -119,17 +118,6 @@ function removeAt(m: Float64Array, s: number, index: number): void {
 /** Leases still free (call after {@link pruneLeases}). */
 export function leaseRemaining(m: Float64Array, s: number, policy: ConcurrencyPolicy): number {
   return Math.max(0, policy.max - leaseCount(m, s));
-}
-
-/** The instant from which this state is the same as a fresh one. */
-export function leaseQuietAt(m: Float64Array, s: number): number {
-  let quiet = Math.max(m[s] as number, m[s + FIRST_ID] === 0 ? 0 : (m[s + FIRST_EXPIRY] as number));
-  const more = m[s + MORE] as number;
-  for (let i = 0; i < (m[s + MORE_COUNT] as number); i++) {
-    const expiry = m[more + 2 * i + 1] as number;
-    if (expiry > quiet) quiet = expiry;
-  }
-  return quiet;
 }
 
 /** Give back the block of further leases. */

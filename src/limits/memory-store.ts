@@ -11,21 +11,13 @@
 import { ConfigurationError } from '../errors.js';
 import { Arena, copySlots } from './arena.js';
 import { describe } from './duration.js';
-import {
-  gcraAdmit,
-  gcraEarliest,
-  gcraQuietAt,
-  gcraRemaining,
-  gcraResetAfter,
-  RATE_SLOTS,
-} from './gcra.js';
+import { gcraAdmit, gcraEarliest, gcraRemaining, gcraResetAfter, RATE_SLOTS } from './gcra.js';
 import {
   CONCURRENCY_SLOTS,
   freeLeases,
   leaseAcquire,
   leaseCount,
   leaseEarliest,
-  leaseQuietAt,
   leaseRelease,
   leaseRemaining,
   moveLeases,
@@ -37,7 +29,6 @@ import {
   logAdmit,
   logEarliest,
   logHasRoom,
-  logQuietAt,
   logRemaining,
   logResetAfter,
   moveLog,
@@ -54,8 +45,9 @@ import {
 } from './store.js';
 
 /**
- * Where each policy's state lies in a record block: slot 0 is the record's quiet time, then the
- * policies' slots in order, each starting with its block time.
+ * Where each policy's state lies in a record block: slot 0 is the record's quiet time (the instant
+ * from which every state but the leases is fresh), then the policies' slots in order, each
+ * starting with its block time.
  */
 interface Layout {
   /** Offset of each policy's first slot from the block's start. */
@@ -697,35 +689,26 @@ function earliestFor(policy: Policy, m: Float64Array, s: number, t: number, lazy
   }
 }
 
-// Every state of the record is fresh at `t`. The record's quiet time is an upper bound checked first.
+// Every state of the record is fresh at `t`. The record's quiet time is exact for every state but
+// the throttles' leases (see admitOne), so a record whose quiet time is still ahead is known busy
+// from its block alone, without reading its rings: the sweep finds most records so.
 function isQuiet(m: Float64Array, record: ScopeRecord, t: number): boolean {
   const { policies, base } = record;
-  if ((m[base + QUIET] as number) <= t) return true;
+  if ((m[base + QUIET] as number) > t) return false;
   const { offsets } = record.layout;
   for (let i = 0; i < policies.length; i++) {
-    const policy = policies[i]!;
+    if (policies[i]!.kind !== 'concurrency') continue;
     const s = base + offsets[i]!;
-    let quietAt: number;
-    switch (policy.kind) {
-      case 'window':
-        quietAt = logQuietAt(m, s, policy);
-        break;
-      case 'rate':
-        quietAt = gcraQuietAt(m, s);
-        break;
-      case 'concurrency':
-        pruneLeases(m, s, t);
-        if (leaseCount(m, s) > 0) return false;
-        quietAt = leaseQuietAt(m, s);
-        break;
-    }
-    if (quietAt > t) return false;
+    pruneLeases(m, s, t);
+    if (leaseCount(m, s) > 0) return false;
   }
   return true;
 }
 
 // Record an admission at `t` in the policy's slots at `s` of `arena`; the instant until which they
-// are not fresh. A concurrency policy takes the request's lease, which the caller has made.
+// are not fresh, leases aside. A concurrency policy takes the request's lease, which the caller
+// has made; a lease keeps its record until it is given back or expires, which isQuiet reads from
+// the lease slots themselves: most are given back long before their expiry.
 function admitOne(
   policy: Policy,
   arena: Arena,
@@ -740,7 +723,8 @@ function admitOne(
     case 'rate':
       return gcraAdmit(arena.mem, s, policy, t);
     case 'concurrency':
-      return leaseAcquire(arena, s, policy, t, lease!.id);
+      leaseAcquire(arena, s, policy, t, lease!.id);
+      return t;
   }
 }
 

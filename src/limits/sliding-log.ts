@@ -112,12 +112,6 @@ export function logResetAfter(m: Float64Array, s: number, policy: WindowPolicy, 
   return Math.max(0, newest(m, s) + policy.windowMs - t);
 }
 
-/** The instant from which this state is the same as a fresh one. */
-export function logQuietAt(m: Float64Array, s: number, policy: WindowPolicy): number {
-  const until = m[s + COUNT] === 0 ? 0 : newest(m, s) + policy.windowMs;
-  return Math.max(m[s] as number, until);
-}
-
 /** Give back the ring of times. */
 export function freeLog(arena: Arena, s: number): void {
   const cap = arena.mem[s + CAP] as number;

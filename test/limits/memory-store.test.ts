@@ -110,6 +110,32 @@ describe('MemoryStore', () => {
     if (held.allowed) held.release();
   });
 
+  it('reclaims a key whose leases were all given back once its windows have passed, long before the lease TTL', () => {
+    const clock = new FakeClock(0);
+    const store = new MemoryStore({ sweepInterval: 1 });
+    const limiter = createLimiter({
+      policies: [window(10, '1s'), concurrency(2, { name: 't', leaseTtl: '1h' })],
+      clock,
+      store,
+    });
+    const first = limiter.check(request);
+    const second = limiter.check(request);
+    if (!first.allowed || !second.allowed) throw new Error('both must be admitted');
+    first.release();
+    second.release();
+    clock.advance(1_001);
+    for (let i = 0; i < 4; i++) limiter.check({ ...request, clientId: 'other' });
+    expect(store.size).toBe(1); // only 'other': the given-back leases keep nothing
+    // A lease still held keeps its key past every window, until it is given back.
+    const held = limiter.check(request);
+    clock.advance(5_000);
+    for (let i = 0; i < 4; i++) limiter.check({ ...request, clientId: 'other' });
+    expect(store.size).toBe(2);
+    if (held.allowed) held.release();
+    for (let i = 0; i < 4; i++) limiter.check({ ...request, clientId: 'other' });
+    expect(store.size).toBe(1);
+  });
+
   it('bounds memory when an attacker rotates client ids: at the cap, new keys are refused with reason capacity and existing keys keep their limits', () => {
     fc.assert(
       fc.property(
