@@ -1,7 +1,8 @@
 /**
  * One service of the middleware benchmark, run in its own process: a minimal node:http service
- * bare, bare but sending a tracking id header as the middleware does, behind this library's node
- * middleware, or on Express bare and with express-rate-limit. It
+ * bare, bare but sending a tracking id header as the middleware does, with an exact limiter
+ * written by hand into its handler (the floor), behind this library's node middleware, or on
+ * Express bare and with express-rate-limit. It
  * reports its port, and on request the time each request spent before reaching its handler (the
  * middleware's added latency), measured inside the service with the high-resolution clock.
  */
@@ -11,6 +12,7 @@ import { createLimiter, presets } from 'api-conventions';
 import { nodeRateLimit } from 'api-conventions/node';
 import express from 'express';
 import { rateLimit } from 'express-rate-limit';
+import { handWrittenLive } from './limits-floor.js';
 
 import {
   INTERLEAVED,
@@ -53,6 +55,25 @@ function handler(variant: Variant): Handler {
         res.setHeader('service-tracking-id', globalThis.crypto.randomUUID());
         res.end('ok');
       };
+    case 'hand-written': {
+      // The floor: the Live preset's global limits and throttle written by hand for this service
+      // alone (limits-floor.ts), its lease given back when the response closes. No request
+      // checks, no statuses, no reclamation, no tracking id: what an exact limiter cannot skip.
+      const { decide, release } = handWrittenLive();
+      const keys = clients.map((client) => `${client}:ACME`);
+      return (_req, res) => {
+        const start = process.hrtime.bigint();
+        const key = keys[next++ % keys.length] as string;
+        if (!decide(key)) {
+          res.statusCode = 429;
+          res.end('limited');
+          return;
+        }
+        res.on('close', () => release(key));
+        record(start);
+        res.end('ok');
+      };
+    }
     case 'api-conventions':
     case 'api-conventions-tracking-id': {
       const limit = nodeRateLimit({

@@ -4,6 +4,7 @@
 export const variants = [
   'bare',
   'bare-tracking-id',
+  'hand-written',
   'api-conventions',
   'api-conventions-tracking-id',
   'express',
@@ -18,7 +19,11 @@ export type Variant = (typeof variants)[number];
  */
 export const INTERLEAVED = 'interleaved';
 /** The variants the interleaved service takes turns with. */
-export const interleaved = ['bare', 'api-conventions'] as const satisfies readonly Variant[];
+export const interleaved = [
+  'bare',
+  'hand-written',
+  'api-conventions',
+] as const satisfies readonly Variant[];
 /** Length of one turn of the interleaved service, in ms. */
 export const SLICE_MS = 50;
 
