@@ -25,6 +25,7 @@ import type {
   StoreOutcome,
   SyncLimitStore,
 } from './store.js';
+import { NO_STATUSES } from './store.js';
 
 /** A request as the limiter sees it: who sends it, and what it asks for. */
 export interface LimitRequest {
@@ -389,12 +390,7 @@ function checkId(
   }
 }
 
-// An admitted decision's statuses when the caller did not ask for them, whatever the store sent.
-const NO_STATUSES: OutcomeStatuses = Object.freeze({
-  policies: Object.freeze([]),
-  values: Object.freeze([]),
-});
-
+// Without statuses asked for, an admitted decision has none, whatever the store sent.
 function toDecision(store: LimitStore, outcome: StoreOutcome, statuses: boolean): Decision {
   if (!outcome.allowed) return new Refused(outcome);
   return new Admitted(statuses ? outcome : NO_STATUSES, outcome, store);

@@ -36,6 +36,7 @@ import {
   WINDOW_SLOTS,
 } from './sliding-log.js';
 import {
+  admissionWithoutStatuses,
   type LeaseToken,
   type Plan,
   type PlanScope,
@@ -57,10 +58,6 @@ interface Layout {
 }
 
 const QUIET = 0;
-
-// The statuses of an admission that reports none (see Plan.statuses).
-const NO_VALUES: readonly number[] = Object.freeze([]);
-const NO_POLICIES: readonly Policy[] = Object.freeze([]);
 
 const layouts = new WeakMap<readonly Policy[], Layout>();
 
@@ -571,9 +568,7 @@ export class MemoryStore implements SyncLimitStore {
       if (values !== undefined) writeStatus(values, k, policy, m, s, t);
     }
     m[base + QUIET] = quietAt;
-    if (values === undefined) {
-      return { allowed: true, now: t, policies: NO_POLICIES, values: NO_VALUES, lease };
-    }
+    if (values === undefined) return admissionWithoutStatuses(t, lease);
     return { allowed: true, now: t, policies, values, lease };
   }
 
@@ -587,7 +582,7 @@ export class MemoryStore implements SyncLimitStore {
       const m = record.arena.mem;
       if (until > (m[record.base + QUIET] as number)) m[record.base + QUIET] = until;
     }
-    if (lazy) return { allowed: true, now: t, policies: NO_POLICIES, values: NO_VALUES, lease };
+    if (lazy) return admissionWithoutStatuses(t, lease);
     return {
       allowed: true,
       now: t,

@@ -85,6 +85,23 @@ export interface AdmittedOutcome extends OutcomeStatuses {
   readonly lease: LeaseToken | undefined;
 }
 
+/**
+ * The statuses of an admission that reports none: asked without them (`Plan.statuses` false), or
+ * let through by a store that fails open. Shared and frozen.
+ */
+export const NO_STATUSES: OutcomeStatuses = Object.freeze({
+  policies: Object.freeze([]),
+  values: Object.freeze([]),
+});
+
+/** An admission at `now` that reports no statuses (see {@link NO_STATUSES}). */
+export function admissionWithoutStatuses(
+  now: number,
+  lease: LeaseToken | undefined,
+): AdmittedOutcome {
+  return { allowed: true, now, lease, policies: NO_STATUSES.policies, values: NO_STATUSES.values };
+}
+
 /** The plan was refused; nothing was recorded. */
 export interface RefusedOutcome extends OutcomeStatuses {
   /** Discriminant. */

@@ -20,6 +20,7 @@ import type {
   RefusalReason,
   StoreOutcome,
 } from '../limits/store.js';
+import { admissionWithoutStatuses } from '../limits/store.js';
 import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
 import type { RedisScriptClient } from './redis-client.js';
 import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
@@ -436,7 +437,7 @@ export class RedisStore implements AsyncLimitStore {
     if (this.#failMode === 'reject') throw failure;
     const t = Number.isFinite(now) ? now : 0;
     return this.#failMode === 'open'
-      ? { allowed: true, now: t, lease: undefined, policies: [], values: [] }
+      ? admissionWithoutStatuses(t, undefined)
       : {
           allowed: false,
           now: t,
@@ -582,9 +583,7 @@ function parseOutcome(
   if (numbers === undefined) return undefined;
   const [allowed, t, reason, retry, refusing] = numbers as [number, number, number, number, number];
   if (numbers.length === 5 && n > 0) {
-    return allowed === 1
-      ? { allowed: true, now: t, lease: undefined, policies: [], values: [] }
-      : undefined;
+    return allowed === 1 ? admissionWithoutStatuses(t, undefined) : undefined;
   }
   const values = numbers.slice(5);
   // The scope's own list when it is all of them, as the memory store answers.
