@@ -210,6 +210,10 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
       noop,
     );
 
+  // Write this response and stop: a 429, or a 503 when failing closed.
+  const answer = (response: ResponseParts, request: R, trackingId: string): GateVerdict =>
+    new Verdict(response, NO_HEADERS, trackingId, request, false, noop);
+
   const report = (error: unknown, request: R, phase: GatePhase, trackingId: string): void => {
     const event: RateLimitErrorEvent<R> = { error, request, phase, trackingId, failure };
     try {
@@ -226,7 +230,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     if (failure === 'open') return pass(request, trackingId);
     const response = unavailable(trackingId);
     response.headers[header] = trackingId;
-    return new Verdict(response, NO_HEADERS, trackingId, request, false, noop);
+    return answer(response, request, trackingId);
   };
 
   const decide = (decision: Decision, request: R, trackingId: string): GateVerdict => {
@@ -243,14 +247,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
       );
     }
     const id = made(request, trackingId);
-    return new Verdict(
-      refusalParts(decision, header, id, withFields),
-      NO_HEADERS,
-      id,
-      request,
-      false,
-      noop,
-    );
+    return answer(refusalParts(decision, header, id, withFields), request, id);
   };
 
   // The sync path (memory store, plain identify) runs straight through, without a closure or a
