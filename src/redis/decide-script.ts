@@ -10,16 +10,16 @@
  * kinds. Inside Redis that is what a decision costs (each Lua table, C call and argument counts at
  * this scale), and so what bounds how many decisions per second one Redis serves.
  *
- * KEYS: one per distinct scope of the plan, in order of first appearance, then the lease set of
- * each active throttle ({@link leaseSlots}), all carrying the same hash tag (one Redis Cluster
- * slot). ARGV: the time in ms (`''` or none for the server's `TIME`),
- * then, only when the plan has an active throttle, the lease id (instance number and counter).
- * Every argument costs the client and the server a conversion; the expiry margin is a constant.
+ * KEYS: one per distinct scope of the plan, in order of first appearance, all carrying the same
+ * hash tag (one Redis Cluster slot). ARGV: the time in ms (`''` or none for the server's `TIME`),
+ * then, only when the plan has an active throttle, the lease id (a whole number below 2^53). Every
+ * argument costs the client and the server a conversion; the expiry margin is a constant. A
+ * throttle's leases live in its scope's value, so that taking one is part of the decision's `SET`.
  *
  * Leases given back since the store's last command may travel with a decision (outside Redis
- * Cluster, where keys of other clients may live on other nodes): their lease sets follow the
+ * Cluster, where keys of other clients may live on other nodes): their scopes follow the
  * decision's KEYS, and ARGV then holds the time and the lease id (`''` when there is none) and
- * three arguments per lease ({@link releaseLoop}). The script gives them back first: they were
+ * four arguments per scope ({@link releaseLoop}). The script gives them back first: they were
  * released before this decision was asked for.
  *
  * Reply: one bulk string (one costs a client far less to read than an array of integers). For a
@@ -33,7 +33,13 @@
  */
 import type { Policy } from '../limits/policy.js';
 import { releaseLoop } from './release-script.js';
-import { ENTRY_SIZE, fixedFormat, fixedSize, SWEEP_NEVER } from './state-codec.js';
+import {
+  ENTRY_SIZE,
+  fixedFormat,
+  fixedSize,
+  RELEASE_RECORD,
+  RELEASE_RECORD_SIZE,
+} from './state-codec.js';
 
 /** What a decision script is written for. */
 export interface DecideShape {
@@ -60,24 +66,21 @@ interface Section {
   uses: number;
 }
 
-// Per-section variables: blocked until, the rate's theoretical arrival time (a throttle's latest
-// lease expiry), the stored entry count, where the entries start, a window's head (its oldest
-// stored admission still inside) or a throttle's live lease count, the policy's own earliest
-// admission time, a throttle's next sweep (no lease in its set expires before it). Per scope: its
-// stored value and whether it changed.
-type SectionVariable = 'B' | 'A' | 'N' | 'O' | 'H' | 'W' | 'S';
-type ScopeVariable = 'X' | 'D';
+// Per-section variables: blocked until, the rate's theoretical arrival time, the stored entry
+// count, where the entries start, the first entry still counted (a window's oldest admission still
+// inside, a throttle's earliest lease not expired), the policy's own earliest admission time. Per
+// scope: its stored value, whether it changed, and the bytes of release records that trail it.
+type SectionVariable = 'B' | 'A' | 'N' | 'O' | 'H' | 'W';
+type ScopeVariable = 'X' | 'D' | 'T';
 
 /** Lua's limit is 200 locals per function; past this many the variables live in one table. */
 const MAX_LOCALS = 160;
 
 /**
- * The throttles of a shape that hold leases: each active concurrency policy, as its scope's
- * index, its position and how many times the plan names it, in scope and position order. Each
- * keeps its leases in a sorted set of its own (lease id by expiry), the script's KEYS after the
- * scopes' keys, in this order.
+ * The throttles of a shape that take leases: each active concurrency policy, as its scope's
+ * index, its position and how many times the plan names it, in scope and position order.
  * @param shape - the plan's shape
- * @returns the throttles, in KEYS order
+ * @returns the throttles
  */
 export function leaseSlots(shape: DecideShape): readonly (readonly [number, number, number])[] {
   const uses = new Map<string, number>();
@@ -103,8 +106,6 @@ interface Writer {
   readonly first: readonly number[];
   /** The active policies in plan order, as section indices. */
   readonly work: readonly number[];
-  /** The KEYS entry of each throttle's lease set, by section. */
-  readonly leaseKey: ReadonlyMap<number, string>;
   /** Whether the variables live in one table (a plan too large for Lua's locals). */
   readonly inTable: boolean;
   /** A section's variable. */
@@ -132,11 +133,7 @@ export function decideScript(shape: DecideShape): string {
     sections[index]!.uses++;
     return index;
   });
-  // The KEYS index of each throttle's lease set, by section.
-  const leaseKey = new Map<number, string>();
-  for (const [i, [s, position]] of leaseSlots(shape).entries()) {
-    leaseKey.set(first[s]! + position, `keys[${shape.scopes.length + 1 + i}]`);
-  }
+  const throttles = leaseSlots(shape).length;
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
   const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 24;
   const inTable = locals > MAX_LOCALS;
@@ -163,7 +160,7 @@ export function decideScript(shape: DecideShape): string {
 
   const body: string[] = [];
   const emit = (...lines: string[]) => body.push(...lines);
-  const w: Writer = { shape, sections, first, work, leaseKey, inTable, v, sv, emit };
+  const w: Writer = { shape, sections, first, work, inTable, v, sv, emit };
   readScopes(w);
   settleEntries(w);
   ownTimes(w);
@@ -181,15 +178,15 @@ export function decideScript(shape: DecideShape): string {
     'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
     'local unpack_struct, pack_struct, sub, rep = struct.unpack, struct.pack, string.sub, string.rep',
     'local call, argv, keys, format, concat, unpack = redis.call, ARGV, KEYS, string.format, table.concat, unpack',
+    'local find = string.find',
     '-- Leases given back since the last command travel here, before the decision.',
-    `if #keys > ${shape.scopes.length + leaseKey.size} then`,
+    `if #keys > ${shape.scopes.length} then`,
     '  local released = 0',
-    releaseLoop(`${shape.scopes.length + leaseKey.size + 1}`, 4),
+    releaseLoop(`${shape.scopes.length + 1}`, 3),
     'end',
-    leaseKey.size > 0
-      ? "-- The lease id: the issuing store's instance number and its counter."
-      : '',
-    leaseKey.size > 0 ? "local id = argv[2] .. ':' .. argv[3]" : '',
+    throttles > 0 ? '-- The lease id, unique to the request among the leases of its expiry.' : '',
+    throttles > 0 ? 'local id = argv[2] + 0' : '',
+    hasThrottle(shape) ? FIND_LEASE : '',
     // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
     "-- Step 1. The time: the caller's, or the server's own clock.",
     'local t',
@@ -216,7 +213,10 @@ function readScopes(w: Writer): void {
     const size = fixedSize(np);
     const x = sv('X', s);
     const ids = policies.map((_, i) => first[s]! + i);
-    emit(`${x} = call('GET', keys[${s + 1}])`, `${sv('D', s)} = false`, 'do', '  local ok = false');
+    const throttled = policies.some((p) => p.kind === 'concurrency');
+    emit(`${x} = call('GET', keys[${s + 1}])`, `${sv('D', s)} = false`);
+    if (throttled) emit(`${sv('T', s)} = 0`);
+    emit('do', '  local ok = false');
     if (np === 0) {
       emit(`  if ${x} and #${x} == ${size} then`);
       emit(`    local latest, count = unpack_struct('${fixedFormat(0)}', ${x})`);
@@ -243,20 +243,26 @@ function readScopes(w: Writer): void {
       const length = policies.flatMap((p, i) =>
         ENTRY_SIZE[p.kind] === 0 ? [] : [`${field(i, 3)} * ${ENTRY_SIZE[p.kind]}`],
       );
-      checks.push(`${[String(size), ...length].join(' + ')} == #${x}`);
+      const entriesEnd = [String(size), ...length].join(' + ');
+      if (throttled) {
+        // The records of leases given back since the value was written follow its entries.
+        emit(`    local tail = #${x} - (${entriesEnd})`);
+        checks.push('tail >= 0', `tail % ${RELEASE_RECORD_SIZE} == 0`);
+      } else {
+        checks.push(`${entriesEnd} == #${x}`);
+      }
       emit(`    if ${checks.join(' and ')} then`, '      ok = true');
       emit('      if latest > t then t = latest end');
       for (const [i, j] of ids.entries()) {
-        // A throttle's count field holds how long after `latest` its next sweep is due.
-        const third = policies[i]!.kind === 'concurrency' ? `latest + ${field(i, 3)}` : field(i, 3);
         emit(
-          `      ${v('B', j)}, ${v('A', j)}, ${thirdField(w, j)} = ${field(i, 1)}, ${field(i, 2)}, ${third}`,
+          `      ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = ${field(i, 1)}, ${field(i, 2)}, ${field(i, 3)}`,
         );
       }
+      if (throttled) emit(`      ${sv('T', s)} = tail`);
       emit('    end', '  end');
     }
     emit('  if not ok then', `    ${x} = ''`);
-    for (const j of ids) emit(`    ${v('B', j)}, ${v('A', j)}, ${thirdField(w, j)} = 0, 0, 0`);
+    for (const j of ids) emit(`    ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = 0, 0, 0`);
     emit('  end', 'end');
     // Where each section's entries start.
     let offset = String(size + 1);
@@ -266,57 +272,79 @@ function readScopes(w: Writer): void {
       emit(`${v('O', j)} = ${offset}`);
       offset = `${v('O', j)} + ${v('N', j)} * ${ENTRY_SIZE[kind]}`;
     }
+    if (throttled) giveBack(w, s, ids);
   }
+}
+
+/**
+ * Apply the release records that trail scope `s`'s value: each takes its lease out of its
+ * throttle's entries, and the value is written back without them. A lease given back first in,
+ * first out is the throttle's first entry: the entries then start 16 bytes later, and nothing is
+ * copied. One from the middle is cut out of the value, and the entries after it move up.
+ */
+function giveBack(w: Writer, s: number, ids: readonly number[]): void {
+  const { sections, v, sv, emit } = w;
+  const [x, tail] = [sv('X', s), sv('T', s)];
+  emit(
+    `if ${tail} > 0 then`,
+    `  ${sv('D', s)} = true`,
+    `  local stored = ${x}`,
+    `  for r = #stored - ${tail} + 1, #stored, ${RELEASE_RECORD_SIZE} do`,
+    `    local position, expiry, lease = unpack_struct('${RELEASE_RECORD}', stored, r)`,
+  );
+  let branch = 'if';
+  for (const [i, j] of ids.entries()) {
+    if (sections[j]!.policy.kind !== 'concurrency') continue;
+    const [n, o] = [v('N', j), v('O', j)];
+    const later = ids.slice(i + 1).filter((k) => ENTRY_SIZE[sections[k]!.policy.kind] > 0);
+    emit(
+      `    ${branch} position == ${i + 1} and ${n} > 0 then`,
+      `      if unpack_struct('<d', ${x}, ${o}) == expiry and unpack_struct('<d', ${x}, ${o} + 8) == lease then`,
+      `        ${o}, ${n} = ${o} + 16, ${n} - 1`,
+      '      else',
+      ...(later.length > 0 ? [`        local before = ${n}`] : []),
+      `        ${x}, ${n} = give_back(${x}, ${o}, ${n}, expiry, lease)`,
+      ...(later.length > 0
+        ? [
+            `        if ${n} < before then`,
+            ...later.map((k) => `          ${v('O', k)} = ${v('O', k)} - 16`),
+            '        end',
+          ]
+        : []),
+      '      end',
+    );
+    branch = 'elseif';
+  }
+  emit('    end', '  end', 'end');
 }
 
 /** What every policy knows once the time is settled. */
 function settleEntries(w: Writer): void {
-  const { sections, leaseKey, v, sv, emit } = w;
-  // Step 3 begins with what every policy knows once the time is settled: a window's oldest stored
-  // admission still inside it (a binary search; the most common case, nothing has left the window,
-  // is one read), a throttle's leases that have not expired.
+  const { sections, v, sv, emit } = w;
+  // Step 3 begins with what every policy knows once the time is settled: the first entry still
+  // counted (a binary search; the most common case, nothing has left, is one read). A window's
+  // admission counts while it is inside the window, a throttle's lease until it expires.
   for (const [j, section] of sections.entries()) {
     const p = section.policy;
+    if (p.kind === 'rate') continue;
     const x = sv('X', section.scope);
     const [n, o, h] = [v('N', j), v('O', j), v('H', j)];
-    if (p.kind === 'window') {
-      emit(
-        'do',
-        `  local cutoff = t - ${p.windowMs}`,
-        `  if ${n} == 0 or unpack_struct('<d', ${x}, ${o}) > cutoff then`,
-        `    ${h} = 1`,
-        '  else',
-        `    local lo, hi = 2, ${n} + 1`,
-        '    while lo < hi do',
-        '      local mid = floor((lo + hi) / 2)',
-        `      if unpack_struct('<d', ${x}, ${o} + (mid - 1) * 8) <= cutoff then lo = mid + 1 else hi = mid end`,
-        '    end',
-        `    ${h} = lo`,
-        '  end',
-        'end',
-      );
-    } else if (p.kind === 'concurrency' && section.uses > 0) {
-      // The leases that have not expired. A fresh state has none: a lease set outlives its scope's
-      // value only with expired leases, or a value not ours. Expired leases are dropped when one
-      // may have expired: no lease in the set expires before the sweep time S, the earliest expiry
-      // among the leases taken since the last sweep and those it left (a release only raises it).
-      const set = leaseKey.get(j)!;
-      const s = v('S', j);
-      emit(
-        `if ${x} == '' then`,
-        // Emptied, not deleted: a key of another type fails the script instead of being lost.
-        `  call('ZREMRANGEBYSCORE', ${set}, '-inf', '+inf')`,
-        `  ${h}, ${s} = 0, t + ${SWEEP_NEVER}`,
-        'else',
-        `  if t >= ${s} then`,
-        `    call('ZREMRANGEBYSCORE', ${set}, '-inf', t)`,
-        `    local oldest = call('ZRANGE', ${set}, 0, 0, 'WITHSCORES')[2]`,
-        `    if oldest then ${s} = oldest + 0 else ${s} = t + ${SWEEP_NEVER} end`,
-        '  end',
-        `  ${h} = call('ZCARD', ${set})`,
-        'end',
-      );
-    }
+    const stride = ENTRY_SIZE[p.kind];
+    emit(
+      'do',
+      `  local cutoff = ${p.kind === 'window' ? `t - ${p.windowMs}` : 't'}`,
+      `  if ${n} == 0 or unpack_struct('<d', ${x}, ${o}) > cutoff then`,
+      `    ${h} = 1`,
+      '  else',
+      `    local lo, hi = 2, ${n} + 1`,
+      '    while lo < hi do',
+      '      local mid = floor((lo + hi) / 2)',
+      `      if unpack_struct('<d', ${x}, ${o} + (mid - 1) * ${stride}) <= cutoff then lo = mid + 1 else hi = mid end`,
+      '    end',
+      `    ${h} = lo`,
+      '  end',
+      'end',
+    );
   }
 }
 
@@ -346,7 +374,9 @@ function ownTimes(w: Writer): void {
         'end',
       );
     } else {
-      emit(`if ${v('H', j)} < ${p.max} then ${w} = t else ${w} = t + ${p.retryAfterMs} end`);
+      emit(
+        `if ${v('N', j)} - ${v('H', j)} + 1 < ${p.max} then ${w} = t else ${w} = t + ${p.retryAfterMs} end`,
+      );
     }
   }
 }
@@ -435,7 +465,7 @@ function statuses(w: Writer): void {
     } else {
       emit(
         'do',
-        `  local held = ${h}`,
+        `  local held = ${n} - ${h} + 1`,
         `  if admitted then held = held + ${section.uses} end`,
         `  ${at} = max(0, ${p.max} - held), 0`,
         'end',
@@ -467,7 +497,7 @@ function blocks(w: Writer): void {
 
 /** Step 6: write back the changed scopes. */
 function writeBack(w: Writer): void {
-  const { shape, sections, first, leaseKey, inTable, v, sv, emit } = w;
+  const { shape, sections, first, inTable, v, sv, emit } = w;
   // Step 6. Write back each changed scope with one SET, its expired entries dropped, expiring on
   // its own once every policy of the scope is fresh again (plus the margin); a scope already fresh
   // again is deleted. Writes come last, so a failure before them records nothing.
@@ -504,28 +534,28 @@ function writeBack(w: Writer): void {
         fixed.push('2', b, a, '0');
         emit(`  if ${a} > horizon then horizon = ${a} end`);
       } else {
-        const s = v('S', j);
-        // The next sweep, as whole ms after this decision (rounded down: never after a lease's
-        // expiry), at most SWEEP_NEVER.
-        fixed.push('3', b, a, `min(${SWEEP_NEVER}, max(0, floor(${s} - t)))`);
+        // The leases not expired, then the one taken (as many times as the plan names the
+        // throttle). The throttle is fresh again when its newest lease expires.
+        const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
+        fixed.push('3', b, '0', `${n} - ${h} + 1 + ${added}`);
+        parts.push(`sub(${x}, ${o} + (${h} - 1) * 16, ${o} + ${n} * 16 - 1)`);
+        const stored = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 16)`;
+        const ttl = p.leaseTtlMs;
         if (uses > 0) {
-          // Admitted: the lease joins the throttle's set, which expires with its newest lease (A,
-          // which keeps the scope's value alive as long), and is due in the next sweep.
-          const set = leaseKey.get(j)!;
-          const ttl = p.leaseTtlMs;
-          const members = Array.from({ length: uses }, (_, u) =>
-            u === 0 ? 'id' : `id .. '.${u + 1}'`,
-          );
-          emit(
-            '  if admitted then',
-            `    ${a} = t + ${ttl}`,
-            `    call('ZADD', ${set}, ${members.map((m) => `${a}, ${m}`).join(', ')})`,
-            `    call('PEXPIRE', ${set}, ${ttl + shape.marginMs})`,
-            `    if ${a} < ${s} then ${s} = ${a} end`,
-            '  end',
+          emit(`  local lease${j} = admitted and pack_struct('<dd', t + ${ttl}, id)`);
+          parts.push(
+            `(admitted and ${uses === 1 ? `lease${j}` : `rep(lease${j}, ${uses})`} or '')`,
           );
         }
-        emit(`  if ${a} > horizon then horizon = ${a} end`);
+        emit(
+          '  do',
+          '    local last = 0',
+          uses > 0
+            ? `    if admitted then last = t + ${ttl} elseif ${n} >= ${h} then last = ${stored} end`
+            : `    if ${n} >= ${h} then last = ${stored} end`,
+          '    if last > horizon then horizon = last end',
+          '  end',
+        );
       }
     }
     const format = `'${fixedFormat(policies.length)}'`;
@@ -584,7 +614,25 @@ function lua(x: number): string {
   return String(x);
 }
 
-/** The variable a section's third fixed field is read into: a throttle's next sweep, else its count. */
-function thirdField(w: Pick<Writer, 'sections' | 'v'>, j: number): string {
-  return w.sections[j]!.policy.kind === 'concurrency' ? w.v('S', j) : w.v('N', j);
+/** Whether any scope of the shape has a throttle, whose leases may be given back in its value. */
+function hasThrottle(shape: DecideShape): boolean {
+  return shape.scopes.some((policies) => policies.some((p) => p.kind === 'concurrency'));
 }
+
+/**
+ * Lua: give back the lease (expiry, id) from the `n` entries of 16 bytes at byte `from` of a
+ * value; returns the value and how many entries it now holds. A lease that is not there (given
+ * back already, or expired) changes nothing.
+ */
+const FIND_LEASE = [
+  'local function give_back(x, from, n, expiry, id)',
+  "  local lease = pack_struct('<dd', expiry, id)",
+  '  local last = from + (n - 1) * 16',
+  '  local at = find(x, lease, from, true)',
+  '  while at and at <= last do',
+  '    if (at - from) % 16 == 0 then return sub(x, 1, at - 1) .. sub(x, at + 16), n - 1 end',
+  '    at = find(x, lease, at + 1, true)',
+  '  end',
+  '  return x, n',
+  'end',
+].join('\n');

@@ -12,7 +12,7 @@
 import { createHash, randomInt } from 'node:crypto';
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../limits/duration.js';
-import type { Policy } from '../limits/policy.js';
+import type { ConcurrencyPolicy, Policy } from '../limits/policy.js';
 import type {
   AsyncLimitStore,
   LeaseToken,
@@ -24,7 +24,7 @@ import { admissionWithoutStatuses } from '../limits/store.js';
 import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
 import type { RedisScriptClient } from './redis-client.js';
 import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
-import { RELEASE_SCRIPT, releaseArgs } from './release-script.js';
+import { RELEASE_SCRIPT } from './release-script.js';
 import { LAYOUT_VERSION } from './state-codec.js';
 
 /** Starts and cancels the per-operation timeout; injectable so that tests control it. */
@@ -83,7 +83,9 @@ export interface RedisStoreOptions {
   /** The timeout source. @defaultValue the global `setTimeout` and `clearTimeout` */
   timer?: Timer;
   /**
-   * This store's part of every lease id, unique per store instance.
+   * This store's part of every lease id, unique per store instance: ids are this number (modulo
+   * 2^32) times 2^21 plus a counter (modulo 2^21). Two leases of one throttle are told apart by
+   * their expiry and id together, so two stores must not share it.
    * @defaultValue a random whole number below 2^48
    */
   instanceId?: number;
@@ -101,14 +103,28 @@ const script = (text: string): Script => ({
 });
 const RELEASE = script(RELEASE_SCRIPT);
 
-/** The leases of one admitted request: the lease sets that hold them and the lease id. */
+/** One throttle that a decision script takes leases of, and what giving one back needs. */
+interface Throttle {
+  /** Its scope's place in the decision's KEYS. */
+  readonly scope: number;
+  /** Its position among the scope's policies, from 1, as an argument. */
+  readonly position: string;
+  /** Its lease TTL (ms): a lease expires this long after its decision. */
+  readonly ttlMs: number;
+  /** How many times the plan names it (one entry each), as an argument. */
+  readonly copies: string;
+}
+
+/** The leases of one admitted request: the scopes that hold them, their id and their time. */
 interface RedisLease extends LeaseToken {
   readonly store: RedisStore;
+  /** The decision's KEYS (its scopes' keys first). */
   readonly keys: readonly string[];
-  /** The store's instance number and its counter. */
+  readonly throttles: readonly Throttle[];
+  /** The lease id, as an argument. */
   readonly id: string;
-  /** The most times the plan named one throttle (each time is one member of its set). */
-  readonly uses: number;
+  /** The decision's time (ms). */
+  readonly t: number;
 }
 
 /** A lease given back but not yet sent, and what to call once it has been. */
@@ -122,12 +138,14 @@ const MAX_RIDERS = 32;
 /** The most leases one release script gives back. */
 const MAX_BATCH = 256;
 
-/** A plan shape's decision script and the throttles whose lease sets it takes as KEYS. */
+/** A plan shape's decision script and the throttles it takes leases of. */
 interface Decider {
   readonly script: Script;
-  readonly leases: readonly (readonly [scope: number, position: number, uses: number])[];
-  readonly uses: number;
+  readonly throttles: readonly Throttle[];
 }
+
+/** Lease ids: the instance's part times this, plus a counter below it. */
+const LEASE_COUNTER = 2 ** 21;
 
 /** A policy list's key part, computed once per list. */
 interface ListInfo {
@@ -169,7 +187,8 @@ export class RedisStore implements AsyncLimitStore {
   readonly #onError: ((error: RedisStoreError) => void) | undefined;
   readonly #margin: number;
   readonly #timer: Timer;
-  readonly #instance: string;
+  /** The instance's part of every lease id (see {@link RedisStoreOptions.instanceId}). */
+  readonly #leaseBase: number;
   readonly #lists = new WeakMap<readonly Policy[], ListInfo>();
   readonly #actives = new WeakMap<readonly number[], string>();
   /** The decision script of each plan shape (see {@link shapeOf}), written once per shape. */
@@ -227,7 +246,7 @@ export class RedisStore implements AsyncLimitStore {
     );
     this.#margin = whole(options.expiryMarginMs ?? 1000, 'expiryMarginMs', 0);
     const instance = options.instanceId ?? randomInt(1, 2 ** 48);
-    this.#instance = String(whole(instance, 'instanceId', 1));
+    this.#leaseBase = (whole(instance, 'instanceId', 1) % 2 ** 32) * LEASE_COUNTER;
     if (options.onError !== undefined && typeof options.onError !== 'function') {
       throw new ConfigurationError(
         'invalid_option',
@@ -284,28 +303,30 @@ export class RedisStore implements AsyncLimitStore {
     let decider = this.#deciders.get(signature);
     if (decider === undefined) {
       const shape = shapeOf(plan, indices, this.#margin, this.#binary);
-      const leases = leaseSlots(shape);
-      const uses = Math.max(0, ...leases.map(([, , n]) => n));
-      decider = { script: script(decideScript(shape)), leases, uses };
+      const throttles = leaseSlots(shape).map(([scope, position, uses]) => ({
+        scope,
+        position: String(position + 1),
+        ttlMs: (shape.scopes[scope]![position] as ConcurrencyPolicy).leaseTtlMs,
+        copies: String(uses),
+      }));
+      decider = { script: script(decideScript(shape)), throttles };
       this.#deciders.set(signature, decider);
     }
-    // The time only from the caller's clock; the lease id and sets only for a plan with a throttle.
+    // The time only from the caller's clock; the lease id only for a plan with a throttle.
     const time = this.#useClock ? String(Number.isFinite(now) ? now : 0) : '';
     let args = this.#useClock ? [time] : [];
-    let leaseKeys: string[] | undefined;
-    let counter = '';
-    if (decider.leases.length > 0) {
-      counter = String(++this.#counter);
-      args = [time, this.#instance, counter];
-      leaseKeys = decider.leases.map(([s, position]) => leaseSet(keys[s]!, position));
-      for (const k of leaseKeys) keys.push(k);
+    let id = '';
+    if (decider.throttles.length > 0) {
+      this.#counter = (this.#counter + 1) % LEASE_COUNTER;
+      id = String(this.#leaseBase + this.#counter);
+      args = [time, id];
     }
     // Leases given back since the last command travel with this decision, and are given back
     // before it: one command instead of two.
     let riders: PendingRelease[] | undefined;
     if (this.#pending.length > 0 && !this.#separate) {
       riders = this.#pending.splice(0, MAX_RIDERS);
-      if (args.length < 3) args = [time, '', ''];
+      if (args.length < 2) args = [time, ''];
       describeLeases(
         riders.map((r) => r.lease),
         keys,
@@ -341,9 +362,14 @@ export class RedisStore implements AsyncLimitStore {
         now,
       );
     }
-    if (outcome.allowed && leaseKeys !== undefined) {
-      const id = `${this.#instance}:${counter}`;
-      const lease: RedisLease = { store: this, keys: leaseKeys, id, uses: decider.uses };
+    if (outcome.allowed && id !== '') {
+      const lease: RedisLease = {
+        store: this,
+        keys,
+        throttles: decider.throttles,
+        id,
+        t: outcome.now,
+      };
       return { ...outcome, lease };
     }
     return outcome;
@@ -517,17 +543,6 @@ function shapeOf(
   return { scopes, work, marginMs, binary, statuses: plan.statuses !== false };
 }
 
-/**
- * The key of the sorted set that holds the leases of the throttle at `position` of a scope: the
- * scope's key with `~<position>` after its hash tag (the same slot). A scope's key has `:` there,
- * so the two never meet.
- */
-function leaseSet(scopeKey: string, position: number): string {
-  // The prefix has no braces and the tag's are escaped inside it: the first `}` ends the tag.
-  const end = scopeKey.indexOf('}') + 1;
-  return `${scopeKey.slice(0, end)}~${position}${scopeKey.slice(end)}`;
-}
-
 function escapeTag(value: string): string {
   return /[{}%]/.test(value)
     ? value.replace(/[{}%]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
@@ -538,11 +553,16 @@ function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
-/** Append the lease sets of `leases` to `keys` and their release arguments to `args`. */
+/**
+ * Append the scope of each throttle of `leases` to `keys`, and its release arguments to `args`
+ * (see release-script.ts): the throttle's position, the lease's expiry, its id and copies.
+ */
 function describeLeases(leases: readonly RedisLease[], keys: string[], args: string[]): void {
   for (const lease of leases) {
-    for (const k of lease.keys) keys.push(k);
-    args.push(...releaseArgs(lease.keys.length, lease.uses, lease.id));
+    for (const throttle of lease.throttles) {
+      keys.push(lease.keys[throttle.scope]!);
+      args.push(throttle.position, String(lease.t + throttle.ttlMs), lease.id, throttle.copies);
+    }
   }
 }
 

@@ -1,21 +1,30 @@
 /**
- * Giving leases back: the release script, and the same loop at the head of every decision script
- * that takes a throttle's leases, so that a release can travel with the next decision.
+ * Giving leases back: the release script, and the same loop at the head of every decision script,
+ * so that a release can travel with the next decision.
  *
- * Each lease is given as three arguments: how many lease sets hold it (one per throttle of its
- * plan; they are the next KEYS, in order), how many members it has in each (one per time its plan
- * named the throttle), and its id (the issuing store's instance number and counter). The members
- * are the id, then `id.2`, `id.3` and so on. Each member is one `ZREM`: a lease that already
- * expired, or a set that is gone, is left alone, so releasing twice does nothing. A set keeps its
- * expiry.
+ * A throttle keeps its leases in its scope's value (see state-codec.ts). Giving one back appends a
+ * record to that value ({@link RELEASE_RECORD}: the throttle's position, the lease's expiry and
+ * its id) with one `APPEND`, which leaves the value's expiry alone; the next decision on the scope
+ * removes the lease and writes the value back without the record. A record whose lease is not
+ * there (already given back, or expired) removes nothing, so releasing twice does nothing. A scope
+ * that is gone held no lease any more: the `APPEND` made the key afresh, and it is deleted again.
+ *
+ * Each throttle of a lease is one KEY (its scope's key) and four arguments: the throttle's position
+ * among the scope's policies (from 1), the lease's expiry (ms), the lease id, and how many times
+ * the lease's plan named the throttle (one record each).
  * @module
  */
+import { RELEASE_RECORD } from './state-codec.js';
+
+/** Arguments per throttle of a given-back lease. */
+export const RELEASE_ARGS = 4;
 
 /**
- * Lua statements that give back the leases described from `ARGV[firstArg]` on, whose lease sets
- * are `KEYS[firstKey]` on; they count the members removed into `released`. Expects the locals
- * `call`, `keys` and `argv` (`redis.call`, `KEYS`, `ARGV`) and `released` to be declared.
- * @param firstKey - the Lua expression of the first lease set's index in KEYS
+ * Lua statements that give back the leases described from `ARGV[firstArg]` on, whose scopes are
+ * `KEYS[firstKey]` on; they count the records appended into `released`. Expects the locals
+ * `call`, `keys`, `argv`, `pack_struct`, `rep` (`redis.call`, `KEYS`, `ARGV`, `struct.pack`,
+ * `string.rep`) and `released` to be declared.
+ * @param firstKey - the Lua expression of the first scope's index in KEYS
  * @param firstArg - the index of the first lease's first argument in ARGV
  * @returns the Lua source
  */
@@ -24,36 +33,26 @@ export function releaseLoop(firstKey: string, firstArg: number): string {
     'do',
     `  local k, a = ${firstKey}, ${firstArg}`,
     '  while argv[a] do',
-    '    local sets, uses, lease = argv[a] + 0, argv[a + 1] + 0, argv[a + 2]',
-    '    for s = 1, sets do',
-    "      released = released + call('ZREM', keys[k], lease)",
-    "      for u = 2, uses do released = released + call('ZREM', keys[k], lease .. '.' .. u) end",
-    '      k = k + 1',
-    '    end',
-    '    a = a + 3',
+    `    local record = pack_struct('${RELEASE_RECORD}', argv[a] + 0, argv[a + 1] + 0, argv[a + 2] + 0)`,
+    '    local copies = argv[a + 3] + 0',
+    '    if copies > 1 then record = rep(record, copies) end',
+    "    if call('APPEND', keys[k], record) == #record then call('DEL', keys[k]) end",
+    '    released = released + copies',
+    `    k, a = k + 1, a + ${RELEASE_ARGS}`,
     '  end',
     'end',
   ].join('\n');
 }
 
 /**
- * Lua source of the release script: one `EVALSHA` gives back one lease or several. KEYS: the lease
- * sets of every lease, lease after lease; ARGV: three arguments per lease (see the module).
+ * Lua source of the release script: one `EVALSHA` gives back one lease or several. KEYS: the scope
+ * of each throttle of every lease, lease after lease; ARGV: four arguments per KEY (see the
+ * module).
  */
 export const RELEASE_SCRIPT = [
   'local call, keys, argv = redis.call, KEYS, ARGV',
+  'local pack_struct, rep = struct.pack, string.rep',
   'local released = 0',
   releaseLoop('1', 1),
   'return released',
 ].join('\n');
-
-/**
- * The arguments that describe one lease to {@link releaseLoop}.
- * @param sets - how many lease sets hold it
- * @param uses - how many members it has in each
- * @param id - its id
- * @returns the three arguments
- */
-export function releaseArgs(sets: number, uses: number, id: string): [string, string, string] {
-  return [String(sets), String(uses), id];
-}

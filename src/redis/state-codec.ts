@@ -9,15 +9,18 @@
  * - header `<dI4`: the latest decision time (ms; time never goes backwards for the scope) and the
  *   number of sections, one per policy position;
  * - then per section `<BddI4`: the kind (1 window, 2 rate, 3 concurrency), the instant the policy
- *   is blocked until (0 when not), the rate policy's theoretical arrival time or the throttle's
- *   latest lease expiry (0 otherwise), and a window's number of entries or how many whole
- *   ms after the latest decision the throttle's next sweep of expired leases is due (at most
- *   {@link SWEEP_NEVER}; 0 for a rate policy);
+ *   is blocked until (0 when not), the rate policy's theoretical arrival time (0 otherwise), and
+ *   the number of entries of a window or a throttle (0 for a rate policy);
  * - then the entries, section after section: a window's admission times (`<d`, oldest first, only
- *   those still inside the window when written). A rate policy and a throttle have none.
+ *   those still inside the window when written); a throttle's leases (`<dd`: expiry and lease id,
+ *   earliest expiry first, only those not expired when written). A rate policy has none;
+ * - then, after the last section's entries, the leases given back since the value was written:
+ *   one record each ({@link RELEASE_RECORD}: the throttle's position, the lease's expiry and id),
+ *   appended by `APPEND`, which leaves the value's expiry alone. The next decision on the scope
+ *   removes each from its throttle and writes the value back without them.
  *
- * A throttle's leases live in a sorted set of their own (see decide-script.ts), so that giving one
- * back is one `ZREM`.
+ * So a throttle needs no key of its own: taking a lease is part of the one `SET` a decision makes,
+ * and giving one back is one `APPEND`.
  *
  * {@link LAYOUT_VERSION} is part of every key, so that a value in an earlier layout is never read
  * as this one: it is left to expire.
@@ -25,17 +28,22 @@
  */
 
 /** Written into every key's policy-list part; changes whenever the packed layout changes. */
-export const LAYOUT_VERSION = '2';
+export const LAYOUT_VERSION = '3';
 
 /**
- * The most ms a throttle's next sweep may lie after a decision: the largest 32-bit count. A set
- * with no lease is due for a sweep this long after, or when its next lease expires. A value written
- * by the layout's first form, with 0 there, is due at once.
+ * Bytes per entry, by kind: a window's admission time; a throttle's lease (expiry and id); a rate
+ * policy has none.
  */
-export const SWEEP_NEVER = 4_294_967_295;
+export const ENTRY_SIZE = { window: 8, rate: 0, concurrency: 16 } as const;
 
-/** Bytes per entry, by kind: a window's admission time; a rate policy and a throttle have none. */
-export const ENTRY_SIZE = { window: 8, rate: 0, concurrency: 0 } as const;
+/**
+ * The struct format of one given-back lease appended to a scope's value: the throttle's position
+ * among the scope's policies (from 1), the lease's expiry (ms) and its id.
+ */
+export const RELEASE_RECORD = '<ddd';
+
+/** The bytes of one {@link RELEASE_RECORD}. */
+export const RELEASE_RECORD_SIZE = 24;
 
 /**
  * The struct format of the header and the fixed fields of `count` sections.

@@ -9,6 +9,7 @@ import {
   createLimiter,
   type Decision,
   FakeClock,
+  type LeaseToken,
   type LimitPreset,
   MemoryStore,
   type Plan,
@@ -291,6 +292,45 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
           for (const step of steps) {
             t += step.gap;
             await expectSameOutcome(memory, redis, plan, t, step.release);
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('the Redis store and the memory store give identical decisions (invariant 5): leases given back late, twice, after they expired, and several taken at one instant', async () => {
+    const take = fc.record({
+      kind: fc.constant('take' as const),
+      gap: fc.constantFrom(0, 0, 1, 400, 2_500),
+    });
+    const give = fc.record({ kind: fc.constant('give' as const), pick: fc.nat() });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(fc.oneof(take, give), { maxLength: 120 }),
+        async (max, steps) => {
+          const policies = [concurrency(max, { name: 'c', leaseTtl: 3_000, retryAfter: 1_000 })];
+          const plan: Plan = { scopes: [scope('c', 'a', '', policies, [0])] };
+          const memory = new MemoryStore();
+          const redis = await freshStore(kind);
+          const taken: [LeaseToken, LeaseToken][] = [];
+          let t = 0;
+          for (const step of steps) {
+            if (step.kind === 'take') {
+              t += step.gap;
+              const expected = memory.apply(plan, t);
+              const actual = await redis.apply(plan, t);
+              expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
+              if (expected.allowed && actual.allowed && expected.lease && actual.lease) {
+                taken.push([expected.lease, actual.lease]);
+              }
+            } else if (taken.length > 0) {
+              // Any lease taken so far: still held, given back already, or expired.
+              const [m, r] = taken[step.pick % taken.length]!;
+              memory.release(m);
+              await redis.release(r);
+            }
           }
         },
       ),

@@ -240,7 +240,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     const plan = await leasesInTurn(store, 50);
     const calls = await commandCalls();
     expect(calls.evalsha).toBe(51);
-    expect(calls.zrem).toBe(50);
+    expect(calls.append).toBe(50);
     expect((await store.apply(plan, 50)).allowed).toBe(true);
   });
 
@@ -260,7 +260,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     await Promise.all(leases.map((lease) => store.release(lease)));
     const calls = await commandCalls();
     expect(calls.evalsha).toBe(1);
-    expect(calls.zrem).toBe(10);
+    expect(calls.append).toBe(10);
     for (const plan of plans) expect((await store.apply(plan, 1)).allowed).toBe(true);
   });
 
@@ -270,7 +270,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     await leasesInTurn(store, 10);
     const calls = await commandCalls();
     expect(calls.evalsha).toBe(20);
-    expect(calls.zrem).toBe(10);
+    expect(calls.append).toBe(10);
   });
 
   it('a client that refuses keys of two clients in one command (CROSSSLOT) gets each release apart, and the decision is asked again', async () => {
@@ -368,6 +368,39 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     expect((await store.apply(plan, 5_002)).allowed).toBe(false);
     if (next.allowed && next.lease) await store.release(next.lease);
     expect((await store.apply(plan, 6_002)).allowed).toBe(true);
+  });
+
+  it("a release is one APPEND to its scope's value, which keeps its expiry; the next decision takes the record out", async () => {
+    const prefix = `append-${kind}-${++prefixes}:`;
+    const store = new RedisStore({ client: client(), prefix, timeSource: 'clock' });
+    const plan: Plan = {
+      scopes: [scope('c', 'a', '', [concurrency(2, { name: 't', leaseTtl: '1h' })])],
+    };
+    const outcome = await store.apply(plan, 1_000);
+    const [key] = await keysUnder(prefix);
+    const before = await admin.strlen(key!);
+    const ttl = await admin.pttl(key!);
+    if (outcome.allowed && outcome.lease) await store.release(outcome.lease);
+    expect(await admin.strlen(key!)).toBe(before + 24);
+    expect(await admin.pttl(key!)).toBeGreaterThan(0);
+    expect(await admin.pttl(key!)).toBeLessThanOrEqual(ttl);
+    // The next decision gives the lease back (then one held of two, not two) and drops the
+    // record: the value holds its own lease alone, as the first one did.
+    expect(await store.apply(plan, 1_001)).toMatchObject({ allowed: true, values: [1, 0] });
+    expect(await admin.strlen(key!)).toBe(before);
+  });
+
+  it('a lease given back after its scope has gone leaves no key behind', async () => {
+    const prefix = `gone-${kind}-${++prefixes}:`;
+    const store = new RedisStore({ client: client(), prefix, timeSource: 'clock' });
+    const plan: Plan = {
+      scopes: [scope('c', 'a', '', [concurrency(1, { name: 't', leaseTtl: '1s' })])],
+    };
+    const outcome = await store.apply(plan, 0);
+    const [key] = await keysUnder(prefix);
+    await admin.del(key!); // as when the key expires with its last lease
+    if (outcome.allowed && outcome.lease) await store.release(outcome.lease);
+    expect(await keysUnder(prefix)).toEqual([]);
   });
 
   it('a process killed while holding leases: the leases expire after their TTL', async () => {
@@ -608,7 +641,14 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
       timer.fireAll();
       expect((await pending).allowed).toBe(true);
       // A release that times out resolves too (it is sent at the end of the event loop's turn).
-      const releasing = store.release({ store, keys: ['k'], id: '1:1', uses: 1 } as never);
+      const lease = {
+        store,
+        keys: ['k'],
+        throttles: [{ scope: 0, position: '1', ttlMs: 1_000, copies: '1' }],
+        id: '1',
+        t: 0,
+      };
+      const releasing = store.release(lease as never);
       await new Promise((resolve) => setImmediate(resolve));
       timer.fireAll();
       await expect(releasing).resolves.toBeUndefined();
