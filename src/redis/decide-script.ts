@@ -37,9 +37,13 @@ import {
   ENTRY_SIZE,
   fixedFormat,
   fixedSize,
+  LEASE_ENTRY,
   RELEASE_RECORD,
   RELEASE_RECORD_SIZE,
 } from './state-codec.js';
+
+/** Bytes of one lease of a throttle. */
+const LEASE_SIZE = ENTRY_SIZE.concurrency;
 
 /** What a decision script is written for. */
 export interface DecideShape {
@@ -181,7 +185,6 @@ export function decideScript(shape: DecideShape): string {
     'local find = string.find',
     '-- Leases given back since the last command travel here, before the decision.',
     `if #keys > ${shape.scopes.length} then`,
-    '  local released = 0',
     releaseLoop(`${shape.scopes.length + 1}`, 3),
     'end',
     throttles > 0 ? '-- The lease id, unique to the request among the leases of its expiry.' : '',
@@ -299,15 +302,16 @@ function giveBack(w: Writer, s: number, ids: readonly number[]): void {
     const later = ids.slice(i + 1).filter((k) => ENTRY_SIZE[sections[k]!.policy.kind] > 0);
     emit(
       `    ${branch} position == ${i + 1} and ${n} > 0 then`,
-      `      if unpack_struct('<d', ${x}, ${o}) == expiry and unpack_struct('<d', ${x}, ${o} + 8) == lease then`,
-      `        ${o}, ${n} = ${o} + 16, ${n} - 1`,
+      `      local first_expiry, first_id = unpack_struct('${LEASE_ENTRY}', ${x}, ${o})`,
+      '      if first_expiry == expiry and first_id == lease then',
+      `        ${o}, ${n} = ${o} + ${LEASE_SIZE}, ${n} - 1`,
       '      else',
       ...(later.length > 0 ? [`        local before = ${n}`] : []),
       `        ${x}, ${n} = give_back(${x}, ${o}, ${n}, expiry, lease)`,
       ...(later.length > 0
         ? [
             `        if ${n} < before then`,
-            ...later.map((k) => `          ${v('O', k)} = ${v('O', k)} - 16`),
+            ...later.map((k) => `          ${v('O', k)} = ${v('O', k)} - ${LEASE_SIZE}`),
             '        end',
           ]
         : []),
@@ -512,51 +516,36 @@ function writeBack(w: Writer): void {
       const { policy: p, uses } = sections[j]!;
       const [b, a, n, o, h] = [v('B', j), v('A', j), v('N', j), v('O', j), v('H', j)];
       emit(`  if ${b} > horizon then horizon = ${b} end`);
-      if (p.kind === 'window') {
-        const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
-        fixed.push('1', b, '0', `${n} - ${h} + 1 + ${added}`);
-        parts.push(`sub(${x}, ${o} + (${h} - 1) * 8, ${o} + ${n} * 8 - 1)`);
-        if (uses > 0) {
-          parts.push(`(admitted and ${uses === 1 ? 'entry' : `rep(entry, ${uses})`} or '')`);
-        }
-        // The window empties a window's length after its newest admission.
-        const stored = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 8) + ${p.windowMs}`;
-        emit(
-          '  do',
-          '    local last = 0',
-          uses > 0
-            ? `    if admitted then last = t + ${p.windowMs} elseif ${n} >= ${h} then last = ${stored} end`
-            : `    if ${n} >= ${h} then last = ${stored} end`,
-          '    if last > horizon then horizon = last end',
-          '  end',
-        );
-      } else if (p.kind === 'rate') {
+      if (p.kind === 'rate') {
         fixed.push('2', b, a, '0');
         emit(`  if ${a} > horizon then horizon = ${a} end`);
-      } else {
-        // The leases not expired, then the one taken (as many times as the plan names the
-        // throttle). The throttle is fresh again when its newest lease expires.
-        const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
-        fixed.push('3', b, '0', `${n} - ${h} + 1 + ${added}`);
-        parts.push(`sub(${x}, ${o} + (${h} - 1) * 16, ${o} + ${n} * 16 - 1)`);
-        const stored = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 16)`;
-        const ttl = p.leaseTtlMs;
-        if (uses > 0) {
-          emit(`  local lease${j} = admitted and pack_struct('<dd', t + ${ttl}, id)`);
-          parts.push(
-            `(admitted and ${uses === 1 ? `lease${j}` : `rep(lease${j}, ${uses})`} or '')`,
-          );
-        }
-        emit(
-          '  do',
-          '    local last = 0',
-          uses > 0
-            ? `    if admitted then last = t + ${ttl} elseif ${n} >= ${h} then last = ${stored} end`
-            : `    if ${n} >= ${h} then last = ${stored} end`,
-          '    if last > horizon then horizon = last end',
-          '  end',
-        );
+        continue;
       }
+      // A window's admission times or a throttle's leases: those still counted, then the
+      // request's own (as many times as the plan names the policy). A window empties a window's
+      // length after its newest admission; a throttle is fresh again when its newest lease, which
+      // holds its expiry, expires.
+      const size = ENTRY_SIZE[p.kind];
+      const [own, life, after] =
+        p.kind === 'window' ? ['entry', p.windowMs, p.windowMs] : [`lease${j}`, p.leaseTtlMs, 0];
+      if (uses > 0 && p.kind === 'concurrency') {
+        emit(`  local ${own} = admitted and pack_struct('${LEASE_ENTRY}', t + ${life}, id)`);
+      }
+      const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
+      fixed.push(String(kindCode(p)), b, '0', `${n} - ${h} + 1 + ${added}`);
+      parts.push(`sub(${x}, ${o} + (${h} - 1) * ${size}, ${o} + ${n} * ${size} - 1)`);
+      if (uses > 0) parts.push(`(admitted and ${uses === 1 ? own : `rep(${own}, ${uses})`} or '')`);
+      const newest = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * ${size})`;
+      const stored = after === 0 ? newest : `${newest} + ${after}`;
+      emit(
+        '  do',
+        '    local last = 0',
+        uses > 0
+          ? `    if admitted then last = t + ${life} elseif ${n} >= ${h} then last = ${stored} end`
+          : `    if ${n} >= ${h} then last = ${stored} end`,
+        '    if last > horizon then horizon = last end',
+        '  end',
+      );
     }
     const format = `'${fixedFormat(policies.length)}'`;
     // A large plan packs through tables: a long expression would need more Lua registers.
@@ -620,17 +609,17 @@ function hasThrottle(shape: DecideShape): boolean {
 }
 
 /**
- * Lua: give back the lease (expiry, id) from the `n` entries of 16 bytes at byte `from` of a
+ * Lua: give back the lease (expiry, id) from the `n` entries of a throttle at byte `from` of a
  * value; returns the value and how many entries it now holds. A lease that is not there (given
  * back already, or expired) changes nothing.
  */
 const FIND_LEASE = [
   'local function give_back(x, from, n, expiry, id)',
-  "  local lease = pack_struct('<dd', expiry, id)",
-  '  local last = from + (n - 1) * 16',
+  `  local lease = pack_struct('${LEASE_ENTRY}', expiry, id)`,
+  `  local last = from + (n - 1) * ${LEASE_SIZE}`,
   '  local at = find(x, lease, from, true)',
   '  while at and at <= last do',
-  '    if (at - from) % 16 == 0 then return sub(x, 1, at - 1) .. sub(x, at + 16), n - 1 end',
+  `    if (at - from) % ${LEASE_SIZE} == 0 then return sub(x, 1, at - 1) .. sub(x, at + ${LEASE_SIZE}), n - 1 end`,
   '    at = find(x, lease, at + 1, true)',
   '  end',
   '  return x, n',

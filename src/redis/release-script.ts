@@ -21,9 +21,8 @@ export const RELEASE_ARGS = 4;
 
 /**
  * Lua statements that give back the leases described from `ARGV[firstArg]` on, whose scopes are
- * `KEYS[firstKey]` on; they count the records appended into `released`. Expects the locals
- * `call`, `keys`, `argv`, `pack_struct`, `rep` (`redis.call`, `KEYS`, `ARGV`, `struct.pack`,
- * `string.rep`) and `released` to be declared.
+ * `KEYS[firstKey]` on. Expects the locals `call`, `keys`, `argv`, `pack_struct` and `rep`
+ * (`redis.call`, `KEYS`, `ARGV`, `struct.pack`, `string.rep`) to be declared.
  * @param firstKey - the Lua expression of the first scope's index in KEYS
  * @param firstArg - the index of the first lease's first argument in ARGV
  * @returns the Lua source
@@ -37,7 +36,6 @@ export function releaseLoop(firstKey: string, firstArg: number): string {
     '    local copies = argv[a + 3] + 0',
     '    if copies > 1 then record = rep(record, copies) end',
     "    if call('APPEND', keys[k], record) == #record then call('DEL', keys[k]) end",
-    '    released = released + copies',
     `    k, a = k + 1, a + ${RELEASE_ARGS}`,
     '  end',
     'end',
@@ -52,7 +50,5 @@ export function releaseLoop(firstKey: string, firstArg: number): string {
 export const RELEASE_SCRIPT = [
   'local call, keys, argv = redis.call, KEYS, ARGV',
   'local pack_struct, rep = struct.pack, string.rep',
-  'local released = 0',
   releaseLoop('1', 1),
-  'return released',
 ].join('\n');

@@ -36,6 +36,9 @@ export const LAYOUT_VERSION = '3';
  */
 export const ENTRY_SIZE = { window: 8, rate: 0, concurrency: 16 } as const;
 
+/** The struct format of one lease of a throttle: its expiry (ms) and its id. */
+export const LEASE_ENTRY = '<dd';
+
 /**
  * The struct format of one given-back lease appended to a scope's value: the throttle's position
  * among the scope's policies (from 1), the lease's expiry (ms) and its id.
