@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createRetryingFetch, type RetryEvent, timerSleep } from '../../src/client/index.js';
+import {
+  createRetryingFetch,
+  type PacedRequest,
+  type Pacer,
+  type RetryEvent,
+  timerSleep,
+} from '../../src/client/index.js';
 import { FakeClock, isConfigurationError } from '../../src/index.js';
 import { thrown } from '../support/thrown.js';
 
@@ -172,6 +178,57 @@ describe('createRetryingFetch', () => {
         signal: AbortSignal.abort(reason),
       }),
     ).rejects.toBe(reason);
+  });
+
+  it('retries a 429 even when discarding its body fails', async () => {
+    const { waits, sleep } = recordingSleep();
+    const undiscardable = () =>
+      new Response(
+        new ReadableStream({
+          cancel() {
+            throw new Error('connection already gone');
+          },
+        }),
+        { status: 429, headers: { 'retry-after': '2' } },
+      );
+    const { fetch, sent } = scripted([undiscardable, ok]);
+    const response = await createRetryingFetch({ fetch, sleep })('https://a.test/x');
+    expect(response.status).toBe(200);
+    expect(sent).toHaveLength(2);
+    expect(waits).toEqual([2000]);
+  });
+
+  it("rejects with the sleep's own error when the wait fails, and sends nothing more", async () => {
+    const { fetch, sent } = scripted([tooMany('1'), ok]);
+    const failure = new Error('timer unavailable');
+    const pending = createRetryingFetch({ fetch, sleep: () => Promise.reject(failure) })(
+      'https://a.test/x',
+      { signal: new AbortController().signal },
+    );
+    await expect(pending).rejects.toBe(failure);
+    expect(sent).toHaveLength(1);
+  });
+
+  it('paces a Request by its own method and URL, or by the method init overrides it with', async () => {
+    const paced: PacedRequest[] = [];
+    const pace: Pacer = {
+      acquire: async (request) => {
+        paced.push(request);
+        return () => undefined;
+      },
+      inFlight: 0,
+      waiting: 0,
+    };
+    const { fetch } = scripted([ok]);
+    const pacedFetch = createRetryingFetch({ fetch, pace });
+    await pacedFetch(new Request('https://a.test/booking/v1/bookings/B1', { method: 'PATCH' }));
+    await pacedFetch(new Request('https://a.test/booking/v1/bookings/B2'), { method: 'DELETE' });
+    await pacedFetch('https://a.test/booking/v1/reservations');
+    expect(paced).toEqual([
+      { method: 'PATCH', url: 'https://a.test/booking/v1/bookings/B1' },
+      { method: 'DELETE', url: 'https://a.test/booking/v1/bookings/B2' },
+      { method: 'GET', url: 'https://a.test/booking/v1/reservations' },
+    ]);
   });
 
   it('throws a ConfigurationError for a negative or fractional budget', () => {

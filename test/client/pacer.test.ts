@@ -189,6 +189,28 @@ describe('createPacer', () => {
     expect(sentAtZero).toBe(190);
   });
 
+  it('paces a request whose URL cannot be parsed by the global limits, as the root path', async () => {
+    const clock = new FakeClock(0);
+    const pacer = createPacer({
+      preset: {
+        name: 'custom',
+        policies: [window(2, '1s')],
+        rules: resourceRules([{ route: 'GET /', limit: 1, periodMs: 60_000 }]),
+      },
+      clock,
+      sleep: movingSleep(clock),
+      safetyMarginMs: 0,
+    });
+    const sent: string[] = [];
+    const send = (url: string) =>
+      pacer.acquire({ method: 'GET', url }).then((done) => {
+        sent.push(`${clock.now()} ${url}`);
+        done();
+      });
+    await Promise.all([send('not a url'), send('https://api.test/'), send('http://[::1')]);
+    expect(sent).toEqual(['0 not a url', '60000 https://api.test/', '120000 http://[::1']);
+  });
+
   it('throws a ConfigurationError for a preset without time limits or a bad margin', () => {
     const cases = [
       { preset: presetOf([concurrency(3)]) },

@@ -1,9 +1,13 @@
+import { createServer, type ServerResponse } from 'node:http';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  bodyNextCursor,
+  bodySaysLastPage,
   createRetryingFetch,
   cursorItems,
   cursorPages,
+  defaultItems,
   isPaginationClientError,
   pageNumberItems,
   pageNumberPages,
@@ -11,6 +15,7 @@ import {
 import { createCursorCodec } from '../../src/index.js';
 import { keyA } from '../support/cursor-keys.js';
 import { type ListServer, recordingSleep, startListServer } from '../support/list-server.js';
+import { listen } from '../support/listen.js';
 
 let server: ListServer | undefined;
 afterEach(async () => {
@@ -25,6 +30,10 @@ async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
 }
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+/** A real local server whose every answer the test writes itself. */
+const answering = (answer: (url: URL, res: ServerResponse) => void) =>
+  listen(createServer((req, res) => answer(new URL(req.url ?? '/', 'http://127.0.0.1'), res)));
 
 // Retry-After values a throttled request may get: seconds, none (backoff 1 s), unreadable.
 const throttlePlan = fc.array(
@@ -204,5 +213,128 @@ describe('client iterators against a real local server', () => {
     controller.abort(reason);
     await expect(listing).rejects.toBe(reason);
     expect(server.requests).toHaveLength(1);
+  });
+
+  it('reads a list whose pages are bare JSON arrays, to the first empty page', async () => {
+    const app = await answering((url, res) => {
+      const size = Number(url.searchParams.get('pageSize'));
+      const start = (Number(url.searchParams.get('pageNumber')) - 1) * size;
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(range(5).slice(start, start + size)));
+    });
+    try {
+      const pages = await collect(
+        pageNumberPages<number>({ url: `${app.url}/rates`, pageSize: 2 }),
+      );
+      expect(pages.map((p) => p.items)).toEqual([[0, 1], [2, 3], [4]]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('stops with unexpected_status naming the URL and status, and discards the refused body without waiting for it', async () => {
+    let bodyClosed: Promise<void> = Promise.resolve();
+    const app = await answering((_url, res) => {
+      bodyClosed = new Promise((resolve) => res.once('close', resolve));
+      // The error body never ends: reading it would hang the iterator.
+      res.writeHead(503, { 'content-type': 'text/plain' }).write('Service unavailable, and');
+    });
+    try {
+      const received: Response[] = [];
+      const fetch = async (input: string | URL | Request, init?: RequestInit) => {
+        const response = await globalThis.fetch(input, init);
+        received.push(response);
+        return response;
+      };
+      const error = await collect(pageNumberItems({ url: `${app.url}/rates`, fetch })).catch(
+        (e: unknown) => e,
+      );
+      const url = `${app.url}/rates?pageNumber=1`;
+      expect(isPaginationClientError(error) && [error.code, error.status, error.url]).toEqual([
+        'unexpected_status',
+        503,
+        url,
+      ]);
+      expect((error as Error).message).toBe(`GET ${url} answered 503; the listing stopped there.`);
+      expect(received[0]?.bodyUsed).toBe(true);
+      await bodyClosed;
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('stops with unexpected_status even when discarding the refused body fails', async () => {
+    const failingBody = new ReadableStream({
+      cancel() {
+        throw new Error('connection already gone');
+      },
+    });
+    const fetch = async () => new Response(failingBody, { status: 502 });
+    const error = await collect(pageNumberItems({ url: 'https://api.test/rates', fetch })).catch(
+      (e: unknown) => e,
+    );
+    expect(isPaginationClientError(error) && [error.code, error.status]).toEqual([
+      'unexpected_status',
+      502,
+    ]);
+  });
+
+  it('stops with invalid_page_body when a page is not JSON, keeping the parse error as the cause', async () => {
+    const app = await answering((_url, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html>Maintenance</html>');
+    });
+    try {
+      const error = await collect(cursorItems({ url: `${app.url}/logs` })).catch((e: unknown) => e);
+      expect(isPaginationClientError(error) && [error.code, error.url]).toEqual([
+        'invalid_page_body',
+        `${app.url}/logs`,
+      ]);
+      expect((error as Error).message).toBe(
+        `GET ${app.url}/logs did not answer JSON; a page must be a JSON body with its items.`,
+      );
+      expect((error as Error).cause).toBeInstanceOf(SyntaxError);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('stops with invalid_page_body, telling to pass an items option, when a JSON page holds no list', async () => {
+    const app = await answering((_url, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"results":[1,2]}');
+    });
+    try {
+      const error = await collect(pageNumberItems({ url: `${app.url}/rates` })).catch(
+        (e: unknown) => e,
+      );
+      expect(isPaginationClientError(error) && error.code).toBe('invalid_page_body');
+      expect((error as Error).message).toContain('pass an items option that finds them');
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('reading a page body', () => {
+  it('finds the items of an array body, else of its items array, else of its data array', () => {
+    expect(defaultItems([1, 2])).toEqual([1, 2]);
+    expect(defaultItems({ items: [3], data: [4] })).toEqual([3]);
+    expect(defaultItems({ items: 'none', data: [4] })).toEqual([4]);
+    expect(defaultItems({ data: [] })).toEqual([]);
+  });
+
+  it('finds no items in a body that is not an array and has no items or data array', () => {
+    for (const body of [{}, { items: { a: 1 } }, { data: '1,2' }, 'a,b', 7, true, null]) {
+      expect(defaultItems(body), JSON.stringify(body)).toBeUndefined();
+    }
+  });
+
+  it('reads no next cursor and no end of data from a body that is not an object', () => {
+    for (const body of ['abc', 3, true, null, undefined]) {
+      expect(bodyNextCursor(body)).toBeUndefined();
+      expect(bodySaysLastPage(body)).toBe(false);
+    }
+    expect(bodyNextCursor({ pagination: { nextCursor: 'c2' } })).toBe('c2');
+    expect(bodySaysLastPage({ pagination: { hasMore: false } })).toBe(true);
   });
 });

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createCursorCodec, FakeClock, isConfigurationError } from '../../src/index.js';
@@ -6,6 +7,19 @@ import { queryObject } from '../support/query-arbitraries.js';
 import { thrown } from '../support/thrown.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/ %';
+
+/**
+ * A token in the codec's form, correctly signed with `key`, whatever its payload bytes: what a
+ * holder of the key (another service sharing it, an older release) could issue.
+ */
+function signedToken(payload: string | Buffer, key = keyA): string {
+  const bytes = typeof payload === 'string' ? Buffer.from(payload, 'utf8') : payload;
+  const mac = createHmac('sha256', key)
+    .update('api-conventions.cursor.v1\0')
+    .update(bytes.toString('utf8'))
+    .digest();
+  return `${bytes.toString('base64url')}.${mac.toString('base64url')}`;
+}
 
 describe('cursor codec', () => {
   const codec = createCursorCodec({ signingKey: keyA });
@@ -81,6 +95,34 @@ describe('cursor codec', () => {
       ok: false,
       code: 'cursor_invalid_signature',
     });
+  });
+
+  it('refuses as malformed a correctly signed token whose payload is not a cursor of this version', () => {
+    // The construction above is the codec's own: a payload it issued verifies.
+    expect(codec.decode(signedToken('{"v":1,"s":{"after":3}}'))).toEqual({
+      ok: true,
+      state: { after: 3 },
+    });
+    for (const payload of [
+      'not json',
+      Buffer.from([0xff, 0xfe, 0x7b]),
+      '"a string"',
+      'null',
+      '[1,{"v":1}]',
+      '{"v":2,"s":1}',
+      '{"s":1}',
+      '{"v":1}',
+      '{"v":1,"s":1,"e":"tomorrow"}',
+      '{"v":1,"s":1,"b":42}',
+    ]) {
+      const result = codec.decode(signedToken(payload));
+      expect(result, String(payload)).toEqual({
+        ok: false,
+        code: 'cursor_malformed',
+        message:
+          'cursor must be a token in the form the service issued; send the cursor exactly as received, or omit it to start from the first page.',
+      });
+    }
   });
 
   it('expires a cursor exactly ttl after it was issued, with its own code', () => {
@@ -194,7 +236,7 @@ describe('cursor codec', () => {
     });
   });
 
-  it('throws a ConfigurationError for a short key, a bad ttl or a state JSON cannot carry', () => {
+  it('throws a ConfigurationError for a short key or one that is not a string or bytes, a bad ttl or a state JSON cannot carry', () => {
     const attempts: (() => unknown)[] = [
       () => createCursorCodec({ signingKey: 'short' }),
       () => createCursorCodec({ signingKey: keyA, verificationKeys: [new Uint8Array(8)] }),
@@ -205,6 +247,19 @@ describe('cursor codec', () => {
       () => codec.encode(10n),
     ];
     for (const attempt of attempts) expect(isConfigurationError(thrown(attempt))).toBe(true);
+    // A key of another type (a number, an object read from configuration) is named in the error.
+    expect(thrown(() => createCursorCodec({ signingKey: 1234 as never }))).toMatchObject({
+      code: 'invalid_option',
+      message: expect.stringContaining('signingKey must be a string or bytes of at least 32 bytes'),
+    });
+    expect(
+      thrown(() =>
+        createCursorCodec({ signingKey: keyA, verificationKeys: [{ length: 64 } as never] }),
+      ),
+    ).toMatchObject({
+      code: 'invalid_option',
+      message: expect.stringContaining('verificationKeys[0] must be a string or bytes'),
+    });
     expect(thrown(() => codec.encode(10n))).toMatchObject({ code: 'invalid_cursor_state' });
   });
 });

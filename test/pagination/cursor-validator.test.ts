@@ -117,6 +117,15 @@ describe('cursorValidator', () => {
     ]);
   });
 
+  it('answers with the configured type prefix', () => {
+    const documented = cursorValidator({ typeBase: 'https://docs.example.com/p/' });
+    const result = documented({ limit: '501' });
+    expect(result.ok ? undefined : result.problem).toMatchObject({
+      status: 400,
+      type: 'https://docs.example.com/p/limit_too_large',
+    });
+  });
+
   it('refuses unusable configuration with a ConfigurationError', () => {
     const attempt = () => cursorValidator({ sizes: { defaultSize: 600, maxSize: 500 } });
     expect(isConfigurationError(thrown(attempt))).toBe(true);

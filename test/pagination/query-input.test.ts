@@ -78,4 +78,25 @@ describe('query input', () => {
       ['f', '{"a":["2"],"b":"1"}'],
     ]);
   });
+
+  it('reads a parameter whose getter throws as absent, and binds what else it can read', () => {
+    const hostile = Object.defineProperty({ status: 'open' }, 'cursor', {
+      enumerable: true,
+      get() {
+        throw new Error('no');
+      },
+    });
+    const query = toReadableQuery(hostile);
+    expect(readParameter(query, 'cursor')).toBe(MISSING);
+    expect(readParameter(query, 'status')).toBe('open');
+    expect(queryPairs(hostile, new Set())).toEqual([['status', 'open']]);
+  });
+
+  it('cuts a nested value off below 32 levels, so a cyclic query object is written and never overflows', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const [[name, value] = ['', '']] = queryPairs({ f: cyclic }, new Set());
+    expect(name).toBe('f');
+    expect(value).toBe(`${'{"self":'.repeat(33)}"…"${'}'.repeat(33)}`);
+  });
 });
