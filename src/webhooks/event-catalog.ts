@@ -52,8 +52,8 @@ export interface EventCatalog {
  * Make a catalog of known topics and events. Topic and event names follow the event-kind grammar.
  * @param definition - topics mapped to their events (or `'*'`)
  * @returns the catalog
- * @throws ConfigurationError `invalid_event_catalog` when a name is not well formed, a topic has no
- * events, or an event is listed twice
+ * @throws ConfigurationError `invalid_event_catalog` when there is no topic, a name is not well
+ * formed, a topic has no events, or an event is listed twice
  * @example
  * ```ts
  * const catalog = defineEventCatalog({ folio: ['created', 'charges-changed'], reservation: '*' });
@@ -81,6 +81,13 @@ export function defineEventCatalog(definition: EventCatalogDefinition): EventCat
       );
     }
     events.set(topic, Object.freeze([...list]));
+  }
+  if (events.size === 0) {
+    // A catalog that knows no topic would refuse every subscription, suggesting nothing.
+    throw new ConfigurationError(
+      'invalid_event_catalog',
+      "An event catalog needs at least one topic, such as { folio: ['created'] }; leave the catalog out to accept any well-formed kind.",
+    );
   }
   const topics = Object.freeze([...events.keys()]);
   return Object.freeze({

@@ -4,9 +4,9 @@
  * status and headers of the answer are read; the body is discarded.
  * @module
  */
-import type { Agent as HttpAgent, IncomingHttpHeaders } from 'node:http';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { ApiConventionsError } from '../errors.js';
 import type { SsrfGuard, SsrfGuardOptions } from './ssrf-guard.js';
 import { literalHostRefusal, ssrfGuard } from './ssrf-guard.js';
@@ -62,7 +62,11 @@ export class DeliveryTransportError extends ApiConventionsError {
 export interface HttpTransportOptions extends SsrfGuardOptions {
   /** A guard made elsewhere (its allow-list and lookup win over `allow` and `lookup`). */
   guard?: SsrfGuard;
-  /** Agents for keep-alive; the guard's lookup is set on every request. */
+  /**
+   * Agents for keep-alive; the guard's lookup is set on every request. A connection is checked once,
+   * when it opens: share an agent only between transports with the same guard.
+   * @defaultValue keep-alive agents of this transport's own
+   */
   agent?: {
     /** For `http:` endpoints. */
     http?: HttpAgent;
@@ -83,6 +87,12 @@ export interface HttpTransportOptions extends SsrfGuardOptions {
  */
 export function httpTransport(options: HttpTransportOptions = {}): WebhookTransport {
   const guard = options.guard ?? ssrfGuard(options);
+  // Connections of this transport's own: a socket opened under another guard (a wider allow-list)
+  // would carry the request without a lookup. Keep-alive as Node's global agents.
+  const agents = {
+    http: options.agent?.http ?? new HttpAgent({ keepAlive: true, timeout: 5_000 }),
+    https: options.agent?.https ?? new HttpsAgent({ keepAlive: true, timeout: 5_000 }),
+  };
   return (request) =>
     new Promise<TransportResponse>((resolve, reject) => {
       let url: URL;
@@ -108,7 +118,7 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
       }
       const signal = AbortSignal.timeout(request.timeoutMs);
       const send = https ? httpsRequest : httpRequest;
-      const agent = https ? options.agent?.https : options.agent?.http;
+      const agent = https ? agents.https : agents.http;
       const req = send(
         url,
         {
@@ -116,7 +126,7 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
           headers: { ...request.headers, 'content-length': Buffer.byteLength(request.body) },
           lookup: guard.lookup as never,
           signal,
-          ...(agent === undefined ? {} : { agent }),
+          agent,
         },
         (res) => {
           res.resume();

@@ -19,7 +19,7 @@ import {
   verifyWebhook,
 } from '../../src/index.js';
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
-import { RedisServer } from '../support/redis-server.js';
+import { freePort, RedisServer } from '../support/redis-server.js';
 import { thrown } from '../support/thrown.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -121,6 +121,62 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
       createRedisDeliveryQueue({ bullmq: {} as never, connection: connection() }),
     );
     expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+  });
+
+  it("keeps its jobs under the prefix given, in the queue named 'webhook-deliveries' by default", async () => {
+    const producer = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      prefix: 'hooks',
+    });
+    const view = (prefix: string) =>
+      new bullmq.Queue('webhook-deliveries', { connection: connection(), prefix });
+    const [prefixed, unprefixed] = [view('hooks'), view('bull')];
+    try {
+      await producer.enqueue(job('prefixed'));
+      expect((await producer.counts()).waiting).toBe(1);
+      expect(await prefixed.getJobCounts('waiting')).toEqual({ waiting: 1 });
+      expect(await unprefixed.getJobCounts('waiting')).toEqual({ waiting: 0 });
+    } finally {
+      await Promise.all([producer.close(), prefixed.close(), unprefixed.close()]);
+    }
+  });
+
+  it('refuses a concurrency or capacity below 1, saying which bounds it got', () => {
+    for (const [bounds, got] of [
+      [{ concurrency: 0 }, '0 and Infinity'],
+      [{ concurrency: 2.5 }, '2.5 and Infinity'],
+      [{ capacity: 0 }, '8 and 0'],
+      [{ capacity: Number.NaN }, '8 and NaN'],
+    ] as const) {
+      const error = thrown(() =>
+        createRedisDeliveryQueue({ bullmq, connection: connection(), ...bounds }),
+      );
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect((error as Error).message).toBe(
+        `concurrency and capacity must be whole numbers >= 1, got ${got}.`,
+      );
+    }
+  });
+
+  it('fails the calls, not the process, when Redis cannot be reached', async () => {
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      // Nothing listens there, and the client gives up instead of reconnecting.
+      connection: {
+        host: '127.0.0.1',
+        port: await freePort(),
+        maxRetriesPerRequest: null,
+        retryStrategy: () => null,
+      },
+      deliverer: createDeliverer({ secrets: () => [secret] }),
+    });
+    const failure = await queue.enqueue(job('unreachable')).then(
+      () => undefined,
+      (e: NodeJS.ErrnoException) => e.code,
+    );
+    expect(failure).toBe('ECONNREFUSED');
+    expect(await queue.close()).toEqual([]);
   });
 
   it('survives killing the service: each delivery arrives at least once, with the same webhook-id', async () => {

@@ -170,6 +170,58 @@ describe('deliver', () => {
     expect(receiver.received.length).toBe(before);
   });
 
+  it('by default sends through the SSRF guard with no allow-list, and times attempts by the system clock', async () => {
+    const deliverer = createDeliverer({ secrets: () => [secret] });
+    const { job } = setup();
+    const before = receiver.received.length;
+    const earliest = Date.now();
+    const step = await deliverer.attempt(job);
+    const latest = Date.now();
+    expect(step).toMatchObject({
+      done: true,
+      report: {
+        outcome: 'failed',
+        reason: 'forbidden_address',
+        error: { code: 'forbidden_address' },
+      },
+    });
+    expect(step.report.at).toBeGreaterThanOrEqual(earliest);
+    expect(step.report.at).toBeLessThanOrEqual(latest);
+    expect(receiver.received.length).toBe(before);
+  });
+
+  it('retries when a transport fails with an error of its own, reported as connection_failed with its message', async () => {
+    for (const [failure, message] of [
+      [new Error('socket hang up'), 'socket hang up'],
+      ['proxy refused', 'proxy refused'],
+    ] as const) {
+      const { deliverer, job, clock } = setup({ transport: () => Promise.reject(failure) });
+      const step = await deliverer.attempt(job);
+      expect(step).toMatchObject({
+        done: false,
+        at: clock.now() + 5_000,
+        job: { attempts: 1 },
+        report: { outcome: 'retry', error: { code: 'connection_failed', message } },
+      });
+      expect(step.report.status).toBeUndefined();
+    }
+  });
+
+  it('ends a job whose secrets cannot be read, as for a subscription without secrets', async () => {
+    const before = receiver.received.length;
+    for (const secrets of [
+      () => {
+        throw new Error('secret store down');
+      },
+      () => Promise.reject(new Error('secret store down')),
+    ]) {
+      const run = setup({ secrets });
+      expect(await run.run()).toMatchObject({ outcome: 'failed', reason: 'no_secret', attempt: 1 });
+      expect(run.waits).toEqual([]);
+    }
+    expect(receiver.received.length).toBe(before);
+  });
+
   it('ends a job whose subscription has no secret any more, and survives a failing logger', async () => {
     const none = setup({ secrets: () => undefined });
     expect(await none.run()).toMatchObject({ outcome: 'failed', reason: 'no_secret' });
@@ -199,19 +251,23 @@ describe('deliver', () => {
     });
     expect([...badSecret.waits, ...badId.waits]).toEqual([]);
     const before = receiver.received.length;
-    for (const broken of [
-      { endpointUrl: 'not a url' },
-      { body: { not: 'serialised' } },
-      { attempts: -1 },
-      null,
-    ]) {
+    for (const [broken, problem] of [
+      [{ endpointUrl: 'not a url' }, 'no absolute URL'],
+      [{ body: { not: 'serialised' } }, 'the serialised message'],
+      [{ attempts: -1 }, 'whole number >= 0'],
+      [{ id: 42 }, 'a string id and subscriptionId'],
+      [{ firstAttemptAt: Number.NaN }, 'firstAttemptAt must be a time in ms'],
+      [null, 'not an object'],
+    ] as const) {
       const run = setup();
       const job = (broken === null ? null : { ...run.job, ...broken }) as never;
-      expect(await deliver(run.deliverer, job, run.sleep, run.clock)).toMatchObject({
+      const report = await deliver(run.deliverer, job, run.sleep, run.clock);
+      expect(report).toMatchObject({
         outcome: 'failed',
         reason: 'invalid_job',
         error: { code: 'invalid_job' },
       });
+      expect(report.error?.message).toContain(problem);
     }
     expect(receiver.received.length).toBe(before);
   });

@@ -63,6 +63,7 @@ describe('event catalog', () => {
   });
 
   it.each([
+    [{}, /at least one topic/],
     [{ Folio: ['created'] }, /not well formed/],
     [{ folio: ['Created'] }, /not well formed/],
     [{ folio: [] }, /non-empty list/],

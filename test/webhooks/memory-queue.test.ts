@@ -124,6 +124,33 @@ describe('MemoryDeliveryQueue', () => {
     expect(late).toBe('queue_closed');
   });
 
+  it('hands back on close a job whose retry is being waited out, and never attempts it again', async () => {
+    for (const honoursAbort of [true, false]) {
+      const clock = new FakeClock(0);
+      const { deliverer, pending, attempts } = scriptedDeliverer(() => 1, clock);
+      let wake: () => void = () => undefined;
+      const queue = new MemoryDeliveryQueue({
+        deliverer,
+        clock,
+        // One sleep rejects when the queue closes, as asked; the other wakes up late all the same.
+        sleep: (_ms, signal) =>
+          new Promise<void>((resolve, reject) => {
+            wake = resolve;
+            if (honoursAbort) signal?.addEventListener('abort', () => reject(signal.reason));
+          }),
+      });
+      await queue.enqueue(job(0));
+      pending.shift()!.settle();
+      await tick();
+      expect(queue.size).toBe(1);
+      expect(await queue.close()).toEqual([{ ...job(0), attempts: 1 }]);
+      wake();
+      await tick();
+      expect(attempts).toEqual(['msg_0']);
+      expect(queue.size).toBe(0);
+    }
+  });
+
   it('holds a job whose deliverer rejects, and hands it back on close', async () => {
     const broken: Deliverer = { attempt: () => Promise.reject(new Error('bug')) };
     const queue = new MemoryDeliveryQueue({ deliverer: broken });

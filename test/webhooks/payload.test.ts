@@ -48,4 +48,21 @@ describe('createWebhookMessage', () => {
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');
     }
   });
+
+  it('refuses an envelope that fails with something other than an Error, quoting what it threw', () => {
+    const error = thrown(() =>
+      createWebhookMessage(
+        { accountCode: 'A', kind: 'folio/x' },
+        {
+          envelope: () => {
+            throw 'no tenant for account A';
+          },
+        },
+      ),
+    );
+    expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    expect((error as Error).message).toBe(
+      'The envelope cannot be serialised as JSON: no tenant for account A.',
+    );
+  });
 });

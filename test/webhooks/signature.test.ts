@@ -84,6 +84,12 @@ describe('signWebhook', () => {
     expect(
       isConfigurationError(thrown(() => signWebhook({ id: 'm', timestamp: 1, body: '' }, []))),
     ).toBe(true);
+    // A secret read from a store as something else than text, such as a number.
+    const notText = thrown(() => signWebhook({ id: 'm', timestamp: 1, body: '' }, [42 as never]));
+    expect(isConfigurationError(notText) && notText.code).toBe('invalid_webhook_secret');
+    expect((notText as Error).message).toBe(
+      'A webhook secret must be a string such as whsec_<base64>; got number.',
+    );
     const secret = generateWebhookSecret();
     for (const input of [
       { id: 'a b', timestamp: 1, body: '' },

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addressAllowList,
+  type ConnectLookup,
   type DnsLookup,
   ForbiddenAddressError,
   forbiddenAddressRange,
@@ -42,6 +43,17 @@ function fixedLookup(addresses: readonly string[]): DnsLookup & { calls: string[
     );
   };
   return Object.assign(lookup, { calls });
+}
+
+/** What a guard's lookup calls back with, as the socket would receive it. */
+function lookupOnce(
+  lookup: ConnectLookup,
+  hostname: string,
+  options: Parameters<ConnectLookup>[1],
+): Promise<{ error: NodeJS.ErrnoException | null; address: unknown; family?: number | undefined }> {
+  return new Promise((resolve) => {
+    lookup(hostname, options, (error, address, family) => resolve({ error, address, family }));
+  });
 }
 
 async function refusal(promise: Promise<unknown>): Promise<ForbiddenAddressError> {
@@ -106,6 +118,18 @@ describe('SSRF guard', () => {
     await refusal(post(`http://10.0.0.1:${receiver.port}/in`, transport));
   });
 
+  it('checks a host with its own guard even after a transport with a wider allow-list connected to it', async () => {
+    const url = `http://reused.example.test:${receiver.port}/in`;
+    const wide = httpTransport({ lookup: fixedLookup(['127.0.0.1']), allow: ['127.0.0.0/8'] });
+    expect((await post(url, wide)).status).toBe(204);
+    // Let the finished request hand its connection back for keep-alive.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const before = receiver.received.length;
+    const strict = await refusal(post(url, httpTransport({ lookup: fixedLookup(['127.0.0.1']) })));
+    expect(strict.range).toBe('loopback');
+    expect(receiver.received.length).toBe(before);
+  });
+
   it('refuses exactly what forbiddenAddressRange names, unless the allow-list holds it', () => {
     const address = fc.oneof(
       fc.ipV4(),
@@ -133,6 +157,81 @@ describe('SSRF guard', () => {
     const error = thrown(() => addressAllowList(['127.0.0.1', 'localhost']));
     expect(isConfigurationError(error) && error.code).toBe('invalid_address_allow_list');
     expect((error as Error).message).toContain('entry 1 ("localhost")');
+  });
+
+  it("passes the socket's address family on to the resolver, spelt as a number or a name", async () => {
+    const asked: Array<number | undefined> = [];
+    const lookup: DnsLookup = (_hostname, options, callback) => {
+      asked.push(options.family);
+      callback(null, [{ address: '8.8.8.8', family: 4 }]);
+    };
+    const guard = ssrfGuard({ lookup });
+    for (const family of [4, 'IPv4', 6, 'IPv6', 0, undefined]) {
+      await lookupOnce(guard.lookup, 'hooks.example.test', family === undefined ? {} : { family });
+    }
+    expect(asked).toEqual([4, 4, 6, 6, undefined, undefined]);
+  });
+
+  it('answers a lookup for every address with all of them, and one for a single address with the first', async () => {
+    const addresses = [
+      { address: '8.8.8.8', family: 4 },
+      { address: '2001:4860:4860::8888', family: 6 },
+    ];
+    const guard = ssrfGuard({
+      lookup: (_hostname, _options, callback) => callback(null, addresses),
+    });
+    expect(await lookupOnce(guard.lookup, 'hooks.example.test', { all: true })).toEqual({
+      error: null,
+      address: addresses,
+      family: undefined,
+    });
+    expect(await lookupOnce(guard.lookup, 'hooks.example.test', {})).toEqual({
+      error: null,
+      address: '8.8.8.8',
+      family: 4,
+    });
+  });
+
+  it("fails the lookup with the resolver's error, or ENOTFOUND when the host has no address", async () => {
+    const outage = Object.assign(new Error('queryA ESERVFAIL hooks.example.test'), {
+      code: 'ESERVFAIL',
+    });
+    const failing = ssrfGuard({ lookup: (_hostname, _options, callback) => callback(outage, []) });
+    const failed = await lookupOnce(failing.lookup, 'hooks.example.test', { all: true });
+    expect(failed.error).toBe(outage);
+    expect(failed.address).toEqual([]);
+    for (const found of [[], undefined]) {
+      const empty = ssrfGuard({
+        lookup: (_hostname, _options, callback) => callback(null, found as never),
+      });
+      const { error, address } = await lookupOnce(empty.lookup, 'hooks.example.test', {});
+      expect(error?.code).toBe('ENOTFOUND');
+      expect(error?.message).toBe('hooks.example.test has no address');
+      expect(address).toEqual([]);
+    }
+  });
+
+  it('fails a delivery whose host cannot be resolved as connection_failed, naming the cause', async () => {
+    const before = receiver.received.length;
+    const url = `http://hooks.example.test:${receiver.port}/in`;
+    const cases: Array<[DnsLookup, string]> = [
+      [
+        (_hostname, _options, callback) => callback(new Error('resolver offline'), []),
+        'resolver offline',
+      ],
+      [(_hostname, _options, callback) => callback(null, []), 'ENOTFOUND'],
+    ];
+    for (const [lookup, cause] of cases) {
+      const error = await post(url, httpTransport({ lookup })).then(
+        () => undefined,
+        (e: { code: string; message: string }) => e,
+      );
+      expect(error?.code).toBe('connection_failed');
+      expect(error?.message).toBe(
+        `Could not deliver to hooks.example.test:${receiver.port}: ${cause}.`,
+      );
+    }
+    expect(receiver.received.length).toBe(before);
   });
 
   it('reports a timeout and an unreachable host as transport errors with codes', async () => {

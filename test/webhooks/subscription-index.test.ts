@@ -192,6 +192,31 @@ describe('SubscriptionIndex', () => {
       expect(ids(index.match(event))).toEqual(ids(linearScan(model.values(), event)));
     }
   });
+
+  it('holds a subscription that repeats a property id or pattern in a long list once per entry, and forgets it whole', () => {
+    const index = new SubscriptionIndex();
+    const propertyIds = Array.from({ length: 20 }, (_, i) => `P${i % 10}`);
+    const events = [
+      ...Array.from({ length: 18 }, (_, i) => `folio/e${i % 9}`),
+      'folio/e0',
+      'reservation/*',
+    ];
+    index.add({
+      id: 'long',
+      accountCode: 'acme',
+      endpointUrl: 'https://hooks.example.com/in',
+      events,
+      propertyIds,
+      createdAt: '2026-01-01T00:00:00.000Z',
+    });
+    expect(index.stats()).toEqual({ subscriptions: 1, accounts: 1, patterns: 11, propertyIds: 10 });
+    for (const kind of ['folio/e0', 'folio/e8', 'reservation/created']) {
+      expect(ids(index.match({ accountCode: 'acme', kind, propertyId: 'P9' }))).toEqual(['long']);
+    }
+    expect(index.remove('long')?.id).toBe('long');
+    expect(index.stats()).toEqual({ subscriptions: 0, accounts: 0, patterns: 0, propertyIds: 0 });
+    expect(index.match({ accountCode: 'acme', kind: 'folio/e0', propertyId: 'P0' })).toEqual([]);
+  });
 });
 
 describe('SubscriptionIndex: the specification’s examples', () => {
@@ -286,6 +311,7 @@ describe('SubscriptionIndex: bad input', () => {
       [{ ...valid, id: '' }, /non-empty string id/],
       [{ ...valid, id: 'y', accountCode: 7 } as never, /string accountCode/],
       [{ ...valid, id: 'y', propertyIds: [1] } as never, /propertyIds/],
+      [null as never, /The subscription is not an object\./],
     ];
     for (const [subscription, message] of attempts) {
       const caught = thrown(() => index.add(subscription));

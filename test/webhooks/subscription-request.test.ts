@@ -119,6 +119,11 @@ const malformed: [string, unknown, [string, string][]][] = [
     [['/propertyIds/0', 'invalid_property_id']],
   ],
   [
+    'propertyIds with a control character beyond ASCII',
+    { ...ok, propertyIds: ['BER\u0085'] },
+    [['/propertyIds/0', 'invalid_property_id']],
+  ],
+  [
     'propertyIds overlong',
     { ...ok, propertyIds: ['p'.repeat(129)] },
     [['/propertyIds/0', 'property_id_too_long']],

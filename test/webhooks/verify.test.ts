@@ -107,6 +107,27 @@ describe('verifyWebhook', () => {
     expect(
       isConfigurationError(thrown(() => verifyWebhook('', {}, { secrets: undefined as never }))),
     ).toBe(true);
+    for (const toleranceSeconds of [-1, Number.NaN]) {
+      const error = thrown(() =>
+        verifyWebhook('', {}, { secrets: generateWebhookSecret(), toleranceSeconds }),
+      );
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect((error as Error).message).toBe(
+        `toleranceSeconds must be a number of seconds >= 0, got ${toleranceSeconds}.`,
+      );
+    }
+  });
+
+  it('judges the timestamp by the system clock when no clock is given', () => {
+    const secret = generateWebhookSecret();
+    const verdictAt = (timestamp: number) => {
+      const headers = signWebhook({ id: 'msg_now', timestamp, body: '{}' }, secret);
+      return verifyWebhook('{}', headers, { secrets: secret });
+    };
+    const now = Math.floor(Date.now() / 1000);
+    expect(verdictAt(now)).toEqual({ ok: true, id: 'msg_now', timestamp: now });
+    // Signed at the fake clock's time, long ago by the system clock.
+    expect(verdictAt(T)).toMatchObject({ ok: false, code: 'timestamp_too_old' });
   });
 
   it('accepts exactly what was signed: any change to id, timestamp, body or signature is refused', () => {
