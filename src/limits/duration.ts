@@ -71,5 +71,6 @@ export function describe(value: unknown): string {
     return String(value);
   }
   if (typeof value === 'bigint') return `${value}n`;
-  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }

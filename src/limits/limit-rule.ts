@@ -138,13 +138,15 @@ export function compileLimitRules(
   presetPolicies: readonly Policy[],
   where: string,
 ): CompiledRules {
-  if (rules === undefined || rules.length === 0) return { table: undefined, effectOf: undefined };
+  if (rules === undefined) return { table: undefined, effectOf: undefined };
+  // Checked before the length: `null` or a lone rule object must not read as "no rules".
   if (!Array.isArray(rules)) {
     throw new ConfigurationError(
       'invalid_route_rule',
       `${where}: rules must be an array, got ${describe(rules)}.`,
     );
   }
+  if (rules.length === 0) return { table: undefined, effectOf: undefined };
   const compiled = rules.map((rule, index): CompiledRule => {
     const at = `${where}: rules[${index}]`;
     if (typeof rule !== 'object' || rule === null) {

@@ -242,7 +242,8 @@ function policySelector<S extends LimitStore>(
     rules?: readonly LimitRule[],
     where = 'policies',
   ): PolicyGroup => {
-    if (rules !== undefined && rules.length > 0) {
+    // Rules that are not an array go to compileLimitRules too, which refuses them.
+    if (rules !== undefined && (!Array.isArray(rules) || rules.length > 0)) {
       // A preset with rules is compiled once, on its own: rules are not shared by signature.
       checkPolicies(list);
       return { list, active: list.map((_, i) => i), rules: compileLimitRules(rules, list, where) };

@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import {
+  concurrency,
   createLimiter,
   createRateLimitGate,
   FakeClock,
@@ -250,6 +251,55 @@ describe('rate limit gate', () => {
     expect(events).toEqual(['skip', 'limiter']);
   });
 
+  it('fails open or closed on an asynchronous skip that rejects, reported in the skip phase', async () => {
+    for (const failure of ['open', 'closed'] as const) {
+      const events: RateLimitErrorEvent<Req>[] = [];
+      const gate = createRateLimitGate<Req>({
+        limiter: limiterOf(),
+        identify,
+        failure,
+        onError: (e) => events.push(e),
+        skip: () => Promise.reject(new Error('feature flags unreachable')),
+      });
+      const pending = gate.check({ client: 'c' }, 'GET', '/', 'req-1');
+      expect(pending).toBeInstanceOf(Promise);
+      const verdict = await pending;
+      expect(verdict.response?.status).toBe(failure === 'open' ? undefined : 503);
+      expect(verdict.holdsLease).toBe(false);
+      expect(events.map((e) => [e.phase, e.failure, e.trackingId])).toEqual([
+        ['skip', failure, 'req-1'],
+      ]);
+      expect(events[0]?.error).toMatchObject({ message: 'feature flags unreachable' });
+    }
+  });
+
+  it('releasing a verdict that holds no lease (refused, skipped or failed open) gives nothing back', () => {
+    const limiter = createLimiter({
+      policies: [concurrency(1, { name: 't' })],
+      clock: new FakeClock(0),
+    });
+    const gate = createRateLimitGate<Req>({
+      limiter,
+      identify: (req) => {
+        if (req.client === 'nobody') throw new Error('no identity');
+        return identify(req);
+      },
+      skip: (req) => req.client === 'health',
+      onError: () => undefined,
+    });
+    const held = gate.check({ client: 'c' }, 'GET', '/', undefined) as GateVerdict;
+    expect(held.holdsLease).toBe(true);
+    for (const client of ['c', 'health', 'nobody']) {
+      const verdict = gate.check({ client }, 'GET', '/', undefined) as GateVerdict;
+      expect(verdict.holdsLease).toBe(false);
+      verdict.release();
+    }
+    // The one lease is still held: the next request of the client is refused.
+    expect(
+      (gate.check({ client: 'c' }, 'GET', '/', undefined) as GateVerdict).response?.status,
+    ).toBe(429);
+  });
+
   it('survives an error callback that throws, and logs one line by default', () => {
     const throwing = createRateLimitGate<Req>({
       limiter: limiterOf(),
@@ -278,6 +328,27 @@ describe('rate limit gate', () => {
     }
     expect(lines).toEqual([
       'api-conventions: rate limit identify failed, request r2 let through (fail open): no identity',
+    ]);
+  });
+
+  it('logs a thrown value that is not an Error as text, and says when the request was refused', () => {
+    const lines: unknown[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((line) => void lines.push(line));
+    try {
+      const closed = createRateLimitGate<Req>({
+        limiter: limiterOf(),
+        failure: 'closed',
+        identify: () => {
+          throw 'no identity';
+        },
+      });
+      const verdict = closed.check({ client: 'c' }, 'GET', '/', 'r3') as GateVerdict;
+      expect(verdict.response?.status).toBe(503);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(lines).toEqual([
+      'api-conventions: rate limit identify failed, request r3 refused with 503 (fail closed): no identity',
     ]);
   });
 

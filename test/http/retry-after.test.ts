@@ -39,6 +39,17 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Sun, 06 Nov 1994 08:49:40 GMT', NOV_6_1994)).toBe(3000);
   });
 
+  it('reads the two-digit years of the obsolete RFC 850 form as 1970 to 2069', () => {
+    expect(parseHttpDate('Thursday, 01-Jan-70 00:00:00 GMT')).toBe(Date.UTC(1970, 0, 1));
+    expect(parseHttpDate('Friday, 31-Dec-99 23:59:59 GMT')).toBe(
+      Date.UTC(1999, 11, 31, 23, 59, 59),
+    );
+    expect(parseHttpDate('Saturday, 01-Jan-00 00:00:00 GMT')).toBe(Date.UTC(2000, 0, 1));
+    expect(parseHttpDate('Tuesday, 31-Dec-69 23:59:59 GMT')).toBe(
+      Date.UTC(2069, 11, 31, 23, 59, 59),
+    );
+  });
+
   it('answers unknown for a missing or unreadable value, so the caller backs off its own way', () => {
     for (const value of [
       null,

@@ -101,6 +101,9 @@ describe('canonicalPath', () => {
       '/%00',
       '/%7F',
       '/\ud800',
+      // A control character in the authority of an absolute-form target.
+      'http://api.example\u0000.com/a',
+      'http://api.example.com\u007f/a',
     ]) {
       expect(canonicalPath(raw)).toBeUndefined();
     }

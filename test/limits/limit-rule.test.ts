@@ -324,10 +324,52 @@ describe('route rules: presets and configuration', () => {
       },
       /column/,
     ],
+    [
+      'rules that are not an array',
+      { name: 'x', policies: [window(1, 1, { name: 'a' })], rules: 'GET /a' as never },
+      /^preset x: rules must be an array, got "GET \/a"\.$/,
+    ],
+    [
+      'one rule given where a list of rules belongs',
+      {
+        name: 'x',
+        policies: [window(1, 1, { name: 'a' })],
+        rules: { route: 'GET /a', policies: [window(1, 1, { name: 'b' })] } as never,
+      },
+      /^preset x: rules must be an array, got an object\.$/,
+    ],
+    [
+      'rules that are null',
+      { name: 'x', policies: [window(1, 1, { name: 'a' })], rules: null as never },
+      /^preset x: rules must be an array, got null\.$/,
+    ],
+    [
+      'a rule that is not an object',
+      { name: 'x', policies: [window(1, 1, { name: 'a' })], rules: ['GET /a' as never] },
+      /^preset x: rules\[0\] must be an object with a route, got "GET \/a"\.$/,
+    ],
+    [
+      'an exemption that is not a list of names',
+      {
+        name: 'x',
+        policies: [window(1, 1, { name: 'a' })],
+        rules: [{ route: 'GET /a', exempt: 'a' as never }],
+      },
+      /^preset x: rules\[0\]\.exempt must be an array of policy names\.$/,
+    ],
   ])('%s is a ConfigurationError at start-up', (_, preset, message) => {
     const caught = thrown(() => createLimiter({ preset }));
     expect(isConfigurationError(caught)).toBe(true);
     expect((caught as Error).message).toMatch(message);
+  });
+
+  it('no rules, or an empty list of them, compile to no route table and no lookup', () => {
+    for (const rules of [undefined, []]) {
+      expect(compileLimitRules(rules, presets.live.policies, 'preset live')).toEqual({
+        table: undefined,
+        effectOf: undefined,
+      });
+    }
   });
 });
 

@@ -272,6 +272,43 @@ describe('limiter: leases (invariant 6)', () => {
     expect(d.allowed).toBe(false);
   });
 
+  it('a release that an asynchronous store fails to carry out is dropped quietly: no unhandled rejection, asked once', async () => {
+    // Arrange: a networked store that decides but cannot give a lease back (the lease then
+    // expires after its TTL).
+    const memory = new MemoryStore();
+    let releases = 0;
+    const store: AsyncLimitStore = {
+      synchronous: false,
+      apply: (plan: Plan, now: number) => Promise.resolve(memory.apply(plan, now)),
+      release: () => {
+        releases++;
+        return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6380'));
+      },
+    };
+    const limiter = createLimiter({
+      policies: [concurrency(1, { name: 't' })],
+      store,
+      clock: new FakeClock(0),
+    });
+    const decision = await limiter.check(request);
+    expect(decision.allowed).toBe(true);
+    if (!decision.allowed) return;
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      // Act
+      expect(decision.release()).toBeUndefined();
+      decision.release();
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    // Assert
+    expect(unhandled).toEqual([]);
+    expect(releases).toBe(1);
+  });
+
   it('a lease that is never released expires after its TTL', () => {
     const clock = new FakeClock(0);
     const limiter = createLimiter({
@@ -546,14 +583,15 @@ describe('limiter: bad input', () => {
     );
   });
 
-  const badConfig: Array<[string, () => unknown, string]> = [
-    ['neither preset nor policies', () => createLimiter({}), 'invalid_option'],
+  const badConfig: Array<[string, () => unknown, string, RegExp]> = [
+    ['neither preset nor policies', () => createLimiter({}), 'invalid_option', /exactly one of/],
     [
       'both preset and policies',
       () => createLimiter({ preset: presets.live, policies: [] }),
       'invalid_option',
+      /exactly one of/,
     ],
-    ['no policies', () => createLimiter({ policies: [] }), 'invalid_policy'],
+    ['no policies', () => createLimiter({ policies: [] }), 'invalid_policy', /at least one policy/],
     [
       'a policy that is not one',
       () =>
@@ -561,6 +599,7 @@ describe('limiter: bad input', () => {
           policies: [{ kind: 'window', name: 'x', limit: 0, windowMs: 1 } as Policy],
         }),
       'invalid_policy',
+      /make it with window\(\), rate\(\) or concurrency\(\)/,
     ],
     [
       'duplicate policy names',
@@ -569,29 +608,65 @@ describe('limiter: bad input', () => {
           policies: [window(1, '1s', { name: 'x' }), window(2, '2s', { name: 'x' })],
         }),
       'duplicate_policy_name',
+      /give each a distinct name/,
     ],
     [
       'a default account type with no preset',
       () => createLimiter({ preset: presets.byAccountType, defaultAccountType: 'gold' }),
       'invalid_option',
+      /^defaultAccountType "gold" has no preset; use one of live, development, trial\.$/,
     ],
     [
       'maxIdLength 0',
       () => createLimiter({ preset: presets.live, maxIdLength: 0 }),
       'invalid_option',
+      /^maxIdLength must be a whole number >= 1, got 0\.$/,
     ],
     [
       'a clock without now()',
       () => createLimiter({ preset: presets.live, clock: {} as FakeClock }),
       'invalid_option',
+      /clock must have a now\(\) method/,
+    ],
+    [
+      'a store without release()',
+      () =>
+        createLimiter({
+          preset: presets.live,
+          store: { synchronous: true, apply: () => new MemoryStore().apply({ scopes: [] }, 0) },
+        } as never),
+      'invalid_option',
+      /^store must implement apply\(\) and release\(\) \(see LimitStore\)\.$/,
+    ],
+    [
+      'a preset that is a name, not a preset',
+      () => createLimiter({ preset: 'live' as never }),
+      'invalid_option',
+      /^preset must be a LimitPreset or presets by account type, got "live"\.$/,
+    ],
+    [
+      'an empty map of presets by account type',
+      () => createLimiter({ preset: {} }),
+      'invalid_option',
+      /^preset must be a LimitPreset or presets by account type, got an object\.$/,
+    ],
+    [
+      'a map of presets with a member that is not a preset',
+      () => createLimiter({ preset: { live: presets.live, trial: 'development' as never } }),
+      'invalid_option',
+      /^preset\.trial is not a LimitPreset\.$/,
     ],
   ];
 
-  it.each(badConfig)('%s throws a ConfigurationError', (_, make, code) => {
-    const caught = thrown(() => make());
-    expect(isConfigurationError(caught)).toBe(true);
-    expect((caught as { code: string }).code).toBe(code);
-  });
+  it.each(badConfig)(
+    '%s throws a ConfigurationError that says what to change',
+    (_, make, code, message) => {
+      const caught = thrown(() => make());
+      expect(isConfigurationError(caught)).toBe(true);
+      expect((caught as { code: string }).code).toBe(code);
+      expect((caught as Error).message).toMatch(message);
+    },
+  );
 
   it('a clock that returns NaN is a ConfigurationError, not a silent decision', () => {
     const broken = createLimiter({ preset: presets.live, clock: { now: () => Number.NaN } });

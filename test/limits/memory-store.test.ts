@@ -225,6 +225,89 @@ describe('MemoryStore', () => {
     });
   });
 
+  it('counts a time that is not finite as the latest time seen (0 before any): never as fresh room', () => {
+    const policies = [window(2, '1s', { name: 'w' })];
+    const plan: Plan = {
+      scopes: [{ clientId: 'c', accountCode: 'a', resource: '', policies, active: [0] }],
+    };
+    expect(new MemoryStore().apply(plan, Number.NaN)).toMatchObject({ allowed: true, now: 0 });
+    const store = new MemoryStore();
+    expect(store.apply(plan, 5_000)).toMatchObject({ allowed: true, now: 5_000 });
+    expect(store.apply(plan, Number.NaN)).toMatchObject({ allowed: true, now: 5_000 });
+    expect(store.apply(plan, Number.POSITIVE_INFINITY)).toMatchObject({
+      allowed: false,
+      now: 5_000,
+      reason: 'limit',
+      retryAfterSeconds: 1,
+    });
+  });
+
+  it('at its cap, refuses with reason capacity a request whose resource needs a record, and counts it nowhere', () => {
+    const clock = new FakeClock(0);
+    const store = new MemoryStore({ maxKeys: 1, sweepInterval: 0 });
+    const limiter = createLimiter({
+      preset: {
+        name: 'test',
+        policies: [window(2, '60s', { name: 'global' })],
+        rules: [{ route: 'GET /things/{id}', policies: [window(5, '60s', { name: 'thing' })] }],
+      },
+      clock,
+      store,
+    });
+    // The client's own record takes the one key; its resource finds no room.
+    expect(limiter.check({ ...request, path: '/things/1' })).toMatchObject({
+      allowed: false,
+      reason: 'capacity',
+      retryAfterSeconds: 1,
+      policy: undefined,
+    });
+    expect(store.size).toBe(1);
+    // The refused request left the global limit whole: two more pass, the third is refused by it.
+    expect(limiter.check(request).allowed).toBe(true);
+    expect(limiter.check(request).allowed).toBe(true);
+    const third = limiter.check(request);
+    expect(third).toMatchObject({ allowed: false, reason: 'limit' });
+    expect(third.allowed || third.policy?.name).toBe('global');
+  });
+
+  it('starts a resource afresh when its policies are replaced; a lease of the replaced record given back frees nothing in the new one', () => {
+    // Arrange: a throttle per client and one per resource; the resource's list is then replaced
+    // (same numbers, a new list, as when a preset's rules change).
+    const store = new MemoryStore();
+    const global = [concurrency(5, { name: 'client throttle' })];
+    const before = [concurrency(1, { name: 'thing throttle' })];
+    const after = [concurrency(1, { name: 'thing throttle' })];
+    const plan = (thing: readonly Policy[]): Plan => ({
+      scopes: [
+        { clientId: 'c', accountCode: 'a', resource: '', policies: global, active: [0] },
+        {
+          clientId: 'c',
+          accountCode: 'a',
+          resource: 'GET /t/{id} id=1',
+          policies: thing,
+          active: [0],
+        },
+      ],
+    });
+    const old = store.apply(plan(before), 0);
+    expect(old.allowed).toBe(true);
+    expect(store.apply(plan(before), 0)).toMatchObject({ allowed: false, reason: 'limit' });
+    // Act: the new list replaces the resource's record, which starts with nothing in flight.
+    const fresh = store.apply(plan(after), 0);
+    expect(fresh.allowed).toBe(true);
+    expect(store.size).toBe(2);
+    if (old.allowed && old.lease) store.release(old.lease);
+    // Assert: the old lease freed its client slot only; the new record still holds its one lease.
+    expect(store.apply(plan(after), 0)).toMatchObject({
+      allowed: false,
+      reason: 'limit',
+      policy: { name: 'thing throttle' },
+      values: [4, 0, 0, 0],
+    });
+    if (fresh.allowed && fresh.lease) store.release(fresh.lease);
+    expect(store.apply(plan(after), 1_000)).toMatchObject({ allowed: true, values: [4, 0, 0, 0] });
+  });
+
   it.each([
     ['maxKeys 0', { maxKeys: 0 }],
     ['maxKeys 1.5', { maxKeys: 1.5 }],
@@ -382,6 +465,60 @@ describe('MemoryStore', () => {
       ),
       { numRuns: 8 },
     );
+  });
+
+  it('gives memory back once a burst of keys has gone, and keeps the state of the resources and the unused windows of the keys that stay', () => {
+    // Arrange: a per-resource limit, and a route exempt from the hourly window, so that the keys
+    // that stay hold a resource record and a window that has never counted a request.
+    const clock = new FakeClock(0);
+    const store = new MemoryStore({ sweepInterval: 1 });
+    const limiter = createLimiter({
+      preset: {
+        name: 'test',
+        policies: [
+          window(1_000, '1s', { name: 'per second' }),
+          window(100_000, '1h', { name: 'per hour' }),
+        ],
+        rules: [
+          { route: 'GET /things/{id}', policies: [window(3, '1h', { name: 'thing' })] },
+          { route: 'GET /ping', exempt: ['per hour'] },
+        ],
+      },
+      clock,
+      store,
+    });
+    const check = (clientId: string, path: string) => limiter.check({ ...request, clientId, path });
+    const burst = 3_000;
+    for (let k = 0; k < burst; k++) expect(check(`burst${k}`, '/things/1').allowed).toBe(true);
+    const grown = store.bytes;
+    clock.advance(7_200_000); // every burst key is quiet
+    const start = clock.now();
+    expect(check('owner', '/things/7').allowed).toBe(true);
+    clock.advance(1_000);
+    expect(check('owner', '/things/7').allowed).toBe(true);
+    // Act: steady traffic sweeps the burst keys away; the arenas are looked at every 64 steps.
+    for (let i = 0; i < 2 * burst + 100; i++) {
+      clock.advance(10);
+      expect(check('pinger', '/ping').allowed).toBe(true);
+    }
+    // Assert
+    expect(store.bytes).toBeLessThan(grown);
+    expect(store.size).toBe(3);
+    expect(check('owner', '/things/7').allowed).toBe(true);
+    const refused = check('owner', '/things/7');
+    expect(refused).toMatchObject({
+      allowed: false,
+      reason: 'limit',
+      retryAfterSeconds: Math.ceil((start + 3_600_000 - clock.now()) / 1_000),
+    });
+    expect(refused.allowed || refused.policy?.name).toBe('thing');
+    clock.advance(10);
+    const counted = check('pinger', '/other');
+    // The pings of the last second and this request; this request alone in the hour.
+    expect(counted.allowed && counted.statuses.map((s) => s.remaining)).toEqual([
+      1_000 - 100,
+      100_000 - 1,
+    ]);
   });
 
   it('at its cap, never drops a record that the decision under way has already found', () => {

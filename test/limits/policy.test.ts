@@ -9,6 +9,7 @@ import {
   toMilliseconds,
   window,
 } from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
 
 function codeOf(make: () => unknown): string | undefined {
   try {
@@ -58,6 +59,7 @@ describe('policy factories', () => {
     ['NaN duration', () => window(1, Number.NaN), 'invalid_duration'],
     ['zero duration', () => window(1, '0s'), 'invalid_duration'],
     ['unknown unit', () => window(1, '5 weeks' as never), 'invalid_duration'],
+    ['duration that is an object', () => window(1, { ms: 1000 } as never), 'invalid_duration'],
     ['rate 0', () => rate(0, 1), 'invalid_rate'],
     ['infinite rate', () => rate(Number.POSITIVE_INFINITY, 1), 'invalid_rate'],
     ['burst 0', () => rate(1, 0), 'invalid_limit'],
@@ -76,9 +78,30 @@ describe('policy factories', () => {
       codeOf(() => checkPolicies([{ kind: 'window', name: 'x', limit: 1, windowMs: -5 }])),
     ).toBe('invalid_policy');
     expect(codeOf(() => checkPolicies([null]))).toBe('invalid_policy');
+    expect(codeOf(() => checkPolicies([{ kind: 'window', limit: 1, windowMs: 1 }]))).toBe(
+      'invalid_policy',
+    );
+    expect(codeOf(() => checkPolicies([{ kind: 'leaky-bucket', name: 'x', limit: 1 }]))).toBe(
+      'invalid_policy',
+    );
     expect(codeOf(() => checkPolicies('x' as never))).toBe('invalid_policy');
     expect(checkPolicies([window(1, 1, { name: 'a' }), window(1, 1, { name: 'b' })])).toHaveLength(
       2,
+    );
+  });
+
+  it('a message names what it was given and what to give instead', () => {
+    const messageOf = (make: () => unknown) => (thrown(make) as Error).message;
+    expect(messageOf(() => window(1, { ms: 1000 } as never))).toBe(
+      "window duration must be a whole number of milliseconds >= 1 (a number, or a string such as '60s', '5 min', '1h'), got an object.",
+    );
+    expect(messageOf(() => window(1, [1000] as never))).toMatch(/got an array\.$/);
+    expect(messageOf(() => window(1, (() => 1000) as never))).toMatch(/got a function\.$/);
+    expect(messageOf(() => window(10n as never, '1s'))).toBe(
+      'window limit must be a whole number >= 1, got 10n.',
+    );
+    expect(messageOf(() => checkPolicies([{ kind: 'leaky-bucket', name: 'x' }]))).toBe(
+      'policies[0] is not a policy; make it with window(), rate() or concurrency(), got an object.',
     );
   });
 });

@@ -74,6 +74,7 @@ describe('parseRoutePattern', () => {
     ['GET /a?x=1', 7, 'no query string'],
     ['GET /a#x', 7, 'no query string'],
     ['GET /a b', 7, 'no spaces'],
+    ['GET /a%', 7, 'percent-encoding'],
     ['GET /a%2', 7, 'percent-encoding'],
     ['GET /a%zz', 7, 'percent-encoding'],
     ['GET /a\\b', 7, 'not allowed'],

@@ -301,6 +301,27 @@ describe('compileRoutes', () => {
     expect(table.match('GET', `/${two.toUpperCase()}`).map((m) => m.rule.n)).toEqual([2]);
   });
 
+  it('never matches a segment whose hash equals a literal of another length', () => {
+    // Arrange: a literal of four characters and a segment of five with one hash.
+    const short = new Map<number, string>();
+    for (let k = 0; k < 36 ** 3; k++) {
+      const text = `s${k.toString(36).padStart(3, '0')}`;
+      short.set(literalHash(text), text);
+    }
+    let pair: [string, string] | undefined;
+    for (let k = 0; pair === undefined; k++) {
+      const text = `t${k.toString(36).padStart(4, '0')}`;
+      const literal = short.get(literalHash(text));
+      if (literal !== undefined) pair = [literal, text];
+    }
+    const [literal, other] = pair;
+    const table = compileRoutes([{ route: `GET /${literal}` }]);
+    // Act and assert
+    expect(literalHash(other)).toBe(literalHash(literal));
+    expect(table.match('GET', `/${other}`)).toEqual([]);
+    expect(table.match('GET', `/${literal}`)).toHaveLength(1);
+  });
+
   it('applies every rule on one route: 150 per 60 min and 50 per 20 min', () => {
     const table = compileRoutes(liveResourceLimits);
     const matches = table.match('PUT', '/rateplan/v1/rate-plans/RP-1/rates');

@@ -5,6 +5,7 @@
  * bad data and bad options.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
@@ -31,6 +32,7 @@ import {
   type RedisStoreOptions,
   redisStoreErrorCodes,
 } from '../../src/redis/index.js';
+import { RELEASE_SCRIPT } from '../../src/redis/release-script.js';
 import {
   adminClient,
   type ClientKind,
@@ -311,6 +313,148 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     expect((await store.apply(b, 3)).allowed).toBe(true);
     expect(refused).toBe(1);
     expect(errors).toEqual([]);
+  });
+
+  it('a decision carrying releases that fails otherwise (not CROSSSLOT) fails over; its releases are sent apart and later ones still travel', async () => {
+    // Arrange: a client that fails the first command carrying a release with an ordinary error.
+    const errors: RedisStoreError[] = [];
+    const inner = client();
+    const tags = (keys: readonly string[]) => new Set(keys.map(hashTag)).size;
+    let carrying = 0;
+    const flaky: RedisScriptClient = {
+      cluster: false,
+      evalSha: async (sha1, keys, args) => {
+        if (tags(keys) > 1 && ++carrying === 1)
+          throw new Error('ERR max number of clients reached');
+        return inner.evalSha(sha1, keys, args);
+      },
+      eval: (text, keys, args) => inner.eval(text, keys, args),
+    };
+    const store = make({
+      timeSource: 'clock',
+      client: flaky,
+      failMode: 'closed',
+      onError: (e) => errors.push(e),
+    });
+    const throttled: Plan = {
+      scopes: [scope('a', 'x', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
+    };
+    // A plan without a throttle: the releases that travel with it bring the arguments they need.
+    const windowed: Plan = { scopes: [scope('b', 'x', '', [window(5, '1s', { name: 'w' })])] };
+    const first = await store.apply(throttled, 0);
+    expect(first.allowed).toBe(true);
+    const releasing = first.allowed && first.lease ? store.release(first.lease) : undefined;
+    // Act
+    const failed = await store.apply(windowed, 1);
+    await releasing;
+    // Assert: the decision failed closed and was reported; the lease was given back all the same.
+    expect(failed).toMatchObject({ allowed: false, reason: 'unavailable', now: 1 });
+    expect(errors.map((e) => [e.code, e.operation, e.message])).toEqual([
+      [
+        'redis_command_failed',
+        'apply',
+        'The apply script failed: ERR max number of clients reached',
+      ],
+    ]);
+    const again = await store.apply(throttled, 2);
+    expect(again.allowed).toBe(true);
+    // Releases still travel with the next decision, which now succeeds.
+    const releasingAgain = again.allowed && again.lease ? store.release(again.lease) : undefined;
+    expect(await store.apply(windowed, 3)).toMatchObject({ allowed: true, values: [4, 1_000] });
+    await releasingAgain;
+    expect(carrying).toBe(2);
+    expect((await store.apply(throttled, 4)).allowed).toBe(true);
+    expect(errors).toHaveLength(1);
+  });
+
+  it('leases given back together that a client refuses in one command (CROSSSLOT) are each given back apart, and later releases go alone', async () => {
+    // Arrange: a client that refuses keys of two clients in one command.
+    const errors: RedisStoreError[] = [];
+    const inner = client();
+    const tags = (keys: readonly string[]) => new Set(keys.map(hashTag)).size;
+    let refused = 0;
+    let releases = 0;
+    const strict: RedisScriptClient = {
+      cluster: false,
+      evalSha: async (sha1, keys, args) => {
+        if (tags(keys) > 1) {
+          refused++;
+          throw new Error("CROSSSLOT Keys in request don't hash to the same slot");
+        }
+        if (sha1 === releaseSha) releases++;
+        return inner.evalSha(sha1, keys, args);
+      },
+      eval: (text, keys, args) => inner.eval(text, keys, args),
+    };
+    const releaseSha = createHash('sha1').update(RELEASE_SCRIPT).digest('hex');
+    const store = make({ timeSource: 'clock', client: strict, onError: (e) => errors.push(e) });
+    const throttle = [concurrency(1, { name: 't', leaseTtl: '1h' })];
+    const plans = ['a', 'b', 'c'].map((c): Plan => ({ scopes: [scope(c, 'x', '', throttle)] }));
+    const leases = [];
+    for (const plan of plans) {
+      const outcome = await store.apply(plan, 0);
+      if (outcome.allowed && outcome.lease) leases.push(outcome.lease);
+    }
+    expect(leases).toHaveLength(3);
+    // Act: given back with no decision to travel with, the three go in one command.
+    await Promise.all(leases.map((lease) => store.release(lease)));
+    // Assert: refused once, then one release each; every lease is back, nothing reported.
+    expect([refused, releases]).toEqual([1, 3]);
+    const again = [];
+    for (const plan of plans) {
+      const outcome = await store.apply(plan, 1);
+      expect(outcome.allowed).toBe(true);
+      again.push(outcome);
+    }
+    // From now on a release is sent at once, alone: no decision carries it.
+    for (const outcome of again)
+      if (outcome.allowed && outcome.lease) await store.release(outcome.lease);
+    expect([refused, releases]).toEqual([1, 6]);
+    expect(errors).toEqual([]);
+  });
+
+  it('counts a time from the caller that is not finite as standing still, as the memory store does', async () => {
+    const store = make({ timeSource: 'clock' });
+    const memory = new MemoryStore();
+    const plan: Plan = { scopes: [scope('c', 'a', '', [window(2, '1s', { name: 'w' })])] };
+    for (const t of [5_000, Number.NaN, Number.POSITIVE_INFINITY, 5_500]) {
+      expect(await store.apply(plan, t)).toEqual(memory.apply(plan, t));
+    }
+    const fresh = make({ timeSource: 'clock' });
+    expect(await fresh.apply(plan, Number.NaN)).toMatchObject({ allowed: true, now: 0 });
+  });
+
+  it('decides as the memory store for a preset with resource limits and no policies of its own', async () => {
+    // The client's own scope has no policies: the script reads and keeps it with none.
+    const preset = {
+      name: 'resources only',
+      policies: [],
+      rules: [{ route: 'GET /things/{id}', policies: [window(2, '1s', { name: 'thing' })] }],
+    };
+    const clock = new FakeClock(0);
+    const memory = createLimiter({ preset, clock });
+    const redis = createLimiter({ preset, clock, store: make({ timeSource: 'clock' }) });
+    const steps: Array<[number, string]> = [
+      [0, '/things/1'],
+      [100, '/things/1'],
+      [200, '/things/1'],
+      [300, '/other'],
+      [400, '/other'],
+      [500, '/things/2'],
+      [1_000, '/things/1'], // blocked until the 1 s the refusal announced has passed
+      [1_200, '/things/1'],
+    ];
+    const decided: boolean[] = [];
+    for (const [at, path] of steps) {
+      clock.set(at);
+      const request = { clientId: 'c', accountCode: 'a', method: 'GET', path };
+      const expected = memory.check(request);
+      const actual = await redis.check(request);
+      expect(actual).toEqual(expected);
+      expect(actual.statuses).toEqual(expected.statuses);
+      decided.push(actual.allowed);
+    }
+    expect(decided).toEqual([true, true, false, true, true, true, false, true]);
   });
 
   it('keeps deciding as before after SCRIPT FLUSH, reloading the script with EVAL', async () => {
@@ -715,6 +859,56 @@ describe('RedisStore options', () => {
     }
   });
 
+  it('the adapters work with clients that lack the optional parts: a connection that cannot be corked, no bytes replies', async () => {
+    // Arrange: an ioredis client seen without its stream and Buffer commands (as a Cluster is, or
+    // an older ioredis), and a node-redis client without withTypeMapping (node-redis 4).
+    const { Redis: IoRedis } = await import('ioredis');
+    const { createClient } = await import('redis');
+    const io = new IoRedis({ port: server.port, host: '127.0.0.1', lazyConnect: true });
+    const nr = createClient({ socket: { host: '127.0.0.1', port: server.port } });
+    io.on('error', () => undefined);
+    nr.on('error', () => undefined);
+    await io.connect();
+    await nr.connect();
+    try {
+      const adapted = [
+        ioredisClient({
+          get status() {
+            return io.status;
+          },
+          isCluster: false,
+          stream: {} as never,
+          evalsha: (sha1, n, ...rest) => io.evalsha(sha1, n, ...rest),
+          eval: (text, n, ...rest) => io.eval(text, n, ...rest),
+        }),
+        nodeRedisClient({
+          isReady: true,
+          evalSha: (sha1, options) => nr.evalSha(sha1, options),
+          eval: (text, options) => nr.eval(text, options),
+        }),
+      ];
+      for (const [i, adapter] of adapted.entries()) {
+        expect(adapter.binaryReplies).toBe(false);
+        const store = new RedisStore({
+          client: adapter,
+          prefix: `bare-${i}:`,
+          timeSource: 'clock',
+        });
+        const plan: Plan = { scopes: [scope('c', 'a', '', [window(1, '1s', { name: 'w' })])] };
+        // Act and assert: decided in text replies, the script loaded by the first call.
+        expect(await store.apply(plan, 0)).toMatchObject({ allowed: true, values: [0, 1_000] });
+        expect(await store.apply(plan, 1)).toMatchObject({
+          allowed: false,
+          reason: 'limit',
+          retryAfterSeconds: 1,
+        });
+      }
+    } finally {
+      io.disconnect();
+      nr.destroy();
+    }
+  });
+
   it('ioredisClient joins the writes of one turn: corked before the first, uncorked after every 16th and at the end of the turn', async () => {
     // Arrange: an ioredis-like client whose connection records how it is corked.
     class Stream {
@@ -771,4 +965,123 @@ describe('RedisStore options', () => {
     ]);
     expect(new RedisStoreError('redis_timeout', 'apply', 'm')).toBeInstanceOf(Error);
   });
+});
+
+describe('RedisStore replies', () => {
+  const plan = (statuses?: boolean): Plan => ({
+    scopes: [scope('c', 'a', '', [window(5, '1s', { name: 'w' })])],
+    ...(statuses === undefined ? {} : { statuses }),
+  });
+  /** A client whose every script call answers `reply`. */
+  const replying = (reply: unknown, binaryReplies: boolean): RedisScriptClient => ({
+    evalSha: async () => reply,
+    eval: async () => reply,
+    binaryReplies,
+  });
+  const doubles = (...values: number[]) => {
+    const bytes = Buffer.alloc(8 * values.length);
+    for (const [i, value] of values.entries()) bytes.writeDoubleLE(value, 8 * i);
+    return bytes;
+  };
+
+  // The script replies: admitted (1 or 0), time, reason code, Retry-After, the refusing policy's
+  // place (from 1), then what remains of each policy and when its quota is back.
+  it.each<[string, unknown, boolean, boolean | undefined, Partial<StoreOutcome>]>([
+    [
+      'a refusal in text',
+      '0,5,1,3,1,0,1000',
+      false,
+      undefined,
+      { reason: 'limit', retryAfterSeconds: 3 },
+    ],
+    ['a refusal in bytes', doubles(0, 5, 2, 3, 1, 0, 1000), true, undefined, { reason: 'blocked' }],
+    ['an admission without statuses', '1,5,0,0,0', false, false, { allowed: true, values: [] }],
+  ])('reads %s as the script writes it', async (_, reply, binary, statuses, expected) => {
+    const store = new RedisStore({ client: replying(reply, binary) });
+    expect(await store.apply(plan(statuses), 9)).toMatchObject({
+      allowed: false,
+      now: 5,
+      ...expected,
+    });
+  });
+
+  it.each<[string, unknown, boolean, boolean | undefined]>([
+    ['text with a number too few', '0,5,1,3,1,0', false, undefined],
+    ['text with a number that is not one', '0,5,1,3,1,0,NaN', false, undefined],
+    ['text with an empty field', '0,5,1,3,1,,1000', false, undefined],
+    ['an unknown reason code', '0,5,7,3,1,0,1000', false, undefined],
+    ['a refusing policy at place 0', '0,5,1,3,0,0,1000', false, undefined],
+    ['a refusing policy past the last', '0,5,1,3,2,0,1000', false, undefined],
+    ['a refusal without its statuses', '0,5,1,3,1', false, false],
+    [
+      'bytes with a number that is not finite',
+      doubles(0, 5, 1, 3, 1, 0, Infinity),
+      true,
+      undefined,
+    ],
+  ])(
+    'a garbled reply (%s) is a redis_bad_reply that the fail mode handles, never a decision',
+    async (_, reply, binary, statuses) => {
+      // Arrange
+      const errors: RedisStoreError[] = [];
+      const options = {
+        client: replying(reply, binary),
+        onError: (e: RedisStoreError) => errors.push(e),
+      };
+      const closed = new RedisStore({ ...options, failMode: 'closed' });
+      const rejecting = new RedisStore({ ...options, failMode: 'reject' });
+      // Act
+      const outcome = await closed.apply(plan(statuses), 9);
+      const rejection = await rejecting.apply(plan(statuses), 9).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      // Assert
+      expect(outcome).toEqual({
+        allowed: false,
+        now: 9,
+        reason: 'unavailable',
+        retryAfterSeconds: 1,
+        policy: undefined,
+        resource: undefined,
+        policies: [],
+        values: [],
+      });
+      expect(rejection).toBeInstanceOf(RedisStoreError);
+      expect(rejection).toMatchObject({ code: 'redis_bad_reply', operation: 'apply' });
+      expect(errors).toEqual([errors[0], rejection]);
+      expect(errors[0]?.message).toMatch(/^Unexpected reply from the decision script: /);
+    },
+  );
+
+  it('reports a script that fails with a value that is not an Error, naming the value', async () => {
+    const errors: RedisStoreError[] = [];
+    const store = new RedisStore({
+      client: { evalSha: () => Promise.reject('READONLY'), eval: () => Promise.reject('READONLY') },
+      onError: (e) => errors.push(e),
+    });
+    expect(await store.apply(plan(), 9)).toMatchObject({ allowed: true, now: 9, lease: undefined });
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({
+      code: 'redis_command_failed',
+      operation: 'apply',
+      message: 'The apply script failed: "READONLY"',
+      cause: 'READONLY',
+    });
+  });
+
+  it.each(['open', 'closed'] as const)(
+    'fails %s at time 0 when the time it was given is not finite',
+    async (failMode) => {
+      const down: RedisScriptClient = {
+        evalSha: () => Promise.reject(new Error('connect ECONNREFUSED')),
+        eval: () => Promise.reject(new Error('connect ECONNREFUSED')),
+      };
+      const store = new RedisStore({ client: down, failMode, onError: () => undefined });
+      expect(await store.apply(plan(), Number.NaN)).toMatchObject({
+        allowed: failMode === 'open',
+        now: 0,
+      });
+    },
+  );
 });
