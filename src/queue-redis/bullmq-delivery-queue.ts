@@ -154,5 +154,17 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
 // BullMQ ids may not contain ':' (its key separator): both parts are percent-encoded, which also
 // encodes the '|' between them, so two different pairs never share an id.
 function bullJobId(job: DeliveryJob): string {
-  return `${encodeURIComponent(job.id)}|${encodeURIComponent(job.subscriptionId)}`;
+  return `${encodeIdPart(job.id)}|${encodeIdPart(job.subscriptionId)}`;
+}
+
+// encodeURIComponent throws on a lone surrogate, which a string id may hold: each is written `%u`
+// and its four hex digits, which encodeURIComponent never writes (its `%` is followed by two hex
+// digits), so different ids still never meet.
+function encodeIdPart(value: string): string {
+  return String(value)
+    .split(/([\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF])/)
+    .map((part, i) =>
+      i % 2 === 1 ? `%u${part.charCodeAt(0).toString(16).toUpperCase()}` : encodeURIComponent(part),
+    )
+    .join('');
 }

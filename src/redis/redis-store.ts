@@ -543,10 +543,17 @@ function shapeOf(
   return { scopes, work, marginMs, binary, statuses: plan.statuses !== false };
 }
 
+// `{`, `}` and `%` as `%7B`, `%7D` and `%25`; a lone surrogate, which UTF-8 would turn into U+FFFD
+// on its way to Redis (so that `x\uD800`, `x\uDBFF` and `x\uFFFD` would share one key), as `%u`
+// and its four hex digits. Every `%` starts an escape, so two different ids never meet.
+const TAG_ESCAPES = /[{}%]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
 function escapeTag(value: string): string {
-  return /[{}%]/.test(value)
-    ? value.replace(/[{}%]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
-    : value;
+  if (!/[{}%\uD800-\uDFFF]/.test(value)) return value;
+  return value.replace(TAG_ESCAPES, (c) => {
+    const code = c.charCodeAt(0).toString(16).toUpperCase();
+    return code.length === 4 ? `%u${code}` : `%${code}`;
+  });
 }
 
 function isNoScript(error: unknown): boolean {

@@ -68,7 +68,8 @@ export type CreateSubscriptionOutcome =
  * @param accountCode - the authenticated account the subscription belongs to
  * @param options - validation bounds, clock, id source, storage and the refusal's status
  * @returns 201 with the stored subscription, or the refusal with every issue
- * @throws ConfigurationError when an option is wrong, or the id source returns no string
+ * @throws ConfigurationError when an option is wrong, the id source returns no string, or the
+ *   clock returns no time a Date can hold
  * @example
  * ```ts
  * const outcome = createSubscription(
@@ -117,11 +118,18 @@ export function createSubscription(
       `generateId must return a non-empty string, got ${String(id)}.`,
     );
   }
+  const createdAt = new Date((options.clock ?? systemClock).now());
+  if (Number.isNaN(createdAt.getTime())) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'clock.now() must return a time in ms that a Date can hold (a finite number within ±8.64e15).',
+    );
+  }
   const subscription: Subscription = Object.freeze({
     id,
     accountCode,
     ...validated.value,
-    createdAt: new Date((options.clock ?? systemClock).now()).toISOString(),
+    createdAt: createdAt.toISOString(),
   });
   options.index?.add(subscription);
   const collection = options.collectionPath ?? '/v1/subscriptions';

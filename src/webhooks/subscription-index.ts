@@ -114,7 +114,7 @@ export class SubscriptionIndex {
    * {@link SubscriptionIndex.replace}.
    * @param subscription - a subscription whose events are valid patterns
    * @throws ConfigurationError `duplicate_subscription_id` when the id is held already, and
-   * `invalid_subscription` when a field is malformed
+   * `invalid_subscription` when a field is malformed or is a getter rather than plain data
    */
   add(subscription: Subscription): void {
     this.#check(subscription);
@@ -124,19 +124,21 @@ export class SubscriptionIndex {
         `A subscription with id "${subscription.id}" is held already; use replace() to change it.`,
       );
     }
-    this.#insert(freeze(subscription));
+    this.#insert(frozenData(subscription));
   }
 
   /**
    * Add a subscription, or put it in place of the one with the same id.
    * @param subscription - the new version
    * @returns the version it replaced, or undefined
-   * @throws ConfigurationError `invalid_subscription` when a field is malformed (nothing changes)
+   * @throws ConfigurationError `invalid_subscription` when a field is malformed or is a getter
+   * rather than plain data (nothing changes)
    */
   replace(subscription: Subscription): Subscription | undefined {
     this.#check(subscription);
-    const previous = this.remove(subscription.id);
-    this.#insert(freeze(subscription));
+    const held = frozenData(subscription);
+    const previous = this.remove(held.id);
+    this.#insert(held);
     return previous;
   }
 
@@ -336,8 +338,28 @@ function distinct(values: readonly string[]): readonly string[] {
   return values;
 }
 
-function freeze(subscription: Subscription): Subscription {
+// Freezes the subscription and its arrays, then makes sure that what the index keys it by is plain
+// data: a getter (or a Proxy's) survives freezing and could answer differently when the
+// subscription is removed, leaving it under keys no one can find.
+function frozenData(subscription: Subscription): Subscription {
   Object.freeze(subscription.events);
   if (subscription.propertyIds !== undefined) Object.freeze(subscription.propertyIds);
-  return Object.freeze(subscription);
+  Object.freeze(subscription);
+  const plain = (holder: object, key: PropertyKey): boolean => {
+    const descriptor = Object.getOwnPropertyDescriptor(holder, key);
+    return descriptor !== undefined && 'value' in descriptor;
+  };
+  let data =
+    ['id', 'accountCode', 'events'].every((key) => plain(subscription, key)) &&
+    (subscription.propertyIds === undefined || plain(subscription, 'propertyIds'));
+  for (const list of [subscription.events, subscription.propertyIds ?? []]) {
+    for (let i = 0; data && i < list.length; i++) data = plain(list, i);
+  }
+  if (!data) {
+    throw new ConfigurationError(
+      'invalid_subscription',
+      `The subscription "${String(subscription.id)}" must hold its id, accountCode, events and propertyIds as plain data, not getters; pass a plain object.`,
+    );
+  }
+  return subscription;
 }

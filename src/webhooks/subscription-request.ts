@@ -238,6 +238,9 @@ function validateList(
   }
   const before = issues.length;
   const firstIndex = new Map<string, number>();
+  // The elements as read once: what is returned is exactly what was checked, even from an array
+  // whose elements are getters that answer differently on a second read.
+  const checked: string[] = [];
   for (let i = 0; i < value.length; i++) {
     const element: unknown = value[i];
     const elementPath = `${path}/${i}`;
@@ -249,6 +252,7 @@ function validateList(
       });
       continue;
     }
+    checked.push(element);
     const issue = elementIssue(element, elementPath);
     if (issue !== undefined) {
       issues.push(issue);
@@ -265,7 +269,7 @@ function validateList(
     }
     firstIndex.set(element, i);
   }
-  return issues.length === before ? Object.freeze([...(value as string[])]) : undefined;
+  return issues.length === before ? Object.freeze(checked) : undefined;
 }
 
 function eventIssue(

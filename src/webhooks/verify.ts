@@ -79,7 +79,8 @@ const MISSING_HEADERS =
  * @param options - secrets, clock and tolerance
  * @returns the message id and time, or the refusal with a code
  * @throws ConfigurationError `invalid_webhook_secret` when a secret is malformed, `invalid_option`
- * for a negative tolerance or a body that is not the raw string or bytes
+ * for a negative tolerance, a body that is not the raw string or bytes, or a clock whose time is
+ * not a finite number
  * @example
  * ```ts
  * const verdict = verifyWebhook(rawBody, req.headers, { secrets: process.env.WEBHOOK_SECRET! });
@@ -125,7 +126,15 @@ export function verifyWebhook(
     return refuse('invalid_timestamp', 'webhook-timestamp must be whole seconds since the epoch.');
   }
   const timestamp = Number(stamp);
-  const now = Math.floor((options.clock ?? systemClock).now() / 1000);
+  const clockNow = (options.clock ?? systemClock).now();
+  if (typeof clockNow !== 'number' || !Number.isFinite(clockNow)) {
+    // NaN compares false with everything: every timestamp would pass, replays included.
+    throw new ConfigurationError(
+      'invalid_option',
+      `clock.now() must return a finite time in ms, got ${String(clockNow)}.`,
+    );
+  }
+  const now = Math.floor(clockNow / 1000);
   if (now - timestamp > tolerance) {
     return refuse(
       'timestamp_too_old',

@@ -98,6 +98,24 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
     expect(refused).toBe('queue_closed');
   });
 
+  it('enqueues jobs whose ids hold lone surrogates, each once, never merged with another', async () => {
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name: `surrogates-${randomUUID()}`,
+    });
+    try {
+      // encodeURIComponent refuses lone surrogates; UTF-8 would write all three ids alike.
+      for (const subscriptionId of ['sub\uD800', 'sub\uDBFF', 'sub\uFFFD', 'sub%uD800']) {
+        await queue.enqueue({ ...job('msg_\uDC00'), subscriptionId });
+        await queue.enqueue({ ...job('msg_\uDC00'), subscriptionId });
+      }
+      expect((await queue.counts()).waiting).toBe(4);
+    } finally {
+      await queue.close();
+    }
+  });
+
   it('rejects with queue_full beyond its capacity, and refuses a missing bullmq module', async () => {
     const producer = createRedisDeliveryQueue({
       bullmq,

@@ -166,6 +166,62 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     );
   });
 
+  it('distinct client ids and account codes never share a key, also with braces, escapes and lone surrogates that UTF-8 cannot carry', async () => {
+    // Characters that a key could confuse: the tag's braces, the escape character and what it
+    // writes, separators, and lone surrogates (UTF-8 turns each into U+FFFD).
+    const part = fc.string({
+      unit: fc.constantFrom(
+        'a',
+        '{',
+        '}',
+        '%',
+        '7',
+        'B',
+        'u',
+        ':',
+        '\uD800',
+        '\uDBFF',
+        '\uDC00',
+        '\uFFFD',
+      ),
+      minLength: 1,
+      maxLength: 6,
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(fc.tuple(part, part), {
+          minLength: 2,
+          maxLength: 4,
+          selector: ([c, a]) => JSON.stringify([c, a]),
+        }),
+        async (pairs) => {
+          // Arrange
+          const prefix = `utf8-${kind}-${++prefixes}:`;
+          const store = new RedisStore({ client: client(), prefix, timeSource: 'clock' });
+          const w = [window(5, '1s', { name: 'w' })];
+          // Act
+          for (const [c, a] of pairs) {
+            await store.apply({ scopes: [scope(c, a, '', w), scope(c, a, 'GET /x', w)] }, 1_000);
+          }
+          // Assert: two keys per pair, one tag per pair, no two pairs alike.
+          const keys = (await admin.keysBuffer(`${prefix}*`)).map((k) => k.toString('latin1'));
+          expect(keys).toHaveLength(2 * pairs.length);
+          const tags = new Set(keys.map(hashTag));
+          expect(tags.size).toBe(pairs.length);
+          expect(tags.has(undefined)).toBe(false);
+        },
+      ),
+      { numRuns: 60 },
+    );
+    // The three ids that UTF-8 alone would write alike each get a counter of their own.
+    const store = make({ timeSource: 'clock' });
+    const one = [window(1, '1h', { name: 'w' })];
+    for (const id of ['x\uD800', 'x\uDBFF', 'x\uFFFD']) {
+      const outcome = await store.apply({ scopes: [scope(id, 'a', '', one)] }, 1_000);
+      expect(outcome.allowed).toBe(true);
+    }
+  });
+
   it('every key expires on its own, no later than its state is fresh again plus the margin', async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -116,4 +116,16 @@ describe('createSubscription', () => {
     expect(isConfigurationError(caught)).toBe(true);
     expect((caught as Error).message).toMatch(message);
   });
+
+  it('throws a ConfigurationError and stores nothing for a clock whose time no Date can hold', () => {
+    for (const time of [Number.NaN, Number.POSITIVE_INFINITY, 1e20]) {
+      const index = new SubscriptionIndex();
+      const caught = thrown(() =>
+        createSubscription(body, 'ACME', { index, clock: { now: () => time } }),
+      );
+      expect(isConfigurationError(caught) && caught.code).toBe('invalid_option');
+      expect((caught as Error).message).toMatch(/clock\.now\(\)/);
+      expect(index.size).toBe(0);
+    }
+  });
 });

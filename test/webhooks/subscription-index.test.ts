@@ -323,6 +323,43 @@ describe('SubscriptionIndex: bad input', () => {
     expect(index.match({ accountCode: 'acme', kind: 'folio/created' })).toHaveLength(1);
   });
 
+  it('refuses a subscription whose fields or elements are getters, which could drift from its keys, changing nothing', () => {
+    // Arrange: getters that answer folio/created while the index checks and keys the subscription,
+    // and folio/closed afterwards.
+    const drifting = (readsBefore: number) => {
+      let reads = 0;
+      return () => (reads++ < readsBefore ? ['folio/created'] : ['folio/closed']);
+    };
+    const withGetter = (readsBefore: number): Subscription => {
+      const subscription = { ...valid, id: `g${readsBefore}` } as Subscription;
+      Object.defineProperty(subscription, 'events', {
+        get: drifting(readsBefore),
+        enumerable: true,
+      });
+      return subscription;
+    };
+    const elementGetter = (): Subscription => {
+      const events: string[] = [];
+      let reads = 0;
+      Object.defineProperty(events, 0, {
+        get: () => (reads++ < 3 ? 'folio/created' : 'folio/closed'),
+        enumerable: true,
+      });
+      return { ...valid, id: 'element', events };
+    };
+    const index = new SubscriptionIndex();
+    for (const subscription of [...[2, 3, 4, 5, 6, 8].map(withGetter), elementGetter()]) {
+      // Act
+      const caught = thrown(() => index.add(subscription));
+      // Assert
+      expect(isConfigurationError(caught) && caught.code).toBe('invalid_subscription');
+      expect(index.size).toBe(0);
+      expect(index.stats()).toEqual({ subscriptions: 0, accounts: 0, patterns: 0, propertyIds: 0 });
+    }
+    expect(() => index.replace(withGetter(8))).toThrow(/plain data/);
+    expect(index.size).toBe(0);
+  });
+
   it('freezes what it holds, so that a held subscription cannot drift from its keys', () => {
     const index = new SubscriptionIndex();
     const subscription = { ...valid, events: ['folio/created'], propertyIds: ['BER'] };

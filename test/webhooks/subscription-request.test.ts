@@ -289,6 +289,34 @@ describe('create-subscription request validation', () => {
     );
   });
 
+  it('returns exactly the elements it checked, even when an element answers differently on a second read', () => {
+    // Arrange: arrays whose first element is valid when read once, and malformed afterwards.
+    const shifty = (valid: string, invalid: string): string[] => {
+      let reads = 0;
+      const list: string[] = [];
+      Object.defineProperty(list, 0, {
+        get: () => (reads++ === 0 ? valid : invalid),
+        enumerable: true,
+      });
+      return list;
+    };
+    // Act
+    const result = validateSubscriptionRequest({
+      endpointUrl: 'https://hooks.example.com/in',
+      events: shifty('folio/created', '*'),
+      propertyIds: shifty('BER', 'a b'),
+    });
+    // Assert
+    expect(result).toEqual({
+      ok: true,
+      value: {
+        endpointUrl: 'https://hooks.example.com/in',
+        events: ['folio/created'],
+        propertyIds: ['BER'],
+      },
+    });
+  });
+
   it('pins the catalogue of request error codes', () => {
     expect([...subscriptionRequestErrorCodes]).toEqual([
       'body_not_object',

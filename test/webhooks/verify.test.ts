@@ -118,6 +118,21 @@ describe('verifyWebhook', () => {
     }
   });
 
+  it('refuses a clock whose time is not a finite number instead of accepting any timestamp', () => {
+    const secret = generateWebhookSecret();
+    // Signed a year before the receiver's time: a replay.
+    const headers = signWebhook({ id: 'msg_old', timestamp: T - 365 * 86_400, body: '{}' }, secret);
+    for (const time of [Number.NaN, Number.POSITIVE_INFINITY, '1700000000000' as never]) {
+      const error = thrown(() =>
+        verifyWebhook('{}', headers, { secrets: secret, clock: { now: () => time } }),
+      );
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect((error as Error).message).toBe(
+        `clock.now() must return a finite time in ms, got ${String(time)}.`,
+      );
+    }
+  });
+
   it('judges the timestamp by the system clock when no clock is given', () => {
     const secret = generateWebhookSecret();
     const verdictAt = (timestamp: number) => {
