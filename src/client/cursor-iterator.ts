@@ -6,6 +6,7 @@
 import { createRetryingFetch } from './fetch.js';
 import {
   defaultItems,
+  listUrl,
   type Page,
   type PageRequestOptions,
   paginationField,
@@ -37,6 +38,7 @@ export interface CursorIteratorOptions<T> extends PageRequestOptions<T> {
 /**
  * The pages of a cursor list, in order, until a page is empty or has no next cursor.
  * @param options - the URL, limit, fetch and body readers
+ * @throws ConfigurationError `invalid_option` when `url` is not an absolute URL
  * @throws PaginationClientError when a page fails, has no items list, or repeats an earlier cursor
  * @example
  * ```ts
@@ -51,11 +53,12 @@ export async function* cursorPages<T = unknown>(
   const fetch = options.fetch ?? createRetryingFetch();
   const readItems = options.items ?? defaultItems<T>;
   const readNextCursor = options.nextCursor ?? bodyNextCursor;
+  const list = listUrl(options.url);
   const seen = new Set<string>();
   let cursor = options.startCursor;
   if (cursor !== undefined) seen.add(cursor);
   for (;;) {
-    const url = new URL(options.url);
+    const url = new URL(list);
     if (cursor === undefined) url.searchParams.delete('cursor');
     else url.searchParams.set('cursor', cursor);
     if (options.limit !== undefined) url.searchParams.set('limit', String(options.limit));

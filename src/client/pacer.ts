@@ -38,7 +38,10 @@ export interface PacerOptions {
 export interface PacedRequest {
   /** The HTTP method. */
   readonly method: string;
-  /** The absolute URL. */
+  /**
+   * The URL: absolute, or a path from the root (`/booking/v1/bookings/X`), which is paced under the
+   * same limits. Anything else that is not a URL is paced as `/`, by the global limits only.
+   */
   readonly url: string;
 }
 
@@ -111,12 +114,23 @@ export function createPacer(options: PacerOptions): Pacer {
     let wakeAt = Number.POSITIVE_INFINITY;
     for (let i = 0; i < queue.length && inFlight < maxInFlight; ) {
       const waiter = queue[i] as Waiter;
-      const decision = limiter.check({
-        clientId: 'self',
-        accountCode: 'self',
-        method: waiter.method,
-        path: waiter.path,
-      });
+      let decision: ReturnType<typeof limiter.check>;
+      try {
+        decision = limiter.check({
+          clientId: 'self',
+          accountCode: 'self',
+          method: waiter.method,
+          path: waiter.path,
+        });
+      } catch (error) {
+        // A request the limiter refuses to read (a bad method) or a clock that returns no time:
+        // that waiter alone fails with the typed error, and leaves the queue so that it can
+        // neither block the requests behind it nor be granted a slot later.
+        queue.splice(i, 1);
+        waiter.signal?.removeEventListener('abort', waiter.onAbort);
+        waiter.reject(error);
+        continue;
+      }
       if (decision.allowed) {
         queue.splice(i, 1);
         grant(waiter);
@@ -133,7 +147,11 @@ export function createPacer(options: PacerOptions): Pacer {
       sleeping = false;
       pump();
     };
-    sleep(Math.max(0, wakeAt - clock.now())).then(wake, wake);
+    // A sleep that throws or returns no promise still wakes the queue instead of wedging it.
+    new Promise<void>((resolve) => resolve(sleep(Math.max(0, wakeAt - clock.now())))).then(
+      wake,
+      wake,
+    );
   };
 
   return {
@@ -225,10 +243,19 @@ function withMargin(policy: Policy, margin: number): Policy {
   }
 }
 
+// A path (`/booking/v1/bookings/X`, as a browser or a fetch with a base URL takes it) is paced
+// under its own resource limits, as an absolute URL is; anything else that is not a URL is `/`.
 function pathOf(url: string): string {
   try {
     return new URL(url).pathname;
   } catch {
-    return '/';
+    if (typeof url !== 'string' || !url.startsWith('/')) return '/';
+    try {
+      return new URL(url, PATH_BASE).pathname;
+    } catch {
+      return '/';
+    }
   }
 }
+
+const PATH_BASE = 'http://relative.invalid';

@@ -7,6 +7,7 @@
 import { createRetryingFetch } from './fetch.js';
 import {
   defaultItems,
+  listUrl,
   type Page,
   type PageRequestOptions,
   paginationField,
@@ -35,6 +36,7 @@ export interface PageNumberIteratorOptions<T> extends PageRequestOptions<T> {
 /**
  * The pages of a page-number list, in order, until a page is empty or says it is the last.
  * @param options - the URL, page size, fetch and body readers
+ * @throws ConfigurationError `invalid_option` when `url` is not an absolute URL
  * @throws PaginationClientError when a page fails or has no items list
  * @example
  * ```ts
@@ -49,8 +51,9 @@ export async function* pageNumberPages<T = unknown>(
   const fetch = options.fetch ?? createRetryingFetch();
   const readItems = options.items ?? defaultItems<T>;
   const isLastPage = options.isLastPage ?? bodySaysLastPage;
+  const list = listUrl(options.url);
   for (let pageNumber = options.startPage ?? 1; ; pageNumber++) {
-    const url = new URL(options.url);
+    const url = new URL(list);
     url.searchParams.set('pageNumber', String(pageNumber));
     if (options.pageSize !== undefined) url.searchParams.set('pageSize', String(options.pageSize));
     const page = await requestPage(fetch, url, options.init, readItems);

@@ -3,6 +3,8 @@
  * its items. Shared by the page-number and the cursor iterators.
  * @module
  */
+import { ConfigurationError } from '../errors.js';
+import { describe } from '../limits/duration.js';
 import type { FetchFunction } from './fetch.js';
 import { PaginationClientError } from './pagination-client-error.js';
 
@@ -11,7 +13,10 @@ export type ItemsReader<T> = (body: unknown) => readonly T[] | undefined;
 
 /** What every iterator needs besides its pattern's parameters. */
 export interface PageRequestOptions<T> {
-  /** The list's absolute URL; its other query parameters (filters) are kept on every request. */
+  /**
+   * The list's absolute URL; its other query parameters (filters) are kept on every request. A
+   * relative one throws a `ConfigurationError` at the first `next()`.
+   */
   url: string | URL;
   /** The fetch that sends the requests; pass `createRetryingFetch()` to honour 429s. @defaultValue `createRetryingFetch()` */
   fetch?: FetchFunction;
@@ -47,6 +52,23 @@ export function defaultItems<T>(body: unknown): readonly T[] | undefined {
   if (Array.isArray(items)) return items as T[];
   if (Array.isArray(data)) return data as T[];
   return undefined;
+}
+
+/**
+ * The list's URL, checked once before the first request.
+ * @param url - the `url` option of an iterator
+ * @throws ConfigurationError `invalid_option` when it is not an absolute URL
+ */
+export function listUrl(url: unknown): URL {
+  try {
+    if (typeof url === 'string' || url instanceof URL) return new URL(url);
+  } catch {
+    // Reported below, with what to give instead.
+  }
+  throw new ConfigurationError(
+    'invalid_option',
+    `url must be the list's absolute URL, such as https://api.example.com/reservations, got ${describe(url)}.`,
+  );
 }
 
 /**

@@ -48,12 +48,14 @@ export const timerSleep: Sleep = (ms, signal) =>
  * @param signal - aborts the wait
  */
 export function abortableSleep(sleep: Sleep, ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal === undefined) return sleep(ms);
+  // A sleep that throws or returns no promise is treated as one that settled at once.
+  const run = (s?: AbortSignal) => new Promise<void>((resolve) => resolve(sleep(ms, s)));
+  if (signal === undefined) return run();
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<void>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
-    sleep(ms, signal).then(
+    run(signal).then(
       () => {
         signal.removeEventListener('abort', onAbort);
         resolve();

@@ -38,7 +38,7 @@ export interface CursorCodecOptions {
    * @defaultValue `['cursor', 'limit']`
    */
   bindingExclude?: readonly string[];
-  /** Longest token accepted, in characters. @defaultValue 4096 */
+  /** Longest token accepted by decode and issued by encode, in characters. @defaultValue 4096 */
   maxTokenLength?: number;
 }
 
@@ -82,7 +82,9 @@ export interface CursorCodec<S = unknown> {
    * Sign a state as a cursor.
    * @param state - any JSON-serialisable value
    * @param options - the query to bind the cursor to
-   * @throws ConfigurationError `invalid_cursor_state` when JSON cannot represent the state
+   * @throws ConfigurationError `invalid_cursor_state` when JSON cannot represent the state or the
+   * token would be longer than `maxTokenLength`; `invalid_option` when `ttlMs` is set and the clock
+   * returns no finite time
    */
   encode(state: S, options?: CursorBindingOptions): string;
   /**
@@ -141,16 +143,38 @@ export function createCursorCodec<S = unknown>(options: CursorCodecOptions): Cur
     );
 
   return {
-    encode(state, encodeOptions = {}) {
-      const payload: { v: 1; s: S; e?: number; b?: string } = { v: 1, s: state };
-      if (ttlMs !== undefined) payload.e = clock.now() + ttlMs;
-      if (encodeOptions.query !== undefined) payload.b = binding(signingKey, encodeOptions.query);
-      const json = serialise(payload);
+    encode(state, encodeOptions) {
+      let expiresAt: number | undefined;
+      if (ttlMs !== undefined) {
+        const now = clock.now();
+        // NaN would be written as null, and every cursor of this codec refused as malformed.
+        if (!Number.isFinite(now)) {
+          throw new ConfigurationError(
+            'invalid_option',
+            `createCursorCodec: clock.now() must return finite milliseconds, got ${String(now)}.`,
+          );
+        }
+        expiresAt = now + ttlMs;
+      }
+      const query = encodeOptions?.query;
+      const json = serialise(
+        state,
+        expiresAt,
+        query === undefined ? undefined : binding(signingKey, query),
+      );
       const signature = hmac(signingKey, SIGNATURE_CONTEXT, json);
-      return `${encodeBase64Url(Buffer.from(json, 'utf8'))}.${encodeBase64Url(signature)}`;
+      const token = `${encodeBase64Url(Buffer.from(json, 'utf8'))}.${encodeBase64Url(signature)}`;
+      // decode refuses longer tokens: issuing one would end the client's listing with a 400.
+      if (token.length > maxTokenLength) {
+        throw new ConfigurationError(
+          'invalid_cursor_state',
+          `cursor state is too large: the token would be ${token.length} characters, and decode accepts at most ${maxTokenLength} (maxTokenLength). Put only the position in the cursor (for example the last id), or raise maxTokenLength.`,
+        );
+      }
+      return token;
     },
 
-    decode(token, decodeOptions = {}) {
+    decode(token, decodeOptions) {
       if (typeof token !== 'string' || token.length === 0 || token.length > maxTokenLength) {
         return malformed(`at most ${maxTokenLength} characters`);
       }
@@ -174,7 +198,8 @@ export function createCursorCodec<S = unknown>(options: CursorCodecOptions): Cur
       }
       const payload = parsePayload(json);
       if (payload === undefined) return malformed('in the form the service issued');
-      if (payload.e !== undefined && clock.now() >= payload.e) {
+      // `!(now < e)`: a clock that returns NaN expires the cursor instead of keeping it forever.
+      if (payload.e !== undefined && !(clock.now() < payload.e)) {
         return {
           ok: false,
           code: 'cursor_expired',
@@ -182,7 +207,7 @@ export function createCursorCodec<S = unknown>(options: CursorCodecOptions): Cur
             'cursor has expired; omit it to start again from the first page and page through promptly.',
         };
       }
-      if (payload.b !== undefined && payload.b !== binding(key, decodeOptions.query)) {
+      if (payload.b !== undefined && payload.b !== binding(key, decodeOptions?.query)) {
         return {
           ok: false,
           code: 'cursor_query_mismatch',
@@ -225,17 +250,17 @@ function checkSecret(secret: CursorSecret, name: string): Buffer {
   return bytes;
 }
 
-function serialise(payload: { s: unknown }): string {
-  const kind = typeof payload.s;
-  // JSON.stringify drops an undefined, function or symbol member: the state would not round-trip.
-  if (kind === 'undefined' || kind === 'function' || kind === 'symbol') {
-    throw new ConfigurationError(
-      'invalid_cursor_state',
-      `cursor state must be a JSON value (an object, array, string, number, boolean or null), got ${kind}.`,
-    );
-  }
+// The payload JSON `{"v":1,"s":...,"e":...,"b":...}`, the state serialised on its own so that a
+// state JSON cannot write (undefined, a function, a symbol, a toJSON that returns undefined) is
+// refused here instead of giving a cursor that decode refuses.
+function serialise(
+  state: unknown,
+  expiresAt: number | undefined,
+  bound: string | undefined,
+): string {
+  let json: string | undefined;
   try {
-    return JSON.stringify(payload);
+    json = JSON.stringify(state);
   } catch (cause) {
     throw new ConfigurationError(
       'invalid_cursor_state',
@@ -243,6 +268,15 @@ function serialise(payload: { s: unknown }): string {
       { cause },
     );
   }
+  if (json === undefined) {
+    throw new ConfigurationError(
+      'invalid_cursor_state',
+      `cursor state must be a JSON value (an object, array, string, number, boolean or null), got ${typeof state}.`,
+    );
+  }
+  const e = expiresAt === undefined ? '' : `,"e":${JSON.stringify(expiresAt)}`;
+  const b = bound === undefined ? '' : `,"b":${JSON.stringify(bound)}`;
+  return `{"v":1,"s":${json}${e}${b}}`;
 }
 
 interface Payload {

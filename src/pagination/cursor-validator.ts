@@ -3,6 +3,7 @@
  * usage and exports.
  * @module
  */
+import { ConfigurationError } from '../errors.js';
 import type { CursorCodec } from './cursor-codec.js';
 import { notAStringIssue, readDecimalParameter, repeatedIssue } from './decimal-parameter.js';
 import {
@@ -78,6 +79,13 @@ export function cursorValidator<S = unknown>(
   };
   const { codec } = options;
   const maxCursorLength = options.maxCursorLength ?? 4096;
+  // NaN or a string would compare false with every length and let any cursor through.
+  if (!Number.isSafeInteger(maxCursorLength) || maxCursorLength < 1) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `${where}: maxCursorLength must be a whole number >= 1, got ${String(maxCursorLength)}.`,
+    );
+  }
   const limitRule = {
     name: 'limit',
     defaultValue: sizes.defaultSize,

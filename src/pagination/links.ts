@@ -5,6 +5,7 @@
  * @module
  */
 import { ConfigurationError } from '../errors.js';
+import { describe } from '../limits/duration.js';
 
 /** Links to neighbouring pages; a link is absent when there is no such page (or it is unknown). */
 export interface PageLinks {
@@ -51,7 +52,8 @@ export interface PageNumberNavigation {
 /**
  * The links and end-of-data indicator of a page-number page. Give `hasMore`, `totalItems` or both.
  * @param input - the request URL, the page, and what is known about the rest
- * @throws ConfigurationError `invalid_option` for a bad URL or numbers, or neither `hasMore` nor `totalItems`
+ * @throws ConfigurationError `invalid_option` for a bad URL or numbers, a `hasMore` that is not a
+ * boolean, or neither `hasMore` nor `totalItems`
  * @example
  * ```ts
  * const nav = pageNumberNavigation({ url: req.url, pageNumber: 2, pageSize: 20, hasMore: true });
@@ -63,6 +65,12 @@ export function pageNumberNavigation(input: PageNumberPageInput): PageNumberNavi
   checkCount(pageNumber, 1, 'pageNumber');
   checkCount(pageSize, 1, 'pageSize');
   if (totalItems !== undefined) checkCount(totalItems, 0, 'totalItems');
+  if (hasMore !== undefined && typeof hasMore !== 'boolean') {
+    throw new ConfigurationError(
+      'invalid_option',
+      `pageNumberNavigation: hasMore must be true or false, got ${describe(hasMore)}.`,
+    );
+  }
   if (hasMore === undefined && totalItems === undefined) {
     throw new ConfigurationError(
       'invalid_option',
@@ -122,7 +130,8 @@ export interface CursorNavigation {
 /**
  * The links and end-of-data indicator of a cursor page.
  * @param input - the request URL, the limit and the neighbouring cursors
- * @throws ConfigurationError `invalid_option` for a bad URL or numbers
+ * @throws ConfigurationError `invalid_option` for a bad URL or numbers, or a cursor that is not a
+ * non-empty string (leave `nextCursor` out at the end of the data, rather than `null` or `""`)
  * @example
  * ```ts
  * const nav = cursorNavigation({ url: req.url, limit: 50, nextCursor: codec.encode({ after: last.id }) });
@@ -133,6 +142,8 @@ export function cursorNavigation(input: CursorPageInput): CursorNavigation {
   const { limit, nextCursor, prevCursor, totalItems } = input;
   checkCount(limit, 1, 'limit');
   if (totalItems !== undefined) checkCount(totalItems, 0, 'totalItems');
+  checkCursor(nextCursor, 'nextCursor');
+  checkCursor(prevCursor, 'prevCursor');
   const link = linkBuilder(input.url);
   const at = (cursor: string | undefined) => link({ cursor, limit: String(limit) });
   const links: { -readonly [K in keyof PageLinks]: PageLinks[K] } = { first: at(undefined) };
@@ -151,13 +162,36 @@ export function cursorNavigation(input: CursorPageInput): CursorNavigation {
 /**
  * Format links as a `Link` header value (RFC 8288): `<url>; rel="first", <url>; rel="next"`.
  * @param links - relation names to URLs; absent ones are left out
+ * @throws ConfigurationError `invalid_option` for a URL with a space, quote, `<`, `>`, control or
+ * non-ASCII character (percent-encode it), or a relation name with a quote or backslash
  */
 export function formatLinkHeader(links: Readonly<Record<string, string | undefined>>): string {
   return Object.entries(links)
     .filter((entry): entry is [string, string] => entry[1] !== undefined)
-    .map(([rel, url]) => `<${url}>; rel="${rel}"`)
+    .map(([rel, url]) => {
+      // A `>`, quote, space or line break would end the link or the header early and let the
+      // rest of the value be read as other links, parameters or header lines.
+      if (typeof url !== 'string' || !LINK_TARGET.test(url)) {
+        throw new ConfigurationError(
+          'invalid_option',
+          `formatLinkHeader: the ${JSON.stringify(rel)} link must be a URL in ASCII without spaces, quotes or < > (percent-encode them, as new URL(...).href does), got ${describe(url)}.`,
+        );
+      }
+      if (!RELATION_TYPE.test(rel)) {
+        throw new ConfigurationError(
+          'invalid_option',
+          `formatLinkHeader: a relation must be a name such as "next" (visible ASCII, no quotes or backslashes), got ${JSON.stringify(rel)}.`,
+        );
+      }
+      return `<${url}>; rel="${rel}"`;
+    })
     .join(', ');
 }
+
+// Visible ASCII but `<`, `>` and `"`: what a serialised URL (new URL().href) is made of.
+const LINK_TARGET = /^[!#-;=?-~]*$/;
+// Visible ASCII but `"` and `\`: fits in the quoted rel parameter as it is.
+const RELATION_TYPE = /^[!#-[\]-~]+$/;
 
 const SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
 const PLACEHOLDER_ORIGIN = 'http://relative.invalid';
@@ -165,6 +199,12 @@ const PLACEHOLDER_ORIGIN = 'http://relative.invalid';
 // The request URL with some parameters replaced (or removed when undefined), every other
 // parameter kept in place; relative in, relative out.
 function linkBuilder(url: string | URL): (params: Record<string, string | undefined>) => string {
+  if (typeof url !== 'string' && !(url instanceof URL)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `links: url must be a string or a URL (the request URL, such as req.url), got ${describe(url)}.`,
+    );
+  }
   const relative = typeof url === 'string' && !SCHEME.test(url);
   let base: URL;
   try {
@@ -183,8 +223,21 @@ function linkBuilder(url: string | URL): (params: Record<string, string | undefi
       if (value === undefined) target.searchParams.delete(name);
       else target.searchParams.set(name, value);
     }
-    return relative ? `${target.pathname}${target.search}` : target.href;
+    if (!relative) return target.href;
+    // A path that resolves to `//host/...` (`/.//host`, `/a/..//host`) would be read as a link to
+    // another host: `/.` in front keeps it a path on this one, as URL serialisers do.
+    const path = target.pathname.startsWith('//') ? `/.${target.pathname}` : target.pathname;
+    return `${path}${target.search}`;
   };
+}
+
+function checkCursor(cursor: unknown, name: string): void {
+  if (cursor !== undefined && (typeof cursor !== 'string' || cursor === '')) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `links: ${name} must be a non-empty string, or absent when there is no such page (not null or ""), got ${describe(cursor)}.`,
+    );
+  }
 }
 
 function checkCount(value: number, minimum: number, name: string): void {

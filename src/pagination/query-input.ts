@@ -61,7 +61,13 @@ export function toReadableQuery(query: unknown): ReadableQuery {
 export function readParameter(query: ReadableQuery, name: string): ParameterReading {
   if (query === undefined) return MISSING;
   if (query instanceof URLSearchParams) {
-    const values = query.getAll(name);
+    let values: string[];
+    try {
+      values = query.getAll(name);
+    } catch {
+      // A Proxy or subclass that passes `instanceof` but cannot be read reads as empty.
+      return MISSING;
+    }
     if (values.length === 0) return MISSING;
     return values.length > 1 ? REPEATED : (values[0] as string);
   }
@@ -90,9 +96,13 @@ export function queryPairs(query: unknown, exclude: ReadonlySet<string>): [strin
   const readable = toReadableQuery(query);
   const pairs: [string, string][] = [];
   if (readable instanceof URLSearchParams) {
-    readable.forEach((value, name) => {
-      if (!exclude.has(name)) pairs.push([name, value]);
-    });
+    try {
+      readable.forEach((value, name) => {
+        if (!exclude.has(name)) pairs.push([name, value]);
+      });
+    } catch {
+      // A Proxy or subclass that passes `instanceof` binds as what could be read of it.
+    }
   } else if (readable !== undefined) {
     try {
       for (const name of Object.keys(readable)) {

@@ -209,6 +209,32 @@ describe('createRetryingFetch', () => {
     expect(sent).toHaveLength(1);
   });
 
+  it('retries after a sleep that returns no promise or throws, with or without a signal, instead of failing with a TypeError', async () => {
+    const sleeps = [
+      () => undefined,
+      () => 1,
+      () => {
+        throw new Error('sync failure');
+      },
+    ];
+    for (const sleep of sleeps) {
+      for (const init of [undefined, { signal: new AbortController().signal }]) {
+        const { fetch, sent } = scripted([tooMany('1'), ok]);
+        const pending = createRetryingFetch({ fetch, sleep: sleep as never })(
+          'https://a.test/x',
+          init,
+        );
+        if (sleep === sleeps[2]) {
+          await expect(pending).rejects.toThrow('sync failure');
+          expect(sent).toHaveLength(1);
+        } else {
+          expect((await pending).status).toBe(200);
+          expect(sent).toHaveLength(2);
+        }
+      }
+    }
+  });
+
   it('paces a Request by its own method and URL, or by the method init overrides it with', async () => {
     const paced: PacedRequest[] = [];
     const pace: Pacer = {

@@ -1,12 +1,13 @@
 /** The pacer on a fake clock: never over a limit (against the exact oracle), order, aborts, margin. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createPacer } from '../../src/client/index.js';
+import { createPacer, type Sleep } from '../../src/client/index.js';
 import {
   concurrency,
   developmentPreset,
   FakeClock,
   isConfigurationError,
+  isInvalidRequestError,
   type LimitPreset,
   livePreset,
   type Policy,
@@ -209,6 +210,81 @@ describe('createPacer', () => {
       });
     await Promise.all([send('not a url'), send('https://api.test/'), send('http://[::1')]);
     expect(sent).toEqual(['0 not a url', '60000 https://api.test/', '120000 http://[::1']);
+  });
+
+  it('paces a path from the root under its resource limits, as the absolute URL', async () => {
+    const sendTimes = async (url: string) => {
+      const clock = new FakeClock(0);
+      const pacer = createPacer({
+        preset: presets.development,
+        clock,
+        sleep: movingSleep(clock),
+        safetyMarginMs: 0,
+      });
+      const times: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        (await pacer.acquire({ method: 'PATCH', url }))();
+        times.push(clock.now());
+      }
+      return times;
+    };
+    const absolute = await sendTimes('https://api.test/booking/v1/bookings/B1');
+    expect(await sendTimes('/booking/v1/bookings/B1')).toEqual(absolute);
+    expect(absolute.at(-1)).toBeGreaterThanOrEqual(60_000);
+  });
+
+  it('refuses only the request the limiter cannot read, with its typed error, and serves the rest', async () => {
+    const clock = new FakeClock(0);
+    const pacer = createPacer({ preset: presets.live, clock, sleep: movingSleep(clock) });
+    const refused = await pacer.acquire({ method: '', url: target.url }).catch((e: unknown) => e);
+    expect(isInvalidRequestError(refused)).toBe(true);
+    expect(pacer.waiting).toBe(0);
+    const done = await pacer.acquire(target);
+    expect(pacer.inFlight).toBe(1);
+    done();
+    expect(pacer.inFlight).toBe(0);
+  });
+
+  it('fails the waiters with a typed error when the clock returns no time, and never leaks a slot', async () => {
+    let now = 0;
+    let broken = false;
+    const clock = { now: () => (broken ? Number.NaN : now) };
+    const pacer = createPacer({
+      preset: presetOf([window(1, '1s')]),
+      clock,
+      safetyMarginMs: 0,
+      sleep: () =>
+        new Promise<void>((resolve) =>
+          setImmediate(() => {
+            now += 1000;
+            broken = true;
+            resolve();
+          }),
+        ),
+    });
+    (await pacer.acquire(target))();
+    const held = await pacer.acquire(target).catch((e: unknown) => e);
+    expect(isConfigurationError(held)).toBe(true);
+    const next = await pacer.acquire(target).catch((e: unknown) => e);
+    expect(isConfigurationError(next)).toBe(true);
+    expect(pacer.waiting).toBe(0);
+    broken = false;
+    (await pacer.acquire(target))();
+    expect(pacer.inFlight).toBe(0);
+  });
+
+  it('wakes the queue when the injected sleep returns no promise', async () => {
+    const clock = new FakeClock(0);
+    const pacer = createPacer({
+      preset: presetOf([window(1, '1s')]),
+      clock,
+      safetyMarginMs: 0,
+      sleep: ((ms: number) => void clock.advance(ms)) as unknown as Sleep,
+    });
+    (await pacer.acquire(target))();
+    (await pacer.acquire(target))();
+    expect(clock.now()).toBe(1000);
+    expect(pacer.waiting).toBe(0);
   });
 
   it('throws a ConfigurationError for a preset without time limits or a bad margin', () => {

@@ -12,7 +12,7 @@ import {
   pageNumberItems,
   pageNumberPages,
 } from '../../src/client/index.js';
-import { createCursorCodec } from '../../src/index.js';
+import { createCursorCodec, isConfigurationError } from '../../src/index.js';
 import { keyA } from '../support/cursor-keys.js';
 import { type ListServer, recordingSleep, startListServer } from '../support/list-server.js';
 import { listen } from '../support/listen.js';
@@ -312,6 +312,27 @@ describe('client iterators against a real local server', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('the list URL', () => {
+  it('throws a ConfigurationError naming the option for a relative or missing URL, before any request', async () => {
+    const fetch = vi.fn(async () => new Response('[]'));
+    for (const url of ['/reservations', 'reservations?status=open', undefined, 5]) {
+      const listings: AsyncIterable<unknown>[] = [
+        pageNumberPages({ url: url as never, fetch }),
+        cursorPages({ url: url as never, fetch }),
+      ];
+      for (const listing of listings) {
+        const error = await collect(listing).catch((e: unknown) => e);
+        expect(error).toMatchObject({
+          code: 'invalid_option',
+          message: expect.stringContaining("url must be the list's absolute URL"),
+        });
+        expect(isConfigurationError(error)).toBe(true);
+      }
+    }
+    expect(fetch).not.toHaveBeenCalled();
   });
 });
 

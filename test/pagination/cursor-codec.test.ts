@@ -236,6 +236,47 @@ describe('cursor codec', () => {
     });
   });
 
+  it('never issues a token that decode refuses: a state too large for maxTokenLength is refused at encode', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.integer({ min: 60, max: 600 }), (state, maxTokenLength) => {
+        const bounded = createCursorCodec({ signingKey: keyA, maxTokenLength });
+        const error = thrown(() => bounded.encode(state));
+        if (error === undefined) {
+          expect(bounded.decode(bounded.encode(state)).ok).toBe(true);
+        } else {
+          expect(error).toMatchObject({
+            code: 'invalid_cursor_state',
+            message: expect.stringContaining(`at most ${maxTokenLength} (maxTokenLength)`),
+          });
+        }
+      }),
+    );
+    expect(thrown(() => codec.encode({ after: 'x'.repeat(5000) }))).toMatchObject({
+      code: 'invalid_cursor_state',
+    });
+  });
+
+  it('refuses at encode a state whose toJSON gives nothing, instead of issuing a malformed cursor', () => {
+    const state = { toJSON: () => undefined };
+    expect(thrown(() => codec.encode(state))).toMatchObject({ code: 'invalid_cursor_state' });
+  });
+
+  it('with a clock that returns NaN, expires cursors at decode and refuses to issue them', () => {
+    const clock = new FakeClock(0);
+    const token = createCursorCodec({ signingKey: keyA, ttlMs: 1000, clock }).encode('state');
+    const broken = createCursorCodec({ signingKey: keyA, ttlMs: 1000, clock: { now: () => NaN } });
+    expect(broken.decode(token)).toMatchObject({ ok: false, code: 'cursor_expired' });
+    expect(thrown(() => broken.encode('state'))).toMatchObject({ code: 'invalid_option' });
+  });
+
+  it('decodes a bound cursor with null options as one without a query, without throwing', () => {
+    const token = codec.encode('s', { query: 'status=open' });
+    expect(codec.decode(token, null as never)).toMatchObject({
+      ok: false,
+      code: 'cursor_query_mismatch',
+    });
+  });
+
   it('throws a ConfigurationError for a short key or one that is not a string or bytes, a bad ttl or a state JSON cannot carry', () => {
     const attempts: (() => unknown)[] = [
       () => createCursorCodec({ signingKey: 'short' }),

@@ -131,6 +131,16 @@ describe('cursorValidator', () => {
     expect(isConfigurationError(thrown(attempt))).toBe(true);
   });
 
+  it('refuses a maxCursorLength that is not a whole number >= 1, so the bound always applies', () => {
+    for (const maxCursorLength of [Number.NaN, 0, -1, 1.5, Number.POSITIVE_INFINITY, '10']) {
+      const attempt = () => cursorValidator({ maxCursorLength: maxCursorLength as number });
+      expect(thrown(attempt)).toMatchObject({
+        code: 'invalid_option',
+        message: expect.stringContaining('maxCursorLength must be a whole number >= 1'),
+      });
+    }
+  });
+
   it('never throws, for 50,000 arbitrary query objects and 50,000 raw strings, with a codec', () => {
     const withCodec = cursorValidator({ codec: createCursorCodec({ signingKey: keyA }) });
     const check = (query: unknown) => {

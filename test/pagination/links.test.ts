@@ -97,6 +97,60 @@ describe('pageNumberNavigation', () => {
   });
 });
 
+describe('links from odd request URLs and values', () => {
+  it('keeps a relative link on the same host when the path resolves to a double slash', () => {
+    for (const url of [
+      '/.//evil.example/a?x=1',
+      '/a/..//evil.example/a?x=1',
+      '/.///evil.example/a?x=1',
+    ]) {
+      const nav = pageNumberNavigation({ url, pageNumber: 2, pageSize: 20, hasMore: true });
+      for (const link of Object.values(nav.links)) {
+        expect(new URL(link, 'https://api.example.com/r').host).toBe('api.example.com');
+        expect(new URL(link, 'https://api.example.com/r').searchParams.get('x')).toBe('1');
+      }
+      const cursor = cursorNavigation({ url, limit: 5, nextCursor: 'n' });
+      expect(new URL(cursor.links.next as string, 'https://api.example.com/').host).toBe(
+        'api.example.com',
+      );
+    }
+  });
+
+  it('throws a ConfigurationError for a url that is neither a string nor a URL, instead of inventing a host', () => {
+    for (const url of [undefined, null, 5, {}, ['/a']]) {
+      const attempt = () =>
+        pageNumberNavigation({ url: url as never, pageNumber: 1, pageSize: 20, hasMore: true });
+      expect(thrown(attempt)).toMatchObject({
+        code: 'invalid_option',
+        message: expect.stringContaining('url must be a string or a URL'),
+      });
+      expect(
+        isConfigurationError(thrown(() => cursorNavigation({ url: url as never, limit: 5 }))),
+      ).toBe(true);
+    }
+  });
+
+  it('throws a ConfigurationError for a hasMore that is not a boolean, instead of reading it as truthy', () => {
+    for (const hasMore of ['false', null, 0, 1]) {
+      const attempt = () =>
+        pageNumberNavigation({ url: '/a', pageNumber: 1, pageSize: 20, hasMore: hasMore as never });
+      expect(thrown(attempt)).toMatchObject({ code: 'invalid_option' });
+    }
+  });
+
+  it('throws a ConfigurationError for a null or empty cursor, instead of linking cursor=null', () => {
+    for (const cursor of [null, '', 5]) {
+      for (const name of ['nextCursor', 'prevCursor']) {
+        const attempt = () => cursorNavigation({ url: '/a', limit: 5, [name]: cursor as never });
+        expect(thrown(attempt)).toMatchObject({
+          code: 'invalid_option',
+          message: expect.stringContaining(`${name} must be a non-empty string`),
+        });
+      }
+    }
+  });
+});
+
 describe('cursorNavigation', () => {
   it('links next with the next cursor, first without any cursor, and marks the end when there is no next cursor', () => {
     fc.assert(
@@ -145,5 +199,35 @@ describe('formatLinkHeader', () => {
       '</a>; rel="first", </b>; rel="last"',
     );
     expect(formatLinkHeader({})).toBe('');
+  });
+
+  it('throws a ConfigurationError for a URL or relation that would break out of its link', () => {
+    const attempts = [
+      { next: '/a>; rel="evil", </b' },
+      { next: '/a\r\nSet-Cookie: x=1' },
+      { next: '/a b' },
+      { next: '/ä' },
+      { next: 5 as never },
+      { 'x"; evil="y': '/a' },
+      { 'next\r\nX-Injected: 1': '/a' },
+      { '': '/a' },
+    ];
+    for (const links of attempts) {
+      expect(thrown(() => formatLinkHeader(links))).toMatchObject({ code: 'invalid_option' });
+    }
+  });
+
+  it('writes every link the navigation helpers build, whatever the request URL', () => {
+    fc.assert(
+      fc.property(
+        fc.webUrl({ withQueryParameters: true, withFragments: true }),
+        fc.string(),
+        (url, cursor) => {
+          fc.pre(cursor !== '');
+          const nav = cursorNavigation({ url, limit: 5, nextCursor: cursor });
+          expect(nav.linkHeader).toContain('rel="next"');
+        },
+      ),
+    );
   });
 });

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { cursorValidator, pageNumberValidator } from '../../src/index.js';
 import {
   MISSING,
   NOT_A_STRING,
@@ -90,6 +91,27 @@ describe('query input', () => {
     expect(readParameter(query, 'cursor')).toBe(MISSING);
     expect(readParameter(query, 'status')).toBe('open');
     expect(queryPairs(hostile, new Set())).toEqual([['status', 'open']]);
+  });
+
+  it('reads a URLSearchParams Proxy or subclass that throws as empty, and validators answer instead of throwing', () => {
+    class Throwing extends URLSearchParams {
+      override getAll(): string[] {
+        throw new Error('no');
+      }
+      override forEach(): void {
+        throw new Error('no');
+      }
+    }
+    const hostile = [new Proxy(new URLSearchParams('pageSize=5'), {}), new Throwing('pageSize=5')];
+    for (const query of hostile) {
+      expect(readParameter(toReadableQuery(query), 'pageSize')).toBe(MISSING);
+      expect(queryPairs(query, new Set())).toEqual([]);
+      expect(pageNumberValidator()(query)).toEqual({
+        ok: true,
+        value: { pageNumber: 1, pageSize: 20 },
+      });
+      expect(cursorValidator()(query).ok).toBe(true);
+    }
   });
 
   it('cuts a nested value off below 32 levels, so a cyclic query object is written and never overflows', () => {
