@@ -4,6 +4,7 @@
  * @module
  */
 import { ConfigurationError } from './errors.js';
+import { describe } from './limits/duration.js';
 
 /** A source of the current time in milliseconds since the Unix epoch. */
 export interface Clock {
@@ -50,15 +51,24 @@ export class FakeClock implements Clock {
    * Move forward by `ms` milliseconds.
    * @param ms - a finite, non-negative number of milliseconds
    * @returns the new time
+   * @throws ConfigurationError `invalid_duration` for any other `ms`, or one that would take the
+   *   time past the largest finite number (the clock then stays where it was)
    */
   advance(ms: number): number {
     if (!Number.isFinite(ms) || ms < 0) {
       throw new ConfigurationError(
         'invalid_duration',
-        `FakeClock.advance needs a finite number of milliseconds >= 0, got ${String(ms)}; use set() to go back in time.`,
+        `FakeClock.advance needs a finite number of milliseconds >= 0, got ${describe(ms)}; use set() to go back in time.`,
       );
     }
-    this.#now += ms;
+    const next = this.#now + ms;
+    if (!Number.isFinite(next)) {
+      throw new ConfigurationError(
+        'invalid_duration',
+        `FakeClock.advance(${ms}) would take the time from ${this.#now} past the largest finite number of milliseconds; use set() to jump to a time.`,
+      );
+    }
+    this.#now = next;
     return this.#now;
   }
 }
@@ -67,7 +77,7 @@ function checkTime(ms: number, name: string): number {
   if (!Number.isFinite(ms)) {
     throw new ConfigurationError(
       'invalid_option',
-      `FakeClock ${name} must be a finite number of milliseconds, got ${String(ms)}.`,
+      `FakeClock ${name} must be a finite number of milliseconds, got ${describe(ms)}.`,
     );
   }
   return ms;

@@ -63,6 +63,7 @@ export type { CanonicalPathOptions } from './limits/canonical-path.js';
 export {
   canonicalPath,
   DEFAULT_MAX_PATH_LENGTH,
+  RAW_PER_CANONICAL,
   VERSION_SEGMENT_PATTERN,
 } from './limits/canonical-path.js';
 export type { Duration, DurationUnit } from './limits/duration.js';

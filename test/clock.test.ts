@@ -35,6 +35,32 @@ describe('FakeClock', () => {
     expect(clock.now()).toBe(0);
   });
 
+  it('refuses a start, set or step that is not a number with a typed error, even one that cannot be printed', () => {
+    const unprintable = [
+      Object.create(null),
+      {
+        toString: () => {
+          throw new Error('toString');
+        },
+      },
+      Symbol('ms'),
+      10n,
+      '5',
+    ];
+    for (const value of unprintable) {
+      expect(isConfigurationError(thrown(() => new FakeClock(value)))).toBe(true);
+      expect(isConfigurationError(thrown(() => new FakeClock().set(value)))).toBe(true);
+      expect(isConfigurationError(thrown(() => new FakeClock().advance(value)))).toBe(true);
+    }
+  });
+
+  it('refuses to advance past the largest finite time, and stays where it was', () => {
+    const clock = new FakeClock(Number.MAX_VALUE);
+    const caught = thrown(() => clock.advance(Number.MAX_VALUE));
+    expect(isConfigurationError(caught) && caught.code).toBe('invalid_duration');
+    expect(clock.now()).toBe(Number.MAX_VALUE);
+  });
+
   it('refuses a non-finite start or set', () => {
     const caught = thrown(() => new FakeClock(Number.NaN));
     expect(isConfigurationError(caught)).toBe(true);

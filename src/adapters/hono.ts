@@ -1,6 +1,7 @@
 /**
  * Rate limiting for Hono 4, and so for any Fetch-API runtime Hono runs on:
- * `app.use(honoRateLimit({ limiter, identify }))` from `api-conventions/hono`.
+ * `app.use(honoRateLimit({ limiter, identify }))` from `api-conventions/hono`. Counts the path of
+ * the request URL, still percent-encoded as sent (not the decoded `c.req.path`).
  * @module
  */
 import type { Context, Env, MiddlewareHandler } from 'hono';
@@ -27,7 +28,12 @@ export function honoRateLimit<E extends Env = Env>(
 ): MiddlewareHandler<E> {
   const gate = createRateLimitGate(options);
   return async (c, next) => {
-    const pending = gate.check(c, c.req.method, c.req.path, c.req.header(gate.trackingIdHeader));
+    const pending = gate.check(
+      c,
+      c.req.method,
+      pathAsSent(c.req.url),
+      c.req.header(gate.trackingIdHeader),
+    );
     const verdict = pending instanceof Promise ? await pending : pending;
     const { response } = verdict;
     if (response !== undefined) {
@@ -52,4 +58,13 @@ export function honoRateLimit<E extends Env = Env>(
       verdict.release();
     }
   };
+}
+
+// The path of the request URL, still percent-encoded as the client sent it: not `c.req.path`,
+// which Hono has percent-decoded (`%5C` becomes `\`, which the limiter would read as a separator while the
+// router keeps it inside one id). Everything before the path (scheme and Host) is left out so
+// that a long Host header cannot push the path past `maxPathLength`.
+function pathAsSent(url: string): string {
+  const start = url.indexOf('/', url.indexOf('://') + 3);
+  return start < 0 ? '/' : url.slice(start);
 }

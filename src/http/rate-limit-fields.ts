@@ -23,6 +23,9 @@ export interface RateLimitFields {
  * - rate: `q` is the burst, `w` the seconds in which an empty bucket refills (`burst / perSecond`).
  * - concurrency: `q` is the maximum in flight, `qu="concurrent-requests"`, no window.
  *
+ * Every number is a Structured Field integer: one above 999,999,999,999,999 (15 digits) is
+ * written as that.
+ *
  * On a refusal (`retryAfterSeconds` given) no `t` is later than Retry-After, and a policy with
  * nothing left (`r=0`, the refusing one always) has `t` equal to Retry-After: a client that obeys
  * either field comes back at the same instant, when the request is admitted.
@@ -51,14 +54,16 @@ export function rateLimitFields(
   return { 'ratelimit-policy': policies.join(', '), ratelimit: states.join(', ') };
 }
 
+// Every number is an sf-integer: a limit of 2^53 - 1 or a rate of 1e-300 per second would
+// otherwise write 16 digits or `1e+300`, which no Structured Field parser reads.
 function quota(policy: Policy): string {
   switch (policy.kind) {
     case 'window':
-      return `q=${policy.limit};w=${Math.ceil(policy.windowMs / 1000)}`;
+      return `q=${wholeAtLeast(policy.limit, 1)};w=${wholeAtLeast(Math.ceil(policy.windowMs / 1000), 1)}`;
     case 'rate':
-      return `q=${policy.burst};w=${Math.max(1, Math.ceil(policy.burst / policy.perSecond))}`;
+      return `q=${wholeAtLeast(policy.burst, 1)};w=${wholeAtLeast(Math.ceil(policy.burst / policy.perSecond), 1)}`;
     case 'concurrency':
-      return `q=${policy.max};qu="concurrent-requests"`;
+      return `q=${wholeAtLeast(policy.max, 1)};qu="concurrent-requests"`;
   }
 }
 
@@ -78,7 +83,7 @@ function finite(value: number): number {
   return Number.isFinite(value) ? value : 0;
 }
 
-// sf-integers have at most 15 digits.
+// sf-integers have at most 15 digits: larger values are written as the largest one.
 function wholeAtLeast(value: number, min: number): number {
   return Math.min(Math.max(Math.floor(finite(value)), min), 999_999_999_999_999);
 }

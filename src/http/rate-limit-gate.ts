@@ -262,10 +262,11 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     let decision: Decision | Promise<Decision>;
     try {
       decision = limiter.check(limitRequest(identity, method, path), asked);
+      // As on the asynchronous path, a decision the gate cannot read is the limiter's failure.
+      if (!isThenable<Decision>(decision)) return decide(decision, request, trackingId);
     } catch (error) {
       return fail(error, request, 'limiter', trackingId);
     }
-    if (!isThenable<Decision>(decision)) return decide(decision, request, trackingId);
     return settled(
       decision,
       (d) => decide(d, request, trackingId),
@@ -280,14 +281,17 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     trackingId: string,
   ): GateVerdict | Promise<GateVerdict> => {
     let identity: Identity | Promise<Identity>;
+    let pending: boolean;
     try {
       identity = identify(request);
+      // Reading `then` runs user code too (a getter, a Proxy that throws on unknown keys).
+      pending = isThenable<Identity>(identity);
     } catch (error) {
       return fail(error, request, 'identify', trackingId);
     }
-    if (!isThenable<Identity>(identity)) return limit(request, identity, method, path, trackingId);
+    if (!pending) return limit(request, identity as Identity, method, path, trackingId);
     return settled(
-      identity,
+      identity as PromiseLike<Identity>,
       (id) => limit(request, id, method, path, trackingId),
       (error) => fail(error, request, 'identify', trackingId),
     );
@@ -304,18 +308,20 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     else if (onAdmitted) trackingId = make(request);
     if (skip === undefined) return attribute(request, method, path, trackingId);
     let skipped: boolean | Promise<boolean>;
+    let pending: boolean;
     try {
       skipped = skip(request);
+      pending = isThenable<boolean>(skipped);
     } catch (error) {
       return fail(error, request, 'skip', trackingId);
     }
-    if (!isThenable<boolean>(skipped)) {
+    if (!pending) {
       return skipped === true
         ? pass(request, trackingId)
         : attribute(request, method, path, trackingId);
     }
     return settled(
-      skipped,
+      skipped as PromiseLike<boolean>,
       (s) =>
         s === true ? pass(request, trackingId) : attribute(request, method, path, trackingId),
       (error) => fail(error, request, 'skip', trackingId),

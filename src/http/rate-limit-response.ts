@@ -25,7 +25,11 @@ export interface RateLimitResponseOptions {
   trackingId?: string | null | undefined;
   /** Makes a tracking id when the request has none. @defaultValue {@link randomTrackingId} */
   trackingIds?: TrackingIdSource;
-  /** The tracking id header. @defaultValue {@link DEFAULT_TRACKING_ID_HEADER} */
+  /**
+   * The tracking id header: a field name token, and not one the response needs for itself
+   * (`Retry-After`, `Content-Type`, `Content-Length`, ...).
+   * @defaultValue {@link DEFAULT_TRACKING_ID_HEADER}
+   */
   trackingIdHeader?: string;
   /**
    * Add the draft-10 `RateLimit-Policy` and `RateLimit` fields.

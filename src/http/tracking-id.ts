@@ -17,6 +17,26 @@ export type TrackingIdSource = () => string;
 // LF or quote can be smuggled in by a client), and wide enough for UUIDs, ULIDs and trace ids.
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+// Fields the 429 and the 503 write themselves, and fields that frame, route or set state on a
+// message: a tracking id written under one of these would replace Retry-After or Content-Type,
+// or echo a client's value as the response's Content-Length.
+const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+  'cache-control',
+  'connection',
+  'content-encoding',
+  'content-length',
+  'content-type',
+  'keep-alive',
+  'location',
+  'ratelimit',
+  'ratelimit-policy',
+  'retry-after',
+  'set-cookie',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 
 /**
  * True for a tracking id the library accepts from a request: 1 to 128 letters, digits, `.`, `_`,
@@ -56,7 +76,10 @@ export function resolveTrackingId(
 
 /**
  * Check a configured header name (an HTTP field name token) and return it in lower case, as
- * frameworks compare header names.
+ * frameworks compare header names. A field the 429 writes itself (`Retry-After`, `Content-Type`,
+ * `Cache-Control`, `RateLimit`, `RateLimit-Policy`) or one that frames, routes or sets state on a
+ * message (`Content-Length`, `Transfer-Encoding`, `Connection`, `Location`, `Set-Cookie`, ...)
+ * is refused too.
  * @param name - the header name
  * @param option - the option that named it, for the error message
  * @throws ConfigurationError `invalid_header_name`
@@ -68,5 +91,12 @@ export function checkHeaderName(name: unknown, option: string): string {
       `${option} must be an HTTP header name (letters, digits and !#$%&'*+.^_\`|~-, at most 64 characters), got ${describe(name)}.`,
     );
   }
-  return name.toLowerCase();
+  const lower = name.toLowerCase();
+  if (RESERVED_HEADERS.has(lower)) {
+    throw new ConfigurationError(
+      'invalid_header_name',
+      `${option} ${describe(name)} is a header the response needs for itself; name the tracking id header something else, such as "X-Request-Id".`,
+    );
+  }
+  return lower;
 }

@@ -5,10 +5,22 @@
  * @module
  */
 
-/** The longest path (everything before `?` or `#`) that is canonicalised; longer is malformed. */
+/**
+ * The longest canonical path (everything before `?` or `#`, once canonical) accepted; longer is
+ * malformed.
+ */
 export const DEFAULT_MAX_PATH_LENGTH = 2048;
 
+/**
+ * How much longer than the longest canonical path the raw path may be (doubled slashes, dot
+ * segments, escapes): 16 times, 32 KiB of path at the default, twice what Node's HTTP parser
+ * accepts for a whole request head by default (`maxHeaderSize`, 16 KiB). A longer raw path is
+ * malformed, so that the work and the memory of a scan stay bounded.
+ */
+export const RAW_PER_CANONICAL = 16;
+
 import { ConfigurationError } from '../errors.js';
+import { describe } from './duration.js';
 
 /**
  * What a version segment is once canonical: `v`, a digit, then digits, lower-case letters or
@@ -20,7 +32,11 @@ export const VERSION_SEGMENT_PATTERN: RegExp = /^v[0-9][0-9a-z-]*$/i;
 /** Options of {@link canonicalPath}. */
 export interface CanonicalPathOptions {
   /**
-   * The longest path accepted, in UTF-16 code units before the query string.
+   * The longest path accepted, in characters of its canonical form (before the query string).
+   * The raw path may be longer: doubled slashes, dot segments and escapes of unreserved
+   * characters do not count, so padding a path with them cannot make it dodge a rule. The raw
+   * path may be up to {@link RAW_PER_CANONICAL} times this long; a longer one is malformed (keep
+   * the server's own limit on the request line below it, as Node's default is).
    * @defaultValue {@link DEFAULT_MAX_PATH_LENGTH}
    */
   readonly maxPathLength?: number;
@@ -87,8 +103,14 @@ const HASH_MASK = 0x3fffffff;
 export class PathScanner {
   /** Longest accepted path. */
   readonly maxLength: number;
-  /** `SEGMENT_STRIDE` numbers per canonical segment of the last scan. */
-  readonly segments: Int32Array;
+  /**
+   * `SEGMENT_STRIDE` numbers per canonical segment of the last scan. Replaced by a larger array
+   * when a scan holds more segments at once than it has room for (a path that climbs back with
+   * `..`), so read it after the scan.
+   */
+  segments: Int32Array;
+  // The canonical length of each segment of the last scan, so that `..` can give it back.
+  private lengths: Int32Array;
 
   // State of the segment being read or rebuilt.
   private hash = 0;
@@ -104,6 +126,7 @@ export class PathScanner {
     this.maxLength = maxLength;
     // A segment takes at least one character and one separator.
     this.segments = new Int32Array(SEGMENT_STRIDE * (Math.floor(maxLength / 2) + 2));
+    this.lengths = new Int32Array(Math.floor(maxLength / 2) + 2);
   }
 
   /**
@@ -115,14 +138,20 @@ export class PathScanner {
     if (typeof raw !== 'string') return -1;
     const total = raw.length;
     let i = pathStart(raw);
-    const limit = this.maxLength;
-    if (i < 0 || i > limit) return -1;
-    const segments = this.segments;
+    if (i < 0) return -1;
+    // The raw path is bounded too, so that the work and the room for segments are: a path padded
+    // past this is malformed (see RAW_PER_CANONICAL).
+    const rawLimit = this.maxLength * RAW_PER_CANONICAL;
+    if (i > rawLimit) return -1;
     let count = 0;
+    // The length of the canonical path: the limit applies to it, not to the raw text, or a path
+    // padded with `//`, `/./` or `/x/..` past the limit would match no rule while a router that
+    // collapses them (Fastify's ignoreDuplicateSlashes, a WHATWG URL) serves the same resource.
+    let canonical = 0;
     while (i < total) {
       const c = raw.charCodeAt(i);
       if (c === QUESTION || c === HASH) break;
-      if (i >= limit) return -1;
+      if (i >= rawLimit) return -1;
       // A backslash separates segments too: WHATWG URL parsers (and so fetch-based frameworks)
       // read it as a slash, so treating it otherwise would let `a\b` dodge the rule for `a/b`.
       if (c === SLASH || c === BACKSLASH) {
@@ -134,16 +163,23 @@ export class PathScanner {
       while (i < total) {
         const d = raw.charCodeAt(i);
         if (d === SLASH || d === BACKSLASH || d === QUESTION || d === HASH) break;
-        if (i >= limit) return -1;
+        if (i >= rawLimit) return -1;
         i = this.step(raw, i, total);
         if (i < 0) return -1;
       }
       if (this.dots && this.length <= 2) {
         // `.` is dropped and `..` removes the segment before it, never climbing above the root
         // (RFC 3986 section 5.2.4).
-        if (this.length === 2 && count > 0) count--;
+        if (this.length === 2 && count > 0) {
+          count--;
+          canonical -= 1 + (this.lengths[count] as number);
+        }
         continue;
       }
+      if (count === this.lengths.length) this.grow();
+      const segments = this.segments;
+      this.lengths[count] = this.length;
+      canonical += 1 + this.length;
       const at = count * SEGMENT_STRIDE;
       segments[at] = start;
       segments[at + 1] = i;
@@ -151,7 +187,19 @@ export class PathScanner {
       segments[at + 3] = this.flags | (this.version === V_ACCEPT ? SEGMENT_VERSION : 0);
       count++;
     }
-    return count;
+    return canonical > this.maxLength ? -1 : count;
+  }
+
+  // Double the room for segments; only a path that holds more segments at once than a canonical
+  // path of the maximum length could (before `..` removes them) needs it, and the raw limit bounds
+  // how many that can be.
+  private grow(): void {
+    const lengths = new Int32Array(this.lengths.length * 2);
+    lengths.set(this.lengths);
+    this.lengths = lengths;
+    const segments = new Int32Array(this.segments.length * 2);
+    segments.set(this.segments);
+    this.segments = segments;
   }
 
   /**
@@ -326,7 +374,7 @@ export function resolveMaxPathLength(value: number | undefined): number {
   if (!Number.isInteger(value) || value < 1 || value > 1_048_576) {
     throw new ConfigurationError(
       'invalid_option',
-      `maxPathLength must be a whole number from 1 to 1048576, got ${String(value)}`,
+      `maxPathLength must be a whole number from 1 to 1048576, got ${describe(value)}.`,
     );
   }
   return value;

@@ -186,7 +186,8 @@ function literalReason(ch: string): string {
 // it (a dot segment) or refuse it.
 function canonicalLiteral(segment: string): string | undefined {
   const raw = `/${segment}`;
-  const scanner = new PathScanner(raw.length);
+  // The limit is on the canonical length, which escaping makes up to nine times the raw one.
+  const scanner = new PathScanner(raw.length * 9);
   if (scanner.scan(raw) !== 1) return undefined;
   return scanner.text(raw, 0, true);
 }

@@ -47,7 +47,8 @@ export interface RouteMatch<R extends RouteRule> {
 /** Options of {@link compileRoutes}. */
 export interface RouteTableOptions {
   /**
-   * The longest request path considered; a longer one is malformed and matches nothing.
+   * The longest request path considered, counted on its canonical form (padding with `//`,
+   * `/./` or escapes does not count); a longer one is malformed and matches nothing.
    * @defaultValue 2048
    */
   readonly maxPathLength?: number;

@@ -215,6 +215,46 @@ describe('rate limit gate', () => {
     );
   });
 
+  it('fails, never throws, when identify, skip or the limiter returns an object whose then throws', () => {
+    // A strict Proxy (an ORM or config object) that throws on a key it does not know.
+    const strict = (known: Record<string, unknown>) =>
+      new Proxy(known, {
+        get(target, key) {
+          if (typeof key === 'string' && key in target) return target[key];
+          throw new Error(`no property ${String(key)}`);
+        },
+      });
+    for (const failure of ['open', 'closed'] as const) {
+      const phases: string[] = [];
+      const onError = (e: RateLimitErrorEvent<Req>) => phases.push(e.phase);
+      const identified = createRateLimitGate<Req>({
+        limiter: limiterOf(),
+        identify: () => strict({ clientId: 'c', accountCode: 'ACME' }) as never,
+        onError,
+        failure,
+      });
+      const skipping = createRateLimitGate<Req>({
+        limiter: limiterOf(),
+        identify,
+        skip: () => strict({}) as never,
+        onError,
+        failure,
+      });
+      const limited = createRateLimitGate<Req>({
+        limiter: { check: () => strict({ allowed: true }) as never },
+        identify,
+        onError,
+        failure,
+      });
+      for (const gate of [identified, skipping, limited]) {
+        const verdict = gate.check({ client: 'c' }, 'GET', '/', undefined) as GateVerdict;
+        expect(verdict.response?.status).toBe(failure === 'open' ? undefined : 503);
+        expect(verdict.holdsLease).toBe(false);
+      }
+      expect(phases).toEqual(['identify', 'skip', 'limiter']);
+    }
+  });
+
   it('reports an identity the limiter cannot attribute as an InvalidRequestError in the limiter phase', () => {
     const events: RateLimitErrorEvent<Req>[] = [];
     const gate = createRateLimitGate({
@@ -374,6 +414,10 @@ describe('rate limit gate', () => {
       { limiter: limiterOf(), identify, skip: 'no' },
       { limiter: limiterOf(), identify, failure: 'sometimes' },
       { limiter: limiterOf(), identify, trackingIdHeader: 'two words' },
+      // A field the 429 writes itself: Retry-After would carry the tracking id.
+      { limiter: limiterOf(), identify, trackingIdHeader: 'Retry-After' },
+      // A client's Content-Length would be echoed as the response's.
+      { limiter: limiterOf(), identify, trackingIdHeader: 'content-length' },
       { limiter: limiterOf(), identify, trackingIdOnAdmitted: 'no' },
     ];
     for (const options of cases) {

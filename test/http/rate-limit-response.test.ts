@@ -52,6 +52,16 @@ const anyPolicy: fc.Arbitrary<Policy> = fc.oneof(
     .tuple(fc.double({ min: 0.01, max: 10_000, noNaN: true }), fc.integer({ min: 1, max: 500 }))
     .map(([perSecond, burst]) => rate(perSecond, burst)),
   fc.integer({ min: 1, max: 1_000 }).map((max) => concurrency(max, { name: `t${max}` })),
+  // The extremes the factories accept: numbers past 15 digits, a rate that refills in 1e300 s.
+  fc
+    .tuple(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), policyName)
+    .map(([limit, name]) => window(limit, Number.MAX_SAFE_INTEGER, { name })),
+  fc
+    .tuple(fc.double({ min: 1e-300, max: 1e-3, noNaN: true }), fc.integer({ min: 1 }))
+    .map(([perSecond, burst]) => rate(perSecond, burst, { name: `r${perSecond} ${burst}` })),
+  fc
+    .integer({ min: 1, max: Number.MAX_SAFE_INTEGER })
+    .map((max) => concurrency(max, { name: `c${max}` })),
 );
 
 const anyStatuses = fc
@@ -176,6 +186,18 @@ describe('rate limit response (429)', () => {
     );
   });
 
+  it('writes q and w as sf-integers of at most 15 digits for huge limits and tiny rates', () => {
+    const decision = refusedAt(
+      new FakeClock(0),
+      [window(Number.MAX_SAFE_INTEGER, 1_000, { name: 'huge' }), rate(1e-300, 1, { name: 'slow' })],
+      1,
+    );
+    const parts = rateLimitResponseParts(decision, { rateLimitHeaders: true });
+    expect(parts.headers['ratelimit-policy']).toBe(
+      '"huge";q=999999999999999;w=1, "slow";q=1;w=999999999999999',
+    );
+  });
+
   it("answers the engine's decision truthfully: its Retry-After, its limit, the instant it announced", () => {
     const clock = new FakeClock(Date.UTC(2026, 10, 21, 13, 0, 0, 250));
     const decision = refusedAt(clock, [window(3, '60s', { name: 'global: 3 per 60 s' })], 3);
@@ -244,12 +266,22 @@ describe('rate limit response (429)', () => {
     expect(parts.headers[DEFAULT_TRACKING_ID_HEADER.toLowerCase()]).toBeUndefined();
   });
 
-  it('throws a ConfigurationError for a bad header name or an id source that makes malformed ids', () => {
+  it('throws a ConfigurationError for a bad header name, one the 429 writes itself or that frames the message, or an id source that makes malformed ids', () => {
     const decision = refusedAt(new FakeClock(0), [window(1, '1s', { name: 'w' })], 1);
     const badHeader = thrown(() =>
       rateLimitResponseParts(decision, { trackingIdHeader: 'Bad Header' }),
     );
     expect(isConfigurationError(badHeader) && badHeader.code).toBe('invalid_header_name');
+    for (const name of [
+      'Retry-After',
+      'content-type',
+      'Content-Length',
+      'RateLimit',
+      'Set-Cookie',
+    ]) {
+      const reserved = thrown(() => rateLimitResponseParts(decision, { trackingIdHeader: name }));
+      expect(isConfigurationError(reserved) && reserved.code, name).toBe('invalid_header_name');
+    }
     const badSource = thrown(() => rateLimitResponseParts(decision, { trackingIds: () => 'a b' }));
     expect(isConfigurationError(badSource) && badSource.code).toBe('invalid_tracking_id');
   });

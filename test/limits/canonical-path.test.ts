@@ -5,6 +5,7 @@ import {
   canonicalPath,
   DEFAULT_MAX_PATH_LENGTH,
   isConfigurationError,
+  RAW_PER_CANONICAL,
   VERSION_SEGMENT_PATTERN,
 } from '../../src/index.js';
 import {
@@ -120,8 +121,53 @@ describe('canonicalPath', () => {
     expect(canonicalPath(`/${'a'.repeat(DEFAULT_MAX_PATH_LENGTH)}`)).toBeUndefined();
   });
 
+  it('counts the maximum length on the canonical path: padding with //, /./, /x/.. or escapes cannot push a path past it', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.stringMatching(/^[A-Za-z0-9_~-]{1,8}$/), { minLength: 1, maxLength: 6 }),
+        fc.oneof(
+          fc.tuple(fc.constantFrom('/', '/.', '\\', '/x/..'), fc.integer({ min: 1, max: 2000 })),
+          fc.tuple(fc.constant(`/${'y'.repeat(3000)}/..`), fc.integer({ min: 1, max: 3 })),
+        ),
+        (segments, [pad, times]) => {
+          const path = `/${segments.join('/')}`;
+          const padded = `${pad.repeat(times)}/${segments.join(`${pad.repeat(times)}/`)}`;
+          // What the contract says for a given maximum: the canonical path when it fits, whatever
+          // the padding, unless the raw path is past RAW_PER_CANONICAL times the maximum.
+          const expected = (max: number) =>
+            padded.length > max * RAW_PER_CANONICAL || path.length > max ? undefined : path;
+          for (const max of [DEFAULT_MAX_PATH_LENGTH, path.length, path.length - 1 || 1]) {
+            expect(canonicalPath(padded, { maxPathLength: max })).toBe(expected(max));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+    // One segment built from escapes of unreserved characters is its decoded length.
+    expect(canonicalPath(`/${'%41'.repeat(DEFAULT_MAX_PATH_LENGTH - 1)}`)).toBe(
+      `/${'A'.repeat(DEFAULT_MAX_PATH_LENGTH - 1)}`,
+    );
+  });
+
+  it('takes a raw path of up to RAW_PER_CANONICAL times the maximum, and no longer: the work of a scan is bounded', () => {
+    const max = 64;
+    const raw = max * RAW_PER_CANONICAL;
+    // `/a` and slashes up to exactly the raw limit; one more character is too long.
+    const atLimit = `/a${'/'.repeat(raw - 2)}`;
+    expect(canonicalPath(atLimit, { maxPathLength: max })).toBe('/a');
+    expect(canonicalPath(`${atLimit}/`, { maxPathLength: max })).toBeUndefined();
+    expect(canonicalPath(`${atLimit}?q=${'x'.repeat(raw)}`, { maxPathLength: max })).toBe('/a');
+    // At the default: 32 KiB of raw path, climbing back with `..` from as many segments as fit.
+    const climb = `${'/s'.repeat(6_000)}${'/..'.repeat(6_000)}/b`;
+    expect(climb.length).toBeLessThanOrEqual(DEFAULT_MAX_PATH_LENGTH * RAW_PER_CANONICAL);
+    expect(canonicalPath(climb)).toBe('/b');
+    expect(
+      canonicalPath(`${'/'.repeat(DEFAULT_MAX_PATH_LENGTH * RAW_PER_CANONICAL)}b`),
+    ).toBeUndefined();
+  });
+
   it('rejects a bad maxPathLength option with invalid_option', () => {
-    for (const maxPathLength of [0, -1, 1.5, Number.NaN, 2 ** 21]) {
+    for (const maxPathLength of [0, -1, 1.5, Number.NaN, 2 ** 21, Object.create(null), '8']) {
       const caught = thrown(() => canonicalPath('/', { maxPathLength }));
       expect(isConfigurationError(caught) && caught.code === 'invalid_option').toBe(true);
     }

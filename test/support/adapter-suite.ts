@@ -309,6 +309,31 @@ export function adapterSuite(name: string, start: StartServer): void {
       }
     });
 
+    it('counts a per-resource rule on the path as sent: an escaped backslash stays inside the id', async () => {
+      const limiter = createLimiter({
+        preset: {
+          name: 'resource',
+          policies: [window(100, '1s', { name: 'global' })],
+          rules: [{ route: 'GET /r/{id}', policies: [window(1, '60s', { name: 'resource' })] }],
+        },
+        clock: new FakeClock(0),
+      });
+      const app = await start(
+        { limiter },
+        testApp(() => undefined),
+      );
+      try {
+        for (const path of ['/r/a%5Cb', '/r/%41b%5C']) {
+          expect((await send(app.url, path, { 'x-client': 'c1' })).status, path).toBe(200);
+          const again = await send(app.url, path, { 'x-client': 'c1' });
+          expect(again.status, path).toBe(429);
+          expect(again.body).toContain('Limit hit: resource.');
+        }
+      } finally {
+        await app.close();
+      }
+    });
+
     it('decides through an asynchronous store as through the memory store', async () => {
       const limiter = createLimiter({
         policies: [window(1, '1s', { name: 'w' })],

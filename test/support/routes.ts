@@ -22,7 +22,8 @@ export function percentEncode(ch: string): string {
 export function referenceCanonicalPath(raw: unknown, maxPathLength = 2048): string | undefined {
   if (typeof raw !== 'string') return undefined;
   const target = raw.split(/[?#]/)[0]!;
-  if (target.length > maxPathLength) return undefined;
+  // The raw target (host included) is bounded at 16 times the maximum (RAW_PER_CANONICAL).
+  if (target.length > maxPathLength * 16) return undefined;
   let path = target;
   const absolute = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/\\]*/.exec(target);
   if (absolute !== null) path = target.slice(absolute[0].length);
@@ -48,7 +49,9 @@ export function referenceCanonicalPath(raw: unknown, maxPathLength = 2048): stri
     if (canonical === '..') stack.pop();
     else stack.push(canonical);
   }
-  return `/${stack.join('/')}`;
+  // The maximum length applies to the canonical path, however long the raw one.
+  const canonical = `/${stack.join('/')}`;
+  return canonical.length > maxPathLength ? undefined : canonical;
 }
 
 /** ASCII letters to lower case, except the hex digits of `%XX`. */
