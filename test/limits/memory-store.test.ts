@@ -242,10 +242,9 @@ describe('MemoryStore', () => {
     });
   });
 
-  it('at its cap, refuses with reason capacity a request whose resource needs a record, and counts it nowhere', () => {
-    const clock = new FakeClock(0);
-    const store = new MemoryStore({ maxKeys: 1, sweepInterval: 0 });
-    const limiter = createLimiter({
+  // A global window of 2 and a window of 5 per thing (`GET /things/{id}`), on the store given.
+  const thingsLimiter = (clock: FakeClock, store: MemoryStore) =>
+    createLimiter({
       preset: {
         name: 'test',
         policies: [window(2, '60s', { name: 'global' })],
@@ -254,6 +253,11 @@ describe('MemoryStore', () => {
       clock,
       store,
     });
+
+  it('at its cap, refuses with reason capacity a request whose resource needs a record, and counts it nowhere', () => {
+    const clock = new FakeClock(0);
+    const store = new MemoryStore({ maxKeys: 1, sweepInterval: 0 });
+    const limiter = thingsLimiter(clock, store);
     // The client's own record takes the one key; its resource finds no room.
     expect(limiter.check({ ...request, path: '/things/1' })).toMatchObject({
       allowed: false,
@@ -524,15 +528,7 @@ describe('MemoryStore', () => {
   it('at its cap, never drops a record that the decision under way has already found', () => {
     const clock = new FakeClock(0);
     const store = new MemoryStore({ maxKeys: 2, sweepInterval: 0 });
-    const limiter = createLimiter({
-      preset: {
-        name: 'test',
-        policies: [window(2, '60s', { name: 'global' })],
-        rules: [{ route: 'GET /things/{id}', policies: [window(5, '60s', { name: 'thing' })] }],
-      },
-      clock,
-      store,
-    });
+    const limiter = thingsLimiter(clock, store);
     const get = (id: number) => limiter.check({ ...request, path: `/things/${id}` });
     expect(get(1).allowed).toBe(true);
     clock.set(61_000);
