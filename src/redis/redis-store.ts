@@ -40,7 +40,8 @@ export interface RedisStoreOptions {
   /** The client, through an adapter: `ioredisClient(redis)` or `nodeRedisClient(redis)`. */
   client: RedisScriptClient;
   /**
-   * Prefix of every key. Must not contain `{` or `}` (the hash tag follows it).
+   * Prefix of every key. Must not contain `{` or `}` (the hash tag follows it), nor a lone
+   * surrogate (UTF-8 writes every one as U+FFFD, so two such prefixes would share every key).
    * @defaultValue `'limits:'`
    */
   prefix?: string;
@@ -52,7 +53,9 @@ export interface RedisStoreOptions {
    */
   timeSource?: 'redis' | 'clock';
   /**
-   * Milliseconds to wait for Redis to decide or release before failing over to `failMode`.
+   * Milliseconds to wait for Redis to decide or release before failing over to `failMode`: a
+   * whole number from 1 to 2^31 - 1 (the longest a timer waits). A throttle decision that Redis
+   * runs after its timeout gives back the lease it took: the caller was given none.
    * @defaultValue 100
    */
   timeoutMs?: number;
@@ -83,10 +86,11 @@ export interface RedisStoreOptions {
   /** The timeout source. @defaultValue the global `setTimeout` and `clearTimeout` */
   timer?: Timer;
   /**
-   * This store's part of every lease id, unique per store instance: ids are this number (modulo
-   * 2^32) times 2^21 plus a counter (modulo 2^21). Two leases of one throttle are told apart by
-   * their expiry and id together, so two stores must not share it.
-   * @defaultValue a random whole number below 2^48
+   * This store's part of every lease id, unique per store instance: a whole number from 1 to
+   * 2^32 - 1; ids are this number times 2^21 plus a counter (modulo 2^21), exact below 2^53. Two
+   * leases of one throttle are told apart by their expiry and id together, so two stores must not
+   * share it.
+   * @defaultValue a random whole number below 2^32
    */
   instanceId?: number;
 }
@@ -143,6 +147,11 @@ interface Decider {
   readonly script: Script;
   readonly throttles: readonly Throttle[];
 }
+
+/** The longest a timer waits (ms); a longer delay fires after 1 ms. */
+const MAX_TIMEOUT = 2 ** 31 - 1;
+/** A UTF-16 surrogate without its other half. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Lease ids: the instance's part times this, plus a counter below it. */
 const LEASE_COUNTER = 2 ** 21;
@@ -218,10 +227,10 @@ export class RedisStore implements AsyncLimitStore {
       );
     }
     const prefix = options.prefix ?? 'limits:';
-    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix) || LONE_SURROGATE.test(prefix)) {
       throw new ConfigurationError(
         'invalid_option',
-        `prefix must be a string without { or } (the hash tag follows it), got ${describe(prefix)}.`,
+        `prefix must be a string without { or } (the hash tag follows it) and without lone surrogates, got ${describe(prefix)}.`,
       );
     }
     const timeSource = options.timeSource ?? 'redis';
@@ -238,15 +247,15 @@ export class RedisStore implements AsyncLimitStore {
         `failMode must be 'open', 'closed' or 'reject', got ${describe(failMode)}.`,
       );
     }
-    this.#timeoutMs = whole(options.timeoutMs ?? 100, 'timeoutMs', 1);
+    this.#timeoutMs = whole(options.timeoutMs ?? 100, 'timeoutMs', 1, MAX_TIMEOUT);
     this.#closedRetryAfter = whole(
       options.failClosedRetryAfterSeconds ?? 1,
       'failClosedRetryAfterSeconds',
       1,
     );
     this.#margin = whole(options.expiryMarginMs ?? 1000, 'expiryMarginMs', 0);
-    const instance = options.instanceId ?? randomInt(1, 2 ** 48);
-    this.#leaseBase = (whole(instance, 'instanceId', 1) % 2 ** 32) * LEASE_COUNTER;
+    const instance = options.instanceId ?? randomInt(1, 2 ** 32);
+    this.#leaseBase = whole(instance, 'instanceId', 1, 2 ** 32 - 1) * LEASE_COUNTER;
     if (options.onError !== undefined && typeof options.onError !== 'function') {
       throw new ConfigurationError(
         'invalid_option',
@@ -334,9 +343,20 @@ export class RedisStore implements AsyncLimitStore {
       );
     }
 
+    // A throttle decision that Redis runs after its timeout took a lease the caller never got.
+    const throttles = decider.throttles;
+    const late =
+      id === ''
+        ? undefined
+        : (value: unknown) => {
+            const taken = parseOutcome(value, this.#binary, plan, policies, resources);
+            if (taken?.allowed) {
+              void this.release({ store: this, keys, throttles, id, t: taken.now } as RedisLease);
+            }
+          };
     let reply: unknown;
     try {
-      reply = await this.#run(decider.script, keys, args);
+      reply = await this.#run(decider.script, keys, args, late);
     } catch (error) {
       if (riders !== undefined) {
         // Keys of two clients may not meet in one command here (a cluster behind a proxy, say):
@@ -434,19 +454,32 @@ export class RedisStore implements AsyncLimitStore {
     }
   }
 
-  /** EVALSHA, then EVAL when the server does not have the script (restart, failover, SCRIPT FLUSH). */
-  #run(s: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  /**
+   * EVALSHA, then EVAL when the server does not have the script (restart, failover, SCRIPT FLUSH).
+   * A reply that comes after the timeout goes to `late`.
+   */
+  #run(
+    s: Script,
+    keys: readonly string[],
+    args: readonly string[],
+    late?: (value: unknown) => void,
+  ): Promise<unknown> {
     const client = this.#client;
     const call = client.evalSha(s.sha1, keys, args).catch((error: unknown) => {
       if (isNoScript(error)) return client.eval(s.text, keys, args);
       throw error;
     });
     return new Promise((resolve, reject) => {
-      const handle = this.#timer.setTimeout(() => reject(TIMEOUT), this.#timeoutMs);
+      let timedOut = false;
+      const handle = this.#timer.setTimeout(() => {
+        timedOut = true;
+        reject(TIMEOUT);
+      }, this.#timeoutMs);
       call.then(
         (value) => {
           this.#timer.clearTimeout(handle);
-          resolve(value);
+          if (timedOut) late?.(value);
+          else resolve(value);
         },
         (error: unknown) => {
           this.#timer.clearTimeout(handle);
@@ -670,11 +703,13 @@ function readText(reply: unknown, full: number, short: boolean): number[] | unde
   return numbers;
 }
 
-function whole(value: number, name: string, min: number): number {
-  if (!Number.isSafeInteger(value) || value < min) {
+function whole(value: number, name: string, min: number, max?: number): number {
+  if (!Number.isSafeInteger(value) || value < min || (max !== undefined && value > max)) {
     throw new ConfigurationError(
       'invalid_option',
-      `${name} must be a whole number >= ${min}, got ${describe(value)}.`,
+      max === undefined
+        ? `${name} must be a whole number >= ${min}, got ${describe(value)}.`
+        : `${name} must be a whole number from ${min} to ${max}, got ${describe(value)}.`,
     );
   }
   return value;

@@ -683,6 +683,51 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     },
   );
 
+  it.each(['open', 'closed'] as const)(
+    'a throttle decision that fails %s on a timeout and that Redis runs later gives its lease back: the caller holds none',
+    async (failMode) => {
+      // Arrange
+      const timer = new ManualTimer();
+      const errors: RedisStoreError[] = [];
+      const store = make({
+        failMode,
+        timer,
+        timeSource: 'clock',
+        onError: (e) => errors.push(e),
+      });
+      const throttled: Plan = {
+        scopes: [scope('c', 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
+      };
+      const other: Plan = { scopes: [scope('o', 'a', '', [window(5, '1s', { name: 'w' })])] };
+      // The scripts loaded, so that every reply below comes in the order its command was sent.
+      const warm = await store.apply(
+        { scopes: [scope('w', 'a', '', throttled.scopes[0]!.policies)] },
+        0,
+      );
+      if (warm.allowed && warm.lease) await store.release(warm.lease);
+      await store.apply(other, 0);
+      // Act: the server freezes; the decision times out, then runs once the server is back.
+      server.pause();
+      let failed: StoreOutcome;
+      try {
+        const pending = store.apply(throttled, 0);
+        timer.fireAll();
+        failed = await pending;
+      } finally {
+        server.resume();
+      }
+      // Its reply comes before this one's, on the same connection.
+      expect((await store.apply(other, 1)).allowed).toBe(true);
+      const after = await store.apply(throttled, 2);
+      // Assert: the caller got no lease, and none is left held in Redis for its TTL.
+      expect(failed).toMatchObject({ allowed: failMode === 'open', now: 0 });
+      expect(failed.allowed && failed.lease).toBeFalsy();
+      expect(after).toMatchObject({ allowed: true, values: [0, 0] });
+      expect(errorCodes(errors)).toEqual(['redis_timeout']);
+      if (after.allowed && after.lease) await store.release(after.lease);
+    },
+  );
+
   it('rejects with the RedisStoreError when failMode is reject, for a caller that handles a failing store', async () => {
     const timer = new ManualTimer();
     const errors: RedisStoreError[] = [];
@@ -871,6 +916,12 @@ describe('RedisStore options', () => {
     ['a fractional retry', { failClosedRetryAfterSeconds: 1.5 }],
     ['a negative margin', { expiryMarginMs: -1 }],
     ['an instance id of 0', { instanceId: 0 }],
+    // Lease ids hold the instance id below 2^32: 2^32 + 1 would take the lease ids of 1.
+    ['an instance id of 2^32, whose lease ids another store would share', { instanceId: 2 ** 32 }],
+    // Timers wait at most 2^31 - 1 ms; a longer timeout would fire after 1 ms.
+    ['a timeout longer than a timer can wait', { timeoutMs: 2 ** 31 }],
+    // UTF-8 writes every lone surrogate as U+FFFD: two such prefixes would share every key.
+    ['a prefix with a lone surrogate', { prefix: 'limits\uD800:' }],
     ['an onError that is not a function', { onError: 'log' }],
     ['a timer without clearTimeout', { timer: { setTimeout: () => 0 } }],
   ])('refuses %s with a ConfigurationError', (_, options) => {
@@ -879,6 +930,30 @@ describe('RedisStore options', () => {
         ? options
         : { client: client(), ...options };
     expect(isConfigurationError(thrown(() => new RedisStore(withClient as never)))).toBe(true);
+  });
+
+  it('lease ids stay exact whole numbers below 2^53 up to the largest instance id, and differ from those of any other id', async () => {
+    // Arrange: a client that admits every decision and records the lease id argument.
+    const ids: string[] = [];
+    const admitting: RedisScriptClient = {
+      evalSha: async (_, __, args) => {
+        ids.push(args[1]!);
+        return '1,5,0,0,0,0,0';
+      },
+      eval: async () => '',
+    };
+    const plan: Plan = { scopes: [scope('c', 'a', '', [concurrency(1, { name: 't' })])] };
+    // Act
+    for (const instanceId of [2 ** 32 - 1, 1]) {
+      const store = new RedisStore({ client: admitting, instanceId });
+      for (let i = 0; i < 3; i++) await store.apply(plan, 0);
+    }
+    // Assert
+    expect(new Set(ids).size).toBe(6);
+    for (const id of ids) {
+      expect(Number.isSafeInteger(Number(id))).toBe(true);
+      expect(String(Number(id))).toBe(id);
+    }
   });
 
   it.each([
