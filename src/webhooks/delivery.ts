@@ -4,6 +4,7 @@
  * schedule (a 429 or 503 `Retry-After` honoured), and every attempt and outcome is reported.
  * @module
  */
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError, isApiConventionsError } from '../errors.js';
@@ -95,26 +96,26 @@ export type DeliveryStep =
 export interface DeliveryOptions {
   /**
    * The secrets of a subscription, read at each attempt (so rotation applies at once); none, or
-   * undefined for a subscription that no longer exists, ends the job (`no_secret`).
+   * undefined or null for a subscription that no longer exists, ends the job (`no_secret`).
    */
   secrets: (
     subscriptionId: string,
   ) => readonly string[] | undefined | Promise<readonly string[] | undefined>;
   /** Sends the POST. @defaultValue {@link httpTransport}() with the SSRF guard and no allow-list */
   transport?: WebhookTransport;
-  /** The timeout of one attempt, in ms. @defaultValue 15000 */
+  /** The timeout of one attempt, in ms, at most 2^31 - 1 (what timers hold). @defaultValue 15000 */
   timeoutMs?: number;
   /** The retry schedule. @defaultValue {@link retrySchedule}() */
   schedule?: RetrySchedule;
   /** @defaultValue {@link systemClock} */
   clock?: Clock;
-  /** Uniform draws in [0, 1) for the jitter. @defaultValue `Math.random` */
+  /** Uniform draws in [0, 1) for the jitter (one that throws draws 0). @defaultValue `Math.random` */
   random?: () => number;
   /** Told of every attempt and its outcome. Errors it throws are ignored. */
   onAttempt?: (attempt: DeliveryAttempt) => void | Promise<void>;
   /** Told when a receiver answers 410 Gone: disable the subscription here. */
   onGone?: (subscriptionId: string) => void | Promise<void>;
-  /** Extra request headers (a user agent). */
+  /** Extra request headers (a user agent): valid HTTP header names and string values. */
   headers?: Readonly<Record<string, string>>;
 }
 
@@ -132,7 +133,8 @@ export interface Deliverer {
  * Make a deliverer.
  * @param options - secrets, transport, timeout, schedule, clock, random source, callbacks
  * @returns the deliverer that queues call
- * @throws ConfigurationError `invalid_option` for a missing secrets function or a bad timeout
+ * @throws ConfigurationError `invalid_option` for a missing secrets function, a bad timeout or
+ * extra headers that HTTP cannot carry
  * @example
  * ```ts
  * const deliverer = createDeliverer({
@@ -150,16 +152,25 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
     );
   }
   const timeoutMs = options.timeoutMs ?? 15_000;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) {
+  // Timers fire at once beyond 2^31 - 1 ms: a longer timeout would time every attempt out.
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS) {
     throw new ConfigurationError(
       'invalid_option',
-      `timeoutMs must be a whole number of ms > 0, got ${String(timeoutMs)}.`,
+      `timeoutMs must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}, got ${String(timeoutMs)}.`,
     );
   }
+  checkHeaders(options.headers);
   const transport = options.transport ?? httpTransport();
   const schedule = options.schedule ?? retrySchedule();
   const clock = options.clock ?? systemClock;
-  const random = options.random ?? Math.random;
+  const draw = options.random ?? Math.random;
+  const random = (): number => {
+    try {
+      return draw();
+    } catch {
+      return 0; // the full backoff: never sooner than the schedule allows
+    }
+  };
 
   const report = async (attempt: DeliveryAttempt): Promise<DeliveryAttempt> => {
     try {
@@ -171,15 +182,24 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
   };
 
   return {
-    async attempt(job) {
+    async attempt(input) {
       const at = clock.now();
-      const malformed = jobProblem(job);
-      const attempt = malformed === undefined ? job.attempts + 1 : 1;
-      const firstAttemptAt = (malformed === undefined ? job.firstAttemptAt : undefined) ?? at;
+      // Read once: a getter that throws or changes between reads cannot make the attempt reject.
+      const job = readJob(input);
+      const attempt = typeof job === 'string' ? 1 : job.attempts + 1;
+      const firstAttemptAt = (typeof job === 'string' ? undefined : job.firstAttemptAt) ?? at;
+      const field = (name: 'id' | 'subscriptionId' | 'endpointUrl'): string => {
+        if (typeof job !== 'string') return job[name];
+        try {
+          return String(input?.[name]);
+        } catch {
+          return 'undefined';
+        }
+      };
       const base = {
-        id: String(job?.id),
-        subscriptionId: String(job?.subscriptionId),
-        endpointUrl: String(job?.endpointUrl),
+        id: field('id'),
+        subscriptionId: field('subscriptionId'),
+        endpointUrl: field('endpointUrl'),
         attempt,
         at,
       };
@@ -187,10 +207,10 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
         done: true as const,
         report: await report({ ...base, ...fields }),
       });
-      if (malformed !== undefined) {
+      if (typeof job === 'string') {
         // A job no attempt can deliver (a queue holding something else): fail it once, no retry.
         return done({
-          error: { code: 'invalid_job', message: malformed },
+          error: { code: 'invalid_job', message: job },
           outcome: 'failed',
           reason: 'invalid_job',
         });
@@ -201,7 +221,7 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
       } catch {
         secrets = undefined;
       }
-      if (secrets === undefined || secrets.length === 0) {
+      if (secrets === undefined || secrets === null || secrets.length === 0) {
         return done({ outcome: 'failed', reason: 'no_secret' });
       }
       let headers: WebhookHeaders;
@@ -282,9 +302,50 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
   };
 }
 
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+// Extra headers node would refuse at every attempt (CR/LF, bad names): refused once, up front.
+function checkHeaders(headers: unknown): void {
+  if (headers === undefined) return;
+  try {
+    if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) {
+      throw new TypeError('not an object of header names to values');
+    }
+    for (const [name, value] of Object.entries(headers)) {
+      validateHeaderName(name);
+      if (typeof value !== 'string') throw new TypeError(`the value of ${name} is not a string`);
+      validateHeaderValue(name, value);
+    }
+  } catch (error) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createDeliverer headers must map HTTP header names to string values without control characters (CR, LF, NUL): ${error instanceof Error ? error.message : String(error)}.`,
+      { cause: error },
+    );
+  }
+}
+
+// The job's fields, read once into a plain object, or what is wrong with it.
+function readJob(job: DeliveryJob): DeliveryJob | string {
+  try {
+    if (typeof job !== 'object' || job === null) return 'The job is not an object.';
+    const { id, subscriptionId, endpointUrl, body, attempts, firstAttemptAt } = job;
+    const copy = {
+      id,
+      subscriptionId,
+      endpointUrl,
+      body,
+      attempts,
+      ...(firstAttemptAt === undefined ? {} : { firstAttemptAt }),
+    };
+    return jobProblem(copy) ?? copy;
+  } catch (error) {
+    return `The job cannot be read: ${error instanceof Error ? error.message : String(error)}.`;
+  }
+}
+
 // What is wrong with a job, or undefined when an attempt can be made.
 function jobProblem(job: DeliveryJob): string | undefined {
-  if (typeof job !== 'object' || job === null) return 'The job is not an object.';
   if (typeof job.id !== 'string' || typeof job.subscriptionId !== 'string') {
     return 'The job needs a string id and subscriptionId.';
   }

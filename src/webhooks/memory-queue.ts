@@ -6,7 +6,7 @@
  * @module
  */
 import type { Sleep } from '../client/sleep.js';
-import { timerSleep } from '../client/sleep.js';
+import { abortableSleep, timerSleep } from '../client/sleep.js';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
@@ -22,7 +22,10 @@ export interface MemoryDeliveryQueueOptions {
   capacity?: number;
   /** Attempts at a time. @defaultValue 8 */
   concurrency?: number;
-  /** Waits for retries; must reject when the signal aborts. @defaultValue real timers */
+  /**
+   * Waits for retries; should reject when the signal aborts. One that throws, rejects or returns
+   * no promise ends the wait at once. @defaultValue real timers
+   */
   sleep?: Sleep;
   /** @defaultValue {@link systemClock} */
   clock?: Clock;
@@ -44,7 +47,8 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   readonly #sleep: Sleep;
   readonly #clock: Clock;
   readonly #ready: DeliveryJob[] = [];
-  readonly #waiting = new Map<DeliveryJob, number>();
+  // One entry per waiting job, so that the same job object held twice is kept twice.
+  readonly #waiting = new Set<{ readonly job: DeliveryJob }>();
   readonly #blocked: Array<{ job: DeliveryJob; accept: () => void; refuse: () => void }> = [];
   readonly #stop = new AbortController();
   #running = 0;
@@ -111,7 +115,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     if (this.#ready.length > 0 || this.#running > 0) {
       await new Promise<void>((resolve) => this.#idle.push(resolve));
     }
-    const leftover = [...this.#waiting.keys()];
+    const leftover = [...this.#waiting].map((entry) => entry.job);
     this.#waiting.clear();
     return leftover;
   }
@@ -142,9 +146,9 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     this.#running -= 1;
     if (step === undefined) {
       // A deliverer that broke its promise never to reject: hold the job for close() to hand back.
-      this.#waiting.set(job, Number.POSITIVE_INFINITY);
+      this.#waiting.add({ job });
     } else if (!step.done) {
-      if (this.#closed) this.#waiting.set(step.job, step.at);
+      if (this.#closed) this.#waiting.add({ job: step.job });
       else this.#wait(step.job, step.at);
     }
     this.#admit();
@@ -152,14 +156,17 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   }
 
   #wait(job: DeliveryJob, at: number): void {
-    this.#waiting.set(job, at);
-    this.#sleep(Math.max(0, at - this.#clock.now()), this.#stop.signal).then(
-      () => {
-        if (this.#closed || !this.#waiting.delete(job)) return;
-        this.#ready.push(job);
-        this.#pump();
-      },
-      () => undefined, // closed: close() has handed the job back
+    const entry = { job };
+    this.#waiting.add(entry);
+    const wake = () => {
+      // Closed: close() has handed the job back.
+      if (this.#closed || !this.#waiting.delete(entry)) return;
+      this.#ready.push(job);
+      this.#pump();
+    };
+    abortableSleep(this.#sleep, Math.max(0, at - this.#clock.now()), this.#stop.signal).then(
+      wake,
+      wake,
     );
   }
 

@@ -134,12 +134,78 @@ describe('deliver', () => {
     expect(waits).toEqual([120_000, 42_000, 80_000]);
   });
 
+  it('keeps a hostile Retry-After within the schedule: unreadable ones get the backoff, far ones give up at max_age', async () => {
+    const cases: Array<[string, (now: number) => string, number | 'max_age']> = [
+      ['zero', () => '0', 0],
+      ['a past date', () => 'Mon, 01 Jan 1990 00:00:00 GMT', 0],
+      ['negative', () => '-1', 5_000],
+      ['exponent', () => '1e12', 5_000],
+      ['fraction', () => '1.5', 5_000],
+      ['garbage', () => 'soon\u00ff', 5_000],
+      ['a list', () => '1, 2', 5_000],
+      ['huge', () => '9'.repeat(400), 'max_age'],
+      ['a date past the age limit', (now) => formatHttpDate(now + 25 * 3_600_000), 'max_age'],
+    ];
+    for (const [, value, expected] of cases) {
+      const { deliverer, job, clock } = setup();
+      answers({ status: 429, headers: { 'retry-after': value(clock.now()) } });
+      const step = await deliverer.attempt(job);
+      if (expected === 'max_age') {
+        expect(step).toMatchObject({
+          done: true,
+          report: { outcome: 'failed', reason: 'max_age' },
+        });
+      } else {
+        expect(step).toMatchObject({ done: false, at: clock.now() + expected });
+      }
+    }
+    receiver.respond(() => ({ status: 204 }));
+  });
+
+  it('signs each retry with the secrets in force at that attempt, and stops at a 410 on a retry', async () => {
+    const rotated = generateWebhookSecret();
+    let current = [secret];
+    answers({ status: 500 }, { status: 410 });
+    const { run, gone } = setup({
+      secrets: () => current,
+      onAttempt: () => {
+        current = [rotated]; // rotated between the first attempt and its retry
+      },
+    });
+    const before = receiver.received.length;
+    expect(await run()).toMatchObject({ outcome: 'disabled', reason: 'gone', attempt: 2 });
+    expect(gone).toEqual(['sub-1']);
+    const [first, retry] = receiver.received.slice(before);
+    const verify = (key: string, got: typeof first) =>
+      new Webhook(key).verify(got!.body, {
+        'webhook-id': String(got!.headers['webhook-id']),
+        'webhook-timestamp': String(got!.headers['webhook-timestamp']),
+        'webhook-signature': String(got!.headers['webhook-signature']),
+      });
+    expect(() => verify(secret, first)).not.toThrow();
+    expect(() => verify(rotated, retry)).not.toThrow();
+    expect(() => verify(secret, retry)).toThrow();
+  });
+
   it('410 Gone disables the subscription and stops', async () => {
     answers({ status: 410 });
     const { run, gone, waits } = setup();
     expect(await run()).toMatchObject({ outcome: 'disabled', reason: 'gone', status: 410 });
     expect(gone).toEqual(['sub-1']);
     expect(waits).toEqual([]);
+  });
+
+  it('disables on 410 and reports every attempt when onAttempt and onGone reject or throw', async () => {
+    for (const onGone of [
+      () => Promise.reject(new Error('store down')),
+      () => {
+        throw new Error('store down');
+      },
+    ]) {
+      answers({ status: 500 }, { status: 410 });
+      const { run } = setup({ onAttempt: () => Promise.reject(new Error('log down')), onGone });
+      expect(await run()).toMatchObject({ outcome: 'disabled', reason: 'gone', attempt: 2 });
+    }
   });
 
   it('gives up after maxAttempts, or when the next attempt would be too old', async () => {
@@ -270,6 +336,61 @@ describe('deliver', () => {
       expect(report.error?.message).toContain(problem);
     }
     expect(receiver.received.length).toBe(before);
+  });
+
+  it('ends a job whose secrets are null, as for a subscription without secrets', async () => {
+    const before = receiver.received.length;
+    const none = setup({ secrets: () => null as never });
+    expect(await none.run()).toMatchObject({ outcome: 'failed', reason: 'no_secret', attempt: 1 });
+    expect(receiver.received.length).toBe(before);
+  });
+
+  it('never rejects: a job whose fields throw fails as invalid_job, a random source that throws draws 0', async () => {
+    const run = setup();
+    const hostile = new Proxy(run.job, {
+      get() {
+        throw new Error('getter exploded');
+      },
+    });
+    const report = await deliver(run.deliverer, hostile, run.sleep, run.clock);
+    expect(report).toMatchObject({
+      outcome: 'failed',
+      reason: 'invalid_job',
+      error: { code: 'invalid_job', message: expect.stringContaining('getter exploded') },
+    });
+    answers({ status: 500 });
+    const dice = setup({
+      random: () => {
+        throw new Error('no entropy');
+      },
+    });
+    expect(await dice.run()).toMatchObject({ outcome: 'delivered', attempt: 2 });
+    expect(dice.waits).toEqual([5_000]);
+  });
+
+  it('refuses a timeout that timers cannot hold, instead of timing every attempt out', () => {
+    for (const timeoutMs of [2 ** 31, 2 ** 32, Number.MAX_SAFE_INTEGER]) {
+      const error = thrown(() => createDeliverer({ secrets: () => [secret], timeoutMs }));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    }
+    expect(() =>
+      createDeliverer({ secrets: () => [secret], timeoutMs: 2 ** 31 - 1 }),
+    ).not.toThrow();
+  });
+
+  it('refuses extra headers that HTTP cannot carry (CR/LF, bad names, non-strings) when it is made', () => {
+    for (const headers of [
+      { 'user-agent': 'agent\r\nx-injected: 1' },
+      { 'x-nul': 'a\u0000b' },
+      { 'bad name': 'x' },
+      { '': 'x' },
+      { 'x-number': 42 },
+      'user-agent: x',
+    ]) {
+      const error = thrown(() => createDeliverer({ secrets: () => [secret], headers } as never));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect((error as Error).message).toContain('headers');
+    }
   });
 
   it('refuses a deliverer without secrets or with a bad timeout', () => {

@@ -2,9 +2,9 @@
  * The default transport against a real local receiver: what it refuses before connecting, the
  * agents it sends through, and how it reads the receiver's answer.
  */
-import { Agent as HttpAgent } from 'node:http';
+import { createServer as createHttpServer, Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import type { Socket } from 'node:net';
+import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpTransport, type WebhookTransport } from '../../src/index.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -24,6 +24,26 @@ const failure = (promise: Promise<unknown>) =>
     () => undefined,
     (e: { code: string; message: string }) => e,
   );
+
+/** A raw TCP server on 127.0.0.1 that hands each connection to `onConnection`. */
+async function rawServer(onConnection: (socket: Socket) => void) {
+  const sockets: Socket[] = [];
+  const server: Server = createNetServer((socket) => {
+    sockets.push(socket);
+    socket.on('error', () => undefined);
+    onConnection(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
 
 /** An agent that counts the connections it opens and keeps their sockets. */
 function countingAgent<A extends HttpAgent>(agent: A): A & { sockets: Socket[] } {
@@ -107,6 +127,92 @@ describe('httpTransport', () => {
     } finally {
       receiver.respond(() => ({ status: 204 }));
       http.destroy();
+    }
+  });
+
+  it('never follows a redirect: the 3xx is the answer, and nothing is sent to its Location', async () => {
+    const transport = httpTransport({ allow: ['127.0.0.1'] });
+    for (const status of [301, 302, 303, 307, 308]) {
+      receiver.respond(() => ({
+        status,
+        headers: { location: `http://169.254.169.254/latest/meta-data?from=${status}` },
+      }));
+      const before = receiver.received.length;
+      const response = await post(transport, `${receiver.url}/in`);
+      expect(response.status).toBe(status);
+      expect(receiver.received.length).toBe(before + 1);
+    }
+    receiver.respond(() => ({ status: 204 }));
+  });
+
+  it('answers at the headers of a body that never ends, and the timeout then closes the connection', async () => {
+    let written = 0;
+    let closed: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => {
+      closed = resolve;
+    });
+    const server = createHttpServer((req, res) => {
+      req.resume();
+      res.on('close', () => closed());
+      res.writeHead(200);
+      const pour = () => {
+        while (!res.destroyed) {
+          written += 64 * 1024;
+          if (!res.write(Buffer.alloc(64 * 1024))) {
+            res.once('drain', pour);
+            return;
+          }
+        }
+      };
+      pour();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    try {
+      const transport = httpTransport({ allow: ['127.0.0.1'] });
+      const response = await transport({
+        url: `http://127.0.0.1:${port}/in`,
+        headers: {},
+        body: '{}',
+        timeoutMs: 200,
+      });
+      expect(response.status).toBe(200);
+      await done;
+      expect(written).toBeGreaterThan(0);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('times out a receiver that accepts the connection but never reads, or never sends its headers', async () => {
+    const transport = httpTransport({ allow: ['127.0.0.1'] });
+    const silent = await rawServer((socket) => socket.pause());
+    const slow = await rawServer((socket) => socket.write('HTTP/1.1 200 OK\r\nx-slow: '));
+    try {
+      for (const [url, body] of [
+        [silent.url, 'x'.repeat(10_000_000)],
+        [slow.url, '{}'],
+      ] as const) {
+        const error = await failure(transport({ url, headers: {}, body, timeoutMs: 200 }));
+        expect(error).toMatchObject({ code: 'timeout' });
+      }
+    } finally {
+      await silent.close();
+      await slow.close();
+    }
+  });
+
+  it('fails with connection_failed when the receiver resets the connection mid-request', async () => {
+    const reset = await rawServer((socket) => socket.once('data', () => socket.resetAndDestroy()));
+    try {
+      const transport = httpTransport({ allow: ['127.0.0.1'] });
+      const error = await failure(
+        transport({ url: reset.url, headers: {}, body: '{}', timeoutMs: 2_000 }),
+      );
+      expect(error).toMatchObject({ code: 'connection_failed' });
+    } finally {
+      await reset.close();
     }
   });
 });

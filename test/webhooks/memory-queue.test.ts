@@ -9,6 +9,7 @@ import {
   isApiConventionsError,
   isConfigurationError,
   MemoryDeliveryQueue,
+  type MemoryDeliveryQueueOptions,
 } from '../../src/index.js';
 import { thrown } from '../support/thrown.js';
 
@@ -53,6 +54,8 @@ function scriptedDeliverer(retries: (job: DeliveryJob) => number, clock: FakeClo
   };
   return { deliverer, pending, attempts };
 }
+
+type Sleep = NonNullable<MemoryDeliveryQueueOptions['sleep']>;
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -158,6 +161,62 @@ describe('MemoryDeliveryQueue', () => {
     await tick();
     expect(queue.size).toBe(1);
     expect(await queue.close()).toEqual([job(7)]);
+  });
+
+  it('retries after an injected sleep that returns no promise, throws or rejects, as after a wait', async () => {
+    const sleeps: Array<(clock: FakeClock) => Sleep> = [
+      (clock) => ((ms: number) => void clock.advance(ms)) as unknown as Sleep,
+      () => () => {
+        throw new Error('timer broke');
+      },
+      () => () => Promise.reject(new Error('timer broke')),
+    ];
+    for (const sleep of sleeps) {
+      const clock = new FakeClock(0);
+      const { deliverer, pending, attempts } = scriptedDeliverer(() => 1, clock);
+      const queue = new MemoryDeliveryQueue({ deliverer, clock, sleep: sleep(clock) });
+      await queue.enqueue(job(0));
+      pending.shift()!.settle();
+      await tick();
+      expect(attempts).toEqual(['msg_0', 'msg_0']);
+      pending.shift()!.settle();
+      await tick();
+      expect(queue.size).toBe(0);
+      expect(await queue.close()).toEqual([]);
+    }
+  });
+
+  it('hands back on close every job waiting for a retry, even when a deliverer returns the same job object for two', async () => {
+    const clock = new FakeClock(0);
+    const same = job(0);
+    const deliverer: Deliverer = {
+      attempt: async (j) => ({
+        done: false,
+        job: j,
+        at: clock.now() + 1_000,
+        report: {
+          id: j.id,
+          subscriptionId: j.subscriptionId,
+          endpointUrl: j.endpointUrl,
+          attempt: 1,
+          at: 0,
+          outcome: 'retry',
+        },
+      }),
+    };
+    const queue = new MemoryDeliveryQueue({
+      deliverer,
+      clock,
+      sleep: (_ms, signal) =>
+        new Promise<void>((_, reject) =>
+          signal?.addEventListener('abort', () => reject(signal.reason)),
+        ),
+    });
+    await queue.enqueue(same);
+    await queue.enqueue(same);
+    await tick();
+    expect(queue.size).toBe(2);
+    expect(await queue.close()).toEqual([same, same]);
   });
 
   it('refuses a capacity or concurrency below 1', () => {
