@@ -4,7 +4,7 @@
  * second. Each line is a run of identical outcomes: admitted, or 429 with the limit that was hit
  * and the Retry-After it announced.
  *
- * Run it with `npm run demo`.
+ * Run it with `npm run demo:scripted`.
  */
 import { createLimiter, FakeClock, type LimitRequest, presets } from '../src/index.js';
 

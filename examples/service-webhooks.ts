@@ -51,7 +51,14 @@ export interface DemoWebhooksOptions {
   redis?: { bullmq: typeof BullMQ; connection: BullMQ.ConnectionOptions };
   /** Told of every delivery attempt (after the log has it). */
   onDelivery?: (entry: AuditLogEntry) => void;
+  /** Subscriptions an account may hold (the demo has no delete). @defaultValue 100 */
+  maxSubscriptionsPerAccount?: number;
+  /** Delivery log entries kept per account, the newest. @defaultValue 1000 */
+  maxLogEntriesPerAccount?: number;
 }
+
+/** How deep the `data` of a test event may nest (objects and arrays). */
+export const MAX_TEST_EVENT_DEPTH = 32;
 
 /** A response to write. */
 type Reply = ResponseParts;
@@ -64,6 +71,93 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
 
 const problem = (status: number, code: string, title: string, detail: string): Reply =>
   problemResponse(problemDetails({ code, title, status, detail }));
+
+/** One error of a test event request, with its JSON pointer. */
+interface TestEventIssue {
+  code: string;
+  path: string;
+  message: string;
+}
+
+const TEST_EVENT_FIELDS = ['kind', 'propertyId', 'data'];
+
+const describe = (value: unknown): string =>
+  value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+
+/** How deep a parsed JSON value nests, counted without recursion (it may be deeper than the stack). */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const top = stack.pop()!;
+    if (typeof top.value !== 'object' || top.value === null) continue;
+    const depth = top.depth + 1;
+    if (depth > deepest) deepest = depth;
+    if (depth > MAX_TEST_EVENT_DEPTH) return depth;
+    for (const child of Object.values(top.value)) stack.push({ value: child, depth });
+  }
+  return deepest;
+}
+
+const hasSpaceOrControl = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c <= 0x20 || (c >= 0x7f && c <= 0x9f)) return true;
+  }
+  return false;
+};
+
+/** Every error of a test event body (kind, propertyId, data; all optional), at once. */
+function testEventIssues(body: unknown): TestEventIssue[] {
+  if (body === undefined) return [];
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return [
+      {
+        code: 'body_not_object',
+        path: '',
+        message: `The body must be a JSON object with optional kind, propertyId and data; got ${describe(body)}.`,
+      },
+    ];
+  }
+  const issues: TestEventIssue[] = [];
+  const input = body as Record<string, unknown>;
+  for (const name of Object.keys(input)) {
+    if (!TEST_EVENT_FIELDS.includes(name)) {
+      issues.push({
+        code: 'unknown_field',
+        path: `/${name.replaceAll('~', '~0').replaceAll('/', '~1')}`,
+        message: `Unknown field ${JSON.stringify(name)}; the body has only ${TEST_EVENT_FIELDS.join(', ')} (check the spelling).`,
+      });
+    }
+  }
+  if (Object.hasOwn(input, 'kind')) {
+    const kind = parseEventKind(input.kind);
+    const unknown = kind.ok ? exampleEventCatalog.check(kind.value) : undefined;
+    if (!kind.ok)
+      issues.push({ code: kind.error.code, path: '/kind', message: kind.error.message });
+    else if (unknown !== undefined) {
+      issues.push({ code: unknown.code, path: '/kind', message: unknown.message });
+    }
+  }
+  if (Object.hasOwn(input, 'propertyId')) {
+    const id = input.propertyId;
+    if (typeof id !== 'string' || id.length === 0 || id.length > 128 || hasSpaceOrControl(id)) {
+      issues.push({
+        code: 'invalid_property_id',
+        path: '/propertyId',
+        message: `propertyId must be a property id of 1 to 128 characters without spaces or control characters, or omitted for an account-level event; got ${typeof id === 'string' ? `${id.length} characters` : describe(id)}.`,
+      });
+    }
+  }
+  if (Object.hasOwn(input, 'data') && depthOf(input.data) > MAX_TEST_EVENT_DEPTH) {
+    issues.push({
+      code: 'data_too_deep',
+      path: '/data',
+      message: `data nests more than ${MAX_TEST_EVENT_DEPTH} objects or arrays deep; send a flatter value.`,
+    });
+  }
+  return issues;
+}
 
 /** The webhook side: handlers that take the parsed request and return the response. */
 export function createDemoWebhooks(options: DemoWebhooksOptions) {
@@ -78,6 +172,8 @@ export function createDemoWebhooks(options: DemoWebhooksOptions) {
   const pages = pageNumberValidator();
   const cursors = cursorValidator({ codec, sizes: pageSizePresets.analyticalData });
   const policy = { allowHttp: true, allow: options.allow };
+  const maxSubscriptions = options.maxSubscriptionsPerAccount ?? 100;
+  const maxLog = options.maxLogEntriesPerAccount ?? 1000;
 
   const deliverer = createDeliverer({
     secrets: (id) => {
@@ -91,8 +187,10 @@ export function createDemoWebhooks(options: DemoWebhooksOptions) {
       if (account === undefined) return;
       const log = logs.get(account) ?? [];
       logs.set(account, log);
-      const entry = { sequence: log.length + 1, ...attempt };
+      const entry = { sequence: (log.at(-1)?.sequence ?? 0) + 1, ...attempt };
       log.push(entry);
+      // Only the newest entries are kept: a busy or hostile account cannot grow the log forever.
+      if (log.length > maxLog) log.splice(0, log.length - maxLog);
       options.onDelivery?.(entry);
     },
     onGone: (id) => {
@@ -119,6 +217,15 @@ export function createDemoWebhooks(options: DemoWebhooksOptions) {
   return {
     /** POST /v1/subscriptions: 201 with the subscription and its signing secret (shown once). */
     create(body: unknown, accountCode: string): Reply {
+      // Each subscription is a delivery per test event: a bound on them bounds the fan-out.
+      if ((subscriptions.get(accountCode)?.length ?? 0) >= maxSubscriptions) {
+        return problem(
+          409,
+          'subscription_limit_reached',
+          'Too many subscriptions',
+          `This account already has ${maxSubscriptions} subscriptions, the most the demo keeps; restart the demo to start again.`,
+        );
+      }
       const outcome = createSubscription(body, accountCode, {
         index,
         catalog: exampleEventCatalog,
@@ -161,16 +268,21 @@ export function createDemoWebhooks(options: DemoWebhooksOptions) {
       );
     },
 
-    /** GET /v1/audit-logs?limit&cursor: the delivery log, oldest first. */
+    /**
+     * GET /v1/audit-logs?limit&cursor: the delivery log, oldest first. Only the newest entries are
+     * kept; a cursor past ones no longer kept goes on from the oldest kept.
+     */
     auditLogs(url: URL, accountCode: string): Reply {
       const query = cursors(url.searchParams);
       if (!query.ok) return problemResponse(query.problem);
       const { limit, state } = query.value;
       const log = logs.get(accountCode) ?? [];
       const after = state?.after ?? 0;
-      const items = log.slice(after, after + limit);
+      const first = log[0]?.sequence ?? 1;
+      const start = Math.max(0, after - first + 1);
+      const items = log.slice(start, start + limit);
       const last = items.at(-1);
-      const more = last !== undefined && last.sequence < log.length;
+      const more = last !== undefined && last.sequence < (log.at(-1)?.sequence ?? 0);
       const nav = cursorNavigation({
         url,
         limit,
@@ -189,22 +301,47 @@ export function createDemoWebhooks(options: DemoWebhooksOptions) {
       );
     },
 
-    /** POST /v1/test-events: make an event and deliver it to every matching subscription. */
+    /**
+     * POST /v1/test-events: make an event and deliver it to every matching subscription. Every
+     * field is optional (kind `reservation/created`, no property, data `{ test: true }`); a field
+     * that is sent must be right, or the 400 lists every error with its JSON pointer.
+     */
     async emit(body: unknown, accountCode: string): Promise<Reply> {
-      const input = (typeof body === 'object' && body !== null ? body : {}) as Record<
-        string,
-        unknown
-      >;
-      const kind = typeof input.kind === 'string' ? input.kind : 'reservation/created';
-      const parsed = parseEventKind(kind);
-      if (!parsed.ok) {
-        return problem(400, 'invalid_event_kind', 'Invalid event kind', parsed.error.message);
+      const issues = testEventIssues(body);
+      if (issues.length > 0) {
+        return problemResponse(
+          problemDetails({
+            code: 'invalid_test_event',
+            title: 'Invalid test event',
+            status: 400,
+            detail: `${issues.length} error${issues.length === 1 ? '' : 's'}: ${issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join(' ')}`,
+            extensions: { errors: issues },
+          }),
+        );
       }
-      const propertyId = typeof input.propertyId === 'string' ? input.propertyId : undefined;
-      const message = createWebhookMessage(
-        { accountCode, kind, propertyId, data: input.data ?? { test: true } },
-        { clock: options.clock },
-      );
+      const input = (body ?? {}) as Record<string, unknown>;
+      const kind = (input.kind as string | undefined) ?? 'reservation/created';
+      const propertyId = input.propertyId as string | undefined;
+      let message: ReturnType<typeof createWebhookMessage>;
+      try {
+        message = createWebhookMessage(
+          {
+            accountCode,
+            kind,
+            propertyId,
+            data: Object.hasOwn(input, 'data') ? input.data : { test: true },
+          },
+          { clock: options.clock },
+        );
+      } catch (error) {
+        if (!isApiConventionsError(error)) throw error;
+        return problem(
+          400,
+          'invalid_test_event',
+          'Invalid test event',
+          `${error.message} Send a smaller or simpler data value.`,
+        );
+      }
       const matches = index.match({ accountCode, kind, propertyId });
       try {
         for (const subscription of matches) await queue.enqueue(deliveryJob(message, subscription));

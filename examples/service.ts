@@ -6,8 +6,9 @@
  * /demo/receiver verifies what it gets. In memory by default; REDIS_URL puts the limits and the
  * delivery queue on Redis. The service prints the curl lines to try. Ctrl+C stops it.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, maxHeaderSize, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import * as bullmq from 'bullmq';
 import { Redis } from 'ioredis';
@@ -45,8 +46,24 @@ export interface DemoService {
 
 const clientOf = (req: IncomingMessage): Identity | undefined => {
   const key = req.headers['x-api-key'];
-  return typeof key === 'string' ? demoClients[key] : undefined;
+  // Own keys only: `__proto__`, `constructor` or `toString` are no API keys.
+  return typeof key === 'string' && Object.hasOwn(demoClients, key) ? demoClients[key] : undefined;
 };
+
+/**
+ * The request target as a URL on the service's own origin, or undefined when it is not a path
+ * (absolute-form, `*`). Neither the Host header nor a target starting with `//` can name another
+ * host: the routes and the limits see the same path, and links point back to this service.
+ */
+function targetOf(req: IncomingMessage, origin: string): URL | undefined {
+  const target = req.url ?? '';
+  if (!target.startsWith('/')) return undefined;
+  try {
+    return new URL(`${origin}${target}`);
+  } catch {
+    return undefined;
+  }
+}
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -56,29 +73,41 @@ function write(res: ServerResponse, parts: ResponseParts): void {
   res.writeHead(parts.status, parts.headers).end(parts.body);
 }
 
-const MAX_BODY = 64 * 1024;
+const problem = (status: number, code: string, title: string, detail: string): ResponseParts =>
+  problemResponse(problemDetails({ code, title, status, detail }));
 
-/** The raw body, or undefined when it is larger than the demo takes. */
-async function readBody(req: IncomingMessage): Promise<string | undefined> {
-  let body = '';
-  req.setEncoding('utf8');
-  for await (const chunk of req) {
-    body += String(chunk);
-    if (body.length > MAX_BODY) return undefined;
+const MAX_BODY = 64 * 1024;
+/** How long one request, headers and body, may take to arrive. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** The raw body, or undefined when it is larger than the demo takes (the connection then closes). */
+async function readBody(req: IncomingMessage, res: ServerResponse): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY) {
+      // Stop reading: a body that never ends is not drained; the socket closes after the 413.
+      res.shouldKeepAlive = false;
+      return undefined;
+    }
+    chunks.push(chunk);
   }
-  return body;
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The JSON body, or the problem response to send. */
 async function readJson(
   req: IncomingMessage,
+  res: ServerResponse,
 ): Promise<{ ok: true; value: unknown } | { ok: false; reply: ResponseParts }> {
-  const raw = await readBody(req);
+  const raw = await readBody(req, res);
   const refuse = (status: number, code: string, detail: string) => ({
     ok: false as const,
-    reply: problemResponse(problemDetails({ code, title: 'Unreadable body', status, detail })),
+    reply: problem(status, code, 'Unreadable body', detail),
   });
   if (raw === undefined) return refuse(413, 'body_too_large', `Send at most ${MAX_BODY} bytes.`);
+  // Any content-type is read as JSON: the demo is lenient there, strict about what the JSON says.
   if (raw === '') return { ok: true, value: undefined };
   try {
     return { ok: true, value: JSON.parse(raw) };
@@ -89,34 +118,122 @@ async function readJson(
 
 type Webhooks = ReturnType<typeof createDemoWebhooks>;
 
-async function route(req: IncomingMessage, res: ServerResponse, webhooks: Webhooks): Promise<void> {
-  const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'demo'}`);
+/** The methods of a routed path, or undefined for a path the demo does not serve. */
+function methodsOf(path: string): readonly string[] | undefined {
+  if (path === '/v1/subscriptions') return ['GET', 'POST'];
+  if (path === '/v1/audit-logs') return ['GET'];
+  if (path === '/v1/test-events') return ['POST'];
+  if (path === '/demo/receiver') return ['GET', 'POST'];
+  if (/^\/booking\/v[^/]+\/(reservations|offers)$/.test(path)) return ['GET'];
+  if (/^\/booking\/v[^/]+\/bookings\/[^/]+$/.test(path)) return ['PATCH'];
+  return undefined;
+}
+
+/** 404 for a path the demo does not serve, 405 with Allow for a method it does not route there. */
+function unrouted(res: ServerResponse, method: string, path: string): void {
+  const methods = methodsOf(path);
+  if (methods === undefined) {
+    write(
+      res,
+      problemResponse(
+        problemDetails({
+          code: 'not_found',
+          title: 'Not found',
+          status: 404,
+          instance: path,
+          detail:
+            'The demo serves /v1/subscriptions, /v1/test-events, /v1/audit-logs, /demo/receiver, /booking/v1/reservations, /booking/v1/offers and /booking/v1/bookings/{id}, with no trailing slash.',
+        }),
+      ),
+    );
+    return;
+  }
+  const parts = problem(
+    405,
+    'method_not_allowed',
+    'Method not allowed',
+    `${path} takes ${methods.join(' or ')}, not ${method}.`,
+  );
+  res
+    .writeHead(parts.status, {
+      ...parts.headers,
+      allow: (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', '),
+    })
+    .end(parts.body);
+}
+
+async function route(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  webhooks: Webhooks,
+): Promise<void> {
   const path = url.pathname;
   const account = (clientOf(req) as Identity).accountCode;
-  if (path === '/v1/subscriptions' && (req.method === 'POST' || req.method === 'GET')) {
-    if (req.method === 'GET') return write(res, webhooks.list(url, account));
-    const body = await readJson(req);
+  // HEAD is a GET without the body (node:http leaves the body out).
+  const method = req.method === 'HEAD' ? 'GET' : req.method;
+  if (path === '/v1/subscriptions' && method === 'GET') {
+    return write(res, webhooks.list(url, account));
+  }
+  if (path === '/v1/subscriptions' && method === 'POST') {
+    const body = await readJson(req, res);
     return write(res, body.ok ? webhooks.create(body.value, account) : body.reply);
   }
-  if (path === '/v1/audit-logs' && req.method === 'GET') {
+  if (path === '/v1/audit-logs' && method === 'GET') {
     return write(res, webhooks.auditLogs(url, account));
   }
-  if (path === '/v1/test-events' && req.method === 'POST') {
-    const body = await readJson(req);
+  if (path === '/v1/test-events' && method === 'POST') {
+    const body = await readJson(req, res);
     return write(res, body.ok ? await webhooks.emit(body.value, account) : body.reply);
   }
-  if (req.method === 'GET' && /^\/booking\/v[^/]+\/reservations$/.test(path)) {
+  if (method === 'GET' && /^\/booking\/v[^/]+\/reservations$/.test(path)) {
     json(res, 200, { items: [{ id: 'R-1001' }, { id: 'R-1002' }] });
-  } else if (req.method === 'GET' && /^\/booking\/v[^/]+\/offers$/.test(path)) {
+  } else if (method === 'GET' && /^\/booking\/v[^/]+\/offers$/.test(path)) {
     json(res, 200, { items: [{ offer: 'double room', price: 120 }] });
-  } else if (req.method === 'PATCH' && /^\/booking\/v[^/]+\/bookings\/[^/]+$/.test(path)) {
+  } else if (method === 'PATCH' && /^\/booking\/v[^/]+\/bookings\/[^/]+$/.test(path)) {
     json(res, 200, { id: path.split('/').at(-1), updated: true });
-  } else {
-    const parts = problemResponse(
-      problemDetails({ code: 'not_found', title: 'Not found', status: 404, instance: path }),
-    );
-    res.writeHead(parts.status, parts.headers).end(parts.body);
+  } else unrouted(res, req.method ?? '', path);
+}
+
+/**
+ * The answer of node:http's parser errors, as problem details: a request line or headers that are
+ * too long (431), a request that took too long (408), anything else it cannot parse (400).
+ */
+function clientError(error: Error & { code?: string }, socket: Duplex): void {
+  // As node:http does: answer unless a response has begun (then there is nothing left to say).
+  const started = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage?.headersSent;
+  if (!socket.writable || started === true) {
+    socket.destroy();
+    return;
   }
+  const [status, title, detail] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [
+          431,
+          'Request header fields too large',
+          `Send a request line and headers of at most ${maxHeaderSize} bytes in all.`,
+        ]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [
+            408,
+            'Request timeout',
+            'Send the whole request, headers and body, within the time the service gives it.',
+          ]
+        : [400, 'Bad request', 'Send a well-formed HTTP/1.1 request.'];
+  const parts = problem(
+    status,
+    status === 400 ? 'bad_request' : status === 408 ? 'request_timeout' : 'headers_too_large',
+    title,
+    detail,
+  );
+  const head = Object.entries({
+    ...parts.headers,
+    'content-length': String(Buffer.byteLength(parts.body)),
+    connection: 'close',
+  })
+    .map(([name, value]) => `${name}: ${value}`)
+    .join('\r\n');
+  socket.end(`HTTP/1.1 ${status} ${title}\r\n${head}\r\n\r\n${parts.body}`);
 }
 
 /** How the demo runs. */
@@ -131,6 +248,10 @@ export interface DemoOptions {
   allow?: readonly string[];
   /** Told of every delivery attempt, once the delivery log has it. */
   onDelivery?: (entry: AuditLogEntry) => void;
+  /** Subscriptions an account may hold. @defaultValue 100 */
+  maxSubscriptionsPerAccount?: number;
+  /** Delivery log entries kept per account, the newest. @defaultValue 1000 */
+  maxLogEntriesPerAccount?: number;
 }
 
 /**
@@ -172,8 +293,16 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     allow: options.allow ?? ['127.0.0.1', '::1'],
     ...(queueRedis === undefined ? {} : { redis: { bullmq, connection: queueRedis } }),
     ...(options.onDelivery === undefined ? {} : { onDelivery: options.onDelivery }),
+    ...(options.maxSubscriptionsPerAccount === undefined
+      ? {}
+      : { maxSubscriptionsPerAccount: options.maxSubscriptionsPerAccount }),
+    ...(options.maxLogEntriesPerAccount === undefined
+      ? {}
+      : { maxLogEntriesPerAccount: options.maxLogEntriesPerAccount }),
   });
-  const fail = (res: ServerResponse) => (error: unknown) => {
+  const fail = (req: IncomingMessage, res: ServerResponse) => (error: unknown) => {
+    // A client that went away mid-body is no failure of the service: nothing to answer, nothing to log.
+    if (req.destroyed && !req.complete) return;
     console.error(error);
     if (!res.headersSent) {
       write(
@@ -182,34 +311,62 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
       );
     } else res.destroy();
   };
+  let origin = 'http://127.0.0.1';
   const server = createServer((req, res) => {
-    if (new URL(req.url ?? '/', 'http://demo').pathname === '/demo/receiver') {
+    const url = targetOf(req, origin);
+    if (url === undefined) {
+      return write(
+        res,
+        problem(
+          400,
+          'invalid_request_target',
+          'Invalid request target',
+          'Send the request target as a path from this service, such as /v1/subscriptions; the demo is no proxy.',
+        ),
+      );
+    }
+    if (url.pathname === '/demo/receiver') {
       // The demo's own receiver stands for a subscriber's server: no API key, no limits.
-      if (req.method === 'GET') return write(res, webhooks.received());
-      readBody(req).then((raw) => write(res, webhooks.receive(raw ?? '', req.headers)), fail(res));
+      if (req.method === 'GET' || req.method === 'HEAD') return write(res, webhooks.received());
+      if (req.method !== 'POST') return unrouted(res, req.method ?? '', url.pathname);
+      readBody(req, res).then(
+        (raw) =>
+          write(
+            res,
+            raw === undefined
+              ? problem(413, 'body_too_large', 'Body too large', `Send at most ${MAX_BODY} bytes.`)
+              : webhooks.receive(raw, req.headers),
+          ),
+        fail(req, res),
+      );
       return;
     }
     if (clientOf(req) === undefined) {
-      const parts = problemResponse(
-        problemDetails({
-          code: 'unauthenticated',
-          title: 'Unknown API key',
-          status: 401,
-          detail: `Send x-api-key: ${Object.keys(demoClients).join(' or ')}.`,
-        }),
+      return write(
+        res,
+        problem(
+          401,
+          'unauthenticated',
+          'Unknown API key',
+          `Send one x-api-key header: ${Object.keys(demoClients).join(' or ')}.`,
+        ),
       );
-      res.writeHead(parts.status, parts.headers).end(parts.body);
-      return;
     }
     limit(req, res, () => {
-      route(req, res, webhooks).catch(fail(res));
+      route(req, res, url, webhooks).catch(fail(req, res));
     });
   });
+  server.on('clientError', clientError);
+  // A request, body included, that is not complete in time is answered 408 and its connection
+  // closed: a body that never ends holds at most MAX_BODY bytes, and for this long.
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.headersTimeout = REQUEST_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 3000, '127.0.0.1', resolve);
   });
   const { port } = server.address() as AddressInfo;
+  origin = `http://127.0.0.1:${port}`;
   return {
     url: `http://127.0.0.1:${port}`,
     close: async () => {

@@ -30,6 +30,27 @@ describe('demo service (npm run demo)', () => {
     }
   });
 
+  it('refuses API keys named like Object.prototype members or sent twice with a 401, never fails open', async () => {
+    const service = await startDemoService({ port: 0, clock: new FakeClock(0) });
+    try {
+      for (const key of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
+        const refused = await send(service.url, '/booking/v1/reservations', { 'x-api-key': key });
+        expect([refused.status, refused.headers['content-type']]).toEqual([
+          401,
+          'application/problem+json; charset=utf-8',
+        ]);
+        expect(JSON.parse(refused.body).detail).toContain('live-demo-key or dev-demo-key');
+      }
+      // node:http joins a repeated header into one value: two keys are no key.
+      const twice = await send(service.url, '/booking/v1/reservations', {
+        'x-api-key': 'live-demo-key, dev-demo-key',
+      });
+      expect(twice.status).toBe(401);
+    } finally {
+      await service.close();
+    }
+  });
+
   it('runs as a process that prints the curl lines and stops cleanly on SIGTERM', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'examples/service.ts'], {
       env: { ...process.env, PORT: '0' },
