@@ -20,15 +20,48 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
+/** Whether something can listen on `port` of 127.0.0.1 right now. */
+async function portIsFree(port: number): Promise<boolean> {
+  const server = createServer();
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free port for a Redis Cluster node: the node also listens on its cluster bus, the port plus
+ * 10000, which must be free as well (and so below 55536). Never 6379 nor 16379.
+ */
+export async function freeClusterPort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = await freePort();
+    if (port + 10_000 > 65_535 || port + 10_000 === 16_379) continue;
+    if (await portIsFree(port + 10_000)) return port;
+  }
+  throw new Error('no free port with a free cluster bus port (port + 10000)');
+}
+
+/** Where and how to start a server. */
+export interface RedisServerOptions {
+  /** The port. @defaultValue a free port */
+  port?: number;
+  /** More redis-server arguments, e.g. `--cluster-enabled yes`. */
+  args?: readonly string[];
+}
+
 /** A redis-server child process. */
 export class RedisServer {
   #process: ChildProcess | undefined;
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    readonly args: readonly string[],
+  ) {}
 
-  /** Start a server on a free port. */
-  static async start(): Promise<RedisServer> {
-    const server = new RedisServer(await freePort());
+  /** Start a server on a free port (or the one given), with any further arguments. */
+  static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
+    const server = new RedisServer(options.port ?? (await freePort()), options.args ?? []);
     await server.restart();
     return server;
   }
@@ -37,7 +70,17 @@ export class RedisServer {
   async restart(): Promise<void> {
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        ...this.args,
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     this.#process = child;
