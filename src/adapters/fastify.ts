@@ -6,7 +6,7 @@
  */
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { firstValue } from './node-response.js';
+import { clientGone, firstValue, holdUntilClosed } from './node-response.js';
 
 /** Options of {@link fastifyRateLimit}: `identify` receives the Fastify request. */
 export type FastifyRateLimitOptions = RateLimitOptions<FastifyRequest>;
@@ -38,7 +38,7 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
     );
     const settle = (verdict: Awaited<typeof pending>): void => {
       // The client may have gone while an asynchronous store decided: nothing left to serve.
-      if (reply.raw.destroyed) {
+      if (clientGone(request.raw, reply.raw)) {
         verdict.release();
         reply.hijack();
         return;
@@ -49,7 +49,7 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
         return;
       }
       reply.headers(verdict.headers);
-      if (verdict.holdsLease) reply.raw.once('close', verdict.release);
+      if (verdict.holdsLease) holdUntilClosed(request.raw, reply.raw, verdict.release);
       hookDone();
     };
     if (pending instanceof Promise) pending.then(settle);

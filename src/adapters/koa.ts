@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { firstValue } from './node-response.js';
+import { clientGone, firstValue, holdUntilClosed } from './node-response.js';
 
 /** The part of a Koa context the middleware uses. */
 export interface KoaLikeContext {
@@ -60,7 +60,7 @@ export function koaRateLimit<C extends KoaLikeContext = KoaLikeContext>(
     );
     const verdict = pending instanceof Promise ? await pending : pending;
     // The client may have gone while an asynchronous store decided: nothing left to serve.
-    if (ctx.res.destroyed) {
+    if (clientGone(ctx.req, ctx.res)) {
       verdict.release();
       return;
     }
@@ -72,7 +72,7 @@ export function koaRateLimit<C extends KoaLikeContext = KoaLikeContext>(
       return;
     }
     ctx.set(verdict.headers);
-    if (verdict.holdsLease) ctx.res.once('close', verdict.release);
+    if (verdict.holdsLease) holdUntilClosed(ctx.req, ctx.res, verdict.release);
     await next();
   };
 }

@@ -1,10 +1,14 @@
 /**
  * Applying a gate verdict to a node:http response, shared by the node, Express, Fastify and Koa
  * adapters: write the 429 (or the fail-closed 503), or set the headers, hold the lease until the
- * response closes (finished, failed or aborted: node emits `close` in every case) and go on.
+ * response closes (finished, failed or aborted) and go on. Also node:http2's compatibility API.
+ * Node emits no `close` for a response that waits behind an earlier one on a pipelined HTTP/1.1
+ * connection when that connection closes: such a lease is also given back on the connection's
+ * `close`.
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { problemDetails, problemResponse } from '../http/problem-details.js';
 import type { GateVerdict, RateLimitGate } from '../http/rate-limit-gate.js';
 
@@ -35,20 +39,21 @@ export function gateNodeRequest<R>(
     firstValue(req.headers[gate.trackingIdHeader]),
   );
   if (verdict instanceof Promise) {
-    verdict.then((v) => settle(gate, request, v, res, next, guard));
-  } else settle(gate, request, verdict, res, next, guard);
+    verdict.then((v) => settle(gate, request, v, req, res, next, guard));
+  } else settle(gate, request, verdict, req, res, next, guard);
 }
 
 function settle<R>(
   gate: RateLimitGate<R>,
   request: R,
   verdict: GateVerdict,
+  req: IncomingMessage,
   res: ServerResponse,
   next: () => unknown,
   guard: boolean,
 ): void {
   // The client may have gone while an asynchronous store decided: nothing left to serve.
-  if (res.destroyed) {
+  if (clientGone(req, res)) {
     verdict.release();
     return;
   }
@@ -58,8 +63,7 @@ function settle<R>(
     return;
   }
   for (const name in verdict.headers) res.setHeader(name, verdict.headers[name] as string);
-  // `on`, not `once`: release is idempotent, and `once` would wrap it in one more function.
-  if (verdict.holdsLease) res.on('close', verdict.release);
+  if (verdict.holdsLease) holdUntilClosed(req, res, verdict.release);
   if (!guard) {
     next();
     return;
@@ -93,6 +97,58 @@ function handlerFailed<R>(
     problemDetails({ code: 'internal_error', title: 'Internal server error', status: 500 }),
   );
   res.writeHead(parts.status, parts.headers).end(parts.body);
+}
+
+/**
+ * True when the client is gone and nothing can be served: the response was destroyed, its HTTP/2
+ * stream closed (node:http2's compatibility response has no `destroyed`), or the connection of a
+ * pipelined request closed while its response waited behind an earlier one (node then destroys
+ * the request only).
+ * @param req - the node request
+ * @param res - the node response
+ */
+export function clientGone(req: IncomingMessage, res: ServerResponse): boolean {
+  if (res.destroyed === true) return true;
+  const { stream } = res as { stream?: { destroyed: boolean } };
+  if (stream !== undefined) return stream.destroyed;
+  return req.socket?.destroyed === true;
+}
+
+// The leases of responses that wait behind an earlier response on a pipelined HTTP/1.1
+// connection, by connection: node emits no `close` for such a response when the connection
+// closes before it is sent.
+const waiting = new WeakMap<Socket, Set<() => void>>();
+
+/**
+ * Give the lease back when the response closes: finished, failed or aborted. A response that
+ * waits behind an earlier one on a pipelined connection (it has no socket yet) also gives it back
+ * when the connection closes.
+ * @param req - the node request
+ * @param res - the node response
+ * @param release - gives the lease back; idempotent
+ */
+export function holdUntilClosed(
+  req: IncomingMessage,
+  res: ServerResponse,
+  release: () => void,
+): void {
+  // `on`, not `once`: release is idempotent, and `once` would wrap it in one more function.
+  res.on('close', release);
+  if (res.socket !== null || req.socket == null) return;
+  const socket = req.socket;
+  let leases = waiting.get(socket);
+  if (leases === undefined) {
+    const held = new Set<() => void>();
+    leases = held;
+    waiting.set(socket, held);
+    socket.once('close', () => {
+      for (const leave of held) leave();
+      held.clear();
+    });
+  }
+  leases.add(release);
+  const held = leases;
+  res.once('close', () => held.delete(release));
 }
 
 /**

@@ -19,15 +19,18 @@ const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
 // Fields the 429 and the 503 write themselves, and fields that frame, route or set state on a
 // message: a tracking id written under one of these would replace Retry-After or Content-Type,
-// or echo a client's value as the response's Content-Length.
+// or echo a client's value as the response's Content-Length. The connection-specific fields are
+// also ones HTTP/2 forbids: node:http2 throws on writing them.
 const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'cache-control',
   'connection',
   'content-encoding',
   'content-length',
   'content-type',
+  'http2-settings',
   'keep-alive',
   'location',
+  'proxy-connection',
   'ratelimit',
   'ratelimit-policy',
   'retry-after',

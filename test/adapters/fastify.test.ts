@@ -1,7 +1,15 @@
-/** The Fastify plugin against real Fastify 5 on 127.0.0.1 (the shared adapter suite). */
+/**
+ * The Fastify plugin against real Fastify 5 on 127.0.0.1 (the shared adapter suite), and on
+ * Fastify's HTTP/2 server without TLS.
+ */
+import { connect as connectHttp2, constants as http2Constants } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
+import { describe, expect, it, vi } from 'vitest';
 import { fastifyRateLimit } from '../../src/adapters/fastify.js';
+import { concurrency, createLimiter, FakeClock } from '../../src/index.js';
 import { adapterSuite, type StartServer } from '../support/adapter-suite.js';
+import { HeldStore } from '../support/async-store.js';
 import { listen } from '../support/listen.js';
 
 const start: StartServer = async (options, app) => {
@@ -27,3 +35,49 @@ const start: StartServer = async (options, app) => {
 };
 
 adapterSuite('Fastify', start);
+
+describe('Fastify plugin on HTTP/2', () => {
+  it('a stream reset while an asynchronous store decides gets no handler, and its lease comes back', async () => {
+    const store = new HeldStore();
+    const limiter = createLimiter({
+      policies: [concurrency(1, { name: 'throttle' })],
+      store,
+      clock: new FakeClock(0),
+    });
+    let handled = 0;
+    let streamClosed: () => void = () => undefined;
+    const serverSawClose = new Promise<void>((resolve) => {
+      streamClosed = resolve;
+    });
+    const fastify = Fastify({ logger: false, http2: true });
+    fastify.addHook('onRequest', (_request, reply, done) => {
+      reply.raw.on('close', streamClosed);
+      done();
+    });
+    await fastify.register(fastifyRateLimit, {
+      limiter,
+      identify: () => ({ clientId: 'c1', accountCode: 'ACME' }),
+    });
+    fastify.get('/hold', () => {
+      handled++;
+      return new Promise(() => undefined);
+    });
+    await fastify.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = fastify.server.address() as AddressInfo;
+    const client = connectHttp2(`http://127.0.0.1:${port}`);
+    try {
+      const stream = client.request({ ':method': 'GET', ':path': '/hold' });
+      stream.on('error', () => undefined);
+      stream.end();
+      await store.applied();
+      stream.close(http2Constants.NGHTTP2_CANCEL);
+      await serverSawClose;
+      store.proceed();
+      await vi.waitFor(() => expect(store.released).toBe(1));
+      expect(handled).toBe(0);
+    } finally {
+      client.close();
+      await fastify.close();
+    }
+  });
+});

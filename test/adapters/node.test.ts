@@ -1,6 +1,7 @@
 /**
- * The node:http adapter against a real node:http server on 127.0.0.1: the shared adapter suite, and
- * handlers that fail (rejecting before they answer, or throwing after the headers went out).
+ * The node:http adapter against a real node:http server on 127.0.0.1: the shared adapter suite,
+ * handlers that fail (rejecting before they answer, or throwing after the headers went out), and
+ * node:http2's compatibility API without TLS, called by node:http2's client.
  */
 import {
   createServer,
@@ -8,17 +9,29 @@ import {
   type IncomingMessage,
   type ServerResponse,
 } from 'node:http';
-import { describe, expect, it } from 'vitest';
+import {
+  type ClientHttp2Session,
+  connect as connectHttp2,
+  createServer as createHttp2Server,
+  type Http2Server,
+  constants as http2Constants,
+  type IncomingHttpHeaders,
+} from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { describe, expect, it, vi } from 'vitest';
 import { nodeRateLimit } from '../../src/adapters/node.js';
 import {
   concurrency,
   createLimiter,
   FakeClock,
   type RateLimitErrorEvent,
+  window,
 } from '../../src/index.js';
 import { adapterSuite, expectFullThrottle, type StartServer } from '../support/adapter-suite.js';
+import { HeldStore } from '../support/async-store.js';
 import { send } from '../support/http-client.js';
 import { listen } from '../support/listen.js';
+import { thrown } from '../support/thrown.js';
 
 const start: StartServer = async (options, app) => {
   const limit = nodeRateLimit({
@@ -110,6 +123,161 @@ describe('node:http adapter: handlers that fail', () => {
       ]);
     } finally {
       await app.close();
+    }
+  });
+});
+
+/** Serve `handle` over HTTP/2 without TLS on 127.0.0.1 and connect a client session to it. */
+async function http2Service(
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ server: Http2Server; client: ClientHttp2Session; close(): Promise<void> }> {
+  // The compatibility API's request and response stand in for node:http's.
+  const server = createHttp2Server((req, res) =>
+    handle(req as unknown as IncomingMessage, res as unknown as ServerResponse),
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const client = connectHttp2(`http://127.0.0.1:${port}`);
+  return {
+    server,
+    client,
+    close: () =>
+      new Promise<void>((resolve) => {
+        client.close();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** One HTTP/2 request, read to the end. */
+function sendHttp2(client: ClientHttp2Session, path: string) {
+  return new Promise<{ headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
+    const stream = client.request({ ':method': 'GET', ':path': path });
+    let headers: IncomingHttpHeaders = {};
+    let body = '';
+    stream.setEncoding('utf8');
+    stream.on('response', (received) => {
+      headers = received;
+    });
+    stream.on('data', (chunk: string) => {
+      body += chunk;
+    });
+    stream.on('end', () => resolve({ headers, body }));
+    stream.on('error', reject);
+    stream.end();
+  });
+}
+
+/** Start an HTTP/2 request that the client will reset. */
+function startResettable(client: ClientHttp2Session, path: string) {
+  const stream = client.request({ ':method': 'GET', ':path': path });
+  stream.on('error', () => undefined);
+  stream.end();
+  return stream;
+}
+
+describe('node:http adapter on the node:http2 compatibility API', () => {
+  it('counts :path, writes a 429 HTTP/2 accepts, and gives the lease back when the client resets a stream', async () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      preset: {
+        name: 'h2',
+        policies: [concurrency(2, { name: 'throttle' })],
+        rules: [{ route: 'GET /r/{id}', policies: [window(1, '60s', { name: 'resource' })] }],
+      },
+      clock,
+    });
+    const limit = nodeRateLimit({
+      limiter,
+      identify: () => ({ clientId: 'c1', accountCode: 'ACME' }),
+      rateLimitHeaders: true,
+    });
+    let holding = 0;
+    let holdingNow: () => void = () => undefined;
+    const service = await http2Service((req, res) =>
+      limit(req, res, () => {
+        if (req.url !== '/hold') return res.end('ok');
+        holding++;
+        holdingNow();
+      }),
+    );
+    try {
+      const first = await sendHttp2(service.client, '/r/a?x=1');
+      expect(first.headers[':status']).toBe(200);
+      const refused = await sendHttp2(service.client, '/r/a');
+      expect(refused.headers[':status']).toBe(429);
+      expect(refused.headers['retry-after']).toBe('60');
+      expect(refused.headers['content-type']).toBe('text/plain; charset=utf-8');
+      expect(refused.headers['service-tracking-id']).toMatch(/^[0-9a-f-]{36}$/);
+      expect(refused.headers.ratelimit).toContain('"resource";r=0;t=60');
+      expect(refused.body).toContain('Limit hit: resource.');
+      expect((await sendHttp2(service.client, '/r/b')).headers[':status']).toBe(200);
+      // Both slots held, then both streams reset by the client.
+      const held = new Promise<void>((resolve) => {
+        holdingNow = () => holding === 2 && resolve();
+      });
+      const streams = [
+        startResettable(service.client, '/hold'),
+        startResettable(service.client, '/hold'),
+      ];
+      await held;
+      const full = await sendHttp2(service.client, '/ok');
+      expect(full.headers[':status']).toBe(429);
+      expect(full.body).toContain('Limit hit: throttle.');
+      // Past the block that the refusal set.
+      clock.advance(1_000);
+      const closed = streams.map((stream) => new Promise((resolve) => stream.on('close', resolve)));
+      for (const stream of streams) stream.close(http2Constants.NGHTTP2_CANCEL);
+      await Promise.all(closed);
+      // The server sees the resets before it answers a later stream of the same session.
+      expect((await sendHttp2(service.client, '/ok')).headers[':status']).toBe(200);
+      expectFullThrottle(limiter, clock, 'c1', 2);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('refuses a tracking id header that HTTP/2 forbids on a response, before any request', () => {
+    const limiter = createLimiter({ policies: [window(1, '1s')], clock: new FakeClock(0) });
+    const identify = () => ({ clientId: 'c1', accountCode: 'ACME' });
+    for (const trackingIdHeader of ['Proxy-Connection', 'HTTP2-Settings']) {
+      expect(
+        thrown(() => nodeRateLimit({ limiter, identify, trackingIdHeader })),
+        trackingIdHeader,
+      ).toMatchObject({ name: 'ConfigurationError', code: 'invalid_header_name' });
+    }
+  });
+
+  it('a stream reset while an asynchronous store decides gets no handler, and its lease comes back', async () => {
+    const store = new HeldStore();
+    const limiter = createLimiter({
+      policies: [concurrency(1, { name: 'throttle' })],
+      store,
+      clock: new FakeClock(0),
+    });
+    let handled = 0;
+    const limit = nodeRateLimit({
+      limiter,
+      identify: () => ({ clientId: 'c1', accountCode: 'ACME' }),
+    });
+    let streamClosed: () => void = () => undefined;
+    const serverSawClose = new Promise<void>((resolve) => {
+      streamClosed = resolve;
+    });
+    const service = await http2Service((req, res) => {
+      res.on('close', streamClosed);
+      limit(req, res, () => handled++);
+    });
+    try {
+      const stream = startResettable(service.client, '/hold');
+      await store.applied();
+      stream.close(http2Constants.NGHTTP2_CANCEL);
+      await serverSawClose;
+      store.proceed();
+      await vi.waitFor(() => expect(store.released).toBe(1));
+      expect(handled).toBe(0);
+    } finally {
+      await service.close();
     }
   });
 });

@@ -5,6 +5,7 @@
  * and failing open or closed.
  */
 import type { ClientRequest, Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
 import {
   concurrency,
@@ -25,7 +26,7 @@ import { send, startAbortable, trackConnections } from './http-client.js';
 /** The application every adapter test serves, whatever the framework. */
 export interface TestApp {
   /** `identify` over a header lookup: `x-client` is the client id, `broken` makes it throw. */
-  identify(header: (name: string) => string | undefined): Identity;
+  identify(header: (name: string) => string | undefined): Identity | Promise<Identity>;
   /** `skip`: `/health` is not limited. */
   skip(path: string): boolean;
   /** The `/hold` handler calls this and never answers (the client aborts). */
@@ -114,6 +115,37 @@ function answeredEarly(requests: readonly ClientRequest[]): Promise<never> {
       );
     }
   });
+}
+
+/**
+ * Open one connection and write every request in one write (HTTP/1.1 pipelining). The last one
+ * asks to close the connection; `responses` resolves with the statuses read when it closes.
+ */
+function pipelined(base: string, paths: readonly string[]) {
+  const { hostname, port } = new URL(base);
+  const socket: Socket = connect(Number(port), hostname);
+  let received = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => {
+    received += chunk;
+  });
+  socket.on('error', () => undefined);
+  socket.write(
+    paths
+      .map(
+        (path, i) =>
+          `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Client: c1\r\n${
+            i === paths.length - 1 ? 'Connection: close\r\n' : ''
+          }\r\n`,
+      )
+      .join(''),
+  );
+  const responses = new Promise<number[]>((resolve) =>
+    socket.on('close', () =>
+      resolve([...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))),
+    ),
+  );
+  return { socket, responses };
 }
 
 function testApp(held: () => void): TestApp {
@@ -237,6 +269,40 @@ export function adapterSuite(name: string, start: StartServer): void {
           for (const request of requests) request.destroy();
           await connections.idle();
         }
+        expectFullThrottle(limiter, clock, 'c1', max);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('pipelined requests on one connection each get a decision and a lease, all given back, also when the connection closes before the later responses are sent', async () => {
+      const clock = new FakeClock(0);
+      const max = 4;
+      const limiter = createLimiter({ policies: [concurrency(max, { name: 'throttle' })], clock });
+      const holds = holdCounter();
+      const identified = holdCounter();
+      const app = await start(
+        { limiter },
+        {
+          ...testApp(holds.held),
+          identify: (header) => {
+            identified.held();
+            return testIdentity(header);
+          },
+        },
+      );
+      const connections = trackConnections(app.server);
+      try {
+        const answered = pipelined(app.url, ['/ok', '/ok?n=2', '/ok?n=3']);
+        expect(await answered.responses).toEqual([200, 200, 200]);
+        await connections.idle();
+        expectFullThrottle(limiter, clock, 'c1', max);
+        // The first is held; the three behind it are decided and handled while their responses
+        // wait for it to be sent. Then the client leaves.
+        const waiting = pipelined(app.url, ['/hold', '/ok', '/ok?n=2', '/ok?n=3']);
+        await Promise.all([holds.until(1), identified.until(3 + max)]);
+        waiting.socket.destroy();
+        await connections.idle();
         expectFullThrottle(limiter, clock, 'c1', max);
       } finally {
         await app.close();
@@ -375,6 +441,41 @@ export function adapterSuite(name: string, start: StartServer): void {
         store.proceed();
         await vi.waitFor(() => expect(store.released).toBe(1));
         expect(handled).toBe(0);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('a client that leaves while an asynchronous identify settles gets no handler, and no lease is left behind', async () => {
+      const clock = new FakeClock(0);
+      const limiter = createLimiter({ policies: [concurrency(1, { name: 'throttle' })], clock });
+      let handled = 0;
+      const asked = holdCounter();
+      const pending: Array<() => void> = [];
+      const app = await start(
+        { limiter },
+        {
+          ...testApp(() => handled++),
+          identify: (header) => {
+            const identity = testIdentity(header);
+            return new Promise<Identity>((resolve) => {
+              pending.push(() => resolve(identity));
+              asked.held();
+            });
+          },
+        },
+      );
+      const connections = trackConnections(app.server);
+      try {
+        const request = startAbortable(app.url, '/hold', { 'x-client': 'c1' });
+        await asked.until(1);
+        request.destroy();
+        await connections.idle();
+        for (const settle of pending) settle();
+        // Let the gate's continuation run.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(handled).toBe(0);
+        expectFullThrottle(limiter, clock, 'c1', 1);
       } finally {
         await app.close();
       }
