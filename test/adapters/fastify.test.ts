@@ -7,9 +7,8 @@ import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { describe, expect, it, vi } from 'vitest';
 import { fastifyRateLimit } from '../../src/adapters/fastify.js';
-import { concurrency, createLimiter, FakeClock } from '../../src/index.js';
 import { adapterSuite, type StartServer } from '../support/adapter-suite.js';
-import { HeldStore } from '../support/async-store.js';
+import { heldThrottle } from '../support/async-store.js';
 import { listen } from '../support/listen.js';
 
 const start: StartServer = async (options, app) => {
@@ -38,12 +37,7 @@ adapterSuite('Fastify', start);
 
 describe('Fastify plugin on HTTP/2', () => {
   it('a stream reset while an asynchronous store decides gets no handler, and its lease comes back', async () => {
-    const store = new HeldStore();
-    const limiter = createLimiter({
-      policies: [concurrency(1, { name: 'throttle' })],
-      store,
-      clock: new FakeClock(0),
-    });
+    const { store, limiter } = heldThrottle();
     let handled = 0;
     let streamClosed: () => void = () => undefined;
     const serverSawClose = new Promise<void>((resolve) => {

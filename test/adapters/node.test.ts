@@ -28,7 +28,7 @@ import {
   window,
 } from '../../src/index.js';
 import { adapterSuite, expectFullThrottle, type StartServer } from '../support/adapter-suite.js';
-import { HeldStore } from '../support/async-store.js';
+import { heldThrottle } from '../support/async-store.js';
 import { send } from '../support/http-client.js';
 import { listen } from '../support/listen.js';
 import { thrown } from '../support/thrown.js';
@@ -249,12 +249,7 @@ describe('node:http adapter on the node:http2 compatibility API', () => {
   });
 
   it('a stream reset while an asynchronous store decides gets no handler, and its lease comes back', async () => {
-    const store = new HeldStore();
-    const limiter = createLimiter({
-      policies: [concurrency(1, { name: 'throttle' })],
-      store,
-      clock: new FakeClock(0),
-    });
+    const { store, limiter } = heldThrottle();
     let handled = 0;
     const limit = nodeRateLimit({
       limiter,

@@ -20,7 +20,7 @@ import {
   type RateLimitOptions,
   window,
 } from '../../src/index.js';
-import { AsyncMemoryStore, HeldStore, UnreachableStore } from './async-store.js';
+import { AsyncMemoryStore, heldThrottle, UnreachableStore } from './async-store.js';
 import { send, startAbortable, trackConnections } from './http-client.js';
 
 /** The application every adapter test serves, whatever the framework. */
@@ -421,12 +421,7 @@ export function adapterSuite(name: string, start: StartServer): void {
     });
 
     it('a client that leaves while an asynchronous store decides gets no handler, and its lease comes back', async () => {
-      const store = new HeldStore();
-      const limiter = createLimiter({
-        policies: [concurrency(1, { name: 'throttle' })],
-        store,
-        clock: new FakeClock(0),
-      });
+      const { store, limiter } = heldThrottle();
       let handled = 0;
       const app = await start(
         { limiter },

@@ -5,6 +5,9 @@
  */
 import {
   type AsyncLimitStore,
+  concurrency,
+  createLimiter,
+  FakeClock,
   type LeaseToken,
   MemoryStore,
   type Plan,
@@ -75,4 +78,15 @@ export class HeldStore implements AsyncLimitStore {
   proceed(): void {
     for (const decide of this.#held.splice(0)) decide();
   }
+}
+
+/** A throttle of one lease on a {@link HeldStore}: the test decides when each decision settles. */
+export function heldThrottle() {
+  const store = new HeldStore();
+  const limiter = createLimiter({
+    policies: [concurrency(1, { name: 'throttle' })],
+    store,
+    clock: new FakeClock(0),
+  });
+  return { store, limiter };
 }
