@@ -97,7 +97,10 @@ class ScopeRecord {
   base = -1;
   /** Bumped whenever the record is dropped: a lease of an earlier life is not given to this one. */
   generation = 0;
-  /** The next account-level record of the same client. */
+  /**
+   * The next account-level record of the same client, or the next record of the same resource
+   * (under another policy list).
+   */
   next: ScopeRecord | null = null;
   /** The last decision that used the record: the sweep at the cap must not drop it under that one. */
   decision = 0;
@@ -119,7 +122,11 @@ class ScopeRecord {
 
 const EMPTY_LAYOUT: Layout = { offsets: [], size: 0 };
 
-/** The resource records of one client and account, keyed by resource. */
+/**
+ * The resource records of one client and account, keyed by resource: one per policy list, the
+ * first here and the others in its `next` (another account type's preset with a rule on the same
+ * route, or rules replaced), each with its own counts, as the account-level records are.
+ */
 class ResourceRecords {
   readonly records = new Map<string, ScopeRecord>();
   /** Where the sweep goes on. */
@@ -176,9 +183,9 @@ interface Work {
 export interface MemoryStoreOptions {
   /**
    * The most scope records held at once (a client and account is one; each resource they touch
-   * under a resource limit is one more). At the cap, a request that needs a new record is refused
-   * with reason `capacity` after reclaiming what it can: existing records keep exact limits and
-   * none is evicted.
+   * under a resource limit is one more, per preset that limits it). At the cap, a request that
+   * needs a new record is refused with reason `capacity` after reclaiming what it can: existing
+   * records keep exact limits and none is evicted.
    * @defaultValue 1_000_000
    */
   maxKeys?: number;
@@ -412,11 +419,13 @@ export class MemoryStore implements SyncLimitStore {
         }
       }
     } else {
-      const found = entry?.resources?.get(scope.accountCode)?.records.get(scope.resource);
-      // Policies replaced for a resource start afresh with the new ones.
-      if (found !== undefined && found.policies === scope.policies) {
-        found.decision = this.#decision;
-        return found;
+      // Another policy list for the resource has a record of its own: neither resets the other.
+      let r = entry?.resources?.get(scope.accountCode)?.records.get(scope.resource) ?? null;
+      for (; r !== null; r = r.next) {
+        if (r.policies === scope.policies) {
+          r.decision = this.#decision;
+          return r;
+        }
       }
     }
     if (this.#size >= this.#maxKeys) {
@@ -444,8 +453,7 @@ export class MemoryStore implements SyncLimitStore {
         account = new ResourceRecords();
         entry.resources.set(scope.accountCode, account);
       }
-      const replaced = account.records.get(scope.resource);
-      if (replaced !== undefined) this.#drop(replaced);
+      record.next = account.records.get(scope.resource) ?? null;
       account.records.set(scope.resource, record);
     }
     record.hold(scope.accountCode, scope.policies);
@@ -518,7 +526,9 @@ export class MemoryStore implements SyncLimitStore {
       for (let r: ScopeRecord | null = entry; r !== null; r = r.next) if (r.base !== -1) move(r);
       if (entry.resources !== null) {
         for (const account of entry.resources.values()) {
-          for (const record of account.records.values()) move(record);
+          for (const first of account.records.values()) {
+            for (let r: ScopeRecord | null = first; r !== null; r = r.next) move(r);
+          }
         }
       }
     }
@@ -655,11 +665,18 @@ export class MemoryStore implements SyncLimitStore {
         account.cursor = null;
         return;
       }
-      const [key, record] = next.value;
-      if (this.#droppable(record.arena.mem, record, t)) {
-        this.#drop(record);
-        records.delete(key);
+      const [key, first] = next.value;
+      let head: ScopeRecord | null = first;
+      let previous: ScopeRecord | null = null;
+      for (let r: ScopeRecord | null = first; r !== null; r = r.next) {
+        if (this.#droppable(r.arena.mem, r, t)) {
+          this.#drop(r);
+          if (previous === null) head = r.next;
+          else previous.next = r.next;
+        } else previous = r;
       }
+      if (head === null) records.delete(key);
+      else if (head !== first) records.set(key, head);
     }
   }
 }

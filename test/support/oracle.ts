@@ -54,6 +54,34 @@ export class ExactOracle {
     }
   }
 
+  /**
+   * What policy `p`, counted as `id`, would still admit at once at `t`, and the ms until its full
+   * quota is back (a decision's statuses). Reads the state only; decides nothing.
+   */
+  status(id: string, p: Policy, t: number): { remaining: number; resetAfterMs: number } {
+    switch (p.kind) {
+      case 'window': {
+        const inside = (this.admissions.get(id) ?? []).filter((a) => a > t - p.windowMs && a <= t);
+        const newest = inside[inside.length - 1];
+        return {
+          remaining: Math.max(0, p.limit - inside.length),
+          resetAfterMs: newest === undefined ? 0 : Math.max(0, newest + p.windowMs - t),
+        };
+      }
+      case 'rate': {
+        const tokens = this.#tokensAt(id, p, t);
+        return {
+          remaining: Math.max(0, Math.min(p.burst, Math.floor(tokens + EPSILON))),
+          resetAfterMs: ((p.burst - tokens) * 1000) / p.perSecond,
+        };
+      }
+      case 'concurrency': {
+        const live = (this.leases.get(id) ?? []).filter((l) => l.expiry > t);
+        return { remaining: Math.max(0, p.max - live.length), resetAfterMs: 0 };
+      }
+    }
+  }
+
   #tokensAt(id: string, p: Extract<Policy, { kind: 'rate' }>, t: number): number {
     const bucket = this.tokens.get(id);
     if (bucket === undefined) return p.burst;
