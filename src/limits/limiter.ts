@@ -90,7 +90,12 @@ export interface LimiterOptions<S extends LimitStore = LimitStore> {
    * (`presets.byAccountType`), picked by `request.accountType`. Give `preset` or `policies`.
    */
   preset?: LimitPreset | AccountPresets;
-  /** Your own policies instead of a preset: a list, or a function that picks them per request. */
+  /**
+   * Your own policies instead of a preset: a list, or a function that picks them per request.
+   * Lists with the same policies share their state; each distinct list is remembered for the
+   * limiter's life so that its state is found again, so a function should pick from a bounded set
+   * of lists (plans, tiers), never build limits from request input.
+   */
   policies?: PolicySource;
   /**
    * With presets by account type: the type of a request that names none.
