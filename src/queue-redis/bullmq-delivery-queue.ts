@@ -49,7 +49,11 @@ export interface RedisDeliveryQueueOptions {
   keep?: number;
 }
 
-/** The Redis queue: a {@link DeliveryQueue} plus a view of its counts. */
+/**
+ * The Redis queue: a {@link DeliveryQueue} plus a view of its counts. Its `enqueue` also rejects
+ * with `invalid_job` for a job that is not plain JSON, and with `queue_unavailable` (the client's
+ * error as `cause`) when Redis fails the command; enqueueing the same job again is safe.
+ */
 export interface RedisDeliveryQueue extends DeliveryQueue {
   /** Jobs by state (`waiting`, `active`, `delayed`, `completed`, `failed`). */
   counts(): Promise<Record<string, number>>;
@@ -111,7 +115,9 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
             if (step.done) return step.report.outcome;
             // The next attempt waits in Redis, not in this process: a restart loses nothing.
             await job.updateData(step.job);
-            await job.moveToDelayed(Math.max(step.at, clock.now()), token);
+            // A clock that returns NaN must not make the retry due at once.
+            const now = clock.now();
+            await job.moveToDelayed(Number.isFinite(now) ? Math.max(step.at, now) : step.at, token);
             throw new bullmq.DelayedError();
           },
           { ...base, concurrency, ...options.workerOptions },
@@ -129,17 +135,29 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
           'The delivery queue is closed (the service is shutting down); enqueue to a running queue.',
         );
       }
-      if (Number.isFinite(capacity) && (await queue.count()) >= capacity) {
+      let data: DeliveryJob;
+      let jobId: string;
+      try {
+        // Read once, as the JSON Redis will hold: the id is derived from the data stored.
+        data = JSON.parse(JSON.stringify(job)) as DeliveryJob;
+        jobId = bullJobId(data);
+      } catch (caught) {
+        throw new DeliveryQueueError(
+          'invalid_job',
+          `The delivery job cannot be stored as JSON (${describe(caught)}); enqueue a plain object of strings and numbers, as deliveryJob() makes.`,
+          { cause: caught },
+        );
+      }
+      const pending = Number.isFinite(capacity) ? await redis(() => queue.count()) : 0;
+      if (pending >= capacity) {
         throw new DeliveryQueueError(
           'queue_full',
           `The delivery queue holds ${capacity} pending jobs; retry later or raise capacity.`,
         );
       }
-      await queue.add(JOB_NAME, job, {
-        jobId: bullJobId(job),
-        removeOnComplete: keep,
-        removeOnFail: keep,
-      });
+      await redis(() =>
+        queue.add(JOB_NAME, data, { jobId, removeOnComplete: keep, removeOnFail: keep }),
+      );
     },
     async close() {
       closed = true;
@@ -149,6 +167,28 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     },
     counts: () => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed'),
   };
+}
+
+// A command Redis failed, as a typed error. The job may have been stored all the same (the reply
+// was lost): enqueueing it again is safe, since its id adds it once.
+async function redis<T>(command: () => Promise<T>): Promise<T> {
+  try {
+    return await command();
+  } catch (caught) {
+    throw new DeliveryQueueError(
+      'queue_unavailable',
+      `Redis did not take the delivery job (${describe(caught)}); enqueue it again later (answer 503): the same job is added once.`,
+      { cause: caught },
+    );
+  }
+}
+
+function describe(caught: unknown): string {
+  try {
+    return caught instanceof Error ? caught.message : String(caught);
+  } catch {
+    return 'unreadable error';
+  }
 }
 
 // BullMQ ids may not contain ':' (its key separator): both parts are percent-encoded, which also

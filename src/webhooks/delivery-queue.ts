@@ -4,7 +4,7 @@
  * default) and the BullMQ queue of `api-conventions/queue-redis` (durable across restarts).
  * @module
  */
-import { ApiConventionsError } from '../errors.js';
+import { ApiConventionsError, type ErrorOptions } from '../errors.js';
 import type { DeliveryJob } from './delivery.js';
 
 /** Pending deliveries, worked off by a deliverer. */
@@ -22,8 +22,16 @@ export interface DeliveryQueue {
   close(): Promise<readonly DeliveryJob[]>;
 }
 
-/** Codes of {@link DeliveryQueueError}. */
-export const deliveryQueueErrorCodes = ['queue_closed', 'queue_full'] as const;
+/**
+ * Codes of {@link DeliveryQueueError}: closed, full, and for the Redis queue a job that is not
+ * plain JSON (`invalid_job`) or a Redis that failed the command (`queue_unavailable`).
+ */
+export const deliveryQueueErrorCodes = [
+  'queue_closed',
+  'queue_full',
+  'invalid_job',
+  'queue_unavailable',
+] as const;
 
 /** A code of {@link deliveryQueueErrorCodes}. */
 export type DeliveryQueueErrorCode = (typeof deliveryQueueErrorCodes)[number];
@@ -35,9 +43,10 @@ export class DeliveryQueueError extends ApiConventionsError {
   /**
    * @param code - why
    * @param message - what to do
+   * @param options - `cause`: the client's error, when there is one
    */
-  constructor(code: DeliveryQueueErrorCode, message: string) {
-    super(code, message);
+  constructor(code: DeliveryQueueErrorCode, message: string, options?: ErrorOptions) {
+    super(code, message, options);
     this.name = 'DeliveryQueueError';
   }
 }

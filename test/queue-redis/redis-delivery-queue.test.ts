@@ -16,6 +16,7 @@ import {
   httpTransport,
   isApiConventionsError,
   isConfigurationError,
+  retrySchedule,
   verifyWebhook,
 } from '../../src/index.js';
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
@@ -177,7 +178,7 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
     }
   });
 
-  it('fails the calls, not the process, when Redis cannot be reached', async () => {
+  it('fails the calls with queue_unavailable, not the process, when Redis cannot be reached', async () => {
     const queue = createRedisDeliveryQueue({
       bullmq,
       // Nothing listens there, and the client gives up instead of reconnecting.
@@ -191,9 +192,10 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
     });
     const failure = await queue.enqueue(job('unreachable')).then(
       () => undefined,
-      (e: NodeJS.ErrnoException) => e.code,
+      (e: unknown) => e,
     );
-    expect(failure).toBe('ECONNREFUSED');
+    expect(isApiConventionsError(failure) && failure.code).toBe('queue_unavailable');
+    expect(((failure as Error).cause as NodeJS.ErrnoException).code).toBe('ECONNREFUSED');
     expect(await queue.close()).toEqual([]);
   });
 
@@ -267,5 +269,284 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
     for (const id of held) {
       expect(got.filter((d) => d.headers['webhook-id'] === id).length).toBeGreaterThanOrEqual(2);
     }
+  });
+});
+
+describe('createRedisDeliveryQueue (BullMQ): restarts, outages and hostile jobs', () => {
+  const view = (name: string, prefix?: string) =>
+    new bullmq.Queue(name, { connection: connection(), ...(prefix ? { prefix } : {}) });
+  // Resolves with each report, in order, as the deliverer makes them.
+  const recorder = () => {
+    const reports: DeliveryAttempt[] = [];
+    let waiters: Array<() => void> = [];
+    return {
+      reports,
+      onAttempt: (a: DeliveryAttempt) => {
+        reports.push(a);
+        for (const wake of waiters) wake();
+        waiters = [];
+      },
+      async until(ok: (reports: DeliveryAttempt[]) => boolean) {
+        while (!ok(reports)) await new Promise<void>((wake) => waiters.push(wake));
+      },
+    };
+  };
+  const deliverer = (
+    log: ReturnType<typeof recorder>,
+    extra: Partial<Parameters<typeof createDeliverer>[0]> = {},
+  ) =>
+    createDeliverer({
+      secrets: () => [secret],
+      transport: httpTransport({ allow: ['127.0.0.1'] }),
+      onAttempt: log.onAttempt,
+      ...extra,
+    });
+  const hour = 3_600_000;
+
+  it('keeps the jobs waiting for a retry across a restart of the service: a new queue on the same prefix delivers each once', async () => {
+    const name = `service-restart-${randomUUID()}`;
+    const prefix = 'restart';
+    const ids = ['r0', 'r1', 'r2'];
+    const log = recorder();
+    receiver.respond(() => ({ status: 500 }));
+    const first = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name,
+      prefix,
+      deliverer: deliverer(log, { schedule: retrySchedule({ initialDelayMs: hour, jitter: 0 }) }),
+    });
+    for (const id of ids) await first.enqueue(job(id));
+    await log.until((r) => r.length === ids.length);
+    await first.close();
+    expect(log.reports.map((r) => r.outcome)).toEqual(['retry', 'retry', 'retry']);
+
+    const inspect = view(name, prefix);
+    receiver.respond(() => ({ status: 204 }));
+    const before = receiver.received.length;
+    const second = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name,
+      prefix,
+      deliverer: deliverer(log),
+    });
+    try {
+      const delayed = await inspect.getDelayed();
+      expect(delayed.map((j) => j.data.attempts)).toEqual([1, 1, 1]);
+      // Their hour is up: made due now rather than waited for.
+      for (const waiting of delayed) await waiting.promote();
+      await log.until((r) => r.filter((a) => a.outcome === 'delivered').length === ids.length);
+      expect(
+        receiver.received
+          .slice(before)
+          .map((d) => d.headers['webhook-id'])
+          .sort(),
+      ).toEqual(ids);
+      expect(log.reports.filter((a) => a.outcome === 'delivered').map((a) => a.attempt)).toEqual([
+        2, 2, 2,
+      ]);
+      await second.close(); // waits for the attempts in flight
+      expect(await inspect.getJobCounts('delayed', 'completed', 'failed')).toEqual({
+        delayed: 0,
+        completed: 3,
+        failed: 0,
+      });
+    } finally {
+      await Promise.all([second.close(), inspect.close()]);
+    }
+  });
+
+  it('holds an enqueue while Redis is down, nothing unhandled, and delivers it and the next ones once Redis is back', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    const server = await RedisServer.start();
+    const log = recorder();
+    receiver.respond(() => ({ status: 204 }));
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      // As the docs set it up, reconnecting quickly.
+      connection: {
+        host: '127.0.0.1',
+        port: server.port,
+        maxRetriesPerRequest: null,
+        retryStrategy: () => 20,
+      },
+      name: `outage-${randomUUID()}`,
+      deliverer: deliverer(log),
+    });
+    const delivered = () => log.reports.filter((a) => a.outcome === 'delivered').map((a) => a.id);
+    try {
+      await queue.enqueue(job('before'));
+      await log.until(() => delivered().length === 1);
+      await server.stop();
+      let settled = false;
+      const during = queue.enqueue(job('during')).finally(() => {
+        settled = true;
+      });
+      await server.restart();
+      await during;
+      expect(settled).toBe(true);
+      await queue.enqueue(job('after'));
+      await log.until(() => delivered().length === 3);
+      expect(delivered()).toEqual(['before', 'during', 'after']);
+      expect(unhandled).toEqual([]);
+    } finally {
+      await queue.close();
+      await server.stop();
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('rejects a job that Redis cannot hold as JSON with invalid_job, storing nothing', async () => {
+    const name = `hostile-${randomUUID()}`;
+    const queue = createRedisDeliveryQueue({ bullmq, connection: connection(), name });
+    const circular: Record<string, unknown> = { ...job('circular') };
+    circular.self = circular;
+    const hostile: Record<string, unknown> = {
+      bigint: { ...job('bigint'), attempts: 1n },
+      circular,
+      'a throwing getter': {
+        ...job('x'),
+        get id() {
+          throw new Error('boom');
+        },
+      },
+      null: null,
+      'a throwing Proxy': new Proxy(
+        {},
+        {
+          get() {
+            throw new Error('trap');
+          },
+        },
+      ),
+    };
+    try {
+      for (const [what, input] of Object.entries(hostile)) {
+        const error = await queue.enqueue(input as never).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(isApiConventionsError(error) && error.code, what).toBe('invalid_job');
+      }
+      expect(await queue.counts()).toMatchObject({ waiting: 0, delayed: 0 });
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it("schedules a retry at the deliverer's time when the queue's clock returns NaN", async () => {
+    const name = `nan-clock-${randomUUID()}`;
+    const log = recorder();
+    receiver.respond(() => ({ status: 500 }));
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name,
+      clock: { now: () => Number.NaN },
+      deliverer: deliverer(log, { schedule: retrySchedule({ initialDelayMs: hour, jitter: 0 }) }),
+    });
+    const inspect = view(name);
+    try {
+      await queue.enqueue(job('nan'));
+      await log.until((r) => r.length === 1);
+      await queue.close();
+      const [delayed] = await inspect.getDelayed();
+      // Due in the hour the schedule says, not at once.
+      expect(delayed?.delay).toBeGreaterThan(hour / 2);
+      expect(log.reports.map((r) => r.outcome)).toEqual(['retry']);
+    } finally {
+      await Promise.all([queue.close(), inspect.close()]);
+    }
+  });
+
+  it('keeps a retry due in the year 9999 waiting in Redis', async () => {
+    const name = `far-${randomUUID()}`;
+    const log = recorder();
+    receiver.respond(() => ({
+      status: 503,
+      headers: { 'retry-after': 'Fri, 31 Dec 9999 23:59:59 GMT' },
+    }));
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name,
+      deliverer: deliverer(log, {
+        schedule: retrySchedule({
+          maxAgeMs: Number.MAX_SAFE_INTEGER,
+          maxDelayMs: Number.MAX_SAFE_INTEGER,
+        }),
+      }),
+    });
+    const inspect = view(name);
+    try {
+      await queue.enqueue(job('far'));
+      await log.until((r) => r.length === 1);
+      await queue.close();
+      expect(log.reports[0]).toMatchObject({
+        outcome: 'retry',
+        nextAttemptAt: 253_402_300_799_000,
+      });
+      const [delayed] = await inspect.getDelayed();
+      expect(delayed?.data.attempts).toBe(1);
+      expect(await delayed?.getState()).toBe('delayed');
+    } finally {
+      await Promise.all([queue.close(), inspect.close()]);
+    }
+  });
+
+  it('closes twice, refuses enqueue after close with queue_closed, and keeps an enqueue already under way', async () => {
+    const name = `close-${randomUUID()}`;
+    const queue = createRedisDeliveryQueue({ bullmq, connection: connection(), name });
+    const inspect = view(name);
+    try {
+      // The same delivery enqueued at once several times is added once.
+      await Promise.all(Array.from({ length: 5 }, () => queue.enqueue(job('twice'))));
+      const underWay = queue.enqueue(job('under-way'));
+      expect(await Promise.all([queue.close(), queue.close()])).toEqual([[], []]);
+      await underWay;
+      expect(await queue.close()).toEqual([]);
+      const refused = await queue.enqueue(job('late')).then(
+        () => 'accepted',
+        (e: unknown) => (isApiConventionsError(e) ? e.code : 'other'),
+      );
+      expect(refused).toBe('queue_closed');
+      expect(await inspect.getJobCounts('waiting')).toEqual({ waiting: 2 });
+    } finally {
+      await inspect.close();
+    }
+  });
+
+  it('tells onGone once when the receiver answers 410, and delivers the same message no more', async () => {
+    const log = recorder();
+    const gone: string[] = [];
+    receiver.respond(() => ({ status: 410 }));
+    const before = receiver.received.length;
+    const name = `gone-${randomUUID()}`;
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name,
+      deliverer: deliverer(log, { onGone: (id) => void gone.push(id) }),
+    });
+    try {
+      await queue.enqueue(job('gone'));
+      await log.until((r) => r.length === 1);
+      await queue.close(); // waits for the attempt in flight: the job is completed
+    } finally {
+      await queue.close();
+    }
+    const again = createRedisDeliveryQueue({ bullmq, connection: connection(), name });
+    try {
+      await again.enqueue(job('gone'));
+      expect(await again.counts()).toMatchObject({ waiting: 0, delayed: 0, completed: 1 });
+    } finally {
+      await again.close();
+    }
+    expect(gone).toEqual(['sub:1']);
+    expect(log.reports).toMatchObject([{ outcome: 'disabled', reason: 'gone', attempt: 1 }]);
+    expect(receiver.received.length - before).toBe(1);
   });
 });
