@@ -77,6 +77,27 @@ function layoutOf(policies: readonly Policy[]): Layout {
   return layout;
 }
 
+const signatures = new WeakMap<readonly Policy[], string>();
+
+/**
+ * Two policy lists hold one state when they hold the same policies, as the Redis store keys state
+ * by a list's content: two limiters made from one preset (whose route rules each compiles into
+ * lists of its own) count a client together on one store. The same list is the common case and
+ * costs one comparison.
+ */
+function samePolicies(a: readonly Policy[], b: readonly Policy[]): boolean {
+  return a === b || signatureOf(a) === signatureOf(b);
+}
+
+function signatureOf(list: readonly Policy[]): string {
+  let signature = signatures.get(list);
+  if (signature === undefined) {
+    signature = JSON.stringify(list);
+    signatures.set(list, signature);
+  }
+  return signature;
+}
+
 function slotsOf(policy: Policy): number {
   switch (policy.kind) {
     case 'window':
@@ -413,7 +434,11 @@ export class MemoryStore implements SyncLimitStore {
     let entry = this.#clients.get(scope.clientId);
     if (scope.resource === '') {
       for (let r: ScopeRecord | null = entry ?? null; r !== null; r = r.next) {
-        if (r.accountCode === scope.accountCode && r.policies === scope.policies && r.base !== -1) {
+        if (
+          r.accountCode === scope.accountCode &&
+          samePolicies(r.policies, scope.policies) &&
+          r.base !== -1
+        ) {
           r.decision = this.#decision;
           return r;
         }
@@ -422,7 +447,7 @@ export class MemoryStore implements SyncLimitStore {
       // Another policy list for the resource has a record of its own: neither resets the other.
       let r = entry?.resources?.get(scope.accountCode)?.records.get(scope.resource) ?? null;
       for (; r !== null; r = r.next) {
-        if (r.policies === scope.policies) {
+        if (samePolicies(r.policies, scope.policies)) {
           r.decision = this.#decision;
           return r;
         }

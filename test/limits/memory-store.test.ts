@@ -279,11 +279,12 @@ describe('MemoryStore', () => {
 
   it('starts a resource afresh when its policies are replaced; a lease of the replaced record given back frees nothing in the new one', () => {
     // Arrange: a throttle per client and one per resource; the resource's list is then replaced
-    // (same numbers, a new list, as when a preset's rules change).
+    // by another (a renamed policy, as when a preset's rules change; a list of the same policies
+    // would be the same state, as in the Redis store).
     const store = new MemoryStore();
     const global = [concurrency(5, { name: 'client throttle' })];
     const before = [concurrency(1, { name: 'thing throttle' })];
-    const after = [concurrency(1, { name: 'thing throttle' })];
+    const after = [concurrency(1, { name: 'thing throttle, renamed' })];
     const plan = (thing: readonly Policy[]): Plan => ({
       scopes: [
         { clientId: 'c', accountCode: 'a', resource: '', policies: global, active: [0] },
@@ -309,7 +310,7 @@ describe('MemoryStore', () => {
     expect(store.apply(plan(after), 0)).toMatchObject({
       allowed: false,
       reason: 'limit',
-      policy: { name: 'thing throttle' },
+      policy: { name: 'thing throttle, renamed' },
       values: [4, 0, 0, 0],
     });
     if (fresh.allowed && fresh.lease) store.release(fresh.lease);
@@ -347,6 +348,35 @@ describe('MemoryStore', () => {
     );
     expect(patch('live').allowed).toBe(true);
     expect(limiter.store.size).toBe(4);
+  });
+
+  it('counts a client together under two lists of the same policies, as the Redis store does: two limiters made from one preset share one store', () => {
+    // Each limiter compiles the preset's route rules into policy lists of its own; the lists hold
+    // the same policies, so the booking's 5 per 5 minutes is one count, not one per limiter.
+    const clock = new FakeClock(0);
+    const store = new MemoryStore();
+    const limiters = [1, 2].map(() => createLimiter({ preset: presets.development, clock, store }));
+    const patch = (k: number) => {
+      const d = limiters[k % 2]!.check({
+        ...request,
+        method: 'PATCH',
+        path: '/booking/v1/bookings/X',
+      });
+      if (d.allowed) d.release();
+      return d;
+    };
+    for (let k = 0; k < 5; k++) {
+      clock.advance(1_000);
+      expect(patch(k).allowed).toBe(true);
+    }
+    clock.advance(1_000);
+    const sixth = patch(5);
+    expect(sixth).toMatchObject({ allowed: false, reason: 'limit', retryAfterSeconds: 300 - 5 });
+    expect(sixth.allowed || sixth.policy?.name).toBe(
+      'resource PATCH /booking/v*/bookings/{id}: 5 per 5 min',
+    );
+    // One record for the account and one for the booking, whichever limiter asked.
+    expect(store.size).toBe(2);
   });
 
   it.each([
