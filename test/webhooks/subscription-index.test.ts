@@ -1,7 +1,7 @@
 // The subscription index: equal to a linear scan (invariant 9), account-scoped, and the specification's examples.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Subscription } from '../../src/index.js';
+import type { Subscription, SubscriptionEvent } from '../../src/index.js';
 import { isConfigurationError, SubscriptionIndex } from '../../src/index.js';
 import { thrown } from '../support/thrown.js';
 import {
@@ -72,7 +72,7 @@ function expectedStats(held: Subscription[]) {
 describe('SubscriptionIndex', () => {
   it('invariant 9: returns exactly what a linear scan returns, each once, after any interleaving of add, replace and remove', () => {
     fc.assert(
-      fc.property(fc.array(commandArb(8), { maxLength: 30 }), (commands) => {
+      fc.property(fc.array(commandArb(8), { maxLength: 30, size: 'max' }), (commands) => {
         // Arrange
         const index = new SubscriptionIndex();
         const model = new Map<string, Subscription>();
@@ -369,5 +369,258 @@ describe('SubscriptionIndex: bad input', () => {
     expect(Object.isFrozen(subscription.propertyIds)).toBe(true);
     expect(index.get('nope')).toBeUndefined();
     expect(index.remove('nope')).toBeUndefined();
+  });
+});
+
+// A model-based test: one index driven by random commands beside a plain array of subscriptions
+// and a matcher written from the specification's rules. Names of topics and events are lower case
+// only (docs/webhooks.md), so an upper-case kind is malformed and matches nothing; account codes and
+// property ids are opaque strings compared exactly, so `ACME` and `acme`, `BER` and `ber` differ.
+// The index promises no order for match results: they are compared as sorted ids, each id once.
+describe('SubscriptionIndex: model-based, against a plain array and the specification’s matcher', () => {
+  const ID_POOL = ['s0', 's1', 's2', 's3', 's4', 's5'] as const;
+  const ACCOUNT_POOL = ['acme', 'ACME', 'globex'] as const;
+  const TOPIC_POOL = ['reservation', 'folio', 'unit'] as const;
+  const EVENT_POOL = ['created', 'charges-changed', 'closed'] as const;
+  const PROPERTY_POOL = ['BER', 'ber', 'MUC', 'LON'] as const;
+  const KINDS = TOPIC_POOL.flatMap((topic) => EVENT_POOL.map((event) => `${topic}/${event}`));
+  const PATTERNS = [...KINDS, ...TOPIC_POOL.map((topic) => `${topic}/*`)];
+  // Kinds an event may carry: every kind of the pools, and malformed ones that match nothing.
+  const EVENT_KINDS = [...KINDS, 'Folio/created', 'folio/Created', 'RESERVATION/CLOSED', 'folio/*'];
+  const EXTRA_KINDS = ['unit/never-named', 'folio', '', ' folio/created', 'folio/created/x', '*'];
+  const EXTRA_ACCOUNTS = ['', 'Acme', '__proto__', 'initech'];
+  const EXTRA_PROPERTIES = ['', 'NEW', 'constructor', 'ber '];
+
+  interface Held {
+    // The object handed to the index, which it freezes and returns from get, match and remove.
+    readonly given: Subscription;
+    // What was handed over, copied: the model's own data, never shared with the index.
+    readonly accountCode: string;
+    readonly events: readonly string[];
+    readonly propertyIds: readonly string[] | undefined;
+  }
+  type Model = { held: Held[] };
+  type Real = { index: SubscriptionIndex };
+
+  const KIND_SYNTAX = /^[a-z0-9]+(-[a-z0-9]+)*\/[a-z0-9]+(-[a-z0-9]+)*$/;
+
+  // The specification's rules, one by one, as a scan of every held subscription.
+  function modelMatch(model: Model, event: SubscriptionEvent): string[] {
+    // An event has one kind, `<topic>/<event>`; anything else (a pattern, upper case) is malformed.
+    if (!KIND_SYNTAX.test(event.kind)) return [];
+    const topic = event.kind.slice(0, event.kind.indexOf('/'));
+    return model.held
+      .filter(
+        (s) =>
+          // Only the subscription's own account.
+          s.accountCode === event.accountCode &&
+          // `<topic>/<event>` selects itself; `<topic>/*` every event of the topic.
+          s.events.some((pattern) => pattern === event.kind || pattern === `${topic}/*`) &&
+          // Omitted propertyIds: every property (and account-level events); given: only those.
+          (s.propertyIds === undefined ||
+            (event.propertyId !== undefined && s.propertyIds.includes(event.propertyId))),
+      )
+      .map((s) => s.given.id)
+      .sort();
+  }
+
+  const sweep: SubscriptionEvent[] = ACCOUNT_POOL.flatMap((accountCode) =>
+    EVENT_KINDS.flatMap((kind) =>
+      [undefined, ...PROPERTY_POOL].map((propertyId) =>
+        propertyId === undefined ? { accountCode, kind } : { accountCode, kind, propertyId },
+      ),
+    ),
+  );
+
+  // After every command: size, get, and every event of the pools, exactly as the model says.
+  function expectSameAsModel(model: Model, index: SubscriptionIndex): void {
+    expect(index.size).toBe(model.held.length);
+    for (const id of [...ID_POOL, 'missing']) {
+      expect(index.get(id)).toBe(model.held.find((s) => s.given.id === id)?.given);
+    }
+    // Nothing that no held subscription uses is kept.
+    const events = model.held.flatMap((s) => s.events);
+    expect(index.stats()).toEqual({
+      subscriptions: model.held.length,
+      accounts: new Set(model.held.map((s) => s.accountCode)).size,
+      patterns: new Set([...events, ...events.map((e) => `${e.slice(0, e.indexOf('/'))}/*`)]).size,
+      propertyIds: new Set(model.held.flatMap((s) => s.propertyIds ?? [])).size,
+    });
+    // One assertion for the whole sweep, listing only the events that disagree.
+    expect(sweep.flatMap((event) => disagreement(model, index, event))).toEqual([]);
+  }
+
+  // The event with what the index and the model answer, when they differ: matched ids (sorted,
+  // each once) and the held objects themselves.
+  function disagreement(model: Model, index: SubscriptionIndex, event: SubscriptionEvent) {
+    const found = index.match(event);
+    const fromIndex = found.map((s) => s.id).sort();
+    const fromModel = modelMatch(model, event);
+    const same =
+      fromIndex.length === fromModel.length &&
+      fromIndex.every((id, i) => id === fromModel[i]) &&
+      found.every((s) => s === index.get(s.id));
+    return same ? [] : [{ event, index: fromIndex, model: fromModel }];
+  }
+
+  const copy = (s: Subscription): Held => ({
+    given: s,
+    accountCode: s.accountCode,
+    events: [...s.events],
+    propertyIds: s.propertyIds === undefined ? undefined : [...s.propertyIds],
+  });
+
+  const patternsArb = fc.oneof(
+    fc.array(fc.constantFrom(...PATTERNS), { minLength: 1, maxLength: 4 }),
+    // A wildcard beside a kind it covers, repeated.
+    fc
+      .constantFrom(
+        ['reservation/*', 'reservation/created'],
+        ['reservation/created', 'reservation/*', 'reservation/created'],
+        ['folio/created', 'folio/*', 'folio/*', 'unit/closed'],
+      )
+      .map((events) => [...events]),
+    // Long lists (over the 16 at which the index changes how it removes repeats), with repeats.
+    fc.array(fc.constantFrom(...PATTERNS), { minLength: 17, maxLength: 40 }),
+  );
+  const propertyIdsArb = fc.oneof(
+    fc.constant(undefined),
+    fc.array(fc.constantFrom(...PROPERTY_POOL), { maxLength: 3 }),
+    fc.array(fc.constantFrom(...PROPERTY_POOL), { minLength: 17, maxLength: 30 }),
+  );
+  const subscriptionArb = fc
+    .record({
+      id: fc.constantFrom(...ID_POOL),
+      accountCode: fc.constantFrom(...ACCOUNT_POOL),
+      events: patternsArb,
+      propertyIds: propertyIdsArb,
+    })
+    .map(
+      ({ propertyIds, ...fields }): Subscription => ({
+        ...fields,
+        endpointUrl: `https://hooks.example.com/${fields.id}`,
+        createdAt: '2026-01-01T00:00:00.000Z',
+        ...(propertyIds === undefined ? {} : { propertyIds }),
+      }),
+    );
+
+  class Add implements fc.Command<Model, Real> {
+    constructor(readonly subscription: Subscription) {}
+    check = () => true;
+    run(model: Model, { index }: Real): void {
+      const id = this.subscription.id;
+      if (model.held.some((s) => s.given.id === id)) {
+        const caught = thrown(() => index.add(this.subscription));
+        expect(isConfigurationError(caught) && caught.code).toBe('duplicate_subscription_id');
+      } else {
+        index.add(this.subscription);
+        model.held.push(copy(this.subscription));
+      }
+      expectSameAsModel(model, index);
+    }
+    toString = () => `add(${JSON.stringify(this.subscription)})`;
+  }
+
+  // A malformed pattern: add and replace refuse it and change nothing, whatever the id.
+  class AddMalformed implements fc.Command<Model, Real> {
+    constructor(
+      readonly subscription: Subscription,
+      readonly viaReplace: boolean,
+    ) {}
+    check = () => true;
+    run(model: Model, { index }: Real): void {
+      const caught = thrown(() =>
+        this.viaReplace ? index.replace(this.subscription) : index.add(this.subscription),
+      );
+      expect(isConfigurationError(caught) && caught.code).toBe('invalid_subscription');
+      expectSameAsModel(model, index);
+    }
+    toString = () =>
+      `${this.viaReplace ? 'replace' : 'add'}(${JSON.stringify(this.subscription)}) refused`;
+  }
+
+  class Replace implements fc.Command<Model, Real> {
+    constructor(readonly subscription: Subscription) {}
+    check = () => true;
+    run(model: Model, { index }: Real): void {
+      const at = model.held.findIndex((s) => s.given.id === this.subscription.id);
+      expect(index.replace(this.subscription)).toBe(at === -1 ? undefined : model.held[at]!.given);
+      if (at === -1) model.held.push(copy(this.subscription));
+      else model.held[at] = copy(this.subscription);
+      expectSameAsModel(model, index);
+    }
+    toString = () => `replace(${JSON.stringify(this.subscription)})`;
+  }
+
+  class Remove implements fc.Command<Model, Real> {
+    constructor(
+      readonly id: string,
+      readonly twice: boolean,
+    ) {}
+    check = () => true;
+    run(model: Model, { index }: Real): void {
+      const at = model.held.findIndex((s) => s.given.id === this.id);
+      expect(index.remove(this.id)).toBe(at === -1 ? undefined : model.held[at]!.given);
+      if (at !== -1) model.held.splice(at, 1);
+      expectSameAsModel(model, index);
+      if (this.twice) {
+        expect(index.remove(this.id)).toBeUndefined();
+        expectSameAsModel(model, index);
+      }
+    }
+    toString = () => `remove(${JSON.stringify(this.id)}${this.twice ? ', twice' : ''})`;
+  }
+
+  // One event, from pools wider than the sweep's (malformed kinds, other accounts and properties).
+  class Match implements fc.Command<Model, Real> {
+    constructor(readonly event: SubscriptionEvent) {}
+    check = () => true;
+    run(model: Model, { index }: Real): void {
+      expect(disagreement(model, index, this.event)).toEqual([]);
+    }
+    toString = () => `match(${JSON.stringify(this.event)})`;
+  }
+
+  const commandsArb = fc.commands(
+    [
+      subscriptionArb.map((s) => new Add(s)),
+      subscriptionArb.map((s) => new Replace(s)),
+      fc
+        .tuple(
+          subscriptionArb,
+          fc.constantFrom('Folio/created', 'folio/', 'folio/*/x', '*', 'folio/creat*'),
+          fc.boolean(),
+        )
+        .map(
+          ([s, bad, viaReplace]) =>
+            new AddMalformed({ ...s, events: [...s.events, bad] }, viaReplace),
+        ),
+      fc
+        .tuple(fc.constantFrom(...ID_POOL, 'missing'), fc.boolean())
+        .map(([id, twice]) => new Remove(id, twice)),
+      fc
+        .record(
+          {
+            accountCode: fc.constantFrom(...ACCOUNT_POOL, ...EXTRA_ACCOUNTS),
+            kind: fc.constantFrom(...EVENT_KINDS, ...EXTRA_KINDS),
+            propertyId: fc.constantFrom(...PROPERTY_POOL, ...EXTRA_PROPERTIES),
+          },
+          { requiredKeys: ['accountCode', 'kind'] },
+        )
+        .map((event) => new Match(event)),
+    ],
+    { maxCommands: 40, size: 'max' },
+  );
+
+  it('agrees with the model on size, get, stats and every match after each add, replace, remove and match', () => {
+    fc.assert(
+      fc.property(commandsArb, (commands) => {
+        fc.modelRun(
+          () => ({ model: { held: [] }, real: { index: new SubscriptionIndex() } }),
+          commands,
+        );
+      }),
+      { numRuns: 300 },
+    );
   });
 });
