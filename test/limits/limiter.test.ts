@@ -222,7 +222,7 @@ describe('limiter: leases (invariant 6)', () => {
       fc.record({ kind: fc.constant('end' as const), which: fc.nat(), twice: fc.boolean() }),
       fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 0, max: 500 }) }),
     ),
-    { maxLength: 200 },
+    { maxLength: 200, size: 'max' },
   );
 
   it('leases always come back: once every request has ended (finished, failed, aborted, released twice), nothing is in flight', () => {
@@ -741,6 +741,7 @@ describe('limiter: decisions without statuses', () => {
         fc.array(fc.record({ gap: fc.integer({ min: 0, max: 1_500 }), statuses: fc.boolean() }), {
           minLength: 1,
           maxLength: 150,
+          size: 'max',
         }),
         (a, b, steps) => {
           // Two windows: one may refuse while the other, skipped by a decision without statuses,

@@ -404,7 +404,7 @@ describe('MemoryStore', () => {
       statuses: fc.boolean(),
     });
     fc.assert(
-      fc.property(fc.array(step, { minLength: 1, maxLength: 300 }), (steps) => {
+      fc.property(fc.array(step, { minLength: 1, maxLength: 300, size: 'max' }), (steps) => {
         const twin = new OracleTwin(policies, new MemoryStore({ sweepInterval: 1 }));
         for (const { gap, client, account, release, statuses } of steps) {
           twin.clock.advance(gap);
@@ -438,7 +438,7 @@ describe('MemoryStore', () => {
       statuses: fc.boolean(),
     });
     fc.assert(
-      fc.property(fc.array(step, { minLength: 60, maxLength: 160 }), (steps) => {
+      fc.property(fc.array(step, { minLength: 60, maxLength: 160, size: 'max' }), (steps) => {
         const twin = new OracleTwin(policies, new MemoryStore({ sweepInterval: 2 }));
         for (const { gap, client, burst, hold, statuses } of steps) {
           twin.clock.advance(gap);
@@ -480,6 +480,7 @@ describe('MemoryStore', () => {
     const arbitraryBursts = fc.array(fc.integer({ min: 0, max: 400 }), {
       minLength: 20,
       maxLength: 120,
+      size: 'max',
     });
     fc.assert(
       fc.property(arbitraryBursts, (g) => {
@@ -501,7 +502,7 @@ describe('MemoryStore', () => {
         client: fc.integer({ min: 0, max: 7 }),
         hold: fc.boolean(),
       }),
-      { minLength: 20, maxLength: 80 },
+      { minLength: 20, maxLength: 80, size: 'max' },
     );
     fc.assert(
       fc.property(

@@ -238,7 +238,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
             retry: fc.option(fc.integer({ min: -3, max: 1 }), { nil: undefined }),
             statuses: fc.boolean(),
           }),
-          { maxLength: 300 },
+          { maxLength: 300, size: 'max' },
         ),
         async (steps) => {
           // Arrange
@@ -280,6 +280,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
         }),
         fc.array(fc.record({ gap: fc.integer({ min: 0, max: 1_500 }), release: fc.boolean() }), {
           maxLength: 200,
+          size: 'max',
         }),
         async ({ perSecond, burst, max, ttl }, steps) => {
           const { rate } = await import('../../src/index.js');
@@ -310,7 +311,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 4 }),
-        fc.array(fc.oneof(take, give), { maxLength: 120 }),
+        fc.array(fc.oneof(take, give), { maxLength: 120, size: 'max' }),
         async (max, steps) => {
           const policies = [concurrency(max, { name: 'c', leaseTtl: 3_000, retryAfter: 1_000 })];
           const plan: Plan = { scopes: [scope('c', 'a', '', policies, [0])] };
@@ -350,7 +351,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
             twice: fc.boolean(),
             release: fc.boolean(),
           }),
-          { maxLength: 120 },
+          { maxLength: 120, size: 'max' },
         ),
         async (steps) => {
           // Arrange: 23 policies on the account and 6 on a resource (the script keeps them in a

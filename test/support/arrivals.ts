@@ -13,7 +13,9 @@ export const arbitraryGaps = (maxLength = 400): fc.Arbitrary<number[]> =>
       { weight: 2, arbitrary: fc.integer({ min: 51, max: 2_000 }) },
       { weight: 1, arbitrary: fc.integer({ min: 2_001, max: 120_000 }) },
     ),
-    { maxLength },
+    // `size: 'max'`: fast-check's default size stops arrays at about ten elements, far short of
+    // the limits these sequences must reach.
+    { maxLength, size: 'max' },
   );
 
 /** Bursts of several requests at one instant or a few ms apart, separated by pauses. */
