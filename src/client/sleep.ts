@@ -12,8 +12,11 @@
  */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-// setTimeout fires at once for delays beyond 2^31 - 1 ms; the retry budget keeps waits far below.
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * The longest delay a timer waits, in ms: `setTimeout` fires a longer one after 1 ms. The retry
+ * budget keeps the client's waits far below it; options that set a timer are checked against it.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The default {@link Sleep}: a real timer, cleared when the signal aborts.

@@ -9,6 +9,7 @@ import type * as BullMQ from 'bullmq';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
+import { LONE_SURROGATE } from '../lone-surrogate.js';
 import type { Deliverer, DeliveryJob } from '../webhooks/delivery.js';
 import type { DeliveryQueue } from '../webhooks/delivery-queue.js';
 import { DeliveryQueueError } from '../webhooks/delivery-queue.js';
@@ -197,12 +198,15 @@ function bullJobId(job: DeliveryJob): string {
   return `${encodeIdPart(job.id)}|${encodeIdPart(job.subscriptionId)}`;
 }
 
+// Splits at each lone surrogate, keeping it as an odd-numbered part.
+const LONE_SURROGATES_KEPT = new RegExp(`(${LONE_SURROGATE.source})`);
+
 // encodeURIComponent throws on a lone surrogate, which a string id may hold: each is written `%u`
 // and its four hex digits, which encodeURIComponent never writes (its `%` is followed by two hex
 // digits), so different ids still never meet.
 function encodeIdPart(value: string): string {
   return String(value)
-    .split(/([\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF])/)
+    .split(LONE_SURROGATES_KEPT)
     .map((part, i) =>
       i % 2 === 1 ? `%u${part.charCodeAt(0).toString(16).toUpperCase()}` : encodeURIComponent(part),
     )

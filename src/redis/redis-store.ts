@@ -10,6 +10,7 @@
  * @module
  */
 import { createHash, randomInt } from 'node:crypto';
+import { MAX_TIMER_MS } from '../client/sleep.js';
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../limits/duration.js';
 import type { ConcurrencyPolicy, Policy } from '../limits/policy.js';
@@ -21,6 +22,7 @@ import type {
   StoreOutcome,
 } from '../limits/store.js';
 import { admissionWithoutStatuses } from '../limits/store.js';
+import { LONE_SURROGATE } from '../lone-surrogate.js';
 import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
 import type { RedisScriptClient } from './redis-client.js';
 import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
@@ -148,11 +150,6 @@ interface Decider {
   readonly throttles: readonly Throttle[];
 }
 
-/** The longest a timer waits (ms); a longer delay fires after 1 ms. */
-const MAX_TIMEOUT = 2 ** 31 - 1;
-/** A UTF-16 surrogate without its other half. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /** Lease ids: the instance's part times this, plus a counter below it. */
 const LEASE_COUNTER = 2 ** 21;
 
@@ -247,7 +244,7 @@ export class RedisStore implements AsyncLimitStore {
         `failMode must be 'open', 'closed' or 'reject', got ${describe(failMode)}.`,
       );
     }
-    this.#timeoutMs = whole(options.timeoutMs ?? 100, 'timeoutMs', 1, MAX_TIMEOUT);
+    this.#timeoutMs = whole(options.timeoutMs ?? 100, 'timeoutMs', 1, MAX_TIMER_MS);
     this.#closedRetryAfter = whole(
       options.failClosedRetryAfterSeconds ?? 1,
       'failClosedRetryAfterSeconds',
@@ -579,7 +576,7 @@ function shapeOf(
 // `{`, `}` and `%` as `%7B`, `%7D` and `%25`; a lone surrogate, which UTF-8 would turn into U+FFFD
 // on its way to Redis (so that `x\uD800`, `x\uDBFF` and `x\uFFFD` would share one key), as `%u`
 // and its four hex digits. Every `%` starts an escape, so two different ids never meet.
-const TAG_ESCAPES = /[{}%]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const TAG_ESCAPES = new RegExp(`[{}%]|${LONE_SURROGATE.source}`, 'g');
 
 function escapeTag(value: string): string {
   if (!/[{}%\uD800-\uDFFF]/.test(value)) return value;

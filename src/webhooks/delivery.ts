@@ -5,6 +5,7 @@
  * @module
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { MAX_TIMER_MS } from '../client/sleep.js';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError, isApiConventionsError } from '../errors.js';
@@ -153,10 +154,10 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
   }
   const timeoutMs = options.timeoutMs ?? 15_000;
   // Timers fire at once beyond 2^31 - 1 ms: a longer timeout would time every attempt out.
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS) {
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMER_MS) {
     throw new ConfigurationError(
       'invalid_option',
-      `timeoutMs must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}, got ${String(timeoutMs)}.`,
+      `timeoutMs must be a whole number of ms from 1 to ${MAX_TIMER_MS}, got ${String(timeoutMs)}.`,
     );
   }
   checkHeaders(options.headers);
@@ -301,8 +302,6 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
     },
   };
 }
-
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 // Extra headers node would refuse at every attempt (CR/LF, bad names): refused once, up front.
 function checkHeaders(headers: unknown): void {
