@@ -2,13 +2,14 @@
  * The Fastify plugin against real Fastify 5 on 127.0.0.1 (the shared adapter suite), and on
  * Fastify's HTTP/2 server without TLS.
  */
-import { connect as connectHttp2, constants as http2Constants } from 'node:http2';
+import { connect as connectHttp2 } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fastifyRateLimit } from '../../src/adapters/fastify.js';
 import { adapterSuite, type StartServer } from '../support/adapter-suite.js';
 import { heldThrottle } from '../support/async-store.js';
+import { closeSignal, resetWhileHeld } from '../support/http2.js';
 import { listen } from '../support/listen.js';
 
 const start: StartServer = async (options, app) => {
@@ -39,13 +40,10 @@ describe('Fastify plugin on HTTP/2', () => {
   it('a stream reset while an asynchronous store decides gets no handler, and its lease comes back', async () => {
     const { store, limiter } = heldThrottle();
     let handled = 0;
-    let streamClosed: () => void = () => undefined;
-    const serverSawClose = new Promise<void>((resolve) => {
-      streamClosed = resolve;
-    });
+    const stream = closeSignal();
     const fastify = Fastify({ logger: false, http2: true });
     fastify.addHook('onRequest', (_request, reply, done) => {
-      reply.raw.on('close', streamClosed);
+      reply.raw.on('close', stream.seen);
       done();
     });
     await fastify.register(fastifyRateLimit, {
@@ -60,14 +58,7 @@ describe('Fastify plugin on HTTP/2', () => {
     const { port } = fastify.server.address() as AddressInfo;
     const client = connectHttp2(`http://127.0.0.1:${port}`);
     try {
-      const stream = client.request({ ':method': 'GET', ':path': '/hold' });
-      stream.on('error', () => undefined);
-      stream.end();
-      await store.applied();
-      stream.close(http2Constants.NGHTTP2_CANCEL);
-      await serverSawClose;
-      store.proceed();
-      await vi.waitFor(() => expect(store.released).toBe(1));
+      await resetWhileHeld(client, '/hold', store, stream.closed);
       expect(handled).toBe(0);
     } finally {
       client.close();

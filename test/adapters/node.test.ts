@@ -18,7 +18,7 @@ import {
   type IncomingHttpHeaders,
 } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { nodeRateLimit } from '../../src/adapters/node.js';
 import {
   concurrency,
@@ -30,6 +30,7 @@ import {
 import { adapterSuite, expectFullThrottle, type StartServer } from '../support/adapter-suite.js';
 import { heldThrottle } from '../support/async-store.js';
 import { send } from '../support/http-client.js';
+import { closeSignal, resetWhileHeld, startResettable } from '../support/http2.js';
 import { listen } from '../support/listen.js';
 import { thrown } from '../support/thrown.js';
 
@@ -169,13 +170,6 @@ function sendHttp2(client: ClientHttp2Session, path: string) {
 }
 
 /** Start an HTTP/2 request that the client will reset. */
-function startResettable(client: ClientHttp2Session, path: string) {
-  const stream = client.request({ ':method': 'GET', ':path': path });
-  stream.on('error', () => undefined);
-  stream.end();
-  return stream;
-}
-
 describe('node:http adapter on the node:http2 compatibility API', () => {
   it('counts :path, writes a 429 HTTP/2 accepts, and gives the lease back when the client resets a stream', async () => {
     const clock = new FakeClock(0);
@@ -255,21 +249,13 @@ describe('node:http adapter on the node:http2 compatibility API', () => {
       limiter,
       identify: () => ({ clientId: 'c1', accountCode: 'ACME' }),
     });
-    let streamClosed: () => void = () => undefined;
-    const serverSawClose = new Promise<void>((resolve) => {
-      streamClosed = resolve;
-    });
+    const stream = closeSignal();
     const service = await http2Service((req, res) => {
-      res.on('close', streamClosed);
+      res.on('close', stream.seen);
       limit(req, res, () => handled++);
     });
     try {
-      const stream = startResettable(service.client, '/hold');
-      await store.applied();
-      stream.close(http2Constants.NGHTTP2_CANCEL);
-      await serverSawClose;
-      store.proceed();
-      await vi.waitFor(() => expect(store.released).toBe(1));
+      await resetWhileHeld(service.client, '/hold', store, stream.closed);
       expect(handled).toBe(0);
     } finally {
       await service.close();

@@ -29,6 +29,7 @@ import {
   RedisStore,
   type RedisStoreError,
 } from '../../src/redis/index.js';
+import { comparable } from '../support/limits.js';
 import {
   adminClient,
   type ClientKind,
@@ -261,21 +262,6 @@ async function expectOnEveryNode(prefix: string): Promise<string[][]> {
     }
   }
   return byNode;
-}
-
-/** What a decision says, without the release handle (each store issues its own). */
-function comparable(d: Decision) {
-  return d.allowed
-    ? { allowed: true, now: d.now, statuses: d.statuses }
-    : {
-        allowed: false,
-        now: d.now,
-        reason: d.reason,
-        retryAfterSeconds: d.retryAfterSeconds,
-        retryAt: d.retryAt,
-        policy: d.policy,
-        statuses: d.statuses,
-      };
 }
 
 /** A small deterministic generator, so that every run asks the same sequence. */

@@ -23,6 +23,7 @@ import {
 } from '../../src/index.js';
 import { RedisStore } from '../../src/redis/index.js';
 import { arbitraryGaps, burstyGaps } from '../support/arrivals.js';
+import { comparable } from '../support/limits.js';
 import {
   adminClient,
   type ClientKind,
@@ -74,21 +75,6 @@ function scope(
   active: readonly number[],
 ): PlanScope {
   return { clientId, accountCode, resource, policies, active };
-}
-
-/** What a decision says, without the lease handle (each store issues its own). */
-function comparable(d: Decision) {
-  return d.allowed
-    ? { allowed: true, now: d.now, statuses: d.statuses }
-    : {
-        allowed: false,
-        now: d.now,
-        reason: d.reason,
-        retryAfterSeconds: d.retryAfterSeconds,
-        retryAt: d.retryAt,
-        policy: d.policy,
-        statuses: d.statuses,
-      };
 }
 
 function comparableOutcome(o: StoreOutcome) {

@@ -69,3 +69,21 @@ export function stepOf(at: number, decision: Decision): Step {
 
 export const admittedTimes = (steps: readonly Step[]): number[] =>
   steps.filter((s) => s.allowed).map((s) => s.at);
+
+/**
+ * What a decision says, without its lease handle (each store issues its own): two stores' decisions
+ * compare equal when they decide alike.
+ */
+export function comparable(d: Decision) {
+  return d.allowed
+    ? { allowed: true, now: d.now, statuses: d.statuses }
+    : {
+        allowed: false,
+        now: d.now,
+        reason: d.reason,
+        retryAfterSeconds: d.retryAfterSeconds,
+        retryAt: d.retryAt,
+        policy: d.policy,
+        statuses: d.statuses,
+      };
+}
