@@ -14,7 +14,7 @@ import { createLimiter } from '../limits/limiter.js';
 import { MemoryStore } from '../limits/memory-store.js';
 import { type Policy, rate, window } from '../limits/policy.js';
 import type { LimitPreset } from '../limits/presets.js';
-import { type Sleep, timerSleep } from './sleep.js';
+import { abortableSleep, type Sleep, timerSleep } from './sleep.js';
 
 /** Options of {@link createPacer}. */
 export interface PacerOptions {
@@ -148,10 +148,7 @@ export function createPacer(options: PacerOptions): Pacer {
       pump();
     };
     // A sleep that throws or returns no promise still wakes the queue instead of wedging it.
-    new Promise<void>((resolve) => resolve(sleep(Math.max(0, wakeAt - clock.now())))).then(
-      wake,
-      wake,
-    );
+    abortableSleep(sleep, Math.max(0, wakeAt - clock.now())).then(wake, wake);
   };
 
   return {
