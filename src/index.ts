@@ -39,6 +39,7 @@ export type {
   RateLimitErrorEvent,
   RateLimitGate,
   RateLimitOptions,
+  TrackingIdReader,
 } from './http/rate-limit-gate.js';
 // The gate behind every adapter; the adapters themselves are subpaths (`/node`, `/express`, ...).
 export { createRateLimitGate } from './http/rate-limit-gate.js';

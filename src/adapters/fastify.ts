@@ -29,13 +29,10 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
   done,
 ) => {
   const gate = createRateLimitGate(options);
+  const readTrackingId = (request: FastifyRequest) =>
+    firstValue(request.headers[gate.trackingIdHeader]);
   fastify.addHook('onRequest', (request, reply, hookDone) => {
-    const pending = gate.check(
-      request,
-      request.method,
-      request.url,
-      firstValue(request.headers[gate.trackingIdHeader]),
-    );
+    const pending = gate.check(request, request.method, request.url, readTrackingId);
     const settle = (verdict: Awaited<typeof pending>): void => {
       // The client may have gone while an asynchronous store decided: nothing left to serve.
       if (clientGone(request.raw, reply.raw)) {

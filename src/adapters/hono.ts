@@ -27,13 +27,9 @@ export function honoRateLimit<E extends Env = Env>(
   options: HonoRateLimitOptions<E>,
 ): MiddlewareHandler<E> {
   const gate = createRateLimitGate(options);
+  const readTrackingId = (c: Context<E>) => c.req.header(gate.trackingIdHeader);
   return async (c, next) => {
-    const pending = gate.check(
-      c,
-      c.req.method,
-      pathAsSent(c.req.url),
-      c.req.header(gate.trackingIdHeader),
-    );
+    const pending = gate.check(c, c.req.method, pathAsSent(c.req.url), readTrackingId);
     const verdict = pending instanceof Promise ? await pending : pending;
     const { response } = verdict;
     if (response !== undefined) {

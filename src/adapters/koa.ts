@@ -51,13 +51,9 @@ export function koaRateLimit<C extends KoaLikeContext = KoaLikeContext>(
   options: KoaRateLimitOptions<C>,
 ): KoaRateLimitMiddleware<C> {
   const gate = createRateLimitGate(options);
+  const readTrackingId = (ctx: C) => firstValue(ctx.req.headers[gate.trackingIdHeader]);
   return async (ctx, next) => {
-    const pending = gate.check(
-      ctx,
-      ctx.method,
-      ctx.originalUrl,
-      firstValue(ctx.req.headers[gate.trackingIdHeader]),
-    );
+    const pending = gate.check(ctx, ctx.method, ctx.originalUrl, readTrackingId);
     const verdict = pending instanceof Promise ? await pending : pending;
     // The client may have gone while an asynchronous store decided: nothing left to serve.
     if (clientGone(ctx.req, ctx.res)) {

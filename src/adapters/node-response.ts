@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { problemDetails, problemResponse } from '../http/problem-details.js';
-import type { GateVerdict, RateLimitGate } from '../http/rate-limit-gate.js';
+import type { GateVerdict, RateLimitGate, TrackingIdReader } from '../http/rate-limit-gate.js';
 
 /**
  * Run the gate for one request and settle it on the node response. No closure is made on the
@@ -20,6 +20,7 @@ import type { GateVerdict, RateLimitGate } from '../http/rate-limit-gate.js';
  * @param req - the node request
  * @param res - the node response
  * @param path - the request target as the client sent it
+ * @param readTrackingId - reads the request's tracking id header, only when the gate needs it
  * @param next - goes on to the handler, called without arguments (not called when the gate answers)
  * @param guard - catch a throw or a rejection of `next` (plain node:http, where nothing else does)
  */
@@ -29,15 +30,11 @@ export function gateNodeRequest<R>(
   req: IncomingMessage,
   res: ServerResponse,
   path: string,
+  readTrackingId: TrackingIdReader<R>,
   next: () => unknown,
   guard: boolean,
 ): void {
-  const verdict = gate.check(
-    request,
-    req.method ?? 'GET',
-    path,
-    firstValue(req.headers[gate.trackingIdHeader]),
-  );
+  const verdict = gate.check(request, req.method ?? 'GET', path, readTrackingId);
   if (verdict instanceof Promise) {
     verdict.then((v) => settle(gate, request, v, req, res, next, guard));
   } else settle(gate, request, verdict, req, res, next, guard);

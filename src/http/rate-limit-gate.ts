@@ -110,6 +110,14 @@ export interface GateVerdict {
   release(): void;
 }
 
+/**
+ * Reads the tracking id header of a request; the gate calls it only when it needs the tracking id
+ * (a 429 or a 503, a failure report, or `trackingIdOnAdmitted`). Given to {@link RateLimitGate.check}
+ * in place of the header's value, it spares admitted requests the read: on node:http, the first
+ * read of `req.headers` builds the headers object.
+ */
+export type TrackingIdReader<R> = (request: R) => string | null | undefined;
+
 /** A gate, made once per middleware. */
 export interface RateLimitGate<R> {
   /** The tracking id header, lower case, for the adapter to read from the request. */
@@ -119,19 +127,26 @@ export interface RateLimitGate<R> {
    * @param request - the framework's request, handed to `identify` and `skip`
    * @param method - the HTTP method
    * @param path - the request target (the query string is ignored)
-   * @param incomingTrackingId - the request's tracking id header, if any
+   * @param incomingTrackingId - the request's tracking id header, if any, or a function that
+   * reads it, called (at most once) only when the tracking id is needed
    */
   check(
     request: R,
     method: string,
     path: string,
-    incomingTrackingId: string | null | undefined,
+    incomingTrackingId: string | null | undefined | TrackingIdReader<R>,
   ): GateVerdict | Promise<GateVerdict>;
   /** Report a failure after the decision (a throwing handler); never throws. */
   report(error: unknown, request: R, phase: GatePhase, trackingId: string): void;
 }
 
 const noop = (): void => undefined;
+
+/**
+ * A request's tracking id until something needs it: the id, '' to make one, or the reader of the
+ * request's header (its well-formed value, else one made).
+ */
+type PendingId<R> = string | TrackingIdReader<R>;
 
 // The headers of a verdict that adds none to the handler's response.
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
@@ -160,9 +175,10 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
   const onAdmitted = options.trackingIdOnAdmitted === true;
   const failure: FailureMode = options.failure ?? 'open';
 
-  // The tracking id is made only when something needs it: a 429 or a 503, an error report, the
-  // header on every response (trackingIdOnAdmitted), or a read of a verdict's `trackingId`. Until
-  // then it is '' (no well-formed id is empty). A source that fails is reported and replaced.
+  // The tracking id is read or made only when something needs it: a 429 or a 503, an error
+  // report, the header on every response (trackingIdOnAdmitted), or a read of a verdict's
+  // `trackingId`. Until then it is pending (see PendingId; no well-formed id is empty). A source
+  // or a reader that fails is reported and replaced.
   const make = (request: R): string => {
     if (source === randomTrackingId) return randomTrackingId();
     try {
@@ -173,18 +189,28 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
       return replaced;
     }
   };
-  const made = (request: R, trackingId: string): string =>
-    trackingId === '' ? make(request) : trackingId;
+  const made = (request: R, pending: PendingId<R>): string => {
+    if (typeof pending === 'string') return pending === '' ? make(request) : pending;
+    let incoming: string | null | undefined;
+    try {
+      incoming = pending(request);
+    } catch (error) {
+      const replaced = make(request);
+      report(error, request, 'tracking-id', replaced);
+      return replaced;
+    }
+    return isWellFormedTrackingId(incoming) ? incoming : make(request);
+  };
 
   /** A verdict whose tracking id is made on first read. */
   class Verdict implements GateVerdict {
-    #trackingId: string;
+    #trackingId: PendingId<R>;
     readonly #request: R;
 
     constructor(
       readonly response: ResponseParts | undefined,
       readonly headers: Readonly<Record<string, string>>,
-      trackingId: string,
+      trackingId: PendingId<R>,
       request: R,
       readonly holdsLease: boolean,
       readonly release: () => void,
@@ -194,16 +220,18 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     }
 
     get trackingId(): string {
-      this.#trackingId = made(this.#request, this.#trackingId);
-      return this.#trackingId;
+      const id = made(this.#request, this.#trackingId);
+      this.#trackingId = id;
+      return id;
     }
   }
 
-  // Let the request through without a lease (skipped, or failing open).
-  const pass = (request: R, trackingId: string): GateVerdict =>
+  // Let the request through without a lease (skipped, or failing open). With the tracking id on
+  // admitted responses, it was resolved first (see check).
+  const pass = (request: R, trackingId: PendingId<R>): GateVerdict =>
     new Verdict(
       undefined,
-      onAdmitted ? { [header]: trackingId } : NO_HEADERS,
+      onAdmitted ? { [header]: made(request, trackingId) } : NO_HEADERS,
       trackingId,
       request,
       false,
@@ -224,7 +252,12 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     }
   };
 
-  const fail = (error: unknown, request: R, phase: GatePhase, pending: string): GateVerdict => {
+  const fail = (
+    error: unknown,
+    request: R,
+    phase: GatePhase,
+    pending: PendingId<R>,
+  ): GateVerdict => {
     const trackingId = made(request, pending);
     report(error, request, phase, trackingId);
     if (failure === 'open') return pass(request, trackingId);
@@ -233,12 +266,17 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     return answer(response, request, trackingId);
   };
 
-  const decide = (decision: Decision, request: R, trackingId: string): GateVerdict => {
+  const decide = (decision: Decision, request: R, trackingId: PendingId<R>): GateVerdict => {
     if (decision.allowed) {
       return new Verdict(
         undefined,
         onAdmitted || withFields
-          ? admittedParts(decision, onAdmitted ? header : undefined, trackingId, withFields)
+          ? admittedParts(
+              decision,
+              onAdmitted ? header : undefined,
+              onAdmitted ? made(request, trackingId) : '',
+              withFields,
+            )
           : NO_HEADERS,
         trackingId,
         request,
@@ -257,7 +295,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     identity: Identity,
     method: string,
     path: string,
-    trackingId: string,
+    trackingId: PendingId<R>,
   ): GateVerdict | Promise<GateVerdict> => {
     let decision: Decision | Promise<Decision>;
     try {
@@ -278,7 +316,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     request: R,
     method: string,
     path: string,
-    trackingId: string,
+    trackingId: PendingId<R>,
   ): GateVerdict | Promise<GateVerdict> => {
     let identity: Identity | Promise<Identity>;
     let pending: boolean;
@@ -301,11 +339,13 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     request: R,
     method: string,
     path: string,
-    incoming: string | null | undefined,
+    incoming: string | null | undefined | TrackingIdReader<R>,
   ): GateVerdict | Promise<GateVerdict> => {
-    let trackingId = '';
-    if (isWellFormedTrackingId(incoming)) trackingId = incoming;
-    else if (onAdmitted) trackingId = make(request);
+    let trackingId: PendingId<R> = '';
+    if (typeof incoming === 'function') trackingId = incoming;
+    else if (isWellFormedTrackingId(incoming)) trackingId = incoming;
+    // Every admitted response carries it: settle it once, here.
+    if (onAdmitted) trackingId = made(request, trackingId);
     if (skip === undefined) return attribute(request, method, path, trackingId);
     let skipped: boolean | Promise<boolean>;
     let pending: boolean;

@@ -17,6 +17,8 @@ import { thrown } from '../support/thrown.js';
 
 interface Req {
   client: unknown;
+  /** The tracking id header, for the reader tests. */
+  id?: string;
 }
 
 const limiterOf = (limit = 1) =>
@@ -137,6 +139,63 @@ describe('rate limit gate', () => {
     const stamped = stamping.check({ client: 'c1' }, 'GET', '/x', undefined) as GateVerdict;
     expect(stamped.headers).toEqual({ 'service-tracking-id': 'made-3' });
     expect(stamped.trackingId).toBe('made-3');
+  });
+
+  it('reads the incoming tracking id through a reader only when it needs the id, at most once per request', () => {
+    const reads: string[] = [];
+    const header = (req: Req) => {
+      reads.push(req.client as string);
+      return req.id;
+    };
+    let made = 0;
+    const trackingIds = () => `made-${++made}`;
+    const gate = createRateLimitGate({ limiter: limiterOf(1), identify, trackingIds });
+    const admitted = gate.check({ client: 'c1', id: 'req-1' }, 'GET', '/x', header);
+    expect((admitted as GateVerdict).response).toBeUndefined();
+    expect(reads).toEqual([]);
+    // A 429 quotes the request's own id, read once.
+    const refused = gate.check({ client: 'c1', id: 'req-2' }, 'GET', '/x', header) as GateVerdict;
+    expect(refused.response?.headers['service-tracking-id']).toBe('req-2');
+    expect(refused.trackingId).toBe('req-2');
+    expect(reads).toEqual(['c1']);
+    // Read on the admitted verdict's first read, once; a malformed id is replaced by a made one.
+    expect((admitted as GateVerdict).trackingId).toBe('req-1');
+    expect((admitted as GateVerdict).trackingId).toBe('req-1');
+    const malformed = gate.check({ client: 'c1', id: 'bad id' }, 'GET', '/x', header);
+    expect((malformed as GateVerdict).trackingId).toBe('made-1');
+    expect(reads).toEqual(['c1', 'c1', 'c1']);
+    // With the id on every admitted response, it is read at once.
+    const stamping = createRateLimitGate({
+      limiter: limiterOf(1),
+      identify,
+      trackingIds,
+      trackingIdOnAdmitted: true,
+    });
+    const stamped = stamping.check({ client: 'c2', id: 'req-3' }, 'GET', '/x', header);
+    expect((stamped as GateVerdict).headers).toEqual({ 'service-tracking-id': 'req-3' });
+    expect(reads).toEqual(['c1', 'c1', 'c1', 'c2']);
+  });
+
+  it('a reader that throws is reported in the tracking-id phase and replaced by a made id', () => {
+    const events: RateLimitErrorEvent<Req>[] = [];
+    const gate = createRateLimitGate<Req>({
+      limiter: limiterOf(1),
+      identify,
+      trackingIds: () => 'made-1',
+      onError: (e) => events.push(e),
+    });
+    const broken = () => {
+      throw new Error('no headers');
+    };
+    expect(
+      (gate.check({ client: 'c' }, 'GET', '/', broken) as GateVerdict).response,
+    ).toBeUndefined();
+    const refused = gate.check({ client: 'c' }, 'GET', '/', broken) as GateVerdict;
+    expect(refused.response?.status).toBe(429);
+    expect(refused.response?.headers['service-tracking-id']).toBe('made-1');
+    expect(events.map((e) => [e.phase, e.trackingId, (e.error as Error).message])).toEqual([
+      ['tracking-id', 'made-1', 'no headers'],
+    ]);
   });
 
   it('asks the limiter for statuses only when it sends the RateLimit fields, which then count them', () => {
