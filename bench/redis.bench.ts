@@ -28,6 +28,11 @@ interface Result {
   commandsPerDecision: number;
   /** CPU time inside Redis per script call (`usec_per_call` of EVALSHA), in microseconds. */
   scriptUsecPerCall: number;
+  /**
+   * CPU time of this Node process per decision, in microseconds: the client's share (the store,
+   * ioredis, the event loop). With Redis's share it tells which side bounds the rate.
+   */
+  nodeCpuUsPerDecision: number;
   admitted: number;
 }
 
@@ -63,7 +68,9 @@ async function measure(admin: Redis, decide: Decide): Promise<Result> {
   await admin.config('RESETSTAT');
   const latencies = new Float64Array(DECISIONS);
   const start = performance.now();
+  const cpu = process.cpuUsage();
   const admitted = await drive(decide, DECISIONS, latencies);
+  const used = process.cpuUsage(cpu);
   const seconds = (performance.now() - start) / 1000;
   const stats = await commandStats(admin);
   stats.delete('config|resetstat');
@@ -78,6 +85,7 @@ async function measure(admin: Redis, decide: Decide): Promise<Result> {
     scriptCallsPerDecision: round(scripts / DECISIONS),
     commandsPerDecision: round(all / DECISIONS),
     scriptUsecPerCall: stats.get('evalsha')?.usec ?? 0,
+    nodeCpuUsPerDecision: round((used.user + used.system) / DECISIONS),
     admitted,
   };
 }
@@ -92,6 +100,7 @@ function medianResult(list: readonly Result[]): Result {
     scriptCallsPerDecision: of((r) => r.scriptCallsPerDecision),
     commandsPerDecision: of((r) => r.commandsPerDecision),
     scriptUsecPerCall: of((r) => r.scriptUsecPerCall),
+    nodeCpuUsPerDecision: of((r) => r.nodeCpuUsPerDecision),
     admitted: of((r) => r.admitted),
   };
 }
