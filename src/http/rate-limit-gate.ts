@@ -8,7 +8,12 @@
  */
 import { ConfigurationError, InvalidRequestError } from '../errors.js';
 import { describe } from '../limits/duration.js';
-import type { CheckOptions, Decision, LimitRequest } from '../limits/limiter.js';
+import {
+  type CheckOptions,
+  type Decision,
+  type LimitRequest,
+  RequestFields,
+} from '../limits/limiter.js';
 import { problemDetails, problemResponse, type ResponseParts } from './problem-details.js';
 import {
   admittedParts,
@@ -390,13 +395,14 @@ function limitRequest(identity: Identity, method: string, path: string): LimitRe
       `identify() must return { clientId, accountCode, accountType? }, got ${describe(identity)}.`,
     );
   }
-  return {
-    clientId: identity.clientId,
-    accountCode: identity.accountCode,
-    accountType: identity.accountType,
+  // Each field read once; the limiter checks the values without copying them again.
+  return new RequestFields(
+    identity.clientId,
+    identity.accountCode,
+    identity.accountType,
     method,
     path,
-  };
+  );
 }
 
 function unavailable(trackingId: string): ResponseParts {

@@ -8,7 +8,12 @@
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError, InvalidRequestError } from '../errors.js';
 import { describe } from './duration.js';
-import { type CompiledRules, compileLimitRules, type LimitRule } from './limit-rule.js';
+import {
+  type CompiledRules,
+  compileLimitRules,
+  type LimitRule,
+  type ResourceScope,
+} from './limit-rule.js';
 import { MemoryStore } from './memory-store.js';
 import { checkPolicies, type Policy } from './policy.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
@@ -39,6 +44,27 @@ export interface LimitRequest {
   readonly method: string;
   /** The request path (the query string is ignored). */
   readonly path: string;
+}
+
+/**
+ * A {@link LimitRequest} whose fields are plain values, read once from wherever they came from:
+ * `check()` validates it without copying it first. The rate limit gate makes one per request.
+ */
+export class RequestFields implements LimitRequest {
+  /**
+   * @param clientId - the client id
+   * @param accountCode - the account code
+   * @param accountType - the account type, if any
+   * @param method - the HTTP method
+   * @param path - the request path
+   */
+  constructor(
+    readonly clientId: string,
+    readonly accountCode: string,
+    readonly accountType: string | undefined,
+    readonly method: string,
+    readonly path: string,
+  ) {}
 }
 
 /** The request may proceed. Call `release()` when it ends, however it ends. */
@@ -184,31 +210,28 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
     );
   }
   const select = policySelector(options);
+  // The memory store reads a plan while it decides and keeps nothing of it: a plan of one scope
+  // (no resource rule matched) is then written into one object made once, not made per request.
+  // Any other store may keep the plan past apply() (across an await), and gets a new one.
+  const reused =
+    Object.getPrototypeOf(store) === MemoryStore.prototype ? reusablePlan() : undefined;
 
   const check = (input: LimitRequest, options?: CheckOptions): Decision | Promise<Decision> => {
     const request = checkRequest(input, maxIdLength);
     const statuses = options === undefined || wantsStatuses(options);
     const group = select(request);
     const { clientId, accountCode } = request;
-    const global: PlanScope = {
-      clientId,
-      accountCode,
-      resource: '',
-      policies: group.list,
-      active: group.active,
-    };
-    const scopes: PlanScope[] = [global];
+    let active = group.active;
+    let resources: readonly ResourceScope[] = NO_RESOURCES;
     const { effectOf } = group.rules;
     if (effectOf !== undefined) {
       // A malformed path matches no rule: it is still counted by the global limits and the throttle.
-      const { active, resources } = effectOf(request.method, request.path);
-      for (const { key, policies, positions } of resources) {
-        scopes.push({ clientId, accountCode, resource: key, policies, active: positions });
-      }
+      const effect = effectOf(request.method, request.path);
+      resources = effect.resources;
       // Exemptions only take positions away: the same length is the same list.
-      if (active.length !== group.active.length) scopes[0] = { ...global, active };
+      if (effect.active.length !== active.length) active = effect.active;
     }
-    const plan: Plan = { scopes, statuses };
+    // The clock before the plan is written: a clock that calls check() again cannot overwrite it.
     const now = clock.now();
     if (!Number.isFinite(now)) {
       throw new ConfigurationError(
@@ -216,12 +239,43 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
         `clock.now() must return finite milliseconds, got ${describe(now)}.`,
       );
     }
+    let plan: Plan;
+    if (reused !== undefined && resources.length === 0) {
+      const { global } = reused;
+      global.clientId = clientId;
+      global.accountCode = accountCode;
+      global.policies = group.list;
+      global.active = active;
+      reused.plan.statuses = statuses;
+      plan = reused.plan;
+    } else {
+      const scopes: PlanScope[] = [
+        { clientId, accountCode, resource: '', policies: group.list, active },
+      ];
+      for (const { key, policies, positions } of resources) {
+        scopes.push({ clientId, accountCode, resource: key, policies, active: positions });
+      }
+      plan = { scopes, statuses };
+    }
     const outcome = store.apply(plan, now);
     return store.synchronous
       ? toDecision(store, outcome as StoreOutcome, statuses)
       : (outcome as Promise<StoreOutcome>).then((o) => toDecision(store, o, statuses));
   };
   return { check, store } as Limiter<S>;
+}
+
+const NO_RESOURCES: readonly ResourceScope[] = Object.freeze([]);
+
+/** A plan of one scope, written afresh by each check (see createLimiter). */
+interface ReusablePlan {
+  readonly global: { -readonly [K in keyof PlanScope]: PlanScope[K] };
+  readonly plan: { -readonly [K in keyof Plan]: Plan[K] };
+}
+
+function reusablePlan(): ReusablePlan {
+  const global = { clientId: '', accountCode: '', resource: '', policies: [], active: [] };
+  return { global, plan: { scopes: [global], statuses: true } };
 }
 
 interface PolicyGroup {
@@ -344,20 +398,8 @@ function checkRequest(input: LimitRequest, maxIdLength: number): LimitRequest {
   }
   // Read each field once, into a plain object: a getter that throws becomes a typed error, and
   // one that answers differently on each read cannot pass the checks with one value and be
-  // counted under another.
-  let request: LimitRequest;
-  try {
-    const { clientId, accountCode, accountType, method, path } = input;
-    request = { clientId, accountCode, accountType, method, path };
-  } catch (cause) {
-    throw new InvalidRequestError(
-      'invalid_request',
-      'Reading the request object threw; pass plain values from identify().',
-      {
-        cause,
-      },
-    );
-  }
+  // counted under another. RequestFields already holds plain values.
+  const request = input instanceof RequestFields ? input : readOnce(input);
   checkId(request.clientId, 'clientId', 'invalid_client_id', maxIdLength);
   checkId(request.accountCode, 'accountCode', 'invalid_account_code', maxIdLength);
   if (request.accountType !== undefined && typeof request.accountType !== 'string') {
@@ -380,6 +422,19 @@ function checkRequest(input: LimitRequest, maxIdLength: number): LimitRequest {
     );
   }
   return request;
+}
+
+function readOnce(input: LimitRequest): LimitRequest {
+  try {
+    const { clientId, accountCode, accountType, method, path } = input;
+    return { clientId, accountCode, accountType, method, path };
+  } catch (cause) {
+    throw new InvalidRequestError(
+      'invalid_request',
+      'Reading the request object threw; pass plain values from identify().',
+      { cause },
+    );
+  }
 }
 
 function checkId(

@@ -16,6 +16,7 @@ import {
   rate,
   window,
 } from '../../src/index.js';
+import { RequestFields } from '../../src/limits/limiter.js';
 import { arbitraryGaps, burstyGaps, edgeGaps, steadyGaps } from '../support/arrivals.js';
 import { AsyncMemoryStore } from '../support/async-store.js';
 import { admittedTimes, request, runEngine, runOracle } from '../support/limits.js';
@@ -514,6 +515,51 @@ describe('limiter: decision rules', () => {
     clock.set(0);
     expect(limiter.check(request)).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
   });
+
+  it('a clock that decides another request from inside now() does not change whose request is decided', () => {
+    const clock = new FakeClock(0);
+    let inner: (() => unknown) | undefined;
+    const limiter = createLimiter({
+      policies: [window(1, '1s', { name: 'w' })],
+      clock: {
+        now: () => {
+          const nested = inner;
+          inner = undefined;
+          nested?.();
+          return clock.now();
+        },
+      },
+    });
+    inner = () => limiter.check({ ...request, clientId: 'inner' });
+    expect(limiter.check({ ...request, clientId: 'outer' }).allowed).toBe(true);
+    // Each was counted under its own client: both are full now, nobody else is.
+    expect(limiter.check({ ...request, clientId: 'outer' }).allowed).toBe(false);
+    expect(limiter.check({ ...request, clientId: 'inner' }).allowed).toBe(false);
+    expect(limiter.check({ ...request, clientId: 'other' }).allowed).toBe(true);
+  });
+
+  it('a store other than the memory store gets a plan of its own on every check, which later checks leave alone', () => {
+    const kept: Array<{ plan: Plan; clientId: string; statuses: boolean }> = [];
+    class KeepingStore extends MemoryStore {
+      override apply(plan: Plan, now: number) {
+        kept.push({ plan, clientId: plan.scopes[0]!.clientId, statuses: plan.statuses !== false });
+        return super.apply(plan, now);
+      }
+    }
+    const limiter = createLimiter({
+      preset: presets.live,
+      store: new KeepingStore(),
+      clock: new FakeClock(0),
+    });
+    for (const [i, statuses] of [true, false, true].entries()) {
+      limiter.check({ ...request, clientId: `client-${i}` }, { statuses });
+    }
+    expect(new Set(kept.map((k) => k.plan)).size).toBe(3);
+    for (const { plan, clientId, statuses } of kept) {
+      expect(plan.scopes.map((scope) => scope.clientId)).toEqual([clientId]);
+      expect(plan.statuses !== false).toBe(statuses);
+    }
+  });
 });
 
 describe('limiter: bad input', () => {
@@ -561,6 +607,18 @@ describe('limiter: bad input', () => {
       expect(isInvalidRequestError(caught)).toBe(true);
       expect((caught as { code: string }).code).toBe(code);
       expect((caught as Error).message).toMatch(/must|use one of|pass plain values/);
+    },
+  );
+
+  // Plain values only: a getter or a proxy is what the read-once copy is for.
+  it.each(bad.filter(([name]) => !/throws|no request/.test(name)))(
+    '%s, read once into RequestFields (as the gate does), gets the same InvalidRequestError',
+    (_, input, code) => {
+      const { clientId, accountCode, accountType, method, path } = input as LimitRequest;
+      const fields = new RequestFields(clientId, accountCode, accountType, method, path);
+      const caught = thrown(() => limiter.check(fields));
+      expect(isInvalidRequestError(caught)).toBe(true);
+      expect((caught as { code: string }).code).toBe(code);
     },
   );
 
