@@ -112,6 +112,10 @@ interface Writer {
   readonly work: readonly number[];
   /** Whether the variables live in one table (a plan too large for Lua's locals). */
   readonly inTable: boolean;
+  /** The reply's `i`th number (from 1): a local, or a slot of the table `reply`. */
+  r(i: number): string;
+  /** Whether the reply's numbers live in the table `reply` (text replies and large plans). */
+  readonly replyTable: boolean;
   /** A section's variable. */
   v(name: SectionVariable, j: number): string;
   /** A scope's variable. */
@@ -139,8 +143,12 @@ export function decideScript(shape: DecideShape): string {
   });
   const throttles = leaseSlots(shape).length;
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
-  const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 24;
+  // A binary reply's numbers are locals, packed straight from them: each a local and a register
+  // of the packing call.
+  const replyLocals = shape.binary === true ? 2 * (5 + 2 * work.length) : 0;
+  const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 24 + replyLocals;
   const inTable = locals > MAX_LOCALS;
+  const replyTable = inTable || shape.binary !== true;
   const declared: string[] = [];
   const slots = new Map<string, number>();
   const variable = (name: string, index: number): string => {
@@ -161,10 +169,11 @@ export function decideScript(shape: DecideShape): string {
   };
   const v = (name: SectionVariable, j: number) => variable(name, j);
   const sv = (name: ScopeVariable, s: number) => variable(name, s);
+  const r = (i: number) => (replyTable ? `reply[${i}]` : variable('R', i));
 
   const body: string[] = [];
   const emit = (...lines: string[]) => body.push(...lines);
-  const w: Writer = { shape, sections, first, work, inTable, v, sv, emit };
+  const w: Writer = { shape, sections, first, work, inTable, r, replyTable, v, sv, emit };
   readScopes(w);
   settleEntries(w);
   ownTimes(w);
@@ -189,7 +198,6 @@ export function decideScript(shape: DecideShape): string {
     'end',
     throttles > 0 ? '-- The lease id, unique to the request among the leases of its expiry.' : '',
     throttles > 0 ? 'local id = argv[2] + 0' : '',
-    hasThrottle(shape) ? FIND_LEASE : '',
     // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
     "-- Step 1. The time: the caller's, or the server's own clock.",
     'local t',
@@ -306,6 +314,8 @@ function giveBack(w: Writer, s: number, ids: readonly number[]): void {
       '      if first_expiry == expiry and first_id == lease then',
       `        ${o}, ${n} = ${o} + ${LEASE_SIZE}, ${n} - 1`,
       '      else',
+      // Rare (a lease given back out of order): the function is made only here.
+      ...FIND_LEASE.map((line) => `        ${line}`),
       ...(later.length > 0 ? [`        local before = ${n}`] : []),
       `        ${x}, ${n} = give_back(${x}, ${o}, ${n}, expiry, lease)`,
       ...(later.length > 0
@@ -326,8 +336,9 @@ function giveBack(w: Writer, s: number, ids: readonly number[]): void {
 function settleEntries(w: Writer): void {
   const { sections, v, sv, emit } = w;
   // Step 3 begins with what every policy knows once the time is settled: the first entry still
-  // counted (a binary search; the most common case, nothing has left, is one read). A window's
-  // admission counts while it is inside the window, a throttle's lease until it expires.
+  // counted (a binary search; the most common cases, nothing or only the oldest has left, are one
+  // read and two). A window's admission counts while it is inside the window, a throttle's lease
+  // until it expires. The entries are in order, so the first two reads settle those cases.
   for (const [j, section] of sections.entries()) {
     const p = section.policy;
     if (p.kind === 'rate') continue;
@@ -339,8 +350,10 @@ function settleEntries(w: Writer): void {
       `  local cutoff = ${p.kind === 'window' ? `t - ${p.windowMs}` : 't'}`,
       `  if ${n} == 0 or unpack_struct('<d', ${x}, ${o}) > cutoff then`,
       `    ${h} = 1`,
+      `  elseif ${n} == 1 or unpack_struct('<d', ${x}, ${o} + ${stride}) > cutoff then`,
+      `    ${h} = 2`,
       '  else',
-      `    local lo, hi = 2, ${n} + 1`,
+      `    local lo, hi = 3, ${n} + 1`,
       '    while lo < hi do',
       '      local mid = floor((lo + hi) / 2)',
       `      if unpack_struct('<d', ${x}, ${o} + (mid - 1) * ${stride}) <= cutoff then lo = mid + 1 else hi = mid end`,
@@ -387,7 +400,7 @@ function ownTimes(w: Writer): void {
 
 /** Steps 4 and 5: refuse or admit. */
 function decide(w: Writer): void {
-  const { sections, work, v, sv, emit } = w;
+  const { sections, work, r, replyTable, v, sv, emit } = w;
   // Step 4. Refuse when any policy is full or blocked; the one that frees up last names the
   // refusal, on a tie the one whose own limit frees up last (not a block), then the later one in
   // plan order (the more specific limit).
@@ -407,7 +420,7 @@ function decide(w: Writer): void {
 
   // Step 5a. Admitted: every active policy records the request (a window's admission and a
   // throttle's lease are written in step 6); each scope with an active policy changes.
-  emit('local admitted = refusing == 0', 'local reply', 'if admitted then');
+  emit('local admitted = refusing == 0', replyTable ? 'local reply' : '', 'if admitted then');
   for (const j of work) {
     const p = sections[j]!.policy;
     const a = v('A', j);
@@ -416,23 +429,38 @@ function decide(w: Writer): void {
     }
   }
   for (const s of new Set(work.map((j) => sections[j]!.scope))) emit(`  ${sv('D', s)} = true`);
-  // The reply table is made at its full size, with a place for each status: growing it would
-  // rehash it.
-  const places = ', 0'.repeat(2 * work.length);
-  emit(
-    `  reply = { 1, t, 0, 0, 0${places} }`,
-    'else',
-    // Step 5b. Refused: record nothing. The statuses are read before the blocks change.
-    `  reply = { 0, t, refusing_own <= t and 2 or 1, max(1, ceil((earliest - t - EPSILON) / 1000)), refusing${places} }`,
-    'end',
-  );
+  const refused = [
+    '0',
+    't',
+    'refusing_own <= t and 2 or 1',
+    'max(1, ceil((earliest - t - EPSILON) / 1000))',
+    'refusing',
+  ];
+  if (replyTable) {
+    // The reply table is made at its full size, with a place for each status: growing it would
+    // rehash it.
+    const places = ', 0'.repeat(2 * work.length);
+    emit(
+      `  reply = { 1, t, 0, 0, 0${places} }`,
+      'else',
+      // Step 5b. Refused: record nothing. The statuses are read before the blocks change.
+      `  reply = { ${refused.join(', ')}${places} }`,
+      'end',
+    );
+    return;
+  }
+  // Locals, not a table: a table per decision costs its allocation and its collection.
+  const head = [1, 2, 3, 4, 5].map(r).join(', ');
+  emit(`  ${head} = 1, t, 0, 0, 0`, 'else', `  ${head} = ${refused.join(', ')}`, 'end');
 }
 
 /** The statuses of the active policies. */
 function statuses(w: Writer): void {
-  const { shape, sections, work, v, sv, emit } = w;
+  const { shape, sections, work, r, v, sv, emit } = w;
   // Remaining and reset-after (ms) of every active policy, after the decision; for a refusal only
-  // when the plan asks for no statuses.
+  // when the plan asks for no statuses. Comparisons rather than math.max and math.min, whose C
+  // calls cost more, with their results: max(0, x) is x only when x > 0 (0 for -0), min(b, x) is x
+  // only when x < b.
   const always = shape.statuses !== false;
   if (!always) emit('if not admitted then');
   for (const [k, j] of work.entries()) {
@@ -440,7 +468,7 @@ function statuses(w: Writer): void {
     const p = section.policy;
     const x = sv('X', section.scope);
     const [n, o, h, a] = [v('N', j), v('O', j), v('H', j), v('A', j)];
-    const at = `reply[${6 + 2 * k}], reply[${7 + 2 * k}]`;
+    const at = `${r(6 + 2 * k)}, ${r(7 + 2 * k)}`;
     if (p.kind === 'window') {
       emit(
         'do',
@@ -461,9 +489,13 @@ function statuses(w: Writer): void {
       emit(
         'do',
         `  local interval = 1000 / ${lua(p.perSecond)}`,
-        `  local backlog = max(${a}, t) - t`,
-        `  local remaining = max(0, min(${p.burst}, floor((${p.burst} * interval - backlog) / interval + EPSILON)))`,
-        `  ${at} = remaining, max(0, ${a} - t)`,
+        `  local backlog = (t > ${a} and t or ${a}) - t`,
+        `  local remaining = floor((${p.burst} * interval - backlog) / interval + EPSILON)`,
+        `  if not (remaining < ${p.burst}) then remaining = ${p.burst} end`,
+        '  if not (remaining > 0) then remaining = 0 end',
+        `  local reset = ${a} - t`,
+        '  if not (reset > 0) then reset = 0 end',
+        `  ${at} = remaining, reset`,
         'end',
       );
     } else {
@@ -471,7 +503,9 @@ function statuses(w: Writer): void {
         'do',
         `  local held = ${n} - ${h} + 1`,
         `  if admitted then held = held + ${section.uses} end`,
-        `  ${at} = max(0, ${p.max} - held), 0`,
+        `  local remaining = ${p.max} - held`,
+        '  if not (remaining > 0) then remaining = 0 end',
+        `  ${at} = remaining, 0`,
         'end',
       );
     }
@@ -565,7 +599,7 @@ function writeBack(w: Writer): void {
 
 /** The reply. */
 function reply(w: Writer): void {
-  const { shape, work, emit } = w;
+  const { shape, work, r, replyTable, emit } = w;
   const full = 5 + 2 * work.length;
   // Without statuses an admission replies with the first five numbers only.
   const counts = shape.statuses === false && work.length > 0 ? [5, full] : [full];
@@ -575,7 +609,10 @@ function reply(w: Writer): void {
     if (i === 1) emit('end');
     if (shape.binary === true) {
       // Doubles: exact, and the cheapest reply to write (no number printed as text).
-      emit(`${indent}return pack_struct('<${'d'.repeat(count)}', unpack(reply, 1, ${count}))`);
+      const numbers = replyTable
+        ? `unpack(reply, 1, ${count})`
+        : Array.from({ length: count }, (_, i) => r(i + 1)).join(', ');
+      emit(`${indent}return pack_struct('<${'d'.repeat(count)}', ${numbers})`);
       continue;
     }
     // Exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
@@ -603,11 +640,6 @@ function lua(x: number): string {
   return String(x);
 }
 
-/** Whether any scope of the shape has a throttle, whose leases may be given back in its value. */
-function hasThrottle(shape: DecideShape): boolean {
-  return shape.scopes.some((policies) => policies.some((p) => p.kind === 'concurrency'));
-}
-
 /**
  * Lua: give back the lease (expiry, id) from the `n` entries of a throttle at byte `from` of a
  * value; returns the value and how many entries it now holds. A lease that is not there (given
@@ -624,4 +656,4 @@ const FIND_LEASE = [
   '  end',
   '  return x, n',
   'end',
-].join('\n');
+];
