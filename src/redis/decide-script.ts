@@ -143,12 +143,12 @@ export function decideScript(shape: DecideShape): string {
   });
   const throttles = leaseSlots(shape).length;
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
-  // A binary reply's numbers are locals, packed straight from them: each a local and a register
-  // of the packing call.
-  const replyLocals = shape.binary === true ? 2 * (5 + 2 * work.length) : 0;
-  const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 24 + replyLocals;
+  const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 24;
   const inTable = locals > MAX_LOCALS;
-  const replyTable = inTable || shape.binary !== true;
+  // A binary reply's numbers are locals, packed straight from them, when there is room for them
+  // (each is a local and a register of the packing call); else they fill a table.
+  const replyLocals = 2 * (5 + 2 * work.length);
+  const replyTable = shape.binary !== true || locals + replyLocals > MAX_LOCALS;
   const declared: string[] = [];
   const slots = new Map<string, number>();
   const variable = (name: string, index: number): string => {
