@@ -586,7 +586,10 @@ describe.each(clientKinds)('RedisStore with %s, against a memory store model', (
     );
     // The clock went back behind the latest decision, and decisions were compared there.
     expect(comparedBehind).toBeGreaterThan(0);
-  });
+    // 300 sequences of up to 200 steps, some checks repeated up to 201 times at one instant, each
+    // check a round trip to Redis: 20 s to 80 s on a 2-core machine, by the sizes fast-check draws
+    // and what else runs. The suite's 60 s would fail it by its draw, not by a decision.
+  }, 240_000);
 });
 
 // Keep the admin helper referenced for the key-layout checks in redis-store.test.ts.
