@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { firstValue, gateNodeRequest } from './node-response.js';
+import { gateNodeRequest, nodeTrackingIdReader } from './node-response.js';
 
 /** The part of an Express request the middleware reads: a node request with `originalUrl`. */
 export type ExpressLikeRequest = IncomingMessage & {
@@ -43,7 +43,7 @@ export function expressRateLimit<R extends ExpressLikeRequest = ExpressLikeReque
   options: ExpressRateLimitOptions<R>,
 ): ExpressRateLimitMiddleware<R> {
   const gate = createRateLimitGate(options);
-  const readTrackingId = (req: R) => firstValue(req.headers[gate.trackingIdHeader]);
+  const readTrackingId = nodeTrackingIdReader(gate.trackingIdHeader);
   return (req, res, next) =>
     gateNodeRequest(
       gate,

@@ -149,6 +149,16 @@ export function holdUntilClosed(
 }
 
 /**
+ * The gate's reader of a node request's tracking id header, made once per middleware. The gate
+ * calls it only when it needs the id: on node:http the first read of `req.headers` builds the
+ * headers object, which an admitted request then never pays for the middleware's sake.
+ * @param header - the header name, lower case (the gate's `trackingIdHeader`)
+ */
+export function nodeTrackingIdReader(header: string): TrackingIdReader<IncomingMessage> {
+  return (req) => firstValue(req.headers[header]);
+}
+
+/**
  * The first value of a node header.
  * @param value - as in `req.headers`
  */

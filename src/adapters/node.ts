@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { firstValue, gateNodeRequest } from './node-response.js';
+import { gateNodeRequest, nodeTrackingIdReader } from './node-response.js';
 
 /** Options of {@link nodeRateLimit}: `identify` receives the node request. */
 export type NodeRateLimitOptions<R extends IncomingMessage = IncomingMessage> = RateLimitOptions<R>;
@@ -36,8 +36,7 @@ export function nodeRateLimit<R extends IncomingMessage = IncomingMessage>(
   options: NodeRateLimitOptions<R>,
 ): NodeRateLimitMiddleware<R> {
   const gate = createRateLimitGate(options);
-  // Read only when needed: the first read of `req.headers` builds the headers object.
-  const readTrackingId = (req: R) => firstValue(req.headers[gate.trackingIdHeader]);
+  const readTrackingId = nodeTrackingIdReader(gate.trackingIdHeader);
   return (req, res, next) =>
     gateNodeRequest(gate, req, req, res, req.url ?? '/', readTrackingId, next, true);
 }

@@ -396,7 +396,7 @@ function checkRequest(input: LimitRequest, maxIdLength: number): LimitRequest {
       `check() needs a request object; it must have clientId, accountCode, method and path, got ${describe(input)}.`,
     );
   }
-  // Read each field once, into a plain object: a getter that throws becomes a typed error, and
+  // Read each field once, into RequestFields: a getter that throws becomes a typed error, and
   // one that answers differently on each read cannot pass the checks with one value and be
   // counted under another. RequestFields already holds plain values.
   const request = input instanceof RequestFields ? input : readOnce(input);
@@ -424,10 +424,10 @@ function checkRequest(input: LimitRequest, maxIdLength: number): LimitRequest {
   return request;
 }
 
-function readOnce(input: LimitRequest): LimitRequest {
+function readOnce(input: LimitRequest): RequestFields {
   try {
     const { clientId, accountCode, accountType, method, path } = input;
-    return { clientId, accountCode, accountType, method, path };
+    return new RequestFields(clientId, accountCode, accountType, method, path);
   } catch (cause) {
     throw new InvalidRequestError(
       'invalid_request',
