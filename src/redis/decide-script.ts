@@ -11,16 +11,17 @@
  * this scale), and so what bounds how many decisions per second one Redis serves.
  *
  * KEYS: one per distinct scope of the plan, in order of first appearance, all carrying the same
- * hash tag (one Redis Cluster slot). ARGV: the time in ms (`''` or none for the server's `TIME`),
- * then, only when the plan has an active throttle, the lease id (a whole number below 2^53). Every
- * argument costs the client and the server a conversion; the expiry margin is a constant. A
- * throttle's leases live in its scope's value, so that taking one is part of the decision's `SET`.
+ * hash tag (one Redis Cluster slot). ARGV: the time in ms, only when the store takes it from the
+ * caller's clock (else the script asks the server's `TIME`); then, only when the plan has an
+ * active throttle, the lease id: 8 bytes, the id as a little-endian double, for a client that
+ * sends arguments as bytes, else a whole number below 2^53 in text. Every argument costs the
+ * client and the server a conversion; the expiry margin is a constant. A throttle's leases live in
+ * its scope's value, so that taking one is part of the decision's `SET`.
  *
  * Leases given back since the store's last command may travel with a decision (outside Redis
  * Cluster, where keys of other clients may live on other nodes): their scopes follow the
- * decision's KEYS, and ARGV then holds the time and the lease id (`''` when there is none) and
- * four arguments per scope ({@link releaseLoop}). The script gives them back first: they were
- * released before this decision was asked for.
+ * decision's KEYS, and their arguments follow the decision's ({@link releaseLoop}). The script
+ * gives them back first: they were released before this decision was asked for.
  *
  * Reply: one bulk string (one costs a client far less to read than an array of integers). For a
  * client that reads bulk strings as bytes, the numbers as little-endian doubles (one
@@ -55,6 +56,13 @@ export interface DecideShape {
   readonly marginMs: number;
   /** Reply in bytes (the client reads bulk strings as bytes) rather than in text. */
   readonly binary?: boolean;
+  /**
+   * The lease id and the given-back leases come packed, as bytes (the client sends Buffers as
+   * they are), rather than as numbers in text.
+   */
+  readonly binaryArguments?: boolean;
+  /** The time comes from the caller, as `ARGV[1]`, rather than from the server's `TIME`. */
+  readonly clock?: boolean;
   /**
    * `false`: an admission replies without the statuses (the first five numbers only) and the
    * script skips counting them; a refusal replies with them. @defaultValue true
@@ -142,6 +150,11 @@ export function decideScript(shape: DecideShape): string {
     return index;
   });
   const throttles = leaseSlots(shape).length;
+  const binaryArguments = shape.binaryArguments === true;
+  // ARGV: the time (from the caller's clock only), the lease id (for a throttle only), then the
+  // leases given back.
+  const idArg = shape.clock === true ? 2 : 1;
+  const firstRelease = idArg + (throttles > 0 ? 1 : 0);
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
   const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 24;
   const inTable = locals > MAX_LOCALS;
@@ -194,20 +207,19 @@ export function decideScript(shape: DecideShape): string {
     'local find = string.find',
     '-- Leases given back since the last command travel here, before the decision.',
     `if #keys > ${shape.scopes.length} then`,
-    releaseLoop(`${shape.scopes.length + 1}`, 3),
+    releaseLoop(`${shape.scopes.length + 1}`, firstRelease, binaryArguments),
     'end',
     throttles > 0 ? '-- The lease id, unique to the request among the leases of its expiry.' : '',
-    throttles > 0 ? 'local id = argv[2] + 0' : '',
+    throttles > 0 ? `local id = argv[${idArg}]${binaryArguments ? '' : ' + 0'}` : '',
     // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
     "-- Step 1. The time: the caller's, or the server's own clock.",
-    'local t',
-    "if argv[1] == nil or argv[1] == '' then",
-    "  local clock = call('TIME')",
-    '  local us = clock[2] + 0',
-    '  t = clock[1] * 1000 + (us - us % 1000) / 1000',
-    'else',
-    '  t = argv[1] + 0',
-    'end',
+    ...(shape.clock === true
+      ? ['local t = argv[1] + 0']
+      : [
+          "local clock = call('TIME')",
+          'local us = clock[2] + 0',
+          'local t = clock[1] * 1000 + (us - us % 1000) / 1000',
+        ]),
     inTable ? 'local V = {}' : declared.length > 0 ? `local ${declared.join(', ')}` : '',
   ];
   return [...head, ...body].filter((line) => line !== '').join('\n');
@@ -563,7 +575,12 @@ function writeBack(w: Writer): void {
       const [own, life, after] =
         p.kind === 'window' ? ['entry', p.windowMs, p.windowMs] : [`lease${j}`, p.leaseTtlMs, 0];
       if (uses > 0 && p.kind === 'concurrency') {
-        emit(`  local ${own} = admitted and pack_struct('${LEASE_ENTRY}', t + ${life}, id)`);
+        // A lease id sent as bytes is packed already: its expiry goes before it.
+        emit(
+          shape.binaryArguments === true
+            ? `  local ${own} = admitted and pack_struct('<d', t + ${life}) .. id`
+            : `  local ${own} = admitted and pack_struct('${LEASE_ENTRY}', t + ${life}, id)`,
+        );
       }
       const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
       fixed.push(String(kindCode(p)), b, '0', `${n} - ${h} + 1 + ${added}`);

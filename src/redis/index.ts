@@ -12,6 +12,7 @@ export type {
   NodeRedisLike,
   NodeRedisScriptOptions,
   RedisScriptClient,
+  ScriptArgument,
 } from './redis-client.js';
 export { ioredisClient, nodeRedisClient, RedisNotReadyError } from './redis-client.js';
 export type { RedisStoreOptions, Timer } from './redis-store.js';

@@ -24,10 +24,10 @@ import type {
 import { admissionWithoutStatuses } from '../limits/store.js';
 import { LONE_SURROGATE } from '../lone-surrogate.js';
 import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
-import type { RedisScriptClient } from './redis-client.js';
+import type { RedisScriptClient, ScriptArgument } from './redis-client.js';
 import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
-import { RELEASE_SCRIPT } from './release-script.js';
-import { LAYOUT_VERSION } from './state-codec.js';
+import { releaseScript } from './release-script.js';
+import { LAYOUT_VERSION, RELEASE_RECORD_SIZE } from './state-codec.js';
 
 /** Starts and cancels the per-operation timeout; injectable so that tests control it. */
 export interface Timer {
@@ -107,18 +107,20 @@ const script = (text: string): Script => ({
   text,
   sha1: createHash('sha1').update(text).digest('hex'),
 });
-const RELEASE = script(RELEASE_SCRIPT);
+/** The release script, for arguments in text and for arguments as bytes. */
+const RELEASE_TEXT = script(releaseScript(false));
+const RELEASE_BINARY = script(releaseScript(true));
 
 /** One throttle that a decision script takes leases of, and what giving one back needs. */
 interface Throttle {
   /** Its scope's place in the decision's KEYS. */
   readonly scope: number;
-  /** Its position among the scope's policies, from 1, as an argument. */
-  readonly position: string;
+  /** Its position among the scope's policies, from 1. */
+  readonly position: number;
   /** Its lease TTL (ms): a lease expires this long after its decision. */
   readonly ttlMs: number;
-  /** How many times the plan names it (one entry each), as an argument. */
-  readonly copies: string;
+  /** How many times the plan names it (one entry each). */
+  readonly copies: number;
 }
 
 /** The leases of one admitted request: the scopes that hold them, their id and their time. */
@@ -127,8 +129,8 @@ interface RedisLease extends LeaseToken {
   /** The decision's KEYS (its scopes' keys first). */
   readonly keys: readonly string[];
   readonly throttles: readonly Throttle[];
-  /** The lease id, as an argument. */
-  readonly id: string;
+  /** The lease id. */
+  readonly id: number;
   /** The decision's time (ms). */
   readonly t: number;
 }
@@ -206,6 +208,10 @@ export class RedisStore implements AsyncLimitStore {
   #separate: boolean;
   /** Whether the decision scripts reply in bytes (see {@link RedisScriptClient.binaryReplies}). */
   readonly #binary: boolean;
+  /** Whether lease ids and given-back leases go as bytes ({@link RedisScriptClient.binaryArguments}). */
+  readonly #binaryArgs: boolean;
+  /** The release script for the client's kind of arguments. */
+  readonly #release: Script;
   #counter = 0;
 
   /** @param options - the client, and how to time, fail and expire */
@@ -269,6 +275,8 @@ export class RedisStore implements AsyncLimitStore {
     this.#client = client;
     this.#separate = client.cluster !== false;
     this.#binary = client.binaryReplies === true;
+    this.#binaryArgs = client.binaryArguments === true;
+    this.#release = this.#binaryArgs ? RELEASE_BINARY : RELEASE_TEXT;
     this.#prefix = prefix;
     this.#useClock = timeSource === 'clock';
     this.#failMode = failMode;
@@ -308,42 +316,45 @@ export class RedisStore implements AsyncLimitStore {
     if (plan.statuses === false) signature += '-';
     let decider = this.#deciders.get(signature);
     if (decider === undefined) {
-      const shape = shapeOf(plan, indices, this.#margin, this.#binary);
+      const shape: DecideShape = {
+        ...shapeOf(plan, indices, this.#margin, this.#binary),
+        binaryArguments: this.#binaryArgs,
+        clock: this.#useClock,
+      };
       const throttles = leaseSlots(shape).map(([scope, position, uses]) => ({
         scope,
-        position: String(position + 1),
+        position: position + 1,
         ttlMs: (shape.scopes[scope]![position] as ConcurrencyPolicy).leaseTtlMs,
-        copies: String(uses),
+        copies: uses,
       }));
       decider = { script: script(decideScript(shape)), throttles };
       this.#deciders.set(signature, decider);
     }
     // The time only from the caller's clock; the lease id only for a plan with a throttle.
-    const time = this.#useClock ? String(Number.isFinite(now) ? now : 0) : '';
-    let args = this.#useClock ? [time] : [];
-    let id = '';
+    const args: ScriptArgument[] = this.#useClock ? [String(Number.isFinite(now) ? now : 0)] : [];
+    let id = 0;
     if (decider.throttles.length > 0) {
       this.#counter = (this.#counter + 1) % LEASE_COUNTER;
-      id = String(this.#leaseBase + this.#counter);
-      args = [time, id];
+      id = this.#leaseBase + this.#counter;
+      args.push(this.#binaryArgs ? packedId(id) : String(id));
     }
     // Leases given back since the last command travel with this decision, and are given back
     // before it: one command instead of two.
     let riders: PendingRelease[] | undefined;
     if (this.#pending.length > 0 && !this.#separate) {
       riders = this.#pending.splice(0, MAX_RIDERS);
-      if (args.length < 2) args = [time, ''];
       describeLeases(
         riders.map((r) => r.lease),
         keys,
         args,
+        this.#binaryArgs,
       );
     }
 
     // A throttle decision that Redis runs after its timeout took a lease the caller never got.
     const throttles = decider.throttles;
     const late =
-      id === ''
+      id === 0
         ? undefined
         : (value: unknown) => {
             const taken = parseOutcome(value, this.#binary, plan, policies, resources);
@@ -379,7 +390,7 @@ export class RedisStore implements AsyncLimitStore {
         now,
       );
     }
-    if (outcome.allowed && id !== '') {
+    if (outcome.allowed && id !== 0) {
       const lease: RedisLease = {
         store: this,
         keys,
@@ -437,10 +448,10 @@ export class RedisStore implements AsyncLimitStore {
   /** One release script for `leases`; a failure is reported, never thrown. */
   async #send(leases: readonly RedisLease[]): Promise<void> {
     const keys: string[] = [];
-    const args: string[] = [];
-    describeLeases(leases, keys, args);
+    const args: ScriptArgument[] = [];
+    describeLeases(leases, keys, args, this.#binaryArgs);
     try {
-      await this.#run(RELEASE, keys, args);
+      await this.#run(this.#release, keys, args);
     } catch (error) {
       if (leases.length > 1 && isCrossSlot(error)) {
         this.#separate = true;
@@ -458,7 +469,7 @@ export class RedisStore implements AsyncLimitStore {
   #run(
     s: Script,
     keys: readonly string[],
-    args: readonly string[],
+    args: readonly ScriptArgument[],
     late?: (value: unknown) => void,
   ): Promise<unknown> {
     const client = this.#client;
@@ -592,15 +603,44 @@ function isNoScript(error: unknown): boolean {
 
 /**
  * Append the scope of each throttle of `leases` to `keys`, and its release arguments to `args`
- * (see release-script.ts): the throttle's position, the lease's expiry, its id and copies.
+ * (see release-script.ts): its records packed, as Redis appends them (`binary`), else the
+ * throttle's position, the lease's expiry, its id and copies in text.
  */
-function describeLeases(leases: readonly RedisLease[], keys: string[], args: string[]): void {
+function describeLeases(
+  leases: readonly RedisLease[],
+  keys: string[],
+  args: ScriptArgument[],
+  binary: boolean,
+): void {
   for (const lease of leases) {
     for (const throttle of lease.throttles) {
       keys.push(lease.keys[throttle.scope]!);
-      args.push(throttle.position, String(lease.t + throttle.ttlMs), lease.id, throttle.copies);
+      const expiry = lease.t + throttle.ttlMs;
+      if (!binary) {
+        args.push(
+          String(throttle.position),
+          String(expiry),
+          String(lease.id),
+          String(throttle.copies),
+        );
+        continue;
+      }
+      const records = Buffer.allocUnsafe(RELEASE_RECORD_SIZE * throttle.copies);
+      for (let at = 0; at < records.length; at += RELEASE_RECORD_SIZE) {
+        records.writeDoubleLE(throttle.position, at);
+        records.writeDoubleLE(expiry, at + 8);
+        records.writeDoubleLE(lease.id, at + 16);
+      }
+      args.push(records);
     }
   }
+}
+
+/** A lease id as the decision script takes it from a client that sends bytes: a little-endian double. */
+function packedId(id: number): Buffer {
+  const bytes = Buffer.allocUnsafe(8);
+  bytes.writeDoubleLE(id, 0);
+  return bytes;
 }
 
 /** Redis Cluster's answer to a command whose keys are not all in one slot. */

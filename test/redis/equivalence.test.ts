@@ -47,10 +47,19 @@ afterAll(async () => {
   await server.stop();
 });
 
+/**
+ * The stores compared with the memory store: each client, and ioredis with every argument and reply
+ * in text (the form a client that cannot send or read bytes gets).
+ */
+const variants = [...clientKinds, 'ioredis, in text'] as const;
+type Variant = (typeof variants)[number];
+
 /** A store on a key prefix of its own, timed by the caller's clock, with its scripts loaded. */
-async function freshStore(kind: ClientKind): Promise<RedisStore> {
+async function freshStore(variant: Variant): Promise<RedisStore> {
+  const text = variant === 'ioredis, in text';
+  const client = clients.get(text ? 'ioredis' : variant)!.client;
   const store = new RedisStore({
-    client: clients.get(kind)!.client,
+    client: text ? { ...client, binaryArguments: false, binaryReplies: false } : client,
     prefix: `eq${++run}:`,
     timeSource: 'clock',
     // Real time passes while the fake clock stands still: keep keys well past their horizon.
@@ -118,7 +127,7 @@ const pairs = [
   ['client-{2}', '%7B'],
 ] as const;
 
-describe.each(clientKinds)('RedisStore with %s', (kind) => {
+describe.each(variants)('RedisStore with %s', (kind) => {
   it.each([
     ['live', presets.live, 25],
     ['development', presets.development, 25],
@@ -484,7 +493,7 @@ function scopeKey(s: PlanScope): string {
   return `${s.clientId}\u0000${s.accountCode}\u0000${s.resource}\u0000${JSON.stringify(s.policies)}`;
 }
 
-describe.each(clientKinds)('RedisStore with %s, against a memory store model', (kind) => {
+describe.each(variants)('RedisStore with %s, against a memory store model', (kind) => {
   let comparedBehind = 0;
 
   it('the Redis store and the memory store give identical decisions (invariant 5): checks of both account types, leases given back in any order, twice and late, and a clock that stands still, jumps to Retry-After and goes back', async () => {

@@ -32,7 +32,7 @@ import {
   type RedisStoreOptions,
   redisStoreErrorCodes,
 } from '../../src/redis/index.js';
-import { RELEASE_SCRIPT } from '../../src/redis/release-script.js';
+import { releaseScript } from '../../src/redis/release-script.js';
 import {
   adminClient,
   type ClientKind,
@@ -121,8 +121,18 @@ async function leasesInTurn(store: RedisStore, times: number): Promise<Plan> {
   return plan;
 }
 
-describe.each(clientKinds)('RedisStore with %s', (kind) => {
-  const client = () => clients.get(kind)!.client;
+/**
+ * Each client, and ioredis with every argument and reply in text (the form a client that cannot
+ * send or read bytes gets).
+ */
+const variants = [...clientKinds, 'ioredis, in text'] as const;
+
+describe.each(variants)('RedisStore with %s', (kind) => {
+  const base: ClientKind = kind === 'ioredis, in text' ? 'ioredis' : kind;
+  const client = (): RedisScriptClient => {
+    const own = clients.get(base)!.client;
+    return base === kind ? own : { ...own, binaryArguments: false, binaryReplies: false };
+  };
   const make = (options: Partial<RedisStoreOptions> = {}) =>
     new RedisStore({ client: client(), prefix: `${kind}-${++prefixes}:`, ...options });
 
@@ -442,7 +452,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
       },
       eval: (text, keys, args) => inner.eval(text, keys, args),
     };
-    const releaseSha = createHash('sha1').update(RELEASE_SCRIPT).digest('hex');
+    const releaseSha = createHash('sha1').update(releaseScript(false)).digest('hex');
     const store = make({ timeSource: 'clock', client: strict, onError: (e) => errors.push(e) });
     const throttle = [concurrency(1, { name: 't', leaseTtl: '1h' })];
     const plans = ['a', 'b', 'c'].map((c): Plan => ({ scopes: [scope(c, 'x', '', throttle)] }));
@@ -609,7 +619,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     const file = join(import.meta.dirname, 'fixtures', 'hold-leases.ts');
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', file, String(server.port), kind, prefix, '10000', '3'],
+      ['--import', 'tsx', file, String(server.port), base, prefix, '10000', '3'],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     await new Promise<void>((resolve, reject) => {
@@ -780,7 +790,7 @@ describe.each(clientKinds)('RedisStore with %s', (kind) => {
     expect(errors.map((e) => e.operation).filter((o) => o === 'release')).toHaveLength(1);
     // Restart (empty data set, empty script cache) and wait for the client to reconnect.
     await server.restart();
-    await clients.get(kind)!.ready();
+    await clients.get(base)!.ready();
     admin.disconnect();
     admin = await adminClient(server.port);
     const after = await limiter.check(request);
@@ -932,29 +942,42 @@ describe('RedisStore options', () => {
     expect(isConfigurationError(thrown(() => new RedisStore(withClient as never)))).toBe(true);
   });
 
-  it('lease ids stay exact whole numbers below 2^53 up to the largest instance id, and differ from those of any other id', async () => {
-    // Arrange: a client that admits every decision and records the lease id argument.
-    const ids: string[] = [];
-    const admitting: RedisScriptClient = {
-      evalSha: async (_, __, args) => {
-        ids.push(args[1]!);
-        return '1,5,0,0,0,0,0';
-      },
-      eval: async () => '',
-    };
-    const plan: Plan = { scopes: [scope('c', 'a', '', [concurrency(1, { name: 't' })])] };
-    // Act
-    for (const instanceId of [2 ** 32 - 1, 1]) {
-      const store = new RedisStore({ client: admitting, instanceId });
-      for (let i = 0; i < 3; i++) await store.apply(plan, 0);
-    }
-    // Assert
-    expect(new Set(ids).size).toBe(6);
-    for (const id of ids) {
-      expect(Number.isSafeInteger(Number(id))).toBe(true);
-      expect(String(Number(id))).toBe(id);
-    }
-  });
+  it.each([
+    ['in text', false],
+    ['as bytes', true],
+  ] as const)(
+    'lease ids (%s) stay exact whole numbers below 2^53 up to the largest instance id, and differ from those of any other id',
+    async (_, binaryArguments) => {
+      // Arrange: a client that admits every decision and records the lease id argument, the first
+      // argument when the time comes from the server.
+      const ids: number[] = [];
+      const admitting: RedisScriptClient = {
+        evalSha: async (__, ___, args) => {
+          const id = args[0]!;
+          if (binaryArguments) {
+            expect(Buffer.isBuffer(id) && id.length === 8).toBe(true);
+            ids.push((id as Buffer).readDoubleLE(0));
+          } else {
+            expect(typeof id).toBe('string');
+            expect(String(Number(id))).toBe(id);
+            ids.push(Number(id));
+          }
+          return '1,5,0,0,0,0,0';
+        },
+        eval: async () => '',
+        binaryArguments,
+      };
+      const plan: Plan = { scopes: [scope('c', 'a', '', [concurrency(1, { name: 't' })])] };
+      // Act
+      for (const instanceId of [2 ** 32 - 1, 1]) {
+        const store = new RedisStore({ client: admitting, instanceId });
+        for (let i = 0; i < 3; i++) await store.apply(plan, 0);
+      }
+      // Assert
+      expect(new Set(ids).size).toBe(6);
+      for (const id of ids) expect(Number.isSafeInteger(id)).toBe(true);
+    },
+  );
 
   it.each([
     ['ioredisClient', ioredisClient],
