@@ -41,6 +41,7 @@ import {
   LEASE_ENTRY,
   RELEASE_RECORD,
   RELEASE_RECORD_SIZE,
+  signature,
 } from './state-codec.js';
 
 /** Bytes of one lease of a throttle. */
@@ -233,38 +234,36 @@ function readScopes(w: Writer): void {
   // scope: a clock behind its latest decision counts as standing still.
   for (const [s, policies] of shape.scopes.entries()) {
     const np = policies.length;
-    const size = fixedSize(np);
+    const size = fixedSize(policies);
     const x = sv('X', s);
     const ids = policies.map((_, i) => first[s]! + i);
     const throttled = policies.some((p) => p.kind === 'concurrency');
+    // The value starts with its list's signature: one comparison checks every kind.
+    const sig = signature(policies);
+    const signed = `sub(${x}, 1, ${sig.length}) == ${luaBytes(sig)}`;
+    const format = `'${fixedFormat(policies)}', ${x}, ${sig.length + 1}`;
     emit(`${x} = call('GET', keys[${s + 1}])`, `${sv('D', s)} = false`);
     if (throttled) emit(`${sv('T', s)} = 0`);
     emit('do', '  local ok = false');
     if (np === 0) {
-      emit(`  if ${x} and #${x} == ${size} then`);
-      emit(`    local latest, count = unpack_struct('${fixedFormat(0)}', ${x})`);
-      emit('    if count == 0 then', '      ok = true', '      if latest > t then t = latest end');
-      emit('    end', '  end');
+      emit(`  if ${x} and #${x} == ${size} and ${signed} then`);
+      emit(`    local latest = unpack_struct(${format})`);
+      emit('    ok = true', '    if latest > t then t = latest end', '  end');
     } else {
-      emit(`  if ${x} and #${x} >= ${size} then`);
-      // The fixed fields as locals, or for a plan too large for locals, as a table's entries.
-      const field = (i: number, f: number) =>
-        inTable ? `h[${3 + 4 * i + f}]` : `${'kban'[f]}${ids[i]}`;
+      emit(`  if ${x} and #${x} >= ${size} and ${signed} then`);
+      // Each section's two fields (blocked until; then the entry count, or the rate's arrival
+      // time) as locals, or for a plan too large for locals, as a table's entries.
+      const field = (i: number, f: 0 | 1) =>
+        inTable ? `h[${2 + 2 * i + f}]` : `${f === 0 ? 'b' : 'c'}${ids[i]}`;
       if (inTable) {
-        emit(`    local h = { unpack_struct('${fixedFormat(np)}', ${x}) }`);
-        emit(`    local latest, count = h[1], h[2]`);
+        emit(`    local h = { unpack_struct(${format}) }`, '    local latest = h[1]');
       } else {
-        const names = ids.flatMap((_, i) => [0, 1, 2, 3].map((f) => field(i, f)));
-        emit(
-          `    local latest, count, ${names.join(', ')} = unpack_struct('${fixedFormat(np)}', ${x})`,
-        );
+        const names = ids.flatMap((_, i) => [field(i, 0), field(i, 1)]);
+        emit(`    local latest, ${names.join(', ')} = unpack_struct(${format})`);
       }
-      const checks = [
-        `count == ${np}`,
-        ...policies.map((p, i) => `${field(i, 0)} == ${kindCode(p)}`),
-      ];
+      const checks: string[] = [];
       const length = policies.flatMap((p, i) =>
-        ENTRY_SIZE[p.kind] === 0 ? [] : [`${field(i, 3)} * ${ENTRY_SIZE[p.kind]}`],
+        ENTRY_SIZE[p.kind] === 0 ? [] : [`${field(i, 1)} * ${ENTRY_SIZE[p.kind]}`],
       );
       const entriesEnd = [String(size), ...length].join(' + ');
       if (throttled) {
@@ -277,9 +276,9 @@ function readScopes(w: Writer): void {
       emit(`    if ${checks.join(' and ')} then`, '      ok = true');
       emit('      if latest > t then t = latest end');
       for (const [i, j] of ids.entries()) {
-        emit(
-          `      ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = ${field(i, 1)}, ${field(i, 2)}, ${field(i, 3)}`,
-        );
+        const rate = policies[i]!.kind === 'rate';
+        const [a, n] = rate ? [field(i, 1), '0'] : ['0', field(i, 1)];
+        emit(`      ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = ${field(i, 0)}, ${a}, ${n}`);
       }
       if (throttled) emit(`      ${sv('T', s)} = tail`);
       emit('    end', '  end');
@@ -556,14 +555,14 @@ function writeBack(w: Writer): void {
     const x = sv('X', s);
     const ids = policies.map((_, i) => first[s]! + i);
     emit(`if ${sv('D', s)} then`, '  local horizon = 0');
-    const fixed: string[] = ['t', String(policies.length)];
+    const fixed: string[] = ['t'];
     const parts: string[] = [];
     for (const j of ids) {
       const { policy: p, uses } = sections[j]!;
       const [b, a, n, o, h] = [v('B', j), v('A', j), v('N', j), v('O', j), v('H', j)];
       emit(`  if ${b} > horizon then horizon = ${b} end`);
       if (p.kind === 'rate') {
-        fixed.push('2', b, a, '0');
+        fixed.push(b, a);
         emit(`  if ${a} > horizon then horizon = ${a} end`);
         continue;
       }
@@ -583,7 +582,7 @@ function writeBack(w: Writer): void {
         );
       }
       const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
-      fixed.push(String(kindCode(p)), b, '0', `${n} - ${h} + 1 + ${added}`);
+      fixed.push(b, `${n} - ${h} + 1 + ${added}`);
       parts.push(`sub(${x}, ${o} + (${h} - 1) * ${size}, ${o} + ${n} * ${size} - 1)`);
       if (uses > 0) parts.push(`(admitted and ${uses === 1 ? own : `rep(${own}, ${uses})`} or '')`);
       const newest = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * ${size})`;
@@ -598,11 +597,13 @@ function writeBack(w: Writer): void {
         '  end',
       );
     }
-    const format = `'${fixedFormat(policies.length)}'`;
-    // A large plan packs through tables: a long expression would need more Lua registers.
+    const format = `'${fixedFormat(policies)}'`;
+    // The signature is a constant of the script; a large plan packs through tables: a long
+    // expression would need more Lua registers.
+    const sig = luaBytes(signature(policies));
     const value = inTable
-      ? `table.concat({ pack_struct(${format}, unpack({ ${fixed.join(', ')} })), ${parts.join(', ')} })`
-      : [`pack_struct(${format}, ${fixed.join(', ')})`, ...parts].join(' .. ');
+      ? `table.concat({ ${sig}, pack_struct(${format}, unpack({ ${fixed.join(', ')} })), ${parts.join(', ')} })`
+      : [sig, `pack_struct(${format}, ${fixed.join(', ')})`, ...parts].join(' .. ');
     emit(
       '  if horizon > t then',
       `    call('SET', keys[${s + 1}], ${value}, 'PX', ceil(horizon - t) + ${shape.marginMs})`,
@@ -648,8 +649,13 @@ function reply(w: Writer): void {
   }
 }
 
-function kindCode(policy: Policy): number {
-  return policy.kind === 'window' ? 1 : policy.kind === 'rate' ? 2 : 3;
+/**
+ * A Lua string literal of `bytes`, each as a three-digit decimal escape.
+ * @param bytes - the bytes
+ * @returns the literal, quoted
+ */
+function luaBytes(bytes: Uint8Array): string {
+  return `"${Array.from(bytes, (b) => `\\${String(b).padStart(3, '0')}`).join('')}"`;
 }
 
 /** A number as Lua source that reads back as the same double. */
