@@ -37,15 +37,34 @@ export function gcraAdmit(m: Float64Array, s: number, policy: RatePolicy, t: num
 
 /** Admissions possible right now, at once. */
 export function gcraRemaining(m: Float64Array, s: number, policy: RatePolicy, t: number): number {
+  return rateRemaining(policy, m[s + TAT] as number, t);
+}
+
+/** Milliseconds until the full burst is available again. */
+export function gcraResetAfter(m: Float64Array, s: number, t: number): number {
+  return rateResetAfter(m[s + TAT] as number, t);
+}
+
+/**
+ * Admissions possible right now, at once, for a theoretical arrival time `tat`.
+ * @param policy - the rate policy
+ * @param tat - its theoretical arrival time (ms)
+ * @param t - now (ms)
+ */
+export function rateRemaining(policy: RatePolicy, tat: number, t: number): number {
   const interval = emissionInterval(policy);
-  const backlog = Math.max(m[s + TAT] as number, t) - t;
+  const backlog = Math.max(tat, t) - t;
   return Math.max(
     0,
     Math.min(policy.burst, Math.floor((policy.burst * interval - backlog) / interval + EPSILON)),
   );
 }
 
-/** Milliseconds until the full burst is available again. */
-export function gcraResetAfter(m: Float64Array, s: number, t: number): number {
-  return Math.max(0, (m[s + TAT] as number) - t);
+/**
+ * Milliseconds until the full burst is available again, for a theoretical arrival time `tat`.
+ * @param tat - the theoretical arrival time (ms)
+ * @param t - now (ms)
+ */
+export function rateResetAfter(tat: number, t: number): number {
+  return Math.max(0, tat - t);
 }

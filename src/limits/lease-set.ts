@@ -117,7 +117,16 @@ function removeAt(m: Float64Array, s: number, index: number): void {
 
 /** Leases still free (call after {@link pruneLeases}). */
 export function leaseRemaining(m: Float64Array, s: number, policy: ConcurrencyPolicy): number {
-  return Math.max(0, policy.max - leaseCount(m, s));
+  return throttleRemaining(policy, leaseCount(m, s));
+}
+
+/**
+ * Leases still free when `held` are held.
+ * @param policy - the throttle
+ * @param held - leases held
+ */
+export function throttleRemaining(policy: ConcurrencyPolicy, held: number): number {
+  return Math.max(0, policy.max - held);
 }
 
 /** Give back the block of further leases. */

@@ -96,7 +96,32 @@ export function logAdmit(arena: Arena, s: number, policy: WindowPolicy, t: numbe
 
 /** Admissions still possible now (call after {@link pruneLog}). */
 export function logRemaining(m: Float64Array, s: number, policy: WindowPolicy): number {
-  return Math.max(0, policy.limit - (m[s + COUNT] as number));
+  return windowRemaining(policy, m[s + COUNT] as number);
+}
+
+/**
+ * Admissions still possible in a window that holds `count`.
+ * @param policy - the window
+ * @param count - admissions inside the window
+ */
+export function windowRemaining(policy: WindowPolicy, count: number): number {
+  return Math.max(0, policy.limit - count);
+}
+
+/**
+ * Milliseconds until a window is empty again, so the full limit is available.
+ * @param policy - the window
+ * @param count - admissions inside the window
+ * @param newestAt - the newest admission's time (ms), when `count` > 0
+ * @param t - now (ms)
+ */
+export function windowResetAfter(
+  policy: WindowPolicy,
+  count: number,
+  newestAt: number,
+  t: number,
+): number {
+  return count === 0 ? 0 : Math.max(0, newestAt + policy.windowMs - t);
 }
 
 // The newest admission time; the log must not be empty.
@@ -108,8 +133,8 @@ function newest(m: Float64Array, s: number): number {
 
 /** Milliseconds until the window is empty again, so the full limit is available. */
 export function logResetAfter(m: Float64Array, s: number, policy: WindowPolicy, t: number): number {
-  if (m[s + COUNT] === 0) return 0;
-  return Math.max(0, newest(m, s) + policy.windowMs - t);
+  const count = m[s + COUNT] as number;
+  return count === 0 ? 0 : windowResetAfter(policy, count, newest(m, s), t);
 }
 
 /** Give back the ring of times. */

@@ -26,10 +26,13 @@
  * Reply: one bulk string (one costs a client far less to read than an array of integers). For a
  * client that reads bulk strings as bytes, the numbers as little-endian doubles (one
  * `struct.pack`, exact); else as text separated by commas, each exact: whole numbers with `%d`
- * when all of them are below 10^14, else every one as `%.17g`. In order: admitted (1 or 0), the decision time, the
- * reason (0 none, 1 limit, 2 blocked), Retry-After in seconds, the refusing policy's place among
- * the active ones (from 1; 0 none), then remaining and reset-after (ms) of each active policy in
- * plan order.
+ * when all of them are below 10^14, else every one as `%.17g`. A refusal: 0, the decision time,
+ * the reason (1 limit, 2 blocked), Retry-After in seconds, the refusing policy's place among the
+ * active ones (from 1), then remaining and reset-after (ms) of each active policy in plan order.
+ * An admission: 1, the decision time, then (unless the plan asks for no statuses) one number per
+ * active policy in plan order, from which the store works out its status as the memory store
+ * does: a window's or a throttle's count after the admission, the rate policy's theoretical
+ * arrival time.
  * @module
  */
 import type { Policy } from '../limits/policy.js';
@@ -447,33 +450,28 @@ function decide(w: Writer): void {
     'max(1, ceil((earliest - t - EPSILON) / 1000))',
     'refusing',
   ];
+  // Step 5b. Refused: record nothing. The statuses are read before the blocks change. (An
+  // admission's reply is written in one piece at the end.)
   if (replyTable) {
     // The reply table is made at its full size, with a place for each status: growing it would
     // rehash it.
     const places = ', 0'.repeat(2 * work.length);
-    emit(
-      `  reply = { 1, t, 0, 0, 0${places} }`,
-      'else',
-      // Step 5b. Refused: record nothing. The statuses are read before the blocks change.
-      `  reply = { ${refused.join(', ')}${places} }`,
-      'end',
-    );
+    emit('else', `  reply = { ${refused.join(', ')}${places} }`, 'end');
     return;
   }
   // Locals, not a table: a table per decision costs its allocation and its collection.
   const head = [1, 2, 3, 4, 5].map(r).join(', ');
-  emit(`  ${head} = 1, t, 0, 0, 0`, 'else', `  ${head} = ${refused.join(', ')}`, 'end');
+  emit('else', `  ${head} = ${refused.join(', ')}`, 'end');
 }
 
 /** The statuses of the active policies. */
 function statuses(w: Writer): void {
-  const { shape, sections, work, r, v, sv, emit } = w;
-  // Remaining and reset-after (ms) of every active policy, after the decision; for a refusal only
-  // when the plan asks for no statuses. Comparisons rather than math.max and math.min, whose C
-  // calls cost more, with their results: max(0, x) is x only when x > 0 (0 for -0), min(b, x) is x
-  // only when x < b.
-  const always = shape.statuses !== false;
-  if (!always) emit('if not admitted then');
+  const { sections, work, r, v, sv, emit } = w;
+  // Remaining and reset-after (ms) of every active policy, for a refusal (an admission replies
+  // with what they are worked out from, see reply()). Comparisons rather than math.max and
+  // math.min, whose C calls cost more, with their results: max(0, x) is x only when x > 0 (0 for
+  // -0), min(b, x) is x only when x < b.
+  emit('if not admitted then');
   for (const [k, j] of work.entries()) {
     const section = sections[j]!;
     const p = section.policy;
@@ -484,12 +482,10 @@ function statuses(w: Writer): void {
       emit(
         'do',
         `  local count = ${n} - ${h} + 1`,
-        `  if admitted then count = count + ${section.uses} end`,
         `  local remaining, reset = ${p.limit} - count, 0`,
         '  if remaining < 0 then remaining = 0 end',
         '  if count > 0 then',
-        `    local newest = t`,
-        `    if not admitted then newest = unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 8) end`,
+        `    local newest = unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 8)`,
         `    reset = newest + ${p.windowMs} - t`,
         '    if reset < 0 then reset = 0 end',
         '  end',
@@ -513,7 +509,6 @@ function statuses(w: Writer): void {
       emit(
         'do',
         `  local held = ${n} - ${h} + 1`,
-        `  if admitted then held = held + ${section.uses} end`,
         `  local remaining = ${p.max} - held`,
         '  if not (remaining > 0) then remaining = 0 end',
         `  ${at} = remaining, 0`,
@@ -521,7 +516,7 @@ function statuses(w: Writer): void {
       );
     }
   }
-  if (!always) emit('end');
+  emit('end');
 }
 
 /** The blocks of a refusal. */
@@ -617,36 +612,61 @@ function writeBack(w: Writer): void {
 
 /** The reply. */
 function reply(w: Writer): void {
-  const { shape, work, r, replyTable, emit } = w;
-  const full = 5 + 2 * work.length;
-  // Without statuses an admission replies with the first five numbers only.
-  const counts = shape.statuses === false && work.length > 0 ? [5, full] : [full];
-  if (counts.length === 2) emit('if admitted then');
-  for (const [i, count] of counts.entries()) {
-    const indent = counts.length === 2 ? '  ' : '';
-    if (i === 1) emit('end');
-    if (shape.binary === true) {
-      // Doubles: exact, and the cheapest reply to write (no number printed as text).
-      const numbers = replyTable
-        ? `unpack(reply, 1, ${count})`
-        : Array.from({ length: count }, (_, i) => r(i + 1)).join(', ');
-      emit(`${indent}return pack_struct('<${'d'.repeat(count)}', ${numbers})`);
-      continue;
-    }
-    // Exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
-    emit(
-      ...[
-        `for i = 1, ${count} do`,
-        '  local x = reply[i]',
-        '  if x % 1 ~= 0 or x >= 1e14 then',
-        `    for j = 1, ${count} do reply[j] = format('%.17g', reply[j]) end`,
-        `    return concat(reply, ',', 1, ${count})`,
-        '  end',
-        'end',
-        `return format('${Array.from({ length: count }, () => '%d').join(',')}', unpack(reply, 1, ${count}))`,
-      ].map((line) => indent + line),
-    );
+  const { shape, sections, work, r, replyTable, v, emit } = w;
+  // Admitted: 1, the time, then (with statuses) one number per active policy that its status is
+  // worked out from by the store, as the memory store works it out from its state: a window's or
+  // a throttle's count after the admission, the rate policy's theoretical arrival time. Counting
+  // remaining and reset in Lua cost Redis about as much as the rest of the reply.
+  const raws =
+    shape.statuses === false
+      ? []
+      : work.map((j) => {
+          const { policy, uses } = sections[j]!;
+          return policy.kind === 'rate' ? v('A', j) : `${v('N', j)} - ${v('H', j)} + 1 + ${uses}`;
+        });
+  const admitted = ['1', 't', ...raws];
+  emit('if admitted then');
+  if (replyTable) {
+    emit(`  reply = { ${admitted.join(', ')} }`);
+    returnReply(w, 'unpack(reply, 1, COUNT)', admitted.length, '  ');
+  } else {
+    returnReply(w, admitted.join(', '), admitted.length, '  ');
   }
+  emit('end');
+  // Refused: the five numbers of the decision, then remaining and reset-after of each policy.
+  const full = 5 + 2 * work.length;
+  const numbers = replyTable
+    ? 'unpack(reply, 1, COUNT)'
+    : Array.from({ length: full }, (_, i) => r(i + 1)).join(', ');
+  returnReply(w, numbers, full, '');
+}
+
+/**
+ * Return `count` numbers: as little-endian doubles for a binary reply, else as text (then they
+ * are in the table `reply`).
+ * @param numbers - the Lua expressions of the numbers, for a binary reply (`COUNT` stands for
+ *   `count`)
+ */
+function returnReply(w: Writer, numbers: string, count: number, indent: string): void {
+  if (w.shape.binary === true) {
+    // Doubles: exact, and the cheapest reply to write (no number printed as text).
+    const list = numbers.replace('COUNT', String(count));
+    w.emit(`${indent}return pack_struct('<${'d'.repeat(count)}', ${list})`);
+    return;
+  }
+  // Exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
+  w.emit(
+    ...[
+      `for i = 1, ${count} do`,
+      '  local x = reply[i]',
+      '  if x % 1 ~= 0 or x >= 1e14 then',
+      `    for j = 1, ${count} do reply[j] = format('%.17g', reply[j]) end`,
+      `    return concat(reply, ',', 1, ${count})`,
+      '  end',
+      'end',
+      `return format('${Array.from({ length: count }, () => '%d').join(',')}', unpack(reply, 1, ${count}))`,
+    ].map((line) => indent + line),
+  );
 }
 
 /**

@@ -13,7 +13,10 @@ import { createHash, randomInt } from 'node:crypto';
 import { MAX_TIMER_MS } from '../client/sleep.js';
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../limits/duration.js';
+import { rateRemaining, rateResetAfter } from '../limits/gcra.js';
+import { throttleRemaining } from '../limits/lease-set.js';
 import type { ConcurrencyPolicy, Policy } from '../limits/policy.js';
+import { windowRemaining, windowResetAfter } from '../limits/sliding-log.js';
 import type {
   AsyncLimitStore,
   LeaseToken,
@@ -673,21 +676,25 @@ function parseOutcome(
   policies: readonly Policy[],
   resources: readonly string[],
 ): StoreOutcome | undefined {
+  const numbers = binary ? readDoubles(reply) : readText(reply);
+  if (numbers === undefined || numbers.length < 2) return undefined;
   const n = policies.length;
-  // An admission asked without statuses replies with the first five numbers only.
-  const short = plan.statuses === false && n > 0;
-  const numbers = binary ? readDoubles(reply, 5 + 2 * n, short) : readText(reply, 5 + 2 * n, short);
-  if (numbers === undefined) return undefined;
-  const [allowed, t, reason, retry, refusing] = numbers as [number, number, number, number, number];
-  if (numbers.length === 5 && n > 0) {
-    return allowed === 1 ? admissionWithoutStatuses(t, undefined) : undefined;
+  const [allowed, t] = numbers as [number, number];
+  // An admission asked without statuses replies with its first two numbers only.
+  const lean = plan.statuses === false && n > 0;
+  if (allowed === 1) {
+    if (numbers.length !== (lean ? 2 : 2 + n)) return undefined;
+    if (lean) return admissionWithoutStatuses(t, undefined);
+    return {
+      allowed: true,
+      now: t,
+      lease: undefined,
+      policies: activePolicies(plan, policies),
+      values: admittedStatuses(policies, numbers, t),
+    };
   }
-  const values = numbers.slice(5);
-  // The scope's own list when it is all of them, as the memory store answers.
-  const only = plan.scopes.length === 1 ? plan.scopes[0]! : undefined;
-  const active =
-    only !== undefined && only.active.length === only.policies.length ? only.policies : policies;
-  if (allowed === 1) return { allowed: true, now: t, lease: undefined, policies: active, values };
+  if (allowed !== 0 || numbers.length !== 5 + 2 * n) return undefined;
+  const [, , reason, retry, refusing] = numbers as [number, number, number, number, number];
   const why = REASONS[reason];
   if (why === undefined || refusing < 1 || refusing > n) return undefined;
   return {
@@ -697,19 +704,55 @@ function parseOutcome(
     retryAfterSeconds: retry,
     policy: policies[refusing - 1],
     resource: resources[refusing - 1],
-    policies: active,
-    values,
+    policies: activePolicies(plan, policies),
+    values: numbers.slice(5),
   };
 }
 
+/** The scope's own list when it is all of them, as the memory store answers. */
+function activePolicies(plan: Plan, policies: readonly Policy[]): readonly Policy[] {
+  const only = plan.scopes.length === 1 ? plan.scopes[0]! : undefined;
+  return only !== undefined && only.active.length === only.policies.length
+    ? only.policies
+    : policies;
+}
+
 /**
- * A binary reply: `full` little-endian doubles (or 5 when `short` allows them), each finite;
- * undefined when it is not that.
+ * The statuses of an admission, worked out as the memory store works them out, from what the
+ * script replies after the time: per active policy, a window's or a throttle's count after the
+ * admission (the newest admission is now), or the rate policy's theoretical arrival time.
  */
-function readDoubles(reply: unknown, full: number, short: boolean): number[] | undefined {
-  if (!(reply instanceof Uint8Array)) return undefined;
+function admittedStatuses(
+  policies: readonly Policy[],
+  numbers: readonly number[],
+  t: number,
+): number[] {
+  const values: number[] = new Array(2 * policies.length);
+  for (let k = 0; k < policies.length; k++) {
+    const policy = policies[k]!;
+    const raw = numbers[2 + k]!;
+    switch (policy.kind) {
+      case 'window':
+        values[2 * k] = windowRemaining(policy, raw);
+        values[2 * k + 1] = windowResetAfter(policy, raw, t, t);
+        break;
+      case 'rate':
+        values[2 * k] = rateRemaining(policy, raw, t);
+        values[2 * k + 1] = rateResetAfter(raw, t);
+        break;
+      case 'concurrency':
+        values[2 * k] = throttleRemaining(policy, raw);
+        values[2 * k + 1] = 0;
+        break;
+    }
+  }
+  return values;
+}
+
+/** A binary reply: little-endian doubles, each finite; undefined when it is not that. */
+function readDoubles(reply: unknown): number[] | undefined {
+  if (!(reply instanceof Uint8Array) || reply.byteLength % 8 !== 0) return undefined;
   const count = reply.byteLength / 8;
-  if (count !== full && !(short && count === 5)) return undefined;
   const view = new DataView(reply.buffer, reply.byteOffset, reply.byteLength);
   const numbers: number[] = new Array(count);
   for (let i = 0; i < count; i++) {
@@ -720,16 +763,12 @@ function readDoubles(reply: unknown, full: number, short: boolean): number[] | u
   return numbers;
 }
 
-/**
- * A text reply (or its bytes): `full` numbers separated by commas (or 5 when `short` allows
- * them); undefined when it is not that.
- */
-function readText(reply: unknown, full: number, short: boolean): number[] | undefined {
+/** A text reply (or its bytes): numbers separated by commas; undefined when it is not that. */
+function readText(reply: unknown): number[] | undefined {
   const text = reply instanceof Uint8Array ? Buffer.from(reply).toString('latin1') : reply;
   if (typeof text !== 'string') return undefined;
   const fields = text.split(',');
   const count = fields.length;
-  if (count !== full && !(short && count === 5)) return undefined;
   const numbers: number[] = new Array(count);
   for (let i = 0; i < count; i++) {
     // Each written exactly: whole numbers in full, fractions with 17 digits.

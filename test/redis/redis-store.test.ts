@@ -1138,8 +1138,10 @@ describe('RedisStore replies', () => {
     return bytes;
   };
 
-  // The script replies: admitted (1 or 0), time, reason code, Retry-After, the refusing policy's
-  // place (from 1), then what remains of each policy and when its quota is back.
+  // The script replies to a refusal: 0, time, reason code, Retry-After, the refusing policy's
+  // place (from 1), then what remains of each policy and when its quota is back; to an admission:
+  // 1, time, then (with statuses) each policy's count after it (a window's, here), from which the
+  // store works out the statuses.
   it.each<[string, unknown, boolean, boolean | undefined, Partial<StoreOutcome>]>([
     [
       'a refusal in text',
@@ -1149,7 +1151,15 @@ describe('RedisStore replies', () => {
       { reason: 'limit', retryAfterSeconds: 3 },
     ],
     ['a refusal in bytes', doubles(0, 5, 2, 3, 1, 0, 1000), true, undefined, { reason: 'blocked' }],
-    ['an admission without statuses', '1,5,0,0,0', false, false, { allowed: true, values: [] }],
+    ['an admission without statuses', '1,5', false, false, { allowed: true, values: [] }],
+    ['an admission in text', '1,5,3', false, undefined, { allowed: true, values: [2, 1_000] }],
+    [
+      'an admission in bytes',
+      doubles(1, 5.5, 5),
+      true,
+      true,
+      { allowed: true, now: 5.5, values: [0, 1_000] },
+    ],
   ])('reads %s as the script writes it', async (_, reply, binary, statuses, expected) => {
     const store = new RedisStore({ client: replying(reply, binary) });
     expect(await store.apply(plan(statuses), 9)).toMatchObject({
@@ -1167,6 +1177,11 @@ describe('RedisStore replies', () => {
     ['a refusing policy at place 0', '0,5,1,3,0,0,1000', false, undefined],
     ['a refusing policy past the last', '0,5,1,3,2,0,1000', false, undefined],
     ['a refusal without its statuses', '0,5,1,3,1', false, false],
+    ['an admission without its count', '1,5', false, undefined],
+    ['an admission with a number too many', '1,5,3,0', false, undefined],
+    ['an admission without statuses with more than its time', '1,5,0,0,0', false, false],
+    ['a decision that is neither admitted nor refused', '2,5,1,3,1,0,1000', false, undefined],
+    ['a reply shorter than a decision', '1', false, false],
     [
       'bytes with a number that is not finite',
       doubles(0, 5, 1, 3, 1, 0, Infinity),
