@@ -135,23 +135,21 @@ export class RedisNotReadyError extends Error {
  */
 export function ioredisClient(client: IoredisLike): RedisScriptClient {
   requireMethods(client, ['evalsha', 'eval'], 'ioredisClient');
-  const ready = (): void => {
-    const status = client.status;
-    if (status !== undefined && status !== 'ready') throw new RedisNotReadyError(status);
-  };
   const batch = writeBatcher(client);
   // Bulk strings as Buffers where the client offers it (every ioredis since 4).
   const binary =
     typeof client.evalshaBuffer === 'function' && typeof client.evalBuffer === 'function';
   const evalsha = binary ? client.evalshaBuffer!.bind(client) : client.evalsha.bind(client);
   const evaluate = binary ? client.evalBuffer!.bind(client) : client.eval.bind(client);
+  // Not async functions: an async function that returns ioredis's promise would wrap it in one
+  // more, and a decision would wait three more turns of the microtask queue for its reply.
   return {
-    evalSha: async (sha1, keys, args) => {
-      ready();
+    evalSha: (sha1, keys, args) => {
+      if (client.status !== undefined && client.status !== 'ready') return notReady(client.status);
       return batch(() => evalsha(sha1, keys.length, ...keys, ...args));
     },
-    eval: async (script, keys, args) => {
-      ready();
+    eval: (script, keys, args) => {
+      if (client.status !== undefined && client.status !== 'ready') return notReady(client.status);
       return batch(() => evaluate(script, keys.length, ...keys, ...args));
     },
     cluster: client.isCluster !== false,
@@ -211,22 +209,20 @@ function writeBatcher(client: IoredisLike): <T>(send: () => T) => T {
  */
 export function nodeRedisClient(client: NodeRedisLike): RedisScriptClient {
   requireMethods(client, ['evalSha', 'eval'], 'nodeRedisClient');
-  const ready = (): void => {
-    if (client.isReady === false) throw new RedisNotReadyError('not ready');
-  };
   // Bulk strings as Buffers where the client offers it (node-redis 5).
   const binary = typeof client.withTypeMapping === 'function';
   const commands = binary ? client.withTypeMapping!({ [RESP_BLOB_STRING]: Buffer }) : client;
+  // Not async functions, as in ioredisClient.
   return {
-    evalSha: async (sha1, keys, args) => {
-      ready();
+    evalSha: (sha1, keys, args) => {
+      if (client.isReady === false) return notReady('not ready');
       return commands.evalSha(sha1, {
         keys: keys as string[],
         arguments: args as ScriptArgument[],
       });
     },
-    eval: async (script, keys, args) => {
-      ready();
+    eval: (script, keys, args) => {
+      if (client.isReady === false) return notReady('not ready');
       return commands.eval(script, {
         keys: keys as string[],
         arguments: args as ScriptArgument[],
@@ -236,6 +232,11 @@ export function nodeRedisClient(client: NodeRedisLike): RedisScriptClient {
     binaryReplies: binary,
     binaryArguments: true,
   };
+}
+
+/** A rejection with {@link RedisNotReadyError}, for a command not sent. */
+function notReady(state: string): Promise<never> {
+  return Promise.reject(new RedisNotReadyError(state));
 }
 
 function requireMethods(client: unknown, methods: readonly string[], where: string): void {

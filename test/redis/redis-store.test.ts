@@ -26,6 +26,7 @@ import {
 import {
   ioredisClient,
   nodeRedisClient,
+  RedisNotReadyError,
   type RedisScriptClient,
   RedisStore,
   RedisStoreError,
@@ -1060,6 +1061,60 @@ describe('RedisStore options', () => {
     } finally {
       io.disconnect();
       nr.destroy();
+    }
+  });
+
+  it('the adapters send nothing while the client is not ready: the command rejects with RedisNotReadyError, and the store fails over', async () => {
+    // Arrange: clients that count what they are asked to send.
+    let sent = 0;
+    const count = async () => {
+      sent++;
+      return 'ok';
+    };
+    const adapted = [
+      ioredisClient({ status: 'reconnecting', isCluster: false, evalsha: count, eval: count }),
+      nodeRedisClient({ isReady: false, evalSha: count, eval: count }),
+    ];
+    for (const adapter of adapted) {
+      // Act and assert: both commands reject, nothing is sent.
+      for (const command of [adapter.evalSha('sha', ['k'], []), adapter.eval('x', ['k'], [])]) {
+        expect(
+          await command.then(
+            () => undefined,
+            (e: unknown) => e,
+          ),
+        ).toBeInstanceOf(RedisNotReadyError);
+      }
+      const errors: RedisStoreError[] = [];
+      const store = new RedisStore({
+        client: adapter,
+        failMode: 'closed',
+        onError: (e) => errors.push(e),
+      });
+      const outcome = await store.apply({ scopes: [scope('c', 'a', '', [window(1, '1s')])] }, 7);
+      expect(outcome).toMatchObject({ allowed: false, reason: 'unavailable', now: 7 });
+      expect(errorCodes(errors)).toEqual(['redis_command_failed']);
+      expect(errors[0]?.cause).toBeInstanceOf(RedisNotReadyError);
+    }
+    expect(sent).toBe(0);
+  });
+
+  it('a client whose commands throw instead of rejecting never makes the store throw: decisions and releases fail over and are reported', async () => {
+    const boom = () => {
+      throw new Error('connection is closed');
+    };
+    for (const client of [
+      ioredisClient({ status: 'ready', isCluster: false, evalsha: boom, eval: boom }),
+      { evalSha: boom, eval: boom, cluster: false },
+    ]) {
+      const errors: RedisStoreError[] = [];
+      const store = new RedisStore({ client, onError: (e) => errors.push(e) });
+      const open = await store.apply(
+        { scopes: [scope('c', 'a', '', [concurrency(1, { name: 't' })])] },
+        3,
+      );
+      expect(open).toMatchObject({ allowed: true, now: 3, values: [] });
+      expect(errorCodes(errors)).toEqual(['redis_command_failed']);
     }
   });
 
