@@ -15,6 +15,7 @@ import {
   createLimiter,
   FakeClock,
   isConfigurationError,
+  type LeaseToken,
   MemoryStore,
   type Plan,
   type PlanScope,
@@ -857,6 +858,43 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     );
     expect(outcome).toMatchObject({ allowed: false, reason: 'unavailable', now: 9 });
     expect(errorCodes(errors)).toEqual(['redis_bad_reply']);
+  });
+
+  it('decides the same whichever of arguments and replies go as bytes, with leases given back on the way', async () => {
+    // Arrange: one store per combination of the client's binaryArguments and binaryReplies.
+    const own = client();
+    const forms = [
+      [false, false],
+      [false, true],
+      [true, false],
+      [true, true],
+    ] as const;
+    const stores = forms.map(([binaryArguments, binaryReplies]) =>
+      make({ timeSource: 'clock', client: { ...own, binaryArguments, binaryReplies } }),
+    );
+    const throttle = concurrency(2, { name: 't', leaseTtl: '10s' });
+    const plans = ['a', 'b'].map(
+      (c): Plan => ({ scopes: [scope(c, 'x', '', [window(3, '1s', { name: 'w' }), throttle])] }),
+    );
+    // Act: decisions that take leases; every other one gives back the lease taken before it,
+    // which then travels with the next decision of either client.
+    const held: (LeaseToken | undefined)[] = stores.map(() => undefined);
+    for (let i = 0; i < 12; i++) {
+      const plan = plans[i % 2]!;
+      const outcomes = await Promise.all(stores.map((store) => store.apply(plan, 100 * i)));
+      // Assert: the same decision from every form.
+      const plain = outcomes.map((o) => ({
+        ...o,
+        lease: o.allowed ? o.lease !== undefined : false,
+      }));
+      for (const o of plain.slice(1)) expect(o).toEqual(plain[0]);
+      for (const [k, store] of stores.entries()) {
+        const previous = held[k];
+        const outcome = outcomes[k]!;
+        held[k] = outcome.allowed ? outcome.lease : undefined;
+        if (i % 2 === 1 && previous !== undefined) void store.release(previous);
+      }
+    }
   });
 
   it('decides the same with replies in text, also when the client hands the text over as bytes', async () => {
