@@ -68,8 +68,8 @@ export interface DecideShape {
   /** The time comes from the caller, as `ARGV[1]`, rather than from the server's `TIME`. */
   readonly clock?: boolean;
   /**
-   * `false`: an admission replies without the statuses (the first five numbers only) and the
-   * script skips counting them; a refusal replies with them. @defaultValue true
+   * `false`: an admission replies without what its statuses are worked out from (its first two
+   * numbers only); a refusal replies with the statuses. @defaultValue true
    */
   readonly statuses?: boolean;
 }
@@ -628,7 +628,7 @@ function reply(w: Writer): void {
   emit('if admitted then');
   if (replyTable) {
     emit(`  reply = { ${admitted.join(', ')} }`);
-    returnReply(w, 'unpack(reply, 1, COUNT)', admitted.length, '  ');
+    returnReply(w, `unpack(reply, 1, ${admitted.length})`, admitted.length, '  ');
   } else {
     returnReply(w, admitted.join(', '), admitted.length, '  ');
   }
@@ -636,7 +636,7 @@ function reply(w: Writer): void {
   // Refused: the five numbers of the decision, then remaining and reset-after of each policy.
   const full = 5 + 2 * work.length;
   const numbers = replyTable
-    ? 'unpack(reply, 1, COUNT)'
+    ? `unpack(reply, 1, ${full})`
     : Array.from({ length: full }, (_, i) => r(i + 1)).join(', ');
   returnReply(w, numbers, full, '');
 }
@@ -644,14 +644,12 @@ function reply(w: Writer): void {
 /**
  * Return `count` numbers: as little-endian doubles for a binary reply, else as text (then they
  * are in the table `reply`).
- * @param numbers - the Lua expressions of the numbers, for a binary reply (`COUNT` stands for
- *   `count`)
+ * @param numbers - the Lua expressions of the numbers, for a binary reply
  */
 function returnReply(w: Writer, numbers: string, count: number, indent: string): void {
   if (w.shape.binary === true) {
     // Doubles: exact, and the cheapest reply to write (no number printed as text).
-    const list = numbers.replace('COUNT', String(count));
-    w.emit(`${indent}return pack_struct('<${'d'.repeat(count)}', ${list})`);
+    w.emit(`${indent}return pack_struct('<${'d'.repeat(count)}', ${numbers})`);
     return;
   }
   // Exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.

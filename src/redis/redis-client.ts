@@ -143,15 +143,15 @@ export function ioredisClient(client: IoredisLike): RedisScriptClient {
   const evaluate = binary ? client.evalBuffer!.bind(client) : client.eval.bind(client);
   // Not async functions: an async function that returns ioredis's promise would wrap it in one
   // more, and a decision would wait three more turns of the microtask queue for its reply.
+  const unready = (): Promise<never> | undefined => {
+    const status = client.status;
+    return status !== undefined && status !== 'ready' ? notReady(status) : undefined;
+  };
   return {
-    evalSha: (sha1, keys, args) => {
-      if (client.status !== undefined && client.status !== 'ready') return notReady(client.status);
-      return batch(() => evalsha(sha1, keys.length, ...keys, ...args));
-    },
-    eval: (script, keys, args) => {
-      if (client.status !== undefined && client.status !== 'ready') return notReady(client.status);
-      return batch(() => evaluate(script, keys.length, ...keys, ...args));
-    },
+    evalSha: (sha1, keys, args) =>
+      unready() ?? batch(() => evalsha(sha1, keys.length, ...keys, ...args)),
+    eval: (script, keys, args) =>
+      unready() ?? batch(() => evaluate(script, keys.length, ...keys, ...args)),
     cluster: client.isCluster !== false,
     binaryReplies: binary,
     binaryArguments: true,
@@ -212,22 +212,16 @@ export function nodeRedisClient(client: NodeRedisLike): RedisScriptClient {
   // Bulk strings as Buffers where the client offers it (node-redis 5).
   const binary = typeof client.withTypeMapping === 'function';
   const commands = binary ? client.withTypeMapping!({ [RESP_BLOB_STRING]: Buffer }) : client;
+  const unready = (): Promise<never> | undefined =>
+    client.isReady === false ? notReady('not ready') : undefined;
+  const options = (keys: readonly string[], args: readonly ScriptArgument[]) => ({
+    keys: keys as string[],
+    arguments: args as ScriptArgument[],
+  });
   // Not async functions, as in ioredisClient.
   return {
-    evalSha: (sha1, keys, args) => {
-      if (client.isReady === false) return notReady('not ready');
-      return commands.evalSha(sha1, {
-        keys: keys as string[],
-        arguments: args as ScriptArgument[],
-      });
-    },
-    eval: (script, keys, args) => {
-      if (client.isReady === false) return notReady('not ready');
-      return commands.eval(script, {
-        keys: keys as string[],
-        arguments: args as ScriptArgument[],
-      });
-    },
+    evalSha: (sha1, keys, args) => unready() ?? commands.evalSha(sha1, options(keys, args)),
+    eval: (script, keys, args) => unready() ?? commands.eval(script, options(keys, args)),
     cluster: client.getSlotMaster !== undefined,
     binaryReplies: binary,
     binaryArguments: true,
