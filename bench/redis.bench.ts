@@ -126,13 +126,22 @@ const scopes = (policies: PlanScope['policies'], statuses = true): Plan[] =>
     ],
   }));
 
+/** Decisions per script call in the batched suite (RedisStoreOptions.maxBatch). */
+const MAX_BATCH = 32;
+
 /**
  * The Live preset with the throttle. Each lease is given back as the middleware gives it back, when
  * the response ends, without waiting for Redis: it travels with the next decision. With `statuses`
  * false, admissions report no statuses, as the middleware asks unless it sends the RateLimit fields.
+ * With `maxBatch` above 1, the decisions asked in one turn go together, up to that many per call.
  */
-function oursLive(redis: Redis, prefix: string, statuses = true): Decide {
-  const store = new RedisStore({ client: ioredisClient(redis), prefix, timeoutMs: 5_000 });
+function oursLive(redis: Redis, prefix: string, statuses = true, maxBatch = 1): Decide {
+  const store = new RedisStore({
+    client: ioredisClient(redis),
+    prefix,
+    timeoutMs: 5_000,
+    maxBatch,
+  });
   const plans = scopes(presets.live.policies, statuses);
   return async (i) => {
     const outcome = await store.apply(plans[i % KEYS]!, 0);
@@ -187,6 +196,10 @@ export async function run(): Promise<Record<string, unknown>> {
       ['api-conventions, global policies', oursGlobal(redis, 'g:')],
       ['api-conventions, live with throttle', oursLive(redis, 'l:')],
       ['api-conventions, live with throttle, no statuses', oursLive(redis, 'n:', false)],
+      [
+        `api-conventions, live with throttle, batched (${MAX_BATCH})`,
+        oursLive(redis, 'b:', true, MAX_BATCH),
+      ],
       ['rate-limiter-flexible', flexible(redis, 'f:')],
     ];
     const rounds = new Map<string, Result[]>(suites.map(([name]) => [name, []]));
@@ -202,6 +215,8 @@ export async function run(): Promise<Record<string, unknown>> {
     const global = results['api-conventions, global policies']!.decisionsPerSecond;
     const live = results['api-conventions, live with throttle']!.decisionsPerSecond;
     const lean = results['api-conventions, live with throttle, no statuses']!.decisionsPerSecond;
+    const batched =
+      results[`api-conventions, live with throttle, batched (${MAX_BATCH})`]!.decisionsPerSecond;
     const flex = results['rate-limiter-flexible']!.decisionsPerSecond;
     const floorRate = results['trivial EVALSHA (floor)']!.decisionsPerSecond;
     const ratios = {
@@ -211,6 +226,8 @@ export async function run(): Promise<Record<string, unknown>> {
       liveWithThrottleVsFloor: round(live / floorRate),
       liveNoStatusesVsRateLimiterFlexible: round(lean / flex),
       liveNoStatusesVsFloor: round(lean / floorRate),
+      liveBatchedVsRateLimiterFlexible: round(batched / flex),
+      liveBatchedVsFloor: round(batched / floorRate),
     };
     console.error(`ratios: ${JSON.stringify(ratios)}`);
     return {

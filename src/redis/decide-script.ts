@@ -36,7 +36,7 @@
  * @module
  */
 import type { Policy } from '../limits/policy.js';
-import { releaseLoop } from './release-script.js';
+import { releaseArgs, releaseLoop } from './release-script.js';
 import {
   ENTRY_SIZE,
   fixedFormat,
@@ -72,6 +72,13 @@ export interface DecideShape {
    * numbers only); a refusal replies with the statuses. @defaultValue true
    */
   readonly statuses?: boolean;
+  /**
+   * Decide several requests of this shape in one call, in the order given (see
+   * {@link RedisStoreOptions.maxBatch}): `ARGV[1]` is how many; then per request its keys and
+   * arguments as a lone decision takes them, followed by how many leases given back travel before
+   * it (in text) and their keys and arguments. The reply is an array of the requests' replies.
+   */
+  readonly batched?: boolean;
 }
 
 /** One policy position of one scope, as the generated Lua sees it. */
@@ -124,6 +131,8 @@ interface Writer {
   readonly work: readonly number[];
   /** Whether the variables live in one table (a plan too large for Lua's locals). */
   readonly inTable: boolean;
+  /** The Lua expression of scope `s`'s key (from 0). */
+  key(s: number): string;
   /** The reply's `i`th number (from 1): a local, or a slot of the table `reply`. */
   r(i: number): string;
   /** Whether the reply's numbers live in the table `reply` (text replies and large plans). */
@@ -187,10 +196,14 @@ export function decideScript(shape: DecideShape): string {
   const v = (name: SectionVariable, j: number) => variable(name, j);
   const sv = (name: ScopeVariable, s: number) => variable(name, s);
   const r = (i: number) => (replyTable ? `reply[${i}]` : variable('R', i));
+  // A batch's requests find their keys and arguments past those of the requests before them.
+  const batched = shape.batched === true;
+  const key = (s: number) => (batched ? `keys[kb + ${s + 1}]` : `keys[${s + 1}]`);
+  const arg = (i: number) => (batched ? `argv[ab + ${i}]` : `argv[${i}]`);
 
   const body: string[] = [];
   const emit = (...lines: string[]) => body.push(...lines);
-  const w: Writer = { shape, sections, first, work, inTable, r, replyTable, v, sv, emit };
+  const w: Writer = { shape, sections, first, work, inTable, key, r, replyTable, v, sv, emit };
   readScopes(w);
   settleEntries(w);
   ownTimes(w);
@@ -200,8 +213,8 @@ export function decideScript(shape: DecideShape): string {
   writeBack(w);
   reply(w);
 
-  const head = [
-    `-- Decision script for ${shape.scopes.length} scope(s), ${sections.length} policies, ${work.length} active (see decide-script.ts).`,
+  const preamble = [
+    `-- Decision script for ${shape.scopes.length} scope(s), ${sections.length} policies, ${work.length} active${batched ? ', several requests per call' : ''} (see decide-script.ts).`,
     '-- The float tolerance of the rate policy and of Retry-After rounding (store.ts RETRY_TOLERANCE_MS).',
     'local EPSILON = 1e-6',
     '-- Globals read once: each global lookup costs in the script protected environment.',
@@ -209,24 +222,60 @@ export function decideScript(shape: DecideShape): string {
     'local unpack_struct, pack_struct, sub, rep = struct.unpack, struct.pack, string.sub, string.rep',
     'local call, argv, keys, format, concat, unpack = redis.call, ARGV, KEYS, string.format, table.concat, unpack',
     'local find = string.find',
-    '-- Leases given back since the last command travel here, before the decision.',
-    `if #keys > ${shape.scopes.length} then`,
-    releaseLoop(`${shape.scopes.length + 1}`, firstRelease, binaryArguments),
-    'end',
+  ];
+  // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
+  const serverTime = [
+    "local clock = call('TIME')",
+    'local us = clock[2] + 0',
+    'local t = clock[1] * 1000 + (us - us % 1000) / 1000',
+  ];
+  const request = [
     throttles > 0 ? '-- The lease id, unique to the request among the leases of its expiry.' : '',
-    throttles > 0 ? `local id = argv[${idArg}]${binaryArguments ? '' : ' + 0'}` : '',
-    // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
-    "-- Step 1. The time: the caller's, or the server's own clock.",
-    ...(shape.clock === true
-      ? ['local t = argv[1] + 0']
-      : [
-          "local clock = call('TIME')",
-          'local us = clock[2] + 0',
-          'local t = clock[1] * 1000 + (us - us % 1000) / 1000',
-        ]),
+    throttles > 0 ? `local id = ${arg(idArg)}${binaryArguments ? '' : ' + 0'}` : '',
     inTable ? 'local V = {}' : declared.length > 0 ? `local ${declared.join(', ')}` : '',
   ];
-  return [...head, ...body].filter((line) => line !== '').join('\n');
+  if (!batched) {
+    const head = [
+      ...preamble,
+      '-- Leases given back since the last command travel here, before the decision.',
+      `if #keys > ${shape.scopes.length} then`,
+      releaseLoop(`${shape.scopes.length + 1}`, `${firstRelease}`, binaryArguments),
+      'end',
+      "-- Step 1. The time: the caller's, or the server's own clock.",
+      ...(shape.clock === true ? [`local t = ${arg(1)} + 0`] : serverTime),
+      ...request,
+    ];
+    return [...head, ...body].filter((line) => line !== '').join('\n');
+  }
+  // Several requests: the decision is a function of where the request's keys and arguments start
+  // (`kb` and `ab`, the places before them), called for each in turn, after the leases given back
+  // before it. The server's time is read once for all of them.
+  const perRequest = firstRelease - 1;
+  const lines = [
+    ...preamble,
+    "-- Step 1. The time: the caller's (each request's own), or the server's own clock.",
+    ...(shape.clock === true ? [] : serverTime),
+    `local function decide(kb, ab${shape.clock === true ? '' : ', t'})`,
+    ...(shape.clock === true ? [`local t = ${arg(1)} + 0`] : []),
+    ...request,
+    ...body,
+    'end',
+    'local replies = {}',
+    'local k, a = 1, 2',
+    'for d = 1, argv[1] + 0 do',
+    '  local kb, ab = k - 1, a - 1',
+    `  local riders = argv[a + ${perRequest}] + 0`,
+    `  k, a = k + ${shape.scopes.length}, a + ${perRequest + 1}`,
+    '  -- Leases given back before this request was asked for.',
+    '  if riders > 0 then',
+    releaseLoop('k', 'a', binaryArguments, 'riders'),
+    `    k, a = k + riders, a + riders * ${releaseArgs(binaryArguments)}`,
+    '  end',
+    `  replies[d] = decide(kb, ab${shape.clock === true ? '' : ', t'})`,
+    'end',
+    'return replies',
+  ];
+  return lines.filter((line) => line !== '').join('\n');
 }
 
 /** Step 2: read each scope. */
@@ -245,7 +294,7 @@ function readScopes(w: Writer): void {
     const sig = signature(policies);
     const signed = `sub(${x}, 1, ${sig.length}) == ${luaBytes(sig)}`;
     const format = `'${fixedFormat(policies)}', ${x}, ${sig.length + 1}`;
-    emit(`${x} = call('GET', keys[${s + 1}])`, `${sv('D', s)} = false`);
+    emit(`${x} = call('GET', ${w.key(s)})`, `${sv('D', s)} = false`);
     if (throttled) emit(`${sv('T', s)} = 0`);
     emit('do', '  local ok = false');
     if (np === 0) {
@@ -601,9 +650,9 @@ function writeBack(w: Writer): void {
       : [sig, `pack_struct(${format}, ${fixed.join(', ')})`, ...parts].join(' .. ');
     emit(
       '  if horizon > t then',
-      `    call('SET', keys[${s + 1}], ${value}, 'PX', ceil(horizon - t) + ${shape.marginMs})`,
+      `    call('SET', ${w.key(s)}, ${value}, 'PX', ceil(horizon - t) + ${shape.marginMs})`,
       '  else',
-      `    call('DEL', keys[${s + 1}])`,
+      `    call('DEL', ${w.key(s)})`,
       '  end',
       'end',
     );

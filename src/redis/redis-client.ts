@@ -54,6 +54,14 @@ export interface RedisScriptClient {
    * @defaultValue false
    */
   readonly binaryArguments?: boolean;
+  /**
+   * Write at once the commands the client holds back to write several together (see
+   * {@link ioredisClient}). The store calls it after a command that carries several decisions
+   * (see `RedisStoreOptions.maxBatch`): such a command is worth a write of its own, and Redis can
+   * start on it while the client prepares the next. Absent: commands are written as the client
+   * writes them.
+   */
+  flush?(): void;
 }
 
 /** The methods of an ioredis `Redis` or `Cluster` the adapter calls. */
@@ -135,7 +143,7 @@ export class RedisNotReadyError extends Error {
  */
 export function ioredisClient(client: IoredisLike): RedisScriptClient {
   requireMethods(client, ['evalsha', 'eval'], 'ioredisClient');
-  const batch = writeBatcher(client);
+  const { batch, flush } = writeBatcher(client);
   // Bulk strings as Buffers where the client offers it (every ioredis since 4).
   const binary =
     typeof client.evalshaBuffer === 'function' && typeof client.evalBuffer === 'function';
@@ -155,6 +163,7 @@ export function ioredisClient(client: IoredisLike): RedisScriptClient {
     cluster: client.isCluster !== false,
     binaryReplies: binary,
     binaryArguments: true,
+    flush,
   };
 }
 
@@ -169,7 +178,10 @@ const WRITE_BATCH = 16;
  * client. Every reply still resolves its own command as it arrives; only the writes are joined.
  * Without a corkable connection (a `Cluster`), commands pass unchanged.
  */
-function writeBatcher(client: IoredisLike): <T>(send: () => T) => T {
+function writeBatcher(client: IoredisLike): {
+  batch: <T>(send: () => T) => T;
+  flush: () => void;
+} {
   let held: Corkable | undefined;
   let count = 0;
   const flush = (): void => {
@@ -178,7 +190,7 @@ function writeBatcher(client: IoredisLike): <T>(send: () => T) => T {
     count = 0;
     stream?.uncork();
   };
-  return (send) => {
+  const batch = <T>(send: () => T): T => {
     const stream = client.stream;
     if (typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return send();
     if (held !== stream) {
@@ -193,6 +205,7 @@ function writeBatcher(client: IoredisLike): <T>(send: () => T) => T {
       if (++count >= WRITE_BATCH) flush();
     }
   };
+  return { batch, flush };
 }
 
 /**

@@ -98,6 +98,16 @@ export interface RedisStoreOptions {
    * @defaultValue a random whole number below 2^32
    */
   instanceId?: number;
+  /**
+   * The most decisions sent in one script call. Decisions asked one after the other in one turn
+   * of the event loop, for plans of one shape, go together: each is still decided atomically, in
+   * the order asked, after the leases given back before it, and gets its own outcome. It spares
+   * Redis and the client the price of a command per decision; a failure or a timeout then fails
+   * over every decision of the call. 1 sends each decision in a script call of its own. Outside
+   * Redis Cluster only (see {@link RedisScriptClient.cluster}): there every decision goes alone.
+   * @defaultValue 1
+   */
+  maxBatch?: number;
 }
 
 /** A script and its SHA-1. */
@@ -153,7 +163,34 @@ const MAX_BATCH = 256;
 interface Decider {
   readonly script: Script;
   readonly throttles: readonly Throttle[];
+  /** The shape the script is written for. */
+  readonly shape: DecideShape;
+  /** The script for several decisions in one call, written when first needed. */
+  batched: Script | undefined;
 }
+
+/** One decision of a batch: what its script call needs, and how to answer it. */
+interface BatchedDecision {
+  readonly plan: Plan;
+  readonly now: number;
+  readonly keys: readonly string[];
+  readonly args: readonly ScriptArgument[];
+  readonly policies: readonly Policy[];
+  readonly resources: readonly string[];
+  readonly id: number;
+  /** Leases given back before the decision was asked for: given back before it. */
+  readonly riders: PendingRelease[] | undefined;
+  readonly settle: (outcome: StoreOutcome | Promise<StoreOutcome>) => void;
+}
+
+/** The decisions of one shape waiting to go in one script call. */
+interface Batch {
+  readonly decider: Decider;
+  readonly decisions: BatchedDecision[];
+}
+
+/** The most decisions in one script call. */
+const MAX_BATCH_DECISIONS = 1_024;
 
 /** Lease ids: the instance's part times this, plus a counter below it. */
 const LEASE_COUNTER = 2 ** 21;
@@ -215,6 +252,9 @@ export class RedisStore implements AsyncLimitStore {
   readonly #binaryArgs: boolean;
   /** The release script for the client's kind of arguments. */
   readonly #release: Script;
+  readonly #maxBatch: number;
+  /** Decisions waiting to go together, until the end of the turn (see {@link RedisStoreOptions.maxBatch}). */
+  #open: Batch | undefined;
   #counter = 0;
 
   /** @param options - the client, and how to time, fail and expire */
@@ -260,6 +300,7 @@ export class RedisStore implements AsyncLimitStore {
       1,
     );
     this.#margin = whole(options.expiryMarginMs ?? 1000, 'expiryMarginMs', 0);
+    this.#maxBatch = whole(options.maxBatch ?? 1, 'maxBatch', 1, MAX_BATCH_DECISIONS);
     const instance = options.instanceId ?? randomInt(1, 2 ** 32);
     this.#leaseBase = whole(instance, 'instanceId', 1, 2 ** 32 - 1) * LEASE_COUNTER;
     if (options.onError !== undefined && typeof options.onError !== 'function') {
@@ -330,7 +371,7 @@ export class RedisStore implements AsyncLimitStore {
         ttlMs: (shape.scopes[scope]![position] as ConcurrencyPolicy).leaseTtlMs,
         copies: uses,
       }));
-      decider = { script: script(decideScript(shape)), throttles };
+      decider = { script: script(decideScript(shape)), throttles, shape, batched: undefined };
       this.#deciders.set(signature, decider);
     }
     // The time only from the caller's clock; the lease id only for a plan with a throttle.
@@ -344,8 +385,13 @@ export class RedisStore implements AsyncLimitStore {
     // Leases given back since the last command travel with this decision, and are given back
     // before it: one command instead of two.
     let riders: PendingRelease[] | undefined;
-    if (this.#pending.length > 0 && !this.#separate) {
-      riders = this.#pending.splice(0, MAX_RIDERS);
+    if (this.#pending.length > 0 && !this.#separate) riders = this.#pending.splice(0, MAX_RIDERS);
+    if (this.#maxBatch > 1 && !this.#separate) {
+      return new Promise((settle) =>
+        this.#enqueue(decider, { plan, now, keys, args, policies, resources, id, riders, settle }),
+      );
+    }
+    if (riders !== undefined) {
       describeLeases(
         riders.map((r) => r.lease),
         keys,
@@ -359,12 +405,8 @@ export class RedisStore implements AsyncLimitStore {
     const late =
       id === 0
         ? undefined
-        : (value: unknown) => {
-            const taken = parseOutcome(value, this.#binary, plan, policies, resources);
-            if (taken?.allowed) {
-              void this.release({ store: this, keys, throttles, id, t: taken.now } as RedisLease);
-            }
-          };
+        : (value: unknown) =>
+            this.#giveBackLate(value, plan, keys, policies, resources, throttles, id);
     let reply: unknown;
     try {
       reply = await this.#run(decider.script, keys, args, late);
@@ -381,6 +423,20 @@ export class RedisStore implements AsyncLimitStore {
       return this.#failed('apply', error, now);
     }
     if (riders !== undefined) for (const r of riders) r.done();
+    return this.#outcome(reply, plan, now, keys, policies, resources, throttles, id);
+  }
+
+  /** The outcome of a decision from its reply, with its lease when it took one. */
+  #outcome(
+    reply: unknown,
+    plan: Plan,
+    now: number,
+    keys: readonly string[],
+    policies: readonly Policy[],
+    resources: readonly string[],
+    throttles: readonly Throttle[],
+    id: number,
+  ): StoreOutcome {
     const outcome = parseOutcome(reply, this.#binary, plan, policies, resources);
     if (outcome === undefined) {
       return this.#failed(
@@ -394,16 +450,135 @@ export class RedisStore implements AsyncLimitStore {
       );
     }
     if (outcome.allowed && id !== 0) {
-      const lease: RedisLease = {
-        store: this,
-        keys,
-        throttles: decider.throttles,
-        id,
-        t: outcome.now,
-      };
+      const lease: RedisLease = { store: this, keys, throttles, id, t: outcome.now };
       return { ...outcome, lease };
     }
     return outcome;
+  }
+
+  /** A decision that Redis made after its timeout: give back the lease its caller never got. */
+  #giveBackLate(
+    value: unknown,
+    plan: Plan,
+    keys: readonly string[],
+    policies: readonly Policy[],
+    resources: readonly string[],
+    throttles: readonly Throttle[],
+    id: number,
+  ): void {
+    const taken = parseOutcome(value, this.#binary, plan, policies, resources);
+    if (taken?.allowed) {
+      void this.release({ store: this, keys, throttles, id, t: taken.now } as RedisLease);
+    }
+  }
+
+  /**
+   * Add a decision to the open batch of its shape. A decision of another shape sends the open
+   * batch first, so that decisions reach Redis in the order they were asked; so does a full
+   * batch. What is open at the end of the turn goes then.
+   */
+  #enqueue(decider: Decider, decision: BatchedDecision): void {
+    let open = this.#open;
+    if (open !== undefined && open.decider !== decider) {
+      this.#sendOpen();
+      open = undefined;
+    }
+    if (open === undefined) {
+      open = { decider, decisions: [] };
+      this.#open = open;
+      process.nextTick(this.#sendOpen);
+    }
+    open.decisions.push(decision);
+    if (open.decisions.length >= this.#maxBatch) this.#sendOpen();
+  }
+
+  readonly #sendOpen = (): void => {
+    const open = this.#open;
+    if (open === undefined) return;
+    this.#open = undefined;
+    void this.#sendBatch(open);
+  };
+
+  /** One script call for the decisions of a batch; each is settled with its own outcome. */
+  async #sendBatch({ decider, decisions }: Batch): Promise<void> {
+    decider.batched ??= script(decideScript({ ...decider.shape, batched: true }));
+    const keys: string[] = [];
+    const args: ScriptArgument[] = [String(decisions.length)];
+    for (const d of decisions) {
+      keys.push(...d.keys);
+      args.push(...d.args);
+      if (d.riders === undefined) {
+        args.push('0');
+        continue;
+      }
+      // How many throttles' records travel before the decision, then the records.
+      const count = args.push('') - 1;
+      const before = keys.length;
+      describeLeases(
+        d.riders.map((r) => r.lease),
+        keys,
+        args,
+        this.#binaryArgs,
+      );
+      args[count] = String(keys.length - before);
+    }
+    const { throttles } = decider;
+    const late =
+      throttles.length === 0
+        ? undefined
+        : (value: unknown) => {
+            if (!Array.isArray(value) || value.length !== decisions.length) return;
+            for (const [i, d] of decisions.entries()) {
+              this.#giveBackLate(
+                value[i],
+                d.plan,
+                d.keys,
+                d.policies,
+                d.resources,
+                throttles,
+                d.id,
+              );
+            }
+          };
+    const call = this.#run(decider.batched, keys, args, late);
+    // Worth a write of its own: Redis starts on it while this process prepares the next.
+    this.#client.flush?.();
+    let replies: unknown;
+    try {
+      replies = await call;
+    } catch (error) {
+      const riders = decisions.flatMap((d) => d.riders ?? []);
+      // Sent again, apart (giving back twice does nothing).
+      if (riders.length > 0) this.#sendApart(riders);
+      if (isCrossSlot(error)) {
+        // Keys of two clients may not meet in one command here: from now on every decision and
+        // every release goes alone, and these decisions are asked again so.
+        this.#separate = true;
+        for (const d of decisions) d.settle(this.apply(d.plan, d.now));
+        return;
+      }
+      for (const d of decisions) d.settle(this.#settled(() => this.#failed('apply', error, d.now)));
+      return;
+    }
+    for (const d of decisions) if (d.riders !== undefined) for (const r of d.riders) r.done();
+    const fits = Array.isArray(replies) && replies.length === decisions.length;
+    for (const [i, d] of decisions.entries()) {
+      const reply = fits ? (replies as unknown[])[i] : replies;
+      d.settle(
+        this.#settled(() =>
+          this.#outcome(reply, d.plan, d.now, d.keys, d.policies, d.resources, throttles, d.id),
+        ),
+      );
+    }
+  }
+
+  /** An outcome, or the rejection of what computing it threw (`failMode: 'reject'`). */
+  #settled(outcome: () => StoreOutcome): StoreOutcome | Promise<StoreOutcome> {
+    try {
+      return outcome();
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**

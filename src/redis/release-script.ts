@@ -30,14 +30,22 @@ export function releaseArgs(binary: boolean): number {
 
 /**
  * Lua statements that give back the leases described from `ARGV[firstArg]` on, whose scopes are
- * `KEYS[firstKey]` on. Expects the locals `call`, `keys`, `argv`, `pack_struct` and `rep`
- * (`redis.call`, `KEYS`, `ARGV`, `struct.pack`, `string.rep`) to be declared.
+ * `KEYS[firstKey]` on: up to the last argument, or `count` of them. Expects the locals `call`,
+ * `keys`, `argv`, `pack_struct` and `rep` (`redis.call`, `KEYS`, `ARGV`, `struct.pack`,
+ * `string.rep`) to be declared.
  * @param firstKey - the Lua expression of the first scope's index in KEYS
- * @param firstArg - the index of the first lease's first argument in ARGV
+ * @param firstArg - the Lua expression of the first lease's first argument's index in ARGV
  * @param binary - whether each throttle's records come packed, as one argument
+ * @param count - the Lua expression of how many throttles' records to give back; all that
+ *   follow when absent
  * @returns the Lua source
  */
-export function releaseLoop(firstKey: string, firstArg: number, binary: boolean): string {
+export function releaseLoop(
+  firstKey: string,
+  firstArg: string,
+  binary: boolean,
+  count?: string,
+): string {
   const record = binary
     ? ['    local record = argv[a]']
     : [
@@ -48,7 +56,7 @@ export function releaseLoop(firstKey: string, firstArg: number, binary: boolean)
   return [
     'do',
     `  local k, a = ${firstKey}, ${firstArg}`,
-    '  while argv[a] do',
+    count === undefined ? '  while argv[a] do' : `  for _ = 1, ${count} do`,
     ...record,
     "    if call('APPEND', keys[k], record) == #record then call('DEL', keys[k]) end",
     `    k, a = k + 1, a + ${releaseArgs(binary)}`,
@@ -69,6 +77,6 @@ export function releaseScript(binary: boolean): string {
   return [
     'local call, keys, argv = redis.call, KEYS, ARGV',
     'local pack_struct, rep = struct.pack, string.rep',
-    releaseLoop('1', 1, binary),
+    releaseLoop('1', '1', binary),
   ].join('\n');
 }

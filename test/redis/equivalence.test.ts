@@ -54,8 +54,11 @@ afterAll(async () => {
 const variants = [...clientKinds, 'ioredis, in text'] as const;
 type Variant = (typeof variants)[number];
 
-/** A store on a key prefix of its own, timed by the caller's clock, with its scripts loaded. */
-async function freshStore(variant: Variant): Promise<RedisStore> {
+/**
+ * A store on a key prefix of its own, timed by the caller's clock, with its scripts loaded; with
+ * `maxBatch`, sending the decisions of one turn together.
+ */
+async function freshStore(variant: Variant, maxBatch = 1): Promise<RedisStore> {
   const text = variant === 'ioredis, in text';
   const client = clients.get(text ? 'ioredis' : variant)!.client;
   const store = new RedisStore({
@@ -65,6 +68,7 @@ async function freshStore(variant: Variant): Promise<RedisStore> {
     // Real time passes while the fake clock stands still: keep keys well past their horizon.
     expiryMarginMs: 600_000,
     timeoutMs: 10_000,
+    maxBatch,
     onError: (error) => {
       throw error;
     },
@@ -488,6 +492,112 @@ function redisLeaseKeeping(store: RedisStore) {
   };
   return keeper;
 }
+
+/**
+ * The plan shapes of a batched store's test: a Live client's with all policies, with the throttle
+ * exempt, and with resource scopes, and a small throttled list's with both positions and one.
+ */
+const live = presets.live.policies;
+const rates = [
+  window(3, '60min', { name: 'PUT rates: 3 per 60 min' }),
+  window(2, '20min', { name: 'PUT rates: 2 per 20 min' }),
+];
+const booking = [window(2, '5min', { name: 'PATCH booking: 2 per 5 min' })];
+const small = [
+  window(4, '1s', { name: 'small: 4 per s' }),
+  concurrency(2, { name: 'small throttle', leaseTtl: '1h', retryAfter: 1_000 }),
+];
+const shapes = (c: string, a: string): Plan[] => [
+  { scopes: [scope(c, a, '', live, [0, 1, 2, 3])] },
+  { scopes: [scope(c, a, '', live, [0, 1, 2])] },
+  {
+    scopes: [
+      scope(c, a, '', live, [0, 1, 2, 3]),
+      scope(c, a, 'PUT /rateplan/v*/rate-plans/R1/rates', rates, [0, 1]),
+    ],
+  },
+  {
+    scopes: [
+      scope(c, a, '', live, [0, 1, 2]),
+      scope(c, a, 'PATCH /booking/v*/bookings/{B}', booking, [0]),
+    ],
+  },
+  { scopes: [scope(c, a, '', small, [0, 1])] },
+  { scopes: [scope(c, a, '', small, [1])] },
+];
+const shapePlans = [
+  ['client-1', 'ACME'],
+  ['client-1', 'OTHER'],
+  ['client-{2}', '%7B'],
+].map(([c, a]) => shapes(c!, a!));
+
+describe.each(variants)('RedisStore with %s and maxBatch', (kind) => {
+  it('the Redis store and the memory store give identical decisions (invariant 5): decisions of several shapes and releases interleaved in one turn, batches full and not', async () => {
+    const decision = fc.record({
+      kind: fc.constant('decide' as const),
+      gap: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 400 })),
+      who: fc.integer({ min: 0, max: shapePlans.length - 1 }),
+      route: fc.integer({ min: 0, max: 5 }),
+      statuses: fc.boolean(),
+    });
+    const release = fc.record({ kind: fc.constant('release' as const), pick: fc.nat() });
+    const turn = fc.array(fc.oneof({ weight: 3, arbitrary: decision }, release), {
+      minLength: 1,
+      maxLength: 30,
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ pause: fc.integer({ min: 0, max: 90_000 }), turn }), {
+          minLength: 1,
+          maxLength: 8,
+        }),
+        fc.integer({ min: 2, max: 12 }),
+        async (turns, maxBatch) => {
+          // Arrange
+          const memory = new MemoryStore();
+          const redis = await freshStore(kind, maxBatch);
+          // Every shape's script loaded first: a call sent again with EVAL after NOSCRIPT runs
+          // after the calls sent meanwhile (docs/redis.md).
+          for (const route of shapes('warm', 'warm')) {
+            for (const statuses of [true, false]) await redis.apply({ ...route, statuses }, 0);
+          }
+          const held: [LeaseToken, LeaseToken][] = [];
+          let t = 5_000_000;
+          for (const { pause, turn } of turns) {
+            t += pause;
+            // Act: the turn's decisions and releases, in order, none awaited before the next.
+            const expected: StoreOutcome[] = [];
+            const actual: Promise<StoreOutcome>[] = [];
+            const released: Promise<void>[] = [];
+            for (const step of turn) {
+              if (step.kind === 'release') {
+                if (held.length === 0) continue;
+                // Any lease taken in an earlier turn: still held, given back already, or expired.
+                const [m, r] = held[step.pick % held.length]!;
+                memory.release(m);
+                released.push(redis.release(r));
+                continue;
+              }
+              t += step.gap;
+              const plan = { ...shapePlans[step.who]![step.route]!, statuses: step.statuses };
+              expected.push(memory.apply(plan, t));
+              actual.push(redis.apply(plan, t));
+            }
+            // Assert: each decision as the memory store made it.
+            const outcomes = await Promise.all(actual);
+            await Promise.all(released);
+            expect(outcomes.map(comparableOutcome)).toEqual(expected.map(comparableOutcome));
+            for (const [i, e] of expected.entries()) {
+              const a = outcomes[i]!;
+              if (e.allowed && e.lease && a.allowed && a.lease) held.push([e.lease, a.lease]);
+            }
+          }
+        },
+      ),
+      { numRuns: 30 },
+    );
+  }, 120_000);
+});
 
 function scopeKey(s: PlanScope): string {
   return `${s.clientId}\u0000${s.accountCode}\u0000${s.resource}\u0000${JSON.stringify(s.policies)}`;

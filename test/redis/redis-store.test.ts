@@ -100,6 +100,10 @@ async function commandCalls(): Promise<Record<string, number>> {
 
 const errorCodes = (errors: RedisStoreError[]) => errors.map((e) => e.code);
 
+async function evalshaCalls(): Promise<number> {
+  return (await commandCalls()).evalsha ?? 0;
+}
+
 /**
  * Under a throttle of 1, warm the store up (the script loaded), reset the command counts, then
  * take and give back one lease at a time, `times` times, each release sent without waiting (as
@@ -950,6 +954,177 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       server.resume();
     }
   });
+
+  // maxBatch: the decisions of one turn together, each decided in the order asked.
+  const batched = (options: Partial<RedisStoreOptions> = {}) =>
+    make({ timeSource: 'clock', maxBatch: 8, ...options });
+  const account = presets.live.policies;
+
+  it('sends the decisions of one turn in one script call each up to maxBatch, and a decision of another shape after the ones before it', async () => {
+    const store = batched({ maxBatch: 8 });
+    const one = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account)] });
+    const exempt = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
+    await store.apply(one(0), 0); // loads the script
+    await admin.config('RESETSTAT');
+    // Act: 20 decisions of one shape in one turn.
+    const twenty = await Promise.all(Array.from({ length: 20 }, (_, i) => store.apply(one(i), 1)));
+    const afterTwenty = await evalshaCalls();
+    // Act: shapes alternating in one turn: each change of shape starts a call.
+    const mixed = await Promise.all([
+      store.apply(one(30), 2),
+      store.apply(one(31), 2),
+      store.apply(exempt(30), 2),
+      store.apply(one(32), 2),
+    ]);
+    // Assert
+    expect(twenty.every((o) => o.allowed && o.lease !== undefined)).toBe(true);
+    expect(afterTwenty).toBe(3); // 8 + 8 + 4
+    expect(mixed.map((o) => o.allowed)).toEqual([true, true, true, true]);
+    expect(await evalshaCalls()).toBe(6);
+    // The window counts of client 30 saw its first decision before its second.
+    expect(mixed[2]!.values[0]).toBe(mixed[0]!.values[0]! - 1);
+  });
+
+  it('with maxBatch 1 (the default) every decision is a script call of its own', async () => {
+    const store = make();
+    const one = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
+    await store.apply(one(0), 0);
+    await admin.config('RESETSTAT');
+    await Promise.all(Array.from({ length: 10 }, (_, i) => store.apply(one(i), 1)));
+    expect(await evalshaCalls()).toBe(10);
+  });
+
+  it.each(['open', 'closed', 'reject'] as const)(
+    'fails every decision of a call that times out %s, and a throttle decision that Redis runs later gives its lease back',
+    async (failMode) => {
+      // Arrange
+      const timer = new ManualTimer();
+      const errors: RedisStoreError[] = [];
+      const store = batched({ failMode, timer, onError: (e) => errors.push(e) });
+      const throttled = (i: number): Plan => ({
+        scopes: [scope(`c${i}`, 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
+      });
+      const warm = await store.apply(throttled(99), 0); // loads the script
+      if (warm.allowed && warm.lease) await store.release(warm.lease);
+      // Act: the server freezes; the call of three decisions times out.
+      server.pause();
+      let settled: PromiseSettledResult<StoreOutcome>[];
+      try {
+        const pending = [0, 1, 2].map((i) => store.apply(throttled(i), 5));
+        await new Promise((resolve) => process.nextTick(resolve)); // the call is sent
+        expect(timer.pending.size).toBe(1);
+        timer.fireAll();
+        settled = await Promise.allSettled(pending);
+      } finally {
+        server.resume();
+      }
+      // Assert: each failed over as configured, with no lease; each failure reported.
+      for (const result of settled) {
+        if (failMode === 'reject') {
+          expect(result.status).toBe('rejected');
+          const reason = (result as PromiseRejectedResult).reason;
+          expect(reason).toBeInstanceOf(RedisStoreError);
+          expect(reason).toMatchObject({ code: 'redis_timeout', operation: 'apply' });
+        } else {
+          const outcome = (result as PromiseFulfilledResult<StoreOutcome>).value;
+          expect(outcome).toMatchObject({ allowed: failMode === 'open', now: 5 });
+          expect(outcome.allowed && outcome.lease).toBeFalsy();
+        }
+      }
+      expect(errors.map((e) => e.code)).toEqual([
+        'redis_timeout',
+        'redis_timeout',
+        'redis_timeout',
+      ]);
+      // The late call's reply comes before this one's, on the same connection: it took the
+      // leases, and they were given back, so each throttle has room again.
+      await store.apply({ scopes: [scope('other', 'a', '', account, [0, 1, 2])] }, 6);
+      const after = await Promise.all([0, 1, 2].map((i) => store.apply(throttled(i), 6)));
+      expect(after.map((o) => o.allowed)).toEqual([true, true, true]);
+    },
+  );
+
+  it('fails every decision of a call that Redis refuses, and sends the releases it carried apart', async () => {
+    // Arrange: a client that fails the first call of several decisions.
+    const errors: RedisStoreError[] = [];
+    const inner = client();
+    let failures = 0;
+    const failing: RedisScriptClient = {
+      ...inner,
+      cluster: false,
+      evalSha: (sha1, keys, args) =>
+        keys.length > 1 && ++failures === 1
+          ? Promise.reject(new Error('ERR max number of clients reached'))
+          : inner.evalSha(sha1, keys, args),
+    };
+    const store = batched({ client: failing, failMode: 'closed', onError: (e) => errors.push(e) });
+    const throttled = (i: number): Plan => ({
+      scopes: [scope(`c${i}`, 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
+    });
+    const held = await store.apply(throttled(0), 0);
+    expect(held.allowed).toBe(true);
+    // Act: the lease given back travels with the next two decisions' call, which fails.
+    const releasing = held.allowed && held.lease ? store.release(held.lease) : undefined;
+    const failed = await Promise.all([store.apply(throttled(1), 1), store.apply(throttled(2), 1)]);
+    await releasing;
+    // Assert: both refused (closed), both reported; the release still went, apart.
+    expect(failed.map((o) => !o.allowed && o.reason)).toEqual(['unavailable', 'unavailable']);
+    expect(errors.map((e) => e.code)).toEqual(['redis_command_failed', 'redis_command_failed']);
+    expect((await store.apply(throttled(0), 2)).allowed).toBe(true);
+  });
+
+  it('a client that refuses keys of several clients in one command (CROSSSLOT) gets each decision asked again apart', async () => {
+    const errors: RedisStoreError[] = [];
+    const inner = client();
+    const tags = (keys: readonly string[]) => new Set(keys.map((k) => k.split('}')[0])).size;
+    let refused = 0;
+    const strict: RedisScriptClient = {
+      ...inner,
+      cluster: false, // says it is not a cluster, but behaves as one
+      evalSha: (sha1, keys, args) => {
+        if (tags(keys) > 1) {
+          refused++;
+          return Promise.reject(new Error("CROSSSLOT Keys in request don't hash to the same slot"));
+        }
+        return inner.evalSha(sha1, keys, args);
+      },
+    };
+    const store = batched({ client: strict, onError: (e) => errors.push(e) });
+    const plan = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account)] });
+    // Act
+    const first = await Promise.all([0, 1, 2].map((i) => store.apply(plan(i), 0)));
+    const second = await Promise.all([0, 1, 2].map((i) => store.apply(plan(i), 1)));
+    // Assert: decided, and counted once each; only the first call was refused.
+    expect(first.every((o) => o.allowed)).toBe(true);
+    expect(second.map((o) => o.values[0])).toEqual([198, 198, 198]);
+    expect(refused).toBe(1);
+    expect(errors).toEqual([]);
+  });
+
+  it('reports a reply that is not one reply per decision as redis_bad_reply for each', async () => {
+    const errors: RedisStoreError[] = [];
+    const inner = client();
+    const shorter = (replies: unknown) => (Array.isArray(replies) ? replies.slice(1) : replies);
+    const short: RedisScriptClient = {
+      ...inner,
+      evalSha: async (sha1, keys, args) => shorter(await inner.evalSha(sha1, keys, args)),
+      eval: async (text, keys, args) => shorter(await inner.eval(text, keys, args)),
+    };
+    const store = batched({ client: short, failMode: 'closed', onError: (e) => errors.push(e) });
+    const plan = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
+    const outcomes = await Promise.all([store.apply(plan(0), 0), store.apply(plan(1), 0)]);
+    expect(outcomes.map((o) => !o.allowed && o.reason)).toEqual(['unavailable', 'unavailable']);
+    expect(errors.map((e) => e.code)).toEqual(['redis_bad_reply', 'redis_bad_reply']);
+  });
+
+  it('keeps deciding after SCRIPT FLUSH, reloading the script of several decisions with EVAL', async () => {
+    const store = batched();
+    const plan = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
+    await Promise.all([store.apply(plan(0), 0), store.apply(plan(1), 0)]);
+    await admin.script('FLUSH');
+    const after = await Promise.all([store.apply(plan(0), 1), store.apply(plan(1), 1)]);
+    expect(after.map((o) => o.values[0])).toEqual([198, 198]);
+  });
 });
 
 describe('RedisStore options', () => {
@@ -973,6 +1148,10 @@ describe('RedisStore options', () => {
     ['a prefix with a lone surrogate', { prefix: 'limits\uD800:' }],
     ['an onError that is not a function', { onError: 'log' }],
     ['a timer without clearTimeout', { timer: { setTimeout: () => 0 } }],
+    ['a maxBatch of 0', { maxBatch: 0 }],
+    ['a fractional maxBatch', { maxBatch: 1.5 }],
+    ['a maxBatch above 1024', { maxBatch: 1_025 }],
+    ['a maxBatch in text', { maxBatch: '8' }],
   ])('refuses %s with a ConfigurationError', (_, options) => {
     const withClient =
       options === undefined || 'client' in options || _ === 'no client'
@@ -1156,7 +1335,7 @@ describe('RedisStore options', () => {
     }
   });
 
-  it('ioredisClient joins the writes of one turn: corked before the first, uncorked after every 16th and at the end of the turn', async () => {
+  it('ioredisClient joins the writes of one turn: corked before the first, uncorked after every 16th, at the end of the turn and on flush()', async () => {
     // Arrange: an ioredis-like client whose connection records how it is corked.
     class Stream {
       depth = 0;
@@ -1202,6 +1381,13 @@ describe('RedisStore options', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect([old.corks, old.uncorks, old.depth]).toEqual([4, 4, 0]);
     expect([stream.corks, stream.uncorks, stream.depth]).toEqual([1, 1, 0]);
+    // flush() writes what is held at once (the store calls it after a call of several decisions).
+    void adapted.evalSha('sha', ['k'], []);
+    expect(stream.depth).toBe(1);
+    adapted.flush?.();
+    expect([stream.corks, stream.uncorks, stream.depth]).toEqual([2, 2, 0]);
+    adapted.flush?.(); // nothing held: nothing to do
+    expect(stream.uncorks).toBe(2);
   });
 
   it('pins the catalogue of Redis store error codes', () => {
