@@ -337,7 +337,17 @@ export class RedisStore implements AsyncLimitStore {
    * @param now - the time in ms; used with `timeSource: 'clock'`, and as the time of a failed-over
    *   outcome
    */
-  async apply(plan: Plan, now: number): Promise<StoreOutcome> {
+  apply(plan: Plan, now: number): Promise<StoreOutcome> {
+    // Not an async function: a decision that waits in a batch answers with the batch's own
+    // promise, not with one more that adopts it.
+    try {
+      return this.#decide(plan, now);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #decide(plan: Plan, now: number): Promise<StoreOutcome> {
     // KEYS: each distinct scope key once (two scopes with one key share one state).
     const keys: string[] = [];
     const policies: Policy[] = [];
@@ -391,6 +401,21 @@ export class RedisStore implements AsyncLimitStore {
         this.#enqueue(decider, { plan, now, keys, args, policies, resources, id, riders, settle }),
       );
     }
+    return this.#decideAlone(plan, now, decider, keys, args, policies, resources, id, riders);
+  }
+
+  /** One decision in a script call of its own, with the releases that travel with it. */
+  async #decideAlone(
+    plan: Plan,
+    now: number,
+    decider: Decider,
+    keys: string[],
+    args: ScriptArgument[],
+    policies: readonly Policy[],
+    resources: readonly string[],
+    id: number,
+    riders: PendingRelease[] | undefined,
+  ): Promise<StoreOutcome> {
     if (riders !== undefined) {
       describeLeases(
         riders.map((r) => r.lease),
@@ -451,7 +476,8 @@ export class RedisStore implements AsyncLimitStore {
     }
     if (outcome.allowed && id !== 0) {
       const lease: RedisLease = { store: this, keys, throttles, id, t: outcome.now };
-      return { ...outcome, lease };
+      // parseOutcome made the object for this decision: it takes the lease without a copy.
+      (outcome as { lease: LeaseToken | undefined }).lease = lease;
     }
     return outcome;
   }

@@ -985,6 +985,31 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     expect(mixed[2]!.values[0]).toBe(mixed[0]!.values[0]! - 1);
   });
 
+  it('a call of several decisions gives each key the expiry a lone decision gives it: fresh again plus the margin', async () => {
+    const prefix = `expiry-batch-${kind}-${++prefixes}:`;
+    const store = batched({ prefix, expiryMarginMs: 1_000 });
+    const throttle = concurrency(2, { name: 't', leaseTtl: '5s' });
+    const plans: Plan[] = [
+      { scopes: [scope('a', 'x', '', [window(3, '60s', { name: 'w' }), throttle])] },
+      { scopes: [scope('b', 'x', '', [window(3, '20s', { name: 'w' }), throttle])] },
+      { scopes: [scope('c', 'x', '', [window(3, '20s', { name: 'w' }), throttle])] },
+    ];
+    const outcomes = await Promise.all(plans.map((plan) => store.apply(plan, 1_000)));
+    expect(outcomes.every((o) => o.allowed)).toBe(true);
+    // Act: c's lease given back; a's and b's windows stay as they were.
+    const c = outcomes[2]!;
+    if (c.allowed && c.lease) await store.release(c.lease);
+    const keys = await keysUnder(prefix);
+    const ttls = await Promise.all(keys.map((key) => admin.pttl(key)));
+    // Assert: each key lives until its newest admission leaves its window, plus the margin.
+    expect(keys).toHaveLength(3);
+    const expected = [61_000, 21_000, 21_000];
+    for (const [i, ttl] of ttls.entries()) {
+      expect(ttl).toBeLessThanOrEqual(expected[i]!);
+      expect(ttl).toBeGreaterThan(expected[i]! - 2_000);
+    }
+  });
+
   it('with maxBatch 1 (the default) every decision is a script call of its own', async () => {
     const store = make();
     const one = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
