@@ -495,7 +495,8 @@ function redisLeaseKeeping(store: RedisStore) {
 
 /**
  * The plan shapes of a batched store's test: a Live client's with all policies, with the throttle
- * exempt, and with resource scopes, and a small throttled list's with both positions and one.
+ * exempt, and with resource scopes, a small throttled list's with both positions and one, and a
+ * list too long for local variables.
  */
 const live = presets.live.policies;
 const rates = [
@@ -506,6 +507,11 @@ const booking = [window(2, '5min', { name: 'PATCH booking: 2 per 5 min' })];
 const small = [
   window(4, '1s', { name: 'small: 4 per s' }),
   concurrency(2, { name: 'small throttle', leaseTtl: '1h', retryAfter: 1_000 }),
+];
+// More policies than the script keeps in local variables: it keeps them in a table.
+const large = [
+  ...Array.from({ length: 20 }, (_, i) => window(2 + (i % 5), 300 + 150 * i, { name: `w${i}` })),
+  concurrency(2, { name: 'large throttle', leaseTtl: '1h', retryAfter: 1_000 }),
 ];
 const shapes = (c: string, a: string): Plan[] => [
   { scopes: [scope(c, a, '', live, [0, 1, 2, 3])] },
@@ -524,6 +530,17 @@ const shapes = (c: string, a: string): Plan[] => [
   },
   { scopes: [scope(c, a, '', small, [0, 1])] },
   { scopes: [scope(c, a, '', small, [1])] },
+  {
+    scopes: [
+      scope(
+        c,
+        a,
+        '',
+        large,
+        large.map((_, i) => i),
+      ),
+    ],
+  },
 ];
 const shapePlans = [
   ['client-1', 'ACME'],
@@ -537,7 +554,7 @@ describe.each(variants)('RedisStore with %s and maxBatch', (kind) => {
       kind: fc.constant('decide' as const),
       gap: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 400 })),
       who: fc.integer({ min: 0, max: shapePlans.length - 1 }),
-      route: fc.integer({ min: 0, max: 5 }),
+      route: fc.integer({ min: 0, max: 6 }),
       statuses: fc.boolean(),
     });
     const release = fc.record({ kind: fc.constant('release' as const), pick: fc.nat() });
@@ -594,7 +611,7 @@ describe.each(variants)('RedisStore with %s and maxBatch', (kind) => {
           }
         },
       ),
-      { numRuns: 30 },
+      { numRuns: 100 },
     );
   }, 120_000);
 });
