@@ -21,6 +21,7 @@ import type {
   AsyncLimitStore,
   LeaseToken,
   Plan,
+  PlanScope,
   RefusalReason,
   StoreOutcome,
 } from '../limits/store.js';
@@ -169,6 +170,16 @@ interface Decider {
   batched: Script | undefined;
 }
 
+/** What a plan of one account-level scope needs besides its key, the same for every such plan. */
+interface SingleScope {
+  readonly listId: string;
+  /** The active policies, in plan order. */
+  readonly policies: readonly Policy[];
+  /** Their resources: all `''`. */
+  readonly resources: readonly string[];
+  readonly decider: Decider;
+}
+
 /** One decision of a batch: what its script call needs, and how to answer it. */
 interface BatchedDecision {
   readonly plan: Plan;
@@ -239,6 +250,11 @@ export class RedisStore implements AsyncLimitStore {
   readonly #leaseBase: number;
   readonly #lists = new WeakMap<readonly Policy[], ListInfo>();
   readonly #actives = new WeakMap<readonly number[], string>();
+  /** What plans of one account-level scope need, by policy list, then active positions. */
+  readonly #singles = new WeakMap<
+    readonly Policy[],
+    WeakMap<readonly number[], [SingleScope | undefined, SingleScope | undefined]>
+  >();
   /** The decision script of each plan shape (see {@link shapeOf}), written once per shape. */
   readonly #deciders = new Map<string, Decider>();
   /** Leases given back since the last command, waiting to travel with one (see `release`). */
@@ -348,41 +364,40 @@ export class RedisStore implements AsyncLimitStore {
   }
 
   #decide(plan: Plan, now: number): Promise<StoreOutcome> {
-    // KEYS: each distinct scope key once (two scopes with one key share one state).
-    const keys: string[] = [];
-    const policies: Policy[] = [];
-    const resources: string[] = [];
-    const indices: number[] = [];
-    let signature = '';
-    for (const scope of plan.scopes) {
-      const list = this.#listInfo(scope.policies);
-      const key = this.#key(scope.clientId, scope.accountCode, list.id, scope.resource);
-      let index = keys.indexOf(key);
-      if (index === -1) index = keys.push(key) - 1;
-      indices.push(index);
-      signature += `${list.id}${index}${this.#activeArg(scope.active, scope.policies.length)};`;
-      for (const i of scope.active) {
-        policies.push(scope.policies[i]!);
-        resources.push(scope.resource);
+    const { scopes } = plan;
+    const only = scopes.length === 1 && scopes[0]!.resource === '' ? scopes[0]! : undefined;
+    let keys: string[];
+    let policies: readonly Policy[];
+    let resources: readonly string[];
+    let decider: Decider;
+    if (only !== undefined) {
+      // The common plan, one scope of a client and account: what its shape needs is kept by its
+      // policy list and active positions, found again without building its signature.
+      const shape = this.#singleScope(plan, only);
+      keys = [this.#key(only.clientId, only.accountCode, shape.listId, '')];
+      ({ policies, resources, decider } = shape);
+    } else {
+      // KEYS: each distinct scope key once (two scopes with one key share one state).
+      keys = [];
+      const active: Policy[] = [];
+      const where: string[] = [];
+      const indices: number[] = [];
+      let signature = '';
+      for (const scope of scopes) {
+        const list = this.#listInfo(scope.policies);
+        const key = this.#key(scope.clientId, scope.accountCode, list.id, scope.resource);
+        let index = keys.indexOf(key);
+        if (index === -1) index = keys.push(key) - 1;
+        indices.push(index);
+        signature += `${list.id}${index}${this.#activeArg(scope.active, scope.policies.length)};`;
+        for (const i of scope.active) {
+          active.push(scope.policies[i]!);
+          where.push(scope.resource);
+        }
       }
-    }
-    // Without statuses an admission's script skips them (a script of its own).
-    if (plan.statuses === false) signature += '-';
-    let decider = this.#deciders.get(signature);
-    if (decider === undefined) {
-      const shape: DecideShape = {
-        ...shapeOf(plan, indices, this.#margin, this.#binary),
-        binaryArguments: this.#binaryArgs,
-        clock: this.#useClock,
-      };
-      const throttles = leaseSlots(shape).map(([scope, position, uses]) => ({
-        scope,
-        position: position + 1,
-        ttlMs: (shape.scopes[scope]![position] as ConcurrencyPolicy).leaseTtlMs,
-        copies: uses,
-      }));
-      decider = { script: script(decideScript(shape)), throttles, shape, batched: undefined };
-      this.#deciders.set(signature, decider);
+      policies = active;
+      resources = where;
+      decider = this.#decider(signature, plan, indices);
     }
     // The time only from the caller's clock; the lease id only for a plan with a throttle.
     const args: ScriptArgument[] = this.#useClock ? [String(Number.isFinite(now) ? now : 0)] : [];
@@ -449,6 +464,58 @@ export class RedisStore implements AsyncLimitStore {
     }
     if (riders !== undefined) for (const r of riders) r.done();
     return this.#outcome(reply, plan, now, keys, policies, resources, throttles, id);
+  }
+
+  /** The decider of a plan shape by its signature, written the first time the shape comes. */
+  #decider(signature: string, plan: Plan, indices: readonly number[]): Decider {
+    // Without statuses an admission's script skips them (a script of its own).
+    const key = plan.statuses === false ? `${signature}-` : signature;
+    let decider = this.#deciders.get(key);
+    if (decider === undefined) {
+      const shape: DecideShape = {
+        ...shapeOf(plan, indices, this.#margin, this.#binary),
+        binaryArguments: this.#binaryArgs,
+        clock: this.#useClock,
+      };
+      const throttles = leaseSlots(shape).map(([scope, position, uses]) => ({
+        scope,
+        position: position + 1,
+        ttlMs: (shape.scopes[scope]![position] as ConcurrencyPolicy).leaseTtlMs,
+        copies: uses,
+      }));
+      decider = { script: script(decideScript(shape)), throttles, shape, batched: undefined };
+      this.#deciders.set(key, decider);
+    }
+    return decider;
+  }
+
+  /** What a plan of one account-level scope needs, kept by its list, active positions and statuses. */
+  #singleScope(plan: Plan, scope: PlanScope): SingleScope {
+    let byActive = this.#singles.get(scope.policies);
+    if (byActive === undefined) {
+      byActive = new WeakMap();
+      this.#singles.set(scope.policies, byActive);
+    }
+    let pair = byActive.get(scope.active);
+    if (pair === undefined) {
+      pair = [undefined, undefined];
+      byActive.set(scope.active, pair);
+    }
+    const which = plan.statuses === false ? 1 : 0;
+    let single = pair[which];
+    if (single === undefined) {
+      const list = this.#listInfo(scope.policies);
+      const signature = `${list.id}0${this.#activeArg(scope.active, scope.policies.length)};`;
+      const policies = Object.freeze(scope.active.map((i) => scope.policies[i]!));
+      single = {
+        listId: list.id,
+        policies,
+        resources: Object.freeze(policies.map(() => '')),
+        decider: this.#decider(signature, plan, [0]),
+      };
+      pair[which] = single;
+    }
+    return single;
   }
 
   /** The outcome of a decision from its reply, with its lease when it took one. */
