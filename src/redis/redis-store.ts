@@ -633,11 +633,11 @@ export class RedisStore implements AsyncLimitStore {
               );
             }
           };
-    const call = this.#run(decider.batched, keys, args, late);
-    // Worth a write of its own: Redis starts on it while this process prepares the next.
-    this.#client.flush?.();
     let replies: unknown;
     try {
+      const call = this.#run(decider.batched, keys, args, late);
+      // Worth a write of its own: Redis starts on it while this process prepares the next.
+      this.#client.flush?.();
       replies = await call;
     } catch (error) {
       const riders = decisions.flatMap((d) => d.riders ?? []);

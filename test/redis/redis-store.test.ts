@@ -1345,18 +1345,26 @@ describe('RedisStore options', () => {
     const boom = () => {
       throw new Error('connection is closed');
     };
-    for (const client of [
+    const clients: RedisScriptClient[] = [
       ioredisClient({ status: 'ready', isCluster: false, evalsha: boom, eval: boom }),
       { evalSha: boom, eval: boom, cluster: false },
-    ]) {
-      const errors: RedisStoreError[] = [];
-      const store = new RedisStore({ client, onError: (e) => errors.push(e) });
-      const open = await store.apply(
-        { scopes: [scope('c', 'a', '', [concurrency(1, { name: 't' })])] },
-        3,
-      );
-      expect(open).toMatchObject({ allowed: true, now: 3, values: [] });
-      expect(errorCodes(errors)).toEqual(['redis_command_failed']);
+      // Commands that answer, and a flush (after a call of several decisions) that throws.
+      { evalSha: async () => [], eval: async () => [], cluster: false, flush: boom },
+    ];
+    const plan: Plan = { scopes: [scope('c', 'a', '', [concurrency(1, { name: 't' })])] };
+    for (const client of clients) {
+      for (const maxBatch of [1, 8]) {
+        if (client.flush !== undefined && maxBatch === 1) continue; // flush is not called
+        const errors: RedisStoreError[] = [];
+        const store = new RedisStore({ client, maxBatch, onError: (e) => errors.push(e) });
+        // Two at once: with maxBatch 8, one call of both.
+        const open = await Promise.all([store.apply(plan, 3), store.apply(plan, 3)]);
+        expect(open).toMatchObject([
+          { allowed: true, now: 3, values: [] },
+          { allowed: true, now: 3, values: [] },
+        ]);
+        expect(errorCodes(errors)).toEqual(['redis_command_failed', 'redis_command_failed']);
+      }
     }
   });
 
