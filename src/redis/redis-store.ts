@@ -594,27 +594,6 @@ export class RedisStore implements AsyncLimitStore {
 
   /** One script call for the decisions of a batch; each is settled with its own outcome. */
   async #sendBatch({ decider, decisions }: Batch): Promise<void> {
-    decider.batched ??= script(decideScript({ ...decider.shape, batched: true }));
-    const keys: string[] = [];
-    const args: ScriptArgument[] = [String(decisions.length)];
-    for (const d of decisions) {
-      keys.push(...d.keys);
-      args.push(...d.args);
-      if (d.riders === undefined) {
-        args.push('0');
-        continue;
-      }
-      // How many throttles' records travel before the decision, then the records.
-      const count = args.push('') - 1;
-      const before = keys.length;
-      describeLeases(
-        d.riders.map((r) => r.lease),
-        keys,
-        args,
-        this.#binaryArgs,
-      );
-      args[count] = String(keys.length - before);
-    }
     const { throttles } = decider;
     const late =
       throttles.length === 0
@@ -635,6 +614,8 @@ export class RedisStore implements AsyncLimitStore {
           };
     let replies: unknown;
     try {
+      decider.batched ??= script(decideScript({ ...decider.shape, batched: true }));
+      const { keys, args } = batchArguments(decisions, this.#binaryArgs);
       const call = this.#run(decider.batched, keys, args, late);
       // Worth a write of its own: Redis starts on it while this process prepares the next.
       this.#client.flush?.();
@@ -905,6 +886,37 @@ function describeLeases(
       args.push(records);
     }
   }
+}
+
+/**
+ * The KEYS and ARGV of a call of several decisions (see decide-script.ts): how many, then per
+ * decision its keys and arguments, how many throttles' records of given-back leases travel before
+ * it, and their keys and records.
+ */
+function batchArguments(
+  decisions: readonly BatchedDecision[],
+  binary: boolean,
+): { keys: string[]; args: ScriptArgument[] } {
+  const keys: string[] = [];
+  const args: ScriptArgument[] = [String(decisions.length)];
+  for (const d of decisions) {
+    keys.push(...d.keys);
+    args.push(...d.args);
+    if (d.riders === undefined) {
+      args.push('0');
+      continue;
+    }
+    const count = args.push('') - 1;
+    const before = keys.length;
+    describeLeases(
+      d.riders.map((r) => r.lease),
+      keys,
+      args,
+      binary,
+    );
+    args[count] = String(keys.length - before);
+  }
+  return { keys, args };
 }
 
 /** A lease id as the decision script takes it from a client that sends bytes: a little-endian double. */
