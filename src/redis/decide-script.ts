@@ -33,6 +33,13 @@
  * active policy in plan order, from which the store works out its status as the memory store
  * does: a window's or a throttle's count after the admission, the rate policy's theoretical
  * arrival time.
+ *
+ * Several requests of one shape in one call (`RedisStoreOptions.maxBatch`): the same decision, as
+ * a function of where a request's KEYS and ARGV start, called for each request in turn after the
+ * leases given back before it. `ARGV[1]` is how many requests; then per request its KEYS (as
+ * above) followed by those of the leases given back before it, and its ARGV (as above) followed by
+ * how many of those leases' throttles (in text) and their arguments. The server's `TIME` is read
+ * once for all. The reply is an array: each request's reply, as above.
  * @module
  */
 import type { Policy } from '../limits/policy.js';
