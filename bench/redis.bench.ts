@@ -4,13 +4,20 @@
  * RateLimiterRedis (the two windows) and the floor, a trivial EVALSHA at the same concurrency,
  * against a redis-server this suite starts on a free port. Reports decisions per second, p50 and
  * p99 latency, and Redis commands per decision from INFO commandstats. Every timed run starts on
- * empty keys.
+ * empty keys. The Live suites run one decision per script call and `maxBatch` calls, on ioredis
+ * and on one node-redis connection.
  */
 
 import { type Plan, type PlanScope, presets } from 'api-conventions';
-import { ioredisClient, RedisStore } from 'api-conventions/redis';
+import {
+  ioredisClient,
+  nodeRedisClient,
+  type RedisScriptClient,
+  RedisStore,
+} from 'api-conventions/redis';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { createClient } from 'redis';
 import { RedisServer } from '../test/support/redis-server.js';
 import { consumeEach, median, round } from './support.js';
 
@@ -135,9 +142,14 @@ const MAX_BATCH = 32;
  * false, admissions report no statuses, as the middleware asks unless it sends the RateLimit fields.
  * With `maxBatch` above 1, the decisions asked in one turn go together, up to that many per call.
  */
-function oursLive(redis: Redis, prefix: string, statuses = true, maxBatch = 1): Decide {
+function oursLive(
+  client: RedisScriptClient,
+  prefix: string,
+  statuses = true,
+  maxBatch = 1,
+): Decide {
   const store = new RedisStore({
-    client: ioredisClient(redis),
+    client,
     prefix,
     timeoutMs: 5_000,
     maxBatch,
@@ -190,15 +202,27 @@ export async function run(): Promise<Record<string, unknown>> {
   const admin = new Redis({ port: server.port, host: '127.0.0.1', lazyConnect: true });
   await redis.connect();
   await admin.connect();
+  const ioredis = ioredisClient(redis);
+  const nodeRedisConnection = await createClient({
+    socket: { host: '127.0.0.1', port: server.port },
+    disableOfflineQueue: true,
+  }).connect();
+  const nodeRedis = nodeRedisClient(nodeRedisConnection);
   try {
     const suites: Array<[string, Decide]> = [
       ['trivial EVALSHA (floor)', await floor(redis)],
       ['api-conventions, global policies', oursGlobal(redis, 'g:')],
-      ['api-conventions, live with throttle', oursLive(redis, 'l:')],
-      ['api-conventions, live with throttle, no statuses', oursLive(redis, 'n:', false)],
+      ['api-conventions, live with throttle', oursLive(ioredis, 'l:')],
+      ['api-conventions, live with throttle, no statuses', oursLive(ioredis, 'n:', false)],
       [
         `api-conventions, live with throttle, batched (${MAX_BATCH})`,
-        oursLive(redis, 'b:', true, MAX_BATCH),
+        oursLive(ioredis, 'b:', true, MAX_BATCH),
+      ],
+      // The same on node-redis, which writes the commands of a turn together at setImmediate.
+      ['api-conventions, live with throttle, node-redis', oursLive(nodeRedis, 'r:')],
+      [
+        `api-conventions, live with throttle, node-redis, batched (${MAX_BATCH})`,
+        oursLive(nodeRedis, 'rb:', true, MAX_BATCH),
       ],
       ['rate-limiter-flexible', flexible(redis, 'f:')],
     ];
@@ -217,6 +241,11 @@ export async function run(): Promise<Record<string, unknown>> {
     const lean = results['api-conventions, live with throttle, no statuses']!.decisionsPerSecond;
     const batched =
       results[`api-conventions, live with throttle, batched (${MAX_BATCH})`]!.decisionsPerSecond;
+    const nodeRedisOne =
+      results['api-conventions, live with throttle, node-redis']!.decisionsPerSecond;
+    const nodeRedisBatched =
+      results[`api-conventions, live with throttle, node-redis, batched (${MAX_BATCH})`]!
+        .decisionsPerSecond;
     const flex = results['rate-limiter-flexible']!.decisionsPerSecond;
     const floorRate = results['trivial EVALSHA (floor)']!.decisionsPerSecond;
     const ratios = {
@@ -228,6 +257,8 @@ export async function run(): Promise<Record<string, unknown>> {
       liveNoStatusesVsFloor: round(lean / floorRate),
       liveBatchedVsRateLimiterFlexible: round(batched / flex),
       liveBatchedVsFloor: round(batched / floorRate),
+      // node-redis: what calls of several decisions bring to the other client.
+      nodeRedisBatchedVsOneCallEach: round(nodeRedisBatched / nodeRedisOne),
     };
     console.error(`ratios: ${JSON.stringify(ratios)}`);
     return {
@@ -235,13 +266,14 @@ export async function run(): Promise<Record<string, unknown>> {
         keys: KEYS,
         inFlight: IN_FLIGHT,
         decisions: DECISIONS,
-        connection: 'one ioredis',
+        connection: 'one ioredis; one node-redis for its suites',
         rounds: ROUNDS,
       },
       results,
       ratios,
     };
   } finally {
+    nodeRedisConnection.destroy();
     redis.disconnect();
     admin.disconnect();
     await server.stop();
