@@ -100,13 +100,15 @@ export interface RedisStoreOptions {
    */
   instanceId?: number;
   /**
-   * The most decisions sent in one script call. Decisions asked one after the other in one turn
-   * of the event loop, for plans of one shape, go together: each is still decided atomically, in
-   * the order asked, after the leases given back before it, and gets its own outcome. It spares
-   * Redis and the client the price of a command per decision; a failure or a timeout then fails
-   * over every decision of the call. 1 sends each decision in a script call of its own. Outside
-   * Redis Cluster only (see {@link RedisScriptClient.cluster}): there every decision goes alone.
-   * @defaultValue 1
+   * The most decisions sent in one script call, 1 to 1024. While decisions are in Redis, the
+   * next ones asked in the same turn of the event loop, for plans of one shape, go together, up
+   * to as many as are in Redis already and at most this many: each is still decided atomically,
+   * in the order asked, after the leases given back before it, and gets its own outcome. A
+   * decision that finds none in Redis goes at once, alone. It spares Redis and the client the
+   * price of a command per decision under load; a failure or a timeout of a call fails over each
+   * of its decisions. 1 sends every decision in a script call of its own. Outside Redis Cluster
+   * only (see {@link RedisScriptClient.cluster}): there every decision goes alone.
+   * @defaultValue 32
    */
   maxBatch?: number;
 }
@@ -184,8 +186,10 @@ interface SingleScope {
 interface BatchedDecision {
   readonly plan: Plan;
   readonly now: number;
-  readonly keys: readonly string[];
-  readonly args: readonly ScriptArgument[];
+  /** Its own (a decision that goes alone adds the keys of its riders). */
+  readonly keys: string[];
+  /** Its own, as `keys`. */
+  readonly args: ScriptArgument[];
   readonly policies: readonly Policy[];
   readonly resources: readonly string[];
   readonly id: number;
@@ -271,6 +275,8 @@ export class RedisStore implements AsyncLimitStore {
   readonly #maxBatch: number;
   /** Decisions waiting to go together, until the end of the turn (see {@link RedisStoreOptions.maxBatch}). */
   #open: Batch | undefined;
+  /** Decisions sent in calls of several and not answered yet. */
+  #inFlight = 0;
   #counter = 0;
 
   /** @param options - the client, and how to time, fail and expire */
@@ -316,7 +322,7 @@ export class RedisStore implements AsyncLimitStore {
       1,
     );
     this.#margin = whole(options.expiryMarginMs ?? 1000, 'expiryMarginMs', 0);
-    this.#maxBatch = whole(options.maxBatch ?? 1, 'maxBatch', 1, MAX_BATCH_DECISIONS);
+    this.#maxBatch = whole(options.maxBatch ?? 32, 'maxBatch', 1, MAX_BATCH_DECISIONS);
     const instance = options.instanceId ?? randomInt(1, 2 ** 32);
     this.#leaseBase = whole(instance, 'instanceId', 1, 2 ** 32 - 1) * LEASE_COUNTER;
     if (options.onError !== undefined && typeof options.onError !== 'function') {
@@ -567,8 +573,11 @@ export class RedisStore implements AsyncLimitStore {
 
   /**
    * Add a decision to the open batch of its shape. A decision of another shape sends the open
-   * batch first, so that decisions reach Redis in the order they were asked; so does a full
-   * batch. What is open at the end of the turn goes then.
+   * batch first, so that decisions reach Redis in the order they were asked. A batch goes as soon
+   * as it holds as many decisions as are in Redis already (at least one, at most `maxBatch`):
+   * Redis then has a call to work on while the next one fills, where one call of every decision
+   * in flight would leave each side waiting for the other; and a decision that finds nothing in
+   * Redis goes at once, alone. What is open at the end of the turn goes then.
    */
   #enqueue(decider: Decider, decision: BatchedDecision): void {
     let open = this.#open;
@@ -582,14 +591,38 @@ export class RedisStore implements AsyncLimitStore {
       process.nextTick(this.#sendOpen);
     }
     open.decisions.push(decision);
-    if (open.decisions.length >= this.#maxBatch) this.#sendOpen();
+    const full = Math.min(this.#maxBatch, Math.max(1, this.#inFlight));
+    if (open.decisions.length >= full) this.#sendOpen();
   }
 
   readonly #sendOpen = (): void => {
     const open = this.#open;
     if (open === undefined) return;
     this.#open = undefined;
-    void this.#sendBatch(open);
+    if (open.decisions.length > 1) {
+      void this.#sendBatch(open);
+      return;
+    }
+    // One decision: the script of one, which costs Redis less; counted in Redis all the same.
+    const d = open.decisions[0]!;
+    this.#inFlight++;
+    const outcome = this.#decideAlone(
+      d.plan,
+      d.now,
+      open.decider,
+      d.keys,
+      d.args,
+      d.policies,
+      d.resources,
+      d.id,
+      d.riders,
+    );
+    // Counted off before the caller goes on: this reaction comes before the caller's.
+    const answered = () => {
+      this.#inFlight--;
+    };
+    outcome.then(answered, answered);
+    d.settle(outcome);
   };
 
   /** One script call for the decisions of a batch; each is settled with its own outcome. */
@@ -612,6 +645,9 @@ export class RedisStore implements AsyncLimitStore {
               );
             }
           };
+    // In Redis until answered: counted off before any decision is settled, so that the decisions
+    // its callers ask next see what is still in Redis.
+    this.#inFlight += decisions.length;
     let replies: unknown;
     try {
       decider.batched ??= script(decideScript({ ...decider.shape, batched: true }));
@@ -621,6 +657,7 @@ export class RedisStore implements AsyncLimitStore {
       this.#client.flush?.();
       replies = await call;
     } catch (error) {
+      this.#inFlight -= decisions.length;
       const riders = decisions.flatMap((d) => d.riders ?? []);
       // Sent again, apart (giving back twice does nothing).
       if (riders.length > 0) this.#sendApart(riders);
@@ -634,6 +671,7 @@ export class RedisStore implements AsyncLimitStore {
       for (const d of decisions) d.settle(this.#settled(() => this.#failed('apply', error, d.now)));
       return;
     }
+    this.#inFlight -= decisions.length;
     for (const d of decisions) if (d.riders !== undefined) for (const r of d.riders) r.done();
     const fits = Array.isArray(replies) && replies.length === decisions.length;
     for (const [i, d] of decisions.entries()) {

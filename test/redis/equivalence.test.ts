@@ -573,10 +573,17 @@ describe.each(variants)('RedisStore with %s and maxBatch', (kind) => {
           // Arrange
           const memory = new MemoryStore();
           const redis = await freshStore(kind, maxBatch);
-          // Every shape's script loaded first: a call sent again with EVAL after NOSCRIPT runs
-          // after the calls sent meanwhile (docs/redis.md).
-          for (const route of shapes('warm', 'warm')) {
-            for (const statuses of [true, false]) await redis.apply({ ...route, statuses }, 0);
+          // Every shape's scripts loaded first, the lone one and the one of several: a call sent
+          // again with EVAL after NOSCRIPT runs after the calls sent meanwhile (docs/redis.md).
+          // Four at once: two go alone (nothing, then one, in Redis), two together.
+          for (const [i, route] of shapes('warm', 'warm').entries()) {
+            for (const statuses of [true, false]) {
+              const warm = [0, 1, 2, 3].map((w) => ({
+                ...shapes(`warm-${i}-${w}`, 'warm')[i]!,
+                statuses,
+              }));
+              await Promise.all(warm.map((plan) => redis.apply(plan, 0)));
+            }
           }
           const held: [LeaseToken, LeaseToken][] = [];
           let t = 5_000_000;

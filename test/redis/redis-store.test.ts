@@ -955,21 +955,36 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     }
   });
 
-  // maxBatch: the decisions of one turn together, each decided in the order asked.
+  // maxBatch: while decisions are in Redis, the next ones of a turn go together, each decided in
+  // the order asked. A decision that finds none in Redis goes alone, so of four asked at once
+  // the first two go alone (none, then one, in Redis) and the last two together (two in Redis).
   const batched = (options: Partial<RedisStoreOptions> = {}) =>
     make({ timeSource: 'clock', maxBatch: 8, ...options });
   const account = presets.live.policies;
+  const throttled = (i: number): Plan => ({
+    scopes: [scope(`c${i}`, 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
+  });
+  /** Four decisions at once, after loading the scripts of one decision and of several. */
+  const fourAtOnce = async (store: RedisStore, plan: (i: number) => Plan, warm: number) => {
+    const outcomes = await Promise.all([0, 1, 2, 3].map((i) => store.apply(plan(warm + i), 0)));
+    for (const o of outcomes) if (o.allowed && o.lease) await store.release(o.lease);
+  };
 
-  it('sends the decisions of one turn in one script call each up to maxBatch, and a decision of another shape after the ones before it', async () => {
+  it('sends a decision alone when none is in Redis, and the next ones of the turn together: as many as are in Redis, at most maxBatch, a decision of another shape after the ones before it', async () => {
     const store = batched({ maxBatch: 8 });
     const one = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account)] });
     const exempt = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
-    await store.apply(one(0), 0); // loads the script
+    await fourAtOnce(store, one, 100); // loads both scripts
     await admin.config('RESETSTAT');
-    // Act: 20 decisions of one shape in one turn.
+    // Act: a lone decision.
+    const lone = await store.apply(one(50), 1);
+    const afterLone = await evalshaCalls();
+    // Act: 20 decisions of one shape in one turn: calls of 1, 1, 2, 4, 8 (at most maxBatch), then
+    // the 4 left at the end of the turn.
     const twenty = await Promise.all(Array.from({ length: 20 }, (_, i) => store.apply(one(i), 1)));
     const afterTwenty = await evalshaCalls();
-    // Act: shapes alternating in one turn: each change of shape starts a call.
+    // Act: shapes alternating in one turn: one(30) and one(31) alone; exempt(30) waits, and goes
+    // alone when one(32), of another shape, comes; one(32) at the end of the turn.
     const mixed = await Promise.all([
       store.apply(one(30), 2),
       store.apply(one(31), 2),
@@ -977,10 +992,12 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       store.apply(one(32), 2),
     ]);
     // Assert
+    expect(lone.allowed).toBe(true);
+    expect(afterLone).toBe(1);
     expect(twenty.every((o) => o.allowed && o.lease !== undefined)).toBe(true);
-    expect(afterTwenty).toBe(3); // 8 + 8 + 4
+    expect(afterTwenty - afterLone).toBe(6);
     expect(mixed.map((o) => o.allowed)).toEqual([true, true, true, true]);
-    expect(await evalshaCalls()).toBe(6);
+    expect((await evalshaCalls()) - afterTwenty).toBe(4);
     // The window counts of client 30 saw its first decision before its second.
     expect(mixed[2]!.values[0]).toBe(mixed[0]!.values[0]! - 1);
   });
@@ -989,29 +1006,32 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     const prefix = `expiry-batch-${kind}-${++prefixes}:`;
     const store = batched({ prefix, expiryMarginMs: 1_000 });
     const throttle = concurrency(2, { name: 't', leaseTtl: '5s' });
-    const plans: Plan[] = [
-      { scopes: [scope('a', 'x', '', [window(3, '60s', { name: 'w' }), throttle])] },
-      { scopes: [scope('b', 'x', '', [window(3, '20s', { name: 'w' }), throttle])] },
-      { scopes: [scope('c', 'x', '', [window(3, '20s', { name: 'w' }), throttle])] },
-    ];
+    const windows = ['60s', '60s', '20s', '20s'] as const;
+    const plans: Plan[] = windows.map((w, i) => ({
+      scopes: [scope(`k${i}`, 'x', '', [window(3, w, { name: 'w' }), throttle])],
+    }));
+    await fourAtOnce(store, (i) => plans[i % 4]!, 0); // loads both scripts, under another prefix
+    await admin.config('RESETSTAT');
+    // Act: four at once, the last two in one call; the last one's lease given back.
     const outcomes = await Promise.all(plans.map((plan) => store.apply(plan, 1_000)));
     expect(outcomes.every((o) => o.allowed)).toBe(true);
-    // Act: c's lease given back; a's and b's windows stay as they were.
-    const c = outcomes[2]!;
-    if (c.allowed && c.lease) await store.release(c.lease);
+    const last = outcomes[3]!;
+    if (last.allowed && last.lease) await store.release(last.lease);
+    const calls = await evalshaCalls();
     const keys = await keysUnder(prefix);
     const ttls = await Promise.all(keys.map((key) => admin.pttl(key)));
     // Assert: each key lives until its newest admission leaves its window, plus the margin.
-    expect(keys).toHaveLength(3);
-    const expected = [61_000, 21_000, 21_000];
+    expect(calls).toBe(4); // 1, 1, one call of 2, and the release
+    expect(keys).toHaveLength(4);
+    const expected = [61_000, 61_000, 21_000, 21_000];
     for (const [i, ttl] of ttls.entries()) {
       expect(ttl).toBeLessThanOrEqual(expected[i]!);
       expect(ttl).toBeGreaterThan(expected[i]! - 2_000);
     }
   });
 
-  it('with maxBatch 1 (the default) every decision is a script call of its own', async () => {
-    const store = make();
+  it('with maxBatch 1 every decision is a script call of its own', async () => {
+    const store = make({ maxBatch: 1 });
     const one = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
     await store.apply(one(0), 0);
     await admin.config('RESETSTAT');
@@ -1026,18 +1046,14 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       const timer = new ManualTimer();
       const errors: RedisStoreError[] = [];
       const store = batched({ failMode, timer, onError: (e) => errors.push(e) });
-      const throttled = (i: number): Plan => ({
-        scopes: [scope(`c${i}`, 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
-      });
-      const warm = await store.apply(throttled(99), 0); // loads the script
-      if (warm.allowed && warm.lease) await store.release(warm.lease);
-      // Act: the server freezes; the call of three decisions times out.
+      await fourAtOnce(store, throttled, 100); // loads both scripts
+      // Act: the server freezes; the four decisions' three calls time out.
       server.pause();
       let settled: PromiseSettledResult<StoreOutcome>[];
       try {
-        const pending = [0, 1, 2].map((i) => store.apply(throttled(i), 5));
-        await new Promise((resolve) => process.nextTick(resolve)); // the call is sent
-        expect(timer.pending.size).toBe(1);
+        const pending = [0, 1, 2, 3].map((i) => store.apply(throttled(i), 5));
+        await new Promise((resolve) => process.nextTick(resolve)); // every call is sent
+        expect(timer.pending.size).toBe(3);
         timer.fireAll();
         settled = await Promise.allSettled(pending);
       } finally {
@@ -1056,21 +1072,18 @@ describe.each(variants)('RedisStore with %s', (kind) => {
           expect(outcome.allowed && outcome.lease).toBeFalsy();
         }
       }
-      expect(errors.map((e) => e.code)).toEqual([
-        'redis_timeout',
-        'redis_timeout',
-        'redis_timeout',
-      ]);
-      // The late call's reply comes before this one's, on the same connection: it took the
+      expect(errors.map((e) => e.code)).toEqual(Array.from({ length: 4 }, () => 'redis_timeout'));
+      // The late calls' replies come before this one's, on the same connection: they took the
       // leases, and they were given back, so each throttle has room again.
       await store.apply({ scopes: [scope('other', 'a', '', account, [0, 1, 2])] }, 6);
-      const after = await Promise.all([0, 1, 2].map((i) => store.apply(throttled(i), 6)));
-      expect(after.map((o) => o.allowed)).toEqual([true, true, true]);
+      const after = await Promise.all([0, 1, 2, 3].map((i) => store.apply(throttled(i), 6)));
+      expect(after.map((o) => o.allowed)).toEqual([true, true, true, true]);
     },
   );
 
   it('fails every decision of a call that Redis refuses, and sends the releases it carried apart', async () => {
-    // Arrange: a client that fails the first call of several decisions.
+    // Arrange: a client that fails the first call of several decisions (its keys: two decisions'
+    // and the lease given back before the first).
     const errors: RedisStoreError[] = [];
     const inner = client();
     let failures = 0;
@@ -1078,21 +1091,21 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       ...inner,
       cluster: false,
       evalSha: (sha1, keys, args) =>
-        keys.length > 1 && ++failures === 1
+        keys.length >= 3 && ++failures === 1
           ? Promise.reject(new Error('ERR max number of clients reached'))
           : inner.evalSha(sha1, keys, args),
     };
     const store = batched({ client: failing, failMode: 'closed', onError: (e) => errors.push(e) });
-    const throttled = (i: number): Plan => ({
-      scopes: [scope(`c${i}`, 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
-    });
+    await fourAtOnce(store, throttled, 100); // loads both scripts
     const held = await store.apply(throttled(0), 0);
     expect(held.allowed).toBe(true);
-    // Act: the lease given back travels with the next two decisions' call, which fails.
+    // Act: two decisions in Redis; the lease given back; two more, together, carry it.
+    const first = [store.apply(throttled(1), 1), store.apply(throttled(2), 1)];
     const releasing = held.allowed && held.lease ? store.release(held.lease) : undefined;
-    const failed = await Promise.all([store.apply(throttled(1), 1), store.apply(throttled(2), 1)]);
-    await releasing;
+    const failed = await Promise.all([store.apply(throttled(3), 1), store.apply(throttled(4), 1)]);
+    await Promise.all([...first, releasing]);
     // Assert: both refused (closed), both reported; the release still went, apart.
+    expect(failures).toBe(1);
     expect(failed.map((o) => !o.allowed && o.reason)).toEqual(['unavailable', 'unavailable']);
     expect(errors.map((e) => e.code)).toEqual(['redis_command_failed', 'redis_command_failed']);
     expect((await store.apply(throttled(0), 2)).allowed).toBe(true);
@@ -1101,7 +1114,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
   it('a client that refuses keys of several clients in one command (CROSSSLOT) gets each decision asked again apart', async () => {
     const errors: RedisStoreError[] = [];
     const inner = client();
-    const tags = (keys: readonly string[]) => new Set(keys.map((k) => k.split('}')[0])).size;
+    const tags = (keys: readonly string[]) => new Set(keys.map(hashTag)).size;
     let refused = 0;
     const strict: RedisScriptClient = {
       ...inner,
@@ -1115,13 +1128,13 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       },
     };
     const store = batched({ client: strict, onError: (e) => errors.push(e) });
-    const plan = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account)] });
-    // Act
-    const first = await Promise.all([0, 1, 2].map((i) => store.apply(plan(i), 0)));
-    const second = await Promise.all([0, 1, 2].map((i) => store.apply(plan(i), 1)));
-    // Assert: decided, and counted once each; only the first call was refused.
+    const plan = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
+    // Act: the last two of four go together, and are refused.
+    const first = await Promise.all([0, 1, 2, 3].map((i) => store.apply(plan(i), 0)));
+    const second = await Promise.all([0, 1, 2, 3].map((i) => store.apply(plan(i), 1)));
+    // Assert: decided, and counted once each; only that call was refused.
     expect(first.every((o) => o.allowed)).toBe(true);
-    expect(second.map((o) => o.values[0])).toEqual([198, 198, 198]);
+    expect(second.map((o) => o.values[0])).toEqual([198, 198, 198, 198]);
     expect(refused).toBe(1);
     expect(errors).toEqual([]);
   });
@@ -1137,23 +1150,28 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     };
     const store = batched({ client: short, failMode: 'closed', onError: (e) => errors.push(e) });
     const plan = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
-    const outcomes = await Promise.all([store.apply(plan(0), 0), store.apply(plan(1), 0)]);
-    expect(outcomes.map((o) => !o.allowed && o.reason)).toEqual(['unavailable', 'unavailable']);
+    const outcomes = await Promise.all([0, 1, 2, 3].map((i) => store.apply(plan(i), 0)));
+    // The two alone decided; the two together were answered with one reply.
+    expect(outcomes.map((o) => o.allowed || o.reason)).toEqual([
+      true,
+      true,
+      'unavailable',
+      'unavailable',
+    ]);
     expect(errors.map((e) => e.code)).toEqual(['redis_bad_reply', 'redis_bad_reply']);
   });
 
   it('keeps deciding after SCRIPT FLUSH, reloading the script of several decisions with EVAL', async () => {
     const store = batched();
     const plan = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
-    await Promise.all([store.apply(plan(0), 0), store.apply(plan(1), 0)]);
+    await Promise.all([0, 1, 2, 3].map((i) => store.apply(plan(i), 0)));
     await admin.script('FLUSH');
-    const after = await Promise.all([store.apply(plan(0), 1), store.apply(plan(1), 1)]);
-    expect(after.map((o) => o.values[0])).toEqual([198, 198]);
+    await admin.config('RESETSTAT');
+    const after = await Promise.all([0, 1, 2, 3].map((i) => store.apply(plan(i), 1)));
+    expect(after.map((o) => o.values[0])).toEqual([198, 198, 198, 198]);
+    // Each of the three calls found no script, and sent it with EVAL.
+    expect((await commandCalls()).eval).toBe(3);
   });
-});
-
-describe('RedisStore options', () => {
-  const client = () => clients.get('ioredis')!.client;
   it.each([
     ['no options', undefined],
     ['no client', {}],
@@ -1345,27 +1363,46 @@ describe('RedisStore options', () => {
     const boom = () => {
       throw new Error('connection is closed');
     };
-    const clients: RedisScriptClient[] = [
+    const plan: Plan = { scopes: [scope('c', 'a', '', [concurrency(1, { name: 't' })])] };
+    const throwing: RedisScriptClient[] = [
       ioredisClient({ status: 'ready', isCluster: false, evalsha: boom, eval: boom }),
       { evalSha: boom, eval: boom, cluster: false },
-      // Commands that answer, and a flush (after a call of several decisions) that throws.
-      { evalSha: async () => [], eval: async () => [], cluster: false, flush: boom },
     ];
-    const plan: Plan = { scopes: [scope('c', 'a', '', [concurrency(1, { name: 't' })])] };
-    for (const client of clients) {
+    for (const client of throwing) {
       for (const maxBatch of [1, 8]) {
-        if (client.flush !== undefined && maxBatch === 1) continue; // flush is not called
         const errors: RedisStoreError[] = [];
         const store = new RedisStore({ client, maxBatch, onError: (e) => errors.push(e) });
-        // Two at once: with maxBatch 8, one call of both.
-        const open = await Promise.all([store.apply(plan, 3), store.apply(plan, 3)]);
-        expect(open).toMatchObject([
-          { allowed: true, now: 3, values: [] },
-          { allowed: true, now: 3, values: [] },
-        ]);
-        expect(errorCodes(errors)).toEqual(['redis_command_failed', 'redis_command_failed']);
+        // Four at once: with maxBatch 8, the last two in one call.
+        const open = await Promise.all([0, 1, 2, 3].map(() => store.apply(plan, 3)));
+        expect(open).toMatchObject(
+          Array.from({ length: 4 }, () => ({
+            allowed: true,
+            now: 3,
+            lease: undefined,
+            values: [],
+          })),
+        );
+        expect(errorCodes(errors)).toEqual(Array.from({ length: 4 }, () => 'redis_command_failed'));
       }
     }
+    // A client whose commands answer, and whose flush (after a call of several) throws.
+    const errors: RedisStoreError[] = [];
+    const flushing: RedisScriptClient = { ...client(), cluster: false, flush: boom };
+    const store = new RedisStore({
+      client: flushing,
+      prefix: `flush-${kind}-${++prefixes}:`,
+      maxBatch: 8,
+      onError: (e) => errors.push(e),
+    });
+    const outcomes = await Promise.all([0, 1, 2, 3].map((i) => store.apply(throttled(i), 3)));
+    // The two alone decided; the two together failed over (open).
+    expect(outcomes.map((o) => o.allowed && o.lease !== undefined)).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ]);
+    expect(errorCodes(errors)).toEqual(['redis_command_failed', 'redis_command_failed']);
   });
 
   it('ioredisClient joins the writes of one turn: corked before the first, uncorked after every 16th, at the end of the turn and on flush()', async () => {
