@@ -1,7 +1,9 @@
 /**
  * The Redis store: limit state shared by every instance of a service. One decision is one
  * `EVALSHA` of the decision script (falling back to `EVAL` when the server has lost its script
- * cache); one release is one more. Decisions equal the memory store's, policy for policy.
+ * cache); under load, the decisions asked while others are in Redis share one (`maxBatch`), each
+ * still decided alone and atomically. A release travels with the next decision, or goes in a call
+ * of its own. Decisions equal the memory store's, policy for policy.
  *
  * Time comes from the Redis server (`TIME`) by default, so that app servers with skewed clocks
  * share one timeline, or from the limiter's clock. When Redis does not answer in time, or fails,
