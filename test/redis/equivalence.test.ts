@@ -576,7 +576,7 @@ describe.each(variants)('RedisStore with %s and maxBatch', (kind) => {
           // Every shape's scripts loaded first, the lone one and the one of several: a call sent
           // again with EVAL after NOSCRIPT runs after the calls sent meanwhile (docs/redis.md).
           // Four at once: two go alone (nothing, then one, in Redis), two together.
-          for (const [i, route] of shapes('warm', 'warm').entries()) {
+          for (const i of shapes('warm', 'warm').keys()) {
             for (const statuses of [true, false]) {
               const warm = [0, 1, 2, 3].map((w) => ({
                 ...shapes(`warm-${i}-${w}`, 'warm')[i]!,
