@@ -184,26 +184,31 @@ interface SingleScope {
   readonly decider: Decider;
 }
 
-/** One decision of a batch: what its script call needs, and how to answer it. */
-interface BatchedDecision {
+/** One decision: what its script call needs, and what its outcome is read with. */
+interface Request {
   readonly plan: Plan;
   readonly now: number;
   /** Its own (a decision that goes alone adds the keys of its riders). */
   readonly keys: string[];
   /** Its own, as `keys`. */
   readonly args: ScriptArgument[];
+  /** The active policies, in plan order, and the resource of each. */
   readonly policies: readonly Policy[];
   readonly resources: readonly string[];
+  /** Its lease id; 0 for a plan without a throttle. */
   readonly id: number;
   /** Leases given back before the decision was asked for: given back before it. */
   readonly riders: PendingRelease[] | undefined;
-  readonly settle: (outcome: StoreOutcome | Promise<StoreOutcome>) => void;
 }
 
-/** The decisions of one shape waiting to go in one script call. */
+/** How a decision of a batch is answered. */
+type Settle = (outcome: StoreOutcome | Promise<StoreOutcome>) => void;
+
+/** The decisions of one shape waiting to go in one script call, and how to answer each. */
 interface Batch {
   readonly decider: Decider;
-  readonly decisions: BatchedDecision[];
+  readonly requests: Request[];
+  readonly settles: Settle[];
 }
 
 /** The most decisions in one script call. */
@@ -419,26 +424,16 @@ export class RedisStore implements AsyncLimitStore {
     // before it: one command instead of two.
     let riders: PendingRelease[] | undefined;
     if (this.#pending.length > 0 && !this.#separate) riders = this.#pending.splice(0, MAX_RIDERS);
+    const request: Request = { plan, now, keys, args, policies, resources, id, riders };
     if (this.#maxBatch > 1 && !this.#separate) {
-      return new Promise((settle) =>
-        this.#enqueue(decider, { plan, now, keys, args, policies, resources, id, riders, settle }),
-      );
+      return new Promise((settle) => this.#enqueue(decider, request, settle));
     }
-    return this.#decideAlone(plan, now, decider, keys, args, policies, resources, id, riders);
+    return this.#decideAlone(decider, request);
   }
 
   /** One decision in a script call of its own, with the releases that travel with it. */
-  async #decideAlone(
-    plan: Plan,
-    now: number,
-    decider: Decider,
-    keys: string[],
-    args: ScriptArgument[],
-    policies: readonly Policy[],
-    resources: readonly string[],
-    id: number,
-    riders: PendingRelease[] | undefined,
-  ): Promise<StoreOutcome> {
+  async #decideAlone(decider: Decider, request: Request): Promise<StoreOutcome> {
+    const { plan, now, keys, args, id, riders } = request;
     if (riders !== undefined) {
       describeLeases(
         riders.map((r) => r.lease),
@@ -451,10 +446,7 @@ export class RedisStore implements AsyncLimitStore {
     // A throttle decision that Redis runs after its timeout took a lease the caller never got.
     const throttles = decider.throttles;
     const late =
-      id === 0
-        ? undefined
-        : (value: unknown) =>
-            this.#giveBackLate(value, plan, keys, policies, resources, throttles, id);
+      id === 0 ? undefined : (value: unknown) => this.#giveBackLate(value, request, throttles);
     let reply: unknown;
     try {
       reply = await this.#run(decider.script, keys, args, late);
@@ -471,7 +463,7 @@ export class RedisStore implements AsyncLimitStore {
       return this.#failed('apply', error, now);
     }
     if (riders !== undefined) for (const r of riders) r.done();
-    return this.#outcome(reply, plan, now, keys, policies, resources, throttles, id);
+    return this.#outcome(reply, request, throttles);
   }
 
   /** The decider of a plan shape by its signature, written the first time the shape comes. */
@@ -527,16 +519,8 @@ export class RedisStore implements AsyncLimitStore {
   }
 
   /** The outcome of a decision from its reply, with its lease when it took one. */
-  #outcome(
-    reply: unknown,
-    plan: Plan,
-    now: number,
-    keys: readonly string[],
-    policies: readonly Policy[],
-    resources: readonly string[],
-    throttles: readonly Throttle[],
-    id: number,
-  ): StoreOutcome {
+  #outcome(reply: unknown, request: Request, throttles: readonly Throttle[]): StoreOutcome {
+    const { plan, now, keys, policies, resources, id } = request;
     const outcome = parseOutcome(reply, this.#binary, plan, policies, resources);
     if (outcome === undefined) {
       return this.#failed(
@@ -558,15 +542,8 @@ export class RedisStore implements AsyncLimitStore {
   }
 
   /** A decision that Redis made after its timeout: give back the lease its caller never got. */
-  #giveBackLate(
-    value: unknown,
-    plan: Plan,
-    keys: readonly string[],
-    policies: readonly Policy[],
-    resources: readonly string[],
-    throttles: readonly Throttle[],
-    id: number,
-  ): void {
+  #giveBackLate(value: unknown, request: Request, throttles: readonly Throttle[]): void {
+    const { plan, keys, policies, resources, id } = request;
     const taken = parseOutcome(value, this.#binary, plan, policies, resources);
     if (taken?.allowed) {
       void this.release({ store: this, keys, throttles, id, t: taken.now } as RedisLease);
@@ -581,108 +558,88 @@ export class RedisStore implements AsyncLimitStore {
    * in flight would leave each side waiting for the other; and a decision that finds nothing in
    * Redis goes at once, alone. What is open at the end of the turn goes then.
    */
-  #enqueue(decider: Decider, decision: BatchedDecision): void {
+  #enqueue(decider: Decider, request: Request, settle: Settle): void {
     let open = this.#open;
     if (open !== undefined && open.decider !== decider) {
       this.#sendOpen();
       open = undefined;
     }
+    const opened = open === undefined;
     if (open === undefined) {
-      open = { decider, decisions: [] };
+      open = { decider, requests: [], settles: [] };
       this.#open = open;
-      process.nextTick(this.#sendOpen);
     }
-    open.decisions.push(decision);
+    open.requests.push(request);
+    open.settles.push(settle);
     const full = Math.min(this.#maxBatch, Math.max(1, this.#inFlight));
-    if (open.decisions.length >= full) this.#sendOpen();
+    if (open.requests.length >= full) this.#sendOpen();
+    // Still open: it goes at the end of the turn at the latest.
+    else if (opened) process.nextTick(this.#sendOpen);
   }
 
   readonly #sendOpen = (): void => {
     const open = this.#open;
     if (open === undefined) return;
     this.#open = undefined;
-    if (open.decisions.length > 1) {
+    if (open.requests.length > 1) {
       void this.#sendBatch(open);
       return;
     }
     // One decision: the script of one, which costs Redis less; counted in Redis all the same.
-    const d = open.decisions[0]!;
     this.#inFlight++;
-    const outcome = this.#decideAlone(
-      d.plan,
-      d.now,
-      open.decider,
-      d.keys,
-      d.args,
-      d.policies,
-      d.resources,
-      d.id,
-      d.riders,
-    );
+    const outcome = this.#decideAlone(open.decider, open.requests[0]!);
     // Counted off before the caller goes on: this reaction comes before the caller's.
     const answered = () => {
       this.#inFlight--;
     };
     outcome.then(answered, answered);
-    d.settle(outcome);
+    open.settles[0]!(outcome);
   };
 
   /** One script call for the decisions of a batch; each is settled with its own outcome. */
-  async #sendBatch({ decider, decisions }: Batch): Promise<void> {
+  async #sendBatch({ decider, requests, settles }: Batch): Promise<void> {
     const { throttles } = decider;
     const late =
       throttles.length === 0
         ? undefined
         : (value: unknown) => {
-            if (!Array.isArray(value) || value.length !== decisions.length) return;
-            for (const [i, d] of decisions.entries()) {
-              this.#giveBackLate(
-                value[i],
-                d.plan,
-                d.keys,
-                d.policies,
-                d.resources,
-                throttles,
-                d.id,
-              );
-            }
+            if (!Array.isArray(value) || value.length !== requests.length) return;
+            for (const [i, r] of requests.entries()) this.#giveBackLate(value[i], r, throttles);
           };
     // In Redis until answered: counted off before any decision is settled, so that the decisions
     // its callers ask next see what is still in Redis.
-    this.#inFlight += decisions.length;
+    this.#inFlight += requests.length;
     let replies: unknown;
     try {
       decider.batched ??= script(decideScript({ ...decider.shape, batched: true }));
-      const { keys, args } = batchArguments(decisions, this.#binaryArgs);
+      const { keys, args } = batchArguments(requests, this.#binaryArgs);
       const call = this.#run(decider.batched, keys, args, late);
       // Worth a write of its own: Redis starts on it while this process prepares the next.
       this.#client.flush?.();
       replies = await call;
     } catch (error) {
-      this.#inFlight -= decisions.length;
-      const riders = decisions.flatMap((d) => d.riders ?? []);
+      this.#inFlight -= requests.length;
+      const riders = requests.flatMap((r) => r.riders ?? []);
       // Sent again, apart (giving back twice does nothing).
       if (riders.length > 0) this.#sendApart(riders);
       if (isCrossSlot(error)) {
         // Keys of two clients may not meet in one command here: from now on every decision and
         // every release goes alone, and these decisions are asked again so.
         this.#separate = true;
-        for (const d of decisions) d.settle(this.apply(d.plan, d.now));
+        for (const [i, r] of requests.entries()) settles[i]!(this.apply(r.plan, r.now));
         return;
       }
-      for (const d of decisions) d.settle(this.#settled(() => this.#failed('apply', error, d.now)));
+      for (const [i, r] of requests.entries()) {
+        settles[i]!(this.#settled(() => this.#failed('apply', error, r.now)));
+      }
       return;
     }
-    this.#inFlight -= decisions.length;
-    for (const d of decisions) if (d.riders !== undefined) for (const r of d.riders) r.done();
-    const fits = Array.isArray(replies) && replies.length === decisions.length;
-    for (const [i, d] of decisions.entries()) {
+    this.#inFlight -= requests.length;
+    for (const r of requests) if (r.riders !== undefined) for (const p of r.riders) p.done();
+    const fits = Array.isArray(replies) && replies.length === requests.length;
+    for (const [i, r] of requests.entries()) {
       const reply = fits ? (replies as unknown[])[i] : replies;
-      d.settle(
-        this.#settled(() =>
-          this.#outcome(reply, d.plan, d.now, d.keys, d.policies, d.resources, throttles, d.id),
-        ),
-      );
+      settles[i]!(this.#settled(() => this.#outcome(reply, r, throttles)));
     }
   }
 
@@ -934,22 +891,22 @@ function describeLeases(
  * it, and their keys and records.
  */
 function batchArguments(
-  decisions: readonly BatchedDecision[],
+  requests: readonly Request[],
   binary: boolean,
 ): { keys: string[]; args: ScriptArgument[] } {
   const keys: string[] = [];
-  const args: ScriptArgument[] = [String(decisions.length)];
-  for (const d of decisions) {
-    keys.push(...d.keys);
-    args.push(...d.args);
-    if (d.riders === undefined) {
+  const args: ScriptArgument[] = [String(requests.length)];
+  for (const r of requests) {
+    keys.push(...r.keys);
+    args.push(...r.args);
+    if (r.riders === undefined) {
       args.push('0');
       continue;
     }
     const count = args.push('') - 1;
     const before = keys.length;
     describeLeases(
-      d.riders.map((r) => r.lease),
+      r.riders.map((p) => p.lease),
       keys,
       args,
       binary,

@@ -85,6 +85,16 @@ function hashTag(key: string): string | undefined {
   return close > open + 1 ? key.slice(open + 1, close) : undefined;
 }
 
+/** How many hash tags the keys of one command carry: more than one is a CROSSSLOT in a cluster. */
+function tagCount(keys: readonly string[]): number {
+  return new Set(keys.map(hashTag)).size;
+}
+
+/** Redis Cluster's refusal of a command whose keys hash to more than one slot. */
+function crossSlot(): Error {
+  return new Error("CROSSSLOT Keys in request don't hash to the same slot");
+}
+
 async function keysUnder(prefix: string): Promise<string[]> {
   return (await admin.keys(`${prefix}*`)).sort();
 }
@@ -350,20 +360,18 @@ describe.each(variants)('RedisStore with %s', (kind) => {
   it('a client that refuses keys of two clients in one command (CROSSSLOT) gets each release apart, and the decision is asked again', async () => {
     const errors: RedisStoreError[] = [];
     const inner = client();
-    const tags = (keys: readonly string[]) => new Set(keys.map(hashTag)).size;
-    const crossSlot = () => new Error("CROSSSLOT Keys in request don't hash to the same slot");
     let refused = 0;
     const strict: RedisScriptClient = {
       cluster: false, // says it is not a cluster, but behaves as one
       evalSha: async (sha1, keys, args) => {
-        if (tags(keys) > 1) {
+        if (tagCount(keys) > 1) {
           refused++;
           throw crossSlot();
         }
         return inner.evalSha(sha1, keys, args);
       },
       eval: async (text, keys, args) => {
-        if (tags(keys) > 1) throw crossSlot();
+        if (tagCount(keys) > 1) throw crossSlot();
         return inner.eval(text, keys, args);
       },
     };
@@ -391,12 +399,11 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     // Arrange: a client that fails the first command carrying a release with an ordinary error.
     const errors: RedisStoreError[] = [];
     const inner = client();
-    const tags = (keys: readonly string[]) => new Set(keys.map(hashTag)).size;
     let carrying = 0;
     const flaky: RedisScriptClient = {
       cluster: false,
       evalSha: async (sha1, keys, args) => {
-        if (tags(keys) > 1 && ++carrying === 1)
+        if (tagCount(keys) > 1 && ++carrying === 1)
           throw new Error('ERR max number of clients reached');
         return inner.evalSha(sha1, keys, args);
       },
@@ -443,15 +450,14 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     // Arrange: a client that refuses keys of two clients in one command.
     const errors: RedisStoreError[] = [];
     const inner = client();
-    const tags = (keys: readonly string[]) => new Set(keys.map(hashTag)).size;
     let refused = 0;
     let releases = 0;
     const strict: RedisScriptClient = {
       cluster: false,
       evalSha: async (sha1, keys, args) => {
-        if (tags(keys) > 1) {
+        if (tagCount(keys) > 1) {
           refused++;
-          throw new Error("CROSSSLOT Keys in request don't hash to the same slot");
+          throw crossSlot();
         }
         if (sha1 === releaseSha) releases++;
         return inner.evalSha(sha1, keys, args);
@@ -1114,15 +1120,14 @@ describe.each(variants)('RedisStore with %s', (kind) => {
   it('a client that refuses keys of several clients in one command (CROSSSLOT) gets each decision asked again apart', async () => {
     const errors: RedisStoreError[] = [];
     const inner = client();
-    const tags = (keys: readonly string[]) => new Set(keys.map(hashTag)).size;
     let refused = 0;
     const strict: RedisScriptClient = {
       ...inner,
       cluster: false, // says it is not a cluster, but behaves as one
       evalSha: (sha1, keys, args) => {
-        if (tags(keys) > 1) {
+        if (tagCount(keys) > 1) {
           refused++;
-          return Promise.reject(new Error("CROSSSLOT Keys in request don't hash to the same slot"));
+          return Promise.reject(crossSlot());
         }
         return inner.evalSha(sha1, keys, args);
       },
