@@ -51,6 +51,11 @@ import {
  * starting with its block time.
  */
 interface Layout {
+  /**
+   * The policies, in an array of the layout's own: lists from presets are frozen, and V8 reads
+   * a frozen array's elements in optimized code through a generic path, a call per read.
+   */
+  readonly policies: readonly Policy[];
   /** Offset of each policy's first slot from the block's start. */
   readonly offsets: readonly number[];
   /** Slots of the block. */
@@ -71,7 +76,7 @@ function layoutOf(policies: readonly Policy[]): Layout {
       offsets.push(size);
       size += slotsOf(policy);
     }
-    layout = { offsets, size };
+    layout = { policies: [...policies], offsets, size };
     layouts.set(policies, layout);
   }
   return layout;
@@ -141,7 +146,7 @@ class ScopeRecord {
   }
 }
 
-const EMPTY_LAYOUT: Layout = { offsets: [], size: 0 };
+const EMPTY_LAYOUT: Layout = { policies: [], offsets: [], size: 0 };
 
 /**
  * The resource records of one client and account, keyed by resource: one per policy list, the
@@ -353,9 +358,9 @@ export class MemoryStore implements SyncLimitStore {
     for (const scope of scopes) {
       const record = first ?? this.#find(scope, t);
       if (record === undefined) return capacityRefusal(t);
-      const { offsets } = record.layout;
+      const { policies, offsets } = record.layout;
       for (const i of scope.active) {
-        w.policies[n] = scope.policies[i]!;
+        w.policies[n] = policies[i]!;
         w.offsets[n] = offsets[i]!;
         w.slots[n] = record.base + offsets[i]!;
         w.records[n] = record;
@@ -392,7 +397,7 @@ export class MemoryStore implements SyncLimitStore {
       policy: w.policies[refusing],
       resource: w.resources[refusing],
       policies: activePolicies(plan, w, n),
-      values: statusValues(w, n, t, lazy),
+      values: statusValues(w, n, t, lazy, false),
     };
     // Refused: record nothing; block every policy that has no room until the instant it announces.
     for (let k = 0; k < n; k++) {
@@ -535,7 +540,8 @@ export class MemoryStore implements SyncLimitStore {
       const source = from[i]!;
       const target = to[i]!;
       let top = tops[i]!;
-      const { base, layout, policies } = record;
+      const { base, layout } = record;
+      const { policies } = layout;
       copySlots(source, base, layout.size, target, top);
       record.base = top;
       top += layout.size;
@@ -564,7 +570,8 @@ export class MemoryStore implements SyncLimitStore {
   #drop(record: ScopeRecord): void {
     this.#size--;
     const { arena } = record;
-    const { policies, layout, base } = record;
+    const { layout, base } = record;
+    const { policies } = layout;
     for (let k = 0; k < policies.length; k++) {
       const kind = policies[k]!.kind;
       if (kind === 'window') freeLog(arena, base + layout.offsets[k]!);
@@ -581,9 +588,8 @@ export class MemoryStore implements SyncLimitStore {
    * pruned what left its window, which the general path would do all the same.
    */
   #admitWhole(record: ScopeRecord, t: number, lazy: boolean): StoreOutcome | undefined {
-    const { policies, base } = record;
-    const { offsets } = record.layout;
-    const { arena } = record;
+    const { base, arena } = record;
+    const { policies, offsets } = record.layout;
     const n = policies.length;
     let m = arena.mem;
     for (let k = 0; k < n; k++) {
@@ -600,11 +606,11 @@ export class MemoryStore implements SyncLimitStore {
       const until = admitOne(policy, arena, s, t, lease);
       if (until > quietAt) quietAt = until;
       m = arena.mem;
-      if (values !== undefined) writeStatus(values, k, policy, m, s, t);
+      if (values !== undefined) writeStatus(values, k, policy, m, s, t, true);
     }
     m[base + QUIET] = quietAt;
     if (values === undefined) return admissionWithoutStatuses(t, lease);
-    return { allowed: true, now: t, policies, values, lease };
+    return { allowed: true, now: t, policies: record.policies, values, lease };
   }
 
   #admit(plan: Plan, w: Work, n: number, t: number, lazy: boolean): StoreOutcome {
@@ -622,7 +628,7 @@ export class MemoryStore implements SyncLimitStore {
       allowed: true,
       now: t,
       policies: activePolicies(plan, w, n),
-      values: statusValues(w, n, t, false),
+      values: statusValues(w, n, t, false, true),
       lease,
     };
   }
@@ -730,9 +736,9 @@ function earliestFor(policy: Policy, m: Float64Array, s: number, t: number, lazy
 // the throttles' leases (see admitOne), so a record whose quiet time is still ahead is known busy
 // from its block alone, without reading its rings: the sweep finds most records so.
 function isQuiet(m: Float64Array, record: ScopeRecord, t: number): boolean {
-  const { policies, base } = record;
+  const { base } = record;
   if ((m[base + QUIET] as number) > t) return false;
-  const { offsets } = record.layout;
+  const { policies, offsets } = record.layout;
   for (let i = 0; i < policies.length; i++) {
     if (policies[i]!.kind !== 'concurrency') continue;
     const s = base + offsets[i]!;
@@ -773,6 +779,8 @@ function activePolicies(plan: Plan, w: Work, n: number): readonly Policy[] {
 }
 
 // Write what remains of one policy and when its quota is back at `values[2k]` and `values[2k+1]`.
+// Just `admitted` at `t`, a window's newest admission is `t`: it is full again a window later,
+// without reading the ring.
 function writeStatus(
   values: number[],
   k: number,
@@ -780,11 +788,12 @@ function writeStatus(
   m: Float64Array,
   s: number,
   t: number,
+  admitted: boolean,
 ): void {
   switch (policy.kind) {
     case 'window':
       values[2 * k] = logRemaining(m, s, policy);
-      values[2 * k + 1] = logResetAfter(m, s, policy, t);
+      values[2 * k + 1] = admitted ? policy.windowMs : logResetAfter(m, s, policy, t);
       break;
     case 'rate':
       values[2 * k] = gcraRemaining(m, s, policy, t);
@@ -799,14 +808,14 @@ function writeStatus(
 
 // The statuses of the work's policies; after a `lazy` look (see earliestFor) windows first drop
 // what has left them.
-function statusValues(w: Work, n: number, t: number, lazy: boolean): number[] {
+function statusValues(w: Work, n: number, t: number, lazy: boolean, admitted: boolean): number[] {
   const values: number[] = new Array(2 * n);
   for (let k = 0; k < n; k++) {
     const policy = w.policies[k]!;
     const m = w.records[k]!.arena.mem;
     const s = w.slots[k]!;
     if (lazy && policy.kind === 'window') pruneLog(m, s, policy, t);
-    writeStatus(values, k, policy, m, s, t);
+    writeStatus(values, k, policy, m, s, t, admitted);
   }
   return values;
 }
