@@ -221,7 +221,7 @@ export async function run(): Promise<Record<string, unknown>> {
       const figures = await measureApart(name);
       runs.get(name)?.push(figures);
       console.error(
-        `round ${r} ${name.padEnd(48)} ${round(figures.decisionsPerSecond / 1e6)} M decisions/s, ${Math.round(figures.heapBytesPerKey)} B per key, ${figures.admitted} admitted`,
+        `round ${r} ${name.padEnd(48)} ${round(figures.decisionsPerSecond / 1e6)} M decisions/s, ${Math.round(figures.heapBytesPerKey)} B per key, ${Math.round(figures.allocatedBytesPerDecision)} B made per decision, ${figures.admitted} admitted`,
       );
     }
   }
@@ -231,6 +231,7 @@ export async function run(): Promise<Record<string, unknown>> {
       decisionsPerSecond: median(list.map((f) => f.decisionsPerSecond)),
       heapBytesPerKey: median(list.map((f) => f.heapBytesPerKey)),
       admitted: median(list.map((f) => f.admitted)),
+      allocatedBytesPerDecision: median(list.map((f) => f.allocatedBytesPerDecision)),
     };
   }
   const ourRate = results['api-conventions']!.decisionsPerSecond;
@@ -280,6 +281,7 @@ export async function run(): Promise<Record<string, unknown>> {
         {
           decisionsPerSecond: Math.round(v.decisionsPerSecond),
           heapBytesPerKey: Math.round(v.heapBytesPerKey),
+          allocatedBytesPerDecision: Math.round(v.allocatedBytesPerDecision),
         },
       ]),
     ),

@@ -28,11 +28,17 @@ export function gcraEarliest(m: Float64Array, s: number, policy: RatePolicy, t: 
   return allowAt - EPSILON <= t ? t : allowAt;
 }
 
-/** Record an admission at `t`; the new `tat`. */
-export function gcraAdmit(m: Float64Array, s: number, policy: RatePolicy, t: number): number {
-  const tat = Math.max(m[s + TAT] as number, t) + emissionInterval(policy);
-  m[s + TAT] = tat;
-  return tat;
+/**
+ * Record an admission at `t`. The new `tat` is read with {@link gcraFreshAt} (not returned: a
+ * double returned from a call that is not inlined is boxed).
+ */
+export function gcraAdmit(m: Float64Array, s: number, policy: RatePolicy, t: number): void {
+  m[s + TAT] = Math.max(m[s + TAT] as number, t) + emissionInterval(policy);
+}
+
+/** The instant from which the policy is fresh again: its `tat`. */
+export function gcraFreshAt(m: Float64Array, s: number): number {
+  return m[s + TAT] as number;
 }
 
 /** Admissions possible right now, at once. */

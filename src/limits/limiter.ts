@@ -47,8 +47,8 @@ export interface LimitRequest {
 }
 
 /**
- * A {@link LimitRequest} whose fields are plain values, read once from wherever they came from:
- * `check()` validates it without copying it first. The rate limit gate makes one per request.
+ * A {@link LimitRequest} whose fields are plain values, read once from wherever they came from.
+ * The rate limit gate makes one per request; a `policies` function is handed one.
  */
 export class RequestFields implements LimitRequest {
   /**
@@ -217,16 +217,38 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
     Object.getPrototypeOf(store) === MemoryStore.prototype ? reusablePlan() : undefined;
 
   const check = (input: LimitRequest, options?: CheckOptions): Decision | Promise<Decision> => {
-    const request = checkRequest(input, maxIdLength);
+    if (typeof input !== 'object' || input === null) {
+      throw new InvalidRequestError(
+        'invalid_request',
+        `check() needs a request object; it must have clientId, accountCode, method and path, got ${describe(input)}.`,
+      );
+    }
+    // Each field read once, into locals: a getter that throws becomes a typed error, and one that
+    // answers differently on each read cannot pass the checks with one value and be counted under
+    // another. No copy of the request is made. The types are what the checks below make true.
+    let clientId: string;
+    let accountCode: string;
+    let accountType: string | undefined;
+    let method: string;
+    let path: string;
+    try {
+      ({ clientId, accountCode, accountType, method, path } = input);
+    } catch (cause) {
+      throw new InvalidRequestError(
+        'invalid_request',
+        'Reading the request object threw; pass plain values from identify().',
+        { cause },
+      );
+    }
+    checkRequest(clientId, accountCode, accountType, method, path, maxIdLength);
     const statuses = options === undefined || wantsStatuses(options);
-    const group = select(request);
-    const { clientId, accountCode } = request;
+    const group = select(clientId, accountCode, accountType, method, path);
     let active = group.active;
     let resources: readonly ResourceScope[] = NO_RESOURCES;
     const { effectOf } = group.rules;
     if (effectOf !== undefined) {
       // A malformed path matches no rule: it is still counted by the global limits and the throttle.
-      const effect = effectOf(request.method, request.path);
+      const effect = effectOf(method, path);
       resources = effect.resources;
       // Exemptions only take positions away: the same length is the same list.
       if (effect.active.length !== active.length) active = effect.active;
@@ -284,9 +306,19 @@ interface PolicyGroup {
   readonly rules: CompiledRules;
 }
 
-function policySelector<S extends LimitStore>(
-  options: LimiterOptions<S>,
-): (request: LimitRequest) => PolicyGroup {
+/**
+ * Picks the policies of a request from its fields, checked already: a selector of the user's sees
+ * them in a {@link RequestFields}, made only for it.
+ */
+type Selector = (
+  clientId: string,
+  accountCode: string,
+  accountType: string | undefined,
+  method: string,
+  path: string,
+) => PolicyGroup;
+
+function policySelector<S extends LimitStore>(options: LimiterOptions<S>): Selector {
   const { preset, policies } = options;
   if ((preset === undefined) === (policies === undefined)) {
     throw new ConfigurationError(
@@ -326,7 +358,10 @@ function policySelector<S extends LimitStore>(
   };
 
   if (policies !== undefined) {
-    if (typeof policies === 'function') return (request) => groupOf(policies(request));
+    if (typeof policies === 'function') {
+      return (clientId, accountCode, accountType, method, path) =>
+        groupOf(policies(new RequestFields(clientId, accountCode, accountType, method, path)));
+    }
     const group = groupOf(policies);
     return () => group;
   }
@@ -354,8 +389,8 @@ function policySelector<S extends LimitStore>(
       `defaultAccountType ${JSON.stringify(fallback)} has no preset; use one of ${[...byType.keys()].join(', ')}.`,
     );
   }
-  return (request) => {
-    const type = request.accountType ?? fallback;
+  return (_clientId, _accountCode, accountType) => {
+    const type = accountType ?? fallback;
     const group = byType.get(type);
     if (group === undefined) {
       throw new InvalidRequestError(
@@ -389,51 +424,31 @@ function wantsStatuses(options: CheckOptions): boolean {
   );
 }
 
-function checkRequest(input: LimitRequest, maxIdLength: number): LimitRequest {
-  if (typeof input !== 'object' || input === null) {
-    throw new InvalidRequestError(
-      'invalid_request',
-      `check() needs a request object; it must have clientId, accountCode, method and path, got ${describe(input)}.`,
-    );
-  }
-  // Read each field once, into RequestFields: a getter that throws becomes a typed error, and
-  // one that answers differently on each read cannot pass the checks with one value and be
-  // counted under another. RequestFields already holds plain values.
-  const request = input instanceof RequestFields ? input : readOnce(input);
-  checkId(request.clientId, 'clientId', 'invalid_client_id', maxIdLength);
-  checkId(request.accountCode, 'accountCode', 'invalid_account_code', maxIdLength);
-  if (request.accountType !== undefined && typeof request.accountType !== 'string') {
+/** Check the fields of a request, read once (see check). */
+function checkRequest(
+  clientId: unknown,
+  accountCode: unknown,
+  accountType: unknown,
+  method: unknown,
+  path: unknown,
+  maxIdLength: number,
+): void {
+  checkId(clientId, 'clientId', 'invalid_client_id', maxIdLength);
+  checkId(accountCode, 'accountCode', 'invalid_account_code', maxIdLength);
+  if (accountType !== undefined && typeof accountType !== 'string') {
     throw new InvalidRequestError(
       'invalid_account_type',
-      `accountType must be a string or undefined, got ${describe(request.accountType)}.`,
+      `accountType must be a string or undefined, got ${describe(accountType)}.`,
     );
   }
-  const { method } = request;
   if (typeof method !== 'string' || !(COMMON_METHODS.has(method) || METHOD.test(method))) {
     throw new InvalidRequestError(
       'invalid_method',
-      `method must be an HTTP method token such as "GET", got ${describe(request.method)}.`,
+      `method must be an HTTP method token such as "GET", got ${describe(method)}.`,
     );
   }
-  if (typeof request.path !== 'string') {
-    throw new InvalidRequestError(
-      'invalid_path',
-      `path must be a string, got ${describe(request.path)}.`,
-    );
-  }
-  return request;
-}
-
-function readOnce(input: LimitRequest): RequestFields {
-  try {
-    const { clientId, accountCode, accountType, method, path } = input;
-    return new RequestFields(clientId, accountCode, accountType, method, path);
-  } catch (cause) {
-    throw new InvalidRequestError(
-      'invalid_request',
-      'Reading the request object threw; pass plain values from identify().',
-      { cause },
-    );
+  if (typeof path !== 'string') {
+    throw new InvalidRequestError('invalid_path', `path must be a string, got ${describe(path)}.`);
   }
 }
 

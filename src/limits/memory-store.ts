@@ -11,7 +11,14 @@
 import { ConfigurationError } from '../errors.js';
 import { Arena, copySlots } from './arena.js';
 import { describe } from './duration.js';
-import { gcraAdmit, gcraEarliest, gcraRemaining, gcraResetAfter, RATE_SLOTS } from './gcra.js';
+import {
+  gcraAdmit,
+  gcraEarliest,
+  gcraFreshAt,
+  gcraRemaining,
+  gcraResetAfter,
+  RATE_SLOTS,
+} from './gcra.js';
 import {
   CONCURRENCY_SLOTS,
   freeLeases,
@@ -36,8 +43,9 @@ import {
   WINDOW_SLOTS,
 } from './sliding-log.js';
 import {
-  admissionWithoutStatuses,
+  type AdmittedOutcome,
   type LeaseToken,
+  NO_STATUSES,
   type Plan,
   type PlanScope,
   retryAfterSeconds,
@@ -180,16 +188,93 @@ class ClientEntry extends ScopeRecord {
   }
 }
 
-/** The leases of one admitted request: usually one policy, sometimes more. */
-interface MemoryLease extends LeaseToken {
-  readonly store: MemoryStore;
-  readonly id: number;
-  readonly record: ScopeRecord;
+/**
+ * An admitted plan's outcome, which is also the token of its leases when it took any: one object
+ * per admission, not two. Its fields are the outcome's; where the lease is held is private, so
+ * that the outcome shows (and copies, and compares) as plain outcome data. A copy made by
+ * spreading it still carries the lease. The lease is held in one policy, usually, sometimes more.
+ */
+class MemoryAdmission implements AdmittedOutcome, LeaseToken {
+  readonly allowed = true as const;
+  policies: readonly Policy[] = NO_STATUSES.policies;
+  values: readonly number[] = NO_STATUSES.values;
+  /** Itself once it holds a lease: the token to give back. */
+  lease: MemoryAdmission | undefined = undefined;
+  /** The lease id, >= 1; 0 while the admission holds no lease. */
+  #id = 0;
+  /** The record of the first policy holding the lease; null while none is held. */
+  #record: ScopeRecord | null = null;
   /** The record's generation when the lease was taken. */
-  readonly generation: number;
+  #generation = 0;
   /** Offset of the concurrency policy's slots from the record's base. */
-  readonly offset: number;
-  more: Array<{ record: ScopeRecord; generation: number; offset: number }> | null;
+  #offset = 0;
+  #more: Array<{ record: ScopeRecord; generation: number; offset: number }> | null = null;
+
+  readonly #store: MemoryStore;
+
+  /**
+   * @param store - the store that admitted it
+   * @param now - the time of the decision
+   */
+  constructor(
+    store: MemoryStore,
+    readonly now: number,
+  ) {
+    this.#store = store;
+  }
+
+  /** The store that admitted it: the lease token's brand, not a field of the outcome. */
+  get store(): MemoryStore {
+    return this.#store;
+  }
+
+  /** The lease id, >= 1; 0 while the admission holds no lease. */
+  get leaseId(): number {
+    return this.#id;
+  }
+
+  /**
+   * Hold the lease in a concurrency policy's slots: the first takes lease `id`, the next ones
+   * extend it (`id` is then ignored).
+   * @param record - the policy's record
+   * @param offset - offset of the policy's slots from the record's base
+   * @param id - a lease id no other lease of the store has
+   */
+  hold(record: ScopeRecord, offset: number, id: number): void {
+    if (this.#id === 0) {
+      this.#id = id;
+      this.#record = record;
+      this.#generation = record.generation;
+      this.#offset = offset;
+      this.lease = this;
+      return;
+    }
+    this.#more ??= [];
+    this.#more.push({ record, generation: record.generation, offset });
+  }
+
+  /**
+   * Give the leases back. Idempotent; a lease that already expired, or whose record was
+   * reclaimed (its generation moved on), is ignored.
+   */
+  giveBack(): void {
+    const record = this.#record;
+    if (record === null) return;
+    const id = this.#id;
+    if (record.generation === this.#generation) {
+      leaseRelease(record.arena.mem, record.base + this.#offset, id);
+    }
+    if (this.#more !== null) {
+      for (const hold of this.#more) {
+        if (hold.record.generation === hold.generation) {
+          leaseRelease(hold.record.arena.mem, hold.record.base + hold.offset, id);
+        }
+      }
+    }
+    // Given back: a second release finds nothing to do.
+    this.#record = null;
+    this.#more = null;
+  }
 }
 
 /** The active policies of one decision, flattened; reused from decision to decision. */
@@ -420,18 +505,7 @@ export class MemoryStore implements SyncLimitStore {
    * @param lease - the token from an admitted outcome
    */
   release(lease: LeaseToken): void {
-    const own = lease as MemoryLease;
-    if (own.store !== this) return;
-    const { record } = own;
-    const m = record.arena.mem;
-    if (record.generation === own.generation) leaseRelease(m, record.base + own.offset, own.id);
-    if (own.more !== null) {
-      for (const hold of own.more) {
-        if (hold.record.generation === hold.generation) {
-          leaseRelease(hold.record.arena.mem, hold.record.base + hold.offset, own.id);
-        }
-      }
-    }
+    if (lease instanceof MemoryAdmission && lease.store === this) lease.giveBack();
   }
 
   /** The record of a scope, created if needed; undefined when the store is full. */
@@ -591,62 +665,45 @@ export class MemoryStore implements SyncLimitStore {
     const { base, arena } = record;
     const { policies, offsets } = record.layout;
     const n = policies.length;
-    let m = arena.mem;
+    const m = arena.mem;
     for (let k = 0; k < n; k++) {
       const s = base + offsets[k]!;
       if (earliestFor(policies[k]!, m, s, t, lazy) > t || (m[s] as number) > t) return undefined;
     }
-    let lease: MemoryLease | undefined;
-    let quietAt = m[base + QUIET] as number;
+    const admission = new MemoryAdmission(this, t);
     const values = lazy ? undefined : new Array<number>(2 * n);
     for (let k = 0; k < n; k++) {
       const policy = policies[k]!;
       const s = base + offsets[k]!;
-      if (policy.kind === 'concurrency') lease = this.#hold(lease, record, offsets[k]!);
-      const until = admitOne(policy, arena, s, t, lease);
-      if (until > quietAt) quietAt = until;
-      m = arena.mem;
-      if (values !== undefined) writeStatus(values, k, policy, m, s, t, true);
+      if (policy.kind === 'concurrency') this.#hold(admission, record, offsets[k]!);
+      admitOne(policy, arena, s, base + QUIET, t, admission.leaseId);
+      if (values !== undefined) writeStatus(values, k, policy, arena.mem, s, t, true);
     }
-    m[base + QUIET] = quietAt;
-    if (values === undefined) return admissionWithoutStatuses(t, lease);
-    return { allowed: true, now: t, policies: record.policies, values, lease };
+    if (values !== undefined) {
+      admission.policies = record.policies;
+      admission.values = values;
+    }
+    return admission;
   }
 
   #admit(plan: Plan, w: Work, n: number, t: number, lazy: boolean): StoreOutcome {
-    let lease: MemoryLease | undefined;
+    const admission = new MemoryAdmission(this, t);
     for (let k = 0; k < n; k++) {
       const policy = w.policies[k]!;
       const record = w.records[k]!;
-      if (policy.kind === 'concurrency') lease = this.#hold(lease, record, w.offsets[k]!);
-      const until = admitOne(policy, record.arena, w.slots[k]!, t, lease);
-      const m = record.arena.mem;
-      if (until > (m[record.base + QUIET] as number)) m[record.base + QUIET] = until;
+      if (policy.kind === 'concurrency') this.#hold(admission, record, w.offsets[k]!);
+      admitOne(policy, record.arena, w.slots[k]!, record.base + QUIET, t, admission.leaseId);
     }
-    if (lazy) return admissionWithoutStatuses(t, lease);
-    return {
-      allowed: true,
-      now: t,
-      policies: activePolicies(plan, w, n),
-      values: statusValues(w, n, t, false, true),
-      lease,
-    };
+    if (!lazy) {
+      admission.policies = activePolicies(plan, w, n);
+      admission.values = statusValues(w, n, t, false, true);
+    }
+    return admission;
   }
 
-  // The request's lease, made on its first concurrency policy and extended to the next ones.
-  #hold(lease: MemoryLease | undefined, record: ScopeRecord, offset: number): MemoryLease {
-    if (lease === undefined)
-      return {
-        store: this,
-        id: this.#nextLeaseId++,
-        record,
-        generation: record.generation,
-        offset,
-        more: null,
-      };
-    lease.more ??= [];
-    lease.more.push({ record, generation: record.generation, offset });
-    return lease;
+  // Hold the admission's lease in a concurrency policy: a new id for its first.
+  #hold(admission: MemoryAdmission, record: ScopeRecord, offset: number): void {
+    admission.hold(record, offset, admission.leaseId === 0 ? this.#nextLeaseId++ : 0);
   }
 
   // Examine up to `count` clients from a cursor that cycles through them; drop quiet records.
@@ -748,27 +805,36 @@ function isQuiet(m: Float64Array, record: ScopeRecord, t: number): boolean {
   return true;
 }
 
-// Record an admission at `t` in the policy's slots at `s` of `arena`; the instant until which they
-// are not fresh, leases aside. A concurrency policy takes the request's lease, which the caller
-// has made; a lease keeps its record until it is given back or expires, which isQuiet reads from
-// the lease slots themselves: most are given back long before their expiry.
+// Record an admission at `t` in the policy's slots at `s` of `arena`, and move the record's quiet
+// time at `quiet` to the instant from which they are fresh again, if later (leases aside; the
+// instant is written here rather than returned: a double returned from a call is boxed). A
+// concurrency policy takes the request's lease `id`, which the caller has given it; a lease keeps
+// its record until it is given back or expires, which isQuiet reads from the lease slots
+// themselves: most are given back long before their expiry.
 function admitOne(
   policy: Policy,
   arena: Arena,
   s: number,
+  quiet: number,
   t: number,
-  lease: MemoryLease | undefined,
-): number {
+  id: number,
+): void {
+  let until: number;
   switch (policy.kind) {
     case 'window':
       logAdmit(arena, s, policy, t);
-      return t + policy.windowMs;
+      until = t + policy.windowMs;
+      break;
     case 'rate':
-      return gcraAdmit(arena.mem, s, policy, t);
+      gcraAdmit(arena.mem, s, policy, t);
+      until = gcraFreshAt(arena.mem, s);
+      break;
     case 'concurrency':
-      leaseAcquire(arena, s, policy, t, lease!.id);
-      return t;
+      leaseAcquire(arena, s, policy, t, id);
+      return;
   }
+  const m = arena.mem;
+  if (until > (m[quiet] as number)) m[quiet] = until;
 }
 
 // The active policies in plan order; the scope's own list when it is all of them (no copy).

@@ -14,6 +14,7 @@ import {
   type Policy,
   presets,
   rate,
+  type SyncLimitStore,
   window,
 } from '../../src/index.js';
 import { RequestFields } from '../../src/limits/limiter.js';
@@ -271,6 +272,43 @@ describe('limiter: leases (invariant 6)', () => {
     expect(c.statuses[0]!.remaining).toBe(0);
     const d = limiter.check(request);
     expect(d.allowed).toBe(false);
+  });
+
+  it("a store that passes on the memory store's admissions is asked for every release itself", () => {
+    // Arrange: a synchronous store that forwards to a memory store and counts the releases.
+    const memory = new MemoryStore();
+    const released: unknown[] = [];
+    const store: SyncLimitStore = {
+      synchronous: true,
+      apply: (plan, now) => memory.apply(plan, now),
+      release: (lease) => {
+        released.push(lease);
+        memory.release(lease);
+      },
+    };
+    const limiter = createLimiter({
+      policies: [concurrency(1, { name: 't' })],
+      store,
+      clock: new FakeClock(0),
+    });
+    // Act
+    const first = limiter.check(request);
+    if (first.allowed) first.release();
+    const second = limiter.check(request);
+    // Assert: the release went through the forwarding store, and freed the one lease.
+    expect(first.allowed).toBe(true);
+    expect(released).toHaveLength(1);
+    expect(second.allowed).toBe(true);
+  });
+
+  it('an admitted decision shows only what it reports: serialised, it is its discriminant and time', () => {
+    const clock = new FakeClock(5_000);
+    const limiter = createLimiter({ preset: presets.live, clock });
+    const decision = limiter.check(request);
+    expect(decision.allowed).toBe(true);
+    expect(JSON.parse(JSON.stringify(decision))).toEqual({ allowed: true, now: 5_000 });
+    expect(Object.keys(decision).sort()).toEqual(['allowed', 'now']);
+    expect(decision.statuses).toHaveLength(presets.live.policies.length);
   });
 
   it('a release that an asynchronous store fails to carry out is dropped quietly: no unhandled rejection, asked once', async () => {
@@ -886,5 +924,37 @@ describe('limiter: requests read once', () => {
     expect(limiter.check(shifty).allowed).toBe(true);
     expect(reads).toBe(1);
     expect(limiter.check(request).allowed).toBe(false);
+  });
+
+  it('a policies function is handed the values that were read and checked, in plain fields', () => {
+    const seen: LimitRequest[] = [];
+    const limits = [window(5, '1s', { name: 'w' })];
+    const limiter = createLimiter({
+      policies: (r) => {
+        seen.push(r);
+        return limits;
+      },
+      clock: new FakeClock(0),
+    });
+    let reads = 0;
+    const counted = {
+      ...request,
+      accountType: 'live',
+      get path(): string {
+        reads++;
+        return '/booking/v1/reservations';
+      },
+    };
+    expect(limiter.check(counted).allowed).toBe(true);
+    expect(reads).toBe(1);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBeInstanceOf(RequestFields);
+    expect({ ...seen[0] }).toEqual({
+      clientId: request.clientId,
+      accountCode: request.accountCode,
+      accountType: 'live',
+      method: request.method,
+      path: '/booking/v1/reservations',
+    });
   });
 });

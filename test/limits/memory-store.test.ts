@@ -175,6 +175,27 @@ describe('MemoryStore', () => {
     );
   });
 
+  it('an admitted outcome is plain outcome data, and a copy of it still gives its lease back', () => {
+    // Arrange
+    const store = new MemoryStore();
+    const policies = [concurrency(1, { name: 't' })];
+    const plan: Plan = {
+      scopes: [{ clientId: 'c', accountCode: 'a', resource: '', policies, active: [0] }],
+    };
+    // Act
+    const outcome = store.apply(plan, 1_000);
+    const copy = { ...outcome };
+    if (copy.allowed && copy.lease !== undefined) store.release(copy.lease);
+    const again = store.apply(plan, 1_000);
+    const full = store.apply(plan, 1_000);
+    // Assert: only the outcome's own fields show; the copy's lease freed the one slot, which the
+    // next request took.
+    expect(Object.keys(outcome).sort()).toEqual(['allowed', 'lease', 'now', 'policies', 'values']);
+    expect(outcome).toMatchObject({ allowed: true, now: 1_000, policies, values: [0, 0] });
+    expect(full).toMatchObject({ allowed: false, reason: 'limit' });
+    expect(again.allowed).toBe(true);
+  });
+
   it('ignores a lease from another store and a lease whose key was reclaimed', () => {
     const clock = new FakeClock(0);
     const a = createLimiter({ policies: [concurrency(1, { name: 't', leaseTtl: '1s' })], clock });
