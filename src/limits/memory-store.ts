@@ -234,21 +234,25 @@ class MemoryAdmission implements AdmittedOutcome, LeaseToken {
   }
 
   /**
-   * Hold the lease in a concurrency policy's slots: the first takes lease `id`, the next ones
-   * extend it (`id` is then ignored).
+   * Take lease `id` in a concurrency policy's slots: the admission's first.
+   * @param id - a lease id no other lease of the store has
    * @param record - the policy's record
    * @param offset - offset of the policy's slots from the record's base
-   * @param id - a lease id no other lease of the store has
    */
-  hold(record: ScopeRecord, offset: number, id: number): void {
-    if (this.#id === 0) {
-      this.#id = id;
-      this.#record = record;
-      this.#generation = record.generation;
-      this.#offset = offset;
-      this.lease = this;
-      return;
-    }
+  takeLease(id: number, record: ScopeRecord, offset: number): void {
+    this.#id = id;
+    this.#record = record;
+    this.#generation = record.generation;
+    this.#offset = offset;
+    this.lease = this;
+  }
+
+  /**
+   * Hold the lease taken already in one more concurrency policy's slots.
+   * @param record - the policy's record
+   * @param offset - offset of the policy's slots from the record's base
+   */
+  extendLease(record: ScopeRecord, offset: number): void {
     this.#more ??= [];
     this.#more.push({ record, generation: record.generation, offset });
   }
@@ -701,9 +705,10 @@ export class MemoryStore implements SyncLimitStore {
     return admission;
   }
 
-  // Hold the admission's lease in a concurrency policy: a new id for its first.
+  // Hold the admission's lease in a concurrency policy: under a new id in its first.
   #hold(admission: MemoryAdmission, record: ScopeRecord, offset: number): void {
-    admission.hold(record, offset, admission.leaseId === 0 ? this.#nextLeaseId++ : 0);
+    if (admission.leaseId === 0) admission.takeLease(this.#nextLeaseId++, record, offset);
+    else admission.extendLease(record, offset);
   }
 
   // Examine up to `count` clients from a cursor that cycles through them; drop quiet records.
