@@ -1,15 +1,18 @@
 /**
  * Reading a cursor list to its end: follow each page's next cursor until a page is empty or has
- * none, and refuse a cursor seen before, which would loop forever.
+ * none, and refuse a cursor seen before, which would loop forever, and a next cursor that is there
+ * but cannot be followed, which would end the listing early.
  * @module
  */
+import { ConfigurationError } from '../errors.js';
+import { describe } from '../limits/duration.js';
 import { createRetryingFetch } from './fetch.js';
+import { optionalCount, optionalFunction, optionsObject } from './option-checks.js';
 import {
   defaultItems,
   listUrl,
   type Page,
   type PageRequestOptions,
-  paginationField,
   requestPage,
 } from './page-request.js';
 import { PaginationClientError } from './pagination-client-error.js';
@@ -24,22 +27,30 @@ export interface CursorPage<T> extends Page<T> {
 
 /** Options of {@link cursorPages} and {@link cursorItems}. */
 export interface CursorIteratorOptions<T> extends PageRequestOptions<T> {
-  /** Items per page to ask for; absent leaves the server's default. */
+  /**
+   * Items per page to ask for: a whole number from 1 to `Number.MAX_SAFE_INTEGER`; absent leaves
+   * the server's default. Anything else throws a `ConfigurationError` at the first `next()`.
+   */
   limit?: number;
-  /** A cursor to resume from. */
+  /** A cursor to resume from: a non-empty string; absent starts at the first page. */
   startCursor?: string;
   /**
-   * Finds the next cursor in a page.
-   * @defaultValue a non-empty string `nextCursor` in the body or its `pagination` member
+   * Finds the next cursor in a page: a non-empty string to follow, or `undefined`, `null` or `''`
+   * at the end of the list. Anything else stops the listing with `invalid_page_body`.
+   * @defaultValue {@link bodyNextCursor}
    */
-  nextCursor?: (body: unknown, response: Response) => string | undefined;
+  nextCursor?: (body: unknown, response: Response) => string | null | undefined;
 }
 
 /**
  * The pages of a cursor list, in order, until a page is empty or has no next cursor.
  * @param options - the URL, limit, fetch and body readers
- * @throws ConfigurationError `invalid_option` when `url` is not an absolute URL
- * @throws PaginationClientError when a page fails, has no items list, or repeats an earlier cursor
+ * @throws ConfigurationError `invalid_option` when the options are not an object, `url` is not an
+ * absolute URL, `limit` is not a whole number >= 1, `startCursor` is not a non-empty string, or a
+ * reader is not a function; before any request
+ * @throws PaginationClientError `unexpected_status` when a page fails; `invalid_page_body` when a
+ * page has no items list or a next cursor that cannot be followed (that page is not yielded);
+ * `repeated_cursor` when a page repeats an earlier cursor
  * @example
  * ```ts
  * for await (const page of cursorPages({ url: 'https://api.example.com/audit-logs', limit: 500 })) {
@@ -50,21 +61,46 @@ export interface CursorIteratorOptions<T> extends PageRequestOptions<T> {
 export async function* cursorPages<T = unknown>(
   options: CursorIteratorOptions<T>,
 ): AsyncGenerator<CursorPage<T>, void, undefined> {
-  const fetch = options.fetch ?? createRetryingFetch();
-  const readItems = options.items ?? defaultItems<T>;
-  const readNextCursor = options.nextCursor ?? bodyNextCursor;
-  const list = listUrl(options.url);
+  const given = optionsObject(
+    options,
+    "cursorPages and cursorItems take an options object with the list's url",
+    false,
+  );
+  const list = listUrl(given.url);
+  const limit = optionalCount(given.limit, 'limit');
+  const startCursor = checkStartCursor(given.startCursor);
+  const fetch =
+    optionalFunction(given.fetch, 'fetch', 'sends a request as fetch does') ??
+    createRetryingFetch();
+  const readItems =
+    optionalFunction(given.items, 'items', 'finds the items in a page body') ?? defaultItems<T>;
+  const readNextCursor = optionalFunction(
+    given.nextCursor,
+    'nextCursor',
+    'finds the next cursor in a page body',
+  );
   const seen = new Set<string>();
-  let cursor = options.startCursor;
+  let cursor = startCursor;
   if (cursor !== undefined) seen.add(cursor);
   for (;;) {
     const url = new URL(list);
     if (cursor === undefined) url.searchParams.delete('cursor');
     else url.searchParams.set('cursor', cursor);
-    if (options.limit !== undefined) url.searchParams.set('limit', String(options.limit));
-    const page = await requestPage(fetch, url, options.init, readItems);
+    if (limit !== undefined) url.searchParams.set('limit', String(limit));
+    const page = await requestPage(fetch, url, given.init, readItems);
     if (page.items.length === 0) return;
-    const nextCursor = readNextCursor(page.body, page.response);
+    const reading =
+      readNextCursor === undefined
+        ? nextCursorIn(page.body)
+        : returnedCursor(readNextCursor(page.body, page.response));
+    if ('problem' in reading) {
+      throw new PaginationClientError(
+        'invalid_page_body',
+        `GET ${page.url} answered ${reading.problem}; the rest of the list cannot be requested, so the listing stopped there.`,
+        { url: page.url },
+      );
+    }
+    const nextCursor = reading.cursor;
     yield { ...page, cursor, nextCursor };
     if (nextCursor === undefined) return;
     if (seen.has(nextCursor)) {
@@ -90,11 +126,75 @@ export async function* cursorItems<T = unknown>(
 }
 
 /**
- * The default next-cursor reader: a non-empty string `nextCursor` at the top of the body or in its
- * `pagination` member.
+ * The default next-cursor reader: `nextCursor` at the top of the body or in its `pagination`
+ * member. A non-empty string is the next cursor; absent, `null` or `''` means the end of the list.
  * @param body - the parsed JSON body
+ * @param response - the page's response, whose URL an error names
+ * @returns the next cursor, or `undefined` at the end of the list
+ * @throws PaginationClientError `invalid_page_body` when a `nextCursor` is of another type (a
+ * number, an object), or when the two places both give one and they differ (a cursor in one, the
+ * end or another cursor in the other): reading either as the end could drop the rest of the list
  */
-export function bodyNextCursor(body: unknown): string | undefined {
-  const value = paginationField(body, 'nextCursor');
-  return typeof value === 'string' && value !== '' ? value : undefined;
+export function bodyNextCursor(body: unknown, response?: Response): string | undefined {
+  const reading = nextCursorIn(body);
+  if ('problem' in reading) {
+    const url = response?.url ?? '';
+    throw new PaginationClientError(
+      'invalid_page_body',
+      `${url === '' ? 'The page' : `GET ${url}`} answered ${reading.problem}; the rest of the list cannot be requested.`,
+      { url },
+    );
+  }
+  return reading.cursor;
+}
+
+/** What a page says of the next cursor: one to follow (`undefined` at the end), or why it cannot. */
+type NextCursorReading = { readonly cursor: string | undefined } | { readonly problem: string };
+
+const END: NextCursorReading = { cursor: undefined };
+
+// One place's nextCursor: absent (undefined), the end (null or ''), a cursor, or unusable.
+function placeReading(value: unknown, path: string): NextCursorReading | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || value === '') return END;
+  if (typeof value === 'string') return { cursor: value };
+  return {
+    problem: `${path} ${describe(value)}, which is not a cursor (a non-empty string, or null at the end)`,
+  };
+}
+
+function nextCursorIn(body: unknown): NextCursorReading {
+  if (typeof body !== 'object' || body === null) return END;
+  const record = body as Record<string, unknown>;
+  const nested = record.pagination;
+  const top = placeReading(record.nextCursor, 'nextCursor');
+  const inner =
+    typeof nested === 'object' && nested !== null
+      ? placeReading((nested as Record<string, unknown>).nextCursor, 'pagination.nextCursor')
+      : undefined;
+  if (top === undefined) return inner ?? END;
+  if (inner === undefined || 'problem' in top) return top;
+  if ('problem' in inner) return inner;
+  // Both places give one: they must agree, or one of them would drop the rest of the list.
+  if (top.cursor === inner.cursor) return top;
+  return {
+    problem: `nextCursor ${describe(record.nextCursor)} and pagination.nextCursor ${describe((nested as Record<string, unknown>).nextCursor)}, which disagree`,
+  };
+}
+
+// What a nextCursor option returned: the same end markers as a body's nextCursor, and undefined.
+function returnedCursor(value: unknown): NextCursorReading {
+  if (value === undefined || value === null || value === '') return END;
+  if (typeof value === 'string') return { cursor: value };
+  return {
+    problem: `a body in which the nextCursor option found ${describe(value)}, which is not a cursor (a non-empty string, or undefined at the end)`,
+  };
+}
+
+function checkStartCursor(value: unknown): string | undefined {
+  if (value === undefined || (typeof value === 'string' && value !== '')) return value;
+  throw new ConfigurationError(
+    'invalid_option',
+    `startCursor must be a non-empty cursor string from an earlier page, got ${describe(value)}; leave it out to start at the first page.`,
+  );
 }

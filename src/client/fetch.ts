@@ -9,6 +9,8 @@
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
 import { parseRetryAfter } from '../http/retry-after.js';
+import { describe } from '../limits/duration.js';
+import { optionalFunction, optionsObject } from './option-checks.js';
 import type { Pacer } from './pacer.js';
 import { abortableSleep, type Sleep, timerSleep } from './sleep.js';
 
@@ -34,7 +36,11 @@ export interface RetryEvent {
 export interface RetryingFetchOptions {
   /** The fetch that sends requests. @defaultValue `globalThis.fetch` */
   fetch?: FetchFunction;
-  /** Clock that an HTTP-date `Retry-After` is measured against. @defaultValue `systemClock` */
+  /**
+   * Clock that an HTTP-date `Retry-After` is measured against. It is read at each 429; a `now()`
+   * that is not a finite number then rejects the request with a `ConfigurationError`.
+   * @defaultValue `systemClock`
+   */
   clock?: Clock;
   /** How to wait. Tests pass one that returns at once. @defaultValue real timers */
   sleep?: Sleep;
@@ -66,22 +72,35 @@ export interface RetryingFetchOptions {
  * run out, the last 429 response is returned as is, so callers see what the server said. A request
  * whose body is a stream cannot be sent twice: its 429 is returned at once.
  * @param options - the underlying fetch, clock, sleep and retry budget
- * @returns a function with the signature of `fetch`
- * @throws ConfigurationError `invalid_option` for a negative or non-integer budget
+ * @returns a function with the signature of `fetch`; it rejects with a `ConfigurationError`
+ * `invalid_option` when the clock's `now()` is not a finite number at a 429 (the wait could not be
+ * measured against `maxTotalWaitMs`)
+ * @throws ConfigurationError `invalid_option` when the options are not an object, for a negative
+ * or non-integer budget, or a `fetch`, `sleep`, `onRetry`, `clock` or `pace` of the wrong shape
  * @example
  * ```ts
  * const fetch = createRetryingFetch({ maxRetries: 5 });
  * const response = await fetch('https://api.example.com/reservations', { signal });
  * ```
  */
-export function createRetryingFetch(options: RetryingFetchOptions = {}): FetchFunction {
-  const send = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-  const clock = options.clock ?? systemClock;
-  const sleep = options.sleep ?? timerSleep;
-  const maxRetries = count(options.maxRetries ?? 3, 'maxRetries');
-  const maxTotalWaitMs = count(options.maxTotalWaitMs ?? 60_000, 'maxTotalWaitMs');
-  const defaultDelayMs = count(options.defaultDelayMs ?? 1_000, 'defaultDelayMs');
-  const { onRetry, pace } = options;
+export function createRetryingFetch(options?: RetryingFetchOptions): FetchFunction {
+  const given = optionsObject(options, 'createRetryingFetch takes an options object', true);
+  const send =
+    optionalFunction(given.fetch, 'createRetryingFetch: fetch', 'sends a request as fetch does') ??
+    ((input, init) => globalThis.fetch(input, init));
+  const clock =
+    checkShape(given.clock, 'clock', 'now', 'returns the time in milliseconds') ?? systemClock;
+  const sleep =
+    optionalFunction(given.sleep, 'createRetryingFetch: sleep', 'waits (ms, signal)') ?? timerSleep;
+  const maxRetries = count(given.maxRetries ?? 3, 'maxRetries');
+  const maxTotalWaitMs = count(given.maxTotalWaitMs ?? 60_000, 'maxTotalWaitMs');
+  const defaultDelayMs = count(given.defaultDelayMs ?? 1_000, 'defaultDelayMs');
+  const onRetry = optionalFunction(
+    given.onRetry,
+    'createRetryingFetch: onRetry',
+    'takes a RetryEvent',
+  );
+  const pace = checkShape(given.pace, 'pace', 'acquire', 'waits for a turn (see createPacer)');
 
   return async (input, init) => {
     const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
@@ -100,7 +119,16 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): FetchFu
         done?.();
       }
       if (response.status !== 429 || !replayable || retry > maxRetries) return response;
-      const announced = parseRetryAfter(response.headers.get('retry-after'), clock.now());
+      const now = clock.now();
+      if (!Number.isFinite(now)) {
+        // A delay measured from no time is NaN, which no budget comparison would ever stop.
+        await response.body?.cancel().catch(() => undefined);
+        throw new ConfigurationError(
+          'invalid_option',
+          `createRetryingFetch: clock.now() must return finite milliseconds, got ${describe(now)}; the wait a Retry-After date asks for cannot be measured.`,
+        );
+      }
+      const announced = parseRetryAfter(response.headers.get('retry-after'), now);
       const delayMs = announced ?? defaultDelayMs;
       if (waited + delayMs > maxTotalWaitMs) return response;
       // Free the connection: the 429 body is not read.
@@ -135,6 +163,27 @@ function isReplayable(input: string | URL | Request, init: RequestInit | undefin
     body instanceof ArrayBuffer ||
     ArrayBuffer.isView(body) ||
     body instanceof FormData
+  );
+}
+
+// An optional object option that must have the named method.
+function checkShape<T extends object>(
+  value: T | undefined,
+  name: string,
+  method: string,
+  what: string,
+): T | undefined {
+  if (
+    value === undefined ||
+    (typeof value === 'object' &&
+      value !== null &&
+      typeof (value as Record<string, unknown>)[method] === 'function')
+  ) {
+    return value;
+  }
+  throw new ConfigurationError(
+    'invalid_option',
+    `createRetryingFetch: ${name} must be an object whose ${method}() ${what}, got ${describe(value)}.`,
   );
 }
 

@@ -22,4 +22,5 @@ export {
 } from './pagination-client-error.js';
 export type { Sleep } from './sleep.js';
 export { timerSleep } from './sleep.js';
-// abortableSleep and requestPage are internal: the iterators and the fetch wrapper use them.
+// abortableSleep, requestPage and the option checks are internal: the iterators, the fetch wrapper
+// and the pacer use them.

@@ -14,6 +14,7 @@ import { createLimiter } from '../limits/limiter.js';
 import { MemoryStore } from '../limits/memory-store.js';
 import { type Policy, rate, window } from '../limits/policy.js';
 import type { LimitPreset } from '../limits/presets.js';
+import { optionalFunction, optionsObject } from './option-checks.js';
 import { abortableSleep, type Sleep, timerSleep } from './sleep.js';
 
 /** Options of {@link createPacer}. */
@@ -72,7 +73,8 @@ interface Waiter {
 /**
  * Make a pacer for one client and account. Pass it to `createRetryingFetch({ pace })`.
  * @param options - the preset, clock, sleep and safety margin
- * @throws ConfigurationError `invalid_option` for a preset without time limits or a bad margin
+ * @throws ConfigurationError `invalid_option` when the options are not an object, for a preset
+ * without time limits, a bad margin or a `sleep` that is not a function
  * @example
  * ```ts
  * const fetch = createRetryingFetch({ pace: createPacer({ preset: presets.live }) });
@@ -80,16 +82,23 @@ interface Waiter {
  * ```
  */
 export function createPacer(options: PacerOptions): Pacer {
-  const clock = options.clock ?? systemClock;
-  const sleep = options.sleep ?? timerSleep;
-  const margin = options.safetyMarginMs ?? 50;
+  const given = optionsObject(
+    options,
+    'createPacer takes an options object with the preset',
+    false,
+  );
+  const clock = given.clock ?? systemClock;
+  const sleep =
+    optionalFunction(given.sleep, 'createPacer: sleep', 'waits (ms, signal)') ?? timerSleep;
+  const margin = given.safetyMarginMs ?? 50;
   if (!Number.isSafeInteger(margin) || margin < 0) {
     throw new ConfigurationError(
       'invalid_option',
       `createPacer: safetyMarginMs must be a whole number >= 0, got ${describe(margin)}.`,
     );
   }
-  const { preset, globalNames, maxInFlight } = pacingPreset(options.preset, margin);
+  // pacingPreset refuses a missing preset, or anything else that is not one, with what to pass.
+  const { preset, globalNames, maxInFlight } = pacingPreset(given.preset as LimitPreset, margin);
   const limiter = createLimiter({ preset, clock, store: new MemoryStore() });
   const queue: Waiter[] = [];
   let inFlight = 0;

@@ -1,10 +1,12 @@
 /**
  * Reading a page-number list to its end: `pageNumber` 1, 2, 3, ... until a page comes back empty
  * or says it is the last ("A client that needs all data repeats requests until no more data is
- * returned").
+ * returned"), and refuse a page that is not the one asked for, which would repeat forever.
  * @module
  */
+import { describe } from '../limits/duration.js';
 import { createRetryingFetch } from './fetch.js';
+import { optionalCount, optionalFunction, optionsObject } from './option-checks.js';
 import {
   defaultItems,
   listUrl,
@@ -13,6 +15,7 @@ import {
   paginationField,
   requestPage,
 } from './page-request.js';
+import { PaginationClientError } from './pagination-client-error.js';
 
 /** A page of a page-number list. */
 export interface NumberedPage<T> extends Page<T> {
@@ -22,22 +25,38 @@ export interface NumberedPage<T> extends Page<T> {
 
 /** Options of {@link pageNumberPages} and {@link pageNumberItems}. */
 export interface PageNumberIteratorOptions<T> extends PageRequestOptions<T> {
-  /** Items per page to ask for; absent leaves the server's default. */
+  /**
+   * Items per page to ask for: a whole number from 1 to `Number.MAX_SAFE_INTEGER`; absent leaves
+   * the server's default. Anything else throws a `ConfigurationError` at the first `next()`.
+   */
   pageSize?: number;
-  /** The first page to read. @defaultValue 1 */
+  /**
+   * The first page to read: a whole number from 1 to `Number.MAX_SAFE_INTEGER`. Anything else
+   * throws a `ConfigurationError` at the first `next()`.
+   * @defaultValue 1
+   */
   startPage?: number;
   /**
    * Whether a page is known to be the last, so that no empty page has to be fetched.
-   * @defaultValue `endOfData === true` or `hasMore === false` in the body or its `pagination` member
+   * @defaultValue {@link bodySaysLastPage}
    */
   isLastPage?: (body: unknown) => boolean;
 }
 
 /**
  * The pages of a page-number list, in order, until a page is empty or says it is the last.
+ *
+ * A server that does not serve the page asked for would otherwise be read forever, so a page is
+ * refused with `unexpected_page`, before it is yielded, when its body states another page number
+ * (`pageNumber` at the top or under `pagination`), or, when it states none, when it holds exactly
+ * the items of the page before it. A list with a page after `Number.MAX_SAFE_INTEGER` stops with
+ * `unexpected_page` too: that page number cannot be requested exactly.
  * @param options - the URL, page size, fetch and body readers
- * @throws ConfigurationError `invalid_option` when `url` is not an absolute URL
- * @throws PaginationClientError when a page fails or has no items list
+ * @throws ConfigurationError `invalid_option` when the options are not an object, `url` is not an
+ * absolute URL, `startPage` or `pageSize` is not a whole number >= 1, or a reader is not a
+ * function; before any request
+ * @throws PaginationClientError `unexpected_status` when a page fails; `invalid_page_body` when it
+ * has no items list; `unexpected_page` when it is not the page asked for
  * @example
  * ```ts
  * for await (const page of pageNumberPages({ url: 'https://api.example.com/reservations', pageSize: 200 })) {
@@ -48,18 +67,54 @@ export interface PageNumberIteratorOptions<T> extends PageRequestOptions<T> {
 export async function* pageNumberPages<T = unknown>(
   options: PageNumberIteratorOptions<T>,
 ): AsyncGenerator<NumberedPage<T>, void, undefined> {
-  const fetch = options.fetch ?? createRetryingFetch();
-  const readItems = options.items ?? defaultItems<T>;
-  const isLastPage = options.isLastPage ?? bodySaysLastPage;
-  const list = listUrl(options.url);
-  for (let pageNumber = options.startPage ?? 1; ; pageNumber++) {
+  const given = optionsObject(
+    options,
+    "pageNumberPages and pageNumberItems take an options object with the list's url",
+    false,
+  );
+  const list = listUrl(given.url);
+  const startPage = optionalCount(given.startPage, 'startPage') ?? 1;
+  const pageSize = optionalCount(given.pageSize, 'pageSize');
+  const fetch =
+    optionalFunction(given.fetch, 'fetch', 'sends a request as fetch does') ??
+    createRetryingFetch();
+  const readItems =
+    optionalFunction(given.items, 'items', 'finds the items in a page body') ?? defaultItems<T>;
+  const isLastPage =
+    optionalFunction(given.isLastPage, 'isLastPage', 'tells whether a page body is the last') ??
+    bodySaysLastPage;
+  let previous: readonly T[] | undefined;
+  for (let pageNumber = startPage; ; pageNumber++) {
     const url = new URL(list);
     url.searchParams.set('pageNumber', String(pageNumber));
-    if (options.pageSize !== undefined) url.searchParams.set('pageSize', String(options.pageSize));
-    const page = await requestPage(fetch, url, options.init, readItems);
+    if (pageSize !== undefined) url.searchParams.set('pageSize', String(pageSize));
+    const page = await requestPage(fetch, url, given.init, readItems);
     if (page.items.length === 0) return;
+    const stated = statedPageNumber(page.body);
+    if (stated !== undefined && stated !== pageNumber) {
+      throw new PaginationClientError(
+        'unexpected_page',
+        `GET ${page.url} answered page ${describe(stated)} instead of page ${pageNumber}: the server does not serve the page asked for (it ignores or clamps pageNumber), so reading on would never end; the listing stopped there.`,
+        { url: page.url },
+      );
+    }
+    if (stated === undefined && previous !== undefined && sameItems(previous, page.items)) {
+      throw new PaginationClientError(
+        'unexpected_page',
+        `GET ${page.url} answered the same items as page ${pageNumber - 1}: the server does not move on to the page asked for (it ignores or clamps pageNumber), so reading on would never end; the listing stopped there.`,
+        { url: page.url },
+      );
+    }
     yield { ...page, pageNumber };
     if (isLastPage(page.body)) return;
+    if (pageNumber === Number.MAX_SAFE_INTEGER) {
+      throw new PaginationClientError(
+        'unexpected_page',
+        `GET ${page.url} answered a page that is not the last, but the next page number would pass Number.MAX_SAFE_INTEGER and cannot be requested exactly; the listing stopped there.`,
+        { url: page.url },
+      );
+    }
+    previous = page.items;
   }
 }
 
@@ -80,4 +135,34 @@ export async function* pageNumberItems<T = unknown>(
  */
 export function bodySaysLastPage(body: unknown): boolean {
   return paginationField(body, 'endOfData') === true || paginationField(body, 'hasMore') === false;
+}
+
+// The page number a body states (`pageNumber`, as pageNumberNavigation writes it), as a number or
+// a decimal string; anything else states nothing.
+function statedPageNumber(body: unknown): number | string | undefined {
+  const value = paginationField(body, 'pageNumber');
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string' && /^[0-9]+$/.test(value)) {
+    const number = Number(value);
+    return Number.isSafeInteger(number) ? number : value;
+  }
+  return undefined;
+}
+
+// Whether two pages hold the same items, compared as JSON and item by item, so that two different
+// pages (the usual case) differ at the first item.
+function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] === b[i]) continue;
+    try {
+      const text = JSON.stringify(a[i]);
+      if (text === undefined || text !== JSON.stringify(b[i])) return false;
+    } catch {
+      // Items an items option made that JSON cannot write (a cycle, a BigInt, a function) count
+      // as different.
+      return false;
+    }
+  }
+  return true;
 }

@@ -1,6 +1,7 @@
 /**
  * The error a page iterator throws when it cannot go on: the server answered with an error status,
- * a body without a list of items, or a cursor it had already given (which would loop forever).
+ * a body without a list of items or with a next cursor that cannot be followed, a cursor it had
+ * already given, or a page other than the one asked for (either of which would loop forever).
  * @module
  */
 import { ApiConventionsError, type ErrorOptions, isApiConventionsError } from '../errors.js';
@@ -10,6 +11,9 @@ export const paginationClientErrorCodes = [
   'unexpected_status',
   'invalid_page_body',
   'repeated_cursor',
+  // A page-number page that is not the one asked for (another stated number, the previous
+  // page's items again), or a list that goes on past Number.MAX_SAFE_INTEGER pages.
+  'unexpected_page',
 ] as const;
 
 /** A code of {@link PaginationClientError}. */

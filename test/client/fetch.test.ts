@@ -5,6 +5,7 @@ import {
   type PacedRequest,
   type Pacer,
   type RetryEvent,
+  type RetryingFetchOptions,
   timerSleep,
 } from '../../src/client/index.js';
 import { FakeClock, isConfigurationError } from '../../src/index.js';
@@ -265,6 +266,79 @@ describe('createRetryingFetch', () => {
     ]) {
       expect(isConfigurationError(thrown(() => createRetryingFetch(options)))).toBe(true);
     }
+  });
+
+  it('throws a ConfigurationError, not a TypeError, for options that are not an object, and takes no options as the defaults', () => {
+    for (const options of [null, 5, 'fast', [], () => undefined]) {
+      const error = thrown(() => createRetryingFetch(options as never));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect((error as Error).message).toMatch(
+        /^createRetryingFetch takes an options object, got .+; leave it out for the defaults\.$/,
+      );
+    }
+    expect(typeof createRetryingFetch()).toBe('function');
+    expect(typeof createRetryingFetch(undefined)).toBe('function');
+  });
+
+  it('throws a ConfigurationError naming the option for a fetch, sleep, onRetry, clock or pace of the wrong shape', () => {
+    const cases: [RetryingFetchOptions, string][] = [
+      [{ fetch: 5 as never }, 'fetch must be a function'],
+      [{ sleep: 'later' as never }, 'sleep must be a function'],
+      [{ onRetry: {} as never }, 'onRetry must be a function'],
+      [{ clock: Date.now as never }, 'clock must be an object whose now() returns the time'],
+      [{ clock: {} as never }, 'clock must be an object whose now() returns the time'],
+      [
+        { pace: { waiting: 0 } as never },
+        'pace must be an object whose acquire() waits for a turn',
+      ],
+    ];
+    for (const [options, message] of cases) {
+      const error = thrown(() => createRetryingFetch(options));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect((error as Error).message).toContain(`createRetryingFetch: ${message}`);
+    }
+  });
+
+  it('never waits more than maxTotalWaitMs in total for any clock and HTTP-date Retry-After, and rejects with a ConfigurationError, sending nothing more, when the clock returns no finite time', async () => {
+    const clockReading = fc.oneof(
+      fc.integer({ min: 0, max: 4_000_000_000_000 }),
+      fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY),
+      fc.constantFrom(undefined, '1700000000000', null),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        clockReading,
+        fc.array(fc.integer({ min: 0, max: 4_000_000_000 }), { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: 0, max: 120_000 }),
+        async (reading, retryAtSeconds, maxTotalWaitMs) => {
+          // Arrange: every answer is a 429 whose Retry-After is an HTTP-date.
+          const { waits, sleep } = recordingSleep();
+          const dates = retryAtSeconds.map((s) => new Date(s * 1000).toUTCString());
+          const { fetch, sent } = scripted(dates.map((d) => tooMany(d)));
+          const retrying = createRetryingFetch({
+            fetch,
+            sleep,
+            clock: { now: () => reading as number },
+            maxRetries: dates.length,
+            maxTotalWaitMs,
+          });
+          // Act
+          const outcome = await retrying('https://a.test/x').catch((e: unknown) => e);
+          // Assert
+          expect(waits.reduce((sum, ms) => sum + ms, 0)).toBeLessThanOrEqual(maxTotalWaitMs);
+          if (typeof reading === 'number' && Number.isFinite(reading)) {
+            expect((outcome as Response).status).toBe(429);
+          } else {
+            expect(isConfigurationError(outcome) && outcome.code).toBe('invalid_option');
+            expect((outcome as Error).message).toContain(
+              'createRetryingFetch: clock.now() must return finite milliseconds, got ',
+            );
+            expect(sent).toHaveLength(1);
+            expect(waits).toEqual([]);
+          }
+        },
+      ),
+    );
   });
 });
 

@@ -298,4 +298,18 @@ describe('createPacer', () => {
       expect(isConfigurationError(thrown(() => createPacer(options)))).toBe(true);
     }
   });
+
+  it('throws a ConfigurationError, not a TypeError, for options that are not an object or a sleep that is not a function', () => {
+    for (const options of [null, undefined, 'live', [livePreset()]]) {
+      const error = thrown(() => createPacer(options as never));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect((error as Error).message).toContain(
+        'createPacer takes an options object with the preset, got ',
+      );
+    }
+    const error = thrown(() => createPacer({ preset: livePreset(), sleep: 10 as never }));
+    expect(isConfigurationError(error) && (error as Error).message).toContain(
+      'createPacer: sleep must be a function',
+    );
+  });
 });

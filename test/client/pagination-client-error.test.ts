@@ -12,6 +12,7 @@ describe('PaginationClientError', () => {
       'unexpected_status',
       'invalid_page_body',
       'repeated_cursor',
+      'unexpected_page',
     ]);
   });
 
