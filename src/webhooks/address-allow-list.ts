@@ -20,13 +20,22 @@ export interface AddressAllowList {
  * Parse addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.0.0/8`, `fd00::/8`).
  * @param entries - the allowed addresses and ranges; empty allows nothing
  * @returns the allow-list
- * @throws ConfigurationError `invalid_address_allow_list` naming the entry that is neither
+ * @throws ConfigurationError `invalid_address_allow_list` when `entries` is not an array, or for
+ * an entry that is neither an address nor a range (the message names it)
  * @example
  * ```ts
  * addressAllowList(['127.0.0.1', '10.1.0.0/16']).allows('10.1.2.3'); // true
  * ```
  */
 export function addressAllowList(entries: readonly string[] = []): AddressAllowList {
+  if (!Array.isArray(entries)) {
+    const got =
+      entries === null ? 'null' : `${typeof entries === 'object' ? 'an' : 'a'} ${typeof entries}`;
+    throw new ConfigurationError(
+      'invalid_address_allow_list',
+      `The allow-list must be an array of addresses and CIDR ranges, such as ['127.0.0.1', '10.0.0.0/8'], even for one entry; got ${got}.`,
+    );
+  }
   const ranges = entries.map((entry, at) => {
     try {
       const cidr = entry.includes('/')
@@ -47,7 +56,7 @@ export function addressAllowList(entries: readonly string[] = []): AddressAllowL
   });
   return {
     allows(address) {
-      if (ranges.length === 0) return false;
+      if (ranges.length === 0 || typeof address !== 'string') return false;
       const literal =
         address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
       if (!ipaddr.isValid(literal)) return false;

@@ -68,7 +68,8 @@ export type CreateSubscriptionOutcome =
  * @param accountCode - the authenticated account the subscription belongs to
  * @param options - validation bounds, clock, id source, storage and the refusal's status
  * @returns 201 with the stored subscription, or the refusal with every issue
- * @throws ConfigurationError when an option is wrong, the id source returns no string, or the
+ * @throws ConfigurationError when `options` is not an object or an option is wrong (as for
+ *   {@link validateSubscriptionRequest}), the id source returns no string, or the
  *   clock returns no time a Date can hold
  * @example
  * ```ts
@@ -85,6 +86,12 @@ export function createSubscription(
   accountCode: string,
   options: CreateSubscriptionOptions = {},
 ): CreateSubscriptionOutcome {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'The options of createSubscription must be an object (clock, generateId, index, errorStatus, validation bounds), or left out.',
+    );
+  }
   const errorStatus = options.errorStatus ?? 400;
   if (!Number.isInteger(errorStatus) || errorStatus < 400 || errorStatus > 499) {
     throw new ConfigurationError(

@@ -5,6 +5,7 @@
  * @module
  */
 import ipaddr from 'ipaddr.js';
+import { ConfigurationError } from '../errors.js';
 import type { AddressAllowList } from './address-allow-list.js';
 import { addressAllowList } from './address-allow-list.js';
 import { forbiddenAddressRange } from './forbidden-address.js';
@@ -76,7 +77,8 @@ export type EndpointUrlResult =
  * @param input - the URL; anything that is not a string is `url_invalid`
  * @param options - the policy's switches
  * @returns the normalised URL to store, or the errors
- * @throws ConfigurationError `invalid_address_allow_list` for a bad `allow` entry
+ * @throws ConfigurationError `invalid_option` when `options` is not an object, and
+ * `invalid_address_allow_list` when `allow` is not an array or holds a bad entry, whatever the input
  * @example
  * ```ts
  * checkEndpointUrl('https://hooks.example.com/in');  // { ok: true, value: 'https://hooks.example.com/in' }
@@ -87,13 +89,43 @@ export function checkEndpointUrl(
   input: unknown,
   options: EndpointUrlOptions = {},
 ): EndpointUrlResult {
+  return endpointUrlPolicy(options)(input);
+}
+
+/**
+ * The policy's check with its options read and checked once, so that a bad option is refused
+ * before any URL is looked at (and an allow-list is parsed once for many URLs).
+ * @param options - the policy's switches
+ * @returns the check of {@link checkEndpointUrl} under these options
+ * @throws ConfigurationError as {@link checkEndpointUrl} does for its options
+ */
+export function endpointUrlPolicy(
+  options: EndpointUrlOptions = {},
+): (input: unknown) => EndpointUrlResult {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'The endpointUrl options must be an object { allowHttp?, maxLength?, allow? }, or left out.',
+    );
+  }
+  const allowed = addressAllowList(options.allow);
+  const maxLength = options.maxLength ?? DEFAULT_MAX_ENDPOINT_URL_LENGTH;
+  const allowHttp = options.allowHttp === true;
+  return (input) => check(input, maxLength, allowHttp, allowed);
+}
+
+function check(
+  input: unknown,
+  maxLength: number,
+  allowHttp: boolean,
+  allowed: AddressAllowList,
+): EndpointUrlResult {
   if (typeof input !== 'string') {
     return fail(
       'url_invalid',
       'The URL must be a string such as https://hooks.example.com/webhooks.',
     );
   }
-  const maxLength = options.maxLength ?? DEFAULT_MAX_ENDPOINT_URL_LENGTH;
   if (input.length > maxLength) {
     return fail(
       'url_too_long',
@@ -119,8 +151,8 @@ export function checkEndpointUrl(
     );
   }
   const errors: EndpointUrlError[] = [];
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && options.allowHttp === true)) {
-    const schemes = options.allowHttp === true ? 'https: or http:' : 'https:';
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowHttp)) {
+    const schemes = allowHttp ? 'https: or http:' : 'https:';
     errors.push({
       code: 'url_scheme_not_allowed',
       message: `The scheme is ${url.protocol}; use ${schemes}.`,
@@ -139,7 +171,7 @@ export function checkEndpointUrl(
       message: 'The URL has a fragment ("#..."); remove it, it is never sent.',
     });
   }
-  const hostError = checkHost(url.hostname, addressAllowList(options.allow));
+  const hostError = checkHost(url.hostname, allowed);
   if (hostError !== undefined) errors.push(hostError);
   return errors.length === 0 ? { ok: true, value: url.href } : { ok: false, errors };
 }

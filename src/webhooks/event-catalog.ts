@@ -52,14 +52,21 @@ export interface EventCatalog {
  * Make a catalog of known topics and events. Topic and event names follow the event-kind grammar.
  * @param definition - topics mapped to their events (or `'*'`)
  * @returns the catalog
- * @throws ConfigurationError `invalid_event_catalog` when there is no topic, a name is not well
- * formed, a topic has no events, or an event is listed twice
+ * @throws ConfigurationError `invalid_event_catalog` when the definition is no object, there is
+ * no topic, a name is not a string or not well formed, a topic has no events, or an event is
+ * listed twice
  * @example
  * ```ts
  * const catalog = defineEventCatalog({ folio: ['created', 'charges-changed'], reservation: '*' });
  * ```
  */
 export function defineEventCatalog(definition: EventCatalogDefinition): EventCatalog {
+  if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) {
+    throw new ConfigurationError(
+      'invalid_event_catalog',
+      `An event catalog is defined by an object mapping each topic to its events, such as { folio: ['created'], reservation: '*' }; got ${definition === null || definition === undefined ? String(definition) : Array.isArray(definition) ? 'an array' : `a ${typeof definition}`}.`,
+    );
+  }
   const events = new Map<string, readonly string[] | '*'>();
   for (const [topic, list] of Object.entries(definition)) {
     if (list === '*') {
@@ -73,7 +80,21 @@ export function defineEventCatalog(definition: EventCatalogDefinition): EventCat
         `Topic "${topic}" needs a non-empty list of events, or '*' when its events are not enumerated.`,
       );
     }
-    for (const event of list) checkName(`${topic}/${String(event)}`, 'kind');
+    for (const [at, event] of list.entries()) {
+      // Event kinds are strings: a number listed here could never be subscribed to.
+      if (typeof event !== 'string') {
+        const what =
+          event === null || event === undefined
+            ? String(event)
+            : `${typeof event === 'object' ? 'an' : 'a'} ${typeof event}`;
+        const example = typeof event === 'number' ? String(event) : 'created';
+        throw new ConfigurationError(
+          'invalid_event_catalog',
+          `Topic "${topic}" lists ${what} at position ${at}; list event names as strings, such as '${example}'.`,
+        );
+      }
+      checkName(`${topic}/${event}`, 'kind');
+    }
     if (new Set(list).size !== list.length) {
       throw new ConfigurationError(
         'invalid_event_catalog',

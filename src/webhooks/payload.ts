@@ -8,6 +8,7 @@ import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
 import { parseEventKind } from './event-kind.js';
+import { isWebhookId, WEBHOOK_ID_RULE } from './signature.js';
 
 /** An event that occurred, to be sent to the subscriptions that match it. */
 export interface WebhookEvent {
@@ -51,7 +52,11 @@ export interface WebhookMessage {
 export interface WebhookMessageOptions {
   /** Time of the event. @defaultValue {@link systemClock} */
   clock?: Clock;
-  /** Message ids. @defaultValue `msg_` and a random UUID */
+  /**
+   * Message ids, each sent as `webhook-id`: 1 to 256 visible ASCII characters without spaces or
+   * commas.
+   * @defaultValue `msg_` and a random UUID
+   */
   generateId?: () => string;
   /**
    * Build another envelope from the event, the id and the time (ms); it is serialised with
@@ -86,7 +91,10 @@ export function defaultEnvelope(event: WebhookEvent, id: string, at: number): We
  * @param event - the event; its kind must be a valid `<topic>/<event>`
  * @param options - clock, id source and envelope
  * @returns the id and body to deliver to every matching subscription
- * @throws ConfigurationError `invalid_option` for a malformed kind or an envelope JSON cannot hold
+ * @throws ConfigurationError `invalid_option` for an event that is no object, a malformed kind,
+ * an option of the wrong type, an id source whose id `signWebhook` would refuse (it must return 1
+ * to 256 visible ASCII characters without spaces or commas), a clock whose time no Date can hold,
+ * or an envelope JSON cannot hold
  * @example
  * ```ts
  * const message = createWebhookMessage({ accountCode: 'ACME', kind: 'folio/created', data: { folioId: 'F1' } });
@@ -96,6 +104,31 @@ export function createWebhookMessage(
   event: WebhookEvent,
   options: WebhookMessageOptions = {},
 ): WebhookMessage {
+  if (typeof event !== 'object' || event === null) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createWebhookMessage needs an event { accountCode, kind, propertyId?, data? }; got ${kindOf(event)}.`,
+    );
+  }
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'The options of createWebhookMessage must be an object { clock?, generateId?, envelope? }, or left out.',
+    );
+  }
+  const { clock = systemClock, generateId = defaultId, envelope = defaultEnvelope } = options;
+  for (const [name, value] of [
+    ['generateId', generateId],
+    ['envelope', envelope],
+    ['clock.now', typeof clock === 'object' && clock !== null ? clock.now : undefined],
+  ] as const) {
+    if (typeof value !== 'function') {
+      throw new ConfigurationError(
+        'invalid_option',
+        `${name} must be a function; leave it out for the default.`,
+      );
+    }
+  }
   const kind = parseEventKind(event.kind);
   if (!kind.ok) {
     throw new ConfigurationError(
@@ -103,11 +136,24 @@ export function createWebhookMessage(
       `The event kind is invalid: ${kind.error.message}`,
     );
   }
-  const id = (options.generateId ?? (() => `msg_${randomUUID()}`))();
-  const at = (options.clock ?? systemClock).now();
+  const id: unknown = generateId();
+  if (!isWebhookId(id)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `generateId must return a message id signWebhook accepts, ${WEBHOOK_ID_RULE}; got ${typeof id === 'string' ? JSON.stringify(id.slice(0, 64)) : kindOf(id)}.`,
+    );
+  }
+  const at: unknown = clock.now();
+  // The envelope states the time as ISO 8601, which only a time a Date can hold has.
+  if (typeof at !== 'number' || Number.isNaN(new Date(at).getTime())) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `clock.now() must return a time in ms that a Date can hold (a finite number within ±8.64e15), got ${typeof at === 'number' ? String(at) : kindOf(at)}.`,
+    );
+  }
   let body: string | undefined;
   try {
-    body = JSON.stringify((options.envelope ?? defaultEnvelope)(event, id, at));
+    body = JSON.stringify(envelope(event, id, at));
   } catch (error) {
     throw new ConfigurationError(
       'invalid_option',
@@ -119,4 +165,15 @@ export function createWebhookMessage(
     throw new ConfigurationError('invalid_option', 'The envelope must be a JSON value.');
   }
   return { id, body };
+}
+
+function defaultId(): string {
+  return `msg_${randomUUID()}`;
+}
+
+// What a value is, for messages: "null", "a number", "an object".
+function kindOf(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  const type = typeof value;
+  return `${type === 'object' ? 'an' : 'a'} ${type}`;
 }

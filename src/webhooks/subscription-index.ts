@@ -256,25 +256,21 @@ export class SubscriptionIndex {
   }
 
   // The leaf keys of a held subscription: its wildcards, and its kinds no wildcard of its own covers.
+  // Linear in the number of events: a subscription may name thousands.
   #keysOf(subscription: Subscription): number[] {
-    const { events } = subscription;
     const patterns: PatternKey[] = [];
-    let wildcards = false;
-    for (const text of events) {
+    const wildcards = new Set<number>();
+    for (const text of subscription.events) {
       const pattern = this.#patterns.get(text)!;
-      wildcards ||= pattern.wildcard;
+      if (pattern.wildcard) wildcards.add(pattern.key);
       patterns.push(pattern);
     }
-    const keys: number[] = [];
+    const keys = new Set<number>();
     for (const pattern of patterns) {
-      if (keys.includes(pattern.key)) continue;
-      const covered =
-        wildcards &&
-        !pattern.wildcard &&
-        patterns.some((p) => p.wildcard && p.key === pattern.topicKey);
-      if (!covered) keys.push(pattern.key);
+      if (!pattern.wildcard && wildcards.has(pattern.topicKey)) continue;
+      keys.add(pattern.key);
     }
-    return keys;
+    return [...keys];
   }
 
   // Counts one more use of a (checked) pattern, giving it a key at its first use.
@@ -311,19 +307,24 @@ export class SubscriptionIndex {
 
 function checkShape(subscription: Subscription): void {
   const s = subscription as unknown as Record<string, unknown>;
+  // A leaf holds one subscription, an array or a Set of them: a subscription that is itself an
+  // array or a Set would be taken for a leaf.
   const problem =
     typeof s !== 'object' || s === null
       ? 'is not an object'
-      : typeof s.id !== 'string' || s.id === ''
-        ? 'needs a non-empty string id'
-        : typeof s.accountCode !== 'string'
-          ? 'needs a string accountCode'
-          : !Array.isArray(s.events) || s.events.some((e) => typeof e !== 'string')
-            ? 'needs events, an array of strings'
-            : s.propertyIds !== undefined &&
-                (!Array.isArray(s.propertyIds) || s.propertyIds.some((p) => typeof p !== 'string'))
-              ? 'needs propertyIds to be absent or an array of strings'
-              : undefined;
+      : Array.isArray(s) || s instanceof Set
+        ? 'must be a plain object, not an array or a Set'
+        : typeof s.id !== 'string' || s.id === ''
+          ? 'needs a non-empty string id'
+          : typeof s.accountCode !== 'string'
+            ? 'needs a string accountCode'
+            : !Array.isArray(s.events) || s.events.some((e) => typeof e !== 'string')
+              ? 'needs events, an array of strings'
+              : s.propertyIds !== undefined &&
+                  (!Array.isArray(s.propertyIds) ||
+                    s.propertyIds.some((p) => typeof p !== 'string'))
+                ? 'needs propertyIds to be absent or an array of strings'
+                : undefined;
   if (problem !== undefined) {
     throw new ConfigurationError('invalid_subscription', `The subscription ${problem}.`);
   }

@@ -5,8 +5,12 @@
  * @module
  */
 import { ConfigurationError } from '../errors.js';
-import type { EndpointUrlErrorCode, EndpointUrlOptions } from './endpoint-url.js';
-import { checkEndpointUrl, endpointUrlErrorCodes } from './endpoint-url.js';
+import type {
+  EndpointUrlErrorCode,
+  EndpointUrlOptions,
+  EndpointUrlResult,
+} from './endpoint-url.js';
+import { endpointUrlErrorCodes, endpointUrlPolicy } from './endpoint-url.js';
 import type { EventCatalog, EventCatalogErrorCode } from './event-catalog.js';
 import { eventCatalogErrorCodes } from './event-catalog.js';
 import type { EventPatternErrorCode } from './event-kind.js';
@@ -106,7 +110,10 @@ const FIELDS = ['endpointUrl', 'events', 'propertyIds'];
  * @param body - the parsed JSON body; anything
  * @param options - bounds, the endpointUrl policy and an optional catalog
  * @returns the validated request, or every issue with its JSON pointer
- * @throws ConfigurationError `invalid_limit` when a bound in `options` is not a positive integer
+ * @throws ConfigurationError, whatever the body, `invalid_option` when `options` or its
+ * `endpointUrl` is not an object, `invalid_limit` when a bound is not a positive integer,
+ * `invalid_event_catalog` when `catalog` was not made by `defineEventCatalog()`, and
+ * `invalid_address_allow_list` for a bad `endpointUrl.allow`
  * @example
  * ```ts
  * const result = validateSubscriptionRequest({ endpointUrl: 'https://x.example/in', events: [] });
@@ -117,13 +124,36 @@ export function validateSubscriptionRequest(
   body: unknown,
   options: SubscriptionRequestOptions = {},
 ): SubscriptionRequestResult {
+  // Every option is checked before the body is read: a bad one throws on the first request,
+  // whatever that request holds.
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'The options of validateSubscriptionRequest must be an object { endpointUrl?, catalog?, maxEvents?, maxPropertyIds?, maxPropertyIdLength? }, or left out.',
+    );
+  }
   const limits = { ...subscriptionRequestDefaults, ...definedOnly(options) };
   for (const name of ['maxEvents', 'maxPropertyIds', 'maxPropertyIdLength'] as const) {
     checkBound(name, limits[name]);
   }
-  if (options.endpointUrl?.maxLength !== undefined) {
+  const { catalog } = options;
+  if (
+    catalog !== undefined &&
+    (typeof catalog !== 'object' || catalog === null || typeof catalog.check !== 'function')
+  ) {
+    throw new ConfigurationError(
+      'invalid_event_catalog',
+      "catalog must be an event catalog made by defineEventCatalog(), such as defineEventCatalog({ folio: ['created'] }); leave it out to accept any well-formed kind.",
+    );
+  }
+  if (
+    typeof options.endpointUrl === 'object' &&
+    options.endpointUrl !== null &&
+    options.endpointUrl.maxLength !== undefined
+  ) {
     checkBound('endpointUrl.maxLength', options.endpointUrl.maxLength);
   }
+  const checkUrl = endpointUrlPolicy(options.endpointUrl);
   const issues: SubscriptionRequestIssue[] = [];
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     issues.push({
@@ -143,9 +173,9 @@ export function validateSubscriptionRequest(
       });
     }
   }
-  const endpointUrl = validateEndpointUrl(fields, options.endpointUrl ?? {}, issues);
+  const endpointUrl = validateEndpointUrl(fields, checkUrl, issues);
   const events = validateList(fields, 'events', limits.maxEvents, true, issues, (value, path) =>
-    eventIssue(value, path, options.catalog),
+    eventIssue(value, path, catalog),
   );
   const propertyIds = validateList(
     fields,
@@ -166,7 +196,7 @@ export function validateSubscriptionRequest(
 
 function validateEndpointUrl(
   fields: Record<string, unknown>,
-  policy: EndpointUrlOptions,
+  checkUrl: (input: unknown) => EndpointUrlResult,
   issues: SubscriptionRequestIssue[],
 ): string | undefined {
   const value = fields.endpointUrl;
@@ -186,7 +216,7 @@ function validateEndpointUrl(
     });
     return undefined;
   }
-  const checked = checkEndpointUrl(value, policy);
+  const checked = checkUrl(value);
   if (checked.ok) return checked.value;
   for (const error of checked.errors) issues.push(issue(error.code, '/endpointUrl', error.message));
   return undefined;

@@ -117,6 +117,17 @@ describe('createSubscription', () => {
     expect((caught as Error).message).toMatch(message);
   });
 
+  it('throws a ConfigurationError for options that are null, and for a bad option whatever the body', () => {
+    const nullOptions = thrown(() => createSubscription(body, 'ACME', null as never));
+    expect(isConfigurationError(nullOptions) && nullOptions.code).toBe('invalid_option');
+    for (const request of [body, {}, null]) {
+      const caught = thrown(() =>
+        createSubscription(request, 'ACME', { endpointUrl: { allow: '10.0.0.0/8' as never } }),
+      );
+      expect(isConfigurationError(caught) && caught.code).toBe('invalid_address_allow_list');
+    }
+  });
+
   it('throws a ConfigurationError and stores nothing for a clock whose time no Date can hold', () => {
     for (const time of [Number.NaN, Number.POSITIVE_INFINITY, 1e20]) {
       const index = new SubscriptionIndex();

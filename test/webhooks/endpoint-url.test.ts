@@ -1,7 +1,13 @@
 // The endpointUrl policy and the classification of forbidden addresses.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkEndpointUrl, endpointUrlErrorCodes, forbiddenAddressRange } from '../../src/index.js';
+import {
+  checkEndpointUrl,
+  endpointUrlErrorCodes,
+  forbiddenAddressRange,
+  isConfigurationError,
+} from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
 
 const codesOf = (url: string, options = {}) => {
   const result = checkEndpointUrl(url, options);
@@ -127,6 +133,23 @@ describe('endpointUrl policy', () => {
           }
         },
       ),
+    );
+  });
+});
+
+describe('endpointUrl policy: its options', () => {
+  it.each([
+    ['options null', null, 'invalid_option'],
+    ['options a string', 'https', 'invalid_option'],
+    ['allow a string', { allow: '10.0.0.0/8' }, 'invalid_address_allow_list'],
+    ['allow holding no address', { allow: ['localhost'] }, 'invalid_address_allow_list'],
+  ])('refuses %s with a ConfigurationError, whatever the URL', (_, options, code) => {
+    fc.assert(
+      fc.property(fc.oneof(fc.webUrl(), fc.string(), fc.anything()), (input) => {
+        const error = thrown(() => checkEndpointUrl(input, options as never));
+        expect(isConfigurationError(error) && error.code).toBe(code);
+      }),
+      { numRuns: 50 },
     );
   });
 });

@@ -1,4 +1,5 @@
 // The event catalog: known patterns, refusals with suggestions, bad definitions.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EventPattern } from '../../src/index.js';
 import {
@@ -70,10 +71,46 @@ describe('event catalog', () => {
     [{ folio: ['created', 'created'] }, /twice/],
     [{ folio: ['*'] }, /must name an event/],
     [{ folio: ['a/b'] }, /not well formed/],
+    [null, /an object mapping each topic to its events.*got null/],
+    [undefined, /an object mapping each topic to its events.*got undefined/],
+    [['folio/created'], /an object mapping each topic to its events.*got an array/],
+    ['folio', /an object mapping each topic to its events.*got a string/],
+    [{ folio: [5, 'created'] }, /Topic "folio" lists a number at position 0; .* such as '5'/],
+    [{ folio: ['created', null] }, /Topic "folio" lists null at position 1/],
+    [{ folio: ['created', { name: 'closed' }] }, /lists an object at position 1/],
   ])('refuses the definition %j with a ConfigurationError', (definition, message) => {
-    const caught = thrown(() => defineEventCatalog(definition));
+    const caught = thrown(() => defineEventCatalog(definition as never));
     expect(isConfigurationError(caught)).toBe(true);
     expect((caught as { code: string }).code).toBe('invalid_event_catalog');
     expect((caught as Error).message).toMatch(message);
+  });
+
+  it('accepts only string event names, so that every kind it lists can be subscribed to', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.constantFrom('created', 'closed', '5'), fc.anything()), {
+          minLength: 1,
+          maxLength: 4,
+        }),
+        (list) => {
+          // Act
+          let defined: ReturnType<typeof defineEventCatalog> | undefined;
+          const caught = thrown(() => {
+            defined = defineEventCatalog({ folio: list as string[] });
+          });
+          // Assert
+          if (caught !== undefined) {
+            expect(isConfigurationError(caught) && caught.code).toBe('invalid_event_catalog');
+            return;
+          }
+          const events = defined!.eventsOf('folio');
+          expect(Array.isArray(events)).toBe(true);
+          for (const event of events as readonly string[]) {
+            expect(typeof event).toBe('string');
+            expect(defined!.check(pattern(`folio/${event}`))).toBeUndefined();
+          }
+        },
+      ),
+    );
   });
 });

@@ -6,6 +6,8 @@ import {
   generateWebhookSecret,
   isConfigurationError,
   signWebhook,
+  verifyWebhook,
+  WEBHOOK_SECRET_BYTES,
   WEBHOOK_SECRET_PREFIX,
   webhookSecretKey,
 } from '../../src/index.js';
@@ -99,5 +101,159 @@ describe('signWebhook', () => {
       const error = thrown(() => signWebhook(input, secret));
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');
     }
+  });
+});
+
+describe('webhook secrets', () => {
+  it('refuses a secret of ten million base64 characters by its length, in every function that reads one', () => {
+    // Arrange: a secret far longer than the 88 characters of 64 bytes, all of it base64.
+    const secret = `${WEBHOOK_SECRET_PREFIX}${'A'.repeat(10_000_000)}`;
+    for (const attempt of [
+      () => webhookSecretKey(secret),
+      () => signWebhook({ id: 'msg_1', timestamp: 1, body: '{}' }, secret),
+      () => verifyWebhook('{}', {}, { secrets: secret }),
+    ]) {
+      // Act
+      const error = thrown(attempt);
+      // Assert
+      expect(isConfigurationError(error) && error.code).toBe('invalid_webhook_secret');
+      expect((error as Error).message).toContain('32 to 88 characters); this one has 10000000');
+    }
+  });
+
+  it('returns 24 to 64 key bytes or throws invalid_webhook_secret, for any string of any length', () => {
+    const base64Char = fc.constantFrom(
+      ...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=',
+    );
+    const secretArb = fc.oneof(
+      fc.string(),
+      fc.string({ unit: base64Char, maxLength: 120 }),
+      // Long base64 text, the shape that makes a backtracking engine recurse per group.
+      fc
+        .tuple(fc.integer({ min: 89, max: 3_000_000 }), fc.constantFrom('A', '+', 'z'))
+        .map(([length, char]) => char.repeat(length)),
+      fc.uint8Array({ minLength: 0, maxLength: 80 }).map((b) => Buffer.from(b).toString('base64')),
+    );
+    fc.assert(
+      fc.property(secretArb, fc.boolean(), (text, prefixed) => {
+        const secret = prefixed ? `${WEBHOOK_SECRET_PREFIX}${text}` : text;
+        const error = thrown(() => webhookSecretKey(secret));
+        if (error === undefined) {
+          const key = webhookSecretKey(secret);
+          expect(key.length).toBeGreaterThanOrEqual(WEBHOOK_SECRET_BYTES.min);
+          expect(key.length).toBeLessThanOrEqual(WEBHOOK_SECRET_BYTES.max);
+        } else {
+          expect(isConfigurationError(error) && error.code).toBe('invalid_webhook_secret');
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('generates only secrets that webhookSecretKey accepts, or throws invalid_option naming what the random source must return', () => {
+    // Arrange: random sources that return the bytes asked for, too few, too many, or no bytes.
+    const sourceArb = fc.oneof(
+      fc.constant((size: number) => new Uint8Array(size).fill(1)),
+      fc.uint8Array({ maxLength: 100 }).map((bytes) => () => bytes),
+      fc.anything().map((value) => () => value),
+      fc.anything(),
+    );
+    fc.assert(
+      fc.property(sourceArb, (source) => {
+        // Act
+        let secret: string | undefined;
+        const error = thrown(() => {
+          secret = generateWebhookSecret(source as never);
+        });
+        // Assert
+        if (error === undefined) {
+          expect(webhookSecretKey(secret!)).toHaveLength(32);
+        } else {
+          expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+          expect((error as Error).message).toMatch(/Uint8Array/);
+        }
+      }),
+    );
+  });
+
+  it.each([
+    ['a string', 'x', /source of random bytes, \(size\) => Uint8Array.*got a string/],
+    ['a number from the source', () => 5, /Uint8Array of the 32 bytes asked for; got a number/],
+    ['text from the source', () => 'abc', /got a string/],
+    ['16 bytes', () => new Uint8Array(16), /32 bytes asked for; got 16 bytes/],
+    ['100 bytes', () => new Uint8Array(100), /32 bytes asked for; got 100 bytes/],
+  ])('generateWebhookSecret refuses %s with invalid_option', (_, source, message) => {
+    const error = thrown(() => generateWebhookSecret(source as never));
+    expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    expect((error as Error).message).toMatch(message);
+  });
+});
+
+describe('signWebhook: what it signs', () => {
+  const secret = generateWebhookSecret((n) => new Uint8Array(n).fill(3));
+
+  it.each([
+    ['undefined', undefined, /got undefined/],
+    ['null', null, /got null/],
+    ['a parsed object', {}, /got an object/],
+    ['an ArrayBuffer', new ArrayBuffer(3), /new Uint8Array\(arrayBuffer\).*got an ArrayBuffer/],
+    ['a number', 5, /got a number/],
+    ['a DataView', new DataView(new ArrayBuffer(3)), /got a DataView/],
+  ])('refuses a body that is %s with invalid_option, as verifyWebhook does', (_, body, message) => {
+    const error = thrown(() => signWebhook({ id: 'msg_1', timestamp: 1, body } as never, secret));
+    expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    expect((error as Error).message).toMatch(message);
+    const verifying = thrown(() => verifyWebhook(body as never, {}, { secrets: secret }));
+    expect(isConfigurationError(verifying) && verifying.code).toBe('invalid_option');
+  });
+
+  it('accepts exactly the bodies verifyWebhook accepts, and signs a Uint8Array like the string it encodes', () => {
+    const bodyArb = fc.oneof(
+      fc.string(),
+      fc.uint8Array(),
+      fc.string().map((text) => new TextEncoder().encode(text)),
+      fc.anything(),
+    );
+    fc.assert(
+      fc.property(bodyArb, (body) => {
+        // Arrange
+        const timestamp = Math.floor(Date.now() / 1000);
+        // Act
+        let headers: ReturnType<typeof signWebhook> | undefined;
+        const signing = thrown(() => {
+          headers = signWebhook({ id: 'msg_1', timestamp, body } as never, secret);
+        });
+        const verifying = thrown(() => verifyWebhook(body as never, {}, { secrets: secret }));
+        // Assert
+        expect(signing === undefined).toBe(verifying === undefined);
+        if (signing !== undefined) {
+          expect(isConfigurationError(signing) && signing.code).toBe('invalid_option');
+          return;
+        }
+        expect(verifyWebhook(body as never, headers!, { secrets: secret }).ok).toBe(true);
+        if (body instanceof Uint8Array) {
+          const bytes = Buffer.from(body);
+          expect(signWebhook({ id: 'msg_1', timestamp, body: bytes }, secret)).toEqual(headers);
+        }
+      }),
+    );
+  });
+
+  it.each([
+    ['null', null],
+    ['undefined', undefined],
+    ['a string', 'msg_1'],
+  ])('refuses an input that is %s with invalid_option', (_, input) => {
+    const error = thrown(() => signWebhook(input as never, secret));
+    expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    expect((error as Error).message).toMatch(/signWebhook needs \{ id, timestamp, body \}/);
+  });
+
+  it('refuses an id of ten million characters as it refuses any id over 256', () => {
+    for (const id of ['x'.repeat(257), 'x'.repeat(10_000_000)]) {
+      const error = thrown(() => signWebhook({ id, timestamp: 1, body: '' }, secret));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    }
+    expect(signWebhook({ id: 'x'.repeat(256), timestamp: 1, body: '' }, secret)).toBeDefined();
   });
 });

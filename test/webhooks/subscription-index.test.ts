@@ -372,6 +372,139 @@ describe('SubscriptionIndex: bad input', () => {
   });
 });
 
+describe('SubscriptionIndex: a subscription with very many events', () => {
+  it('adds, matches and removes a subscription of 100,000 events in time linear in their number', () => {
+    // Arrange: 100,000 kinds of distinct topics and two wildcards. Comparing every event with the
+    // others is billions of comparisons, minutes of work, far past this test's timeout of 60
+    // seconds; one pass over them takes a second or two even on a busy machine.
+    const n = 100_000;
+    const events = [...Array.from({ length: n }, (_, i) => `t${i}/e`), 'zz/*', 't7/*'];
+    const subscription: Subscription = {
+      id: 'many',
+      accountCode: 'acme',
+      endpointUrl: 'https://hooks.example.com/in',
+      events,
+      createdAt: '2026-01-01T00:00:00.000Z',
+    };
+    const index = new SubscriptionIndex();
+    // Act and assert
+    index.add(subscription);
+    expect(index.stats()).toEqual({
+      subscriptions: 1,
+      accounts: 1,
+      patterns: 2 * n + 1,
+      propertyIds: 0,
+    });
+    for (const kind of ['t0/e', `t${n - 1}/e`, 'zz/anything', 't7/e', 't7/other']) {
+      expect(ids(index.match({ accountCode: 'acme', kind }))).toEqual(['many']);
+    }
+    expect(index.match({ accountCode: 'acme', kind: 't0/other' })).toEqual([]);
+    expect(index.remove('many')?.id).toBe('many');
+    expect(index.stats()).toEqual({ subscriptions: 0, accounts: 0, patterns: 0, propertyIds: 0 });
+  }, 60_000);
+});
+
+describe('SubscriptionIndex: a refused add or replace changes nothing', () => {
+  const valid: Subscription = {
+    id: 'y',
+    accountCode: 'acme',
+    endpointUrl: 'https://hooks.example.com/in',
+    events: ['folio/created'],
+    createdAt: '2026-01-01T00:00:00.000Z',
+  };
+
+  it('refuses a subscription that is an array or a Set carrying the fields, and then adds the same pattern', () => {
+    // Arrange: containers like the ones the index keeps several subscriptions of one key in.
+    const index = new SubscriptionIndex();
+    index.add({ ...valid, id: 'held' });
+    const fields = { ...valid, id: 'x', events: ['folio/created'] };
+    for (const impostor of [Object.assign([], fields), Object.assign(new Set(), fields)]) {
+      // Act
+      const caught = thrown(() => index.add(impostor as never));
+      // Assert
+      expect(isConfigurationError(caught) && caught.code).toBe('invalid_subscription');
+      expect((caught as Error).message).toBe(
+        'The subscription must be a plain object, not an array or a Set.',
+      );
+      expect(() => index.replace(impostor as never)).toThrow(/not an array or a Set/);
+    }
+    expect(index.get('x')).toBeUndefined();
+    index.add({ ...valid });
+    expect(ids(index.match({ accountCode: 'acme', kind: 'folio/created' }))).toEqual(['held', 'y']);
+    expect(index.stats()).toEqual({ subscriptions: 2, accounts: 1, patterns: 2, propertyIds: 0 });
+  });
+
+  // Subscriptions the index must refuse, each a variation of a valid one.
+  const refusedArb = fc
+    .tuple(subscriptionArb('bad'), fc.nat({ max: 9 }), fc.constantFrom(...['x', 'folio', '*', '']))
+    .map(([s, variant, junk]): unknown => {
+      switch (variant) {
+        case 0:
+          return Object.assign([], s);
+        case 1:
+          return Object.assign(new Set(), s);
+        case 2:
+          return { ...s, events: [...s.events, junk] };
+        case 3:
+          return { ...s, events: [...s.events, 5] };
+        case 4:
+          return { ...s, id: '' };
+        case 5:
+          return { ...s, accountCode: null };
+        case 6:
+          return { ...s, propertyIds: ['BER', 7] };
+        case 7: {
+          const withGetter = { ...s };
+          Object.defineProperty(withGetter, 'events', { get: () => s.events, enumerable: true });
+          return withGetter;
+        }
+        case 8:
+          return { ...s, events: 'folio/created' };
+        default:
+          return null;
+      }
+    });
+
+  it('leaves size, stats, get and every match as they were, and the index usable, after any refused add or replace', () => {
+    fc.assert(
+      fc.property(
+        fc
+          .uniqueArray(fc.nat({ max: 20 }), { maxLength: 12 })
+          .chain((numbers) => fc.tuple(...numbers.map((n) => subscriptionArb(`s${n}`)))),
+        refusedArb,
+        fc.boolean(),
+        subscriptionArb('after'),
+        (held, refused, viaReplace, after) => {
+          // Arrange
+          const index = new SubscriptionIndex();
+          for (const s of held) index.add(s);
+          const before = {
+            size: index.size,
+            stats: index.stats(),
+            matches: allEvents.map((event) => ids(index.match(event))),
+          };
+          // Act
+          const caught = thrown(() =>
+            viaReplace ? index.replace(refused as never) : index.add(refused as never),
+          );
+          // Assert: refused, and nothing changed
+          expect(isConfigurationError(caught) && caught.code).toBe('invalid_subscription');
+          expect(index.size).toBe(before.size);
+          expect(index.stats()).toEqual(before.stats);
+          expect(index.get('bad')).toBeUndefined();
+          expect(allEvents.map((event) => ids(index.match(event)))).toEqual(before.matches);
+          // And the index keeps working: a valid add is matched as a linear scan says.
+          index.add(after);
+          for (const event of allEvents) {
+            expect(ids(index.match(event))).toEqual(ids(linearScan([...held, after], event)));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
+
 // A model-based test: one index driven by random commands beside a plain array of subscriptions
 // and a matcher written from the specification's rules. Names of topics and events are lower case
 // only (docs/webhooks.md), so an upper-case kind is malformed and matches nothing; account codes and

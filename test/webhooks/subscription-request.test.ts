@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  defineEventCatalog,
   exampleEventCatalog,
   isConfigurationError,
   subscriptionRequestErrorCodes,
@@ -261,6 +262,76 @@ describe('create-subscription request validation', () => {
   ])('throws a ConfigurationError for the bound %j', (options) => {
     const caught = thrown(() => validateSubscriptionRequest(ok, options));
     expect(isConfigurationError(caught) && caught.code).toBe('invalid_limit');
+  });
+
+  it.each([
+    [
+      'options null',
+      null,
+      'invalid_option',
+      /options of validateSubscriptionRequest must be an object/,
+    ],
+    [
+      'endpointUrl null',
+      { endpointUrl: null },
+      'invalid_option',
+      /endpointUrl options must be an object/,
+    ],
+    [
+      'an allow-list written as a string',
+      { endpointUrl: { allow: '10.0.0.0/8' } },
+      'invalid_address_allow_list',
+      /must be an array of addresses and CIDR ranges.*got a string/,
+    ],
+    [
+      'an allow-list entry that is no address',
+      { endpointUrl: { allow: ['intranet'] } },
+      'invalid_address_allow_list',
+      /entry 0 \("intranet"\)/,
+    ],
+    [
+      'a catalog not made by defineEventCatalog',
+      { catalog: {} },
+      'invalid_event_catalog',
+      /catalog must be an event catalog made by defineEventCatalog\(\)/,
+    ],
+    [
+      'a catalog definition in place of a catalog',
+      { catalog: { folio: ['created'] } },
+      'invalid_event_catalog',
+      /defineEventCatalog/,
+    ],
+  ])(
+    'refuses %s with a ConfigurationError before reading the body, whatever it holds',
+    (_, options, code, message) => {
+      const bodyArb = fc.oneof(
+        fc.constant(ok),
+        fc.constant({ endpointUrl: URL_OK }),
+        fc.constant({ events: ['a/b'] }),
+        fc.anything(),
+      );
+      fc.assert(
+        fc.property(bodyArb, (body) => {
+          const caught = thrown(() => validateSubscriptionRequest(body, options as never));
+          expect(isConfigurationError(caught) && caught.code).toBe(code);
+          expect((caught as Error).message).toMatch(message);
+        }),
+        { numRuns: 50 },
+      );
+    },
+  );
+
+  it('accepts a catalog made by defineEventCatalog and an allow-list array', () => {
+    const options = {
+      catalog: defineEventCatalog({ folio: ['created'] }),
+      endpointUrl: { allow: ['10.0.0.0/8'] },
+    };
+    expect(
+      issuesOf({ endpointUrl: 'https://10.1.2.3/in', events: ['folio/created'] }, options),
+    ).toEqual([]);
+    expect(
+      issuesOf({ endpointUrl: 'https://10.1.2.3/in', events: ['folio/closed'] }, options),
+    ).toEqual([['/events/0', 'unknown_event']]);
   });
 
   it('never throws, and every issue has a known code and a JSON pointer, for any body', () => {
