@@ -4,13 +4,14 @@
  * request's other query parameters.
  *
  * Token: `base64url(payload) "." base64url(hmac)`, both parts strictly canonical. The payload is
- * JSON `{ v: 1, s: state, e?: expiresAt, b?: binding }`; the state is signed, not encrypted, so do
- * not put secrets in it.
+ * the UTF-8 bytes of JSON `{ v: 1, s: state, e?: expiresAt, b?: binding }`, and the HMAC is of
+ * those exact bytes; the state is signed, not encrypted, so do not put secrets in it.
  * @module
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
+import { describe } from '../limits/duration.js';
 import { decodeBase64Url, encodeBase64Url } from './base64url.js';
 import type { PaginationErrorCode } from './pagination-error.js';
 import { type QueryInput, queryPairs } from './query-input.js';
@@ -84,11 +85,14 @@ export interface CursorCodec<S = unknown> {
    * @param options - the query to bind the cursor to
    * @throws ConfigurationError `invalid_cursor_state` when JSON cannot represent the state or the
    * token would be longer than `maxTokenLength`; `invalid_option` when `ttlMs` is set and the clock
-   * returns no finite time
+   * returns no finite time, or when the query cannot be bound: a value in it refers to itself, or
+   * it holds more than 100,000 values, nested ones and each use of a shared object counted (a
+   * parsed query needs a URL of at least as many characters)
    */
   encode(state: S, options?: CursorBindingOptions): string;
   /**
-   * Verify a cursor and return its state. Never throws.
+   * Verify a cursor and return its state. Never throws. A bound cursor is refused with
+   * `cursor_query_mismatch` for a query that cannot be bound (see `encode`).
    * @param token - the cursor the client sent
    * @param options - the request's query, checked against a bound cursor
    */
@@ -104,7 +108,9 @@ const BINDING_CONTEXT = 'api-conventions.cursor-binding.v1\0';
 /**
  * Make a cursor codec.
  * @param options - keys, expiry, clock and binding settings
- * @throws ConfigurationError `invalid_option` for a short key or bad settings
+ * @throws ConfigurationError `invalid_option` for options that are not an object, a short key,
+ * `verificationKeys` or `bindingExclude` that are not arrays (of keys, of names), a clock without
+ * `now()`, or other bad settings
  * @example
  * ```ts
  * const codec = createCursorCodec({ signingKey: process.env.CURSOR_KEY!, ttlMs: 3_600_000 });
@@ -113,12 +119,31 @@ const BINDING_CONTEXT = 'api-conventions.cursor-binding.v1\0';
  * ```
  */
 export function createCursorCodec<S = unknown>(options: CursorCodecOptions): CursorCodec<S> {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createCursorCodec: options must be an object such as { signingKey } (a string or bytes of at least ${MIN_SECRET_BYTES} bytes), got ${describe(options)}.`,
+    );
+  }
   const signingKey = checkSecret(options.signingKey, 'signingKey');
+  const verificationKeys = options.verificationKeys ?? [];
+  if (!Array.isArray(verificationKeys)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createCursorCodec: verificationKeys must be an array of keys (strings or bytes of at least ${MIN_SECRET_BYTES} bytes), or left out, got ${describe(verificationKeys)}.`,
+    );
+  }
   const keys = [
     signingKey,
-    ...(options.verificationKeys ?? []).map((k, i) => checkSecret(k, `verificationKeys[${i}]`)),
+    ...verificationKeys.map((k: CursorSecret, i) => checkSecret(k, `verificationKeys[${i}]`)),
   ];
   const clock = options.clock ?? systemClock;
+  if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createCursorCodec: clock must be an object with a now() method that returns milliseconds, or left out, got ${describe(clock)}.`,
+    );
+  }
   const ttlMs = options.ttlMs;
   if (ttlMs !== undefined && (!Number.isFinite(ttlMs) || ttlMs <= 0)) {
     throw new ConfigurationError(
@@ -133,14 +158,19 @@ export function createCursorCodec<S = unknown>(options: CursorCodecOptions): Cur
       `createCursorCodec: maxTokenLength must be a whole number >= 1, got ${String(maxTokenLength)}.`,
     );
   }
-  const exclude = new Set(options.bindingExclude ?? ['cursor', 'limit']);
-  const binding = (key: Buffer, query: QueryInput | undefined): string =>
-    encodeBase64Url(
-      hmac(key, BINDING_CONTEXT, JSON.stringify(queryPairs(query, exclude))).subarray(
-        0,
-        BINDING_BYTES,
-      ),
+  const bindingExclude = options.bindingExclude ?? ['cursor', 'limit'];
+  if (
+    !Array.isArray(bindingExclude) ||
+    !bindingExclude.every((name: unknown) => typeof name === 'string')
+  ) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createCursorCodec: bindingExclude must be an array of parameter names such as ['cursor', 'limit'], or left out, got ${describe(bindingExclude)}.`,
     );
+  }
+  const exclude = new Set<string>(bindingExclude);
+  const binding = (key: Buffer, pairs: readonly [string, string][]): string =>
+    encodeBase64Url(hmac(key, BINDING_CONTEXT, JSON.stringify(pairs)).subarray(0, BINDING_BYTES));
 
   return {
     encode(state, encodeOptions) {
@@ -157,13 +187,21 @@ export function createCursorCodec<S = unknown>(options: CursorCodecOptions): Cur
         expiresAt = now + ttlMs;
       }
       const query = encodeOptions?.query;
-      const json = serialise(
-        state,
-        expiresAt,
-        query === undefined ? undefined : binding(signingKey, query),
-      );
-      const signature = hmac(signingKey, SIGNATURE_CONTEXT, json);
-      const token = `${encodeBase64Url(Buffer.from(json, 'utf8'))}.${encodeBase64Url(signature)}`;
+      let bound: string | undefined;
+      if (query !== undefined) {
+        const pairs = queryPairs(query, exclude);
+        if (!pairs.ok) {
+          throw new ConfigurationError(
+            'invalid_option',
+            `createCursorCodec: encode cannot bind the cursor to this query, as ${pairs.problem}. Pass the query as the framework parsed it (strings, arrays and plain objects, none inside itself), or list ${JSON.stringify(pairs.parameter)} in bindingExclude.`,
+          );
+        }
+        bound = binding(signingKey, pairs.pairs);
+      }
+      // JSON.stringify escapes lone surrogates, so these bytes are the one UTF-8 spelling of json.
+      const payload = Buffer.from(serialise(state, expiresAt, bound), 'utf8');
+      const signature = hmac(signingKey, SIGNATURE_CONTEXT, payload);
+      const token = `${encodeBase64Url(payload)}.${encodeBase64Url(signature)}`;
       // decode refuses longer tokens: issuing one would end the client's listing with a 400.
       if (token.length > maxTokenLength) {
         throw new ConfigurationError(
@@ -184,10 +222,13 @@ export function createCursorCodec<S = unknown>(options: CursorCodecOptions): Cur
       if (payloadBytes === undefined || signature === undefined || signature.length !== MAC_BYTES) {
         return malformed('in the form the service issued');
       }
-      const json = payloadBytes.toString('utf8');
       // Try every key: a rotation keeps a handful, and the signature must be checked before the
-      // payload is trusted.
-      const key = keys.find((k) => timingSafeEqual(hmac(k, SIGNATURE_CONTEXT, json), signature));
+      // payload is trusted. It is checked over the bytes as sent, not over their text: invalid
+      // UTF-8 decodes to U+FFFD, so several byte strings share a text, and one cursor would have
+      // several spellings.
+      const key = keys.find((k) =>
+        timingSafeEqual(hmac(k, SIGNATURE_CONTEXT, payloadBytes), signature),
+      );
       if (key === undefined) {
         return {
           ok: false,
@@ -196,7 +237,7 @@ export function createCursorCodec<S = unknown>(options: CursorCodecOptions): Cur
             'cursor was not issued by this service or has been altered; send the cursor exactly as received, or omit it to start from the first page.',
         };
       }
-      const payload = parsePayload(json);
+      const payload = parsePayload(payloadBytes);
       if (payload === undefined) return malformed('in the form the service issued');
       // `!(now < e)`: a clock that returns NaN expires the cursor instead of keeping it forever.
       if (payload.e !== undefined && !(clock.now() < payload.e)) {
@@ -207,13 +248,23 @@ export function createCursorCodec<S = unknown>(options: CursorCodecOptions): Cur
             'cursor has expired; omit it to start again from the first page and page through promptly.',
         };
       }
-      if (payload.b !== undefined && payload.b !== binding(key, decodeOptions?.query)) {
-        return {
-          ok: false,
-          code: 'cursor_query_mismatch',
-          message:
-            'cursor was issued for a query with other parameters; repeat the original filters with this cursor, or omit it to start a new listing.',
-        };
+      if (payload.b !== undefined) {
+        const pairs = queryPairs(decodeOptions?.query, exclude);
+        if (!pairs.ok) {
+          return {
+            ok: false,
+            code: 'cursor_query_mismatch',
+            message: `cursor cannot be checked against this query, as ${pairs.problem}; repeat the original filters with this cursor, or omit it to start a new listing.`,
+          };
+        }
+        if (payload.b !== binding(key, pairs.pairs)) {
+          return {
+            ok: false,
+            code: 'cursor_query_mismatch',
+            message:
+              'cursor was issued for a query with other parameters; repeat the original filters with this cursor, or omit it to start a new listing.',
+          };
+        }
       }
       return payload.e === undefined
         ? { ok: true, state: payload.s as S }
@@ -230,7 +281,7 @@ function malformed(shape: string): CursorDecoding<never> {
   };
 }
 
-function hmac(key: Buffer, context: string, data: string): Buffer {
+function hmac(key: Buffer, context: string, data: string | Uint8Array): Buffer {
   return createHmac('sha256', key).update(context).update(data).digest();
 }
 
@@ -286,9 +337,13 @@ interface Payload {
   b?: string;
 }
 
-function parsePayload(json: string): Payload | undefined {
+// Strict: bytes that are not well-formed UTF-8 are refused instead of read as U+FFFD, and a byte
+// order mark is kept (and then refused by JSON.parse) instead of skipped.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function parsePayload(bytes: Uint8Array): Payload | undefined {
   try {
-    const value: unknown = JSON.parse(json);
+    const value: unknown = JSON.parse(UTF8.decode(bytes));
     if (typeof value !== 'object' || value === null) return undefined;
     const payload = value as Record<string, unknown>;
     if (payload.v !== 1 || !Object.hasOwn(payload, 's')) return undefined;

@@ -4,9 +4,11 @@
  * @module
  */
 import { ConfigurationError } from '../errors.js';
+import { describe } from '../limits/duration.js';
 import type { CursorCodec } from './cursor-codec.js';
 import { notAStringIssue, readDecimalParameter, repeatedIssue } from './decimal-parameter.js';
 import {
+  checkOptionsObject,
   checkPageSizeLimits,
   checkRefusalStatus,
   type PageSizeLimits,
@@ -60,7 +62,8 @@ export interface CursorValidatorOptions<S> extends ProblemOptions {
  * and a cursor bound to other filters is refused for this query.
  * @param options - limits, codec, status and problem type prefix
  * @returns `(query) => PaginationValidation<CursorQuery<S>>`
- * @throws ConfigurationError when the options are not usable
+ * @throws ConfigurationError when the options are not usable: not an object, a `codec` without
+ * `decode`, bad sizes, status or `maxCursorLength`
  * @example
  * ```ts
  * const validate = cursorValidator({ codec }); // analytical data: default 50, at most 500
@@ -72,12 +75,23 @@ export function cursorValidator<S = unknown>(
   options: CursorValidatorOptions<S> = {},
 ): (query: QueryInput) => PaginationValidation<CursorQuery<S>> {
   const where = 'cursorValidator';
+  checkOptionsObject(options, where, '{ codec, sizes: pageSizePresets.analyticalData }');
   const sizes = checkPageSizeLimits(options.sizes ?? pageSizePresets.analyticalData, where);
   const problemOptions: ProblemOptions = {
     status: checkRefusalStatus(options.status ?? 400, where),
     ...(options.typeBase === undefined ? {} : { typeBase: options.typeBase }),
   };
   const { codec } = options;
+  // Checked here, not when the first cursor arrives: a wrong codec would fail every request.
+  if (
+    codec !== undefined &&
+    (typeof codec !== 'object' || codec === null || typeof codec.decode !== 'function')
+  ) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `${where}: codec must be a codec from createCursorCodec() (an object with a decode method), or left out to pass cursors through unchecked, got ${describe(codec)}.`,
+    );
+  }
   const maxCursorLength = options.maxCursorLength ?? 4096;
   // NaN or a string would compare false with every length and let any cursor through.
   if (!Number.isSafeInteger(maxCursorLength) || maxCursorLength < 1) {

@@ -52,8 +52,10 @@ export interface PageNumberNavigation {
 /**
  * The links and end-of-data indicator of a page-number page. Give `hasMore`, `totalItems` or both.
  * @param input - the request URL, the page, and what is known about the rest
- * @throws ConfigurationError `invalid_option` for a bad URL or numbers, a `hasMore` that is not a
- * boolean, or neither `hasMore` nor `totalItems`
+ * @throws ConfigurationError `invalid_option` for an input that is not an object, a bad URL (one
+ * that does not parse, or whose scheme has a host but no `//` follows it, such as
+ * `http:/reservations`) or numbers, a `hasMore` that is not a boolean, or neither `hasMore` nor
+ * `totalItems`
  * @example
  * ```ts
  * const nav = pageNumberNavigation({ url: req.url, pageNumber: 2, pageSize: 20, hasMore: true });
@@ -61,6 +63,7 @@ export interface PageNumberNavigation {
  * ```
  */
 export function pageNumberNavigation(input: PageNumberPageInput): PageNumberNavigation {
+  checkInput(input, 'pageNumberNavigation', '{ url, pageNumber, pageSize, hasMore }');
   const { pageNumber, pageSize, hasMore, totalItems } = input;
   checkCount(pageNumber, 1, 'pageNumber');
   checkCount(pageSize, 1, 'pageSize');
@@ -130,8 +133,9 @@ export interface CursorNavigation {
 /**
  * The links and end-of-data indicator of a cursor page.
  * @param input - the request URL, the limit and the neighbouring cursors
- * @throws ConfigurationError `invalid_option` for a bad URL or numbers, or a cursor that is not a
- * non-empty string (leave `nextCursor` out at the end of the data, rather than `null` or `""`)
+ * @throws ConfigurationError `invalid_option` for an input that is not an object, a bad URL (see
+ * {@link pageNumberNavigation}) or numbers, or a cursor that is not a non-empty string (leave
+ * `nextCursor` out at the end of the data, rather than `null` or `""`)
  * @example
  * ```ts
  * const nav = cursorNavigation({ url: req.url, limit: 50, nextCursor: codec.encode({ after: last.id }) });
@@ -139,6 +143,7 @@ export interface CursorNavigation {
  * ```
  */
 export function cursorNavigation(input: CursorPageInput): CursorNavigation {
+  checkInput(input, 'cursorNavigation', '{ url, limit, nextCursor }');
   const { limit, nextCursor, prevCursor, totalItems } = input;
   checkCount(limit, 1, 'limit');
   if (totalItems !== undefined) checkCount(totalItems, 0, 'totalItems');
@@ -162,10 +167,12 @@ export function cursorNavigation(input: CursorPageInput): CursorNavigation {
 /**
  * Format links as a `Link` header value (RFC 8288): `<url>; rel="first", <url>; rel="next"`.
  * @param links - relation names to URLs; absent ones are left out
- * @throws ConfigurationError `invalid_option` for a URL with a space, quote, `<`, `>`, control or
- * non-ASCII character (percent-encode it), or a relation name with a quote or backslash
+ * @throws ConfigurationError `invalid_option` for links that are not an object, a URL with a space,
+ * quote, `<`, `>`, control or non-ASCII character (percent-encode it), or a relation name with a
+ * quote or backslash
  */
 export function formatLinkHeader(links: Readonly<Record<string, string | undefined>>): string {
+  checkInput(links, 'formatLinkHeader', "{ first: '/a?page=1', next: '/a?page=2' }");
   return Object.entries(links)
     .filter((entry): entry is [string, string] => entry[1] !== undefined)
     .map(([rel, url]) => {
@@ -194,6 +201,12 @@ const LINK_TARGET = /^[!#-;=?-~]*$/;
 const RELATION_TYPE = /^[!#-[\]-~]+$/;
 
 const SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
+// The schemes whose URLs have a host (WHATWG URL's special schemes but `file:`). Written without
+// `//`, `new URL` reads `http:/x` as relative to a base of the same scheme and takes `x` for the
+// host otherwise: neither is what was meant, so such a URL is refused.
+const SCHEME_WITH_HOST = /^(?:https?|wss?|ftp):/i;
+const SCHEME_AND_SLASHES = /^[a-zA-Z][a-zA-Z0-9+.-]*:[/\\]{2}/;
+// Resolves relative URLs only; it never appears in a link, as only their path and query are kept.
 const PLACEHOLDER_ORIGIN = 'http://relative.invalid';
 
 // The request URL with some parameters replaced (or removed when undefined), every other
@@ -206,9 +219,15 @@ function linkBuilder(url: string | URL): (params: Record<string, string | undefi
     );
   }
   const relative = typeof url === 'string' && !SCHEME.test(url);
+  if (typeof url === 'string' && SCHEME_WITH_HOST.test(url) && !SCHEME_AND_SLASHES.test(url)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `links: url must be an absolute URL with // after the scheme (https://api.example.com/reservations) or a path (/reservations?status=open), got ${describe(url)}.`,
+    );
+  }
   let base: URL;
   try {
-    base = new URL(url, PLACEHOLDER_ORIGIN);
+    base = relative ? new URL(url, PLACEHOLDER_ORIGIN) : new URL(url);
   } catch (cause) {
     throw new ConfigurationError(
       'invalid_option',
@@ -229,6 +248,15 @@ function linkBuilder(url: string | URL): (params: Record<string, string | undefi
     const path = target.pathname.startsWith('//') ? `/.${target.pathname}` : target.pathname;
     return `${path}${target.search}`;
   };
+}
+
+function checkInput(input: unknown, where: string, example: string): void {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `${where}: the argument must be an object such as ${example}, got ${describe(input)}.`,
+    );
+  }
 }
 
 function checkCursor(cursor: unknown, name: string): void {

@@ -6,6 +6,7 @@
 import { ConfigurationError } from '../errors.js';
 import { type DecimalRule, readDecimalParameter } from './decimal-parameter.js';
 import {
+  checkOptionsObject,
   checkPageSizeLimits,
   checkRefusalStatus,
   type PageSizeLimits,
@@ -39,7 +40,8 @@ export interface PageNumberValidatorOptions extends ProblemOptions {
  * the problem details to answer with.
  * @param options - page sizes, highest page number, status and problem type prefix
  * @returns `(query) => PaginationValidation<PageNumberQuery>`
- * @throws ConfigurationError when the options are not usable
+ * @throws ConfigurationError when the options are not usable: not an object, bad sizes, page number
+ * bound or status
  * @example
  * ```ts
  * const validate = pageNumberValidator(); // business data: default 20, at most 200
@@ -52,6 +54,7 @@ export function pageNumberValidator(
   options: PageNumberValidatorOptions = {},
 ): (query: QueryInput) => PaginationValidation<PageNumberQuery> {
   const where = 'pageNumberValidator';
+  checkOptionsObject(options, where, '{ sizes: pageSizePresets.businessData }');
   const sizes = checkPageSizeLimits(options.sizes ?? pageSizePresets.businessData, where);
   const maxPageNumber = options.maxPageNumber ?? Number.MAX_SAFE_INTEGER;
   if (!Number.isSafeInteger(maxPageNumber) || maxPageNumber < 1) {

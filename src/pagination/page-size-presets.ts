@@ -1,9 +1,10 @@
 /**
- * Page sizes per kind of data: the specification's table ("Page sizes") as presets, and the check
- * that a custom setting makes sense.
+ * Page sizes per kind of data: the specification's table ("Page sizes") as presets, and the checks
+ * that a validator's custom settings make sense.
  * @module
  */
 import { ConfigurationError } from '../errors.js';
+import { describe } from '../limits/duration.js';
 
 /** The default and the maximum number of items per page of an endpoint. */
 export interface PageSizeLimits {
@@ -34,6 +35,22 @@ export const pageSizePresets: PageSizePresets = Object.freeze({
   businessData: Object.freeze({ defaultSize: 20, maxSize: 200 }),
   analyticalData: Object.freeze({ defaultSize: 50, maxSize: 500 }),
 });
+
+/**
+ * Check that a validator's options are an object (or were left out, which gives `{}`).
+ * @param options - the options as given
+ * @param where - the factory being configured, for the message
+ * @param example - options of that factory to show in the message
+ * @throws ConfigurationError `invalid_option` for `null`, an array, a string or any other non-object
+ */
+export function checkOptionsObject(options: unknown, where: string, example: string): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `${where}: options must be an object such as ${example}, or left out, got ${describe(options)}.`,
+    );
+  }
+}
 
 /**
  * Check page size limits: whole numbers, `1 <= defaultSize <= maxSize <= 2^53 - 1`.

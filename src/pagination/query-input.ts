@@ -86,13 +86,40 @@ export function readParameter(query: ReadableQuery, name: string): ParameterRead
 }
 
 /**
+ * Most values a plain-object query may hold for {@link queryPairs}, counting every parameter, every
+ * array item and every nested member, and counting a value reached twice (a shared reference)
+ * twice. A query parsed from a URL needs at least a character of the URL per value, so only a
+ * query built in code comes near it; the bound keeps the work linear in the input.
+ */
+export const MAX_QUERY_VALUES = 100_000;
+
+/** The pairs of a query, or the parameter that stopped it being written as pairs and why. */
+export type QueryPairs =
+  | {
+      /** Every parameter could be written. */
+      readonly ok: true;
+      /** Sorted `[name, value]` pairs. */
+      readonly pairs: [string, string][];
+    }
+  | {
+      /** A parameter cannot be written. */
+      readonly ok: false;
+      /** Its name. */
+      readonly parameter: string;
+      /** Why, as a clause such as `the value of "f" refers to itself`. */
+      readonly problem: string;
+    };
+
+/**
  * Every parameter of a query as sorted `[name, value]` pairs, leaving out `exclude`. Repeated
  * parameters give one pair per value; a nested value is written as canonical JSON. Two queries with
- * the same parameters in any order, from any input form, give the same pairs.
+ * the same parameters in any order, from any input form, give the same pairs. A plain object whose
+ * value refers to itself, or that holds more than {@link MAX_QUERY_VALUES} values, has no pairs:
+ * the answer names the parameter instead.
  * @param query - the query as the framework handed it over
  * @param exclude - names to leave out (for example the pagination parameters themselves)
  */
-export function queryPairs(query: unknown, exclude: ReadonlySet<string>): [string, string][] {
+export function queryPairs(query: unknown, exclude: ReadonlySet<string>): QueryPairs {
   const readable = toReadableQuery(query);
   const pairs: [string, string][] = [];
   if (readable instanceof URLSearchParams) {
@@ -104,19 +131,41 @@ export function queryPairs(query: unknown, exclude: ReadonlySet<string>): [strin
       // A Proxy or subclass that passes `instanceof` binds as what could be read of it.
     }
   } else if (readable !== undefined) {
+    const budget = { left: MAX_QUERY_VALUES };
     try {
       for (const name of Object.keys(readable)) {
         const value = readable[name];
         if (exclude.has(name) || value === undefined) continue;
-        for (const item of Array.isArray(value) ? value : [value]) {
-          pairs.push([name, typeof item === 'string' ? item : canonicalJson(item, 0)]);
+        const items: readonly unknown[] = Array.isArray(value) ? value : [value];
+        // Counted before the loop: a sparse array's length says nothing of its size in memory.
+        if (items.length > budget.left) return tooManyValues(name);
+        budget.left -= items.length;
+        for (const item of items) {
+          const written = typeof item === 'string' ? item : canonicalJson(item, budget);
+          if (written === CYCLE) {
+            return {
+              ok: false,
+              parameter: name,
+              problem: `the value of ${JSON.stringify(name)} refers to itself`,
+            };
+          }
+          if (written === TOO_MANY) return tooManyValues(name);
+          pairs.push([name, written]);
         }
       }
     } catch {
       // A hostile object (a getter or Proxy that throws) binds as what could be read of it.
     }
   }
-  return pairs.sort(comparePairs);
+  return { ok: true, pairs: pairs.sort(comparePairs) };
+}
+
+function tooManyValues(name: string): QueryPairs {
+  return {
+    ok: false,
+    parameter: name,
+    problem: `the query holds more than ${MAX_QUERY_VALUES} values, nested ones included (the limit was reached in ${JSON.stringify(name)})`,
+  };
 }
 
 function comparePairs(a: [string, string], b: [string, string]): number {
@@ -125,22 +174,71 @@ function comparePairs(a: [string, string], b: [string, string]): number {
   return 0;
 }
 
-// Deep enough for any real query; the bound keeps a cyclic or hostile object from overflowing.
-const MAX_DEPTH = 32;
+const CYCLE: unique symbol = Symbol('cycle');
+const TOO_MANY: unique symbol = Symbol('too many values');
 
-function canonicalJson(value: unknown, depth: number): string {
-  if (depth > MAX_DEPTH) return '"…"';
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v, depth + 1)).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const keys = Object.keys(value).sort();
-    const members = keys.map(
-      (k) =>
-        `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k], depth + 1)}`,
-    );
-    return `{${members.join(',')}}`;
+/** What is left to write: text as it is, a value, or the end of an object being written. */
+type Step = string | { readonly value: unknown } | { readonly leave: object };
+
+// JSON with sorted keys, written from an explicit stack so that depth cannot overflow the call
+// stack. Every value reached is counted against `budget`, a shared reference once per time it is
+// reached, so the work is bounded whatever the sharing; an object met again inside itself is a
+// cycle, whose writing would never end. A child list is counted before it is walked, so a sparse
+// array of length 2^32 - 1 costs one comparison. Holes in an array are written as nothing and
+// anything but a string, array or object with `String`, as `Array.prototype.map` and `join` did.
+function canonicalJson(
+  root: unknown,
+  budget: { left: number },
+): string | typeof CYCLE | typeof TOO_MANY {
+  const written: string[] = [];
+  const open = new Set<object>();
+  const steps: Step[] = [{ value: root }];
+  for (let step = steps.pop(); step !== undefined; step = steps.pop()) {
+    if (typeof step === 'string') {
+      written.push(step);
+      continue;
+    }
+    if ('leave' in step) {
+      open.delete(step.leave);
+      continue;
+    }
+    const { value } = step;
+    if (typeof value === 'string') {
+      written.push(JSON.stringify(value));
+      continue;
+    }
+    if (typeof value !== 'object' || value === null) {
+      written.push(String(value));
+      continue;
+    }
+    if (open.has(value)) return CYCLE;
+    // Pushed in reverse: the last step pushed is written first.
+    if (Array.isArray(value)) {
+      const { length } = value;
+      if (length > budget.left) return TOO_MANY;
+      budget.left -= length;
+      open.add(value);
+      steps.push({ leave: value }, ']');
+      for (let i = length - 1; i >= 0; i--) {
+        if (i in value) steps.push({ value: value[i] });
+        if (i > 0) steps.push(',');
+      }
+      steps.push('[');
+    } else {
+      const keys = Object.keys(value).sort();
+      if (keys.length > budget.left) return TOO_MANY;
+      budget.left -= keys.length;
+      open.add(value);
+      steps.push({ leave: value }, '}');
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i] as string;
+        steps.push({ value: (value as Record<string, unknown>)[key] });
+        steps.push(`${i > 0 ? ',' : ''}${JSON.stringify(key)}:`);
+      }
+      steps.push('{');
+    }
   }
-  if (typeof value === 'string') return JSON.stringify(value);
-  return String(value);
+  return written.join('');
 }
 
 interface SearchParamsLike {

@@ -16,7 +16,7 @@ function signedToken(payload: string | Buffer, key = keyA): string {
   const bytes = typeof payload === 'string' ? Buffer.from(payload, 'utf8') : payload;
   const mac = createHmac('sha256', key)
     .update('api-conventions.cursor.v1\0')
-    .update(bytes.toString('utf8'))
+    .update(bytes)
     .digest();
   return `${bytes.toString('base64url')}.${mac.toString('base64url')}`;
 }
@@ -89,6 +89,82 @@ describe('cursor codec', () => {
     });
   });
 
+  it('refuses every other spelling of a payload whose text is the same (invalid UTF-8 for U+FFFD)', () => {
+    fc.assert(
+      fc.property(
+        fc.string(),
+        fc.string(),
+        // Each read as one U+FFFD by a lenient decoder, before any byte of a following character.
+        fc.constantFrom(
+          [0xff],
+          [0x80],
+          [0xc0],
+          [0xc1],
+          [0xf5],
+          [0xef, 0xbf],
+          [0xe0, 0xa0],
+          [0xf0, 0x90, 0x80],
+          [0xf4, 0x8f, 0xbf],
+        ),
+        (before, after, invalid) => {
+          // Arrange: a cursor whose state holds U+FFFD, and its payload with that character's
+          // bytes replaced by bytes that a lenient decoder also reads as U+FFFD.
+          const token = codec.encode({ after: `${before}\uFFFD${after}` });
+          const [payload, mac] = token.split('.') as [string, string];
+          const bytes = Buffer.from(payload, 'base64url');
+          const at = bytes.indexOf(Buffer.from('\uFFFD'));
+          const forged = Buffer.concat([
+            bytes.subarray(0, at),
+            Buffer.from(invalid),
+            bytes.subarray(at + 3),
+          ]);
+          expect(forged.toString('utf8')).toBe(bytes.toString('utf8'));
+          // Act
+          const result = codec.decode(`${forged.toString('base64url')}.${mac}`);
+          // Assert
+          expect(result).toMatchObject({ ok: false, code: 'cursor_invalid_signature' });
+        },
+      ),
+    );
+  });
+
+  it('refuses a token with any payload byte changed, whatever the state', () => {
+    fc.assert(
+      fc.property(
+        fc.jsonValue({ maxDepth: 2 }),
+        fc.nat(),
+        fc.integer({ min: 0, max: 255 }),
+        (state, at, replacement) => {
+          const [payload, mac] = codec.encode(state).split('.') as [string, string];
+          const bytes = Buffer.from(payload, 'base64url');
+          const index = at % bytes.length;
+          fc.pre(bytes[index] !== replacement);
+          bytes[index] = replacement;
+          const result = codec.decode(`${bytes.toString('base64url')}.${mac}`);
+          expect(result).toMatchObject({ ok: false, code: 'cursor_invalid_signature' });
+        },
+      ),
+      { numRuns: 1_000 },
+    );
+  });
+
+  it('decodes cursors issued by earlier releases, with non-ASCII, U+FFFD and an escaped lone surrogate', () => {
+    // Issued with keyA before the signature covered the payload bytes rather than their text.
+    const plain =
+      'eyJ2IjoxLCJzIjp7ImFmdGVyIjoibmFtZe-_vSIsIsO8Ijoi8J-OiSDDqSIsImxvbmUiOiJcdWQ4MDAifX0.fdFJCjJv6Hu_FqFAz4I4DaKdnZfPluepYP4_WDJ1ksc';
+    expect(codec.decode(plain)).toEqual({
+      ok: true,
+      state: { after: 'name\uFFFD', ü: '🎉 é', lone: '\uD800' },
+    });
+    const bound =
+      'eyJ2IjoxLCJzIjp7ImFmdGVyIjoicsOpc2VydmF0aW9uIn0sImIiOiJiZzVhVTlFbWx4T0VnaWhGdUtYNEhnIn0.qzrE7Ipbd4PDWm5bML9dAIrkExUsa7Xwdv2MuG4PhYM';
+    const query = { status: 'ouvert', f: { b: ['1', '2'], a: { z: null } }, n: [3, 'x'] };
+    expect(codec.decode(bound, { query })).toEqual({ ok: true, state: { after: 'réservation' } });
+    expect(codec.decode(bound, { query: { ...query, status: 'clos' } })).toMatchObject({
+      code: 'cursor_query_mismatch',
+    });
+  });
+
   it('refuses a cursor signed with a key it does not hold', () => {
     const foreign = createCursorCodec({ signingKey: keyForeign });
     expect(codec.decode(foreign.encode({ after: 1 }))).toMatchObject({
@@ -106,6 +182,15 @@ describe('cursor codec', () => {
     for (const payload of [
       'not json',
       Buffer.from([0xff, 0xfe, 0x7b]),
+      // Not well-formed UTF-8 (a lone continuation byte, an overlong "s", a surrogate), and a BOM.
+      Buffer.concat([Buffer.from('{"v":1,"s":"'), Buffer.from([0x80]), Buffer.from('"}')]),
+      Buffer.concat([Buffer.from('{"v":1,"'), Buffer.from([0xc1, 0xb3]), Buffer.from('":1}')]),
+      Buffer.concat([
+        Buffer.from('{"v":1,"s":"'),
+        Buffer.from([0xed, 0xa0, 0x80]),
+        Buffer.from('"}'),
+      ]),
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"v":1,"s":1}')]),
       '"a string"',
       'null',
       '[1,{"v":1}]',
@@ -191,6 +276,39 @@ describe('cursor codec', () => {
       }),
       { numRuns: 1_000 },
     );
+  });
+
+  it('answers a query whose value refers to itself or is shared 2^64 times over: encode throws, decode refuses', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.a = cyclic;
+    cyclic.b = cyclic;
+    let shared: unknown = 'x';
+    for (let i = 0; i < 64; i++) shared = [shared, shared];
+    const token = codec.encode({ after: 1 }, { query: 'status=open' });
+    for (const [value, problem] of [
+      [cyclic, 'the value of "status" refers to itself'],
+      [shared, 'the query holds more than 100000 values'],
+    ] as const) {
+      const query = { status: value };
+      expect(thrown(() => codec.encode({ after: 1 }, { query }))).toMatchObject({
+        name: 'ConfigurationError',
+        code: 'invalid_option',
+        message: expect.stringContaining(problem),
+      });
+      expect(codec.decode(token, { query })).toEqual({
+        ok: false,
+        code: 'cursor_query_mismatch',
+        message: expect.stringContaining(
+          `cursor cannot be checked against this query, as ${problem}`,
+        ),
+      });
+      // A parameter left out of the binding is never written, so it cannot be refused.
+      const lenient = createCursorCodec({ signingKey: keyA, bindingExclude: ['status'] });
+      expect(lenient.decode(lenient.encode(2, { query }), { query })).toEqual({
+        ok: true,
+        state: 2,
+      });
+    }
   });
 
   it('binds to the filters of the documented example', () => {
@@ -302,5 +420,39 @@ describe('cursor codec', () => {
       message: expect.stringContaining('verificationKeys[0] must be a string or bytes'),
     });
     expect(thrown(() => codec.encode(10n))).toMatchObject({ code: 'invalid_cursor_state' });
+  });
+
+  it('throws a ConfigurationError naming the option for options, verificationKeys, bindingExclude or clock of the wrong type', () => {
+    const cases: [unknown, string][] = [
+      [undefined, 'options must be an object such as { signingKey }'],
+      [null, 'options must be an object such as { signingKey }'],
+      ['x'.repeat(32), 'options must be an object such as { signingKey }'],
+      [{ signingKey: keyA, verificationKeys: 'x' }, 'verificationKeys must be an array of keys'],
+      [{ signingKey: keyA, verificationKeys: keyB }, 'verificationKeys must be an array of keys'],
+      [
+        { signingKey: keyA, bindingExclude: 5 },
+        'bindingExclude must be an array of parameter names',
+      ],
+      [
+        { signingKey: keyA, bindingExclude: 'cursor' },
+        'bindingExclude must be an array of parameter names',
+      ],
+      [
+        { signingKey: keyA, bindingExclude: ['cursor', 5] },
+        'bindingExclude must be an array of parameter names',
+      ],
+      [{ signingKey: keyA, clock: {} }, 'clock must be an object with a now() method'],
+      [{ signingKey: keyA, clock: Date.now }, 'clock must be an object with a now() method'],
+    ];
+    for (const [options, message] of cases) {
+      expect(
+        thrown(() => createCursorCodec(options as never)),
+        String(options),
+      ).toMatchObject({
+        name: 'ConfigurationError',
+        code: 'invalid_option',
+        message: expect.stringContaining(`createCursorCodec: ${message}`),
+      });
+    }
   });
 });

@@ -131,6 +131,45 @@ describe('cursorValidator', () => {
     expect(isConfigurationError(thrown(attempt))).toBe(true);
   });
 
+  it('throws a ConfigurationError at construction for options that are not an object, or a codec without decode', () => {
+    for (const options of [null, 'codec', 5, []]) {
+      expect(thrown(() => cursorValidator(options as never))).toMatchObject({
+        name: 'ConfigurationError',
+        code: 'invalid_option',
+        message: expect.stringContaining('cursorValidator: options must be an object such as'),
+      });
+    }
+    for (const codec of [{}, null, { decode: 'x' }, 'codec', () => ({ ok: true })]) {
+      expect(thrown(() => cursorValidator({ codec: codec as never }))).toMatchObject({
+        name: 'ConfigurationError',
+        code: 'invalid_option',
+        message: expect.stringContaining(
+          'cursorValidator: codec must be a codec from createCursorCodec() (an object with a decode method)',
+        ),
+      });
+    }
+  });
+
+  it('refuses a bound cursor sent with a filter that refers to itself, instead of never returning', () => {
+    const codec = createCursorCodec({ signingKey: keyA });
+    const withCodec = cursorValidator({ codec });
+    const cursor = codec.encode({ after: 1 }, { query: 'status=open' });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.a = cyclic;
+    cyclic.b = cyclic;
+    const result = withCodec({ cursor, status: cyclic });
+    expect(result).toMatchObject({
+      ok: false,
+      errors: [
+        {
+          code: 'cursor_query_mismatch',
+          parameter: 'cursor',
+          message: expect.stringContaining('the value of "status" refers to itself'),
+        },
+      ],
+    });
+  });
+
   it('refuses a maxCursorLength that is not a whole number >= 1, so the bound always applies', () => {
     for (const maxCursorLength of [Number.NaN, 0, -1, 1.5, Number.POSITIVE_INFINITY, '10']) {
       const attempt = () => cursorValidator({ maxCursorLength: maxCursorLength as number });

@@ -130,6 +130,70 @@ describe('links from odd request URLs and values', () => {
     }
   });
 
+  it('refuses an http(s) URL written without // after the scheme, instead of linking a host of its own', () => {
+    for (const url of [
+      'http:/reservations?status=open',
+      'http:reservations',
+      'HTTP:/reservations',
+      'https:/reservations',
+      'https:reservations',
+      'http:\\reservations',
+      'wss:/x',
+    ]) {
+      const message = expect.stringContaining(
+        'url must be an absolute URL with // after the scheme (https://api.example.com/reservations) or a path (/reservations?status=open)',
+      );
+      expect(
+        thrown(() => pageNumberNavigation({ url, pageNumber: 2, pageSize: 20, hasMore: true })),
+      ).toMatchObject({ name: 'ConfigurationError', code: 'invalid_option', message });
+      expect(thrown(() => cursorNavigation({ url, limit: 50, nextCursor: 'abc' }))).toMatchObject({
+        name: 'ConfigurationError',
+        code: 'invalid_option',
+        message,
+      });
+    }
+    // Written with the slashes (either kind, as URL parsers read them), the same URLs are fine.
+    expect(
+      cursorNavigation({ url: 'HTTP:\\\\api.example/audit-logs', limit: 50, nextCursor: 'abc' })
+        .links.next,
+    ).toBe('http://api.example/audit-logs?cursor=abc&limit=50');
+  });
+
+  it('never links the host it resolves relative URLs against: links are relative, or on the host given', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom('', 'http', 'HTTP', 'https', 'Https', 'ws', 'ftp', 'file', 'urn', 'x-y'),
+        fc.constantFrom('', ':', ':/', ':\\', '://', ':\\\\', ':///', ':/\\', ' :/'),
+        fc.oneof(
+          fc.webPath(),
+          fc.webAuthority().map((authority) => `${authority}/r`),
+          fc.string({ unit: 'binary-ascii' }),
+        ),
+        (scheme, separator, rest) => {
+          // Arrange
+          const url = `${scheme}${separator}${rest}`;
+          fc.pre(!url.toLowerCase().includes('relative.invalid'));
+          // Act
+          const attempt = () => cursorNavigation({ url, limit: 5, nextCursor: 'n' });
+          const error = thrown(attempt);
+          // Assert
+          if (error !== undefined) {
+            expect(error).toMatchObject({ name: 'ConfigurationError', code: 'invalid_option' });
+            return;
+          }
+          const nav = cursorNavigation({ url, limit: 5, nextCursor: 'n' });
+          for (const link of Object.values(nav.links)) {
+            expect(link.toLowerCase()).not.toContain('relative.invalid');
+            if (link.startsWith('/')) continue;
+            // An absolute link keeps the origin of the URL given, parsed on its own.
+            expect(new URL(link).origin).toBe(new URL(url).origin);
+          }
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+  });
+
   it('throws a ConfigurationError for a hasMore that is not a boolean, instead of reading it as truthy', () => {
     for (const hasMore of ['false', null, 0, 1]) {
       const attempt = () =>
@@ -190,6 +254,39 @@ describe('cursorNavigation', () => {
       '</audit-logs?limit=50>; rel="first", </audit-logs?cursor=p&limit=50>; rel="prev", </audit-logs?cursor=n&limit=50>; rel="next"',
     );
     expect(nav.totalItems).toBe(3);
+  });
+});
+
+describe('arguments that are not objects', () => {
+  it('throws a ConfigurationError naming the function and what to pass', () => {
+    const cases: [() => unknown, string][] = [
+      [
+        () => pageNumberNavigation(null as never),
+        'pageNumberNavigation: the argument must be an object such as { url, pageNumber, pageSize, hasMore }',
+      ],
+      [
+        () => pageNumberNavigation('/a' as never),
+        'pageNumberNavigation: the argument must be an object',
+      ],
+      [
+        () => cursorNavigation(undefined as never),
+        'cursorNavigation: the argument must be an object such as { url, limit, nextCursor }',
+      ],
+      [() => cursorNavigation([] as never), 'cursorNavigation: the argument must be an object'],
+      [
+        () => formatLinkHeader(null as never),
+        "formatLinkHeader: the argument must be an object such as { first: '/a?page=1', next: '/a?page=2' }",
+      ],
+      [() => formatLinkHeader('</a>' as never), 'formatLinkHeader: the argument must be an object'],
+      [() => formatLinkHeader(['/a'] as never), 'formatLinkHeader: the argument must be an object'],
+    ];
+    for (const [attempt, message] of cases) {
+      expect(thrown(attempt)).toMatchObject({
+        name: 'ConfigurationError',
+        code: 'invalid_option',
+        message: expect.stringContaining(message),
+      });
+    }
   });
 });
 

@@ -199,6 +199,18 @@ describe('pageNumberValidator', () => {
     }
   });
 
+  it('throws a ConfigurationError naming the options when they are not an object', () => {
+    for (const options of [null, 'pageSize', 20, []]) {
+      expect(thrown(() => pageNumberValidator(options as never))).toMatchObject({
+        name: 'ConfigurationError',
+        code: 'invalid_option',
+        message: expect.stringContaining(
+          'pageNumberValidator: options must be an object such as { sizes: pageSizePresets.businessData }, or left out',
+        ),
+      });
+    }
+  });
+
   it('never throws, for 50,000 arbitrary query objects and 50,000 raw strings', () => {
     const check = (query: unknown) => {
       const result = validate(query as string);
