@@ -4,8 +4,10 @@
  * the request URL, still percent-encoded as sent (not the decoded `c.req.path`).
  * @module
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
+import { clientGone, holdUntilClosed } from './node-response.js';
 
 /** Options of {@link honoRateLimit}: `identify` receives the Hono context. */
 export type HonoRateLimitOptions<E extends Env = Env> = RateLimitOptions<Context<E>>;
@@ -13,7 +15,10 @@ export type HonoRateLimitOptions<E extends Env = Env> = RateLimitOptions<Context
 /**
  * Make the Hono middleware. Admitted: sets the tracking id (and RateLimit fields when enabled),
  * awaits `next()` and gives the lease back when the handler has produced its response, or at once
- * when the client aborts (the request's signal). Refused: returns the 429 `Response`.
+ * when the client aborts (the request's signal). On @hono/node-server it is also given back when
+ * the node response closes or its connection does, as with the node:http adapters: a pipelined
+ * request whose response waits behind another's gets no abort when the connection closes.
+ * Refused: returns the 429 `Response`.
  * @param options - limiter, identify, skip, failure mode, onError, tracking id, headers
  * @example
  * ```ts
@@ -41,11 +46,14 @@ export function honoRateLimit<E extends Env = Env>(
       return;
     }
     const signal = c.req.raw.signal;
-    if (signal.aborted) {
-      // The client went away while an asynchronous store decided.
+    const node = nodeBindings(c.env);
+    if (signal.aborted || (node !== undefined && clientGone(node.incoming, node.outgoing))) {
+      // The client went away while an asynchronous store decided, or, on node, the connection of
+      // a request queued behind another closed.
       verdict.release();
       return new Response(null, { status: 499 });
     }
+    if (node !== undefined) holdUntilClosed(node.incoming, node.outgoing, verdict.release);
     signal.addEventListener('abort', verdict.release, { once: true });
     try {
       await next();
@@ -63,4 +71,38 @@ export function honoRateLimit<E extends Env = Env>(
 function pathAsSent(url: string): string {
   const start = url.indexOf('/', url.indexOf('://') + 3);
   return start < 0 ? '/' : url.slice(start);
+}
+
+/** What @hono/node-server passes as `c.env`: the node request and response. */
+interface NodeBindings {
+  readonly incoming: IncomingMessage;
+  readonly outgoing: ServerResponse;
+}
+
+/**
+ * `c.env` when it holds the node request and response (@hono/node-server), else `undefined`: on
+ * other runtimes `c.env` is absent or holds the bindings, which may use those names for other
+ * things.
+ */
+function nodeBindings(env: unknown): NodeBindings | undefined {
+  if (typeof env !== 'object' || env === null) return undefined;
+  try {
+    const { incoming, outgoing } = env as { incoming?: unknown; outgoing?: unknown };
+    return isNodeMessage(incoming) && isNodeMessage(outgoing) ? (env as NodeBindings) : undefined;
+  } catch {
+    // Bindings with a getter that throws: not node's.
+    return undefined;
+  }
+}
+
+// An event emitter with a `socket` member (null on a response queued behind another): node:http's
+// messages and node:http2's compatibility ones.
+function isNodeMessage(value: unknown): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'socket' in value &&
+    typeof (value as { on?: unknown }).on === 'function' &&
+    typeof (value as { once?: unknown }).once === 'function'
+  );
 }

@@ -4,7 +4,8 @@
  * response closes (finished, failed or aborted) and go on. Also node:http2's compatibility API.
  * Node emits no `close` for a response that waits behind an earlier one on a pipelined HTTP/1.1
  * connection when that connection closes: such a lease is also given back on the connection's
- * `close`.
+ * `close`. The Hono adapter uses the same hold on @hono/node-server. Only types come from node:
+ * nothing here loads a node module, so the Hono adapter still runs where there is none.
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';

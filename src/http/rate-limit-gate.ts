@@ -1,17 +1,20 @@
 /**
  * The one place that decides a request for every framework adapter: skip, identify, ask the
  * limiter, and turn the answer into a verdict (go on with these headers and this lease, or write
- * this response). Errors of `skip`, `identify` or the store are never 429s: the gate fails open
- * (default) or closed, and reports each one. Synchronous when everything it calls is (the memory
- * store), a promise otherwise; it never rejects.
+ * this response). Errors of `skip`, `identify` or the store, and decisions it cannot read, are
+ * never 429s: the gate fails open (default) or closed, and reports each one. Synchronous when
+ * everything it calls is (the memory store), a promise otherwise; it never throws or rejects, and
+ * neither does a verdict's `release`.
  * @module
  */
 import { ConfigurationError, InvalidRequestError } from '../errors.js';
 import { describe } from '../limits/duration.js';
 import {
+  type AdmittedDecision,
   type CheckOptions,
   type Decision,
   type LimitRequest,
+  type RefusedDecision,
   RequestFields,
 } from '../limits/limiter.js';
 import { problemDetails, problemResponse, type ResponseParts } from './problem-details.js';
@@ -41,8 +44,19 @@ export interface Identity {
 /** What the gate does when it cannot decide: let the request through, or refuse it with 503. */
 export type FailureMode = 'open' | 'closed';
 
-/** Where a failure happened. */
-export type GatePhase = 'tracking-id' | 'skip' | 'identify' | 'limiter' | 'handler';
+/**
+ * Where a failure happened:
+ * - `tracking-id`: the `trackingIds` source or the reading of the request's header; the id is
+ *   replaced by a random one and the request goes on as if nothing had failed.
+ * - `skip`, `identify`: the integrator's function threw, rejected or returned something unusable.
+ * - `limiter`: the limiter or its store threw or rejected, or answered a decision that is neither a
+ *   well-formed admitted one nor a well-formed refused one (a `ConfigurationError`
+ *   `invalid_option`).
+ * - `release`: giving an admitted request's lease back threw or rejected (its store is down, say);
+ *   the request was already let through, and the lease stays held until its store frees it.
+ * - `handler`: the node adapter's report of a throwing handler.
+ */
+export type GatePhase = 'tracking-id' | 'skip' | 'identify' | 'limiter' | 'release' | 'handler';
 
 /** A failure the gate reports through `onError`. */
 export interface RateLimitErrorEvent<R> {
@@ -50,11 +64,17 @@ export interface RateLimitErrorEvent<R> {
   readonly error: unknown;
   /** The framework's request. */
   readonly request: R;
-  /** Where it happened; `handler` is the node adapter's report of a throwing handler. */
+  /** Where it happened. */
   readonly phase: GatePhase;
-  /** The request's tracking id. */
+  /** The request's tracking id (for `tracking-id`, the one that replaced it). */
   readonly trackingId: string;
-  /** What the gate did: let the request through (`open`) or answered 503 (`closed`). */
+  /**
+   * What the gate did about this failure. `closed`: it answered 503 because of it (a `skip`,
+   * `identify` or `limiter` failure under `failure: 'closed'`). `open`: the failure stopped
+   * nothing: the request was let through by `failure: 'open'`, or, whatever the failure mode,
+   * given a random tracking id (`tracking-id`) or already let through when it failed (`release`,
+   * `handler`).
+   */
   readonly failure: FailureMode;
 }
 
@@ -111,7 +131,11 @@ export interface GateVerdict {
   readonly trackingId: string;
   /** True when there is a lease to give back with `release` when the response ends. */
   readonly holdsLease: boolean;
-  /** Give back the lease. Idempotent; does nothing when there is none. */
+  /**
+   * Give back the lease. Idempotent; does nothing when there is none. Never throws, and may be
+   * called unbound (as an event listener): a limiter that fails to give the lease back is reported
+   * through `onError` (phase `release`).
+   */
   release(): void;
 }
 
@@ -141,7 +165,10 @@ export interface RateLimitGate<R> {
     path: string,
     incomingTrackingId: string | null | undefined | TrackingIdReader<R>,
   ): GateVerdict | Promise<GateVerdict>;
-  /** Report a failure after the decision (a throwing handler); never throws. */
+  /**
+   * Report a failure after the decision (a throwing handler); never throws. The request was let
+   * through: the event's `failure` is `open`.
+   */
   report(error: unknown, request: R, phase: GatePhase, trackingId: string): void;
 }
 
@@ -190,7 +217,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
       return resolveTrackingId(undefined, source);
     } catch (error) {
       const replaced = randomTrackingId();
-      report(error, request, 'tracking-id', replaced);
+      report(error, request, 'tracking-id', replaced, 'open');
       return replaced;
     }
   };
@@ -201,7 +228,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
       incoming = pending(request);
     } catch (error) {
       const replaced = make(request);
-      report(error, request, 'tracking-id', replaced);
+      report(error, request, 'tracking-id', replaced, 'open');
       return replaced;
     }
     return isWellFormedTrackingId(incoming) ? incoming : make(request);
@@ -211,23 +238,53 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
   class Verdict implements GateVerdict {
     #trackingId: PendingId<R>;
     readonly #request: R;
+    // The admitted decision until its lease is given back.
+    #lease: AdmittedDecision | undefined;
+    readonly holdsLease: boolean;
+    readonly release: () => void;
 
     constructor(
       readonly response: ResponseParts | undefined,
       readonly headers: Readonly<Record<string, string>>,
       trackingId: PendingId<R>,
       request: R,
-      readonly holdsLease: boolean,
-      readonly release: () => void,
+      lease: AdmittedDecision | undefined,
     ) {
       this.#trackingId = trackingId;
       this.#request = request;
+      this.#lease = lease;
+      this.holdsLease = lease !== undefined;
+      // Adapters pass `release` to event emitters, unbound: one bound function per lease, and
+      // nothing made for a verdict without one.
+      this.release = lease === undefined ? noop : this.#giveBack.bind(this);
     }
 
     get trackingId(): string {
       const id = made(this.#request, this.#trackingId);
       this.#trackingId = id;
       return id;
+    }
+
+    // Once only, whatever the limiter's release does on a second call. It runs from a response's
+    // `close` listener or a `finally`, where a throw would crash the process or turn the handler's
+    // response into a 500: a failure is reported instead, and the store frees the lease when it
+    // expires.
+    #giveBack(): void {
+      const lease = this.#lease;
+      if (lease === undefined) return;
+      this.#lease = undefined;
+      try {
+        const done: unknown = lease.release();
+        if (done !== undefined && isThenable(done)) {
+          done.then(undefined, (error: unknown) => this.#releaseFailed(error));
+        }
+      } catch (error) {
+        this.#releaseFailed(error);
+      }
+    }
+
+    #releaseFailed(error: unknown): void {
+      report(error, this.#request, 'release', this.trackingId, 'open');
     }
   }
 
@@ -239,16 +296,22 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
       onAdmitted ? { [header]: made(request, trackingId) } : NO_HEADERS,
       trackingId,
       request,
-      false,
-      noop,
+      undefined,
     );
 
   // Write this response and stop: a 429, or a 503 when failing closed.
   const answer = (response: ResponseParts, request: R, trackingId: string): GateVerdict =>
-    new Verdict(response, NO_HEADERS, trackingId, request, false, noop);
+    new Verdict(response, NO_HEADERS, trackingId, request, undefined);
 
-  const report = (error: unknown, request: R, phase: GatePhase, trackingId: string): void => {
-    const event: RateLimitErrorEvent<R> = { error, request, phase, trackingId, failure };
+  // `done` is what the gate did about this failure (see RateLimitErrorEvent.failure).
+  const report = (
+    error: unknown,
+    request: R,
+    phase: GatePhase,
+    trackingId: string,
+    done: FailureMode,
+  ): void => {
+    const event: RateLimitErrorEvent<R> = { error, request, phase, trackingId, failure: done };
     try {
       if (onError === undefined) defaultReport(event);
       else onError(event);
@@ -264,31 +327,37 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     pending: PendingId<R>,
   ): GateVerdict => {
     const trackingId = made(request, pending);
-    report(error, request, phase, trackingId);
+    report(error, request, phase, trackingId, failure);
     if (failure === 'open') return pass(request, trackingId);
     const response = unavailable(trackingId);
     response.headers[header] = trackingId;
     return answer(response, request, trackingId);
   };
 
+  // A decision that is neither a well-formed admission nor a well-formed refusal is the limiter's
+  // failure, whatever the options: never a 429 built from missing fields. An admission costs two
+  // property reads here.
   const decide = (decision: Decision, request: R, trackingId: PendingId<R>): GateVerdict => {
-    if (decision.allowed) {
-      return new Verdict(
-        undefined,
-        onAdmitted || withFields
-          ? admittedParts(
-              decision,
-              onAdmitted ? header : undefined,
-              onAdmitted ? made(request, trackingId) : '',
-              withFields,
-            )
-          : NO_HEADERS,
-        trackingId,
-        request,
-        true,
-        () => decision.release(),
-      );
+    if (decision?.allowed === true && typeof decision.release === 'function') {
+      if (!onAdmitted && !withFields) {
+        return new Verdict(undefined, NO_HEADERS, trackingId, request, decision);
+      }
+      let headers: Record<string, string>;
+      try {
+        headers = admittedParts(
+          decision,
+          onAdmitted ? header : undefined,
+          onAdmitted ? made(request, trackingId) : '',
+          withFields,
+        );
+      } catch (error) {
+        // Statuses the RateLimit fields cannot be written from: the lease is not kept.
+        new Verdict(undefined, NO_HEADERS, trackingId, request, decision).release();
+        return fail(error, request, 'limiter', trackingId);
+      }
+      return new Verdict(undefined, headers, trackingId, request, decision);
     }
+    if (!isRefusal(decision)) return fail(unreadable(decision), request, 'limiter', trackingId);
     const id = made(request, trackingId);
     return answer(refusalParts(decision, header, id, withFields), request, id);
   };
@@ -373,19 +442,57 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     );
   };
 
-  return { trackingIdHeader: header, check, report };
+  return {
+    trackingIdHeader: header,
+    check,
+    report: (error, request, phase, trackingId) =>
+      report(error, request, phase, trackingId, 'open'),
+  };
 }
 
 /**
  * Continue after a promise from identify, skip or the store; a rejection, or a throw on the way,
- * goes to `failed`, so the verdict's promise never rejects.
+ * goes to `failed`, so the verdict's promise never rejects and nothing is thrown.
  */
 function settled<T>(
   value: PromiseLike<T>,
   next: (value: T) => GateVerdict | Promise<GateVerdict>,
   failed: (error: unknown) => GateVerdict,
 ): Promise<GateVerdict> {
-  return Promise.resolve(value).then(next, failed).catch(failed);
+  let promise: Promise<T>;
+  try {
+    // Promise.resolve reads a native promise's `constructor`, which may be a getter that throws.
+    promise = Promise.resolve(value);
+  } catch (error) {
+    return Promise.resolve(failed(error));
+  }
+  return promise.then(next, failed).catch(failed);
+}
+
+/**
+ * A refusal a 429 can be built from truthfully: a Retry-After of at least one second, a reason,
+ * the statuses and the time of the decision. Read on refusals only.
+ */
+function isRefusal(decision: unknown): decision is RefusedDecision {
+  if (typeof decision !== 'object' || decision === null) return false;
+  // Each field read once, and only while the ones before it are right.
+  const refused = decision as RefusedDecision;
+  if (refused.allowed !== false) return false;
+  const seconds = refused.retryAfterSeconds;
+  return (
+    typeof seconds === 'number' &&
+    seconds >= 1 &&
+    typeof refused.reason === 'string' &&
+    Number.isFinite(refused.now) &&
+    Array.isArray(refused.statuses)
+  );
+}
+
+function unreadable(decision: unknown): ConfigurationError {
+  return new ConfigurationError(
+    'invalid_option',
+    `limiter.check() gave ${describe(decision)}, not a decision the middleware can use: an admitted one has allowed: true and release(), a refused one allowed: false, retryAfterSeconds >= 1, reason, statuses and a finite now. Check the limiter and what its store's apply() returns.`,
+  );
 }
 
 function limitRequest(identity: Identity, method: string, path: string): LimitRequest {
@@ -417,12 +524,26 @@ function unavailable(trackingId: string): ResponseParts {
 }
 
 function defaultReport(event: RateLimitErrorEvent<unknown>): void {
-  const what =
-    event.failure === 'open' ? 'let through (fail open)' : 'refused with 503 (fail closed)';
+  const what = outcome(event);
   const message = event.error instanceof Error ? event.error.message : String(event.error);
   console.error(
     `api-conventions: rate limit ${event.phase} failed, request ${event.trackingId} ${what}: ${message}`,
   );
+}
+
+// What became of the request, for the default report's line.
+function outcome(event: RateLimitErrorEvent<unknown>): string {
+  if (event.failure === 'closed') return 'refused with 503 (fail closed)';
+  switch (event.phase) {
+    case 'tracking-id':
+      return 'goes on under a random tracking id';
+    case 'release':
+      return 'was let through; its lease could not be given back and stays held until it expires';
+    case 'handler':
+      return 'was let through; its handler failed';
+    default:
+      return 'let through (fail open)';
+  }
 }
 
 function checkOptions<R>(options: RateLimitOptions<R>): RateLimitOptions<R> {

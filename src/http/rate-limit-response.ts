@@ -5,6 +5,8 @@
  * was hit and when calls may resume. Pure: the time comes from the decision.
  * @module
  */
+import { ConfigurationError } from '../errors.js';
+import { describe } from '../limits/duration.js';
 import type { AdmittedDecision, RefusedDecision } from '../limits/limiter.js';
 import { formatHttpDate } from './http-date.js';
 import type { ResponseParts } from './problem-details.js';
@@ -26,8 +28,23 @@ export interface RateLimitResponseOptions {
   /** Makes a tracking id when the request has none. @defaultValue {@link randomTrackingId} */
   trackingIds?: TrackingIdSource;
   /**
-   * The tracking id header: a field name token, and not one the response needs for itself
-   * (`Retry-After`, `Content-Type`, `Content-Length`, ...).
+   * The tracking id header: an HTTP field name token of at most 64 characters, read from the
+   * request and written on the response. A name with a meaning of its own in HTTP is refused
+   * (`ConfigurationError` `invalid_header_name`), in any letter case:
+   * - the fields of HTTP semantics and caching (RFC 9110, RFC 9111): `Accept`, `Accept-Charset`,
+   *   `Accept-Encoding`, `Accept-Language`, `Accept-Ranges`, `Age`, `Allow`,
+   *   `Authentication-Info`, `Authorization`, `Cache-Control`, `Content-Encoding`,
+   *   `Content-Language`, `Content-Length`, `Content-Location`, `Content-Range`, `Content-Type`,
+   *   `Date`, `ETag`, `Expect`, `Expires`, `From`, `Host`, `If-Match`, `If-Modified-Since`,
+   *   `If-None-Match`, `If-Range`, `If-Unmodified-Since`, `Last-Modified`, `Location`,
+   *   `Max-Forwards`, `Pragma`, `Range`, `Referer`, `Retry-After`, `Server`, `User-Agent`, `Vary`,
+   *   `Via`, `Warning`, `WWW-Authenticate`;
+   * - the connection-specific fields: `Connection`, `HTTP2-Settings`, `Keep-Alive`, `TE`,
+   *   `Trailer`, `Transfer-Encoding`, `Upgrade`;
+   * - `Cookie`, `Set-Cookie`, `RateLimit`, `RateLimit-Policy`, and fields browsers act on:
+   *   `Alt-Svc`, `Content-Disposition`, `Content-Security-Policy`, `Forwarded`, `Link`, `Origin`,
+   *   `Refresh`, `Strict-Transport-Security`, `X-Content-Type-Options`, `X-Frame-Options`;
+   * - any name starting with `Access-Control-`, `Proxy-` or `Sec-`.
    * @defaultValue {@link DEFAULT_TRACKING_ID_HEADER}
    */
   trackingIdHeader?: string;
@@ -53,6 +70,8 @@ function wholeSeconds(value: number): number {
  * @param decision - a refused decision from the limiter
  * @param options - tracking id, its header and source, RateLimit fields
  * @returns status 429, lower-case header names, and the text body
+ * @throws ConfigurationError `invalid_option` when `decision` is not a refused decision
+ * (`allowed: false`) or `options` is given and not an object
  * @throws ConfigurationError `invalid_header_name` or `invalid_tracking_id` for bad options
  * @example
  * ```ts
@@ -69,7 +88,8 @@ export function rateLimitResponseParts(
   decision: RefusedDecision,
   options: RateLimitResponseOptions = {},
 ): ResponseParts {
-  const { header, trackingId } = resolved(options);
+  checkDecision(decision, false, 'rateLimitResponseParts');
+  const { header, trackingId } = resolved(options, 'rateLimitResponseParts');
   return refusalParts(decision, header, trackingId, options.rateLimitHeaders === true);
 }
 
@@ -109,6 +129,7 @@ export function refusalParts(
  * The 429 response for a refused decision as a web `Response` (Fetch API runtimes, Hono).
  * @param decision - a refused decision from the limiter
  * @param options - as for {@link rateLimitResponseParts}
+ * @throws ConfigurationError as {@link rateLimitResponseParts}
  */
 export function rateLimitResponse(
   decision: RefusedDecision,
@@ -122,12 +143,16 @@ export function rateLimitResponse(
  * The headers of an admitted response: the tracking id, and the RateLimit fields when enabled.
  * @param decision - an admitted decision
  * @param options - as for {@link rateLimitResponseParts}
+ * @throws ConfigurationError `invalid_option` when `decision` is not an admitted decision
+ * (`allowed: true`) or `options` is given and not an object; `invalid_header_name` or
+ * `invalid_tracking_id` for bad options
  */
 export function admittedHeaders(
   decision: AdmittedDecision,
   options: RateLimitResponseOptions = {},
 ): Record<string, string> {
-  const { header, trackingId } = resolved(options);
+  checkDecision(decision, true, 'admittedHeaders');
+  const { header, trackingId } = resolved(options, 'admittedHeaders');
   return admittedParts(decision, header, trackingId, options.rateLimitHeaders === true);
 }
 
@@ -150,7 +175,16 @@ export function admittedParts(
 }
 
 // The header name checked and the tracking id resolved, from the public functions' options.
-function resolved(options: RateLimitResponseOptions): { header: string; trackingId: string } {
+function resolved(
+  options: RateLimitResponseOptions,
+  caller: string,
+): { header: string; trackingId: string } {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `${caller}() options must be an object such as { trackingId }, or left out; got ${describe(options)}.`,
+    );
+  }
   return {
     header: checkHeaderName(
       options.trackingIdHeader ?? DEFAULT_TRACKING_ID_HEADER,
@@ -158,6 +192,21 @@ function resolved(options: RateLimitResponseOptions): { header: string; tracking
     ),
     trackingId: resolveTrackingId(options.trackingId, options.trackingIds),
   };
+}
+
+// The public builders take decisions from anywhere: one of the wrong kind is a typed error, not a
+// TypeError from deep inside.
+function checkDecision(decision: unknown, allowed: boolean, caller: string): void {
+  if (
+    typeof decision !== 'object' ||
+    decision === null ||
+    (decision as { allowed?: unknown }).allowed !== allowed
+  ) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `${caller}() needs ${allowed ? 'an admitted' : 'a refused'} decision from the limiter (allowed: ${allowed}), got ${describe(decision)}.`,
+    );
+  }
 }
 
 function refusalText(

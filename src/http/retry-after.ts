@@ -25,7 +25,12 @@ const ASCTIME_DATE = new RegExp(
 /**
  * The delay a `Retry-After` value asks for, in milliseconds from `now`, or `undefined` when the
  * value is missing or unreadable (the caller then applies its own backoff: the specification
- * recommends one second). A date in the past is a delay of 0.
+ * recommends one second). A date in the past is a delay of 0. Never throws: the result is always
+ * `undefined` or a whole number of milliseconds from 0 to `Number.MAX_SAFE_INTEGER`.
+ *
+ * A date is measured from `now`: when `now` is not a finite number (a broken clock), no delay can
+ * be measured from it and a date reads as `undefined`, "unknown". Delay-seconds do not depend on
+ * `now` and are read all the same. A delay from a fractional `now` is rounded up to whole ms.
  * @param value - the header value (`null` or `undefined` when absent)
  * @param now - the current time in milliseconds, from the injected clock
  * @returns milliseconds to wait, or `undefined` for "unknown"
@@ -43,15 +48,20 @@ export function parseRetryAfter(value: string | null | undefined, now: number): 
     // Beyond 2^53 ms the wait is effectively forever; keep it a safe integer.
     return Math.min(Number(text) * 1000, Number.MAX_SAFE_INTEGER);
   }
+  // NaN or an infinite now would make the delay NaN or infinite.
+  if (typeof now !== 'number' || !Number.isFinite(now)) return undefined;
   const at = parseHttpDate(text);
-  return at === undefined ? undefined : Math.max(0, at - now);
+  if (at === undefined) return undefined;
+  return Math.min(Math.max(0, Math.ceil(at - now)), Number.MAX_SAFE_INTEGER);
 }
 
 /**
- * An HTTP-date in any of its three forms as milliseconds since the epoch, or `undefined`.
+ * An HTTP-date in any of its three forms as milliseconds since the epoch, or `undefined` (also for
+ * anything that is not a string).
  * @param text - the date as sent
  */
 export function parseHttpDate(text: string): number | undefined {
+  if (typeof text !== 'string') return undefined;
   let match = IMF_FIXDATE.exec(text);
   if (match !== null) return utc(match[3], match[2], match[1], match[4], match[5], match[6]);
   match = RFC850_DATE.exec(text);

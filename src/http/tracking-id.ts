@@ -17,29 +17,82 @@ export type TrackingIdSource = () => string;
 // LF or quote can be smuggled in by a client), and wide enough for UUIDs, ULIDs and trace ids.
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
-// Fields the 429 and the 503 write themselves, and fields that frame, route or set state on a
-// message: a tracking id written under one of these would replace Retry-After or Content-Type,
-// or echo a client's value as the response's Content-Length. The connection-specific fields are
-// also ones HTTP/2 forbids: node:http2 throws on writing them.
+// Fields with a meaning of their own in HTTP. The tracking id header is read from the request and
+// written on the response: under one of these names it would replace a field the 429 writes
+// (Retry-After, Content-Type), one node:http writes (Date), or one caches, browsers and proxies
+// act on (Expires, Vary, Content-Length, Set-Cookie), or echo a client's Authorization or Cookie
+// back. The connection-specific ones are also fields HTTP/2 forbids: node:http2 throws on them.
 const RESERVED_HEADERS: ReadonlySet<string> = new Set([
-  'cache-control',
-  'connection',
+  // RFC 9110, HTTP semantics
+  'accept',
+  'accept-charset',
+  'accept-encoding',
+  'accept-language',
+  'accept-ranges',
+  'allow',
+  'authentication-info',
+  'authorization',
   'content-encoding',
+  'content-language',
   'content-length',
+  'content-location',
+  'content-range',
   'content-type',
+  'date',
+  'etag',
+  'expect',
+  'from',
+  'host',
+  'if-match',
+  'if-modified-since',
+  'if-none-match',
+  'if-range',
+  'if-unmodified-since',
+  'last-modified',
+  'location',
+  'max-forwards',
+  'range',
+  'referer',
+  'retry-after',
+  'server',
+  'user-agent',
+  'vary',
+  'via',
+  'www-authenticate',
+  // RFC 9111, caching
+  'age',
+  'cache-control',
+  'expires',
+  'pragma',
+  'warning',
+  // Connection-specific (RFC 9110 section 7.6.1, RFC 9112, RFC 9113 section 8.2.2)
+  'connection',
   'http2-settings',
   'keep-alive',
-  'location',
-  'proxy-connection',
-  'ratelimit',
-  'ratelimit-policy',
-  'retry-after',
-  'set-cookie',
   'te',
   'trailer',
   'transfer-encoding',
   'upgrade',
+  // Cookies (RFC 6265), the RateLimit fields, and fields browsers act on
+  'alt-svc',
+  'content-disposition',
+  'content-security-policy',
+  'cookie',
+  'forwarded',
+  'link',
+  'origin',
+  'ratelimit',
+  'ratelimit-policy',
+  'refresh',
+  'set-cookie',
+  'strict-transport-security',
+  'x-content-type-options',
+  'x-frame-options',
 ]);
+
+// Whole families: CORS (Fetch), the proxy fields (Proxy-Authorization, Proxy-Connection, ...) and
+// the Sec- fields that only a browser may set.
+const RESERVED_PREFIXES = ['access-control-', 'proxy-', 'sec-'] as const;
 
 /**
  * True for a tracking id the library accepts from a request: 1 to 128 letters, digits, `.`, `_`,
@@ -79,10 +132,18 @@ export function resolveTrackingId(
 
 /**
  * Check a configured header name (an HTTP field name token) and return it in lower case, as
- * frameworks compare header names. A field the 429 writes itself (`Retry-After`, `Content-Type`,
- * `Cache-Control`, `RateLimit`, `RateLimit-Policy`) or one that frames, routes or sets state on a
- * message (`Content-Length`, `Transfer-Encoding`, `Connection`, `Location`, `Set-Cookie`, ...)
- * is refused too.
+ * frameworks compare header names. A field with a meaning of its own in HTTP is refused, in any
+ * letter case:
+ * - the fields of HTTP semantics and caching (RFC 9110, RFC 9111), among them those the 429
+ *   writes itself (`Retry-After`, `Content-Type`, `Cache-Control`), `Date`, `Expires`,
+ *   `Last-Modified`, `Age`, `ETag`, `Vary`, `Content-Length`, `Content-Range`, `Location`,
+ *   `Host`, `Authorization`;
+ * - the connection-specific fields (`Connection`, `Keep-Alive`, `Transfer-Encoding`, `TE`,
+ *   `Trailer`, `Upgrade`, `HTTP2-Settings`);
+ * - `Cookie`, `Set-Cookie`, `RateLimit`, `RateLimit-Policy`, and fields browsers act on
+ *   (`Strict-Transport-Security`, `Content-Security-Policy`, `Content-Disposition`, `Link`,
+ *   `Refresh`, `Alt-Svc`, `Origin`, `Forwarded`, `X-Frame-Options`, `X-Content-Type-Options`);
+ * - any name starting with `Access-Control-`, `Proxy-` or `Sec-`.
  * @param name - the header name
  * @param option - the option that named it, for the error message
  * @throws ConfigurationError `invalid_header_name`
@@ -95,10 +156,10 @@ export function checkHeaderName(name: unknown, option: string): string {
     );
   }
   const lower = name.toLowerCase();
-  if (RESERVED_HEADERS.has(lower)) {
+  if (RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
     throw new ConfigurationError(
       'invalid_header_name',
-      `${option} ${describe(name)} is a header the response needs for itself; name the tracking id header something else, such as "X-Request-Id".`,
+      `${option} ${describe(name)} is a header with a meaning of its own in HTTP; name the tracking id header something else, such as "X-Request-Id".`,
     );
   }
   return lower;

@@ -1,9 +1,17 @@
-/** The Hono adapter against real Hono 4 on @hono/node-server, 127.0.0.1 (the shared adapter suite). */
+/**
+ * The Hono adapter against real Hono 4 on @hono/node-server, 127.0.0.1 (the shared adapter suite);
+ * pipelined requests whose handlers wait for the client to go, on raw sockets; and Hono's own
+ * `fetch`, as a Fetch-API runtime calls it, with no node request underneath.
+ */
 import type { Server } from 'node:http';
+import { connect } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import { Hono } from 'hono';
+import { describe, expect, it } from 'vitest';
 import { honoRateLimit } from '../../src/adapters/hono.js';
-import { adapterSuite, type StartServer } from '../support/adapter-suite.js';
+import { concurrency, createLimiter, FakeClock, type Identity } from '../../src/index.js';
+import { adapterSuite, expectFullThrottle, type StartServer } from '../support/adapter-suite.js';
+import { trackConnections } from '../support/http-client.js';
 import { listen } from '../support/listen.js';
 
 const start: StartServer = async (options, app) => {
@@ -29,3 +37,75 @@ const start: StartServer = async (options, app) => {
 };
 
 adapterSuite('Hono', start);
+
+const identity: Identity = { clientId: 'c1', accountCode: 'ACME' };
+
+describe('Hono adapter on @hono/node-server: pipelined requests', () => {
+  // Node emits no `close` for a response queued behind another when the connection closes, so
+  // the queued requests' signals never abort and their handlers never return: only the socket
+  // tells that the client is gone.
+  for (const timing of ['sync', 'async'] as const) {
+    it(`every lease comes back when the client closes the connection with the later responses unsent (${timing} identify)`, async () => {
+      const clock = new FakeClock(0);
+      const max = 3;
+      const limiter = createLimiter({ policies: [concurrency(max, { name: 'throttle' })], clock });
+      let held = 0;
+      let allHeld: () => void = () => undefined;
+      const holding = new Promise<void>((resolve) => {
+        allHeld = resolve;
+      });
+      const hono = new Hono();
+      hono.use(
+        honoRateLimit({
+          limiter,
+          identify: () => (timing === 'sync' ? identity : Promise.resolve(identity)),
+        }),
+      );
+      hono.get('/hold', async (c) => {
+        if (++held === max) allHeld();
+        await new Promise((resolve) => c.req.raw.signal.addEventListener('abort', resolve));
+        return c.text('gone');
+      });
+      const app = await listen(createAdaptorServer({ fetch: hono.fetch }) as Server);
+      const connections = trackConnections(app.server);
+      try {
+        const socket = connect(Number(new URL(app.url).port), '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.write('GET /hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'.repeat(max));
+        // All three hold a lease: the first one's handler waits, and two requests wait behind it.
+        await holding;
+        socket.destroy();
+        await connections.idle();
+        expectFullThrottle(limiter, clock, 'c1', max);
+      } finally {
+        await app.close();
+      }
+    });
+  }
+});
+
+describe('Hono adapter on a Fetch-API runtime (no node request underneath)', () => {
+  it('admits, refuses and gives leases back through app.fetch, with no bindings or with bindings named like node messages', async () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ policies: [concurrency(1, { name: 'throttle' })], clock });
+    const hono = new Hono();
+    hono.use(honoRateLimit({ limiter, identify: () => identity }));
+    hono.get('/ok', (c) => c.text('ok'));
+    const bindings: unknown[] = [
+      undefined,
+      {},
+      { incoming: 'a KV namespace', outgoing: { on: 'not a function' } },
+      {
+        get incoming() {
+          throw new Error('binding unavailable');
+        },
+      },
+    ];
+    for (const env of bindings) {
+      const response = await hono.fetch(new Request('http://localhost/ok'), env as never);
+      expect(response.status).toBe(200);
+      expect(await response.text()).toBe('ok');
+      expectFullThrottle(limiter, clock, 'c1', 1);
+    }
+  });
+});

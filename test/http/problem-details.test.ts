@@ -1,5 +1,15 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_PROBLEM_TYPE_BASE, problemDetails, problemResponse } from '../../src/index.js';
+import {
+  DEFAULT_PROBLEM_TYPE_BASE,
+  isConfigurationError,
+  type ProblemDetails,
+  problemDetails,
+  problemResponse,
+} from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
+
+const CORE = ['type', 'title', 'status', 'code', 'detail', 'instance'];
 
 describe('problem details (RFC 9457)', () => {
   it('builds type from the code, keeps extensions, and never lets an extension override a core member', () => {
@@ -38,5 +48,87 @@ describe('problem details (RFC 9457)', () => {
     expect(parts.status).toBe(422);
     expect(parts.headers['content-type']).toBe('application/problem+json; charset=utf-8');
     expect(JSON.parse(parts.body)).toMatchObject({ status: 422, code: 'x' });
+  });
+
+  it('copies every extension member of a JSON body as its own data member: nothing becomes the prototype, nothing is lost', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), (member, kept) => {
+        const extensions = JSON.parse(
+          `{"__proto__":${JSON.stringify(member)},"kept":${JSON.stringify(kept)}}`,
+        ) as Record<string, unknown>;
+        const problem = problemDetails({ code: 'x', title: 'X', status: 400, extensions });
+        expect(Object.getPrototypeOf(problem)).toBe(Object.prototype);
+        const given = Object.getOwnPropertyDescriptor(extensions, '__proto__')?.value;
+        expect(Object.getOwnPropertyDescriptor(problem, '__proto__')?.value).toBe(given);
+        const body = JSON.parse(problemResponse(problem).body) as Record<string, unknown>;
+        // Compared as JSON: -0 is written as 0.
+        const sent = JSON.parse(JSON.stringify({ member, kept }));
+        expect(Object.getOwnPropertyDescriptor(body, '__proto__')?.value).toEqual(sent.member);
+        expect(body.kept).toEqual(sent.kept);
+      }),
+    );
+    const problem = problemDetails({
+      code: 'x',
+      title: 'X',
+      status: 400,
+      extensions: JSON.parse('{"__proto__":{"injected":1},"kept":2}'),
+    });
+    expect((problem as { injected?: unknown }).injected).toBeUndefined();
+  });
+
+  it('keeps the core members and the extensions of any plain object, null-prototype ones included', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.boolean(), (members, bare) => {
+        const extensions = bare ? Object.assign(Object.create(null), members) : members;
+        const problem: ProblemDetails = problemDetails({
+          code: 'c',
+          title: 'T',
+          status: 422,
+          extensions,
+        });
+        expect([problem.type, problem.title, problem.status, problem.code]).toEqual([
+          `${DEFAULT_PROBLEM_TYPE_BASE}c`,
+          'T',
+          422,
+          'c',
+        ]);
+        for (const name of Object.keys(members)) {
+          if (!CORE.includes(name))
+            expect(Object.getOwnPropertyDescriptor(problem, name)?.value).toEqual(members[name]);
+        }
+      }),
+    );
+  });
+
+  it('throws a ConfigurationError invalid_option, not a TypeError, for what cannot make a problem', () => {
+    const base = { code: 'x', title: 'X', status: 400 };
+    const attempts: Array<() => unknown> = [
+      () => problemDetails(undefined as never),
+      () => problemDetails(null as never),
+      () => problemDetails({ ...base, extensions: null as never }),
+      () => problemDetails({ ...base, extensions: 'abc' as never }),
+      () => problemDetails({ ...base, extensions: ['a'] as never }),
+      () => problemDetails({ ...base, extensions: new Map() as never }),
+      () => problemDetails({ ...base, status: 'abc' as never }),
+      () => problemDetails({ ...base, status: 200 }),
+      () => problemDetails({ ...base, status: 600 }),
+      () => problemDetails({ ...base, status: 400.5 }),
+      () => problemDetails({ ...base, status: Number.NaN }),
+      () => problemDetails({ ...base, code: undefined as never }),
+      () => problemDetails({ ...base, title: 7 as never }),
+      () => problemDetails({ ...base, detail: {} as never }),
+      () => problemResponse(null as never),
+      () => problemResponse({ type: 't', title: 'T', status: 'abc' as never }),
+      () => problemResponse(problemDetails({ ...base, extensions: { n: 1n } })),
+      () => {
+        const cycle: Record<string, unknown> = {};
+        cycle.self = cycle;
+        return problemResponse(problemDetails({ ...base, extensions: { cycle } }));
+      },
+    ];
+    for (const attempt of attempts) {
+      const error = thrown(attempt);
+      expect(isConfigurationError(error) && error.code, String(attempt)).toBe('invalid_option');
+    }
   });
 });

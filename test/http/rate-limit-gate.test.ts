@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import {
+  type CheckingLimiter,
   concurrency,
   createLimiter,
   createRateLimitGate,
@@ -9,10 +10,14 @@ import {
   type GateVerdict,
   isConfigurationError,
   isInvalidRequestError,
+  type LimitStore,
+  MemoryStore,
   type RateLimitErrorEvent,
+  type SyncLimitStore,
   window,
 } from '../../src/index.js';
 import { AsyncMemoryStore, UnreachableStore } from '../support/async-store.js';
+import { request } from '../support/limits.js';
 import { thrown } from '../support/thrown.js';
 
 interface Req {
@@ -477,10 +482,360 @@ describe('rate limit gate', () => {
       { limiter: limiterOf(), identify, trackingIdHeader: 'Retry-After' },
       // A client's Content-Length would be echoed as the response's.
       { limiter: limiterOf(), identify, trackingIdHeader: 'content-length' },
+      // node:http would drop its own Date for the tracking id; caches read Expires and Vary.
+      { limiter: limiterOf(), identify, trackingIdHeader: 'Date' },
+      { limiter: limiterOf(), identify, trackingIdHeader: 'Expires' },
+      { limiter: limiterOf(), identify, trackingIdHeader: 'Last-Modified' },
+      { limiter: limiterOf(), identify, trackingIdHeader: 'Age' },
+      { limiter: limiterOf(), identify, trackingIdHeader: 'Content-Range' },
+      { limiter: limiterOf(), identify, trackingIdHeader: 'Vary' },
       { limiter: limiterOf(), identify, trackingIdOnAdmitted: 'no' },
     ];
     for (const options of cases) {
       expect(isConfigurationError(thrown(() => createRateLimitGate(options as never)))).toBe(true);
+    }
+  });
+});
+
+/** A native promise of `value` whose `constructor` is a getter that throws. */
+function hostilePromise<T>(value: T): Promise<T> {
+  const promise = Promise.resolve(value);
+  Object.defineProperty(promise, 'constructor', {
+    get() {
+      throw new Error('constructor getter');
+    },
+  });
+  return promise;
+}
+
+/** What a well-formed decision has, as the gate reads it (the oracle of the property below). */
+function wellFormed(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const d = value as Record<string, unknown>;
+  if (d.allowed === true) return typeof d.release === 'function';
+  return (
+    d.allowed === false &&
+    typeof d.retryAfterSeconds === 'number' &&
+    d.retryAfterSeconds >= 1 &&
+    typeof d.reason === 'string' &&
+    Number.isFinite(d.now) &&
+    Array.isArray(d.statuses)
+  );
+}
+
+describe('rate limit gate: limiters and stores that misbehave', () => {
+  const admitting = (release: () => unknown): CheckingLimiter => ({
+    check: () => ({ allowed: true, statuses: [], now: 0, release }) as never,
+  });
+
+  it("a verdict's release never throws, gives back once, and reports a limiter's release that throws or rejects in the release phase", async () => {
+    for (const failure of ['open', 'closed'] as const) {
+      const events: RateLimitErrorEvent<Req>[] = [];
+      let calls = 0;
+      const throwing = createRateLimitGate<Req>({
+        limiter: admitting(() => {
+          calls++;
+          throw new Error('store unreachable');
+        }),
+        identify,
+        failure,
+        onError: (e) => events.push(e),
+      });
+      const verdict = throwing.check({ client: 'c' }, 'GET', '/', 'req-1') as GateVerdict;
+      expect(verdict.holdsLease).toBe(true);
+      // Unbound, as the adapters call it from an event listener.
+      const { release } = verdict;
+      expect(() => release()).not.toThrow();
+      expect(() => release()).not.toThrow();
+      expect(calls).toBe(1);
+      const rejecting = createRateLimitGate<Req>({
+        limiter: admitting(() => Promise.reject(new Error('release rejected'))),
+        identify,
+        failure,
+        onError: (e) => events.push(e),
+      });
+      (rejecting.check({ client: 'c' }, 'GET', '/', 'req-2') as GateVerdict).release();
+      await vi.waitFor(() => expect(events).toHaveLength(2));
+      expect(
+        events.map((e) => [e.phase, e.failure, e.trackingId, (e.error as Error).message]),
+      ).toEqual([
+        ['release', 'open', 'req-1', 'store unreachable'],
+        ['release', 'open', 'req-2', 'release rejected'],
+      ]);
+    }
+  });
+
+  it("a store whose release throws: the limiter's lease is given back through the gate without a throw, and reported", () => {
+    const memory = new MemoryStore();
+    const store: SyncLimitStore = {
+      synchronous: true,
+      apply: (plan, now) => memory.apply(plan, now),
+      release: () => {
+        throw new Error('release failed');
+      },
+    };
+    const phases: string[] = [];
+    const gate = createRateLimitGate<Req>({
+      limiter: createLimiter({ policies: [concurrency(2)], store, clock: new FakeClock(0) }),
+      identify,
+      onError: (e) => phases.push(e.phase),
+    });
+    const verdict = gate.check({ client: 'c' }, 'GET', '/', undefined) as GateVerdict;
+    expect(verdict.holdsLease).toBe(true);
+    expect(() => verdict.release()).not.toThrow();
+    verdict.release();
+    expect(phases).toEqual(['release']);
+  });
+
+  it('an admitted decision without release is the limiter failing: the failure mode, reported, no lease', () => {
+    for (const failure of ['open', 'closed'] as const) {
+      const events: RateLimitErrorEvent<Req>[] = [];
+      const gate = createRateLimitGate<Req>({
+        limiter: { check: () => ({ allowed: true, statuses: [], now: 0 }) as never },
+        identify,
+        failure,
+        onError: (e) => events.push(e),
+      });
+      const verdict = gate.check({ client: 'c' }, 'GET', '/', undefined) as GateVerdict;
+      expect(verdict.response?.status).toBe(failure === 'open' ? undefined : 503);
+      expect(verdict.holdsLease).toBe(false);
+      expect(events.map((e) => [e.phase, e.failure])).toEqual([['limiter', failure]]);
+      expect(events[0]?.error).toMatchObject({
+        name: 'ConfigurationError',
+        code: 'invalid_option',
+      });
+    }
+  });
+
+  it('fails, never throws, when identify, skip or the limiter returns a native promise whose constructor getter throws', async () => {
+    for (const failure of ['open', 'closed'] as const) {
+      const phases: string[] = [];
+      const onError = (e: RateLimitErrorEvent<Req>) => phases.push(`${e.phase}:${e.failure}`);
+      const gates = [
+        createRateLimitGate<Req>({
+          limiter: limiterOf(),
+          identify: (req) => hostilePromise(identify(req)),
+          onError,
+          failure,
+        }),
+        createRateLimitGate<Req>({
+          limiter: limiterOf(),
+          identify,
+          skip: () => hostilePromise(false),
+          onError,
+          failure,
+        }),
+        createRateLimitGate<Req>({
+          limiter: { check: () => hostilePromise(limiterOf().check(request)) },
+          identify,
+          onError,
+          failure,
+        }),
+      ];
+      for (const gate of gates) {
+        let pending: GateVerdict | Promise<GateVerdict> | undefined;
+        expect(() => {
+          pending = gate.check({ client: 'c' }, 'GET', '/', undefined);
+        }).not.toThrow();
+        const verdict = await pending;
+        expect(verdict?.response?.status).toBe(failure === 'open' ? undefined : 503);
+        expect(verdict?.holdsLease).toBe(false);
+      }
+      expect(phases).toEqual([`identify:${failure}`, `skip:${failure}`, `limiter:${failure}`]);
+    }
+  });
+
+  it('a decision that is neither a well-formed admission nor a well-formed refusal is the limiter failing, in every configuration: never a 429, reported once', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.anything(),
+          fc.record(
+            {
+              allowed: fc.constantFrom(true, false, 1, 0, 'false', undefined),
+              retryAfterSeconds: fc.oneof(fc.double(), fc.string(), fc.constant(undefined)),
+              reason: fc.constantFrom('limit', 'capacity', undefined, 7),
+              now: fc.oneof(fc.double(), fc.constant(undefined)),
+              statuses: fc.constantFrom([], null, 'zz', undefined),
+              release: fc.constantFrom(undefined, 'release', null),
+            },
+            { requiredKeys: [] },
+          ),
+        ),
+        fc.constantFrom('open' as const, 'closed' as const),
+        fc.boolean(),
+        fc.boolean(),
+        fc.boolean(),
+        async (decision, failure, rateLimitHeaders, trackingIdOnAdmitted, later) => {
+          fc.pre(!wellFormed(decision));
+          const events: RateLimitErrorEvent<Req>[] = [];
+          const gate = createRateLimitGate<Req>({
+            limiter: { check: () => (later ? Promise.resolve(decision) : decision) as never },
+            identify,
+            failure,
+            rateLimitHeaders,
+            trackingIdOnAdmitted,
+            onError: (e) => events.push(e),
+          });
+          const verdict = await gate.check({ client: 'c' }, 'GET', '/', undefined);
+          expect(verdict.response?.status).toBe(failure === 'open' ? undefined : 503);
+          expect(verdict.holdsLease).toBe(false);
+          expect(events.map((e) => [e.phase, e.failure])).toEqual([['limiter', failure]]);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a store that answers a malformed outcome is the limiter failing, with or without the RateLimit fields', async () => {
+    const stores: Record<string, LimitStore> = {
+      '{}': { synchronous: true, apply: () => ({}) as never, release: () => undefined },
+      '42': { synchronous: true, apply: () => 42 as never, release: () => undefined },
+      "'ok'": { synchronous: true, apply: () => 'ok' as never, release: () => undefined },
+      null: { synchronous: true, apply: () => null as never, release: () => undefined },
+      'a promise of {}': {
+        synchronous: false,
+        apply: async () => ({}) as never,
+        release: async () => undefined,
+      },
+      'a promise from a store declared synchronous': {
+        synchronous: true,
+        apply: (async () => ({ allowed: true, now: 0 })) as never,
+        release: () => undefined,
+      },
+    };
+    for (const [name, store] of Object.entries(stores)) {
+      for (const failure of ['open', 'closed'] as const) {
+        for (const rateLimitHeaders of [false, true]) {
+          const events: RateLimitErrorEvent<Req>[] = [];
+          const gate = createRateLimitGate<Req>({
+            limiter: createLimiter({ policies: [concurrency(2)], store, clock: new FakeClock(0) }),
+            identify,
+            failure,
+            rateLimitHeaders,
+            onError: (e) => events.push(e),
+          });
+          const verdict = await gate.check({ client: 'c' }, 'GET', '/', undefined);
+          const label = `${name}, ${failure}, fields ${rateLimitHeaders}`;
+          expect(verdict.response?.status, label).toBe(failure === 'open' ? undefined : 503);
+          expect(
+            events.map((e) => [e.phase, e.failure]),
+            label,
+          ).toEqual([['limiter', failure]]);
+        }
+      }
+    }
+  });
+
+  it('an admission whose statuses cannot be written as RateLimit fields gives its lease back and fails', () => {
+    let released = 0;
+    const events: string[] = [];
+    const gate = createRateLimitGate<Req>({
+      limiter: {
+        check: () =>
+          ({
+            allowed: true,
+            now: 0,
+            get statuses() {
+              throw new Error('no statuses');
+            },
+            release: () => void released++,
+          }) as never,
+      },
+      identify,
+      rateLimitHeaders: true,
+      failure: 'closed',
+      onError: (e) => events.push(`${e.phase}:${(e.error as Error).message}`),
+    });
+    const verdict = gate.check({ client: 'c' }, 'GET', '/', undefined) as GateVerdict;
+    expect(verdict.response?.status).toBe(503);
+    expect(released).toBe(1);
+    expect(events).toEqual(['limiter:no statuses']);
+  });
+});
+
+describe('rate limit gate: the failure an event reports is what was done', () => {
+  it('a tracking id source that throws under failure: closed lets the request through, and the event and the default line say so', () => {
+    const events: RateLimitErrorEvent<Req>[] = [];
+    const options = {
+      limiter: limiterOf(2),
+      identify,
+      failure: 'closed' as const,
+      trackingIdOnAdmitted: true,
+      trackingIds: () => {
+        throw new Error('id source down');
+      },
+    };
+    const gate = createRateLimitGate<Req>({ ...options, onError: (e) => events.push(e) });
+    const verdict = gate.check({ client: 'c' }, 'GET', '/', undefined) as GateVerdict;
+    expect(verdict.response).toBeUndefined();
+    expect(verdict.holdsLease).toBe(true);
+    expect(events.map((e) => [e.phase, e.failure])).toEqual([['tracking-id', 'open']]);
+    const lines: unknown[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((line) => void lines.push(line));
+    try {
+      createRateLimitGate<Req>(options).check({ client: 'c' }, 'GET', '/', undefined);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^api-conventions: rate limit tracking-id failed, request [0-9a-f-]{36} goes on under a random tracking id: id source down$/,
+    );
+  });
+
+  it('under failure: closed, a failure that refuses says closed, and the ones after the request was let through say open', () => {
+    const events: RateLimitErrorEvent<Req>[] = [];
+    const gate = createRateLimitGate<Req>({
+      limiter: admitting(),
+      identify: (req) => {
+        if (req.client === 'nobody') throw new Error('no identity');
+        return identify(req);
+      },
+      failure: 'closed',
+      onError: (e) => events.push(e),
+    });
+    expect(
+      (gate.check({ client: 'nobody' }, 'GET', '/', 'r1') as GateVerdict).response?.status,
+    ).toBe(503);
+    const admitted = gate.check({ client: 'c' }, 'GET', '/', 'r2') as GateVerdict;
+    admitted.release();
+    gate.report(new Error('handler failed'), { client: 'c' }, 'handler', 'r2');
+    expect(events.map((e) => [e.phase, e.failure])).toEqual([
+      ['identify', 'closed'],
+      ['release', 'open'],
+      ['handler', 'open'],
+    ]);
+    const lines: unknown[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((line) => void lines.push(line));
+    try {
+      const silent = createRateLimitGate<Req>({
+        limiter: admitting(),
+        identify,
+        failure: 'closed',
+      });
+      (silent.check({ client: 'c' }, 'GET', '/', 'r3') as GateVerdict).release();
+      silent.report(new Error('handler failed'), { client: 'c' }, 'handler', 'r3');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(lines).toEqual([
+      'api-conventions: rate limit release failed, request r3 was let through; its lease could not be given back and stays held until it expires: store unreachable',
+      'api-conventions: rate limit handler failed, request r3 was let through; its handler failed: handler failed',
+    ]);
+
+    function admitting(): CheckingLimiter {
+      return {
+        check: () =>
+          ({
+            allowed: true,
+            statuses: [],
+            now: 0,
+            release: () => {
+              throw new Error('store unreachable');
+            },
+          }) as never,
+      };
     }
   });
 });

@@ -285,6 +285,88 @@ describe('rate limit response (429)', () => {
     const badSource = thrown(() => rateLimitResponseParts(decision, { trackingIds: () => 'a b' }));
     expect(isConfigurationError(badSource) && badSource.code).toBe('invalid_tracking_id');
   });
+
+  it('refuses, in any letter case, a tracking id header with a meaning of its own in HTTP, and accepts the usual request id names', () => {
+    const decision = refusedAt(new FakeClock(0), [window(1, '1s', { name: 'w' })], 1);
+    const meaningful = [
+      // Written by node:http or read by caches: a tracking id there replaces or corrupts them.
+      'Date',
+      'Expires',
+      'Last-Modified',
+      'Age',
+      'Content-Range',
+      'Vary',
+      'ETag',
+      'Pragma',
+      'Server',
+      'Content-Location',
+      'Content-Language',
+      'Accept-Ranges',
+      'Allow',
+      'WWW-Authenticate',
+      // Request fields: the request's value would be echoed back.
+      'Host',
+      'Authorization',
+      'Cookie',
+      'User-Agent',
+      'Range',
+      'If-None-Match',
+      // Fields browsers act on, and whole families.
+      'Strict-Transport-Security',
+      'Content-Security-Policy',
+      'Link',
+      'Access-Control-Allow-Origin',
+      'Proxy-Authorization',
+      'Sec-Fetch-Site',
+    ];
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...meaningful),
+        fc.array(fc.boolean(), { minLength: 64, maxLength: 64 }),
+        (name, upper) => {
+          const spelled = [...name]
+            .map((c, i) => (upper[i] ? c.toUpperCase() : c.toLowerCase()))
+            .join('');
+          const refused = thrown(() =>
+            rateLimitResponseParts(decision, { trackingIdHeader: spelled }),
+          );
+          expect(isConfigurationError(refused) && refused.code, spelled).toBe(
+            'invalid_header_name',
+          );
+        },
+      ),
+    );
+    for (const name of ['X-Request-Id', 'Request-Id', 'X-Correlation-Id', 'X-Trace-Id']) {
+      const parts = rateLimitResponseParts(decision, { trackingIdHeader: name, trackingId: 'a1' });
+      expect(parts.headers[name.toLowerCase()]).toBe('a1');
+    }
+  });
+
+  it('throws a ConfigurationError, not a TypeError, for a decision or options of the wrong kind', () => {
+    const decision = refusedAt(new FakeClock(0), [window(1, '1s', { name: 'w' })], 1);
+    const admitted: AdmittedDecision = {
+      allowed: true,
+      statuses: [],
+      now: 0,
+      release: () => undefined,
+    };
+    const attempts: Array<() => unknown> = [
+      () => rateLimitResponseParts(null as never),
+      () => rateLimitResponseParts(undefined as never),
+      () => rateLimitResponseParts(42 as never),
+      () => rateLimitResponseParts(admitted as never),
+      () => rateLimitResponseParts(decision, null as never),
+      () => rateLimitResponseParts(decision, 'x' as never),
+      () => rateLimitResponse(null as never),
+      () => admittedHeaders(null as never),
+      () => admittedHeaders(decision as never),
+      () => admittedHeaders(admitted, null as never),
+    ];
+    for (const attempt of attempts) {
+      const error = thrown(attempt);
+      expect(isConfigurationError(error) && error.code, String(attempt)).toBe('invalid_option');
+    }
+  });
 });
 
 describe('admitted headers', () => {

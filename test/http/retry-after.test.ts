@@ -82,4 +82,58 @@ describe('parseRetryAfter', () => {
     );
     expect(parseRetryAfter('9'.repeat(400), 0)).toBe(Number.MAX_SAFE_INTEGER);
   });
+
+  it('answers undefined or a whole number of ms from 0 to 2^53 - 1 whatever now is: a date from a now that is not finite is unknown', () => {
+    const anyNow = fc.oneof(
+      fc.double(),
+      fc.integer(),
+      fc.constantFrom(
+        Number.NaN,
+        Number.POSITIVE_INFINITY,
+        Number.NEGATIVE_INFINITY,
+        -1e300,
+        1e300,
+      ),
+    );
+    const anyValue = fc.oneof(
+      fc.string(),
+      fc.integer({ min: 0, max: 253_402_300_799 }).map((s) => new Date(s * 1000).toUTCString()),
+      fc.nat().map(String),
+    );
+    fc.assert(
+      fc.property(anyValue, anyNow, (value, now) => {
+        const delay = parseRetryAfter(value, now);
+        if (delay !== undefined) {
+          expect(Number.isSafeInteger(delay)).toBe(true);
+          expect(delay).toBeGreaterThanOrEqual(0);
+        }
+        if (!Number.isFinite(now) && parseHttpDate(value) !== undefined) {
+          expect(delay).toBeUndefined();
+        }
+      }),
+    );
+    const date = 'Sun, 06 Nov 1994 08:49:37 GMT';
+    for (const now of [Number.NaN, undefined, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY]) {
+      expect(parseRetryAfter(date, now as number)).toBeUndefined();
+      // Delay-seconds do not depend on now.
+      expect(parseRetryAfter('3', now as number)).toBe(3000);
+    }
+    // A fractional now: rounded up, never less than the date asks.
+    expect(parseRetryAfter(date, NOV_6_1994 - 2500.5)).toBe(2501);
+  });
+
+  it('reads anything that is not a string as no date, without throwing', () => {
+    for (const value of [
+      Symbol('x'),
+      {
+        toString: () => {
+          throw new Error('boom');
+        },
+      },
+      5,
+      null,
+    ]) {
+      expect(parseHttpDate(value as never)).toBeUndefined();
+    }
+  });
 });
