@@ -8,12 +8,33 @@ import { describe } from './limits/duration.js';
 
 /** A source of the current time in milliseconds since the Unix epoch. */
 export interface Clock {
-  /** The current time, in milliseconds. */
+  /**
+   * The current time, in milliseconds since the Unix epoch: a number from 0 to 8.64e15 (the
+   * range of a `Date` from 1970 on). The limiter refuses a reading outside it with a
+   * `ConfigurationError`.
+   */
   now(): number;
 }
 
 /** The wall clock (`Date.now()`); the default at the edges of the library. */
 export const systemClock: Clock = Object.freeze({ now: () => Date.now() });
+
+/**
+ * The latest time a clock may return, in ms: 8.64e15, the last instant a `Date` can hold (the
+ * year 275760). Up to it, adding a window or an interval of milliseconds to a time still gives a
+ * later time (past about 9e15 ms, whole milliseconds are no longer exact); the earliest time is 0,
+ * the Unix epoch.
+ * @internal
+ */
+export const MAX_CLOCK_MS = 8.64e15;
+
+/**
+ * Whether `ms` is a time a clock may return: a number of milliseconds from 0 to 8.64e15.
+ * @internal
+ */
+export function isClockTime(ms: unknown): ms is number {
+  return typeof ms === 'number' && ms >= 0 && ms <= MAX_CLOCK_MS;
+}
 
 /**
  * A clock that moves only when told to. Use it in tests: decisions become exact and instant.
@@ -27,8 +48,9 @@ export class FakeClock implements Clock {
   #now: number;
 
   /**
-   * @param start - the initial time in milliseconds
+   * @param start - the initial time in milliseconds since the Unix epoch, from 0 to 8.64e15
    * @defaultValue 0
+   * @throws ConfigurationError `invalid_option` for any other start
    */
   constructor(start = 0) {
     this.#now = checkTime(start, 'start');
@@ -41,31 +63,32 @@ export class FakeClock implements Clock {
 
   /**
    * Jump to an absolute time (backwards too: real clocks do that).
-   * @param ms - the new time in milliseconds
+   * @param ms - the new time in milliseconds, from 0 to 8.64e15
+   * @throws ConfigurationError `invalid_option` for any other time (the clock stays where it was)
    */
   set(ms: number): void {
-    this.#now = checkTime(ms, 'ms');
+    this.#now = checkTime(ms, 'set(ms)');
   }
 
   /**
    * Move forward by `ms` milliseconds.
-   * @param ms - a finite, non-negative number of milliseconds
+   * @param ms - a number of milliseconds from 0 to 8.64e15
    * @returns the new time
    * @throws ConfigurationError `invalid_duration` for any other `ms`, or one that would take the
-   *   time past the largest finite number (the clock then stays where it was)
+   *   time past 8.64e15 (the clock then stays where it was)
    */
   advance(ms: number): number {
-    if (!Number.isFinite(ms) || ms < 0) {
+    if (!isClockTime(ms)) {
       throw new ConfigurationError(
         'invalid_duration',
-        `FakeClock.advance needs a finite number of milliseconds >= 0, got ${describe(ms)}; use set() to go back in time.`,
+        `FakeClock.advance needs a number of milliseconds from 0 to ${MAX_CLOCK_MS}, got ${describe(ms)}; use set() to go back in time.`,
       );
     }
     const next = this.#now + ms;
-    if (!Number.isFinite(next)) {
+    if (next > MAX_CLOCK_MS) {
       throw new ConfigurationError(
         'invalid_duration',
-        `FakeClock.advance(${ms}) would take the time from ${this.#now} past the largest finite number of milliseconds; use set() to jump to a time.`,
+        `FakeClock.advance(${ms}) would take the time from ${this.#now} past ${MAX_CLOCK_MS} ms, the latest time a clock may return (the last instant a Date holds); advance by less, or use set().`,
       );
     }
     this.#now = next;
@@ -74,10 +97,10 @@ export class FakeClock implements Clock {
 }
 
 function checkTime(ms: number, name: string): number {
-  if (!Number.isFinite(ms)) {
+  if (!isClockTime(ms)) {
     throw new ConfigurationError(
       'invalid_option',
-      `FakeClock ${name} must be a finite number of milliseconds, got ${describe(ms)}.`,
+      `FakeClock ${name} must be a time a clock may return: milliseconds since the Unix epoch, from 0 to ${MAX_CLOCK_MS} (the range of a Date from 1970 on), got ${describe(ms)}.`,
     );
   }
   return ms;

@@ -283,7 +283,8 @@ export type {
   SsrfGuardOptions,
 } from './webhooks/ssrf-guard.js';
 export { ForbiddenAddressError, literalHostRefusal, ssrfGuard } from './webhooks/ssrf-guard.js';
-// nearest-name.ts and subscription-leaf.ts are internal: the catalog and the index use them.
+// nearest-name.ts and subscription-leaf.ts are internal: the catalog, the index and the memory
+// store's option check use them.
 export type { Subscription, SubscriptionRequest } from './webhooks/subscription.js';
 export type { SubscriptionEvent, SubscriptionIndexStats } from './webhooks/subscription-index.js';
 export { SubscriptionIndex } from './webhooks/subscription-index.js';

@@ -4,6 +4,12 @@ import { FakeClock, isConfigurationError, systemClock } from '../src/index.js';
 import { FakeClock as FakeClockFromTesting } from '../src/testing/index.js';
 import { thrown } from './support/thrown.js';
 
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
+
 describe('FakeClock', () => {
   it('is the same class from the root and from /testing', () => {
     expect(FakeClockFromTesting).toBe(FakeClock);
@@ -29,11 +35,14 @@ describe('FakeClock', () => {
     expect(clock.now()).toBe(10);
   });
 
-  it.each([-1, Number.NaN, Number.POSITIVE_INFINITY])('refuses to advance by %s', (ms) => {
-    const clock = new FakeClock();
-    expect(() => clock.advance(ms)).toThrow(/advance needs a finite number/);
-    expect(clock.now()).toBe(0);
-  });
+  it.each([-1, Number.NaN, Number.POSITIVE_INFINITY, 8.64e15 + 2])(
+    'refuses to advance by %s',
+    (ms) => {
+      const clock = new FakeClock();
+      expect(() => clock.advance(ms)).toThrow(/advance needs a number of milliseconds from 0 to/);
+      expect(clock.now()).toBe(0);
+    },
+  );
 
   it('refuses a start, set or step that is not a number with a typed error, even one that cannot be printed', () => {
     const unprintable = [
@@ -46,6 +55,7 @@ describe('FakeClock', () => {
       Symbol('ms'),
       10n,
       '5',
+      revokedProxy(),
     ];
     for (const value of unprintable) {
       expect(isConfigurationError(thrown(() => new FakeClock(value)))).toBe(true);
@@ -54,17 +64,55 @@ describe('FakeClock', () => {
     }
   });
 
-  it('refuses to advance past the largest finite time, and stays where it was', () => {
-    const clock = new FakeClock(Number.MAX_VALUE);
-    const caught = thrown(() => clock.advance(Number.MAX_VALUE));
+  it('refuses to advance past 8.64e15 ms, the latest time a clock may return, and stays where it was', () => {
+    const clock = new FakeClock(8.64e15 - 5);
+    const caught = thrown(() => clock.advance(6));
     expect(isConfigurationError(caught) && caught.code).toBe('invalid_duration');
-    expect(clock.now()).toBe(Number.MAX_VALUE);
+    expect((caught as Error).message).toMatch(/past 8640000000000000 ms, the latest time a clock/);
+    expect(clock.now()).toBe(8.64e15 - 5);
+    expect(clock.advance(5)).toBe(8.64e15);
+  });
+
+  it('accepts a start and a set exactly when they are milliseconds from 0 to 8.64e15, and says so otherwise', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.double(), fc.double({ min: -1e4, max: 1e4 })), (ms) => {
+        // Arrange
+        const inRange = ms >= 0 && ms <= 8.64e15;
+        // Act
+        const started = thrown(() => new FakeClock(ms));
+        const clock = new FakeClock(7);
+        const set = thrown(() => clock.set(ms));
+        // Assert
+        if (inRange) {
+          expect(started).toBeUndefined();
+          expect(set).toBeUndefined();
+          expect(clock.now()).toBe(ms);
+        } else {
+          for (const caught of [started, set]) {
+            expect(isConfigurationError(caught) && caught.code).toBe('invalid_option');
+            expect((caught as Error).message).toMatch(
+              /must be a time a clock may return: milliseconds since the Unix epoch, from 0 to 8640000000000000/,
+            );
+          }
+          expect(clock.now()).toBe(7);
+        }
+      }),
+    );
+  });
+
+  it('refuses a clock before 1970 and one past the range of a Date', () => {
+    for (const ms of [-5_000, -1, -0.5, 1e17, 1e20, Number.MAX_VALUE]) {
+      const caught = thrown(() => new FakeClock(ms));
+      expect(isConfigurationError(caught) && caught.code).toBe('invalid_option');
+    }
   });
 
   it('refuses a non-finite start or set', () => {
     const caught = thrown(() => new FakeClock(Number.NaN));
     expect(isConfigurationError(caught)).toBe(true);
-    expect(() => new FakeClock().set(Number.POSITIVE_INFINITY)).toThrow(/finite number/);
+    expect(() => new FakeClock().set(Number.POSITIVE_INFINITY)).toThrow(
+      /from 0 to 8640000000000000/,
+    );
   });
 });
 

@@ -21,6 +21,7 @@ export const RAW_PER_CANONICAL = 16;
 
 import { ConfigurationError } from '../errors.js';
 import { describe } from './duration.js';
+import { readOptions } from './read-once.js';
 
 /**
  * What a version segment is once canonical: `v`, a digit, then digits, lower-case letters or
@@ -391,7 +392,8 @@ const defaultScanner = new PathScanner(DEFAULT_MAX_PATH_LENGTH);
  * @param raw - the request target as received, e.g. `req.url`
  * @param options - the maximum path length
  * @returns `/a/b` (or `/` for the root), or `undefined` for a malformed path; never throws for
- *   any request input (only a bad `maxPathLength` option throws a `ConfigurationError`)
+ *   any request input (only bad options, such as a bad `maxPathLength`, throw a
+ *   `ConfigurationError`)
  * @example
  * ```ts
  * canonicalPath('//booking/V1/./bookings/%41bc/?x=1'); // '/booking/V1/bookings/Abc'
@@ -399,7 +401,14 @@ const defaultScanner = new PathScanner(DEFAULT_MAX_PATH_LENGTH);
  * ```
  */
 export function canonicalPath(raw: unknown, options?: CanonicalPathOptions): string | undefined {
-  const max = resolveMaxPathLength(options?.maxPathLength);
+  const max =
+    options === undefined
+      ? DEFAULT_MAX_PATH_LENGTH
+      : resolveMaxPathLength(
+          readOptions(options, 'canonicalPath', ['maxPathLength']).maxPathLength as
+            | number
+            | undefined,
+        );
   const scanner = max === DEFAULT_MAX_PATH_LENGTH ? defaultScanner : new PathScanner(max);
   const count = scanner.scan(raw);
   if (count < 0) return undefined;

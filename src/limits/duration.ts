@@ -20,57 +20,101 @@ const UNIT_MS: Readonly<Record<string, number>> = {
   hr: 3_600_000,
 };
 
-const DURATION = /^([0-9]+(?:\.[0-9]+)?) ?(ms|s|sec|m|min|h|hr)$/;
+const DURATION = /^([0-9]+)(?:\.([0-9]+))? ?(ms|s|sec|m|min|h|hr)$/;
+
+// Longer duration strings are refused before their digits are read: no duration needs more.
+const MAX_DURATION_STRING = 64;
 
 /**
- * Convert a {@link Duration} to a positive whole number of milliseconds.
- * @param duration - `1000`, `'1s'`, `'60 s'`, `'5min'`, `'1h'`
+ * Convert a {@link Duration} to a positive whole number of milliseconds. A decimal string is read
+ * exactly, digit by digit: `'1.001s'` is 1001 ms, `'0.5ms'` is refused (not a whole number).
+ * @param duration - `1000`, `'1s'`, `'60 s'`, `'5min'`, `'1h'`, `'1.5s'`
  * @param what - what the duration is for, used in the error message
  * @returns milliseconds, an integer >= 1
  * @throws ConfigurationError `invalid_duration` when it is not a positive whole number of ms
  */
 export function toMilliseconds(duration: Duration, what = 'duration'): number {
   let ms: number;
+  let why = '';
   if (typeof duration === 'number') {
     ms = duration;
   } else if (typeof duration === 'string') {
-    const match = DURATION.exec(duration.trim());
-    ms = match ? Number(match[1]) * (UNIT_MS[match[2] as string] as number) : Number.NaN;
+    const text = duration.trim();
+    const match = text.length <= MAX_DURATION_STRING ? DURATION.exec(text) : null;
+    if (match === null) ms = Number.NaN;
+    else {
+      const exact = exactMilliseconds(match[1] as string, match[2] ?? '', match[3] as string);
+      ms = exact ?? Number.NaN;
+      if (exact === undefined) why = ', which is not a whole number of milliseconds';
+    }
   } else {
     ms = Number.NaN;
   }
   if (!Number.isSafeInteger(ms) || ms < 1) {
     throw new ConfigurationError(
       'invalid_duration',
-      `${what} must be a whole number of milliseconds >= 1 (a number, or a string such as '60s', '5 min', '1h'), got ${describe(duration)}.`,
+      `${what} must be a whole number of milliseconds >= 1 (a number, or a string such as '60s', '5 min', '1h'), got ${describe(duration)}${why}.`,
     );
   }
   return ms;
 }
 
 /**
+ * The milliseconds that `whole.fraction unit` names, computed on the digits (no float error), or
+ * undefined when they are not a whole number. Past the safe integers the result is not safe, and
+ * the caller refuses it.
+ */
+function exactMilliseconds(whole: string, fraction: string, unit: string): number | undefined {
+  const scaled = BigInt(whole + fraction) * BigInt(UNIT_MS[unit] as number);
+  const divisor = 10n ** BigInt(fraction.length);
+  if (scaled % divisor !== 0n) return undefined;
+  return Number(scaled / divisor);
+}
+
+/**
  * Format milliseconds the way the specification writes periods: `1 s`, `60 s`, `5 min`, `60 min`.
- * @param ms - a duration in milliseconds
+ * @param ms - a duration in milliseconds, a finite number
+ * @throws ConfigurationError `invalid_duration` for anything else
  */
 export function formatDuration(ms: number): string {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) {
+    throw new ConfigurationError(
+      'invalid_duration',
+      `formatDuration needs a finite number of milliseconds, got ${describe(ms)}.`,
+    );
+  }
   if (ms % 60_000 === 0 && ms >= 300_000) return `${ms / 60_000} min`;
   if (ms % 1_000 === 0) return `${ms / 1_000} s`;
   return `${ms} ms`;
 }
 
-/** A value as it should appear in an error message. */
+/**
+ * A value as it should appear in an error message. Never throws, whatever the value (a revoked
+ * proxy, an object whose conversion to text throws): it reads nothing from an object.
+ */
 export function describe(value: unknown): string {
-  if (typeof value === 'string')
-    return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
-  if (
-    typeof value === 'number' ||
-    typeof value === 'boolean' ||
-    value === undefined ||
-    value === null
-  ) {
-    return String(value);
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return String(value);
+    case 'bigint':
+      return `${value}n`;
+    case 'object':
+      if (value === null) return 'null';
+      return isArray(value) ? 'an array' : 'an object';
+    default:
+      return `a ${typeof value}`;
   }
-  if (typeof value === 'bigint') return `${value}n`;
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/** `Array.isArray`, false for a revoked proxy (on which it throws). */
+export function isArray(value: unknown): value is readonly unknown[] {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
 }

@@ -6,8 +6,9 @@
  * @module
  */
 import { ConfigurationError } from '../errors.js';
-import { describe, formatDuration } from './duration.js';
-import { checkPolicies, type Policy, window } from './policy.js';
+import { type Duration, describe, formatDuration, toMilliseconds } from './duration.js';
+import { checkCount, copyPolicies, type Policy, window } from './policy.js';
+import { readFields, readList, readOptions } from './read-once.js';
 import type { ResourceLimitRow } from './resource-tables.js';
 import { parseRoutePattern } from './route-pattern.js';
 import { compileRoutes, type RouteMatch, type RouteTable } from './route-table.js';
@@ -35,6 +36,9 @@ export interface ResourceRulesOptions {
  * window policy per row, since all of them apply (150 per 60 min AND 50 per 20 min).
  * @param rows - `{ route, limit, periodMs }` rows, such as `liveResourceLimits`
  * @param options - the name prefix
+ * @throws ConfigurationError `invalid_route_rule` for rows that are not an array of objects with
+ *   a string route, `invalid_limit` or `invalid_duration` for a row's numbers, `invalid_option`
+ *   for bad options
  * @example
  * ```ts
  * resourceRules([{ route: 'PATCH /booking/v*' + '/bookings/{id}', limit: 20, periodMs: 300_000 }]);
@@ -45,17 +49,59 @@ export function resourceRules(
   rows: readonly ResourceLimitRow[],
   options: ResourceRulesOptions = {},
 ): LimitRule[] {
-  const prefix = options.namePrefix ?? 'resource';
-  const byRoute = new Map<string, Policy[]>();
-  for (const row of rows) {
-    const policies = byRoute.get(row.route) ?? [];
-    policies.push(
-      window(row.limit, row.periodMs, {
-        name: `${prefix} ${row.route}: ${row.limit} per ${formatDuration(row.periodMs)}`,
-      }),
+  const { namePrefix } = readOptions(options, 'resourceRules', ['namePrefix']);
+  if (namePrefix !== undefined && typeof namePrefix !== 'string') {
+    throw new ConfigurationError(
+      'invalid_option',
+      `resourceRules option namePrefix must be a string, got ${describe(namePrefix)}.`,
     );
-    byRoute.set(row.route, policies);
   }
+  return rulesOfRows(rows, namePrefix ?? 'resource', 'resourceRules rows');
+}
+
+/**
+ * {@link resourceRules}, with messages that name where the rows come from.
+ * @param rows - the rows as given
+ * @param prefix - prefix of each policy's name
+ * @param what - where the rows come from, e.g. `livePreset option resourceLimits`
+ * @internal
+ */
+export function rulesOfRows(rows: unknown, prefix: string, what: string): LimitRule[] {
+  const list = readList(
+    rows,
+    what,
+    'an array of { route, limit, periodMs } rows',
+    'invalid_route_rule',
+  );
+  const byRoute = new Map<string, Policy[]>();
+  list.forEach((row, index) => {
+    const at = `${what}[${index}]`;
+    if (typeof row !== 'object' || row === null) {
+      throw new ConfigurationError(
+        'invalid_route_rule',
+        `${at} must be a { route, limit, periodMs } row, got ${describe(row)}.`,
+      );
+    }
+    const { route, limit, periodMs } = readFields(
+      row,
+      ['route', 'limit', 'periodMs'],
+      'invalid_route_rule',
+      at,
+    );
+    if (typeof route !== 'string') {
+      throw new ConfigurationError(
+        'invalid_route_rule',
+        `${at}.route must be a route pattern such as 'PATCH /booking/v*/bookings/{id}', got ${describe(route)}.`,
+      );
+    }
+    checkCount(limit, `${at}.limit`);
+    const ms = toMilliseconds(periodMs as Duration, `${at}.periodMs`);
+    const policies = byRoute.get(route) ?? [];
+    policies.push(
+      window(limit, ms, { name: `${prefix} ${route}: ${limit} per ${formatDuration(ms)}` }),
+    );
+    byRoute.set(route, policies);
+  });
   return [...byRoute].map(([route, policies]) =>
     Object.freeze({ route, policies: Object.freeze(policies) }),
   );
@@ -66,12 +112,54 @@ export function resourceRules(
  * business-critical offers calls).
  * @param routes - route patterns, such as `liveThrottleExemptRoutes`
  * @param policyNames - names of preset policies the routes skip
+ * @throws ConfigurationError `invalid_route_rule` when either is not an array of strings
  */
 export function exemptionRules(
   routes: readonly string[],
   policyNames: readonly string[],
 ): LimitRule[] {
-  return routes.map((route) => Object.freeze({ route, exempt: Object.freeze([...policyNames]) }));
+  return rulesOfExemptions(
+    routes,
+    policyNames,
+    'exemptionRules routes',
+    'exemptionRules policyNames',
+  );
+}
+
+/**
+ * {@link exemptionRules}, with messages that name where the routes come from.
+ * @param routes - the routes as given
+ * @param policyNames - the names as given
+ * @param routesWhat - where the routes come from, e.g. `livePreset option throttleExemptRoutes`
+ * @param namesWhat - where the names come from
+ * @internal
+ */
+export function rulesOfExemptions(
+  routes: unknown,
+  policyNames: unknown,
+  routesWhat: string,
+  namesWhat: string,
+): LimitRule[] {
+  const patterns = readStrings(
+    routes,
+    routesWhat,
+    "an array of route patterns such as 'GET /booking/v*/offers'",
+  );
+  const names = Object.freeze(readStrings(policyNames, namesWhat, 'an array of policy names'));
+  return patterns.map((route) => Object.freeze({ route, exempt: names }));
+}
+
+function readStrings(value: unknown, what: string, expected: string): string[] {
+  const list = readList(value, what, expected, 'invalid_route_rule');
+  list.forEach((item, index) => {
+    if (typeof item !== 'string') {
+      throw new ConfigurationError(
+        'invalid_route_rule',
+        `${what}[${index}] must be a string (${what} must be ${expected}), got ${describe(item)}.`,
+      );
+    }
+  });
+  return list as string[];
 }
 
 /** A rule checked and resolved against its preset's policies. */
@@ -140,14 +228,9 @@ export function compileLimitRules(
 ): CompiledRules {
   if (rules === undefined) return { table: undefined, effectOf: undefined };
   // Checked before the length: `null` or a lone rule object must not read as "no rules".
-  if (!Array.isArray(rules)) {
-    throw new ConfigurationError(
-      'invalid_route_rule',
-      `${where}: rules must be an array, got ${describe(rules)}.`,
-    );
-  }
-  if (rules.length === 0) return { table: undefined, effectOf: undefined };
-  const compiled = rules.map((rule, index): CompiledRule => {
+  const list = readList(rules, `${where}: rules`, 'an array', 'invalid_route_rule');
+  if (list.length === 0) return { table: undefined, effectOf: undefined };
+  const compiled = list.map((rule, index): CompiledRule => {
     const at = `${where}: rules[${index}]`;
     if (typeof rule !== 'object' || rule === null) {
       throw new ConfigurationError(
@@ -155,15 +238,19 @@ export function compileLimitRules(
         `${at} must be an object with a route, got ${describe(rule)}.`,
       );
     }
-    const ownPolicies = rule.policies === undefined ? [] : [...checkPolicies(rule.policies)];
-    const exempt = rule.exempt ?? [];
-    if (!Array.isArray(exempt)) {
-      throw new ConfigurationError(
-        'invalid_route_rule',
-        `${at}.exempt must be an array of policy names.`,
-      );
-    }
-    const exemptPositions = exempt.map((name) => {
+    // Each field read once: the compiled rule is plain data of its own, never the object given.
+    const { route, policies, exempt, caseInsensitiveIds } = readFields(
+      rule,
+      ['route', 'policies', 'exempt', 'caseInsensitiveIds'],
+      'invalid_route_rule',
+      at,
+    );
+    const ownPolicies = policies === undefined ? [] : copyPolicies(policies, `${at}.policies`);
+    const names =
+      exempt === undefined
+        ? []
+        : readList(exempt, `${at}.exempt`, 'an array of policy names', 'invalid_route_rule');
+    const exemptPositions = names.map((name) => {
       const position = presetPolicies.findIndex((p) => p.name === name);
       if (position === -1) {
         throw new ConfigurationError(
@@ -179,8 +266,14 @@ export function compileLimitRules(
         `${at} has neither policies nor exemptions; give it one or drop it.`,
       );
     }
+    // compileRoutes checks the route and caseInsensitiveIds.
     return {
-      ...rule,
+      route: route as string,
+      ...(caseInsensitiveIds === undefined
+        ? {}
+        : { caseInsensitiveIds: caseInsensitiveIds as boolean }),
+      policies: ownPolicies,
+      exempt: names as string[],
       exemptPositions,
       ownPolicies,
       allPositions: ownPolicies.map((_, i) => i),

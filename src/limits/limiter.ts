@@ -5,9 +5,9 @@
  * limit that was hit).
  * @module
  */
-import { type Clock, systemClock } from '../clock.js';
+import { type Clock, isClockTime, MAX_CLOCK_MS, systemClock } from '../clock.js';
 import { ConfigurationError, InvalidRequestError } from '../errors.js';
-import { describe } from './duration.js';
+import { describe, isArray } from './duration.js';
 import {
   type CompiledRules,
   compileLimitRules,
@@ -15,8 +15,9 @@ import {
   type ResourceScope,
 } from './limit-rule.js';
 import { MemoryStore } from './memory-store.js';
-import { checkPolicies, type Policy } from './policy.js';
+import { copyPolicies, type Policy } from './policy.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
+import { readFields, readList, readOptions } from './read-once.js';
 import type {
   AdmittedOutcome,
   LeaseToken,
@@ -78,8 +79,12 @@ export interface AdmittedDecision {
   readonly statuses: readonly PolicyStatus[];
   /** The time of the decision (ms). */
   readonly now: number;
-  /** Give back the concurrency lease. Idempotent: a second call does nothing. */
-  release(): void;
+  /**
+   * Give back the concurrency lease. Idempotent: a second call does nothing. A function bound to
+   * its decision, so it may be passed on as a callback (`res.once('close', decision.release)`);
+   * every read gives the same function.
+   */
+  readonly release: () => void;
 }
 
 /** The request must be answered with 429 and not processed. */
@@ -90,7 +95,12 @@ export interface RefusedDecision {
   readonly retryAfterSeconds: number;
   /** The instant (ms) a retry may be sent: `now + retryAfterSeconds * 1000`. */
   readonly retryAt: number;
-  /** The limit that was hit (for the 429 body); absent when the reason is `capacity` or `unavailable`. */
+  /**
+   * The limit that was hit (for the 429 body); absent when the reason is `capacity` or
+   * `unavailable`. It is the limiter's frozen copy of the policy, taken when it first read the
+   * policy's list: the same kind, name and numbers as the policy given, but not the same object
+   * (compare policies by `name`, which is unique within a list).
+   */
   readonly policy: Policy | undefined;
   /**
    * Why: a full limit, a block from an earlier refusal, the store at its key cap, or a networked
@@ -118,9 +128,12 @@ export interface LimiterOptions<S extends LimitStore = LimitStore> {
   preset?: LimitPreset | AccountPresets;
   /**
    * Your own policies instead of a preset: a list, or a function that picks them per request.
-   * Lists with the same policies share their state; each distinct list is remembered for the
-   * limiter's life so that its state is found again, so a function should pick from a bounded set
-   * of lists (plans, tiers), never build limits from request input.
+   * Lists with the same policies (equal kinds, names and numbers) share their state; each
+   * distinct list is remembered for the limiter's life so that its state is found again, so a
+   * function should pick from a bounded set of lists (plans, tiers), never build limits from
+   * request input. A list is read once, when the limiter first meets it: the limiter keeps a
+   * frozen copy of each policy, so changing the objects later changes no decision (give a new
+   * list instead).
    */
   policies?: PolicySource;
   /**
@@ -156,6 +169,7 @@ export interface Limiter<S extends LimitStore = LimitStore> {
    * @param options - whether an admitted decision reports its statuses
    * @throws InvalidRequestError when the request cannot be attributed (empty ids, wrong types)
    * @throws ConfigurationError `invalid_option` for options that are not `{ statuses?: boolean }`
+   *   or cannot be read, or a clock reading that is not milliseconds from 0 to 8.64e15
    */
   check(
     request: LimitRequest,
@@ -172,8 +186,11 @@ const COMMON_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE',
 const NO_RULES: CompiledRules = { table: undefined, effectOf: undefined };
 
 /**
- * Make a limiter.
+ * Make a limiter. Its policies are read and copied here (a policy list that a `policies`
+ * function returns: the first time the limiter meets it), and never read again.
  * @param options - the limits (`preset` or `policies`), `store`, `clock`
+ * @throws ConfigurationError for options that are missing, not an object, unreadable or invalid;
+ *   the message names the option and says what to change
  * @example
  * ```ts
  * const limiter = createLimiter({ preset: presets.byAccountType });
@@ -188,33 +205,50 @@ const NO_RULES: CompiledRules = { table: undefined, effectOf: undefined };
 export function createLimiter<S extends LimitStore = MemoryStore>(
   options: LimiterOptions<S>,
 ): Limiter<S> {
-  const store = (options.store ?? new MemoryStore()) as S;
-  const clock = options.clock ?? systemClock;
-  const maxIdLength = options.maxIdLength ?? 256;
-  if (!Number.isSafeInteger(maxIdLength) || maxIdLength < 1) {
+  if (options === undefined) {
     throw new ConfigurationError(
       'invalid_option',
-      `maxIdLength must be a whole number >= 1, got ${describe(maxIdLength)}.`,
+      'createLimiter needs options with a preset or policies, such as { preset: presets.byAccountType }.',
     );
   }
-  if (typeof clock?.now !== 'function') {
+  const fields = readOptions(options, 'createLimiter', [
+    'preset',
+    'policies',
+    'defaultAccountType',
+    'store',
+    'clock',
+    'maxIdLength',
+  ]);
+  const store = (fields.store ?? new MemoryStore()) as S;
+  const clock = (fields.clock ?? systemClock) as Clock;
+  const givenMaxIdLength = fields.maxIdLength ?? 256;
+  if (!Number.isSafeInteger(givenMaxIdLength) || (givenMaxIdLength as number) < 1) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `maxIdLength must be a whole number >= 1, got ${describe(givenMaxIdLength)}.`,
+    );
+  }
+  const maxIdLength = givenMaxIdLength as number;
+  if (typeof readMember(clock, 'now', 'clock') !== 'function') {
     throw new ConfigurationError(
       'invalid_option',
       'clock must have a now() method that returns milliseconds.',
     );
   }
-  if (typeof store?.apply !== 'function' || typeof store.release !== 'function') {
+  if (
+    typeof readMember(store, 'apply', 'store') !== 'function' ||
+    typeof readMember(store, 'release', 'store') !== 'function'
+  ) {
     throw new ConfigurationError(
       'invalid_option',
       'store must implement apply() and release() (see LimitStore).',
     );
   }
-  const select = policySelector(options);
+  const select = policySelector(fields.preset, fields.policies, fields.defaultAccountType);
   // The memory store reads a plan while it decides and keeps nothing of it: a plan of one scope
   // (no resource rule matched) is then written into one object made once, not made per request.
   // Any other store may keep the plan past apply() (across an await), and gets a new one.
-  const reused =
-    Object.getPrototypeOf(store) === MemoryStore.prototype ? reusablePlan() : undefined;
+  const reused = isMemoryStore(store) ? reusablePlan() : undefined;
 
   const check = (input: LimitRequest, options?: CheckOptions): Decision | Promise<Decision> => {
     if (typeof input !== 'object' || input === null) {
@@ -255,10 +289,10 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
     }
     // The clock before the plan is written: a clock that calls check() again cannot overwrite it.
     const now = clock.now();
-    if (!Number.isFinite(now)) {
+    if (!isClockTime(now)) {
       throw new ConfigurationError(
         'invalid_option',
-        `clock.now() must return finite milliseconds, got ${describe(now)}.`,
+        `clock.now() must return milliseconds since the Unix epoch, a number from 0 to ${MAX_CLOCK_MS} (the range of a Date from 1970 on), got ${describe(now)}.`,
       );
     }
     let plan: Plan;
@@ -318,75 +352,96 @@ type Selector = (
   path: string,
 ) => PolicyGroup;
 
-function policySelector<S extends LimitStore>(options: LimiterOptions<S>): Selector {
-  const { preset, policies } = options;
+function policySelector(preset: unknown, policies: unknown, defaultAccountType: unknown): Selector {
   if ((preset === undefined) === (policies === undefined)) {
     throw new ConfigurationError(
       'invalid_option',
       'Give exactly one of `preset` and `policies` to createLimiter.',
     );
   }
-  const groups = new Map<readonly Policy[], PolicyGroup>();
+  // Groups by the identity of the list given, and by what its copies hold: each list is read and
+  // copied once, and lists equal as data share one group (and so one state).
+  const groups = new Map<unknown, PolicyGroup>();
   const bySignature = new Map<string, PolicyGroup>();
-  const groupOf = (
-    list: readonly Policy[],
-    rules?: readonly LimitRule[],
-    where = 'policies',
-  ): PolicyGroup => {
-    // Rules that are not an array go to compileLimitRules too, which refuses them.
-    if (rules !== undefined && (!Array.isArray(rules) || rules.length > 0)) {
-      // A preset with rules is compiled once, on its own: rules are not shared by signature.
-      checkPolicies(list);
-      return { list, active: list.map((_, i) => i), rules: compileLimitRules(rules, list, where) };
-    }
+  const groupOf = (list: unknown, where: string): PolicyGroup => {
     let group = groups.get(list);
     if (group === undefined) {
-      checkPolicies(list);
-      if (list.length === 0) {
+      const copies = copyPolicies(list, where);
+      if (copies.length === 0) {
         throw new ConfigurationError('invalid_policy', 'A limiter needs at least one policy.');
       }
-      // Two lists with the same policies share state, even when a selector builds a new array each time.
-      const signature = JSON.stringify(list);
+      // Two lists with the same policies share state, even when a selector builds a new array
+      // each time. The copies are plain data with their fields in a fixed order, so their JSON
+      // is the same exactly when they are equal.
+      const signature = JSON.stringify(copies);
       group = bySignature.get(signature);
       if (group === undefined) {
-        group = { list, active: list.map((_, i) => i), rules: NO_RULES };
+        group = { list: copies, active: copies.map((_, i) => i), rules: NO_RULES };
         bySignature.set(signature, group);
       }
       if (groups.size < 10_000) groups.set(list, group);
     }
     return group;
   };
+  const presetGroup = (value: PresetFields, where: string): PolicyGroup => {
+    const rules =
+      value.rules === undefined
+        ? []
+        : readList(value.rules, `${where}: rules`, 'an array', 'invalid_route_rule');
+    if (rules.length === 0) return groupOf(value.policies, `${where}: policies`);
+    // A preset with rules is compiled once, on its own: rules are not shared by signature.
+    const copies = copyPolicies(value.policies, `${where}: policies`);
+    return {
+      list: copies,
+      active: copies.map((_, i) => i),
+      rules: compileLimitRules(rules as LimitRule[], copies, where),
+    };
+  };
 
   if (policies !== undefined) {
     if (typeof policies === 'function') {
+      const pick = policies as (request: LimitRequest) => unknown;
       return (clientId, accountCode, accountType, method, path) =>
-        groupOf(policies(new RequestFields(clientId, accountCode, accountType, method, path)));
+        groupOf(
+          pick(new RequestFields(clientId, accountCode, accountType, method, path)),
+          'policies',
+        );
     }
-    const group = groupOf(policies);
+    const group = groupOf(policies, 'policies');
     return () => group;
   }
-  if (isPreset(preset)) {
-    const group = groupOf(preset.policies, preset.rules, `preset ${preset.name}`);
+  const single = readPreset(preset, 'preset');
+  if (single !== undefined) {
+    const group = presetGroup(single, `preset ${single.label}`);
     return () => group;
   }
-  if (typeof preset !== 'object' || preset === null || Object.keys(preset).length === 0) {
+  const entries = presetEntries(preset);
+  if (entries === undefined || entries.length === 0) {
     throw new ConfigurationError(
       'invalid_option',
       `preset must be a LimitPreset or presets by account type, got ${describe(preset)}.`,
     );
   }
   const byType = new Map<string, PolicyGroup>();
-  for (const [type, value] of Object.entries(preset)) {
-    if (!isPreset(value)) {
+  for (const [type, value] of entries) {
+    const member = readPreset(value, `preset.${type}`);
+    if (member === undefined) {
       throw new ConfigurationError('invalid_option', `preset.${type} is not a LimitPreset.`);
     }
-    byType.set(type, groupOf(value.policies, value.rules, `preset.${type}`));
+    byType.set(type, presetGroup(member, `preset.${type}`));
   }
-  const fallback = options.defaultAccountType ?? 'development';
+  const types = [...byType.keys()].join(', ');
+  const fallback = defaultAccountType ?? 'development';
+  if (typeof fallback !== 'string') {
+    throw new ConfigurationError(
+      'invalid_option',
+      `defaultAccountType must be a string naming one of ${types}, got ${describe(fallback)}.`,
+    );
+  }
   if (!byType.has(fallback)) {
     throw new ConfigurationError(
       'invalid_option',
-      `defaultAccountType ${JSON.stringify(fallback)} has no preset; use one of ${[...byType.keys()].join(', ')}.`,
+      `defaultAccountType ${JSON.stringify(fallback)} has no preset; use one of ${types}.`,
     );
   }
   return (_clientId, _accountCode, accountType) => {
@@ -395,17 +450,69 @@ function policySelector<S extends LimitStore>(options: LimiterOptions<S>): Selec
     if (group === undefined) {
       throw new InvalidRequestError(
         'invalid_account_type',
-        `accountType ${describe(type)} has no preset; use one of ${[...byType.keys()].join(', ')}.`,
+        `accountType ${describe(type)} has no preset; use one of ${types}.`,
       );
     }
     return group;
   };
 }
 
-function isPreset(value: unknown): value is LimitPreset {
-  return (
-    typeof value === 'object' && value !== null && Array.isArray((value as LimitPreset).policies)
+/** A preset's fields, read once each; `label` names it in messages. */
+interface PresetFields {
+  readonly label: string;
+  readonly policies: unknown;
+  readonly rules: unknown;
+}
+
+/** The fields of a preset, or undefined when `value` is no preset (it has no policy array). */
+function readPreset(value: unknown, what: string): PresetFields | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { name, policies, rules } = readFields(
+    value,
+    ['name', 'policies', 'rules'],
+    'invalid_option',
+    what,
   );
+  if (!isArray(policies)) return undefined;
+  return { label: typeof name === 'string' ? name : describe(name), policies, rules };
+}
+
+/** The members of presets by account type, read once; undefined for anything but an object. */
+function presetEntries(value: unknown): Array<[string, unknown]> | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  try {
+    return Object.entries(value);
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'Reading the presets by account type threw; pass a plain object such as presets.byAccountType.',
+      { cause },
+    );
+  }
+}
+
+/** Read `object[key]`; a read that throws (a getter, a revoked proxy) is a ConfigurationError. */
+function readMember(object: unknown, key: string, what: string): unknown {
+  if ((typeof object !== 'object' && typeof object !== 'function') || object === null) {
+    return undefined;
+  }
+  try {
+    return (object as Record<string, unknown>)[key];
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `Reading ${what}.${key} threw; pass ${what} as a plain object.`,
+      { cause },
+    );
+  }
+}
+
+function isMemoryStore(store: unknown): boolean {
+  try {
+    return Object.getPrototypeOf(store) === MemoryStore.prototype;
+  } catch {
+    return false;
+  }
 }
 
 // Whether check's options ask for statuses; a ConfigurationError for options it cannot read.
@@ -416,7 +523,16 @@ function wantsStatuses(options: CheckOptions): boolean {
       `check() options must be an object such as { statuses: false }, got ${describe(options)}.`,
     );
   }
-  const { statuses } = options;
+  let statuses: unknown;
+  try {
+    ({ statuses } = options);
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'Reading the check() options threw; pass a plain object such as { statuses: false }.',
+      { cause },
+    );
+  }
   if (statuses === undefined || typeof statuses === 'boolean') return statuses !== false;
   throw new ConfigurationError(
     'invalid_option',
@@ -494,11 +610,16 @@ abstract class WithStatuses {
   }
 }
 
+// The release of a decision that holds no lease: there is nothing to give back.
+const NOTHING_TO_RELEASE = (): void => undefined;
+
 class Admitted extends WithStatuses implements AdmittedDecision {
   readonly allowed = true as const;
   readonly now: number;
   #lease: LeaseToken | undefined;
   readonly #store: LimitStore;
+  /** The bound release, made on its first read. */
+  #release: (() => void) | undefined = undefined;
 
   constructor(statuses: OutcomeStatuses, outcome: AdmittedOutcome, store: LimitStore) {
     super(statuses);
@@ -507,7 +628,20 @@ class Admitted extends WithStatuses implements AdmittedDecision {
     this.#store = store;
   }
 
-  release(): void {
+  // An accessor rather than a method, so that `decision.release` works apart from its decision
+  // (as an event listener, say). The bound function is made on the first read and kept, so that
+  // every read gives the same one (removeEventListener finds it); a decision without a lease
+  // shares one function that does nothing.
+  get release(): () => void {
+    let release = this.#release;
+    if (release === undefined) {
+      release = this.#lease === undefined ? NOTHING_TO_RELEASE : this.#giveBack.bind(this);
+      this.#release = release;
+    }
+    return release;
+  }
+
+  #giveBack(): void {
     const lease = this.#lease;
     if (lease === undefined) return;
     this.#lease = undefined;

@@ -1,14 +1,16 @@
 /**
  * The in-memory store: one record per scope (a client and account, or one of their resources),
  * holding the state of each of the scope's policies. Decides synchronously, with no promise and no
- * timer. Records are found without building a key string (client id, then account code), reclaimed
- * by an incremental sweep once every policy of theirs is back to a fresh state, and capped in
- * number, so rotating client ids cannot grow memory without bound. Their numbers live in arenas of
- * slots (see arena.ts): each client's in one of 64, so that no growth copies them all at once.
+ * timer. Records are found without building a key string (client id, then account code), in time
+ * independent of how many accounts and resources a client has; reclaimed by an incremental sweep
+ * once every policy of theirs is back to a fresh state, and capped in number, so rotating client
+ * ids (or account codes) cannot grow memory without bound. Their numbers live in arenas of slots
+ * (see arena.ts): each client's in one of 64, so that no growth copies them all at once.
  * @module
  */
 
 import { ConfigurationError } from '../errors.js';
+import { nearestName } from '../webhooks/nearest-name.js';
 import { Arena, copySlots } from './arena.js';
 import { describe } from './duration.js';
 import {
@@ -132,8 +134,8 @@ class ScopeRecord {
   /** Bumped whenever the record is dropped: a lease of an earlier life is not given to this one. */
   generation = 0;
   /**
-   * The next account-level record of the same client, or the next record of the same resource
-   * (under another policy list).
+   * The next record of its chain: the next account-level record of a client that holds few, or
+   * the next record of the same account code or resource under another policy list.
    */
   next: ScopeRecord | null = null;
   /** The last decision that used the record: the sweep at the cap must not drop it under that one. */
@@ -157,28 +159,32 @@ class ScopeRecord {
 const EMPTY_LAYOUT: Layout = { policies: [], offsets: [], size: 0 };
 
 /**
- * The resource records of one client and account, keyed by resource: one per policy list, the
- * first here and the others in its `next` (another account type's preset with a rule on the same
- * route, or rules replaced), each with its own counts, as the account-level records are.
+ * Records by key (an account code, or a resource), with where the sweep goes on among them. A
+ * key's records form a chain, one per policy list: the first here and the others in its `next`
+ * (another account type's preset, or rules replaced), each with its own counts.
  */
-class ResourceRecords {
-  readonly records = new Map<string, ScopeRecord>();
-  /** Where the sweep goes on. */
-  cursor: MapIterator<[string, ScopeRecord]> | null = null;
+class KeyedRecords<T = ScopeRecord> {
+  readonly map = new Map<string, T>();
+  /** The sweep's place in `map`; null when its next pass starts from the first key. */
+  cursor: MapIterator<[string, T]> | null = null;
 }
 
 /**
  * Everything held for one client id. The entry is itself the record of the client's first account
- * (most clients act for one), so that the map leads straight to it; further accounts follow in
- * `next`. When that record is dropped while the client still holds others, the entry stays, with
- * no block, until a request needs an account-level record again.
+ * (most clients act for one), so that the map leads straight to it. A few more account-level
+ * records follow in `next`; beyond `ACCOUNTS_IN_CHAIN`, they move to `accounts`, keyed by
+ * account code, so that a client of many accounts costs a decision no more than one of a single
+ * account. When the entry's own record is dropped while the client still holds others, the entry
+ * stays, with no block, until a request needs an account-level record again.
  */
 class ClientEntry extends ScopeRecord {
+  /** The account-level records other than the entry's own, by account code; null while few. */
+  accounts: KeyedRecords | null = null;
   /**
    * Resource records by account code, then resource: two lookups with the strings the request
    * brings, rather than one with a key concatenated (and hashed) afresh on every decision.
    */
-  resources: Map<string, ResourceRecords> | null = null;
+  resources: KeyedRecords<KeyedRecords> | null = null;
 
   constructor(
     readonly clientId: string,
@@ -305,18 +311,29 @@ export interface MemoryStoreOptions {
    */
   maxKeys?: number;
   /**
-   * Decisions between two reclamation steps; each step examines one client. Lower reclaims idle
-   * keys sooner at a small cost per decision: every client is examined once per
-   * `sweepInterval * size` decisions. 0 turns the steady sweep off (the cap still sweeps).
+   * Decisions between two reclamation steps; each step examines one client (of a client with
+   * many accounts or resources, a few dozen of its records: the next step on that client goes on
+   * from there). Lower reclaims idle keys sooner at a small cost per decision: every client is
+   * examined once per `sweepInterval * size` decisions. 0 turns the steady sweep off (the cap
+   * still sweeps).
    * @defaultValue 8
    */
   sweepInterval?: number;
 }
 
-// Clients to examine when a new record is needed at the cap, before refusing it.
+// The options MemoryStore knows: any other key is refused, naming the nearest of these.
+const OPTION_NAMES = ['maxKeys', 'sweepInterval'] as const satisfies ReadonlyArray<
+  keyof MemoryStoreOptions
+>;
+
+// Sweep steps to take when a new record is needed at the cap, before refusing it.
 const SWEEP_AT_CAP = 64;
-// Resource records of one client examined per sweep step.
-const RESOURCES_PER_STEP = 8;
+// Account-level records a client holds in its entry's chain besides the entry's own; one more
+// moves them all to a map by account code.
+const ACCOUNTS_IN_CHAIN = 4;
+// Keys of one map of a client (its accounts, its resources' account codes, the resources of one
+// account code) examined per sweep step.
+const KEYS_PER_STEP = 8;
 // Arenas a store spreads its clients over, and the slots each starts with.
 const ARENAS = 64;
 const CLIENTS_PER_RUN = 1_024;
@@ -366,17 +383,22 @@ export class MemoryStore implements SyncLimitStore {
   #nextLeaseId = 1;
   #decision = 0;
 
-  /** @param options - key cap and sweep interval */
+  /**
+   * @param options - key cap and sweep interval
+   * @throws ConfigurationError `invalid_option` when `options` is not an object, has a key other
+   * than `maxKeys` and `sweepInterval`, or one of them is out of range
+   */
   constructor(options: MemoryStoreOptions = {}) {
-    const maxKeys = options.maxKeys ?? 1_000_000;
-    const sweep = options.sweepInterval ?? 8;
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+    const fields = readStoreOptions(options);
+    const maxKeys = fields.maxKeys ?? 1_000_000;
+    const sweep = fields.sweepInterval ?? 8;
+    if (typeof maxKeys !== 'number' || !Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new ConfigurationError(
         'invalid_option',
         `maxKeys must be a whole number >= 1, got ${describe(maxKeys)}.`,
       );
     }
-    if (!Number.isSafeInteger(sweep) || sweep < 0) {
+    if (typeof sweep !== 'number' || !Number.isSafeInteger(sweep) || sweep < 0) {
       throw new ConfigurationError(
         'invalid_option',
         `sweepInterval must be a whole number >= 0, got ${describe(sweep)}.`,
@@ -515,22 +537,34 @@ export class MemoryStore implements SyncLimitStore {
   /** The record of a scope, created if needed; undefined when the store is full. */
   #find(scope: PlanScope, t: number): ScopeRecord | undefined {
     let entry = this.#clients.get(scope.clientId);
+    const { accountCode, policies } = scope;
     if (scope.resource === '') {
-      for (let r: ScopeRecord | null = entry ?? null; r !== null; r = r.next) {
+      if (entry !== undefined) {
+        // The entry's own record first: the one account of most clients.
         if (
-          r.accountCode === scope.accountCode &&
-          samePolicies(r.policies, scope.policies) &&
-          r.base !== -1
+          entry.accountCode === accountCode &&
+          samePolicies(entry.policies, policies) &&
+          entry.base !== -1
         ) {
-          r.decision = this.#decision;
-          return r;
+          entry.decision = this.#decision;
+          return entry;
+        }
+        // Then the few in its chain, or those of the account code in the map of many. Every
+        // record there holds a block: the sweep unlinks those it drops.
+        const { accounts } = entry;
+        let r = accounts === null ? entry.next : (accounts.map.get(accountCode) ?? null);
+        for (; r !== null; r = r.next) {
+          if (r.accountCode === accountCode && samePolicies(r.policies, policies)) {
+            r.decision = this.#decision;
+            return r;
+          }
         }
       }
     } else {
       // Another policy list for the resource has a record of its own: neither resets the other.
-      let r = entry?.resources?.get(scope.accountCode)?.records.get(scope.resource) ?? null;
+      let r = entry?.resources?.map.get(accountCode)?.map.get(scope.resource) ?? null;
       for (; r !== null; r = r.next) {
-        if (samePolicies(r.policies, scope.policies)) {
+        if (samePolicies(r.policies, policies)) {
           r.decision = this.#decision;
           return r;
         }
@@ -550,21 +584,20 @@ export class MemoryStore implements SyncLimitStore {
       if (entry.base === -1) record = entry;
       else {
         record = new ScopeRecord(entry.arena);
-        record.next = entry.next;
-        entry.next = record;
+        addAccountRecord(entry, accountCode, record);
       }
     } else {
       record = new ScopeRecord(entry.arena);
-      entry.resources ??= new Map();
-      let account = entry.resources.get(scope.accountCode);
+      entry.resources ??= new KeyedRecords();
+      let account = entry.resources.map.get(accountCode);
       if (account === undefined) {
-        account = new ResourceRecords();
-        entry.resources.set(scope.accountCode, account);
+        account = new KeyedRecords();
+        entry.resources.map.set(accountCode, account);
       }
-      record.next = account.records.get(scope.resource) ?? null;
-      account.records.set(scope.resource, record);
+      record.next = account.map.get(scope.resource) ?? null;
+      account.map.set(scope.resource, record);
     }
-    record.hold(scope.accountCode, scope.policies);
+    record.hold(accountCode, policies);
     record.decision = this.#decision;
     this.#size++;
     return record;
@@ -631,14 +664,16 @@ export class MemoryStore implements SyncLimitStore {
       }
       tops[i] = top;
     };
+    const moveChains = (records: KeyedRecords): void => {
+      for (const first of records.map.values()) {
+        for (let r: ScopeRecord | null = first; r !== null; r = r.next) move(r);
+      }
+    };
     for (const entry of this.#clients.values()) {
       for (let r: ScopeRecord | null = entry; r !== null; r = r.next) if (r.base !== -1) move(r);
+      if (entry.accounts !== null) moveChains(entry.accounts);
       if (entry.resources !== null) {
-        for (const account of entry.resources.values()) {
-          for (const first of account.records.values()) {
-            for (let r: ScopeRecord | null = first; r !== null; r = r.next) move(r);
-          }
-        }
+        for (const account of entry.resources.map.values()) moveChains(account);
       }
     }
     for (const [i, arena] of arenas.entries()) arena.replace(to[i]!, tops[i]!);
@@ -711,27 +746,41 @@ export class MemoryStore implements SyncLimitStore {
     else admission.extendLease(record, offset);
   }
 
-  // Examine up to `count` clients from a cursor that cycles through them; drop quiet records.
+  /**
+   * Take up to `count` sweep steps, each on the next client of a cursor that cycles through them
+   * (from the end of the map back to its start), dropping the quiet records it examines. Stops
+   * early once the latest steps in a row have examined every client whole: then there is nothing
+   * more to find.
+   */
   #sweep(t: number, count: number): void {
-    for (let n = 0; n < count; n++) {
-      const next = this.#cursor.next();
+    // Steps in a row that examined every record of a client that stays.
+    let whole = 0;
+    for (let n = 0; n < count && whole < this.#clients.size; n++) {
+      let next = this.#cursor.next();
       if (next.done === true) {
         this.#cursor = this.#clients.values();
-        return;
+        next = this.#cursor.next();
+        if (next.done === true) return;
       }
       const entry = next.value;
-      this.#sweepClient(entry, t);
+      const examinedWhole = this.#sweepClient(entry, t);
       if (
         entry.base === -1 &&
         entry.next === null &&
-        (entry.resources === null || entry.resources.size === 0)
+        entry.accounts === null &&
+        (entry.resources === null || entry.resources.map.size === 0)
       ) {
         this.#clients.delete(entry.clientId);
-      }
+      } else whole = examinedWhole ? whole + 1 : 0;
     }
   }
 
-  #sweepClient(entry: ClientEntry, t: number): void {
+  /**
+   * One sweep step on a client: its entry's record and chain, then the next keys of its account
+   * map and of its resources (see KEYS_PER_STEP), so that a step costs alike whatever the client
+   * holds. True when the step examined every record of the client.
+   */
+  #sweepClient(entry: ClientEntry, t: number): boolean {
     const m = entry.arena.mem;
     if (entry.base !== -1 && this.#droppable(m, entry, t)) this.#drop(entry);
     let previous: ScopeRecord = entry;
@@ -741,24 +790,32 @@ export class MemoryStore implements SyncLimitStore {
         previous.next = r.next;
       } else previous = r;
     }
-    const { resources } = entry;
-    if (resources === null) return;
-    for (const [accountCode, account] of resources) {
-      this.#sweepResources(account, t);
-      if (account.records.size === 0) resources.delete(accountCode);
+    let whole = true;
+    const { accounts, resources } = entry;
+    if (accounts !== null) {
+      whole = this.#sweepChains(accounts, t);
+      // None left: the next accounts go in the chain again.
+      if (accounts.map.size === 0) entry.accounts = null;
     }
+    if (resources !== null) {
+      const { map } = resources;
+      const all = stepThrough(resources, (accountCode, account) => {
+        const complete = this.#sweepChains(account, t);
+        if (account.map.size === 0) map.delete(accountCode);
+        return complete;
+      });
+      if (!all) whole = false;
+    }
+    return whole;
   }
 
-  #sweepResources(account: ResourceRecords, t: number): void {
-    const { records } = account;
-    for (let n = 0; n < RESOURCES_PER_STEP; n++) {
-      account.cursor ??= records.entries();
-      const next = account.cursor.next();
-      if (next.done === true) {
-        account.cursor = null;
-        return;
-      }
-      const [key, first] = next.value;
+  /**
+   * Examine the chains of up to KEYS_PER_STEP keys, going on from where the last step stopped;
+   * true when this call went through every key from the first.
+   */
+  #sweepChains(records: KeyedRecords, t: number): boolean {
+    const { map } = records;
+    return stepThrough(records, (key, first) => {
       let head: ScopeRecord | null = first;
       let previous: ScopeRecord | null = null;
       for (let r: ScopeRecord | null = first; r !== null; r = r.next) {
@@ -768,10 +825,108 @@ export class MemoryStore implements SyncLimitStore {
           else previous.next = r.next;
         } else previous = r;
       }
-      if (head === null) records.delete(key);
-      else if (head !== first) records.set(key, head);
-    }
+      if (head === null) map.delete(key);
+      else if (head !== first) map.set(key, head);
+      return true;
+    });
   }
+}
+
+/**
+ * One sweep step over `records`: visit up to KEYS_PER_STEP keys, going on from where the last step
+ * stopped; when the pass over them is over, the next starts from the first key. True when the step
+ * examined every key in full: its pass began and ended in it, and `visit` answered true for each.
+ */
+function stepThrough<T>(
+  records: KeyedRecords<T>,
+  visit: (key: string, value: T) => boolean,
+): boolean {
+  const { map } = records;
+  const fresh = records.cursor === null;
+  const total = map.size;
+  records.cursor ??= map.entries();
+  let complete = true;
+  let n = 0;
+  for (; n < KEYS_PER_STEP; n++) {
+    const next = records.cursor.next();
+    if (next.done === true) break;
+    if (!visit(next.value[0], next.value[1])) complete = false;
+  }
+  // The cursor reached the end; or a pass from the first key has examined as many keys as there
+  // were (a sweep step adds none), which spares the next step a look at the end alone.
+  const ended = n < KEYS_PER_STEP || (fresh && n >= total);
+  if (ended) records.cursor = null;
+  return ended && fresh && complete;
+}
+
+/**
+ * Link a new account-level record into its client's entry: in the entry's chain while it holds at
+ * most ACCOUNTS_IN_CHAIN, otherwise (moving the chain there first) in the map by account code.
+ */
+function addAccountRecord(entry: ClientEntry, accountCode: string, record: ScopeRecord): void {
+  let accounts = entry.accounts;
+  if (accounts === null) {
+    let chained = 0;
+    for (let r = entry.next; r !== null; r = r.next) chained++;
+    if (chained < ACCOUNTS_IN_CHAIN) {
+      record.next = entry.next;
+      entry.next = record;
+      return;
+    }
+    accounts = new KeyedRecords();
+    for (let r = entry.next; r !== null; ) {
+      const after: ScopeRecord | null = r.next;
+      r.next = accounts.map.get(r.accountCode) ?? null;
+      accounts.map.set(r.accountCode, r);
+      r = after;
+    }
+    entry.next = null;
+    entry.accounts = accounts;
+  }
+  record.next = accounts.map.get(accountCode) ?? null;
+  accounts.map.set(accountCode, record);
+}
+
+/**
+ * The fields of MemoryStore's options, each read once. Throws a ConfigurationError for options
+ * that are not an object, for a key that is not an option (a misspelt one would otherwise leave
+ * its default in place without a word), and for a read that throws.
+ */
+function readStoreOptions(options: unknown): Record<keyof MemoryStoreOptions, unknown> {
+  const notAnObject = (got: string) =>
+    new ConfigurationError(
+      'invalid_option',
+      `MemoryStore options must be an object such as { maxKeys: 100_000 }, or left out, got ${got}.`,
+    );
+  if (typeof options !== 'object' || options === null) throw notAnObject(describe(options));
+  let array: boolean;
+  let keys: string[];
+  let fields: Record<keyof MemoryStoreOptions, unknown>;
+  try {
+    array = Array.isArray(options);
+    keys = Object.keys(options);
+    const { maxKeys, sweepInterval } = options as MemoryStoreOptions;
+    fields = { maxKeys, sweepInterval };
+  } catch (cause) {
+    // A getter that throws, or a revoked proxy.
+    throw new ConfigurationError(
+      'invalid_option',
+      'Reading the MemoryStore options threw; pass plain data.',
+      { cause },
+    );
+  }
+  if (array) throw notAnObject('an array');
+  const known: readonly string[] = OPTION_NAMES;
+  for (const key of keys) {
+    if (known.includes(key)) continue;
+    // The first characters are enough to find the nearest of two short names.
+    const nearest = nearestName(key.slice(0, 64), known) ?? OPTION_NAMES[0];
+    throw new ConfigurationError(
+      'invalid_option',
+      `MemoryStore has no option ${describe(key)}; did you mean "${nearest}"? Its options are ${OPTION_NAMES.join(' and ')}.`,
+    );
+  }
+  return fields;
 }
 
 /**

@@ -4,7 +4,8 @@
  * @module
  */
 import { ConfigurationError } from '../errors.js';
-import { type Duration, describe, formatDuration, toMilliseconds } from './duration.js';
+import { type Duration, describe, formatDuration, isArray, toMilliseconds } from './duration.js';
+import { readOptions } from './read-once.js';
 
 /**
  * At most `limit` admitted requests in any half-open interval `[t, t + windowMs)`: a sliding
@@ -50,6 +51,18 @@ export interface ConcurrencyPolicy {
 /** Any policy. */
 export type Policy = WindowPolicy | RatePolicy | ConcurrencyPolicy;
 
+/**
+ * The shortest emission interval of a rate policy, in ms (a microsecond: a million per second).
+ * A shorter one vanishes when added to a time in milliseconds, and the bucket would never fill.
+ */
+const MIN_EMISSION_INTERVAL_MS = 0.001;
+
+/**
+ * The longest emission interval and burst tolerance of a rate policy, in ms: 8.64e15, the latest
+ * time a clock may return. A longer one would announce a Retry-After past any date.
+ */
+const MAX_RATE_SPAN_MS = 8.64e15;
+
 /** Options common to every policy factory. */
 export interface PolicyOptions {
   /** The name used in messages. @defaultValue derived from the numbers, e.g. `3500 per 60 s` */
@@ -75,6 +88,8 @@ export const DEFAULT_CONCURRENCY_RETRY_AFTER_MS = 1_000;
  * @param limit - a whole number >= 1
  * @param duration - the window length, e.g. `'60s'` or `60_000`
  * @param options - `name`
+ * @throws ConfigurationError `invalid_limit`, `invalid_duration`, or `invalid_option` for options
+ *   that are not an object
  * @example
  * ```ts
  * window(3500, '60s', { name: 'global: 3500 per 60 s' });
@@ -85,11 +100,12 @@ export function window(
   duration: Duration,
   options: PolicyOptions = {},
 ): WindowPolicy {
+  const { name } = readOptions(options, 'window', ['name']);
   checkCount(limit, 'window limit');
   const windowMs = toMilliseconds(duration, 'window duration');
   return Object.freeze({
     kind: 'window',
-    name: checkName(options.name ?? `${limit} per ${formatDuration(windowMs)}`),
+    name: checkName(name ?? `${limit} per ${formatDuration(windowMs)}`),
     limit,
     windowMs,
   });
@@ -97,25 +113,30 @@ export function window(
 
 /**
  * `perSecond` requests per second on average, with bursts of up to `burst`.
- * @param perSecond - a finite number > 0 (fractions allowed: `0.5` is one every two seconds)
+ * @param perSecond - a number > 0 (fractions allowed: `0.5` is one every two seconds) whose
+ *   emission interval `1000 / perSecond` is from 0.001 ms to 8.64e15 ms (at most a million per
+ *   second), with `(burst - 1)` intervals at most 8.64e15 ms
  * @param burst - a whole number >= 1
  * @param options - `name`
+ * @throws ConfigurationError `invalid_rate`, `invalid_limit`, or `invalid_option` for options that
+ *   are not an object
  * @example
  * ```ts
  * rate(100, 200); // 100 per second on average, bursts of up to 200
  * ```
  */
 export function rate(perSecond: number, burst: number, options: PolicyOptions = {}): RatePolicy {
-  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond <= 0) {
-    throw new ConfigurationError(
-      'invalid_rate',
-      `rate perSecond must be a finite number > 0, got ${describe(perSecond)}.`,
-    );
-  }
+  const { name } = readOptions(options, 'rate', ['name']);
+  const problem = rateProblem(perSecond);
+  if (problem !== undefined) throw new ConfigurationError('invalid_rate', `rate ${problem}.`);
   checkCount(burst, 'rate burst');
+  const burstProblem = burstToleranceProblem(perSecond, burst);
+  if (burstProblem !== undefined) {
+    throw new ConfigurationError('invalid_rate', `rate ${burstProblem}.`);
+  }
   return Object.freeze({
     kind: 'rate',
-    name: checkName(options.name ?? `${perSecond} per s average, burst ${burst}`),
+    name: checkName(name ?? `${perSecond} per s average, burst ${burst}`),
     perSecond,
     burst,
   });
@@ -125,85 +146,211 @@ export function rate(perSecond: number, burst: number, options: PolicyOptions = 
  * At most `max` requests in flight at once per client and account (the throttle).
  * @param max - a whole number >= 1
  * @param options - `name`, `leaseTtl`, `retryAfter`
+ * @throws ConfigurationError `invalid_limit`, `invalid_duration`, or `invalid_option` for options
+ *   that are not an object
  * @example
  * ```ts
  * concurrency(20, { leaseTtl: '30s' });
  * ```
  */
 export function concurrency(max: number, options: ConcurrencyOptions = {}): ConcurrencyPolicy {
+  const { name, leaseTtl, retryAfter } = readOptions(options, 'concurrency', [
+    'name',
+    'leaseTtl',
+    'retryAfter',
+  ]);
   checkCount(max, 'concurrency max');
   return Object.freeze({
     kind: 'concurrency',
-    name: checkName(options.name ?? `${max} concurrent`),
+    name: checkName(name ?? `${max} concurrent`),
     max,
     leaseTtlMs:
-      options.leaseTtl === undefined
+      leaseTtl === undefined
         ? DEFAULT_LEASE_TTL_MS
-        : toMilliseconds(options.leaseTtl, 'leaseTtl'),
+        : toMilliseconds(leaseTtl as Duration, 'leaseTtl'),
     retryAfterMs:
-      options.retryAfter === undefined
+      retryAfter === undefined
         ? DEFAULT_CONCURRENCY_RETRY_AFTER_MS
-        : toMilliseconds(options.retryAfter, 'retryAfter'),
+        : toMilliseconds(retryAfter as Duration, 'retryAfter'),
   });
 }
 
 /**
- * Check a list of policies as a limiter would: each well-formed, names unique.
+ * Check a list of policies as a limiter would, and copy it: each well-formed, names unique. Each
+ * field of each policy is read once, and the copy holds exactly the fields of its kind as plain,
+ * frozen data, so that a getter, a later change to the objects or an extra field cannot change
+ * what the copy says. A limiter works from such copies only.
  * @param policies - the policies of one scope
- * @throws ConfigurationError `invalid_policy` or `duplicate_policy_name`
+ * @returns a frozen array of frozen copies, in the same order
+ * @throws ConfigurationError `invalid_policy` for anything that is not a valid policy (a rate
+ *   outside the range {@link rate} accepts, a policy whose fields cannot be read), or
+ *   `duplicate_policy_name`
  */
 export function checkPolicies(policies: readonly unknown[]): readonly Policy[] {
-  if (!Array.isArray(policies)) {
-    throw new ConfigurationError(
-      'invalid_policy',
-      `policies must be an array, got ${describe(policies)}.`,
-    );
-  }
-  const seen = new Set<string>();
-  for (const [index, policy] of policies.entries()) {
-    if (!isPolicy(policy)) {
-      throw new ConfigurationError(
-        'invalid_policy',
-        `policies[${index}] is not a policy; make it with window(), rate() or concurrency(), got ${describe(policy)}.`,
-      );
-    }
-    if (seen.has(policy.name)) {
-      throw new ConfigurationError(
-        'duplicate_policy_name',
-        `Two policies are named ${JSON.stringify(policy.name)}; give each a distinct name (the 429 body uses it to say which limit was hit).`,
-      );
-    }
-    seen.add(policy.name);
-  }
-  return policies as readonly Policy[];
+  return copyPolicies(policies, 'policies');
 }
 
-function isPolicy(value: unknown): value is Policy {
-  if (typeof value !== 'object' || value === null) return false;
-  const p = value as Record<string, unknown>;
-  if (typeof p.name !== 'string' || p.name.length === 0) return false;
-  switch (p.kind) {
-    case 'window':
-      return isCount(p.limit) && isCount(p.windowMs);
-    case 'rate':
-      return (
-        typeof p.perSecond === 'number' &&
-        Number.isFinite(p.perSecond) &&
-        p.perSecond > 0 &&
-        isCount(p.burst)
-      );
-    case 'concurrency':
-      return isCount(p.max) && isCount(p.leaseTtlMs) && isCount(p.retryAfterMs);
-    default:
-      return false;
+/**
+ * {@link checkPolicies}, with messages that say where the list comes from.
+ * @param policies - the list as given
+ * @param where - where it comes from, e.g. `preset live: rules[2].policies`
+ * @internal
+ */
+export function copyPolicies(policies: unknown, where: string): readonly Policy[] {
+  if (!isArray(policies)) {
+    throw new ConfigurationError(
+      'invalid_policy',
+      `${where} must be an array, got ${describe(policies)}.`,
+    );
   }
+  let length: number;
+  try {
+    length = policies.length;
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_policy',
+      `Reading ${where} threw; pass an array of policies made with window(), rate() or concurrency().`,
+      { cause },
+    );
+  }
+  const copies: Policy[] = [];
+  const seen = new Set<string>();
+  for (let index = 0; index < length; index++) {
+    const copy = copyPolicy(policies, index, where);
+    if (seen.has(copy.name)) {
+      throw new ConfigurationError(
+        'duplicate_policy_name',
+        `Two policies are named ${JSON.stringify(copy.name)}; give each a distinct name (the 429 body uses it to say which limit was hit).`,
+      );
+    }
+    seen.add(copy.name);
+    copies.push(copy);
+  }
+  return Object.freeze(copies);
+}
+
+/** The fields each kind of policy has besides `kind` and `name`, in the order a copy holds them. */
+const FIELDS = {
+  window: ['limit', 'windowMs'],
+  rate: ['perSecond', 'burst'],
+  concurrency: ['max', 'leaseTtlMs', 'retryAfterMs'],
+} as const;
+
+type Kind = keyof typeof FIELDS;
+
+/**
+ * A list's element, and the fields of its kind read once each; no fields when it is not an
+ * object of a known kind.
+ */
+interface ReadPolicy {
+  readonly value: unknown;
+  readonly kind: Kind | undefined;
+  readonly fields: Readonly<Record<string, unknown>>;
+}
+
+function readPolicy(list: readonly unknown[], index: number, where: string): ReadPolicy {
+  try {
+    const value = list[index];
+    if (typeof value !== 'object' || value === null) return { value, kind: undefined, fields: {} };
+    const source = value as Record<string, unknown>;
+    const kind = source.kind;
+    if (kind !== 'window' && kind !== 'rate' && kind !== 'concurrency') {
+      return { value, kind: undefined, fields: {} };
+    }
+    const fields: Record<string, unknown> = { name: source.name };
+    for (const key of FIELDS[kind]) fields[key] = source[key];
+    return { value, kind, fields };
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_policy',
+      `Reading ${where}[${index}] threw; make each policy with window(), rate() or concurrency().`,
+      { cause },
+    );
+  }
+}
+
+function copyPolicy(list: readonly unknown[], index: number, where: string): Policy {
+  const at = `${where}[${index}]`;
+  const { value, kind, fields } = readPolicy(list, index, where);
+  if (kind === undefined) {
+    throw new ConfigurationError(
+      'invalid_policy',
+      `${at} is not a policy; make it with window(), rate() or concurrency(), got ${describe(value)}.`,
+    );
+  }
+  const count = (field: string): number => {
+    const got = fields[field];
+    if (isCount(got)) return got;
+    throw new ConfigurationError(
+      'invalid_policy',
+      `${at} is not a valid ${kind} policy: ${field} must be a whole number >= 1, got ${describe(got)}; make it with window(), rate() or concurrency().`,
+    );
+  };
+  const { name } = fields;
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new ConfigurationError(
+      'invalid_policy',
+      `${at} is not a valid ${kind} policy: name must be a non-empty string, got ${describe(name)}; make it with window(), rate() or concurrency().`,
+    );
+  }
+  // Object literals in one field order per kind: every copy of a kind has one shape.
+  switch (kind) {
+    case 'window':
+      return Object.freeze({ kind, name, limit: count('limit'), windowMs: count('windowMs') });
+    case 'rate': {
+      const { perSecond } = fields;
+      const problem = rateProblem(perSecond);
+      if (problem !== undefined) throw notKept(at, problem);
+      const burst = count('burst');
+      const burstProblem = burstToleranceProblem(perSecond as number, burst);
+      if (burstProblem !== undefined) throw notKept(at, burstProblem);
+      return Object.freeze({ kind, name, perSecond: perSecond as number, burst });
+    }
+    case 'concurrency':
+      return Object.freeze({
+        kind,
+        name,
+        max: count('max'),
+        leaseTtlMs: count('leaseTtlMs'),
+        retryAfterMs: count('retryAfterMs'),
+      });
+  }
+}
+
+function notKept(at: string, problem: string): ConfigurationError {
+  return new ConfigurationError('invalid_policy', `${at} is not a valid rate policy: ${problem}.`);
+}
+
+/** Why `perSecond` is no rate a policy can keep, or undefined when it is one. */
+function rateProblem(perSecond: unknown): string | undefined {
+  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond <= 0) {
+    return `perSecond must be a finite number > 0, got ${describe(perSecond)}`;
+  }
+  const interval = 1000 / perSecond;
+  if (!(interval >= MIN_EMISSION_INTERVAL_MS && interval <= MAX_RATE_SPAN_MS)) {
+    return `perSecond ${perSecond} gives an emission interval (1000 / perSecond) of ${interval} ms; it must be from ${MIN_EMISSION_INTERVAL_MS} ms to ${MAX_RATE_SPAN_MS} ms, so perSecond from about 1.16e-13 to ${1000 / MIN_EMISSION_INTERVAL_MS}`;
+  }
+  return undefined;
+}
+
+/** Why a burst of `burst` at `perSecond` (a rate that passed {@link rateProblem}) cannot be kept. */
+function burstToleranceProblem(perSecond: number, burst: number): string | undefined {
+  const tolerance = (burst - 1) * (1000 / perSecond);
+  if (tolerance <= MAX_RATE_SPAN_MS) return undefined;
+  return `burst ${burst} at ${perSecond} per second gives a burst tolerance ((burst - 1) * 1000 / perSecond) of ${tolerance} ms; it must be at most ${MAX_RATE_SPAN_MS} ms: lower the burst or raise perSecond`;
 }
 
 function isCount(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 1;
 }
 
-function checkCount(value: number, what: string): void {
+/**
+ * Throw `invalid_limit` unless `value` is a whole number >= 1.
+ * @param value - the value as given
+ * @param what - what it is, for the message (e.g. `window limit`)
+ * @internal
+ */
+export function checkCount(value: unknown, what: string): asserts value is number {
   if (!isCount(value)) {
     throw new ConfigurationError(
       'invalid_limit',
@@ -212,7 +359,7 @@ function checkCount(value: number, what: string): void {
   }
 }
 
-function checkName(name: string): string {
+function checkName(name: unknown): string {
   if (typeof name !== 'string' || name.trim().length === 0 || name.length > 200) {
     throw new ConfigurationError(
       'invalid_policy',

@@ -8,8 +8,16 @@
  * @module
  */
 import type { Duration } from './duration.js';
-import { exemptionRules, type LimitRule, resourceRules } from './limit-rule.js';
-import { type ConcurrencyPolicy, concurrency, type Policy, rate, window } from './policy.js';
+import { type LimitRule, rulesOfExemptions, rulesOfRows } from './limit-rule.js';
+import {
+  type ConcurrencyPolicy,
+  checkCount,
+  concurrency,
+  type Policy,
+  rate,
+  window,
+} from './policy.js';
+import { readOptions } from './read-once.js';
 import {
   developmentResourceLimits,
   liveResourceLimits,
@@ -60,62 +68,120 @@ export const DEFAULT_LIVE_CONCURRENCY = 20;
 /** Default throttle for Development and Trial: 5 in flight, the per-second limit of those accounts. */
 export const DEFAULT_DEVELOPMENT_CONCURRENCY = 5;
 
-function throttle(max: number, options: PresetOptions): ConcurrencyPolicy {
-  return concurrency(max, {
-    name: `throttle: ${max} concurrent`,
-    ...(options.leaseTtl === undefined ? {} : { leaseTtl: options.leaseTtl }),
-  });
+/** The options of a preset factory, each read once. */
+interface PresetFields {
+  readonly throttle: ConcurrencyPolicy;
+  readonly resourceLimits: unknown;
+  readonly throttleExemptRoutes: unknown;
+}
+
+function readPresetOptions(
+  options: unknown,
+  factory: string,
+  defaultConcurrency: number,
+): PresetFields {
+  const fields = readOptions(options, factory, [
+    'concurrency',
+    'leaseTtl',
+    'resourceLimits',
+    'throttleExemptRoutes',
+  ]);
+  const max = fields.concurrency ?? defaultConcurrency;
+  // Checked before it goes into the throttle's name.
+  checkCount(max, `${factory} option concurrency`);
+  const { leaseTtl } = fields;
+  return {
+    throttle: concurrency(max, {
+      name: `throttle: ${max} concurrent`,
+      ...(leaseTtl === undefined ? {} : { leaseTtl: leaseTtl as Duration }),
+    }),
+    resourceLimits: fields.resourceLimits,
+    throttleExemptRoutes: fields.throttleExemptRoutes,
+  };
 }
 
 /**
  * The Live preset: `window(200, 1 s)`, `rate(100/s, burst 200)`, `window(3500, 60 s)` and the throttle.
- * @param options - throttle size and lease TTL
+ * @param options - throttle size and lease TTL, resource limits, throttle exemptions
+ * @throws ConfigurationError naming the option, for options that are not an object or an option
+ *   of the wrong kind
  */
 export function livePreset(options: PresetOptions = {}): LimitPreset {
-  const limiter = throttle(options.concurrency ?? DEFAULT_LIVE_CONCURRENCY, options);
+  const factory = 'livePreset';
+  const { throttle, resourceLimits, throttleExemptRoutes } = readPresetOptions(
+    options,
+    factory,
+    DEFAULT_LIVE_CONCURRENCY,
+  );
   return Object.freeze({
     name: 'live',
     policies: Object.freeze([
       window(200, '1s', { name: 'global: 200 per 1 s' }),
       rate(100, 200, { name: 'global: 100 per s average, burst 200' }),
       window(3500, '60s', { name: 'global: 3500 per 60 s' }),
-      limiter,
+      throttle,
     ]),
     rules: Object.freeze([
-      ...resourceRules(options.resourceLimits ?? liveResourceLimits),
-      ...exemptionRules(options.throttleExemptRoutes ?? liveThrottleExemptRoutes, [limiter.name]),
+      ...rulesOfRows(
+        resourceLimits ?? liveResourceLimits,
+        'resource',
+        `${factory} option resourceLimits`,
+      ),
+      ...rulesOfExemptions(
+        throttleExemptRoutes ?? liveThrottleExemptRoutes,
+        [throttle.name],
+        `${factory} option throttleExemptRoutes`,
+        'the throttle',
+      ),
     ]),
   });
 }
 
 /**
  * The Development preset: `window(5, 1 s)`, `window(200, 60 s)` and the throttle.
- * @param options - throttle size and lease TTL
+ * @param options - throttle size and lease TTL, resource limits, throttle exemptions
+ * @throws ConfigurationError naming the option, for options that are not an object or an option
+ *   of the wrong kind
  */
 export function developmentPreset(options: PresetOptions = {}): LimitPreset {
-  return Object.freeze({ ...devTrial(options), name: 'development' });
+  return Object.freeze({ ...devTrial(options, 'developmentPreset'), name: 'development' });
 }
 
 /**
  * The Trial preset: the same limits as Development.
- * @param options - throttle size and lease TTL
+ * @param options - throttle size and lease TTL, resource limits, throttle exemptions
+ * @throws ConfigurationError naming the option, for options that are not an object or an option
+ *   of the wrong kind
  */
 export function trialPreset(options: PresetOptions = {}): LimitPreset {
-  return Object.freeze({ ...devTrial(options), name: 'trial' });
+  return Object.freeze({ ...devTrial(options, 'trialPreset'), name: 'trial' });
 }
 
-function devTrial(options: PresetOptions): LimitPreset {
-  const limiter = throttle(options.concurrency ?? DEFAULT_DEVELOPMENT_CONCURRENCY, options);
+function devTrial(options: PresetOptions, factory: string): LimitPreset {
+  const { throttle, resourceLimits, throttleExemptRoutes } = readPresetOptions(
+    options,
+    factory,
+    DEFAULT_DEVELOPMENT_CONCURRENCY,
+  );
   return {
     name: 'development',
     policies: Object.freeze([
       window(5, '1s', { name: 'global: 5 per 1 s' }),
       window(200, '60s', { name: 'global: 200 per 60 s' }),
-      limiter,
+      throttle,
     ]),
     rules: Object.freeze([
-      ...resourceRules(options.resourceLimits ?? developmentResourceLimits),
-      ...exemptionRules(options.throttleExemptRoutes ?? [], [limiter.name]),
+      ...rulesOfRows(
+        resourceLimits ?? developmentResourceLimits,
+        'resource',
+        `${factory} option resourceLimits`,
+      ),
+      ...rulesOfExemptions(
+        throttleExemptRoutes ?? [],
+        [throttle.name],
+        `${factory} option throttleExemptRoutes`,
+        'the throttle',
+      ),
     ]),
   };
 }

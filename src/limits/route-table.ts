@@ -11,6 +11,7 @@ import {
   SEGMENT_STRIDE,
   SEGMENT_VERSION,
 } from './canonical-path.js';
+import { readFields, readList, readOptions } from './read-once.js';
 import { literalHash, parseRoutePattern, type RoutePattern } from './route-pattern.js';
 
 /**
@@ -106,7 +107,8 @@ function byOrder(a: { order: number }, b: { order: number }): number {
  * @param options - the maximum path length
  * @returns the compiled table
  * @throws ConfigurationError `invalid_route_rule` for a rule that is not an object with a string
- *   `route`, `invalid_route_pattern` for a bad pattern (column and caret in the message),
+ *   `route`, or whose route can never match because every path it matches is longer than
+ *   `maxPathLength`; `invalid_route_pattern` for a bad pattern (column and caret in the message);
  *   `invalid_option` for a bad `maxPathLength`
  * @example
  * ```ts
@@ -119,18 +121,19 @@ export function compileRoutes<R extends RouteRule>(
   rules: readonly R[],
   options?: RouteTableOptions,
 ): RouteTable<R> {
-  const maxPathLength = resolveMaxPathLength(options?.maxPathLength);
-  if (!Array.isArray(rules)) {
-    throw new ConfigurationError(
-      'invalid_route_rule',
-      'rules must be an array of { route } objects',
-    );
-  }
+  const { maxPathLength: max } = readOptions(options, 'compileRoutes', ['maxPathLength']);
+  const maxPathLength = resolveMaxPathLength(max as number | undefined);
+  const list = readList(
+    rules,
+    'rules',
+    'an array of { route } objects',
+    'invalid_route_rule',
+  ) as R[];
   const byMethod = new Map<string, TrieNode<R>>();
   let anyMethod: TrieNode<R> | null = null;
   let depth = 0;
-  rules.forEach((rule, order) => {
-    const pattern = parseRule(rule, order);
+  list.forEach((rule, order) => {
+    const { pattern, fold } = parseRule(rule, order, maxPathLength);
     let node: TrieNode<R>;
     if (pattern.method === '*') {
       anyMethod ??= new TrieNode<R>();
@@ -148,34 +151,62 @@ export function compileRoutes<R extends RouteRule>(
       } else node = literalChild(node, segment.text);
     });
     depth = Math.max(depth, pattern.segments.length);
-    const terminal = { order, rule, pattern, fold: rule.caseInsensitiveIds === true, paramAt };
+    const terminal = { order, rule, pattern, fold, paramAt };
     node.terminals ??= [];
     node.terminals.push(terminal);
   });
-  return new CompiledRouteTable(
-    Object.freeze([...rules]),
-    maxPathLength,
-    byMethod,
-    anyMethod,
-    depth,
-  );
+  return new CompiledRouteTable(Object.freeze(list), maxPathLength, byMethod, anyMethod, depth);
 }
 
-function parseRule(rule: RouteRule, order: number): RoutePattern {
-  if (typeof rule !== 'object' || rule === null || typeof rule.route !== 'string') {
-    throw new ConfigurationError(
-      'invalid_route_rule',
-      `rules[${order}] must be an object with a string route such as 'GET /booking/v*/offers'`,
-    );
+// The shortest canonical text of a path segment each kind of pattern segment matches: a literal
+// its own text, `v*` a `v` and a digit, `{name}` one character.
+const SHORTEST_VERSION = 2;
+const SHORTEST_PARAM = 1;
+
+/**
+ * The length of the shortest canonical path a pattern matches: each segment with its `/`. The
+ * root alone is `/`, which the scanner counts as 0, as it does here.
+ */
+function shortestMatch(pattern: RoutePattern): number {
+  let length = 0;
+  for (const segment of pattern.segments) {
+    length +=
+      1 +
+      (segment.kind === 'literal'
+        ? segment.text.length
+        : segment.kind === 'version'
+          ? SHORTEST_VERSION
+          : SHORTEST_PARAM);
   }
-  if (rule.caseInsensitiveIds !== undefined && typeof rule.caseInsensitiveIds !== 'boolean') {
+  return length;
+}
+
+// The route and the case flag of a rule, each read once, checked, and the route parsed.
+function parseRule(
+  rule: RouteRule,
+  order: number,
+  maxPathLength: number,
+): { pattern: RoutePattern; fold: boolean } {
+  const shape = `rules[${order}] must be an object with a string route such as 'GET /booking/v*/offers'`;
+  if (typeof rule !== 'object' || rule === null) {
+    throw new ConfigurationError('invalid_route_rule', shape);
+  }
+  const { route, caseInsensitiveIds } = readFields(
+    rule,
+    ['route', 'caseInsensitiveIds'],
+    'invalid_route_rule',
+    `rules[${order}]`,
+  );
+  if (typeof route !== 'string') throw new ConfigurationError('invalid_route_rule', shape);
+  if (caseInsensitiveIds !== undefined && typeof caseInsensitiveIds !== 'boolean') {
     throw new ConfigurationError(
       'invalid_route_rule',
       `rules[${order}].caseInsensitiveIds must be true or false`,
     );
   }
+  let pattern: RoutePattern;
   try {
-    return parseRoutePattern(rule.route);
+    pattern = parseRoutePattern(route);
   } catch (error) {
     if (error instanceof ConfigurationError) {
       throw new ConfigurationError(error.code, `rules[${order}].route: ${error.message}`, {
@@ -184,6 +215,14 @@ function parseRule(rule: RouteRule, order: number): RoutePattern {
     }
     throw error;
   }
+  const shortest = shortestMatch(pattern);
+  if (shortest > maxPathLength) {
+    throw new ConfigurationError(
+      'invalid_route_rule',
+      `rules[${order}].route can never match: every path it matches is at least ${shortest} characters long once canonical, and paths longer than maxPathLength (${maxPathLength}) match nothing; shorten the route or raise maxPathLength.`,
+    );
+  }
+  return { pattern, fold: caseInsensitiveIds === true };
 }
 
 function literalChild<R extends RouteRule>(node: TrieNode<R>, text: string): TrieNode<R> {

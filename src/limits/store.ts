@@ -40,7 +40,10 @@ export interface Plan {
 
 /** The state of one policy after a decision. */
 export interface PolicyStatus {
-  /** The policy. */
+  /**
+   * The policy: from a limiter, its frozen copy of the policy given (the same kind, name and
+   * numbers, not the same object; see `RefusedDecision.policy`).
+   */
   readonly policy: Policy;
   /** Requests it would still admit at once. */
   readonly remaining: number;

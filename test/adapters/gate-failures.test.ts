@@ -29,6 +29,7 @@ import {
 import type { StartedServer } from '../support/adapter-suite.js';
 import { send, trackConnections } from '../support/http-client.js';
 import { listen } from '../support/listen.js';
+import { hostilePromise } from '../support/thrown.js';
 
 /** What the tests vary; the adapters get it whatever their framework's request type. */
 interface Setup {
@@ -82,17 +83,6 @@ const frameworks: Record<string, (setup: Setup) => Promise<StartedServer>> = {
 };
 
 const identity: Identity = { clientId: 'c1', accountCode: 'ACME' };
-
-/** A native promise of `value` whose `constructor` is a getter that throws. */
-function hostilePromise<T>(value: T): Promise<T> {
-  const promise = Promise.resolve(value);
-  Object.defineProperty(promise, 'constructor', {
-    get() {
-      throw new Error('constructor getter');
-    },
-  });
-  return promise;
-}
 
 /** Serve one setup, send `GET /ok`, and wait until every connection has closed. */
 async function serve(

@@ -4,59 +4,24 @@
  * error, never as the end of the data; every valid way of giving the cursor and the end still reads
  * the whole list.
  */
-import { createServer } from 'node:http';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   bodyNextCursor,
-  type CursorPage,
   cursorItems,
   cursorPages,
   isPaginationClientError,
 } from '../../src/client/index.js';
 import { isConfigurationError } from '../../src/index.js';
-import type { StartedServer } from '../support/adapter-suite.js';
-import { listen } from '../support/listen.js';
+import {
+  expectRefusedOptions,
+  readPages as read,
+  scriptedServer,
+} from '../support/scripted-server.js';
 
-/** The body the server answers for a cursor (`''` for the first page). */
-type Script = (cursor: string) => unknown;
-
-let app: StartedServer;
-let script: Script = () => ({ items: [] });
-const requests: string[] = [];
-
-beforeAll(async () => {
-  app = await listen(
-    createServer((req, res) => {
-      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-      requests.push(url.search);
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify(script(url.searchParams.get('cursor') ?? '')));
-    }),
-  );
-});
-afterAll(() => app.close());
-
-/** Serve `script` from now on, with a fresh request log. */
-function serve(next: Script): void {
-  script = next;
-  requests.length = 0;
-}
-
-/**
- * The pages read until the listing ended or threw, and what it threw. It stops reading after 100
- * pages, more than any test serves, so that a listing that never ends fails the test, not hangs it.
- */
-async function read<T>(listing: AsyncIterable<CursorPage<T>>) {
-  const pages: CursorPage<T>[] = [];
-  try {
-    for await (const page of listing) if (pages.push(page) === 100) break;
-    return { pages, error: undefined };
-  } catch (error) {
-    return { pages, error };
-  }
-}
+const app = scriptedServer('cursor');
+const { requests } = app;
+const serve = app.serve;
 
 // JSON values that are neither a cursor (a non-empty string) nor an end marker (null, '').
 const notACursor = fc.oneof(
@@ -250,13 +215,10 @@ describe('cursor iterator: options', () => {
       [{ url, fetch: send, nextCursor: 'next' }, 'nextCursor must be a function'],
     ];
     for (const [options, message] of cases) {
-      for (const listing of [cursorPages(options as never), cursorItems(options as never)]) {
-        const error = await (async () => {
-          for await (const _ of listing);
-        })().catch((e: unknown) => e);
-        expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-        expect((error as Error).message).toContain(message);
-      }
+      await expectRefusedOptions(
+        [cursorPages(options as never), cursorItems(options as never)],
+        message,
+      );
     }
     expect(send).not.toHaveBeenCalled();
   });

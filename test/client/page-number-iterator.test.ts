@@ -2,58 +2,23 @@
  * The page-number iterator's guard against a server that does not serve the page asked for, and
  * its options, against a real local server whose answers each test writes.
  */
-import { createServer } from 'node:http';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   isPaginationClientError,
-  type NumberedPage,
   pageNumberItems,
   pageNumberPages,
 } from '../../src/client/index.js';
 import { isConfigurationError } from '../../src/index.js';
-import type { StartedServer } from '../support/adapter-suite.js';
-import { listen } from '../support/listen.js';
+import {
+  expectRefusedOptions,
+  readPages as read,
+  scriptedServer,
+} from '../support/scripted-server.js';
 
-/** The body the server answers for the `pageNumber` parameter as sent. */
-type Script = (pageNumber: string) => unknown;
-
-let app: StartedServer;
-let script: Script = () => ({ items: [] });
-const requests: string[] = [];
-
-beforeAll(async () => {
-  app = await listen(
-    createServer((req, res) => {
-      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-      requests.push(url.search);
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify(script(url.searchParams.get('pageNumber') ?? '')));
-    }),
-  );
-});
-afterAll(() => app.close());
-
-/** Serve `script` from now on, with a fresh request log. */
-function serve(next: Script): void {
-  script = next;
-  requests.length = 0;
-}
-
-/**
- * The pages read until the listing ended or threw, and what it threw. It stops reading after 100
- * pages, more than any test serves, so that a listing that never ends fails the test, not hangs it.
- */
-async function read<T>(listing: AsyncIterable<NumberedPage<T>>) {
-  const pages: NumberedPage<T>[] = [];
-  try {
-    for await (const page of listing) if (pages.push(page) === 100) break;
-    return { pages, error: undefined };
-  } catch (error) {
-    return { pages, error };
-  }
-}
+const app = scriptedServer('pageNumber');
+const { requests } = app;
+const serve = app.serve;
 
 const range = (from: number, to: number) =>
   Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
@@ -169,16 +134,10 @@ describe('page-number iterator: options', () => {
       [{ url, fetch: 5 }, 'fetch must be a function'],
     ];
     for (const [options, message] of cases) {
-      for (const listing of [
-        pageNumberPages(options as never),
-        pageNumberItems(options as never),
-      ]) {
-        const error = await (async () => {
-          for await (const _ of listing);
-        })().catch((e: unknown) => e);
-        expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-        expect((error as Error).message).toContain(message);
-      }
+      await expectRefusedOptions(
+        [pageNumberPages(options as never), pageNumberItems(options as never)],
+        message,
+      );
     }
     expect(send).not.toHaveBeenCalled();
   });

@@ -18,7 +18,7 @@ import {
 } from '../../src/index.js';
 import { AsyncMemoryStore, UnreachableStore } from '../support/async-store.js';
 import { request } from '../support/limits.js';
-import { thrown } from '../support/thrown.js';
+import { hostilePromise, thrown } from '../support/thrown.js';
 
 interface Req {
   client: unknown;
@@ -496,17 +496,6 @@ describe('rate limit gate', () => {
     }
   });
 });
-
-/** A native promise of `value` whose `constructor` is a getter that throws. */
-function hostilePromise<T>(value: T): Promise<T> {
-  const promise = Promise.resolve(value);
-  Object.defineProperty(promise, 'constructor', {
-    get() {
-      throw new Error('constructor getter');
-    },
-  });
-  return promise;
-}
 
 /** What a well-formed decision has, as the gate reads it (the oracle of the property below). */
 function wellFormed(value: unknown): boolean {

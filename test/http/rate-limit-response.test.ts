@@ -52,13 +52,18 @@ const anyPolicy: fc.Arbitrary<Policy> = fc.oneof(
     .tuple(fc.double({ min: 0.01, max: 10_000, noNaN: true }), fc.integer({ min: 1, max: 500 }))
     .map(([perSecond, burst]) => rate(perSecond, burst)),
   fc.integer({ min: 1, max: 1_000 }).map((max) => concurrency(max, { name: `t${max}` })),
-  // The extremes the factories accept: numbers past 15 digits, a rate that refills in 1e300 s.
+  // The extremes the factories accept: numbers past 15 digits, a rate that refills once in some
+  // 270,000 years (an emission interval up to 8.64e15 ms, and a burst whose tolerance stays there).
   fc
     .tuple(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), policyName)
     .map(([limit, name]) => window(limit, Number.MAX_SAFE_INTEGER, { name })),
   fc
-    .tuple(fc.double({ min: 1e-300, max: 1e-3, noNaN: true }), fc.integer({ min: 1 }))
-    .map(([perSecond, burst]) => rate(perSecond, burst, { name: `r${perSecond} ${burst}` })),
+    .double({ min: 1.2e-13, max: 1e-3, noNaN: true })
+    .chain((perSecond) =>
+      fc
+        .integer({ min: 1, max: 1 + Math.floor(8.64e12 * perSecond * (1 - 1e-9)) })
+        .map((burst) => rate(perSecond, burst, { name: `r${perSecond} ${burst}` })),
+    ),
   fc
     .integer({ min: 1, max: Number.MAX_SAFE_INTEGER })
     .map((max) => concurrency(max, { name: `c${max}` })),
@@ -189,12 +194,15 @@ describe('rate limit response (429)', () => {
   it('writes q and w as sf-integers of at most 15 digits for huge limits and tiny rates', () => {
     const decision = refusedAt(
       new FakeClock(0),
-      [window(Number.MAX_SAFE_INTEGER, 1_000, { name: 'huge' }), rate(1e-300, 1, { name: 'slow' })],
+      [
+        window(Number.MAX_SAFE_INTEGER, 1_000, { name: 'huge' }),
+        rate(1.2e-13, 1, { name: 'slow' }),
+      ],
       1,
     );
     const parts = rateLimitResponseParts(decision, { rateLimitHeaders: true });
     expect(parts.headers['ratelimit-policy']).toBe(
-      '"huge";q=999999999999999;w=1, "slow";q=1;w=999999999999999',
+      '"huge";q=999999999999999;w=1, "slow";q=1;w=8333333333334',
     );
   });
 

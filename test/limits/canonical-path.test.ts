@@ -173,6 +173,20 @@ describe('canonicalPath', () => {
     }
   });
 
+  it('rejects options it cannot read with invalid_option, not what the read threw', () => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const throwing = {
+      get maxPathLength(): number {
+        throw new Error('boom');
+      },
+    };
+    for (const options of [proxy, throwing, { maxPathLength: proxy }, null]) {
+      const caught = thrown(() => canonicalPath('/', options as never));
+      expect(isConfigurationError(caught) && caught.code === 'invalid_option').toBe(true);
+    }
+  });
+
   it('documents the version segment as v, a digit, then digits, letters and hyphens', () => {
     for (const yes of ['v1', 'V2', 'v0-nsfh', 'v1beta', 'v10']) {
       expect(VERSION_SEGMENT_PATTERN.test(yes)).toBe(true);

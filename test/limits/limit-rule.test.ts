@@ -24,6 +24,12 @@ import {
 import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
 import { thrown } from '../support/thrown.js';
 
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
+
 const base = { clientId: 'client-1', accountCode: 'ACME', accountType: 'live' } as const;
 const patch = (path: string): LimitRequest => ({ ...base, method: 'PATCH', path });
 const get = (path: string): LimitRequest => ({ ...base, method: 'GET', path });
@@ -355,7 +361,41 @@ describe('route rules: presets and configuration', () => {
         policies: [window(1, 1, { name: 'a' })],
         rules: [{ route: 'GET /a', exempt: 'a' as never }],
       },
-      /^preset x: rules\[0\]\.exempt must be an array of policy names\.$/,
+      /^preset x: rules\[0\]\.exempt must be an array of policy names, got "a"\.$/,
+    ],
+    [
+      'a rule whose policies getter throws',
+      {
+        name: 'x',
+        policies: [window(1, 1, { name: 'a' })],
+        rules: [
+          {
+            route: 'GET /a',
+            get policies(): never {
+              throw new Error('boom');
+            },
+          },
+        ],
+      },
+      /^Reading preset x: rules\[0\] threw; pass plain data\.$/,
+    ],
+    [
+      'a rule whose policy has a field that cannot be read',
+      {
+        name: 'x',
+        policies: [window(1, 1, { name: 'a' })],
+        rules: [{ route: 'GET /a', policies: [revokedProxy() as never] }],
+      },
+      /^Reading preset x: rules\[0\]\.policies\[0\] threw/,
+    ],
+    [
+      'a rule that can never match: longer than the longest path considered',
+      {
+        name: 'x',
+        policies: [window(1, 1, { name: 'a' })],
+        rules: [{ route: `GET /${'a'.repeat(5000)}`, policies: [window(1, 1, { name: 'b' })] }],
+      },
+      /^rules\[0\]\.route can never match: every path it matches is at least 5001 characters long/,
     ],
   ])('%s is a ConfigurationError at start-up', (_, preset, message) => {
     const caught = thrown(() => createLimiter({ preset }));
@@ -473,5 +513,116 @@ describe('the remembered rule effects', () => {
       ),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('route rules: factories refuse what they cannot use', () => {
+  it.each<[string, () => unknown, string, RegExp]>([
+    [
+      'rows that are null',
+      () => resourceRules(null as never),
+      'invalid_route_rule',
+      /^resourceRules rows must be an array of \{ route, limit, periodMs \} rows, got null\.$/,
+    ],
+    [
+      'a row that is null',
+      () => resourceRules([null as never]),
+      'invalid_route_rule',
+      /^resourceRules rows\[0\] must be a \{ route, limit, periodMs \} row, got null\.$/,
+    ],
+    [
+      'a period that is a BigInt',
+      () => resourceRules([{ route: 'GET /a', limit: 1, periodMs: 1000n as never }]),
+      'invalid_duration',
+      /^resourceRules rows\[0\]\.periodMs must be a whole number of milliseconds/,
+    ],
+    [
+      'a limit that is a symbol',
+      () => resourceRules([{ route: 'GET /a', limit: Symbol('n') as never, periodMs: 1000 }]),
+      'invalid_limit',
+      /^resourceRules rows\[0\]\.limit must be a whole number >= 1, got a symbol\.$/,
+    ],
+    [
+      'a route that is not a string',
+      () => resourceRules([{ route: 5 as never, limit: 1, periodMs: 1000 }]),
+      'invalid_route_rule',
+      /^resourceRules rows\[0\]\.route must be a route pattern/,
+    ],
+    [
+      'a row whose getter throws',
+      () =>
+        resourceRules([
+          {
+            route: 'GET /a',
+            limit: 1,
+            get periodMs(): number {
+              throw new Error('boom');
+            },
+          },
+        ]),
+      'invalid_route_rule',
+      /^Reading resourceRules rows\[0\] threw/,
+    ],
+    [
+      'rows that are a revoked proxy',
+      () => resourceRules(revokedProxy() as never),
+      'invalid_route_rule',
+      /^resourceRules rows must be an array/,
+    ],
+    [
+      'options that are null',
+      () => resourceRules([], null as never),
+      'invalid_option',
+      /^resourceRules options must be an object/,
+    ],
+    [
+      'a name prefix that is not a string',
+      () => resourceRules([], { namePrefix: 5 as never }),
+      'invalid_option',
+      /^resourceRules option namePrefix must be a string, got 5\.$/,
+    ],
+    [
+      'routes that are one string',
+      () => exemptionRules('GET /a' as never, ['x']),
+      'invalid_route_rule',
+      /^exemptionRules routes must be an array of route patterns/,
+    ],
+    [
+      'policy names that are a number',
+      () => exemptionRules(['GET /a'], 5 as never),
+      'invalid_route_rule',
+      /^exemptionRules policyNames must be an array of policy names, got 5\.$/,
+    ],
+    [
+      'a route that is not a string',
+      () => exemptionRules([5 as never], ['x']),
+      'invalid_route_rule',
+      /^exemptionRules routes\[0\] must be a string/,
+    ],
+    [
+      'policy names that are a revoked proxy',
+      () => exemptionRules(['GET /a'], revokedProxy() as never),
+      'invalid_route_rule',
+      /^exemptionRules policyNames must be an array of policy names, got an object\.$/,
+    ],
+  ])('%s is a ConfigurationError that names it', (_, make, code, message) => {
+    const caught = thrown(make);
+    expect(isConfigurationError(caught) && caught.code).toBe(code);
+    expect((caught as Error).message).toMatch(message);
+  });
+
+  it('rows are read once each: a row whose getters answer differently each time gives the first answers', () => {
+    let reads = 0;
+    const row = {
+      get route(): string {
+        reads++;
+        return 'GET /a';
+      },
+      limit: 5,
+      periodMs: 60_000,
+    };
+    const [rule] = resourceRules([row]);
+    expect(reads).toBe(1);
+    expect(rule?.policies?.[0]).toEqual(window(5, 60_000, { name: 'resource GET /a: 5 per 60 s' }));
   });
 });

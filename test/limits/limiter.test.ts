@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -23,6 +24,12 @@ import { AsyncMemoryStore } from '../support/async-store.js';
 import { admittedTimes, request, runEngine, runOracle } from '../support/limits.js';
 import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
 import { thrown } from '../support/thrown.js';
+
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
 
 const windowed = (policies: readonly Policy[]) =>
   policies.filter((p): p is Extract<Policy, { kind: 'window' }> => p.kind === 'window');
@@ -766,7 +773,232 @@ describe('limiter: bad input', () => {
 
   it('a clock that returns NaN is a ConfigurationError, not a silent decision', () => {
     const broken = createLimiter({ preset: presets.live, clock: { now: () => Number.NaN } });
-    expect(() => broken.check(request)).toThrow(/finite milliseconds/);
+    expect(() => broken.check(request)).toThrow(/must return milliseconds since the Unix epoch/);
+  });
+
+  it('a clock reading is decided on exactly when it is milliseconds from 0 to 8.64e15; any other is a ConfigurationError that says what a clock must return', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.double(),
+          fc.double({ min: -1e4, max: 1e4 }),
+          fc.double({ min: 8.6e15, max: 8.7e15 }),
+          fc.constantFrom<unknown>('5', 5n, null, undefined, {}),
+        ),
+        (reading) => {
+          // Arrange
+          const limiter = createLimiter({
+            policies: [window(1, '1s', { name: 'w' })],
+            clock: { now: () => reading as number },
+          });
+          const inRange = typeof reading === 'number' && reading >= 0 && reading <= 8.64e15;
+          // Act
+          let decision: Decision | undefined;
+          const caught = thrown(() => {
+            decision = limiter.check(request);
+          });
+          // Assert
+          if (inRange) expect(decision?.allowed).toBe(true);
+          else {
+            expect(isConfigurationError(caught) && caught.code).toBe('invalid_option');
+            expect((caught as Error).message).toMatch(
+              /^clock\.now\(\) must return milliseconds since the Unix epoch, a number from 0 to 8640000000000000 \(the range of a Date from 1970 on\), got /,
+            );
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it.each([-5_000, -1, 1e17, 1e20])(
+    'a clock reading of %s is refused, never decided on',
+    (reading) => {
+      const limiter = createLimiter({
+        policies: [window(2, '1s', { name: 'w' })],
+        clock: { now: () => reading },
+      });
+      expect(isConfigurationError(thrown(() => limiter.check(request)))).toBe(true);
+    },
+  );
+
+  it.each<[string, unknown]>([
+    ['a revoked proxy', revokedProxy()],
+    [
+      'an object whose statuses getter throws',
+      {
+        get statuses(): boolean {
+          throw new Error('boom');
+        },
+      },
+    ],
+  ])(
+    'check() options that are %s are a ConfigurationError invalid_option with the cause',
+    (_, options) => {
+      const caught = thrown(() => limiter.check(request, options as never));
+      expect(isConfigurationError(caught) && caught.code).toBe('invalid_option');
+      expect((caught as Error).message).toMatch(/^Reading the check\(\) options threw/);
+    },
+  );
+
+  it.each(['clientId', 'accountCode', 'accountType', 'method', 'path'])(
+    'a request whose %s is a revoked proxy gets an InvalidRequestError',
+    (field) => {
+      const caught = thrown(() => limiter.check({ ...request, [field]: revokedProxy() }));
+      expect(isInvalidRequestError(caught)).toBe(true);
+    },
+  );
+
+  it.each<[string, () => unknown, string, RegExp]>([
+    [
+      'no options',
+      () => createLimiter(undefined as never),
+      'invalid_option',
+      /^createLimiter needs options with a preset or policies/,
+    ],
+    [
+      'null options',
+      () => createLimiter(null as never),
+      'invalid_option',
+      /^createLimiter options must be an object such as \{ preset: … \}, got null\.$/,
+    ],
+    [
+      'options that are a revoked proxy',
+      () => createLimiter(revokedProxy() as never),
+      'invalid_option',
+      /^Reading the createLimiter options threw/,
+    ],
+    [
+      'a default account type that is a BigInt',
+      () => createLimiter({ preset: presets.byAccountType, defaultAccountType: 1n as never }),
+      'invalid_option',
+      /^defaultAccountType must be a string naming one of live, development, trial, got 1n\.$/,
+    ],
+    [
+      'a preset that is a revoked proxy',
+      () => createLimiter({ preset: revokedProxy() as never }),
+      'invalid_option',
+      /^Reading preset threw/,
+    ],
+    [
+      'presets by type with a member that is a revoked proxy',
+      () => createLimiter({ preset: { live: presets.live, trial: revokedProxy() as never } }),
+      'invalid_option',
+      /^Reading preset\.trial threw/,
+    ],
+    [
+      'a clock that is a revoked proxy',
+      () => createLimiter({ preset: presets.live, clock: revokedProxy() as never }),
+      'invalid_option',
+      /^Reading clock\.now threw/,
+    ],
+    [
+      'a store that is a revoked proxy',
+      () => createLimiter({ preset: presets.live, store: revokedProxy() as never }),
+      'invalid_option',
+      /^Reading store\.apply threw/,
+    ],
+    [
+      'a maxIdLength that is a revoked proxy',
+      () => createLimiter({ preset: presets.live, maxIdLength: revokedProxy() as never }),
+      'invalid_option',
+      /^maxIdLength must be a whole number >= 1, got an object\.$/,
+    ],
+    [
+      'a policies list that is a revoked proxy',
+      () => {
+        const { proxy, revoke } = Proxy.revocable([], {});
+        revoke();
+        return createLimiter({ policies: proxy });
+      },
+      'invalid_policy',
+      /^policies must be an array, got an object\.$/,
+    ],
+  ])('%s is a ConfigurationError that names the option', (_, make, code, message) => {
+    const caught = thrown(make);
+    expect(isConfigurationError(caught) && caught.code).toBe(code);
+    expect((caught as Error).message).toMatch(message);
+  });
+});
+
+describe('limiter: release apart from its decision', () => {
+  it('decision.release passed on as a callback gives the lease back, once', () => {
+    // Arrange
+    const limiter = createLimiter({
+      policies: [concurrency(1, { name: 't' })],
+      clock: new FakeClock(0),
+    });
+    const decision = limiter.check(request);
+    expect(decision.allowed).toBe(true);
+    if (!decision.allowed) return;
+    const response = new EventEmitter();
+    response.once('finish', decision.release);
+    // Act
+    response.emit('finish');
+    const next = limiter.check(request);
+    // Assert: released, and a second call through either path does nothing more.
+    expect(next.allowed).toBe(true);
+    const { release } = decision;
+    release();
+    decision.release();
+    expect(limiter.check(request).allowed).toBe(false);
+  });
+
+  it('every read of release gives the same function, so a listener added with it can be removed with it', () => {
+    const limiter = createLimiter({ policies: [concurrency(2, { name: 't' })] });
+    const decision = limiter.check(request);
+    if (!decision.allowed) throw new Error('expected an admission');
+    expect(decision.release).toBe(decision.release);
+    const signal = new EventEmitter();
+    signal.on('abort', decision.release);
+    signal.off('abort', decision.release);
+    expect(signal.listenerCount('abort')).toBe(0);
+    expect(Object.keys(decision).sort()).toEqual(['allowed', 'now']);
+  });
+
+  it('leases always come back when every release is called detached, with any this (invariant 6)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(fc.oneof(fc.constant('start' as const), fc.nat()), { maxLength: 60 }),
+        (max, script) => {
+          // Arrange
+          const clock = new FakeClock(0);
+          const limiter = createLimiter({
+            policies: [concurrency(max, { name: 't' }), window(1_000, '1s', { name: 'w' })],
+            clock,
+          });
+          const open: Array<() => void> = [];
+          for (const op of script) {
+            // Act: start a request, or end one through its detached release, called with
+            // another `this` each time (as an event emitter does).
+            if (op === 'start') {
+              const d = limiter.check(request);
+              if (d.allowed) open.push(d.release);
+              expect(open.length).toBeLessThanOrEqual(max);
+            } else if (open.length > 0) {
+              const [release] = open.splice(op % open.length, 1);
+              release!.call({ unrelated: true });
+              release!.call(undefined);
+            }
+          }
+          for (const release of open.splice(0)) release();
+          clock.advance(1_000);
+          // Assert: nothing is in flight.
+          const probe = limiter.check(request);
+          expect(probe.allowed && probe.statuses[0]!.remaining).toBe(max - 1);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a decision that holds no lease has a release that does nothing', () => {
+    const limiter = createLimiter({ policies: [window(5, '1s', { name: 'w' })] });
+    const decision = limiter.check(request);
+    if (!decision.allowed) throw new Error('expected an admission');
+    const { release } = decision;
+    expect(() => release()).not.toThrow();
   });
 });
 

@@ -1,5 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { developmentPreset, livePreset, presets, trialPreset } from '../../src/index.js';
+import {
+  developmentPreset,
+  isConfigurationError,
+  livePreset,
+  presets,
+  trialPreset,
+} from '../../src/index.js';
+import { thrown } from '../support/thrown.js';
+
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
 
 const shape = (p: { policies: readonly object[] }) => p.policies.map((x) => ({ ...x }));
 
@@ -48,5 +61,74 @@ describe('presets (specification, "Limits")', () => {
     });
     expect(developmentPreset({ concurrency: 2 }).policies[2]).toMatchObject({ max: 2 });
     expect(trialPreset().name).toBe('trial');
+  });
+});
+
+describe('preset factories refuse options they cannot use, naming the option', () => {
+  it.each<[string, () => unknown, string, RegExp]>([
+    [
+      'livePreset(null)',
+      () => livePreset(null as never),
+      'invalid_option',
+      /^livePreset options must be an object/,
+    ],
+    [
+      'developmentPreset(null)',
+      () => developmentPreset(null as never),
+      'invalid_option',
+      /^developmentPreset options must be an object/,
+    ],
+    [
+      'trialPreset(5)',
+      () => trialPreset(5 as never),
+      'invalid_option',
+      /^trialPreset options must be an object/,
+    ],
+    [
+      'options that are a revoked proxy',
+      () => livePreset(revokedProxy() as never),
+      'invalid_option',
+      /^Reading the livePreset options threw/,
+    ],
+    [
+      'exempt routes given as one string',
+      () => livePreset({ throttleExemptRoutes: 'GET /booking/v*/offers' as never }),
+      'invalid_route_rule',
+      /^livePreset option throttleExemptRoutes must be an array of route patterns/,
+    ],
+    [
+      'resource limits given as an object',
+      () => livePreset({ resourceLimits: {} as never }),
+      'invalid_route_rule',
+      /^livePreset option resourceLimits must be an array of \{ route, limit, periodMs \} rows, got an object\.$/,
+    ],
+    [
+      'a throttle size that is a symbol',
+      () => livePreset({ concurrency: Symbol('n') as never }),
+      'invalid_limit',
+      /^livePreset option concurrency must be a whole number >= 1, got a symbol\.$/,
+    ],
+    [
+      'a throttle size of 0',
+      () => developmentPreset({ concurrency: 0 }),
+      'invalid_limit',
+      /^developmentPreset option concurrency must be a whole number >= 1, got 0\.$/,
+    ],
+    [
+      'a lease TTL that is a revoked proxy',
+      () => trialPreset({ leaseTtl: revokedProxy() as never }),
+      'invalid_duration',
+      /^leaseTtl must be a whole number of milliseconds/,
+    ],
+    [
+      'a resource row with a bad period',
+      () => developmentPreset({ resourceLimits: [{ route: 'GET /a', limit: 1, periodMs: -1 }] }),
+      'invalid_duration',
+      /^developmentPreset option resourceLimits\[0\]\.periodMs must be/,
+    ],
+  ])('%s is a ConfigurationError', (_, make, code, message) => {
+    const caught = thrown(make);
+    expect(isConfigurationError(caught) && caught.code).toBe(code);
+    expect((caught as Error).message).toMatch(message);
   });
 });

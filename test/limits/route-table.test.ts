@@ -30,6 +30,13 @@ import {
   versionArb,
   withNoise,
 } from '../support/routes.js';
+import { thrown } from '../support/thrown.js';
+
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
 
 // The logical values a request supplies for a pattern: one per version and param segment.
 const fillingArb = fc.record({
@@ -416,5 +423,105 @@ describe('compileRoutes', () => {
       );
       expect((error as Error).cause).toBeInstanceOf(Error);
     }
+  });
+  it('accepts a rule exactly when some path within maxPathLength matches it: the shortest path its pattern matches', () => {
+    fc.assert(
+      fc.property(
+        patternPartsArb,
+        spellingArb,
+        fc.integer({ min: 1, max: 48 }),
+        ({ method, parts }, choices, maxPathLength) => {
+          // Arrange: the shortest canonical path the pattern matches: each literal as it is,
+          // `v1` for a version, one character for an id.
+          const route = spellPattern(method, parts, choices);
+          const segments = parts.map((part) =>
+            part.kind === 'literal'
+              ? canonicalSegment(part.chars)
+              : part.kind === 'version'
+                ? 'v1'
+                : 'x',
+          );
+          const shortest = `/${segments.join('/')}`;
+          // The root counts as 0 characters, as the scanner counts it.
+          const length = segments.length === 0 ? 0 : shortest.length;
+          // Act
+          let table: ReturnType<typeof compileRoutes> | undefined;
+          const caught = thrown(() => {
+            table = compileRoutes([{ route }], { maxPathLength });
+          });
+          // Assert
+          if (length <= maxPathLength) {
+            expect(caught).toBeUndefined();
+            expect(table!.match(method === '*' ? 'GET' : method, shortest)).toHaveLength(1);
+          } else {
+            expect(isConfigurationError(caught) && caught.code).toBe('invalid_route_rule');
+            expect((caught as Error).message).toMatch(
+              new RegExp(
+                `^rules\\[0\\]\\.route can never match: every path it matches is at least ${length} characters long once canonical, and paths longer than maxPathLength \\(${maxPathLength}\\) match nothing`,
+              ),
+            );
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('refuses a literal route longer than the default maxPathLength of 2048', () => {
+    expect(() => compileRoutes([{ route: `GET /${'a'.repeat(2047)}` }])).not.toThrow();
+    const caught = thrown(() => compileRoutes([{ route: `GET /${'a'.repeat(2048)}` }]));
+    expect(isConfigurationError(caught) && caught.code).toBe('invalid_route_rule');
+  });
+
+  it.each<[string, () => unknown, string]>([
+    [
+      'rules that are a revoked proxy',
+      () => compileRoutes(revokedProxy() as never),
+      'invalid_route_rule',
+    ],
+    [
+      'a rule that is a revoked proxy',
+      () => compileRoutes([revokedProxy() as never]),
+      'invalid_route_rule',
+    ],
+    [
+      'a rule whose route getter throws',
+      () =>
+        compileRoutes([
+          {
+            get route(): string {
+              throw new Error('boom');
+            },
+          },
+        ]),
+      'invalid_route_rule',
+    ],
+    [
+      'options that are a revoked proxy',
+      () => compileRoutes([], revokedProxy() as never),
+      'invalid_option',
+    ],
+    ['options that are null', () => compileRoutes([], null as never), 'invalid_option'],
+    [
+      'a maxPathLength that is a revoked proxy',
+      () => compileRoutes([], { maxPathLength: revokedProxy() as never }),
+      'invalid_option',
+    ],
+  ])('%s is a ConfigurationError, not what the read threw', (_, make, code) => {
+    const caught = thrown(make);
+    expect(isConfigurationError(caught) && caught.code).toBe(code);
+  });
+
+  it('reads a rule’s route and case flag once each', () => {
+    let reads = 0;
+    const rule = {
+      get route(): string {
+        reads++;
+        return reads === 1 ? 'GET /a/{id}' : 'GET /b/{id}';
+      },
+    };
+    const table = compileRoutes([rule]);
+    expect(reads).toBe(1);
+    expect(table.match('GET', '/a/1')).toHaveLength(1);
   });
 });

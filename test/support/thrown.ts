@@ -15,3 +15,18 @@ export function thrown(attempt: () => unknown): unknown {
   }
   return undefined;
 }
+
+/**
+ * A native promise of `value` whose `constructor` is a getter that throws: `Promise.resolve` of it
+ * throws, though it is a real promise.
+ * @param value - what it resolves to
+ */
+export function hostilePromise<T>(value: T): Promise<T> {
+  const promise = Promise.resolve(value);
+  Object.defineProperty(promise, 'constructor', {
+    get() {
+      throw new Error('constructor getter');
+    },
+  });
+  return promise;
+}
