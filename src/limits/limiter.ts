@@ -82,7 +82,9 @@ export interface AdmittedDecision {
   /**
    * Give back the concurrency lease. Idempotent: a second call does nothing. A function bound to
    * its decision, so it may be passed on as a callback (`res.once('close', decision.release)`);
-   * every read gives the same function.
+   * every read gives the same function. With an asynchronous store it returns the store's
+   * promise, already handled (a lease the store fails to take back expires at its TTL), so that
+   * a caller may report the failure; a store's synchronous throw is passed on.
    */
   readonly release: () => void;
 }
@@ -641,13 +643,16 @@ class Admitted extends WithStatuses implements AdmittedDecision {
     return release;
   }
 
-  #giveBack(): void {
+  #giveBack(): Promise<void> | undefined {
     const lease = this.#lease;
-    if (lease === undefined) return;
+    if (lease === undefined) return undefined;
     this.#lease = undefined;
     const done = this.#store.release(lease);
-    // A networked store's failure to release is bounded by the lease TTL; never an unhandled rejection.
-    if (done instanceof Promise) done.catch(() => undefined);
+    if (!(done instanceof Promise)) return undefined;
+    // A networked store's failure to release is bounded by the lease TTL; never an unhandled
+    // rejection. The promise itself goes back to the caller, who may report the failure.
+    done.catch(() => undefined);
+    return done;
   }
 }
 

@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import {
+  type AsyncLimitStore,
   type CheckingLimiter,
   concurrency,
   createLimiter,
@@ -574,6 +575,29 @@ describe('rate limit gate: limiters and stores that misbehave', () => {
     expect(() => verdict.release()).not.toThrow();
     verdict.release();
     expect(phases).toEqual(['release']);
+  });
+
+  it("a store whose asynchronous release rejects: the limiter's release hands the promise on, and the gate reports it", async () => {
+    const memory = new AsyncMemoryStore();
+    const store: AsyncLimitStore = {
+      synchronous: false,
+      apply: (plan, now) => memory.apply(plan, now),
+      release: () => Promise.reject(new Error('connection lost')),
+    };
+    const events: RateLimitErrorEvent<Req>[] = [];
+    const gate = createRateLimitGate<Req>({
+      limiter: createLimiter({ policies: [concurrency(2)], store, clock: new FakeClock(0) }),
+      identify,
+      onError: (e) => events.push(e),
+    });
+    const verdict = await gate.check({ client: 'c' }, 'GET', '/', 'req-9');
+    expect(verdict.holdsLease).toBe(true);
+    verdict.release();
+    verdict.release();
+    await vi.waitFor(() => expect(events).toHaveLength(1));
+    expect(
+      events.map((e) => [e.phase, e.failure, e.trackingId, (e.error as Error).message]),
+    ).toEqual([['release', 'open', 'req-9', 'connection lost']]);
   });
 
   it('an admitted decision without release is the limiter failing: the failure mode, reported, no lease', () => {

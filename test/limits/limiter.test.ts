@@ -318,7 +318,7 @@ describe('limiter: leases (invariant 6)', () => {
     expect(decision.statuses).toHaveLength(presets.live.policies.length);
   });
 
-  it('a release that an asynchronous store fails to carry out is dropped quietly: no unhandled rejection, asked once', async () => {
+  it('a release that an asynchronous store fails to carry out raises no unhandled rejection, is asked once, and hands the failure to a caller who wants it', async () => {
     // Arrange: a networked store that decides but cannot give a lease back (the lease then
     // expires after its TTL).
     const memory = new MemoryStore();
@@ -343,10 +343,11 @@ describe('limiter: leases (invariant 6)', () => {
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
     try {
-      // Act
+      // Act: the first call hands on the store's promise; the second has nothing to give back.
+      const first = (decision.release as () => unknown)();
       expect(decision.release()).toBeUndefined();
-      decision.release();
       await new Promise((resolve) => setImmediate(resolve));
+      await expect(first).rejects.toThrow('ECONNREFUSED');
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
