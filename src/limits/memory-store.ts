@@ -234,6 +234,14 @@ class MemoryAdmission implements AdmittedOutcome, LeaseToken {
     return this.#store;
   }
 
+  /**
+   * Whether `token` is a lease of `store`: a check of the private brand, which reads nothing of
+   * the value (a revoked proxy, or one whose traps throw, is simply not a lease).
+   */
+  static isLeaseOf(token: unknown, store: MemoryStore): token is MemoryAdmission {
+    return typeof token === 'object' && token !== null && #store in token && token.#store === store;
+  }
+
   /** The lease id, >= 1; 0 while the admission holds no lease. */
   get leaseId(): number {
     return this.#id;
@@ -531,7 +539,7 @@ export class MemoryStore implements SyncLimitStore {
    * @param lease - the token from an admitted outcome
    */
   release(lease: LeaseToken): void {
-    if (lease instanceof MemoryAdmission && lease.store === this) lease.giveBack();
+    if (MemoryAdmission.isLeaseOf(lease, this)) lease.giveBack();
   }
 
   /** The record of a scope, created if needed; undefined when the store is full. */

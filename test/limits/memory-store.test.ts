@@ -216,6 +216,39 @@ describe('MemoryStore', () => {
     expect(a.check(request).allowed).toBe(false);
   });
 
+  it("ignores, without throwing, a token that is no lease of its: another store's, a lookalike, a revoked proxy, a proxy whose traps throw, a primitive", () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({ policies: [concurrency(1, { name: 't' })], clock });
+    const other = createLimiter({ policies: [concurrency(1, { name: 't' })], clock });
+    const held = limiter.check(request);
+    const elsewhere = other.check(request);
+    expect(held.allowed && elsewhere.allowed).toBe(true);
+    const revocable = Proxy.revocable({}, {});
+    revocable.revoke();
+    const trapping = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('get trap');
+        },
+        getPrototypeOf() {
+          throw new Error('getPrototypeOf trap');
+        },
+      },
+    );
+    const lookalike = { ...(held as object), store: limiter.store };
+    for (const token of [revocable.proxy, trapping, lookalike, null, 7, 'lease']) {
+      expect(() => limiter.store.release(token as never)).not.toThrow();
+    }
+    // Another store's lease frees nothing here, and its own lease is still held.
+    if (elsewhere.allowed) elsewhere.release();
+    expect(limiter.check(request).allowed).toBe(false);
+    // Past the refusal's Retry-After (the lease's TTL is a minute): the lease goes back and frees it.
+    clock.advance(1_000);
+    if (held.allowed) held.release();
+    expect(limiter.check(request).allowed).toBe(true);
+  });
+
   it("ignores a lease of a record's earlier life when the record comes back with other policies", () => {
     // The client's entry is the record of its first account. Dropped while the client still
     // holds another account, it waits without a block and is given to the next account-level
