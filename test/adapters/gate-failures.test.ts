@@ -22,11 +22,10 @@ import {
   createLimiter,
   FakeClock,
   type Identity,
-  MemoryStore,
   type RateLimitErrorEvent,
-  type SyncLimitStore,
 } from '../../src/index.js';
 import type { StartedServer } from '../support/adapter-suite.js';
+import { storeWhoseReleaseThrows } from '../support/async-store.js';
 import { send, trackConnections } from '../support/http-client.js';
 import { listen } from '../support/listen.js';
 import { hostilePromise } from '../support/thrown.js';
@@ -107,14 +106,7 @@ async function serve(
 for (const [name, start] of Object.entries(frameworks)) {
   describe(`${name} adapter with a limiter, store or identify that misbehaves`, () => {
     it("a store whose release throws: the handler's 200, no crash, and one report in the release phase", async () => {
-      const memory = new MemoryStore();
-      const store: SyncLimitStore = {
-        synchronous: true,
-        apply: (plan, now) => memory.apply(plan, now),
-        release: () => {
-          throw new Error('store unreachable: release failed');
-        },
-      };
+      const store = storeWhoseReleaseThrows('store unreachable: release failed');
       const limiter = createLimiter({ policies: [concurrency(2)], store, clock: new FakeClock(0) });
       for (const failure of ['open', 'closed'] as const) {
         const { response, events } = await serve(start, {

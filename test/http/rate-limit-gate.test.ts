@@ -12,12 +12,14 @@ import {
   isConfigurationError,
   isInvalidRequestError,
   type LimitStore,
-  MemoryStore,
   type RateLimitErrorEvent,
-  type SyncLimitStore,
   window,
 } from '../../src/index.js';
-import { AsyncMemoryStore, UnreachableStore } from '../support/async-store.js';
+import {
+  AsyncMemoryStore,
+  storeWhoseReleaseThrows,
+  UnreachableStore,
+} from '../support/async-store.js';
 import { request } from '../support/limits.js';
 import { hostilePromise, thrown } from '../support/thrown.js';
 
@@ -556,14 +558,7 @@ describe('rate limit gate: limiters and stores that misbehave', () => {
   });
 
   it("a store whose release throws: the limiter's lease is given back through the gate without a throw, and reported", () => {
-    const memory = new MemoryStore();
-    const store: SyncLimitStore = {
-      synchronous: true,
-      apply: (plan, now) => memory.apply(plan, now),
-      release: () => {
-        throw new Error('release failed');
-      },
-    };
+    const store = storeWhoseReleaseThrows('release failed');
     const phases: string[] = [];
     const gate = createRateLimitGate<Req>({
       limiter: createLimiter({ policies: [concurrency(2)], store, clock: new FakeClock(0) }),

@@ -12,6 +12,7 @@ import {
   MemoryStore,
   type Plan,
   type StoreOutcome,
+  type SyncLimitStore,
 } from '../../src/index.js';
 
 /** The memory store, answering with promises. */
@@ -89,4 +90,20 @@ export function heldThrottle() {
     clock: new FakeClock(0),
   });
   return { store, limiter };
+}
+
+/**
+ * The memory store's decisions, with a release that throws `message` synchronously (a store whose
+ * connection broke between the decision and the release).
+ * @param message - the error's message
+ */
+export function storeWhoseReleaseThrows(message: string): SyncLimitStore {
+  const memory = new MemoryStore();
+  return {
+    synchronous: true,
+    apply: (plan, now) => memory.apply(plan, now),
+    release: () => {
+      throw new Error(message);
+    },
+  };
 }
