@@ -11,10 +11,10 @@ import { ConfigurationError } from '../errors.js';
 import { describe } from '../limits/duration.js';
 import type { LimitRule } from '../limits/limit-rule.js';
 import { createLimiter } from '../limits/limiter.js';
-import { MemoryStore } from '../limits/memory-store.js';
 import { type Policy, rate, window } from '../limits/policy.js';
 import type { LimitPreset } from '../limits/presets.js';
 import { optionalFunction, optionsObject } from './option-checks.js';
+import { PacingStore } from './pacing-store.js';
 import { abortableSleep, type Sleep, timerSleep } from './sleep.js';
 
 /** Options of {@link createPacer}. */
@@ -99,10 +99,15 @@ export function createPacer(options: PacerOptions): Pacer {
   }
   // pacingPreset refuses a missing preset, or anything else that is not one, with what to pass.
   const { preset, globalNames, maxInFlight } = pacingPreset(given.preset as LimitPreset, margin);
-  const limiter = createLimiter({ preset, clock, store: new MemoryStore() });
+  // The limiter reads the routes (per-resource rules, exemptions); the store decides exactly, so
+  // that a refusal gives the instant the send may go and blocks nothing.
+  const store = new PacingStore();
+  const limiter = createLimiter({ preset, clock, store });
   const queue: Waiter[] = [];
   let inFlight = 0;
-  let sleeping = false;
+  // The instant the pending sleep wakes at, and how to end it when an earlier wake is needed.
+  let wakeTarget = Number.POSITIVE_INFINITY;
+  let cancelSleep: AbortController | undefined;
 
   const grant = (waiter: Waiter): void => {
     waiter.signal?.removeEventListener('abort', waiter.onAbort);
@@ -145,19 +150,33 @@ export function createPacer(options: PacerOptions): Pacer {
         grant(waiter);
         continue;
       }
-      wakeAt = Math.min(wakeAt, decision.retryAt);
+      // The exact instant the limits admit it, not the whole seconds a Retry-After would say.
+      wakeAt = Math.min(wakeAt, store.refusedUntil);
       if (decision.policy === undefined || globalNames.has(decision.policy.name)) break;
       i++;
     }
-    if (sleeping || wakeAt === Number.POSITIVE_INFINITY) return;
-    // A refusal blocks its scope until the instant it announced: wait exactly that long.
-    sleeping = true;
+    if (wakeAt >= wakeTarget || wakeAt === Number.POSITIVE_INFINITY) return;
+    sleepUntil(wakeAt);
+  };
+
+  // One sleep at a time, until the earliest instant a waiter may go. A later wake is ended when an
+  // earlier one is needed (a request for another resource, say), so that no waiter oversleeps.
+  const sleepUntil = (at: number): void => {
+    cancelSleep?.abort();
+    const controller = new AbortController();
+    cancelSleep = controller;
+    wakeTarget = at;
     const wake = (): void => {
-      sleeping = false;
+      if (controller.signal.aborted) return;
+      cancelSleep = undefined;
+      wakeTarget = Number.POSITIVE_INFINITY;
       pump();
     };
-    // A sleep that throws or returns no promise still wakes the queue instead of wedging it.
-    abortableSleep(sleep, Math.max(0, wakeAt - clock.now())).then(wake, wake);
+    // Whole milliseconds, rounded up: a timer fires no sooner than asked, and a clock in whole
+    // milliseconds then reaches the instant. A sleep that throws or returns no promise still wakes
+    // the queue instead of wedging it.
+    const ms = Math.max(0, Math.ceil(at - clock.now()));
+    abortableSleep(sleep, ms, controller.signal).then(wake, wake);
   };
 
   return {
