@@ -152,6 +152,47 @@ describe('createPacer', () => {
     ]);
   });
 
+  it('a request held back for a minute by a per-resource limit does not make the pacer oversleep a request due sooner', async () => {
+    const timers = new FakeTimers(new FakeClock(0));
+    const pacer = createPacer({
+      preset: {
+        name: 'custom',
+        policies: [window(5, '1s')],
+        rules: resourceRules([
+          { route: 'PATCH /booking/v*/bookings/{id}', limit: 1, periodMs: 60_000 },
+        ]),
+      },
+      clock: timers.clock,
+      sleep: timers.sleep,
+      safetyMarginMs: 0,
+    });
+    const sent: string[] = [];
+    const send = async (at: number, method: string, path: string) => {
+      await timers.at(at);
+      const done = await pacer.acquire({ method, url: `https://api.test${path}` });
+      sent.push(`${timers.clock.now()} ${method} ${path}`);
+      done();
+    };
+    await timers.run(
+      Promise.all([
+        send(0, 'PATCH', '/booking/v1/bookings/B1'),
+        send(0, 'PATCH', '/booking/v1/bookings/B1'),
+        ...[1, 2, 3, 4, 5].map((i) => send(10, 'GET', `/booking/v1/reservations/R${i}`)),
+      ]),
+    );
+    expect(sent).toEqual([
+      '0 PATCH /booking/v1/bookings/B1',
+      '10 GET /booking/v1/reservations/R1',
+      '10 GET /booking/v1/reservations/R2',
+      '10 GET /booking/v1/reservations/R3',
+      '10 GET /booking/v1/reservations/R4',
+      // The window of 5 per second, counting the patch at 0, frees a place at 1 s: not at the
+      // minute the second patch waits for.
+      '1000 GET /booking/v1/reservations/R5',
+      '60000 PATCH /booking/v1/bookings/B1',
+    ]);
+  });
+
   it('gives up a wait when its signal aborts, and the queue goes on without it', async () => {
     const clock = new FakeClock(0);
     let wake: () => void = () => undefined;
@@ -421,6 +462,24 @@ describe('createPacer paces at the rate of its preset (oracle: the specification
     expect(sent[199]).toBe(39 * 1050);
     expect(sent[200]).toBe(60_050);
     expect(excess(specLimits.development, sent)).toBeUndefined();
+  });
+
+  it('a 429 that comes all the same is retried after its Retry-After, and the retry waits its turn like any call', async () => {
+    const six = Array.from({ length: 6 }, () => 0);
+    const { sends, statuses } = await pacedCalls({
+      preset: presets.development,
+      arrivals: six,
+      marginMs: 0,
+      // Another process of the same account used the server's quota: the first call is refused.
+      answer: (call, attempt) =>
+        call === 0 && attempt === 1
+          ? new Response('Too many requests', { status: 429, headers: { 'retry-after': '2' } })
+          : new Response('ok'),
+    });
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(sends).toEqual([[0, 2000], [0], [0], [0], [0], [1000]]);
+    // The refused attempt is counted too: the client stays on the safe side.
+    expect(excess(specLimits.development, sends.flat())).toBeUndefined();
   });
 
   it('Development, any number of calls (the minute window binding past 200) and any arrivals: never over a limit, none refused with jitter up to the margin, each sent at the earliest instant the limits with the margin allow', async () => {

@@ -23,6 +23,8 @@ export interface SpecAverage {
   readonly kind: 'average';
   readonly perSecond: number;
   readonly burst: number;
+  /** Time the calls may come closer together than they were sent (see {@link withMargin}). */
+  readonly marginMs?: number;
 }
 
 export type SpecLimit = SpecWindow | SpecAverage;
@@ -49,17 +51,16 @@ export const specLimits: Readonly<Record<'development' | 'live', readonly SpecLi
 
 /**
  * The limits as the client keeps them with a safety margin of `marginMs` (docs/client.md,
- * "Safety margin"): every window longer by the margin, every burst smaller by what the average
- * rate sends in the margin, rounded up (and at least 1).
+ * "Safety margin"): as if any two calls could reach the server `marginMs` closer together than
+ * they were sent. Every window is that much longer; an average rate's burst tolerance that much
+ * shorter: from one call to a later one, k calls need (k - burst) / perSecond seconds plus the
+ * margin.
  */
 export function withMargin(limits: readonly SpecLimit[], marginMs: number): SpecLimit[] {
   return limits.map((limit) =>
     limit.kind === 'window'
       ? perWindow(limit.limit, limit.windowMs + marginMs)
-      : {
-          ...limit,
-          burst: Math.max(1, limit.burst - Math.ceil((limit.perSecond * marginMs) / 1_000)),
-        },
+      : { ...limit, marginMs: (limit.marginMs ?? 0) + marginMs },
   );
 }
 
@@ -76,10 +77,12 @@ export function earliestNext(limits: readonly SpecLimit[], sends: readonly numbe
       if (n >= limit.limit) t = Math.max(t, (sends[n - limit.limit] as number) + limit.windowMs);
     } else {
       // From the i-th call to the new one: n - i + 1 calls, which need
-      // (n - i + 1 - burst) / perSecond seconds since the i-th.
-      for (let i = 0; i <= n - limit.burst; i++) {
+      // (n - i + 1 - burst) / perSecond seconds since the i-th (and the margin, if any).
+      const margin = limit.marginMs ?? 0;
+      for (let i = 0; i < n; i++) {
         const calls = n - i + 1;
-        t = Math.max(t, (sends[i] as number) + ((calls - limit.burst) * 1_000) / limit.perSecond);
+        const needs = ((calls - limit.burst) * 1_000) / limit.perSecond + margin;
+        t = Math.max(t, (sends[i] as number) + needs);
       }
     }
   }
@@ -114,9 +117,11 @@ export function excess(limits: readonly SpecLimit[], times: readonly number[]): 
           return `${inside} calls in [${first}, ${first + limit.windowMs}), limit ${limit.limit}`;
         }
       } else {
-        for (let j = i + limit.burst; j < sorted.length; j++) {
+        const margin = limit.marginMs ?? 0;
+        for (let j = i + 1; j < sorted.length; j++) {
           const calls = j - i + 1;
-          const allowed = limit.burst + (limit.perSecond * ((sorted[j] as number) - first)) / 1_000;
+          const elapsed = (sorted[j] as number) - first - margin;
+          const allowed = limit.burst + (limit.perSecond * elapsed) / 1_000;
           if (calls > allowed) {
             return `${calls} calls from ${first} to ${sorted[j]}, at most ${allowed} at ${limit.perSecond} per second with bursts of ${limit.burst}`;
           }
