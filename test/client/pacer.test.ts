@@ -23,6 +23,7 @@ import { ExactOracle } from '../support/oracle.js';
 import {
   earliestSchedule,
   excess,
+  type SpecLimit,
   SpecServer,
   specLimits,
   withMargin,
@@ -548,6 +549,37 @@ describe('createPacer paces at the rate of its preset (oracle: the specification
         },
       ),
       { numRuns: 30 },
+    );
+  });
+
+  it('a rate whose burst is no more than the margin sends: still none refused with jitter up to the margin (a burst of 1 used to keep no margin)', async () => {
+    const cases: [Policy[], SpecLimit[]][] = [
+      [[rate(100, 3)], [{ kind: 'average', perSecond: 100, burst: 3 }]],
+      [
+        [rate(2, 1), window(3, '2s')],
+        [
+          { kind: 'average', perSecond: 2, burst: 1 },
+          { kind: 'window', limit: 3, windowMs: 2000 },
+        ],
+      ],
+    ];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...cases),
+        arrivalPatterns(60),
+        fc.integer({ min: 1, max: 100 }),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 60, maxLength: 60 }),
+        async ([policies, limits], arrivals, margin, jitter) => {
+          const preset = presetOf(policies);
+          const { sends } = await pacedCalls({ preset, arrivals, marginMs: margin });
+          const sent = sends.map((attempts) => attempts[0] as number);
+          expect(sent).toEqual(earliestSchedule(withMargin(limits, margin), arrivals));
+          const arrived = sent.map((t, i) => t + Math.floor(margin * (jitter[i] as number)));
+          expect(new SpecServer(limits).receive(arrived)).toBe(0);
+          expect(refusedByLimiter(preset, arrived)).toBe(0);
+        },
+      ),
+      { numRuns: 60 },
     );
   });
 });
