@@ -30,6 +30,7 @@ export class PacingStore implements SyncLimitStore {
   readonly #scopes = new Map<string, Map<number, PolicyState>>();
   #applies = 0;
   #refusedUntil = Number.NaN;
+  #latest = Number.NEGATIVE_INFINITY;
 
   /**
    * @param marginMs - how much closer together than they were sent two requests may reach the
@@ -39,12 +40,21 @@ export class PacingStore implements SyncLimitStore {
     this.#margin = marginMs;
   }
 
+  /** Scopes whose state is held: the client as a whole and each resource it sent to lately. */
+  get size(): number {
+    return this.#scopes.size;
+  }
+
   /** The exact instant (ms) the plan refused last may be admitted, if nothing else is sent first. */
   get refusedUntil(): number {
     return this.#refusedUntil;
   }
 
-  apply(plan: Plan, now: number): StoreOutcome {
+  apply(plan: Plan, at: number): StoreOutcome {
+    // Time never goes back inside the store, as in the memory store: after a clock stepped back,
+    // the sends already made still lie behind it, and the logs stay in order.
+    const now = Math.max(at, this.#latest);
+    this.#latest = now;
     if (++this.#applies % SWEEP_EVERY === 0) this.#sweep(now);
     const touched: PolicyState[] = [];
     let until = now;
@@ -55,9 +65,9 @@ export class PacingStore implements SyncLimitStore {
         const state = this.#stateOf(scope.resource, position, scope.policies[position] as Policy);
         if (state === undefined) continue;
         touched.push(state);
-        const at = this.#earliest(state, now);
-        if (at > until) {
-          until = at;
+        const earliest = this.#earliest(state, now);
+        if (earliest > until) {
+          until = earliest;
           policy = state.policy;
           resource = scope.resource;
         }
@@ -131,8 +141,9 @@ export class PacingStore implements SyncLimitStore {
     for (const [resource, states] of this.#scopes) {
       let idle = true;
       for (const state of states.values()) {
-        const fresh = 'tat' in state ? state.tat <= now : state.sends.length === 0;
-        if (!fresh || this.#earliest(state, now) > now) idle = false;
+        // Read after #earliest, which drops the sends that have left their window.
+        const holds = this.#earliest(state, now) > now;
+        if (holds || ('tat' in state ? state.tat > now : state.sends.length > 0)) idle = false;
       }
       if (idle) this.#scopes.delete(resource);
     }

@@ -194,6 +194,22 @@ describe('createPacer', () => {
     ]);
   });
 
+  it('a clock stepped back does not let a send through before the limits allow it', async () => {
+    const timers = new FakeTimers(new FakeClock(10_000));
+    const pacer = createPacer({
+      preset: presetOf([window(5, '1s')]),
+      clock: timers.clock,
+      sleep: timers.sleep,
+      safetyMarginMs: 0,
+    });
+    for (let i = 0; i < 5; i++) (await pacer.acquire(target))();
+    timers.clock.set(9_500);
+    const done = await timers.run(pacer.acquire(target));
+    done();
+    // The five sends at 10 s fill the window until 11 s, whatever the clock said in between.
+    expect(timers.clock.now()).toBe(11_000);
+  });
+
   it('gives up a wait when its signal aborts, and the queue goes on without it', async () => {
     const clock = new FakeClock(0);
     let wake: () => void = () => undefined;
