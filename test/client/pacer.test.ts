@@ -481,6 +481,18 @@ describe('createPacer paces at the rate of its preset (oracle: the specification
     expect(excess(specLimits.development, sent)).toBeUndefined();
   });
 
+  it('past 3,500 calls under Live the minute binds: call 3,501 goes a minute (and the margin) after the first', async () => {
+    const many = Array.from({ length: 3_600 }, () => 0);
+    const { sends } = await pacedCalls({ preset: presets.live, arrivals: many });
+    const sent = sends.flat();
+    expect(sent).toEqual(earliestSchedule(withMargin(specLimits.live, 50), many));
+    // 195 at once, then 100 per second; the minute then holds the rest.
+    expect(sent.filter((t) => t === 0)).toHaveLength(195);
+    expect(sent[3_499]).toBe(33_050);
+    expect(sent[3_500]).toBe(60_050);
+    expect(excess(specLimits.live, sent)).toBeUndefined();
+  });
+
   it('a 429 that comes all the same is retried after its Retry-After, and the retry waits its turn like any call', async () => {
     const six = Array.from({ length: 6 }, () => 0);
     const { sends, statuses } = await pacedCalls({
