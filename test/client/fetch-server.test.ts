@@ -96,12 +96,23 @@ describe('pacing against a service limited with the Live preset', () => {
     const clock = new FakeClock(0);
     const service = await liveService(clock);
     try {
-      const sleep = movingSleep(clock);
+      // Time moves only when the client waits and none of its requests is on the way: a request
+      // reaches the server at the fake instant it was sent. (Were the clock moved while requests
+      // travel over real HTTP, they would arrive as late as the pacer's next wait, a jitter of up
+      // to minutes that no safety margin is meant to absorb.)
+      const pacer = createPacer({
+        preset: presets.live,
+        clock,
+        sleep: async (ms, signal) => {
+          while (pacer.inFlight > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+          if (!signal?.aborted) clock.advance(ms);
+        },
+      });
       const fetch = createRetryingFetch({
         clock,
-        sleep,
+        sleep: movingSleep(clock),
         maxRetries: 0,
-        pace: createPacer({ preset: presets.live, clock, sleep }),
+        pace: pacer,
       });
       // Every twelfth call patches one of two bookings: 150 each, at 20 per 5 min per booking.
       const statuses = await Promise.all(
