@@ -6,10 +6,20 @@
 
 import { ConfigurationError } from '../errors.js';
 import {
+  HAS_AUTHORITY,
+  HAS_BACKSLASH,
+  HAS_DOT_SEGMENT,
+  HAS_EMPTY_SEGMENT,
+  HAS_SEMICOLON,
   PathScanner,
+  READ_BACKSLASH,
+  READ_DOTS,
+  READ_SEMICOLON,
   resolveMaxPathLength,
+  SEGMENT_PLAIN_FOLDED,
   SEGMENT_STRIDE,
   SEGMENT_VERSION,
+  TOO_LONG,
 } from './canonical-path.js';
 import { readFields, readList, readOptions } from './read-once.js';
 import { literalHash, parseRoutePattern, type RoutePattern } from './route-pattern.js';
@@ -43,6 +53,14 @@ export interface RouteMatch<R extends RouteRule> {
    * one key; distinct ids never share one, since a canonical id holds no space.
    */
   readonly key: string;
+  /**
+   * True when every supported router reads the path alike and routes it to this rule's handler:
+   * an origin-form path with one reading (no `\\`, no `.` or `..` segment, no `;`), no empty
+   * segment (no doubled or trailing slash), each literal segment spelled as the pattern writes it
+   * (no escape, no change of case) and each version segment in lower case without escapes. Only
+   * a plain match grants an exemption: where routers could disagree, the stricter answer wins.
+   */
+  readonly plain: boolean;
 }
 
 /** Options of {@link compileRoutes}. */
@@ -263,20 +281,60 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
       (LOWER_CASE.test(method) ? this.byMethod.get(method.toUpperCase()) : undefined) ??
       null;
     if (root === null && this.anyMethod === null) return NO_MATCHES;
-    const count = this.scanner.scan(path);
-    if (count < 0 || count > this.depth) return NO_MATCHES;
-    this.raw = path as string;
+    const count = this.scanner.scan(path, 0);
+    const features = this.scanner.features;
+    // Too long in the literal reading may still be short enough in one that drops dot segments.
+    if (count < 0 && (features & TOO_LONG) === 0) return NO_MATCHES;
+    const raw = path as string;
+    const others = otherReadings(raw, features);
+    if (others === NO_READINGS) {
+      // The common case: one reading, no allocation on a miss.
+      if (count < 0) return NO_MATCHES;
+      const found = this.find(root, raw, count);
+      if (found === null) return NO_MATCHES;
+      if (found.length > 1) found.sort(byOrder);
+      const plain = (features & (HAS_EMPTY_SEGMENT | HAS_AUTHORITY)) === 0;
+      const matches: RouteMatch<R>[] = [];
+      for (const terminal of found) matches.push(this.result(terminal, plain));
+      return matches;
+    }
+    // Routers read this path in different ways: count it under every rule and resource that any
+    // reading gives, and grant no exemption (no match is plain).
+    const all: Array<{ order: number; match: RouteMatch<R> }> = [];
+    const seen = new Set<string>();
+    const collect = (n: number): void => {
+      const found = this.find(root, raw, n);
+      if (found === null) return;
+      for (const terminal of found) {
+        const match = this.result(terminal, false);
+        const id = `${terminal.order} ${match.key}`;
+        if (seen.has(id)) continue;
+        seen.add(id);
+        all.push({ order: terminal.order, match });
+      }
+    };
+    if (count >= 0) collect(count);
+    for (const reading of others) {
+      const n = this.scanner.scan(raw, reading);
+      if (n >= 0) collect(n);
+    }
+    if (all.length === 0) return NO_MATCHES;
+    // Stable: one rule's keys keep the order of the readings.
+    all.sort(byOrder);
+    return all.map((entry) => entry.match);
+  }
+
+  // The terminals of the last scan's `count` segments, or null.
+  private find(root: TrieNode<R> | null, raw: string, count: number): Terminal<R>[] | null {
+    if (count > this.depth) return null;
+    this.raw = raw;
     this.count = count;
     this.found = null;
     if (root !== null) this.walk(root, 0);
     if (this.anyMethod !== null) this.walk(this.anyMethod, 0);
     const found = this.found as Terminal<R>[] | null;
     this.found = null;
-    if (found === null) return NO_MATCHES;
-    if (found.length > 1) found.sort(byOrder);
-    const matches: RouteMatch<R>[] = [];
-    for (const terminal of found) matches.push(this.result(terminal));
-    return matches;
+    return found;
   }
 
   // Depth-first over the three kinds of edge; the work is bounded by the trie's shape along the
@@ -306,7 +364,7 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
     if (node.param !== null) this.walk(node.param, index + 1);
   }
 
-  private result(terminal: Terminal<R>): RouteMatch<R> {
+  private result(terminal: Terminal<R>, plainPath: boolean): RouteMatch<R> {
     // A plain object is safe here: the pattern parser refuses the parameter name `__proto__`.
     const params: Record<string, string> = {};
     const names = terminal.pattern.params;
@@ -318,6 +376,58 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
       params[name] = id;
       key += ` ${name}${separator}${id}`;
     }
-    return { rule: terminal.rule, pattern: terminal.pattern, params, key };
+    const plain = plainPath && this.spelledAsWritten(terminal.pattern);
+    return { rule: terminal.rule, pattern: terminal.pattern, params, key, plain };
   }
+
+  // True when the last scan's literal segments are spelled exactly as the pattern writes them and
+  // its version segments are lower case without escapes: what a case-sensitive router that does
+  // not decode before matching (Fastify by default, Express for escapes) routes to the handler.
+  private spelledAsWritten(pattern: RoutePattern): boolean {
+    const segments = this.scanner.segments;
+    const raw = this.raw;
+    for (let k = 0; k < pattern.segments.length; k++) {
+      const segment = pattern.segments[k]!;
+      const at = k * SEGMENT_STRIDE;
+      if (segment.kind === 'version') {
+        if ((segments[at + 3]! & SEGMENT_PLAIN_FOLDED) === 0) return false;
+      } else if (segment.kind === 'literal') {
+        const start = segments[at]!;
+        const spelled = segment.spelled;
+        if (segments[at + 1]! - start !== spelled.length || !raw.startsWith(spelled, start)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+}
+
+const NO_READINGS: readonly number[] = Object.freeze([]);
+const SLASH = 0x2f;
+
+// Characters that make `parseurl` (Express, Koa) hand an origin-form target to Node's legacy
+// `url.parse` (as it does every target that does not start with `/`), which reads each `\` before the query as `/`.
+const LEGACY_PARSE = /[#\t\n\f\r \u00a0\ufeff]/;
+
+/**
+ * The readings of a path besides the literal one that some supported router or parser takes,
+ * from what its literal scan saw: a WHATWG URL parser where there is a `\\` or a dot segment
+ * (Hono's node server resolves these before Hono routes; other stacks parse URLs so too), Node's
+ * legacy `url.parse` (a `\\` is `/`, dot segments stay) where `parseurl` falls back to it, and
+ * find-my-way's `useSemicolonDelimiter` where there is a `;`.
+ */
+function otherReadings(raw: string, features: number): readonly number[] {
+  if ((features & (HAS_BACKSLASH | HAS_DOT_SEGMENT | HAS_SEMICOLON)) === 0) return NO_READINGS;
+  const readings: number[] = [];
+  if ((features & (HAS_BACKSLASH | HAS_DOT_SEGMENT)) !== 0)
+    readings.push(READ_BACKSLASH | READ_DOTS);
+  if (
+    (features & HAS_BACKSLASH) !== 0 &&
+    ((features & HAS_AUTHORITY) !== 0 || raw.charCodeAt(0) !== SLASH || LEGACY_PARSE.test(raw))
+  ) {
+    readings.push(READ_BACKSLASH);
+  }
+  if ((features & HAS_SEMICOLON) !== 0) readings.push(READ_SEMICOLON);
+  return readings;
 }
