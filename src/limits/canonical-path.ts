@@ -57,12 +57,13 @@ export const SEGMENT_STRIDE = 4;
 // Readings of a path: how one router or another takes it apart. The literal reading (none of
 // these) is what Express 5, Koa with @koa/router and Fastify 5 do by default; each bit adds what
 // some router does on top.
-/** `\` separates segments (a WHATWG URL parser; Node's legacy `url.parse`). @internal */
+/** `\` separates segments (Node's legacy `url.parse`, a WHATWG URL parser). @internal */
 export const READ_BACKSLASH = 1;
-/** `.` segments are dropped and `..` removes the one before (a WHATWG URL parser). @internal */
+/**
+ * `.` segments are dropped and `..` removes the one before (a WHATWG URL parser); used to refuse
+ * dot segments in route patterns. @internal
+ */
 export const READ_DOTS = 2;
-/** The path ends at its first `;` (find-my-way's `useSemicolonDelimiter`). @internal */
-export const READ_SEMICOLON = 4;
 
 // What a scan saw, in {@link PathScanner.features}.
 /** A `\` before the query. @internal */
@@ -185,7 +186,6 @@ export class PathScanner {
     // Express, Koa and Fastify keep `\` inside a segment (Hono's node server refuses it); only a
     // WHATWG URL parser and Node's legacy `url.parse` read it as `/`.
     const backslash = (reading & READ_BACKSLASH) !== 0 ? BACKSLASH : SLASH;
-    const semicolon = (reading & READ_SEMICOLON) !== 0 ? SEMICOLON : QUESTION;
     const resolve = (reading & READ_DOTS) !== 0;
     let features = this.features;
     let count = 0;
@@ -197,7 +197,7 @@ export class PathScanner {
     let separated = false;
     while (i < total) {
       const c = raw.charCodeAt(i);
-      if (c === QUESTION || c === HASH || c === semicolon) break;
+      if (c === QUESTION || c === HASH) break;
       if (i >= rawLimit) return -1;
       if (c === SLASH || c === backslash) {
         if (separated) features |= HAS_EMPTY_SEGMENT;
@@ -210,9 +210,7 @@ export class PathScanner {
       this.begin();
       while (i < total) {
         const d = raw.charCodeAt(i);
-        if (d === SLASH || d === backslash || d === QUESTION || d === HASH || d === semicolon) {
-          break;
-        }
+        if (d === SLASH || d === backslash || d === QUESTION || d === HASH) break;
         if (d === BACKSLASH) features |= HAS_BACKSLASH;
         else if (d === SEMICOLON) features |= HAS_SEMICOLON;
         if (i >= rawLimit) return -1;

@@ -13,8 +13,6 @@ import {
   HAS_SEMICOLON,
   PathScanner,
   READ_BACKSLASH,
-  READ_DOTS,
-  READ_SEMICOLON,
   resolveMaxPathLength,
   SEGMENT_PLAIN_FOLDED,
   SEGMENT_STRIDE,
@@ -112,6 +110,8 @@ class TrieNode<R extends RouteRule> {
 }
 
 const NO_MATCHES: readonly never[] = Object.freeze([]);
+const NOT_PLAIN =
+  HAS_EMPTY_SEGMENT | HAS_AUTHORITY | HAS_DOT_SEGMENT | HAS_BACKSLASH | HAS_SEMICOLON;
 const LOWER_CASE = /[a-z]/;
 
 function byOrder(a: { order: number }, b: { order: number }): number {
@@ -283,7 +283,7 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
     if (root === null && this.anyMethod === null) return NO_MATCHES;
     const count = this.scanner.scan(path, 0);
     const features = this.scanner.features;
-    // Too long in the literal reading may still be short enough in one that drops dot segments.
+    // Too long in the literal reading may still be short enough in one that splits at `\`.
     if (count < 0 && (features & TOO_LONG) === 0) return NO_MATCHES;
     const raw = path as string;
     const others = otherReadings(raw, features);
@@ -293,7 +293,9 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
       const found = this.find(root, raw, count);
       if (found === null) return NO_MATCHES;
       if (found.length > 1) found.sort(byOrder);
-      const plain = (features & (HAS_EMPTY_SEGMENT | HAS_AUTHORITY)) === 0;
+      // Express and Fastify route an empty segment, an absolute-form target, a dot segment, a
+      // `\` or a `;` (find-my-way's useSemicolonDelimiter) differently from one another.
+      const plain = (features & NOT_PLAIN) === 0;
       const matches: RouteMatch<R>[] = [];
       for (const terminal of found) matches.push(this.result(terminal, plain));
       return matches;
@@ -404,30 +406,23 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
 }
 
 const NO_READINGS: readonly number[] = Object.freeze([]);
+const LEGACY_READING: readonly number[] = Object.freeze([READ_BACKSLASH]);
 const SLASH = 0x2f;
 
 // Characters that make `parseurl` (Express, Koa) hand an origin-form target to Node's legacy
-// `url.parse` (as it does every target that does not start with `/`), which reads each `\` before the query as `/`.
+// `url.parse` (as it does every target that does not start with `/`).
 const LEGACY_PARSE = /[#\t\n\f\r \u00a0\ufeff]/;
 
 /**
- * The readings of a path besides the literal one that some supported router or parser takes,
- * from what its literal scan saw: a WHATWG URL parser where there is a `\\` or a dot segment
- * (Hono's node server resolves these before Hono routes; other stacks parse URLs so too), Node's
- * legacy `url.parse` (a `\\` is `/`, dot segments stay) where `parseurl` falls back to it, and
- * find-my-way's `useSemicolonDelimiter` where there is a `;`.
+ * The readings of a path besides the literal one that a supported router takes. Only one: where
+ * `parseurl` (Express, Koa) hands the target to Node's legacy `url.parse`, which reads each `\`
+ * before the query as `/`, while find-my-way keeps it inside its segment. Hono's node server
+ * refuses a `\` in the path (400) and resolves dot segments before Hono routes and the adapter
+ * reads the URL, so no other reading is needed.
  */
 function otherReadings(raw: string, features: number): readonly number[] {
-  if ((features & (HAS_BACKSLASH | HAS_DOT_SEGMENT | HAS_SEMICOLON)) === 0) return NO_READINGS;
-  const readings: number[] = [];
-  if ((features & (HAS_BACKSLASH | HAS_DOT_SEGMENT)) !== 0)
-    readings.push(READ_BACKSLASH | READ_DOTS);
-  if (
-    (features & HAS_BACKSLASH) !== 0 &&
-    ((features & HAS_AUTHORITY) !== 0 || raw.charCodeAt(0) !== SLASH || LEGACY_PARSE.test(raw))
-  ) {
-    readings.push(READ_BACKSLASH);
-  }
-  if ((features & HAS_SEMICOLON) !== 0) readings.push(READ_SEMICOLON);
-  return readings;
+  if ((features & HAS_BACKSLASH) === 0) return NO_READINGS;
+  return (features & HAS_AUTHORITY) !== 0 || raw.charCodeAt(0) !== SLASH || LEGACY_PARSE.test(raw)
+    ? LEGACY_READING
+    : NO_READINGS;
 }

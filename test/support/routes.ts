@@ -72,23 +72,31 @@ export function referenceCanonicalPath(
 }
 
 /**
- * The readings a path gets, written from docs/routes.md: the literal one; a WHATWG URL parser's
- * where there is a `\` or a dot segment before the query; Node's legacy `url.parse` where there
- * is a `\` and the target is absolute or holds one of `#`, whitespace, U+00A0, U+FEFF; and the
- * `;` cut where there is a `;`.
+ * The readings a path gets, written from docs/routes.md: the literal one, and Node's legacy
+ * `url.parse` (a `\` is `/`) where there is a `\` before the query and the target does not start
+ * with `/` or holds one of `#`, whitespace, U+00A0, U+FEFF.
  */
 export function referenceReadings(raw: string): Reading[] {
   const target = raw.split(/[?#]/)[0]!;
-  const pathPart = target.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/\\]*/, '');
-  const backslash = pathPart.includes('\\');
-  const dot = pathPart.split('/').some((segment) => /^(?:\.|%2e){1,2}$/i.test(segment));
   const readings: Reading[] = [{}];
-  if (backslash || dot) readings.push({ backslash: true, dots: true });
-  if (backslash && (!raw.startsWith('/') || /[#\t\n\f\r \u00a0\ufeff]/.test(raw))) {
+  if (target.includes('\\') && (!raw.startsWith('/') || /[#\t\n\f\r \u00a0\ufeff]/.test(raw))) {
     readings.push({ backslash: true });
   }
-  if (pathPart.includes(';')) readings.push({ semicolon: true });
   return readings;
+}
+
+/**
+ * Whether an exemption may apply to a raw path, written from docs/routes.md: origin-form, no `\`,
+ * no `;`, no empty segment (doubled or trailing slash), no dot segment in any spelling.
+ */
+export function referencePlainPath(raw: string): boolean {
+  const target = raw.split(/[?#]/)[0]!;
+  if (!target.startsWith('/') || /[\\;]/.test(target)) return false;
+  if (target === '/') return true;
+  return target
+    .slice(1)
+    .split('/')
+    .every((segment) => segment !== '' && !/^(?:\.|%2e){1,2}$/i.test(segment));
 }
 
 /**
