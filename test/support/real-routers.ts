@@ -20,7 +20,7 @@ import { listen } from './listen.js';
 
 /** One route of the application: method, and path with `:name` parameters. */
 export interface AppRoute {
-  readonly method: 'GET' | 'PATCH';
+  readonly method: 'GET' | 'PATCH' | 'PUT';
   readonly path: string;
   /** Never answer: hold the request until the client goes (a slow handler). */
   readonly hold?: boolean;
@@ -77,7 +77,7 @@ export async function startExpress(routes: readonly AppRoute[], gate: Gate): Pro
   const { identity, ...options } = gate;
   app.use(expressRateLimit({ ...options, identify: () => identity }));
   for (const route of routes) {
-    const method = route.method === 'GET' ? 'get' : 'patch';
+    const method = route.method === 'GET' ? 'get' : route.method === 'PUT' ? 'put' : 'patch';
     app[method](route.path, (req, res) => {
       log.record(route.path, req.params as Record<string, string>);
       if (!route.hold) res.json({ route: route.path, params: req.params });
@@ -131,7 +131,7 @@ export async function startKoa(routes: readonly AppRoute[], gate: Gate): Promise
   koa.use(koaRateLimit<Koa.Context>({ ...options, identify: () => identity }));
   const router = new Router();
   for (const route of routes) {
-    const method = route.method === 'GET' ? 'get' : 'patch';
+    const method = route.method === 'GET' ? 'get' : route.method === 'PUT' ? 'put' : 'patch';
     router[method](route.path, async (ctx) => {
       log.record(route.path, ctx.params as Record<string, string>);
       if (route.hold) {
