@@ -476,11 +476,13 @@ export function resolveMaxPathLength(value: number | undefined): number {
 const defaultScanner = new PathScanner(DEFAULT_MAX_PATH_LENGTH);
 
 /**
- * The canonical form of a raw request path, or `undefined` when it is malformed. Query string and
+ * The canonical form of a raw request path, or `undefined` when it is malformed: the path as the
+ * supported routers (Express 5, Koa with @koa/router, Fastify 5) read it. Query string and
  * fragment are dropped; `%XX` of an unreserved character is decoded; every other character that
- * is not unreserved is written as upper-case `%XX` (UTF-8 for non-ASCII); `/` and `\` separate
- * segments; empty and `.` segments are dropped and `..` removes the one before it (never above the
- * root). Case is kept: matching folds literal and version segments, not this function.
+ * is not unreserved is written as upper-case `%XX` (UTF-8 for non-ASCII), a `\` included, which
+ * those routers keep inside its segment; `/` separates segments and empty segments are dropped;
+ * `.` and `..` segments stay, since no supported router resolves them. Case is kept: matching
+ * folds literal and version segments, not this function. See `docs/routes.md`.
  * @param raw - the request target as received, e.g. `req.url`
  * @param options - the maximum path length
  * @returns `/a/b` (or `/` for the root), or `undefined` for a malformed path; never throws for
@@ -488,7 +490,8 @@ const defaultScanner = new PathScanner(DEFAULT_MAX_PATH_LENGTH);
  *   `ConfigurationError`)
  * @example
  * ```ts
- * canonicalPath('//booking/V1/./bookings/%41bc/?x=1'); // '/booking/V1/bookings/Abc'
+ * canonicalPath('//booking/V1/bookings/%41bc/?x=1'); // '/booking/V1/bookings/Abc'
+ * canonicalPath('/bookings/x\\..\\B1'); // '/bookings/x%5C..%5CB1'
  * canonicalPath('/bookings/%zz'); // undefined
  * ```
  */
