@@ -7,6 +7,7 @@
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
 import { ConfigurationError } from '../errors.js';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
+import { describe } from '../limits/duration.js';
 import { clientGone, firstValue, holdUntilClosed } from './node-response.js';
 
 /** Options of {@link fastifyRateLimit}: `identify` receives the Fastify request. */
@@ -44,10 +45,14 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
   const gate = createRateLimitGate(options);
   const { keyBy } = options;
   if (keyBy !== undefined && keyBy !== 'route' && keyBy !== 'url') {
-    throw new ConfigurationError(
-      'invalid_option',
-      `keyBy must be 'route' or 'url' when given, got ${String(keyBy)}.`,
+    // Handed to Fastify, which fails `ready()` with it; a throw here would escape the plugin loader.
+    done(
+      new ConfigurationError(
+        'invalid_option',
+        `keyBy must be 'route' or 'url' when given, got ${describe(keyBy)}.`,
+      ),
     );
+    return;
   }
   const byRoute = keyBy !== 'url';
   const readTrackingId = (request: FastifyRequest) =>

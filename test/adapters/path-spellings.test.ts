@@ -3,8 +3,10 @@
  * sent byte for byte over real HTTP to Express 5, Fastify 5, Koa with @koa/router and Hono 4 with
  * the middleware in front, counting the requests that reach the handler.
  */
+import Fastify, { type FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, FakeClock, presets } from '../../src/index.js';
+import { fastifyRateLimit } from '../../src/adapters/fastify.js';
+import { createLimiter, FakeClock, isConfigurationError, presets } from '../../src/index.js';
 import {
   type AppRoute,
   type Gate,
@@ -172,3 +174,90 @@ describe.each(frameworks)(
     });
   },
 );
+
+describe('Fastify plugin: keyBy', () => {
+  const identity = { clientId: 'c1', accountCode: 'ACME' };
+  const sendBookings = async (app: RealApp, clock: FakeClock, n: number) => {
+    const statuses: number[] = [];
+    for (let i = 0; i < n; i++) {
+      clock.advance(1_000);
+      // Matrix parameters that find-my-way's useSemicolonDelimiter cuts off: every one is B1.
+      statuses.push(await rawRequest(app.port, 'PATCH', `/booking/v1/bookings/B1;x=${i}`).status);
+    }
+    return statuses;
+  };
+
+  it("'route' (the default) counts what useSemicolonDelimiter serves: B1;x=0 … B1;x=9 are B1, 5 of 10 reach it", async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const limiter = createLimiter({ preset: presets.development, clock });
+    const app = await startFastify(
+      bookingRoutes,
+      { limiter, identity },
+      {
+        routerOptions: { useSemicolonDelimiter: true } as NonNullable<
+          FastifyServerOptions['routerOptions']
+        >,
+      },
+    );
+    try {
+      const statuses = await sendBookings(app, clock, 10);
+      expect(app.served.map((s) => s.params.id)).toEqual(Array(BOOKING_LIMIT).fill('B1'));
+      expect(statuses.filter((code) => code === 429)).toHaveLength(10 - BOOKING_LIMIT);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("'url' reads the URL as sent: each matrix parameter is another id, as Express and Koa serve it", async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const limiter = createLimiter({ preset: presets.development, clock });
+    const app = await startFastify(bookingRoutes, { limiter, identity, keyBy: 'url' });
+    try {
+      const statuses = await sendBookings(app, clock, 10);
+      expect(statuses).toEqual(Array(10).fill(200));
+      expect(app.served.map((s) => s.params.id)).toEqual(
+        Array.from({ length: 10 }, (_, i) => `B1;x=${i}`),
+      );
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a route with a wildcard is read from the URL, so its resource limits still apply', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const limiter = createLimiter({ preset: presets.development, clock });
+    const app = await startFastify([{ method: 'PATCH', path: '/booking/v1/*' }], {
+      limiter,
+      identity,
+    });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        clock.advance(1_000);
+        statuses.push(await rawRequest(app.port, 'PATCH', '/booking/v1/bookings/B1').status);
+      }
+      expect(app.served).toHaveLength(BOOKING_LIMIT);
+      expect(statuses.filter((code) => code === 429)).toHaveLength(8 - BOOKING_LIMIT);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('refuses a keyBy other than route or url with invalid_option', async () => {
+    const fastify = Fastify({ logger: false });
+    fastify.register(fastifyRateLimit, {
+      limiter: createLimiter({ preset: presets.development }),
+      identify: () => identity,
+      keyBy: 'path' as never,
+    });
+    const caught = await fastify.ready().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(isConfigurationError(caught) && caught.code === 'invalid_option').toBe(true);
+    expect((caught as Error).message).toBe(
+      `keyBy must be 'route' or 'url' when given, got "path".`,
+    );
+    await fastify.close();
+  });
+});
