@@ -53,7 +53,7 @@ export interface RouteMatch<R extends RouteRule> {
   readonly key: string;
   /**
    * True when every supported router reads the path alike and routes it to this rule's handler:
-   * an origin-form path with one reading (no `\\`, no `.` or `..` segment, no `;`), no empty
+   * an origin-form path with no `\`, no `.` or `..` segment and no `;`, no empty
    * segment (no doubled or trailing slash), each literal segment spelled as the pattern writes it
    * (no escape, no change of case) and each version segment in lower case without escapes. Only
    * a plain match grants an exemption: where routers could disagree, the stricter answer wins.
@@ -383,8 +383,8 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
   }
 
   // True when the last scan's literal segments are spelled exactly as the pattern writes them and
-  // its version segments are lower case without escapes: what a case-sensitive router that does
-  // not decode before matching (Fastify by default, Express for escapes) routes to the handler.
+  // its version segments are lower case without escapes: Fastify (by default) and Hono match
+  // literals with case, Express and Koa match them before decoding escapes.
   private spelledAsWritten(pattern: RoutePattern): boolean {
     const segments = this.scanner.segments;
     const raw = this.raw;
