@@ -5,11 +5,25 @@
  * @module
  */
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
+import { ConfigurationError } from '../errors.js';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
+import { describe } from '../limits/duration.js';
 import { clientGone, firstValue, holdUntilClosed } from './node-response.js';
 
 /** Options of {@link fastifyRateLimit}: `identify` receives the Fastify request. */
-export type FastifyRateLimitOptions = RateLimitOptions<FastifyRequest>;
+export type FastifyRateLimitOptions = RateLimitOptions<FastifyRequest> & {
+  /**
+   * Which path the limiter reads. `route`: the path of the route Fastify matched, its parameters
+   * filled in (`/booking/v1/bookings/:id` with `id` = `B1` is `/booking/v1/bookings/B1`), so
+   * the limiter sees exactly the handler and id Fastify routes to, whatever the router's options
+   * (`caseSensitive`, `ignoreTrailingSlash`, `ignoreDuplicateSlashes`, `useSemicolonDelimiter`)
+   * and however the client spelled the path; a request that matched no route, or a route with a
+   * wildcard, a regular expression or several parameters in one segment, is read from its URL.
+   * `url`: always the URL as the client sent it (`request.url`).
+   * @defaultValue `'route'`
+   */
+  keyBy?: 'route' | 'url';
+};
 
 /**
  * The Fastify plugin. An `onRequest` hook decides each request. Admitted: sets the tracking id
@@ -29,10 +43,23 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
   done,
 ) => {
   const gate = createRateLimitGate(options);
+  const { keyBy } = options;
+  if (keyBy !== undefined && keyBy !== 'route' && keyBy !== 'url') {
+    // Handed to Fastify, which fails `ready()` with it; a throw here would escape the plugin loader.
+    done(
+      new ConfigurationError(
+        'invalid_option',
+        `keyBy must be 'route' or 'url' when given, got ${describe(keyBy)}.`,
+      ),
+    );
+    return;
+  }
+  const byRoute = keyBy !== 'url';
   const readTrackingId = (request: FastifyRequest) =>
     firstValue(request.headers[gate.trackingIdHeader]);
   fastify.addHook('onRequest', (request, reply, hookDone) => {
-    const pending = gate.check(request, request.method, request.url, readTrackingId);
+    const path = (byRoute ? routedPath(request) : undefined) ?? request.url;
+    const pending = gate.check(request, request.method, path, readTrackingId);
     const settle = (verdict: Awaited<typeof pending>): void => {
       // The client may have gone while an asynchronous store decided: nothing left to serve.
       if (clientGone(request.raw, reply.raw)) {
@@ -54,6 +81,35 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
   });
   done();
 };
+
+// A segment of a route path that is one whole parameter, such as `:id`.
+const WHOLE_PARAM = /^:([A-Za-z0-9_]+)$/;
+// A literal segment that routes exactly as written: no parameter, wildcard, regular expression,
+// escape or character that the canonical reading would take apart.
+const PLAIN_LITERAL = /^[^:*()%?#;\\]*$/;
+
+/**
+ * The path of the route Fastify matched for this request with its parameters filled in, each
+ * percent-encoded, or `undefined` when the request matched no route or its route has a wildcard,
+ * a regular expression or more than one parameter in a segment. The `onRequest` hook runs after
+ * routing, so this is exactly the handler and id the request reaches.
+ */
+function routedPath(request: FastifyRequest): string | undefined {
+  const route = request.routeOptions.url;
+  if (typeof route !== 'string' || route.charCodeAt(0) !== 0x2f) return undefined;
+  const params = request.params as Record<string, unknown> | null | undefined;
+  let path = '';
+  for (const segment of route.slice(1).split('/')) {
+    const param = WHOLE_PARAM.exec(segment);
+    if (param !== null) {
+      const value = params?.[param[1]!];
+      if (typeof value !== 'string' || value === '') return undefined;
+      path += `/${encodeURIComponent(value)}`;
+    } else if (PLAIN_LITERAL.test(segment)) path += `/${segment}`;
+    else return undefined;
+  }
+  return path;
+}
 
 // What fastify-plugin does: run in the parent's context, so the hook covers the parent's routes.
 Object.assign(fastifyRateLimit, {

@@ -64,9 +64,9 @@ export function honoRateLimit<E extends Env = Env>(
   };
 }
 
-// The path of the request URL, still percent-encoded as the client sent it: not `c.req.path`,
-// which Hono has percent-decoded (`%5C` becomes `\`, which the limiter would read as a separator while the
-// router keeps it inside one id). Everything before the path (scheme and Host) is left out so
+// The path of the request URL, still percent-encoded as the client sent it (after the WHATWG URL
+// parser of @hono/node-server or the runtime, which resolved dot segments): not `c.req.path`,
+// which Hono has percent-decoded, so that the limiter reads escapes as the route table documents. Everything before the path (scheme and Host) is left out so
 // that a long Host header cannot push the path past `maxPathLength`.
 function pathAsSent(url: string): string {
   const start = url.indexOf('/', url.indexOf('://') + 3);

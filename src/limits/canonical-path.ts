@@ -54,8 +54,40 @@ export const SEGMENT_VERSION = 4;
 /** Numbers stored per segment in {@link PathScanner.segments}: start, end, hash, flags. @internal */
 export const SEGMENT_STRIDE = 4;
 
+// Readings of a path: how one router or another takes it apart. The literal reading (none of
+// these) is what Express 5, Koa with @koa/router and Fastify 5 do by default; each bit adds what
+// some router does on top.
+/** `\` separates segments (Node's legacy `url.parse`, a WHATWG URL parser). @internal */
+export const READ_BACKSLASH = 1;
+/**
+ * `.` segments are dropped and `..` removes the one before (a WHATWG URL parser); used to refuse
+ * dot segments in route patterns. @internal
+ */
+export const READ_DOTS = 2;
+
+// What a scan saw, in {@link PathScanner.features}.
+/** A `\` before the query. @internal */
+export const HAS_BACKSLASH = 1;
+/** A `.` or `..` segment, raw or escaped. @internal */
+export const HAS_DOT_SEGMENT = 2;
+/** A `;` before the query. @internal */
+export const HAS_SEMICOLON = 4;
+/** An empty segment: a doubled or a trailing slash. @internal */
+export const HAS_EMPTY_SEGMENT = 8;
+/** An absolute-form target (`http://host/path`). @internal */
+export const HAS_AUTHORITY = 16;
+/** The canonical path is longer than the maximum (the scan answered -1 for that alone). @internal */
+export const TOO_LONG = 32;
+
 const SLASH = 0x2f;
 const BACKSLASH = 0x5c;
+const SEMICOLON = 0x3b;
+// The Kelvin sign, which `toLowerCase()` turns into an ASCII `k`: the only character outside
+// ASCII that Unicode lower-casing makes an ASCII letter on its own (find-my-way's
+// `caseSensitive: false` lower-cases the decoded path so).
+const KELVIN = 0x212a;
+const K_LOWER = 0x6b;
+const KELVIN_UTF8 = '%E2%84%AA';
 const QUESTION = 0x3f;
 const HASH = 0x23;
 const PERCENT = 0x25;
@@ -113,6 +145,9 @@ export class PathScanner {
   // The canonical length of each segment of the last scan, so that `..` can give it back.
   private lengths: Int32Array;
 
+  /** What the last scan saw: `HAS_*` bits and `TOO_LONG`. */
+  features = 0;
+
   // State of the segment being read or rebuilt.
   private hash = 0;
   private length = 0;
@@ -131,51 +166,68 @@ export class PathScanner {
   }
 
   /**
-   * Canonicalise `raw` into {@link PathScanner.segments}.
+   * Canonicalise `raw` into {@link PathScanner.segments}, in one reading.
    * @param raw - the request target as received (origin-form or absolute-form)
-   * @returns the number of canonical segments, or -1 when the path is malformed
+   * @param reading - `READ_*` bits; 0 for the literal reading
+   * @returns the number of canonical segments, or -1 when the path is malformed (with `TOO_LONG`
+   *   in {@link PathScanner.features} when only its length makes it so)
    */
-  scan(raw: unknown): number {
+  scan(raw: unknown, reading = 0): number {
+    this.features = 0;
     if (typeof raw !== 'string') return -1;
     const total = raw.length;
     let i = pathStart(raw);
     if (i < 0) return -1;
+    if (i > 0) this.features = HAS_AUTHORITY;
     // The raw path is bounded too, so that the work and the room for segments are: a path padded
     // past this is malformed (see RAW_PER_CANONICAL).
     const rawLimit = this.maxLength * RAW_PER_CANONICAL;
     if (i > rawLimit) return -1;
+    // Express, Koa and Fastify keep `\` inside a segment (Hono's node server refuses it); only a
+    // WHATWG URL parser and Node's legacy `url.parse` read it as `/`.
+    const backslash = (reading & READ_BACKSLASH) !== 0 ? BACKSLASH : SLASH;
+    const resolve = (reading & READ_DOTS) !== 0;
+    let features = this.features;
     let count = 0;
     // The length of the canonical path: the limit applies to it, not to the raw text, or a path
-    // padded with `//`, `/./` or `/x/..` past the limit would match no rule while a router that
-    // collapses them (Fastify's ignoreDuplicateSlashes, a WHATWG URL) serves the same resource.
+    // padded with `//` past the limit would match no rule while a router that collapses them
+    // (Fastify's ignoreDuplicateSlashes) serves the same resource.
     let canonical = 0;
+    // Whether the last thing read was a separator, to see empty segments.
+    let separated = false;
     while (i < total) {
       const c = raw.charCodeAt(i);
       if (c === QUESTION || c === HASH) break;
       if (i >= rawLimit) return -1;
-      // A backslash separates segments too: WHATWG URL parsers (and so fetch-based frameworks)
-      // read it as a slash, so treating it otherwise would let `a\b` dodge the rule for `a/b`.
-      if (c === SLASH || c === BACKSLASH) {
+      if (c === SLASH || c === backslash) {
+        if (separated) features |= HAS_EMPTY_SEGMENT;
+        separated = true;
         i++;
         continue;
       }
+      separated = false;
       const start = i;
       this.begin();
       while (i < total) {
         const d = raw.charCodeAt(i);
-        if (d === SLASH || d === BACKSLASH || d === QUESTION || d === HASH) break;
+        if (d === SLASH || d === backslash || d === QUESTION || d === HASH) break;
+        if (d === BACKSLASH) features |= HAS_BACKSLASH;
+        else if (d === SEMICOLON) features |= HAS_SEMICOLON;
         if (i >= rawLimit) return -1;
         i = this.step(raw, i, total);
         if (i < 0) return -1;
       }
       if (this.dots && this.length <= 2) {
-        // `.` is dropped and `..` removes the segment before it, never climbing above the root
-        // (RFC 3986 section 5.2.4).
-        if (this.length === 2 && count > 0) {
-          count--;
-          canonical -= 1 + (this.lengths[count] as number);
+        features |= HAS_DOT_SEGMENT;
+        if (resolve) {
+          // `.` is dropped and `..` removes the segment before it, never climbing above the root
+          // (RFC 3986 section 5.2.4).
+          if (this.length === 2 && count > 0) {
+            count--;
+            canonical -= 1 + (this.lengths[count] as number);
+          }
+          continue;
         }
-        continue;
       }
       if (count === this.lengths.length) this.grow();
       const segments = this.segments;
@@ -188,7 +240,14 @@ export class PathScanner {
       segments[at + 3] = this.flags | (this.version === V_ACCEPT ? SEGMENT_VERSION : 0);
       count++;
     }
-    return canonical > this.maxLength ? -1 : count;
+    // A trailing slash after a segment is an empty segment too (the root `/` alone is not).
+    if (separated && count > 0) features |= HAS_EMPTY_SEGMENT;
+    if (canonical > this.maxLength) {
+      this.features = features | TOO_LONG;
+      return -1;
+    }
+    this.features = features;
+    return count;
   }
 
   // Double the room for segments; only a path that holds more segments at once than a canonical
@@ -271,6 +330,10 @@ export class PathScanner {
         // An encoded NUL or control character is as malformed as a raw one.
         if (octet < 0x20 || octet === 0x7f) return -1;
         this.flags = 0;
+        if (octet === 0xe2 && isEscapedKelvin(raw, i, end)) {
+          this.kelvin();
+          return i + 9;
+        }
         if (octet < 0x80 && CLASS[octet] === UNRESERVED) this.character(octet);
         else this.octet(octet);
         return i + 3;
@@ -282,6 +345,10 @@ export class PathScanner {
     }
     // Non-ASCII: written as the percent-encoded UTF-8 octets, as a WHATWG URL parser would.
     this.flags = 0;
+    if (c === KELVIN) {
+      this.kelvin();
+      return i + 1;
+    }
     if (c < 0x800) {
       this.octet(0xc0 | (c >> 6));
       this.octet(0x80 | (c & 0x3f));
@@ -323,6 +390,18 @@ export class PathScanner {
     if (this.out !== null) this.out += String.fromCharCode(this.foldOut ? folded : c);
   }
 
+  // The Kelvin sign: written as its UTF-8 escapes, but folded (hash, folded text, version) as the
+  // `k` that a router lower-casing with Unicode rules makes of it, so that `boo\u212Aings` does not
+  // dodge the rule for `bookings` under find-my-way's `caseSensitive: false`.
+  private kelvin(): void {
+    this.hash = Math.imul(this.hash ^ K_LOWER, FNV_PRIME);
+    this.length += KELVIN_UTF8.length;
+    this.dots = false;
+    const v = this.version;
+    if (v === V_START || v === V_AFTER_V) this.version = V_DEAD;
+    if (this.out !== null) this.out += this.foldOut ? 'k' : KELVIN_UTF8;
+  }
+
   // One octet written as upper-case %XX.
   private octet(b: number): void {
     const hi = HEX.charCodeAt(b >> 4);
@@ -336,6 +415,19 @@ export class PathScanner {
     this.version = V_DEAD;
     if (this.out !== null) this.out += `%${HEX[b >> 4]}${HEX[b & 0xf]}`;
   }
+}
+
+// True when raw[i..] (a `%E2` already read) is the escaped Kelvin sign `%E2%84%AA`, any hex case.
+function isEscapedKelvin(raw: string, i: number, end: number): boolean {
+  if (i + 8 >= end) return false;
+  return (
+    raw.charCodeAt(i + 3) === PERCENT &&
+    hexValue(raw.charCodeAt(i + 4)) === 8 &&
+    hexValue(raw.charCodeAt(i + 5)) === 4 &&
+    raw.charCodeAt(i + 6) === PERCENT &&
+    hexValue(raw.charCodeAt(i + 7)) === 10 &&
+    hexValue(raw.charCodeAt(i + 8)) === 10
+  );
 }
 
 // Index where the path begins: 0 for origin-form; after the authority for absolute-form
@@ -384,11 +476,13 @@ export function resolveMaxPathLength(value: number | undefined): number {
 const defaultScanner = new PathScanner(DEFAULT_MAX_PATH_LENGTH);
 
 /**
- * The canonical form of a raw request path, or `undefined` when it is malformed. Query string and
+ * The canonical form of a raw request path, or `undefined` when it is malformed: the path as the
+ * supported routers (Express 5, Koa with @koa/router, Fastify 5) read it. Query string and
  * fragment are dropped; `%XX` of an unreserved character is decoded; every other character that
- * is not unreserved is written as upper-case `%XX` (UTF-8 for non-ASCII); `/` and `\` separate
- * segments; empty and `.` segments are dropped and `..` removes the one before it (never above the
- * root). Case is kept: matching folds literal and version segments, not this function.
+ * is not unreserved is written as upper-case `%XX` (UTF-8 for non-ASCII), a `\` included, which
+ * those routers keep inside its segment; `/` separates segments and empty segments are dropped;
+ * `.` and `..` segments stay, since no supported router resolves them. Case is kept: matching
+ * folds literal and version segments, not this function. See `docs/routes.md`.
  * @param raw - the request target as received, e.g. `req.url`
  * @param options - the maximum path length
  * @returns `/a/b` (or `/` for the root), or `undefined` for a malformed path; never throws for
@@ -396,7 +490,8 @@ const defaultScanner = new PathScanner(DEFAULT_MAX_PATH_LENGTH);
  *   `ConfigurationError`)
  * @example
  * ```ts
- * canonicalPath('//booking/V1/./bookings/%41bc/?x=1'); // '/booking/V1/bookings/Abc'
+ * canonicalPath('//booking/V1/bookings/%41bc/?x=1'); // '/booking/V1/bookings/Abc'
+ * canonicalPath('/bookings/x\\..\\B1'); // '/bookings/x%5C..%5CB1'
  * canonicalPath('/bookings/%zz'); // undefined
  * ```
  */

@@ -322,8 +322,11 @@ function effectCache(
     if (known !== undefined) return known;
     let active = all;
     const resources: ResourceScope[] = [];
-    for (const { rule, key: resource } of table.match(method, path)) {
-      if (rule.exemptPositions.length > 0)
+    for (const { rule, key: resource, plain } of table.match(method, path)) {
+      // An exemption only where every router routes the path to the exempt handler: a spelling
+      // some router reads otherwise (a backslash, a dot segment, an escape, a change of case) is
+      // limited like any other request.
+      if (rule.exemptPositions.length > 0 && plain)
         active = active.filter((i) => !rule.exemptPositions.includes(i));
       if (rule.ownPolicies.length > 0) {
         resources.push({ key: resource, policies: rule.ownPolicies, positions: rule.allPositions });
@@ -331,7 +334,9 @@ function effectCache(
     }
     const effect = active === all && resources.length === 0 ? none : { active, resources };
     // A long path is looked up each time: remembered, a few thousand of them would hold megabytes.
-    if (key.length > REMEMBERED_PATH_LENGTH) return effect;
+    // So is one with a backslash, whose readings depend on what follows its query (see
+    // RouteMatch.plain), which the memory's key leaves out.
+    if (key.length > REMEMBERED_PATH_LENGTH || key.includes('\\')) return effect;
     if (size >= ROUTE_EFFECT_CACHE_SIZE) {
       byMethod.clear();
       size = 0;

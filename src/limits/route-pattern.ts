@@ -5,7 +5,7 @@
  */
 
 import { ConfigurationError } from '../errors.js';
-import { PathScanner, SEGMENT_STRIDE } from './canonical-path.js';
+import { PathScanner, READ_DOTS, SEGMENT_STRIDE } from './canonical-path.js';
 
 /** One segment of a {@link RoutePattern}. */
 export type RouteSegment =
@@ -14,6 +14,11 @@ export type RouteSegment =
       readonly kind: 'literal';
       /** Its canonical text with ASCII letters folded to lower case. */
       readonly text: string;
+      /**
+       * Its canonical text with case kept: the spelling a request must use for an exemption to
+       * apply (see `RouteMatch.plain`).
+       */
+      readonly spelled: string;
     }
   | {
       /** `v*`: any version segment (see `VERSION_SEGMENT_PATTERN`). */
@@ -160,7 +165,7 @@ export function parseRoutePattern(route: string): RoutePattern {
         'this segment can never match: dot segments and control characters are removed or refused by canonicalisation',
       );
     }
-    segments.push({ kind: 'literal', text: literal });
+    segments.push({ kind: 'literal', ...literal });
   }
   return finish(route, method, segments, params);
 }
@@ -182,14 +187,15 @@ function literalReason(ch: string): string {
   }
 }
 
-// The canonical folded text of a literal segment, or undefined when canonicalisation would drop
-// it (a dot segment) or refuse it.
-function canonicalLiteral(segment: string): string | undefined {
+// The canonical text of a literal segment, folded and as spelled, or undefined when it is a dot
+// segment (which a WHATWG URL parser drops, so no route can rely on it) or canonicalisation
+// refuses it.
+function canonicalLiteral(segment: string): { text: string; spelled: string } | undefined {
   const raw = `/${segment}`;
   // The limit is on the canonical length, which escaping makes up to nine times the raw one.
   const scanner = new PathScanner(raw.length * 9);
-  if (scanner.scan(raw) !== 1) return undefined;
-  return scanner.text(raw, 0, true);
+  if (scanner.scan(raw, READ_DOTS) !== 1) return undefined;
+  return { text: scanner.text(raw, 0, true), spelled: scanner.text(raw, 0, false) };
 }
 
 function finish(

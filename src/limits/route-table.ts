@@ -6,10 +6,18 @@
 
 import { ConfigurationError } from '../errors.js';
 import {
+  HAS_AUTHORITY,
+  HAS_BACKSLASH,
+  HAS_DOT_SEGMENT,
+  HAS_EMPTY_SEGMENT,
+  HAS_SEMICOLON,
   PathScanner,
+  READ_BACKSLASH,
   resolveMaxPathLength,
+  SEGMENT_PLAIN_FOLDED,
   SEGMENT_STRIDE,
   SEGMENT_VERSION,
+  TOO_LONG,
 } from './canonical-path.js';
 import { readFields, readList, readOptions } from './read-once.js';
 import { literalHash, parseRoutePattern, type RoutePattern } from './route-pattern.js';
@@ -43,6 +51,14 @@ export interface RouteMatch<R extends RouteRule> {
    * one key; distinct ids never share one, since a canonical id holds no space.
    */
   readonly key: string;
+  /**
+   * True when every supported router reads the path alike and routes it to this rule's handler:
+   * an origin-form path with no `\`, no `.` or `..` segment and no `;`, no empty
+   * segment (no doubled or trailing slash), each literal segment spelled as the pattern writes it
+   * (no escape, no change of case) and each version segment in lower case without escapes. Only
+   * a plain match grants an exemption: where routers could disagree, the stricter answer wins.
+   */
+  readonly plain: boolean;
 }
 
 /** Options of {@link compileRoutes}. */
@@ -94,6 +110,8 @@ class TrieNode<R extends RouteRule> {
 }
 
 const NO_MATCHES: readonly never[] = Object.freeze([]);
+const NOT_PLAIN =
+  HAS_EMPTY_SEGMENT | HAS_AUTHORITY | HAS_DOT_SEGMENT | HAS_BACKSLASH | HAS_SEMICOLON;
 const LOWER_CASE = /[a-z]/;
 
 function byOrder(a: { order: number }, b: { order: number }): number {
@@ -263,20 +281,62 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
       (LOWER_CASE.test(method) ? this.byMethod.get(method.toUpperCase()) : undefined) ??
       null;
     if (root === null && this.anyMethod === null) return NO_MATCHES;
-    const count = this.scanner.scan(path);
-    if (count < 0 || count > this.depth) return NO_MATCHES;
-    this.raw = path as string;
+    const count = this.scanner.scan(path, 0);
+    const features = this.scanner.features;
+    // Too long in the literal reading may still be short enough in one that splits at `\`.
+    if (count < 0 && (features & TOO_LONG) === 0) return NO_MATCHES;
+    const raw = path as string;
+    const others = otherReadings(raw, features);
+    if (others === NO_READINGS) {
+      // The common case: one reading, no allocation on a miss.
+      if (count < 0) return NO_MATCHES;
+      const found = this.find(root, raw, count);
+      if (found === null) return NO_MATCHES;
+      if (found.length > 1) found.sort(byOrder);
+      // Express and Fastify route an empty segment, an absolute-form target, a dot segment, a
+      // `\` or a `;` (find-my-way's useSemicolonDelimiter) differently from one another.
+      const plain = (features & NOT_PLAIN) === 0;
+      const matches: RouteMatch<R>[] = [];
+      for (const terminal of found) matches.push(this.result(terminal, plain));
+      return matches;
+    }
+    // Routers read this path in different ways: count it under every rule and resource that any
+    // reading gives, and grant no exemption (no match is plain).
+    const all: Array<{ order: number; match: RouteMatch<R> }> = [];
+    const seen = new Set<string>();
+    const collect = (n: number): void => {
+      const found = this.find(root, raw, n);
+      if (found === null) return;
+      for (const terminal of found) {
+        const match = this.result(terminal, false);
+        const id = `${terminal.order} ${match.key}`;
+        if (seen.has(id)) continue;
+        seen.add(id);
+        all.push({ order: terminal.order, match });
+      }
+    };
+    if (count >= 0) collect(count);
+    for (const reading of others) {
+      const n = this.scanner.scan(raw, reading);
+      if (n >= 0) collect(n);
+    }
+    if (all.length === 0) return NO_MATCHES;
+    // Stable: one rule's keys keep the order of the readings.
+    all.sort(byOrder);
+    return all.map((entry) => entry.match);
+  }
+
+  // The terminals of the last scan's `count` segments, or null.
+  private find(root: TrieNode<R> | null, raw: string, count: number): Terminal<R>[] | null {
+    if (count > this.depth) return null;
+    this.raw = raw;
     this.count = count;
     this.found = null;
     if (root !== null) this.walk(root, 0);
     if (this.anyMethod !== null) this.walk(this.anyMethod, 0);
     const found = this.found as Terminal<R>[] | null;
     this.found = null;
-    if (found === null) return NO_MATCHES;
-    if (found.length > 1) found.sort(byOrder);
-    const matches: RouteMatch<R>[] = [];
-    for (const terminal of found) matches.push(this.result(terminal));
-    return matches;
+    return found;
   }
 
   // Depth-first over the three kinds of edge; the work is bounded by the trie's shape along the
@@ -306,7 +366,7 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
     if (node.param !== null) this.walk(node.param, index + 1);
   }
 
-  private result(terminal: Terminal<R>): RouteMatch<R> {
+  private result(terminal: Terminal<R>, plainPath: boolean): RouteMatch<R> {
     // A plain object is safe here: the pattern parser refuses the parameter name `__proto__`.
     const params: Record<string, string> = {};
     const names = terminal.pattern.params;
@@ -318,6 +378,51 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
       params[name] = id;
       key += ` ${name}${separator}${id}`;
     }
-    return { rule: terminal.rule, pattern: terminal.pattern, params, key };
+    const plain = plainPath && this.spelledAsWritten(terminal.pattern);
+    return { rule: terminal.rule, pattern: terminal.pattern, params, key, plain };
   }
+
+  // True when the last scan's literal segments are spelled exactly as the pattern writes them and
+  // its version segments are lower case without escapes: Fastify (by default) and Hono match
+  // literals with case, Express and Koa match them before decoding escapes.
+  private spelledAsWritten(pattern: RoutePattern): boolean {
+    const segments = this.scanner.segments;
+    const raw = this.raw;
+    for (let k = 0; k < pattern.segments.length; k++) {
+      const segment = pattern.segments[k]!;
+      const at = k * SEGMENT_STRIDE;
+      if (segment.kind === 'version') {
+        if ((segments[at + 3]! & SEGMENT_PLAIN_FOLDED) === 0) return false;
+      } else if (segment.kind === 'literal') {
+        const start = segments[at]!;
+        const spelled = segment.spelled;
+        if (segments[at + 1]! - start !== spelled.length || !raw.startsWith(spelled, start)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+}
+
+const NO_READINGS: readonly number[] = Object.freeze([]);
+const LEGACY_READING: readonly number[] = Object.freeze([READ_BACKSLASH]);
+const SLASH = 0x2f;
+
+// Characters that make `parseurl` (Express, Koa) hand an origin-form target to Node's legacy
+// `url.parse` (as it does every target that does not start with `/`).
+const LEGACY_PARSE = /[#\t\n\f\r \u00a0\ufeff]/;
+
+/**
+ * The readings of a path besides the literal one that a supported router takes. Only one: where
+ * `parseurl` (Express, Koa) hands the target to Node's legacy `url.parse`, which reads each `\`
+ * before the query as `/`, while find-my-way keeps it inside its segment. Hono's node server
+ * refuses a `\` in the path (400) and resolves dot segments before Hono routes and the adapter
+ * reads the URL, so no other reading is needed.
+ */
+function otherReadings(raw: string, features: number): readonly number[] {
+  if ((features & HAS_BACKSLASH) === 0) return NO_READINGS;
+  return (features & HAS_AUTHORITY) !== 0 || raw.charCodeAt(0) !== SLASH || LEGACY_PARSE.test(raw)
+    ? LEGACY_READING
+    : NO_READINGS;
 }

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   canonicalPath,
+  compileRoutes,
   DEFAULT_MAX_PATH_LENGTH,
   isConfigurationError,
   RAW_PER_CANONICAL,
@@ -77,15 +78,21 @@ describe('canonicalPath', () => {
   });
 
   it('drops query and fragment, decodes unreserved escapes, upper-cases the others', () => {
-    expect(canonicalPath('//booking/V1/./bookings/%41bc/?x=1#f')).toBe('/booking/V1/bookings/Abc');
+    expect(canonicalPath('//booking/V1//bookings/%41bc/?x=1#f')).toBe('/booking/V1/bookings/Abc');
     expect(canonicalPath('/a/%2f%5c/b')).toBe('/a/%2F%5C/b');
-    expect(canonicalPath('/a/b/../../..')).toBe('/');
     expect(canonicalPath('/é')).toBe('/%C3%A9');
     expect(canonicalPath('/a:b@c')).toBe('/a%3Ab%40c');
   });
 
-  it('treats a backslash as a separator and reads absolute-form targets', () => {
-    expect(canonicalPath('/a\\b')).toBe('/a/b');
+  it('keeps backslashes and dot segments, as Express, Koa and Fastify route them, and reads absolute-form targets', () => {
+    // Express 5 and Fastify 5 route `reservations/x\..\..\offers` to `reservations/:id`.
+    expect(canonicalPath('/booking/v1/reservations/x\\..\\..\\offers')).toBe(
+      '/booking/v1/reservations/x%5C..%5C..%5Coffers',
+    );
+    expect(canonicalPath('/a\\b')).toBe('/a%5Cb');
+    expect(canonicalPath('/a/./b/../c/%2e%2E')).toBe('/a/./b/../c/..');
+    // The Kelvin sign keeps its spelling here: only literal matching folds it.
+    expect(canonicalPath('/boo\u212Aings')).toBe('/boo%E2%84%AAings');
     expect(canonicalPath('https://api.example.com/a/b?q')).toBe('/a/b');
     expect(canonicalPath('http://api.example.com')).toBe('/');
   });
@@ -121,14 +128,11 @@ describe('canonicalPath', () => {
     expect(canonicalPath(`/${'a'.repeat(DEFAULT_MAX_PATH_LENGTH)}`)).toBeUndefined();
   });
 
-  it('counts the maximum length on the canonical path: padding with //, /./, /x/.. or escapes cannot push a path past it', () => {
+  it('counts the maximum length on the canonical path: padding with // or escapes cannot push a path past it', () => {
     fc.assert(
       fc.property(
         fc.array(fc.stringMatching(/^[A-Za-z0-9_~-]{1,8}$/), { minLength: 1, maxLength: 6 }),
-        fc.oneof(
-          fc.tuple(fc.constantFrom('/', '/.', '\\', '/x/..'), fc.integer({ min: 1, max: 2000 })),
-          fc.tuple(fc.constant(`/${'y'.repeat(3000)}/..`), fc.integer({ min: 1, max: 3 })),
-        ),
+        fc.oneof(fc.tuple(fc.constantFrom('/', '//'), fc.integer({ min: 1, max: 2000 }))),
         (segments, [pad, times]) => {
           const path = `/${segments.join('/')}`;
           const padded = `${pad.repeat(times)}/${segments.join(`${pad.repeat(times)}/`)}`;
@@ -157,10 +161,18 @@ describe('canonicalPath', () => {
     expect(canonicalPath(atLimit, { maxPathLength: max })).toBe('/a');
     expect(canonicalPath(`${atLimit}/`, { maxPathLength: max })).toBeUndefined();
     expect(canonicalPath(`${atLimit}?q=${'x'.repeat(raw)}`, { maxPathLength: max })).toBe('/a');
-    // At the default: 32 KiB of raw path, climbing back with `..` from as many segments as fit.
+    // At the default: 32 KiB of raw path, more segments than a canonical path of the maximum
+    // length holds (the room for them grows), and too long once canonical: dot segments stay.
     const climb = `${'/s'.repeat(6_000)}${'/..'.repeat(6_000)}/b`;
     expect(climb.length).toBeLessThanOrEqual(DEFAULT_MAX_PATH_LENGTH * RAW_PER_CANONICAL);
-    expect(canonicalPath(climb)).toBe('/b');
+    expect(canonicalPath(climb)).toBeUndefined();
+    expect(compileRoutes([{ route: 'GET /b' }]).match('GET', climb)).toEqual([]);
+    // An absolute-form target with a backslash is read both ways, as Fastify and Express do.
+    const both = compileRoutes([{ route: 'GET /b' }, { route: 'GET /{id}' }]).match(
+      'GET',
+      'http://h/a\\..\\b',
+    );
+    expect(both.map((m) => [m.key, m.plain])).toEqual([['GET /{id} id=a%5C..%5Cb', false]]);
     expect(
       canonicalPath(`${'/'.repeat(DEFAULT_MAX_PATH_LENGTH * RAW_PER_CANONICAL)}b`),
     ).toBeUndefined();

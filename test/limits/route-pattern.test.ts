@@ -40,16 +40,22 @@ describe('parseRoutePattern', () => {
       source: 'PUT /rateplan/v*/rate-plans/{id}/rates',
       method: 'PUT',
       segments: [
-        { kind: 'literal', text: 'rateplan' },
+        { kind: 'literal', text: 'rateplan', spelled: 'rateplan' },
         { kind: 'version' },
-        { kind: 'literal', text: 'rate-plans' },
+        { kind: 'literal', text: 'rate-plans', spelled: 'rate-plans' },
         { kind: 'param', name: 'id' },
-        { kind: 'literal', text: 'rates' },
+        { kind: 'literal', text: 'rates', spelled: 'rates' },
       ],
       params: ['id'],
       canonical: 'PUT /rateplan/v*/rate-plans/{id}/rates',
     });
     expect(parseRoutePattern('* /').canonical).toBe('* /');
+    // A literal keeps its spelling (case, escapes made canonical) next to its folded text.
+    expect(parseRoutePattern('GET /Rate%2dPlans%3a').segments[0]).toEqual({
+      kind: 'literal',
+      text: 'rate-plans%3A',
+      spelled: 'Rate-Plans%3A',
+    });
     expect(parseRoutePattern('get /A%7eb/%2f/x:y').canonical).toBe('GET /a~b/%2F/x%3Ay');
   });
 

@@ -15,11 +15,27 @@ export function percentEncode(ch: string): string {
     .join('');
 }
 
+/** How a router takes a path apart besides the literal reading (see docs/routes.md). */
+export interface Reading {
+  /** `\` separates segments (a WHATWG URL parser, Node's legacy `url.parse`). */
+  readonly backslash?: boolean;
+  /** `.` segments are dropped and `..` removes the one before (a WHATWG URL parser). */
+  readonly dots?: boolean;
+  /** The path ends at its first `;` (find-my-way's `useSemicolonDelimiter`). */
+  readonly semicolon?: boolean;
+}
+
 /**
- * Reference canonicaliser, written for clarity rather than speed: split, decode, resolve.
+ * Reference canonicaliser, written for clarity rather than speed: split, decode, resolve. The
+ * literal reading by default: `\` is an ordinary character and dot segments stay, as Express,
+ * Koa and Fastify read a path; `reading` adds what other parsers do.
  * @returns the canonical path with case kept, or undefined when malformed
  */
-export function referenceCanonicalPath(raw: unknown, maxPathLength = 2048): string | undefined {
+export function referenceCanonicalPath(
+  raw: unknown,
+  maxPathLength = 2048,
+  reading: Reading = {},
+): string | undefined {
   if (typeof raw !== 'string') return undefined;
   const target = raw.split(/[?#]/)[0]!;
   // The raw target (host included) is bounded at 16 times the maximum (RAW_PER_CANONICAL).
@@ -35,8 +51,9 @@ export function referenceCanonicalPath(raw: unknown, maxPathLength = 2048): stri
   if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(path)) {
     return undefined;
   }
+  if (reading.semicolon) path = path.split(';')[0]!;
   const stack: string[] = [];
-  for (const segment of path.split(/[/\\]/)) {
+  for (const segment of path.split(reading.backslash ? /[/\\]/ : '/')) {
     if (segment === '') continue;
     const canonical = segment.replace(/%[0-9A-Fa-f]{2}|[\s\S]/gu, (piece) => {
       if (piece.startsWith('%') && piece.length === 3) {
@@ -45,8 +62,8 @@ export function referenceCanonicalPath(raw: unknown, maxPathLength = 2048): stri
       }
       return UNRESERVED.test(piece) ? piece : percentEncode(piece);
     });
-    if (canonical === '.') continue;
-    if (canonical === '..') stack.pop();
+    if (reading.dots && canonical === '.') continue;
+    if (reading.dots && canonical === '..') stack.pop();
     else stack.push(canonical);
   }
   // The maximum length applies to the canonical path, however long the raw one.
@@ -54,10 +71,41 @@ export function referenceCanonicalPath(raw: unknown, maxPathLength = 2048): stri
   return canonical.length > maxPathLength ? undefined : canonical;
 }
 
-/** ASCII letters to lower case, except the hex digits of `%XX`. */
+/**
+ * The readings a path gets, written from docs/routes.md: the literal one, and Node's legacy
+ * `url.parse` (a `\` is `/`) where there is a `\` before the query and the target does not start
+ * with `/` or holds one of `#`, whitespace, U+00A0, U+FEFF.
+ */
+export function referenceReadings(raw: string): Reading[] {
+  const target = raw.split(/[?#]/)[0]!;
+  const readings: Reading[] = [{}];
+  if (target.includes('\\') && (!raw.startsWith('/') || /[#\t\n\f\r \u00a0\ufeff]/.test(raw))) {
+    readings.push({ backslash: true });
+  }
+  return readings;
+}
+
+/**
+ * Whether an exemption may apply to a raw path, written from docs/routes.md: origin-form, no `\`,
+ * no `;`, no empty segment (doubled or trailing slash), no dot segment in any spelling.
+ */
+export function referencePlainPath(raw: string): boolean {
+  const target = raw.split(/[?#]/)[0]!;
+  if (!target.startsWith('/') || /[\\;]/.test(target)) return false;
+  if (target === '/') return true;
+  return target
+    .slice(1)
+    .split('/')
+    .every((segment) => segment !== '' && !/^(?:\.|%2e){1,2}$/i.test(segment));
+}
+
+/**
+ * ASCII letters to lower case, except the hex digits of `%XX`; the Kelvin sign (`%E2%84%AA`),
+ * which Unicode lower-casing makes a `k`, to `k`.
+ */
 export function foldCanonical(segment: string): string {
-  return segment.replace(/%[0-9A-F]{2}|[A-Z]/g, (piece) =>
-    piece.length === 1 ? piece.toLowerCase() : piece,
+  return segment.replace(/%E2%84%AA|%[0-9A-F]{2}|[A-Z]/g, (piece) =>
+    piece === '%E2%84%AA' ? 'k' : piece.length === 1 ? piece.toLowerCase() : piece,
   );
 }
 
@@ -136,7 +184,7 @@ export const spellingArb: fc.Arbitrary<SpellingChoice[]> = fc.array(
 
 /**
  * One spelling of a logical segment. Characters that may not appear raw (`%`, `/`, `\`, `?`,
- * `#`) are always encoded; the others follow the choices. `foldable` says whether letter case may
+ * `#`, `;`) are always encoded; the others follow the choices. `foldable` says whether letter case may
  * change (true for literal and version segments, false for ids).
  */
 export function spellSegment(
@@ -147,7 +195,9 @@ export function spellSegment(
   return chars
     .map((ch, k) => {
       const choice = choices[k % choices.length]!;
-      const mustEncode = '%/\\?#'.includes(ch);
+      // A raw `;` gets a second reading (find-my-way's useSemicolonDelimiter), so it is not an
+      // equivalent spelling of `%3B`: the reference-matcher test covers it.
+      const mustEncode = '%/\\?#;'.includes(ch);
       const letter = /^[A-Za-z]$/.test(ch);
       const cased =
         foldable && letter && choice.flipCase
@@ -176,8 +226,23 @@ export interface PathNoise {
   readonly fragment: string | null;
 }
 
-/** Arbitrary {@link PathNoise}. */
+/**
+ * Arbitrary {@link PathNoise} that every router reads alike: doubled and trailing slashes, query
+ * and fragment. Backslashes and dot segments are read differently by different routers (see
+ * {@link hostileNoiseArb}).
+ */
 export const pathNoiseArb: fc.Arbitrary<PathNoise> = fc.record({
+  slashes: fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 8 }),
+  backslash: fc.constant(false),
+  dot: fc.constant(-1),
+  dotDot: fc.constant(-1),
+  trailingSlash: fc.boolean(),
+  query: fc.option(fc.string({ maxLength: 12 }), { nil: null }),
+  fragment: fc.option(fc.string({ maxLength: 6 }), { nil: null }),
+});
+
+/** Arbitrary {@link PathNoise} with backslashes and dot segments too. */
+export const hostileNoiseArb: fc.Arbitrary<PathNoise> = fc.record({
   slashes: fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 8 }),
   backslash: fc.boolean(),
   dot: fc.integer({ min: -1, max: 7 }),
