@@ -550,3 +550,122 @@ describe('createRedisDeliveryQueue (BullMQ): restarts, outages and hostile jobs'
     expect(receiver.received.length - before).toBe(1);
   });
 });
+
+describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
+  const count = 8;
+  // One place every awaited event (a receiver hit, a report, a BullMQ event, an exit) wakes.
+  const waiters: Array<() => void> = [];
+  const wake = () => {
+    for (const w of waiters.splice(0)) w();
+  };
+  const until = async (ok: () => boolean) => {
+    while (!ok()) await new Promise<void>((w) => waiters.push(w));
+  };
+  // A delivery process (the fixture) and the reports it printed.
+  const service = (env: Record<string, string>) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'test/queue-redis/fixtures/delivery-service.ts'],
+      {
+        env: {
+          ...process.env,
+          REDIS_PORT: String(redis.port),
+          RECEIVER_URL: receiver.url,
+          SECRET: secret,
+          ...env,
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const reports: DeliveryAttempt[] = [];
+    const state = { ready: false };
+    let rest = '';
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop()!;
+      for (const line of lines) {
+        if (line.startsWith('report ')) reports.push(JSON.parse(line.slice(7)) as DeliveryAttempt);
+        if (line === 'ready') state.ready = true;
+      }
+      wake();
+    });
+    const exited = once(child, 'exit');
+    void exited.then(wake);
+    return { child, reports, exited, state };
+  };
+  const kill = async ({ child, exited }: ReturnType<typeof service>) => {
+    child.kill('SIGKILL');
+    await exited;
+  };
+  // Watches a queue: the jobs BullMQ failed, as its event stream tells them.
+  const watch = async (name: string) => {
+    const events = new bullmq.QueueEvents(name, { connection: connection() });
+    const failed = new Set<string>();
+    events.on('failed', ({ jobId }) => {
+      failed.add(decodeURIComponent(jobId.split('|')[0]!));
+      wake();
+    });
+    await events.waitUntilReady();
+    return { events, failed };
+  };
+  // The ids that reached the receiver since index `from`.
+  const arrived = (from: number) =>
+    new Set(receiver.received.slice(from).map((d) => String(d.headers['webhook-id'])));
+  const hold = () => {
+    receiver.respond(() => {
+      wake();
+      return undefined; // held open: the process is killed in the middle of the attempt
+    });
+  };
+  const answer = () => {
+    receiver.respond(() => {
+      wake();
+      return { status: 204 };
+    });
+  };
+
+  it.each([2, 3])(
+    'delivers every job at least once, under its webhook-id, after %i kills of the delivering process during the same attempts',
+    async (kills) => {
+      const run = `crash${kills}-${randomUUID().slice(0, 8)}`;
+      const name = `crashes-${run}`;
+      const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
+      const { events, failed } = await watch(name);
+      const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count) };
+      try {
+        hold();
+        let from = receiver.received.length;
+        let current = service({ ...env, ENQUEUE: String(count) });
+        for (let k = 1; k <= kills; k++) {
+          // Every job not yet given up is in flight at the receiver, then the process dies.
+          const start = from;
+          await until(() => ids.every((id) => arrived(start).has(id) || failed.has(id)));
+          await kill(current);
+          from = receiver.received.length;
+          if (k < kills) current = service(env);
+        }
+        answer();
+        const last = service(env);
+        const delivered = () =>
+          new Set(last.reports.filter((r) => r.outcome === 'delivered').map((r) => r.id));
+        await until(
+          () => last.state.ready && ids.every((id) => delivered().has(id) || failed.has(id)),
+        );
+        last.child.kill('SIGTERM');
+        const [code] = await last.exited;
+        expect(code).toBe(0);
+
+        const lost = ids.filter((id) => !delivered().has(id));
+        expect(`${lost.length} of ${count} lost`).toBe(`0 of ${count} lost`);
+        expect(failed.size).toBe(0);
+        expect([...arrived(from)].sort()).toEqual([...ids].sort());
+        // Each crashed attempt counts against the schedule: the one that succeeds is attempt kills + 1.
+        expect(last.reports.map((r) => r.attempt)).toEqual(ids.map(() => kills + 1));
+      } finally {
+        await events.close();
+      }
+    },
+    60_000,
+  );
+});
