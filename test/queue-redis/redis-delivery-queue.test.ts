@@ -666,6 +666,98 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
         await events.close();
       }
     },
-    60_000,
+    120_000,
   );
+
+  it('gives up, without sending again, on a job whose every attempt of the schedule was lost in a crash', async () => {
+    const run = `poison-${randomUUID().slice(0, 8)}`;
+    const name = `crashes-${run}`;
+    const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
+    const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count), MAX_ATTEMPTS: '2' };
+    hold();
+    let from = receiver.received.length;
+    let current = service({ ...env, ENQUEUE: String(count) });
+    for (let k = 1; k <= 2; k++) {
+      const start = from;
+      await until(() => ids.every((id) => arrived(start).has(id)));
+      await kill(current);
+      from = receiver.received.length;
+      current = service(env);
+    }
+    answer();
+    await until(() => current.reports.length === count);
+    current.child.kill('SIGTERM');
+    expect((await current.exited)[0]).toBe(0);
+    expect(receiver.received.length - from).toBe(0);
+    expect(current.reports.map((r) => [r.outcome, r.reason, r.attempt])).toEqual(
+      ids.map(() => ['failed', 'attempts_exhausted', 2]),
+    );
+  }, 120_000);
+
+  it('reports a job BullMQ gave up on as lost, keeps it with its payload, and delivers it once replayed', async () => {
+    const run = `given-up-${randomUUID().slice(0, 8)}`;
+    const name = `crashes-${run}`;
+    const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
+    const { events, failed } = await watch(name);
+    // BullMQ fails a job at its first stall.
+    const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count), MAX_STALLED: '0' };
+    const queue = createRedisDeliveryQueue({ bullmq, connection: connection(), name });
+    try {
+      hold();
+      const from = receiver.received.length;
+      const first = service({ ...env, ENQUEUE: String(count) });
+      await until(() => ids.every((id) => arrived(from).has(id)));
+      await kill(first);
+      answer();
+      const second = service(env);
+      const outcomes = (outcome: string) =>
+        second.reports.filter((r) => r.outcome === outcome).map((r) => r.id);
+      await until(() => outcomes('lost').length === count && failed.size === count);
+      expect(second.reports.filter((r) => r.outcome === 'lost')).toMatchObject(
+        ids.map(() => ({ attempt: 1, error: { code: 'stalled' } })),
+      );
+      expect(await queue.counts()).toMatchObject({ failed: count, waiting: 0, active: 0 });
+      const kept = await queue.failed();
+      expect(kept.map((j) => j.id).sort()).toEqual([...ids].sort());
+      expect(kept.map((j) => j.body).sort()).toEqual(
+        ids.map((_, n) => JSON.stringify({ n })).sort(),
+      );
+
+      const replayedFrom = receiver.received.length;
+      expect(await queue.retryFailed()).toBe(count);
+      await until(() => outcomes('delivered').length === count);
+      expect([...arrived(replayedFrom)].sort()).toEqual([...ids].sort());
+      expect(second.reports.filter((r) => r.outcome === 'delivered').map((r) => r.attempt)).toEqual(
+        ids.map(() => 1),
+      );
+      expect(await queue.failed()).toEqual([]);
+      await until(() => second.state.ready);
+      second.child.kill('SIGTERM');
+      expect((await second.exited)[0]).toBe(0);
+    } finally {
+      await Promise.all([queue.close(), events.close()]);
+    }
+  }, 120_000);
+
+  it('refuses worker options BullMQ would throw on or take silently, saying which it got', () => {
+    for (const [workerOptions, got] of [
+      [{ lockDuration: 0 }, '0, undefined and 100'],
+      [{ stalledInterval: 2.5 }, 'undefined, 2.5 and 100'],
+      [{ maxStalledCount: -1 }, 'undefined, undefined and -1'],
+      [{ maxStalledCount: Number.NaN }, 'undefined, undefined and NaN'],
+      [null, 'undefined, undefined and 100'],
+    ] as const) {
+      const error = thrown(() =>
+        createRedisDeliveryQueue({
+          bullmq,
+          connection: connection(),
+          workerOptions: workerOptions as never,
+        }),
+      );
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect((error as Error).message).toBe(
+        `workerOptions lockDuration and stalledInterval must be whole numbers of ms >= 1 and maxStalledCount a whole number >= 0, got ${got}.`,
+      );
+    }
+  });
 });
