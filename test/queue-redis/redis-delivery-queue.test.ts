@@ -652,12 +652,11 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
         await until(
           () => last.state.ready && ids.every((id) => delivered().has(id) || failed.has(id)),
         );
+        const lost = ids.filter((id) => !delivered().has(id));
+        expect(`${lost.length} of ${count} lost`).toBe(`0 of ${count} lost`);
         last.child.kill('SIGTERM');
         const [code] = await last.exited;
         expect(code).toBe(0);
-
-        const lost = ids.filter((id) => !delivered().has(id));
-        expect(`${lost.length} of ${count} lost`).toBe(`0 of ${count} lost`);
         expect(failed.size).toBe(0);
         expect([...arrived(from)].sort()).toEqual([...ids].sort());
         // Each crashed attempt counts against the schedule: the one that succeeds is attempt kills + 1.
