@@ -137,7 +137,8 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
           async (job, token) => {
             const { data } = job;
             // Recorded before the attempt: if this process dies during it, the next run counts it.
-            await job.updateData(started(data, clock.now()));
+            const start = started(data, clock.now());
+            if (start !== undefined) await job.updateData(start);
             const step = await deliverer.attempt(data);
             if (step.done) return step.report.outcome;
             // The next attempt waits in Redis, not in this process: a restart loses nothing.
@@ -157,11 +158,13 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   worker?.on('error', () => undefined);
   // A job BullMQ failed (it stalled too often) is never dropped silently: reported, and kept.
   worker?.on('failed', (job, error) => {
-    if (job === undefined || deliverer?.lost === undefined) return;
-    void deliverer.lost(job.data, {
+    if (job === undefined || deliverer === undefined) return;
+    const lost = {
       code: job.failedReason === STALLED_TOO_OFTEN ? 'stalled' : 'queue_failed',
-      message: `${error.message}; the job is kept in the failed set: replay it with retryFailed().`,
-    });
+      message: `${describe(error)}; the job is kept in the failed set: replay it with retryFailed().`,
+    };
+    // A deliverer of one's own may lack lost(), or throw or reject in it: never unhandled.
+    (async () => deliverer.lost?.(job.data, lost))().catch(() => undefined);
   });
   let closed = false;
 
@@ -225,7 +228,11 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
 const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
 
 // The job as it is once an attempt has started: one more attempt, and the time of the first.
-function started(job: DeliveryJob, now: number): DeliveryJob {
+// Undefined for data no attempt can be made of (the deliverer fails it as invalid_job).
+function started(job: DeliveryJob, now: number): DeliveryJob | undefined {
+  if (typeof job !== 'object' || job === null || !Number.isSafeInteger(job.attempts)) {
+    return undefined;
+  }
   const first = job.firstAttemptAt ?? (Number.isFinite(now) ? now : undefined);
   return {
     ...job,

@@ -519,6 +519,34 @@ describe('createRedisDeliveryQueue (BullMQ): restarts, outages and hostile jobs'
     }
   });
 
+  it('fails data that is no delivery job once as invalid_job, put there by another producer, and keeps nothing failed', async () => {
+    const name = `foreign-${randomUUID()}`;
+    const log = recorder();
+    const inspect = view(name);
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name,
+      deliverer: deliverer(log),
+    });
+    try {
+      await inspect.add('delivery', null);
+      await inspect.add('delivery', { ...job('text'), attempts: 'one' });
+      await log.until((r) => r.length === 2);
+      expect(log.reports.map((r) => [r.outcome, r.reason])).toEqual([
+        ['failed', 'invalid_job'],
+        ['failed', 'invalid_job'],
+      ]);
+      await queue.close();
+      expect(await inspect.getJobCounts('completed', 'failed')).toEqual({
+        completed: 2,
+        failed: 0,
+      });
+    } finally {
+      await Promise.all([queue.close(), inspect.close()]);
+    }
+  });
+
   it('tells onGone once when the receiver answers 410, and delivers the same message no more', async () => {
     const log = recorder();
     const gone: string[] = [];
