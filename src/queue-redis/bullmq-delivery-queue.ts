@@ -215,8 +215,16 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       let replayed = 0;
       for (const job of await queue.getFailed()) {
         const { firstAttemptAt: _, ...data } = job.data;
+        // Reset first: a process dying between the two calls leaves a failed job, not a replay
+        // whose spent schedule gives it up at once.
         await job.updateData({ ...data, attempts: 0 });
-        await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+        try {
+          await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+        } catch (caught) {
+          // Replayed (or removed) meanwhile by another caller: not ours to count.
+          if (await job.isFailed()) throw caught;
+          continue;
+        }
         replayed += 1;
       }
       return replayed;

@@ -27,7 +27,7 @@ export interface DeliveryJob {
   readonly endpointUrl: string;
   /** The exact body. */
   readonly body: string;
-  /** Attempts made so far (0 for a new job). */
+  /** Attempts started so far, those lost when their process died included (0 for a new job). */
   readonly attempts: number;
   /** When the first attempt started, in ms (absent before it). */
   readonly firstAttemptAt?: number;
