@@ -746,8 +746,10 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
         expect(code).toBe(0);
         expect(failed.size).toBe(0);
         expect([...arrived(from)].sort()).toEqual([...ids].sort());
-        // Each crashed attempt counts against the schedule: the one that succeeds is attempt kills + 1.
-        expect(last.reports.map((r) => r.attempt)).toEqual(ids.map(() => kills + 1));
+        // Each crashed attempt counts against the schedule: the one that succeeds is attempt
+        // kills + 1 (more only if a run stalled again, which a loaded machine can cause).
+        for (const r of last.reports) expect(r.attempt).toBeGreaterThanOrEqual(kills + 1);
+        expect(Math.min(...last.reports.map((r) => r.attempt))).toBe(kills + 1);
       } finally {
         await events.close();
       }
@@ -775,9 +777,11 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
     current.child.kill('SIGTERM');
     expect((await current.exited)[0]).toBe(0);
     expect(receiver.received.length - from).toBe(0);
-    expect(current.reports.map((r) => [r.outcome, r.reason, r.attempt])).toEqual(
-      ids.map(() => ['failed', 'attempts_exhausted', 2]),
+    expect(current.reports.map((r) => [r.outcome, r.reason, r.error?.code])).toEqual(
+      ids.map(() => ['failed', 'attempts_exhausted', 'not_attempted']),
     );
+    // The two attempts lost in the kills (more only if a run stalled again on a loaded machine).
+    for (const r of current.reports) expect(r.attempt).toBeGreaterThanOrEqual(2);
   }, 120_000);
 
   it('reports a job BullMQ gave up on as lost, keeps it with its payload, and delivers it once replayed', async () => {
