@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import * as bullmq from 'bullmq';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDeliverer,
   type DeliveryAttempt,
@@ -648,6 +648,13 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
   const until = async (ok: () => boolean) => {
     while (!ok()) await new Promise<void>((w) => waiters.push(w));
   };
+  // A test that fails or times out leaves no delivery process behind.
+  const children: ChildProcess[] = [];
+  afterEach(() => {
+    for (const child of children.splice(0)) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  });
   // A delivery process (the fixture) and the reports it printed.
   const service = (env: Record<string, string>) => {
     const child = spawn(
@@ -664,6 +671,7 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );
+    children.push(child);
     const reports: DeliveryAttempt[] = [];
     const state = { ready: false };
     let rest = '';
