@@ -2,7 +2,8 @@
  * The durable delivery queue on Redis, built on BullMQ: a job per message and subscription (its
  * BullMQ id derived from both, so enqueueing twice adds it once), one attempt per run, a retry
  * moved to BullMQ's delayed set at the time the schedule says, and jobs of a worker that died
- * picked up again by the next one (BullMQ's stalled-job check). Deliveries survive a restart.
+ * picked up again by the next one (BullMQ's stalled-job check), each lost attempt counted against
+ * the schedule. A job BullMQ gives up on is reported and kept in its failed set for replay.
  * @module
  */
 import type * as BullMQ from 'bullmq';
@@ -39,14 +40,19 @@ export interface RedisDeliveryQueueOptions {
   /** The clock retries are scheduled on. @defaultValue {@link systemClock} */
   clock?: Clock;
   /**
-   * Passed on to BullMQ's Worker: `lockDuration` and `stalledInterval` set how soon the jobs of a
-   * worker that died are run again (30 s by default).
+   * Passed on to BullMQ's Worker: `lockDuration` and `stalledInterval` (whole ms >= 1, 30 s each
+   * by default) set how soon the jobs of a worker that died are run again; `maxStalledCount`
+   * (a whole number >= 0) is how often a job may stall before BullMQ fails it. Each stalled attempt
+   * counts against the deliverer's schedule, which gives up first with the default of 100.
    */
   workerOptions?: Pick<
     BullMQ.WorkerOptions,
     'lockDuration' | 'stalledInterval' | 'maxStalledCount'
   >;
-  /** Completed and failed jobs kept in Redis, for inspection. @defaultValue 1000 each */
+  /**
+   * Completed jobs kept in Redis, for inspection. @defaultValue 1000. Failed jobs (those BullMQ
+   * gave up on) are all kept until {@link RedisDeliveryQueue.retryFailed} replays them.
+   */
   keep?: number;
 }
 
@@ -58,15 +64,31 @@ export interface RedisDeliveryQueueOptions {
 export interface RedisDeliveryQueue extends DeliveryQueue {
   /** Jobs by state (`waiting`, `active`, `delayed`, `completed`, `failed`). */
   counts(): Promise<Record<string, number>>;
+  /**
+   * The jobs BullMQ gave up on (reported as `lost`), oldest first, as they were when it did.
+   * @returns the jobs in BullMQ's failed set
+   */
+  failed(): Promise<DeliveryJob[]>;
+  /**
+   * Replay every job BullMQ gave up on: each goes back to waiting with its schedule started afresh
+   * (no attempts, no first attempt time), under the same message id (`webhook-id`).
+   * @returns how many jobs were replayed
+   */
+  retryFailed(): Promise<number>;
 }
 
 const JOB_NAME = 'delivery';
+
+// BullMQ's own limit only as a backstop: the deliverer's schedule counts stalled attempts and
+// gives up within its maxAttempts (8 by default), reporting it.
+const MAX_STALLED_COUNT = 100;
 
 /**
  * Open the queue, and start a worker when a deliverer is given.
  * @param options - the bullmq module, the connection, the deliverer and the bounds
  * @returns the queue
- * @throws ConfigurationError `invalid_option` when the bullmq module or a bound is wrong
+ * @throws ConfigurationError `invalid_option` when the bullmq module, a bound or a worker option is
+ * wrong
  * @example
  * ```ts
  * import * as bullmq from 'bullmq';
@@ -97,6 +119,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       `concurrency and capacity must be whole numbers >= 1, got ${String(concurrency)} and ${String(capacity)}.`,
     );
   }
+  const workerOptions = checkWorkerOptions(options.workerOptions);
   const name = options.name ?? 'webhook-deliveries';
   const keep = options.keep ?? 1000;
   const clock = options.clock ?? systemClock;
@@ -112,20 +135,37 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       : new bullmq.Worker<DeliveryJob>(
           name,
           async (job, token) => {
-            const step = await deliverer.attempt(job.data);
+            const { data } = job;
+            // Recorded before the attempt: if this process dies during it, the next run counts it.
+            const start = started(data, clock.now());
+            if (start !== undefined) await job.updateData(start);
+            const step = await deliverer.attempt(data);
             if (step.done) return step.report.outcome;
             // The next attempt waits in Redis, not in this process: a restart loses nothing.
             await job.updateData(step.job);
             // A clock that returns NaN must not make the retry due at once.
-            const now = clock.now();
-            await job.moveToDelayed(Number.isFinite(now) ? Math.max(step.at, now) : step.at, token);
+            const later = clock.now();
+            await job.moveToDelayed(
+              Number.isFinite(later) ? Math.max(step.at, later) : step.at,
+              token,
+            );
             throw new bullmq.DelayedError();
           },
-          { ...base, concurrency, ...options.workerOptions },
+          { ...base, concurrency, ...workerOptions },
         );
   // Errors of the connection surface through the calls that fail; keep the emitters quiet.
   queue.on('error', () => undefined);
   worker?.on('error', () => undefined);
+  // A job BullMQ failed (it stalled too often) is never dropped silently: reported, and kept.
+  worker?.on('failed', (job, error) => {
+    if (job === undefined || deliverer === undefined) return;
+    const lost = {
+      code: job.failedReason === STALLED_TOO_OFTEN ? 'stalled' : 'queue_failed',
+      message: `${describe(error)}; the job is kept in the failed set: replay it with retryFailed().`,
+    };
+    // A deliverer of one's own may lack lost(), or throw or reject in it: never unhandled.
+    (async () => deliverer.lost?.(job.data, lost))().catch(() => undefined);
+  });
   let closed = false;
 
   return {
@@ -157,7 +197,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
         );
       }
       await redis(() =>
-        queue.add(JOB_NAME, data, { jobId, removeOnComplete: keep, removeOnFail: keep }),
+        queue.add(JOB_NAME, data, { jobId, removeOnComplete: keep, removeOnFail: false }),
       );
     },
     async close() {
@@ -167,6 +207,70 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       return []; // everything pending stays in Redis for the next worker
     },
     counts: () => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed'),
+    async failed() {
+      const jobs = await queue.getFailed();
+      return jobs.reverse().map((job) => job.data);
+    },
+    async retryFailed() {
+      let replayed = 0;
+      for (const job of await queue.getFailed()) {
+        const { firstAttemptAt: _, ...data } = job.data;
+        // Reset first: a process dying between the two calls leaves a failed job, not a replay
+        // whose spent schedule gives it up at once.
+        await job.updateData({ ...data, attempts: 0 });
+        try {
+          await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+        } catch (caught) {
+          // Replayed (or removed) meanwhile by another caller: not ours to count.
+          if (await job.isFailed()) throw caught;
+          continue;
+        }
+        replayed += 1;
+      }
+      return replayed;
+    },
+  };
+}
+
+// BullMQ's failedReason for a job that stalled more than maxStalledCount times.
+const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
+
+// The job as it is once an attempt has started: one more attempt, and the time of the first.
+// Undefined for data no attempt can be made of (the deliverer fails it as invalid_job).
+function started(job: DeliveryJob, now: number): DeliveryJob | undefined {
+  if (typeof job !== 'object' || job === null || !Number.isSafeInteger(job.attempts)) {
+    return undefined;
+  }
+  const first = job.firstAttemptAt ?? (Number.isFinite(now) ? now : undefined);
+  return {
+    ...job,
+    attempts: job.attempts + 1,
+    ...(first === undefined ? {} : { firstAttemptAt: first }),
+  };
+}
+
+type WorkerOptions = NonNullable<RedisDeliveryQueueOptions['workerOptions']>;
+
+// BullMQ throws plain Errors for some of these and takes others (NaN, 2.5) silently.
+function checkWorkerOptions(options: WorkerOptions | undefined): WorkerOptions {
+  const { lockDuration, stalledInterval, maxStalledCount = MAX_STALLED_COUNT } = options ?? {};
+  const whole = (value: number | undefined, least: number) =>
+    value === undefined || (Number.isSafeInteger(value) && value >= least);
+  if (
+    (options !== undefined && (typeof options !== 'object' || options === null)) ||
+    !whole(lockDuration, 1) ||
+    !whole(stalledInterval, 1) ||
+    !whole(maxStalledCount, 0)
+  ) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `workerOptions lockDuration and stalledInterval must be whole numbers of ms >= 1 and maxStalledCount a whole number >= 0, got ${String(lockDuration)}, ${String(stalledInterval)} and ${String(maxStalledCount)}.`,
+    );
+  }
+  return {
+    ...(lockDuration === undefined ? {} : { lockDuration }),
+    ...(stalledInterval === undefined ? {} : { stalledInterval }),
+    maxStalledCount,
   };
 }
 

@@ -27,14 +27,18 @@ export interface DeliveryJob {
   readonly endpointUrl: string;
   /** The exact body. */
   readonly body: string;
-  /** Attempts made so far (0 for a new job). */
+  /** Attempts started so far, those lost when their process died included (0 for a new job). */
   readonly attempts: number;
   /** When the first attempt started, in ms (absent before it). */
   readonly firstAttemptAt?: number;
 }
 
-/** How an attempt ended. */
-export type AttemptOutcome = 'delivered' | 'retry' | 'disabled' | 'failed';
+/**
+ * How an attempt ended. `lost`: the queue gave up on the job without an attempt finishing (a
+ * BullMQ queue fails a job whose worker died during it more often than its `maxStalledCount`); the
+ * job is kept for replay by the queue, not delivered.
+ */
+export type AttemptOutcome = 'delivered' | 'retry' | 'disabled' | 'failed' | 'lost';
 
 /** Why a delivery was given up. */
 export type DeliveryFailure =
@@ -128,6 +132,14 @@ export interface Deliverer {
    * @returns done, or the job to run again and when
    */
   attempt(job: DeliveryJob): Promise<DeliveryStep>;
+  /**
+   * Report a job the queue gave up on (outcome `lost`), so that `onAttempt` is told of it like of
+   * any attempt. Queues call it when they have it. Never rejects.
+   * @param job - the job as the queue holds it (`attempts`: those started, lost ones included)
+   * @param error - why the queue gave up
+   * @returns the report
+   */
+  lost?(job: DeliveryJob, error: { code: string; message: string }): Promise<DeliveryAttempt>;
 }
 
 /**
@@ -183,6 +195,26 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
   };
 
   return {
+    async lost(input, error) {
+      const at = clock.now();
+      const job = readJob(input);
+      const read = (name: 'id' | 'subscriptionId' | 'endpointUrl'): string => {
+        try {
+          return typeof job === 'string' ? String(input?.[name]) : job[name];
+        } catch {
+          return 'undefined';
+        }
+      };
+      return report({
+        id: read('id'),
+        subscriptionId: read('subscriptionId'),
+        endpointUrl: read('endpointUrl'),
+        attempt: typeof job === 'string' ? 0 : job.attempts,
+        at,
+        error: { code: String(error?.code), message: String(error?.message) },
+        outcome: 'lost',
+      });
+    },
     async attempt(input) {
       const at = clock.now();
       // Read once: a getter that throws or changes between reads cannot make the attempt reject.
@@ -214,6 +246,19 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
           error: { code: 'invalid_job', message: job },
           outcome: 'failed',
           reason: 'invalid_job',
+        });
+      }
+      // Attempts lost in crashes are counted by the queue: the schedule bounds them too.
+      const spent = scheduleSpent(schedule, job, at);
+      if (spent !== undefined) {
+        return done({
+          attempt: job.attempts,
+          error: {
+            code: 'not_attempted',
+            message: `${job.attempts} attempts were started, the last ones lost when their process died; the schedule allows no more (${spent}).`,
+          },
+          outcome: 'failed',
+          reason: spent,
         });
       }
       let secrets: readonly string[] | undefined;
@@ -301,6 +346,20 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
       };
     },
   };
+}
+
+// Why a job may not be attempted again, before any attempt: every attempt of the schedule was
+// started (some lost in crashes), or the first one started longer ago than the schedule allows.
+function scheduleSpent(
+  schedule: RetrySchedule,
+  job: DeliveryJob,
+  now: number,
+): 'attempts_exhausted' | 'max_age' | undefined {
+  if (job.attempts >= schedule.maxAttempts) return 'attempts_exhausted';
+  if (job.firstAttemptAt !== undefined && now - job.firstAttemptAt > schedule.maxAgeMs) {
+    return 'max_age';
+  }
+  return undefined;
 }
 
 // Extra headers node would refuse at every attempt (CR/LF, bad names): refused once, up front.

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import * as bullmq from 'bullmq';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDeliverer,
   type DeliveryAttempt,
@@ -519,6 +519,93 @@ describe('createRedisDeliveryQueue (BullMQ): restarts, outages and hostile jobs'
     }
   });
 
+  it('fails data that is no delivery job once as invalid_job, put there by another producer, and keeps nothing failed', async () => {
+    const name = `foreign-${randomUUID()}`;
+    const log = recorder();
+    const inspect = view(name);
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name,
+      deliverer: deliverer(log),
+    });
+    try {
+      await inspect.add('delivery', null);
+      await inspect.add('delivery', { ...job('text'), attempts: 'one' });
+      await log.until((r) => r.length >= 2);
+      expect(log.reports.map((r) => [r.outcome, r.reason])).toEqual([
+        ['failed', 'invalid_job'],
+        ['failed', 'invalid_job'],
+      ]);
+      await queue.close();
+      expect(await inspect.getJobCounts('completed', 'failed')).toEqual({
+        completed: 2,
+        failed: 0,
+      });
+    } finally {
+      await Promise.all([queue.close(), inspect.close()]);
+    }
+  });
+
+  it('reports a job whose deliverer broke its promise never to reject as lost, keeps it, and replays it once when two replay at once', async () => {
+    const name = `rejecting-${randomUUID()}`;
+    const lost: Array<{ id: string; code: string }> = [];
+    const log = recorder();
+    const real = deliverer(log);
+    let broken = true;
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name,
+      deliverer: {
+        attempt: (j) => (broken ? Promise.reject(new Error('broken')) : real.attempt(j)),
+        lost: async (j, error) => {
+          lost.push({ id: j.id, code: error.code });
+          await real.lost!(j, error);
+          // A deliverer's lost() that rejects must not become an unhandled rejection.
+          throw new Error('log down');
+        },
+      },
+    });
+    const other = createRedisDeliveryQueue({ bullmq, connection: connection(), name });
+    receiver.respond(() => ({ status: 204 }));
+    try {
+      for (const id of ['b0', 'b1', 'b2']) await queue.enqueue(job(id));
+      await log.until((r) => r.length >= 3);
+      expect(lost.map((l) => l.code)).toEqual(['queue_failed', 'queue_failed', 'queue_failed']);
+      expect(log.reports.map((r) => [r.outcome, r.attempt, r.error?.message])).toEqual(
+        ['b0', 'b1', 'b2'].map(() => [
+          'lost',
+          1,
+          'broken; the job is kept in the failed set: replay it with retryFailed().',
+        ]),
+      );
+      expect((await other.failed()).map((j) => [j.id, j.attempts]).sort()).toEqual([
+        ['b0', 1],
+        ['b1', 1],
+        ['b2', 1],
+      ]);
+      broken = false;
+      const replayed = await Promise.all([queue.retryFailed(), other.retryFailed()]);
+      expect(replayed[0] + replayed[1]).toBe(3);
+      await log.until((r) => r.filter((a) => a.outcome === 'delivered').length >= 3);
+      expect(
+        log.reports
+          .filter((a) => a.outcome === 'delivered')
+          .map((a) => [a.id, a.attempt])
+          .sort(),
+      ).toEqual([
+        ['b0', 1],
+        ['b1', 1],
+        ['b2', 1],
+      ]);
+      await queue.close(); // waits for the attempts in flight
+      expect(await other.counts()).toMatchObject({ failed: 0, completed: 3 });
+    } finally {
+      await Promise.all([queue.close(), other.close()]);
+    }
+  });
+
   it('tells onGone once when the receiver answers 410, and delivers the same message no more', async () => {
     const log = recorder();
     const gone: string[] = [];
@@ -548,5 +635,227 @@ describe('createRedisDeliveryQueue (BullMQ): restarts, outages and hostile jobs'
     expect(gone).toEqual(['sub:1']);
     expect(log.reports).toMatchObject([{ outcome: 'disabled', reason: 'gone', attempt: 1 }]);
     expect(receiver.received.length - before).toBe(1);
+  });
+});
+
+describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
+  const count = 8;
+  // One place every awaited event (a receiver hit, a report, a BullMQ event, an exit) wakes.
+  const waiters: Array<() => void> = [];
+  const wake = () => {
+    for (const w of waiters.splice(0)) w();
+  };
+  const until = async (ok: () => boolean) => {
+    while (!ok()) await new Promise<void>((w) => waiters.push(w));
+  };
+  // A test that fails or times out leaves no delivery process behind.
+  const children: ChildProcess[] = [];
+  afterEach(() => {
+    for (const child of children.splice(0)) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  });
+  // A delivery process (the fixture) and the reports it printed.
+  const service = (env: Record<string, string>) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'test/queue-redis/fixtures/delivery-service.ts'],
+      {
+        env: {
+          ...process.env,
+          REDIS_PORT: String(redis.port),
+          RECEIVER_URL: receiver.url,
+          SECRET: secret,
+          ...env,
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    children.push(child);
+    const reports: DeliveryAttempt[] = [];
+    const state = { ready: false };
+    let rest = '';
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop()!;
+      for (const line of lines) {
+        if (line.startsWith('report ')) reports.push(JSON.parse(line.slice(7)) as DeliveryAttempt);
+        if (line === 'ready') state.ready = true;
+      }
+      wake();
+    });
+    const exited = once(child, 'exit');
+    void exited.then(wake);
+    return { child, reports, exited, state };
+  };
+  const kill = async ({ child, exited }: ReturnType<typeof service>) => {
+    child.kill('SIGKILL');
+    await exited;
+  };
+  // Watches a queue: the jobs BullMQ failed, as its event stream tells them.
+  const watch = async (name: string) => {
+    const events = new bullmq.QueueEvents(name, { connection: connection() });
+    const failed = new Set<string>();
+    events.on('failed', ({ jobId }) => {
+      failed.add(decodeURIComponent(jobId.split('|')[0]!));
+      wake();
+    });
+    await events.waitUntilReady();
+    return { events, failed };
+  };
+  // The ids that reached the receiver since index `from`.
+  const arrived = (from: number) =>
+    new Set(receiver.received.slice(from).map((d) => String(d.headers['webhook-id'])));
+  const hold = () => {
+    receiver.respond(() => {
+      wake();
+      return undefined; // held open: the process is killed in the middle of the attempt
+    });
+  };
+  const answer = () => {
+    receiver.respond(() => {
+      wake();
+      return { status: 204 };
+    });
+  };
+
+  it.each([2, 3])(
+    'delivers every job at least once, under its webhook-id, after %i kills of the delivering process during the same attempts',
+    async (kills) => {
+      const run = `crash${kills}-${randomUUID().slice(0, 8)}`;
+      const name = `crashes-${run}`;
+      const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
+      const { events, failed } = await watch(name);
+      const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count) };
+      try {
+        hold();
+        let from = receiver.received.length;
+        let current = service({ ...env, ENQUEUE: String(count) });
+        for (let k = 1; k <= kills; k++) {
+          // Every job not yet given up is in flight at the receiver, then the process dies.
+          const start = from;
+          await until(() => ids.every((id) => arrived(start).has(id) || failed.has(id)));
+          await kill(current);
+          from = receiver.received.length;
+          if (k < kills) current = service(env);
+        }
+        answer();
+        const last = service(env);
+        const delivered = () =>
+          new Set(last.reports.filter((r) => r.outcome === 'delivered').map((r) => r.id));
+        await until(
+          () => last.state.ready && ids.every((id) => delivered().has(id) || failed.has(id)),
+        );
+        const lost = ids.filter((id) => !delivered().has(id));
+        expect(`${lost.length} of ${count} lost`).toBe(`0 of ${count} lost`);
+        last.child.kill('SIGTERM');
+        const [code] = await last.exited;
+        expect(code).toBe(0);
+        expect(failed.size).toBe(0);
+        expect([...arrived(from)].sort()).toEqual([...ids].sort());
+        // Each crashed attempt counts against the schedule: the one that succeeds is attempt
+        // kills + 1 (more only if a run stalled again, which a loaded machine can cause).
+        for (const r of last.reports) expect(r.attempt).toBeGreaterThanOrEqual(kills + 1);
+        expect(Math.min(...last.reports.map((r) => r.attempt))).toBe(kills + 1);
+      } finally {
+        await events.close();
+      }
+    },
+    120_000,
+  );
+
+  it('gives up, without sending again, on a job whose every attempt of the schedule was lost in a crash', async () => {
+    const run = `poison-${randomUUID().slice(0, 8)}`;
+    const name = `crashes-${run}`;
+    const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
+    const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count), MAX_ATTEMPTS: '2' };
+    hold();
+    let from = receiver.received.length;
+    let current = service({ ...env, ENQUEUE: String(count) });
+    for (let k = 1; k <= 2; k++) {
+      const start = from;
+      await until(() => ids.every((id) => arrived(start).has(id)));
+      await kill(current);
+      from = receiver.received.length;
+      current = service(env);
+    }
+    answer();
+    await until(() => current.reports.length >= count);
+    current.child.kill('SIGTERM');
+    expect((await current.exited)[0]).toBe(0);
+    expect(receiver.received.length - from).toBe(0);
+    expect(current.reports.map((r) => [r.outcome, r.reason, r.error?.code])).toEqual(
+      ids.map(() => ['failed', 'attempts_exhausted', 'not_attempted']),
+    );
+    // The two attempts lost in the kills (more only if a run stalled again on a loaded machine).
+    for (const r of current.reports) expect(r.attempt).toBeGreaterThanOrEqual(2);
+  }, 120_000);
+
+  it('reports a job BullMQ gave up on as lost, keeps it with its payload, and delivers it once replayed', async () => {
+    const run = `given-up-${randomUUID().slice(0, 8)}`;
+    const name = `crashes-${run}`;
+    const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
+    const { events, failed } = await watch(name);
+    // BullMQ fails a job at its first stall.
+    const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count), MAX_STALLED: '0' };
+    const queue = createRedisDeliveryQueue({ bullmq, connection: connection(), name });
+    try {
+      hold();
+      const from = receiver.received.length;
+      const first = service({ ...env, ENQUEUE: String(count) });
+      await until(() => ids.every((id) => arrived(from).has(id)));
+      await kill(first);
+      answer();
+      const second = service(env);
+      const outcomes = (outcome: string) =>
+        second.reports.filter((r) => r.outcome === outcome).map((r) => r.id);
+      await until(() => outcomes('lost').length >= count && failed.size === count);
+      expect(second.reports.filter((r) => r.outcome === 'lost')).toMatchObject(
+        ids.map(() => ({ attempt: 1, error: { code: 'stalled' } })),
+      );
+      expect(await queue.counts()).toMatchObject({ failed: count, waiting: 0, active: 0 });
+      const kept = await queue.failed();
+      expect(kept.map((j) => j.id).sort()).toEqual([...ids].sort());
+      expect(kept.map((j) => j.body).sort()).toEqual(
+        ids.map((_, n) => JSON.stringify({ n })).sort(),
+      );
+
+      const replayedFrom = receiver.received.length;
+      expect(await queue.retryFailed()).toBe(count);
+      await until(() => outcomes('delivered').length >= count);
+      expect([...arrived(replayedFrom)].sort()).toEqual([...ids].sort());
+      expect(second.reports.filter((r) => r.outcome === 'delivered').map((r) => r.attempt)).toEqual(
+        ids.map(() => 1),
+      );
+      expect(await queue.failed()).toEqual([]);
+      await until(() => second.state.ready);
+      second.child.kill('SIGTERM');
+      expect((await second.exited)[0]).toBe(0);
+    } finally {
+      await Promise.all([queue.close(), events.close()]);
+    }
+  }, 120_000);
+
+  it('refuses worker options BullMQ would throw on or take silently, saying which it got', () => {
+    for (const [workerOptions, got] of [
+      [{ lockDuration: 0 }, '0, undefined and 100'],
+      [{ stalledInterval: 2.5 }, 'undefined, 2.5 and 100'],
+      [{ maxStalledCount: -1 }, 'undefined, undefined and -1'],
+      [{ maxStalledCount: Number.NaN }, 'undefined, undefined and NaN'],
+      [null, 'undefined, undefined and 100'],
+    ] as const) {
+      const error = thrown(() =>
+        createRedisDeliveryQueue({
+          bullmq,
+          connection: connection(),
+          workerOptions: workerOptions as never,
+        }),
+      );
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect((error as Error).message).toBe(
+        `workerOptions lockDuration and stalledInterval must be whole numbers of ms >= 1 and maxStalledCount a whole number >= 0, got ${got}.`,
+      );
+    }
   });
 });

@@ -2,6 +2,7 @@
  * Delivery against a real local receiver on a fake clock: signatures that the standardwebhooks
  * package verifies, retries on the schedule, Retry-After, 410, give-ups, and every attempt reported.
  */
+import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -222,6 +223,90 @@ describe('deliver', () => {
     expect(await young.run()).toMatchObject({ outcome: 'failed', reason: 'max_age', attempt: 3 });
     expect(young.waits).toEqual([5_000, 20_000]);
     receiver.respond(() => ({ status: 204 }));
+  });
+
+  it('never starts an attempt the schedule does not allow, counting the attempts a queue says were started and lost', async () => {
+    // From the schedule's words: "maxAttempts: attempts in all, the first one included";
+    // "maxAgeMs: no attempt starts later than this after the first".
+    const allowed = (
+      started: number,
+      age: number | undefined,
+      maxAttempts: number,
+      maxAgeMs: number,
+    ) => started < maxAttempts && (age === undefined || age <= maxAgeMs);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 0, max: 100_000 }),
+        fc.integer({ min: 0, max: 12 }),
+        fc.option(fc.integer({ min: 0, max: 200_000 }), { nil: undefined }),
+        async (maxAttempts, maxAgeMs, started, age) => {
+          const clock = new FakeClock(1_700_000_000_000);
+          const reports: DeliveryAttempt[] = [];
+          let sent = 0;
+          const deliverer = createDeliverer({
+            secrets: () => [secret],
+            transport: async () => {
+              sent += 1;
+              return { status: 500, headers: {} };
+            },
+            clock,
+            random: () => 0,
+            schedule: retrySchedule({ maxAttempts, maxAgeMs }),
+            onAttempt: (a) => void reports.push(a),
+          });
+          const job = {
+            ...deliveryJob(
+              { id: 'msg_1', body: '{}' },
+              { id: 'sub-1', endpointUrl: 'https://example.com/in' },
+            ),
+            attempts: started,
+            ...(age === undefined ? {} : { firstAttemptAt: clock.now() - age }),
+          };
+          const step = await deliverer.attempt(job);
+          expect(sent).toBe(allowed(started, age, maxAttempts, maxAgeMs) ? 1 : 0);
+          expect(reports).toEqual([step.report]);
+          if (sent === 0) {
+            expect(step.report).toMatchObject({
+              outcome: 'failed',
+              attempt: started,
+              reason: started >= maxAttempts ? 'attempts_exhausted' : 'max_age',
+              error: { code: 'not_attempted' },
+            });
+          }
+        },
+      ),
+    );
+  });
+
+  it('reports a job the queue gave up on as lost, with the attempts started, and never rejects', async () => {
+    const { deliverer, job, reports, clock } = setup();
+    const lost = await deliverer.lost!(
+      { ...job, attempts: 2 },
+      { code: 'stalled', message: 'job stalled more than allowable limit' },
+    );
+    expect(lost).toEqual({
+      id: job.id,
+      subscriptionId: 'sub-1',
+      endpointUrl: job.endpointUrl,
+      attempt: 2,
+      at: clock.now(),
+      error: { code: 'stalled', message: 'job stalled more than allowable limit' },
+      outcome: 'lost',
+    });
+    expect(reports).toEqual([lost]);
+    const failing = setup({ onAttempt: () => Promise.reject(new Error('log down')) });
+    const unreadable = new Proxy({} as typeof job, {
+      get() {
+        throw new Error('trap');
+      },
+    });
+    expect(await failing.deliverer.lost!(unreadable, null as never)).toMatchObject({
+      id: 'undefined',
+      attempt: 0,
+      outcome: 'lost',
+      error: { code: 'undefined', message: 'undefined' },
+    });
   });
 
   it('never reaches a private address unless allowed, and does not retry it', async () => {
