@@ -28,7 +28,8 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
   options,
   done,
 ) => {
-  const gate = createRateLimitGate(options);
+  // Fastify's request.ip follows its `trustProxy` setting.
+  const gate = createRateLimitGate(options, (request: FastifyRequest) => request.ip);
   const readTrackingId = (request: FastifyRequest) =>
     firstValue(request.headers[gate.trackingIdHeader]);
   fastify.addHook('onRequest', (request, reply, hookDone) => {

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { clientGone, firstValue, holdUntilClosed } from './node-response.js';
+import { clientGone, firstValue, holdUntilClosed, socketAddress } from './node-response.js';
 
 /** The part of a Koa context the middleware uses. */
 export interface KoaLikeContext {
@@ -50,7 +50,9 @@ export type KoaRateLimitMiddleware<C extends KoaLikeContext = KoaLikeContext> = 
 export function koaRateLimit<C extends KoaLikeContext = KoaLikeContext>(
   options: KoaRateLimitOptions<C>,
 ): KoaRateLimitMiddleware<C> {
-  const gate = createRateLimitGate(options);
+  // The connection's address: Koa's ctx.ip reads X-Forwarded-For when `app.proxy` is on, which
+  // the context type here does not tell.
+  const gate = createRateLimitGate(options, (ctx: C) => socketAddress(ctx.req));
   const readTrackingId = (ctx: C) => firstValue(ctx.req.headers[gate.trackingIdHeader]);
   return async (ctx, next) => {
     const pending = gate.check(ctx, ctx.method, ctx.originalUrl, readTrackingId);

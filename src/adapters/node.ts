@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { gateNodeRequest, nodeTrackingIdReader } from './node-response.js';
+import { gateNodeRequest, nodeTrackingIdReader, socketAddress } from './node-response.js';
 
 /** Options of {@link nodeRateLimit}: `identify` receives the node request. */
 export type NodeRateLimitOptions<R extends IncomingMessage = IncomingMessage> = RateLimitOptions<R>;
@@ -35,7 +35,7 @@ export type NodeRateLimitMiddleware<R extends IncomingMessage = IncomingMessage>
 export function nodeRateLimit<R extends IncomingMessage = IncomingMessage>(
   options: NodeRateLimitOptions<R>,
 ): NodeRateLimitMiddleware<R> {
-  const gate = createRateLimitGate(options);
+  const gate = createRateLimitGate(options, socketAddress);
   const readTrackingId = nodeTrackingIdReader(gate.trackingIdHeader);
   return (req, res, next) =>
     gateNodeRequest(gate, req, req, res, req.url ?? '/', readTrackingId, next, true);
