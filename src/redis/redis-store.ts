@@ -95,8 +95,8 @@ export interface RedisStoreOptions {
    * to as many as are in Redis already and at most this many: each is still decided atomically,
    * in the order asked, after the leases given back before it, and gets its own outcome. A
    * decision that finds none in Redis goes at once, alone. It spares Redis and the client the
-   * price of a command per decision under load; a failure or a timeout of a call fails over each
-   * of its decisions. 1 sends every decision in a script call of its own. Outside Redis Cluster
+   * price of a command per decision under load; a failure or a timeout of a call is an outage for
+   * each of its decisions. 1 sends every decision in a script call of its own. Outside Redis Cluster
    * only (see {@link RedisScriptClient.cluster}): there every decision goes alone.
    * @defaultValue 32
    */
