@@ -869,3 +869,179 @@ describe('rate limit gate: the failure an event reports is what was done', () =>
     }
   });
 });
+
+describe('rate limit gate: requests identify cannot attribute, and outages decided in one place', () => {
+  // A throttle of one: a counted request holds the lease, the next of the same key is refused.
+  const throttled = () =>
+    createLimiter({
+      preset: {
+        live: { name: 'live', policies: [concurrency(5, { name: 'live' })] },
+        development: { name: 'development', policies: [concurrency(1, { name: 'dev' })] },
+      },
+      clock: new FakeClock(0),
+    });
+  const address = (req: Req) => req.id;
+
+  it('counts a request without identity as anonymous, keyed by the remote address the adapter reads', () => {
+    const gate = createRateLimitGate<Req>(
+      { limiter: throttled(), identify: () => undefined },
+      address,
+    );
+    const first = gate.check({ client: 'x', id: '10.0.0.1' }, 'GET', '/', 'r1') as GateVerdict;
+    expect(first).toMatchObject({ response: undefined, holdsLease: true });
+    // Same address: the same anonymous key, under the default (development) throttle of one.
+    const second = gate.check({ client: 'y', id: '10.0.0.1' }, 'GET', '/', 'r2') as GateVerdict;
+    expect(second.response?.status).toBe(429);
+    const other = gate.check({ client: 'x', id: '10.0.0.2' }, 'GET', '/', 'r3') as GateVerdict;
+    expect(other.holdsLease).toBe(true);
+    // No address known: every such request shares one key.
+    const unknownA = gate.check({ client: 'x' }, 'GET', '/', 'r4') as GateVerdict;
+    const unknownB = gate.check({ client: 'y' }, 'GET', '/', 'r5') as GateVerdict;
+    expect([unknownA.holdsLease, unknownB.response?.status]).toEqual([true, 429]);
+  });
+
+  it('takes the anonymous account type and key from the options, and refuses with 401 when asked', async () => {
+    const keyed = createRateLimitGate<Req>({
+      limiter: throttled(),
+      identify: () => null as never,
+      anonymous: { accountType: 'live', key: (req) => `k-${String(req.client)}` },
+    });
+    // Live's throttle of five for the key k-a.
+    const verdicts = Array.from(
+      { length: 6 },
+      () => keyed.check({ client: 'a' }, 'GET', '/', undefined) as GateVerdict,
+    );
+    expect(verdicts.map((v) => v.response?.status ?? 200)).toEqual([200, 200, 200, 200, 200, 429]);
+    const refusing = createRateLimitGate<Req>({
+      limiter: throttled(),
+      identify: async () => undefined,
+      anonymous: 'refuse',
+    });
+    const refused = await refusing.check({ client: 'a' }, 'GET', '/', 'req-401');
+    expect(refused.response?.status).toBe(401);
+    expect(refused.response?.headers).toMatchObject({
+      'content-type': 'application/problem+json; charset=utf-8',
+      'service-tracking-id': 'req-401',
+    });
+    expect(JSON.parse(refused.response?.body ?? '')).toMatchObject({ code: 'unauthenticated' });
+  });
+
+  it("onIdentifyError: 'anonymous' limits a request whose identify threw, and reports it", () => {
+    const events: RateLimitErrorEvent<Req>[] = [];
+    const gate = createRateLimitGate<Req>(
+      {
+        limiter: throttled(),
+        identify: () => {
+          throw new Error('session store down');
+        },
+        onIdentifyError: 'anonymous',
+        onError: (e) => events.push(e),
+      },
+      address,
+    );
+    const first = gate.check({ client: 'a', id: '10.0.0.9' }, 'GET', '/', 'r1') as GateVerdict;
+    const second = gate.check({ client: 'a', id: '10.0.0.9' }, 'GET', '/', 'r2') as GateVerdict;
+    expect([first.holdsLease, second.response?.status]).toEqual([true, 429]);
+    expect(events.map((e) => [e.phase, e.failure])).toEqual([
+      ['identify', 'anonymous'],
+      ['identify', 'anonymous'],
+    ]);
+  });
+
+  it('answers 500, never unlimited, when the anonymous key throws or the anonymous identity cannot be counted', () => {
+    const events: RateLimitErrorEvent<Req>[] = [];
+    const throwingKey = createRateLimitGate<Req>({
+      limiter: throttled(),
+      identify: () => undefined,
+      anonymous: {
+        key: () => {
+          throw new Error('no socket');
+        },
+      },
+      onError: (e) => events.push(e),
+    });
+    const noPreset = createRateLimitGate<Req>({
+      limiter: throttled(),
+      identify: () => undefined,
+      anonymous: { accountType: 'enterprise' },
+      onError: (e) => events.push(e),
+    });
+    for (const gate of [throwingKey, noPreset]) {
+      const verdict = gate.check({ client: 'a' }, 'GET', '/', undefined) as GateVerdict;
+      expect(verdict.response?.status).toBe(500);
+      expect(verdict.holdsLease).toBe(false);
+    }
+    expect(events.map((e) => [e.phase, e.failure])).toEqual([
+      ['identify', 'closed'],
+      ['identify', 'closed'],
+    ]);
+  });
+
+  it("answers a refusal for reason 'unavailable' 503 with its Retry-After, never 429", () => {
+    const limiter: CheckingLimiter = {
+      check: () => ({
+        allowed: false,
+        retryAfterSeconds: 4,
+        retryAt: 4_000,
+        policy: undefined,
+        reason: 'unavailable',
+        statuses: [],
+        now: 0,
+      }),
+    };
+    for (const rateLimitHeaders of [false, true]) {
+      const gate = createRateLimitGate<Req>({ limiter, identify, rateLimitHeaders });
+      const verdict = gate.check({ client: 'c' }, 'GET', '/', 'r-503') as GateVerdict;
+      expect(verdict.response?.status).toBe(503);
+      expect(verdict.response?.headers).toMatchObject({
+        'retry-after': '4',
+        'service-tracking-id': 'r-503',
+        'content-type': 'application/problem+json; charset=utf-8',
+      });
+      expect(JSON.parse(verdict.response?.body ?? '')).toMatchObject({
+        code: 'rate_limit_unavailable',
+        status: 503,
+      });
+    }
+  });
+
+  it('answers 503 with failureRetryAfterSeconds under failure: closed', async () => {
+    const gate = createRateLimitGate<Req>({
+      limiter: createLimiter({ policies: [window(1, '1s')], store: new UnreachableStore() }),
+      identify,
+      failure: 'closed',
+      failureRetryAfterSeconds: 7,
+      onError: () => undefined,
+    });
+    const verdict = await gate.check({ client: 'c' }, 'GET', '/', undefined);
+    expect(verdict.response?.status).toBe(503);
+    expect(verdict.response?.headers['retry-after']).toBe('7');
+  });
+
+  it('refuses failure together with a limiter that decides outages itself, and bad new options', () => {
+    const deciding = createLimiter({
+      policies: [window(1, '1s')],
+      store: new UnreachableStore(),
+      outage: 'closed',
+    });
+    const attempts: unknown[] = [
+      { limiter: deciding, identify, failure: 'open' },
+      { limiter: limiterOf(), identify, onIdentifyError: 'ignore' },
+      { limiter: limiterOf(), identify, anonymous: 'allow' },
+      { limiter: limiterOf(), identify, anonymous: { key: 'ip' } },
+      { limiter: limiterOf(), identify, anonymous: { accountType: 3 } },
+      { limiter: limiterOf(), identify, failureRetryAfterSeconds: 0 },
+    ];
+    for (const options of attempts) {
+      let error: unknown;
+      try {
+        createRateLimitGate(options as never);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    }
+    // Without failure, the limiter's own decision stands.
+    expect(() => createRateLimitGate({ limiter: deciding, identify })).not.toThrow();
+  });
+});
