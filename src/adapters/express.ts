@@ -15,8 +15,10 @@ export type ExpressLikeRequest = IncomingMessage & {
 };
 
 /** Options of {@link expressRateLimit}: `identify` receives the Express request. */
-export type ExpressRateLimitOptions<R extends ExpressLikeRequest = ExpressLikeRequest> =
-  RateLimitOptions<R>;
+export type ExpressRateLimitOptions<
+  R extends ExpressLikeRequest = ExpressLikeRequest,
+  T extends string = string,
+> = RateLimitOptions<R, T>;
 
 /** An Express middleware. */
 export type ExpressRateLimitMiddleware<R extends ExpressLikeRequest = ExpressLikeRequest> = (
@@ -39,9 +41,10 @@ export type ExpressRateLimitMiddleware<R extends ExpressLikeRequest = ExpressLik
  * }));
  * ```
  */
-export function expressRateLimit<R extends ExpressLikeRequest = ExpressLikeRequest>(
-  options: ExpressRateLimitOptions<R>,
-): ExpressRateLimitMiddleware<R> {
+export function expressRateLimit<
+  R extends ExpressLikeRequest = ExpressLikeRequest,
+  T extends string = string,
+>(options: ExpressRateLimitOptions<R, T>): ExpressRateLimitMiddleware<R> {
   // Express's req.ip follows its `trust proxy` setting; the socket's address otherwise.
   const gate = createRateLimitGate(options, (req: R) => {
     const { ip } = req as { ip?: unknown };

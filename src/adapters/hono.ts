@@ -10,7 +10,10 @@ import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-g
 import { clientGone, holdUntilClosed, socketAddress } from './node-response.js';
 
 /** Options of {@link honoRateLimit}: `identify` receives the Hono context. */
-export type HonoRateLimitOptions<E extends Env = Env> = RateLimitOptions<Context<E>>;
+export type HonoRateLimitOptions<E extends Env = Env, T extends string = string> = RateLimitOptions<
+  Context<E>,
+  T
+>;
 
 /**
  * Make the Hono middleware. Admitted: sets the tracking id (and RateLimit fields when enabled),
@@ -28,8 +31,8 @@ export type HonoRateLimitOptions<E extends Env = Env> = RateLimitOptions<Context
  * }));
  * ```
  */
-export function honoRateLimit<E extends Env = Env>(
-  options: HonoRateLimitOptions<E>,
+export function honoRateLimit<E extends Env = Env, T extends string = string>(
+  options: HonoRateLimitOptions<E, T>,
 ): MiddlewareHandler<E> {
   // The node connection's address on @hono/node-server; other runtimes tell none here (give
   // `anonymous.key`, with the runtime's getConnInfo).

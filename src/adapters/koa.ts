@@ -26,7 +26,10 @@ export interface KoaLikeContext {
 }
 
 /** Options of {@link koaRateLimit}: `identify` receives the Koa context. */
-export type KoaRateLimitOptions<C extends KoaLikeContext = KoaLikeContext> = RateLimitOptions<C>;
+export type KoaRateLimitOptions<
+  C extends KoaLikeContext = KoaLikeContext,
+  T extends string = string,
+> = RateLimitOptions<C, T>;
 
 /** A Koa middleware. */
 export type KoaRateLimitMiddleware<C extends KoaLikeContext = KoaLikeContext> = (
@@ -47,8 +50,8 @@ export type KoaRateLimitMiddleware<C extends KoaLikeContext = KoaLikeContext> = 
  * }));
  * ```
  */
-export function koaRateLimit<C extends KoaLikeContext = KoaLikeContext>(
-  options: KoaRateLimitOptions<C>,
+export function koaRateLimit<C extends KoaLikeContext = KoaLikeContext, T extends string = string>(
+  options: KoaRateLimitOptions<C, T>,
 ): KoaRateLimitMiddleware<C> {
   // The connection's address: Koa's ctx.ip reads X-Forwarded-For when `app.proxy` is on, which
   // the context type here does not tell.

@@ -8,7 +8,10 @@ import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-g
 import { gateNodeRequest, nodeTrackingIdReader, socketAddress } from './node-response.js';
 
 /** Options of {@link nodeRateLimit}: `identify` receives the node request. */
-export type NodeRateLimitOptions<R extends IncomingMessage = IncomingMessage> = RateLimitOptions<R>;
+export type NodeRateLimitOptions<
+  R extends IncomingMessage = IncomingMessage,
+  T extends string = string,
+> = RateLimitOptions<R, T>;
 
 /** A Connect-style middleware; `next` may return a promise (an async handler). */
 export type NodeRateLimitMiddleware<R extends IncomingMessage = IncomingMessage> = (
@@ -32,9 +35,10 @@ export type NodeRateLimitMiddleware<R extends IncomingMessage = IncomingMessage>
  * createServer((req, res) => limit(req, res, () => handle(req, res))).listen(3000);
  * ```
  */
-export function nodeRateLimit<R extends IncomingMessage = IncomingMessage>(
-  options: NodeRateLimitOptions<R>,
-): NodeRateLimitMiddleware<R> {
+export function nodeRateLimit<
+  R extends IncomingMessage = IncomingMessage,
+  T extends string = string,
+>(options: NodeRateLimitOptions<R, T>): NodeRateLimitMiddleware<R> {
   const gate = createRateLimitGate(options, socketAddress);
   const readTrackingId = nodeTrackingIdReader(gate.trackingIdHeader);
   return (req, res, next) =>

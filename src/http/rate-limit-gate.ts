@@ -33,14 +33,20 @@ import {
   resolveTrackingId,
 } from './tracking-id.js';
 
-/** Who sends a request, as `identify` maps it (authentication is the service's own). */
-export interface Identity {
+/**
+ * Who sends a request, as `identify` maps it (authentication is the service's own). `T` is the
+ * account types of the limiter's presets, when it knows them (`presets.byAccountType`).
+ */
+export interface Identity<T extends string = string> {
   /** The client (application) id. */
   readonly clientId: string;
   /** The account code. */
   readonly accountCode: string;
-  /** Picks the preset when the limiter has one per account type (`live`, `development`, `trial`). */
-  readonly accountType?: string | undefined;
+  /**
+   * Picks the preset when the limiter has one per account type (`live`, `development`, `trial`).
+   * One the limiter has no preset for is limited as anonymous (see {@link AnonymousOptions}).
+   */
+  readonly accountType?: T | undefined;
 }
 
 /** What the gate does when it cannot decide: let the request through, or refuse it with 503. */
@@ -59,12 +65,12 @@ export type IdentifyErrorMode = 'error' | 'anonymous' | 'allow';
  * without a preset, an id that is not a string). Such a request is counted under the client id
  * {@link ANONYMOUS_CLIENT_ID} and the account code `remote:` + its key.
  */
-export interface AnonymousOptions<R> {
+export interface AnonymousOptions<R, T extends string = string> {
   /**
    * The account type whose preset limits anonymous requests.
    * @defaultValue the limiter's `defaultAccountType` (`'development'`, the strictest, unless set)
    */
-  accountType?: string;
+  accountType?: T;
   /**
    * The key anonymous requests are counted by. Return `undefined` when there is none: every such
    * request then shares the key `unknown`. At most 249 characters (the limiter's account codes
@@ -123,7 +129,7 @@ export interface RateLimitErrorEvent<R> {
 }
 
 /** Anything with the limiter's `check`: synchronous (memory store) or asynchronous (Redis). */
-export interface CheckingLimiter {
+export interface CheckingLimiter<T extends string = string> {
   /**
    * What a store outage does, when the limiter decides it (see `LimiterOptions.outage`); absent
    * or `'reject'`: the gate's `failure` decides.
@@ -133,20 +139,25 @@ export interface CheckingLimiter {
    * Decide one request. The gate asks for statuses (`options.statuses`) only when it sends the
    * RateLimit fields; a limiter may ignore the options.
    */
-  check(request: LimitRequest, options?: CheckOptions): Decision | Promise<Decision>;
+  check(request: LimitRequest<T>, options?: CheckOptions): Decision | Promise<Decision>;
 }
 
-/** Options of every rate limit middleware. */
-export interface RateLimitOptions<R>
+/**
+ * Options of every rate limit middleware. `T`, the account types, comes from the limiter: with
+ * `presets.byAccountType`, `identify` must answer `'live'`, `'development'` or `'trial'`.
+ */
+export interface RateLimitOptions<R, T extends string = string>
   extends Pick<RateLimitResponseOptions, 'trackingIds' | 'trackingIdHeader' | 'rateLimitHeaders'> {
   /** The limiter (`createLimiter`). */
-  limiter: CheckingLimiter;
+  limiter: CheckingLimiter<T>;
   /**
    * Map a request to its client id, account code and account type. Authentication is outside the
    * specification: read them from what your authentication established. Return `undefined` for
    * a request you cannot attribute: it is limited as anonymous (see `anonymous`).
    */
-  identify: (request: R) => Identity | null | undefined | Promise<Identity | null | undefined>;
+  identify: (
+    request: R,
+  ) => Identity<NoInfer<T>> | null | undefined | Promise<Identity<NoInfer<T>> | null | undefined>;
   /**
    * When `identify` throws or rejects (a bug in wiring, such as reading a user that an
    * authentication step registered after the middleware has not set yet): `'error'` answers 500
@@ -160,7 +171,7 @@ export interface RateLimitOptions<R>
    * `'refuse'` to answer them 401 with problem details instead.
    * @defaultValue by remote address, under the limiter's default account type (Development)
    */
-  anonymous?: AnonymousOptions<R> | 'refuse';
+  anonymous?: AnonymousOptions<R, NoInfer<T>> | 'refuse';
   /** Requests for which this returns true are not limited (health checks, say). */
   skip?: (request: R) => boolean | Promise<boolean>;
   /**
@@ -269,8 +280,8 @@ const isThenable = <T>(value: unknown): value is PromiseLike<T> =>
  *   requests (see {@link AnonymousOptions.key}); without it they all share one key
  * @throws ConfigurationError `invalid_option` or `invalid_header_name` for bad options
  */
-export function createRateLimitGate<R>(
-  options: RateLimitOptions<R>,
+export function createRateLimitGate<R, T extends string = string>(
+  options: RateLimitOptions<R, T>,
   remoteAddress?: (request: R) => string | null | undefined,
 ): RateLimitGate<R> {
   const { limiter, identify, skip, onError } = checkOptions(options);
@@ -525,7 +536,9 @@ export function createRateLimitGate<R>(
   ): GateVerdict | Promise<GateVerdict> => {
     let decision: Decision | Promise<Decision>;
     try {
-      decision = limiter.check(fields, asked);
+      // The gate checks what it passes: an account type the limiter has no preset for comes back
+      // as its InvalidRequestError and is counted as anonymous.
+      decision = limiter.check(fields as LimitRequest<T>, asked);
       // As on the asynchronous path, a decision the gate cannot read is the limiter's failure.
       if (!isThenable<Decision>(decision)) return decide(decision, request, trackingId);
     } catch (error) {

@@ -56,19 +56,35 @@ export interface OutageEvent {
   readonly outage: Exclude<OutageMode, 'reject'>;
 }
 
-/** A request as the limiter sees it: who sends it, and what it asks for. */
-export interface LimitRequest {
+/**
+ * A request as the limiter sees it: who sends it, and what it asks for. `T` is the account types
+ * of the limiter's presets, when it knows them.
+ */
+export interface LimitRequest<T extends string = string> {
   /** The client (application) id; limits are counted per client id and account code. */
   readonly clientId: string;
   /** The account code. */
   readonly accountCode: string;
-  /** Picks the preset when the limiter has one per account type (`live`, `development`, `trial`). */
-  readonly accountType?: string | undefined;
+  /**
+   * Picks the preset when the limiter has one per account type (`live`, `development`, `trial`).
+   * Typed as the keys of the limiter's presets when they are known (`presets.byAccountType`).
+   */
+  readonly accountType?: T | undefined;
   /** The HTTP method. */
   readonly method: string;
   /** The request path (the query string is ignored). */
   readonly path: string;
 }
+
+/**
+ * The account types a limiter's `preset` names: the keys of presets by account type, or any
+ * string for a single preset, policies, or presets whose keys are not known.
+ */
+export type AccountTypeOf<P> = P extends LimitPreset
+  ? string
+  : string extends keyof P
+    ? string
+    : Extract<keyof P, string>;
 
 /**
  * A {@link LimitRequest} whose fields are plain values, read once from wherever they came from.
@@ -145,12 +161,15 @@ export type Decision = AdmittedDecision | RefusedDecision;
 export type PolicySource = readonly Policy[] | ((request: LimitRequest) => readonly Policy[]);
 
 /** Options of {@link createLimiter}. */
-export interface LimiterOptions<S extends LimitStore = LimitStore> {
+export interface LimiterOptions<
+  S extends LimitStore = LimitStore,
+  P extends LimitPreset | AccountPresets = LimitPreset | AccountPresets,
+> {
   /**
    * The limits: one preset for every request, or presets by account type
    * (`presets.byAccountType`), picked by `request.accountType`. Give `preset` or `policies`.
    */
-  preset?: LimitPreset | AccountPresets;
+  preset?: P;
   /**
    * Your own policies instead of a preset: a list, or a function that picks them per request.
    * Lists with the same policies (equal kinds, names and numbers) share their state; each
@@ -165,7 +184,7 @@ export interface LimiterOptions<S extends LimitStore = LimitStore> {
    * With presets by account type: the type of a request that names none.
    * @defaultValue `'development'`, the strictest, so a request that is not attributed is not given Live limits
    */
-  defaultAccountType?: string;
+  defaultAccountType?: NoInfer<AccountTypeOf<P>>;
   /** Where limit state lives. @defaultValue a new {@link MemoryStore} */
   store?: S;
   /** The time source. @defaultValue {@link systemClock} */
@@ -210,7 +229,7 @@ export interface CheckOptions {
 }
 
 /** A limiter. `check` answers synchronously with a synchronous store, with a promise otherwise. */
-export interface Limiter<S extends LimitStore = LimitStore> {
+export interface Limiter<S extends LimitStore = LimitStore, T extends string = string> {
   /**
    * Decide one request.
    * @param request - who sends it and what it asks for
@@ -220,7 +239,7 @@ export interface Limiter<S extends LimitStore = LimitStore> {
    *   or cannot be read, or a clock reading that is not milliseconds from 0 to 8.64e15
    */
   check(
-    request: LimitRequest,
+    request: LimitRequest<T>,
     options?: CheckOptions,
   ): S extends SyncLimitStore ? Decision : Promise<Decision>;
   /** The store the limiter uses. */
@@ -252,9 +271,10 @@ const NO_RULES: CompiledRules = { table: undefined, effectOf: undefined };
  * }
  * ```
  */
-export function createLimiter<S extends LimitStore = MemoryStore>(
-  options: LimiterOptions<S>,
-): Limiter<S> {
+export function createLimiter<
+  S extends LimitStore = MemoryStore,
+  P extends LimitPreset | AccountPresets = LimitPreset,
+>(options: LimiterOptions<S, P>): Limiter<S, AccountTypeOf<P>> {
   if (options === undefined) {
     throw new ConfigurationError(
       'invalid_option',
@@ -385,7 +405,7 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
       (error: unknown) => onStoreOutage.decide(error, plan, now, statuses),
     );
   };
-  return { check, store, outage } as Limiter<S>;
+  return { check, store, outage } as unknown as Limiter<S, AccountTypeOf<P>>;
 }
 
 /** What a limiter that decides outages itself does with one. */

@@ -19,6 +19,7 @@ import { honoRateLimit } from '../../src/adapters/hono.js';
 import { koaRateLimit } from '../../src/adapters/koa.js';
 import { nodeRateLimit } from '../../src/adapters/node.js';
 import {
+  type AccountType,
   createLimiter,
   FakeClock,
   type Identity,
@@ -78,9 +79,10 @@ const accounts = new Map<string, Identity>([
   ['key-odd', { clientId: 'c-odd', accountCode: 'ODD', accountType: 'enterprise' }],
 ]);
 
-// What each adapter's identify reads: the API key header.
+// What each adapter's identify reads: the API key header. The account store answers account
+// types the limiter's presets do not know ('enterprise'): typed as they are, a cast.
 const byKey = (key: string | string[] | undefined) =>
-  typeof key === 'string' ? accounts.get(key) : undefined;
+  (typeof key === 'string' ? accounts.get(key) : undefined) as Identity<AccountType> | undefined;
 
 type Start = (events: RateLimitErrorEvent<unknown>[]) => Promise<StartedServer>;
 
@@ -90,7 +92,7 @@ const frameworks: Record<string, Start> = {
   'node:http': async (events) => {
     const limit = nodeRateLimit<IncomingMessage>({
       limiter: limiterOf(),
-      identify: (req) => byKey(req.headers['x-api-key']) as Identity,
+      identify: (req) => byKey(req.headers['x-api-key']),
       onError: (event) => void events.push(event),
     });
     return listen(createServer((req, res) => limit(req, res, () => res.end('ok'))));
@@ -100,7 +102,7 @@ const frameworks: Record<string, Start> = {
     app.use(
       expressRateLimit({
         limiter: limiterOf(),
-        identify: (req) => byKey(req.headers['x-api-key']) as Identity,
+        identify: (req) => byKey(req.headers['x-api-key']),
         onError: (event) => void events.push(event),
       }),
     );
@@ -111,7 +113,7 @@ const frameworks: Record<string, Start> = {
     const fastify = Fastify({ logger: false });
     await fastify.register(fastifyRateLimit, {
       limiter: limiterOf(),
-      identify: (request) => byKey(request.headers['x-api-key']) as Identity,
+      identify: (request) => byKey(request.headers['x-api-key']),
       onError: (event) => void events.push(event),
     });
     fastify.get('/*', async (_request, reply) => reply.type('text/plain').send('ok'));
@@ -127,7 +129,7 @@ const frameworks: Record<string, Start> = {
     koa.use(
       koaRateLimit({
         limiter: limiterOf(),
-        identify: (ctx) => byKey(ctx.req.headers['x-api-key']) as Identity,
+        identify: (ctx) => byKey(ctx.req.headers['x-api-key']),
         onError: (event) => void events.push(event),
       }),
     );
@@ -141,7 +143,7 @@ const frameworks: Record<string, Start> = {
     hono.use(
       honoRateLimit({
         limiter: limiterOf(),
-        identify: (c) => byKey(c.req.header('x-api-key')) as Identity,
+        identify: (c) => byKey(c.req.header('x-api-key')),
         onError: (event) => void events.push(event),
       }),
     );
@@ -259,3 +261,32 @@ for (const [name, start] of Object.entries(frameworks)) {
     });
   });
 }
+
+describe('account types in TypeScript', () => {
+  it('types accountType as the keys of the presets where the limiter knows them, and as any string where not', () => {
+    const limiter = createLimiter({ preset: presets.byAccountType, clock: new FakeClock(0) });
+    const gold = { clientId: 'c', accountCode: 'A', method: 'GET', path: '/' } as const;
+    // At run time the limiter refuses it; the compiler refuses it first (tsc checks this file).
+    expect(() =>
+      // @ts-expect-error 'gold' is not an account type of presets.byAccountType
+      limiter.check({ ...gold, accountType: 'gold' }),
+    ).toThrow(/has no preset/);
+    const options = {
+      limiter,
+      identify: (): Identity<'gold'> => ({ clientId: 'c', accountCode: 'A', accountType: 'gold' }),
+    };
+    // @ts-expect-error identify must answer one of the presets' account types
+    expect(() => nodeRateLimit(options)).not.toThrow();
+    expect(() =>
+      nodeRateLimit({
+        limiter,
+        identify: () => ({ clientId: 'c', accountCode: 'A', accountType: 'trial' }),
+        // @ts-expect-error the anonymous account type is one of the presets' too
+        anonymous: { accountType: 'gold' },
+      }),
+    ).not.toThrow();
+    // A single preset, or policies: any string goes (the limiter reads no account type).
+    const single = createLimiter({ preset: presets.live, clock: new FakeClock(0) });
+    expect(single.check({ ...gold, accountType: 'gold' }).allowed).toBe(true);
+  });
+});

@@ -48,7 +48,11 @@ function mostInAnySecond(times: readonly number[]): number {
 
 const arrivals = fc.array(
   fc.record({
-    gap: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 400 }), fc.integer({ min: 401, max: 3_000 })),
+    gap: fc.oneof(
+      fc.constant(0),
+      fc.integer({ min: 1, max: 400 }),
+      fc.integer({ min: 401, max: 3_000 }),
+    ),
     down: fc.boolean(),
   }),
   { minLength: 1, maxLength: 60 },
