@@ -80,6 +80,7 @@ export {
   resourceRules,
 } from './limits/limit-rule.js';
 export type {
+  AccountTypeOf,
   AdmittedDecision,
   CheckOptions,
   Decision,
