@@ -6,7 +6,13 @@
  *
  * Run it with `npm run demo:scripted`.
  */
-import { createLimiter, FakeClock, type LimitRequest, presets } from '../src/index.js';
+import {
+  type AccountType,
+  createLimiter,
+  FakeClock,
+  type LimitRequest,
+  presets,
+} from '../src/index.js';
 
 const clock = new FakeClock(Date.UTC(2026, 0, 1));
 const start = clock.now();
@@ -14,7 +20,7 @@ const limiter = createLimiter({ preset: presets.byAccountType, clock });
 
 interface Step {
   what: string;
-  request: Omit<LimitRequest, 'clientId' | 'accountCode'> & { clientId?: string };
+  request: Omit<LimitRequest<AccountType>, 'clientId' | 'accountCode'> & { clientId?: string };
   count: number;
   at: number;
 }

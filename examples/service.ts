@@ -14,6 +14,7 @@ import * as bullmq from 'bullmq';
 import { Redis } from 'ioredis';
 import { nodeRateLimit } from '../src/adapters/node.js';
 import {
+  type AccountType,
   type Clock,
   createLimiter,
   type Identity,
@@ -27,7 +28,7 @@ import { ioredisClient, RedisStore } from '../src/redis/index.js';
 import { type AuditLogEntry, createDemoWebhooks } from './service-webhooks.js';
 
 /** The two demo clients, by API key. Authentication is the service's own; this is the demo's. */
-export const demoClients: Readonly<Record<string, Identity>> = {
+export const demoClients: Readonly<Record<string, Identity<AccountType>>> = {
   'live-demo-key': { clientId: 'demo-live-app', accountCode: 'LIVE-ACME', accountType: 'live' },
   'dev-demo-key': {
     clientId: 'demo-dev-app',
@@ -44,7 +45,7 @@ export interface DemoService {
   close(): Promise<void>;
 }
 
-const clientOf = (req: IncomingMessage): Identity | undefined => {
+const clientOf = (req: IncomingMessage): Identity<AccountType> | undefined => {
   const key = req.headers['x-api-key'];
   // Own keys only: `__proto__`, `constructor` or `toString` are no API keys.
   return typeof key === 'string' && Object.hasOwn(demoClients, key) ? demoClients[key] : undefined;
@@ -284,7 +285,8 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
         ? {}
         : { store: new RedisStore({ client: ioredisClient(limitsRedis) }) }),
     }),
-    identify: (req) => clientOf(req) as Identity,
+    // No key or an unknown one: limited as anonymous by remote address (the handler answers 401).
+    identify: (req) => clientOf(req),
     rateLimitHeaders: true,
     trackingIdOnAdmitted: true,
   });

@@ -31,10 +31,13 @@ export {
 export type { RateLimitFields } from './http/rate-limit-fields.js';
 export { rateLimitFields } from './http/rate-limit-fields.js';
 export type {
+  AnonymousOptions,
   CheckingLimiter,
   FailureMode,
+  FailureOutcome,
   GatePhase,
   GateVerdict,
+  IdentifyErrorMode,
   Identity,
   RateLimitErrorEvent,
   RateLimitGate,
@@ -42,7 +45,7 @@ export type {
   TrackingIdReader,
 } from './http/rate-limit-gate.js';
 // The gate behind every adapter; the adapters themselves are subpaths (`/node`, `/express`, ...).
-export { createRateLimitGate } from './http/rate-limit-gate.js';
+export { ANONYMOUS_CLIENT_ID, createRateLimitGate } from './http/rate-limit-gate.js';
 export type { RateLimitResponseOptions } from './http/rate-limit-response.js';
 // refusalParts and admittedParts stay internal: the gate calls them with checked options.
 export {
@@ -77,12 +80,15 @@ export {
   resourceRules,
 } from './limits/limit-rule.js';
 export type {
+  AccountTypeOf,
   AdmittedDecision,
   CheckOptions,
   Decision,
   Limiter,
   LimiterOptions,
   LimitRequest,
+  OutageEvent,
+  OutageMode,
   PolicySource,
   RefusedDecision,
 } from './limits/limiter.js';

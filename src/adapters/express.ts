@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { gateNodeRequest, nodeTrackingIdReader } from './node-response.js';
+import { gateNodeRequest, nodeTrackingIdReader, socketAddress } from './node-response.js';
 
 /** The part of an Express request the middleware reads: a node request with `originalUrl`. */
 export type ExpressLikeRequest = IncomingMessage & {
@@ -15,8 +15,10 @@ export type ExpressLikeRequest = IncomingMessage & {
 };
 
 /** Options of {@link expressRateLimit}: `identify` receives the Express request. */
-export type ExpressRateLimitOptions<R extends ExpressLikeRequest = ExpressLikeRequest> =
-  RateLimitOptions<R>;
+export type ExpressRateLimitOptions<
+  R extends ExpressLikeRequest = ExpressLikeRequest,
+  T extends string = string,
+> = RateLimitOptions<R, T>;
 
 /** An Express middleware. */
 export type ExpressRateLimitMiddleware<R extends ExpressLikeRequest = ExpressLikeRequest> = (
@@ -39,10 +41,15 @@ export type ExpressRateLimitMiddleware<R extends ExpressLikeRequest = ExpressLik
  * }));
  * ```
  */
-export function expressRateLimit<R extends ExpressLikeRequest = ExpressLikeRequest>(
-  options: ExpressRateLimitOptions<R>,
-): ExpressRateLimitMiddleware<R> {
-  const gate = createRateLimitGate(options);
+export function expressRateLimit<
+  R extends ExpressLikeRequest = ExpressLikeRequest,
+  T extends string = string,
+>(options: ExpressRateLimitOptions<R, T>): ExpressRateLimitMiddleware<R> {
+  // Express's req.ip follows its `trust proxy` setting; the socket's address otherwise.
+  const gate = createRateLimitGate(options, (req: R) => {
+    const { ip } = req as { ip?: unknown };
+    return typeof ip === 'string' ? ip : socketAddress(req);
+  });
   const readTrackingId = nodeTrackingIdReader(gate.trackingIdHeader);
   return (req, res, next) =>
     gateNodeRequest(

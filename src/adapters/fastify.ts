@@ -42,7 +42,8 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
   options,
   done,
 ) => {
-  const gate = createRateLimitGate(options);
+  // Fastify's request.ip follows its `trustProxy` setting.
+  const gate = createRateLimitGate(options, (request: FastifyRequest) => request.ip);
   const { keyBy } = options;
   if (keyBy !== undefined && keyBy !== 'route' && keyBy !== 'url') {
     // Handed to Fastify, which fails `ready()` with it; a throw here would escape the plugin loader.

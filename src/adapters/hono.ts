@@ -7,10 +7,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { clientGone, holdUntilClosed } from './node-response.js';
+import { clientGone, holdUntilClosed, socketAddress } from './node-response.js';
 
 /** Options of {@link honoRateLimit}: `identify` receives the Hono context. */
-export type HonoRateLimitOptions<E extends Env = Env> = RateLimitOptions<Context<E>>;
+export type HonoRateLimitOptions<E extends Env = Env, T extends string = string> = RateLimitOptions<
+  Context<E>,
+  T
+>;
 
 /**
  * Make the Hono middleware. Admitted: sets the tracking id (and RateLimit fields when enabled),
@@ -28,10 +31,15 @@ export type HonoRateLimitOptions<E extends Env = Env> = RateLimitOptions<Context
  * }));
  * ```
  */
-export function honoRateLimit<E extends Env = Env>(
-  options: HonoRateLimitOptions<E>,
+export function honoRateLimit<E extends Env = Env, T extends string = string>(
+  options: HonoRateLimitOptions<E, T>,
 ): MiddlewareHandler<E> {
-  const gate = createRateLimitGate(options);
+  // The node connection's address on @hono/node-server; other runtimes tell none here (give
+  // `anonymous.key`, with the runtime's getConnInfo).
+  const gate = createRateLimitGate(options, (c: Context<E>) => {
+    const node = nodeBindings(c.env);
+    return node === undefined ? undefined : socketAddress(node.incoming);
+  });
   const readTrackingId = (c: Context<E>) => c.req.header(gate.trackingIdHeader);
   return async (c, next) => {
     const pending = gate.check(c, c.req.method, pathAsSent(c.req.url), readTrackingId);

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { clientGone, firstValue, holdUntilClosed } from './node-response.js';
+import { clientGone, firstValue, holdUntilClosed, socketAddress } from './node-response.js';
 
 /** The part of a Koa context the middleware uses. */
 export interface KoaLikeContext {
@@ -26,7 +26,10 @@ export interface KoaLikeContext {
 }
 
 /** Options of {@link koaRateLimit}: `identify` receives the Koa context. */
-export type KoaRateLimitOptions<C extends KoaLikeContext = KoaLikeContext> = RateLimitOptions<C>;
+export type KoaRateLimitOptions<
+  C extends KoaLikeContext = KoaLikeContext,
+  T extends string = string,
+> = RateLimitOptions<C, T>;
 
 /** A Koa middleware. */
 export type KoaRateLimitMiddleware<C extends KoaLikeContext = KoaLikeContext> = (
@@ -47,10 +50,12 @@ export type KoaRateLimitMiddleware<C extends KoaLikeContext = KoaLikeContext> = 
  * }));
  * ```
  */
-export function koaRateLimit<C extends KoaLikeContext = KoaLikeContext>(
-  options: KoaRateLimitOptions<C>,
+export function koaRateLimit<C extends KoaLikeContext = KoaLikeContext, T extends string = string>(
+  options: KoaRateLimitOptions<C, T>,
 ): KoaRateLimitMiddleware<C> {
-  const gate = createRateLimitGate(options);
+  // The connection's address: Koa's ctx.ip reads X-Forwarded-For when `app.proxy` is on, which
+  // the context type here does not tell.
+  const gate = createRateLimitGate(options, (ctx: C) => socketAddress(ctx.req));
   const readTrackingId = (ctx: C) => firstValue(ctx.req.headers[gate.trackingIdHeader]);
   return async (ctx, next) => {
     const pending = gate.check(ctx, ctx.method, ctx.originalUrl, readTrackingId);

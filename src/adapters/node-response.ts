@@ -14,6 +14,15 @@ import { problemDetails, problemResponse } from '../http/problem-details.js';
 import type { GateVerdict, RateLimitGate, TrackingIdReader } from '../http/rate-limit-gate.js';
 
 /**
+ * The address a node request came from (its socket's), the default key of anonymous requests;
+ * undefined once the socket is gone.
+ * @param req - the node request
+ */
+export function socketAddress(req: IncomingMessage): string | undefined {
+  return req.socket?.remoteAddress;
+}
+
+/**
  * Run the gate for one request and settle it on the node response. No closure is made on the
  * synchronous path: the memory store's requests cost only what the decision costs.
  * @param gate - the adapter's gate

@@ -5,10 +5,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { gateNodeRequest, nodeTrackingIdReader } from './node-response.js';
+import { gateNodeRequest, nodeTrackingIdReader, socketAddress } from './node-response.js';
 
 /** Options of {@link nodeRateLimit}: `identify` receives the node request. */
-export type NodeRateLimitOptions<R extends IncomingMessage = IncomingMessage> = RateLimitOptions<R>;
+export type NodeRateLimitOptions<
+  R extends IncomingMessage = IncomingMessage,
+  T extends string = string,
+> = RateLimitOptions<R, T>;
 
 /** A Connect-style middleware; `next` may return a promise (an async handler). */
 export type NodeRateLimitMiddleware<R extends IncomingMessage = IncomingMessage> = (
@@ -32,10 +35,11 @@ export type NodeRateLimitMiddleware<R extends IncomingMessage = IncomingMessage>
  * createServer((req, res) => limit(req, res, () => handle(req, res))).listen(3000);
  * ```
  */
-export function nodeRateLimit<R extends IncomingMessage = IncomingMessage>(
-  options: NodeRateLimitOptions<R>,
-): NodeRateLimitMiddleware<R> {
-  const gate = createRateLimitGate(options);
+export function nodeRateLimit<
+  R extends IncomingMessage = IncomingMessage,
+  T extends string = string,
+>(options: NodeRateLimitOptions<R, T>): NodeRateLimitMiddleware<R> {
+  const gate = createRateLimitGate(options, socketAddress);
   const readTrackingId = nodeTrackingIdReader(gate.trackingIdHeader);
   return (req, res, next) =>
     gateNodeRequest(gate, req, req, res, req.url ?? '/', readTrackingId, next, true);

@@ -1,13 +1,15 @@
 /**
  * The one place that decides a request for every framework adapter: skip, identify, ask the
  * limiter, and turn the answer into a verdict (go on with these headers and this lease, or write
- * this response). Errors of `skip`, `identify` or the store, and decisions it cannot read, are
- * never 429s: the gate fails open (default) or closed, and reports each one. Synchronous when
+ * this response). No failure is ever a 429, and none switches limiting off unasked: an `identify`
+ * that throws is answered 500 (`onIdentifyError`), a request it cannot attribute is limited as
+ * anonymous (`anonymous`), and a store outage is decided in one place, the limiter's `outage`
+ * option or this gate's `failure` (open, or closed with a 503). Each failure is reported. Synchronous when
  * everything it calls is (the memory store), a promise otherwise; it never throws or rejects, and
  * neither does a verdict's `release`.
  * @module
  */
-import { ConfigurationError, InvalidRequestError } from '../errors.js';
+import { ConfigurationError, InvalidRequestError, isInvalidRequestError } from '../errors.js';
 import { describe } from '../limits/duration.js';
 import {
   type AdmittedDecision,
@@ -31,18 +33,64 @@ import {
   resolveTrackingId,
 } from './tracking-id.js';
 
-/** Who sends a request, as `identify` maps it (authentication is the service's own). */
-export interface Identity {
+/**
+ * Who sends a request, as `identify` maps it (authentication is the service's own). `T` is the
+ * account types of the limiter's presets, when it knows them (`presets.byAccountType`).
+ */
+export interface Identity<T extends string = string> {
   /** The client (application) id. */
   readonly clientId: string;
   /** The account code. */
   readonly accountCode: string;
-  /** Picks the preset when the limiter has one per account type (`live`, `development`, `trial`). */
-  readonly accountType?: string | undefined;
+  /**
+   * Picks the preset when the limiter has one per account type (`live`, `development`, `trial`).
+   * One the limiter has no preset for is limited as anonymous (see {@link AnonymousOptions}).
+   */
+  readonly accountType?: T | undefined;
 }
 
 /** What the gate does when it cannot decide: let the request through, or refuse it with 503. */
 export type FailureMode = 'open' | 'closed';
+
+/**
+ * What the gate does when `identify` throws or rejects: `'error'` answers 500 with problem
+ * details, `'anonymous'` limits the request as anonymous (see {@link AnonymousOptions}),
+ * `'allow'` lets it through unlimited. Each is reported through `onError` (phase `identify`).
+ */
+export type IdentifyErrorMode = 'error' | 'anonymous' | 'allow';
+
+/**
+ * How a request that `identify` cannot attribute is limited: `identify` returned nothing, or an
+ * identity without a client id or account code, or one the limiter cannot count (an account type
+ * without a preset, an id that is not a string). Such a request is counted under the client id
+ * {@link ANONYMOUS_CLIENT_ID} and the account code `remote:` + its key.
+ */
+export interface AnonymousOptions<R, T extends string = string> {
+  /**
+   * The account type whose preset limits anonymous requests.
+   * @defaultValue the limiter's `defaultAccountType` (`'development'`, the strictest, unless set)
+   */
+  accountType?: T;
+  /**
+   * The key anonymous requests are counted by. Return `undefined` when there is none: every such
+   * request then shares the key `unknown`. At most 249 characters (the limiter's account codes
+   * are 256 at most).
+   * @defaultValue the remote address the adapter reads from the connection (Express's and
+   *   Fastify's `req.ip`, which follow their `trust proxy` settings; the socket's address on
+   *   node:http and Koa; on Hono, the node connection's with @hono/node-server, else none)
+   */
+  key?: (request: R) => string | null | undefined;
+}
+
+/** The client id under which anonymous requests are counted (see {@link AnonymousOptions}). */
+export const ANONYMOUS_CLIENT_ID = 'anonymous';
+
+/**
+ * What the gate did about a failure: `open`, the failure stopped nothing; `closed`, the request
+ * was answered with an error (503, or 500 for a failing `identify`); `anonymous`, it was limited
+ * as anonymous.
+ */
+export type FailureOutcome = FailureMode | 'anonymous';
 
 /**
  * Where a failure happened:
@@ -69,42 +117,77 @@ export interface RateLimitErrorEvent<R> {
   /** The request's tracking id (for `tracking-id`, the one that replaced it). */
   readonly trackingId: string;
   /**
-   * What the gate did about this failure. `closed`: it answered 503 because of it (a `skip`,
-   * `identify` or `limiter` failure under `failure: 'closed'`). `open`: the failure stopped
-   * nothing: the request was let through by `failure: 'open'`, or, whatever the failure mode,
-   * given a random tracking id (`tracking-id`) or already let through when it failed (`release`,
+   * What the gate did about this failure. `closed`: it answered 503 because of it (a `skip` or
+   * `limiter` failure under `failure: 'closed'`), or 500 (an `identify` that threw, by default).
+   * `anonymous`: the request was limited as anonymous (an identity the limiter cannot count, or
+   * `onIdentifyError: 'anonymous'`). `open`: the failure stopped nothing: the request was let
+   * through by `failure: 'open'` or `onIdentifyError: 'allow'`, or, whatever the options, given a
+   * random tracking id (`tracking-id`) or already let through when it failed (`release`,
    * `handler`).
    */
-  readonly failure: FailureMode;
+  readonly failure: FailureOutcome;
 }
 
 /** Anything with the limiter's `check`: synchronous (memory store) or asynchronous (Redis). */
-export interface CheckingLimiter {
+export interface CheckingLimiter<T extends string = string> {
+  /**
+   * What a store outage does, when the limiter decides it (see `LimiterOptions.outage`); absent
+   * or `'reject'`: the gate's `failure` decides.
+   */
+  readonly outage?: string;
   /**
    * Decide one request. The gate asks for statuses (`options.statuses`) only when it sends the
    * RateLimit fields; a limiter may ignore the options.
    */
-  check(request: LimitRequest, options?: CheckOptions): Decision | Promise<Decision>;
+  check(request: LimitRequest<T>, options?: CheckOptions): Decision | Promise<Decision>;
 }
 
-/** Options of every rate limit middleware. */
-export interface RateLimitOptions<R>
+/**
+ * Options of every rate limit middleware. `T`, the account types, comes from the limiter: with
+ * `presets.byAccountType`, `identify` must answer `'live'`, `'development'` or `'trial'`.
+ */
+export interface RateLimitOptions<R, T extends string = string>
   extends Pick<RateLimitResponseOptions, 'trackingIds' | 'trackingIdHeader' | 'rateLimitHeaders'> {
   /** The limiter (`createLimiter`). */
-  limiter: CheckingLimiter;
+  limiter: CheckingLimiter<T>;
   /**
    * Map a request to its client id, account code and account type. Authentication is outside the
-   * specification: read them from what your authentication established.
+   * specification: read them from what your authentication established. Return `undefined` for
+   * a request you cannot attribute: it is limited as anonymous (see `anonymous`).
    */
-  identify: (request: R) => Identity | Promise<Identity>;
+  identify: (
+    request: R,
+  ) => Identity<NoInfer<T>> | null | undefined | Promise<Identity<NoInfer<T>> | null | undefined>;
+  /**
+   * When `identify` throws or rejects (a bug in wiring, such as reading a user that an
+   * authentication step registered after the middleware has not set yet): `'error'` answers 500
+   * with problem details, `'anonymous'` limits the request as anonymous, `'allow'` lets it
+   * through unlimited. Each is reported through `onError`.
+   * @defaultValue `'error'`
+   */
+  onIdentifyError?: IdentifyErrorMode;
+  /**
+   * How requests that `identify` cannot attribute are limited (see {@link AnonymousOptions}), or
+   * `'refuse'` to answer them 401 with problem details instead.
+   * @defaultValue by remote address, under the limiter's default account type (Development)
+   */
+  anonymous?: AnonymousOptions<R, NoInfer<T>> | 'refuse';
   /** Requests for which this returns true are not limited (health checks, say). */
   skip?: (request: R) => boolean | Promise<boolean>;
   /**
-   * When `skip`, `identify` or the store fails: `open` lets the request through, `closed` answers
-   * 503 with a problem details body.
+   * When `skip` fails, or the limiter fails (its store has an outage and the limiter leaves the
+   * decision to its caller, `outage: 'reject'`): `open` lets the request through, `closed`
+   * answers 503 with a problem details body and a Retry-After. A limiter that decides outages
+   * itself (`outage` `'open'`, `'closed'` or `'fallback'`) is refused together with this option:
+   * one place decides.
    * @defaultValue `'open'`
    */
   failure?: FailureMode;
+  /**
+   * Retry-After, in whole seconds (1 or more), of the 503 answered under `failure: 'closed'`.
+   * @defaultValue 1 (the specification's recommended backoff)
+   */
+  failureRetryAfterSeconds?: number;
   /** Told of every failure. @defaultValue one line on `console.error` */
   onError?: (event: RateLimitErrorEvent<R>) => void;
   /**
@@ -193,10 +276,21 @@ const isThenable = <T>(value: unknown): value is PromiseLike<T> =>
  * Make the gate that every adapter runs. Adapters are its only users; use it to write an adapter
  * for a framework the library does not cover.
  * @param options - limiter, identify, skip, failure mode, error callback, tracking id and headers
+ * @param remoteAddress - reads the address a request came from: the default key of anonymous
+ *   requests (see {@link AnonymousOptions.key}); without it they all share one key
  * @throws ConfigurationError `invalid_option` or `invalid_header_name` for bad options
  */
-export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitGate<R> {
+export function createRateLimitGate<R, T extends string = string>(
+  options: RateLimitOptions<R, T>,
+  remoteAddress?: (request: R) => string | null | undefined,
+): RateLimitGate<R> {
   const { limiter, identify, skip, onError } = checkOptions(options);
+  const onIdentifyError: IdentifyErrorMode = options.onIdentifyError ?? 'error';
+  const anonymous = options.anonymous;
+  const anonymousKey =
+    anonymous === 'refuse' ? undefined : (anonymous?.key ?? remoteAddress ?? noAddress);
+  const anonymousType = anonymous === 'refuse' ? undefined : anonymous?.accountType;
+  const failureRetryAfter = options.failureRetryAfterSeconds ?? 1;
   const header = checkHeaderName(
     options.trackingIdHeader ?? DEFAULT_TRACKING_ID_HEADER,
     'trackingIdHeader',
@@ -309,7 +403,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     request: R,
     phase: GatePhase,
     trackingId: string,
-    done: FailureMode,
+    done: FailureOutcome,
   ): void => {
     const event: RateLimitErrorEvent<R> = { error, request, phase, trackingId, failure: done };
     try {
@@ -329,9 +423,73 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     const trackingId = made(request, pending);
     report(error, request, phase, trackingId, failure);
     if (failure === 'open') return pass(request, trackingId);
-    const response = unavailable(trackingId);
-    response.headers[header] = trackingId;
-    return answer(response, request, trackingId);
+    return answer(unavailable(trackingId, header, failureRetryAfter), request, trackingId);
+  };
+
+  // identify threw or rejected: 500, anonymous or unlimited, as the integrator chose by name.
+  const identifyFailed = (
+    error: unknown,
+    request: R,
+    method: string,
+    path: string,
+    pending: PendingId<R>,
+  ): GateVerdict | Promise<GateVerdict> => {
+    const trackingId = made(request, pending);
+    if (onIdentifyError === 'allow') {
+      report(error, request, 'identify', trackingId, 'open');
+      return pass(request, trackingId);
+    }
+    if (onIdentifyError === 'anonymous') {
+      report(error, request, 'identify', trackingId, 'anonymous');
+      return limitAnonymous(request, method, path, trackingId);
+    }
+    return notAttributed(error, request, trackingId);
+  };
+
+  // A bug in wiring is not an outage: 500, reported, never let through unlimited.
+  const notAttributed = (error: unknown, request: R, pending: PendingId<R>): GateVerdict => {
+    const trackingId = made(request, pending);
+    report(error, request, 'identify', trackingId, 'closed');
+    return answer(identifyError(trackingId, header), request, trackingId);
+  };
+
+  // A request identify could not attribute: counted by its key under the anonymous preset, or
+  // refused with 401 when the integrator asked so.
+  const limitAnonymous = (
+    request: R,
+    method: string,
+    path: string,
+    pending: PendingId<R>,
+  ): GateVerdict | Promise<GateVerdict> => {
+    if (anonymousKey === undefined) {
+      const trackingId = made(request, pending);
+      return answer(unauthenticated(trackingId, header), request, trackingId);
+    }
+    let key: unknown;
+    try {
+      key = anonymousKey(request);
+    } catch (error) {
+      return notAttributed(error, request, pending);
+    }
+    const code = `remote:${typeof key === 'string' && key !== '' ? key : 'unknown'}`;
+    const fields = new RequestFields(ANONYMOUS_CLIENT_ID, code, anonymousType, method, path);
+    return limit(request, fields, method, path, pending, false);
+  };
+
+  // The limiter refused the identity (an account type without a preset, an id it cannot count).
+  const limitFailed = (
+    error: unknown,
+    request: R,
+    method: string,
+    path: string,
+    pending: PendingId<R>,
+    attributed: boolean,
+  ): GateVerdict | Promise<GateVerdict> => {
+    if (!isInvalidRequestError(error)) return fail(error, request, 'limiter', pending);
+    // The anonymous identity itself cannot be counted: the anonymous options are wrong.
+    if (!attributed) return notAttributed(error, request, pending);
+    report(error, request, 'identify', made(request, pending), 'anonymous');
+    return limitAnonymous(request, method, path, pending);
   };
 
   // A decision that is neither a well-formed admission nor a well-formed refusal is the limiter's
@@ -359,6 +517,10 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     }
     if (!isRefusal(decision)) return fail(unreadable(decision), request, 'limiter', trackingId);
     const id = made(request, trackingId);
+    // No limit of the client was reached: the limiter could not check (outage: 'closed').
+    if (decision.reason === 'unavailable') {
+      return answer(unavailable(id, header, decision.retryAfterSeconds), request, id);
+    }
     return answer(refusalParts(decision, header, id, withFields), request, id);
   };
 
@@ -366,24 +528,49 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
   // promise; a promise from identify, skip or the store continues in `settled`.
   const limit = (
     request: R,
-    identity: Identity,
+    fields: RequestFields,
     method: string,
     path: string,
     trackingId: PendingId<R>,
+    attributed: boolean,
   ): GateVerdict | Promise<GateVerdict> => {
     let decision: Decision | Promise<Decision>;
     try {
-      decision = limiter.check(limitRequest(identity, method, path), asked);
+      // The gate checks what it passes: an account type the limiter has no preset for comes back
+      // as its InvalidRequestError and is counted as anonymous.
+      decision = limiter.check(fields as LimitRequest<T>, asked);
       // As on the asynchronous path, a decision the gate cannot read is the limiter's failure.
       if (!isThenable<Decision>(decision)) return decide(decision, request, trackingId);
     } catch (error) {
-      return fail(error, request, 'limiter', trackingId);
+      return limitFailed(error, request, method, path, trackingId, attributed);
     }
     return settled(
       decision,
       (d) => decide(d, request, trackingId),
-      (error) => fail(error, request, 'limiter', trackingId),
+      (error) => limitFailed(error, request, method, path, trackingId, attributed),
     );
+  };
+
+  const attributed = (
+    request: R,
+    identity: unknown,
+    method: string,
+    path: string,
+    trackingId: PendingId<R>,
+  ): GateVerdict | Promise<GateVerdict> => {
+    let fields: RequestFields | undefined;
+    try {
+      fields = identityFields(identity, method, path);
+    } catch (error) {
+      if (!isInvalidRequestError(error)) {
+        // Reading the identity threw (a getter): identify failed.
+        return identifyFailed(error, request, method, path, trackingId);
+      }
+      report(error, request, 'identify', made(request, trackingId), 'anonymous');
+      return limitAnonymous(request, method, path, trackingId);
+    }
+    if (fields === undefined) return limitAnonymous(request, method, path, trackingId);
+    return limit(request, fields, method, path, trackingId, true);
   };
 
   const attribute = (
@@ -392,20 +579,20 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
     path: string,
     trackingId: PendingId<R>,
   ): GateVerdict | Promise<GateVerdict> => {
-    let identity: Identity | Promise<Identity>;
+    let identity: unknown;
     let pending: boolean;
     try {
       identity = identify(request);
       // Reading `then` runs user code too (a getter, a Proxy that throws on unknown keys).
       pending = isThenable<Identity>(identity);
     } catch (error) {
-      return fail(error, request, 'identify', trackingId);
+      return identifyFailed(error, request, method, path, trackingId);
     }
-    if (!pending) return limit(request, identity as Identity, method, path, trackingId);
+    if (!pending) return attributed(request, identity, method, path, trackingId);
     return settled(
-      identity as PromiseLike<Identity>,
-      (id) => limit(request, id, method, path, trackingId),
-      (error) => fail(error, request, 'identify', trackingId),
+      identity as PromiseLike<unknown>,
+      (id) => attributed(request, id, method, path, trackingId),
+      (error) => identifyFailed(error, request, method, path, trackingId),
     );
   };
 
@@ -457,7 +644,7 @@ export function createRateLimitGate<R>(options: RateLimitOptions<R>): RateLimitG
 function settled<T>(
   value: PromiseLike<T>,
   next: (value: T) => GateVerdict | Promise<GateVerdict>,
-  failed: (error: unknown) => GateVerdict,
+  failed: (error: unknown) => GateVerdict | Promise<GateVerdict>,
 ): Promise<GateVerdict> {
   let promise: Promise<T>;
   try {
@@ -495,32 +682,78 @@ function unreadable(decision: unknown): ConfigurationError {
   );
 }
 
-function limitRequest(identity: Identity, method: string, path: string): LimitRequest {
-  if (typeof identity !== 'object' || identity === null) {
+/**
+ * The fields of an identity, each read once; `undefined` when there is none to count (nothing
+ * returned, no client id or no account code), an InvalidRequestError when it is not an identity.
+ * A getter that throws is passed on.
+ */
+function identityFields(
+  identity: unknown,
+  method: string,
+  path: string,
+): RequestFields | undefined {
+  if (identity === undefined || identity === null) return undefined;
+  if (typeof identity !== 'object') {
     throw new InvalidRequestError(
       'invalid_request',
-      `identify() must return { clientId, accountCode, accountType? }, got ${describe(identity)}.`,
+      `identify() must return { clientId, accountCode, accountType? } or undefined, got ${describe(identity)}.`,
     );
   }
-  // Each field read once; the limiter checks the values without copying them again.
+  const { clientId, accountCode, accountType } = identity as Record<string, unknown>;
+  if (isMissing(clientId) || isMissing(accountCode)) return undefined;
+  // The limiter checks the values without copying them again.
   return new RequestFields(
-    identity.clientId,
-    identity.accountCode,
-    identity.accountType,
+    clientId as string,
+    accountCode as string,
+    accountType as string | undefined,
     method,
     path,
   );
 }
 
-function unavailable(trackingId: string): ResponseParts {
-  return problemResponse(
+const isMissing = (value: unknown): boolean =>
+  value === undefined || value === null || value === '';
+
+const noAddress = (): undefined => undefined;
+
+function unavailable(trackingId: string, header: string, retryAfterSeconds: number): ResponseParts {
+  const response = problemResponse(
     problemDetails({
       code: 'rate_limit_unavailable',
       title: 'Rate limits cannot be checked',
       status: 503,
-      detail: `The service could not check this request against its rate limits, so it was not processed. Try again later; quote tracking id ${trackingId} when you report it.`,
+      detail: `The service could not check this request against its rate limits, so it was not processed. No limit of yours was reached. Try again in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}; quote tracking id ${trackingId} when you report it.`,
     }),
   );
+  response.headers['retry-after'] = String(retryAfterSeconds);
+  response.headers[header] = trackingId;
+  return response;
+}
+
+function identifyError(trackingId: string, header: string): ResponseParts {
+  const response = problemResponse(
+    problemDetails({
+      code: 'request_not_attributed',
+      title: 'The request could not be attributed',
+      status: 500,
+      detail: `The service failed to tell who sent this request, so it was not processed. Quote tracking id ${trackingId} when you report it.`,
+    }),
+  );
+  response.headers[header] = trackingId;
+  return response;
+}
+
+function unauthenticated(trackingId: string, header: string): ResponseParts {
+  const response = problemResponse(
+    problemDetails({
+      code: 'unauthenticated',
+      title: 'Authentication required',
+      status: 401,
+      detail: `This service serves identified clients only; send your credentials. Tracking id ${trackingId}.`,
+    }),
+  );
+  response.headers[header] = trackingId;
+  return response;
 }
 
 function defaultReport(event: RateLimitErrorEvent<unknown>): void {
@@ -533,7 +766,13 @@ function defaultReport(event: RateLimitErrorEvent<unknown>): void {
 
 // What became of the request, for the default report's line.
 function outcome(event: RateLimitErrorEvent<unknown>): string {
-  if (event.failure === 'closed') return 'refused with 503 (fail closed)';
+  if (event.failure === 'anonymous') return 'limited as anonymous';
+  if (event.failure === 'closed') {
+    return event.phase === 'identify'
+      ? 'answered 500 (not attributed)'
+      : 'refused with 503 (fail closed)';
+  }
+  if (event.phase === 'identify') return "let through unlimited (onIdentifyError: 'allow')";
   switch (event.phase) {
     case 'tracking-id':
       return 'goes on under a random tracking id';
@@ -586,6 +825,63 @@ function checkOptions<R>(options: RateLimitOptions<R>): RateLimitOptions<R> {
     throw new ConfigurationError(
       'invalid_option',
       `failure must be 'open' or 'closed', got ${describe(options.failure)}.`,
+    );
+  }
+  const { onIdentifyError, anonymous, failureRetryAfterSeconds } = options;
+  if (
+    onIdentifyError !== undefined &&
+    onIdentifyError !== 'error' &&
+    onIdentifyError !== 'anonymous' &&
+    onIdentifyError !== 'allow'
+  ) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `onIdentifyError must be 'error' (answer 500), 'anonymous' or 'allow', got ${describe(onIdentifyError)}.`,
+    );
+  }
+  if (anonymous !== undefined && anonymous !== 'refuse') {
+    if (typeof anonymous !== 'object' || anonymous === null) {
+      throw new ConfigurationError(
+        'invalid_option',
+        `anonymous must be 'refuse' or { accountType?, key? }, got ${describe(anonymous)}.`,
+      );
+    }
+    if (anonymous.key !== undefined && typeof anonymous.key !== 'function') {
+      throw new ConfigurationError(
+        'invalid_option',
+        `anonymous.key must be a function that maps a request to its key, got ${describe(anonymous.key)}.`,
+      );
+    }
+    if (anonymous.accountType !== undefined && typeof anonymous.accountType !== 'string') {
+      throw new ConfigurationError(
+        'invalid_option',
+        `anonymous.accountType must name an account type of the limiter's presets, got ${describe(anonymous.accountType)}.`,
+      );
+    }
+  }
+  if (
+    failureRetryAfterSeconds !== undefined &&
+    (!Number.isSafeInteger(failureRetryAfterSeconds) || failureRetryAfterSeconds < 1)
+  ) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `failureRetryAfterSeconds must be a whole number of seconds >= 1, got ${describe(failureRetryAfterSeconds)}.`,
+    );
+  }
+  let outage: unknown;
+  try {
+    outage = options.limiter.outage;
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'Reading limiter.outage threw; pass a limiter made by createLimiter().',
+      { cause },
+    );
+  }
+  if (options.failure !== undefined && outage !== undefined && outage !== 'reject') {
+    throw new ConfigurationError(
+      'invalid_option',
+      `The limiter decides store outages itself (outage: ${describe(outage)}) and failure is ${describe(options.failure)}: decide in one place. Leave failure out, or create the limiter without outage (it then leaves outages to the middleware).`,
     );
   }
   return options;

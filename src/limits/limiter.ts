@@ -31,21 +31,60 @@ import type {
   StoreOutcome,
   SyncLimitStore,
 } from './store.js';
-import { NO_STATUSES } from './store.js';
+import { admissionWithoutStatuses, NO_STATUSES } from './store.js';
 
-/** A request as the limiter sees it: who sends it, and what it asks for. */
-export interface LimitRequest {
+/**
+ * What a limiter does when its store has an outage (an asynchronous store whose `apply` rejects,
+ * as the Redis store does when Redis times out, is unreachable or fails):
+ * - `'reject'`: `check` rejects with the store's error (a `RedisStoreError`), and the caller
+ *   decides. The HTTP middleware then decides with its own `failure` option.
+ * - `'open'`: the request is admitted unlimited (no statuses, no lease), and the outage reported.
+ * - `'closed'`: the request is refused with reason `unavailable` and a Retry-After of
+ *   `outageRetryAfterSeconds`; no limit of the client was reached, so answer it 503, never 429
+ *   (the middleware does).
+ * - `'fallback'`: the request is decided by a local {@link SyncLimitStore} (the `fallbackStore`, a
+ *   {@link MemoryStore} by default) standing in while the store is away: limited per process, its
+ *   lease given back to the fallback store. The memory store is bounded by its `maxKeys`.
+ */
+export type OutageMode = 'reject' | 'open' | 'closed' | 'fallback';
+
+/** What a limiter tells `onOutage`: the store's error and what was done about it. */
+export interface OutageEvent {
+  /** What the store rejected with (a `RedisStoreError` for the Redis store). */
+  readonly error: unknown;
+  /** What the limiter did: admitted unlimited, refused as unavailable, or decided on the fallback. */
+  readonly outage: Exclude<OutageMode, 'reject'>;
+}
+
+/**
+ * A request as the limiter sees it: who sends it, and what it asks for. `T` is the account types
+ * of the limiter's presets, when it knows them.
+ */
+export interface LimitRequest<T extends string = string> {
   /** The client (application) id; limits are counted per client id and account code. */
   readonly clientId: string;
   /** The account code. */
   readonly accountCode: string;
-  /** Picks the preset when the limiter has one per account type (`live`, `development`, `trial`). */
-  readonly accountType?: string | undefined;
+  /**
+   * Picks the preset when the limiter has one per account type (`live`, `development`, `trial`).
+   * Typed as the keys of the limiter's presets when they are known (`presets.byAccountType`).
+   */
+  readonly accountType?: T | undefined;
   /** The HTTP method. */
   readonly method: string;
   /** The request path (the query string is ignored). */
   readonly path: string;
 }
+
+/**
+ * The account types a limiter's `preset` names: the keys of presets by account type, or any
+ * string for a single preset, policies, or presets whose keys are not known.
+ */
+export type AccountTypeOf<P> = P extends LimitPreset
+  ? string
+  : string extends keyof P
+    ? string
+    : Extract<keyof P, string>;
 
 /**
  * A {@link LimitRequest} whose fields are plain values, read once from wherever they came from.
@@ -122,12 +161,15 @@ export type Decision = AdmittedDecision | RefusedDecision;
 export type PolicySource = readonly Policy[] | ((request: LimitRequest) => readonly Policy[]);
 
 /** Options of {@link createLimiter}. */
-export interface LimiterOptions<S extends LimitStore = LimitStore> {
+export interface LimiterOptions<
+  S extends LimitStore = LimitStore,
+  P extends LimitPreset | AccountPresets = LimitPreset | AccountPresets,
+> {
   /**
    * The limits: one preset for every request, or presets by account type
    * (`presets.byAccountType`), picked by `request.accountType`. Give `preset` or `policies`.
    */
-  preset?: LimitPreset | AccountPresets;
+  preset?: P;
   /**
    * Your own policies instead of a preset: a list, or a function that picks them per request.
    * Lists with the same policies (equal kinds, names and numbers) share their state; each
@@ -142,13 +184,36 @@ export interface LimiterOptions<S extends LimitStore = LimitStore> {
    * With presets by account type: the type of a request that names none.
    * @defaultValue `'development'`, the strictest, so a request that is not attributed is not given Live limits
    */
-  defaultAccountType?: string;
+  defaultAccountType?: NoInfer<AccountTypeOf<P>>;
   /** Where limit state lives. @defaultValue a new {@link MemoryStore} */
   store?: S;
   /** The time source. @defaultValue {@link systemClock} */
   clock?: Clock;
   /** Longest client id and account code accepted, in characters. @defaultValue 256 */
   maxIdLength?: number;
+  /**
+   * What a store outage does (see {@link OutageMode}): decided here, or by the caller. Behind the
+   * HTTP middleware, leave it `'reject'` and set the middleware's `failure`, or set it here and
+   * leave `failure` out: the middleware refuses both at once, so that one place decides.
+   * @defaultValue `'reject'`
+   */
+  outage?: OutageMode;
+  /**
+   * The local store that decides while the store is away, with `outage: 'fallback'`.
+   * @defaultValue a new {@link MemoryStore}
+   */
+  fallbackStore?: SyncLimitStore;
+  /**
+   * Retry-After, in whole seconds (1 or more), of a refusal with `outage: 'closed'`.
+   * @defaultValue 1 (the specification's recommended backoff)
+   */
+  outageRetryAfterSeconds?: number;
+  /**
+   * Told of every outage the limiter decides (`outage` other than `'reject'`). An exception
+   * thrown here is ignored.
+   * @defaultValue one line on `console.error`
+   */
+  onOutage?: (event: OutageEvent) => void;
 }
 
 /** Options of one {@link Limiter.check}. */
@@ -164,7 +229,7 @@ export interface CheckOptions {
 }
 
 /** A limiter. `check` answers synchronously with a synchronous store, with a promise otherwise. */
-export interface Limiter<S extends LimitStore = LimitStore> {
+export interface Limiter<S extends LimitStore = LimitStore, T extends string = string> {
   /**
    * Decide one request.
    * @param request - who sends it and what it asks for
@@ -174,11 +239,13 @@ export interface Limiter<S extends LimitStore = LimitStore> {
    *   or cannot be read, or a clock reading that is not milliseconds from 0 to 8.64e15
    */
   check(
-    request: LimitRequest,
+    request: LimitRequest<T>,
     options?: CheckOptions,
   ): S extends SyncLimitStore ? Decision : Promise<Decision>;
   /** The store the limiter uses. */
   readonly store: S;
+  /** What a store outage does (the `outage` option); the middleware reads it. */
+  readonly outage: OutageMode;
 }
 
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
@@ -204,9 +271,10 @@ const NO_RULES: CompiledRules = { table: undefined, effectOf: undefined };
  * }
  * ```
  */
-export function createLimiter<S extends LimitStore = MemoryStore>(
-  options: LimiterOptions<S>,
-): Limiter<S> {
+export function createLimiter<
+  S extends LimitStore = MemoryStore,
+  P extends LimitPreset | AccountPresets = LimitPreset,
+>(options: LimiterOptions<S, P>): Limiter<S, AccountTypeOf<P>> {
   if (options === undefined) {
     throw new ConfigurationError(
       'invalid_option',
@@ -220,6 +288,10 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
     'store',
     'clock',
     'maxIdLength',
+    'outage',
+    'fallbackStore',
+    'outageRetryAfterSeconds',
+    'onOutage',
   ]);
   const store = (fields.store ?? new MemoryStore()) as S;
   const clock = (fields.clock ?? systemClock) as Clock;
@@ -246,6 +318,8 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
       'store must implement apply() and release() (see LimitStore).',
     );
   }
+  const onStoreOutage = outageHandler(store, fields);
+  const outage = onStoreOutage === undefined ? 'reject' : onStoreOutage.mode;
   const select = policySelector(fields.preset, fields.policies, fields.defaultAccountType);
   // The memory store reads a plan while it decides and keeps nothing of it: a plan of one scope
   // (no resource rule matched) is then written into one object made once, not made per request.
@@ -315,12 +389,148 @@ export function createLimiter<S extends LimitStore = MemoryStore>(
       }
       plan = { scopes, statuses };
     }
-    const outcome = store.apply(plan, now);
-    return store.synchronous
-      ? toDecision(store, outcome as StoreOutcome, statuses)
-      : (outcome as Promise<StoreOutcome>).then((o) => toDecision(store, o, statuses));
+    if (store.synchronous) return toDecision(store, store.apply(plan, now), statuses);
+    if (onStoreOutage === undefined) {
+      return store.apply(plan, now).then((o) => toDecision(store, o, statuses));
+    }
+    // Only the store's own failure is an outage: a decision it answers is used as it is.
+    let outcome: Promise<StoreOutcome>;
+    try {
+      outcome = store.apply(plan, now);
+    } catch (error) {
+      outcome = Promise.reject(error);
+    }
+    return outcome.then(
+      (o) => toDecision(store, o, statuses),
+      (error: unknown) => onStoreOutage.decide(error, plan, now, statuses),
+    );
   };
-  return { check, store } as Limiter<S>;
+  return { check, store, outage } as unknown as Limiter<S, AccountTypeOf<P>>;
+}
+
+/** What a limiter that decides outages itself does with one. */
+interface OutageHandler {
+  readonly mode: Exclude<OutageMode, 'reject'>;
+  decide(error: unknown, plan: Plan, now: number, statuses: boolean): Decision;
+}
+
+const OUTAGE_MODES: readonly OutageMode[] = ['reject', 'open', 'closed', 'fallback'];
+
+/** The outage options, checked; undefined when outages are left to the caller (`'reject'`). */
+function outageHandler(
+  store: LimitStore,
+  fields: Partial<
+    Record<'outage' | 'fallbackStore' | 'outageRetryAfterSeconds' | 'onOutage', unknown>
+  >,
+): OutageHandler | undefined {
+  const mode = fields.outage ?? 'reject';
+  if (!OUTAGE_MODES.includes(mode as OutageMode)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `outage must be 'reject', 'open', 'closed' or 'fallback', got ${describe(mode)}.`,
+    );
+  }
+  const retryAfter = fields.outageRetryAfterSeconds ?? 1;
+  if (!Number.isSafeInteger(retryAfter) || (retryAfter as number) < 1) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `outageRetryAfterSeconds must be a whole number of seconds >= 1, got ${describe(retryAfter)}.`,
+    );
+  }
+  const onOutage = fields.onOutage ?? defaultOutageReport;
+  if (typeof onOutage !== 'function') {
+    throw new ConfigurationError(
+      'invalid_option',
+      `onOutage must be a function when given, got ${describe(onOutage)}.`,
+    );
+  }
+  const given = fields.fallbackStore;
+  if (given !== undefined && mode !== 'fallback') {
+    throw new ConfigurationError(
+      'invalid_option',
+      `fallbackStore is used only with outage: 'fallback'; set outage: 'fallback' or leave fallbackStore out (outage is ${describe(mode)}).`,
+    );
+  }
+  const fallback = (given ?? (mode === 'fallback' ? new MemoryStore() : undefined)) as
+    | SyncLimitStore
+    | undefined;
+  if (
+    fallback !== undefined &&
+    (readMember(fallback, 'synchronous', 'fallbackStore') !== true ||
+      typeof readMember(fallback, 'apply', 'fallbackStore') !== 'function' ||
+      typeof readMember(fallback, 'release', 'fallbackStore') !== 'function')
+  ) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'fallbackStore must be a synchronous store (a MemoryStore): it decides at once while the store is away.',
+    );
+  }
+  if (mode === 'reject') return undefined;
+  if (store.synchronous) {
+    // A synchronous store answers at once and has no outage: a throw there is a bug, passed on.
+    throw new ConfigurationError(
+      'invalid_option',
+      `outage: ${JSON.stringify(mode)} applies to an asynchronous store (the RedisStore); the memory store has no outage, so leave outage out.`,
+    );
+  }
+  const report = (error: unknown, outage: Exclude<OutageMode, 'reject'>): void => {
+    try {
+      (onOutage as (event: OutageEvent) => void)({ error, outage });
+    } catch {
+      // A failing logger must not turn a decision into a crash.
+    }
+  };
+  const seconds = retryAfter as number;
+  switch (mode as Exclude<OutageMode, 'reject'>) {
+    case 'open':
+      return {
+        mode: 'open',
+        decide: (error, _plan, now) => {
+          report(error, 'open');
+          return new Admitted(NO_STATUSES, admissionWithoutStatuses(now, undefined), store);
+        },
+      };
+    case 'closed':
+      return {
+        mode: 'closed',
+        decide: (error, _plan, now) => {
+          report(error, 'closed');
+          return new Refused({
+            allowed: false,
+            now,
+            reason: 'unavailable',
+            retryAfterSeconds: seconds,
+            policy: undefined,
+            resource: undefined,
+            policies: NO_STATUSES.policies,
+            values: NO_STATUSES.values,
+          });
+        },
+      };
+    default: {
+      const local = fallback as SyncLimitStore;
+      return {
+        mode: 'fallback',
+        // The lease of a decision taken here is given back here.
+        decide: (error, plan, now, statuses) => {
+          report(error, 'fallback');
+          return toDecision(local, local.apply(plan, now), statuses);
+        },
+      };
+    }
+  }
+}
+
+function defaultOutageReport(event: OutageEvent): void {
+  const message = event.error instanceof Error ? event.error.message : String(event.error);
+  const what = {
+    open: 'admitted unlimited',
+    closed: 'refused as unavailable',
+    fallback: 'decided by the fallback store',
+  }[event.outage];
+  console.error(
+    `api-conventions: limit store outage, request ${what} (outage: '${event.outage}'): ${message}`,
+  );
 }
 
 const NO_RESOURCES: readonly ResourceScope[] = Object.freeze([]);

@@ -197,8 +197,11 @@ export const presets: Readonly<{
   development: LimitPreset;
   /** Trial accounts. */
   trial: LimitPreset;
-  /** All three, keyed by account type, for a limiter that serves every kind of account. */
-  byAccountType: AccountPresets;
+  /**
+   * All three, keyed by account type, for a limiter that serves every kind of account: a limiter
+   * made with it types `accountType` as {@link AccountType}.
+   */
+  byAccountType: Readonly<Record<AccountType, LimitPreset>>;
 }> = (() => {
   const live = livePreset();
   const development = developmentPreset();

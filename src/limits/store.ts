@@ -72,7 +72,10 @@ export type RefusalReason =
   | 'blocked'
   /** The store holds as many keys as it may and this request needs a new one. */
   | 'capacity'
-  /** A networked store could not decide (timeout, connection lost, script error) and fails closed. */
+  /**
+   * The store could not decide (timeout, connection lost, script error) and the limiter refuses
+   * (`outage: 'closed'`); no limit was reached, so the middleware answers it 503, never 429.
+   */
   | 'unavailable';
 
 /** A store's answer to a plan. */
@@ -153,7 +156,11 @@ export interface SyncLimitStore extends LimitStoreBase {
 export interface AsyncLimitStore extends LimitStoreBase {
   /** Asynchronous. */
   readonly synchronous: false;
-  /** Apply a plan at `now` (ms), atomically. */
+  /**
+   * Apply a plan at `now` (ms), atomically. When the store cannot decide (an outage), it rejects
+   * with a typed error of its own (the Redis store's `RedisStoreError`) and decides nothing: the
+   * limiter's `outage` option, or its caller, decides what the outage means.
+   */
   apply(plan: Plan, now: number): Promise<StoreOutcome>;
   /** Give back the leases of an admitted request. Idempotent; needs no clock. */
   release(lease: LeaseToken): Promise<void>;

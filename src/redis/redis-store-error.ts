@@ -1,6 +1,6 @@
 /**
- * The error a {@link RedisStore} reports (never throws) when it cannot decide or release: handed to
- * the `onError` option, while the decision follows the fail mode.
+ * The error a {@link RedisStore} reports when it cannot decide or release: handed to the `onError`
+ * option, and, for a decision, the rejection of `apply`: an outage its caller decides about.
  * @module
  */
 import { ApiConventionsError, type ErrorOptions } from '../errors.js';

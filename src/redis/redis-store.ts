@@ -7,8 +7,9 @@
  *
  * Time comes from the Redis server (`TIME`) by default, so that app servers with skewed clocks
  * share one timeline, or from the limiter's clock. When Redis does not answer in time, or fails,
- * the store fails open or closed as configured and reports the failure to `onError`; it never
- * throws and never rejects.
+ * the store reports an outage: `apply` rejects with a {@link RedisStoreError} (also handed to
+ * `onError`). It never decides open or closed itself: its caller does (the limiter's `outage`
+ * option, or the HTTP middleware's `failure`).
  * @module
  */
 import { createHash, randomInt } from 'node:crypto';
@@ -29,6 +30,7 @@ import type {
 } from '../limits/store.js';
 import { admissionWithoutStatuses } from '../limits/store.js';
 import { LONE_SURROGATE } from '../lone-surrogate.js';
+import { nearestName } from '../webhooks/nearest-name.js';
 import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
 import type { RedisScriptClient, ScriptArgument } from './redis-client.js';
 import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
@@ -61,28 +63,14 @@ export interface RedisStoreOptions {
    */
   timeSource?: 'redis' | 'clock';
   /**
-   * Milliseconds to wait for Redis to decide or release before failing over to `failMode`: a
-   * whole number from 1 to 2^31 - 1 (the longest a timer waits). A throttle decision that Redis
+   * Milliseconds to wait for Redis to decide or release before reporting an outage: a whole number from 1 to 2^31 - 1 (the longest a timer waits). A throttle decision that Redis
    * runs after its timeout gives back the lease it took: the caller was given none.
    * @defaultValue 100
    */
   timeoutMs?: number;
   /**
-   * What a decision is when Redis times out, is unreachable or fails: `'open'` admits the request
-   * (no statuses, no lease), `'closed'` refuses it with reason `unavailable`, `'reject'` rejects
-   * the promise with the {@link RedisStoreError}, for a caller that handles a failing store itself
-   * (the HTTP middleware answers 503 or lets the request through, after its own `failure` option).
-   * @defaultValue `'open'`
-   */
-  failMode?: 'open' | 'closed' | 'reject';
-  /**
-   * Retry-After, in whole seconds, of a refusal when failing closed.
-   * @defaultValue 1 (the specification's recommended backoff)
-   */
-  failClosedRetryAfterSeconds?: number;
-  /**
-   * Called with every failure (the decision still follows `failMode`). Log it; an exception thrown
-   * here is ignored.
+   * Called with every failure (a decision that fails also rejects with it). Log it; an exception
+   * thrown here is ignored.
    */
   onError?: (error: RedisStoreError) => void;
   /**
@@ -107,8 +95,8 @@ export interface RedisStoreOptions {
    * to as many as are in Redis already and at most this many: each is still decided atomically,
    * in the order asked, after the leases given back before it, and gets its own outcome. A
    * decision that finds none in Redis goes at once, alone. It spares Redis and the client the
-   * price of a command per decision under load; a failure or a timeout of a call fails over each
-   * of its decisions. 1 sends every decision in a script call of its own. Outside Redis Cluster
+   * price of a command per decision under load; a failure or a timeout of a call is an outage for
+   * each of its decisions. 1 sends every decision in a script call of its own. Outside Redis Cluster
    * only (see {@link RedisScriptClient.cluster}): there every decision goes alone.
    * @defaultValue 32
    */
@@ -252,8 +240,6 @@ export class RedisStore implements AsyncLimitStore {
   readonly #prefix: string;
   readonly #useClock: boolean;
   readonly #timeoutMs: number;
-  readonly #failMode: 'open' | 'closed' | 'reject';
-  readonly #closedRetryAfter: number;
   readonly #onError: ((error: RedisStoreError) => void) | undefined;
   readonly #margin: number;
   readonly #timer: Timer;
@@ -294,6 +280,7 @@ export class RedisStore implements AsyncLimitStore {
         `RedisStore needs options with a client, got ${describe(options)}.`,
       );
     }
+    refuseUnknownOptions(options);
     const client = options.client;
     if (typeof client?.evalSha !== 'function' || typeof client.eval !== 'function') {
       throw new ConfigurationError(
@@ -315,19 +302,7 @@ export class RedisStore implements AsyncLimitStore {
         `timeSource must be 'redis' or 'clock', got ${describe(timeSource)}.`,
       );
     }
-    const failMode = options.failMode ?? 'open';
-    if (failMode !== 'open' && failMode !== 'closed' && failMode !== 'reject') {
-      throw new ConfigurationError(
-        'invalid_option',
-        `failMode must be 'open', 'closed' or 'reject', got ${describe(failMode)}.`,
-      );
-    }
     this.#timeoutMs = whole(options.timeoutMs ?? 100, 'timeoutMs', 1, MAX_TIMER_MS);
-    this.#closedRetryAfter = whole(
-      options.failClosedRetryAfterSeconds ?? 1,
-      'failClosedRetryAfterSeconds',
-      1,
-    );
     this.#margin = whole(options.expiryMarginMs ?? 1000, 'expiryMarginMs', 0);
     this.#maxBatch = whole(options.maxBatch ?? 32, 'maxBatch', 1, MAX_BATCH_DECISIONS);
     const instance = options.instanceId ?? randomInt(1, 2 ** 32);
@@ -352,19 +327,18 @@ export class RedisStore implements AsyncLimitStore {
     this.#release = this.#binaryArgs ? RELEASE_BINARY : RELEASE_TEXT;
     this.#prefix = prefix;
     this.#useClock = timeSource === 'clock';
-    this.#failMode = failMode;
     this.#onError = options.onError;
     this.#timer = timer;
   }
 
   /**
    * Apply a plan atomically in Redis: refuse if any active policy is blocked or full, otherwise
-   * record the request in every active policy and take its leases. When Redis cannot decide, the
-   * outcome follows the fail mode: for any plan the engine builds, this rejects only with
-   * `failMode: 'reject'`, and then with a {@link RedisStoreError}.
+   * record the request in every active policy and take its leases. When Redis cannot decide (a
+   * timeout, a lost connection, a script error, a reply it cannot read), this rejects with a
+   * {@link RedisStoreError}, the outage its caller decides about; for any plan the engine builds it
+   * rejects with nothing else.
    * @param plan - the scopes and policies of one request
-   * @param now - the time in ms; used with `timeSource: 'clock'`, and as the time of a failed-over
-   *   outcome
+   * @param now - the time in ms; used with `timeSource: 'clock'`
    */
   apply(plan: Plan, now: number): Promise<StoreOutcome> {
     // Not an async function: a decision that waits in a batch answers with the batch's own
@@ -643,7 +617,7 @@ export class RedisStore implements AsyncLimitStore {
     }
   }
 
-  /** An outcome, or the rejection of what computing it threw (`failMode: 'reject'`). */
+  /** An outcome, or the rejection of what computing it threw (an outage). */
   #settled(outcome: () => StoreOutcome): StoreOutcome | Promise<StoreOutcome> {
     try {
       return outcome();
@@ -746,24 +720,11 @@ export class RedisStore implements AsyncLimitStore {
     });
   }
 
-  #failed(operation: 'apply', error: unknown, now: number): StoreOutcome {
+  // The store reports an outage and never decides what it means: apply rejects with it.
+  #failed(operation: 'apply', error: unknown, _now: number): never {
     const failure = toStoreError(operation, error);
     this.#report(failure);
-    // The caller asked to handle a failing store itself: apply is async, so this rejects.
-    if (this.#failMode === 'reject') throw failure;
-    const t = Number.isFinite(now) ? now : 0;
-    return this.#failMode === 'open'
-      ? admissionWithoutStatuses(t, undefined)
-      : {
-          allowed: false,
-          now: t,
-          reason: 'unavailable',
-          retryAfterSeconds: this.#closedRetryAfter,
-          policy: undefined,
-          resource: undefined,
-          policies: [],
-          values: [],
-        };
+    throw failure;
   }
 
   #report(error: RedisStoreError): void {
@@ -1054,6 +1015,54 @@ function readText(reply: unknown): number[] | undefined {
     numbers[i] = value;
   }
   return numbers;
+}
+
+// The options RedisStore knows: any other key is refused, naming the nearest of these.
+const OPTION_NAMES = [
+  'client',
+  'prefix',
+  'timeSource',
+  'timeoutMs',
+  'onError',
+  'expiryMarginMs',
+  'timer',
+  'instanceId',
+  'maxBatch',
+] as const satisfies ReadonlyArray<keyof RedisStoreOptions>;
+
+// Options that were removed, with what to use instead: the store reports an outage and its caller
+// decides what it means.
+const REMOVED_OPTIONS: Readonly<Record<string, string>> = {
+  failMode:
+    "RedisStore has no option failMode any more: the store reports an outage (apply rejects with a RedisStoreError) and never decides it. Decide in one place: the middleware's failure option ('open' or 'closed', a 503) or createLimiter's outage option ('open', 'closed', 'fallback' or 'reject').",
+  failClosedRetryAfterSeconds:
+    "RedisStore has no option failClosedRetryAfterSeconds any more: set the Retry-After of an outage where it is decided, createLimiter's outageRetryAfterSeconds (with outage: 'closed') or the middleware's failureRetryAfterSeconds (with failure: 'closed').",
+};
+
+/** Refuse a key that is not an option (a misspelt one would leave its default without a word). */
+function refuseUnknownOptions(options: object): void {
+  let keys: string[];
+  try {
+    keys = Object.keys(options);
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'Reading the RedisStore options threw; pass plain data.',
+      { cause },
+    );
+  }
+  const known: readonly string[] = OPTION_NAMES;
+  for (const key of keys) {
+    if (known.includes(key)) continue;
+    const removed = Object.hasOwn(REMOVED_OPTIONS, key) ? REMOVED_OPTIONS[key] : undefined;
+    if (removed !== undefined) throw new ConfigurationError('invalid_option', removed);
+    // The first characters are enough to find the nearest of short names.
+    const nearest = nearestName(key.slice(0, 64), known) ?? OPTION_NAMES[0];
+    throw new ConfigurationError(
+      'invalid_option',
+      `RedisStore has no option ${describe(key)}; did you mean "${nearest}"? Its options are ${OPTION_NAMES.join(', ')}.`,
+    );
+  }
 }
 
 function whole(value: number, name: string, min: number, max?: number): number {

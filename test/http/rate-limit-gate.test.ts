@@ -246,7 +246,7 @@ describe('rate limit gate', () => {
     expect(skipped).toMatchObject({ response: undefined, holdsLease: false });
   });
 
-  it('never throws and never rejects, whatever identify returns or throws; fails open or closed as configured', async () => {
+  it('never throws and never rejects, whatever identify returns or throws; never lets a request through uncounted', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.anything(),
@@ -255,7 +255,8 @@ describe('rate limit gate', () => {
         async (value, failure, how) => {
           const events: RateLimitErrorEvent<Req>[] = [];
           const gate = createRateLimitGate<Req>({
-            limiter: limiterOf(100),
+            // A throttle: every request counted holds a lease.
+            limiter: createLimiter({ policies: [concurrency(100)], clock: new FakeClock(0) }),
             failure,
             onError: (event) => events.push(event),
             identify: (() => {
@@ -267,15 +268,21 @@ describe('rate limit gate', () => {
           });
           const verdict = await gate.check({ client: 'c1' }, 'GET', '/x', undefined);
           const status = verdict.response?.status;
-          if (events.length === 0) {
-            expect(status).toBeUndefined();
-            verdict.release();
-          } else {
-            expect(events).toHaveLength(1);
-            expect(status).toBe(failure === 'open' ? undefined : 503);
+          if (how === 'throw' || how === 'reject') {
+            // A failing identify is answered 500 whatever the failure mode, and reported.
+            expect(status).toBe(500);
             expect(verdict.holdsLease).toBe(false);
+            expect(events.map((e) => [e.phase, e.failure])).toEqual([['identify', 'closed']]);
+          } else {
+            // Whatever it returned, the request is counted: as the identity, or as anonymous.
+            expect(status).toBeUndefined();
+            expect(verdict.holdsLease).toBe(true);
+            expect(events.every((e) => e.phase === 'identify' && e.failure === 'anonymous')).toBe(
+              true,
+            );
+            expect(events.length).toBeLessThanOrEqual(1);
+            verdict.release();
           }
-          expect(status).not.toBe(429);
         },
       ),
       { numRuns: 300 },
@@ -313,25 +320,34 @@ describe('rate limit gate', () => {
         onError,
         failure,
       });
-      for (const gate of [identified, skipping, limited]) {
+      const statuses = [identified, skipping, limited].map((gate) => {
         const verdict = gate.check({ client: 'c' }, 'GET', '/', undefined) as GateVerdict;
-        expect(verdict.response?.status).toBe(failure === 'open' ? undefined : 503);
         expect(verdict.holdsLease).toBe(false);
-      }
+        return verdict.response?.status;
+      });
+      // identify failing is answered 500 whatever the failure mode.
+      const failed = failure === 'open' ? undefined : 503;
+      expect(statuses).toEqual([500, failed, failed]);
       expect(phases).toEqual(['identify', 'skip', 'limiter']);
     }
   });
 
-  it('reports an identity the limiter cannot attribute as an InvalidRequestError in the limiter phase', () => {
+  it('limits an identity the limiter cannot attribute as anonymous, and reports it as an InvalidRequestError in the identify phase', () => {
     const events: RateLimitErrorEvent<Req>[] = [];
     const gate = createRateLimitGate({
-      limiter: limiterOf(),
+      limiter: limiterOf(1),
       identify,
       onError: (e) => events.push(e),
     });
-    gate.check({ client: '' }, 'GET', '/x', undefined);
-    expect(events[0]?.phase).toBe('limiter');
+    // A client id that is not a string: counted as anonymous (one key, no remote address here).
+    const first = gate.check({ client: 42 }, 'GET', '/x', undefined) as GateVerdict;
+    expect(first.response).toBeUndefined();
+    expect(events.map((e) => [e.phase, e.failure])).toEqual([['identify', 'anonymous']]);
     expect(isInvalidRequestError(events[0]?.error)).toBe(true);
+    // An empty client id is no identity at all: anonymous too, the same key, not reported.
+    const second = gate.check({ client: '' }, 'GET', '/x', undefined) as GateVerdict;
+    expect(second.response?.status).toBe(429);
+    expect(events).toHaveLength(1);
   });
 
   it('fails on a throwing skip and a rejecting store like on a throwing identify', async () => {
@@ -417,9 +433,9 @@ describe('rate limit gate', () => {
         throw new Error('logger down');
       },
     });
-    expect((throwing.check({ client: 'c' }, 'GET', '/', 'r1') as GateVerdict).response).toBe(
-      undefined,
-    );
+    expect(
+      (throwing.check({ client: 'c' }, 'GET', '/', 'r1') as GateVerdict).response?.status,
+    ).toBe(500);
     const lines: unknown[] = [];
     const spy = vi.spyOn(console, 'error').mockImplementation((line) => void lines.push(line));
     try {
@@ -434,7 +450,7 @@ describe('rate limit gate', () => {
       spy.mockRestore();
     }
     expect(lines).toEqual([
-      'api-conventions: rate limit identify failed, request r2 let through (fail open): no identity',
+      'api-conventions: rate limit identify failed, request r2 answered 500 (not attributed): no identity',
     ]);
   });
 
@@ -445,8 +461,9 @@ describe('rate limit gate', () => {
       const closed = createRateLimitGate<Req>({
         limiter: limiterOf(),
         failure: 'closed',
-        identify: () => {
-          throw 'no identity';
+        identify,
+        skip: () => {
+          throw 'flags down';
         },
       });
       const verdict = closed.check({ client: 'c' }, 'GET', '/', 'r3') as GateVerdict;
@@ -455,7 +472,7 @@ describe('rate limit gate', () => {
       spy.mockRestore();
     }
     expect(lines).toEqual([
-      'api-conventions: rate limit identify failed, request r3 refused with 503 (fail closed): no identity',
+      'api-conventions: rate limit skip failed, request r3 refused with 503 (fail closed): flags down',
     ]);
   });
 
@@ -640,16 +657,20 @@ describe('rate limit gate: limiters and stores that misbehave', () => {
           failure,
         }),
       ];
+      const statuses: Array<number | undefined> = [];
       for (const gate of gates) {
         let pending: GateVerdict | Promise<GateVerdict> | undefined;
         expect(() => {
           pending = gate.check({ client: 'c' }, 'GET', '/', undefined);
         }).not.toThrow();
         const verdict = await pending;
-        expect(verdict?.response?.status).toBe(failure === 'open' ? undefined : 503);
+        statuses.push(verdict?.response?.status);
         expect(verdict?.holdsLease).toBe(false);
       }
-      expect(phases).toEqual([`identify:${failure}`, `skip:${failure}`, `limiter:${failure}`]);
+      // identify failing is answered 500 whatever the failure mode.
+      const failed = failure === 'open' ? undefined : 503;
+      expect(statuses).toEqual([500, failed, failed]);
+      expect(phases).toEqual(['identify:closed', `skip:${failure}`, `limiter:${failure}`]);
     }
   });
 
@@ -803,9 +824,10 @@ describe('rate limit gate: the failure an event reports is what was done', () =>
       failure: 'closed',
       onError: (e) => events.push(e),
     });
+    // A failing identify refuses too: with a 500, whatever the failure mode.
     expect(
       (gate.check({ client: 'nobody' }, 'GET', '/', 'r1') as GateVerdict).response?.status,
-    ).toBe(503);
+    ).toBe(500);
     const admitted = gate.check({ client: 'c' }, 'GET', '/', 'r2') as GateVerdict;
     admitted.release();
     gate.report(new Error('handler failed'), { client: 'c' }, 'handler', 'r2');
@@ -845,5 +867,181 @@ describe('rate limit gate: the failure an event reports is what was done', () =>
           }) as never,
       };
     }
+  });
+});
+
+describe('rate limit gate: requests identify cannot attribute, and outages decided in one place', () => {
+  // A throttle of one: a counted request holds the lease, the next of the same key is refused.
+  const throttled = () =>
+    createLimiter({
+      preset: {
+        live: { name: 'live', policies: [concurrency(5, { name: 'live' })] },
+        development: { name: 'development', policies: [concurrency(1, { name: 'dev' })] },
+      },
+      clock: new FakeClock(0),
+    });
+  const address = (req: Req) => req.id;
+
+  it('counts a request without identity as anonymous, keyed by the remote address the adapter reads', () => {
+    const gate = createRateLimitGate<Req>(
+      { limiter: throttled(), identify: () => undefined },
+      address,
+    );
+    const first = gate.check({ client: 'x', id: '10.0.0.1' }, 'GET', '/', 'r1') as GateVerdict;
+    expect(first).toMatchObject({ response: undefined, holdsLease: true });
+    // Same address: the same anonymous key, under the default (development) throttle of one.
+    const second = gate.check({ client: 'y', id: '10.0.0.1' }, 'GET', '/', 'r2') as GateVerdict;
+    expect(second.response?.status).toBe(429);
+    const other = gate.check({ client: 'x', id: '10.0.0.2' }, 'GET', '/', 'r3') as GateVerdict;
+    expect(other.holdsLease).toBe(true);
+    // No address known: every such request shares one key.
+    const unknownA = gate.check({ client: 'x' }, 'GET', '/', 'r4') as GateVerdict;
+    const unknownB = gate.check({ client: 'y' }, 'GET', '/', 'r5') as GateVerdict;
+    expect([unknownA.holdsLease, unknownB.response?.status]).toEqual([true, 429]);
+  });
+
+  it('takes the anonymous account type and key from the options, and refuses with 401 when asked', async () => {
+    const keyed = createRateLimitGate<Req>({
+      limiter: throttled(),
+      identify: () => null as never,
+      anonymous: { accountType: 'live', key: (req) => `k-${String(req.client)}` },
+    });
+    // Live's throttle of five for the key k-a.
+    const verdicts = Array.from(
+      { length: 6 },
+      () => keyed.check({ client: 'a' }, 'GET', '/', undefined) as GateVerdict,
+    );
+    expect(verdicts.map((v) => v.response?.status ?? 200)).toEqual([200, 200, 200, 200, 200, 429]);
+    const refusing = createRateLimitGate<Req>({
+      limiter: throttled(),
+      identify: async () => undefined,
+      anonymous: 'refuse',
+    });
+    const refused = await refusing.check({ client: 'a' }, 'GET', '/', 'req-401');
+    expect(refused.response?.status).toBe(401);
+    expect(refused.response?.headers).toMatchObject({
+      'content-type': 'application/problem+json; charset=utf-8',
+      'service-tracking-id': 'req-401',
+    });
+    expect(JSON.parse(refused.response?.body ?? '')).toMatchObject({ code: 'unauthenticated' });
+  });
+
+  it("onIdentifyError: 'anonymous' limits a request whose identify threw, and reports it", () => {
+    const events: RateLimitErrorEvent<Req>[] = [];
+    const gate = createRateLimitGate<Req>(
+      {
+        limiter: throttled(),
+        identify: () => {
+          throw new Error('session store down');
+        },
+        onIdentifyError: 'anonymous',
+        onError: (e) => events.push(e),
+      },
+      address,
+    );
+    const first = gate.check({ client: 'a', id: '10.0.0.9' }, 'GET', '/', 'r1') as GateVerdict;
+    const second = gate.check({ client: 'a', id: '10.0.0.9' }, 'GET', '/', 'r2') as GateVerdict;
+    expect([first.holdsLease, second.response?.status]).toEqual([true, 429]);
+    expect(events.map((e) => [e.phase, e.failure])).toEqual([
+      ['identify', 'anonymous'],
+      ['identify', 'anonymous'],
+    ]);
+  });
+
+  it('answers 500, never unlimited, when the anonymous key throws or the anonymous identity cannot be counted', () => {
+    const events: RateLimitErrorEvent<Req>[] = [];
+    const throwingKey = createRateLimitGate<Req>({
+      limiter: throttled(),
+      identify: () => undefined,
+      anonymous: {
+        key: () => {
+          throw new Error('no socket');
+        },
+      },
+      onError: (e) => events.push(e),
+    });
+    const noPreset = createRateLimitGate<Req>({
+      limiter: throttled(),
+      identify: () => undefined,
+      anonymous: { accountType: 'enterprise' },
+      onError: (e) => events.push(e),
+    });
+    for (const gate of [throwingKey, noPreset]) {
+      const verdict = gate.check({ client: 'a' }, 'GET', '/', undefined) as GateVerdict;
+      expect(verdict.response?.status).toBe(500);
+      expect(verdict.holdsLease).toBe(false);
+    }
+    expect(events.map((e) => [e.phase, e.failure])).toEqual([
+      ['identify', 'closed'],
+      ['identify', 'closed'],
+    ]);
+  });
+
+  it("answers a refusal for reason 'unavailable' 503 with its Retry-After, never 429", () => {
+    const limiter: CheckingLimiter = {
+      check: () => ({
+        allowed: false,
+        retryAfterSeconds: 4,
+        retryAt: 4_000,
+        policy: undefined,
+        reason: 'unavailable',
+        statuses: [],
+        now: 0,
+      }),
+    };
+    for (const rateLimitHeaders of [false, true]) {
+      const gate = createRateLimitGate<Req>({ limiter, identify, rateLimitHeaders });
+      const verdict = gate.check({ client: 'c' }, 'GET', '/', 'r-503') as GateVerdict;
+      expect(verdict.response?.status).toBe(503);
+      expect(verdict.response?.headers).toMatchObject({
+        'retry-after': '4',
+        'service-tracking-id': 'r-503',
+        'content-type': 'application/problem+json; charset=utf-8',
+      });
+      expect(JSON.parse(verdict.response?.body ?? '')).toMatchObject({
+        code: 'rate_limit_unavailable',
+        status: 503,
+      });
+    }
+  });
+
+  it('answers 503 with failureRetryAfterSeconds under failure: closed', async () => {
+    const gate = createRateLimitGate<Req>({
+      limiter: createLimiter({ policies: [window(1, '1s')], store: new UnreachableStore() }),
+      identify,
+      failure: 'closed',
+      failureRetryAfterSeconds: 7,
+      onError: () => undefined,
+    });
+    const verdict = await gate.check({ client: 'c' }, 'GET', '/', undefined);
+    expect(verdict.response?.status).toBe(503);
+    expect(verdict.response?.headers['retry-after']).toBe('7');
+  });
+
+  it('refuses failure together with a limiter that decides outages itself, and bad new options', () => {
+    const deciding = createLimiter({
+      policies: [window(1, '1s')],
+      store: new UnreachableStore(),
+      outage: 'closed',
+    });
+    const attempts: unknown[] = [
+      { limiter: deciding, identify, failure: 'open' },
+      { limiter: limiterOf(), identify, onIdentifyError: 'ignore' },
+      { limiter: limiterOf(), identify, anonymous: 'allow' },
+      { limiter: limiterOf(), identify, anonymous: { key: 'ip' } },
+      { limiter: limiterOf(), identify, anonymous: { accountType: 3 } },
+      { limiter: limiterOf(), identify, failureRetryAfterSeconds: 0 },
+    ];
+    for (const options of attempts) {
+      let error: unknown;
+      try {
+        createRateLimitGate(options as never);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    }
+    // Without failure, the limiter's own decision stands.
+    expect(() => createRateLimitGate({ limiter: deciding, identify })).not.toThrow();
   });
 });

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  type AccountType,
   createLimiter,
   type Decision,
   developmentResourceLimits,
@@ -31,8 +32,8 @@ function revokedProxy(): object {
 }
 
 const base = { clientId: 'client-1', accountCode: 'ACME', accountType: 'live' } as const;
-const patch = (path: string): LimitRequest => ({ ...base, method: 'PATCH', path });
-const get = (path: string): LimitRequest => ({ ...base, method: 'GET', path });
+const patch = (path: string): LimitRequest<AccountType> => ({ ...base, method: 'PATCH', path });
+const get = (path: string): LimitRequest<AccountType> => ({ ...base, method: 'GET', path });
 const MINUTE = 60_000;
 
 /** Admitted requests end at once, so that the throttle stays out of the way. */

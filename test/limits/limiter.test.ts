@@ -649,7 +649,8 @@ describe('limiter: bad input', () => {
   it.each(bad)(
     '%s gets an InvalidRequestError with a code and a message that says what to change',
     (_, input, code) => {
-      const caught = thrown(() => limiter.check(input as LimitRequest));
+      // Deliberately not a request of the limiter's account types.
+      const caught = thrown(() => limiter.check(input as LimitRequest<never>));
       expect(isInvalidRequestError(caught)).toBe(true);
       expect((caught as { code: string }).code).toBe(code);
       expect((caught as Error).message).toMatch(/must|use one of|pass plain values/);
@@ -662,7 +663,7 @@ describe('limiter: bad input', () => {
     (_, input, code) => {
       const { clientId, accountCode, accountType, method, path } = input as LimitRequest;
       const fields = new RequestFields(clientId, accountCode, accountType, method, path);
-      const caught = thrown(() => limiter.check(fields));
+      const caught = thrown(() => limiter.check(fields as LimitRequest<never>));
       expect(isInvalidRequestError(caught)).toBe(true);
       expect((caught as { code: string }).code).toBe(code);
     },
@@ -716,7 +717,8 @@ describe('limiter: bad input', () => {
     ],
     [
       'a default account type with no preset',
-      () => createLimiter({ preset: presets.byAccountType, defaultAccountType: 'gold' }),
+      // TypeScript refuses it too: the type is the presets' account types.
+      () => createLimiter({ preset: presets.byAccountType, defaultAccountType: 'gold' as never }),
       'invalid_option',
       /^defaultAccountType "gold" has no preset; use one of live, development, trial\.$/,
     ],

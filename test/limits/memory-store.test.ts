@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  type AccountType,
   concurrency,
   createLimiter,
   type Decision,
@@ -376,7 +377,7 @@ describe('MemoryStore', () => {
     // limits are; neither record is given up for the other.
     const clock = new FakeClock(0);
     const limiter = createLimiter({ preset: presets.byAccountType, clock });
-    const patch = (accountType: string) => {
+    const patch = (accountType: AccountType) => {
       const d = limiter.check({
         ...request,
         accountType,

@@ -691,7 +691,7 @@ describe.each(variants)('RedisStore with %s, against a memory store model', (kin
               case 'check': {
                 const [clientId, accountCode] = pairs[step.who]!;
                 const [method, path] = routes[step.route]!;
-                const request: LimitRequest = {
+                const request: LimitRequest<'live' | 'development'> = {
                   clientId,
                   accountCode,
                   accountType: step.type,

@@ -1,7 +1,8 @@
 /**
  * The Redis store against a real redis-server, with both clients: key layout and hash tags,
  * expiry, the server's time, one script call per decision, the script cache lost (SCRIPT FLUSH,
- * restart), timeouts and lost connections in both fail modes, a process killed holding leases,
+ * restart), timeouts and lost connections reported as outages (apply rejects with the
+ * RedisStoreError; the store never decides open or closed itself), a process killed holding leases,
  * bad data and bad options.
  */
 import { spawn } from 'node:child_process';
@@ -45,6 +46,13 @@ import {
   type TestClient,
 } from '../support/redis-server.js';
 import { thrown } from '../support/thrown.js';
+
+/** What apply answered, or what it rejected with: an outage is reported, never decided. */
+const settle = (outcome: Promise<StoreOutcome>): Promise<StoreOutcome | unknown> =>
+  outcome.then(
+    (o) => o,
+    (e: unknown) => e,
+  );
 
 const unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
@@ -412,7 +420,6 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     const store = make({
       timeSource: 'clock',
       client: flaky,
-      failMode: 'closed',
       onError: (e) => errors.push(e),
     });
     const throttled: Plan = {
@@ -424,10 +431,11 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     expect(first.allowed).toBe(true);
     const releasing = first.allowed && first.lease ? store.release(first.lease) : undefined;
     // Act
-    const failed = await store.apply(windowed, 1);
+    const failed = await settle(store.apply(windowed, 1));
     await releasing;
-    // Assert: the decision failed closed and was reported; the lease was given back all the same.
-    expect(failed).toMatchObject({ allowed: false, reason: 'unavailable', now: 1 });
+    // Assert: the decision rejected with the outage, reported; the lease was given back all the same.
+    expect(failed).toBeInstanceOf(RedisStoreError);
+    expect(failed).toMatchObject({ code: 'redis_command_failed', operation: 'apply' });
     expect(errors.map((e) => [e.code, e.operation, e.message])).toEqual([
       [
         'redis_command_failed',
@@ -660,100 +668,80 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     }
   });
 
-  it.each(['open', 'closed'] as const)(
-    'fails %s within the timeout when Redis does not answer, then resumes',
-    async (failMode) => {
-      // Arrange
-      const timer = new ManualTimer();
-      const errors: RedisStoreError[] = [];
-      const store = make({ failMode, timer, timeoutMs: 50, onError: (e) => errors.push(e) });
-      const plan: Plan = { scopes: [scope('c', 'a', '', [window(5, '1s', { name: 'w' })])] };
-      expect((await store.apply(plan, 0)).allowed).toBe(true);
-      // Act: the server freezes; the decision waits until its timeout fires.
-      server.pause();
-      let outcome: StoreOutcome;
-      try {
-        const pending = store.apply(plan, 123);
-        expect(timer.pending.size).toBe(1);
-        timer.fireAll();
-        outcome = await pending;
-      } finally {
-        server.resume();
-      }
-      // Assert
-      expect(outcome).toEqual(
-        failMode === 'open'
-          ? { allowed: true, now: 123, lease: undefined, policies: [], values: [] }
-          : {
-              allowed: false,
-              now: 123,
-              reason: 'unavailable',
-              retryAfterSeconds: 1,
-              policy: undefined,
-              resource: undefined,
-              policies: [],
-              values: [],
-            },
-      );
-      expect(errorCodes(errors)).toEqual(['redis_timeout']);
-      expect(errors[0]).toMatchObject({ operation: 'apply', name: 'RedisStoreError' });
-      // Once the server answers again, so does the store.
-      const later = await store.apply(plan, 0);
-      expect(later.allowed).toBe(true);
-      expect(later.policies).toHaveLength(1);
-      expect(timer.pending.size).toBe(0);
-    },
-  );
-
-  it.each(['open', 'closed'] as const)(
-    'a throttle decision that fails %s on a timeout and that Redis runs later gives its lease back: the caller holds none',
-    async (failMode) => {
-      // Arrange
-      const timer = new ManualTimer();
-      const errors: RedisStoreError[] = [];
-      const store = make({
-        failMode,
-        timer,
-        timeSource: 'clock',
-        onError: (e) => errors.push(e),
-      });
-      const throttled: Plan = {
-        scopes: [scope('c', 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
-      };
-      const other: Plan = { scopes: [scope('o', 'a', '', [window(5, '1s', { name: 'w' })])] };
-      // The scripts loaded, so that every reply below comes in the order its command was sent.
-      const warm = await store.apply(
-        { scopes: [scope('w', 'a', '', throttled.scopes[0]!.policies)] },
-        0,
-      );
-      if (warm.allowed && warm.lease) await store.release(warm.lease);
-      await store.apply(other, 0);
-      // Act: the server freezes; the decision times out, then runs once the server is back.
-      server.pause();
-      let failed: StoreOutcome;
-      try {
-        const pending = store.apply(throttled, 0);
-        timer.fireAll();
-        failed = await pending;
-      } finally {
-        server.resume();
-      }
-      // Its reply comes before this one's, on the same connection.
-      expect((await store.apply(other, 1)).allowed).toBe(true);
-      const after = await store.apply(throttled, 2);
-      // Assert: the caller got no lease, and none is left held in Redis for its TTL.
-      expect(failed).toMatchObject({ allowed: failMode === 'open', now: 0 });
-      expect(failed.allowed && failed.lease).toBeFalsy();
-      expect(after).toMatchObject({ allowed: true, values: [0, 0] });
-      expect(errorCodes(errors)).toEqual(['redis_timeout']);
-      if (after.allowed && after.lease) await store.release(after.lease);
-    },
-  );
-
-  it('rejects with the RedisStoreError when failMode is reject, for a caller that handles a failing store', async () => {
+  it('reports an outage within the timeout when Redis does not answer, then resumes', async () => {
+    // Arrange
     const timer = new ManualTimer();
     const errors: RedisStoreError[] = [];
-    const store = make({ failMode: 'reject', timer, onError: (e) => errors.push(e) });
+    const store = make({ timer, timeoutMs: 50, onError: (e) => errors.push(e) });
+    const plan: Plan = { scopes: [scope('c', 'a', '', [window(5, '1s', { name: 'w' })])] };
+    expect((await store.apply(plan, 0)).allowed).toBe(true);
+    // Act: the server freezes; the decision waits until its timeout fires.
+    server.pause();
+    let outcome: unknown;
+    try {
+      const pending = settle(store.apply(plan, 123));
+      expect(timer.pending.size).toBe(1);
+      timer.fireAll();
+      outcome = await pending;
+    } finally {
+      server.resume();
+    }
+    // Assert: the rejection is the error reported, nothing decided.
+    expect(outcome).toBeInstanceOf(RedisStoreError);
+    expect(errors).toEqual([outcome]);
+    expect(errorCodes(errors)).toEqual(['redis_timeout']);
+    expect(errors[0]).toMatchObject({ operation: 'apply', name: 'RedisStoreError' });
+    // Once the server answers again, so does the store.
+    const later = await store.apply(plan, 0);
+    expect(later.allowed).toBe(true);
+    expect(later.policies).toHaveLength(1);
+    expect(timer.pending.size).toBe(0);
+  });
+
+  it('a throttle decision that times out and that Redis runs later gives its lease back: the caller holds none', async () => {
+    // Arrange
+    const timer = new ManualTimer();
+    const errors: RedisStoreError[] = [];
+    const store = make({
+      timer,
+      timeSource: 'clock',
+      onError: (e) => errors.push(e),
+    });
+    const throttled: Plan = {
+      scopes: [scope('c', 'a', '', [concurrency(1, { name: 't', leaseTtl: '1h' })])],
+    };
+    const other: Plan = { scopes: [scope('o', 'a', '', [window(5, '1s', { name: 'w' })])] };
+    // The scripts loaded, so that every reply below comes in the order its command was sent.
+    const warm = await store.apply(
+      { scopes: [scope('w', 'a', '', throttled.scopes[0]!.policies)] },
+      0,
+    );
+    if (warm.allowed && warm.lease) await store.release(warm.lease);
+    await store.apply(other, 0);
+    // Act: the server freezes; the decision times out, then runs once the server is back.
+    server.pause();
+    let failed: unknown;
+    try {
+      const pending = settle(store.apply(throttled, 0));
+      timer.fireAll();
+      failed = await pending;
+    } finally {
+      server.resume();
+    }
+    // Its reply comes before this one's, on the same connection.
+    expect((await store.apply(other, 1)).allowed).toBe(true);
+    const after = await store.apply(throttled, 2);
+    // Assert: the caller got no lease, and none is left held in Redis for its TTL.
+    expect(failed).toBeInstanceOf(RedisStoreError);
+    expect(after).toMatchObject({ allowed: true, values: [0, 0] });
+    expect(errorCodes(errors)).toEqual(['redis_timeout']);
+    if (after.allowed && after.lease) await store.release(after.lease);
+  });
+
+  it('rejects with the RedisStoreError, through a limiter that leaves outages to its caller (the default)', async () => {
+    const timer = new ManualTimer();
+    const errors: RedisStoreError[] = [];
+    const store = make({ timer, onError: (e) => errors.push(e) });
     const limiter = createLimiter({ policies: [window(5, '1s', { name: 'w' })], store });
     const request = { clientId: 'c', accountCode: 'a', method: 'GET', path: '/x' };
     expect((await limiter.check(request)).allowed).toBe(true);
@@ -774,12 +762,17 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     expect((await limiter.check(request)).allowed).toBe(true);
   });
 
-  it('fails as configured when Redis stops mid-run, without a crash or an unhandled rejection, and resumes with the script reloaded once it restarts', async () => {
+  it('reports an outage when Redis stops mid-run, without a crash or an unhandled rejection, and resumes with the script reloaded once it restarts', async () => {
     // Arrange
     const errors: RedisStoreError[] = [];
     const open = make({ onError: (e) => errors.push(e) });
-    const closed = make({ failMode: 'closed', failClosedRetryAfterSeconds: 3 });
-    const limiter = createLimiter({ preset: presets.live, store: open });
+    const closed = make({});
+    const limiter = createLimiter({
+      preset: presets.live,
+      store: open,
+      outage: 'open',
+      onOutage: () => undefined,
+    });
     const request = { clientId: 'c', accountCode: 'a', method: 'GET', path: '/x' };
     const plan: Plan = { scopes: [scope('c', 'a', '', presets.live.policies)] };
     expect((await limiter.check(request)).allowed).toBe(true);
@@ -788,13 +781,13 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     // Act: the server goes away mid-run.
     await server.stop();
     const whileDown = await Promise.all(Array.from({ length: 20 }, () => limiter.check(request)));
-    const refused = await closed.apply(plan, 7);
-    const admittedOpen = await open.apply(plan, 7);
-    // Assert: every decision follows its fail mode and reports the failure.
+    const refused = await settle(closed.apply(plan, 7));
+    const admittedOpen = await settle(open.apply(plan, 7));
+    // Assert: the store reports each outage; the limiter decides it (here open, as asked).
     expect(whileDown.every((d) => d.allowed && d.statuses.length === 0)).toBe(true);
     for (const d of whileDown) if (d.allowed) d.release(); // nothing to give back
-    expect(refused).toMatchObject({ allowed: false, reason: 'unavailable', retryAfterSeconds: 3 });
-    expect(admittedOpen).toMatchObject({ allowed: true, lease: undefined });
+    expect(refused).toMatchObject({ name: 'RedisStoreError', code: 'redis_command_failed' });
+    expect(admittedOpen).toMatchObject({ name: 'RedisStoreError', code: 'redis_command_failed' });
     // A release that cannot reach Redis resolves; the lease will expire after its TTL.
     if (held.allowed && held.lease) await expect(open.release(held.lease)).resolves.toBeUndefined();
     expect(errors.length).toBe(22);
@@ -812,7 +805,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     if (after.allowed) after.release();
   });
 
-  it('never overwrites a key of another type: a script error fails over and the data stays', async () => {
+  it('never overwrites a key of another type: a script error is an outage and the data stays', async () => {
     const prefix = `clash-${kind}-${++prefixes}:`;
     const errors: RedisStoreError[] = [];
     const store = new RedisStore({ client: client(), prefix, onError: (e) => errors.push(e) });
@@ -821,8 +814,8 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     const [key] = await keysUnder(prefix);
     await admin.del(key!);
     await admin.rpush(key!, 'not ours');
-    const outcome = await store.apply(plan, 0);
-    expect(outcome).toMatchObject({ allowed: true, policies: [] });
+    const outcome = await settle(store.apply(plan, 0));
+    expect(outcome).toBeInstanceOf(RedisStoreError);
     expect(errorCodes(errors)).toEqual(['redis_command_failed']);
     expect(await admin.lrange(key!, 0, -1)).toEqual(['not ours']);
   });
@@ -848,7 +841,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     ['text from a client that says it replies in bytes', true, (r: unknown) => String(r)],
     ['bytes cut short', true, (r: unknown) => (r as Buffer).subarray(1)],
     ['an array where text was asked for', false, (r: unknown) => [String(r)]],
-  ] as const)('reports a reply it cannot read (%s) and fails over', async (_, binary, spoil) => {
+  ] as const)('reports a reply it cannot read (%s) as an outage', async (_, binary, spoil) => {
     const errors: RedisStoreError[] = [];
     const c = client();
     const spoilt: RedisScriptClient = {
@@ -859,14 +852,12 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     const store = new RedisStore({
       client: spoilt,
       prefix: `spoilt-${kind}-${++prefixes}:`,
-      failMode: 'closed',
       onError: (e) => errors.push(e),
     });
-    const outcome = await store.apply(
-      { scopes: [scope('c', 'a', '', [window(5, '1s', { name: 'w' })])] },
-      9,
+    const outcome = await settle(
+      store.apply({ scopes: [scope('c', 'a', '', [window(5, '1s', { name: 'w' })])] }, 9),
     );
-    expect(outcome).toMatchObject({ allowed: false, reason: 'unavailable', now: 9 });
+    expect(outcome).toBeInstanceOf(RedisStoreError);
     expect(errorCodes(errors)).toEqual(['redis_bad_reply']);
   });
 
@@ -943,7 +934,8 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     try {
       const pending = store.apply({ scopes: [scope('c', 'a', '', [window(1, '1s')])] }, 0);
       timer.fireAll();
-      expect((await pending).allowed).toBe(true);
+      // The outage is still reported to the caller, whatever the logger did.
+      expect(await settle(pending)).toBeInstanceOf(RedisStoreError);
       // A release that times out resolves too (it is sent at the end of the event loop's turn).
       const lease = {
         store,
@@ -1045,47 +1037,38 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     expect(await evalshaCalls()).toBe(10);
   });
 
-  it.each(['open', 'closed', 'reject'] as const)(
-    'fails every decision of a call that times out %s, and a throttle decision that Redis runs later gives its lease back',
-    async (failMode) => {
-      // Arrange
-      const timer = new ManualTimer();
-      const errors: RedisStoreError[] = [];
-      const store = batched({ failMode, timer, onError: (e) => errors.push(e) });
-      await fourAtOnce(store, throttled, 100); // loads both scripts
-      // Act: the server freezes; the four decisions' three calls time out.
-      server.pause();
-      let settled: PromiseSettledResult<StoreOutcome>[];
-      try {
-        const pending = [0, 1, 2, 3].map((i) => store.apply(throttled(i), 5));
-        await new Promise((resolve) => process.nextTick(resolve)); // every call is sent
-        expect(timer.pending.size).toBe(3);
-        timer.fireAll();
-        settled = await Promise.allSettled(pending);
-      } finally {
-        server.resume();
-      }
-      // Assert: each failed over as configured, with no lease; each failure reported.
-      for (const result of settled) {
-        if (failMode === 'reject') {
-          expect(result.status).toBe('rejected');
-          const reason = (result as PromiseRejectedResult).reason;
-          expect(reason).toBeInstanceOf(RedisStoreError);
-          expect(reason).toMatchObject({ code: 'redis_timeout', operation: 'apply' });
-        } else {
-          const outcome = (result as PromiseFulfilledResult<StoreOutcome>).value;
-          expect(outcome).toMatchObject({ allowed: failMode === 'open', now: 5 });
-          expect(outcome.allowed && outcome.lease).toBeFalsy();
-        }
-      }
-      expect(errors.map((e) => e.code)).toEqual(Array.from({ length: 4 }, () => 'redis_timeout'));
-      // The late calls' replies come before this one's, on the same connection: they took the
-      // leases, and they were given back, so each throttle has room again.
-      await store.apply({ scopes: [scope('other', 'a', '', account, [0, 1, 2])] }, 6);
-      const after = await Promise.all([0, 1, 2, 3].map((i) => store.apply(throttled(i), 6)));
-      expect(after.map((o) => o.allowed)).toEqual([true, true, true, true]);
-    },
-  );
+  it('reports an outage for every decision of a call that times out, and a throttle decision that Redis runs later gives its lease back', async () => {
+    // Arrange
+    const timer = new ManualTimer();
+    const errors: RedisStoreError[] = [];
+    const store = batched({ timer, onError: (e) => errors.push(e) });
+    await fourAtOnce(store, throttled, 100); // loads both scripts
+    // Act: the server freezes; the four decisions' three calls time out.
+    server.pause();
+    let settled: PromiseSettledResult<StoreOutcome>[];
+    try {
+      const pending = [0, 1, 2, 3].map((i) => store.apply(throttled(i), 5));
+      await new Promise((resolve) => process.nextTick(resolve)); // every call is sent
+      expect(timer.pending.size).toBe(3);
+      timer.fireAll();
+      settled = await Promise.allSettled(pending);
+    } finally {
+      server.resume();
+    }
+    // Assert: each rejected with its outage, no lease taken; each failure reported.
+    for (const result of settled) {
+      expect(result.status).toBe('rejected');
+      const reason = (result as PromiseRejectedResult).reason;
+      expect(reason).toBeInstanceOf(RedisStoreError);
+      expect(reason).toMatchObject({ code: 'redis_timeout', operation: 'apply' });
+    }
+    expect(errors.map((e) => e.code)).toEqual(Array.from({ length: 4 }, () => 'redis_timeout'));
+    // The late calls' replies come before this one's, on the same connection: they took the
+    // leases, and they were given back, so each throttle has room again.
+    await store.apply({ scopes: [scope('other', 'a', '', account, [0, 1, 2])] }, 6);
+    const after = await Promise.all([0, 1, 2, 3].map((i) => store.apply(throttled(i), 6)));
+    expect(after.map((o) => o.allowed)).toEqual([true, true, true, true]);
+  });
 
   it('fails every decision of a call that Redis refuses, and sends the releases it carried apart', async () => {
     // Arrange: a client that fails the first call of several decisions (its keys: two decisions'
@@ -1101,18 +1084,21 @@ describe.each(variants)('RedisStore with %s', (kind) => {
           ? Promise.reject(new Error('ERR max number of clients reached'))
           : inner.evalSha(sha1, keys, args),
     };
-    const store = batched({ client: failing, failMode: 'closed', onError: (e) => errors.push(e) });
+    const store = batched({ client: failing, onError: (e) => errors.push(e) });
     await fourAtOnce(store, throttled, 100); // loads both scripts
     const held = await store.apply(throttled(0), 0);
     expect(held.allowed).toBe(true);
     // Act: two decisions in Redis; the lease given back; two more, together, carry it.
     const first = [store.apply(throttled(1), 1), store.apply(throttled(2), 1)];
     const releasing = held.allowed && held.lease ? store.release(held.lease) : undefined;
-    const failed = await Promise.all([store.apply(throttled(3), 1), store.apply(throttled(4), 1)]);
+    const failed = await Promise.all([
+      settle(store.apply(throttled(3), 1)),
+      settle(store.apply(throttled(4), 1)),
+    ]);
     await Promise.all([...first, releasing]);
-    // Assert: both refused (closed), both reported; the release still went, apart.
+    // Assert: both rejected with the outage, both reported; the release still went, apart.
     expect(failures).toBe(1);
-    expect(failed.map((o) => !o.allowed && o.reason)).toEqual(['unavailable', 'unavailable']);
+    expect(failed.map((o) => o instanceof RedisStoreError)).toEqual([true, true]);
     expect(errors.map((e) => e.code)).toEqual(['redis_command_failed', 'redis_command_failed']);
     expect((await store.apply(throttled(0), 2)).allowed).toBe(true);
   });
@@ -1153,16 +1139,13 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       evalSha: async (sha1, keys, args) => shorter(await inner.evalSha(sha1, keys, args)),
       eval: async (text, keys, args) => shorter(await inner.eval(text, keys, args)),
     };
-    const store = batched({ client: short, failMode: 'closed', onError: (e) => errors.push(e) });
+    const store = batched({ client: short, onError: (e) => errors.push(e) });
     const plan = (i: number): Plan => ({ scopes: [scope(`c${i}`, 'a', '', account, [0, 1, 2])] });
-    const outcomes = await Promise.all([0, 1, 2, 3].map((i) => store.apply(plan(i), 0)));
+    const outcomes = await Promise.all([0, 1, 2, 3].map((i) => settle(store.apply(plan(i), 0))));
     // The two alone decided; the two together were answered with one reply.
-    expect(outcomes.map((o) => o.allowed || o.reason)).toEqual([
-      true,
-      true,
-      'unavailable',
-      'unavailable',
-    ]);
+    expect(
+      outcomes.map((o) => (o instanceof RedisStoreError ? o.code : (o as StoreOutcome).allowed)),
+    ).toEqual([true, true, 'redis_bad_reply', 'redis_bad_reply']);
     expect(errors.map((e) => e.code)).toEqual(['redis_bad_reply', 'redis_bad_reply']);
   });
 
@@ -1183,9 +1166,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     ['a client without eval', { client: { evalSha: async () => '' } }],
     ['a prefix with a brace', { prefix: 'a{b' }],
     ['an unknown time source', { timeSource: 'local' }],
-    ['an unknown fail mode', { failMode: 'half' }],
     ['a timeout of 0', { timeoutMs: 0 }],
-    ['a fractional retry', { failClosedRetryAfterSeconds: 1.5 }],
     ['a negative margin', { expiryMarginMs: -1 }],
     ['an instance id of 0', { instanceId: 0 }],
     // Lease ids hold the instance id below 2^32: 2^32 + 1 would take the lease ids of 1.
@@ -1214,8 +1195,8 @@ describe.each(variants)('RedisStore with %s', (kind) => {
   ] as const)(
     'lease ids (%s) stay exact whole numbers below 2^53 up to the largest instance id, and differ from those of any other id',
     async (_, binaryArguments) => {
-      // Arrange: a client that admits every decision and records the lease id argument, the first
-      // argument when the time comes from the server.
+      // Arrange: a client that records the lease id argument, the first argument when the time
+      // comes from the server.
       const ids: number[] = [];
       const admitting: RedisScriptClient = {
         evalSha: async (__, ___, args) => {
@@ -1237,7 +1218,8 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       // Act
       for (const instanceId of [2 ** 32 - 1, 1]) {
         const store = new RedisStore({ client: admitting, instanceId });
-        for (let i = 0; i < 3; i++) await store.apply(plan, 0);
+        // The reply is not one the store reads (an outage, reported): only the ids sent matter.
+        for (let i = 0; i < 3; i++) await settle(store.apply(plan, 0));
       }
       // Assert
       expect(new Set(ids).size).toBe(6);
@@ -1353,11 +1335,12 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       const errors: RedisStoreError[] = [];
       const store = new RedisStore({
         client: adapter,
-        failMode: 'closed',
         onError: (e) => errors.push(e),
       });
-      const outcome = await store.apply({ scopes: [scope('c', 'a', '', [window(1, '1s')])] }, 7);
-      expect(outcome).toMatchObject({ allowed: false, reason: 'unavailable', now: 7 });
+      const outcome = await settle(
+        store.apply({ scopes: [scope('c', 'a', '', [window(1, '1s')])] }, 7),
+      );
+      expect(outcome).toBeInstanceOf(RedisStoreError);
       expect(errorCodes(errors)).toEqual(['redis_command_failed']);
       expect(errors[0]?.cause).toBeInstanceOf(RedisNotReadyError);
     }
@@ -1378,15 +1361,8 @@ describe.each(variants)('RedisStore with %s', (kind) => {
         const errors: RedisStoreError[] = [];
         const store = new RedisStore({ client, maxBatch, onError: (e) => errors.push(e) });
         // Four at once: with maxBatch 8, the last two in one call.
-        const open = await Promise.all([0, 1, 2, 3].map(() => store.apply(plan, 3)));
-        expect(open).toMatchObject(
-          Array.from({ length: 4 }, () => ({
-            allowed: true,
-            now: 3,
-            lease: undefined,
-            values: [],
-          })),
-        );
+        const failed = await Promise.all([0, 1, 2, 3].map(() => settle(store.apply(plan, 3))));
+        expect(failed.every((o) => o instanceof RedisStoreError)).toBe(true);
         expect(errorCodes(errors)).toEqual(Array.from({ length: 4 }, () => 'redis_command_failed'));
       }
     }
@@ -1399,14 +1375,15 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       maxBatch: 8,
       onError: (e) => errors.push(e),
     });
-    const outcomes = await Promise.all([0, 1, 2, 3].map((i) => store.apply(throttled(i), 3)));
-    // The two alone decided; the two together failed over (open).
-    expect(outcomes.map((o) => o.allowed && o.lease !== undefined)).toEqual([
-      true,
-      true,
-      false,
-      false,
-    ]);
+    const outcomes = await Promise.all(
+      [0, 1, 2, 3].map((i) => settle(store.apply(throttled(i), 3))),
+    );
+    // The two alone decided; the two together rejected with the outage.
+    expect(
+      outcomes.map((o) =>
+        o instanceof RedisStoreError ? o.code : (o as StoreOutcome).allowed && 'admitted',
+      ),
+    ).toEqual(['admitted', 'admitted', 'redis_command_failed', 'redis_command_failed']);
     expect(errorCodes(errors)).toEqual(['redis_command_failed', 'redis_command_failed']);
   });
 
@@ -1543,7 +1520,7 @@ describe('RedisStore replies', () => {
       undefined,
     ],
   ])(
-    'a garbled reply (%s) is a redis_bad_reply that the fail mode handles, never a decision',
+    'a garbled reply (%s) is a redis_bad_reply the store rejects with, never a decision',
     async (_, reply, binary, statuses) => {
       // Arrange
       const errors: RedisStoreError[] = [];
@@ -1551,28 +1528,13 @@ describe('RedisStore replies', () => {
         client: replying(reply, binary),
         onError: (e: RedisStoreError) => errors.push(e),
       };
-      const closed = new RedisStore({ ...options, failMode: 'closed' });
-      const rejecting = new RedisStore({ ...options, failMode: 'reject' });
+      const store = new RedisStore(options);
       // Act
-      const outcome = await closed.apply(plan(statuses), 9);
-      const rejection = await rejecting.apply(plan(statuses), 9).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const rejection = await settle(store.apply(plan(statuses), 9));
       // Assert
-      expect(outcome).toEqual({
-        allowed: false,
-        now: 9,
-        reason: 'unavailable',
-        retryAfterSeconds: 1,
-        policy: undefined,
-        resource: undefined,
-        policies: [],
-        values: [],
-      });
       expect(rejection).toBeInstanceOf(RedisStoreError);
       expect(rejection).toMatchObject({ code: 'redis_bad_reply', operation: 'apply' });
-      expect(errors).toEqual([errors[0], rejection]);
+      expect(errors).toEqual([rejection]);
       expect(errors[0]?.message).toMatch(/^Unexpected reply from the decision script: /);
     },
   );
@@ -1583,8 +1545,8 @@ describe('RedisStore replies', () => {
       client: { evalSha: () => Promise.reject('READONLY'), eval: () => Promise.reject('READONLY') },
       onError: (e) => errors.push(e),
     });
-    expect(await store.apply(plan(), 9)).toMatchObject({ allowed: true, now: 9, lease: undefined });
-    expect(errors).toHaveLength(1);
+    const rejection = await settle(store.apply(plan(), 9));
+    expect(errors).toEqual([rejection]);
     expect(errors[0]).toMatchObject({
       code: 'redis_command_failed',
       operation: 'apply',
@@ -1593,18 +1555,43 @@ describe('RedisStore replies', () => {
     });
   });
 
-  it.each(['open', 'closed'] as const)(
-    'fails %s at time 0 when the time it was given is not finite',
-    async (failMode) => {
-      const down: RedisScriptClient = {
-        evalSha: () => Promise.reject(new Error('connect ECONNREFUSED')),
-        eval: () => Promise.reject(new Error('connect ECONNREFUSED')),
-      };
-      const store = new RedisStore({ client: down, failMode, onError: () => undefined });
-      expect(await store.apply(plan(), Number.NaN)).toMatchObject({
-        allowed: failMode === 'open',
-        now: 0,
-      });
+  it('reports an outage, not a crash, when Redis is down and the time it was given is not finite', async () => {
+    const down: RedisScriptClient = {
+      evalSha: () => Promise.reject(new Error('connect ECONNREFUSED')),
+      eval: () => Promise.reject(new Error('connect ECONNREFUSED')),
+    };
+    const store = new RedisStore({ client: down, onError: () => undefined });
+    expect(await settle(store.apply(plan(), Number.NaN))).toMatchObject({
+      name: 'RedisStoreError',
+      code: 'redis_command_failed',
+    });
+  });
+
+  it.each([
+    [
+      'failMode',
+      { failMode: 'open' },
+      /no option failMode any more.*failure option.*outage option/,
+    ],
+    ['failMode', { failMode: 'reject' }, /no option failMode any more/],
+    [
+      'failClosedRetryAfterSeconds',
+      { failClosedRetryAfterSeconds: 3 },
+      /outageRetryAfterSeconds.*failureRetryAfterSeconds/,
+    ],
+    ['a misspelt option', { timeoutMS: 50 }, /no option "timeoutMS"; did you mean "timeoutMs"\?/],
+  ])(
+    'refuses the removed option %s, and unknown ones, saying what to use instead',
+    (_, extra, message) => {
+      const client: RedisScriptClient = { evalSha: async () => 0, eval: async () => 0 };
+      let thrownError: unknown;
+      try {
+        new RedisStore({ client, ...(extra as object) });
+      } catch (error) {
+        thrownError = error;
+      }
+      expect(thrownError).toMatchObject({ name: 'ConfigurationError', code: 'invalid_option' });
+      expect((thrownError as Error).message).toMatch(message);
     },
   );
 });

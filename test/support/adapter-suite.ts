@@ -476,7 +476,7 @@ export function adapterSuite(name: string, start: StartServer): void {
       }
     });
 
-    it('fails open by default when identify throws or the store is down, and reports each failure', async () => {
+    it('answers 500 when identify throws, fails open by default when the store is down, and reports each failure', async () => {
       const events: RateLimitErrorEvent<unknown>[] = [];
       const down = createLimiter({ policies: [window(1, '1s')], store: new UnreachableStore() });
       const app = await start(
@@ -484,15 +484,21 @@ export function adapterSuite(name: string, start: StartServer): void {
         testApp(() => undefined),
       );
       try {
+        // A failing identify is a bug in wiring, not an outage: never let through unlimited.
         const broken = await send(app.url, '/ok', { 'x-client': 'broken' });
-        expect(broken.status).toBe(200);
+        expect(broken.status).toBe(500);
+        expect(broken.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(JSON.parse(broken.body)).toMatchObject({
+          status: 500,
+          code: 'request_not_attributed',
+        });
         const unreachable = await send(app.url, '/ok', {
           'x-client': 'c1',
           'service-tracking-id': 'req-down-1',
         });
         expect(unreachable.status).toBe(200);
         expect(events.map((e) => [e.phase, e.failure, (e.error as Error).message])).toEqual([
-          ['identify', 'open', 'identity service down'],
+          ['identify', 'closed', 'identity service down'],
           ['limiter', 'open', 'connect ECONNREFUSED 127.0.0.1:6380'],
         ]);
         expect(events[0]?.trackingId).toMatch(TRACKING_ID);
@@ -512,6 +518,7 @@ export function adapterSuite(name: string, start: StartServer): void {
       try {
         const refused = await send(app.url, '/ok', { 'x-client': 'c1' });
         expect(refused.status).toBe(503);
+        expect(refused.headers['retry-after']).toBe('1');
         expect(refused.headers['content-type']).toBe('application/problem+json; charset=utf-8');
         expect(refused.headers['service-tracking-id']).toMatch(TRACKING_ID);
         expect(JSON.parse(refused.body)).toMatchObject({

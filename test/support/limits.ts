@@ -9,7 +9,8 @@ import {
 } from '../../src/index.js';
 import { ExactOracle, type OracleDecision } from './oracle.js';
 
-export const request: LimitRequest = {
+// Names no account type: it fits a limiter whatever its presets' account types.
+export const request: LimitRequest<never> = {
   clientId: 'client-1',
   accountCode: 'ACME',
   method: 'GET',
