@@ -5,6 +5,8 @@
  * @module
  */
 import { ConfigurationError } from '../errors.js';
+import { isArray } from '../limits/duration.js';
+import { readSafely, UNREADABLE } from '../limits/read-once.js';
 import type {
   EndpointUrlErrorCode,
   EndpointUrlOptions,
@@ -155,7 +157,7 @@ export function validateSubscriptionRequest(
   }
   const checkUrl = endpointUrlPolicy(options.endpointUrl);
   const issues: SubscriptionRequestIssue[] = [];
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+  if (typeof body !== 'object' || body === null || isArray(body)) {
     issues.push({
       code: 'body_not_object',
       path: '',
@@ -164,7 +166,16 @@ export function validateSubscriptionRequest(
     return { ok: false, issues };
   }
   const fields = body as Record<string, unknown>;
-  for (const key of Object.keys(fields)) {
+  const keys = ownKeys(fields);
+  if (keys === undefined) {
+    issues.push({
+      code: 'body_not_object',
+      path: '',
+      message: `The body must be a JSON object with endpointUrl, events and optional propertyIds; got ${UNREADABLE_VALUE}.`,
+    });
+    return { ok: false, issues };
+  }
+  for (const key of keys) {
     if (!FIELDS.includes(key)) {
       issues.push({
         code: 'unknown_field',
@@ -199,8 +210,12 @@ function validateEndpointUrl(
   checkUrl: (input: unknown) => EndpointUrlResult,
   issues: SubscriptionRequestIssue[],
 ): string | undefined {
-  const value = fields.endpointUrl;
-  if (!Object.hasOwn(fields, 'endpointUrl') || value === undefined) {
+  const value = ownField(fields, 'endpointUrl');
+  if (value === UNREADABLE) {
+    issues.push(unreadableIssue('/endpointUrl', 'endpointUrl must be a string (a URL)'));
+    return undefined;
+  }
+  if (value === undefined) {
     issues.push({
       code: 'missing_field',
       path: '/endpointUrl',
@@ -231,9 +246,14 @@ function validateList(
   issues: SubscriptionRequestIssue[],
   elementIssue: (value: string, path: string) => SubscriptionRequestIssue | undefined,
 ): readonly string[] | undefined {
-  const value = fields[name];
+  const value = ownField(fields, name);
   const path = `/${name}`;
-  if (!Object.hasOwn(fields, name) || value === undefined) {
+  const expected = `${name} must be an array of strings`;
+  if (value === UNREADABLE) {
+    issues.push(unreadableIssue(path, expected));
+    return undefined;
+  }
+  if (value === undefined) {
     if (required) {
       issues.push({
         code: 'missing_field',
@@ -243,26 +263,27 @@ function validateList(
     }
     return undefined;
   }
-  if (!Array.isArray(value)) {
-    issues.push({
-      code: 'wrong_type',
-      path,
-      message: `${name} must be an array of strings; got ${describe(value)}.`,
-    });
+  if (!isArray(value)) {
+    issues.push({ code: 'wrong_type', path, message: `${expected}; got ${describe(value)}.` });
     return undefined;
   }
-  if (value.length === 0) {
+  const length = readSafely(value, 'length');
+  if (typeof length !== 'number') {
+    issues.push(unreadableIssue(path, expected));
+    return undefined;
+  }
+  if (length === 0) {
     const advice = required
       ? 'list at least one event kind'
       : 'list at least one property id, or omit propertyIds to cover every property';
     issues.push({ code: 'empty_array', path, message: `${name} is empty; ${advice}.` });
     return undefined;
   }
-  if (value.length > max) {
+  if (length > max) {
     issues.push({
       code: 'too_many_elements',
       path,
-      message: `${name} has ${value.length} elements; at most ${max} are allowed.`,
+      message: `${name} has ${length} elements; at most ${max} are allowed.`,
     });
     return undefined;
   }
@@ -271,9 +292,13 @@ function validateList(
   // The elements as read once: what is returned is exactly what was checked, even from an array
   // whose elements are getters that answer differently on a second read.
   const checked: string[] = [];
-  for (let i = 0; i < value.length; i++) {
-    const element: unknown = value[i];
+  for (let i = 0; i < length; i++) {
+    const element = readSafely(value, i);
     const elementPath = `${path}/${i}`;
+    if (element === UNREADABLE) {
+      issues.push(unreadableIssue(elementPath, `${name} elements must be strings`));
+      continue;
+    }
     if (typeof element !== 'string') {
       issues.push({
         code: 'wrong_type',
@@ -358,8 +383,36 @@ function pointer(key: string): string {
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
+  if (isArray(value)) return 'an array';
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+// A body parsed from JSON has no getters and no Proxies; one that does is answered, not thrown.
+const UNREADABLE_VALUE =
+  'a value that cannot be read (a getter or Proxy that throws); send the parsed JSON';
+
+function unreadableIssue(path: string, expected: string): SubscriptionRequestIssue {
+  return { code: 'wrong_type', path, message: `${expected}; got ${UNREADABLE_VALUE}.` };
+}
+
+// The body's own keys, or undefined when they cannot be listed.
+function ownKeys(fields: object): string[] | undefined {
+  try {
+    return Object.keys(fields);
+  } catch {
+    return undefined;
+  }
+}
+
+// An own field, read once: undefined when absent (or inherited), UNREADABLE when a read throws.
+function ownField(fields: object, name: string): unknown {
+  let own: boolean;
+  try {
+    own = Object.hasOwn(fields, name);
+  } catch {
+    return UNREADABLE;
+  }
+  return own ? readSafely(fields, name) : undefined;
 }
 
 function checkBound(name: string, value: number): void {

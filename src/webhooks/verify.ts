@@ -8,6 +8,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
+import { isArray } from '../limits/duration.js';
+import { isInstance, readSafely } from '../limits/read-once.js';
 import { signatureDigest, webhookSecretKey } from './signature.js';
 
 /** Codes of a refused delivery. */
@@ -107,7 +109,8 @@ export function verifyWebhook(
       `toleranceSeconds must be a number of seconds >= 0, got ${String(tolerance)}.`,
     );
   }
-  if (typeof body !== 'string' && !(body instanceof Uint8Array)) {
+  // `ArrayBuffer.isView` first: a Proxy of bytes passes `instanceof` but is no bytes to hash.
+  if (typeof body !== 'string' && !(ArrayBuffer.isView(body) && isInstance(body, Uint8Array))) {
     throw new ConfigurationError(
       'invalid_option',
       'Verify the raw body as received (a string or a Buffer), not the parsed JSON: parsing and serialising again changes the bytes.',
@@ -166,19 +169,26 @@ export function verifyWebhook(
       );
 }
 
+// A header's one value, or undefined. The headers come with the request, so a getter, a `get`
+// or a Proxy that throws is a header that is not there, never a throw.
 function header(headers: HeaderSource, name: string): string | undefined {
   let value: unknown;
-  if (typeof (headers as { get?: unknown }).get === 'function') {
-    value = (headers as { get(name: string): string | null }).get(name);
-  } else {
-    const record = headers as Readonly<Record<string, unknown>>;
-    value = record[name];
-    if (value === undefined) {
-      const key = Object.keys(record).find((k) => k.toLowerCase() === name);
-      value = key === undefined ? undefined : record[key];
+  try {
+    const get = readSafely(headers, 'get');
+    if (typeof get === 'function') {
+      value = get.call(headers, name);
+    } else {
+      const record = headers as Readonly<Record<string, unknown>>;
+      value = record[name];
+      if (value === undefined) {
+        const key = Object.keys(record).find((k) => k.toLowerCase() === name);
+        value = key === undefined ? undefined : record[key];
+      }
     }
+    if (isArray(value)) value = value.length === 1 ? value[0] : undefined;
+  } catch {
+    return undefined;
   }
-  if (Array.isArray(value)) value = value.length === 1 ? value[0] : undefined;
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
