@@ -548,3 +548,62 @@ describe('the webhook functions never throw for anything a request carries', () 
     );
   });
 });
+
+// --- options: a typed error at worst -------------------------------------------------------
+
+describe('options that cannot be read are a ConfigurationError, never a TypeError or a getter’s own error', () => {
+  // Each call with options made hostile returns, or throws the library's ConfigurationError.
+  function typedAtWorst(call: () => unknown): void {
+    const answer = outcome(call);
+    if ('threw' in answer) expectConfigurationError(answer.threw);
+  }
+
+  it('rateLimitResponseParts and admittedHeaders', () => {
+    fc.assert(
+      fc.property(hostileVariant(OPTIONS), (optionsBox: Hostile) => {
+        typedAtWorst(() =>
+          rateLimitResponseParts(refusedData as never, optionsBox.make() as never),
+        );
+        typedAtWorst(() => admittedHeaders(admittedData as never, optionsBox.make() as never));
+      }),
+      RUNS,
+    );
+  });
+
+  it('validateSubscriptionRequest and checkEndpointUrl', () => {
+    const options = {
+      maxEvents: 10,
+      maxPropertyIds: 10,
+      maxPropertyIdLength: 20,
+      endpointUrl: { allowHttp: false, maxLength: 500, allow: ['10.0.0.0/8'] },
+    };
+    fc.assert(
+      fc.property(hostileVariant(options), (optionsBox: Hostile) => {
+        const candidate = optionsBox.make() as { endpointUrl?: unknown };
+        typedAtWorst(() => validateSubscriptionRequest(body, candidate as never));
+        typedAtWorst(() => checkEndpointUrl(body.endpointUrl, readOrNothing(candidate) as never));
+      }),
+      RUNS,
+    );
+  });
+
+  it('verifyWebhook', () => {
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const options = { secrets: [secret, secret], toleranceSeconds: 300 };
+    fc.assert(
+      fc.property(hostileVariant(options), (optionsBox: Hostile) => {
+        typedAtWorst(() => verifyWebhook('x', {}, optionsBox.make() as never));
+      }),
+      RUNS,
+    );
+  });
+});
+
+// The endpointUrl member of hostile options, or the options themselves when it cannot be read.
+function readOrNothing(options: { endpointUrl?: unknown }): unknown {
+  try {
+    return options.endpointUrl;
+  } catch {
+    return options;
+  }
+}

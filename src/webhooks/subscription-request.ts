@@ -5,8 +5,8 @@
  * @module
  */
 import { ConfigurationError } from '../errors.js';
-import { isArray } from '../limits/duration.js';
-import { readSafely, UNREADABLE } from '../limits/read-once.js';
+import { describe as describeValue, isArray } from '../limits/duration.js';
+import { readFields, readSafely, UNREADABLE } from '../limits/read-once.js';
 import type {
   EndpointUrlErrorCode,
   EndpointUrlOptions,
@@ -105,6 +105,14 @@ export const subscriptionRequestDefaults = Object.freeze({
 
 const FIELDS = ['endpointUrl', 'events', 'propertyIds'];
 
+const OPTION_KEYS = [
+  'endpointUrl',
+  'catalog',
+  'maxEvents',
+  'maxPropertyIds',
+  'maxPropertyIdLength',
+] as const;
+
 /**
  * Validate a create-subscription request body (already parsed from JSON).
  * Duplicates are refused, not normalised away; a list over its bound is reported once and its
@@ -128,34 +136,40 @@ export function validateSubscriptionRequest(
 ): SubscriptionRequestResult {
   // Every option is checked before the body is read: a bad one throws on the first request,
   // whatever that request holds.
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+  if (typeof options !== 'object' || options === null || isArray(options)) {
     throw new ConfigurationError(
       'invalid_option',
       'The options of validateSubscriptionRequest must be an object { endpointUrl?, catalog?, maxEvents?, maxPropertyIds?, maxPropertyIdLength? }, or left out.',
     );
   }
-  const limits = { ...subscriptionRequestDefaults, ...definedOnly(options) };
+  // Read once: an option whose read throws is a ConfigurationError, never the getter's own error.
+  const read = readFields(
+    options,
+    OPTION_KEYS,
+    'invalid_option',
+    'the validateSubscriptionRequest options',
+  );
+  const limits = {
+    ...subscriptionRequestDefaults,
+    ...(definedOnly(read) as SubscriptionRequestOptions),
+  };
   for (const name of ['maxEvents', 'maxPropertyIds', 'maxPropertyIdLength'] as const) {
     checkBound(name, limits[name]);
   }
-  const { catalog } = options;
+  const catalog = read.catalog as SubscriptionRequestOptions['catalog'];
   if (
     catalog !== undefined &&
-    (typeof catalog !== 'object' || catalog === null || typeof catalog.check !== 'function')
+    (typeof catalog !== 'object' ||
+      catalog === null ||
+      typeof readSafely(catalog, 'check') !== 'function')
   ) {
     throw new ConfigurationError(
       'invalid_event_catalog',
       "catalog must be an event catalog made by defineEventCatalog(), such as defineEventCatalog({ folio: ['created'] }); leave it out to accept any well-formed kind.",
     );
   }
-  if (
-    typeof options.endpointUrl === 'object' &&
-    options.endpointUrl !== null &&
-    options.endpointUrl.maxLength !== undefined
-  ) {
-    checkBound('endpointUrl.maxLength', options.endpointUrl.maxLength);
-  }
-  const checkUrl = endpointUrlPolicy(options.endpointUrl);
+  // The policy reads its options once and refuses a bad maxLength or allow-list.
+  const checkUrl = endpointUrlPolicy(read.endpointUrl as EndpointUrlOptions | undefined);
   const issues: SubscriptionRequestIssue[] = [];
   if (typeof body !== 'object' || body === null || isArray(body)) {
     issues.push({
@@ -419,7 +433,7 @@ function checkBound(name: string, value: number): void {
   if (!Number.isSafeInteger(value) || value < 1) {
     throw new ConfigurationError(
       'invalid_limit',
-      `${name} must be an integer of at least 1, got ${String(value)}.`,
+      `${name} must be an integer of at least 1, got ${describeValue(value)}.`,
     );
   }
 }

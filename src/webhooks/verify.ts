@@ -8,8 +8,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
-import { isArray } from '../limits/duration.js';
-import { isInstance, readSafely } from '../limits/read-once.js';
+import { describe, isArray } from '../limits/duration.js';
+import { isInstance, readFields, readList, readSafely } from '../limits/read-once.js';
 import { signatureDigest, webhookSecretKey } from './signature.js';
 
 /** Codes of a refused delivery. */
@@ -70,6 +70,9 @@ export type HeaderSource =
 // A bound on the signatures read from one header: a real sender rotates two or three secrets.
 const MAX_SIGNATURES = 16;
 const SECONDS = /^[0-9]{1,15}$/;
+const OPTION_KEYS = ['secrets', 'clock', 'toleranceSeconds'] as const;
+const NO_SECRET =
+  'Verify with at least one secret (two while rotating): { secrets: [newSecret, oldSecret] }.';
 const MISSING_HEADERS =
   'The request needs the webhook-id, webhook-timestamp and webhook-signature headers.';
 
@@ -94,19 +97,23 @@ export function verifyWebhook(
   headers: HeaderSource,
   options: VerifyWebhookOptions,
 ): WebhookVerification {
-  const list = typeof options?.secrets === 'string' ? [options.secrets] : options?.secrets;
-  if (!Array.isArray(list) || list.length === 0) {
-    throw new ConfigurationError(
-      'invalid_webhook_secret',
-      'Verify with at least one secret (two while rotating): { secrets: [newSecret, oldSecret] }.',
-    );
+  // Read once: an option whose read throws is a ConfigurationError, never the getter's own error.
+  const read =
+    typeof options === 'object' && options !== null
+      ? readFields(options, OPTION_KEYS, 'invalid_option', 'the verifyWebhook options')
+      : {};
+  const list = typeof read.secrets === 'string' ? [read.secrets] : read.secrets;
+  if (!isArray(list) || readSafely(list, 'length') === 0) {
+    throw new ConfigurationError('invalid_webhook_secret', NO_SECRET);
   }
-  const keys = list.map(webhookSecretKey);
-  const tolerance = options.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
-  if (!Number.isFinite(tolerance) || tolerance < 0) {
+  const keys = readList(list, 'secrets', 'a list of whsec_ secrets', 'invalid_webhook_secret').map(
+    (secret) => webhookSecretKey(secret as string),
+  );
+  const tolerance = read.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
+  if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0) {
     throw new ConfigurationError(
       'invalid_option',
-      `toleranceSeconds must be a number of seconds >= 0, got ${String(tolerance)}.`,
+      `toleranceSeconds must be a number of seconds >= 0, got ${describe(tolerance)}.`,
     );
   }
   // `ArrayBuffer.isView` first: a Proxy of bytes passes `instanceof` but is no bytes to hash.
@@ -129,12 +136,12 @@ export function verifyWebhook(
     return refuse('invalid_timestamp', 'webhook-timestamp must be whole seconds since the epoch.');
   }
   const timestamp = Number(stamp);
-  const clockNow = (options.clock ?? systemClock).now();
+  const clockNow = ((read.clock as Clock | undefined) ?? systemClock).now();
   if (typeof clockNow !== 'number' || !Number.isFinite(clockNow)) {
     // NaN compares false with everything: every timestamp would pass, replays included.
     throw new ConfigurationError(
       'invalid_option',
-      `clock.now() must return a finite time in ms, got ${String(clockNow)}.`,
+      `clock.now() must return a finite time in ms, got ${typeof clockNow === 'object' || typeof clockNow === 'function' ? describe(clockNow) : String(clockNow)}.`,
     );
   }
   const now = Math.floor(clockNow / 1000);
