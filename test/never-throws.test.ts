@@ -8,16 +8,17 @@
  * - http: `rateLimitResponseParts`, `rateLimitResponse` and `admittedHeaders` for any decision of
  *   the right kind (docs/http.md: "for any input, even a hand-made decision"), `rateLimitFields`,
  *   `parseRetryAfter`, `parseHttpDate`, `isWellFormedTrackingId`;
- * - errors: `isApiConventionsError`, `isConfigurationError`, `isInvalidRequestError` ("anything
- *   caught");
+ * - errors: `isApiConventionsError`, `isConfigurationError`, `isInvalidRequestError`,
+ *   `isPaginationClientError` ("anything caught");
  * - limits: `canonicalPath` and `RouteTable.match` for any request input, `MemoryStore.release`
- *   whatever the value;
+ *   whatever the value, and the message helpers `describe` and `isArray` (internal);
  * - pagination: the validators of `pageNumberValidator` and `cursorValidator`, `CursorCodec.decode`,
  *   and the query readers they share (query-input.ts: "nothing here throws, whatever the input");
- * - webhooks: `validateSubscriptionRequest` for any body, `checkEndpointUrl`, `parseEventPattern`,
- *   `parseEventKind`, `SubscriptionIndex.match` and `verifyWebhook` for anything the request
- *   carries.
- * The gate's `release` and `fail` (src/http/rate-limit-gate.ts) are proved in their own tests.
+ * - webhooks: `validateSubscriptionRequest` and `createSubscription` for any body,
+ *   `checkEndpointUrl`, `parseEventPattern`, `parseEventKind`, `SubscriptionIndex.match` and
+ *   `verifyWebhook` for anything the request carries.
+ * The gate's `release` and `fail` (src/http/rate-limit-gate.ts) are proved in their own tests, and
+ * the Redis store's (it never throws or rejects for a plan the engine builds) in test/redis.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -30,6 +31,7 @@ import {
   concurrency,
   createCursorCodec,
   createLimiter,
+  createSubscription,
   cursorValidator,
   endpointUrlErrorCodes,
   eventPatternErrorCodes,
@@ -56,6 +58,7 @@ import {
   webhookVerificationErrorCodes,
   window,
 } from '../src/index.js';
+import { describe as describeValue, isArray } from '../src/limits/duration.js';
 import { queryPairs, readParameter, toReadableQuery } from '../src/pagination/query-input.js';
 import { equivalentVariant, Hostile, hostileValue, hostileVariant } from './support/hostile.js';
 
@@ -309,6 +312,17 @@ describe('the route matchers never throw for any request input', () => {
     );
   });
 
+  it('describe and isArray, which every message uses, answer for anything', () => {
+    fc.assert(
+      fc.property(hostileValue(), (valueBox: Hostile) => {
+        const value = valueBox.make();
+        expect(typeof returned(() => describeValue(value))).toBe('string');
+        expect(typeof returned(() => isArray(value))).toBe('boolean');
+      }),
+      RUNS,
+    );
+  });
+
   it('MemoryStore.release ignores any value that is not its lease', () => {
     const store = new MemoryStore();
     fc.assert(
@@ -447,6 +461,20 @@ describe('the webhook functions never throw for anything a request carries', () 
         expect(validateSubscriptionRequest(candidate)).toEqual(plain);
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it('createSubscription answers 201 or the refusal for any body', () => {
+    fc.assert(
+      fc.property(fc.oneof(hostileValue(), hostileVariant(body)), (candidateBox: Hostile) => {
+        const outcome = returned(() => createSubscription(candidateBox.make(), 'acme')) as {
+          status: unknown;
+          response: { body: unknown };
+        };
+        expect([201, 400]).toContain(outcome.status);
+        expect(typeof outcome.response.body).toBe('string');
+      }),
+      RUNS,
     );
   });
 
