@@ -80,9 +80,13 @@ export function writeFields(
   return { 'ratelimit-policy': policies.join(', '), ratelimit: states.join(', ') };
 }
 
+/** The most statuses read from a decision made elsewhere: far more than any preset applies. */
+const MAX_STATUSES = 1024;
+
 /**
  * Statuses from anywhere (a hand-made decision, a store of one's own) as plain copies the fields
- * can be written from, each member read once and safely; one that cannot be written is left out.
+ * can be written from, each member read once and safely; one that cannot be written is left out,
+ * and so is any after the first 1,024.
  * @param statuses - anything
  * @param copies - filled with each policy read and its copy, so that a caller can find the
  *   refusing policy's copy by the original
@@ -93,7 +97,10 @@ export function readStatuses(statuses: unknown, copies: Map<unknown, Policy>): P
   if (!isArray(statuses)) return read;
   const length = readSafely(statuses, 'length');
   if (typeof length !== 'number') return read;
-  for (let i = 0; i < length; i++) {
+  // A decision has one status per policy that applied, a handful; a sparse array of length 2^32 - 1
+  // must not make the walk take minutes.
+  const end = Math.min(length, MAX_STATUSES);
+  for (let i = 0; i < end; i++) {
     const status = readSafely(statuses, i);
     const policy = readSafely(status, 'policy');
     const copy = copies.get(policy) ?? readPolicy(policy);

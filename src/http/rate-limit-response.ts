@@ -71,7 +71,8 @@ function wholeSeconds(value: number): number {
  * The 429 response for a refused decision, as plain parts any framework can write. Any decision
  * whose `allowed` reads `false` gets its 429, whatever else it holds: each member is read once,
  * and one that is missing, of the wrong type or cannot be read (a getter or Proxy that throws)
- * counts as absent; statuses that cannot be read give no RateLimit fields.
+ * counts as absent; statuses that are missing or cannot be read give RateLimit fields without
+ * items.
  * @param decision - a refused decision from the limiter
  * @param options - tracking id, its header and source, RateLimit fields
  * @returns status 429, lower-case header names, and the text body
@@ -146,8 +147,8 @@ export function rateLimitResponse(
 
 /**
  * The headers of an admitted response: the tracking id, and the RateLimit fields when enabled.
- * Any decision whose `allowed` reads `true` gets its headers; statuses that cannot be read give
- * no RateLimit fields.
+ * Any decision whose `allowed` reads `true` gets its headers; statuses that are missing or cannot
+ * be read give RateLimit fields without items.
  * @param decision - an admitted decision
  * @param options - as for {@link rateLimitResponseParts}
  * @throws ConfigurationError `invalid_option` when `decision` is not an admitted decision
@@ -160,7 +161,7 @@ export function admittedHeaders(
 ): Record<string, string> {
   checkDecision(decision, true, 'admittedHeaders');
   const { header, trackingId, withFields } = resolved(options, 'admittedHeaders');
-  const statuses = readStatuses(readSafely(decision, 'statuses'), new Map());
+  const statuses = withFields ? readStatuses(readSafely(decision, 'statuses'), new Map()) : [];
   return admittedParts({ ...ADMITTED, statuses }, header, trackingId, withFields);
 }
 

@@ -388,6 +388,8 @@ describe('rate limit response (429)', () => {
       { ...decision, statuses: [throwingGetters(['policy', 'remaining'])] },
       { ...decision, policy: throwingGetters(['name', 'kind']) },
       throwingGetters(['retryAfterSeconds', 'now', 'reason', 'then'], { ...decision }),
+      // Sparse, of length 2^32 - 1: answered at once, from the statuses it holds.
+      { ...decision, statuses: Object.assign(new Array(2 ** 32 - 1), [decision.statuses[0]]) },
     ];
     for (const variant of variants) {
       // Act

@@ -1,9 +1,10 @@
 /**
  * Hostile values for the "never throws" promises: anything fast-check makes, and values that
  * throw when they are read, inspected or converted (Proxies whose traps throw, throwing getters,
- * revoked proxies), or that are merely unusual (frozen, null prototype, holes, huge or broken
- * strings, BigInt, Symbols, functions). `hostileVariant` nests one of them inside an otherwise
- * valid input; `equivalentVariant` changes only the form of a valid input, not its data.
+ * revoked proxies), or that are merely unusual (frozen, null prototype, holes, sparse arrays of
+ * length 2^32 - 1, huge or broken strings, BigInt, Symbols, functions). `hostileVariant` nests one
+ * of them inside an otherwise valid input; `equivalentVariant` changes only the form of a valid
+ * input, not its data.
  *
  * The arbitraries give a {@link Hostile}: a label and a maker, never the value itself, because
  * fast-check inspects what it generates (a clone method, a name for the report) and a hostile value
@@ -225,6 +226,13 @@ export const hostileLeaf: fc.Arbitrary<Hostile> = fc.oneof(
       ),
     ),
   fc.constant(hostile('an array whose length throws', () => arrayWithThrowingLength(['x']))),
+  fc.constant(
+    hostile('a sparse array of length 2^32 - 1', () => {
+      const sparse: unknown[] = ['x'];
+      sparse.length = 2 ** 32 - 1;
+      return sparse;
+    }),
+  ),
   fc.constant(hostile('a frozen object', () => Object.freeze({ a: 1 }))),
   fc.constant(hostile('a null-prototype object', () => Object.create(null))),
   hostileString.map(plainValue),
