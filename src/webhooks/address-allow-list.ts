@@ -22,8 +22,8 @@ export interface AddressAllowList {
  * Parse addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.0.0/8`, `fd00::/8`).
  * @param entries - the allowed addresses and ranges; empty allows nothing
  * @returns the allow-list
- * @throws ConfigurationError `invalid_address_allow_list` when `entries` is not an array, or for
- * an entry that is neither an address nor a range (the message names it)
+ * @throws ConfigurationError `invalid_address_allow_list` when `entries` is not an array or cannot
+ * be read, or for an entry that is neither an address nor a range (the message names it)
  * @example
  * ```ts
  * addressAllowList(['127.0.0.1', '10.1.0.0/16']).allows('10.1.2.3'); // true

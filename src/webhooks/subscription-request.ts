@@ -121,7 +121,7 @@ const OPTION_KEYS = [
  * @param options - bounds, the endpointUrl policy and an optional catalog
  * @returns the validated request, or every issue with its JSON pointer
  * @throws ConfigurationError, whatever the body, `invalid_option` when `options` or its
- * `endpointUrl` is not an object, `invalid_limit` when a bound is not a positive integer,
+ * `endpointUrl` is not an object or cannot be read (a getter that throws), `invalid_limit` when a bound is not a positive integer,
  * `invalid_event_catalog` when `catalog` was not made by `defineEventCatalog()`, and
  * `invalid_address_allow_list` for a bad `endpointUrl.allow`
  * @example

@@ -84,8 +84,8 @@ const MISSING_HEADERS =
  * @param options - secrets, clock and tolerance
  * @returns the message id and time, or the refusal with a code
  * @throws ConfigurationError `invalid_webhook_secret` when a secret is malformed, `invalid_option`
- * for a negative tolerance, a body that is not the raw string or bytes, or a clock whose time is
- * not a finite number
+ * for a negative tolerance, a body that is not the raw string or bytes (a Proxy of bytes included),
+ * options that cannot be read (a getter that throws), or a clock whose time is not a finite number
  * @example
  * ```ts
  * const verdict = verifyWebhook(rawBody, req.headers, { secrets: process.env.WEBHOOK_SECRET! });
