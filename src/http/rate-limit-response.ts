@@ -77,7 +77,8 @@ function wholeSeconds(value: number): number {
  * @param options - tracking id, its header and source, RateLimit fields
  * @returns status 429, lower-case header names, and the text body
  * @throws ConfigurationError `invalid_option` when `decision` is not a refused decision
- * (`allowed: false`) or `options` is given and not an object
+ * (`allowed: false`, read without a throw) or `options` is given and is not an object or cannot be
+ * read
  * @throws ConfigurationError `invalid_header_name` or `invalid_tracking_id` for bad options
  * @example
  * ```ts
@@ -152,7 +153,8 @@ export function rateLimitResponse(
  * @param decision - an admitted decision
  * @param options - as for {@link rateLimitResponseParts}
  * @throws ConfigurationError `invalid_option` when `decision` is not an admitted decision
- * (`allowed: true`) or `options` is given and not an object; `invalid_header_name` or
+ * (`allowed: true`, read without a throw) or `options` is given and is not an object or cannot be
+ * read; `invalid_header_name` or
  * `invalid_tracking_id` for bad options
  */
 export function admittedHeaders(
