@@ -123,15 +123,29 @@ export class InvalidRequestError extends ApiConventionsError {
 
 /**
  * True for any error thrown by this library, including one from another copy of the package.
+ * Never throws, whatever the value.
  * @param value - anything caught
  */
 export function isApiConventionsError(value: unknown): value is ApiConventionsError {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as Record<symbol, unknown>)[BRAND] === true &&
-    typeof (value as { code?: unknown }).code === 'string'
-  );
+  return errorName(value) !== undefined;
+}
+
+/**
+ * The `name` of an error of this library (of any copy of the package), read once, or `undefined`
+ * for anything else: a getter or Proxy that throws is not one of ours, and the guards answer.
+ * @param value - anything caught
+ * @internal
+ */
+export function errorName(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  try {
+    const error = value as { [BRAND]?: unknown; code?: unknown; name?: unknown };
+    if (error[BRAND] !== true || typeof error.code !== 'string') return undefined;
+    const { name } = error;
+    return typeof name === 'string' ? name : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -139,7 +153,7 @@ export function isApiConventionsError(value: unknown): value is ApiConventionsEr
  * @param value - anything caught
  */
 export function isConfigurationError(value: unknown): value is ConfigurationError {
-  return isApiConventionsError(value) && value.name === 'ConfigurationError';
+  return errorName(value) === 'ConfigurationError';
 }
 
 /**
@@ -147,5 +161,5 @@ export function isConfigurationError(value: unknown): value is ConfigurationErro
  * @param value - anything caught
  */
 export function isInvalidRequestError(value: unknown): value is InvalidRequestError {
-  return isApiConventionsError(value) && value.name === 'InvalidRequestError';
+  return errorName(value) === 'InvalidRequestError';
 }

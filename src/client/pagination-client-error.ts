@@ -4,7 +4,7 @@
  * already given, or a page other than the one asked for (either of which would loop forever).
  * @module
  */
-import { ApiConventionsError, type ErrorOptions, isApiConventionsError } from '../errors.js';
+import { ApiConventionsError, type ErrorOptions, errorName } from '../errors.js';
 
 /** Codes of {@link PaginationClientError}. A test pins this list. */
 export const paginationClientErrorCodes = [
@@ -51,5 +51,5 @@ export class PaginationClientError extends ApiConventionsError {
  * @param value - anything caught
  */
 export function isPaginationClientError(value: unknown): value is PaginationClientError {
-  return isApiConventionsError(value) && value.name === 'PaginationClientError';
+  return errorName(value) === 'PaginationClientError';
 }

@@ -5,7 +5,9 @@
  * lists (RFC 9651) of string items with parameters.
  * @module
  */
+import { isArray } from '../limits/duration.js';
 import type { Policy } from '../limits/policy.js';
+import { readSafely } from '../limits/read-once.js';
 import type { PolicyStatus } from '../limits/store.js';
 
 /** The two fields, ready to set. */
@@ -29,10 +31,34 @@ export interface RateLimitFields {
  * On a refusal (`retryAfterSeconds` given) no `t` is later than Retry-After, and a policy with
  * nothing left (`r=0`, the refusing one always) has `t` equal to Retry-After: a client that obeys
  * either field comes back at the same instant, when the request is admitted.
+ *
+ * Never throws: statuses that are not a list give no items, and a status that cannot be read as
+ * one (no policy of a known kind with a name, or a getter or Proxy that throws) is left out.
  * @param statuses - every policy that applied, with what remains of it
  * @param refusal - for a 429: the announced Retry-After and the policy that refused
  */
 export function rateLimitFields(
+  statuses: readonly PolicyStatus[],
+  refusal?: { readonly retryAfterSeconds: number; readonly policy: Policy | undefined },
+): RateLimitFields {
+  const copies = new Map<unknown, Policy>();
+  const read = readStatuses(statuses, copies);
+  if (refusal === undefined) return writeFields(read);
+  const seconds = readSafely(refusal, 'retryAfterSeconds');
+  return writeFields(read, {
+    retryAfterSeconds: wholeAtLeast(Math.ceil(finite(seconds)), 1),
+    policy: copies.get(readSafely(refusal, 'policy')),
+  });
+}
+
+/**
+ * The fields of statuses as the limiter makes them (the middleware's path): a status it cannot
+ * write is the limiter's failure, and throws.
+ * @param statuses - every policy that applied, with what remains of it
+ * @param refusal - for a 429: the announced Retry-After and the policy that refused
+ * @internal
+ */
+export function writeFields(
   statuses: readonly PolicyStatus[],
   refusal?: { readonly retryAfterSeconds: number; readonly policy: Policy | undefined },
 ): RateLimitFields {
@@ -52,6 +78,70 @@ export function rateLimitFields(
     states.push(`${name};r=${remaining};t=${reset}`);
   }
   return { 'ratelimit-policy': policies.join(', '), ratelimit: states.join(', ') };
+}
+
+/** The most statuses read from a decision made elsewhere: far more than any preset applies. */
+const MAX_STATUSES = 1024;
+
+/**
+ * Statuses from anywhere (a hand-made decision, a store of one's own) as plain copies the fields
+ * can be written from, each member read once and safely; one that cannot be written is left out,
+ * and so is any after the first 1,024.
+ * @param statuses - anything
+ * @param copies - filled with each policy read and its copy, so that a caller can find the
+ *   refusing policy's copy by the original
+ * @internal
+ */
+export function readStatuses(statuses: unknown, copies: Map<unknown, Policy>): PolicyStatus[] {
+  const read: PolicyStatus[] = [];
+  if (!isArray(statuses)) return read;
+  const length = readSafely(statuses, 'length');
+  if (typeof length !== 'number') return read;
+  // A decision has one status per policy that applied, a handful; a sparse array of length 2^32 - 1
+  // must not make the walk take minutes.
+  const end = Math.min(length, MAX_STATUSES);
+  for (let i = 0; i < end; i++) {
+    const status = readSafely(statuses, i);
+    const policy = readSafely(status, 'policy');
+    const copy = copies.get(policy) ?? readPolicy(policy);
+    if (copy === undefined) continue;
+    copies.set(policy, copy);
+    read.push({
+      policy: copy,
+      remaining: finite(readSafely(status, 'remaining')),
+      resetAfterMs: finite(readSafely(status, 'resetAfterMs')),
+    });
+  }
+  return read;
+}
+
+/**
+ * A plain copy of a policy with what the fields and the 429 write of it (kind, name, quota), or
+ * `undefined` when it has no known kind or no name.
+ * @param policy - anything
+ * @internal
+ */
+export function readPolicy(policy: unknown): Policy | undefined {
+  const kind = readSafely(policy, 'kind');
+  const name = readSafely(policy, 'name');
+  if (typeof name !== 'string') return undefined;
+  const number = (key: string): number => finite(readSafely(policy, key));
+  switch (kind) {
+    case 'window':
+      return { kind, name, limit: number('limit'), windowMs: number('windowMs') };
+    case 'rate':
+      return { kind, name, perSecond: number('perSecond'), burst: number('burst') };
+    case 'concurrency':
+      return {
+        kind,
+        name,
+        max: number('max'),
+        leaseTtlMs: number('leaseTtlMs'),
+        retryAfterMs: number('retryAfterMs'),
+      };
+    default:
+      return undefined;
+  }
 }
 
 // Every number is an sf-integer: a limit of 2^53 - 1 or a rate of 1e-300 per second would
@@ -79,11 +169,12 @@ function sfString(text: string): string {
   return `${out}"`;
 }
 
-function finite(value: number): number {
-  return Number.isFinite(value) ? value : 0;
+// Anything but a finite number (NaN, a BigInt, a read that threw) counts as 0.
+function finite(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
 }
 
 // sf-integers have at most 15 digits: larger values are written as the largest one.
-function wholeAtLeast(value: number, min: number): number {
+function wholeAtLeast(value: unknown, min: number): number {
   return Math.min(Math.max(Math.floor(finite(value)), min), 999_999_999_999_999);
 }

@@ -8,9 +8,11 @@
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../limits/duration.js';
 import type { AdmittedDecision, RefusedDecision } from '../limits/limiter.js';
+import type { Policy } from '../limits/policy.js';
+import { readFields, readSafely } from '../limits/read-once.js';
 import { formatHttpDate } from './http-date.js';
 import type { ResponseParts } from './problem-details.js';
-import { rateLimitFields } from './rate-limit-fields.js';
+import { readPolicy, readStatuses, writeFields } from './rate-limit-fields.js';
 import {
   checkHeaderName,
   DEFAULT_TRACKING_ID_HEADER,
@@ -66,12 +68,17 @@ function wholeSeconds(value: number): number {
 }
 
 /**
- * The 429 response for a refused decision, as plain parts any framework can write.
+ * The 429 response for a refused decision, as plain parts any framework can write. Any decision
+ * whose `allowed` reads `false` gets its 429, whatever else it holds: each member is read once,
+ * and one that is missing, of the wrong type or cannot be read (a getter or Proxy that throws)
+ * counts as absent; statuses that are missing or cannot be read give RateLimit fields without
+ * items.
  * @param decision - a refused decision from the limiter
  * @param options - tracking id, its header and source, RateLimit fields
  * @returns status 429, lower-case header names, and the text body
  * @throws ConfigurationError `invalid_option` when `decision` is not a refused decision
- * (`allowed: false`) or `options` is given and not an object
+ * (`allowed: false`, read without a throw) or `options` is given and is not an object or cannot be
+ * read
  * @throws ConfigurationError `invalid_header_name` or `invalid_tracking_id` for bad options
  * @example
  * ```ts
@@ -89,8 +96,8 @@ export function rateLimitResponseParts(
   options: RateLimitResponseOptions = {},
 ): ResponseParts {
   checkDecision(decision, false, 'rateLimitResponseParts');
-  const { header, trackingId } = resolved(options, 'rateLimitResponseParts');
-  return refusalParts(decision, header, trackingId, options.rateLimitHeaders === true);
+  const { header, trackingId, withFields } = resolved(options, 'rateLimitResponseParts');
+  return refusalParts(readRefusal(decision), header, trackingId, withFields);
 }
 
 /**
@@ -119,7 +126,7 @@ export function refusalParts(
   if (withFields) {
     Object.assign(
       headers,
-      rateLimitFields(decision.statuses, { retryAfterSeconds: seconds, policy: decision.policy }),
+      writeFields(decision.statuses, { retryAfterSeconds: seconds, policy: decision.policy }),
     );
   }
   return { status: 429, headers, body: refusalText(decision, seconds, resumeAt, trackingId) };
@@ -141,10 +148,13 @@ export function rateLimitResponse(
 
 /**
  * The headers of an admitted response: the tracking id, and the RateLimit fields when enabled.
+ * Any decision whose `allowed` reads `true` gets its headers; statuses that are missing or cannot
+ * be read give RateLimit fields without items.
  * @param decision - an admitted decision
  * @param options - as for {@link rateLimitResponseParts}
  * @throws ConfigurationError `invalid_option` when `decision` is not an admitted decision
- * (`allowed: true`) or `options` is given and not an object; `invalid_header_name` or
+ * (`allowed: true`, read without a throw) or `options` is given and is not an object or cannot be
+ * read; `invalid_header_name` or
  * `invalid_tracking_id` for bad options
  */
 export function admittedHeaders(
@@ -152,8 +162,34 @@ export function admittedHeaders(
   options: RateLimitResponseOptions = {},
 ): Record<string, string> {
   checkDecision(decision, true, 'admittedHeaders');
-  const { header, trackingId } = resolved(options, 'admittedHeaders');
-  return admittedParts(decision, header, trackingId, options.rateLimitHeaders === true);
+  const { header, trackingId, withFields } = resolved(options, 'admittedHeaders');
+  const statuses = withFields ? readStatuses(readSafely(decision, 'statuses'), new Map()) : [];
+  return admittedParts({ ...ADMITTED, statuses }, header, trackingId, withFields);
+}
+
+// The members of an admitted decision that admittedParts does not read.
+const ADMITTED = { allowed: true, now: 0, release: () => undefined } as const;
+
+// A refused decision from anywhere as a plain copy, each member read once and safely, so that the
+// 429 is built from values that cannot throw. The refusing policy's copy is the one in the
+// statuses, so that the fields still know which policy refused.
+function readRefusal(decision: RefusedDecision): RefusedDecision {
+  const copies = new Map<unknown, Policy>();
+  const statuses = readStatuses(readSafely(decision, 'statuses'), copies);
+  const given = readSafely(decision, 'policy');
+  const policy = copies.get(given) ?? readPolicy(given);
+  const seconds = readSafely(decision, 'retryAfterSeconds');
+  const now = readSafely(decision, 'now');
+  const reason = readSafely(decision, 'reason');
+  return {
+    allowed: false,
+    retryAfterSeconds: typeof seconds === 'number' ? seconds : Number.NaN,
+    retryAt: 0,
+    policy,
+    reason: (typeof reason === 'string' ? reason : 'limit') as RefusedDecision['reason'],
+    statuses,
+    now: typeof now === 'number' ? now : 0,
+  };
 }
 
 /**
@@ -170,37 +206,48 @@ export function admittedParts(
   withFields: boolean,
 ): Record<string, string> {
   const headers: Record<string, string> = header === undefined ? {} : { [header]: trackingId };
-  if (withFields) Object.assign(headers, rateLimitFields(decision.statuses));
+  if (withFields) Object.assign(headers, writeFields(decision.statuses));
   return headers;
 }
 
-// The header name checked and the tracking id resolved, from the public functions' options.
+// The header name checked, the tracking id resolved and the fields switch read, from the public
+// functions' options, each read once: a read that throws is a ConfigurationError.
 function resolved(
   options: RateLimitResponseOptions,
   caller: string,
-): { header: string; trackingId: string } {
+): { header: string; trackingId: string; withFields: boolean } {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigurationError(
       'invalid_option',
       `${caller}() options must be an object such as { trackingId }, or left out; got ${describe(options)}.`,
     );
   }
+  const fields = readFields(
+    options,
+    ['trackingId', 'trackingIds', 'trackingIdHeader', 'rateLimitHeaders'],
+    'invalid_option',
+    `the ${caller}() options`,
+  );
   return {
     header: checkHeaderName(
-      options.trackingIdHeader ?? DEFAULT_TRACKING_ID_HEADER,
+      fields.trackingIdHeader ?? DEFAULT_TRACKING_ID_HEADER,
       'trackingIdHeader',
     ),
-    trackingId: resolveTrackingId(options.trackingId, options.trackingIds),
+    trackingId: resolveTrackingId(
+      fields.trackingId as RateLimitResponseOptions['trackingId'],
+      fields.trackingIds as RateLimitResponseOptions['trackingIds'],
+    ),
+    withFields: fields.rateLimitHeaders === true,
   };
 }
 
-// The public builders take decisions from anywhere: one of the wrong kind is a typed error, not a
-// TypeError from deep inside.
+// The public builders take decisions from anywhere: one of the wrong kind, or whose `allowed`
+// cannot be read, is a typed error, not a TypeError from deep inside.
 function checkDecision(decision: unknown, allowed: boolean, caller: string): void {
   if (
     typeof decision !== 'object' ||
     decision === null ||
-    (decision as { allowed?: unknown }).allowed !== allowed
+    readSafely(decision, 'allowed') !== allowed
   ) {
     throw new ConfigurationError(
       'invalid_option',

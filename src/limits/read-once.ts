@@ -1,8 +1,9 @@
 /**
- * Configuration read once and safely: the fields of an options object and the elements of a list,
- * each read one time, so that a getter cannot answer one value to a check and another to the code
- * that uses it, and a read that throws (a getter, a revoked proxy) becomes a
- * `ConfigurationError` that says what to pass instead.
+ * Configuration and input read once and safely: the fields of an options object and the elements of
+ * a list, each read one time, so that a getter cannot answer one value to a check and another to
+ * the code that uses it, and a read that throws (a getter, a revoked proxy) becomes a
+ * `ConfigurationError` that says what to pass instead. For functions that never throw,
+ * {@link readSafely} and {@link isInstance} turn such a read into a value the caller answers.
  * @module
  */
 import { ConfigurationError, type ConfigurationErrorCode } from '../errors.js';
@@ -88,5 +89,45 @@ export function readList(
   } catch (cause) {
     if (cause instanceof ConfigurationError) throw cause;
     throw new ConfigurationError(code, `Reading ${what} threw; pass ${expected}.`, { cause });
+  }
+}
+
+/** What {@link readSafely} answers for a read that threw. @internal */
+export const UNREADABLE: unique symbol = Symbol('unreadable');
+
+/**
+ * `source[key]` read once, for the functions that never throw: {@link UNREADABLE} when the read
+ * throws (a getter, a Proxy trap, a revoked proxy), `undefined` for a source that is not an object
+ * or a function (nothing of a primitive is read).
+ * @param source - anything
+ * @param key - the member to read
+ * @internal
+ */
+export function readSafely(source: unknown, key: PropertyKey): unknown {
+  if ((typeof source !== 'object' && typeof source !== 'function') || source === null) {
+    return undefined;
+  }
+  try {
+    return (source as Record<PropertyKey, unknown>)[key];
+  } catch {
+    return UNREADABLE;
+  }
+}
+
+/**
+ * `value instanceof type`, false where the check throws (a Proxy whose `getPrototypeOf` trap
+ * throws, a revoked proxy).
+ * @param value - anything
+ * @param type - the class
+ * @internal
+ */
+export function isInstance<T>(
+  value: unknown,
+  type: abstract new (...args: never[]) => T,
+): value is T {
+  try {
+    return value instanceof type;
+  } catch {
+    return false;
   }
 }

@@ -12,6 +12,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../limits/duration.js';
+import { readSafely } from '../limits/read-once.js';
 import { decodeBase64Url, encodeBase64Url } from './base64url.js';
 import type { PaginationErrorCode } from './pagination-error.js';
 import { type QueryInput, queryPairs } from './query-input.js';
@@ -249,7 +250,8 @@ export function createCursorCodec<S = unknown>(options: CursorCodecOptions): Cur
         };
       }
       if (payload.b !== undefined) {
-        const pairs = queryPairs(decodeOptions?.query, exclude);
+        // Options whose query cannot be read bind as no query, which no bound cursor matches.
+        const pairs = queryPairs(readSafely(decodeOptions, 'query'), exclude);
         if (!pairs.ok) {
           return {
             ok: false,

@@ -4,6 +4,8 @@
  * Fastify, Koa). Nothing here throws, whatever the input.
  * @module
  */
+import { isArray } from '../limits/duration.js';
+import { isInstance } from '../limits/read-once.js';
 
 /**
  * A query as frameworks hand it over: a `URLSearchParams`, a raw query string (with or without the
@@ -33,7 +35,8 @@ export type ReadableQuery = URLSearchParams | Readonly<Record<string, unknown>> 
 export function toReadableQuery(query: unknown): ReadableQuery {
   if (typeof query === 'string') return new URLSearchParams(query);
   if (typeof query !== 'object' || query === null) return undefined;
-  if (query instanceof URLSearchParams) return query;
+  // A Proxy whose getPrototypeOf trap throws is no URLSearchParams, and may still be read as data.
+  if (isInstance(query, URLSearchParams)) return query;
   try {
     // An object that only looks like URLSearchParams (another realm, a polyfill) is copied into one.
     // Parsed query objects never hold functions, so this cannot mistake one for the other.
@@ -60,7 +63,7 @@ export function toReadableQuery(query: unknown): ReadableQuery {
  */
 export function readParameter(query: ReadableQuery, name: string): ParameterReading {
   if (query === undefined) return MISSING;
-  if (query instanceof URLSearchParams) {
+  if (isInstance(query, URLSearchParams)) {
     let values: string[];
     try {
       values = query.getAll(name);
@@ -82,7 +85,7 @@ export function readParameter(query: ReadableQuery, name: string): ParameterRead
   if (typeof value === 'string') return value;
   if (value === undefined) return MISSING;
   // `qs` and friends turn `?a=1&a=2` (and `?a[]=1`) into an array: never one plain value.
-  return Array.isArray(value) ? REPEATED : NOT_A_STRING;
+  return isArray(value) ? REPEATED : NOT_A_STRING;
 }
 
 /**
@@ -122,7 +125,7 @@ export type QueryPairs =
 export function queryPairs(query: unknown, exclude: ReadonlySet<string>): QueryPairs {
   const readable = toReadableQuery(query);
   const pairs: [string, string][] = [];
-  if (readable instanceof URLSearchParams) {
+  if (isInstance(readable, URLSearchParams)) {
     try {
       readable.forEach((value, name) => {
         if (!exclude.has(name)) pairs.push([name, value]);

@@ -5,6 +5,8 @@
  */
 import ipaddr from 'ipaddr.js';
 import { ConfigurationError } from '../errors.js';
+import { describe, isArray } from '../limits/duration.js';
+import { readList } from '../limits/read-once.js';
 
 /** A parsed allow-list. */
 export interface AddressAllowList {
@@ -20,15 +22,15 @@ export interface AddressAllowList {
  * Parse addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.0.0/8`, `fd00::/8`).
  * @param entries - the allowed addresses and ranges; empty allows nothing
  * @returns the allow-list
- * @throws ConfigurationError `invalid_address_allow_list` when `entries` is not an array, or for
- * an entry that is neither an address nor a range (the message names it)
+ * @throws ConfigurationError `invalid_address_allow_list` when `entries` is not an array or cannot
+ * be read, or for an entry that is neither an address nor a range (the message names it)
  * @example
  * ```ts
  * addressAllowList(['127.0.0.1', '10.1.0.0/16']).allows('10.1.2.3'); // true
  * ```
  */
 export function addressAllowList(entries: readonly string[] = []): AddressAllowList {
-  if (!Array.isArray(entries)) {
+  if (!isArray(entries)) {
     const got =
       entries === null ? 'null' : `${typeof entries === 'object' ? 'an' : 'a'} ${typeof entries}`;
     throw new ConfigurationError(
@@ -36,8 +38,12 @@ export function addressAllowList(entries: readonly string[] = []): AddressAllowL
       `The allow-list must be an array of addresses and CIDR ranges, such as ['127.0.0.1', '10.0.0.0/8'], even for one entry; got ${got}.`,
     );
   }
-  const ranges = entries.map((entry, at) => {
+  const expected = "an array of addresses and CIDR ranges, such as ['127.0.0.1', '10.0.0.0/8']";
+  // Read once: an entry whose read throws is the typed error, never the getter's own.
+  const list = readList(entries, 'The allow-list', expected, 'invalid_address_allow_list');
+  const ranges = list.map((entry, at) => {
     try {
+      if (typeof entry !== 'string') throw new TypeError('not a string');
       const cidr = entry.includes('/')
         ? ipaddr.parseCIDR(entry)
         : ([ipaddr.process(entry), ipaddr.process(entry).kind() === 'ipv4' ? 32 : 128] as const);
@@ -50,7 +56,7 @@ export function addressAllowList(entries: readonly string[] = []): AddressAllowL
     } catch {
       throw new ConfigurationError(
         'invalid_address_allow_list',
-        `Allow-list entry ${at} ("${String(entry)}") is no IP address or CIDR range; write one such as 127.0.0.1 or 10.0.0.0/8.`,
+        `Allow-list entry ${at} (${describe(entry)}) is no IP address or CIDR range; write one such as 127.0.0.1 or 10.0.0.0/8.`,
       );
     }
   });

@@ -6,6 +6,8 @@
  */
 import ipaddr from 'ipaddr.js';
 import { ConfigurationError } from '../errors.js';
+import { describe, isArray } from '../limits/duration.js';
+import { readFields } from '../limits/read-once.js';
 import type { AddressAllowList } from './address-allow-list.js';
 import { addressAllowList } from './address-allow-list.js';
 import { forbiddenAddressRange } from './forbidden-address.js';
@@ -77,7 +79,8 @@ export type EndpointUrlResult =
  * @param input - the URL; anything that is not a string is `url_invalid`
  * @param options - the policy's switches
  * @returns the normalised URL to store, or the errors
- * @throws ConfigurationError `invalid_option` when `options` is not an object, and
+ * @throws ConfigurationError `invalid_option` when `options` is not an object or cannot be read,
+ * `invalid_limit` when `maxLength` is not a whole number of at least 1, and
  * `invalid_address_allow_list` when `allow` is not an array or holds a bad entry, whatever the input
  * @example
  * ```ts
@@ -102,15 +105,29 @@ export function checkEndpointUrl(
 export function endpointUrlPolicy(
   options: EndpointUrlOptions = {},
 ): (input: unknown) => EndpointUrlResult {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+  if (typeof options !== 'object' || options === null || isArray(options)) {
     throw new ConfigurationError(
       'invalid_option',
       'The endpointUrl options must be an object { allowHttp?, maxLength?, allow? }, or left out.',
     );
   }
-  const allowed = addressAllowList(options.allow);
-  const maxLength = options.maxLength ?? DEFAULT_MAX_ENDPOINT_URL_LENGTH;
-  const allowHttp = options.allowHttp === true;
+  // Read once: an option whose read throws is a ConfigurationError, never the getter's own error.
+  const read = readFields(
+    options,
+    ['allow', 'maxLength', 'allowHttp'],
+    'invalid_option',
+    'the endpointUrl options',
+  );
+  const maxLength = read.maxLength ?? DEFAULT_MAX_ENDPOINT_URL_LENGTH;
+  // NaN or a string would compare false with every length and let any URL through.
+  if (typeof maxLength !== 'number' || !Number.isSafeInteger(maxLength) || maxLength < 1) {
+    throw new ConfigurationError(
+      'invalid_limit',
+      `endpointUrl.maxLength must be an integer of at least 1, got ${describe(maxLength)}.`,
+    );
+  }
+  const allowed = addressAllowList(read.allow as EndpointUrlOptions['allow']);
+  const allowHttp = read.allowHttp === true;
   return (input) => check(input, maxLength, allowHttp, allowed);
 }
 

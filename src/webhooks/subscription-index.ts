@@ -11,6 +11,7 @@
  * @module
  */
 import { ConfigurationError } from '../errors.js';
+import { readSafely } from '../limits/read-once.js';
 import { parseEventKind, parseEventPattern } from './event-kind.js';
 import type { Subscription } from './subscription.js';
 import type { SubscriptionLeaf } from './subscription-leaf.js';
@@ -180,18 +181,23 @@ export class SubscriptionIndex {
   match(event: SubscriptionEvent): Subscription[] {
     const out: Subscription[] = [];
     if (typeof event !== 'object' || event === null) return out;
-    const account = this.#accounts.get(event.accountCode);
+    // Each member read once and safely: one that cannot be read matches nothing.
+    const accountCode = readSafely(event, 'accountCode');
+    const kindText = readSafely(event, 'kind');
+    const propertyId = readSafely(event, 'propertyId');
+    if (typeof accountCode !== 'string' || typeof kindText !== 'string') return out;
+    const account = this.#accounts.get(accountCode);
     if (account === undefined) return out;
     let key = -1;
     let topicKey: number;
-    const known = this.#patterns.get(event.kind);
+    const known = this.#patterns.get(kindText);
     if (known !== undefined) {
       if (known.wildcard) return out; // a pattern is not the kind of an event
       key = known.key;
       topicKey = known.topicKey;
     } else {
       // No subscription names this kind; only its topic's wildcard can match.
-      const kind = parseEventKind(event.kind);
+      const kind = parseEventKind(kindText);
       if (!kind.ok) return out;
       const wildcard = this.#patterns.get(`${kind.value.topic}/*`);
       if (wildcard === undefined) return out;
@@ -199,8 +205,7 @@ export class SubscriptionIndex {
     }
     appendLeaf(account.everyProperty.get(key), out);
     appendLeaf(account.everyProperty.get(topicKey), out);
-    const property =
-      event.propertyId === undefined ? undefined : this.#properties.get(event.propertyId);
+    const property = typeof propertyId === 'string' ? this.#properties.get(propertyId) : undefined;
     if (property !== undefined) {
       const leaves = account.byProperty.get(property.number);
       if (leaves !== undefined) {

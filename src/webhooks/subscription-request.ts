@@ -5,6 +5,8 @@
  * @module
  */
 import { ConfigurationError } from '../errors.js';
+import { describe as describeValue, isArray } from '../limits/duration.js';
+import { readFields, readSafely, UNREADABLE } from '../limits/read-once.js';
 import type {
   EndpointUrlErrorCode,
   EndpointUrlOptions,
@@ -103,6 +105,14 @@ export const subscriptionRequestDefaults = Object.freeze({
 
 const FIELDS = ['endpointUrl', 'events', 'propertyIds'];
 
+const OPTION_KEYS = [
+  'endpointUrl',
+  'catalog',
+  'maxEvents',
+  'maxPropertyIds',
+  'maxPropertyIdLength',
+] as const;
+
 /**
  * Validate a create-subscription request body (already parsed from JSON).
  * Duplicates are refused, not normalised away; a list over its bound is reported once and its
@@ -111,7 +121,7 @@ const FIELDS = ['endpointUrl', 'events', 'propertyIds'];
  * @param options - bounds, the endpointUrl policy and an optional catalog
  * @returns the validated request, or every issue with its JSON pointer
  * @throws ConfigurationError, whatever the body, `invalid_option` when `options` or its
- * `endpointUrl` is not an object, `invalid_limit` when a bound is not a positive integer,
+ * `endpointUrl` is not an object or cannot be read (a getter that throws), `invalid_limit` when a bound is not a positive integer,
  * `invalid_event_catalog` when `catalog` was not made by `defineEventCatalog()`, and
  * `invalid_address_allow_list` for a bad `endpointUrl.allow`
  * @example
@@ -126,36 +136,42 @@ export function validateSubscriptionRequest(
 ): SubscriptionRequestResult {
   // Every option is checked before the body is read: a bad one throws on the first request,
   // whatever that request holds.
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+  if (typeof options !== 'object' || options === null || isArray(options)) {
     throw new ConfigurationError(
       'invalid_option',
       'The options of validateSubscriptionRequest must be an object { endpointUrl?, catalog?, maxEvents?, maxPropertyIds?, maxPropertyIdLength? }, or left out.',
     );
   }
-  const limits = { ...subscriptionRequestDefaults, ...definedOnly(options) };
+  // Read once: an option whose read throws is a ConfigurationError, never the getter's own error.
+  const read = readFields(
+    options,
+    OPTION_KEYS,
+    'invalid_option',
+    'the validateSubscriptionRequest options',
+  );
+  const limits = {
+    ...subscriptionRequestDefaults,
+    ...(definedOnly(read) as SubscriptionRequestOptions),
+  };
   for (const name of ['maxEvents', 'maxPropertyIds', 'maxPropertyIdLength'] as const) {
     checkBound(name, limits[name]);
   }
-  const { catalog } = options;
+  const catalog = read.catalog as SubscriptionRequestOptions['catalog'];
   if (
     catalog !== undefined &&
-    (typeof catalog !== 'object' || catalog === null || typeof catalog.check !== 'function')
+    (typeof catalog !== 'object' ||
+      catalog === null ||
+      typeof readSafely(catalog, 'check') !== 'function')
   ) {
     throw new ConfigurationError(
       'invalid_event_catalog',
       "catalog must be an event catalog made by defineEventCatalog(), such as defineEventCatalog({ folio: ['created'] }); leave it out to accept any well-formed kind.",
     );
   }
-  if (
-    typeof options.endpointUrl === 'object' &&
-    options.endpointUrl !== null &&
-    options.endpointUrl.maxLength !== undefined
-  ) {
-    checkBound('endpointUrl.maxLength', options.endpointUrl.maxLength);
-  }
-  const checkUrl = endpointUrlPolicy(options.endpointUrl);
+  // The policy reads its options once and refuses a bad maxLength or allow-list.
+  const checkUrl = endpointUrlPolicy(read.endpointUrl as EndpointUrlOptions | undefined);
   const issues: SubscriptionRequestIssue[] = [];
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+  if (typeof body !== 'object' || body === null || isArray(body)) {
     issues.push({
       code: 'body_not_object',
       path: '',
@@ -164,7 +180,16 @@ export function validateSubscriptionRequest(
     return { ok: false, issues };
   }
   const fields = body as Record<string, unknown>;
-  for (const key of Object.keys(fields)) {
+  const keys = ownKeys(fields);
+  if (keys === undefined) {
+    issues.push({
+      code: 'body_not_object',
+      path: '',
+      message: `The body must be a JSON object with endpointUrl, events and optional propertyIds; got ${UNREADABLE_VALUE}.`,
+    });
+    return { ok: false, issues };
+  }
+  for (const key of keys) {
     if (!FIELDS.includes(key)) {
       issues.push({
         code: 'unknown_field',
@@ -199,8 +224,12 @@ function validateEndpointUrl(
   checkUrl: (input: unknown) => EndpointUrlResult,
   issues: SubscriptionRequestIssue[],
 ): string | undefined {
-  const value = fields.endpointUrl;
-  if (!Object.hasOwn(fields, 'endpointUrl') || value === undefined) {
+  const value = ownField(fields, 'endpointUrl');
+  if (value === UNREADABLE) {
+    issues.push(unreadableIssue('/endpointUrl', 'endpointUrl must be a string (a URL)'));
+    return undefined;
+  }
+  if (value === undefined) {
     issues.push({
       code: 'missing_field',
       path: '/endpointUrl',
@@ -231,9 +260,14 @@ function validateList(
   issues: SubscriptionRequestIssue[],
   elementIssue: (value: string, path: string) => SubscriptionRequestIssue | undefined,
 ): readonly string[] | undefined {
-  const value = fields[name];
+  const value = ownField(fields, name);
   const path = `/${name}`;
-  if (!Object.hasOwn(fields, name) || value === undefined) {
+  const expected = `${name} must be an array of strings`;
+  if (value === UNREADABLE) {
+    issues.push(unreadableIssue(path, expected));
+    return undefined;
+  }
+  if (value === undefined) {
     if (required) {
       issues.push({
         code: 'missing_field',
@@ -243,26 +277,27 @@ function validateList(
     }
     return undefined;
   }
-  if (!Array.isArray(value)) {
-    issues.push({
-      code: 'wrong_type',
-      path,
-      message: `${name} must be an array of strings; got ${describe(value)}.`,
-    });
+  if (!isArray(value)) {
+    issues.push({ code: 'wrong_type', path, message: `${expected}; got ${describe(value)}.` });
     return undefined;
   }
-  if (value.length === 0) {
+  const length = readSafely(value, 'length');
+  if (typeof length !== 'number') {
+    issues.push(unreadableIssue(path, expected));
+    return undefined;
+  }
+  if (length === 0) {
     const advice = required
       ? 'list at least one event kind'
       : 'list at least one property id, or omit propertyIds to cover every property';
     issues.push({ code: 'empty_array', path, message: `${name} is empty; ${advice}.` });
     return undefined;
   }
-  if (value.length > max) {
+  if (length > max) {
     issues.push({
       code: 'too_many_elements',
       path,
-      message: `${name} has ${value.length} elements; at most ${max} are allowed.`,
+      message: `${name} has ${length} elements; at most ${max} are allowed.`,
     });
     return undefined;
   }
@@ -271,9 +306,13 @@ function validateList(
   // The elements as read once: what is returned is exactly what was checked, even from an array
   // whose elements are getters that answer differently on a second read.
   const checked: string[] = [];
-  for (let i = 0; i < value.length; i++) {
-    const element: unknown = value[i];
+  for (let i = 0; i < length; i++) {
+    const element = readSafely(value, i);
     const elementPath = `${path}/${i}`;
+    if (element === UNREADABLE) {
+      issues.push(unreadableIssue(elementPath, `${name} elements must be strings`));
+      continue;
+    }
     if (typeof element !== 'string') {
       issues.push({
         code: 'wrong_type',
@@ -358,15 +397,43 @@ function pointer(key: string): string {
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
+  if (isArray(value)) return 'an array';
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+// A body parsed from JSON has no getters and no Proxies; one that does is answered, not thrown.
+const UNREADABLE_VALUE =
+  'a value that cannot be read (a getter or Proxy that throws); send the parsed JSON';
+
+function unreadableIssue(path: string, expected: string): SubscriptionRequestIssue {
+  return { code: 'wrong_type', path, message: `${expected}; got ${UNREADABLE_VALUE}.` };
+}
+
+// The body's own keys, or undefined when they cannot be listed.
+function ownKeys(fields: object): string[] | undefined {
+  try {
+    return Object.keys(fields);
+  } catch {
+    return undefined;
+  }
+}
+
+// An own field, read once: undefined when absent (or inherited), UNREADABLE when a read throws.
+function ownField(fields: object, name: string): unknown {
+  let own: boolean;
+  try {
+    own = Object.hasOwn(fields, name);
+  } catch {
+    return UNREADABLE;
+  }
+  return own ? readSafely(fields, name) : undefined;
 }
 
 function checkBound(name: string, value: number): void {
   if (!Number.isSafeInteger(value) || value < 1) {
     throw new ConfigurationError(
       'invalid_limit',
-      `${name} must be an integer of at least 1, got ${String(value)}.`,
+      `${name} must be an integer of at least 1, got ${describeValue(value)}.`,
     );
   }
 }

@@ -8,6 +8,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors.js';
+import { describe, isArray } from '../limits/duration.js';
+import { isInstance, readFields, readList, readSafely } from '../limits/read-once.js';
 import { signatureDigest, webhookSecretKey } from './signature.js';
 
 /** Codes of a refused delivery. */
@@ -68,6 +70,9 @@ export type HeaderSource =
 // A bound on the signatures read from one header: a real sender rotates two or three secrets.
 const MAX_SIGNATURES = 16;
 const SECONDS = /^[0-9]{1,15}$/;
+const OPTION_KEYS = ['secrets', 'clock', 'toleranceSeconds'] as const;
+const NO_SECRET =
+  'Verify with at least one secret (two while rotating): { secrets: [newSecret, oldSecret] }.';
 const MISSING_HEADERS =
   'The request needs the webhook-id, webhook-timestamp and webhook-signature headers.';
 
@@ -79,8 +84,8 @@ const MISSING_HEADERS =
  * @param options - secrets, clock and tolerance
  * @returns the message id and time, or the refusal with a code
  * @throws ConfigurationError `invalid_webhook_secret` when a secret is malformed, `invalid_option`
- * for a negative tolerance, a body that is not the raw string or bytes, or a clock whose time is
- * not a finite number
+ * for a negative tolerance, a body that is not the raw string or bytes (a Proxy of bytes included),
+ * options that cannot be read (a getter that throws), or a clock whose time is not a finite number
  * @example
  * ```ts
  * const verdict = verifyWebhook(rawBody, req.headers, { secrets: process.env.WEBHOOK_SECRET! });
@@ -92,22 +97,27 @@ export function verifyWebhook(
   headers: HeaderSource,
   options: VerifyWebhookOptions,
 ): WebhookVerification {
-  const list = typeof options?.secrets === 'string' ? [options.secrets] : options?.secrets;
-  if (!Array.isArray(list) || list.length === 0) {
-    throw new ConfigurationError(
-      'invalid_webhook_secret',
-      'Verify with at least one secret (two while rotating): { secrets: [newSecret, oldSecret] }.',
-    );
+  // Read once: an option whose read throws is a ConfigurationError, never the getter's own error.
+  const read =
+    typeof options === 'object' && options !== null
+      ? readFields(options, OPTION_KEYS, 'invalid_option', 'the verifyWebhook options')
+      : {};
+  const list = typeof read.secrets === 'string' ? [read.secrets] : read.secrets;
+  if (!isArray(list) || readSafely(list, 'length') === 0) {
+    throw new ConfigurationError('invalid_webhook_secret', NO_SECRET);
   }
-  const keys = list.map(webhookSecretKey);
-  const tolerance = options.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
-  if (!Number.isFinite(tolerance) || tolerance < 0) {
+  const keys = readList(list, 'secrets', 'a list of whsec_ secrets', 'invalid_webhook_secret').map(
+    (secret) => webhookSecretKey(secret as string),
+  );
+  const tolerance = read.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
+  if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0) {
     throw new ConfigurationError(
       'invalid_option',
-      `toleranceSeconds must be a number of seconds >= 0, got ${String(tolerance)}.`,
+      `toleranceSeconds must be a number of seconds >= 0, got ${describe(tolerance)}.`,
     );
   }
-  if (typeof body !== 'string' && !(body instanceof Uint8Array)) {
+  // `ArrayBuffer.isView` first: a Proxy of bytes passes `instanceof` but is no bytes to hash.
+  if (typeof body !== 'string' && !(ArrayBuffer.isView(body) && isInstance(body, Uint8Array))) {
     throw new ConfigurationError(
       'invalid_option',
       'Verify the raw body as received (a string or a Buffer), not the parsed JSON: parsing and serialising again changes the bytes.',
@@ -126,12 +136,12 @@ export function verifyWebhook(
     return refuse('invalid_timestamp', 'webhook-timestamp must be whole seconds since the epoch.');
   }
   const timestamp = Number(stamp);
-  const clockNow = (options.clock ?? systemClock).now();
+  const clockNow = ((read.clock as Clock | undefined) ?? systemClock).now();
   if (typeof clockNow !== 'number' || !Number.isFinite(clockNow)) {
     // NaN compares false with everything: every timestamp would pass, replays included.
     throw new ConfigurationError(
       'invalid_option',
-      `clock.now() must return a finite time in ms, got ${String(clockNow)}.`,
+      `clock.now() must return a finite time in ms, got ${typeof clockNow === 'object' || typeof clockNow === 'function' ? describe(clockNow) : String(clockNow)}.`,
     );
   }
   const now = Math.floor(clockNow / 1000);
@@ -166,19 +176,26 @@ export function verifyWebhook(
       );
 }
 
+// A header's one value, or undefined. The headers come with the request, so a getter, a `get`
+// or a Proxy that throws is a header that is not there, never a throw.
 function header(headers: HeaderSource, name: string): string | undefined {
   let value: unknown;
-  if (typeof (headers as { get?: unknown }).get === 'function') {
-    value = (headers as { get(name: string): string | null }).get(name);
-  } else {
-    const record = headers as Readonly<Record<string, unknown>>;
-    value = record[name];
-    if (value === undefined) {
-      const key = Object.keys(record).find((k) => k.toLowerCase() === name);
-      value = key === undefined ? undefined : record[key];
+  try {
+    const get = readSafely(headers, 'get');
+    if (typeof get === 'function') {
+      value = get.call(headers, name);
+    } else {
+      const record = headers as Readonly<Record<string, unknown>>;
+      value = record[name];
+      if (value === undefined) {
+        const key = Object.keys(record).find((k) => k.toLowerCase() === name);
+        value = key === undefined ? undefined : record[key];
+      }
     }
+    if (isArray(value)) value = value.length === 1 ? value[0] : undefined;
+  } catch {
+    return undefined;
   }
-  if (Array.isArray(value)) value = value.length === 1 ? value[0] : undefined;
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 

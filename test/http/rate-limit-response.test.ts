@@ -19,6 +19,7 @@ import {
   rateLimitResponseParts,
   window,
 } from '../../src/index.js';
+import { PROXY_TRAPS, revokedProxy, throwingGetters, throwingProxy } from '../support/hostile.js';
 import { request } from '../support/limits.js';
 import { thrown } from '../support/thrown.js';
 
@@ -374,6 +375,33 @@ describe('rate limit response (429)', () => {
       const error = thrown(attempt);
       expect(isConfigurationError(error) && error.code, String(attempt)).toBe('invalid_option');
     }
+  });
+
+  it('answers its 429 with RateLimit fields for a decision whose statuses are missing, a Proxy or hold members that throw', () => {
+    // Arrange: a refused decision as the limiter gives it, then made hostile one member at a time.
+    const decision = refusedAt(new FakeClock(0), [window(1, '1s', { name: 'w' })], 1);
+    const { statuses: _statuses, ...withoutStatuses } = decision;
+    const variants: unknown[] = [
+      withoutStatuses,
+      { ...decision, statuses: throwingProxy([...PROXY_TRAPS], []) },
+      { ...decision, statuses: revokedProxy([]) },
+      { ...decision, statuses: [throwingGetters(['policy', 'remaining'])] },
+      { ...decision, policy: throwingGetters(['name', 'kind']) },
+      throwingGetters(['retryAfterSeconds', 'now', 'reason', 'then'], { ...decision }),
+      // Sparse, of length 2^32 - 1: answered at once, from the statuses it holds.
+      { ...decision, statuses: Object.assign(new Array(2 ** 32 - 1), [decision.statuses[0]]) },
+    ];
+    for (const variant of variants) {
+      // Act
+      const parts = rateLimitResponseParts(variant as RefusedDecision, { rateLimitHeaders: true });
+      // Assert
+      expect(parts.status).toBe(429);
+      expect(parts.headers['retry-after']).toMatch(DELAY_SECONDS);
+      expect(typeof parts.headers.ratelimit).toBe('string');
+    }
+    // A decision whose `allowed` cannot be read is not a refusal: the documented typed error.
+    const unreadable = thrown(() => rateLimitResponseParts(throwingProxy(['get'], {}) as never));
+    expect(isConfigurationError(unreadable) && unreadable.code).toBe('invalid_option');
   });
 });
 

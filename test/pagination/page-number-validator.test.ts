@@ -1,11 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  cursorValidator,
   DEFAULT_PROBLEM_TYPE_BASE,
   isConfigurationError,
   pageNumberValidator,
   pageSizePresets,
 } from '../../src/index.js';
+import { PROXY_TRAPS, revokedProxy, throwingProxy } from '../support/hostile.js';
 import {
   decimalString,
   expectedNumber,
@@ -248,5 +250,25 @@ describe('pageNumberValidator', () => {
       },
     );
     expect(validate(hostile).ok).toBe(true);
+  });
+
+  it('reads a query behind a Proxy whose getPrototypeOf trap throws, and answers for one whose every trap throws', () => {
+    // Arrange: `instanceof URLSearchParams` throws on the first; the data can still be read.
+    const onlyPrototype = throwingProxy(['getPrototypeOf'], { pageNumber: '3', pageSize: '5' });
+    const everyTrap = throwingProxy(PROXY_TRAPS, { pageSize: '5' });
+    // Act and assert
+    expect(pageNumberValidator()(onlyPrototype)).toEqual({
+      ok: true,
+      value: { pageNumber: 3, pageSize: 5 },
+    });
+    expect(pageNumberValidator()(everyTrap)).toEqual({
+      ok: true,
+      value: { pageNumber: 1, pageSize: 20 },
+    });
+    expect(pageNumberValidator()({ pageSize: revokedProxy([]) })).toMatchObject({
+      ok: false,
+      errors: [{ code: 'parameter_not_a_string', parameter: 'pageSize' }],
+    });
+    expect(cursorValidator()(onlyPrototype)).toMatchObject({ ok: true });
   });
 });

@@ -8,6 +8,7 @@ import {
   subscriptionRequestErrorCodes,
   validateSubscriptionRequest,
 } from '../../src/index.js';
+import { revokedProxy, throwingGetters, throwingProxy } from '../support/hostile.js';
 import { thrown } from '../support/thrown.js';
 
 const URL_OK = 'https://hooks.example.com/in';
@@ -420,5 +421,28 @@ describe('create-subscription request validation', () => {
       'url_forbidden_address',
       'url_forbidden_host',
     ]);
+  });
+
+  it('reports a body, field or element that cannot be read, with its path, instead of throwing', () => {
+    // Arrange: valid bodies with one member made a getter that throws, or a Proxy.
+    const events = ['folio/created', 'reservation/*', 'unit/created'];
+    Object.defineProperty(events, 1, {
+      get() {
+        throw new Error('hostile element');
+      },
+    });
+    const endpoint = throwingGetters(['endpointUrl'], { events: ['folio/created'] });
+    const cases: [unknown, [string, string][]][] = [
+      [{ ...ok, events }, [['/events/1', 'wrong_type']]],
+      [endpoint, [['/endpointUrl', 'wrong_type']]],
+      [{ ...ok, events: throwingProxy(['get'], ['folio/created']) }, [['/events', 'wrong_type']]],
+      [{ ...ok, propertyIds: revokedProxy([]) }, [['/propertyIds', 'wrong_type']]],
+      [revokedProxy({}), [['', 'body_not_object']]],
+      [throwingProxy(['ownKeys'], { ...ok }), [['', 'body_not_object']]],
+    ];
+    for (const [body, expected] of cases) {
+      // Act and assert
+      expect(issuesOf(body)).toEqual(expected);
+    }
   });
 });

@@ -9,6 +9,7 @@ import {
   signWebhook,
   verifyWebhook,
 } from '../../src/index.js';
+import { revokedProxy, throwingGetters, throwingProxy } from '../support/hostile.js';
 import { thrown } from '../support/thrown.js';
 
 const T = 1_700_000_000;
@@ -182,5 +183,34 @@ describe('verifyWebhook', () => {
         },
       ),
     );
+  });
+
+  it('reads headers that throw as absent and refuses a Proxy of bytes as a body, never throwing a TypeError', () => {
+    // Arrange: a delivery correctly signed, then headers and bodies that throw when read.
+    const secret = generateWebhookSecret();
+    const headers = signWebhook({ id: 'm', timestamp: T, body: 'x' }, secret);
+    const options = { secrets: secret, clock };
+    const hostileHeaders: unknown[] = [
+      throwingGetters(['webhook-signature'], { ...headers }),
+      {
+        get: () => {
+          throw new Error('hostile get');
+        },
+      },
+      throwingProxy(['get', 'ownKeys'], {}),
+      revokedProxy({}),
+      { ...headers, 'webhook-id': throwingProxy(['get'], ['m']) },
+    ];
+    for (const candidate of hostileHeaders) {
+      // Act and assert
+      expect(verifyWebhook('x', candidate as never, options)).toMatchObject({
+        ok: false,
+        code: 'missing_header',
+      });
+    }
+    for (const body of [throwingProxy(['getPrototypeOf'], {}), new Proxy(Buffer.from('x'), {})]) {
+      const error = thrown(() => verifyWebhook(body as never, headers, options));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    }
   });
 });
