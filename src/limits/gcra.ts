@@ -10,7 +10,6 @@
  * @module
  */
 import type { RatePolicy } from './policy.js';
-import { RETRY_TOLERANCE_MS as EPSILON } from './store.js';
 
 const TAT = 1;
 
@@ -24,8 +23,9 @@ export function emissionInterval(policy: RatePolicy): number {
 
 /** The earliest instant `>= t` at which one more request is admitted, if nothing else arrives. */
 export function gcraEarliest(m: Float64Array, s: number, policy: RatePolicy, t: number): number {
+  // Exact: the instant a refusal announces is checked against the same double (see store.ts).
   const allowAt = (m[s + TAT] as number) - (policy.burst - 1) * emissionInterval(policy);
-  return allowAt - EPSILON <= t ? t : allowAt;
+  return Math.max(allowAt, t);
 }
 
 /**
@@ -58,11 +58,12 @@ export function gcraResetAfter(m: Float64Array, s: number, t: number): number {
  * @param t - now (ms)
  */
 export function rateRemaining(policy: RatePolicy, tat: number, t: number): number {
-  const interval = emissionInterval(policy);
+  // The n-th of n admissions at once passes while backlog + (n - 1) * T <= (burst - 1) * T, so
+  // n <= burst - backlog / T: counted without a tolerance, as the admission test is.
   const backlog = Math.max(tat, t) - t;
   return Math.max(
     0,
-    Math.min(policy.burst, Math.floor((policy.burst * interval - backlog) / interval + EPSILON)),
+    Math.min(policy.burst, policy.burst - Math.ceil(backlog / emissionInterval(policy))),
   );
 }
 

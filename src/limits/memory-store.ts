@@ -46,11 +46,11 @@ import {
 } from './sliding-log.js';
 import {
   type AdmittedOutcome,
+  announcedSeconds,
   type LeaseToken,
   NO_STATUSES,
   type Plan,
   type PlanScope,
-  retryAfterSeconds,
   type StoreOutcome,
   type SyncLimitStore,
 } from './store.js';
@@ -488,7 +488,9 @@ export class MemoryStore implements SyncLimitStore {
       }
     }
 
-    // When could each active policy admit one more request?
+    // When could each active policy admit one more request? A blocked one: at its block's end,
+    // announced when the block began.
+    let blocked = false;
     let earliest = t;
     let refusingOwn = t;
     let refusing = -1;
@@ -497,9 +499,12 @@ export class MemoryStore implements SyncLimitStore {
       const m = w.records[k]!.arena.mem;
       const own = earliestFor(w.policies[k]!, m, s, t, lazy);
       w.own[k] = own;
-      const at = Math.max(own, m[s] as number);
-      // The refusal names the policy that frees up last; on a tie, the one whose own limit frees
-      // up last (not a block), then the later one in plan order (the more specific limit).
+      const until = m[s] as number;
+      if (until > t) blocked = true;
+      const at = until > t ? until : own;
+      // The refusal names the policy that frees up last; on a tie (one refusal blocks its
+      // policies until one instant), the one whose own limit frees up last, then the later one in
+      // plan order (the more specific limit).
       if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
         earliest = at;
         refusingOwn = own;
@@ -508,27 +513,28 @@ export class MemoryStore implements SyncLimitStore {
     }
     if (refusing === -1) return this.#admit(plan, w, n, t, lazy);
 
+    // Refused: record nothing. Announce the earliest admission in whole seconds; a block already
+    // announced stays as it is, and every policy without room and without a block is blocked
+    // until the announced instant, so that a retry then finds none of them in the way.
+    const seconds = announcedSeconds(earliest, t);
     const outcome: StoreOutcome = {
       allowed: false,
       now: t,
-      reason: refusingOwn <= t ? 'blocked' : 'limit',
-      retryAfterSeconds: retryAfterSeconds(earliest - t),
+      reason: blocked ? 'blocked' : 'limit',
+      retryAfterSeconds: seconds,
       policy: w.policies[refusing],
       resource: w.resources[refusing],
       policies: activePolicies(plan, w, n),
       values: statusValues(w, n, t, lazy, false),
     };
-    // Refused: record nothing; block every policy that has no room until the instant it announces.
+    const until = t + seconds * 1000;
     for (let k = 0; k < n; k++) {
-      const own = w.own[k]!;
-      if (own > t) {
-        const until = t + retryAfterSeconds(own - t) * 1000;
-        const s = w.slots[k]!;
-        const { base, arena } = w.records[k]!;
-        const m = arena.mem;
-        if (until > (m[s] as number)) m[s] = until;
-        if (until > (m[base + QUIET] as number)) m[base + QUIET] = until;
-      }
+      const s = w.slots[k]!;
+      const { base, arena } = w.records[k]!;
+      const m = arena.mem;
+      if (w.own[k]! <= t || (m[s] as number) > t) continue;
+      m[s] = until;
+      if (until > (m[base + QUIET] as number)) m[base + QUIET] = until;
     }
     return outcome;
   }

@@ -164,13 +164,23 @@ export type LimitStore = SyncLimitStore | AsyncLimitStore;
 
 /**
  * Whole seconds to announce for a wait of `ms` milliseconds: `max(1, ceil(ms / 1000))`
- * (Retry-After is an integer, RFC 9110 delay-seconds, never 0).
+ * (Retry-After is an integer, RFC 9110 delay-seconds, never 0). Exact: no tolerance.
  */
 export function retryAfterSeconds(ms: number): number {
-  // The tolerance absorbs float noise of fractional rates (1000 / 0.2 is not exact); the rate
-  // policy admits with the same tolerance, so the announced retry is still admitted.
-  return Math.max(1, Math.ceil((ms - RETRY_TOLERANCE_MS) / 1000));
+  return Math.max(1, Math.ceil(ms / 1000));
 }
 
-/** Float tolerance, in ms, shared by the rate policy's admission test and Retry-After rounding. */
-export const RETRY_TOLERANCE_MS = 1e-6;
+/**
+ * Whole seconds a refusal at `t` announces for an admission at `at` (ms): the least `R >= 1` whose
+ * instant `t + R * 1000`, computed as the store and the caller compute it (in doubles), is not
+ * before `at`. `ceil((at - t) / 1000)` alone may be one off either way when the difference or the
+ * sum was rounded: one short, and a retry at the announced instant would be refused; one over, and
+ * the client would wait a second for nothing.
+ * @param at - the instant the request is admitted at, if nothing else arrives (ms)
+ * @param t - the time of the refusal (ms)
+ */
+export function announcedSeconds(at: number, t: number): number {
+  const seconds = retryAfterSeconds(at - t);
+  if (t + seconds * 1000 < at) return seconds + 1;
+  return seconds > 1 && t + (seconds - 1) * 1000 >= at ? seconds - 1 : seconds;
+}
