@@ -1,7 +1,7 @@
 /**
  * The rate policy as GCRA (the generic cell rate algorithm, a token bucket kept as one number).
  *
- * With emission interval `T = 1000 / perSecond` ms and tolerance `tau = (burst - 1) * T`, a request
+ * With emission interval `T = 1000 / perSecond` ms (on the stores' time grid) and tolerance `tau = (burst - 1) * T`, a request
  * at `t` is admitted when `tat - t <= tau`, and then `tat = max(tat, t) + T`. After a quiet period
  * `burst` requests pass at once; in the long run `perSecond` on average.
  *
@@ -10,15 +10,21 @@
  * @module
  */
 import type { RatePolicy } from './policy.js';
+import { STEPS_PER_MS } from './store.js';
 
 const TAT = 1;
 
 /** Slots of a rate policy's state in a record block. */
 export const RATE_SLOTS = 2;
 
-/** Emission interval of a rate policy, in ms. */
+/**
+ * Emission interval of a rate policy, in ms: `1000 / perSecond` to the nearest step of the stores'
+ * time resolution (see `resolveTime` in store.ts), at least one step. On that grid every sum of
+ * times and intervals is exact, so a burst at one instant is admitted whole and the instant a
+ * refusal announces is the one the policy admits at, without a tolerance.
+ */
 export function emissionInterval(policy: RatePolicy): number {
-  return 1000 / policy.perSecond;
+  return Math.max(1, Math.round((1000 * STEPS_PER_MS) / policy.perSecond)) / STEPS_PER_MS;
 }
 
 /** The earliest instant `>= t` at which one more request is admitted, if nothing else arrives. */

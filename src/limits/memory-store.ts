@@ -51,6 +51,7 @@ import {
   NO_STATUSES,
   type Plan,
   type PlanScope,
+  resolveTime,
   type StoreOutcome,
   type SyncLimitStore,
 } from './store.js';
@@ -442,7 +443,10 @@ export class MemoryStore implements SyncLimitStore {
   apply(plan: Plan, now: number): StoreOutcome {
     // Time never goes backwards inside the store: a clock stepped back (or a non-finite time)
     // counts as standing still.
-    const t = Number.isFinite(now) ? Math.max(now, this.#latest) : Math.max(this.#latest, 0);
+    // Times are taken on the stores' grid (store.ts resolveTime), as the Redis store takes them.
+    const t = Number.isFinite(now)
+      ? Math.max(resolveTime(now), this.#latest)
+      : Math.max(this.#latest, 0);
     this.#latest = t;
     this.#decision++;
     if (this.#sweepInterval > 0 && --this.#untilSweep <= 0) {

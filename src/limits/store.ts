@@ -163,6 +163,23 @@ export interface AsyncLimitStore extends LimitStoreBase {
 export type LimitStore = SyncLimitStore | AsyncLimitStore;
 
 /**
+ * Steps per millisecond of the stores' time resolution: times are taken to 1/1024 ms (just under a
+ * microsecond), a power of two so that times and intervals on the grid add and compare exactly in
+ * doubles (up to 2^43 ms, the year 2248).
+ */
+export const STEPS_PER_MS = 1024;
+
+/**
+ * A time as the stores decide with it: rounded down to the grid of {@link STEPS_PER_MS}. Down, so
+ * that a retry at `t + R * 1000` from a clock with finer fractions is not before the instant
+ * announced at `t`.
+ * @param ms - a time in ms
+ */
+export function resolveTime(ms: number): number {
+  return Math.floor(ms * STEPS_PER_MS) / STEPS_PER_MS;
+}
+
+/**
  * Whole seconds to announce for a wait of `ms` milliseconds: `max(1, ceil(ms / 1000))`
  * (Retry-After is an integer, RFC 9110 delay-seconds, never 0). Exact: no tolerance.
  */

@@ -42,6 +42,7 @@
  * once for all. The reply is an array: each request's reply, as above.
  * @module
  */
+import { emissionInterval } from '../limits/gcra.js';
 import type { Policy } from '../limits/policy.js';
 import { releaseArgs, releaseLoop } from './release-script.js';
 import {
@@ -457,7 +458,7 @@ function ownTimes(w: Writer): void {
     } else if (p.kind === 'rate') {
       emit(
         'do',
-        `  local allow_at = ${v('A', j)} - (${p.burst} - 1) * (1000 / ${lua(p.perSecond)})`,
+        `  local allow_at = ${v('A', j)} - (${p.burst} - 1) * ${lua(emissionInterval(p))}`,
         `  if allow_at <= t then ${w} = t else ${w} = allow_at end`,
         'end',
       );
@@ -510,11 +511,11 @@ function decide(w: Writer): void {
     const p = sections[j]!.policy;
     const a = v('A', j);
     if (p.kind === 'rate') {
-      emit(`  if ${a} < t then ${a} = t end`, `  ${a} = ${a} + 1000 / ${lua(p.perSecond)}`);
+      emit(`  if ${a} < t then ${a} = t end`, `  ${a} = ${a} + ${lua(emissionInterval(p))}`);
     }
   }
   for (const s of new Set(work.map((j) => sections[j]!.scope))) emit(`  ${sv('D', s)} = true`);
-  const refused = ['0', 't', 'blocked > 0 and 2 or 1', 'seconds', 'refusing'];
+  const refused = ['0', 't', 'blocked and 2 or 1', 'seconds', 'refusing'];
   // Step 5b. Refused: record nothing. The statuses are read before the blocks change. (An
   // admission's reply is written in one piece at the end.)
   if (replyTable) {
@@ -560,7 +561,7 @@ function statuses(w: Writer): void {
     } else if (p.kind === 'rate') {
       emit(
         'do',
-        `  local interval = 1000 / ${lua(p.perSecond)}`,
+        `  local interval = ${lua(emissionInterval(p))}`,
         `  local backlog = (t > ${a} and t or ${a}) - t`,
         `  local remaining = ${p.burst} - ceil(backlog / interval)`,
         `  if not (remaining < ${p.burst}) then remaining = ${p.burst} end`,

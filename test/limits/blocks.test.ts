@@ -42,6 +42,20 @@ function memoryTarget(preset: LimitPreset): LibraryTarget {
   };
 }
 
+/** Steps of each role and answer seen by the properties, so that none of them is vacuous. */
+const seen = new Map<string, number>();
+const tally = (
+  steps: ReadonlyArray<{
+    role: string;
+    library: { allowed: boolean; reason?: string | undefined };
+  }>,
+) => {
+  for (const s of steps) {
+    const key = `${s.role} ${s.library.allowed ? 'admitted' : s.library.reason}`;
+    seen.set(key, (seen.get(key) ?? 0) + 1);
+  }
+};
+
 const accounts: ReadonlyArray<[string, LimitPreset, SpecAccount]> = [
   ['Live', presets.live, SPEC_LIVE],
   ['Development', presets.development, SPEC_DEVELOPMENT],
@@ -135,6 +149,7 @@ describe('a block never moves once announced (memory store)', () => {
           const steps = await runLockstep(traffic, memoryTarget(preset), oracle);
 
           // Assert
+          tally(steps);
           for (const step of steps) expect(step.library, JSON.stringify(step)).toEqual(step.oracle);
         }),
         { numRuns: 60 },
@@ -151,6 +166,7 @@ describe('a block never moves once announced (memory store)', () => {
           const steps = await runLockstep(traffic, memoryTarget(preset), oracle);
 
           // Assert: every retry at the announced instant after nothing else was admitted.
+          tally(steps);
           let admittedSinceRefusal = false;
           for (const step of steps) {
             expect(step.library, JSON.stringify(step)).toEqual(step.oracle);
@@ -165,6 +181,12 @@ describe('a block never moves once announced (memory store)', () => {
       );
     });
   }
+
+  it('the traffic of the properties above reaches refusals, blocks and retries at the announced instant', () => {
+    for (const key of ['first limit', 'first blocked', 'early blocked', 'exact admitted']) {
+      expect(seen.get(key) ?? 0, key).toBeGreaterThan(0);
+    }
+  });
 });
 
 describe('Retry-After without a float tolerance', () => {
@@ -201,7 +223,12 @@ describe('Retry-After without a float tolerance', () => {
             clock.set(t);
             const first = limiter.check(request);
             if (first.allowed) continue;
-            const announced = t + first.retryAfterSeconds * 1_000;
+            // The store decides on its time grid (1/1024 ms): the instant it announced is its
+            // own time plus the wait; the client's clock, finer, waits from its own time.
+            const announced = first.retryAt;
+            const waited = t + first.retryAfterSeconds * 1_000;
+            expect(announced).toBe(first.now + first.retryAfterSeconds * 1_000);
+            expect(waited).toBeGreaterThanOrEqual(announced);
             for (const f of [...early].sort((a, b) => a - b)) {
               t = Math.max(t, t + f * (announced - t));
               if (t >= announced) break;
@@ -213,10 +240,10 @@ describe('Retry-After without a float tolerance', () => {
               expect(d.allowed).toBe(false);
               if (d.allowed) return;
               expect(d.reason).toBe('blocked');
-              expect(t + d.retryAfterSeconds * 1_000).toBeGreaterThanOrEqual(announced);
-              expect(t + (d.retryAfterSeconds - 1) * 1_000 < announced).toBe(true);
+              expect(d.retryAt).toBeGreaterThanOrEqual(announced);
+              expect(d.now + (d.retryAfterSeconds - 1) * 1_000 < announced).toBe(true);
             }
-            t = announced;
+            t = waited;
             clock.set(t);
             expect(limiter.check(request).allowed).toBe(true);
           }

@@ -25,6 +25,14 @@ const seconds = (at: number, t: number): number => {
   return r;
 };
 
+/**
+ * The stores' documented time resolution (docs/limits.md): times and a rate's emission interval
+ * (`1000 / perSecond` ms) are taken in steps of 1/1024 ms, the interval to the nearest step.
+ */
+const STEPS_PER_MS = 1024;
+const stepsPerToken = (p: { perSecond: number }): number =>
+  Math.max(1, Math.round((1000 * STEPS_PER_MS) / p.perSecond));
+
 /** One policy as the oracle counts it: `id` names its counter (a policy in a scope). */
 export interface OracleEntry {
   id: string;
@@ -49,9 +57,11 @@ export class ExactOracle {
         return inside[inside.length - p.limit]! + p.windowMs;
       }
       case 'rate': {
-        const tokens = this.#tokensAt(id, p, t);
-        if (tokens >= 1) return t;
-        return t + ((1 - tokens) * 1000) / p.perSecond;
+        // In steps of 1/1024 ms: a token is `interval` steps, and a step comes back each step.
+        const steps = this.#tokensAt(id, p, t);
+        const interval = stepsPerToken(p);
+        if (steps >= interval) return t;
+        return t + (interval - steps) / STEPS_PER_MS;
       }
       case 'concurrency': {
         const live = (this.leases.get(id) ?? []).filter((l) => l.expiry > t);
@@ -75,10 +85,11 @@ export class ExactOracle {
         };
       }
       case 'rate': {
-        const tokens = this.#tokensAt(id, p, t);
+        const steps = this.#tokensAt(id, p, t);
+        const interval = stepsPerToken(p);
         return {
-          remaining: Math.max(0, Math.min(p.burst, Math.floor(tokens))),
-          resetAfterMs: ((p.burst - tokens) * 1000) / p.perSecond,
+          remaining: Math.max(0, Math.min(p.burst, Math.floor(steps / interval))),
+          resetAfterMs: (p.burst * interval - steps) / STEPS_PER_MS,
         };
       }
       case 'concurrency': {
@@ -88,10 +99,12 @@ export class ExactOracle {
     }
   }
 
+  /** The bucket's content at `t`, in steps (whole numbers for times on the grid). */
   #tokensAt(id: string, p: Extract<Policy, { kind: 'rate' }>, t: number): number {
     const bucket = this.tokens.get(id);
-    if (bucket === undefined) return p.burst;
-    return Math.min(p.burst, bucket.tokens + ((t - bucket.at) * p.perSecond) / 1000);
+    const full = p.burst * stepsPerToken(p);
+    if (bucket === undefined) return full;
+    return Math.min(full, bucket.tokens + (t - bucket.at) * STEPS_PER_MS);
   }
 
   /** Decide with the oracle's own policies, each counted under its name. */
@@ -136,7 +149,10 @@ export class ExactOracle {
     for (const { id, policy } of entries) {
       this.admissions.set(id, [...(this.admissions.get(id) ?? []), t]);
       if (policy.kind === 'rate') {
-        this.tokens.set(id, { tokens: this.#tokensAt(id, policy, t) - 1, at: t });
+        this.tokens.set(id, {
+          tokens: this.#tokensAt(id, policy, t) - stepsPerToken(policy),
+          at: t,
+        });
       }
       if (policy.kind === 'concurrency') {
         leaseId ??= this.#nextLease++;
