@@ -18,13 +18,13 @@ const TAT = 1;
 export const RATE_SLOTS = 2;
 
 /**
- * Emission interval of a rate policy, in ms: `1000 / perSecond` to the nearest step of the stores'
- * time resolution (see `resolveTime` in store.ts), at least one step. On that grid every sum of
+ * Emission interval of a rate policy, in ms: `1000 / perSecond` rounded up to a step of the stores'
+ * time resolution (see `resolveTime` in store.ts), so never faster than the rate given. On that grid every sum of
  * times and intervals is exact, so a burst at one instant is admitted whole and the instant a
  * refusal announces is the one the policy admits at, without a tolerance.
  */
 export function emissionInterval(policy: RatePolicy): number {
-  return Math.max(1, Math.round((1000 * STEPS_PER_MS) / policy.perSecond)) / STEPS_PER_MS;
+  return Math.max(1, Math.ceil((1000 * STEPS_PER_MS) / policy.perSecond)) / STEPS_PER_MS;
 }
 
 /** The earliest instant `>= t` at which one more request is admitted, if nothing else arrives. */

@@ -27,11 +27,11 @@ const seconds = (at: number, t: number): number => {
 
 /**
  * The stores' documented time resolution (docs/limits.md): times and a rate's emission interval
- * (`1000 / perSecond` ms) are taken in steps of 1/1024 ms, the interval to the nearest step.
+ * (`1000 / perSecond` ms) are taken in steps of 1/1024 ms, the interval rounded up to a step.
  */
 const STEPS_PER_MS = 1024;
 const stepsPerToken = (p: { perSecond: number }): number =>
-  Math.max(1, Math.round((1000 * STEPS_PER_MS) / p.perSecond));
+  Math.max(1, Math.ceil((1000 * STEPS_PER_MS) / p.perSecond));
 
 /** One policy as the oracle counts it: `id` names its counter (a policy in a scope). */
 export interface OracleEntry {
