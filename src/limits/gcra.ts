@@ -1,9 +1,10 @@
 /**
  * The rate policy as GCRA (the generic cell rate algorithm, a token bucket kept as one number).
  *
- * With emission interval `T = 1000 / perSecond` ms (on the stores' time grid) and tolerance `tau = (burst - 1) * T`, a request
- * at `t` is admitted when `tat - t <= tau`, and then `tat = max(tat, t) + T`. After a quiet period
- * `burst` requests pass at once; in the long run `perSecond` on average.
+ * With emission interval `T = 1000 / perSecond` ms (on the stores' time grid) and tolerance
+ * `tau = (burst - 1) * T`, a request at `t` is admitted when `tat - t <= tau`, and then
+ * `tat = max(tat, t) + T`. After a quiet period `burst` requests pass at once; in the long run
+ * `perSecond` on average.
  *
  * The state is two slots of the record block at `s`: the block time, then the theoretical arrival
  * time `tat` (ms) of the next request at the average rate.
@@ -18,10 +19,10 @@ const TAT = 1;
 export const RATE_SLOTS = 2;
 
 /**
- * Emission interval of a rate policy, in ms: `1000 / perSecond` rounded up to a step of the stores'
- * time resolution (see `resolveTime` in store.ts), so never faster than the rate given. On that grid every sum of
- * times and intervals is exact, so a burst at one instant is admitted whole and the instant a
- * refusal announces is the one the policy admits at, without a tolerance.
+ * Emission interval of a rate policy, in ms: `1000 / perSecond` rounded up to a step of the
+ * stores' time resolution (see `resolveTime` in store.ts), so never faster than the rate given.
+ * On that grid every sum of times and intervals is exact, so a burst at one instant is admitted
+ * whole and the instant a refusal announces is the one the policy admits at, without a tolerance.
  */
 export function emissionInterval(policy: RatePolicy): number {
   return Math.max(1, Math.ceil((1000 * STEPS_PER_MS) / policy.perSecond)) / STEPS_PER_MS;
