@@ -443,10 +443,14 @@ export class MemoryStore implements SyncLimitStore {
   apply(plan: Plan, now: number): StoreOutcome {
     // Time never goes backwards inside the store: a clock stepped back (or a non-finite time)
     // counts as standing still.
-    // Times are taken on the stores' grid (store.ts resolveTime), as the Redis store takes them.
-    const t = Number.isFinite(now)
-      ? Math.max(resolveTime(now), this.#latest)
-      : Math.max(this.#latest, 0);
+    // Times are taken on the stores' grid (store.ts resolveTime), as the Redis store takes them;
+    // a time on it already (whole ms, the usual case) is kept as it came, not copied into a new
+    // heap number that the decision would carry.
+    let t: number;
+    if (Number.isFinite(now)) {
+      const resolved = resolveTime(now);
+      t = Math.max(resolved === now ? now : resolved, this.#latest);
+    } else t = Math.max(this.#latest, 0);
     this.#latest = t;
     this.#decision++;
     if (this.#sweepInterval > 0 && --this.#untilSweep <= 0) {
