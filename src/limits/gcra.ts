@@ -1,31 +1,38 @@
 /**
  * The rate policy as GCRA (the generic cell rate algorithm, a token bucket kept as one number).
  *
- * With emission interval `T = 1000 / perSecond` ms and tolerance `tau = (burst - 1) * T`, a request
- * at `t` is admitted when `tat - t <= tau`, and then `tat = max(tat, t) + T`. After a quiet period
- * `burst` requests pass at once; in the long run `perSecond` on average.
+ * With emission interval `T = 1000 / perSecond` ms (on the stores' time grid) and tolerance
+ * `tau = (burst - 1) * T`, a request at `t` is admitted when `tat - t <= tau`, and then
+ * `tat = max(tat, t) + T`. After a quiet period `burst` requests pass at once; in the long run
+ * `perSecond` on average.
  *
  * The state is two slots of the record block at `s`: the block time, then the theoretical arrival
  * time `tat` (ms) of the next request at the average rate.
  * @module
  */
 import type { RatePolicy } from './policy.js';
-import { RETRY_TOLERANCE_MS as EPSILON } from './store.js';
+import { STEPS_PER_MS } from './store.js';
 
 const TAT = 1;
 
 /** Slots of a rate policy's state in a record block. */
 export const RATE_SLOTS = 2;
 
-/** Emission interval of a rate policy, in ms. */
+/**
+ * Emission interval of a rate policy, in ms: `1000 / perSecond` rounded up to a step of the
+ * stores' time resolution (see `resolveTime` in store.ts), so never faster than the rate given.
+ * On that grid every sum of times and intervals is exact, so a burst at one instant is admitted
+ * whole and the instant a refusal announces is the one the policy admits at, without a tolerance.
+ */
 export function emissionInterval(policy: RatePolicy): number {
-  return 1000 / policy.perSecond;
+  return Math.max(1, Math.ceil((1000 * STEPS_PER_MS) / policy.perSecond)) / STEPS_PER_MS;
 }
 
 /** The earliest instant `>= t` at which one more request is admitted, if nothing else arrives. */
 export function gcraEarliest(m: Float64Array, s: number, policy: RatePolicy, t: number): number {
+  // Exact: the instant a refusal announces is checked against the same double (see store.ts).
   const allowAt = (m[s + TAT] as number) - (policy.burst - 1) * emissionInterval(policy);
-  return allowAt - EPSILON <= t ? t : allowAt;
+  return Math.max(allowAt, t);
 }
 
 /**
@@ -58,11 +65,12 @@ export function gcraResetAfter(m: Float64Array, s: number, t: number): number {
  * @param t - now (ms)
  */
 export function rateRemaining(policy: RatePolicy, tat: number, t: number): number {
-  const interval = emissionInterval(policy);
+  // The n-th of n admissions at once passes while backlog + (n - 1) * T <= (burst - 1) * T, so
+  // n <= burst - backlog / T: counted without a tolerance, as the admission test is.
   const backlog = Math.max(tat, t) - t;
   return Math.max(
     0,
-    Math.min(policy.burst, Math.floor((policy.burst * interval - backlog) / interval + EPSILON)),
+    Math.min(policy.burst, policy.burst - Math.ceil(backlog / emissionInterval(policy))),
   );
 }
 

@@ -46,11 +46,12 @@ import {
 } from './sliding-log.js';
 import {
   type AdmittedOutcome,
+  announcedSeconds,
   type LeaseToken,
   NO_STATUSES,
   type Plan,
   type PlanScope,
-  retryAfterSeconds,
+  resolveTime,
   type StoreOutcome,
   type SyncLimitStore,
 } from './store.js';
@@ -442,7 +443,14 @@ export class MemoryStore implements SyncLimitStore {
   apply(plan: Plan, now: number): StoreOutcome {
     // Time never goes backwards inside the store: a clock stepped back (or a non-finite time)
     // counts as standing still.
-    const t = Number.isFinite(now) ? Math.max(now, this.#latest) : Math.max(this.#latest, 0);
+    // Times are taken on the stores' grid (store.ts resolveTime), as the Redis store takes them;
+    // a time on it already (whole ms, the usual case) is kept as it came, not copied into a new
+    // heap number that the decision would carry.
+    let t: number;
+    if (Number.isFinite(now)) {
+      const resolved = resolveTime(now);
+      t = Math.max(resolved === now ? now : resolved, this.#latest);
+    } else t = Math.max(this.#latest, 0);
     this.#latest = t;
     this.#decision++;
     if (this.#sweepInterval > 0 && --this.#untilSweep <= 0) {
@@ -488,7 +496,9 @@ export class MemoryStore implements SyncLimitStore {
       }
     }
 
-    // When could each active policy admit one more request?
+    // When could each active policy admit one more request? A blocked one: at its block's end,
+    // announced when the block began.
+    let blocked = false;
     let earliest = t;
     let refusingOwn = t;
     let refusing = -1;
@@ -497,9 +507,12 @@ export class MemoryStore implements SyncLimitStore {
       const m = w.records[k]!.arena.mem;
       const own = earliestFor(w.policies[k]!, m, s, t, lazy);
       w.own[k] = own;
-      const at = Math.max(own, m[s] as number);
-      // The refusal names the policy that frees up last; on a tie, the one whose own limit frees
-      // up last (not a block), then the later one in plan order (the more specific limit).
+      const until = m[s] as number;
+      if (until > t) blocked = true;
+      const at = until > t ? until : own;
+      // The refusal names the policy that frees up last; on a tie (one refusal blocks its
+      // policies until one instant), the one whose own limit frees up last, then the later one in
+      // plan order (the more specific limit).
       if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
         earliest = at;
         refusingOwn = own;
@@ -508,27 +521,28 @@ export class MemoryStore implements SyncLimitStore {
     }
     if (refusing === -1) return this.#admit(plan, w, n, t, lazy);
 
+    // Refused: record nothing. Announce the earliest admission in whole seconds; a block already
+    // announced stays as it is, and every policy without room and without a block is blocked
+    // until the announced instant, so that a retry then finds none of them in the way.
+    const seconds = announcedSeconds(earliest, t);
     const outcome: StoreOutcome = {
       allowed: false,
       now: t,
-      reason: refusingOwn <= t ? 'blocked' : 'limit',
-      retryAfterSeconds: retryAfterSeconds(earliest - t),
+      reason: blocked ? 'blocked' : 'limit',
+      retryAfterSeconds: seconds,
       policy: w.policies[refusing],
       resource: w.resources[refusing],
       policies: activePolicies(plan, w, n),
       values: statusValues(w, n, t, lazy, false),
     };
-    // Refused: record nothing; block every policy that has no room until the instant it announces.
+    const until = t + seconds * 1000;
     for (let k = 0; k < n; k++) {
-      const own = w.own[k]!;
-      if (own > t) {
-        const until = t + retryAfterSeconds(own - t) * 1000;
-        const s = w.slots[k]!;
-        const { base, arena } = w.records[k]!;
-        const m = arena.mem;
-        if (until > (m[s] as number)) m[s] = until;
-        if (until > (m[base + QUIET] as number)) m[base + QUIET] = until;
-      }
+      const s = w.slots[k]!;
+      const { base, arena } = w.records[k]!;
+      const m = arena.mem;
+      if (w.own[k]! <= t || (m[s] as number) > t) continue;
+      m[s] = until;
+      if (until > (m[base + QUIET] as number)) m[base + QUIET] = until;
     }
     return outcome;
   }

@@ -30,9 +30,11 @@ export function pruneLog(m: Float64Array, s: number, policy: WindowPolicy, t: nu
   if (count === 0) return;
   const log = m[s + LOG] as number;
   const mask = (m[s + CAP] as number) - 1;
-  const cutoff = t - policy.windowMs;
+  const { windowMs } = policy;
   let start = m[s + START] as number;
-  while (count > 0 && (m[log + start] as number) <= cutoff) {
+  // An admission at `a` has left at `a + windowMs`, the instant logEarliest announces: the same
+  // double (`t - windowMs` may round the other way for fractional times).
+  while (count > 0 && (m[log + start] as number) + windowMs <= t) {
     start = (start + 1) & mask;
     count--;
   }

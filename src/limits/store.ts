@@ -170,14 +170,41 @@ export interface AsyncLimitStore extends LimitStoreBase {
 export type LimitStore = SyncLimitStore | AsyncLimitStore;
 
 /**
- * Whole seconds to announce for a wait of `ms` milliseconds: `max(1, ceil(ms / 1000))`
- * (Retry-After is an integer, RFC 9110 delay-seconds, never 0).
+ * Steps per millisecond of the stores' time resolution: times are taken to 1/1024 ms (just under a
+ * microsecond), a power of two so that times and intervals on the grid add and compare exactly in
+ * doubles (up to 2^43 ms, the year 2248).
  */
-export function retryAfterSeconds(ms: number): number {
-  // The tolerance absorbs float noise of fractional rates (1000 / 0.2 is not exact); the rate
-  // policy admits with the same tolerance, so the announced retry is still admitted.
-  return Math.max(1, Math.ceil((ms - RETRY_TOLERANCE_MS) / 1000));
+export const STEPS_PER_MS = 1024;
+
+/**
+ * A time as the stores decide with it: rounded down to the grid of {@link STEPS_PER_MS}. Down, so
+ * that a retry at `t + R * 1000` from a clock with finer fractions is not before the instant
+ * announced at `t`.
+ * @param ms - a time in ms
+ */
+export function resolveTime(ms: number): number {
+  return Math.floor(ms * STEPS_PER_MS) / STEPS_PER_MS;
 }
 
-/** Float tolerance, in ms, shared by the rate policy's admission test and Retry-After rounding. */
-export const RETRY_TOLERANCE_MS = 1e-6;
+/**
+ * Whole seconds to announce for a wait of `ms` milliseconds: `max(1, ceil(ms / 1000))`
+ * (Retry-After is an integer, RFC 9110 delay-seconds, never 0). Exact: no tolerance.
+ */
+export function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+/**
+ * Whole seconds a refusal at `t` announces for an admission at `at` (ms): the least `R >= 1` whose
+ * instant `t + R * 1000`, computed as the store and the caller compute it (in doubles), is not
+ * before `at`. `ceil((at - t) / 1000)` alone may be one off either way when the difference or the
+ * sum was rounded: one short, and a retry at the announced instant would be refused; one over, and
+ * the client would wait a second for nothing.
+ * @param at - the instant the request is admitted at, if nothing else arrives (ms)
+ * @param t - the time of the refusal (ms)
+ */
+export function announcedSeconds(at: number, t: number): number {
+  const seconds = retryAfterSeconds(at - t);
+  if (t + seconds * 1000 < at) return seconds + 1;
+  return seconds > 1 && t + (seconds - 1) * 1000 >= at ? seconds - 1 : seconds;
+}

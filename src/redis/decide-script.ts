@@ -42,6 +42,7 @@
  * once for all. The reply is an array: each request's reply, as above.
  * @module
  */
+import { emissionInterval } from '../limits/gcra.js';
 import type { Policy } from '../limits/policy.js';
 import { releaseArgs, releaseLoop } from './release-script.js';
 import {
@@ -176,7 +177,7 @@ export function decideScript(shape: DecideShape): string {
   const idArg = shape.clock === true ? 2 : 1;
   const firstRelease = idArg + (throttles > 0 ? 1 : 0);
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
-  const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 24;
+  const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 28;
   const inTable = locals > MAX_LOCALS;
   // A binary reply's numbers are locals, packed straight from them, when there is room for them
   // (each is a local and a register of the packing call); else they fill a table.
@@ -222,8 +223,6 @@ export function decideScript(shape: DecideShape): string {
 
   const preamble = [
     `-- Decision script for ${shape.scopes.length} scope(s), ${sections.length} policies, ${work.length} active${batched ? ', several requests per call' : ''} (see decide-script.ts).`,
-    '-- The float tolerance of the rate policy and of Retry-After rounding (store.ts RETRY_TOLERANCE_MS).',
-    'local EPSILON = 1e-6',
     '-- Globals read once: each global lookup costs in the script protected environment.',
     'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
     'local unpack_struct, pack_struct, sub, rep = struct.unpack, struct.pack, string.sub, string.rep',
@@ -409,26 +408,27 @@ function settleEntries(w: Writer): void {
   const { sections, v, sv, emit } = w;
   // Step 3 begins with what every policy knows once the time is settled: the first entry still
   // counted (a binary search; the most common cases, nothing or only the oldest has left, are one
-  // read and two). A window's admission counts while it is inside the window, a throttle's lease
-  // until it expires. The entries are in order, so the first two reads settle those cases.
+  // read and two). A window's admission at `a` counts until `a + windowMs` (the instant step 3
+  // announces, the same double), a throttle's lease until it expires. The entries are in order,
+  // so the first two reads settle those cases.
   for (const [j, section] of sections.entries()) {
     const p = section.policy;
     if (p.kind === 'rate') continue;
     const x = sv('X', section.scope);
     const [n, o, h] = [v('N', j), v('O', j), v('H', j)];
     const stride = ENTRY_SIZE[p.kind];
+    const leaves = (entry: string) => (p.kind === 'window' ? `${entry} + ${p.windowMs}` : entry);
     emit(
       'do',
-      `  local cutoff = ${p.kind === 'window' ? `t - ${p.windowMs}` : 't'}`,
-      `  if ${n} == 0 or unpack_struct('<d', ${x}, ${o}) > cutoff then`,
+      `  if ${n} == 0 or ${leaves(`unpack_struct('<d', ${x}, ${o})`)} > t then`,
       `    ${h} = 1`,
-      `  elseif ${n} == 1 or unpack_struct('<d', ${x}, ${o} + ${stride}) > cutoff then`,
+      `  elseif ${n} == 1 or ${leaves(`unpack_struct('<d', ${x}, ${o} + ${stride})`)} > t then`,
       `    ${h} = 2`,
       '  else',
       `    local lo, hi = 3, ${n} + 1`,
       '    while lo < hi do',
       '      local mid = floor((lo + hi) / 2)',
-      `      if unpack_struct('<d', ${x}, ${o} + (mid - 1) * ${stride}) <= cutoff then lo = mid + 1 else hi = mid end`,
+      `      if ${leaves(`unpack_struct('<d', ${x}, ${o} + (mid - 1) * ${stride})`)} <= t then lo = mid + 1 else hi = mid end`,
       '    end',
       `    ${h} = lo`,
       '  end',
@@ -458,8 +458,8 @@ function ownTimes(w: Writer): void {
     } else if (p.kind === 'rate') {
       emit(
         'do',
-        `  local allow_at = ${v('A', j)} - (${p.burst} - 1) * (1000 / ${lua(p.perSecond)})`,
-        `  if allow_at - EPSILON <= t then ${w} = t else ${w} = allow_at end`,
+        `  local allow_at = ${v('A', j)} - (${p.burst} - 1) * ${lua(emissionInterval(p))}`,
+        `  if allow_at <= t then ${w} = t else ${w} = allow_at end`,
         'end',
       );
     } else {
@@ -473,22 +473,36 @@ function ownTimes(w: Writer): void {
 /** Steps 4 and 5: refuse or admit. */
 function decide(w: Writer): void {
   const { sections, work, r, replyTable, v, sv, emit } = w;
-  // Step 4. Refuse when any policy is full or blocked; the one that frees up last names the
-  // refusal, on a tie the one whose own limit frees up last (not a block), then the later one in
-  // plan order (the more specific limit).
-  emit('local earliest, refusing, refusing_own = t, 0, t');
+  // Step 4. Refuse when any policy is full or blocked: a blocked one frees up at its block's end,
+  // announced when the block began. The one that frees up last names the refusal, on a tie the
+  // one whose own limit frees up last, then the later one in plan order (the more specific
+  // limit). Retry-After is the least whole number of seconds whose instant is not before that
+  // (store.ts announcedSeconds).
+  emit('local earliest, refusing, refusing_own, blocked = t, 0, t, false');
   for (const [k, j] of work.entries()) {
     const [w, b] = [v('W', j), v('B', j)];
     emit(
       'do',
-      `  local at = ${b}`,
-      `  if ${w} > at then at = ${w} end`,
+      `  local at = ${w}`,
+      `  if ${b} > t then at, blocked = ${b}, true end`,
       `  if at > t and (at > earliest or (at == earliest and ${w} >= refusing_own)) then`,
       `    earliest, refusing, refusing_own = at, ${k + 1}, ${w}`,
       '  end',
       'end',
     );
   }
+  emit(
+    'local seconds = 0',
+    'if refusing > 0 then',
+    '  seconds = ceil((earliest - t) / 1000)',
+    '  if seconds < 1 then seconds = 1 end',
+    '  if t + seconds * 1000 < earliest then',
+    '    seconds = seconds + 1',
+    '  elseif seconds > 1 and t + (seconds - 1) * 1000 >= earliest then',
+    '    seconds = seconds - 1',
+    '  end',
+    'end',
+  );
 
   // Step 5a. Admitted: every active policy records the request (a window's admission and a
   // throttle's lease are written in step 6); each scope with an active policy changes.
@@ -497,17 +511,11 @@ function decide(w: Writer): void {
     const p = sections[j]!.policy;
     const a = v('A', j);
     if (p.kind === 'rate') {
-      emit(`  if ${a} < t then ${a} = t end`, `  ${a} = ${a} + 1000 / ${lua(p.perSecond)}`);
+      emit(`  if ${a} < t then ${a} = t end`, `  ${a} = ${a} + ${lua(emissionInterval(p))}`);
     }
   }
   for (const s of new Set(work.map((j) => sections[j]!.scope))) emit(`  ${sv('D', s)} = true`);
-  const refused = [
-    '0',
-    't',
-    'refusing_own <= t and 2 or 1',
-    'max(1, ceil((earliest - t - EPSILON) / 1000))',
-    'refusing',
-  ];
+  const refused = ['0', 't', 'blocked and 2 or 1', 'seconds', 'refusing'];
   // Step 5b. Refused: record nothing. The statuses are read before the blocks change. (An
   // admission's reply is written in one piece at the end.)
   if (replyTable) {
@@ -553,9 +561,9 @@ function statuses(w: Writer): void {
     } else if (p.kind === 'rate') {
       emit(
         'do',
-        `  local interval = 1000 / ${lua(p.perSecond)}`,
+        `  local interval = ${lua(emissionInterval(p))}`,
         `  local backlog = (t > ${a} and t or ${a}) - t`,
-        `  local remaining = floor((${p.burst} * interval - backlog) / interval + EPSILON)`,
+        `  local remaining = ${p.burst} - ceil(backlog / interval)`,
         `  if not (remaining < ${p.burst}) then remaining = ${p.burst} end`,
         '  if not (remaining > 0) then remaining = 0 end',
         `  local reset = ${a} - t`,
@@ -580,18 +588,13 @@ function statuses(w: Writer): void {
 /** The blocks of a refusal. */
 function blocks(w: Writer): void {
   const { sections, work, v, sv, emit } = w;
-  // Refused: block every policy that has no room until the instant its refusal announces.
-  emit('if not admitted then');
+  // Refused: a block already announced stays; every policy without room and without a block is
+  // blocked until the announced instant.
+  emit('if not admitted then', '  local until_ = t + seconds * 1000');
   for (const j of work) {
     const [w, b] = [v('W', j), v('B', j)];
     emit(
-      `  if ${w} > t then`,
-      `    local until_ = t + max(1, ceil((${w} - t - EPSILON) / 1000)) * 1000`,
-      `    if until_ > ${b} then`,
-      `      ${b} = until_`,
-      `      ${sv('D', sections[j]!.scope)} = true`,
-      '    end',
-      '  end',
+      `  if ${w} > t and not (${b} > t) then ${b}, ${sv('D', sections[j]!.scope)} = until_, true end`,
     );
   }
   emit('end');

@@ -28,7 +28,7 @@ import type {
   RefusalReason,
   StoreOutcome,
 } from '../limits/store.js';
-import { admissionWithoutStatuses } from '../limits/store.js';
+import { admissionWithoutStatuses, resolveTime } from '../limits/store.js';
 import { LONE_SURROGATE } from '../lone-surrogate.js';
 import { nearestName } from '../webhooks/nearest-name.js';
 import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
@@ -386,8 +386,11 @@ export class RedisStore implements AsyncLimitStore {
       resources = where;
       decider = this.#decider(signature, plan, indices);
     }
-    // The time only from the caller's clock; the lease id only for a plan with a throttle.
-    const args: ScriptArgument[] = this.#useClock ? [String(Number.isFinite(now) ? now : 0)] : [];
+    // The time only from the caller's clock, on the stores' grid (the server's TIME is whole ms);
+    // the lease id only for a plan with a throttle.
+    const args: ScriptArgument[] = this.#useClock
+      ? [String(Number.isFinite(now) ? resolveTime(now) : 0)]
+      : [];
     let id = 0;
     if (decider.throttles.length > 0) {
       this.#counter = (this.#counter + 1) % LEASE_COUNTER;

@@ -2,8 +2,9 @@
  * The exact reference for the limit engine, written for obviousness rather than speed: every
  * admission time is kept for ever, windows are counted by filtering, the rate policy is a token
  * bucket with continuous refill (an independent formulation of GCRA), and the decision rules of
- * DESIGN.md (all or nothing, truthful Retry-After, block until the announced instant) are spelled
- * out once more.
+ * DESIGN.md (all or nothing, truthful Retry-After, a block that stays at the instant it announced)
+ * are spelled out once more. (test/support/spec-oracle.ts is the specification's oracle, apart from
+ * src/ altogether.)
  */
 import type { Policy } from '../../src/index.js';
 
@@ -14,10 +15,23 @@ export interface OracleDecision {
   leaseId: number | undefined;
 }
 
-const EPSILON = 1e-6;
+/**
+ * Whole seconds to announce at `t` for an admission at `at`: the least `R >= 1` whose instant
+ * `t + R * 1000` is not before `at`.
+ */
+const seconds = (at: number, t: number): number => {
+  let r = 1;
+  while (t + r * 1000 < at) r++;
+  return r;
+};
 
-/** Whole seconds for a wait, with the float tolerance the engine documents for fractional rates. */
-const seconds = (ms: number): number => Math.max(1, Math.ceil((ms - EPSILON) / 1000));
+/**
+ * The stores' documented time resolution (docs/limits.md): times and a rate's emission interval
+ * (`1000 / perSecond` ms) are taken in steps of 1/1024 ms, the interval rounded up to a step.
+ */
+const STEPS_PER_MS = 1024;
+const stepsPerToken = (p: { perSecond: number }): number =>
+  Math.max(1, Math.ceil((1000 * STEPS_PER_MS) / p.perSecond));
 
 /** One policy as the oracle counts it: `id` names its counter (a policy in a scope). */
 export interface OracleEntry {
@@ -38,14 +52,16 @@ export class ExactOracle {
   ownEarliest(id: string, p: Policy, t: number): number {
     switch (p.kind) {
       case 'window': {
-        const inside = (this.admissions.get(id) ?? []).filter((a) => a > t - p.windowMs && a <= t);
+        const inside = (this.admissions.get(id) ?? []).filter((a) => a + p.windowMs > t && a <= t);
         if (inside.length < p.limit) return t;
         return inside[inside.length - p.limit]! + p.windowMs;
       }
       case 'rate': {
-        const tokens = this.#tokensAt(id, p, t);
-        if (tokens >= 1 - EPSILON) return t;
-        return t + ((1 - tokens) * 1000) / p.perSecond;
+        // In steps of 1/1024 ms: a token is `interval` steps, and a step comes back each step.
+        const steps = this.#tokensAt(id, p, t);
+        const interval = stepsPerToken(p);
+        if (steps >= interval) return t;
+        return t + (interval - steps) / STEPS_PER_MS;
       }
       case 'concurrency': {
         const live = (this.leases.get(id) ?? []).filter((l) => l.expiry > t);
@@ -61,7 +77,7 @@ export class ExactOracle {
   status(id: string, p: Policy, t: number): { remaining: number; resetAfterMs: number } {
     switch (p.kind) {
       case 'window': {
-        const inside = (this.admissions.get(id) ?? []).filter((a) => a > t - p.windowMs && a <= t);
+        const inside = (this.admissions.get(id) ?? []).filter((a) => a + p.windowMs > t && a <= t);
         const newest = inside[inside.length - 1];
         return {
           remaining: Math.max(0, p.limit - inside.length),
@@ -69,10 +85,11 @@ export class ExactOracle {
         };
       }
       case 'rate': {
-        const tokens = this.#tokensAt(id, p, t);
+        const steps = this.#tokensAt(id, p, t);
+        const interval = stepsPerToken(p);
         return {
-          remaining: Math.max(0, Math.min(p.burst, Math.floor(tokens + EPSILON))),
-          resetAfterMs: ((p.burst - tokens) * 1000) / p.perSecond,
+          remaining: Math.max(0, Math.min(p.burst, Math.floor(steps / interval))),
+          resetAfterMs: (p.burst * interval - steps) / STEPS_PER_MS,
         };
       }
       case 'concurrency': {
@@ -82,10 +99,12 @@ export class ExactOracle {
     }
   }
 
+  /** The bucket's content at `t`, in steps (whole numbers for times on the grid). */
   #tokensAt(id: string, p: Extract<Policy, { kind: 'rate' }>, t: number): number {
     const bucket = this.tokens.get(id);
-    if (bucket === undefined) return p.burst;
-    return Math.min(p.burst, bucket.tokens + ((t - bucket.at) * p.perSecond) / 1000);
+    const full = p.burst * stepsPerToken(p);
+    if (bucket === undefined) return full;
+    return Math.min(full, bucket.tokens + (t - bucket.at) * STEPS_PER_MS);
   }
 
   /** Decide with the oracle's own policies, each counted under its name. */
@@ -96,14 +115,20 @@ export class ExactOracle {
     );
   }
 
-  /** Decide a request that several counters apply to (global and resource scopes). */
+  /**
+   * Decide a request that several counters apply to (global and resource scopes). A blocked
+   * counter frees up when its block ends, and the block stays; a counter without room and without
+   * a block is blocked until the instant the refusal announces.
+   */
   decideEntries(t: number, entries: readonly OracleEntry[]): OracleDecision {
     let latest = t;
     let latestOwn = t;
     let refusing: string | undefined;
-    for (const { id, policy } of entries) {
-      const own = this.ownEarliest(id, policy, t);
-      const at = Math.max(own, this.blockedUntil.get(id) ?? 0);
+    const owns = entries.map(({ id, policy }) => this.ownEarliest(id, policy, t));
+    for (const [i, { id, policy }] of entries.entries()) {
+      const own = owns[i]!;
+      const until = this.blockedUntil.get(id) ?? 0;
+      const at = until > t ? until : own;
       // Latest release wins; ties go to the latest own limit, then to the later policy.
       if (at > t && (at > latest || (at === latest && own >= latestOwn))) {
         latest = at;
@@ -112,25 +137,22 @@ export class ExactOracle {
       }
     }
     if (refusing !== undefined) {
-      for (const { id, policy } of entries) {
-        const own = this.ownEarliest(id, policy, t);
-        if (own > t) {
-          const until = t + seconds(own - t) * 1000;
-          this.blockedUntil.set(id, Math.max(this.blockedUntil.get(id) ?? 0, until));
+      const r = seconds(latest, t);
+      for (const [i, { id }] of entries.entries()) {
+        if (owns[i]! > t && !((this.blockedUntil.get(id) ?? 0) > t)) {
+          this.blockedUntil.set(id, t + r * 1000);
         }
       }
-      return {
-        allowed: false,
-        retryAfterSeconds: seconds(latest - t),
-        policy: refusing,
-        leaseId: undefined,
-      };
+      return { allowed: false, retryAfterSeconds: r, policy: refusing, leaseId: undefined };
     }
     let leaseId: number | undefined;
     for (const { id, policy } of entries) {
       this.admissions.set(id, [...(this.admissions.get(id) ?? []), t]);
       if (policy.kind === 'rate') {
-        this.tokens.set(id, { tokens: this.#tokensAt(id, policy, t) - 1, at: t });
+        this.tokens.set(id, {
+          tokens: this.#tokensAt(id, policy, t) - stepsPerToken(policy),
+          at: t,
+        });
       }
       if (policy.kind === 'concurrency') {
         leaseId ??= this.#nextLease++;
