@@ -6,7 +6,30 @@
  * are spelled out once more. (test/support/spec-oracle.ts is the specification's oracle, apart from
  * src/ altogether.)
  */
-import type { Policy } from '../../src/index.js';
+/**
+ * A policy as the oracle reads it: the fields DESIGN.md gives each kind, declared here so that the
+ * oracle shares no code with the library (its policies fit this shape).
+ */
+export type Policy =
+  | {
+      readonly kind: 'window';
+      readonly name: string;
+      readonly limit: number;
+      readonly windowMs: number;
+    }
+  | {
+      readonly kind: 'rate';
+      readonly name: string;
+      readonly perSecond: number;
+      readonly burst: number;
+    }
+  | {
+      readonly kind: 'concurrency';
+      readonly name: string;
+      readonly max: number;
+      readonly leaseTtlMs: number;
+      readonly retryAfterMs: number;
+    };
 
 export interface OracleDecision {
   allowed: boolean;
