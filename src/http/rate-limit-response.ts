@@ -12,7 +12,12 @@ import type { Policy } from '../limits/policy.js';
 import { readFields, readSafely } from '../limits/read-once.js';
 import { formatHttpDate } from './http-date.js';
 import type { ResponseParts } from './problem-details.js';
-import { readPolicy, readStatuses, writeFields } from './rate-limit-fields.js';
+import {
+  type RateLimitFields,
+  readPolicy,
+  readStatuses,
+  writeFields,
+} from './rate-limit-fields.js';
 import {
   checkHeaderName,
   DEFAULT_TRACKING_ID_HEADER,
@@ -124,7 +129,7 @@ export function refusalParts(
     [header]: trackingId,
   };
   if (withFields) {
-    Object.assign(
+    addFields(
       headers,
       writeFields(decision.statuses, { retryAfterSeconds: seconds, policy: decision.policy }),
     );
@@ -206,8 +211,17 @@ export function admittedParts(
   withFields: boolean,
 ): Record<string, string> {
   const headers: Record<string, string> = header === undefined ? {} : { [header]: trackingId };
-  if (withFields) Object.assign(headers, writeFields(decision.statuses));
+  if (withFields) addFields(headers, writeFields(decision.statuses));
   return headers;
+}
+
+/**
+ * Set the RateLimit fields that have members: a Structured Field list with none is left out of
+ * the message (RFC 9651, section 3.1), never sent empty.
+ */
+function addFields(headers: Record<string, string>, fields: RateLimitFields): void {
+  if (fields['ratelimit-policy'] !== '') headers['ratelimit-policy'] = fields['ratelimit-policy'];
+  if (fields.ratelimit !== '') headers.ratelimit = fields.ratelimit;
 }
 
 // The header name checked, the tracking id resolved and the fields switch read, from the public

@@ -162,7 +162,10 @@ describe('rate limit response (429)', () => {
           } else {
             expect(parts.body).toContain('tracking as many clients as it can');
           }
-          expect(Object.keys(parts.headers).includes('ratelimit')).toBe(fields);
+          // The RateLimit fields when asked for, each left out when it has no member (RFC 9651).
+          const members = fields && decision.statuses.length > 0;
+          expect(Object.keys(parts.headers).includes('ratelimit')).toBe(members);
+          expect(Object.keys(parts.headers).includes('ratelimit-policy')).toBe(members);
         },
       ),
       { numRuns: 500 },
@@ -174,8 +177,13 @@ describe('rate limit response (429)', () => {
       fc.property(anyRefusal, (decision) => {
         const parts = rateLimitResponseParts(decision, { rateLimitHeaders: true });
         const retryAfter = Number(parts.headers['retry-after']);
-        const policies = listItems(parts.headers['ratelimit-policy'] as string);
-        const states = listItems(parts.headers.ratelimit as string);
+        // A list with no member is left out of the message, never sent empty (RFC 9651).
+        expect(parts.headers.ratelimit === undefined).toBe(decision.statuses.length === 0);
+        expect(parts.headers['ratelimit-policy'] === undefined).toBe(
+          decision.statuses.length === 0,
+        );
+        const policies = listItems(parts.headers['ratelimit-policy'] ?? '');
+        const states = listItems(parts.headers.ratelimit ?? '');
         expect(policies).toHaveLength(decision.statuses.length);
         expect(states).toHaveLength(decision.statuses.length);
         states.forEach((item, k) => {
@@ -381,23 +389,42 @@ describe('rate limit response (429)', () => {
     // Arrange: a refused decision as the limiter gives it, then made hostile one member at a time.
     const decision = refusedAt(new FakeClock(0), [window(1, '1s', { name: 'w' })], 1);
     const { statuses: _statuses, ...withoutStatuses } = decision;
-    const variants: unknown[] = [
-      withoutStatuses,
-      { ...decision, statuses: throwingProxy([...PROXY_TRAPS], []) },
-      { ...decision, statuses: revokedProxy([]) },
-      { ...decision, statuses: [throwingGetters(['policy', 'remaining'])] },
-      { ...decision, policy: throwingGetters(['name', 'kind']) },
-      throwingGetters(['retryAfterSeconds', 'now', 'reason', 'then'], { ...decision }),
+    // Each with whether a status of it can still be read.
+    const variants: Array<[unknown, boolean]> = [
+      [withoutStatuses, false],
+      [{ ...decision, statuses: throwingProxy([...PROXY_TRAPS], []) }, false],
+      [{ ...decision, statuses: revokedProxy([]) }, false],
+      [{ ...decision, statuses: [throwingGetters(['policy', 'remaining'])] }, false],
+      // (The limiter's statuses are a getter of its decision's class: a spread copy names them.)
+      [
+        { ...decision, statuses: decision.statuses, policy: throwingGetters(['name', 'kind']) },
+        true,
+      ],
+      [
+        throwingGetters(['retryAfterSeconds', 'now', 'reason', 'then'], {
+          ...decision,
+          statuses: decision.statuses,
+        }),
+        true,
+      ],
       // Sparse, of length 2^32 - 1: answered at once, from the statuses it holds.
-      { ...decision, statuses: Object.assign(new Array(2 ** 32 - 1), [decision.statuses[0]]) },
+      [
+        { ...decision, statuses: Object.assign(new Array(2 ** 32 - 1), [decision.statuses[0]]) },
+        true,
+      ],
     ];
-    for (const variant of variants) {
+    for (const [variant, readable] of variants) {
       // Act
       const parts = rateLimitResponseParts(variant as RefusedDecision, { rateLimitHeaders: true });
-      // Assert
+      // Assert: the fields of the statuses it can read; a list with no member is left out
+      // (RFC 9651), never sent empty.
       expect(parts.status).toBe(429);
       expect(parts.headers['retry-after']).toMatch(DELAY_SECONDS);
-      expect(typeof parts.headers.ratelimit).toBe('string');
+      if (readable) expect(String(parts.headers.ratelimit)).toMatch(/^"w";r=0;t=\d+$/);
+      else {
+        expect(parts.headers).not.toHaveProperty('ratelimit');
+        expect(parts.headers).not.toHaveProperty('ratelimit-policy');
+      }
     }
     // A decision whose `allowed` cannot be read is not a refusal: the documented typed error.
     const unreadable = thrown(() => rateLimitResponseParts(throwingProxy(['get'], {}) as never));
@@ -416,8 +443,11 @@ describe('admitted headers', () => {
           release: () => undefined,
         };
         const headers = admittedHeaders(decision, { rateLimitHeaders: true, trackingId: 'abc' });
-        const states = listItems(headers.ratelimit as string);
-        expect(listItems(headers['ratelimit-policy'] as string)).toHaveLength(statuses.length);
+        // A list with no member is left out of the message, never sent empty (RFC 9651).
+        expect(headers.ratelimit === undefined).toBe(statuses.length === 0);
+        expect(headers['ratelimit-policy'] === undefined).toBe(statuses.length === 0);
+        const states = listItems(headers.ratelimit ?? '');
+        expect(listItems(headers['ratelimit-policy'] ?? '')).toHaveLength(statuses.length);
         expect(states).toHaveLength(statuses.length);
         states.forEach((item, k) => {
           const { remaining, resetAfterMs } = statuses[k] as PolicyStatus;
