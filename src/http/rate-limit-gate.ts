@@ -19,7 +19,12 @@ import {
   type RefusedDecision,
   RequestFields,
 } from '../limits/limiter.js';
-import { problemDetails, problemResponse, type ResponseParts } from './problem-details.js';
+import {
+  type ProblemInit,
+  problemDetails,
+  problemResponse,
+  type ResponseParts,
+} from './problem-details.js';
 import {
   admittedParts,
   type RateLimitResponseOptions,
@@ -717,41 +722,37 @@ const isMissing = (value: unknown): boolean =>
 const noAddress = (): undefined => undefined;
 
 function unavailable(trackingId: string, header: string, retryAfterSeconds: number): ResponseParts {
-  const response = problemResponse(
-    problemDetails({
-      code: 'rate_limit_unavailable',
-      title: 'Rate limits cannot be checked',
-      status: 503,
-      detail: `The service could not check this request against its rate limits, so it was not processed. No limit of yours was reached. Try again in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}; quote tracking id ${trackingId} when you report it.`,
-    }),
-  );
+  const response = gateProblem(trackingId, header, {
+    code: 'rate_limit_unavailable',
+    title: 'Rate limits cannot be checked',
+    status: 503,
+    detail: `The service could not check this request against its rate limits, so it was not processed. No limit of yours was reached. Try again in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}; quote tracking id ${trackingId} when you report it.`,
+  });
   response.headers['retry-after'] = String(retryAfterSeconds);
-  response.headers[header] = trackingId;
   return response;
 }
 
 function identifyError(trackingId: string, header: string): ResponseParts {
-  const response = problemResponse(
-    problemDetails({
-      code: 'request_not_attributed',
-      title: 'The request could not be attributed',
-      status: 500,
-      detail: `The service failed to tell who sent this request, so it was not processed. Quote tracking id ${trackingId} when you report it.`,
-    }),
-  );
-  response.headers[header] = trackingId;
-  return response;
+  return gateProblem(trackingId, header, {
+    code: 'request_not_attributed',
+    title: 'The request could not be attributed',
+    status: 500,
+    detail: `The service failed to tell who sent this request, so it was not processed. Quote tracking id ${trackingId} when you report it.`,
+  });
 }
 
 function unauthenticated(trackingId: string, header: string): ResponseParts {
-  const response = problemResponse(
-    problemDetails({
-      code: 'unauthenticated',
-      title: 'Authentication required',
-      status: 401,
-      detail: `This service serves identified clients only; send your credentials. Tracking id ${trackingId}.`,
-    }),
-  );
+  return gateProblem(trackingId, header, {
+    code: 'unauthenticated',
+    title: 'Authentication required',
+    status: 401,
+    detail: `This service serves identified clients only; send your credentials. Tracking id ${trackingId}.`,
+  });
+}
+
+/** A problem details answer of the gate's own, carrying the request's tracking id. */
+function gateProblem(trackingId: string, header: string, problem: ProblemInit): ResponseParts {
+  const response = problemResponse(problemDetails(problem));
   response.headers[header] = trackingId;
   return response;
 }
