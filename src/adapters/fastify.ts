@@ -89,6 +89,13 @@ const WHOLE_PARAM = /^:([A-Za-z0-9_]+)$/;
 // escape or character that the canonical reading would take apart.
 const PLAIN_LITERAL = /^[^:*()%?#;\\]*$/;
 
+/** A route path read once: its literal segments, and the names of its whole parameters. */
+type RouteShape = ReadonlyArray<{ readonly literal: string } | { readonly param: string }>;
+
+// By route path: its shape, or null when it cannot be filled in. Bounded by the routes the
+// application registered (a request that matched none has no route path).
+const shapes = new Map<string, RouteShape | null>();
+
 /**
  * The path of the route Fastify matched for this request with its parameters filled in, each
  * percent-encoded, or `undefined` when the request matched no route or its route has a wildcard,
@@ -97,19 +104,38 @@ const PLAIN_LITERAL = /^[^:*()%?#;\\]*$/;
  */
 function routedPath(request: FastifyRequest): string | undefined {
   const route = request.routeOptions.url;
-  if (typeof route !== 'string' || route.charCodeAt(0) !== 0x2f) return undefined;
+  if (typeof route !== 'string') return undefined;
+  let shape = shapes.get(route);
+  if (shape === undefined) {
+    shape = routeShape(route);
+    shapes.set(route, shape);
+  }
+  if (shape === null) return undefined;
   const params = request.params as Record<string, unknown> | null | undefined;
   let path = '';
-  for (const segment of route.slice(1).split('/')) {
-    const param = WHOLE_PARAM.exec(segment);
-    if (param !== null) {
-      const value = params?.[param[1]!];
-      if (typeof value !== 'string' || value === '') return undefined;
-      path += `/${encodeURIComponent(value)}`;
-    } else if (PLAIN_LITERAL.test(segment)) path += `/${segment}`;
-    else return undefined;
+  for (const segment of shape) {
+    if ('literal' in segment) {
+      path += `/${segment.literal}`;
+      continue;
+    }
+    const value = params?.[segment.param];
+    if (typeof value !== 'string' || value === '') return undefined;
+    path += `/${encodeURIComponent(value)}`;
   }
   return path;
+}
+
+/** The shape of a route path, or null when it is not one a path can be filled in from. */
+function routeShape(route: string): RouteShape | null {
+  if (route.charCodeAt(0) !== 0x2f) return null;
+  const shape: Array<{ literal: string } | { param: string }> = [];
+  for (const segment of route.slice(1).split('/')) {
+    const param = WHOLE_PARAM.exec(segment);
+    if (param !== null) shape.push({ param: param[1]! });
+    else if (PLAIN_LITERAL.test(segment)) shape.push({ literal: segment });
+    else return null;
+  }
+  return shape;
 }
 
 // What fastify-plugin does: run in the parent's context, so the hook covers the parent's routes.
