@@ -1,6 +1,7 @@
 /**
- * The specification's global limits, written from its sentences (section "Limits", "Global
- * limit") and nothing else: no import from src/. Three uses: the earliest schedule a client may
+ * The specification's global limits as a client keeps them: the table of spec-oracle.ts, written
+ * from the specification's sentences (section "Limits", "Global limit"), with the client's safety
+ * margin; no import from src/. Three uses: the earliest schedule a client may
  * send calls on, a check that a schedule never exceeds a limit, and a server that enforces the
  * limits on arrivals (a refused call counts nowhere: "Every request that returns a status other
  * than 429 counts").
@@ -10,20 +11,19 @@
  * refills at R per second: over any run of calls from the i-th to the j-th, j - i + 1 calls may
  * come at most B + R * (time from the i-th to the j-th) / 1 s.
  */
+import {
+  SPEC_DEVELOPMENT,
+  SPEC_LIVE,
+  type SpecAccount,
+  type SpecAverage as SpecRate,
+  type SpecWindow,
+} from './spec-oracle.js';
 
-/** No interval [t, t + windowMs) holds more than `limit` calls. */
-export interface SpecWindow {
-  readonly kind: 'window';
-  readonly limit: number;
-  readonly windowMs: number;
-}
+export type { SpecWindow };
 
-/** `perSecond` calls per second on average, with bursts of up to `burst`. */
-export interface SpecAverage {
-  readonly kind: 'average';
-  readonly perSecond: number;
-  readonly burst: number;
-  /** Time the calls may come closer together than they were sent (see {@link withMargin}). */
+/** An average rate as the client keeps it, `marginMs` closer together (see {@link withMargin}). */
+export interface SpecAverage extends SpecRate {
+  /** Time the calls may come closer together than they were sent. */
   readonly marginMs?: number;
 }
 
@@ -35,18 +35,14 @@ const perWindow = (limit: number, windowMs: number): SpecWindow => ({
   windowMs,
 });
 
-/** The limits of each account type, sentence by sentence. */
+/** The time limits of an account: its global limits in the specification's table, the throttle aside. */
+const timeLimits = (account: SpecAccount): SpecLimit[] =>
+  account.global.filter((limit): limit is SpecLimit => limit.kind !== 'concurrent');
+
+/** The global limits of each account type, from the specification's table (spec-oracle.ts). */
 export const specLimits: Readonly<Record<'development' | 'live', readonly SpecLimit[]>> = {
-  // "Development and Trial accounts: 5 requests per second in total and 200 requests per minute
-  // in total."
-  development: [perWindow(5, 1_000), perWindow(200, 60_000)],
-  // "Live accounts: 3500 requests per minute in total, 100 requests per second on average, bursts
-  // up to 200 requests per second."
-  live: [
-    perWindow(3_500, 60_000),
-    { kind: 'average', perSecond: 100, burst: 200 },
-    perWindow(200, 1_000),
-  ],
+  development: timeLimits(SPEC_DEVELOPMENT),
+  live: timeLimits(SPEC_LIVE),
 };
 
 /**
