@@ -198,17 +198,10 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
     async lost(input, error) {
       const at = clock.now();
       const job = readJob(input);
-      const read = (name: 'id' | 'subscriptionId' | 'endpointUrl'): string => {
-        try {
-          return typeof job === 'string' ? String(input?.[name]) : job[name];
-        } catch {
-          return 'undefined';
-        }
-      };
       return report({
-        id: read('id'),
-        subscriptionId: read('subscriptionId'),
-        endpointUrl: read('endpointUrl'),
+        id: jobField(job, input, 'id'),
+        subscriptionId: jobField(job, input, 'subscriptionId'),
+        endpointUrl: jobField(job, input, 'endpointUrl'),
         attempt: typeof job === 'string' ? 0 : job.attempts,
         at,
         error: { code: String(error?.code), message: String(error?.message) },
@@ -221,18 +214,10 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
       const job = readJob(input);
       const attempt = typeof job === 'string' ? 1 : job.attempts + 1;
       const firstAttemptAt = (typeof job === 'string' ? undefined : job.firstAttemptAt) ?? at;
-      const field = (name: 'id' | 'subscriptionId' | 'endpointUrl'): string => {
-        if (typeof job !== 'string') return job[name];
-        try {
-          return String(input?.[name]);
-        } catch {
-          return 'undefined';
-        }
-      };
       const base = {
-        id: field('id'),
-        subscriptionId: field('subscriptionId'),
-        endpointUrl: field('endpointUrl'),
+        id: jobField(job, input, 'id'),
+        subscriptionId: jobField(job, input, 'subscriptionId'),
+        endpointUrl: jobField(job, input, 'endpointUrl'),
         attempt,
         at,
       };
@@ -384,6 +369,23 @@ function checkHeaders(headers: unknown): void {
 }
 
 // The job's fields, read once into a plain object, or what is wrong with it.
+/**
+ * A field of a job for its report: from the copy `readJob` made, or, for input that is no job,
+ * the input's own member as a string ('undefined' where reading it throws).
+ */
+function jobField(
+  job: DeliveryJob | string,
+  input: DeliveryJob,
+  name: 'id' | 'subscriptionId' | 'endpointUrl',
+): string {
+  if (typeof job !== 'string') return job[name];
+  try {
+    return String(input?.[name]);
+  } catch {
+    return 'undefined';
+  }
+}
+
 function readJob(job: DeliveryJob): DeliveryJob | string {
   try {
     if (typeof job !== 'object' || job === null) return 'The job is not an object.';
