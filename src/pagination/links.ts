@@ -4,8 +4,8 @@
  * reported only when the caller has one: counting a large table on every page is not free.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
 
 /** Links to neighbouring pages; a link is absent when there is no such page (or it is unknown). */
 export interface PageLinks {
@@ -208,6 +208,8 @@ const SCHEME_WITH_HOST = /^(?:https?|wss?|ftp):/i;
 const SCHEME_AND_SLASHES = /^[a-zA-Z][a-zA-Z0-9+.-]*:[/\\]{2}/;
 // Resolves relative URLs only; it never appears in a link, as only their path and query are kept.
 const PLACEHOLDER_ORIGIN = 'http://relative.invalid';
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls the URL parser trims.
+const EDGE_CONTROLS = /^[\u0000-\u0020]+|[\u0000-\u0020]+$/g;
 
 // The request URL with some parameters replaced (or removed when undefined), every other
 // parameter kept in place; relative in, relative out.
@@ -218,8 +220,16 @@ function linkBuilder(url: string | URL): (params: Record<string, string | undefi
       `links: url must be a string or a URL (the request URL, such as req.url), got ${describe(url)}.`,
     );
   }
-  const relative = typeof url === 'string' && !SCHEME.test(url);
-  if (typeof url === 'string' && SCHEME_WITH_HOST.test(url) && !SCHEME_AND_SLASHES.test(url)) {
+  // The scheme as the URL parser sees it: it drops tabs and newlines anywhere, and C0 controls and
+  // spaces at either end, so `ws\t+:` is the absolute URL `ws+:`.
+  const parsed =
+    typeof url === 'string' ? url.replace(/[\t\n\r]/g, '').replace(EDGE_CONTROLS, '') : '';
+  const relative = typeof url === 'string' && !SCHEME.test(parsed);
+  if (
+    typeof url === 'string' &&
+    SCHEME_WITH_HOST.test(parsed) &&
+    !SCHEME_AND_SLASHES.test(parsed)
+  ) {
     throw new ConfigurationError(
       'invalid_option',
       `links: url must be an absolute URL with // after the scheme (https://api.example.com/reservations) or a path (/reservations?status=open), got ${describe(url)}.`,

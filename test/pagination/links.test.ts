@@ -159,6 +159,15 @@ describe('links from odd request URLs and values', () => {
     ).toBe('http://api.example/audit-logs?cursor=abc&limit=50');
   });
 
+  it('reads the scheme as the URL parser does, tabs and edge controls dropped', () => {
+    // `ws\t+:` is the absolute URL `ws+:`; read as a path it gave the link `?limit=5`.
+    const nav = cursorNavigation({ url: 'ws\t+:', limit: 5, nextCursor: 'n' });
+    expect(nav.links.next).toBe('ws+:?cursor=n&limit=5');
+    expect(() => cursorNavigation({ url: ' \thttp:x', limit: 5 })).toThrow(
+      expect.objectContaining({ code: 'invalid_option' }),
+    );
+  });
+
   it('never links the host it resolves relative URLs against: links are relative, or on the host given', () => {
     fc.assert(
       fc.property(

@@ -1,0 +1,46 @@
+/**
+ * The error a {@link RedisStore} reports when it cannot decide or release: handed to the `onError`
+ * option, and, for a decision, the rejection of `apply`: an outage its caller decides about.
+ * @module
+ */
+import { ApiConventionsError, type ErrorOptions } from './index.js';
+
+/**
+ * Codes of {@link RedisStoreError}. A test pins this list: removing or renaming one is a breaking
+ * change.
+ */
+export const redisStoreErrorCodes = [
+  // No reply within the timeout.
+  'redis_timeout',
+  // The client or the server failed the command: connection lost, not connected, script error.
+  'redis_command_failed',
+  // A reply the store cannot read.
+  'redis_bad_reply',
+] as const;
+
+/** A code of {@link RedisStoreError}. */
+export type RedisStoreErrorCode = (typeof redisStoreErrorCodes)[number];
+
+/** Why a {@link RedisStore} could not decide (`apply`) or give back a lease (`release`). */
+export class RedisStoreError extends ApiConventionsError {
+  declare readonly code: RedisStoreErrorCode;
+  /** What the store was doing. */
+  readonly operation: 'apply' | 'release';
+
+  /**
+   * @param code - what went wrong
+   * @param operation - `apply` or `release`
+   * @param message - what happened
+   * @param options - `cause`: the client's error, when there is one
+   */
+  constructor(
+    code: RedisStoreErrorCode,
+    operation: 'apply' | 'release',
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(code, message, options);
+    this.name = 'RedisStoreError';
+    this.operation = operation;
+  }
+}

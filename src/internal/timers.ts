@@ -1,0 +1,72 @@
+/**
+ * Waiting, as the client sees it: an injectable `sleep(ms, signal)`, so that tests pass one that
+ * returns at once and nothing ever really waits. The default uses real timers; it lives here, at
+ * the edge, and nowhere else.
+ * @module
+ */
+
+/**
+ * Wait `ms` milliseconds; reject with the signal's reason as soon as it aborts.
+ * @param ms - how long to wait
+ * @param signal - aborts the wait
+ */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+/**
+ * The longest delay a timer waits, in ms: `setTimeout` fires a longer one after 1 ms. The retry
+ * budget keeps the client's waits far below it; options that set a timer are checked against it.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The default {@link Sleep}: a real timer, cleared when the signal aborts.
+ * @param ms - how long to wait
+ * @param signal - aborts the wait with its reason
+ */
+export const timerSleep: Sleep = (ms, signal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.min(Math.max(0, ms), MAX_TIMER_MS),
+    );
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+
+/**
+ * Run an injected sleep but settle as soon as the signal aborts, even if that sleep ignores it:
+ * an abort during a wait always rejects promptly with the signal's reason.
+ * @param sleep - the injected sleep
+ * @param ms - how long to wait
+ * @param signal - aborts the wait
+ */
+export function abortableSleep(sleep: Sleep, ms: number, signal?: AbortSignal): Promise<void> {
+  // A sleep that throws or returns no promise is treated as one that settled at once.
+  const run = (s?: AbortSignal) => new Promise<void>((resolve) => resolve(sleep(ms, s)));
+  if (signal === undefined) return run();
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    run(signal).then(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
