@@ -3,8 +3,8 @@
  * {@link FakeClock} and never sleep.
  * @module
  */
-import { ConfigurationError } from './errors.js';
-import { describe } from './limits/duration.js';
+import { ConfigurationError } from './errors/index.js';
+import { describe } from './internal/describe.js';
 
 /** A source of the current time in milliseconds since the Unix epoch. */
 export interface Clock {

@@ -7,7 +7,19 @@
 export type { Clock } from './clock.js';
 // Time
 export { FakeClock, systemClock } from './clock.js';
-export type { ConfigurationErrorCode, ErrorOptions, InvalidRequestErrorCode } from './errors.js';
+export type { DeliveryQueueErrorCode } from './errors/delivery-queue-error.js';
+export { DeliveryQueueError, deliveryQueueErrorCodes } from './errors/delivery-queue-error.js';
+export type { DeliveryTransportErrorCode } from './errors/delivery-transport-error.js';
+export {
+  DeliveryTransportError,
+  deliveryTransportErrorCodes,
+} from './errors/delivery-transport-error.js';
+export { ForbiddenAddressError } from './errors/forbidden-address-error.js';
+export type {
+  ConfigurationErrorCode,
+  ErrorOptions,
+  InvalidRequestErrorCode,
+} from './errors/index.js';
 // Errors
 export {
   ApiConventionsError,
@@ -18,7 +30,7 @@ export {
   isApiConventionsError,
   isConfigurationError,
   isInvalidRequestError,
-} from './errors.js';
+} from './errors/index.js';
 export { formatHttpDate } from './http/http-date.js';
 export type { ProblemDetails, ProblemInit, ResponseParts } from './http/problem-details.js';
 // HTTP
@@ -204,8 +216,7 @@ export type {
   DeliveryStep,
 } from './webhooks/delivery.js';
 export { createDeliverer, deliver, deliveryJob } from './webhooks/delivery.js';
-export type { DeliveryQueue, DeliveryQueueErrorCode } from './webhooks/delivery-queue.js';
-export { DeliveryQueueError, deliveryQueueErrorCodes } from './webhooks/delivery-queue.js';
+export type { DeliveryQueue } from './webhooks/delivery-queue.js';
 export type {
   EndpointUrlError,
   EndpointUrlErrorCode,
@@ -246,17 +257,12 @@ export {
 } from './webhooks/event-kind.js';
 export { forbiddenAddressRange } from './webhooks/forbidden-address.js';
 export type {
-  DeliveryTransportErrorCode,
   HttpTransportOptions,
   TransportRequest,
   TransportResponse,
   WebhookTransport,
 } from './webhooks/http-transport.js';
-export {
-  DeliveryTransportError,
-  deliveryTransportErrorCodes,
-  httpTransport,
-} from './webhooks/http-transport.js';
+export { httpTransport } from './webhooks/http-transport.js';
 export type { MemoryDeliveryQueueOptions } from './webhooks/memory-queue.js';
 export { MemoryDeliveryQueue } from './webhooks/memory-queue.js';
 export type {
@@ -288,7 +294,7 @@ export type {
   SsrfGuard,
   SsrfGuardOptions,
 } from './webhooks/ssrf-guard.js';
-export { ForbiddenAddressError, literalHostRefusal, ssrfGuard } from './webhooks/ssrf-guard.js';
+export { literalHostRefusal, ssrfGuard } from './webhooks/ssrf-guard.js';
 // nearest-name.ts and subscription-leaf.ts are internal: the catalog, the index and the memory
 // store's option check use them.
 export type { Subscription, SubscriptionRequest } from './webhooks/subscription.js';

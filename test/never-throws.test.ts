@@ -58,7 +58,7 @@ import {
   webhookVerificationErrorCodes,
   window,
 } from '../src/index.js';
-import { describe as describeValue, isArray } from '../src/limits/duration.js';
+import { describe as describeValue, isArray } from '../src/internal/describe.js';
 import { queryPairs, readParameter, toReadableQuery } from '../src/pagination/query-input.js';
 import { equivalentVariant, Hostile, hostileValue, hostileVariant } from './support/hostile.js';
 

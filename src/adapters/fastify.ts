@@ -5,9 +5,9 @@
  * @module
  */
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { describe } from '../limits/duration.js';
+import { describe } from '../internal/describe.js';
 import { clientGone, firstValue, holdUntilClosed } from './node-response.js';
 
 /** Options of {@link fastifyRateLimit}: `identify` receives the Fastify request. */

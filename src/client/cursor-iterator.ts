@@ -4,8 +4,9 @@
  * but cannot be followed, which would end the listing early.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { PaginationClientError } from '../errors/pagination-client-error.js';
+import { describe } from '../internal/describe.js';
 import { createRetryingFetch } from './fetch.js';
 import { optionalCount, optionalFunction, optionsObject } from './option-checks.js';
 import {
@@ -15,7 +16,6 @@ import {
   type PageRequestOptions,
   requestPage,
 } from './page-request.js';
-import { PaginationClientError } from './pagination-client-error.js';
 
 /** A page of a cursor list. */
 export interface CursorPage<T> extends Page<T> {

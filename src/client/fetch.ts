@@ -7,12 +7,12 @@
  * @module
  */
 import { type Clock, systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
 import { parseRetryAfter } from '../http/retry-after.js';
-import { describe } from '../limits/duration.js';
+import { describe } from '../internal/describe.js';
+import { abortableSleep, type Sleep, timerSleep } from '../internal/timers.js';
 import { optionalFunction, optionsObject } from './option-checks.js';
 import type { Pacer } from './pacer.js';
-import { abortableSleep, type Sleep, timerSleep } from './sleep.js';
 
 /** The shape of `fetch`: what the wrapper takes and what it returns. */
 export type FetchFunction = (

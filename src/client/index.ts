@@ -4,6 +4,14 @@
  * @module
  */
 
+export type { PaginationClientErrorCode } from '../errors/pagination-client-error.js';
+export {
+  isPaginationClientError,
+  PaginationClientError,
+  paginationClientErrorCodes,
+} from '../errors/pagination-client-error.js';
+export type { Sleep } from '../internal/timers.js';
+export { timerSleep } from '../internal/timers.js';
 export type { CursorIteratorOptions, CursorPage } from './cursor-iterator.js';
 export { bodyNextCursor, cursorItems, cursorPages } from './cursor-iterator.js';
 export type { FetchFunction, RetryEvent, RetryingFetchOptions } from './fetch.js';
@@ -14,13 +22,5 @@ export type { NumberedPage, PageNumberIteratorOptions } from './page-number-iter
 export { bodySaysLastPage, pageNumberItems, pageNumberPages } from './page-number-iterator.js';
 export type { ItemsReader, Page, PageRequestOptions } from './page-request.js';
 export { defaultItems } from './page-request.js';
-export type { PaginationClientErrorCode } from './pagination-client-error.js';
-export {
-  isPaginationClientError,
-  PaginationClientError,
-  paginationClientErrorCodes,
-} from './pagination-client-error.js';
-export type { Sleep } from './sleep.js';
-export { timerSleep } from './sleep.js';
 // abortableSleep, requestPage and the option checks are internal: the iterators, the fetch wrapper
 // and the pacer use them.

@@ -3,8 +3,8 @@
  * `ConfigurationError` (`invalid_option`) that names the option and says what it accepts.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
 
 /**
  * The options object of a client function: `undefined` gives `{}` when the options are optional.

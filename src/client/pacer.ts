@@ -8,15 +8,15 @@
  * @module
  */
 import { type Clock, systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
+import { abortableSleep, type Sleep, timerSleep } from '../internal/timers.js';
 import type { LimitRule } from '../limits/limit-rule.js';
 import { createLimiter } from '../limits/limiter.js';
 import type { Policy } from '../limits/policy.js';
 import type { LimitPreset } from '../limits/presets.js';
 import { optionalFunction, optionsObject } from './option-checks.js';
 import { PacingStore } from './pacing-store.js';
-import { abortableSleep, type Sleep, timerSleep } from './sleep.js';
 
 /** Options of {@link createPacer}. */
 export interface PacerOptions {

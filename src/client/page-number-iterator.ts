@@ -4,7 +4,9 @@
  * returned"), and refuse a page that is not the one asked for, which would repeat forever.
  * @module
  */
-import { describe } from '../limits/duration.js';
+
+import { PaginationClientError } from '../errors/pagination-client-error.js';
+import { describe } from '../internal/describe.js';
 import { createRetryingFetch } from './fetch.js';
 import { optionalCount, optionalFunction, optionsObject } from './option-checks.js';
 import {
@@ -15,7 +17,6 @@ import {
   paginationField,
   requestPage,
 } from './page-request.js';
-import { PaginationClientError } from './pagination-client-error.js';
 
 /** A page of a page-number list. */
 export interface NumberedPage<T> extends Page<T> {

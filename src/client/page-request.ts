@@ -3,10 +3,10 @@
  * its items. Shared by the page-number and the cursor iterators.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { PaginationClientError } from '../errors/pagination-client-error.js';
+import { describe } from '../internal/describe.js';
 import type { FetchFunction } from './fetch.js';
-import { PaginationClientError } from './pagination-client-error.js';
 
 /** Finds the items of a page in its JSON body; `undefined` when the body has none. */
 export type ItemsReader<T> = (body: unknown) => readonly T[] | undefined;

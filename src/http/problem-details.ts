@@ -3,8 +3,8 @@
  * the 429 (which the specification makes `text/plain`).
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
 
 /** The media type of a problem details body. */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

@@ -5,9 +5,9 @@
  * lists (RFC 9651) of string items with parameters.
  * @module
  */
-import { isArray } from '../limits/duration.js';
+import { isArray } from '../internal/describe.js';
+import { readSafely } from '../internal/read-once.js';
 import type { Policy } from '../limits/policy.js';
-import { readSafely } from '../limits/read-once.js';
 import type { PolicyStatus } from '../limits/store.js';
 
 /** The two fields, ready to set. */

@@ -9,8 +9,8 @@
  * neither does a verdict's `release`.
  * @module
  */
-import { ConfigurationError, InvalidRequestError, isInvalidRequestError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError, InvalidRequestError, isInvalidRequestError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
 import {
   type AdmittedDecision,
   type CheckOptions,

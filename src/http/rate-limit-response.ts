@@ -5,11 +5,11 @@
  * was hit and when calls may resume. Pure: the time comes from the decision.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
+import { readFields, readSafely } from '../internal/read-once.js';
 import type { AdmittedDecision, RefusedDecision } from '../limits/limiter.js';
 import type { Policy } from '../limits/policy.js';
-import { readFields, readSafely } from '../limits/read-once.js';
 import { formatHttpDate } from './http-date.js';
 import type { ResponseParts } from './problem-details.js';
 import {

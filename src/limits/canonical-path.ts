@@ -19,9 +19,9 @@ export const DEFAULT_MAX_PATH_LENGTH = 2048;
  */
 export const RAW_PER_CANONICAL = 16;
 
-import { ConfigurationError } from '../errors.js';
-import { describe } from './duration.js';
-import { readOptions } from './read-once.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
+import { readOptions } from '../internal/read-once.js';
 
 /**
  * What a version segment is once canonical: `v`, a digit, then digits, lower-case letters or

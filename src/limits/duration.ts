@@ -2,7 +2,8 @@
  * Durations for policies: a number of milliseconds, or a string such as `'60s'`, `'5 min'`, `'1h'`.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
 
 /** A duration: milliseconds as a number, or a number with a unit (`ms`, `s`, `min`/`m`, `h`). */
 export type Duration = number | `${number}${DurationUnit}` | `${number} ${DurationUnit}`;
@@ -86,35 +87,4 @@ export function formatDuration(ms: number): string {
   if (ms % 60_000 === 0 && ms >= 300_000) return `${ms / 60_000} min`;
   if (ms % 1_000 === 0) return `${ms / 1_000} s`;
   return `${ms} ms`;
-}
-
-/**
- * A value as it should appear in an error message. Never throws, whatever the value (a revoked
- * proxy, an object whose conversion to text throws): it reads nothing from an object.
- */
-export function describe(value: unknown): string {
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
-    case 'number':
-    case 'boolean':
-    case 'undefined':
-      return String(value);
-    case 'bigint':
-      return `${value}n`;
-    case 'object':
-      if (value === null) return 'null';
-      return isArray(value) ? 'an array' : 'an object';
-    default:
-      return `a ${typeof value}`;
-  }
-}
-
-/** `Array.isArray`, false for a revoked proxy (on which it throws). */
-export function isArray(value: unknown): value is readonly unknown[] {
-  try {
-    return Array.isArray(value);
-  } catch {
-    return false;
-  }
 }

@@ -5,10 +5,11 @@
  * match), and its `exempt` list names preset policies that matching requests skip.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { type Duration, describe, formatDuration, toMilliseconds } from './duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
+import { readFields, readList, readOptions } from '../internal/read-once.js';
+import { type Duration, formatDuration, toMilliseconds } from './duration.js';
 import { checkCount, copyPolicies, type Policy, window } from './policy.js';
-import { readFields, readList, readOptions } from './read-once.js';
 import type { ResourceLimitRow } from './resource-tables.js';
 import { parseRoutePattern } from './route-pattern.js';
 import { compileRoutes, type RouteMatch, type RouteTable } from './route-table.js';

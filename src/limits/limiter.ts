@@ -6,8 +6,9 @@
  * @module
  */
 import { type Clock, isClockTime, MAX_CLOCK_MS, systemClock } from '../clock.js';
-import { ConfigurationError, InvalidRequestError } from '../errors.js';
-import { describe, isArray } from './duration.js';
+import { ConfigurationError, InvalidRequestError } from '../errors/index.js';
+import { describe, isArray } from '../internal/describe.js';
+import { readFields, readList, readOptions } from '../internal/read-once.js';
 import {
   type CompiledRules,
   compileLimitRules,
@@ -17,7 +18,6 @@ import {
 import { MemoryStore } from './memory-store.js';
 import { copyPolicies, type Policy } from './policy.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
-import { readFields, readList, readOptions } from './read-once.js';
 import type {
   AdmittedOutcome,
   LeaseToken,

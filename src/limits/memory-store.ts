@@ -9,10 +9,10 @@
  * @module
  */
 
-import { ConfigurationError } from '../errors.js';
-import { nearestName } from '../webhooks/nearest-name.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
+import { nearestName } from '../internal/nearest-name.js';
 import { Arena, copySlots } from './arena.js';
-import { describe } from './duration.js';
 import {
   gcraAdmit,
   gcraEarliest,

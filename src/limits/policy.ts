@@ -3,9 +3,10 @@
  * {@link concurrency}. Each policy has a name that the 429 body uses to say which limit was hit.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { type Duration, describe, formatDuration, isArray, toMilliseconds } from './duration.js';
-import { readOptions } from './read-once.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe, isArray } from '../internal/describe.js';
+import { readOptions } from '../internal/read-once.js';
+import { type Duration, formatDuration, toMilliseconds } from './duration.js';
 
 /**
  * At most `limit` admitted requests in any half-open interval `[t, t + windowMs)`: a sliding
@@ -367,4 +368,23 @@ function checkName(name: unknown): string {
     );
   }
   return name;
+}
+
+const identities = new WeakMap<readonly Policy[], string>();
+
+/**
+ * The identity of a policy list as data: two lists get the same string exactly when they hold the
+ * same policies, so that state is kept per list content on every store (two limiters made from one
+ * preset count a client together). Policies are plain data with their fields in a fixed order, so
+ * their JSON is that identity; it is computed once per list.
+ * @param policies - a list of checked policies
+ * @internal
+ */
+export function policyListIdentity(policies: readonly Policy[]): string {
+  let identity = identities.get(policies);
+  if (identity === undefined) {
+    identity = JSON.stringify(policies);
+    identities.set(policies, identity);
+  }
+  return identity;
 }

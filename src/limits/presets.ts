@@ -7,6 +7,8 @@
  * specification; the defaults here are ours (see docs/limits.md).
  * @module
  */
+
+import { readOptions } from '../internal/read-once.js';
 import type { Duration } from './duration.js';
 import { type LimitRule, rulesOfExemptions, rulesOfRows } from './limit-rule.js';
 import {
@@ -17,7 +19,6 @@ import {
   rate,
   window,
 } from './policy.js';
-import { readOptions } from './read-once.js';
 import {
   developmentResourceLimits,
   liveResourceLimits,

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
 import { PathScanner, READ_DOTS, SEGMENT_STRIDE } from './canonical-path.js';
 
 /** One segment of a {@link RoutePattern}. */

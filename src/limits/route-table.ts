@@ -4,7 +4,8 @@
  * @module
  */
 
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
+import { readFields, readList, readOptions } from '../internal/read-once.js';
 import {
   HAS_AUTHORITY,
   HAS_BACKSLASH,
@@ -19,7 +20,6 @@ import {
   SEGMENT_VERSION,
   TOO_LONG,
 } from './canonical-path.js';
-import { readFields, readList, readOptions } from './read-once.js';
 import { literalHash, parseRoutePattern, type RoutePattern } from './route-pattern.js';
 
 /**

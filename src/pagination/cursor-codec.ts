@@ -10,9 +10,9 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { type Clock, systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
-import { readSafely } from '../limits/read-once.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
+import { readSafely } from '../internal/read-once.js';
 import { decodeBase64Url, encodeBase64Url } from './base64url.js';
 import type { PaginationErrorCode } from './pagination-error.js';
 import { type QueryInput, queryPairs } from './query-input.js';

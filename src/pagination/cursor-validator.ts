@@ -3,8 +3,8 @@
  * usage and exports.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
 import type { CursorCodec } from './cursor-codec.js';
 import { notAStringIssue, readDecimalParameter, repeatedIssue } from './decimal-parameter.js';
 import {

@@ -3,7 +3,7 @@
  * reservations, folios and units.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
 import { type DecimalRule, readDecimalParameter } from './decimal-parameter.js';
 import {
   checkOptionsObject,

@@ -3,8 +3,8 @@
  * that a validator's custom settings make sense.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
 
 /** The default and the maximum number of items per page of an endpoint. */
 export interface PageSizeLimits {

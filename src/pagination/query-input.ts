@@ -4,8 +4,8 @@
  * Fastify, Koa). Nothing here throws, whatever the input.
  * @module
  */
-import { isArray } from '../limits/duration.js';
-import { isInstance } from '../limits/read-once.js';
+import { isArray } from '../internal/describe.js';
+import { isInstance } from '../internal/read-once.js';
 
 /**
  * A query as frameworks hand it over: a `URLSearchParams`, a raw query string (with or without the

@@ -9,11 +9,11 @@
 import type * as BullMQ from 'bullmq';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors.js';
-import { LONE_SURROGATE } from '../lone-surrogate.js';
+import { DeliveryQueueError } from '../errors/delivery-queue-error.js';
+import { ConfigurationError } from '../errors/index.js';
+import { LONE_SURROGATE } from '../internal/lone-surrogate.js';
 import type { Deliverer, DeliveryJob } from '../webhooks/delivery.js';
 import type { DeliveryQueue } from '../webhooks/delivery-queue.js';
-import { DeliveryQueueError } from '../webhooks/delivery-queue.js';
 
 /** The parts of the `bullmq` module the queue uses: pass `await import('bullmq')`. */
 export type BullMQModule = Pick<typeof BullMQ, 'Queue' | 'Worker' | 'DelayedError'>;

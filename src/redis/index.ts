@@ -6,6 +6,9 @@
  * @module
  */
 
+export { RedisNotReadyError } from '../errors/redis-not-ready-error.js';
+export type { RedisStoreErrorCode } from '../errors/redis-store-error.js';
+export { RedisStoreError, redisStoreErrorCodes } from '../errors/redis-store-error.js';
 export type {
   Corkable,
   IoredisLike,
@@ -14,9 +17,7 @@ export type {
   RedisScriptClient,
   ScriptArgument,
 } from './redis-client.js';
-export { ioredisClient, nodeRedisClient, RedisNotReadyError } from './redis-client.js';
+export { ioredisClient, nodeRedisClient } from './redis-client.js';
 export type { RedisStoreOptions, Timer } from './redis-store.js';
 export { RedisStore } from './redis-store.js';
-export type { RedisStoreErrorCode } from './redis-store-error.js';
-export { RedisStoreError, redisStoreErrorCodes } from './redis-store-error.js';
 // The scripts and the state layout are internal: documented in docs/redis.md.

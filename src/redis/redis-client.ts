@@ -5,7 +5,8 @@
  * methods they call.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
+import { RedisNotReadyError } from '../errors/redis-not-ready-error.js';
 
 /**
  * One argument of a script: text, or bytes (a `Buffer`) for a client with
@@ -114,19 +115,6 @@ export interface NodeRedisLike {
 
 /** The RESP type of a bulk string, as node-redis numbers it (`RESP_TYPES.BLOB_STRING`). */
 const RESP_BLOB_STRING = 36;
-
-/**
- * Thrown into the store's failure path (never to the caller) when the client is not connected:
- * the command is not handed to a client that would queue it and replay it, stale, after a
- * reconnect.
- */
-export class RedisNotReadyError extends Error {
-  /** @param state - the client's connection state */
-  constructor(state: string) {
-    super(`The Redis client is not ready (${state}); the command was not sent.`);
-    this.name = 'RedisNotReadyError';
-  }
-}
 
 /**
  * Adapt an ioredis client (`Redis` or `Cluster`). While the client is not `ready`, commands fail at

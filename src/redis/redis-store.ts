@@ -13,9 +13,12 @@
  * @module
  */
 import { createHash, randomInt } from 'node:crypto';
-import { MAX_TIMER_MS } from '../client/sleep.js';
-import { ConfigurationError } from '../errors.js';
-import { describe } from '../limits/duration.js';
+import { ConfigurationError } from '../errors/index.js';
+import { RedisStoreError, type RedisStoreErrorCode } from '../errors/redis-store-error.js';
+import { describe } from '../internal/describe.js';
+import { LONE_SURROGATE } from '../internal/lone-surrogate.js';
+import { nearestName } from '../internal/nearest-name.js';
+import { MAX_TIMER_MS } from '../internal/timers.js';
 import { rateRemaining, rateResetAfter } from '../limits/gcra.js';
 import { throttleRemaining } from '../limits/lease-set.js';
 import type { ConcurrencyPolicy, Policy } from '../limits/policy.js';
@@ -29,11 +32,8 @@ import type {
   StoreOutcome,
 } from '../limits/store.js';
 import { admissionWithoutStatuses, resolveTime } from '../limits/store.js';
-import { LONE_SURROGATE } from '../lone-surrogate.js';
-import { nearestName } from '../webhooks/nearest-name.js';
 import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
 import type { RedisScriptClient, ScriptArgument } from './redis-client.js';
-import { RedisStoreError, type RedisStoreErrorCode } from './redis-store-error.js';
 import { releaseScript } from './release-script.js';
 import { LAYOUT_VERSION, RELEASE_RECORD_SIZE } from './state-codec.js';
 

@@ -4,9 +4,9 @@
  * @module
  */
 import ipaddr from 'ipaddr.js';
-import { ConfigurationError } from '../errors.js';
-import { describe, isArray } from '../limits/duration.js';
-import { readList } from '../limits/read-once.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe, isArray } from '../internal/describe.js';
+import { readList } from '../internal/read-once.js';
 
 /** A parsed allow-list. */
 export interface AddressAllowList {

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
 import type { ProblemDetails, ResponseParts } from '../http/problem-details.js';
 import { problemDetails, problemResponse } from '../http/problem-details.js';
 import type { Subscription } from './subscription.js';

@@ -5,11 +5,11 @@
  * @module
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
-import { MAX_TIMER_MS } from '../client/sleep.js';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import { ConfigurationError, isApiConventionsError } from '../errors.js';
+import { ConfigurationError, isApiConventionsError } from '../errors/index.js';
 import { parseRetryAfter } from '../http/retry-after.js';
+import { MAX_TIMER_MS } from '../internal/timers.js';
 import type { TransportResponse, WebhookTransport } from './http-transport.js';
 import { httpTransport } from './http-transport.js';
 import type { RetrySchedule } from './retry-schedule.js';

@@ -5,9 +5,9 @@
  * @module
  */
 import ipaddr from 'ipaddr.js';
-import { ConfigurationError } from '../errors.js';
-import { describe, isArray } from '../limits/duration.js';
-import { readFields } from '../limits/read-once.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe, isArray } from '../internal/describe.js';
+import { readFields } from '../internal/read-once.js';
 import type { AddressAllowList } from './address-allow-list.js';
 import { addressAllowList } from './address-allow-list.js';
 import { forbiddenAddressRange } from './forbidden-address.js';

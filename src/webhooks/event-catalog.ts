@@ -3,10 +3,10 @@
  * names an unknown topic or event is refused, and the refusal suggests the nearest known name.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
+import { nearestName } from '../internal/nearest-name.js';
 import type { EventPattern } from './event-kind.js';
 import { parseEventPattern } from './event-kind.js';
-import { nearestName } from './nearest-name.js';
 
 /**
  * Topics and their events. `'*'` in place of a list declares a topic whose events are not

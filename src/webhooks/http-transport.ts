@@ -7,7 +7,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { ApiConventionsError } from '../errors.js';
+import { DeliveryTransportError } from '../errors/delivery-transport-error.js';
+import { ApiConventionsError } from '../errors/index.js';
 import type { SsrfGuard, SsrfGuardOptions } from './ssrf-guard.js';
 import { literalHostRefusal, ssrfGuard } from './ssrf-guard.js';
 
@@ -36,27 +37,6 @@ export interface TransportResponse {
  * (`timeout`, `connection_failed`) or a `ForbiddenAddressError`.
  */
 export type WebhookTransport = (request: TransportRequest) => Promise<TransportResponse>;
-
-/** Codes of {@link DeliveryTransportError}. */
-export const deliveryTransportErrorCodes = ['timeout', 'connection_failed'] as const;
-
-/** A code of {@link deliveryTransportErrorCodes}. */
-export type DeliveryTransportErrorCode = (typeof deliveryTransportErrorCodes)[number];
-
-/** An attempt that got no answer: no connection, a reset, or the timeout. */
-export class DeliveryTransportError extends ApiConventionsError {
-  declare readonly code: DeliveryTransportErrorCode;
-
-  /**
-   * @param code - what happened
-   * @param message - the details
-   * @param cause - the underlying error
-   */
-  constructor(code: DeliveryTransportErrorCode, message: string, cause?: unknown) {
-    super(code, message, { cause });
-    this.name = 'DeliveryTransportError';
-  }
-}
 
 /** How the default transport connects. */
 export interface HttpTransportOptions extends SsrfGuardOptions {

@@ -5,14 +5,15 @@
  * Redis queue.
  * @module
  */
-import type { Sleep } from '../client/sleep.js';
-import { abortableSleep, timerSleep } from '../client/sleep.js';
+
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors.js';
+import { DeliveryQueueError } from '../errors/delivery-queue-error.js';
+import { ConfigurationError } from '../errors/index.js';
+import type { Sleep } from '../internal/timers.js';
+import { abortableSleep, timerSleep } from '../internal/timers.js';
 import type { Deliverer, DeliveryJob, DeliveryStep } from './delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
-import { DeliveryQueueError } from './delivery-queue.js';
 
 /** How the memory queue behaves. */
 export interface MemoryDeliveryQueueOptions {

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
 import { parseEventKind } from './event-kind.js';
 import { isWebhookId, WEBHOOK_ID_RULE } from './signature.js';
 

@@ -3,7 +3,7 @@
  * age, and a receiver's `Retry-After` (on 429 and 503) honoured in place of the backoff.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
 
 /** The shape of the schedule. */
 export interface RetryScheduleOptions {

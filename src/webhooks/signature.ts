@@ -5,7 +5,7 @@
  * @module
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../errors/index.js';
 
 /** The prefix of a webhook secret. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';

@@ -7,7 +7,7 @@
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns';
 import ipaddr from 'ipaddr.js';
-import { ApiConventionsError } from '../errors.js';
+import { ForbiddenAddressError } from '../errors/forbidden-address-error.js';
 import { addressAllowList } from './address-allow-list.js';
 import { forbiddenAddressRange } from './forbidden-address.js';
 
@@ -47,33 +47,6 @@ export interface SsrfGuard {
   refusal(address: string): string | undefined;
   /** A lookup that resolves, refuses forbidden addresses, and hands over only checked ones. */
   readonly lookup: ConnectLookup;
-}
-
-/** Thrown (as a connection error) when a host is or resolves to a forbidden address. */
-export class ForbiddenAddressError extends ApiConventionsError {
-  declare readonly code: 'forbidden_address';
-  /** The host of the endpoint. */
-  readonly host: string;
-  /** The address refused. */
-  readonly address: string;
-  /** Its range. */
-  readonly range: string;
-
-  /**
-   * @param host - the host of the endpoint
-   * @param address - the address refused
-   * @param range - its range
-   */
-  constructor(host: string, address: string, range: string) {
-    super(
-      'forbidden_address',
-      `${host === address ? `The address ${address}` : `The host ${host} resolves to ${address}, which`} is not public (${range} range); webhooks are only sent to public addresses. Allow it explicitly for tests or a private deployment.`,
-    );
-    this.name = 'ForbiddenAddressError';
-    this.host = host;
-    this.address = address;
-    this.range = range;
-  }
 }
 
 /**

@@ -10,8 +10,8 @@
  * deduplication is needed.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { readSafely } from '../limits/read-once.js';
+import { ConfigurationError } from '../errors/index.js';
+import { readSafely } from '../internal/read-once.js';
 import { parseEventKind, parseEventPattern } from './event-kind.js';
 import type { Subscription } from './subscription.js';
 import type { SubscriptionLeaf } from './subscription-leaf.js';

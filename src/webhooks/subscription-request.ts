@@ -4,9 +4,9 @@
  * stable code and a message; nothing throws on bad input.
  * @module
  */
-import { ConfigurationError } from '../errors.js';
-import { describe as describeValue, isArray } from '../limits/duration.js';
-import { readFields, readSafely, UNREADABLE } from '../limits/read-once.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe as describeValue, isArray } from '../internal/describe.js';
+import { readFields, readSafely, UNREADABLE } from '../internal/read-once.js';
 import type {
   EndpointUrlErrorCode,
   EndpointUrlOptions,

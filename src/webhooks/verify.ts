@@ -7,9 +7,9 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors.js';
-import { describe, isArray } from '../limits/duration.js';
-import { isInstance, readFields, readList, readSafely } from '../limits/read-once.js';
+import { ConfigurationError } from '../errors/index.js';
+import { describe, isArray } from '../internal/describe.js';
+import { isInstance, readFields, readList, readSafely } from '../internal/read-once.js';
 import { signatureDigest, webhookSecretKey } from './signature.js';
 
 /** Codes of a refused delivery. */

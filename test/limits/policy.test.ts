@@ -9,7 +9,7 @@ import {
   toMilliseconds,
   window,
 } from '../../src/index.js';
-import { describe as describeValue } from '../../src/limits/duration.js';
+import { describe as describeValue } from '../../src/internal/describe.js';
 import { thrown } from '../support/thrown.js';
 
 function revokedProxy(): object {

@@ -1,7 +1,7 @@
 // Edit distance and the nearest-name suggestion.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { editDistance, nearestName } from '../../src/webhooks/nearest-name.js';
+import { editDistance, nearestName } from '../../src/internal/nearest-name.js';
 
 const word = fc.string({ unit: fc.constantFrom('a', 'b', 'c', '-'), maxLength: 8 });
 

@@ -1,0 +1,64 @@
+/**
+ * The error thrown for a programmer mistake in configuration.
+ * @module
+ */
+import { ApiConventionsError, type ErrorOptions, errorName } from './api-conventions-error.js';
+
+/**
+ * Codes of {@link ConfigurationError}. A test pins this list: removing or renaming one is a
+ * breaking change.
+ */
+export const configurationErrorCodes = [
+  'invalid_limit',
+  'invalid_duration',
+  'invalid_rate',
+  'invalid_policy',
+  'duplicate_policy_name',
+  'invalid_option',
+  // src/limits/route-pattern.ts and src/limits/route-table.ts
+  'invalid_route_pattern',
+  'invalid_route_rule',
+  // pagination: a cursor state that JSON cannot represent
+  'invalid_cursor_state',
+  // webhooks
+  'invalid_event_catalog',
+  'invalid_subscription',
+  'duplicate_subscription_id',
+  // src/http/tracking-id.ts: the tracking id header and source of the 429 and the middleware
+  'invalid_header_name',
+  'invalid_tracking_id',
+  // src/redis: a Redis client without the commands the store needs
+  'invalid_redis_client',
+  // src/webhooks: delivery (a malformed whsec_ secret, a bad SSRF allow-list entry)
+  'invalid_webhook_secret',
+  'invalid_address_allow_list',
+] as const;
+
+/** A code of {@link ConfigurationError}. */
+export type ConfigurationErrorCode = (typeof configurationErrorCodes)[number];
+
+/**
+ * Thrown when the library is configured wrongly (a limit of 0, a negative duration, two policies
+ * with the same name). The message says what to change.
+ */
+export class ConfigurationError extends ApiConventionsError {
+  declare readonly code: ConfigurationErrorCode;
+
+  /**
+   * @param code - which configuration rule was broken
+   * @param message - what to change
+   * @param options - `cause`
+   */
+  constructor(code: ConfigurationErrorCode, message: string, options?: ErrorOptions) {
+    super(code, message, options);
+    this.name = 'ConfigurationError';
+  }
+}
+
+/**
+ * True for a {@link ConfigurationError}, including one from another copy of the package.
+ * @param value - anything caught
+ */
+export function isConfigurationError(value: unknown): value is ConfigurationError {
+  return errorName(value) === 'ConfigurationError';
+}

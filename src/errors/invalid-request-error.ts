@@ -1,0 +1,48 @@
+/**
+ * The error thrown when a request handed to the limiter cannot be attributed.
+ * @module
+ */
+import { ApiConventionsError, type ErrorOptions, errorName } from './api-conventions-error.js';
+
+/**
+ * Codes of {@link InvalidRequestError}. A test pins this list: removing or renaming one is a
+ * breaking change.
+ */
+export const invalidRequestErrorCodes = [
+  'invalid_request',
+  'invalid_client_id',
+  'invalid_account_code',
+  'invalid_account_type',
+  'invalid_method',
+  'invalid_path',
+] as const;
+
+/** A code of {@link InvalidRequestError}. */
+export type InvalidRequestErrorCode = (typeof invalidRequestErrorCodes)[number];
+
+/**
+ * Thrown when the request handed to the limiter cannot be attributed to a client and account:
+ * an empty or overlong client id, a non-string value, an account type with no preset. It points at
+ * the integrator's `identify` step, which must map every request to valid values.
+ */
+export class InvalidRequestError extends ApiConventionsError {
+  declare readonly code: InvalidRequestErrorCode;
+
+  /**
+   * @param code - which field is wrong
+   * @param message - what to change
+   * @param options - `cause`
+   */
+  constructor(code: InvalidRequestErrorCode, message: string, options?: ErrorOptions) {
+    super(code, message, options);
+    this.name = 'InvalidRequestError';
+  }
+}
+
+/**
+ * True for an {@link InvalidRequestError}, including one from another copy of the package.
+ * @param value - anything caught
+ */
+export function isInvalidRequestError(value: unknown): value is InvalidRequestError {
+  return errorName(value) === 'InvalidRequestError';
+}

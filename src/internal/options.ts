@@ -1,0 +1,306 @@
+/**
+ * The one options reader. Every factory reads its options through {@link readOptions}: each key
+ * is read once (a getter cannot answer one value to the check and another to the code), unknown
+ * keys are refused with the nearest known name, defaults come from one object literal, and every
+ * mistake is worded the same way: "`name` must be `expected`, got `value`.". Single values outside
+ * an options object (a constructor's argument) go through {@link checkValue} with the same rules.
+ * @module
+ */
+import { ConfigurationError, type ConfigurationErrorCode } from '../errors/index.js';
+import { describe, isArray } from './describe.js';
+import { nearestName } from './nearest-name.js';
+
+/** What a rule answers for a value it refuses. */
+export const INVALID: unique symbol = Symbol('invalid');
+
+/** How one option is checked and read. */
+export interface Rule<T> {
+  /** What the value must be, finishing "`name` must be …" (e.g. `a whole number from 1 to 10`). */
+  readonly expected: string;
+  /** The code of the error for a refused value. @defaultValue `invalid_option` */
+  readonly code?: ConfigurationErrorCode | undefined;
+  /**
+   * The value to use, or {@link INVALID}. Never called with `undefined`. May throw a
+   * `ConfigurationError` of its own where a refusal needs more than the one wording.
+   * @param value - the option as given
+   * @param name - the option's name, for messages of its own
+   */
+  read(value: unknown, name: string): T | typeof INVALID;
+}
+
+/** The options a set of rules reads. */
+export type Rules = Readonly<Record<string, Rule<unknown>>>;
+
+/** What a rule gives. */
+export type RuleValue<R> = R extends Rule<infer T> ? T : never;
+
+/** The options read: a default where one is given, otherwise the value or `undefined`. */
+export type ReadOptions<R extends Rules, D> = {
+  -readonly [K in keyof R]: K extends keyof D ? RuleValue<R[K]> : RuleValue<R[K]> | undefined;
+};
+
+/** How {@link readOptions} treats the options object itself. */
+export interface ReaderSettings<D> {
+  /** Defaults for keys left out or `undefined`: one object literal, trusted as written. */
+  readonly defaults?: D;
+  /** Whether leaving the options out is a mistake. @defaultValue false */
+  readonly required?: boolean;
+  /** An example of the options, for messages (e.g. `{ maxKeys: 100_000 }`). */
+  readonly example?: string;
+}
+
+/**
+ * Read an options object by its rules.
+ * @param options - the options as given; `undefined` reads as `{}` unless `required`
+ * @param owner - whose options they are, for messages (e.g. `createLimiter`)
+ * @param rules - one rule per known key
+ * @param settings - defaults, whether the options are required, an example
+ * @throws ConfigurationError `invalid_option` for options that are not an object, an unknown key,
+ *   or a read that throws; the rule's code for a refused value
+ */
+export function readOptions<
+  R extends Rules,
+  D extends Partial<Record<keyof R, unknown>> = Record<never, never>,
+>(options: unknown, owner: string, rules: R, settings: ReaderSettings<D> = {}): ReadOptions<R, D> {
+  const names = Object.keys(rules);
+  const example = settings.example ?? `{ ${names[0]}: … }`;
+  if (options === undefined && settings.required !== true) options = {};
+  if (typeof options !== 'object' || options === null || isArray(options)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `${owner} options must be an object such as ${example}${settings.required === true ? '' : ', or left out'}, got ${describe(options)}.`,
+    );
+  }
+  const given = readGiven(options, owner, names);
+  const defaults = (settings.defaults ?? {}) as Record<string, unknown>;
+  const read: Record<string, unknown> = {};
+  for (const name of names) {
+    const value = given[name];
+    read[name] =
+      value === undefined ? defaults[name] : checkValue(rules[name] as Rule<unknown>, value, name);
+  }
+  return read as ReadOptions<R, D>;
+}
+
+/** The known keys' values, each read once; an unknown own key is refused. */
+function readGiven(options: object, owner: string, names: readonly string[]) {
+  const given: Record<string, unknown> = {};
+  let keys: string[];
+  try {
+    keys = Object.keys(options);
+    for (const name of names) given[name] = (options as Record<string, unknown>)[name];
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `Reading the ${owner} options threw; pass plain data.`,
+      {
+        cause,
+      },
+    );
+  }
+  for (const key of keys) {
+    if (names.includes(key)) continue;
+    // The first characters are enough to find the nearest of short names.
+    const nearest = nearestName(key.slice(0, 64), names) ?? names[0];
+    throw new ConfigurationError(
+      'invalid_option',
+      `${owner} has no option ${describe(key)}; did you mean "${nearest}"? Its options are ${names.join(', ')}.`,
+    );
+  }
+  return given;
+}
+
+/**
+ * One value checked by a rule, in the one wording.
+ * @param rule - the rule
+ * @param value - the value as given (`undefined` is checked like any other value)
+ * @param name - what the value is, for the message (e.g. `maxKeys`, `FakeClock start`)
+ * @throws ConfigurationError the rule's code when the rule refuses the value
+ */
+export function checkValue<T>(rule: Rule<T>, value: unknown, name: string): T {
+  const read = value === undefined ? INVALID : rule.read(value, name);
+  if (read === INVALID) throw invalidValue(rule, value, name);
+  return read;
+}
+
+/**
+ * The error for a value a rule refuses: "`name` must be `expected`, got `value`.".
+ * @param rule - the rule
+ * @param value - the value as given
+ * @param name - what the value is
+ */
+export function invalidValue(
+  rule: Rule<unknown>,
+  value: unknown,
+  name: string,
+): ConfigurationError {
+  return new ConfigurationError(
+    rule.code ?? 'invalid_option',
+    `${name} must be ${rule.expected}, got ${describe(value)}.`,
+  );
+}
+
+/** A rule with another wording or code; the reading stays. */
+export function worded<T>(rule: Rule<T>, expected: string, code?: ConfigurationErrorCode): Rule<T> {
+  return { expected, code: code ?? rule.code, read: (value, name) => rule.read(value, name) };
+}
+
+/** A rule that refuses nothing but `undefined` (an object handed through, checked elsewhere). */
+export function anything(expected = 'given'): Rule<unknown> {
+  return { expected, read: (value) => value };
+}
+
+/**
+ * A whole number in a range.
+ * @param min - the least value @defaultValue 1
+ * @param max - the greatest @defaultValue `Number.MAX_SAFE_INTEGER`
+ */
+export function wholeNumber(min = 1, max = Number.MAX_SAFE_INTEGER): Rule<number> {
+  const upper = max === Number.MAX_SAFE_INTEGER ? `${max} (Number.MAX_SAFE_INTEGER)` : `${max}`;
+  return {
+    expected: `a whole number from ${min} to ${upper}`,
+    read: (value) =>
+      Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max
+        ? (value as number)
+        : INVALID,
+  };
+}
+
+/**
+ * A finite number in a range.
+ * @param min - the least value
+ * @param max - the greatest
+ */
+export function finiteNumber(min: number, max = Number.MAX_VALUE): Rule<number> {
+  const upper = max === Number.MAX_VALUE ? '' : ` to ${max}`;
+  return {
+    expected: upper === '' ? `a finite number >= ${min}` : `a number from ${min}${upper}`,
+    read: (value) =>
+      typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max
+        ? value
+        : INVALID,
+  };
+}
+
+/** `true` or `false`. */
+export const aBoolean: Rule<boolean> = {
+  expected: 'true or false',
+  read: (value) => (typeof value === 'boolean' ? value : INVALID),
+};
+
+/**
+ * A function.
+ * @param what - what it does, finishing "a function that …" (e.g. `returns milliseconds`)
+ */
+export function aFunction<F extends (...args: never[]) => unknown>(what: string): Rule<F> {
+  return {
+    expected: `a function that ${what}`,
+    read: (value) => (typeof value === 'function' ? (value as F) : INVALID),
+  };
+}
+
+/**
+ * One of a few strings (or other primitives).
+ * @param values - the accepted values
+ */
+export function oneOf<const V extends readonly (string | number | boolean)[]>(
+  ...values: V
+): Rule<V[number]> {
+  return {
+    expected: `one of ${values.map((v) => JSON.stringify(v)).join(', ')}`,
+    read: (value) => (values.includes(value as V[number]) ? (value as V[number]) : INVALID),
+  };
+}
+
+/**
+ * A string of bounded length.
+ * @param maxLength - the most UTF-16 code units @defaultValue 1024
+ * @param minLength - the fewest @defaultValue 1
+ */
+export function aString(maxLength = 1024, minLength = 1): Rule<string> {
+  return {
+    expected:
+      minLength === 1
+        ? `a non-empty string of at most ${maxLength} characters`
+        : `a string of ${minLength} to ${maxLength} characters`,
+    read: (value) =>
+      typeof value === 'string' && value.length >= minLength && value.length <= maxLength
+        ? value
+        : INVALID,
+  };
+}
+
+/**
+ * An object with the named methods, each read once: the object as given.
+ * @param methods - the members that must be functions
+ * @param what - what the object is, for the message (e.g. `a LimitStore`)
+ */
+export function withMethods<T extends object>(methods: readonly string[], what: string): Rule<T> {
+  const names = methods.map((m) => `${m}()`).join(' and ');
+  return {
+    expected: `${what} with ${names}`,
+    read(value, name) {
+      if ((typeof value !== 'object' && typeof value !== 'function') || value === null) {
+        return INVALID;
+      }
+      for (const method of methods) {
+        let member: unknown;
+        try {
+          member = (value as Record<string, unknown>)[method];
+        } catch (cause) {
+          throw new ConfigurationError(
+            'invalid_option',
+            `Reading ${name}.${method} threw; pass ${what}.`,
+            {
+              cause,
+            },
+          );
+        }
+        if (typeof member !== 'function') return INVALID;
+      }
+      return value as T;
+    },
+  };
+}
+
+/** The most elements a list option may hold: far more than any configuration needs. */
+export const MAX_LIST_LENGTH = 1 << 20;
+
+/**
+ * A list, each element read once into an array of the caller's own and checked by `item`.
+ * @param item - the rule of each element
+ * @param minLength - the fewest elements @defaultValue 0
+ */
+export function listOf<T>(item: Rule<T>, minLength = 0): Rule<T[]> {
+  const least = minLength === 0 ? '' : ` of at least ${minLength}`;
+  const rule: Rule<T[]> = {
+    expected: `an array${least} of ${item.expected.replace(/^an? /, '')}s`,
+    code: item.code,
+    read(value, name) {
+      if (!isArray(value)) return INVALID;
+      let elements: unknown[];
+      try {
+        const { length } = value;
+        if (length > MAX_LIST_LENGTH) {
+          throw new ConfigurationError(
+            item.code ?? 'invalid_option',
+            `${name} holds ${length} elements; it must hold at most ${MAX_LIST_LENGTH}.`,
+          );
+        }
+        elements = Array.from({ length }, (_, index) => value[index]);
+      } catch (cause) {
+        if (cause instanceof ConfigurationError) throw cause;
+        throw new ConfigurationError(
+          item.code ?? 'invalid_option',
+          `Reading ${name} threw; pass ${rule.expected}.`,
+          {
+            cause,
+          },
+        );
+      }
+      if (elements.length < minLength) return INVALID;
+      return elements.map((element, index) => checkValue(item, element, `${name}[${index}]`));
+    },
+  };
+  return rule;
+}

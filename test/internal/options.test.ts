@@ -1,0 +1,150 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { isConfigurationError } from '../../src/errors/index.js';
+import {
+  aBoolean,
+  aFunction,
+  aString,
+  checkValue,
+  finiteNumber,
+  listOf,
+  oneOf,
+  readOptions,
+  wholeNumber,
+  withMethods,
+} from '../../src/internal/options.js';
+
+const rules = { maxKeys: wholeNumber(1, 100), mode: oneOf('open', 'closed'), log: aBoolean };
+
+function message(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    expect(isConfigurationError(error)).toBe(true);
+    return (error as Error).message;
+  }
+  throw new Error('expected a ConfigurationError');
+}
+
+describe('readOptions', () => {
+  it('applies the defaults for keys left out or undefined, and checks the rest', () => {
+    const read = readOptions({ mode: 'closed', log: undefined }, 'make', rules, {
+      defaults: { maxKeys: 10, log: false },
+    });
+    expect(read).toEqual({ maxKeys: 10, mode: 'closed', log: false });
+  });
+
+  it('reads left-out options as no options unless they are required', () => {
+    expect(readOptions(undefined, 'make', rules)).toEqual({
+      maxKeys: undefined,
+      mode: undefined,
+      log: undefined,
+    });
+    expect(message(() => readOptions(undefined, 'make', rules, { required: true }))).toBe(
+      'make options must be an object such as { maxKeys: … }, got undefined.',
+    );
+  });
+
+  it('refuses options that are not a plain object', () => {
+    for (const bad of [null, 1, 'x', [], () => 1]) {
+      expect(message(() => readOptions(bad, 'make', rules))).toMatch(
+        /^make options must be an object such as \{ maxKeys: … \}, or left out, got /,
+      );
+    }
+  });
+
+  it('refuses an unknown key with the nearest known name', () => {
+    expect(message(() => readOptions({ maxKey: 1 }, 'make', rules))).toBe(
+      'make has no option "maxKey"; did you mean "maxKeys"? Its options are maxKeys, mode, log.',
+    );
+  });
+
+  it('words every refused value the same way', () => {
+    expect(message(() => readOptions({ maxKeys: 0 }, 'make', rules))).toBe(
+      'maxKeys must be a whole number from 1 to 100, got 0.',
+    );
+    expect(message(() => readOptions({ mode: 'half' }, 'make', rules))).toBe(
+      'mode must be one of "open", "closed", got "half".',
+    );
+  });
+
+  it('reads each key once, so a getter cannot answer two values', () => {
+    let reads = 0;
+    const options = {
+      get maxKeys() {
+        reads += 1;
+        return reads === 1 ? 5 : 0;
+      },
+    };
+    expect(readOptions(options, 'make', rules).maxKeys).toBe(5);
+    expect(reads).toBe(1);
+  });
+
+  it('turns a read that throws into a ConfigurationError', () => {
+    const options = {
+      get maxKeys(): number {
+        throw new Error('boom');
+      },
+    };
+    expect(message(() => readOptions(options, 'make', rules))).toBe(
+      'Reading the make options threw; pass plain data.',
+    );
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    expect(message(() => readOptions(proxy, 'make', rules))).toMatch(/must be an object|threw/);
+  });
+
+  it('never throws anything but a ConfigurationError, whatever the options', () => {
+    fc.assert(
+      fc.property(fc.anything(), (options) => {
+        try {
+          readOptions(options, 'make', rules);
+        } catch (error) {
+          expect(isConfigurationError(error)).toBe(true);
+        }
+      }),
+    );
+  });
+});
+
+describe('rules', () => {
+  it('wholeNumber takes whole numbers in its range only', () => {
+    const rule = wholeNumber(0, 3);
+    expect(checkValue(rule, 3, 'n')).toBe(3);
+    for (const bad of [-1, 4, 1.5, Number.NaN, '1', undefined]) {
+      expect(() => checkValue(rule, bad, 'n')).toThrow('n must be a whole number from 0 to 3');
+    }
+  });
+
+  it('finiteNumber, aString, aFunction', () => {
+    expect(() => checkValue(finiteNumber(0), Number.POSITIVE_INFINITY, 'x')).toThrow(
+      'x must be a finite number >= 0, got Infinity.',
+    );
+    expect(checkValue(aString(3), 'abc', 's')).toBe('abc');
+    expect(() => checkValue(aString(3), 'abcd', 's')).toThrow(
+      's must be a non-empty string of at most 3 characters',
+    );
+    expect(() => checkValue(aFunction('returns ms'), {}, 'now')).toThrow(
+      'now must be a function that returns ms, got an object.',
+    );
+  });
+
+  it('withMethods reads each method once and refuses a missing one', () => {
+    const rule = withMethods(['apply', 'release'], 'a LimitStore');
+    const store = { apply() {}, release() {} };
+    expect(checkValue(rule, store, 'store')).toBe(store);
+    expect(() => checkValue(rule, { apply() {} }, 'store')).toThrow(
+      'store must be a LimitStore with apply() and release(), got an object.',
+    );
+  });
+
+  it('listOf copies the list and names the element that is wrong', () => {
+    const rule = listOf(wholeNumber(), 1);
+    const given = [1, 2];
+    const read = checkValue(rule, given, 'sizes');
+    expect(read).toEqual([1, 2]);
+    expect(read).not.toBe(given);
+    expect(() => checkValue(rule, [1, 0], 'sizes')).toThrow('sizes[1] must be a whole number');
+    expect(() => checkValue(rule, [], 'sizes')).toThrow('sizes must be an array of at least 1');
+  });
+});
