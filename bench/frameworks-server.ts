@@ -28,9 +28,9 @@ import { type Handler, Turns } from './turns.js';
 const framework = process.argv[2] as Framework;
 const SLICE_MS = 50;
 
-// Requests spread over 1,000 clients, each under every limit, so that every request is admitted
+// Requests spread over 10,000 clients, each under every limit, so that every request is admitted
 // (as most traffic is) by every limiter: the same keys for ours and theirs.
-const clients = Array.from({ length: 1_000 }, (_, i) => `client-${i}`);
+const clients = Array.from({ length: 10_000 }, (_, i) => `client-${i}`);
 let next = 0;
 const nextClient = (): string => clients[next++ % clients.length] as string;
 const identify = () => ({ clientId: nextClient(), accountCode: 'ACME' });
