@@ -311,7 +311,9 @@ export async function run(): Promise<Record<string, unknown>> {
   const results: Partial<Record<Contender, Throughput>> = {};
   for (const [name, list] of runs.current) results[name] = medians(list);
   const ratios = peerRatios(results);
-  console.error(`medians of ${ROUNDS} rounds, ratios: ${JSON.stringify(ratios)}`);
+  console.error(
+    `medians of ${ROUNDS} rounds, ratios: ${JSON.stringify(ratios)} (target: vsFloor at least 0.55, aiming at 0.75)`,
+  );
   const buildAgainstBuild =
     BASELINE === undefined ? undefined : compareBuilds(runs.current, runs.baseline);
 

@@ -135,7 +135,12 @@ async function baselineMiddleware(dist: string): Promise<NodeRateLimitMiddleware
   return baselineRateLimit({ limiter: own, trackingIdOnAdmitted: false, identify });
 }
 
-const baseline = BASELINE === undefined ? undefined : await baselineMiddleware(BASELINE);
+// Loaded only by the services that serve it, so that the others run as without a baseline.
+const servesBaseline =
+  variant === 'api-conventions-baseline' ||
+  (variant === INTERLEAVED && interleaved.includes('api-conventions-baseline'));
+const baseline =
+  BASELINE === undefined || !servesBaseline ? undefined : await baselineMiddleware(BASELINE);
 
 const taking =
   variant === INTERLEAVED ? new Turns(interleaved, interleaved.map(handler), SLICE_MS) : undefined;

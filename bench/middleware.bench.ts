@@ -187,7 +187,7 @@ export async function run(): Promise<Record<string, unknown>> {
   const turnCost = median(turnCosts);
   const floorCost = median(floorCosts);
   console.error(
-    `in turns of ${SLICE_MS} ms in one service, by the median of ${ROUNDS} rounds: ${round(turnCost * 100)}% of throughput (target < 10%); the hand-written limiter ${round(floorCost * 100)}%`,
+    `in turns of ${SLICE_MS} ms in one service, by the median of ${ROUNDS} rounds: ${round(turnCost * 100)}% of throughput; the hand-written limiter ${round(floorCost * 100)}% (target: within 5 points of it)`,
   );
   const buildAgainstBuild = BASELINE === undefined ? undefined : compareBuilds(builds, summary);
   return {
@@ -200,7 +200,8 @@ export async function run(): Promise<Record<string, unknown>> {
     // The floor in the same turns: an exact Live limiter written by hand into the handler.
     handWrittenCostInTurnsPercent: round(floorCost * 100),
     addedP99Us: round(addedP99Us),
-    withinTargets: turnCost < 0.1 && addedP99Us < 50,
+    // The restated target: within 5 points of the hand-written limiter's cost in the same turns.
+    withinTargets: turnCost - floorCost <= 0.05 && addedP99Us < 50,
     // The part of the cost a bare service pays too when it sends the same tracking id header.
     trackingIdHeaderCostPercent:
       withId === undefined ? undefined : round((1 - withId / bare.requestsPerSecond) * 100),
