@@ -23,7 +23,7 @@ const FRAMEWORKS: readonly Framework[] =
   (process.env.FRAMEWORKS_BENCH_FRAMEWORKS?.split(',') as Framework[] | undefined) ?? frameworks;
 const ROUNDS = Number(process.env.FRAMEWORKS_BENCH_ROUNDS ?? 3);
 // Seconds of load per variant and round: the service takes turns for this times the variants.
-const SECONDS = Number(process.env.FRAMEWORKS_BENCH_SECONDS ?? 6);
+const SECONDS = Number(process.env.FRAMEWORKS_BENCH_SECONDS ?? 5);
 const WARM_UP_SECONDS = 2;
 
 /** One variant's figures in one round. */
