@@ -5,8 +5,8 @@
  * methods they call.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
 import { RedisNotReadyError } from '../errors/redis-not-ready-error.js';
+import { checkValue, type Rule, withMethods, worded } from '../internal/options.js';
 
 /**
  * One argument of a script: text, or bytes (a `Buffer`) for a client with
@@ -113,6 +113,15 @@ export interface NodeRedisLike {
   withTypeMapping?(mapping: Record<number, unknown>): Pick<NodeRedisLike, 'evalSha' | 'eval'>;
 }
 
+/** A client the adapter can call: refused with `invalid_redis_client`. */
+function clientRule<T extends object>(methods: readonly string[], what: string): Rule<T> {
+  const rule = withMethods<T>(methods, what);
+  return worded(rule, rule.expected, 'invalid_redis_client');
+}
+
+const IOREDIS = clientRule<IoredisLike>(['evalsha', 'eval'], 'an ioredis Redis or Cluster');
+const NODE_REDIS = clientRule<NodeRedisLike>(['evalSha', 'eval'], 'a node-redis client or cluster');
+
 /** The RESP type of a bulk string, as node-redis numbers it (`RESP_TYPES.BLOB_STRING`). */
 const RESP_BLOB_STRING = 36;
 
@@ -130,7 +139,7 @@ const RESP_BLOB_STRING = 36;
  * ```
  */
 export function ioredisClient(client: IoredisLike): RedisScriptClient {
-  requireMethods(client, ['evalsha', 'eval'], 'ioredisClient');
+  checkValue(IOREDIS, client, 'ioredisClient client');
   const { batch, flush } = writeBatcher(client);
   // Bulk strings as Buffers where the client offers it (every ioredis since 4).
   const binary =
@@ -209,7 +218,7 @@ function writeBatcher(client: IoredisLike): {
  * ```
  */
 export function nodeRedisClient(client: NodeRedisLike): RedisScriptClient {
-  requireMethods(client, ['evalSha', 'eval'], 'nodeRedisClient');
+  checkValue(NODE_REDIS, client, 'nodeRedisClient client');
   // Bulk strings as Buffers where the client offers it (node-redis 5).
   const binary = typeof client.withTypeMapping === 'function';
   const commands = binary ? client.withTypeMapping!({ [RESP_BLOB_STRING]: Buffer }) : client;
@@ -232,19 +241,4 @@ export function nodeRedisClient(client: NodeRedisLike): RedisScriptClient {
 /** A rejection with {@link RedisNotReadyError}, for a command not sent. */
 function notReady(state: string): Promise<never> {
   return Promise.reject(new RedisNotReadyError(state));
-}
-
-function requireMethods(client: unknown, methods: readonly string[], where: string): void {
-  const missing = methods.filter(
-    (m) =>
-      typeof client !== 'object' ||
-      client === null ||
-      typeof (client as Record<string, unknown>)[m] !== 'function',
-  );
-  if (missing.length > 0) {
-    throw new ConfigurationError(
-      'invalid_redis_client',
-      `${where} needs a client with ${methods.join(' and ')} methods; missing ${missing.join(', ')}.`,
-    );
-  }
 }
