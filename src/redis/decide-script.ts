@@ -1,45 +1,9 @@
 /**
- * The decision script: one `EVALSHA` per request checks the blocks, every policy and the leases of
- * every scope of a plan, and records all or nothing, atomically (a Lua script runs alone on the
- * server). It follows the memory store step for step, so that both give identical decisions.
- *
- * The script is written for one shape of plan: its scopes' policy lists (kinds and numbers) and its
- * active positions, in plan order. The store writes it once per shape and caches it by its SHA-1,
- * as Redis does. Written for one shape, the script is straight-line Lua over local variables, with
- * the policies' numbers as constants: no argument to convert, no table per policy, no loop over
- * kinds. Inside Redis that is what a decision costs (each Lua table, C call and argument counts at
- * this scale), and so what bounds how many decisions per second one Redis serves.
- *
- * KEYS: one per distinct scope of the plan, in order of first appearance, all carrying the same
- * hash tag (one Redis Cluster slot). ARGV: the time in ms, only when the store takes it from the
- * caller's clock (else the script asks the server's `TIME`); then, only when the plan has an
- * active throttle, the lease id: 8 bytes, the id as a little-endian double, for a client that
- * sends arguments as bytes, else a whole number below 2^53 in text. Every argument costs the
- * client and the server a conversion; the expiry margin is a constant. A throttle's leases live in
- * its scope's value, so that taking one is part of the decision's `SET`.
- *
- * Leases given back since the store's last command may travel with a decision (outside Redis
- * Cluster, where keys of other clients may live on other nodes): their scopes follow the
- * decision's KEYS, and their arguments follow the decision's ({@link releaseLoop}). The script
- * gives them back first: they were released before this decision was asked for.
- *
- * Reply: one bulk string (one costs a client far less to read than an array of integers). For a
- * client that reads bulk strings as bytes, the numbers as little-endian doubles (one
- * `struct.pack`, exact); else as text separated by commas, each exact: whole numbers with `%d`
- * when all of them are below 10^14, else every one as `%.17g`. A refusal: 0, the decision time,
- * the reason (1 limit, 2 blocked), Retry-After in seconds, the refusing policy's place among the
- * active ones (from 1), then remaining and reset-after (ms) of each active policy in plan order.
- * An admission: 1, the decision time, then (unless the plan asks for no statuses) one number per
- * active policy in plan order, from which the store works out its status as the memory store
- * does: a window's or a throttle's count after the admission, the rate policy's theoretical
- * arrival time.
- *
- * Several requests of one shape in one call (`RedisStoreOptions.maxBatch`): the same decision, as
- * a function of where a request's KEYS and ARGV start, called for each request in turn after the
- * leases given back before it. `ARGV[1]` is how many requests; then per request its KEYS (as
- * above) followed by those of the leases given back before it, and its ARGV (as above) followed by
- * how many of those leases' throttles (in text) and their arguments. The server's `TIME` is read
- * once for all. The reply is an array: each request's reply, as above.
+ * The decision script: one `EVALSHA` checks the blocks, every policy and the leases of every scope
+ * of a plan, and records all or nothing, atomically, step for step as the memory store does. It is
+ * written for one plan shape, as straight-line Lua over local variables with the policies' numbers
+ * as constants: inside Redis that is what a decision costs. KEYS, ARGV, the reply and the steps are
+ * described in docs/redis-store.md.
  * @module
  */
 import { emissionInterval } from '../limits/gcra.js';

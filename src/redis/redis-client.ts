@@ -146,8 +146,7 @@ export function ioredisClient(client: IoredisLike): RedisScriptClient {
     typeof client.evalshaBuffer === 'function' && typeof client.evalBuffer === 'function';
   const evalsha = binary ? client.evalshaBuffer!.bind(client) : client.evalsha.bind(client);
   const evaluate = binary ? client.evalBuffer!.bind(client) : client.eval.bind(client);
-  // Not async functions: an async function that returns ioredis's promise would wrap it in one
-  // more, and a decision would wait three more turns of the microtask queue for its reply.
+  // Not async functions: one more promise around ioredis's costs a decision three microtask turns.
   const unready = (): Promise<never> | undefined => {
     const status = client.status;
     return status !== undefined && status !== 'ready' ? notReady(status) : undefined;
@@ -168,12 +167,9 @@ export function ioredisClient(client: IoredisLike): RedisScriptClient {
 const WRITE_BATCH = 16;
 
 /**
- * Batch the commands an ioredis `Redis` sends in one turn of the event loop into few socket writes:
- * the connection is corked before the first and uncorked after every {@link WRITE_BATCH}th and at
- * the end of the turn. ioredis writes each command as it is issued, one system call each; a store
- * that decides for many requests at once spends more time in those calls than in the rest of the
- * client. Every reply still resolves its own command as it arrives; only the writes are joined.
- * Without a corkable connection (a `Cluster`), commands pass unchanged.
+ * Join the commands an ioredis `Redis` sends in one turn into few socket writes (one system call
+ * each costs more than the rest of the client): corked before the first, uncorked after every
+ * {@link WRITE_BATCH}th and at the end of the turn. A `Cluster` has no connection to cork.
  */
 function writeBatcher(client: IoredisLike): {
   batch: <T>(send: () => T) => T;
