@@ -105,6 +105,8 @@ interface Writer {
   readonly inTable: boolean;
   /** The Lua expression of scope `s`'s key (from 0). */
   key(s: number): string;
+  /** The Lua expression of the request's `i`th argument (from 1). */
+  arg(i: number): string;
   /** The reply's `i`th number (from 1): a local, or a slot of the table `reply`. */
   r(i: number): string;
   /** Whether the reply's numbers live in the table `reply` (text replies and large plans). */
@@ -115,6 +117,16 @@ interface Writer {
   sv(name: ScopeVariable, s: number): string;
   /** Append Lua lines. */
   emit(...lines: string[]): void;
+  /** The lines of the steps. */
+  readonly body: string[];
+  /** The locals the steps use, declared before them. */
+  readonly declared: string[];
+  /** How many throttles take leases. */
+  readonly throttles: number;
+  /** Where the lease id is among the request's arguments. */
+  readonly idArg: number;
+  /** Where the first given-back lease's arguments are among the request's arguments. */
+  readonly firstRelease: number;
 }
 
 /**
@@ -123,6 +135,21 @@ interface Writer {
  * @returns the Lua source
  */
 export function decideScript(shape: DecideShape): string {
+  const w = newWriter(shape);
+  readScopes(w);
+  settleEntries(w);
+  ownTimes(w);
+  decide(w);
+  statuses(w);
+  blocks(w);
+  writeBack(w);
+  reply(w);
+  const lines = shape.batched === true ? batchedScript(w) : loneScript(w);
+  return lines.filter((line) => line !== '').join('\n');
+}
+
+/** The writer of a shape: its sections, where its arguments are, and where its variables live. */
+function newWriter(shape: DecideShape): Writer {
   const sections: Section[] = [];
   const first: number[] = [];
   for (const [s, policies] of shape.scopes.entries()) {
@@ -135,11 +162,9 @@ export function decideScript(shape: DecideShape): string {
     return index;
   });
   const throttles = leaseSlots(shape).length;
-  const binaryArguments = shape.binaryArguments === true;
   // ARGV: the time (from the caller's clock only), the lease id (for a throttle only), then the
   // leases given back.
   const idArg = shape.clock === true ? 2 : 1;
-  const firstRelease = idArg + (throttles > 0 ? 1 : 0);
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
   const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 28;
   const inTable = locals > MAX_LOCALS;
@@ -148,8 +173,38 @@ export function decideScript(shape: DecideShape): string {
   const replyLocals = 2 * (5 + 2 * work.length);
   const replyTable = shape.binary !== true || locals + replyLocals > MAX_LOCALS;
   const declared: string[] = [];
+  const variable = variables(inTable, declared);
+  // A batch's requests find their keys and arguments past those of the requests before them.
+  const batched = shape.batched === true;
+  const body: string[] = [];
+  return {
+    shape,
+    sections,
+    first,
+    work,
+    inTable,
+    key: (s) => (batched ? `keys[kb + ${s + 1}]` : `keys[${s + 1}]`),
+    arg: (i) => (batched ? `argv[ab + ${i}]` : `argv[${i}]`),
+    r: (i) => (replyTable ? `reply[${i}]` : variable('R', i)),
+    replyTable,
+    v: variable,
+    sv: variable,
+    emit: (...lines) => body.push(...lines),
+    body,
+    declared,
+    throttles,
+    idArg,
+    firstRelease: idArg + (throttles > 0 ? 1 : 0),
+  };
+}
+
+/**
+ * The Lua expression of a variable: a local, declared in `declared` on its first use, or for a
+ * plan too large for Lua's locals, a slot of the table `V`.
+ */
+function variables(inTable: boolean, declared: string[]): (name: string, index: number) => string {
   const slots = new Map<string, number>();
-  const variable = (name: string, index: number): string => {
+  return (name, index) => {
     const local = `${name}${index}`;
     if (!inTable) {
       if (!slots.has(local)) {
@@ -165,27 +220,13 @@ export function decideScript(shape: DecideShape): string {
     }
     return `V[${slot}]`;
   };
-  const v = (name: SectionVariable, j: number) => variable(name, j);
-  const sv = (name: ScopeVariable, s: number) => variable(name, s);
-  const r = (i: number) => (replyTable ? `reply[${i}]` : variable('R', i));
-  // A batch's requests find their keys and arguments past those of the requests before them.
+}
+
+/** Globals read once: each global lookup costs in the script's protected environment. */
+function preamble(w: Writer): string[] {
+  const { shape, sections, work } = w;
   const batched = shape.batched === true;
-  const key = (s: number) => (batched ? `keys[kb + ${s + 1}]` : `keys[${s + 1}]`);
-  const arg = (i: number) => (batched ? `argv[ab + ${i}]` : `argv[${i}]`);
-
-  const body: string[] = [];
-  const emit = (...lines: string[]) => body.push(...lines);
-  const w: Writer = { shape, sections, first, work, inTable, key, r, replyTable, v, sv, emit };
-  readScopes(w);
-  settleEntries(w);
-  ownTimes(w);
-  decide(w);
-  statuses(w);
-  blocks(w);
-  writeBack(w);
-  reply(w);
-
-  const preamble = [
+  return [
     `-- Decision script for ${shape.scopes.length} scope(s), ${sections.length} policies, ${work.length} active${batched ? ', several requests per call' : ''} (see decide-script.ts).`,
     '-- Globals read once: each global lookup costs in the script protected environment.',
     'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
@@ -193,44 +234,63 @@ export function decideScript(shape: DecideShape): string {
     'local call, argv, keys, format, concat, unpack = redis.call, ARGV, KEYS, string.format, table.concat, unpack',
     'local find = string.find',
   ];
-  // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
-  const serverTime = [
-    "local clock = call('TIME')",
-    'local us = clock[2] + 0',
-    'local t = clock[1] * 1000 + (us - us % 1000) / 1000',
-  ];
-  const request = [
+}
+
+/** Step 1 on the server's own clock: one timeline for every app server. */
+const SERVER_TIME = [
+  "local clock = call('TIME')",
+  'local us = clock[2] + 0',
+  'local t = clock[1] * 1000 + (us - us % 1000) / 1000',
+];
+
+/** The request's lease id and the steps' variables. */
+function requestLocals(w: Writer): string[] {
+  const { throttles, inTable, declared } = w;
+  return [
     throttles > 0 ? '-- The lease id, unique to the request among the leases of its expiry.' : '',
-    throttles > 0 ? `local id = ${arg(idArg)}${binaryArguments ? '' : ' + 0'}` : '',
+    throttles > 0
+      ? `local id = ${w.arg(w.idArg)}${w.shape.binaryArguments === true ? '' : ' + 0'}`
+      : '',
     inTable ? 'local V = {}' : declared.length > 0 ? `local ${declared.join(', ')}` : '',
   ];
-  if (!batched) {
-    const head = [
-      ...preamble,
-      '-- Leases given back since the last command travel here, before the decision.',
-      `if #keys > ${shape.scopes.length} then`,
-      releaseLoop(`${shape.scopes.length + 1}`, `${firstRelease}`, binaryArguments),
-      'end',
-      "-- Step 1. The time: the caller's, or the server's own clock.",
-      ...(shape.clock === true ? [`local t = ${arg(1)} + 0`] : serverTime),
-      ...request,
-    ];
-    return [...head, ...body].filter((line) => line !== '').join('\n');
-  }
-  // Several requests: the decision is a function of where the request's keys and arguments start
-  // (`kb` and `ab`, the places before them), called for each in turn, after the leases given back
-  // before it. The server's time is read once for all of them.
-  const perRequest = firstRelease - 1;
-  const lines = [
-    ...preamble,
+}
+
+/** The script of one request: the leases that ride on it, then the decision. */
+function loneScript(w: Writer): string[] {
+  const { shape } = w;
+  return [
+    ...preamble(w),
+    '-- Leases given back since the last command travel here, before the decision.',
+    `if #keys > ${shape.scopes.length} then`,
+    releaseLoop(`${shape.scopes.length + 1}`, `${w.firstRelease}`, shape.binaryArguments === true),
+    'end',
+    "-- Step 1. The time: the caller's, or the server's own clock.",
+    ...(shape.clock === true ? [`local t = ${w.arg(1)} + 0`] : SERVER_TIME),
+    ...requestLocals(w),
+    ...w.body,
+  ];
+}
+
+/**
+ * The script of several requests: the decision is a function of where a request's keys and
+ * arguments start (`kb` and `ab`), called for each in turn after the leases given back before it.
+ * The server's time is read once for all of them.
+ */
+function batchedScript(w: Writer): string[] {
+  const { shape } = w;
+  const clock = shape.clock === true;
+  const binaryArguments = shape.binaryArguments === true;
+  const perRequest = w.firstRelease - 1;
+  return [
+    ...preamble(w),
     '-- The expiries of the call, as text (see step 6).',
     'local expiries = {}',
     "-- Step 1. The time: the caller's (each request's own), or the server's own clock.",
-    ...(shape.clock === true ? [] : serverTime),
-    `local function decide(kb, ab${shape.clock === true ? '' : ', t'})`,
-    ...(shape.clock === true ? [`local t = ${arg(1)} + 0`] : []),
-    ...request,
-    ...body,
+    ...(clock ? [] : SERVER_TIME),
+    `local function decide(kb, ab${clock ? '' : ', t'})`,
+    ...(clock ? [`local t = ${w.arg(1)} + 0`] : []),
+    ...requestLocals(w),
+    ...w.body,
     'end',
     'local replies = {}',
     'local k, a = 1, 2',
@@ -243,11 +303,10 @@ export function decideScript(shape: DecideShape): string {
     releaseLoop('k', 'a', binaryArguments, 'riders'),
     `    k, a = k + riders, a + riders * ${releaseArgs(binaryArguments)}`,
     '  end',
-    `  replies[d] = decide(kb, ab${shape.clock === true ? '' : ', t'})`,
+    `  replies[d] = decide(kb, ab${clock ? '' : ', t'})`,
     'end',
     'return replies',
   ];
-  return lines.filter((line) => line !== '').join('\n');
 }
 
 /** Step 2: read each scope. */
