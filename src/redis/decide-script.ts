@@ -7,7 +7,7 @@
  * @module
  */
 import { emissionInterval } from '../limits/gcra.js';
-import type { Policy } from '../limits/policy.js';
+import type { ConcurrencyPolicy, Policy, RatePolicy, WindowPolicy } from '../limits/policy.js';
 import { releaseArgs, releaseLoop } from './release-script.js';
 import {
   ENTRY_SIZE,
@@ -139,7 +139,8 @@ export function decideScript(shape: DecideShape): string {
   readScopes(w);
   settleEntries(w);
   ownTimes(w);
-  decide(w);
+  refuse(w);
+  admit(w);
   statuses(w);
   blocks(w);
   writeBack(w);
@@ -311,74 +312,101 @@ function batchedScript(w: Writer): string[] {
 
 /** Step 2: read each scope. */
 function readScopes(w: Writer): void {
-  const { shape, sections, first, inTable, v, sv, emit } = w;
   // Step 2. Read each scope's state with one GET and one struct.unpack of its fixed fields. A value
   // not in the layout, or not of these kinds, is a fresh state. Time never goes backwards for a
   // scope: a clock behind its latest decision counts as standing still.
-  for (const [s, policies] of shape.scopes.entries()) {
-    const np = policies.length;
-    const size = fixedSize(policies);
+  for (const [s, policies] of w.shape.scopes.entries()) {
+    const { v, sv, emit } = w;
     const x = sv('X', s);
-    const ids = policies.map((_, i) => first[s]! + i);
+    const ids = policies.map((_, i) => w.first[s]! + i);
     const throttled = policies.some((p) => p.kind === 'concurrency');
-    // The value starts with its list's signature: one comparison checks every kind.
-    const sig = signature(policies);
-    const signed = `sub(${x}, 1, ${sig.length}) == ${luaBytes(sig)}`;
-    const format = `'${fixedFormat(policies)}', ${x}, ${sig.length + 1}`;
     emit(`${x} = call('GET', ${w.key(s)})`, `${sv('D', s)} = false`);
     if (throttled) emit(`${sv('T', s)} = 0`);
     emit('do', '  local ok = false');
-    if (np === 0) {
-      emit(`  if ${x} and #${x} == ${size} and ${signed} then`);
-      emit(`    local latest = unpack_struct(${format})`);
-      emit('    ok = true', '    if latest > t then t = latest end', '  end');
-    } else {
-      emit(`  if ${x} and #${x} >= ${size} and ${signed} then`);
-      // Each section's two fields (blocked until; then the entry count, or the rate's arrival
-      // time) as locals, or for a plan too large for locals, as a table's entries.
-      const field = (i: number, f: 0 | 1) =>
-        inTable ? `h[${2 + 2 * i + f}]` : `${f === 0 ? 'b' : 'c'}${ids[i]}`;
-      if (inTable) {
-        emit(`    local h = { unpack_struct(${format}) }`, '    local latest = h[1]');
-      } else {
-        const names = ids.flatMap((_, i) => [field(i, 0), field(i, 1)]);
-        emit(`    local latest, ${names.join(', ')} = unpack_struct(${format})`);
-      }
-      const checks: string[] = [];
-      const length = policies.flatMap((p, i) =>
-        ENTRY_SIZE[p.kind] === 0 ? [] : [`${field(i, 1)} * ${ENTRY_SIZE[p.kind]}`],
-      );
-      const entriesEnd = [String(size), ...length].join(' + ');
-      if (throttled) {
-        // The records of leases given back since the value was written follow its entries.
-        emit(`    local tail = #${x} - (${entriesEnd})`);
-        checks.push('tail >= 0', `tail % ${RELEASE_RECORD_SIZE} == 0`);
-      } else {
-        checks.push(`${entriesEnd} == #${x}`);
-      }
-      emit(`    if ${checks.join(' and ')} then`, '      ok = true');
-      emit('      if latest > t then t = latest end');
-      for (const [i, j] of ids.entries()) {
-        const rate = policies[i]!.kind === 'rate';
-        const [a, n] = rate ? [field(i, 1), '0'] : ['0', field(i, 1)];
-        emit(`      ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = ${field(i, 0)}, ${a}, ${n}`);
-      }
-      if (throttled) emit(`      ${sv('T', s)} = tail`);
-      emit('    end', '  end');
-    }
+    if (policies.length === 0) readEmpty(w, s, policies);
+    else readFixedFields(w, s, policies, ids, throttled);
     emit('  if not ok then', `    ${x} = ''`);
     for (const j of ids) emit(`    ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = 0, 0, 0`);
     emit('  end', 'end');
     // Where each section's entries start.
-    let offset = String(size + 1);
+    let offset = String(fixedSize(policies) + 1);
     for (const j of ids) {
-      const kind = sections[j]!.policy.kind;
+      const kind = w.sections[j]!.policy.kind;
       if (ENTRY_SIZE[kind] === 0) continue;
       emit(`${v('O', j)} = ${offset}`);
       offset = `${v('O', j)} + ${v('N', j)} * ${ENTRY_SIZE[kind]}`;
     }
     if (throttled) giveBack(w, s, ids);
   }
+}
+
+/** The value starts with its list's signature: one comparison checks every kind. */
+function signed(
+  w: Writer,
+  s: number,
+  policies: readonly Policy[],
+): [check: string, format: string] {
+  const x = w.sv('X', s);
+  const sig = signature(policies);
+  return [
+    `sub(${x}, 1, ${sig.length}) == ${luaBytes(sig)}`,
+    `'${fixedFormat(policies)}', ${x}, ${sig.length + 1}`,
+  ];
+}
+
+/** A scope without policies: its latest decision time alone. */
+function readEmpty(w: Writer, s: number, policies: readonly Policy[]): void {
+  const x = w.sv('X', s);
+  const [check, format] = signed(w, s, policies);
+  w.emit(`  if ${x} and #${x} == ${fixedSize(policies)} and ${check} then`);
+  w.emit(`    local latest = unpack_struct(${format})`);
+  w.emit('    ok = true', '    if latest > t then t = latest end', '  end');
+}
+
+/** Each section's two fields, when the value's length adds up. */
+function readFixedFields(
+  w: Writer,
+  s: number,
+  policies: readonly Policy[],
+  ids: readonly number[],
+  throttled: boolean,
+): void {
+  const { inTable, v, sv, emit } = w;
+  const x = sv('X', s);
+  const size = fixedSize(policies);
+  const [check, format] = signed(w, s, policies);
+  emit(`  if ${x} and #${x} >= ${size} and ${check} then`);
+  // Blocked until; then the entry count, or the rate's arrival time: locals, or for a plan too
+  // large for locals, a table's entries.
+  const field = (i: number, f: 0 | 1) =>
+    inTable ? `h[${2 + 2 * i + f}]` : `${f === 0 ? 'b' : 'c'}${ids[i]}`;
+  if (inTable) {
+    emit(`    local h = { unpack_struct(${format}) }`, '    local latest = h[1]');
+  } else {
+    const names = ids.flatMap((_, i) => [field(i, 0), field(i, 1)]);
+    emit(`    local latest, ${names.join(', ')} = unpack_struct(${format})`);
+  }
+  const length = policies.flatMap((p, i) =>
+    ENTRY_SIZE[p.kind] === 0 ? [] : [`${field(i, 1)} * ${ENTRY_SIZE[p.kind]}`],
+  );
+  const entriesEnd = [String(size), ...length].join(' + ');
+  const checks: string[] = [];
+  if (throttled) {
+    // The records of leases given back since the value was written follow its entries.
+    emit(`    local tail = #${x} - (${entriesEnd})`);
+    checks.push('tail >= 0', `tail % ${RELEASE_RECORD_SIZE} == 0`);
+  } else {
+    checks.push(`${entriesEnd} == #${x}`);
+  }
+  emit(`    if ${checks.join(' and ')} then`, '      ok = true');
+  emit('      if latest > t then t = latest end');
+  for (const [i, j] of ids.entries()) {
+    const rate = policies[i]!.kind === 'rate';
+    const [a, n] = rate ? [field(i, 1), '0'] : ['0', field(i, 1)];
+    emit(`      ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = ${field(i, 0)}, ${a}, ${n}`);
+  }
+  if (throttled) emit(`      ${sv('T', s)} = tail`);
+  emit('    end', '  end');
 }
 
 /**
@@ -493,9 +521,9 @@ function ownTimes(w: Writer): void {
   }
 }
 
-/** Steps 4 and 5: refuse or admit. */
-function decide(w: Writer): void {
-  const { sections, work, r, replyTable, v, sv, emit } = w;
+/** Step 4: whether to refuse, the policy that names the refusal, and Retry-After. */
+function refuse(w: Writer): void {
+  const { work, v, emit } = w;
   // Step 4. Refuse when any policy is full or blocked: a blocked one frees up at its block's end,
   // announced when the block began. The one that frees up last names the refusal, on a tie the
   // one whose own limit frees up last, then the later one in plan order (the more specific
@@ -526,7 +554,11 @@ function decide(w: Writer): void {
     '  end',
     'end',
   );
+}
 
+/** Step 5: admitted, every active policy records the request; refused, nothing is recorded. */
+function admit(w: Writer): void {
+  const { sections, work, r, replyTable, v, sv, emit } = w;
   // Step 5a. Admitted: every active policy records the request (a window's admission and a
   // throttle's lease are written in step 6); each scope with an active policy changes.
   emit('local admitted = refusing == 0', replyTable ? 'local reply' : '', 'if admitted then');
@@ -553,6 +585,17 @@ function decide(w: Writer): void {
   emit('else', `  ${head} = ${refused.join(', ')}`, 'end');
 }
 
+/** The Lua names a status is written with: a section's variables and where the status goes. */
+interface StatusNames {
+  readonly x: string;
+  readonly n: string;
+  readonly o: string;
+  readonly h: string;
+  readonly a: string;
+  /** The two reply numbers, as `remaining, reset`. */
+  readonly at: string;
+}
+
 /** The statuses of the active policies. */
 function statuses(w: Writer): void {
   const { sections, work, r, v, sv, emit } = w;
@@ -562,50 +605,57 @@ function statuses(w: Writer): void {
   // -0), min(b, x) is x only when x < b.
   emit('if not admitted then');
   for (const [k, j] of work.entries()) {
-    const section = sections[j]!;
-    const p = section.policy;
-    const x = sv('X', section.scope);
+    const { policy: p, scope } = sections[j]!;
+    const x = sv('X', scope);
     const [n, o, h, a] = [v('N', j), v('O', j), v('H', j), v('A', j)];
-    const at = `${r(6 + 2 * k)}, ${r(7 + 2 * k)}`;
-    if (p.kind === 'window') {
-      emit(
-        'do',
-        `  local count = ${n} - ${h} + 1`,
-        `  local remaining, reset = ${p.limit} - count, 0`,
-        '  if remaining < 0 then remaining = 0 end',
-        '  if count > 0 then',
-        `    local newest = unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 8)`,
-        `    reset = newest + ${p.windowMs} - t`,
-        '    if reset < 0 then reset = 0 end',
-        '  end',
-        `  ${at} = remaining, reset`,
-        'end',
-      );
-    } else if (p.kind === 'rate') {
-      emit(
-        'do',
-        `  local interval = ${lua(emissionInterval(p))}`,
-        `  local backlog = (t > ${a} and t or ${a}) - t`,
-        `  local remaining = ${p.burst} - ceil(backlog / interval)`,
-        `  if not (remaining < ${p.burst}) then remaining = ${p.burst} end`,
-        '  if not (remaining > 0) then remaining = 0 end',
-        `  local reset = ${a} - t`,
-        '  if not (reset > 0) then reset = 0 end',
-        `  ${at} = remaining, reset`,
-        'end',
-      );
-    } else {
-      emit(
-        'do',
-        `  local held = ${n} - ${h} + 1`,
-        `  local remaining = ${p.max} - held`,
-        '  if not (remaining > 0) then remaining = 0 end',
-        `  ${at} = remaining, 0`,
-        'end',
-      );
-    }
+    const names = { x, n, o, h, a, at: `${r(6 + 2 * k)}, ${r(7 + 2 * k)}` };
+    if (p.kind === 'window') emit(...windowStatus(p, names));
+    else if (p.kind === 'rate') emit(...rateStatus(p, names));
+    else emit(...throttleStatus(p, names));
   }
   emit('end');
+}
+
+function windowStatus(p: WindowPolicy, { x, n, o, h, at }: StatusNames): string[] {
+  return [
+    'do',
+    `  local count = ${n} - ${h} + 1`,
+    `  local remaining, reset = ${p.limit} - count, 0`,
+    '  if remaining < 0 then remaining = 0 end',
+    '  if count > 0 then',
+    `    local newest = unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 8)`,
+    `    reset = newest + ${p.windowMs} - t`,
+    '    if reset < 0 then reset = 0 end',
+    '  end',
+    `  ${at} = remaining, reset`,
+    'end',
+  ];
+}
+
+function rateStatus(p: RatePolicy, { a, at }: StatusNames): string[] {
+  return [
+    'do',
+    `  local interval = ${lua(emissionInterval(p))}`,
+    `  local backlog = (t > ${a} and t or ${a}) - t`,
+    `  local remaining = ${p.burst} - ceil(backlog / interval)`,
+    `  if not (remaining < ${p.burst}) then remaining = ${p.burst} end`,
+    '  if not (remaining > 0) then remaining = 0 end',
+    `  local reset = ${a} - t`,
+    '  if not (reset > 0) then reset = 0 end',
+    `  ${at} = remaining, reset`,
+    'end',
+  ];
+}
+
+function throttleStatus(p: ConcurrencyPolicy, { n, h, at }: StatusNames): string[] {
+  return [
+    'do',
+    `  local held = ${n} - ${h} + 1`,
+    `  local remaining = ${p.max} - held`,
+    '  if not (remaining > 0) then remaining = 0 end',
+    `  ${at} = remaining, 0`,
+    'end',
+  ];
 }
 
 /** The blocks of a refusal. */
@@ -625,83 +675,118 @@ function blocks(w: Writer): void {
 
 /** Step 6: write back the changed scopes. */
 function writeBack(w: Writer): void {
-  const { shape, sections, first, inTable, v, sv, emit } = w;
   // Step 6. Write back each changed scope with one SET, its expired entries dropped, expiring on
   // its own once every policy of the scope is fresh again (plus the margin); a scope already fresh
   // again is deleted. Writes come last, so a failure before them records nothing.
-  emit(`local entry = admitted and pack_struct('<d', t)`);
-  for (const [s, policies] of shape.scopes.entries()) {
-    const x = sv('X', s);
-    const ids = policies.map((_, i) => first[s]! + i);
+  w.emit(`local entry = admitted and pack_struct('<d', t)`);
+  for (const [s, policies] of w.shape.scopes.entries()) {
+    const { v, sv, emit } = w;
     emit(`if ${sv('D', s)} then`, '  local horizon = 0');
     const fixed: string[] = ['t'];
     const parts: string[] = [];
-    for (const j of ids) {
-      const { policy: p, uses } = sections[j]!;
-      const [b, a, n, o, h] = [v('B', j), v('A', j), v('N', j), v('O', j), v('H', j)];
-      emit(`  if ${b} > horizon then horizon = ${b} end`);
+    for (const j of policies.map((_, i) => w.first[s]! + i)) {
+      const p = w.sections[j]!.policy;
+      const names = { b: v('B', j), a: v('A', j), n: v('N', j), o: v('O', j), h: v('H', j) };
+      emit(`  if ${names.b} > horizon then horizon = ${names.b} end`);
       if (p.kind === 'rate') {
-        fixed.push(b, a);
-        emit(`  if ${a} > horizon then horizon = ${a} end`);
-        continue;
+        fixed.push(names.b, names.a);
+        emit(`  if ${names.a} > horizon then horizon = ${names.a} end`);
+      } else {
+        keptEntries(w, s, j, p, names, fixed, parts);
       }
-      // A window's admission times or a throttle's leases: those still counted, then the
-      // request's own (as many times as the plan names the policy). A window empties a window's
-      // length after its newest admission; a throttle is fresh again when its newest lease, which
-      // holds its expiry, expires.
-      const size = ENTRY_SIZE[p.kind];
-      const [own, life, after] =
-        p.kind === 'window' ? ['entry', p.windowMs, p.windowMs] : [`lease${j}`, p.leaseTtlMs, 0];
-      if (uses > 0 && p.kind === 'concurrency') {
-        // A lease id sent as bytes is packed already: its expiry goes before it.
-        emit(
-          shape.binaryArguments === true
-            ? `  local ${own} = admitted and pack_struct('<d', t + ${life}) .. id`
-            : `  local ${own} = admitted and pack_struct('${LEASE_ENTRY}', t + ${life}, id)`,
-        );
-      }
-      const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
-      fixed.push(b, `${n} - ${h} + 1 + ${added}`);
-      parts.push(`sub(${x}, ${o} + (${h} - 1) * ${size}, ${o} + ${n} * ${size} - 1)`);
-      if (uses > 0) parts.push(`(admitted and ${uses === 1 ? own : `rep(${own}, ${uses})`} or '')`);
-      const newest = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * ${size})`;
-      const stored = after === 0 ? newest : `${newest} + ${after}`;
-      emit(
-        '  do',
-        '    local last = 0',
-        uses > 0
-          ? `    if admitted then last = t + ${life} elseif ${n} >= ${h} then last = ${stored} end`
-          : `    if ${n} >= ${h} then last = ${stored} end`,
-        '    if last > horizon then horizon = last end',
-        '  end',
-      );
     }
-    const format = `'${fixedFormat(policies)}'`;
-    // The signature is a constant of the script; a large plan packs through tables: a long
-    // expression would need more Lua registers.
-    const sig = luaBytes(signature(policies));
-    const value = inTable
-      ? `table.concat({ ${sig}, pack_struct(${format}, unpack({ ${fixed.join(', ')} })), ${parts.join(', ')} })`
-      : [sig, `pack_struct(${format}, ${fixed.join(', ')})`, ...parts].join(' .. ');
-    emit(
-      '  if horizon > t then',
-      ...(shape.batched === true
-        ? [
-            // The expiry as text, written once per call for each value it takes (the requests of
-            // a call mostly share one): Redis prints a number argument with %.17g, about 2,200
-            // instructions, more than the rest of the SET. One request alone gains nothing.
-            `    local px = ceil(horizon - t) + ${shape.marginMs}`,
-            '    local px_text = expiries[px]',
-            "    if not px_text then px_text = format('%d', px); expiries[px] = px_text end",
-            `    call('SET', ${w.key(s)}, ${value}, 'PX', px_text)`,
-          ]
-        : [`    call('SET', ${w.key(s)}, ${value}, 'PX', ceil(horizon - t) + ${shape.marginMs})`]),
-      '  else',
-      `    call('DEL', ${w.key(s)})`,
-      '  end',
-      'end',
+    setScope(w, s, policies, fixed, parts);
+  }
+}
+
+/**
+ * A window's admission times or a throttle's leases: those still counted, then the request's own
+ * (as many times as the plan names the policy). A window empties a window's length after its
+ * newest admission; a throttle is fresh again when its newest lease, which holds its expiry,
+ * expires.
+ * @param names - the section's variables: blocked until, entry count, where they start, the first
+ *   still counted
+ * @param fixed - the fixed fields of the value, to add the section's two to
+ * @param parts - the pieces of the value after them, to add the section's entries to
+ */
+function keptEntries(
+  w: Writer,
+  s: number,
+  j: number,
+  p: WindowPolicy | ConcurrencyPolicy,
+  {
+    b,
+    n,
+    o,
+    h,
+  }: { readonly b: string; readonly n: string; readonly o: string; readonly h: string },
+  fixed: string[],
+  parts: string[],
+): void {
+  const { uses } = w.sections[j]!;
+  const x = w.sv('X', s);
+  const size = ENTRY_SIZE[p.kind];
+  const [own, life, after] =
+    p.kind === 'window' ? ['entry', p.windowMs, p.windowMs] : [`lease${j}`, p.leaseTtlMs, 0];
+  if (uses > 0 && p.kind === 'concurrency') {
+    // A lease id sent as bytes is packed already: its expiry goes before it.
+    w.emit(
+      w.shape.binaryArguments === true
+        ? `  local ${own} = admitted and pack_struct('<d', t + ${life}) .. id`
+        : `  local ${own} = admitted and pack_struct('${LEASE_ENTRY}', t + ${life}, id)`,
     );
   }
+  const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
+  fixed.push(b, `${n} - ${h} + 1 + ${added}`);
+  parts.push(`sub(${x}, ${o} + (${h} - 1) * ${size}, ${o} + ${n} * ${size} - 1)`);
+  if (uses > 0) parts.push(`(admitted and ${uses === 1 ? own : `rep(${own}, ${uses})`} or '')`);
+  const newest = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * ${size})`;
+  const stored = after === 0 ? newest : `${newest} + ${after}`;
+  w.emit(
+    '  do',
+    '    local last = 0',
+    uses > 0
+      ? `    if admitted then last = t + ${life} elseif ${n} >= ${h} then last = ${stored} end`
+      : `    if ${n} >= ${h} then last = ${stored} end`,
+    '    if last > horizon then horizon = last end',
+    '  end',
+  );
+}
+
+/** The SET of a changed scope, or its DEL when it is fresh again. */
+function setScope(
+  w: Writer,
+  s: number,
+  policies: readonly Policy[],
+  fixed: readonly string[],
+  parts: readonly string[],
+): void {
+  const { shape } = w;
+  const format = `'${fixedFormat(policies)}'`;
+  // The signature is a constant of the script; a large plan packs through tables: a long
+  // expression would need more Lua registers.
+  const sig = luaBytes(signature(policies));
+  const value = w.inTable
+    ? `table.concat({ ${sig}, pack_struct(${format}, unpack({ ${fixed.join(', ')} })), ${parts.join(', ')} })`
+    : [sig, `pack_struct(${format}, ${fixed.join(', ')})`, ...parts].join(' .. ');
+  w.emit(
+    '  if horizon > t then',
+    ...(shape.batched === true
+      ? [
+          // The expiry as text, written once per call for each value it takes (the requests of
+          // a call mostly share one): Redis prints a number argument with %.17g, about 2,200
+          // instructions, more than the rest of the SET. One request alone gains nothing.
+          `    local px = ceil(horizon - t) + ${shape.marginMs}`,
+          '    local px_text = expiries[px]',
+          "    if not px_text then px_text = format('%d', px); expiries[px] = px_text end",
+          `    call('SET', ${w.key(s)}, ${value}, 'PX', px_text)`,
+        ]
+      : [`    call('SET', ${w.key(s)}, ${value}, 'PX', ceil(horizon - t) + ${shape.marginMs})`]),
+    '  else',
+    `    call('DEL', ${w.key(s)})`,
+    '  end',
+    'end',
+  );
 }
 
 /** The reply. */
