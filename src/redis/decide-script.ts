@@ -312,9 +312,7 @@ function batchedScript(w: Writer): string[] {
 
 /** Step 2: read each scope. */
 function readScopes(w: Writer): void {
-  // Step 2. Read each scope's state with one GET and one struct.unpack of its fixed fields. A value
-  // not in the layout, or not of these kinds, is a fresh state. Time never goes backwards for a
-  // scope: a clock behind its latest decision counts as standing still.
+  // A value not in the layout is a fresh state; a clock behind a scope's latest decision stands still.
   for (const [s, policies] of w.shape.scopes.entries()) {
     const { v, sv, emit } = w;
     const x = sv('X', s);
@@ -454,14 +452,11 @@ function giveBack(w: Writer, s: number, ids: readonly number[]): void {
   emit('    end', '  end', 'end');
 }
 
-/** What every policy knows once the time is settled. */
+/** Step 3, first: each window's and throttle's first entry still counted, by a binary search. */
 function settleEntries(w: Writer): void {
   const { sections, v, sv, emit } = w;
-  // Step 3 begins with what every policy knows once the time is settled: the first entry still
-  // counted (a binary search; the most common cases, nothing or only the oldest has left, are one
-  // read and two). A window's admission at `a` counts until `a + windowMs` (the instant step 3
-  // announces, the same double), a throttle's lease until it expires. The entries are in order,
-  // so the first two reads settle those cases.
+  // A window's admission at `a` counts until `a + windowMs` (the same double step 3 announces), a
+  // throttle's lease until it expires. The first two reads settle the usual cases.
   for (const [j, section] of sections.entries()) {
     const p = section.policy;
     if (p.kind === 'rate') continue;
@@ -491,9 +486,7 @@ function settleEntries(w: Writer): void {
 /** Step 3: each active policy's own earliest admission time. */
 function ownTimes(w: Writer): void {
   const { sections, v, sv, emit } = w;
-  // Step 3. Each active policy's own earliest admission time (blocks aside), as the memory store
-  // computes it: a window's oldest admission that keeps it full leaving it, the rate policy's
-  // allowance, or a free lease (else the policy's announced backoff).
+  // As the memory store computes it, blocks aside.
   for (const [j, section] of sections.entries()) {
     if (section.uses === 0) continue;
     const p = section.policy;
@@ -524,11 +517,8 @@ function ownTimes(w: Writer): void {
 /** Step 4: whether to refuse, the policy that names the refusal, and Retry-After. */
 function refuse(w: Writer): void {
   const { work, v, emit } = w;
-  // Step 4. Refuse when any policy is full or blocked: a blocked one frees up at its block's end,
-  // announced when the block began. The one that frees up last names the refusal, on a tie the
-  // one whose own limit frees up last, then the later one in plan order (the more specific
-  // limit). Retry-After is the least whole number of seconds whose instant is not before that
-  // (store.ts announcedSeconds).
+  // On a tie the policy whose own limit frees up last names the refusal, then the later one in
+  // plan order (the more specific limit); Retry-After as store.ts announcedSeconds counts it.
   emit('local earliest, refusing, refusing_own, blocked = t, 0, t, false');
   for (const [k, j] of work.entries()) {
     const [w, b] = [v('W', j), v('B', j)];
@@ -675,9 +665,7 @@ function blocks(w: Writer): void {
 
 /** Step 6: write back the changed scopes. */
 function writeBack(w: Writer): void {
-  // Step 6. Write back each changed scope with one SET, its expired entries dropped, expiring on
-  // its own once every policy of the scope is fresh again (plus the margin); a scope already fresh
-  // again is deleted. Writes come last, so a failure before them records nothing.
+  // Writes come last, so a script that fails before them records nothing.
   w.emit(`local entry = admitted and pack_struct('<d', t)`);
   for (const [s, policies] of w.shape.scopes.entries()) {
     const { v, sv, emit } = w;
