@@ -227,9 +227,34 @@ export function compileLimitRules(
   presetPolicies: readonly Policy[],
   where: string,
 ): CompiledRules {
-  if (rules === undefined) return { table: undefined, effectOf: undefined };
-  // Checked before the length: `null` or a lone rule object must not read as "no rules".
-  const list = readList(rules, `${where}: rules`, 'an array', 'invalid_route_rule');
+  return compileRuleList(readLimitRules(rules, where), presetPolicies, where);
+}
+
+/**
+ * A preset's rules read once into a list of their own; none when left out.
+ * @param rules - the rules as given
+ * @param where - where they come from, for messages
+ * @throws ConfigurationError `invalid_route_rule` for anything but an array (`null` or a lone rule
+ *   object does not read as "no rules")
+ * @internal
+ */
+export function readLimitRules(rules: unknown, where: string): readonly unknown[] {
+  if (rules === undefined) return [];
+  return readList(rules, `${where}: rules`, 'an array', 'invalid_route_rule');
+}
+
+/**
+ * {@link compileLimitRules} of a list read by {@link readLimitRules}.
+ * @param list - the rules, read
+ * @param presetPolicies - the preset's own policies
+ * @param where - where the rules come from, for messages
+ * @internal
+ */
+export function compileRuleList(
+  list: readonly unknown[],
+  presetPolicies: readonly Policy[],
+  where: string,
+): CompiledRules {
   if (list.length === 0) return { table: undefined, effectOf: undefined };
   const compiled = list.map((rule, index): CompiledRule => {
     const at = `${where}: rules[${index}]`;
