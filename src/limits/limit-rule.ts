@@ -14,6 +14,7 @@ import {
   listOf,
   type Rule,
   readOptions,
+  withFields,
   worded,
 } from '../internal/options.js';
 import { type Duration, formatDuration, toMilliseconds } from './duration.js';
@@ -71,37 +72,6 @@ const anyString: Rule<string> = {
 
 const RESOURCE_RULES_OPTIONS = { namePrefix: anyString };
 
-/**
- * An object whose named fields are read once each into a record of the caller's own.
- * @param expected - what the object must be, for messages
- * @param keys - the fields
- */
-function fieldsOf<K extends string>(
-  expected: string,
-  keys: readonly K[],
-): Rule<Record<K, unknown>> {
-  return {
-    expected,
-    code: 'invalid_route_rule',
-    read(value, name) {
-      if (typeof value !== 'object' || value === null) return INVALID;
-      const fields = {} as Record<K, unknown>;
-      try {
-        for (const key of keys) fields[key] = (value as Record<K, unknown>)[key];
-      } catch (cause) {
-        throw new ConfigurationError(
-          'invalid_route_rule',
-          `Reading ${name} threw; pass plain data.`,
-          {
-            cause,
-          },
-        );
-      }
-      return fields;
-    },
-  };
-}
-
 const aRoute: Rule<string> = {
   expected: "a route pattern such as 'PATCH /booking/v*/bookings/{id}'",
   code: 'invalid_route_rule',
@@ -109,7 +79,11 @@ const aRoute: Rule<string> = {
 };
 
 const rowList = listOf(
-  fieldsOf('a { route, limit, periodMs } row', ['route', 'limit', 'periodMs']),
+  withFields(
+    ['route', 'limit', 'periodMs'],
+    'a { route, limit, periodMs } row',
+    'invalid_route_rule',
+  ),
 );
 
 /**
@@ -273,7 +247,13 @@ export type RuleFields = Readonly<
 >;
 
 const ruleList: Rule<RuleFields[]> = worded(
-  listOf(fieldsOf('an object with a route', ['route', 'policies', 'exempt', 'caseInsensitiveIds'])),
+  listOf(
+    withFields(
+      ['route', 'policies', 'exempt', 'caseInsensitiveIds'],
+      'an object with a route',
+      'invalid_route_rule',
+    ),
+  ),
   'an array',
 );
 

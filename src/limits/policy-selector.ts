@@ -5,7 +5,7 @@
  */
 import { ConfigurationError, InvalidRequestError } from '../errors/index.js';
 import { describe, isArray } from '../internal/describe.js';
-import { checkValue, INVALID, oneOf, type Rule } from '../internal/options.js';
+import { checkValue, INVALID, oneOf, type Rule, withFields } from '../internal/options.js';
 import { type LimitRequest, RequestFields } from './limit-request.js';
 import { type CompiledRules, compileRuleList, readLimitRules } from './limit-rule.js';
 import { copyPolicies, type Policy, policyListIdentity } from './policy.js';
@@ -152,23 +152,16 @@ function noPresetFor(type: string, types: readonly string[]): never {
   );
 }
 
+const presetFields = withFields(['name', 'policies', 'rules'], 'a LimitPreset');
+
 /** A preset: an object whose `policies` is an array. */
 const aPreset: Rule<PresetFields> = {
-  expected: 'a LimitPreset',
+  expected: presetFields.expected,
   read(value, name) {
-    if (typeof value !== 'object' || value === null) return INVALID;
-    let label: unknown;
-    let policies: unknown;
-    let rules: unknown;
-    try {
-      ({ name: label, policies, rules } = value as Record<string, unknown>);
-    } catch (cause) {
-      throw new ConfigurationError('invalid_option', `Reading ${name} threw; pass plain data.`, {
-        cause,
-      });
-    }
-    if (!isArray(policies)) return INVALID;
-    return { label: typeof label === 'string' ? label : describe(label), policies, rules };
+    const fields = presetFields.read(value, name);
+    if (fields === INVALID || !isArray(fields.policies)) return INVALID;
+    const label = typeof fields.name === 'string' ? fields.name : describe(fields.name);
+    return { label, policies: fields.policies, rules: fields.rules };
   },
 };
 

@@ -9,9 +9,9 @@ import {
   aBoolean,
   anything,
   checkValue,
-  INVALID,
+  invalidValue,
   listOf,
-  type Rule,
+  withFields,
   worded,
 } from '../internal/options.js';
 import {
@@ -203,30 +203,9 @@ function shortestMatch(pattern: RoutePattern): number {
 
 const RULE_SHAPE = "an object with a string route such as 'GET /booking/v*/offers'";
 
-/** A rule's route and case flag, each read once, the route a string. */
-const aRouteRule: Rule<{ readonly route: string; readonly caseInsensitiveIds: unknown }> = {
-  expected: RULE_SHAPE,
-  code: 'invalid_route_rule',
-  read(value, name) {
-    if (typeof value !== 'object' || value === null) return INVALID;
-    let route: unknown;
-    let caseInsensitiveIds: unknown;
-    try {
-      ({ route, caseInsensitiveIds } = value as RouteRule);
-    } catch (cause) {
-      throw new ConfigurationError(
-        'invalid_route_rule',
-        `Reading ${name} threw; pass plain data.`,
-        {
-          cause,
-        },
-      );
-    }
-    return typeof route === 'string' ? { route, caseInsensitiveIds } : INVALID;
-  },
-};
+const routeFields = withFields(['route', 'caseInsensitiveIds'], RULE_SHAPE, 'invalid_route_rule');
 
-// The rules are handed back as given, each checked by aRouteRule when it is compiled.
+// The rules are handed back as given, each read by routeFields when it is compiled.
 const ruleList = worded(
   listOf(worded(anything(), RULE_SHAPE, 'invalid_route_rule')),
   'an array of { route } objects',
@@ -241,7 +220,8 @@ function parseRule(
   maxPathLength: number,
 ): { pattern: RoutePattern; fold: boolean } {
   const name = `rules[${order}]`;
-  const { route, caseInsensitiveIds } = checkValue(aRouteRule, rule, name);
+  const { route, caseInsensitiveIds } = checkValue(routeFields, rule, name);
+  if (typeof route !== 'string') throw invalidValue(routeFields, rule, name);
   const fold = checkValue(aFlag, caseInsensitiveIds ?? false, `${name}.caseInsensitiveIds`);
   let pattern: RoutePattern;
   try {
