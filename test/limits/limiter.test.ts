@@ -860,6 +860,23 @@ describe('limiter: bad input', () => {
       /^createLimiter options must be an object such as \{ preset: … \}, got undefined\.$/,
     ],
     [
+      'an option misspelt',
+      () => createLimiter({ preset: presets.live, maxIdLenght: 64 } as never),
+      'invalid_option',
+      /^createLimiter has no option "maxIdLenght"; did you mean "maxIdLength"\?/,
+    ],
+    [
+      'a fallback store that is not synchronous',
+      () =>
+        createLimiter({
+          preset: presets.live,
+          outage: 'fallback',
+          fallbackStore: { synchronous: false, apply() {}, release() {} } as never,
+        }),
+      'invalid_option',
+      /^fallbackStore must be a synchronous store \(a MemoryStore\) with apply\(\) and release\(\), got an object\.$/,
+    ],
+    [
       'null options',
       () => createLimiter(null as never),
       'invalid_option',
