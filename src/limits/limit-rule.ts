@@ -272,43 +272,60 @@ export function compileRuleList(
   where: string,
 ): CompiledRules {
   if (list.length === 0) return { table: undefined, effectOf: undefined };
-  const compiled = list.map((rule, index): CompiledRule => {
-    const at = `${where}: rules[${index}]`;
-    // The compiled rule is plain data of its own, never the object given.
-    const { route, policies, exempt, caseInsensitiveIds } = rule;
-    const ownPolicies = policies === undefined ? [] : copyPolicies(policies, `${at}.policies`);
-    const names = exempt === undefined ? [] : checkValue(exemptNames, exempt, `${at}.exempt`);
-    const exemptPositions = names.map((name) => {
-      const position = presetPolicies.findIndex((p) => p.name === name);
-      if (position === -1) {
-        throw new ConfigurationError(
-          'invalid_route_rule',
-          `${at}.exempt names ${describe(name)}, which is not a policy of the preset; use one of ${presetPolicies.map((p) => JSON.stringify(p.name)).join(', ')}.`,
-        );
-      }
-      return position;
-    });
-    if (ownPolicies.length === 0 && exemptPositions.length === 0) {
-      throw new ConfigurationError(
-        'invalid_route_rule',
-        `${at} has neither policies nor exemptions; give it one or drop it.`,
-      );
-    }
-    // compileRoutes checks the route and caseInsensitiveIds.
-    return {
-      route: route as string,
-      ...(caseInsensitiveIds === undefined
-        ? {}
-        : { caseInsensitiveIds: caseInsensitiveIds as boolean }),
-      policies: ownPolicies,
-      exempt: names as string[],
-      exemptPositions,
-      ownPolicies,
-      allPositions: ownPolicies.map((_, i) => i),
-    };
-  });
-  const table = compileRoutes(compiled);
-  // Two rules with policies on one route would count one resource under two policy lists.
+  const table = compileRoutes(
+    list.map((rule, index) => compileRule(rule, presetPolicies, `${where}: rules[${index}]`)),
+  );
+  checkOneCountPerRoute(table, where);
+  return {
+    table,
+    effectOf: effectCache(
+      table,
+      presetPolicies.map((_, i) => i),
+    ),
+  };
+}
+
+// The compiled rule is plain data of its own, never the object given; compileRoutes checks the
+// route and caseInsensitiveIds.
+function compileRule(
+  rule: RuleFields,
+  presetPolicies: readonly Policy[],
+  at: string,
+): CompiledRule {
+  const { route, policies, exempt, caseInsensitiveIds } = rule;
+  const ownPolicies = policies === undefined ? [] : copyPolicies(policies, `${at}.policies`);
+  const names = exempt === undefined ? [] : checkValue(exemptNames, exempt, `${at}.exempt`);
+  const exemptPositions = names.map((name) => positionOf(name, presetPolicies, at));
+  if (ownPolicies.length === 0 && exemptPositions.length === 0) {
+    throw new ConfigurationError(
+      'invalid_route_rule',
+      `${at} has neither policies nor exemptions; give it one or drop it.`,
+    );
+  }
+  return {
+    route: route as string,
+    ...(caseInsensitiveIds === undefined
+      ? {}
+      : { caseInsensitiveIds: caseInsensitiveIds as boolean }),
+    policies: ownPolicies,
+    exempt: names as string[],
+    exemptPositions,
+    ownPolicies,
+    allPositions: ownPolicies.map((_, i) => i),
+  };
+}
+
+function positionOf(name: unknown, presetPolicies: readonly Policy[], at: string): number {
+  const position = presetPolicies.findIndex((p) => p.name === name);
+  if (position !== -1) return position;
+  throw new ConfigurationError(
+    'invalid_route_rule',
+    `${at}.exempt names ${describe(name)}, which is not a policy of the preset; use one of ${presetPolicies.map((p) => JSON.stringify(p.name)).join(', ')}.`,
+  );
+}
+
+// Two rules with policies on one route would count one resource under two policy lists.
+function checkOneCountPerRoute(table: RouteTable<CompiledRule>, where: string): void {
   const seen = new Map<string, number>();
   table.rules.forEach((rule, index) => {
     if (rule.ownPolicies.length === 0) return;
@@ -322,13 +339,6 @@ export function compileRuleList(
     }
     seen.set(canonical, index);
   });
-  return {
-    table,
-    effectOf: effectCache(
-      table,
-      presetPolicies.map((_, i) => i),
-    ),
-  };
 }
 
 /** The rules' effect on a request, through a bounded memory of recent method and path pairs. */
