@@ -4,6 +4,7 @@
  * to none. See `docs/routes.md` for the rules and the reasons behind each.
  * @module
  */
+import { readOptions, wholeNumber } from '../internal/options.js';
 
 /**
  * The longest canonical path (everything before `?` or `#`, once canonical) accepted; longer is
@@ -18,8 +19,6 @@ export const DEFAULT_MAX_PATH_LENGTH = 2048;
  * malformed, so that the work and the memory of a scan stay bounded.
  */
 export const RAW_PER_CANONICAL = 16;
-
-import { readOptions, wholeNumber } from '../internal/options.js';
 
 /**
  * What a version segment is once canonical: `v`, a digit, then digits, lower-case letters or
@@ -454,18 +453,10 @@ function pathStart(raw: string): number {
   return i;
 }
 
-/**
- * The options of {@link canonicalPath} and `compileRoutes`: the longest path, 1 to 1,048,576.
- * @internal
- */
+/** The options of {@link canonicalPath} and `compileRoutes`. @internal */
 export const PATH_LENGTH_OPTIONS = { maxPathLength: wholeNumber(1, 1_048_576) };
 
-/**
- * The `maxPathLength` of such options, or its default.
- * @param options - the options as given
- * @param owner - whose options they are, for messages
- * @internal
- */
+/** The `maxPathLength` of such options, or its default. @internal */
 export function readMaxPathLength(options: unknown, owner: string): number {
   return readOptions(options, owner, PATH_LENGTH_OPTIONS, {
     defaults: { maxPathLength: DEFAULT_MAX_PATH_LENGTH },

@@ -67,35 +67,18 @@ export interface RefusedDecision {
 /** A limiter's answer. */
 export type Decision = AdmittedDecision | RefusedDecision;
 
-/**
- * The decision of a store's outcome; its lease goes back to `store`.
- * @param store - the store that decided
- * @param outcome - its outcome
- * @param statuses - whether statuses were asked for: without them an admitted decision has none,
- *   whatever the store sent
- * @internal
- */
+/** The decision of `store`'s outcome; without `statuses` asked for, an admission has none. @internal */
 export function toDecision(store: LimitStore, outcome: StoreOutcome, statuses: boolean): Decision {
   if (!outcome.allowed) return new Refused(outcome);
   return new Admitted(statuses ? outcome : NO_STATUSES, outcome, store);
 }
 
-/**
- * An admission at `now` without statuses or lease (a store outage that fails open).
- * @param store - the limiter's store
- * @param now - the time of the decision (ms)
- * @internal
- */
+/** An admission without statuses or lease (a store outage that fails open). @internal */
 export function admittedUnlimited(store: LimitStore, now: number): AdmittedDecision {
   return new Admitted(NO_STATUSES, admissionWithoutStatuses(now, undefined), store);
 }
 
-/**
- * A refusal at `now` because the store could not decide (a store outage that fails closed).
- * @param now - the time of the decision (ms)
- * @param retryAfterSeconds - the Retry-After to announce
- * @internal
- */
+/** A refusal because the store could not decide (a store outage that fails closed). @internal */
 export function refusedUnavailable(now: number, retryAfterSeconds: number): RefusedDecision {
   return new Refused({
     allowed: false,

@@ -51,11 +51,7 @@ const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
 // The methods nearly every request has, accepted without running the token pattern.
 const COMMON_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-/**
- * The error for a request that is no object.
- * @param input - what `check` was given
- * @internal
- */
+/** The error for a request that is no object. @internal */
 export function notARequest(input: unknown): InvalidRequestError {
   return new InvalidRequestError(
     'invalid_request',
@@ -63,11 +59,7 @@ export function notARequest(input: unknown): InvalidRequestError {
   );
 }
 
-/**
- * The error for a request whose fields cannot be read.
- * @param cause - what the read threw
- * @internal
- */
+/** The error for a request whose fields cannot be read. @internal */
 export function unreadableRequest(cause: unknown): InvalidRequestError {
   return new InvalidRequestError(
     'invalid_request',
@@ -77,9 +69,8 @@ export function unreadableRequest(cause: unknown): InvalidRequestError {
 }
 
 /**
- * Check the fields of a request, each read once by the caller. Positional, so that `check` makes
- * no object per request.
- * @param maxIdLength - the longest client id and account code
+ * Check the fields of a request, read once by the caller; positional, so that `check` makes no
+ * object per request.
  * @throws InvalidRequestError naming the field
  * @internal
  */

@@ -226,11 +226,8 @@ export function compileLimitRules(
 }
 
 /**
- * A preset's rules read once into a list of their own; none when left out.
- * @param rules - the rules as given
- * @param where - where they come from, for messages
- * @throws ConfigurationError `invalid_route_rule` for anything but an array (`null` or a lone rule
- *   object does not read as "no rules")
+ * A preset's rules read once into a list of their own; none when left out, but `null` or a lone
+ * rule object is refused, never read as "no rules".
  * @internal
  */
 export function readLimitRules(rules: unknown, where: string): readonly RuleFields[] {
@@ -238,10 +235,7 @@ export function readLimitRules(rules: unknown, where: string): readonly RuleFiel
   return checkValue(ruleList, rules, `${where}: rules`);
 }
 
-/**
- * A rule's fields, read once each.
- * @internal
- */
+/** A rule's fields, read once each. @internal */
 export type RuleFields = Readonly<
   Record<'route' | 'policies' | 'exempt' | 'caseInsensitiveIds', unknown>
 >;
@@ -259,13 +253,7 @@ const ruleList: Rule<RuleFields[]> = worded(
 
 const exemptNames = listOf(worded(anything(), 'a policy name', 'invalid_route_rule'));
 
-/**
- * {@link compileLimitRules} of a list read by {@link readLimitRules}.
- * @param list - the rules, read
- * @param presetPolicies - the preset's own policies
- * @param where - where the rules come from, for messages
- * @internal
- */
+/** {@link compileLimitRules} of a list read by {@link readLimitRules}. @internal */
 export function compileRuleList(
   list: readonly RuleFields[],
   presetPolicies: readonly Policy[],

@@ -59,9 +59,8 @@ const LIMITER_RULES = {
 };
 
 /**
- * The options of `createLimiter`, each read once and checked; the limits (`preset`, `policies`,
- * `defaultAccountType`) are read by the policy selector.
- * @param options - the options as given
+ * The options of `createLimiter`, each read once; the limits (`preset`, `policies`,
+ * `defaultAccountType`) are read on by the policy selector.
  * @throws ConfigurationError `invalid_option` naming the option
  * @internal
  */
@@ -79,8 +78,5 @@ export function readLimiterOptions(options: unknown) {
   return { ...read, store: read.store ?? new MemoryStore() };
 }
 
-/**
- * The options of `createLimiter` once read.
- * @internal
- */
+/** The options of `createLimiter` once read. @internal */
 export type LimiterConfig = ReturnType<typeof readLimiterOptions>;

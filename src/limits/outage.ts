@@ -32,36 +32,22 @@ export interface OutageEvent {
   readonly outage: Exclude<OutageMode, 'reject'>;
 }
 
-/**
- * What a limiter that decides outages itself does with one.
- * @internal
- */
+/** What a limiter that decides outages itself does with one. @internal */
 export interface OutageHandler {
-  /** The mode. */
   readonly mode: Exclude<OutageMode, 'reject'>;
-  /** The decision of a request the store failed to decide. */
   decide(error: unknown, plan: Plan, now: number, statuses: boolean): Decision;
 }
 
-/**
- * The outage options of a limiter, each checked already.
- * @internal
- */
+/** The outage options of a limiter, each checked already. @internal */
 export interface OutageOptions {
-  /** The mode. */
   readonly outage: OutageMode;
-  /** The local store, if given. */
   readonly fallbackStore: SyncLimitStore | undefined;
-  /** Retry-After of `'closed'`. */
   readonly outageRetryAfterSeconds: number;
-  /** Told of each outage decided. */
   readonly onOutage: (event: OutageEvent) => void;
 }
 
 /**
  * The handler of `options.outage`; undefined when outages are left to the caller (`'reject'`).
- * @param store - the limiter's store
- * @param options - the outage options
  * @throws ConfigurationError `invalid_option` for options that contradict each other
  * @internal
  */
@@ -128,11 +114,7 @@ function reporter(onOutage: (event: OutageEvent) => void) {
   };
 }
 
-/**
- * The default `onOutage`: one line on `console.error`.
- * @param event - the outage
- * @internal
- */
+/** The default `onOutage`: one line on `console.error`. @internal */
 export function defaultOutageReport(event: OutageEvent): void {
   const message = event.error instanceof Error ? event.error.message : String(event.error);
   const what = {

@@ -10,16 +10,10 @@ import { type LimitRequest, RequestFields } from './limit-request.js';
 import { type CompiledRules, compileRuleList, readLimitRules } from './limit-rule.js';
 import { copyPolicies, type Policy, policyListIdentity } from './policy.js';
 
-/**
- * The policies that apply to a request, and its preset's route rules.
- * @internal
- */
+/** The policies that apply to a request (frozen copies) and its preset's route rules. @internal */
 export interface PolicyGroup {
-  /** The policies, frozen copies. */
   readonly list: readonly Policy[];
-  /** Every position of `list`. */
   readonly active: readonly number[];
-  /** The preset's route rules, compiled; none for a list of policies. */
   readonly rules: CompiledRules;
 }
 
@@ -51,9 +45,6 @@ const REMEMBERED_LISTS = 10_000;
 
 /**
  * The selector of a limiter's `preset` or `policies`, exactly one of which is given.
- * @param preset - a LimitPreset, or presets by account type
- * @param policies - a list of policies, or a function that picks one per request
- * @param defaultAccountType - with presets by account type, the type of a request that names none
  * @throws ConfigurationError for limits that are missing, given twice or invalid
  * @internal
  */
