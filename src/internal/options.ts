@@ -304,3 +304,35 @@ export function listOf<T>(item: Rule<T>, minLength = 0): Rule<T[]> {
   };
   return rule;
 }
+
+/**
+ * An object whose named fields are read once each into a record of the caller's own (unknown
+ * fields are left alone: the object is data, not options).
+ * @param keys - the fields to read
+ * @param expected - what the object is, for the message (e.g. `an object with a route`)
+ * @param code - the error code of a refusal or a read that throws @defaultValue `invalid_option`
+ */
+export function withFields<K extends string>(
+  keys: readonly K[],
+  expected: string,
+  code?: ConfigurationErrorCode,
+): Rule<Readonly<Record<K, unknown>>> {
+  return {
+    expected,
+    code,
+    read(value, name) {
+      if (typeof value !== 'object' || value === null) return INVALID;
+      const fields = {} as Record<K, unknown>;
+      try {
+        for (const key of keys) fields[key] = (value as Record<K, unknown>)[key];
+      } catch (cause) {
+        throw new ConfigurationError(
+          code ?? 'invalid_option',
+          `Reading ${name} threw; pass plain data.`,
+          { cause },
+        );
+      }
+      return fields;
+    },
+  };
+}

@@ -11,6 +11,7 @@ import {
   oneOf,
   readOptions,
   wholeNumber,
+  withFields,
   withMethods,
 } from '../../src/internal/options.js';
 
@@ -147,4 +148,49 @@ describe('rules', () => {
     expect(() => checkValue(rule, [1, 0], 'sizes')).toThrow('sizes[1] must be a whole number');
     expect(() => checkValue(rule, [], 'sizes')).toThrow('sizes must be an array of at least 1');
   });
+
+  it('withFields reads each named field once into a record of its own, and refuses a non-object', () => {
+    const rule = withFields(['route', 'limit'], 'a row', 'invalid_route_rule');
+    let reads = 0;
+    const row = {
+      get route() {
+        reads++;
+        return 'GET /a';
+      },
+      limit: 5,
+      extra: true,
+    };
+    expect(checkValue(rule, row, 'rows[0]')).toEqual({ route: 'GET /a', limit: 5 });
+    expect(reads).toBe(1);
+    const refused = thrownBy(() => checkValue(rule, 5, 'rows[0]'));
+    expect(refused).toMatchObject({
+      code: 'invalid_route_rule',
+      message: 'rows[0] must be a row, got 5.',
+    });
+    const throwing = thrownBy(() =>
+      checkValue(
+        rule,
+        {
+          get route() {
+            throw new Error('boom');
+          },
+        },
+        'rows[0]',
+      ),
+    );
+    expect(isConfigurationError(throwing)).toBe(true);
+    expect(throwing).toMatchObject({
+      code: 'invalid_route_rule',
+      message: 'Reading rows[0] threw; pass plain data.',
+    });
+  });
 });
+
+function thrownBy(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
+}
