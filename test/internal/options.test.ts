@@ -9,6 +9,7 @@ import {
   finiteNumber,
   listOf,
   oneOf,
+  optionsOf,
   readOptions,
   wholeNumber,
   withMethods,
@@ -146,5 +147,28 @@ describe('rules', () => {
     expect(read).not.toBe(given);
     expect(() => checkValue(rule, [1, 0], 'sizes')).toThrow('sizes[1] must be a whole number');
     expect(() => checkValue(rule, [], 'sizes')).toThrow('sizes must be an array of at least 1');
+  });
+});
+
+describe('optionsOf', () => {
+  const nested = { inner: optionsOf({ size: wholeNumber(1, 9), log: aBoolean }, '{ size: 3 }') };
+
+  it('reads a nested object by its rules, its values named after the outer key', () => {
+    expect(readOptions({ inner: { size: 3 } }, 'make', nested).inner).toEqual({
+      size: 3,
+      log: undefined,
+    });
+    expect(message(() => readOptions({ inner: { size: 0 } }, 'make', nested))).toBe(
+      'inner.size must be a whole number from 1 to 9, got 0.',
+    );
+  });
+
+  it('refuses a value that is not an object, and an unknown key with the nearest name', () => {
+    expect(message(() => readOptions({ inner: 'big' }, 'make', nested))).toBe(
+      'inner must be an object such as { size: 3 }, got "big".',
+    );
+    expect(message(() => readOptions({ inner: { sise: 3 } }, 'make', nested))).toBe(
+      'inner has no option "sise"; did you mean "size"? Its options are size, log.',
+    );
   });
 });
