@@ -6,6 +6,7 @@
  */
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
+import { checkValue, INVALID, type Rule } from '../internal/options.js';
 
 /** The default name of the tracking id header (the specification's neutral name). */
 export const DEFAULT_TRACKING_ID_HEADER = 'Service-Tracking-Id';
@@ -149,18 +150,22 @@ export function resolveTrackingId(
  * @throws ConfigurationError `invalid_header_name`
  */
 export function checkHeaderName(name: unknown, option: string): string {
-  if (typeof name !== 'string' || !HEADER_NAME.test(name)) {
-    throw new ConfigurationError(
-      'invalid_header_name',
-      `${option} must be an HTTP header name (letters, digits and !#$%&'*+.^_\`|~-, at most 64 characters), got ${describe(name)}.`,
-    );
-  }
-  const lower = name.toLowerCase();
-  if (RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
-    throw new ConfigurationError(
-      'invalid_header_name',
-      `${option} ${describe(name)} is a header with a meaning of its own in HTTP; name the tracking id header something else, such as "X-Request-Id".`,
-    );
-  }
-  return lower;
+  return checkValue(headerName, name, option);
 }
+
+/** An HTTP field name token that means nothing of its own in HTTP, read in lower case. */
+export const headerName: Rule<string> = {
+  expected: "an HTTP header name (letters, digits and !#$%&'*+.^_`|~-, at most 64 characters)",
+  code: 'invalid_header_name',
+  read(value, name) {
+    if (typeof value !== 'string' || !HEADER_NAME.test(value)) return INVALID;
+    const lower = value.toLowerCase();
+    if (RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
+      throw new ConfigurationError(
+        'invalid_header_name',
+        `${name} ${describe(value)} is a header with a meaning of its own in HTTP; name the tracking id header something else, such as "X-Request-Id".`,
+      );
+    }
+    return lower;
+  },
+};
