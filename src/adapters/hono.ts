@@ -62,11 +62,11 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
       return new Response(null, { status: 499 });
     }
     if (node !== undefined) holdUntilClosed(node.incoming, node.outgoing, verdict.release);
-    signal.addEventListener('abort', verdict.release, { once: true });
+    // The verdict's release is idempotent: whichever of these comes first gives the lease back.
+    signal.addEventListener('abort', verdict.release);
     try {
       await next();
     } finally {
-      signal.removeEventListener('abort', verdict.release);
       verdict.release();
     }
   };
