@@ -9,17 +9,22 @@ import {
   aBoolean,
   aFunction,
   INVALID,
-  invalidValue,
   oneOf,
   optionsOf,
   type Rule,
   readOptions,
+  requiredValue,
   wholeNumber,
   withMethods,
 } from '../internal/options.js';
 import type { CheckOptions, Decision, LimitRequest } from '../limits/limiter.js';
 import type { RateLimitResponseOptions } from './rate-limit-response.js';
-import { headerName, randomTrackingId, type TrackingIdSource } from './tracking-id.js';
+import {
+  DEFAULT_TRACKING_ID_HEADER,
+  headerName,
+  randomTrackingId,
+  type TrackingIdSource,
+} from './tracking-id.js';
 
 /**
  * Who sends a request, as `identify` maps it (authentication is the service's own). `T` is the
@@ -249,7 +254,7 @@ const defaults = {
   failureRetryAfterSeconds: 1,
   trackingIdOnAdmitted: false,
   trackingIds: randomTrackingId,
-  trackingIdHeader: 'service-tracking-id',
+  trackingIdHeader: DEFAULT_TRACKING_ID_HEADER.toLowerCase(),
   rateLimitHeaders: false,
 } as const;
 
@@ -271,8 +276,8 @@ export function readGateOptions<R>(
     required: true,
     example: '{ limiter, identify }',
   });
-  const limiter = read.limiter ?? missing(rules.limiter, 'limiter');
-  const identify = read.identify ?? missing(rules.identify, 'identify');
+  const limiter = requiredValue(rules.limiter, read.limiter, 'limiter');
+  const identify = requiredValue(rules.identify, read.identify, 'identify');
   const failure = oneSourceOfFailure(limiter, read.failure);
   const { anonymous } = read;
   const refused = anonymous === 'refuse';
@@ -292,10 +297,6 @@ export function readGateOptions<R>(
     asked: read.rateLimitHeaders ? undefined : WITHOUT_STATUSES,
     trackingIdOnAdmitted: read.trackingIdOnAdmitted,
   };
-}
-
-function missing(rule: Rule<unknown>, name: string): never {
-  throw invalidValue(rule, undefined, name);
 }
 
 const noAddress = (): undefined => undefined;

@@ -330,3 +330,13 @@ export function optionsOf<R extends Rules>(
     },
   };
 }
+
+/**
+ * The value of an option that must be given: the rule's refusal of `undefined` when it is not.
+ * @param rule - the option's rule
+ * @param value - the option as read
+ * @param name - the option's name
+ */
+export function requiredValue<T>(rule: Rule<T>, value: T | undefined, name: string): T {
+  return value === undefined ? checkValue(rule, value, name) : value;
+}

@@ -11,6 +11,7 @@ import {
   oneOf,
   optionsOf,
   readOptions,
+  requiredValue,
   wholeNumber,
   withMethods,
 } from '../../src/internal/options.js';
@@ -169,6 +170,15 @@ describe('optionsOf', () => {
     );
     expect(message(() => readOptions({ inner: { sise: 3 } }, 'make', nested))).toBe(
       'inner has no option "sise"; did you mean "size"? Its options are size, log.',
+    );
+  });
+});
+
+describe('requiredValue', () => {
+  it('answers a value given, and refuses one left out in the one wording', () => {
+    expect(requiredValue(aBoolean, false, 'log')).toBe(false);
+    expect(message(() => requiredValue(aBoolean, undefined, 'log'))).toBe(
+      'log must be true or false, got undefined.',
     );
   });
 });
