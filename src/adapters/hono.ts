@@ -72,10 +72,9 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
   };
 }
 
-// The path of the request URL, still percent-encoded as the client sent it (after the WHATWG URL
-// parser of @hono/node-server or the runtime, which resolved dot segments): not `c.req.path`,
-// which Hono has percent-decoded, so that the limiter reads escapes as the route table documents. Everything before the path (scheme and Host) is left out so
-// that a long Host header cannot push the path past `maxPathLength`.
+// The path still percent-encoded as sent, not Hono's decoded `c.req.path`, so that the limiter
+// reads escapes as the route table documents; without scheme and Host, so that a long Host
+// cannot push the path past `maxPathLength`.
 function pathAsSent(url: string): string {
   const start = url.indexOf('/', url.indexOf('://') + 3);
   return start < 0 ? '/' : url.slice(start);

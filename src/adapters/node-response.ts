@@ -1,11 +1,8 @@
 /**
- * Applying a gate verdict to a node:http response, shared by the node, Express, Fastify and Koa
- * adapters: write the 429 (or the fail-closed 503), or set the headers, hold the lease until the
- * response closes (finished, failed or aborted) and go on. Also node:http2's compatibility API.
- * Node emits no `close` for a response that waits behind an earlier one on a pipelined HTTP/1.1
- * connection when that connection closes: such a lease is also given back on the connection's
- * `close`. The Hono adapter uses the same hold on @hono/node-server. Only types come from node:
- * nothing here loads a node module, so the Hono adapter still runs where there is none.
+ * Applying a gate verdict to a node:http (or node:http2 compatibility) response, shared by the
+ * node, Express, Fastify and Koa adapters, and by Hono on @hono/node-server: write the answer, or
+ * set the headers, hold the lease until the response closes and go on (see docs/middleware.md).
+ * Only types come from node, so the Hono adapter still loads where there is no node.
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -132,19 +132,8 @@ export function resolveTrackingId(
 }
 
 /**
- * Check a configured header name (an HTTP field name token) and return it in lower case, as
- * frameworks compare header names. A field with a meaning of its own in HTTP is refused, in any
- * letter case:
- * - the fields of HTTP semantics and caching (RFC 9110, RFC 9111), among them those the 429
- *   writes itself (`Retry-After`, `Content-Type`, `Cache-Control`), `Date`, `Expires`,
- *   `Last-Modified`, `Age`, `ETag`, `Vary`, `Content-Length`, `Content-Range`, `Location`,
- *   `Host`, `Authorization`;
- * - the connection-specific fields (`Connection`, `Keep-Alive`, `Transfer-Encoding`, `TE`,
- *   `Trailer`, `Upgrade`, `HTTP2-Settings`);
- * - `Cookie`, `Set-Cookie`, `RateLimit`, `RateLimit-Policy`, and fields browsers act on
- *   (`Strict-Transport-Security`, `Content-Security-Policy`, `Content-Disposition`, `Link`,
- *   `Refresh`, `Alt-Svc`, `Origin`, `Forwarded`, `X-Frame-Options`, `X-Content-Type-Options`);
- * - any name starting with `Access-Control-`, `Proxy-` or `Sec-`.
+ * Check a configured header name (see {@link headerName}) and return it in lower case, as
+ * frameworks compare header names.
  * @param name - the header name
  * @param option - the option that named it, for the error message
  * @throws ConfigurationError `invalid_header_name`
@@ -153,7 +142,10 @@ export function checkHeaderName(name: unknown, option: string): string {
   return checkValue(headerName, name, option);
 }
 
-/** An HTTP field name token that means nothing of its own in HTTP, read in lower case. */
+/**
+ * An HTTP field name token, read in lower case. A field with a meaning of its own in HTTP is
+ * refused in any letter case (the list is `RateLimitResponseOptions.trackingIdHeader`'s).
+ */
 export const headerName: Rule<string> = {
   expected: "an HTTP header name (letters, digits and !#$%&'*+.^_`|~-, at most 64 characters)",
   code: 'invalid_header_name',
