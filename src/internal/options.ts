@@ -336,3 +336,39 @@ export function withFields<K extends string>(
     },
   };
 }
+
+/**
+ * An object of options of its own, read by `rules` as {@link readOptions} reads (each key once,
+ * unknown keys refused); its values are named `name.key` in messages (e.g. `anonymous.key`).
+ * @param rules - one rule per known key
+ * @param example - an example of the object, for messages (e.g. `{ key: (req) => req.ip }`)
+ */
+export function optionsOf<R extends Rules>(
+  rules: R,
+  example: string,
+): Rule<ReadOptions<R, Record<never, never>>> {
+  return {
+    expected: `an object such as ${example}`,
+    read(value, name) {
+      if (typeof value !== 'object' || value === null || isArray(value)) return INVALID;
+      const named: Record<string, Rule<unknown>> = {};
+      for (const [key, rule] of Object.entries(rules)) {
+        named[key] = { ...rule, read: (v) => checkValue(rule, v, `${name}.${key}`) };
+      }
+      return readOptions(value, name, named, { required: true, example }) as ReadOptions<
+        R,
+        Record<never, never>
+      >;
+    },
+  };
+}
+
+/**
+ * The value of an option that must be given: the rule's refusal of `undefined` when it is not.
+ * @param rule - the option's rule
+ * @param value - the option as read
+ * @param name - the option's name
+ */
+export function requiredValue<T>(rule: Rule<T>, value: T | undefined, name: string): T {
+  return value === undefined ? checkValue(rule, value, name) : value;
+}

@@ -9,7 +9,9 @@ import {
   finiteNumber,
   listOf,
   oneOf,
+  optionsOf,
   readOptions,
+  requiredValue,
   wholeNumber,
   withFields,
   withMethods,
@@ -194,3 +196,34 @@ function thrownBy(run: () => unknown): unknown {
   }
   throw new Error('expected a throw');
 }
+describe('optionsOf', () => {
+  const nested = { inner: optionsOf({ size: wholeNumber(1, 9), log: aBoolean }, '{ size: 3 }') };
+
+  it('reads a nested object by its rules, its values named after the outer key', () => {
+    expect(readOptions({ inner: { size: 3 } }, 'make', nested).inner).toEqual({
+      size: 3,
+      log: undefined,
+    });
+    expect(message(() => readOptions({ inner: { size: 0 } }, 'make', nested))).toBe(
+      'inner.size must be a whole number from 1 to 9, got 0.',
+    );
+  });
+
+  it('refuses a value that is not an object, and an unknown key with the nearest name', () => {
+    expect(message(() => readOptions({ inner: 'big' }, 'make', nested))).toBe(
+      'inner must be an object such as { size: 3 }, got "big".',
+    );
+    expect(message(() => readOptions({ inner: { sise: 3 } }, 'make', nested))).toBe(
+      'inner has no option "sise"; did you mean "size"? Its options are size, log.',
+    );
+  });
+});
+
+describe('requiredValue', () => {
+  it('answers a value given, and refuses one left out in the one wording', () => {
+    expect(requiredValue(aBoolean, false, 'log')).toBe(false);
+    expect(message(() => requiredValue(aBoolean, undefined, 'log'))).toBe(
+      'log must be true or false, got undefined.',
+    );
+  });
+});
