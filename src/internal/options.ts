@@ -62,10 +62,10 @@ export function readOptions<
   R extends Rules,
   D extends Partial<Record<keyof R, unknown>> = Record<never, never>,
 >(options: unknown, owner: string, rules: R, settings: ReaderSettings<D> = {}): ReadOptions<R, D> {
-  const names = Object.keys(rules);
-  const example = settings.example ?? `{ ${names[0]}: … }`;
+  const names = namesOf(rules);
   if (options === undefined && settings.required !== true) options = {};
   if (typeof options !== 'object' || options === null || isArray(options)) {
+    const example = settings.example ?? `{ ${names[0]}: … }`;
     throw new ConfigurationError(
       'invalid_option',
       `${owner} options must be an object such as ${example}${settings.required === true ? '' : ', or left out'}, got ${describe(options)}.`,
@@ -74,40 +74,56 @@ export function readOptions<
   const given = readGiven(options, owner, names);
   const defaults = (settings.defaults ?? {}) as Record<string, unknown>;
   const read: Record<string, unknown> = {};
-  for (const name of names) {
-    const value = given[name];
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string;
+    const value = given[i];
     read[name] =
       value === undefined ? defaults[name] : checkValue(rules[name] as Rule<unknown>, value, name);
   }
   return read as ReadOptions<R, D>;
 }
 
-/** The known keys' values, each read once; an unknown own key is refused. */
-function readGiven(options: object, owner: string, names: readonly string[]) {
-  const given: Record<string, unknown> = {};
+// The names of a set of rules, listed once: a factory reads its options on every call.
+const ruleNames = new WeakMap<Rules, readonly string[]>();
+
+function namesOf(rules: Rules): readonly string[] {
+  let names = ruleNames.get(rules);
+  if (names === undefined) {
+    names = Object.keys(rules);
+    ruleNames.set(rules, names);
+  }
+  return names;
+}
+
+/** The known keys' values in the order of `names`, each read once; an unknown own key is refused. */
+function readGiven(options: object, owner: string, names: readonly string[]): unknown[] {
+  const given: unknown[] = new Array(names.length);
   let keys: string[];
   try {
     keys = Object.keys(options);
-    for (const name of names) given[name] = (options as Record<string, unknown>)[name];
+    for (let i = 0; i < names.length; i++) {
+      given[i] = (options as Record<string, unknown>)[names[i] as string];
+    }
   } catch (cause) {
     throw new ConfigurationError(
       'invalid_option',
       `Reading the ${owner} options threw; pass plain data.`,
-      {
-        cause,
-      },
+      { cause },
     );
   }
   for (const key of keys) {
-    if (names.includes(key)) continue;
-    // The first characters are enough to find the nearest of short names.
-    const nearest = nearestName(key.slice(0, 64), names) ?? names[0];
-    throw new ConfigurationError(
-      'invalid_option',
-      `${owner} has no option ${describe(key)}; did you mean "${nearest}"? Its options are ${names.join(', ')}.`,
-    );
+    if (!names.includes(key)) throw unknownOption(owner, key, names);
   }
   return given;
+}
+
+function unknownOption(owner: string, key: string, names: readonly string[]): ConfigurationError {
+  // The first characters are enough to find the nearest of short names.
+  const nearest = nearestName(key.slice(0, 64), names) ?? names[0];
+  return new ConfigurationError(
+    'invalid_option',
+    `${owner} has no option ${describe(key)}; did you mean "${nearest}"? Its options are ${names.join(', ')}.`,
+  );
 }
 
 /**
