@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DemoService, startDemoService } from '../../examples/service.js';
 import type { AuditLogEntry } from '../../examples/service-webhooks.js';
 import { FakeClock, verifyWebhook } from '../../src/index.js';
-import { RedisServer } from '../support/redis-server.js';
+import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const LIVE = { 'x-api-key': 'live-demo-key', 'content-type': 'application/json' };
@@ -237,12 +237,19 @@ describe('reference service (npm run demo), in memory', () => {
 });
 
 describe('reference service with REDIS_URL: limits and delivery queue on Redis', () => {
+  let redis: SharedRedis;
+  beforeAll(async () => {
+    redis = await sharedRedis();
+  });
+  afterAll(async () => {
+    await redis.release();
+  });
+
   it('delivers through the Redis queue and refuses a burst through the Redis store', async () => {
-    const redis = await RedisServer.start();
     const log = deliveryLog();
     const service = await startDemoService({
       port: 0,
-      redisUrl: `redis://127.0.0.1:${redis.port}`,
+      redisUrl: `redis://127.0.0.1:${redis.port}/${redis.db}`,
       onDelivery: log.onDelivery,
     });
     try {
@@ -262,7 +269,6 @@ describe('reference service with REDIS_URL: limits and delivery queue on Redis',
       expect(statuses).toContain(429);
     } finally {
       await service.close();
-      await redis.stop();
     }
   });
 });

@@ -21,21 +21,27 @@ import {
 } from '../../src/index.js';
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
 import { freePort, RedisServer } from '../support/redis-server.js';
+import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 import { thrown } from '../support/thrown.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
-let redis: RedisServer;
+let redis: SharedRedis;
 let receiver: WebhookReceiver;
 beforeAll(async () => {
-  [redis, receiver] = await Promise.all([RedisServer.start(), startReceiver()]);
+  [redis, receiver] = await Promise.all([sharedRedis(), startReceiver()]);
 });
 afterAll(async () => {
   await receiver.close();
-  await redis.stop();
+  await redis.release();
 });
 
 const secret = generateWebhookSecret();
-const connection = () => ({ host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: null });
+const connection = () => ({
+  host: '127.0.0.1',
+  port: redis.port,
+  db: redis.db,
+  maxRetriesPerRequest: null,
+});
 const job = (id: string) => ({
   id,
   subscriptionId: 'sub:1',
@@ -205,6 +211,7 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
     const env = {
       ...process.env,
       REDIS_PORT: String(redis.port),
+      REDIS_DB: String(redis.db),
       RECEIVER_URL: receiver.url,
       QUEUE_NAME: 'restart',
       SECRET: secret,
@@ -664,6 +671,7 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
         env: {
           ...process.env,
           REDIS_PORT: String(redis.port),
+          REDIS_DB: String(redis.db),
           RECEIVER_URL: receiver.url,
           SECRET: secret,
           ...env,

@@ -6,20 +6,21 @@
 import { afterAll, beforeAll } from 'vitest';
 import { RedisStore } from '../../src/redis/index.js';
 import { blockRuleSuite } from '../support/block-suite.js';
-import { connect, RedisServer, type TestClient } from '../support/redis-server.js';
+import { connect, type TestClient } from '../support/redis-server.js';
+import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 
-let server: RedisServer;
+let redis: SharedRedis;
 let client: TestClient;
 let run = 0;
 
 beforeAll(async () => {
-  server = await RedisServer.start();
-  client = await connect('ioredis', server.port);
+  redis = await sharedRedis();
+  client = await connect('ioredis', redis.port, redis.db);
 });
 
 afterAll(async () => {
   await client.close();
-  await server.stop();
+  await redis.release();
 });
 
 /** A store on a key prefix of its own, timed by the caller's fake clock. */

@@ -7,18 +7,19 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExactOracle, maxInAnyWindow } from '../support/oracle.js';
-import { type ClientKind, clientKinds, RedisServer } from '../support/redis-server.js';
+import { type ClientKind, clientKinds } from '../support/redis-server.js';
+import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 import { hammerPolicies } from './fixtures/hammer-policies.js';
 
 const PROCESSES = 4;
 const DECISIONS = 2_000;
 
-let server: RedisServer;
+let redis: SharedRedis;
 beforeAll(async () => {
-  server = await RedisServer.start();
+  redis = await sharedRedis();
 });
 afterAll(async () => {
-  await server.stop();
+  await redis.release();
 });
 
 interface Run {
@@ -31,7 +32,16 @@ function hammer(kind: ClientKind, prefix: string): Promise<Run> {
   const file = join(import.meta.dirname, 'fixtures', 'hammer.ts');
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', file, String(server.port), kind, prefix, String(DECISIONS)],
+    [
+      '--import',
+      'tsx',
+      file,
+      String(redis.port),
+      String(redis.db),
+      kind,
+      prefix,
+      String(DECISIONS),
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   let output = '';

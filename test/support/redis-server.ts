@@ -91,6 +91,8 @@ export class RedisServer {
         if (output.includes('Ready to accept connections')) resolve();
       });
       child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
+      // No redis-server on the PATH: spawn reports it here, not with an exit.
+      child.once('error', reject);
     });
     child.stdout!.resume();
   }
@@ -116,9 +118,12 @@ export class RedisServer {
   }
 }
 
-/** An admin connection (ioredis) to a test server, for INFO, SCRIPT FLUSH, CLIENT PAUSE, keys. */
-export async function adminClient(port: number): Promise<Redis> {
-  const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true });
+/**
+ * An admin connection (ioredis) to a test server, for INFO, SCRIPT FLUSH, CLIENT PAUSE, keys; on
+ * database `db` (a file's own on the shared server, see shared-redis.ts).
+ */
+export async function adminClient(port: number, db = 0): Promise<Redis> {
+  const redis = new Redis({ port, host: '127.0.0.1', db, lazyConnect: true });
   redis.on('error', () => undefined);
   await redis.connect();
   return redis;
@@ -136,11 +141,13 @@ export interface TestClient {
   close(): Promise<void>;
 }
 
-export async function connect(kind: ClientKind, port: number): Promise<TestClient> {
+/** Connect to `port`, on database `db` (a file's own on the shared server, see shared-redis.ts). */
+export async function connect(kind: ClientKind, port: number, db = 0): Promise<TestClient> {
   if (kind === 'ioredis') {
     const redis = new Redis({
       port,
       host: '127.0.0.1',
+      db,
       enableOfflineQueue: false,
       autoResendUnfulfilledCommands: false,
       maxRetriesPerRequest: 0,
@@ -162,6 +169,7 @@ export async function connect(kind: ClientKind, port: number): Promise<TestClien
   }
   const redis = createClient({
     socket: { host: '127.0.0.1', port, reconnectStrategy: () => 20 },
+    database: db,
     disableOfflineQueue: true,
   });
   redis.on('error', () => undefined);
