@@ -9,13 +9,19 @@
  */
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
+import {
+  aFunction,
+  anything,
+  invalidValue,
+  readOptions,
+  wholeNumber,
+  withMethods,
+} from '../internal/options.js';
 import { abortableSleep, type Sleep, timerSleep } from '../internal/timers.js';
 import type { LimitRule } from '../limits/limit-rule.js';
 import { createLimiter } from '../limits/limiter.js';
 import type { Policy } from '../limits/policy.js';
 import type { LimitPreset } from '../limits/presets.js';
-import { optionalFunction, optionsObject } from './option-checks.js';
 import { PacingStore } from './pacing-store.js';
 
 /** Options of {@link createPacer}. */
@@ -73,6 +79,13 @@ interface Waiter {
   readonly onAbort: () => void;
 }
 
+const PACER_RULES = {
+  preset: anything('a LimitPreset such as presets.live'),
+  clock: withMethods<Clock>(['now'], 'a Clock'),
+  sleep: aFunction<Sleep>('waits (ms, signal)'),
+  safetyMarginMs: wholeNumber(0),
+};
+
 /**
  * Make a pacer for one client and account. Pass it to `createRetryingFetch({ pace })`.
  * @param options - the preset, clock, sleep and safety margin
@@ -85,21 +98,12 @@ interface Waiter {
  * ```
  */
 export function createPacer(options: PacerOptions): Pacer {
-  const given = optionsObject(
-    options,
-    'createPacer takes an options object with the preset',
-    false,
-  );
-  const clock = given.clock ?? systemClock;
-  const sleep =
-    optionalFunction(given.sleep, 'createPacer: sleep', 'waits (ms, signal)') ?? timerSleep;
-  const margin = given.safetyMarginMs ?? 50;
-  if (!Number.isSafeInteger(margin) || margin < 0) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createPacer: safetyMarginMs must be a whole number >= 0, got ${describe(margin)}.`,
-    );
-  }
+  const given = readOptions(options, 'createPacer', PACER_RULES, {
+    defaults: { clock: systemClock, sleep: timerSleep, safetyMarginMs: 50 },
+    required: true,
+    example: '{ preset: presets.live }',
+  });
+  const { clock, sleep, safetyMarginMs: margin } = given;
   // pacingPreset refuses a missing preset, or anything else that is not one, with what to pass.
   const { preset, globalNames, maxInFlight } = pacingPreset(given.preset as LimitPreset);
   // The limiter reads the routes (per-resource rules, exemptions); the store decides exactly, so
@@ -224,12 +228,7 @@ function pacingPreset(source: LimitPreset): {
   maxInFlight: number;
 } {
   const policies = (source as Partial<LimitPreset> | undefined)?.policies;
-  if (!Array.isArray(policies)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createPacer: preset must be a LimitPreset such as presets.live, got ${describe(source)}.`,
-    );
-  }
+  if (!Array.isArray(policies)) throw invalidValue(PACER_RULES.preset, source, 'preset');
   let maxInFlight = Number.POSITIVE_INFINITY;
   const timed: Policy[] = [];
   for (const policy of policies as readonly Policy[]) {
