@@ -304,3 +304,15 @@ export function listOf<T>(item: Rule<T>, minLength = 0): Rule<T[]> {
   };
   return rule;
 }
+
+/**
+ * A value the options must hold: the value read, or the rule's error for one left out.
+ * @param rule - the rule the value was read by
+ * @param value - the value as read (`undefined` when left out)
+ * @param name - the option's name, for the message
+ * @throws ConfigurationError the rule's code when the value was left out
+ */
+export function requiredValue<T>(rule: Rule<T>, value: T | undefined, name: string): T {
+  if (value === undefined) throw invalidValue(rule, value, name);
+  return value;
+}

@@ -10,6 +10,7 @@ import {
   listOf,
   oneOf,
   readOptions,
+  requiredValue,
   wholeNumber,
   withMethods,
 } from '../../src/internal/options.js';
@@ -146,5 +147,15 @@ describe('rules', () => {
     expect(read).not.toBe(given);
     expect(() => checkValue(rule, [1, 0], 'sizes')).toThrow('sizes[1] must be a whole number');
     expect(() => checkValue(rule, [], 'sizes')).toThrow('sizes must be an array of at least 1');
+  });
+});
+
+describe('requiredValue', () => {
+  it("gives the value read, and the rule's one wording for a value left out", () => {
+    const rule = wholeNumber(1, 3);
+    expect(requiredValue(rule, 2, 'n')).toBe(2);
+    expect(message(() => requiredValue(rule, undefined, 'n'))).toBe(
+      'n must be a whole number from 1 to 3, got undefined.',
+    );
   });
 });
