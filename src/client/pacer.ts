@@ -1,10 +1,6 @@
 /**
  * Pacing for the integrator's client: the library's own limiter, run on the client side with the
- * preset the server publishes, spaces the client's requests so that it stays under the limits and
- * does not see a 429 in the first place. Each request goes at the earliest instant the limits
- * (with the safety margin) allow, in order (first in, first out), except that one held back by a
- * per-resource limit does not hold back requests for other resources; at most the throttle's
- * number are in flight at once.
+ * server's preset, holds each request until the limits admit it (see docs/client.md, "Pacing").
  * @module
  */
 import { type Clock, systemClock } from '../clock.js';

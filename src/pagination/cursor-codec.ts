@@ -1,11 +1,8 @@
 /**
  * The signed cursor codec: an opaque, URL-safe token that carries a JSON state, signed with
- * HMAC-SHA256 (node:crypto), with key rotation, an optional expiry and an optional binding to the
- * request's other query parameters.
- *
- * Token: `base64url(payload) "." base64url(hmac)`, both parts strictly canonical. The payload is
- * the UTF-8 bytes of JSON `{ v: 1, s: state, e?: expiresAt, b?: binding }`, and the HMAC is of
- * those exact bytes; the state is signed, not encrypted, so do not put secrets in it.
+ * HMAC-SHA256, with key rotation, an optional expiry and an optional binding to the request's other
+ * query parameters. The token's form is in docs/pagination.md ("Cursors"); the state is signed,
+ * not encrypted.
  * @module
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
