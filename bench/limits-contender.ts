@@ -1,15 +1,20 @@
 /**
  * One contender of the limit engine benchmark, measured in a process of its own: `limits.bench.ts`
- * starts this file once per contender and round, so that no contender runs on a heap or a JIT
- * that another one left behind. Sends its figures to the parent over IPC.
+ * starts this file once per contender, build and round, so that no contender runs on a heap or a
+ * JIT that another one left behind. Sends its figures to the parent over IPC.
  */
 
 import { Session } from 'node:inspector/promises';
-import { createLimiter, type LimitRequest, livePreset, presets } from 'api-conventions';
+import type { LimitRequest } from 'api-conventions';
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { loadLibrary } from './builds.js';
 import { handWrittenLive } from './limits-floor.js';
 import { consumeEach, settledHeap, withDateNow } from './support.js';
+
+// The build whose limiter this process measures: another build's `dist` folder when the parent
+// compares builds, this checkout's otherwise.
+const { createLimiter, livePreset, presets } = await loadLibrary(process.env.LIMITS_BENCH_BUILD);
 
 export const KEYS = 100_000;
 export const DECISIONS = 2_000_000;
@@ -197,6 +202,9 @@ export const contenders = {
 
 /** A contender's name. */
 export type Contender = keyof typeof contenders;
+
+/** Whether a contender is this library's limiter, which a comparison of builds measures in each. */
+export const isOurs = (name: Contender): boolean => name.startsWith('api-conventions');
 
 const contender = process.env.LIMITS_BENCH_CONTENDER as Contender | undefined;
 if (contender !== undefined && process.send !== undefined) {

@@ -3,6 +3,7 @@
  * rate-limiter-flexible and express-rate-limit's MemoryStore on the same keys and decisions, then
  * admission quality on bursty traffic against the exact sliding-log oracle. A hand-written exact
  * limiter for the workload alone (limits-floor.ts) gives the floor that any exact limiter meets.
+ * With `BENCH_BASELINE` set, each of our contenders also runs on that build, in the same rounds.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -11,10 +12,12 @@ import { createLimiter, FakeClock } from 'api-conventions';
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
 import { ExactOracle, maxInAnyWindow } from '../test/support/oracle.js';
+import { BASELINE } from './builds.js';
 import {
   type Contender,
   contenders,
   DECISIONS,
+  isOurs,
   KEYS,
   liveGlobal,
   request,
@@ -23,12 +26,21 @@ import {
 import { median, round, withDateNow } from './support.js';
 
 const ROUNDS = Number(process.env.LIMITS_BENCH_ROUNDS ?? 3);
+// A comma-separated subset of the contenders, for short runs (all of them by default).
+const ONLY = process.env.LIMITS_BENCH_CONTENDERS?.split(',');
 
-/** Measure one contender in a fresh process (see limits-contender.ts). */
-async function measureApart(name: Contender): Promise<Throughput> {
+/** Which build a measurement runs: this checkout's, or the baseline's. */
+type Build = 'current' | 'baseline';
+
+/** Measure one contender of one build in a fresh process (see limits-contender.ts). */
+async function measureApart(name: Contender, build: Build): Promise<Throughput> {
   const child = fork(join(import.meta.dirname, 'limits-contender.ts'), [], {
     execArgv: ['--import', 'tsx', '--expose-gc', '--max-old-space-size=8192'],
-    env: { ...process.env, LIMITS_BENCH_CONTENDER: name },
+    env: {
+      ...process.env,
+      LIMITS_BENCH_CONTENDER: name,
+      LIMITS_BENCH_BUILD: build === 'baseline' ? BASELINE : '',
+    },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const [figures] = (await once(child, 'message')) as [Throughput];
@@ -211,42 +223,99 @@ function growthPauses(): { decisions: number; longestMs: number; p999Ms: number 
   };
 }
 
+/** The builds a contender runs on, in this round's order: the order swaps from round to round. */
+function buildsOf(name: Contender, round: number): Build[] {
+  if (BASELINE === undefined || !isOurs(name)) return ['current'];
+  return round % 2 === 1 ? ['current', 'baseline'] : ['baseline', 'current'];
+}
+
+/** Each figure's median over the rounds. */
+function medians(list: readonly Throughput[]): Throughput {
+  return {
+    decisionsPerSecond: median(list.map((f) => f.decisionsPerSecond)),
+    heapBytesPerKey: median(list.map((f) => f.heapBytesPerKey)),
+    admitted: median(list.map((f) => f.admitted)),
+    allocatedBytesPerDecision: median(list.map((f) => f.allocatedBytesPerDecision)),
+  };
+}
+
+/** The ratios to the peers and the floor, of those that ran. */
+function peerRatios(results: Partial<Record<Contender, Throughput>>): Record<string, number> {
+  const rate = (name: Contender) => results[name]?.decisionsPerSecond ?? Number.NaN;
+  const ours = rate('api-conventions');
+  const flexible = rate('rate-limiter-flexible');
+  // What the workload allows an exact limiter at all: the hand-written floor (limits-floor.ts).
+  const floor = rate('floor: hand-written exact Live limiter');
+  const ratios = {
+    vsRateLimiterFlexible: ours / flexible,
+    vsExpressRateLimit: ours / rate('express-rate-limit'),
+    noStatusesVsRateLimiterFlexible: rate('api-conventions, no statuses') / flexible,
+    floorVsRateLimiterFlexible: floor / flexible,
+    vsFloor: ours / floor,
+  };
+  return Object.fromEntries(
+    Object.entries(ratios)
+      .filter(([, ratio]) => Number.isFinite(ratio))
+      .map(([key, ratio]) => [key, round(ratio)]),
+  );
+}
+
+/**
+ * This build against the baseline, per contender of ours: the medians of the rounds, their
+ * ratio (current / baseline) and each round's ratio.
+ */
+function compareBuilds(
+  current: Map<Contender, Throughput[]>,
+  baseline: Map<Contender, Throughput[]>,
+): Record<string, unknown> {
+  const compared: Record<string, unknown> = {};
+  for (const [name, base] of baseline) {
+    const mine = current.get(name) ?? [];
+    const rates = (list: readonly Throughput[]) => list.map((f) => f.decisionsPerSecond);
+    const ratio = median(rates(mine)) / median(rates(base));
+    compared[name] = {
+      currentDecisionsPerSecond: Math.round(median(rates(mine))),
+      baselineDecisionsPerSecond: Math.round(median(rates(base))),
+      ratio: round(ratio),
+      roundRatios: mine.map((f, i) => round(f.decisionsPerSecond / base[i]!.decisionsPerSecond)),
+      currentBytesPerDecision: Math.round(medians(mine).allocatedBytesPerDecision),
+      baselineBytesPerDecision: Math.round(medians(base).allocatedBytesPerDecision),
+    };
+    console.error(
+      `build against build, ${name}: ${round(ratio)}x the baseline (medians of ${base.length} rounds)`,
+    );
+  }
+  return { baseline: BASELINE, ...compared };
+}
+
 export async function run(): Promise<Record<string, unknown>> {
-  const names = Object.keys(contenders) as Contender[];
-  const runs = new Map<Contender, Throughput[]>(names.map((name) => [name, []]));
-  // Each contender in a process of its own, the rounds interleaved so that a busy moment of the
-  // machine hits every contender; the medians are reported.
+  const names = (Object.keys(contenders) as Contender[]).filter(
+    (name) => ONLY === undefined || ONLY.includes(name),
+  );
+  const runs = { current: new Map<Contender, Throughput[]>(), baseline: new Map() };
+  // Each contender and build in a process of its own, the rounds interleaved so that a busy
+  // moment of the machine hits every contender; the medians are reported.
   for (let r = 1; r <= ROUNDS; r++) {
     for (const name of names) {
-      const figures = await measureApart(name);
-      runs.get(name)?.push(figures);
-      console.error(
-        `round ${r} ${name.padEnd(48)} ${round(figures.decisionsPerSecond / 1e6)} M decisions/s, ${Math.round(figures.heapBytesPerKey)} B per key, ${Math.round(figures.allocatedBytesPerDecision)} B made per decision, ${figures.admitted} admitted`,
-      );
+      for (const build of buildsOf(name, r)) {
+        const figures = await measureApart(name, build);
+        const list = runs[build].get(name) ?? [];
+        runs[build].set(name, [...list, figures]);
+        const label = build === 'baseline' ? `${name} (baseline)` : name;
+        console.error(
+          `round ${r} ${label.padEnd(48)} ${round(figures.decisionsPerSecond / 1e6)} M decisions/s, ${Math.round(figures.heapBytesPerKey)} B per key, ${Math.round(figures.allocatedBytesPerDecision)} B made per decision, ${figures.admitted} admitted`,
+        );
+      }
     }
   }
-  const results: Record<string, Throughput> = {};
-  for (const [name, list] of runs) {
-    results[name] = {
-      decisionsPerSecond: median(list.map((f) => f.decisionsPerSecond)),
-      heapBytesPerKey: median(list.map((f) => f.heapBytesPerKey)),
-      admitted: median(list.map((f) => f.admitted)),
-      allocatedBytesPerDecision: median(list.map((f) => f.allocatedBytesPerDecision)),
-    };
-  }
-  const ourRate = results['api-conventions']!.decisionsPerSecond;
-  const lean = results['api-conventions, no statuses']!.decisionsPerSecond;
-  const flexible = results['rate-limiter-flexible']!.decisionsPerSecond;
-  // What the workload allows an exact limiter at all: the hand-written floor (limits-floor.ts).
-  const floor = results['floor: hand-written exact Live limiter']!.decisionsPerSecond;
-  const ratios = {
-    vsRateLimiterFlexible: round(ourRate / flexible),
-    vsExpressRateLimit: round(ourRate / results['express-rate-limit']!.decisionsPerSecond),
-    noStatusesVsRateLimiterFlexible: round(lean / flexible),
-    floorVsRateLimiterFlexible: round(floor / flexible),
-    vsFloor: round(ourRate / floor),
-  };
-  console.error(`medians of ${ROUNDS} rounds, ratios: ${JSON.stringify(ratios)}`);
+  const results: Partial<Record<Contender, Throughput>> = {};
+  for (const [name, list] of runs.current) results[name] = medians(list);
+  const ratios = peerRatios(results);
+  console.error(
+    `medians of ${ROUNDS} rounds, ratios: ${JSON.stringify(ratios)} (target: vsFloor at least 0.55, aiming at 0.75)`,
+  );
+  const buildAgainstBuild =
+    BASELINE === undefined ? undefined : compareBuilds(runs.current, runs.baseline);
 
   const bursty = burstyTrace(7);
   const oracle = qualityOracle(bursty);
@@ -286,6 +355,7 @@ export async function run(): Promise<Record<string, unknown>> {
       ]),
     ),
     ratios,
+    buildAgainstBuild,
     admissionVsOracle: round(quality['api-conventions'].admitted / oracle, 4),
     quality,
     edgeMaxIn1s: edge,

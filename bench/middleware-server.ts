@@ -1,26 +1,21 @@
 /**
  * One service of the middleware benchmark, run in its own process: a minimal node:http service
  * bare, bare but sending a tracking id header as the middleware does, with an exact limiter
- * written by hand into its handler (the floor), behind this library's node middleware, or on
- * Express bare and with express-rate-limit. It
+ * written by hand into its handler (the floor), behind this library's node middleware (or the
+ * baseline build's, `BENCH_BASELINE`), or on Express bare and with express-rate-limit. It
  * reports its port, and on request the time each request spent before reaching its handler (the
  * middleware's added latency), measured inside the service with the high-resolution clock.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLimiter, presets } from 'api-conventions';
-import { nodeRateLimit } from 'api-conventions/node';
+import { type NodeRateLimitMiddleware, nodeRateLimit } from 'api-conventions/node';
 import express from 'express';
 import { rateLimit } from 'express-rate-limit';
+import { BASELINE, loadLibrary, loadNodeAdapter } from './builds.js';
 import { handWrittenLive } from './limits-floor.js';
-
-import {
-  INTERLEAVED,
-  interleaved,
-  SLICE_MS,
-  type TurnFigures,
-  type Variant,
-} from './middleware-variants.js';
+import { INTERLEAVED, interleaved, SLICE_MS, type Variant } from './middleware-variants.js';
+import { type Handler, Turns } from './turns.js';
 
 const variant = process.argv[2] as Variant | typeof INTERLEAVED;
 const samples = new Float64Array(4_000_000);
@@ -35,8 +30,10 @@ const started = new WeakMap<IncomingMessage, bigint>();
 const limiter = createLimiter({ preset: presets.live });
 const clients = Array.from({ length: 1_000 }, (_, i) => `client-${i}`);
 let next = 0;
-
-type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+const identify = () => ({
+  clientId: clients[next++ % clients.length] as string,
+  accountCode: 'ACME',
+});
 
 function handler(variant: Variant): Handler {
   switch (variant) {
@@ -75,30 +72,18 @@ function handler(variant: Variant): Handler {
       };
     }
     case 'api-conventions':
-    case 'api-conventions-tracking-id': {
-      const limit = nodeRateLimit({
-        limiter,
-        // By default the tracking id goes on 429s only; the second variant sends it on every response.
-        trackingIdOnAdmitted: variant === 'api-conventions-tracking-id',
-        identify: () => ({
-          clientId: clients[next++ % clients.length] as string,
-          accountCode: 'ACME',
+    case 'api-conventions-tracking-id':
+      return behind(
+        nodeRateLimit({
+          limiter,
+          // By default the tracking id goes on 429s only; the second variant sends it on every response.
+          trackingIdOnAdmitted: variant === 'api-conventions-tracking-id',
+          identify,
         }),
-      });
-      // The memory store decides synchronously, so the handler runs inside limit(): it reads the
-      // request's start and response from here rather than from a closure made per request.
-      let start = 0n;
-      let current: ServerResponse | undefined;
-      const handle = () => {
-        record(start);
-        current?.end('ok');
-      };
-      return (req, res) => {
-        start = process.hrtime.bigint();
-        current = res;
-        limit(req, res, handle);
-      };
-    }
+      );
+    case 'api-conventions-baseline':
+      if (baseline === undefined) throw new Error('set BENCH_BASELINE to a build of the library');
+      return behind(baseline);
     case 'express':
     case 'express-rate-limit': {
       const app = express();
@@ -125,60 +110,40 @@ function handler(variant: Variant): Handler {
   }
 }
 
-/**
- * Take turns of SLICE_MS between the variants, so that a slow moment of the shared machine falls
- * on all of them alike; each turn's requests, wall time and CPU time go to its variant.
- */
-function turns(): {
-  serve: Handler;
-  figures: () => Record<string, TurnFigures>;
-  reset: () => void;
-} {
-  const handlers = interleaved.map((v) => handler(v));
-  const totals = interleaved.map(() => ({ requests: 0, ms: 0, cpuUs: 0, turns: 0 }));
-  let current = 0;
-  let requests = 0;
-  let since = performance.now();
-  let cpu = process.cpuUsage();
-  setInterval(() => {
-    const now = performance.now();
-    const used = process.cpuUsage(cpu);
-    const total = totals[current]!;
-    total.requests += requests;
-    total.ms += now - since;
-    total.cpuUs += used.user + used.system;
-    total.turns++;
-    requests = 0;
-    since = now;
-    cpu = process.cpuUsage();
-    current = (current + 1) % handlers.length;
-  }, SLICE_MS).unref();
-  return {
-    serve: (req, res) => {
-      requests++;
-      (handlers[current] as Handler)(req, res);
-    },
-    figures: () =>
-      Object.fromEntries(
-        interleaved.map((v, i) => {
-          const t = totals[i]!;
-          return [
-            v,
-            {
-              requestsPerSecond: Math.round((t.requests * 1000) / Math.max(1, t.ms)),
-              cpuUsPerRequest: t.cpuUs / Math.max(1, t.requests),
-              turns: t.turns,
-            },
-          ];
-        }),
-      ),
-    reset: () => {
-      for (const t of totals) Object.assign(t, { requests: 0, ms: 0, cpuUs: 0, turns: 0 });
-    },
+/** The bare handler behind one of the library's node middlewares. */
+function behind(limit: NodeRateLimitMiddleware): Handler {
+  // The memory store decides synchronously, so the handler runs inside limit(): it reads the
+  // request's start and response from here rather than from a closure made per request.
+  let start = 0n;
+  let current: ServerResponse | undefined;
+  const handle = () => {
+    record(start);
+    current?.end('ok');
+  };
+  return (req, res) => {
+    start = process.hrtime.bigint();
+    current = res;
+    limit(req, res, handle);
   };
 }
 
-const taking = variant === INTERLEAVED ? turns() : undefined;
+/** The baseline build's middleware with its own limiter, the same options as this build's. */
+async function baselineMiddleware(dist: string): Promise<NodeRateLimitMiddleware> {
+  const library = await loadLibrary(dist);
+  const { nodeRateLimit: baselineRateLimit } = await loadNodeAdapter(dist);
+  const own = library.createLimiter({ preset: library.presets.live });
+  return baselineRateLimit({ limiter: own, trackingIdOnAdmitted: false, identify });
+}
+
+// Loaded only by the services that serve it, so that the others run as without a baseline.
+const servesBaseline =
+  variant === 'api-conventions-baseline' ||
+  (variant === INTERLEAVED && interleaved.includes('api-conventions-baseline'));
+const baseline =
+  BASELINE === undefined || !servesBaseline ? undefined : await baselineMiddleware(BASELINE);
+
+const taking =
+  variant === INTERLEAVED ? new Turns(interleaved, interleaved.map(handler), SLICE_MS) : undefined;
 const server = createServer(taking?.serve ?? handler(variant as Variant));
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => {

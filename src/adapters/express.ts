@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { gateNodeRequest, nodeTrackingIdReader, socketAddress } from './node-response.js';
+import { NodeGate, socketAddress } from './node-response.js';
 
 /** The part of an Express request the middleware reads: a node request with `originalUrl`. */
 export type ExpressLikeRequest = IncomingMessage & {
@@ -46,20 +46,11 @@ export function expressRateLimit<
   T extends string = string,
 >(options: ExpressRateLimitOptions<R, T>): ExpressRateLimitMiddleware<R> {
   // Express's req.ip follows its `trust proxy` setting; the socket's address otherwise.
-  const gate = createRateLimitGate(options, (req: R) => {
+  const rateLimitGate = createRateLimitGate(options, (req: R) => {
     const { ip } = req as { ip?: unknown };
     return typeof ip === 'string' ? ip : socketAddress(req);
   });
-  const readTrackingId = nodeTrackingIdReader(gate.trackingIdHeader);
-  return (req, res, next) =>
-    gateNodeRequest(
-      gate,
-      req,
-      req,
-      res,
-      req.originalUrl ?? req.url ?? '/',
-      readTrackingId,
-      next,
-      false,
-    );
+  // Express answers a throwing handler itself.
+  const gate = new NodeGate(rateLimitGate, { catchHandlerErrors: false });
+  return (req, res, next) => gate.handle(req, res, req.originalUrl ?? req.url ?? '/', next);
 }

@@ -4,10 +4,14 @@
  * and of its children.
  * @module
  */
-import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
-import { ConfigurationError } from '../errors/index.js';
-import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { describe } from '../internal/describe.js';
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  createRateLimitGate,
+  type GateVerdict,
+  type RateLimitGate,
+  type RateLimitOptions,
+} from '../http/rate-limit-gate.js';
+import { checkValue, oneOf } from '../internal/options.js';
 import { clientGone, firstValue, holdUntilClosed } from './node-response.js';
 
 /** Options of {@link fastifyRateLimit}: `identify` receives the Fastify request. */
@@ -24,6 +28,8 @@ export type FastifyRateLimitOptions = RateLimitOptions<FastifyRequest> & {
    */
   keyBy?: 'route' | 'url';
 };
+
+const keyByRule = oneOf('route', 'url');
 
 /**
  * The Fastify plugin. An `onRequest` hook decides each request. Admitted: sets the tracking id
@@ -42,46 +48,51 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
   options,
   done,
 ) => {
-  // Fastify's request.ip follows its `trustProxy` setting.
-  const gate = createRateLimitGate(options, (request: FastifyRequest) => request.ip);
-  const { keyBy } = options;
-  if (keyBy !== undefined && keyBy !== 'route' && keyBy !== 'url') {
-    // Handed to Fastify, which fails `ready()` with it; a throw here would escape the plugin loader.
-    done(
-      new ConfigurationError(
-        'invalid_option',
-        `keyBy must be 'route' or 'url' when given, got ${describe(keyBy)}.`,
-      ),
-    );
+  let gate: RateLimitGate<FastifyRequest>;
+  let byRoute: boolean;
+  try {
+    const { keyBy, ...gateOptions } = options;
+    // Fastify's request.ip follows its `trustProxy` setting.
+    gate = createRateLimitGate(gateOptions, (request: FastifyRequest) => request.ip);
+    byRoute = keyBy === undefined || checkValue(keyByRule, keyBy, 'keyBy') === 'route';
+  } catch (error) {
+    // Handed to Fastify, which fails `ready()` with it; a throw would escape the plugin loader.
+    done(error as Error);
     return;
   }
-  const byRoute = keyBy !== 'url';
   const readTrackingId = (request: FastifyRequest) =>
     firstValue(request.headers[gate.trackingIdHeader]);
   fastify.addHook('onRequest', (request, reply, hookDone) => {
     const path = (byRoute ? routedPath(request) : undefined) ?? request.url;
-    const pending = gate.check(request, request.method, path, readTrackingId);
-    const settle = (verdict: Awaited<typeof pending>): void => {
-      // The client may have gone while an asynchronous store decided: nothing left to serve.
-      if (clientGone(request.raw, reply.raw)) {
-        verdict.release();
-        reply.hijack();
-        return;
-      }
-      const { response } = verdict;
-      if (response !== undefined) {
-        reply.code(response.status).headers(response.headers).send(response.body);
-        return;
-      }
-      reply.headers(verdict.headers);
-      if (verdict.holdsLease) holdUntilClosed(request.raw, reply.raw, verdict.release);
-      hookDone();
-    };
-    if (pending instanceof Promise) pending.then(settle);
-    else settle(pending);
+    const verdict = gate.check(request, request.method, path, readTrackingId);
+    if (verdict instanceof Promise) verdict.then((v) => settle(v, request, reply, hookDone));
+    else settle(verdict, request, reply, hookDone);
   });
   done();
 };
+
+/** Answer the request, or set the headers, hold the lease until the response closes and go on. */
+function settle(
+  verdict: GateVerdict,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  hookDone: () => void,
+): void {
+  // The client may have gone while an asynchronous store decided: nothing left to serve.
+  if (clientGone(request.raw, reply.raw)) {
+    verdict.release();
+    reply.hijack();
+    return;
+  }
+  const { response } = verdict;
+  if (response !== undefined) {
+    reply.code(response.status).headers(response.headers).send(response.body);
+    return;
+  }
+  reply.headers(verdict.headers);
+  if (verdict.holdsLease) holdUntilClosed(request.raw, reply.raw, verdict.release);
+  hookDone();
+}
 
 // A segment of a route path that is one whole parameter, such as `:id`.
 const WHOLE_PARAM = /^:([A-Za-z0-9_]+)$/;

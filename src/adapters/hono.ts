@@ -62,20 +62,19 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
       return new Response(null, { status: 499 });
     }
     if (node !== undefined) holdUntilClosed(node.incoming, node.outgoing, verdict.release);
-    signal.addEventListener('abort', verdict.release, { once: true });
+    // The verdict's release is idempotent: whichever of these comes first gives the lease back.
+    signal.addEventListener('abort', verdict.release);
     try {
       await next();
     } finally {
-      signal.removeEventListener('abort', verdict.release);
       verdict.release();
     }
   };
 }
 
-// The path of the request URL, still percent-encoded as the client sent it (after the WHATWG URL
-// parser of @hono/node-server or the runtime, which resolved dot segments): not `c.req.path`,
-// which Hono has percent-decoded, so that the limiter reads escapes as the route table documents. Everything before the path (scheme and Host) is left out so
-// that a long Host header cannot push the path past `maxPathLength`.
+// The path still percent-encoded as sent, not Hono's decoded `c.req.path`, so that the limiter
+// reads escapes as the route table documents; without scheme and Host, so that a long Host
+// cannot push the path past `maxPathLength`.
 function pathAsSent(url: string): string {
   const start = url.indexOf('/', url.indexOf('://') + 3);
   return start < 0 ? '/' : url.slice(start);

@@ -1,11 +1,8 @@
 /**
- * Applying a gate verdict to a node:http response, shared by the node, Express, Fastify and Koa
- * adapters: write the 429 (or the fail-closed 503), or set the headers, hold the lease until the
- * response closes (finished, failed or aborted) and go on. Also node:http2's compatibility API.
- * Node emits no `close` for a response that waits behind an earlier one on a pipelined HTTP/1.1
- * connection when that connection closes: such a lease is also given back on the connection's
- * `close`. The Hono adapter uses the same hold on @hono/node-server. Only types come from node:
- * nothing here loads a node module, so the Hono adapter still runs where there is none.
+ * Applying a gate verdict to a node:http (or node:http2 compatibility) response, shared by the
+ * node, Express, Fastify and Koa adapters, and by Hono on @hono/node-server: write the answer, or
+ * set the headers, hold the lease until the response closes and go on (see docs/middleware.md).
+ * Only types come from node, so the Hono adapter still loads where there is no node.
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -22,88 +19,87 @@ export function socketAddress(req: IncomingMessage): string | undefined {
   return req.socket?.remoteAddress;
 }
 
+/** How a {@link NodeGate} treats the handler. */
+export interface NodeGateOptions {
+  /**
+   * Catch a throw or a rejection of `next`: plain node:http, where nothing else does. Express,
+   * Fastify and Koa answer a throwing handler themselves.
+   */
+  readonly catchHandlerErrors: boolean;
+}
+
 /**
- * Run the gate for one request and settle it on the node response. No closure is made on the
- * synchronous path: the memory store's requests cost only what the decision costs.
- * @param gate - the adapter's gate
- * @param request - the framework's request, for `identify` and `skip`
- * @param req - the node request
- * @param res - the node response
- * @param path - the request target as the client sent it
- * @param readTrackingId - reads the request's tracking id header, only when the gate needs it
- * @param next - goes on to the handler, called without arguments (not called when the gate answers)
- * @param guard - catch a throw or a rejection of `next` (plain node:http, where nothing else does)
+ * The gate on node:http requests, made once per middleware: it decides each request and settles
+ * the verdict on the node response. No closure is made on the synchronous path.
  */
-export function gateNodeRequest<R>(
-  gate: RateLimitGate<R>,
-  request: R,
-  req: IncomingMessage,
-  res: ServerResponse,
-  path: string,
-  readTrackingId: TrackingIdReader<R>,
-  next: () => unknown,
-  guard: boolean,
-): void {
-  const verdict = gate.check(request, req.method ?? 'GET', path, readTrackingId);
-  if (verdict instanceof Promise) {
-    verdict.then((v) => settle(gate, request, v, req, res, next, guard));
-  } else settle(gate, request, verdict, req, res, next, guard);
-}
+export class NodeGate<R extends IncomingMessage> {
+  readonly #gate: RateLimitGate<R>;
+  readonly #readTrackingId: TrackingIdReader<R>;
+  readonly #catchHandlerErrors: boolean;
 
-function settle<R>(
-  gate: RateLimitGate<R>,
-  request: R,
-  verdict: GateVerdict,
-  req: IncomingMessage,
-  res: ServerResponse,
-  next: () => unknown,
-  guard: boolean,
-): void {
-  // The client may have gone while an asynchronous store decided: nothing left to serve.
-  if (clientGone(req, res)) {
-    verdict.release();
-    return;
+  /**
+   * @param gate - the adapter's gate
+   * @param options - how the handler is treated
+   */
+  constructor(gate: RateLimitGate<R>, options: NodeGateOptions) {
+    this.#gate = gate;
+    this.#readTrackingId = nodeTrackingIdReader(gate.trackingIdHeader);
+    this.#catchHandlerErrors = options.catchHandlerErrors;
   }
-  const { response } = verdict;
-  if (response !== undefined) {
-    res.writeHead(response.status, response.headers).end(response.body);
-    return;
+
+  /**
+   * Decide one request, then answer it or go on to `next`.
+   * @param req - the node request, also handed to `identify` and `skip`
+   * @param res - the node response
+   * @param path - the request target as the client sent it
+   * @param next - goes on to the handler, called without arguments (not when the gate answers)
+   */
+  handle(req: R, res: ServerResponse, path: string, next: () => unknown): void {
+    const verdict = this.#gate.check(req, req.method ?? 'GET', path, this.#readTrackingId);
+    if (verdict instanceof Promise) verdict.then((v) => this.#settle(v, req, res, next));
+    else this.#settle(verdict, req, res, next);
   }
-  for (const name in verdict.headers) res.setHeader(name, verdict.headers[name] as string);
-  if (verdict.holdsLease) holdUntilClosed(req, res, verdict.release);
-  if (!guard) {
-    next();
-    return;
-  }
-  try {
-    const result = next();
-    if (result instanceof Promise) {
-      result.catch((error: unknown) => handlerFailed(gate, request, verdict, res, error));
+
+  #settle(verdict: GateVerdict, req: R, res: ServerResponse, next: () => unknown): void {
+    // The client may have gone while an asynchronous store decided: nothing left to serve.
+    if (clientGone(req, res)) {
+      verdict.release();
+      return;
     }
-  } catch (error) {
-    handlerFailed(gate, request, verdict, res, error);
+    const { response } = verdict;
+    if (response !== undefined) {
+      res.writeHead(response.status, response.headers).end(response.body);
+      return;
+    }
+    for (const name in verdict.headers) res.setHeader(name, verdict.headers[name] as string);
+    if (verdict.holdsLease) holdUntilClosed(req, res, verdict.release);
+    if (!this.#catchHandlerErrors) {
+      next();
+      return;
+    }
+    try {
+      const result = next();
+      if (result instanceof Promise) {
+        result.catch((error: unknown) => this.#handlerFailed(verdict, req, res, error));
+      }
+    } catch (error) {
+      this.#handlerFailed(verdict, req, res, error);
+    }
   }
-}
 
-// A handler that throws on plain node:http: give the lease back, report it, answer 500 if nothing
-// was sent yet (otherwise cut the response short), and never let it crash the process.
-function handlerFailed<R>(
-  gate: RateLimitGate<R>,
-  request: R,
-  verdict: GateVerdict,
-  res: ServerResponse,
-  error: unknown,
-): void {
-  verdict.release();
-  gate.report(error, request, 'handler', verdict.trackingId);
-  if (res.headersSent) {
-    res.destroy();
-    return;
+  /** Give the lease back, report, and answer 500 if nothing was sent yet, else cut it short. */
+  #handlerFailed(verdict: GateVerdict, req: R, res: ServerResponse, error: unknown): void {
+    verdict.release();
+    this.#gate.report(error, req, 'handler', verdict.trackingId);
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const parts = problemResponse(
+      problemDetails({ code: 'internal_error', title: 'Internal server error', status: 500 }),
+    );
+    res.writeHead(parts.status, parts.headers).end(parts.body);
   }
-  const parts = problemResponse(
-    problemDetails({ code: 'internal_error', title: 'Internal server error', status: 500 }),
-  );
-  res.writeHead(parts.status, parts.headers).end(parts.body);
 }
 
 /**

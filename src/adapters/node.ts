@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
-import { gateNodeRequest, nodeTrackingIdReader, socketAddress } from './node-response.js';
+import { NodeGate, socketAddress } from './node-response.js';
 
 /** Options of {@link nodeRateLimit}: `identify` receives the node request. */
 export type NodeRateLimitOptions<
@@ -39,8 +39,8 @@ export function nodeRateLimit<
   R extends IncomingMessage = IncomingMessage,
   T extends string = string,
 >(options: NodeRateLimitOptions<R, T>): NodeRateLimitMiddleware<R> {
-  const gate = createRateLimitGate(options, socketAddress);
-  const readTrackingId = nodeTrackingIdReader(gate.trackingIdHeader);
-  return (req, res, next) =>
-    gateNodeRequest(gate, req, req, res, req.url ?? '/', readTrackingId, next, true);
+  const gate = new NodeGate(createRateLimitGate(options, socketAddress), {
+    catchHandlerErrors: true,
+  });
+  return (req, res, next) => gate.handle(req, res, req.url ?? '/', next);
 }

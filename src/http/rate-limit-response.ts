@@ -7,7 +7,8 @@
  */
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
-import { readFields, readSafely } from '../internal/read-once.js';
+import { aBoolean, aFunction, anything, readOptions } from '../internal/options.js';
+import { readSafely } from '../internal/read-once.js';
 import type { AdmittedDecision, RefusedDecision } from '../limits/limiter.js';
 import type { Policy } from '../limits/policy.js';
 import { formatHttpDate } from './http-date.js';
@@ -19,8 +20,8 @@ import {
   writeFields,
 } from './rate-limit-fields.js';
 import {
-  checkHeaderName,
   DEFAULT_TRACKING_ID_HEADER,
+  headerName,
   resolveTrackingId,
   type TrackingIdSource,
 } from './tracking-id.js';
@@ -224,34 +225,31 @@ function addFields(headers: Record<string, string>, fields: RateLimitFields): vo
   if (fields.ratelimit !== '') headers.ratelimit = fields.ratelimit;
 }
 
-// The header name checked, the tracking id resolved and the fields switch read, from the public
-// functions' options, each read once: a read that throws is a ConfigurationError.
+const optionRules = {
+  trackingId: anything('a tracking id header value'),
+  trackingIds: aFunction<TrackingIdSource>('returns a tracking id'),
+  trackingIdHeader: headerName,
+  rateLimitHeaders: aBoolean,
+};
+
+const optionDefaults = {
+  trackingIdHeader: DEFAULT_TRACKING_ID_HEADER.toLowerCase(),
+  rateLimitHeaders: false,
+} as const;
+
+/** The public builders' options, each read once: the header, the tracking id, the fields switch. */
 function resolved(
   options: RateLimitResponseOptions,
   caller: string,
 ): { header: string; trackingId: string; withFields: boolean } {
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `${caller}() options must be an object such as { trackingId }, or left out; got ${describe(options)}.`,
-    );
-  }
-  const fields = readFields(
-    options,
-    ['trackingId', 'trackingIds', 'trackingIdHeader', 'rateLimitHeaders'],
-    'invalid_option',
-    `the ${caller}() options`,
-  );
+  const read = readOptions(options, `${caller}()`, optionRules, {
+    defaults: optionDefaults,
+    example: '{ trackingId }',
+  });
   return {
-    header: checkHeaderName(
-      fields.trackingIdHeader ?? DEFAULT_TRACKING_ID_HEADER,
-      'trackingIdHeader',
-    ),
-    trackingId: resolveTrackingId(
-      fields.trackingId as RateLimitResponseOptions['trackingId'],
-      fields.trackingIds as RateLimitResponseOptions['trackingIds'],
-    ),
-    withFields: fields.rateLimitHeaders === true,
+    header: read.trackingIdHeader,
+    trackingId: resolveTrackingId(read.trackingId as string | null | undefined, read.trackingIds),
+    withFields: read.rateLimitHeaders,
   };
 }
 

@@ -6,6 +6,7 @@
  */
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
+import { checkValue, INVALID, type Rule } from '../internal/options.js';
 
 /** The default name of the tracking id header (the specification's neutral name). */
 export const DEFAULT_TRACKING_ID_HEADER = 'Service-Tracking-Id';
@@ -131,36 +132,32 @@ export function resolveTrackingId(
 }
 
 /**
- * Check a configured header name (an HTTP field name token) and return it in lower case, as
- * frameworks compare header names. A field with a meaning of its own in HTTP is refused, in any
- * letter case:
- * - the fields of HTTP semantics and caching (RFC 9110, RFC 9111), among them those the 429
- *   writes itself (`Retry-After`, `Content-Type`, `Cache-Control`), `Date`, `Expires`,
- *   `Last-Modified`, `Age`, `ETag`, `Vary`, `Content-Length`, `Content-Range`, `Location`,
- *   `Host`, `Authorization`;
- * - the connection-specific fields (`Connection`, `Keep-Alive`, `Transfer-Encoding`, `TE`,
- *   `Trailer`, `Upgrade`, `HTTP2-Settings`);
- * - `Cookie`, `Set-Cookie`, `RateLimit`, `RateLimit-Policy`, and fields browsers act on
- *   (`Strict-Transport-Security`, `Content-Security-Policy`, `Content-Disposition`, `Link`,
- *   `Refresh`, `Alt-Svc`, `Origin`, `Forwarded`, `X-Frame-Options`, `X-Content-Type-Options`);
- * - any name starting with `Access-Control-`, `Proxy-` or `Sec-`.
+ * Check a configured header name (see {@link headerName}) and return it in lower case, as
+ * frameworks compare header names.
  * @param name - the header name
  * @param option - the option that named it, for the error message
  * @throws ConfigurationError `invalid_header_name`
  */
 export function checkHeaderName(name: unknown, option: string): string {
-  if (typeof name !== 'string' || !HEADER_NAME.test(name)) {
-    throw new ConfigurationError(
-      'invalid_header_name',
-      `${option} must be an HTTP header name (letters, digits and !#$%&'*+.^_\`|~-, at most 64 characters), got ${describe(name)}.`,
-    );
-  }
-  const lower = name.toLowerCase();
-  if (RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
-    throw new ConfigurationError(
-      'invalid_header_name',
-      `${option} ${describe(name)} is a header with a meaning of its own in HTTP; name the tracking id header something else, such as "X-Request-Id".`,
-    );
-  }
-  return lower;
+  return checkValue(headerName, name, option);
 }
+
+/**
+ * An HTTP field name token, read in lower case. A field with a meaning of its own in HTTP is
+ * refused in any letter case (the list is `RateLimitResponseOptions.trackingIdHeader`'s).
+ */
+export const headerName: Rule<string> = {
+  expected: "an HTTP header name (letters, digits and !#$%&'*+.^_`|~-, at most 64 characters)",
+  code: 'invalid_header_name',
+  read(value, name) {
+    if (typeof value !== 'string' || !HEADER_NAME.test(value)) return INVALID;
+    const lower = value.toLowerCase();
+    if (RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
+      throw new ConfigurationError(
+        'invalid_header_name',
+        `${name} ${describe(value)} is a header with a meaning of its own in HTTP; name the tracking id header something else, such as "X-Request-Id".`,
+      );
+    }
+    return lower;
+  },
+};

@@ -306,13 +306,69 @@ export function listOf<T>(item: Rule<T>, minLength = 0): Rule<T[]> {
 }
 
 /**
- * A value the options must hold: the value read, or the rule's error for one left out.
- * @param rule - the rule the value was read by
- * @param value - the value as read (`undefined` when left out)
- * @param name - the option's name, for the message
- * @throws ConfigurationError the rule's code when the value was left out
+ * An object whose named fields are read once each into a record of the caller's own (unknown
+ * fields are left alone: the object is data, not options).
+ * @param keys - the fields to read
+ * @param expected - what the object is, for the message (e.g. `an object with a route`)
+ * @param code - the error code of a refusal or a read that throws @defaultValue `invalid_option`
+ */
+export function withFields<K extends string>(
+  keys: readonly K[],
+  expected: string,
+  code?: ConfigurationErrorCode,
+): Rule<Readonly<Record<K, unknown>>> {
+  return {
+    expected,
+    code,
+    read(value, name) {
+      if (typeof value !== 'object' || value === null) return INVALID;
+      const fields = {} as Record<K, unknown>;
+      try {
+        for (const key of keys) fields[key] = (value as Record<K, unknown>)[key];
+      } catch (cause) {
+        throw new ConfigurationError(
+          code ?? 'invalid_option',
+          `Reading ${name} threw; pass plain data.`,
+          { cause },
+        );
+      }
+      return fields;
+    },
+  };
+}
+
+/**
+ * An object of options of its own, read by `rules` as {@link readOptions} reads (each key once,
+ * unknown keys refused); its values are named `name.key` in messages (e.g. `anonymous.key`).
+ * @param rules - one rule per known key
+ * @param example - an example of the object, for messages (e.g. `{ key: (req) => req.ip }`)
+ */
+export function optionsOf<R extends Rules>(
+  rules: R,
+  example: string,
+): Rule<ReadOptions<R, Record<never, never>>> {
+  return {
+    expected: `an object such as ${example}`,
+    read(value, name) {
+      if (typeof value !== 'object' || value === null || isArray(value)) return INVALID;
+      const named: Record<string, Rule<unknown>> = {};
+      for (const [key, rule] of Object.entries(rules)) {
+        named[key] = { ...rule, read: (v) => checkValue(rule, v, `${name}.${key}`) };
+      }
+      return readOptions(value, name, named, { required: true, example }) as ReadOptions<
+        R,
+        Record<never, never>
+      >;
+    },
+  };
+}
+
+/**
+ * The value of an option that must be given: the rule's refusal of `undefined` when it is not.
+ * @param rule - the option's rule
+ * @param value - the option as read
+ * @param name - the option's name
  */
 export function requiredValue<T>(rule: Rule<T>, value: T | undefined, name: string): T {
-  if (value === undefined) throw invalidValue(rule, value, name);
-  return value;
+  return value === undefined ? checkValue(rule, value, name) : value;
 }

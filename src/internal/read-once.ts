@@ -10,31 +10,6 @@ import { ConfigurationError, type ConfigurationErrorCode } from '../errors/index
 import { describe, isArray } from './describe.js';
 
 /**
- * Read the named fields of an options object once each; `undefined` reads as no options.
- * @param options - the options as given
- * @param what - whose options they are, for messages (e.g. `window`)
- * @param keys - the fields to read
- * @returns the fields' values, `undefined` where absent
- * @throws ConfigurationError `invalid_option` for options that are not an object, or whose
- *   fields cannot be read
- * @internal
- */
-export function readOptions<K extends string>(
-  options: unknown,
-  what: string,
-  keys: readonly K[],
-): Partial<Record<K, unknown>> {
-  if (options === undefined) return {};
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `${what} options must be an object such as { ${keys[0]}: … }, got ${describe(options)}.`,
-    );
-  }
-  return readFields(options, keys, 'invalid_option', `the ${what} options`);
-}
-
-/**
  * Read the named fields of an object once each.
  * @param source - an object
  * @param keys - the fields to read

@@ -4,6 +4,7 @@
  * to none. See `docs/routes.md` for the rules and the reasons behind each.
  * @module
  */
+import { readOptions, wholeNumber } from '../internal/options.js';
 
 /**
  * The longest canonical path (everything before `?` or `#`, once canonical) accepted; longer is
@@ -18,10 +19,6 @@ export const DEFAULT_MAX_PATH_LENGTH = 2048;
  * malformed, so that the work and the memory of a scan stay bounded.
  */
 export const RAW_PER_CANONICAL = 16;
-
-import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
-import { readOptions } from '../internal/read-once.js';
 
 /**
  * What a version segment is once canonical: `v`, a digit, then digits, lower-case letters or
@@ -456,21 +453,14 @@ function pathStart(raw: string): number {
   return i;
 }
 
-/**
- * Check a `maxPathLength` option and apply its default.
- * @param value - the option as given
- * @returns a whole number from 1 to 1,048,576
- * @internal
- */
-export function resolveMaxPathLength(value: number | undefined): number {
-  if (value === undefined) return DEFAULT_MAX_PATH_LENGTH;
-  if (!Number.isInteger(value) || value < 1 || value > 1_048_576) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `maxPathLength must be a whole number from 1 to 1048576, got ${describe(value)}.`,
-    );
-  }
-  return value;
+/** The options of {@link canonicalPath} and `compileRoutes`. @internal */
+export const PATH_LENGTH_OPTIONS = { maxPathLength: wholeNumber(1, 1_048_576) };
+
+/** The `maxPathLength` of such options, or its default. @internal */
+export function readMaxPathLength(options: unknown, owner: string): number {
+  return readOptions(options, owner, PATH_LENGTH_OPTIONS, {
+    defaults: { maxPathLength: DEFAULT_MAX_PATH_LENGTH },
+  }).maxPathLength;
 }
 
 const defaultScanner = new PathScanner(DEFAULT_MAX_PATH_LENGTH);
@@ -497,13 +487,7 @@ const defaultScanner = new PathScanner(DEFAULT_MAX_PATH_LENGTH);
  */
 export function canonicalPath(raw: unknown, options?: CanonicalPathOptions): string | undefined {
   const max =
-    options === undefined
-      ? DEFAULT_MAX_PATH_LENGTH
-      : resolveMaxPathLength(
-          readOptions(options, 'canonicalPath', ['maxPathLength']).maxPathLength as
-            | number
-            | undefined,
-        );
+    options === undefined ? DEFAULT_MAX_PATH_LENGTH : readMaxPathLength(options, 'canonicalPath');
   const scanner = max === DEFAULT_MAX_PATH_LENGTH ? defaultScanner : new PathScanner(max);
   const count = scanner.scan(raw);
   if (count < 0) return undefined;

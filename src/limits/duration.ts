@@ -4,6 +4,7 @@
  */
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
+import type { Rule } from '../internal/options.js';
 
 /** A duration: milliseconds as a number, or a number with a unit (`ms`, `s`, `min`/`m`, `h`). */
 export type Duration = number | `${number}${DurationUnit}` | `${number} ${DurationUnit}`;
@@ -88,3 +89,13 @@ export function formatDuration(ms: number): string {
   if (ms % 1_000 === 0) return `${ms / 1_000} s`;
   return `${ms} ms`;
 }
+
+/**
+ * A {@link Duration} option, read into milliseconds by {@link toMilliseconds} under its own name.
+ * @internal
+ */
+export const aDuration: Rule<number> = {
+  expected: 'a duration',
+  code: 'invalid_duration',
+  read: (value, name) => toMilliseconds(value as Duration, name),
+};

@@ -7,9 +7,18 @@
  */
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
-import { readFields, readList, readOptions } from '../internal/read-once.js';
+import {
+  anything,
+  checkValue,
+  INVALID,
+  listOf,
+  type Rule,
+  readOptions,
+  withFields,
+  worded,
+} from '../internal/options.js';
 import { type Duration, formatDuration, toMilliseconds } from './duration.js';
-import { checkCount, copyPolicies, type Policy, window } from './policy.js';
+import { copyPolicies, limitCount, type Policy, window } from './policy.js';
 import type { ResourceLimitRow } from './resource-tables.js';
 import { parseRoutePattern } from './route-pattern.js';
 import { compileRoutes, type RouteMatch, type RouteTable } from './route-table.js';
@@ -50,15 +59,32 @@ export function resourceRules(
   rows: readonly ResourceLimitRow[],
   options: ResourceRulesOptions = {},
 ): LimitRule[] {
-  const { namePrefix } = readOptions(options, 'resourceRules', ['namePrefix']);
-  if (namePrefix !== undefined && typeof namePrefix !== 'string') {
-    throw new ConfigurationError(
-      'invalid_option',
-      `resourceRules option namePrefix must be a string, got ${describe(namePrefix)}.`,
-    );
-  }
-  return rulesOfRows(rows, namePrefix ?? 'resource', 'resourceRules rows');
+  const { namePrefix } = readOptions(options, 'resourceRules', RESOURCE_RULES_OPTIONS, {
+    defaults: { namePrefix: 'resource' },
+  });
+  return rulesOfRows(rows, namePrefix, 'resourceRules rows');
 }
+
+const anyString: Rule<string> = {
+  expected: 'a string',
+  read: (value) => (typeof value === 'string' ? value : INVALID),
+};
+
+const RESOURCE_RULES_OPTIONS = { namePrefix: anyString };
+
+const aRoute: Rule<string> = {
+  expected: "a route pattern such as 'PATCH /booking/v*/bookings/{id}'",
+  code: 'invalid_route_rule',
+  read: (value) => (typeof value === 'string' ? value : INVALID),
+};
+
+const rowList = listOf(
+  withFields(
+    ['route', 'limit', 'periodMs'],
+    'a { route, limit, periodMs } row',
+    'invalid_route_rule',
+  ),
+);
 
 /**
  * {@link resourceRules}, with messages that name where the rows come from.
@@ -68,35 +94,12 @@ export function resourceRules(
  * @internal
  */
 export function rulesOfRows(rows: unknown, prefix: string, what: string): LimitRule[] {
-  const list = readList(
-    rows,
-    what,
-    'an array of { route, limit, periodMs } rows',
-    'invalid_route_rule',
-  );
   const byRoute = new Map<string, Policy[]>();
-  list.forEach((row, index) => {
+  checkValue(rowList, rows, what).forEach((row, index) => {
     const at = `${what}[${index}]`;
-    if (typeof row !== 'object' || row === null) {
-      throw new ConfigurationError(
-        'invalid_route_rule',
-        `${at} must be a { route, limit, periodMs } row, got ${describe(row)}.`,
-      );
-    }
-    const { route, limit, periodMs } = readFields(
-      row,
-      ['route', 'limit', 'periodMs'],
-      'invalid_route_rule',
-      at,
-    );
-    if (typeof route !== 'string') {
-      throw new ConfigurationError(
-        'invalid_route_rule',
-        `${at}.route must be a route pattern such as 'PATCH /booking/v*/bookings/{id}', got ${describe(route)}.`,
-      );
-    }
-    checkCount(limit, `${at}.limit`);
-    const ms = toMilliseconds(periodMs as Duration, `${at}.periodMs`);
+    const route = checkValue(aRoute, row.route, `${at}.route`);
+    const limit = checkValue(limitCount, row.limit, `${at}.limit`);
+    const ms = toMilliseconds(row.periodMs as Duration, `${at}.periodMs`);
     const policies = byRoute.get(route) ?? [];
     policies.push(
       window(limit, ms, { name: `${prefix} ${route}: ${limit} per ${formatDuration(ms)}` }),
@@ -141,27 +144,19 @@ export function rulesOfExemptions(
   routesWhat: string,
   namesWhat: string,
 ): LimitRule[] {
-  const patterns = readStrings(
-    routes,
-    routesWhat,
-    "an array of route patterns such as 'GET /booking/v*/offers'",
-  );
-  const names = Object.freeze(readStrings(policyNames, namesWhat, 'an array of policy names'));
+  const patterns = checkValue(routeList, routes, routesWhat);
+  const names = Object.freeze(checkValue(nameList, policyNames, namesWhat));
   return patterns.map((route) => Object.freeze({ route, exempt: names }));
 }
 
-function readStrings(value: unknown, what: string, expected: string): string[] {
-  const list = readList(value, what, expected, 'invalid_route_rule');
-  list.forEach((item, index) => {
-    if (typeof item !== 'string') {
-      throw new ConfigurationError(
-        'invalid_route_rule',
-        `${what}[${index}] must be a string (${what} must be ${expected}), got ${describe(item)}.`,
-      );
-    }
-  });
-  return list as string[];
-}
+const aString = worded(anyString, anyString.expected, 'invalid_route_rule');
+
+const routeList = worded(
+  listOf(aString),
+  "an array of route patterns such as 'GET /booking/v*/offers'",
+);
+
+const nameList = worded(listOf(aString), 'an array of policy names');
 
 /** A rule checked and resolved against its preset's policies. */
 export interface CompiledRule extends LimitRule {
@@ -227,61 +222,98 @@ export function compileLimitRules(
   presetPolicies: readonly Policy[],
   where: string,
 ): CompiledRules {
-  if (rules === undefined) return { table: undefined, effectOf: undefined };
-  // Checked before the length: `null` or a lone rule object must not read as "no rules".
-  const list = readList(rules, `${where}: rules`, 'an array', 'invalid_route_rule');
-  if (list.length === 0) return { table: undefined, effectOf: undefined };
-  const compiled = list.map((rule, index): CompiledRule => {
-    const at = `${where}: rules[${index}]`;
-    if (typeof rule !== 'object' || rule === null) {
-      throw new ConfigurationError(
-        'invalid_route_rule',
-        `${at} must be an object with a route, got ${describe(rule)}.`,
-      );
-    }
-    // Each field read once: the compiled rule is plain data of its own, never the object given.
-    const { route, policies, exempt, caseInsensitiveIds } = readFields(
-      rule,
+  return compileRuleList(readLimitRules(rules, where), presetPolicies, where);
+}
+
+/**
+ * A preset's rules read once into a list of their own; none when left out, but `null` or a lone
+ * rule object is refused, never read as "no rules".
+ * @internal
+ */
+export function readLimitRules(rules: unknown, where: string): readonly RuleFields[] {
+  if (rules === undefined) return [];
+  return checkValue(ruleList, rules, `${where}: rules`);
+}
+
+/** A rule's fields, read once each. @internal */
+export type RuleFields = Readonly<
+  Record<'route' | 'policies' | 'exempt' | 'caseInsensitiveIds', unknown>
+>;
+
+const ruleList: Rule<RuleFields[]> = worded(
+  listOf(
+    withFields(
       ['route', 'policies', 'exempt', 'caseInsensitiveIds'],
+      'an object with a route',
       'invalid_route_rule',
-      at,
+    ),
+  ),
+  'an array',
+);
+
+const exemptNames = listOf(worded(anything(), 'a policy name', 'invalid_route_rule'));
+
+/** {@link compileLimitRules} of a list read by {@link readLimitRules}. @internal */
+export function compileRuleList(
+  list: readonly RuleFields[],
+  presetPolicies: readonly Policy[],
+  where: string,
+): CompiledRules {
+  if (list.length === 0) return { table: undefined, effectOf: undefined };
+  const table = compileRoutes(
+    list.map((rule, index) => compileRule(rule, presetPolicies, `${where}: rules[${index}]`)),
+  );
+  checkOneCountPerRoute(table, where);
+  return {
+    table,
+    effectOf: effectCache(
+      table,
+      presetPolicies.map((_, i) => i),
+    ),
+  };
+}
+
+// The compiled rule is plain data of its own, never the object given; compileRoutes checks the
+// route and caseInsensitiveIds.
+function compileRule(
+  rule: RuleFields,
+  presetPolicies: readonly Policy[],
+  at: string,
+): CompiledRule {
+  const { route, policies, exempt, caseInsensitiveIds } = rule;
+  const ownPolicies = policies === undefined ? [] : copyPolicies(policies, `${at}.policies`);
+  const names = exempt === undefined ? [] : checkValue(exemptNames, exempt, `${at}.exempt`);
+  const exemptPositions = names.map((name) => positionOf(name, presetPolicies, at));
+  if (ownPolicies.length === 0 && exemptPositions.length === 0) {
+    throw new ConfigurationError(
+      'invalid_route_rule',
+      `${at} has neither policies nor exemptions; give it one or drop it.`,
     );
-    const ownPolicies = policies === undefined ? [] : copyPolicies(policies, `${at}.policies`);
-    const names =
-      exempt === undefined
-        ? []
-        : readList(exempt, `${at}.exempt`, 'an array of policy names', 'invalid_route_rule');
-    const exemptPositions = names.map((name) => {
-      const position = presetPolicies.findIndex((p) => p.name === name);
-      if (position === -1) {
-        throw new ConfigurationError(
-          'invalid_route_rule',
-          `${at}.exempt names ${describe(name)}, which is not a policy of the preset; use one of ${presetPolicies.map((p) => JSON.stringify(p.name)).join(', ')}.`,
-        );
-      }
-      return position;
-    });
-    if (ownPolicies.length === 0 && exemptPositions.length === 0) {
-      throw new ConfigurationError(
-        'invalid_route_rule',
-        `${at} has neither policies nor exemptions; give it one or drop it.`,
-      );
-    }
-    // compileRoutes checks the route and caseInsensitiveIds.
-    return {
-      route: route as string,
-      ...(caseInsensitiveIds === undefined
-        ? {}
-        : { caseInsensitiveIds: caseInsensitiveIds as boolean }),
-      policies: ownPolicies,
-      exempt: names as string[],
-      exemptPositions,
-      ownPolicies,
-      allPositions: ownPolicies.map((_, i) => i),
-    };
-  });
-  const table = compileRoutes(compiled);
-  // Two rules with policies on one route would count one resource under two policy lists.
+  }
+  return {
+    route: route as string,
+    ...(caseInsensitiveIds === undefined
+      ? {}
+      : { caseInsensitiveIds: caseInsensitiveIds as boolean }),
+    policies: ownPolicies,
+    exempt: names as string[],
+    exemptPositions,
+    ownPolicies,
+    allPositions: ownPolicies.map((_, i) => i),
+  };
+}
+
+function positionOf(name: unknown, presetPolicies: readonly Policy[], at: string): number {
+  const position = presetPolicies.findIndex((p) => p.name === name);
+  if (position !== -1) return position;
+  throw new ConfigurationError(
+    'invalid_route_rule',
+    `${at}.exempt names ${describe(name)}, which is not a policy of the preset; use one of ${presetPolicies.map((p) => JSON.stringify(p.name)).join(', ')}.`,
+  );
+}
+
+// Two rules with policies on one route would count one resource under two policy lists.
+function checkOneCountPerRoute(table: RouteTable<CompiledRule>, where: string): void {
   const seen = new Map<string, number>();
   table.rules.forEach((rule, index) => {
     if (rule.ownPolicies.length === 0) return;
@@ -295,13 +327,6 @@ export function compileLimitRules(
     }
     seen.set(canonical, index);
   });
-  return {
-    table,
-    effectOf: effectCache(
-      table,
-      presetPolicies.map((_, i) => i),
-    ),
-  };
 }
 
 /** The rules' effect on a request, through a bounded memory of recent method and path pairs. */

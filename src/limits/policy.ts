@@ -5,8 +5,15 @@
  */
 import { ConfigurationError } from '../errors/index.js';
 import { describe, isArray } from '../internal/describe.js';
-import { readOptions } from '../internal/read-once.js';
-import { type Duration, formatDuration, toMilliseconds } from './duration.js';
+import {
+  checkValue,
+  INVALID,
+  type Rule,
+  readOptions,
+  wholeNumber,
+  worded,
+} from '../internal/options.js';
+import { aDuration, type Duration, formatDuration, toMilliseconds } from './duration.js';
 
 /**
  * At most `limit` admitted requests in any half-open interval `[t, t + windowMs)`: a sliding
@@ -101,12 +108,12 @@ export function window(
   duration: Duration,
   options: PolicyOptions = {},
 ): WindowPolicy {
-  const { name } = readOptions(options, 'window', ['name']);
-  checkCount(limit, 'window limit');
+  const { name } = readOptions(options, 'window', NAMED);
+  checkValue(limitCount, limit, 'window limit');
   const windowMs = toMilliseconds(duration, 'window duration');
   return Object.freeze({
     kind: 'window',
-    name: checkName(name ?? `${limit} per ${formatDuration(windowMs)}`),
+    name: name ?? `${limit} per ${formatDuration(windowMs)}`,
     limit,
     windowMs,
   });
@@ -127,17 +134,17 @@ export function window(
  * ```
  */
 export function rate(perSecond: number, burst: number, options: PolicyOptions = {}): RatePolicy {
-  const { name } = readOptions(options, 'rate', ['name']);
+  const { name } = readOptions(options, 'rate', NAMED);
   const problem = rateProblem(perSecond);
   if (problem !== undefined) throw new ConfigurationError('invalid_rate', `rate ${problem}.`);
-  checkCount(burst, 'rate burst');
+  checkValue(limitCount, burst, 'rate burst');
   const burstProblem = burstToleranceProblem(perSecond, burst);
   if (burstProblem !== undefined) {
     throw new ConfigurationError('invalid_rate', `rate ${burstProblem}.`);
   }
   return Object.freeze({
     kind: 'rate',
-    name: checkName(name ?? `${perSecond} per s average, burst ${burst}`),
+    name: name ?? `${perSecond} per s average, burst ${burst}`,
     perSecond,
     burst,
   });
@@ -155,24 +162,16 @@ export function rate(perSecond: number, burst: number, options: PolicyOptions = 
  * ```
  */
 export function concurrency(max: number, options: ConcurrencyOptions = {}): ConcurrencyPolicy {
-  const { name, leaseTtl, retryAfter } = readOptions(options, 'concurrency', [
-    'name',
-    'leaseTtl',
-    'retryAfter',
-  ]);
-  checkCount(max, 'concurrency max');
+  const { name, leaseTtl, retryAfter } = readOptions(options, 'concurrency', CONCURRENCY_RULES, {
+    defaults: { leaseTtl: DEFAULT_LEASE_TTL_MS, retryAfter: DEFAULT_CONCURRENCY_RETRY_AFTER_MS },
+  });
+  checkValue(limitCount, max, 'concurrency max');
   return Object.freeze({
     kind: 'concurrency',
-    name: checkName(name ?? `${max} concurrent`),
+    name: name ?? `${max} concurrent`,
     max,
-    leaseTtlMs:
-      leaseTtl === undefined
-        ? DEFAULT_LEASE_TTL_MS
-        : toMilliseconds(leaseTtl as Duration, 'leaseTtl'),
-    retryAfterMs:
-      retryAfter === undefined
-        ? DEFAULT_CONCURRENCY_RETRY_AFTER_MS
-        : toMilliseconds(retryAfter as Duration, 'retryAfter'),
+    leaseTtlMs: leaseTtl,
+    retryAfterMs: retryAfter,
   });
 }
 
@@ -281,10 +280,11 @@ function copyPolicy(list: readonly unknown[], index: number, where: string): Pol
   }
   const count = (field: string): number => {
     const got = fields[field];
-    if (isCount(got)) return got;
+    const read = limitCount.read(got, field);
+    if (read !== INVALID) return read;
     throw new ConfigurationError(
       'invalid_policy',
-      `${at} is not a valid ${kind} policy: ${field} must be a whole number >= 1, got ${describe(got)}; make it with window(), rate() or concurrency().`,
+      `${at} is not a valid ${kind} policy: ${field} must be ${limitCount.expected}, got ${describe(got)}; make it with window(), rate() or concurrency().`,
     );
   };
   const { name } = fields;
@@ -341,34 +341,28 @@ function burstToleranceProblem(perSecond: number, burst: number): string | undef
   return `burst ${burst} at ${perSecond} per second gives a burst tolerance ((burst - 1) * 1000 / perSecond) of ${tolerance} ms; it must be at most ${MAX_RATE_SPAN_MS} ms: lower the burst or raise perSecond`;
 }
 
-function isCount(value: unknown): value is number {
-  return Number.isSafeInteger(value) && (value as number) >= 1;
-}
-
 /**
- * Throw `invalid_limit` unless `value` is a whole number >= 1.
- * @param value - the value as given
- * @param what - what it is, for the message (e.g. `window limit`)
+ * A count of a policy (a limit, a burst, a maximum): a whole number >= 1, refused as
+ * `invalid_limit`.
  * @internal
  */
-export function checkCount(value: unknown, what: string): asserts value is number {
-  if (!isCount(value)) {
-    throw new ConfigurationError(
-      'invalid_limit',
-      `${what} must be a whole number >= 1, got ${describe(value)}.`,
-    );
-  }
-}
+export const limitCount: Rule<number> = worded(
+  wholeNumber(),
+  wholeNumber().expected,
+  'invalid_limit',
+);
 
-function checkName(name: unknown): string {
-  if (typeof name !== 'string' || name.trim().length === 0 || name.length > 200) {
-    throw new ConfigurationError(
-      'invalid_policy',
-      `A policy name must be a non-empty string of at most 200 characters, got ${describe(name)}.`,
-    );
-  }
-  return name;
-}
+/** A policy's name: said in the 429 body, so it must say something. */
+const policyName: Rule<string> = {
+  expected: 'a non-empty string of at most 200 characters, not only spaces',
+  code: 'invalid_policy',
+  read: (value) =>
+    typeof value === 'string' && value.trim().length > 0 && value.length <= 200 ? value : INVALID,
+};
+
+const NAMED = { name: policyName };
+
+const CONCURRENCY_RULES = { name: policyName, leaseTtl: aDuration, retryAfter: aDuration };
 
 const identities = new WeakMap<readonly Policy[], string>();
 

@@ -7,14 +7,13 @@
  * specification; the defaults here are ours (see docs/limits.md).
  * @module
  */
-
-import { readOptions } from '../internal/read-once.js';
-import type { Duration } from './duration.js';
+import { anything, readOptions } from '../internal/options.js';
+import { aDuration, type Duration } from './duration.js';
 import { type LimitRule, rulesOfExemptions, rulesOfRows } from './limit-rule.js';
 import {
   type ConcurrencyPolicy,
-  checkCount,
   concurrency,
+  limitCount,
   type Policy,
   rate,
   window,
@@ -69,35 +68,32 @@ export const DEFAULT_LIVE_CONCURRENCY = 20;
 /** Default throttle for Development and Trial: 5 in flight, the per-second limit of those accounts. */
 export const DEFAULT_DEVELOPMENT_CONCURRENCY = 5;
 
-/** The options of a preset factory, each read once. */
-interface PresetFields {
+/** The options of a preset factory, read once; the tables are read by the rule builders. */
+interface PresetParts {
   readonly throttle: ConcurrencyPolicy;
   readonly resourceLimits: unknown;
   readonly throttleExemptRoutes: unknown;
 }
 
-function readPresetOptions(
-  options: unknown,
-  factory: string,
-  defaultConcurrency: number,
-): PresetFields {
-  const fields = readOptions(options, factory, [
-    'concurrency',
-    'leaseTtl',
-    'resourceLimits',
-    'throttleExemptRoutes',
-  ]);
-  const max = fields.concurrency ?? defaultConcurrency;
-  // Checked before it goes into the throttle's name.
-  checkCount(max, `${factory} option concurrency`);
-  const { leaseTtl } = fields;
+const PRESET_RULES = {
+  concurrency: limitCount,
+  leaseTtl: aDuration,
+  resourceLimits: anything('an array of { route, limit, periodMs } rows'),
+  throttleExemptRoutes: anything('an array of route patterns'),
+};
+
+function presetParts(options: unknown, factory: string, defaultConcurrency: number): PresetParts {
+  const read = readOptions(options, factory, PRESET_RULES, {
+    defaults: { concurrency: defaultConcurrency },
+  });
+  const max = read.concurrency;
   return {
     throttle: concurrency(max, {
       name: `throttle: ${max} concurrent`,
-      ...(leaseTtl === undefined ? {} : { leaseTtl: leaseTtl as Duration }),
+      ...(read.leaseTtl === undefined ? {} : { leaseTtl: read.leaseTtl }),
     }),
-    resourceLimits: fields.resourceLimits,
-    throttleExemptRoutes: fields.throttleExemptRoutes,
+    resourceLimits: read.resourceLimits,
+    throttleExemptRoutes: read.throttleExemptRoutes,
   };
 }
 
@@ -109,7 +105,7 @@ function readPresetOptions(
  */
 export function livePreset(options: PresetOptions = {}): LimitPreset {
   const factory = 'livePreset';
-  const { throttle, resourceLimits, throttleExemptRoutes } = readPresetOptions(
+  const { throttle, resourceLimits, throttleExemptRoutes } = presetParts(
     options,
     factory,
     DEFAULT_LIVE_CONCURRENCY,
@@ -159,7 +155,7 @@ export function trialPreset(options: PresetOptions = {}): LimitPreset {
 }
 
 function devTrial(options: PresetOptions, factory: string): LimitPreset {
-  const { throttle, resourceLimits, throttleExemptRoutes } = readPresetOptions(
+  const { throttle, resourceLimits, throttleExemptRoutes } = presetParts(
     options,
     factory,
     DEFAULT_DEVELOPMENT_CONCURRENCY,

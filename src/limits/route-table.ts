@@ -5,7 +5,15 @@
  */
 
 import { ConfigurationError } from '../errors/index.js';
-import { readFields, readList, readOptions } from '../internal/read-once.js';
+import {
+  aBoolean,
+  anything,
+  checkValue,
+  invalidValue,
+  listOf,
+  withFields,
+  worded,
+} from '../internal/options.js';
 import {
   HAS_AUTHORITY,
   HAS_BACKSLASH,
@@ -14,7 +22,7 @@ import {
   HAS_SEMICOLON,
   PathScanner,
   READ_BACKSLASH,
-  resolveMaxPathLength,
+  readMaxPathLength,
   SEGMENT_PLAIN_FOLDED,
   SEGMENT_STRIDE,
   SEGMENT_VERSION,
@@ -139,14 +147,8 @@ export function compileRoutes<R extends RouteRule>(
   rules: readonly R[],
   options?: RouteTableOptions,
 ): RouteTable<R> {
-  const { maxPathLength: max } = readOptions(options, 'compileRoutes', ['maxPathLength']);
-  const maxPathLength = resolveMaxPathLength(max as number | undefined);
-  const list = readList(
-    rules,
-    'rules',
-    'an array of { route } objects',
-    'invalid_route_rule',
-  ) as R[];
+  const maxPathLength = readMaxPathLength(options, 'compileRoutes');
+  const list = checkValue(ruleList, rules, 'rules') as R[];
   const byMethod = new Map<string, TrieNode<R>>();
   let anyMethod: TrieNode<R> | null = null;
   let depth = 0;
@@ -199,35 +201,34 @@ function shortestMatch(pattern: RoutePattern): number {
   return length;
 }
 
-// The route and the case flag of a rule, each read once, checked, and the route parsed.
+const RULE_SHAPE = "an object with a string route such as 'GET /booking/v*/offers'";
+
+const routeFields = withFields(['route', 'caseInsensitiveIds'], RULE_SHAPE, 'invalid_route_rule');
+
+// The rules are handed back as given, each read by routeFields when it is compiled.
+const ruleList = worded(
+  listOf(worded(anything(), RULE_SHAPE, 'invalid_route_rule')),
+  'an array of { route } objects',
+);
+
+const aFlag = worded(aBoolean, aBoolean.expected, 'invalid_route_rule');
+
+// The route and the case flag of a rule, checked, and the route parsed.
 function parseRule(
   rule: RouteRule,
   order: number,
   maxPathLength: number,
 ): { pattern: RoutePattern; fold: boolean } {
-  const shape = `rules[${order}] must be an object with a string route such as 'GET /booking/v*/offers'`;
-  if (typeof rule !== 'object' || rule === null) {
-    throw new ConfigurationError('invalid_route_rule', shape);
-  }
-  const { route, caseInsensitiveIds } = readFields(
-    rule,
-    ['route', 'caseInsensitiveIds'],
-    'invalid_route_rule',
-    `rules[${order}]`,
-  );
-  if (typeof route !== 'string') throw new ConfigurationError('invalid_route_rule', shape);
-  if (caseInsensitiveIds !== undefined && typeof caseInsensitiveIds !== 'boolean') {
-    throw new ConfigurationError(
-      'invalid_route_rule',
-      `rules[${order}].caseInsensitiveIds must be true or false`,
-    );
-  }
+  const name = `rules[${order}]`;
+  const { route, caseInsensitiveIds } = checkValue(routeFields, rule, name);
+  if (typeof route !== 'string') throw invalidValue(routeFields, rule, name);
+  const fold = checkValue(aFlag, caseInsensitiveIds ?? false, `${name}.caseInsensitiveIds`);
   let pattern: RoutePattern;
   try {
     pattern = parseRoutePattern(route);
   } catch (error) {
     if (error instanceof ConfigurationError) {
-      throw new ConfigurationError(error.code, `rules[${order}].route: ${error.message}`, {
+      throw new ConfigurationError(error.code, `${name}.route: ${error.message}`, {
         cause: error,
       });
     }
@@ -237,10 +238,10 @@ function parseRule(
   if (shortest > maxPathLength) {
     throw new ConfigurationError(
       'invalid_route_rule',
-      `rules[${order}].route can never match: every path it matches is at least ${shortest} characters long once canonical, and paths longer than maxPathLength (${maxPathLength}) match nothing; shorten the route or raise maxPathLength.`,
+      `${name}.route can never match: every path it matches is at least ${shortest} characters long once canonical, and paths longer than maxPathLength (${maxPathLength}) match nothing; shorten the route or raise maxPathLength.`,
     );
   }
-  return { pattern, fold: caseInsensitiveIds === true };
+  return { pattern, fold };
 }
 
 function literalChild<R extends RouteRule>(node: TrieNode<R>, text: string): TrieNode<R> {

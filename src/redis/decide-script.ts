@@ -1,49 +1,13 @@
 /**
- * The decision script: one `EVALSHA` per request checks the blocks, every policy and the leases of
- * every scope of a plan, and records all or nothing, atomically (a Lua script runs alone on the
- * server). It follows the memory store step for step, so that both give identical decisions.
- *
- * The script is written for one shape of plan: its scopes' policy lists (kinds and numbers) and its
- * active positions, in plan order. The store writes it once per shape and caches it by its SHA-1,
- * as Redis does. Written for one shape, the script is straight-line Lua over local variables, with
- * the policies' numbers as constants: no argument to convert, no table per policy, no loop over
- * kinds. Inside Redis that is what a decision costs (each Lua table, C call and argument counts at
- * this scale), and so what bounds how many decisions per second one Redis serves.
- *
- * KEYS: one per distinct scope of the plan, in order of first appearance, all carrying the same
- * hash tag (one Redis Cluster slot). ARGV: the time in ms, only when the store takes it from the
- * caller's clock (else the script asks the server's `TIME`); then, only when the plan has an
- * active throttle, the lease id: 8 bytes, the id as a little-endian double, for a client that
- * sends arguments as bytes, else a whole number below 2^53 in text. Every argument costs the
- * client and the server a conversion; the expiry margin is a constant. A throttle's leases live in
- * its scope's value, so that taking one is part of the decision's `SET`.
- *
- * Leases given back since the store's last command may travel with a decision (outside Redis
- * Cluster, where keys of other clients may live on other nodes): their scopes follow the
- * decision's KEYS, and their arguments follow the decision's ({@link releaseLoop}). The script
- * gives them back first: they were released before this decision was asked for.
- *
- * Reply: one bulk string (one costs a client far less to read than an array of integers). For a
- * client that reads bulk strings as bytes, the numbers as little-endian doubles (one
- * `struct.pack`, exact); else as text separated by commas, each exact: whole numbers with `%d`
- * when all of them are below 10^14, else every one as `%.17g`. A refusal: 0, the decision time,
- * the reason (1 limit, 2 blocked), Retry-After in seconds, the refusing policy's place among the
- * active ones (from 1), then remaining and reset-after (ms) of each active policy in plan order.
- * An admission: 1, the decision time, then (unless the plan asks for no statuses) one number per
- * active policy in plan order, from which the store works out its status as the memory store
- * does: a window's or a throttle's count after the admission, the rate policy's theoretical
- * arrival time.
- *
- * Several requests of one shape in one call (`RedisStoreOptions.maxBatch`): the same decision, as
- * a function of where a request's KEYS and ARGV start, called for each request in turn after the
- * leases given back before it. `ARGV[1]` is how many requests; then per request its KEYS (as
- * above) followed by those of the leases given back before it, and its ARGV (as above) followed by
- * how many of those leases' throttles (in text) and their arguments. The server's `TIME` is read
- * once for all. The reply is an array: each request's reply, as above.
+ * The decision script: one `EVALSHA` checks the blocks, every policy and the leases of every scope
+ * of a plan, and records all or nothing, atomically, step for step as the memory store does. It is
+ * written for one plan shape, as straight-line Lua over local variables with the policies' numbers
+ * as constants: inside Redis that is what a decision costs. KEYS, ARGV, the reply and the steps are
+ * described in docs/redis-store.md.
  * @module
  */
 import { emissionInterval } from '../limits/gcra.js';
-import type { Policy } from '../limits/policy.js';
+import type { ConcurrencyPolicy, Policy, RatePolicy, WindowPolicy } from '../limits/policy.js';
 import { releaseArgs, releaseLoop } from './release-script.js';
 import {
   ENTRY_SIZE,
@@ -141,6 +105,8 @@ interface Writer {
   readonly inTable: boolean;
   /** The Lua expression of scope `s`'s key (from 0). */
   key(s: number): string;
+  /** The Lua expression of the request's `i`th argument (from 1). */
+  arg(i: number): string;
   /** The reply's `i`th number (from 1): a local, or a slot of the table `reply`. */
   r(i: number): string;
   /** Whether the reply's numbers live in the table `reply` (text replies and large plans). */
@@ -151,6 +117,16 @@ interface Writer {
   sv(name: ScopeVariable, s: number): string;
   /** Append Lua lines. */
   emit(...lines: string[]): void;
+  /** The lines of the steps. */
+  readonly body: string[];
+  /** The locals the steps use, declared before them. */
+  readonly declared: string[];
+  /** How many throttles take leases. */
+  readonly throttles: number;
+  /** Where the lease id is among the request's arguments. */
+  readonly idArg: number;
+  /** Where the first given-back lease's arguments are among the request's arguments. */
+  readonly firstRelease: number;
 }
 
 /**
@@ -159,6 +135,22 @@ interface Writer {
  * @returns the Lua source
  */
 export function decideScript(shape: DecideShape): string {
+  const w = newWriter(shape);
+  readScopes(w);
+  settleEntries(w);
+  ownTimes(w);
+  refuse(w);
+  admit(w);
+  statuses(w);
+  blocks(w);
+  writeBack(w);
+  reply(w);
+  const lines = shape.batched === true ? batchedScript(w) : loneScript(w);
+  return lines.filter((line) => line !== '').join('\n');
+}
+
+/** The writer of a shape: its sections, where its arguments are, and where its variables live. */
+function newWriter(shape: DecideShape): Writer {
   const sections: Section[] = [];
   const first: number[] = [];
   for (const [s, policies] of shape.scopes.entries()) {
@@ -171,11 +163,9 @@ export function decideScript(shape: DecideShape): string {
     return index;
   });
   const throttles = leaseSlots(shape).length;
-  const binaryArguments = shape.binaryArguments === true;
   // ARGV: the time (from the caller's clock only), the lease id (for a throttle only), then the
   // leases given back.
   const idArg = shape.clock === true ? 2 : 1;
-  const firstRelease = idArg + (throttles > 0 ? 1 : 0);
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
   const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 28;
   const inTable = locals > MAX_LOCALS;
@@ -184,8 +174,38 @@ export function decideScript(shape: DecideShape): string {
   const replyLocals = 2 * (5 + 2 * work.length);
   const replyTable = shape.binary !== true || locals + replyLocals > MAX_LOCALS;
   const declared: string[] = [];
+  const variable = variables(inTable, declared);
+  // A batch's requests find their keys and arguments past those of the requests before them.
+  const batched = shape.batched === true;
+  const body: string[] = [];
+  return {
+    shape,
+    sections,
+    first,
+    work,
+    inTable,
+    key: (s) => (batched ? `keys[kb + ${s + 1}]` : `keys[${s + 1}]`),
+    arg: (i) => (batched ? `argv[ab + ${i}]` : `argv[${i}]`),
+    r: (i) => (replyTable ? `reply[${i}]` : variable('R', i)),
+    replyTable,
+    v: variable,
+    sv: variable,
+    emit: (...lines) => body.push(...lines),
+    body,
+    declared,
+    throttles,
+    idArg,
+    firstRelease: idArg + (throttles > 0 ? 1 : 0),
+  };
+}
+
+/**
+ * The Lua expression of a variable: a local, declared in `declared` on its first use, or for a
+ * plan too large for Lua's locals, a slot of the table `V`.
+ */
+function variables(inTable: boolean, declared: string[]): (name: string, index: number) => string {
   const slots = new Map<string, number>();
-  const variable = (name: string, index: number): string => {
+  return (name, index) => {
     const local = `${name}${index}`;
     if (!inTable) {
       if (!slots.has(local)) {
@@ -201,27 +221,13 @@ export function decideScript(shape: DecideShape): string {
     }
     return `V[${slot}]`;
   };
-  const v = (name: SectionVariable, j: number) => variable(name, j);
-  const sv = (name: ScopeVariable, s: number) => variable(name, s);
-  const r = (i: number) => (replyTable ? `reply[${i}]` : variable('R', i));
-  // A batch's requests find their keys and arguments past those of the requests before them.
+}
+
+/** Globals read once: each global lookup costs in the script's protected environment. */
+function preamble(w: Writer): string[] {
+  const { shape, sections, work } = w;
   const batched = shape.batched === true;
-  const key = (s: number) => (batched ? `keys[kb + ${s + 1}]` : `keys[${s + 1}]`);
-  const arg = (i: number) => (batched ? `argv[ab + ${i}]` : `argv[${i}]`);
-
-  const body: string[] = [];
-  const emit = (...lines: string[]) => body.push(...lines);
-  const w: Writer = { shape, sections, first, work, inTable, key, r, replyTable, v, sv, emit };
-  readScopes(w);
-  settleEntries(w);
-  ownTimes(w);
-  decide(w);
-  statuses(w);
-  blocks(w);
-  writeBack(w);
-  reply(w);
-
-  const preamble = [
+  return [
     `-- Decision script for ${shape.scopes.length} scope(s), ${sections.length} policies, ${work.length} active${batched ? ', several requests per call' : ''} (see decide-script.ts).`,
     '-- Globals read once: each global lookup costs in the script protected environment.',
     'local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min',
@@ -229,44 +235,63 @@ export function decideScript(shape: DecideShape): string {
     'local call, argv, keys, format, concat, unpack = redis.call, ARGV, KEYS, string.format, table.concat, unpack',
     'local find = string.find',
   ];
-  // Step 1. The time: the caller's, or the server's own clock (one timeline for every app server).
-  const serverTime = [
-    "local clock = call('TIME')",
-    'local us = clock[2] + 0',
-    'local t = clock[1] * 1000 + (us - us % 1000) / 1000',
-  ];
-  const request = [
+}
+
+/** Step 1 on the server's own clock: one timeline for every app server. */
+const SERVER_TIME = [
+  "local clock = call('TIME')",
+  'local us = clock[2] + 0',
+  'local t = clock[1] * 1000 + (us - us % 1000) / 1000',
+];
+
+/** The request's lease id and the steps' variables. */
+function requestLocals(w: Writer): string[] {
+  const { throttles, inTable, declared } = w;
+  return [
     throttles > 0 ? '-- The lease id, unique to the request among the leases of its expiry.' : '',
-    throttles > 0 ? `local id = ${arg(idArg)}${binaryArguments ? '' : ' + 0'}` : '',
+    throttles > 0
+      ? `local id = ${w.arg(w.idArg)}${w.shape.binaryArguments === true ? '' : ' + 0'}`
+      : '',
     inTable ? 'local V = {}' : declared.length > 0 ? `local ${declared.join(', ')}` : '',
   ];
-  if (!batched) {
-    const head = [
-      ...preamble,
-      '-- Leases given back since the last command travel here, before the decision.',
-      `if #keys > ${shape.scopes.length} then`,
-      releaseLoop(`${shape.scopes.length + 1}`, `${firstRelease}`, binaryArguments),
-      'end',
-      "-- Step 1. The time: the caller's, or the server's own clock.",
-      ...(shape.clock === true ? [`local t = ${arg(1)} + 0`] : serverTime),
-      ...request,
-    ];
-    return [...head, ...body].filter((line) => line !== '').join('\n');
-  }
-  // Several requests: the decision is a function of where the request's keys and arguments start
-  // (`kb` and `ab`, the places before them), called for each in turn, after the leases given back
-  // before it. The server's time is read once for all of them.
-  const perRequest = firstRelease - 1;
-  const lines = [
-    ...preamble,
+}
+
+/** The script of one request: the leases that ride on it, then the decision. */
+function loneScript(w: Writer): string[] {
+  const { shape } = w;
+  return [
+    ...preamble(w),
+    '-- Leases given back since the last command travel here, before the decision.',
+    `if #keys > ${shape.scopes.length} then`,
+    releaseLoop(`${shape.scopes.length + 1}`, `${w.firstRelease}`, shape.binaryArguments === true),
+    'end',
+    "-- Step 1. The time: the caller's, or the server's own clock.",
+    ...(shape.clock === true ? [`local t = ${w.arg(1)} + 0`] : SERVER_TIME),
+    ...requestLocals(w),
+    ...w.body,
+  ];
+}
+
+/**
+ * The script of several requests: the decision is a function of where a request's keys and
+ * arguments start (`kb` and `ab`), called for each in turn after the leases given back before it.
+ * The server's time is read once for all of them.
+ */
+function batchedScript(w: Writer): string[] {
+  const { shape } = w;
+  const clock = shape.clock === true;
+  const binaryArguments = shape.binaryArguments === true;
+  const perRequest = w.firstRelease - 1;
+  return [
+    ...preamble(w),
     '-- The expiries of the call, as text (see step 6).',
     'local expiries = {}',
     "-- Step 1. The time: the caller's (each request's own), or the server's own clock.",
-    ...(shape.clock === true ? [] : serverTime),
-    `local function decide(kb, ab${shape.clock === true ? '' : ', t'})`,
-    ...(shape.clock === true ? [`local t = ${arg(1)} + 0`] : []),
-    ...request,
-    ...body,
+    ...(clock ? [] : SERVER_TIME),
+    `local function decide(kb, ab${clock ? '' : ', t'})`,
+    ...(clock ? [`local t = ${w.arg(1)} + 0`] : []),
+    ...requestLocals(w),
+    ...w.body,
     'end',
     'local replies = {}',
     'local k, a = 1, 2',
@@ -279,83 +304,107 @@ export function decideScript(shape: DecideShape): string {
     releaseLoop('k', 'a', binaryArguments, 'riders'),
     `    k, a = k + riders, a + riders * ${releaseArgs(binaryArguments)}`,
     '  end',
-    `  replies[d] = decide(kb, ab${shape.clock === true ? '' : ', t'})`,
+    `  replies[d] = decide(kb, ab${clock ? '' : ', t'})`,
     'end',
     'return replies',
   ];
-  return lines.filter((line) => line !== '').join('\n');
 }
 
 /** Step 2: read each scope. */
 function readScopes(w: Writer): void {
-  const { shape, sections, first, inTable, v, sv, emit } = w;
-  // Step 2. Read each scope's state with one GET and one struct.unpack of its fixed fields. A value
-  // not in the layout, or not of these kinds, is a fresh state. Time never goes backwards for a
-  // scope: a clock behind its latest decision counts as standing still.
-  for (const [s, policies] of shape.scopes.entries()) {
-    const np = policies.length;
-    const size = fixedSize(policies);
+  // A value not in the layout is a fresh state; a clock behind a scope's latest decision stands still.
+  for (const [s, policies] of w.shape.scopes.entries()) {
+    const { v, sv, emit } = w;
     const x = sv('X', s);
-    const ids = policies.map((_, i) => first[s]! + i);
+    const ids = policies.map((_, i) => w.first[s]! + i);
     const throttled = policies.some((p) => p.kind === 'concurrency');
-    // The value starts with its list's signature: one comparison checks every kind.
-    const sig = signature(policies);
-    const signed = `sub(${x}, 1, ${sig.length}) == ${luaBytes(sig)}`;
-    const format = `'${fixedFormat(policies)}', ${x}, ${sig.length + 1}`;
     emit(`${x} = call('GET', ${w.key(s)})`, `${sv('D', s)} = false`);
     if (throttled) emit(`${sv('T', s)} = 0`);
     emit('do', '  local ok = false');
-    if (np === 0) {
-      emit(`  if ${x} and #${x} == ${size} and ${signed} then`);
-      emit(`    local latest = unpack_struct(${format})`);
-      emit('    ok = true', '    if latest > t then t = latest end', '  end');
-    } else {
-      emit(`  if ${x} and #${x} >= ${size} and ${signed} then`);
-      // Each section's two fields (blocked until; then the entry count, or the rate's arrival
-      // time) as locals, or for a plan too large for locals, as a table's entries.
-      const field = (i: number, f: 0 | 1) =>
-        inTable ? `h[${2 + 2 * i + f}]` : `${f === 0 ? 'b' : 'c'}${ids[i]}`;
-      if (inTable) {
-        emit(`    local h = { unpack_struct(${format}) }`, '    local latest = h[1]');
-      } else {
-        const names = ids.flatMap((_, i) => [field(i, 0), field(i, 1)]);
-        emit(`    local latest, ${names.join(', ')} = unpack_struct(${format})`);
-      }
-      const checks: string[] = [];
-      const length = policies.flatMap((p, i) =>
-        ENTRY_SIZE[p.kind] === 0 ? [] : [`${field(i, 1)} * ${ENTRY_SIZE[p.kind]}`],
-      );
-      const entriesEnd = [String(size), ...length].join(' + ');
-      if (throttled) {
-        // The records of leases given back since the value was written follow its entries.
-        emit(`    local tail = #${x} - (${entriesEnd})`);
-        checks.push('tail >= 0', `tail % ${RELEASE_RECORD_SIZE} == 0`);
-      } else {
-        checks.push(`${entriesEnd} == #${x}`);
-      }
-      emit(`    if ${checks.join(' and ')} then`, '      ok = true');
-      emit('      if latest > t then t = latest end');
-      for (const [i, j] of ids.entries()) {
-        const rate = policies[i]!.kind === 'rate';
-        const [a, n] = rate ? [field(i, 1), '0'] : ['0', field(i, 1)];
-        emit(`      ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = ${field(i, 0)}, ${a}, ${n}`);
-      }
-      if (throttled) emit(`      ${sv('T', s)} = tail`);
-      emit('    end', '  end');
-    }
+    if (policies.length === 0) readEmpty(w, s, policies);
+    else readFixedFields(w, s, policies, ids, throttled);
     emit('  if not ok then', `    ${x} = ''`);
     for (const j of ids) emit(`    ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = 0, 0, 0`);
     emit('  end', 'end');
     // Where each section's entries start.
-    let offset = String(size + 1);
+    let offset = String(fixedSize(policies) + 1);
     for (const j of ids) {
-      const kind = sections[j]!.policy.kind;
+      const kind = w.sections[j]!.policy.kind;
       if (ENTRY_SIZE[kind] === 0) continue;
       emit(`${v('O', j)} = ${offset}`);
       offset = `${v('O', j)} + ${v('N', j)} * ${ENTRY_SIZE[kind]}`;
     }
     if (throttled) giveBack(w, s, ids);
   }
+}
+
+/** The value starts with its list's signature: one comparison checks every kind. */
+function signed(
+  w: Writer,
+  s: number,
+  policies: readonly Policy[],
+): [check: string, format: string] {
+  const x = w.sv('X', s);
+  const sig = signature(policies);
+  return [
+    `sub(${x}, 1, ${sig.length}) == ${luaBytes(sig)}`,
+    `'${fixedFormat(policies)}', ${x}, ${sig.length + 1}`,
+  ];
+}
+
+/** A scope without policies: its latest decision time alone. */
+function readEmpty(w: Writer, s: number, policies: readonly Policy[]): void {
+  const x = w.sv('X', s);
+  const [check, format] = signed(w, s, policies);
+  w.emit(`  if ${x} and #${x} == ${fixedSize(policies)} and ${check} then`);
+  w.emit(`    local latest = unpack_struct(${format})`);
+  w.emit('    ok = true', '    if latest > t then t = latest end', '  end');
+}
+
+/** Each section's two fields, when the value's length adds up. */
+function readFixedFields(
+  w: Writer,
+  s: number,
+  policies: readonly Policy[],
+  ids: readonly number[],
+  throttled: boolean,
+): void {
+  const { inTable, v, sv, emit } = w;
+  const x = sv('X', s);
+  const size = fixedSize(policies);
+  const [check, format] = signed(w, s, policies);
+  emit(`  if ${x} and #${x} >= ${size} and ${check} then`);
+  // Blocked until; then the entry count, or the rate's arrival time: locals, or for a plan too
+  // large for locals, a table's entries.
+  const field = (i: number, f: 0 | 1) =>
+    inTable ? `h[${2 + 2 * i + f}]` : `${f === 0 ? 'b' : 'c'}${ids[i]}`;
+  if (inTable) {
+    emit(`    local h = { unpack_struct(${format}) }`, '    local latest = h[1]');
+  } else {
+    const names = ids.flatMap((_, i) => [field(i, 0), field(i, 1)]);
+    emit(`    local latest, ${names.join(', ')} = unpack_struct(${format})`);
+  }
+  const length = policies.flatMap((p, i) =>
+    ENTRY_SIZE[p.kind] === 0 ? [] : [`${field(i, 1)} * ${ENTRY_SIZE[p.kind]}`],
+  );
+  const entriesEnd = [String(size), ...length].join(' + ');
+  const checks: string[] = [];
+  if (throttled) {
+    // The records of leases given back since the value was written follow its entries.
+    emit(`    local tail = #${x} - (${entriesEnd})`);
+    checks.push('tail >= 0', `tail % ${RELEASE_RECORD_SIZE} == 0`);
+  } else {
+    checks.push(`${entriesEnd} == #${x}`);
+  }
+  emit(`    if ${checks.join(' and ')} then`, '      ok = true');
+  emit('      if latest > t then t = latest end');
+  for (const [i, j] of ids.entries()) {
+    const rate = policies[i]!.kind === 'rate';
+    const [a, n] = rate ? [field(i, 1), '0'] : ['0', field(i, 1)];
+    emit(`      ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = ${field(i, 0)}, ${a}, ${n}`);
+  }
+  if (throttled) emit(`      ${sv('T', s)} = tail`);
+  emit('    end', '  end');
 }
 
 /**
@@ -403,14 +452,11 @@ function giveBack(w: Writer, s: number, ids: readonly number[]): void {
   emit('    end', '  end', 'end');
 }
 
-/** What every policy knows once the time is settled. */
+/** Step 3, first: each window's and throttle's first entry still counted, by a binary search. */
 function settleEntries(w: Writer): void {
   const { sections, v, sv, emit } = w;
-  // Step 3 begins with what every policy knows once the time is settled: the first entry still
-  // counted (a binary search; the most common cases, nothing or only the oldest has left, are one
-  // read and two). A window's admission at `a` counts until `a + windowMs` (the instant step 3
-  // announces, the same double), a throttle's lease until it expires. The entries are in order,
-  // so the first two reads settle those cases.
+  // A window's admission at `a` counts until `a + windowMs` (the same double step 3 announces), a
+  // throttle's lease until it expires. The first two reads settle the usual cases.
   for (const [j, section] of sections.entries()) {
     const p = section.policy;
     if (p.kind === 'rate') continue;
@@ -440,9 +486,7 @@ function settleEntries(w: Writer): void {
 /** Step 3: each active policy's own earliest admission time. */
 function ownTimes(w: Writer): void {
   const { sections, v, sv, emit } = w;
-  // Step 3. Each active policy's own earliest admission time (blocks aside), as the memory store
-  // computes it: a window's oldest admission that keeps it full leaving it, the rate policy's
-  // allowance, or a free lease (else the policy's announced backoff).
+  // As the memory store computes it, blocks aside.
   for (const [j, section] of sections.entries()) {
     if (section.uses === 0) continue;
     const p = section.policy;
@@ -470,14 +514,11 @@ function ownTimes(w: Writer): void {
   }
 }
 
-/** Steps 4 and 5: refuse or admit. */
-function decide(w: Writer): void {
-  const { sections, work, r, replyTable, v, sv, emit } = w;
-  // Step 4. Refuse when any policy is full or blocked: a blocked one frees up at its block's end,
-  // announced when the block began. The one that frees up last names the refusal, on a tie the
-  // one whose own limit frees up last, then the later one in plan order (the more specific
-  // limit). Retry-After is the least whole number of seconds whose instant is not before that
-  // (store.ts announcedSeconds).
+/** Step 4: whether to refuse, the policy that names the refusal, and Retry-After. */
+function refuse(w: Writer): void {
+  const { work, v, emit } = w;
+  // On a tie the policy whose own limit frees up last names the refusal, then the later one in
+  // plan order (the more specific limit); Retry-After as store.ts announcedSeconds counts it.
   emit('local earliest, refusing, refusing_own, blocked = t, 0, t, false');
   for (const [k, j] of work.entries()) {
     const [w, b] = [v('W', j), v('B', j)];
@@ -503,7 +544,11 @@ function decide(w: Writer): void {
     '  end',
     'end',
   );
+}
 
+/** Step 5: admitted, every active policy records the request; refused, nothing is recorded. */
+function admit(w: Writer): void {
+  const { sections, work, r, replyTable, v, sv, emit } = w;
   // Step 5a. Admitted: every active policy records the request (a window's admission and a
   // throttle's lease are written in step 6); each scope with an active policy changes.
   emit('local admitted = refusing == 0', replyTable ? 'local reply' : '', 'if admitted then');
@@ -530,6 +575,17 @@ function decide(w: Writer): void {
   emit('else', `  ${head} = ${refused.join(', ')}`, 'end');
 }
 
+/** The Lua names a status is written with: a section's variables and where the status goes. */
+interface StatusNames {
+  readonly x: string;
+  readonly n: string;
+  readonly o: string;
+  readonly h: string;
+  readonly a: string;
+  /** The two reply numbers, as `remaining, reset`. */
+  readonly at: string;
+}
+
 /** The statuses of the active policies. */
 function statuses(w: Writer): void {
   const { sections, work, r, v, sv, emit } = w;
@@ -539,50 +595,57 @@ function statuses(w: Writer): void {
   // -0), min(b, x) is x only when x < b.
   emit('if not admitted then');
   for (const [k, j] of work.entries()) {
-    const section = sections[j]!;
-    const p = section.policy;
-    const x = sv('X', section.scope);
+    const { policy: p, scope } = sections[j]!;
+    const x = sv('X', scope);
     const [n, o, h, a] = [v('N', j), v('O', j), v('H', j), v('A', j)];
-    const at = `${r(6 + 2 * k)}, ${r(7 + 2 * k)}`;
-    if (p.kind === 'window') {
-      emit(
-        'do',
-        `  local count = ${n} - ${h} + 1`,
-        `  local remaining, reset = ${p.limit} - count, 0`,
-        '  if remaining < 0 then remaining = 0 end',
-        '  if count > 0 then',
-        `    local newest = unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 8)`,
-        `    reset = newest + ${p.windowMs} - t`,
-        '    if reset < 0 then reset = 0 end',
-        '  end',
-        `  ${at} = remaining, reset`,
-        'end',
-      );
-    } else if (p.kind === 'rate') {
-      emit(
-        'do',
-        `  local interval = ${lua(emissionInterval(p))}`,
-        `  local backlog = (t > ${a} and t or ${a}) - t`,
-        `  local remaining = ${p.burst} - ceil(backlog / interval)`,
-        `  if not (remaining < ${p.burst}) then remaining = ${p.burst} end`,
-        '  if not (remaining > 0) then remaining = 0 end',
-        `  local reset = ${a} - t`,
-        '  if not (reset > 0) then reset = 0 end',
-        `  ${at} = remaining, reset`,
-        'end',
-      );
-    } else {
-      emit(
-        'do',
-        `  local held = ${n} - ${h} + 1`,
-        `  local remaining = ${p.max} - held`,
-        '  if not (remaining > 0) then remaining = 0 end',
-        `  ${at} = remaining, 0`,
-        'end',
-      );
-    }
+    const names = { x, n, o, h, a, at: `${r(6 + 2 * k)}, ${r(7 + 2 * k)}` };
+    if (p.kind === 'window') emit(...windowStatus(p, names));
+    else if (p.kind === 'rate') emit(...rateStatus(p, names));
+    else emit(...throttleStatus(p, names));
   }
   emit('end');
+}
+
+function windowStatus(p: WindowPolicy, { x, n, o, h, at }: StatusNames): string[] {
+  return [
+    'do',
+    `  local count = ${n} - ${h} + 1`,
+    `  local remaining, reset = ${p.limit} - count, 0`,
+    '  if remaining < 0 then remaining = 0 end',
+    '  if count > 0 then',
+    `    local newest = unpack_struct('<d', ${x}, ${o} + (${n} - 1) * 8)`,
+    `    reset = newest + ${p.windowMs} - t`,
+    '    if reset < 0 then reset = 0 end',
+    '  end',
+    `  ${at} = remaining, reset`,
+    'end',
+  ];
+}
+
+function rateStatus(p: RatePolicy, { a, at }: StatusNames): string[] {
+  return [
+    'do',
+    `  local interval = ${lua(emissionInterval(p))}`,
+    `  local backlog = (t > ${a} and t or ${a}) - t`,
+    `  local remaining = ${p.burst} - ceil(backlog / interval)`,
+    `  if not (remaining < ${p.burst}) then remaining = ${p.burst} end`,
+    '  if not (remaining > 0) then remaining = 0 end',
+    `  local reset = ${a} - t`,
+    '  if not (reset > 0) then reset = 0 end',
+    `  ${at} = remaining, reset`,
+    'end',
+  ];
+}
+
+function throttleStatus(p: ConcurrencyPolicy, { n, h, at }: StatusNames): string[] {
+  return [
+    'do',
+    `  local held = ${n} - ${h} + 1`,
+    `  local remaining = ${p.max} - held`,
+    '  if not (remaining > 0) then remaining = 0 end',
+    `  ${at} = remaining, 0`,
+    'end',
+  ];
 }
 
 /** The blocks of a refusal. */
@@ -602,83 +665,116 @@ function blocks(w: Writer): void {
 
 /** Step 6: write back the changed scopes. */
 function writeBack(w: Writer): void {
-  const { shape, sections, first, inTable, v, sv, emit } = w;
-  // Step 6. Write back each changed scope with one SET, its expired entries dropped, expiring on
-  // its own once every policy of the scope is fresh again (plus the margin); a scope already fresh
-  // again is deleted. Writes come last, so a failure before them records nothing.
-  emit(`local entry = admitted and pack_struct('<d', t)`);
-  for (const [s, policies] of shape.scopes.entries()) {
-    const x = sv('X', s);
-    const ids = policies.map((_, i) => first[s]! + i);
+  // Writes come last, so a script that fails before them records nothing.
+  w.emit(`local entry = admitted and pack_struct('<d', t)`);
+  for (const [s, policies] of w.shape.scopes.entries()) {
+    const { v, sv, emit } = w;
     emit(`if ${sv('D', s)} then`, '  local horizon = 0');
     const fixed: string[] = ['t'];
     const parts: string[] = [];
-    for (const j of ids) {
-      const { policy: p, uses } = sections[j]!;
-      const [b, a, n, o, h] = [v('B', j), v('A', j), v('N', j), v('O', j), v('H', j)];
-      emit(`  if ${b} > horizon then horizon = ${b} end`);
+    for (const j of policies.map((_, i) => w.first[s]! + i)) {
+      const p = w.sections[j]!.policy;
+      const names = { b: v('B', j), a: v('A', j), n: v('N', j), o: v('O', j), h: v('H', j) };
+      emit(`  if ${names.b} > horizon then horizon = ${names.b} end`);
       if (p.kind === 'rate') {
-        fixed.push(b, a);
-        emit(`  if ${a} > horizon then horizon = ${a} end`);
-        continue;
+        fixed.push(names.b, names.a);
+        emit(`  if ${names.a} > horizon then horizon = ${names.a} end`);
+      } else {
+        keptEntries(w, s, j, p, names, fixed, parts);
       }
-      // A window's admission times or a throttle's leases: those still counted, then the
-      // request's own (as many times as the plan names the policy). A window empties a window's
-      // length after its newest admission; a throttle is fresh again when its newest lease, which
-      // holds its expiry, expires.
-      const size = ENTRY_SIZE[p.kind];
-      const [own, life, after] =
-        p.kind === 'window' ? ['entry', p.windowMs, p.windowMs] : [`lease${j}`, p.leaseTtlMs, 0];
-      if (uses > 0 && p.kind === 'concurrency') {
-        // A lease id sent as bytes is packed already: its expiry goes before it.
-        emit(
-          shape.binaryArguments === true
-            ? `  local ${own} = admitted and pack_struct('<d', t + ${life}) .. id`
-            : `  local ${own} = admitted and pack_struct('${LEASE_ENTRY}', t + ${life}, id)`,
-        );
-      }
-      const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
-      fixed.push(b, `${n} - ${h} + 1 + ${added}`);
-      parts.push(`sub(${x}, ${o} + (${h} - 1) * ${size}, ${o} + ${n} * ${size} - 1)`);
-      if (uses > 0) parts.push(`(admitted and ${uses === 1 ? own : `rep(${own}, ${uses})`} or '')`);
-      const newest = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * ${size})`;
-      const stored = after === 0 ? newest : `${newest} + ${after}`;
-      emit(
-        '  do',
-        '    local last = 0',
-        uses > 0
-          ? `    if admitted then last = t + ${life} elseif ${n} >= ${h} then last = ${stored} end`
-          : `    if ${n} >= ${h} then last = ${stored} end`,
-        '    if last > horizon then horizon = last end',
-        '  end',
-      );
     }
-    const format = `'${fixedFormat(policies)}'`;
-    // The signature is a constant of the script; a large plan packs through tables: a long
-    // expression would need more Lua registers.
-    const sig = luaBytes(signature(policies));
-    const value = inTable
-      ? `table.concat({ ${sig}, pack_struct(${format}, unpack({ ${fixed.join(', ')} })), ${parts.join(', ')} })`
-      : [sig, `pack_struct(${format}, ${fixed.join(', ')})`, ...parts].join(' .. ');
-    emit(
-      '  if horizon > t then',
-      ...(shape.batched === true
-        ? [
-            // The expiry as text, written once per call for each value it takes (the requests of
-            // a call mostly share one): Redis prints a number argument with %.17g, about 2,200
-            // instructions, more than the rest of the SET. One request alone gains nothing.
-            `    local px = ceil(horizon - t) + ${shape.marginMs}`,
-            '    local px_text = expiries[px]',
-            "    if not px_text then px_text = format('%d', px); expiries[px] = px_text end",
-            `    call('SET', ${w.key(s)}, ${value}, 'PX', px_text)`,
-          ]
-        : [`    call('SET', ${w.key(s)}, ${value}, 'PX', ceil(horizon - t) + ${shape.marginMs})`]),
-      '  else',
-      `    call('DEL', ${w.key(s)})`,
-      '  end',
-      'end',
+    setScope(w, s, policies, fixed, parts);
+  }
+}
+
+/**
+ * A window's admission times or a throttle's leases: those still counted, then the request's own
+ * (as many times as the plan names the policy). A window empties a window's length after its
+ * newest admission; a throttle is fresh again when its newest lease, which holds its expiry,
+ * expires.
+ * @param names - the section's variables: blocked until, entry count, where they start, the first
+ *   still counted
+ * @param fixed - the fixed fields of the value, to add the section's two to
+ * @param parts - the pieces of the value after them, to add the section's entries to
+ */
+function keptEntries(
+  w: Writer,
+  s: number,
+  j: number,
+  p: WindowPolicy | ConcurrencyPolicy,
+  {
+    b,
+    n,
+    o,
+    h,
+  }: { readonly b: string; readonly n: string; readonly o: string; readonly h: string },
+  fixed: string[],
+  parts: string[],
+): void {
+  const { uses } = w.sections[j]!;
+  const x = w.sv('X', s);
+  const size = ENTRY_SIZE[p.kind];
+  const [own, life, after] =
+    p.kind === 'window' ? ['entry', p.windowMs, p.windowMs] : [`lease${j}`, p.leaseTtlMs, 0];
+  if (uses > 0 && p.kind === 'concurrency') {
+    // A lease id sent as bytes is packed already: its expiry goes before it.
+    w.emit(
+      w.shape.binaryArguments === true
+        ? `  local ${own} = admitted and pack_struct('<d', t + ${life}) .. id`
+        : `  local ${own} = admitted and pack_struct('${LEASE_ENTRY}', t + ${life}, id)`,
     );
   }
+  const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
+  fixed.push(b, `${n} - ${h} + 1 + ${added}`);
+  parts.push(`sub(${x}, ${o} + (${h} - 1) * ${size}, ${o} + ${n} * ${size} - 1)`);
+  if (uses > 0) parts.push(`(admitted and ${uses === 1 ? own : `rep(${own}, ${uses})`} or '')`);
+  const newest = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * ${size})`;
+  const stored = after === 0 ? newest : `${newest} + ${after}`;
+  w.emit(
+    '  do',
+    '    local last = 0',
+    uses > 0
+      ? `    if admitted then last = t + ${life} elseif ${n} >= ${h} then last = ${stored} end`
+      : `    if ${n} >= ${h} then last = ${stored} end`,
+    '    if last > horizon then horizon = last end',
+    '  end',
+  );
+}
+
+/** The SET of a changed scope, or its DEL when it is fresh again. */
+function setScope(
+  w: Writer,
+  s: number,
+  policies: readonly Policy[],
+  fixed: readonly string[],
+  parts: readonly string[],
+): void {
+  const { shape } = w;
+  const format = `'${fixedFormat(policies)}'`;
+  // The signature is a constant of the script; a large plan packs through tables: a long
+  // expression would need more Lua registers.
+  const sig = luaBytes(signature(policies));
+  const value = w.inTable
+    ? `table.concat({ ${sig}, pack_struct(${format}, unpack({ ${fixed.join(', ')} })), ${parts.join(', ')} })`
+    : [sig, `pack_struct(${format}, ${fixed.join(', ')})`, ...parts].join(' .. ');
+  w.emit(
+    '  if horizon > t then',
+    ...(shape.batched === true
+      ? [
+          // The expiry as text, written once per call for each value it takes (the requests of
+          // a call mostly share one): Redis prints a number argument with %.17g, about 2,200
+          // instructions, more than the rest of the SET. One request alone gains nothing.
+          `    local px = ceil(horizon - t) + ${shape.marginMs}`,
+          '    local px_text = expiries[px]',
+          "    if not px_text then px_text = format('%d', px); expiries[px] = px_text end",
+          `    call('SET', ${w.key(s)}, ${value}, 'PX', px_text)`,
+        ]
+      : [`    call('SET', ${w.key(s)}, ${value}, 'PX', ceil(horizon - t) + ${shape.marginMs})`]),
+    '  else',
+    `    call('DEL', ${w.key(s)})`,
+    '  end',
+    'end',
+  );
 }
 
 /** The reply. */

@@ -18,6 +18,6 @@ export type {
   ScriptArgument,
 } from './redis-client.js';
 export { ioredisClient, nodeRedisClient } from './redis-client.js';
-export type { RedisStoreOptions, Timer } from './redis-store.js';
 export { RedisStore } from './redis-store.js';
-// The scripts and the state layout are internal: documented in docs/redis.md.
+export type { RedisStoreOptions, Timer } from './store-options.js';
+// The scripts and the state layout are internal: documented in docs/redis-store.md.

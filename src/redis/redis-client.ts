@@ -5,8 +5,8 @@
  * methods they call.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
 import { RedisNotReadyError } from '../errors/redis-not-ready-error.js';
+import { checkValue, type Rule, withMethods, worded } from '../internal/options.js';
 
 /**
  * One argument of a script: text, or bytes (a `Buffer`) for a client with
@@ -113,6 +113,15 @@ export interface NodeRedisLike {
   withTypeMapping?(mapping: Record<number, unknown>): Pick<NodeRedisLike, 'evalSha' | 'eval'>;
 }
 
+/** A client the adapter can call: refused with `invalid_redis_client`. */
+function clientRule<T extends object>(methods: readonly string[], what: string): Rule<T> {
+  const rule = withMethods<T>(methods, what);
+  return worded(rule, rule.expected, 'invalid_redis_client');
+}
+
+const IOREDIS = clientRule<IoredisLike>(['evalsha', 'eval'], 'an ioredis Redis or Cluster');
+const NODE_REDIS = clientRule<NodeRedisLike>(['evalSha', 'eval'], 'a node-redis client or cluster');
+
 /** The RESP type of a bulk string, as node-redis numbers it (`RESP_TYPES.BLOB_STRING`). */
 const RESP_BLOB_STRING = 36;
 
@@ -130,15 +139,14 @@ const RESP_BLOB_STRING = 36;
  * ```
  */
 export function ioredisClient(client: IoredisLike): RedisScriptClient {
-  requireMethods(client, ['evalsha', 'eval'], 'ioredisClient');
+  checkValue(IOREDIS, client, 'ioredisClient client');
   const { batch, flush } = writeBatcher(client);
   // Bulk strings as Buffers where the client offers it (every ioredis since 4).
   const binary =
     typeof client.evalshaBuffer === 'function' && typeof client.evalBuffer === 'function';
   const evalsha = binary ? client.evalshaBuffer!.bind(client) : client.evalsha.bind(client);
   const evaluate = binary ? client.evalBuffer!.bind(client) : client.eval.bind(client);
-  // Not async functions: an async function that returns ioredis's promise would wrap it in one
-  // more, and a decision would wait three more turns of the microtask queue for its reply.
+  // Not async functions: one more promise around ioredis's costs a decision three microtask turns.
   const unready = (): Promise<never> | undefined => {
     const status = client.status;
     return status !== undefined && status !== 'ready' ? notReady(status) : undefined;
@@ -159,12 +167,9 @@ export function ioredisClient(client: IoredisLike): RedisScriptClient {
 const WRITE_BATCH = 16;
 
 /**
- * Batch the commands an ioredis `Redis` sends in one turn of the event loop into few socket writes:
- * the connection is corked before the first and uncorked after every {@link WRITE_BATCH}th and at
- * the end of the turn. ioredis writes each command as it is issued, one system call each; a store
- * that decides for many requests at once spends more time in those calls than in the rest of the
- * client. Every reply still resolves its own command as it arrives; only the writes are joined.
- * Without a corkable connection (a `Cluster`), commands pass unchanged.
+ * Join the commands an ioredis `Redis` sends in one turn into few socket writes (one system call
+ * each costs more than the rest of the client): corked before the first, uncorked after every
+ * {@link WRITE_BATCH}th and at the end of the turn. A `Cluster` has no connection to cork.
  */
 function writeBatcher(client: IoredisLike): {
   batch: <T>(send: () => T) => T;
@@ -209,7 +214,7 @@ function writeBatcher(client: IoredisLike): {
  * ```
  */
 export function nodeRedisClient(client: NodeRedisLike): RedisScriptClient {
-  requireMethods(client, ['evalSha', 'eval'], 'nodeRedisClient');
+  checkValue(NODE_REDIS, client, 'nodeRedisClient client');
   // Bulk strings as Buffers where the client offers it (node-redis 5).
   const binary = typeof client.withTypeMapping === 'function';
   const commands = binary ? client.withTypeMapping!({ [RESP_BLOB_STRING]: Buffer }) : client;
@@ -232,19 +237,4 @@ export function nodeRedisClient(client: NodeRedisLike): RedisScriptClient {
 /** A rejection with {@link RedisNotReadyError}, for a command not sent. */
 function notReady(state: string): Promise<never> {
   return Promise.reject(new RedisNotReadyError(state));
-}
-
-function requireMethods(client: unknown, methods: readonly string[], where: string): void {
-  const missing = methods.filter(
-    (m) =>
-      typeof client !== 'object' ||
-      client === null ||
-      typeof (client as Record<string, unknown>)[m] !== 'function',
-  );
-  if (missing.length > 0) {
-    throw new ConfigurationError(
-      'invalid_redis_client',
-      `${where} needs a client with ${methods.join(' and ')} methods; missing ${missing.join(', ')}.`,
-    );
-  }
 }

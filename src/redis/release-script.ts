@@ -1,20 +1,8 @@
 /**
  * Giving leases back: the release script, and the same loop at the head of every decision script,
- * so that a release can travel with the next decision.
- *
- * A throttle keeps its leases in its scope's value (see state-codec.ts). Giving one back appends a
- * record to that value ({@link RELEASE_RECORD}: the throttle's position, the lease's expiry and
- * its id) with one `APPEND`, which leaves the value's expiry alone; the next decision on the scope
- * removes the lease and writes the value back without the record. A record whose lease is not
- * there (already given back, or expired) removes nothing, so releasing twice does nothing. A scope
- * that is gone held no lease any more: the `APPEND` made the key afresh, and it is deleted again.
- *
- * Each throttle of a lease is one KEY (its scope's key) and its records, as many as the lease's plan
- * named the throttle. For a client that sends arguments as bytes (see
- * {@link RedisScriptClient.binaryArguments}) the records come packed, as one argument, and the
- * script appends them as they are: no number to read, nothing to pack. Otherwise they come as four
- * arguments: the throttle's position among the scope's policies (from 1), the lease's expiry (ms),
- * the lease id, and how many times the plan named the throttle (one record each).
+ * so that a release can ride on the next decision. A release appends one record per lease to its
+ * throttle's scope; the next decision on the scope takes the lease out. A record whose lease is not
+ * there removes nothing, so releasing twice does nothing (see docs/redis-store.md).
  * @module
  */
 import type { RedisScriptClient } from './redis-client.js';
@@ -67,8 +55,8 @@ export function releaseLoop(
 
 /**
  * Lua source of the release script: one `EVALSHA` gives back one lease or several. KEYS: the scope
- * of each throttle of every lease, lease after lease; ARGV: the records of each KEY (see the
- * module).
+ * of each throttle of every lease, lease after lease; ARGV: the records of each KEY (see
+ * docs/redis-store.md).
  * @param binary - whether the records come packed (a client with
  *   {@link RedisScriptClient.binaryArguments})
  * @returns the Lua source

@@ -1,30 +1,6 @@
 /**
- * The layout of one scope's state in Redis.
- *
- * One string value per scope (a client and account, or one of their resources) holds the state of
- * every policy of the scope, packed with Redis's `struct` library so that a decision reads it with
- * one `GET` and writes it with one `SET`. Every fixed-size field comes first, so that one
- * `struct.unpack` reads them all and one `struct.pack` writes them all:
- *
- * - the signature ({@link signature}): the number of sections, one per policy position (`<I4`),
- *   and each section's kind (one byte: 1 window, 2 rate, 3 concurrency). It is the same for every
- *   value of one policy list, so the script writes it as a constant and checks it with one string
- *   comparison; nothing else in the value names the kinds;
- * - the latest decision time (`<d`, ms; time never goes backwards for the scope);
- * - then per section two fields (`<dI4` or `<dd`): the instant the policy is blocked until (0 when
- *   not), then a window's or a throttle's number of entries, or the rate policy's theoretical
- *   arrival time. Only the fields a kind uses are kept: a decision packs and unpacks each of them;
- * - then the entries, section after section: a window's admission times (`<d`, oldest first, only
- *   those still inside the window when written); a throttle's leases (`<dd`: expiry and lease id,
- *   earliest expiry first, only those not expired when written). A rate policy has none;
- * - then, after the last section's entries, the leases given back since the value was written:
- *   one record each ({@link RELEASE_RECORD}: the throttle's position, the lease's expiry and id),
- *   appended by `APPEND`, which leaves the value's expiry alone. The next decision on the scope
- *   removes each from its throttle and writes the value back without them.
- *
- * So a throttle needs no key of its own: taking a lease is part of the one `SET` a decision makes,
- * and giving one back is one `APPEND`.
- *
+ * The layout of one scope's state in Redis: one string per scope, its signature and fixed fields
+ * first, then its entries, then the records of leases given back (see docs/redis-store.md).
  * {@link LAYOUT_VERSION} is part of every key, so that a value in an earlier layout is never read
  * as this one: it is left to expire.
  * @module

@@ -255,9 +255,7 @@ describe('Fastify plugin: keyBy', () => {
       (error: unknown) => error,
     );
     expect(isConfigurationError(caught) && caught.code === 'invalid_option').toBe(true);
-    expect((caught as Error).message).toBe(
-      `keyBy must be 'route' or 'url' when given, got "path".`,
-    );
+    expect((caught as Error).message).toBe('keyBy must be one of "route", "url", got "path".');
     await fastify.close();
   });
 });

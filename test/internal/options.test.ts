@@ -9,9 +9,11 @@ import {
   finiteNumber,
   listOf,
   oneOf,
+  optionsOf,
   readOptions,
   requiredValue,
   wholeNumber,
+  withFields,
   withMethods,
 } from '../../src/internal/options.js';
 
@@ -148,14 +150,80 @@ describe('rules', () => {
     expect(() => checkValue(rule, [1, 0], 'sizes')).toThrow('sizes[1] must be a whole number');
     expect(() => checkValue(rule, [], 'sizes')).toThrow('sizes must be an array of at least 1');
   });
+
+  it('withFields reads each named field once into a record of its own, and refuses a non-object', () => {
+    const rule = withFields(['route', 'limit'], 'a row', 'invalid_route_rule');
+    let reads = 0;
+    const row = {
+      get route() {
+        reads++;
+        return 'GET /a';
+      },
+      limit: 5,
+      extra: true,
+    };
+    expect(checkValue(rule, row, 'rows[0]')).toEqual({ route: 'GET /a', limit: 5 });
+    expect(reads).toBe(1);
+    const refused = thrownBy(() => checkValue(rule, 5, 'rows[0]'));
+    expect(refused).toMatchObject({
+      code: 'invalid_route_rule',
+      message: 'rows[0] must be a row, got 5.',
+    });
+    const throwing = thrownBy(() =>
+      checkValue(
+        rule,
+        {
+          get route() {
+            throw new Error('boom');
+          },
+        },
+        'rows[0]',
+      ),
+    );
+    expect(isConfigurationError(throwing)).toBe(true);
+    expect(throwing).toMatchObject({
+      code: 'invalid_route_rule',
+      message: 'Reading rows[0] threw; pass plain data.',
+    });
+  });
+});
+
+function thrownBy(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
+}
+describe('optionsOf', () => {
+  const nested = { inner: optionsOf({ size: wholeNumber(1, 9), log: aBoolean }, '{ size: 3 }') };
+
+  it('reads a nested object by its rules, its values named after the outer key', () => {
+    expect(readOptions({ inner: { size: 3 } }, 'make', nested).inner).toEqual({
+      size: 3,
+      log: undefined,
+    });
+    expect(message(() => readOptions({ inner: { size: 0 } }, 'make', nested))).toBe(
+      'inner.size must be a whole number from 1 to 9, got 0.',
+    );
+  });
+
+  it('refuses a value that is not an object, and an unknown key with the nearest name', () => {
+    expect(message(() => readOptions({ inner: 'big' }, 'make', nested))).toBe(
+      'inner must be an object such as { size: 3 }, got "big".',
+    );
+    expect(message(() => readOptions({ inner: { sise: 3 } }, 'make', nested))).toBe(
+      'inner has no option "sise"; did you mean "size"? Its options are size, log.',
+    );
+  });
 });
 
 describe('requiredValue', () => {
-  it("gives the value read, and the rule's one wording for a value left out", () => {
-    const rule = wholeNumber(1, 3);
-    expect(requiredValue(rule, 2, 'n')).toBe(2);
-    expect(message(() => requiredValue(rule, undefined, 'n'))).toBe(
-      'n must be a whole number from 1 to 3, got undefined.',
+  it('answers a value given, and refuses one left out in the one wording', () => {
+    expect(requiredValue(aBoolean, false, 'log')).toBe(false);
+    expect(message(() => requiredValue(aBoolean, undefined, 'log'))).toBe(
+      'log must be true or false, got undefined.',
     );
   });
 });

@@ -544,7 +544,7 @@ describe('route rules: factories refuse what they cannot use', () => {
       'a limit that is a symbol',
       () => resourceRules([{ route: 'GET /a', limit: Symbol('n') as never, periodMs: 1000 }]),
       'invalid_limit',
-      /^resourceRules rows\[0\]\.limit must be a whole number >= 1, got a symbol\.$/,
+      /^resourceRules rows\[0\]\.limit must be a whole number from 1 to 9007199254740991 \(Number\.MAX_SAFE_INTEGER\), got a symbol\.$/,
     ],
     [
       'a route that is not a string',
@@ -583,7 +583,7 @@ describe('route rules: factories refuse what they cannot use', () => {
       'a name prefix that is not a string',
       () => resourceRules([], { namePrefix: 5 as never }),
       'invalid_option',
-      /^resourceRules option namePrefix must be a string, got 5\.$/,
+      /^namePrefix must be a string, got 5\.$/,
     ],
     [
       'routes that are one string',

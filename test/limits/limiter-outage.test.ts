@@ -173,7 +173,7 @@ describe('limiter outage option', () => {
     [
       'an unknown outage mode',
       { outage: 'half' },
-      /outage must be 'reject', 'open', 'closed' or 'fallback'/,
+      /^outage must be one of "reject", "open", "closed", "fallback", got "half"\.$/,
     ],
     [
       'a fractional Retry-After',

@@ -720,19 +720,19 @@ describe('limiter: bad input', () => {
       // TypeScript refuses it too: the type is the presets' account types.
       () => createLimiter({ preset: presets.byAccountType, defaultAccountType: 'gold' as never }),
       'invalid_option',
-      /^defaultAccountType "gold" has no preset; use one of live, development, trial\.$/,
+      /^defaultAccountType must be one of "live", "development", "trial", got "gold"\.$/,
     ],
     [
       'maxIdLength 0',
       () => createLimiter({ preset: presets.live, maxIdLength: 0 }),
       'invalid_option',
-      /^maxIdLength must be a whole number >= 1, got 0\.$/,
+      /^maxIdLength must be a whole number from 1 to 9007199254740991 \(Number\.MAX_SAFE_INTEGER\), got 0\.$/,
     ],
     [
       'a clock without now()',
       () => createLimiter({ preset: presets.live, clock: {} as FakeClock }),
       'invalid_option',
-      /clock must have a now\(\) method/,
+      /^clock must be a Clock with now\(\), got an object\.$/,
     ],
     [
       'a store without release()',
@@ -742,7 +742,7 @@ describe('limiter: bad input', () => {
           store: { synchronous: true, apply: () => new MemoryStore().apply({ scopes: [] }, 0) },
         } as never),
       'invalid_option',
-      /^store must implement apply\(\) and release\(\) \(see LimitStore\)\.$/,
+      /^store must be a LimitStore with apply\(\) and release\(\), got an object\.$/,
     ],
     [
       'a preset that is a name, not a preset',
@@ -760,7 +760,7 @@ describe('limiter: bad input', () => {
       'a map of presets with a member that is not a preset',
       () => createLimiter({ preset: { live: presets.live, trial: 'development' as never } }),
       'invalid_option',
-      /^preset\.trial is not a LimitPreset\.$/,
+      /^preset\.trial must be a LimitPreset, got "development"\.$/,
     ],
   ];
 
@@ -857,7 +857,24 @@ describe('limiter: bad input', () => {
       'no options',
       () => createLimiter(undefined as never),
       'invalid_option',
-      /^createLimiter needs options with a preset or policies/,
+      /^createLimiter options must be an object such as \{ preset: … \}, got undefined\.$/,
+    ],
+    [
+      'an option misspelt',
+      () => createLimiter({ preset: presets.live, maxIdLenght: 64 } as never),
+      'invalid_option',
+      /^createLimiter has no option "maxIdLenght"; did you mean "maxIdLength"\?/,
+    ],
+    [
+      'a fallback store that is not synchronous',
+      () =>
+        createLimiter({
+          preset: presets.live,
+          outage: 'fallback',
+          fallbackStore: { synchronous: false, apply() {}, release() {} } as never,
+        }),
+      'invalid_option',
+      /^fallbackStore must be a synchronous store \(a MemoryStore\) with apply\(\) and release\(\), got an object\.$/,
     ],
     [
       'null options',
@@ -875,7 +892,7 @@ describe('limiter: bad input', () => {
       'a default account type that is a BigInt',
       () => createLimiter({ preset: presets.byAccountType, defaultAccountType: 1n as never }),
       'invalid_option',
-      /^defaultAccountType must be a string naming one of live, development, trial, got 1n\.$/,
+      /^defaultAccountType must be one of "live", "development", "trial", got 1n\.$/,
     ],
     [
       'a preset that is a revoked proxy',
@@ -905,7 +922,7 @@ describe('limiter: bad input', () => {
       'a maxIdLength that is a revoked proxy',
       () => createLimiter({ preset: presets.live, maxIdLength: revokedProxy() as never }),
       'invalid_option',
-      /^maxIdLength must be a whole number >= 1, got an object\.$/,
+      /^maxIdLength must be a whole number from 1 to 9007199254740991 \(Number\.MAX_SAFE_INTEGER\), got an object\.$/,
     ],
     [
       'a policies list that is a revoked proxy',

@@ -146,7 +146,7 @@ describe('policy factories', () => {
     expect(messageOf(() => window(1, [1000] as never))).toMatch(/got an array\.$/);
     expect(messageOf(() => window(1, (() => 1000) as never))).toMatch(/got a function\.$/);
     expect(messageOf(() => window(10n as never, '1s'))).toBe(
-      'window limit must be a whole number >= 1, got 10n.',
+      'window limit must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER), got 10n.',
     );
     expect(messageOf(() => checkPolicies([{ kind: 'leaky-bucket', name: 'x' }]))).toBe(
       'policies[0] is not a policy; make it with window(), rate() or concurrency(), got an object.',

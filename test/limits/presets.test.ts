@@ -106,13 +106,13 @@ describe('preset factories refuse options they cannot use, naming the option', (
       'a throttle size that is a symbol',
       () => livePreset({ concurrency: Symbol('n') as never }),
       'invalid_limit',
-      /^livePreset option concurrency must be a whole number >= 1, got a symbol\.$/,
+      /^concurrency must be a whole number from 1 to 9007199254740991 \(Number\.MAX_SAFE_INTEGER\), got a symbol\.$/,
     ],
     [
       'a throttle size of 0',
       () => developmentPreset({ concurrency: 0 }),
       'invalid_limit',
-      /^developmentPreset option concurrency must be a whole number >= 1, got 0\.$/,
+      /^concurrency must be a whole number from 1 to 9007199254740991 \(Number\.MAX_SAFE_INTEGER\), got 0\.$/,
     ],
     [
       'a lease TTL that is a revoked proxy',

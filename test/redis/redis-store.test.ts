@@ -600,6 +600,41 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     expect((await store.apply(plan, 6_002)).allowed).toBe(true);
   });
 
+  it('gives a lease back once: a second release sends nothing and answers the first one, and never frees another lease of the same expiry', async () => {
+    // Arrange: two leases taken at one instant (one expiry, two ids), through a client that counts
+    // the scripts it sends.
+    const inner = client();
+    let sent = 0;
+    const counting: RedisScriptClient = {
+      ...inner,
+      evalSha: (sha1, keys, args) => {
+        sent++;
+        return inner.evalSha(sha1, keys, args);
+      },
+    };
+    const store = make({ client: counting, timeSource: 'clock' });
+    const plan: Plan = {
+      scopes: [scope('c', 'a', '', [concurrency(2, { name: 't', leaseTtl: '1h' })])],
+    };
+    const first = await store.apply(plan, 0);
+    expect((await store.apply(plan, 0)).allowed).toBe(true);
+    const lease = first.allowed ? first.lease : undefined;
+    expect(lease).toBeDefined();
+    const before = sent;
+    // Act: twice before it is back, once after.
+    const once = store.release(lease!);
+    const twice = store.release(lease!);
+    await once;
+    const again = store.release(lease!);
+    await Promise.all([twice, again]);
+    // Assert: one release script and one promise; the other lease is still held.
+    expect(sent - before).toBe(1);
+    expect(twice).toBe(once);
+    expect(again).toBe(once);
+    expect((await store.apply(plan, 1)).allowed).toBe(true);
+    expect((await store.apply(plan, 2)).allowed).toBe(false);
+  });
+
   it("a release is one APPEND to its scope's value, which keeps its expiry; the next decision takes the record out", async () => {
     const prefix = `append-${kind}-${++prefixes}:`;
     const store = new RedisStore({ client: client(), prefix, timeSource: 'clock' });

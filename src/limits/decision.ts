@@ -1,0 +1,175 @@
+/**
+ * A limiter's answer: {@link AdmittedDecision} (with a lease to give back) or
+ * {@link RefusedDecision} (with a truthful Retry-After and the limit that was hit), made from a
+ * store's outcome.
+ * @module
+ */
+import type { Policy } from './policy.js';
+import type {
+  AdmittedOutcome,
+  LeaseToken,
+  LimitStore,
+  OutcomeStatuses,
+  PolicyStatus,
+  RefusalReason,
+  RefusedOutcome,
+  StoreOutcome,
+} from './store.js';
+import { admissionWithoutStatuses, NO_STATUSES } from './store.js';
+
+/** The request may proceed. Call `release()` when it ends, however it ends. */
+export interface AdmittedDecision {
+  /** Discriminant. */
+  readonly allowed: true;
+  /**
+   * Every policy that applied, with what remains of it; empty when checked with
+   * `{ statuses: false }`.
+   */
+  readonly statuses: readonly PolicyStatus[];
+  /** The time of the decision (ms). */
+  readonly now: number;
+  /**
+   * Give back the concurrency lease. Idempotent: a second call does nothing. A function bound to
+   * its decision, so it may be passed on as a callback (`res.once('close', decision.release)`);
+   * every read gives the same function. With an asynchronous store it returns the store's
+   * promise, already handled (a lease the store fails to take back expires at its TTL), so that
+   * a caller may report the failure; a store's synchronous throw is passed on.
+   */
+  readonly release: () => void;
+}
+
+/** The request must be answered with 429 and not processed. */
+export interface RefusedDecision {
+  /** Discriminant. */
+  readonly allowed: false;
+  /** Whole seconds, >= 1: a retry after this long is admitted if nothing else arrives. */
+  readonly retryAfterSeconds: number;
+  /** The instant (ms) a retry may be sent: `now + retryAfterSeconds * 1000`. */
+  readonly retryAt: number;
+  /**
+   * The limit that was hit (for the 429 body); absent when the reason is `capacity` or
+   * `unavailable`. It is the limiter's frozen copy of the policy, taken when it first read the
+   * policy's list: the same kind, name and numbers as the policy given, but not the same object
+   * (compare policies by `name`, which is unique within a list).
+   */
+  readonly policy: Policy | undefined;
+  /**
+   * Why: a full limit, a block from an earlier refusal, the store at its key cap, or a networked
+   * store that could not decide and fails closed.
+   */
+  readonly reason: RefusalReason;
+  /** Every policy that applied, unchanged by this request. */
+  readonly statuses: readonly PolicyStatus[];
+  /** The time of the decision (ms). */
+  readonly now: number;
+}
+
+/** A limiter's answer. */
+export type Decision = AdmittedDecision | RefusedDecision;
+
+/** The decision of `store`'s outcome; without `statuses` asked for, an admission has none. @internal */
+export function toDecision(store: LimitStore, outcome: StoreOutcome, statuses: boolean): Decision {
+  if (!outcome.allowed) return new Refused(outcome);
+  return new Admitted(statuses ? outcome : NO_STATUSES, outcome, store);
+}
+
+/** An admission without statuses or lease (a store outage that fails open). @internal */
+export function admittedUnlimited(store: LimitStore, now: number): AdmittedDecision {
+  return new Admitted(NO_STATUSES, admissionWithoutStatuses(now, undefined), store);
+}
+
+/** A refusal because the store could not decide (a store outage that fails closed). @internal */
+export function refusedUnavailable(now: number, retryAfterSeconds: number): RefusedDecision {
+  return new Refused({
+    allowed: false,
+    now,
+    reason: 'unavailable',
+    retryAfterSeconds,
+    policy: undefined,
+    resource: undefined,
+    policies: NO_STATUSES.policies,
+    values: NO_STATUSES.values,
+  });
+}
+
+/** Statuses built from an outcome's compact data on first read: most callers never read them. */
+abstract class WithStatuses {
+  #statuses: readonly PolicyStatus[] | undefined;
+  readonly #outcome: OutcomeStatuses;
+
+  constructor(outcome: OutcomeStatuses) {
+    this.#outcome = outcome;
+  }
+
+  get statuses(): readonly PolicyStatus[] {
+    if (this.#statuses === undefined) {
+      const { policies, values } = this.#outcome;
+      this.#statuses = policies.map((policy, k) => ({
+        policy,
+        remaining: values[2 * k] as number,
+        resetAfterMs: values[2 * k + 1] as number,
+      }));
+    }
+    return this.#statuses;
+  }
+}
+
+// The release of a decision that holds no lease: there is nothing to give back.
+const NOTHING_TO_RELEASE = (): void => undefined;
+
+class Admitted extends WithStatuses implements AdmittedDecision {
+  readonly allowed = true as const;
+  readonly now: number;
+  #lease: LeaseToken | undefined;
+  readonly #store: LimitStore;
+  #release: (() => void) | undefined = undefined;
+
+  constructor(statuses: OutcomeStatuses, outcome: AdmittedOutcome, store: LimitStore) {
+    super(statuses);
+    this.now = outcome.now;
+    this.#lease = outcome.lease;
+    this.#store = store;
+  }
+
+  // An accessor, so that `decision.release` works apart from its decision (as an event
+  // listener); made on first read and kept, so that removeEventListener finds the same function.
+  get release(): () => void {
+    let release = this.#release;
+    if (release === undefined) {
+      release = this.#lease === undefined ? NOTHING_TO_RELEASE : this.#giveBack.bind(this);
+      this.#release = release;
+    }
+    return release;
+  }
+
+  // Once per decision, although the stores' releases are idempotent: a second release on a
+  // networked store would still cost a round trip, and a second call is documented to do nothing.
+  #giveBack(): Promise<void> | undefined {
+    const lease = this.#lease;
+    if (lease === undefined) return undefined;
+    this.#lease = undefined;
+    const done = this.#store.release(lease);
+    if (!(done instanceof Promise)) return undefined;
+    // A failed release is bounded by the lease TTL: never an unhandled rejection.
+    done.catch(() => undefined);
+    return done;
+  }
+}
+
+class Refused extends WithStatuses implements RefusedDecision {
+  readonly allowed = false as const;
+  readonly retryAfterSeconds: number;
+  readonly retryAt: number;
+  readonly policy: Policy | undefined;
+  readonly reason: RefusalReason;
+  readonly now: number;
+
+  constructor(outcome: RefusedOutcome) {
+    super(outcome);
+    this.retryAfterSeconds = outcome.retryAfterSeconds;
+    this.retryAt = outcome.now + outcome.retryAfterSeconds * 1000;
+    this.policy = outcome.policy;
+    this.reason = outcome.reason;
+    this.now = outcome.now;
+  }
+}

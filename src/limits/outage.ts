@@ -1,0 +1,128 @@
+/**
+ * What a limiter does when its store has an outage: the modes, and the handler that decides a
+ * request while the store is away.
+ * @module
+ */
+import { ConfigurationError } from '../errors/index.js';
+import { describe } from '../internal/describe.js';
+import { admittedUnlimited, type Decision, refusedUnavailable, toDecision } from './decision.js';
+import { MemoryStore } from './memory-store.js';
+import type { LimitStore, Plan, SyncLimitStore } from './store.js';
+
+/**
+ * What a limiter does when its store has an outage (an asynchronous store whose `apply` rejects,
+ * as the Redis store does when Redis times out, is unreachable or fails):
+ * - `'reject'`: `check` rejects with the store's error (a `RedisStoreError`), and the caller
+ *   decides. The HTTP middleware then decides with its own `failure` option.
+ * - `'open'`: the request is admitted unlimited (no statuses, no lease), and the outage reported.
+ * - `'closed'`: the request is refused with reason `unavailable` and a Retry-After of
+ *   `outageRetryAfterSeconds`; no limit of the client was reached, so answer it 503, never 429
+ *   (the middleware does).
+ * - `'fallback'`: the request is decided by a local {@link SyncLimitStore} (the `fallbackStore`, a
+ *   {@link MemoryStore} by default) standing in while the store is away: limited per process, its
+ *   lease given back to the fallback store. The memory store is bounded by its `maxKeys`.
+ */
+export type OutageMode = 'reject' | 'open' | 'closed' | 'fallback';
+
+/** What a limiter tells `onOutage`: the store's error and what was done about it. */
+export interface OutageEvent {
+  /** What the store rejected with (a `RedisStoreError` for the Redis store). */
+  readonly error: unknown;
+  /** What the limiter did: admitted unlimited, refused as unavailable, or decided on the fallback. */
+  readonly outage: Exclude<OutageMode, 'reject'>;
+}
+
+/** What a limiter that decides outages itself does with one. @internal */
+export interface OutageHandler {
+  readonly mode: Exclude<OutageMode, 'reject'>;
+  decide(error: unknown, plan: Plan, now: number, statuses: boolean): Decision;
+}
+
+/** The outage options of a limiter, each checked already. @internal */
+export interface OutageOptions {
+  readonly outage: OutageMode;
+  readonly fallbackStore: SyncLimitStore | undefined;
+  readonly outageRetryAfterSeconds: number;
+  readonly onOutage: (event: OutageEvent) => void;
+}
+
+/**
+ * The handler of `options.outage`; undefined when outages are left to the caller (`'reject'`).
+ * @throws ConfigurationError `invalid_option` for options that contradict each other
+ * @internal
+ */
+export function outageHandler(
+  store: LimitStore,
+  options: OutageOptions,
+): OutageHandler | undefined {
+  const { outage: mode, fallbackStore } = options;
+  if (fallbackStore !== undefined && mode !== 'fallback') {
+    throw new ConfigurationError(
+      'invalid_option',
+      `fallbackStore is used only with outage: 'fallback'; set outage: 'fallback' or leave fallbackStore out (outage is ${describe(mode)}).`,
+    );
+  }
+  if (mode === 'reject') return undefined;
+  if (store.synchronous) {
+    // A synchronous store answers at once and has no outage: a throw there is a bug, passed on.
+    throw new ConfigurationError(
+      'invalid_option',
+      `outage: ${JSON.stringify(mode)} applies to an asynchronous store (the RedisStore); the memory store has no outage, so leave outage out.`,
+    );
+  }
+  const report = reporter(options.onOutage);
+  switch (mode) {
+    case 'open':
+      return {
+        mode,
+        decide: (error, _plan, now) => {
+          report(error, mode);
+          return admittedUnlimited(store, now);
+        },
+      };
+    case 'closed': {
+      const seconds = options.outageRetryAfterSeconds;
+      return {
+        mode,
+        decide: (error, _plan, now) => {
+          report(error, mode);
+          return refusedUnavailable(now, seconds);
+        },
+      };
+    }
+    case 'fallback': {
+      const local = fallbackStore ?? new MemoryStore();
+      // The lease of a decision taken here is given back here.
+      return {
+        mode,
+        decide: (error, plan, now, statuses) => {
+          report(error, mode);
+          return toDecision(local, local.apply(plan, now), statuses);
+        },
+      };
+    }
+  }
+}
+
+function reporter(onOutage: (event: OutageEvent) => void) {
+  return (error: unknown, outage: Exclude<OutageMode, 'reject'>): void => {
+    try {
+      onOutage({ error, outage });
+    } catch {
+      // A failing logger must not turn a decision into a crash.
+    }
+  };
+}
+
+/** The default `onOutage`: one line on `console.error`. @internal */
+export function defaultOutageReport(event: OutageEvent): void {
+  const message = event.error instanceof Error ? event.error.message : String(event.error);
+  const what = {
+    open: 'admitted unlimited',
+    closed: 'refused as unavailable',
+    fallback: 'decided by the fallback store',
+  }[event.outage];
+  console.error(
+    `api-conventions: limit store outage, request ${what} (outage: '${event.outage}'): ${message}`,
+  );
+}

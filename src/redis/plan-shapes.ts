@@ -1,0 +1,168 @@
+/**
+ * What a plan needs of the store: its keys, its active policies and their resources, and the
+ * decision script written for its shape (its scopes' policy lists and active positions), written
+ * once per shape and found again without rebuilding its signature for the common plan.
+ * @module
+ */
+import type { ConcurrencyPolicy, Policy } from '../limits/policy.js';
+import type { Plan, PlanScope } from '../limits/store.js';
+import { type DecideShape, decideScript, leaseSlots } from './decide-script.js';
+import type { Throttle } from './riding-releases.js';
+import { type Script, script } from './script-runner.js';
+import { listId, scopeKey } from './store-keys.js';
+
+/** A plan shape's decision script and the throttles it takes leases of. */
+export interface Decider {
+  readonly script: Script;
+  readonly throttles: readonly Throttle[];
+  /** The shape the script is written for. */
+  readonly shape: DecideShape;
+  /** The script for several decisions in one call, written when first needed. */
+  batched: Script | undefined;
+}
+
+/** A plan's active policies in plan order, the resource of each, and its decider. */
+export interface Scoped {
+  readonly policies: readonly Policy[];
+  readonly resources: readonly string[];
+  readonly decider: Decider;
+}
+
+/** What a plan of one account-level scope needs besides its key, the same for every such plan. */
+interface SingleScope extends Scoped {
+  readonly listId: string;
+}
+
+/** What the scripts are written for besides the plan: how the store talks to Redis. */
+export interface ScriptSettings {
+  readonly marginMs: number;
+  readonly binary: boolean;
+  readonly binaryArguments: boolean;
+  readonly clock: boolean;
+}
+
+const actives = new WeakMap<readonly number[], string>();
+
+/** The deciders of one store, by plan shape. */
+export class PlanShapes {
+  readonly #settings: ScriptSettings;
+  readonly #deciders = new Map<string, Decider>();
+  /** By policy list, then active positions: with statuses, then without. */
+  readonly #singles = new WeakMap<
+    readonly Policy[],
+    WeakMap<readonly number[], [SingleScope | undefined, SingleScope | undefined]>
+  >();
+
+  constructor(settings: ScriptSettings) {
+    this.#settings = settings;
+  }
+
+  /** The common plan: one scope of a client and account, kept by its list and active positions. */
+  single(plan: Plan, scope: PlanScope): SingleScope {
+    let byActive = this.#singles.get(scope.policies);
+    if (byActive === undefined) {
+      byActive = new WeakMap();
+      this.#singles.set(scope.policies, byActive);
+    }
+    let pair = byActive.get(scope.active);
+    if (pair === undefined) {
+      pair = [undefined, undefined];
+      byActive.set(scope.active, pair);
+    }
+    const which = plan.statuses === false ? 1 : 0;
+    pair[which] ??= this.#newSingle(plan, scope);
+    return pair[which];
+  }
+
+  #newSingle(plan: Plan, scope: PlanScope): SingleScope {
+    const list = listId(scope.policies);
+    const signature = `${list}0${activeArg(scope.active, scope.policies.length)};`;
+    const policies = Object.freeze(scope.active.map((i) => scope.policies[i]!));
+    return {
+      listId: list,
+      policies,
+      resources: Object.freeze(policies.map(() => '')),
+      decider: this.#decider(signature, plan, [0]),
+    };
+  }
+
+  /**
+   * Any other plan: its keys pushed to `keys`, each distinct scope key once (two scopes with one
+   * key share one state).
+   */
+  several(plan: Plan, prefix: string, keys: string[]): Scoped {
+    const policies: Policy[] = [];
+    const resources: string[] = [];
+    const indices: number[] = [];
+    let signature = '';
+    for (const scope of plan.scopes) {
+      const list = listId(scope.policies);
+      const key = scopeKey(prefix, scope.clientId, scope.accountCode, list, scope.resource);
+      let index = keys.indexOf(key);
+      if (index === -1) index = keys.push(key) - 1;
+      indices.push(index);
+      signature += `${list}${index}${activeArg(scope.active, scope.policies.length)};`;
+      for (const i of scope.active) {
+        policies.push(scope.policies[i]!);
+        resources.push(scope.resource);
+      }
+    }
+    return { policies, resources, decider: this.#decider(signature, plan, indices) };
+  }
+
+  /** The decider of a plan shape by its signature, written the first time the shape comes. */
+  #decider(signature: string, plan: Plan, indices: readonly number[]): Decider {
+    // Without statuses an admission's script skips them (a script of its own).
+    const key = plan.statuses === false ? `${signature}-` : signature;
+    let decider = this.#deciders.get(key);
+    if (decider === undefined) {
+      const { marginMs, binary, binaryArguments, clock } = this.#settings;
+      const shape: DecideShape = {
+        ...shapeOf(plan, indices, marginMs, binary),
+        binaryArguments,
+        clock,
+      };
+      const throttles = leaseSlots(shape).map(([scope, position, uses]) => ({
+        scope,
+        position: position + 1,
+        ttlMs: (shape.scopes[scope]![position] as ConcurrencyPolicy).leaseTtlMs,
+        copies: uses,
+      }));
+      decider = { script: script(decideScript(shape)), throttles, shape, batched: undefined };
+      this.#deciders.set(key, decider);
+    }
+    return decider;
+  }
+}
+
+/** The active positions, for a plan's signature: `*` for every position, else the list. */
+function activeArg(active: readonly number[], count: number): string {
+  let arg = actives.get(active);
+  if (arg === undefined) {
+    arg =
+      active.length === count && active.every((p, i) => p === i) ? '*' : `(${active.join(',')})`;
+    actives.set(active, arg);
+  }
+  return arg;
+}
+
+/**
+ * The shape of a plan that its decision script is written for: each distinct key's policy list
+ * in KEYS order, and the active positions in plan order.
+ * @param indices - each plan scope's place among the distinct keys
+ */
+function shapeOf(
+  plan: Plan,
+  indices: readonly number[],
+  marginMs: number,
+  binary: boolean,
+): DecideShape {
+  const scopes: (readonly Policy[])[] = [];
+  const work: [number, number][] = [];
+  for (const [i, scope] of plan.scopes.entries()) {
+    const index = indices[i]!;
+    scopes[index] ??= scope.policies;
+    for (const position of scope.active) work.push([index, position]);
+  }
+  return { scopes, work, marginMs, binary, statuses: plan.statuses !== false };
+}

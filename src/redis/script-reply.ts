@@ -1,0 +1,127 @@
+/**
+ * Reading the decision script's reply into the outcome the memory store would give (the reply's
+ * layout is in docs/redis-store.md).
+ * @module
+ */
+import { rateRemaining, rateResetAfter } from '../limits/gcra.js';
+import { throttleRemaining } from '../limits/lease-set.js';
+import type { Policy } from '../limits/policy.js';
+import { windowRemaining, windowResetAfter } from '../limits/sliding-log.js';
+import type { Plan, RefusalReason, StoreOutcome } from '../limits/store.js';
+import { admissionWithoutStatuses } from '../limits/store.js';
+
+const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'limit', 'blocked'];
+
+/**
+ * Read the decision script's reply; undefined when it is not what the script returns.
+ * @param binary - whether the script replies in little-endian doubles rather than text
+ * @param policies - the active policies, in plan order
+ * @param resources - the resource of each
+ */
+export function parseOutcome(
+  reply: unknown,
+  binary: boolean,
+  plan: Plan,
+  policies: readonly Policy[],
+  resources: readonly string[],
+): StoreOutcome | undefined {
+  const numbers = binary ? readDoubles(reply) : readText(reply);
+  if (numbers === undefined || numbers.length < 2) return undefined;
+  const n = policies.length;
+  const [allowed, t] = numbers as [number, number];
+  // An admission asked without statuses replies with its first two numbers only.
+  const lean = plan.statuses === false && n > 0;
+  if (allowed === 1) {
+    if (numbers.length !== (lean ? 2 : 2 + n)) return undefined;
+    if (lean) return admissionWithoutStatuses(t, undefined);
+    return {
+      allowed: true,
+      now: t,
+      lease: undefined,
+      policies: activePolicies(plan, policies),
+      values: admittedStatuses(policies, numbers, t),
+    };
+  }
+  if (allowed !== 0 || numbers.length !== 5 + 2 * n) return undefined;
+  const [, , reason, retry, refusing] = numbers as [number, number, number, number, number];
+  const why = REASONS[reason];
+  if (why === undefined || refusing < 1 || refusing > n) return undefined;
+  return {
+    allowed: false,
+    now: t,
+    reason: why,
+    retryAfterSeconds: retry,
+    policy: policies[refusing - 1],
+    resource: resources[refusing - 1],
+    policies: activePolicies(plan, policies),
+    values: numbers.slice(5),
+  };
+}
+
+/** The scope's own list when it is all of them, as the memory store answers. */
+function activePolicies(plan: Plan, policies: readonly Policy[]): readonly Policy[] {
+  const only = plan.scopes.length === 1 ? plan.scopes[0]! : undefined;
+  return only !== undefined && only.active.length === only.policies.length
+    ? only.policies
+    : policies;
+}
+
+/**
+ * The statuses of an admission, worked out with the memory store's own functions from what the
+ * script replies after the time (counting them in Lua cost Redis more than the rest of the reply).
+ */
+function admittedStatuses(
+  policies: readonly Policy[],
+  numbers: readonly number[],
+  t: number,
+): number[] {
+  const values: number[] = new Array(2 * policies.length);
+  for (let k = 0; k < policies.length; k++) {
+    const policy = policies[k]!;
+    const raw = numbers[2 + k]!;
+    switch (policy.kind) {
+      case 'window':
+        values[2 * k] = windowRemaining(policy, raw);
+        values[2 * k + 1] = windowResetAfter(policy, raw, t, t);
+        break;
+      case 'rate':
+        values[2 * k] = rateRemaining(policy, raw, t);
+        values[2 * k + 1] = rateResetAfter(raw, t);
+        break;
+      case 'concurrency':
+        values[2 * k] = throttleRemaining(policy, raw);
+        values[2 * k + 1] = 0;
+        break;
+    }
+  }
+  return values;
+}
+
+/** A binary reply: little-endian doubles, each finite; undefined when it is not that. */
+function readDoubles(reply: unknown): number[] | undefined {
+  if (!(reply instanceof Uint8Array) || reply.byteLength % 8 !== 0) return undefined;
+  const count = reply.byteLength / 8;
+  const view = new DataView(reply.buffer, reply.byteOffset, reply.byteLength);
+  const numbers: number[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const value = view.getFloat64(8 * i, true);
+    if (!Number.isFinite(value)) return undefined;
+    numbers[i] = value;
+  }
+  return numbers;
+}
+
+/** A text reply (or its bytes): numbers separated by commas; undefined when it is not that. */
+function readText(reply: unknown): number[] | undefined {
+  const text = reply instanceof Uint8Array ? Buffer.from(reply).toString('latin1') : reply;
+  if (typeof text !== 'string') return undefined;
+  const fields = text.split(',');
+  const count = fields.length;
+  const numbers: number[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const value = Number(fields[i]);
+    if (fields[i] === '' || !Number.isFinite(value)) return undefined;
+    numbers[i] = value;
+  }
+  return numbers;
+}
