@@ -4,7 +4,7 @@
  * @module
  */
 import { ConfigurationError } from './errors/index.js';
-import { describe } from './internal/describe.js';
+import { checkValue, finiteNumber, worded } from './internal/options.js';
 
 /** A source of the current time in milliseconds since the Unix epoch. */
 export interface Clock {
@@ -53,7 +53,7 @@ export class FakeClock implements Clock {
    * @throws ConfigurationError `invalid_option` for any other start
    */
   constructor(start = 0) {
-    this.#now = checkTime(start, 'start');
+    this.#now = checkValue(CLOCK_TIME, start, 'FakeClock start');
   }
 
   /** The current fake time, in milliseconds. */
@@ -67,7 +67,7 @@ export class FakeClock implements Clock {
    * @throws ConfigurationError `invalid_option` for any other time (the clock stays where it was)
    */
   set(ms: number): void {
-    this.#now = checkTime(ms, 'set(ms)');
+    this.#now = checkValue(CLOCK_TIME, ms, 'FakeClock set(ms)');
   }
 
   /**
@@ -78,12 +78,7 @@ export class FakeClock implements Clock {
    *   time past 8.64e15 (the clock then stays where it was)
    */
   advance(ms: number): number {
-    if (!isClockTime(ms)) {
-      throw new ConfigurationError(
-        'invalid_duration',
-        `FakeClock.advance needs a number of milliseconds from 0 to ${MAX_CLOCK_MS}, got ${describe(ms)}; use set() to go back in time.`,
-      );
-    }
+    checkValue(STEP, ms, 'FakeClock.advance(ms)');
     const next = this.#now + ms;
     if (next > MAX_CLOCK_MS) {
       throw new ConfigurationError(
@@ -96,12 +91,13 @@ export class FakeClock implements Clock {
   }
 }
 
-function checkTime(ms: number, name: string): number {
-  if (!isClockTime(ms)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `FakeClock ${name} must be a time a clock may return: milliseconds since the Unix epoch, from 0 to ${MAX_CLOCK_MS} (the range of a Date from 1970 on), got ${describe(ms)}.`,
-    );
-  }
-  return ms;
-}
+const CLOCK_TIME = worded(
+  finiteNumber(0, MAX_CLOCK_MS),
+  `a time a clock may return: milliseconds since the Unix epoch, from 0 to ${MAX_CLOCK_MS} (the range of a Date from 1970 on)`,
+);
+
+const STEP = worded(
+  finiteNumber(0, MAX_CLOCK_MS),
+  `a number of milliseconds from 0 to ${MAX_CLOCK_MS} (use set() to go back in time)`,
+  'invalid_duration',
+);

@@ -39,7 +39,9 @@ describe('FakeClock', () => {
     'refuses to advance by %s',
     (ms) => {
       const clock = new FakeClock();
-      expect(() => clock.advance(ms)).toThrow(/advance needs a number of milliseconds from 0 to/);
+      expect(() => clock.advance(ms)).toThrow(
+        /advance\(ms\) must be a number of milliseconds from 0 to/,
+      );
       expect(clock.now()).toBe(0);
     },
   );

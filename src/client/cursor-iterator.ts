@@ -4,14 +4,15 @@
  * but cannot be followed, which would end the listing early.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
 import { PaginationClientError } from '../errors/pagination-client-error.js';
 import { describe } from '../internal/describe.js';
+import { aFunction, aString, readOptions, wholeNumber, worded } from '../internal/options.js';
 import { createRetryingFetch } from './fetch.js';
-import { optionalCount, optionalFunction, optionsObject } from './option-checks.js';
 import {
   defaultItems,
+  type ItemsReader,
   listUrl,
+  PAGE_REQUEST_RULES,
   type Page,
   type PageRequestOptions,
   requestPage,
@@ -24,6 +25,18 @@ export interface CursorPage<T> extends Page<T> {
   /** The cursor of the next page, `undefined` at the end. */
   readonly nextCursor: string | undefined;
 }
+
+const CURSOR_RULES = {
+  ...PAGE_REQUEST_RULES,
+  limit: wholeNumber(),
+  startCursor: worded(
+    aString(Number.MAX_SAFE_INTEGER),
+    'a non-empty cursor string from an earlier page (leave it out to start at the first page)',
+  ),
+  nextCursor: aFunction<NonNullable<CursorIteratorOptions<unknown>['nextCursor']>>(
+    'finds the next cursor in a page body',
+  ),
+};
 
 /** Options of {@link cursorPages} and {@link cursorItems}. */
 export interface CursorIteratorOptions<T> extends PageRequestOptions<T> {
@@ -61,24 +74,14 @@ export interface CursorIteratorOptions<T> extends PageRequestOptions<T> {
 export async function* cursorPages<T = unknown>(
   options: CursorIteratorOptions<T>,
 ): AsyncGenerator<CursorPage<T>, void, undefined> {
-  const given = optionsObject(
-    options,
-    "cursorPages and cursorItems take an options object with the list's url",
-    false,
-  );
+  const given = readOptions(options, 'cursorPages', CURSOR_RULES, {
+    defaults: { fetch: createRetryingFetch(), items: defaultItems<T> },
+    required: true,
+    example: "{ url: 'https://api.example.com/audit-logs' }",
+  });
   const list = listUrl(given.url);
-  const limit = optionalCount(given.limit, 'limit');
-  const startCursor = checkStartCursor(given.startCursor);
-  const fetch =
-    optionalFunction(given.fetch, 'fetch', 'sends a request as fetch does') ??
-    createRetryingFetch();
-  const readItems =
-    optionalFunction(given.items, 'items', 'finds the items in a page body') ?? defaultItems<T>;
-  const readNextCursor = optionalFunction(
-    given.nextCursor,
-    'nextCursor',
-    'finds the next cursor in a page body',
-  );
+  const { limit, startCursor, fetch, nextCursor: readNextCursor } = given;
+  const readItems = given.items as ItemsReader<T>;
   const seen = new Set<string>();
   let cursor = startCursor;
   if (cursor !== undefined) seen.add(cursor);
@@ -189,12 +192,4 @@ function returnedCursor(value: unknown): NextCursorReading {
   return {
     problem: `a body in which the nextCursor option found ${describe(value)}, which is not a cursor (a non-empty string, or undefined at the end)`,
   };
-}
-
-function checkStartCursor(value: unknown): string | undefined {
-  if (value === undefined || (typeof value === 'string' && value !== '')) return value;
-  throw new ConfigurationError(
-    'invalid_option',
-    `startCursor must be a non-empty cursor string from an earlier page, got ${describe(value)}; leave it out to start at the first page.`,
-  );
 }

@@ -10,8 +10,8 @@ import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import { parseRetryAfter } from '../http/retry-after.js';
 import { describe } from '../internal/describe.js';
+import { aFunction, readOptions, wholeNumber, withMethods } from '../internal/options.js';
 import { abortableSleep, type Sleep, timerSleep } from '../internal/timers.js';
-import { optionalFunction, optionsObject } from './option-checks.js';
 import type { Pacer } from './pacer.js';
 
 /** The shape of `fetch`: what the wrapper takes and what it returns. */
@@ -67,6 +67,20 @@ export interface RetryingFetchOptions {
   pace?: Pacer;
 }
 
+// Read at each call, so that a fetch installed after the wrapper was made is the one used.
+const globalFetch: FetchFunction = (input, init) => globalThis.fetch(input, init);
+
+const FETCH_RULES = {
+  fetch: aFunction<FetchFunction>('sends a request as fetch does'),
+  clock: withMethods<Clock>(['now'], 'a Clock'),
+  sleep: aFunction<Sleep>('waits (ms, signal)'),
+  maxRetries: wholeNumber(0),
+  maxTotalWaitMs: wholeNumber(0),
+  defaultDelayMs: wholeNumber(0),
+  onRetry: aFunction<(event: RetryEvent) => void>('takes a RetryEvent'),
+  pace: withMethods<Pacer>(['acquire'], 'a Pacer (see createPacer)'),
+};
+
 /**
  * Make a `fetch` that retries 429 responses as the server asks. When the retries or the wait budget
  * run out, the last 429 response is returned as is, so callers see what the server said. A request
@@ -84,23 +98,26 @@ export interface RetryingFetchOptions {
  * ```
  */
 export function createRetryingFetch(options?: RetryingFetchOptions): FetchFunction {
-  const given = optionsObject(options, 'createRetryingFetch takes an options object', true);
-  const send =
-    optionalFunction(given.fetch, 'createRetryingFetch: fetch', 'sends a request as fetch does') ??
-    ((input, init) => globalThis.fetch(input, init));
-  const clock =
-    checkShape(given.clock, 'clock', 'now', 'returns the time in milliseconds') ?? systemClock;
-  const sleep =
-    optionalFunction(given.sleep, 'createRetryingFetch: sleep', 'waits (ms, signal)') ?? timerSleep;
-  const maxRetries = count(given.maxRetries ?? 3, 'maxRetries');
-  const maxTotalWaitMs = count(given.maxTotalWaitMs ?? 60_000, 'maxTotalWaitMs');
-  const defaultDelayMs = count(given.defaultDelayMs ?? 1_000, 'defaultDelayMs');
-  const onRetry = optionalFunction(
-    given.onRetry,
-    'createRetryingFetch: onRetry',
-    'takes a RetryEvent',
-  );
-  const pace = checkShape(given.pace, 'pace', 'acquire', 'waits for a turn (see createPacer)');
+  const {
+    fetch: send,
+    clock,
+    sleep,
+    maxRetries,
+    maxTotalWaitMs,
+    defaultDelayMs,
+    onRetry,
+    pace,
+  } = readOptions(options, 'createRetryingFetch', FETCH_RULES, {
+    defaults: {
+      fetch: globalFetch,
+      clock: systemClock,
+      sleep: timerSleep,
+      maxRetries: 3,
+      maxTotalWaitMs: 60_000,
+      defaultDelayMs: 1_000,
+    },
+    example: '{ maxRetries: 5 }',
+  });
 
   return async (input, init) => {
     const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
@@ -164,35 +181,4 @@ function isReplayable(input: string | URL | Request, init: RequestInit | undefin
     ArrayBuffer.isView(body) ||
     body instanceof FormData
   );
-}
-
-// An optional object option that must have the named method.
-function checkShape<T extends object>(
-  value: T | undefined,
-  name: string,
-  method: string,
-  what: string,
-): T | undefined {
-  if (
-    value === undefined ||
-    (typeof value === 'object' &&
-      value !== null &&
-      typeof (value as Record<string, unknown>)[method] === 'function')
-  ) {
-    return value;
-  }
-  throw new ConfigurationError(
-    'invalid_option',
-    `createRetryingFetch: ${name} must be an object whose ${method}() ${what}, got ${describe(value)}.`,
-  );
-}
-
-function count(value: number, name: string): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createRetryingFetch: ${name} must be a whole number >= 0, got ${String(value)}.`,
-    );
-  }
-  return value;
 }

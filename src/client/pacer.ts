@@ -1,21 +1,23 @@
 /**
  * Pacing for the integrator's client: the library's own limiter, run on the client side with the
- * preset the server publishes, spaces the client's requests so that it stays under the limits and
- * does not see a 429 in the first place. Each request goes at the earliest instant the limits
- * (with the safety margin) allow, in order (first in, first out), except that one held back by a
- * per-resource limit does not hold back requests for other resources; at most the throttle's
- * number are in flight at once.
+ * server's preset, holds each request until the limits admit it (see docs/client.md, "Pacing").
  * @module
  */
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
+import {
+  aFunction,
+  anything,
+  invalidValue,
+  readOptions,
+  wholeNumber,
+  withMethods,
+} from '../internal/options.js';
 import { abortableSleep, type Sleep, timerSleep } from '../internal/timers.js';
 import type { LimitRule } from '../limits/limit-rule.js';
-import { createLimiter } from '../limits/limiter.js';
+import { createLimiter, type Decision, type Limiter } from '../limits/limiter.js';
 import type { Policy } from '../limits/policy.js';
 import type { LimitPreset } from '../limits/presets.js';
-import { optionalFunction, optionsObject } from './option-checks.js';
 import { PacingStore } from './pacing-store.js';
 
 /** Options of {@link createPacer}. */
@@ -73,6 +75,13 @@ interface Waiter {
   readonly onAbort: () => void;
 }
 
+const PACER_RULES = {
+  preset: anything('a LimitPreset such as presets.live'),
+  clock: withMethods<Clock>(['now'], 'a Clock'),
+  sleep: aFunction<Sleep>('waits (ms, signal)'),
+  safetyMarginMs: wholeNumber(0),
+};
+
 /**
  * Make a pacer for one client and account. Pass it to `createRetryingFetch({ pace })`.
  * @param options - the preset, clock, sleep and safety margin
@@ -85,131 +94,146 @@ interface Waiter {
  * ```
  */
 export function createPacer(options: PacerOptions): Pacer {
-  const given = optionsObject(
-    options,
-    'createPacer takes an options object with the preset',
-    false,
-  );
-  const clock = given.clock ?? systemClock;
-  const sleep =
-    optionalFunction(given.sleep, 'createPacer: sleep', 'waits (ms, signal)') ?? timerSleep;
-  const margin = given.safetyMarginMs ?? 50;
-  if (!Number.isSafeInteger(margin) || margin < 0) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createPacer: safetyMarginMs must be a whole number >= 0, got ${describe(margin)}.`,
-    );
-  }
+  const given = readOptions(options, 'createPacer', PACER_RULES, {
+    defaults: { clock: systemClock, sleep: timerSleep, safetyMarginMs: 50 },
+    required: true,
+    example: '{ preset: presets.live }',
+  });
+  const { clock, sleep, safetyMarginMs: margin } = given;
   // pacingPreset refuses a missing preset, or anything else that is not one, with what to pass.
   const { preset, globalNames, maxInFlight } = pacingPreset(given.preset as LimitPreset);
   // The limiter reads the routes (per-resource rules, exemptions); the store decides exactly, so
   // that a refusal gives the instant the send may go and blocks nothing.
   const store = new PacingStore(margin);
   const limiter = createLimiter({ preset, clock, store });
-  const queue: Waiter[] = [];
-  let inFlight = 0;
-  // The instant the pending sleep wakes at, and how to end it when an earlier wake is needed.
-  let wakeTarget = Number.POSITIVE_INFINITY;
-  let cancelSleep: AbortController | undefined;
+  return new RequestPacer({ limiter, store, clock, sleep, globalNames, maxInFlight });
+}
 
-  const grant = (waiter: Waiter): void => {
+interface PacerParts {
+  readonly limiter: Limiter<PacingStore>;
+  readonly store: PacingStore;
+  readonly clock: Clock;
+  readonly sleep: Sleep;
+  readonly globalNames: ReadonlySet<string>;
+  readonly maxInFlight: number;
+}
+
+/** The queue of waiting requests, sent in order as the limits admit them. */
+class RequestPacer implements Pacer {
+  readonly #parts: PacerParts;
+  readonly #queue: Waiter[] = [];
+  #inFlight = 0;
+  // The instant the pending sleep wakes at, and how to end it when an earlier wake is needed.
+  #wakeTarget = Number.POSITIVE_INFINITY;
+  #cancelSleep: AbortController | undefined;
+
+  constructor(parts: PacerParts) {
+    this.#parts = parts;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  get waiting(): number {
+    return this.#queue.length;
+  }
+
+  acquire(request: PacedRequest, signal?: AbortSignal): Promise<() => void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<() => void>((resolve, reject) => {
+      const waiter: Waiter = {
+        method: request.method,
+        path: pathOf(request.url),
+        resolve,
+        reject,
+        signal,
+        onAbort: () => {
+          const at = this.#queue.indexOf(waiter);
+          if (at !== -1) this.#queue.splice(at, 1);
+          reject(signal?.reason);
+        },
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      this.#queue.push(waiter);
+      this.#pump();
+    });
+  }
+
+  #grant(waiter: Waiter): void {
     waiter.signal?.removeEventListener('abort', waiter.onAbort);
-    inFlight++;
+    this.#inFlight++;
     let ended = false;
     waiter.resolve(() => {
       if (ended) return;
       ended = true;
-      inFlight--;
-      pump();
+      this.#inFlight--;
+      this.#pump();
     });
-  };
+  }
 
   // Send every waiter that the limits admit now, in order. A request refused by a per-resource
   // limit waits alone; one refused by a global limit stops the scan, since everything after it
   // would be refused too.
-  const pump = (): void => {
+  #pump(): void {
+    const queue = this.#queue;
     let wakeAt = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < queue.length && inFlight < maxInFlight; ) {
+    for (let i = 0; i < queue.length && this.#inFlight < this.#parts.maxInFlight; ) {
       const waiter = queue[i] as Waiter;
-      let decision: ReturnType<typeof limiter.check>;
-      try {
-        decision = limiter.check({
-          clientId: 'self',
-          accountCode: 'self',
-          method: waiter.method,
-          path: waiter.path,
-        });
-      } catch (error) {
-        // A request the limiter refuses to read (a bad method) or a clock that returns no time:
-        // that waiter alone fails with the typed error, and leaves the queue so that it can
-        // neither block the requests behind it nor be granted a slot later.
+      const decision = this.#check(waiter);
+      if (decision === undefined || decision.allowed) {
         queue.splice(i, 1);
-        waiter.signal?.removeEventListener('abort', waiter.onAbort);
-        waiter.reject(error);
-        continue;
-      }
-      if (decision.allowed) {
-        queue.splice(i, 1);
-        grant(waiter);
+        if (decision !== undefined) this.#grant(waiter);
         continue;
       }
       // The exact instant the limits admit it, not the whole seconds a Retry-After would say.
-      wakeAt = Math.min(wakeAt, store.refusedUntil);
-      if (decision.policy === undefined || globalNames.has(decision.policy.name)) break;
+      wakeAt = Math.min(wakeAt, this.#parts.store.refusedUntil);
+      const policy = decision.policy;
+      if (policy === undefined || this.#parts.globalNames.has(policy.name)) break;
       i++;
     }
-    if (wakeAt >= wakeTarget || wakeAt === Number.POSITIVE_INFINITY) return;
-    sleepUntil(wakeAt);
-  };
+    if (wakeAt >= this.#wakeTarget || wakeAt === Number.POSITIVE_INFINITY) return;
+    this.#sleepUntil(wakeAt);
+  }
+
+  /** The limiter's decision, or undefined when it threw and the waiter was rejected. */
+  #check(waiter: Waiter): Decision | undefined {
+    try {
+      return this.#parts.limiter.check({
+        clientId: 'self',
+        accountCode: 'self',
+        method: waiter.method,
+        path: waiter.path,
+      });
+    } catch (error) {
+      // A request the limiter refuses to read (a bad method) or a clock that returns no time:
+      // that waiter alone fails with the typed error, and leaves the queue so that it can
+      // neither block the requests behind it nor be granted a slot later.
+      waiter.signal?.removeEventListener('abort', waiter.onAbort);
+      waiter.reject(error);
+      return undefined;
+    }
+  }
 
   // One sleep at a time, until the earliest instant a waiter may go. A later wake is ended when an
   // earlier one is needed (a request for another resource, say), so that no waiter oversleeps.
-  const sleepUntil = (at: number): void => {
-    cancelSleep?.abort();
+  #sleepUntil(at: number): void {
+    this.#cancelSleep?.abort();
     const controller = new AbortController();
-    cancelSleep = controller;
-    wakeTarget = at;
+    this.#cancelSleep = controller;
+    this.#wakeTarget = at;
     const wake = (): void => {
       if (controller.signal.aborted) return;
-      cancelSleep = undefined;
-      wakeTarget = Number.POSITIVE_INFINITY;
-      pump();
+      this.#cancelSleep = undefined;
+      this.#wakeTarget = Number.POSITIVE_INFINITY;
+      this.#pump();
     };
     // Whole milliseconds, rounded up: a timer fires no sooner than asked, and a clock in whole
     // milliseconds then reaches the instant. A sleep that throws or returns no promise still wakes
     // the queue instead of wedging it.
-    const ms = Math.max(0, Math.ceil(at - clock.now()));
-    abortableSleep(sleep, ms, controller.signal).then(wake, wake);
-  };
-
-  return {
-    acquire(request, signal) {
-      if (signal?.aborted) return Promise.reject(signal.reason);
-      return new Promise<() => void>((resolve, reject) => {
-        const waiter: Waiter = {
-          method: request.method,
-          path: pathOf(request.url),
-          resolve,
-          reject,
-          signal,
-          onAbort: () => {
-            const at = queue.indexOf(waiter);
-            if (at !== -1) queue.splice(at, 1);
-            reject(signal?.reason);
-          },
-        };
-        signal?.addEventListener('abort', waiter.onAbort, { once: true });
-        queue.push(waiter);
-        pump();
-      });
-    },
-    get inFlight() {
-      return inFlight;
-    },
-    get waiting() {
-      return queue.length;
-    },
-  };
+    const ms = Math.max(0, Math.ceil(at - this.#parts.clock.now()));
+    abortableSleep(this.#parts.sleep, ms, controller.signal).then(wake, wake);
+  }
 }
 
 /**
@@ -224,12 +248,7 @@ function pacingPreset(source: LimitPreset): {
   maxInFlight: number;
 } {
   const policies = (source as Partial<LimitPreset> | undefined)?.policies;
-  if (!Array.isArray(policies)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createPacer: preset must be a LimitPreset such as presets.live, got ${describe(source)}.`,
-    );
-  }
+  if (!Array.isArray(policies)) throw invalidValue(PACER_RULES.preset, source, 'preset');
   let maxInFlight = Number.POSITIVE_INFINITY;
   const timed: Policy[] = [];
   for (const policy of policies as readonly Policy[]) {

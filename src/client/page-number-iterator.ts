@@ -7,11 +7,13 @@
 
 import { PaginationClientError } from '../errors/pagination-client-error.js';
 import { describe } from '../internal/describe.js';
+import { aFunction, readOptions, wholeNumber } from '../internal/options.js';
 import { createRetryingFetch } from './fetch.js';
-import { optionalCount, optionalFunction, optionsObject } from './option-checks.js';
 import {
   defaultItems,
+  type ItemsReader,
   listUrl,
+  PAGE_REQUEST_RULES,
   type Page,
   type PageRequestOptions,
   paginationField,
@@ -23,6 +25,13 @@ export interface NumberedPage<T> extends Page<T> {
   /** The page's number. */
   readonly pageNumber: number;
 }
+
+const PAGE_NUMBER_RULES = {
+  ...PAGE_REQUEST_RULES,
+  pageSize: wholeNumber(),
+  startPage: wholeNumber(),
+  isLastPage: aFunction<(body: unknown) => boolean>('tells whether a page body is the last'),
+};
 
 /** Options of {@link pageNumberPages} and {@link pageNumberItems}. */
 export interface PageNumberIteratorOptions<T> extends PageRequestOptions<T> {
@@ -68,22 +77,19 @@ export interface PageNumberIteratorOptions<T> extends PageRequestOptions<T> {
 export async function* pageNumberPages<T = unknown>(
   options: PageNumberIteratorOptions<T>,
 ): AsyncGenerator<NumberedPage<T>, void, undefined> {
-  const given = optionsObject(
-    options,
-    "pageNumberPages and pageNumberItems take an options object with the list's url",
-    false,
-  );
+  const given = readOptions(options, 'pageNumberPages', PAGE_NUMBER_RULES, {
+    defaults: {
+      fetch: createRetryingFetch(),
+      items: defaultItems<T>,
+      startPage: 1,
+      isLastPage: bodySaysLastPage,
+    },
+    required: true,
+    example: "{ url: 'https://api.example.com/reservations' }",
+  });
   const list = listUrl(given.url);
-  const startPage = optionalCount(given.startPage, 'startPage') ?? 1;
-  const pageSize = optionalCount(given.pageSize, 'pageSize');
-  const fetch =
-    optionalFunction(given.fetch, 'fetch', 'sends a request as fetch does') ??
-    createRetryingFetch();
-  const readItems =
-    optionalFunction(given.items, 'items', 'finds the items in a page body') ?? defaultItems<T>;
-  const isLastPage =
-    optionalFunction(given.isLastPage, 'isLastPage', 'tells whether a page body is the last') ??
-    bodySaysLastPage;
+  const { startPage, pageSize, fetch, isLastPage } = given;
+  const readItems = given.items as ItemsReader<T>;
   let previous: readonly T[] | undefined;
   for (let pageNumber = startPage; ; pageNumber++) {
     const url = new URL(list);

@@ -3,9 +3,8 @@
  * its items. Shared by the page-number and the cursor iterators.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
 import { PaginationClientError } from '../errors/pagination-client-error.js';
-import { describe } from '../internal/describe.js';
+import { aFunction, anything, INVALID, invalidValue, type Rule } from '../internal/options.js';
 import type { FetchFunction } from './fetch.js';
 
 /** Finds the items of a page in its JSON body; `undefined` when the body has none. */
@@ -54,21 +53,35 @@ export function defaultItems<T>(body: unknown): readonly T[] | undefined {
   return undefined;
 }
 
+const LIST_URL: Rule<URL> = {
+  expected: "the list's absolute URL, such as https://api.example.com/reservations",
+  read(value) {
+    try {
+      if (typeof value === 'string' || value instanceof URL) return new URL(value);
+    } catch {
+      // Refused below, in the one wording.
+    }
+    return INVALID;
+  },
+};
+
+/** The rules of the options every iterator takes. @internal */
+export const PAGE_REQUEST_RULES = {
+  url: LIST_URL,
+  fetch: aFunction<FetchFunction>('sends a request as fetch does'),
+  init: anything('request options such as { headers }') as Rule<RequestInit>,
+  items: aFunction<ItemsReader<never>>('finds the items in a page body'),
+};
+
 /**
- * The list's URL, checked once before the first request.
- * @param url - the `url` option of an iterator
- * @throws ConfigurationError `invalid_option` when it is not an absolute URL
+ * The list's URL, which an iterator cannot do without.
+ * @param url - the `url` option as read
+ * @throws ConfigurationError `invalid_option` when it was left out
+ * @internal
  */
-export function listUrl(url: unknown): URL {
-  try {
-    if (typeof url === 'string' || url instanceof URL) return new URL(url);
-  } catch {
-    // Reported below, with what to give instead.
-  }
-  throw new ConfigurationError(
-    'invalid_option',
-    `url must be the list's absolute URL, such as https://api.example.com/reservations, got ${describe(url)}.`,
-  );
+export function listUrl(url: URL | undefined): URL {
+  if (url === undefined) throw invalidValue(LIST_URL, url, 'url');
+  return url;
 }
 
 /**

@@ -1,17 +1,23 @@
 /**
  * The signed cursor codec: an opaque, URL-safe token that carries a JSON state, signed with
- * HMAC-SHA256 (node:crypto), with key rotation, an optional expiry and an optional binding to the
- * request's other query parameters.
- *
- * Token: `base64url(payload) "." base64url(hmac)`, both parts strictly canonical. The payload is
- * the UTF-8 bytes of JSON `{ v: 1, s: state, e?: expiresAt, b?: binding }`, and the HMAC is of
- * those exact bytes; the state is signed, not encrypted, so do not put secrets in it.
+ * HMAC-SHA256, with key rotation, an optional expiry and an optional binding to the request's other
+ * query parameters. The token's form is in docs/pagination.md ("Cursors"); the state is signed,
+ * not encrypted.
  * @module
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
+import {
+  INVALID,
+  listOf,
+  type Rule,
+  readOptions,
+  requiredValue,
+  wholeNumber,
+  withMethods,
+  worded,
+} from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
 import { decodeBase64Url, encodeBase64Url } from './base64url.js';
 import type { PaginationErrorCode } from './pagination-error.js';
@@ -106,6 +112,57 @@ const BINDING_BYTES = 16;
 const SIGNATURE_CONTEXT = 'api-conventions.cursor.v1\0';
 const BINDING_CONTEXT = 'api-conventions.cursor-binding.v1\0';
 
+/** A key as bytes; a refusal names its length, never the secret itself. */
+const SECRET: Rule<Buffer> = {
+  expected: `a string or bytes of at least ${MIN_SECRET_BYTES} bytes (crypto.randomBytes(32) makes one)`,
+  read(value, name) {
+    const bytes =
+      typeof value === 'string'
+        ? Buffer.from(value, 'utf8')
+        : value instanceof Uint8Array
+          ? Buffer.from(value)
+          : undefined;
+    if (bytes === undefined) return INVALID;
+    if (bytes.length < MIN_SECRET_BYTES) {
+      throw new ConfigurationError(
+        'invalid_option',
+        `${name} must be ${SECRET.expected}, got ${bytes.length} bytes.`,
+      );
+    }
+    return bytes;
+  },
+};
+
+const CODEC_RULES = {
+  signingKey: SECRET,
+  verificationKeys: worded(
+    listOf(SECRET),
+    `an array of keys (strings or bytes of at least ${MIN_SECRET_BYTES} bytes)`,
+  ),
+  ttlMs: {
+    expected: 'a positive number of milliseconds (leave it out for cursors that never expire)',
+    read: (value: unknown) =>
+      typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : INVALID,
+  },
+  clock: withMethods<Clock>(['now'], 'a Clock'),
+  bindingExclude: listOf<string>({
+    expected: 'a parameter name',
+    read: (value) => (typeof value === 'string' ? value : INVALID),
+  }),
+  maxTokenLength: wholeNumber(),
+};
+
+/** A codec's settings, read once from its options. */
+interface CodecSettings {
+  readonly signingKey: Buffer;
+  /** The signing key first, then the verification keys. */
+  readonly keys: readonly Buffer[];
+  readonly ttlMs: number | undefined;
+  readonly clock: Clock;
+  readonly exclude: ReadonlySet<string>;
+  readonly maxTokenLength: number;
+}
+
 /**
  * Make a cursor codec.
  * @param options - keys, expiry, clock and binding settings
@@ -120,160 +177,163 @@ const BINDING_CONTEXT = 'api-conventions.cursor-binding.v1\0';
  * ```
  */
 export function createCursorCodec<S = unknown>(options: CursorCodecOptions): CursorCodec<S> {
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createCursorCodec: options must be an object such as { signingKey } (a string or bytes of at least ${MIN_SECRET_BYTES} bytes), got ${describe(options)}.`,
-    );
-  }
-  const signingKey = checkSecret(options.signingKey, 'signingKey');
-  const verificationKeys = options.verificationKeys ?? [];
-  if (!Array.isArray(verificationKeys)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createCursorCodec: verificationKeys must be an array of keys (strings or bytes of at least ${MIN_SECRET_BYTES} bytes), or left out, got ${describe(verificationKeys)}.`,
-    );
-  }
-  const keys = [
-    signingKey,
-    ...verificationKeys.map((k: CursorSecret, i) => checkSecret(k, `verificationKeys[${i}]`)),
-  ];
-  const clock = options.clock ?? systemClock;
-  if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createCursorCodec: clock must be an object with a now() method that returns milliseconds, or left out, got ${describe(clock)}.`,
-    );
-  }
-  const ttlMs = options.ttlMs;
-  if (ttlMs !== undefined && (!Number.isFinite(ttlMs) || ttlMs <= 0)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createCursorCodec: ttlMs must be a positive number of milliseconds, got ${String(ttlMs)}; omit it for cursors that never expire.`,
-    );
-  }
-  const maxTokenLength = options.maxTokenLength ?? 4096;
-  if (!Number.isSafeInteger(maxTokenLength) || maxTokenLength < 1) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createCursorCodec: maxTokenLength must be a whole number >= 1, got ${String(maxTokenLength)}.`,
-    );
-  }
-  const bindingExclude = options.bindingExclude ?? ['cursor', 'limit'];
-  if (
-    !Array.isArray(bindingExclude) ||
-    !bindingExclude.every((name: unknown) => typeof name === 'string')
-  ) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createCursorCodec: bindingExclude must be an array of parameter names such as ['cursor', 'limit'], or left out, got ${describe(bindingExclude)}.`,
-    );
-  }
-  const exclude = new Set<string>(bindingExclude);
-  const binding = (key: Buffer, pairs: readonly [string, string][]): string =>
-    encodeBase64Url(hmac(key, BINDING_CONTEXT, JSON.stringify(pairs)).subarray(0, BINDING_BYTES));
-
+  const settings = readCodecOptions(options);
   return {
-    encode(state, encodeOptions) {
-      let expiresAt: number | undefined;
-      if (ttlMs !== undefined) {
-        const now = clock.now();
-        // NaN would be written as null, and every cursor of this codec refused as malformed.
-        if (!Number.isFinite(now)) {
-          throw new ConfigurationError(
-            'invalid_option',
-            `createCursorCodec: clock.now() must return finite milliseconds, got ${String(now)}.`,
-          );
-        }
-        expiresAt = now + ttlMs;
-      }
-      const query = encodeOptions?.query;
-      let bound: string | undefined;
-      if (query !== undefined) {
-        const pairs = queryPairs(query, exclude);
-        if (!pairs.ok) {
-          throw new ConfigurationError(
-            'invalid_option',
-            `createCursorCodec: encode cannot bind the cursor to this query, as ${pairs.problem}. Pass the query as the framework parsed it (strings, arrays and plain objects, none inside itself), or list ${JSON.stringify(pairs.parameter)} in bindingExclude.`,
-          );
-        }
-        bound = binding(signingKey, pairs.pairs);
-      }
-      // JSON.stringify escapes lone surrogates, so these bytes are the one UTF-8 spelling of json.
-      const payload = Buffer.from(serialise(state, expiresAt, bound), 'utf8');
-      const signature = hmac(signingKey, SIGNATURE_CONTEXT, payload);
-      const token = `${encodeBase64Url(payload)}.${encodeBase64Url(signature)}`;
-      // decode refuses longer tokens: issuing one would end the client's listing with a 400.
-      if (token.length > maxTokenLength) {
-        throw new ConfigurationError(
-          'invalid_cursor_state',
-          `cursor state is too large: the token would be ${token.length} characters, and decode accepts at most ${maxTokenLength} (maxTokenLength). Put only the position in the cursor (for example the last id), or raise maxTokenLength.`,
-        );
-      }
-      return token;
-    },
-
-    decode(token, decodeOptions) {
-      if (typeof token !== 'string' || token.length === 0 || token.length > maxTokenLength) {
-        return malformed(`at most ${maxTokenLength} characters`);
-      }
-      const dot = token.indexOf('.');
-      const payloadBytes = dot < 1 ? undefined : decodeBase64Url(token.slice(0, dot));
-      const signature = dot < 1 ? undefined : decodeBase64Url(token.slice(dot + 1));
-      if (payloadBytes === undefined || signature === undefined || signature.length !== MAC_BYTES) {
-        return malformed('in the form the service issued');
-      }
-      // Try every key: a rotation keeps a handful, and the signature must be checked before the
-      // payload is trusted. It is checked over the bytes as sent, not over their text: invalid
-      // UTF-8 decodes to U+FFFD, so several byte strings share a text, and one cursor would have
-      // several spellings.
-      const key = keys.find((k) =>
-        timingSafeEqual(hmac(k, SIGNATURE_CONTEXT, payloadBytes), signature),
-      );
-      if (key === undefined) {
-        return {
-          ok: false,
-          code: 'cursor_invalid_signature',
-          message:
-            'cursor was not issued by this service or has been altered; send the cursor exactly as received, or omit it to start from the first page.',
-        };
-      }
-      const payload = parsePayload(payloadBytes);
-      if (payload === undefined) return malformed('in the form the service issued');
-      // `!(now < e)`: a clock that returns NaN expires the cursor instead of keeping it forever.
-      if (payload.e !== undefined && !(clock.now() < payload.e)) {
-        return {
-          ok: false,
-          code: 'cursor_expired',
-          message:
-            'cursor has expired; omit it to start again from the first page and page through promptly.',
-        };
-      }
-      if (payload.b !== undefined) {
-        // Options whose query cannot be read bind as no query, which no bound cursor matches.
-        const pairs = queryPairs(readSafely(decodeOptions, 'query'), exclude);
-        if (!pairs.ok) {
-          return {
-            ok: false,
-            code: 'cursor_query_mismatch',
-            message: `cursor cannot be checked against this query, as ${pairs.problem}; repeat the original filters with this cursor, or omit it to start a new listing.`,
-          };
-        }
-        if (payload.b !== binding(key, pairs.pairs)) {
-          return {
-            ok: false,
-            code: 'cursor_query_mismatch',
-            message:
-              'cursor was issued for a query with other parameters; repeat the original filters with this cursor, or omit it to start a new listing.',
-          };
-        }
-      }
-      return payload.e === undefined
-        ? { ok: true, state: payload.s as S }
-        : { ok: true, state: payload.s as S, expiresAt: payload.e };
-    },
+    encode: (state, encodeOptions) => encodeCursor(settings, state, encodeOptions),
+    decode: (token, decodeOptions) => decodeCursor<S>(settings, token, decodeOptions),
   };
 }
+
+function readCodecOptions(options: CursorCodecOptions): CodecSettings {
+  const read = readOptions(options, 'createCursorCodec', CODEC_RULES, {
+    defaults: {
+      verificationKeys: [],
+      clock: systemClock,
+      bindingExclude: ['cursor', 'limit'],
+      maxTokenLength: 4096,
+    },
+    required: true,
+    example: '{ signingKey }',
+  });
+  const signingKey = requiredValue(SECRET, read.signingKey, 'signingKey');
+  return {
+    signingKey,
+    keys: [signingKey, ...read.verificationKeys],
+    ttlMs: read.ttlMs,
+    clock: read.clock,
+    exclude: new Set(read.bindingExclude),
+    maxTokenLength: read.maxTokenLength,
+  };
+}
+
+function encodeCursor(
+  settings: CodecSettings,
+  state: unknown,
+  options: CursorBindingOptions | undefined,
+): string {
+  const query = options?.query;
+  const bound = query === undefined ? undefined : bindingOf(settings, query);
+  // JSON.stringify escapes lone surrogates, so these bytes are the one UTF-8 spelling of json.
+  const payload = Buffer.from(serialise(state, expiryOf(settings), bound), 'utf8');
+  const signature = hmac(settings.signingKey, SIGNATURE_CONTEXT, payload);
+  const token = `${encodeBase64Url(payload)}.${encodeBase64Url(signature)}`;
+  // decode refuses longer tokens: issuing one would end the client's listing with a 400.
+  if (token.length > settings.maxTokenLength) {
+    throw new ConfigurationError(
+      'invalid_cursor_state',
+      `cursor state is too large: the token would be ${token.length} characters, and decode accepts at most ${settings.maxTokenLength} (maxTokenLength). Put only the position in the cursor (for example the last id), or raise maxTokenLength.`,
+    );
+  }
+  return token;
+}
+
+function expiryOf({ ttlMs, clock }: CodecSettings): number | undefined {
+  if (ttlMs === undefined) return undefined;
+  const now = clock.now();
+  // NaN would be written as null, and every cursor of this codec refused as malformed.
+  if (!Number.isFinite(now)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createCursorCodec: clock.now() must return finite milliseconds, got ${String(now)}.`,
+    );
+  }
+  return now + ttlMs;
+}
+
+function bindingOf(settings: CodecSettings, query: QueryInput): string {
+  const pairs = queryPairs(query, settings.exclude);
+  if (!pairs.ok) {
+    throw new ConfigurationError(
+      'invalid_option',
+      `createCursorCodec: encode cannot bind the cursor to this query, as ${pairs.problem}. Pass the query as the framework parsed it (strings, arrays and plain objects, none inside itself), or list ${JSON.stringify(pairs.parameter)} in bindingExclude.`,
+    );
+  }
+  return binding(settings.signingKey, pairs.pairs);
+}
+
+function binding(key: Buffer, pairs: readonly [string, string][]): string {
+  return encodeBase64Url(
+    hmac(key, BINDING_CONTEXT, JSON.stringify(pairs)).subarray(0, BINDING_BYTES),
+  );
+}
+
+function decodeCursor<S>(
+  settings: CodecSettings,
+  token: string,
+  options: CursorBindingOptions | undefined,
+): CursorDecoding<S> {
+  if (typeof token !== 'string' || token.length === 0 || token.length > settings.maxTokenLength) {
+    return malformed(`at most ${settings.maxTokenLength} characters`);
+  }
+  const dot = token.indexOf('.');
+  const payloadBytes = dot < 1 ? undefined : decodeBase64Url(token.slice(0, dot));
+  const signature = dot < 1 ? undefined : decodeBase64Url(token.slice(dot + 1));
+  if (payloadBytes === undefined || signature === undefined || signature.length !== MAC_BYTES) {
+    return malformed('in the form the service issued');
+  }
+  const key = signerOf(settings.keys, payloadBytes, signature);
+  if (key === undefined) return INVALID_SIGNATURE;
+  const payload = parsePayload(payloadBytes);
+  if (payload === undefined) return malformed('in the form the service issued');
+  // `!(now < e)`: a clock that returns NaN expires the cursor instead of keeping it forever.
+  if (payload.e !== undefined && !(settings.clock.now() < payload.e)) return EXPIRED;
+  if (payload.b !== undefined) {
+    const mismatch = bindingMismatch(settings, key, payload.b, options);
+    if (mismatch !== undefined) return mismatch;
+  }
+  return payload.e === undefined
+    ? { ok: true, state: payload.s as S }
+    : { ok: true, state: payload.s as S, expiresAt: payload.e };
+}
+
+// Every key is tried: a rotation keeps a handful, and the signature is checked before the payload
+// is trusted, over the bytes as sent rather than their text (invalid UTF-8 decodes to U+FFFD, so
+// several byte strings share a text and one cursor would have several spellings).
+function signerOf(
+  keys: readonly Buffer[],
+  payload: Uint8Array,
+  signature: Uint8Array,
+): Buffer | undefined {
+  return keys.find((k) => timingSafeEqual(hmac(k, SIGNATURE_CONTEXT, payload), signature));
+}
+
+function bindingMismatch(
+  settings: CodecSettings,
+  key: Buffer,
+  bound: string,
+  options: CursorBindingOptions | undefined,
+): CursorDecoding<never> | undefined {
+  // Options whose query cannot be read bind as no query, which no bound cursor matches.
+  const pairs = queryPairs(readSafely(options, 'query'), settings.exclude);
+  if (!pairs.ok) {
+    return {
+      ok: false,
+      code: 'cursor_query_mismatch',
+      message: `cursor cannot be checked against this query, as ${pairs.problem}; repeat the original filters with this cursor, or omit it to start a new listing.`,
+    };
+  }
+  if (bound === binding(key, pairs.pairs)) return undefined;
+  return {
+    ok: false,
+    code: 'cursor_query_mismatch',
+    message:
+      'cursor was issued for a query with other parameters; repeat the original filters with this cursor, or omit it to start a new listing.',
+  };
+}
+
+const INVALID_SIGNATURE: CursorDecoding<never> = Object.freeze({
+  ok: false,
+  code: 'cursor_invalid_signature',
+  message:
+    'cursor was not issued by this service or has been altered; send the cursor exactly as received, or omit it to start from the first page.',
+});
+
+const EXPIRED: CursorDecoding<never> = Object.freeze({
+  ok: false,
+  code: 'cursor_expired',
+  message:
+    'cursor has expired; omit it to start again from the first page and page through promptly.',
+});
 
 function malformed(shape: string): CursorDecoding<never> {
   return {
@@ -285,22 +345,6 @@ function malformed(shape: string): CursorDecoding<never> {
 
 function hmac(key: Buffer, context: string, data: string | Uint8Array): Buffer {
   return createHmac('sha256', key).update(context).update(data).digest();
-}
-
-function checkSecret(secret: CursorSecret, name: string): Buffer {
-  const bytes =
-    typeof secret === 'string'
-      ? Buffer.from(secret, 'utf8')
-      : secret instanceof Uint8Array
-        ? Buffer.from(secret)
-        : undefined;
-  if (bytes === undefined || bytes.length < MIN_SECRET_BYTES) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createCursorCodec: ${name} must be a string or bytes of at least ${MIN_SECRET_BYTES} bytes; generate one with crypto.randomBytes(32).`,
-    );
-  }
-  return bytes;
 }
 
 // The payload JSON `{"v":1,"s":...,"e":...,"b":...}`, the state serialised on its own so that a

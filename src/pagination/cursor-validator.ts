@@ -3,20 +3,14 @@
  * usage and exports.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
+import { readOptions, wholeNumber, withMethods } from '../internal/options.js';
 import type { CursorCodec } from './cursor-codec.js';
 import { notAStringIssue, readDecimalParameter, repeatedIssue } from './decimal-parameter.js';
-import {
-  checkOptionsObject,
-  checkPageSizeLimits,
-  checkRefusalStatus,
-  type PageSizeLimits,
-  pageSizePresets,
-} from './page-size-presets.js';
+import { PAGE_SIZES, type PageSizeLimits, pageSizePresets } from './page-size-presets.js';
 import {
   type PaginationIssue,
   type PaginationValidation,
+  PROBLEM_RULES,
   type ProblemOptions,
   refusal,
 } from './pagination-error.js';
@@ -74,32 +68,26 @@ export interface CursorValidatorOptions<S> extends ProblemOptions {
 export function cursorValidator<S = unknown>(
   options: CursorValidatorOptions<S> = {},
 ): (query: QueryInput) => PaginationValidation<CursorQuery<S>> {
-  const where = 'cursorValidator';
-  checkOptionsObject(options, where, '{ codec, sizes: pageSizePresets.analyticalData }');
-  const sizes = checkPageSizeLimits(options.sizes ?? pageSizePresets.analyticalData, where);
+  const { sizes, codec, maxCursorLength, status, typeBase } = readOptions(
+    options,
+    'cursorValidator',
+    {
+      ...PROBLEM_RULES,
+      sizes: PAGE_SIZES,
+      // Checked here, not when the first cursor arrives: a wrong codec would fail every request.
+      codec: withMethods<CursorCodec<S>>(['decode'], 'a codec from createCursorCodec()'),
+      // NaN or a string would compare false with every length and let any cursor through.
+      maxCursorLength: wholeNumber(),
+    },
+    {
+      defaults: { sizes: pageSizePresets.analyticalData, maxCursorLength: 4096, status: 400 },
+      example: '{ codec, sizes: pageSizePresets.analyticalData }',
+    },
+  );
   const problemOptions: ProblemOptions = {
-    status: checkRefusalStatus(options.status ?? 400, where),
-    ...(options.typeBase === undefined ? {} : { typeBase: options.typeBase }),
+    status,
+    ...(typeBase === undefined ? {} : { typeBase }),
   };
-  const { codec } = options;
-  // Checked here, not when the first cursor arrives: a wrong codec would fail every request.
-  if (
-    codec !== undefined &&
-    (typeof codec !== 'object' || codec === null || typeof codec.decode !== 'function')
-  ) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `${where}: codec must be a codec from createCursorCodec() (an object with a decode method), or left out to pass cursors through unchecked, got ${describe(codec)}.`,
-    );
-  }
-  const maxCursorLength = options.maxCursorLength ?? 4096;
-  // NaN or a string would compare false with every length and let any cursor through.
-  if (!Number.isSafeInteger(maxCursorLength) || maxCursorLength < 1) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `${where}: maxCursorLength must be a whole number >= 1, got ${String(maxCursorLength)}.`,
-    );
-  }
   const limitRule = {
     name: 'limit',
     defaultValue: sizes.defaultSize,

@@ -5,7 +5,17 @@
  * @module
  */
 import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
+import { describe, isArray } from '../internal/describe.js';
+import {
+  aBoolean,
+  aString,
+  checkValue,
+  INVALID,
+  invalidValue,
+  type Rule,
+  wholeNumber,
+  worded,
+} from '../internal/options.js';
 
 /** Links to neighbouring pages; a link is absent when there is no such page (or it is unknown). */
 export interface PageLinks {
@@ -63,17 +73,12 @@ export interface PageNumberNavigation {
  * ```
  */
 export function pageNumberNavigation(input: PageNumberPageInput): PageNumberNavigation {
-  checkInput(input, 'pageNumberNavigation', '{ url, pageNumber, pageSize, hasMore }');
+  checkValue(PAGE_NUMBER_INPUT, input, 'pageNumberNavigation input');
   const { pageNumber, pageSize, hasMore, totalItems } = input;
-  checkCount(pageNumber, 1, 'pageNumber');
-  checkCount(pageSize, 1, 'pageSize');
-  if (totalItems !== undefined) checkCount(totalItems, 0, 'totalItems');
-  if (hasMore !== undefined && typeof hasMore !== 'boolean') {
-    throw new ConfigurationError(
-      'invalid_option',
-      `pageNumberNavigation: hasMore must be true or false, got ${describe(hasMore)}.`,
-    );
-  }
+  checkValue(COUNT, pageNumber, 'pageNumber');
+  checkValue(COUNT, pageSize, 'pageSize');
+  if (totalItems !== undefined) checkValue(TOTAL, totalItems, 'totalItems');
+  if (hasMore !== undefined) checkValue(aBoolean, hasMore, 'hasMore');
   if (hasMore === undefined && totalItems === undefined) {
     throw new ConfigurationError(
       'invalid_option',
@@ -143,12 +148,12 @@ export interface CursorNavigation {
  * ```
  */
 export function cursorNavigation(input: CursorPageInput): CursorNavigation {
-  checkInput(input, 'cursorNavigation', '{ url, limit, nextCursor }');
+  checkValue(CURSOR_INPUT, input, 'cursorNavigation input');
   const { limit, nextCursor, prevCursor, totalItems } = input;
-  checkCount(limit, 1, 'limit');
-  if (totalItems !== undefined) checkCount(totalItems, 0, 'totalItems');
-  checkCursor(nextCursor, 'nextCursor');
-  checkCursor(prevCursor, 'prevCursor');
+  checkValue(COUNT, limit, 'limit');
+  if (totalItems !== undefined) checkValue(TOTAL, totalItems, 'totalItems');
+  if (nextCursor !== undefined) checkValue(CURSOR, nextCursor, 'nextCursor');
+  if (prevCursor !== undefined) checkValue(CURSOR, prevCursor, 'prevCursor');
   const link = linkBuilder(input.url);
   const at = (cursor: string | undefined) => link({ cursor, limit: String(limit) });
   const links: { -readonly [K in keyof PageLinks]: PageLinks[K] } = { first: at(undefined) };
@@ -172,7 +177,7 @@ export function cursorNavigation(input: CursorPageInput): CursorNavigation {
  * quote or backslash
  */
 export function formatLinkHeader(links: Readonly<Record<string, string | undefined>>): string {
-  checkInput(links, 'formatLinkHeader', "{ first: '/a?page=1', next: '/a?page=2' }");
+  checkValue(LINKS, links, 'formatLinkHeader links');
   return Object.entries(links)
     .filter((entry): entry is [string, string] => entry[1] !== undefined)
     .map(([rel, url]) => {
@@ -214,12 +219,7 @@ const EDGE_CONTROLS = /^[\u0000-\u0020]+|[\u0000-\u0020]+$/g;
 // The request URL with some parameters replaced (or removed when undefined), every other
 // parameter kept in place; relative in, relative out.
 function linkBuilder(url: string | URL): (params: Record<string, string | undefined>) => string {
-  if (typeof url !== 'string' && !(url instanceof URL)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `links: url must be a string or a URL (the request URL, such as req.url), got ${describe(url)}.`,
-    );
-  }
+  checkValue(REQUEST_URL, url, 'url');
   // The scheme as the URL parser sees it: it drops tabs and newlines anywhere, and C0 controls and
   // spaces at either end, so `ws\t+:` is the absolute URL `ws+:`.
   const parsed =
@@ -230,10 +230,7 @@ function linkBuilder(url: string | URL): (params: Record<string, string | undefi
     SCHEME_WITH_HOST.test(parsed) &&
     !SCHEME_AND_SLASHES.test(parsed)
   ) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `links: url must be an absolute URL with // after the scheme (https://api.example.com/reservations) or a path (/reservations?status=open), got ${describe(url)}.`,
-    );
+    throw invalidValue(SLASHED_URL, url, 'url');
   }
   let base: URL;
   try {
@@ -241,7 +238,7 @@ function linkBuilder(url: string | URL): (params: Record<string, string | undefi
   } catch (cause) {
     throw new ConfigurationError(
       'invalid_option',
-      `links: url must be an absolute URL or a path such as /reservations?status=open, got ${JSON.stringify(String(url))}.`,
+      `url must be an absolute URL or a path such as /reservations?status=open, got ${describe(String(url))}.`,
       { cause },
     );
   }
@@ -260,29 +257,28 @@ function linkBuilder(url: string | URL): (params: Record<string, string | undefi
   };
 }
 
-function checkInput(input: unknown, where: string, example: string): void {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `${where}: the argument must be an object such as ${example}, got ${describe(input)}.`,
-    );
-  }
+function anObject(example: string): Rule<object> {
+  return {
+    expected: `an object such as ${example}`,
+    read: (value) =>
+      typeof value === 'object' && value !== null && !isArray(value) ? value : INVALID,
+  };
 }
 
-function checkCursor(cursor: unknown, name: string): void {
-  if (cursor !== undefined && (typeof cursor !== 'string' || cursor === '')) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `links: ${name} must be a non-empty string, or absent when there is no such page (not null or ""), got ${describe(cursor)}.`,
-    );
-  }
-}
-
-function checkCount(value: number, minimum: number, name: string): void {
-  if (!Number.isSafeInteger(value) || value < minimum) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `links: ${name} must be a whole number >= ${minimum}, got ${String(value)}.`,
-    );
-  }
-}
+const PAGE_NUMBER_INPUT = anObject('{ url, pageNumber, pageSize, hasMore }');
+const CURSOR_INPUT = anObject('{ url, limit, nextCursor }');
+const LINKS = anObject("{ first: '/a?page=1', next: '/a?page=2' }");
+const COUNT = wholeNumber(1);
+const TOTAL = wholeNumber(0);
+const CURSOR = worded(
+  aString(Number.MAX_SAFE_INTEGER),
+  'a non-empty string, or absent when there is no such page (not null or "")',
+);
+const REQUEST_URL: Rule<string | URL> = {
+  expected: 'a string or a URL (the request URL, such as req.url)',
+  read: (value) => (typeof value === 'string' || value instanceof URL ? value : INVALID),
+};
+const SLASHED_URL = worded(
+  REQUEST_URL,
+  'an absolute URL with // after the scheme (https://api.example.com/reservations) or a path (/reservations?status=open)',
+);

@@ -3,16 +3,15 @@
  * reservations, folios and units.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
+import { readOptions, wholeNumber } from '../internal/options.js';
 import { type DecimalRule, readDecimalParameter } from './decimal-parameter.js';
+import { PAGE_SIZES, type PageSizeLimits, pageSizePresets } from './page-size-presets.js';
 import {
-  checkOptionsObject,
-  checkPageSizeLimits,
-  checkRefusalStatus,
-  type PageSizeLimits,
-  pageSizePresets,
-} from './page-size-presets.js';
-import { type PaginationValidation, type ProblemOptions, refusal } from './pagination-error.js';
+  type PaginationValidation,
+  PROBLEM_RULES,
+  type ProblemOptions,
+  refusal,
+} from './pagination-error.js';
 import { type QueryInput, toReadableQuery } from './query-input.js';
 
 /** An accepted page-number query. */
@@ -53,19 +52,22 @@ export interface PageNumberValidatorOptions extends ProblemOptions {
 export function pageNumberValidator(
   options: PageNumberValidatorOptions = {},
 ): (query: QueryInput) => PaginationValidation<PageNumberQuery> {
-  const where = 'pageNumberValidator';
-  checkOptionsObject(options, where, '{ sizes: pageSizePresets.businessData }');
-  const sizes = checkPageSizeLimits(options.sizes ?? pageSizePresets.businessData, where);
-  const maxPageNumber = options.maxPageNumber ?? Number.MAX_SAFE_INTEGER;
-  if (!Number.isSafeInteger(maxPageNumber) || maxPageNumber < 1) {
-    throw new ConfigurationError(
-      'invalid_limit',
-      `${where}: maxPageNumber must be a whole number >= 1, got ${String(maxPageNumber)}.`,
-    );
-  }
+  const { sizes, maxPageNumber, status, typeBase } = readOptions(
+    options,
+    'pageNumberValidator',
+    { ...PROBLEM_RULES, sizes: PAGE_SIZES, maxPageNumber: wholeNumber() },
+    {
+      defaults: {
+        sizes: pageSizePresets.businessData,
+        maxPageNumber: Number.MAX_SAFE_INTEGER,
+        status: 400,
+      },
+      example: '{ sizes: pageSizePresets.businessData }',
+    },
+  );
   const problemOptions: ProblemOptions = {
-    status: checkRefusalStatus(options.status ?? 400, where),
-    ...(options.typeBase === undefined ? {} : { typeBase: options.typeBase }),
+    status,
+    ...(typeBase === undefined ? {} : { typeBase }),
   };
   const pageNumberRule: DecimalRule = {
     name: 'pageNumber',

@@ -4,6 +4,7 @@
  * @module
  */
 import { type ProblemDetails, problemDetails } from '../http/problem-details.js';
+import { aString, wholeNumber, worded } from '../internal/options.js';
 
 /**
  * Codes of a refused paged list request. Stable: each is the end of the problem `type` URI. A test
@@ -64,6 +65,15 @@ export interface ProblemOptions {
   /** Prefix of the problem `type` URI. @defaultValue `urn:api-conventions:problem:` */
   typeBase?: string;
 }
+
+/** The rules of {@link ProblemOptions}, which both validators take. @internal */
+export const PROBLEM_RULES = {
+  status: worded(wholeNumber(400, 499), 'a client error code from 400 to 499 (400 or 422)'),
+  typeBase: worded(
+    aString(Number.MAX_SAFE_INTEGER, 0),
+    'a string (the prefix of the problem type)',
+  ),
+};
 
 /**
  * The problem details of a refused query: `type`, `title`, `code`, `detail` and `parameter` of the

@@ -10,8 +10,18 @@ import type * as BullMQ from 'bullmq';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { DeliveryQueueError } from '../errors/delivery-queue-error.js';
-import { ConfigurationError } from '../errors/index.js';
 import { LONE_SURROGATE } from '../internal/lone-surrogate.js';
+import {
+  anything,
+  aString,
+  INVALID,
+  type Rule,
+  readOptions,
+  requiredValue,
+  wholeNumber,
+  withMethods,
+} from '../internal/options.js';
+import { readSafely } from '../internal/read-once.js';
 import type { Deliverer, DeliveryJob } from '../webhooks/delivery.js';
 import type { DeliveryQueue } from '../webhooks/delivery-queue.js';
 
@@ -100,35 +110,29 @@ const MAX_STALLED_COUNT = 100;
  * ```
  */
 export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): RedisDeliveryQueue {
-  const { bullmq } = options;
-  if (
-    typeof bullmq?.Queue !== 'function' ||
-    typeof bullmq.Worker !== 'function' ||
-    typeof bullmq.DelayedError !== 'function'
-  ) {
-    throw new ConfigurationError(
-      'invalid_option',
-      "Pass the bullmq module: createRedisDeliveryQueue({ bullmq: await import('bullmq'), ... }).",
-    );
-  }
-  const concurrency = options.concurrency ?? 8;
-  const capacity = options.capacity ?? Number.POSITIVE_INFINITY;
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1 || !(capacity >= 1)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `concurrency and capacity must be whole numbers >= 1, got ${String(concurrency)} and ${String(capacity)}.`,
-    );
-  }
-  const workerOptions = checkWorkerOptions(options.workerOptions);
-  const name = options.name ?? 'webhook-deliveries';
-  const keep = options.keep ?? 1000;
-  const clock = options.clock ?? systemClock;
+  const read = readOptions(options, 'createRedisDeliveryQueue', QUEUE_RULES, {
+    defaults: {
+      concurrency: 8,
+      capacity: Number.POSITIVE_INFINITY,
+      name: 'webhook-deliveries',
+      keep: 1000,
+      clock: systemClock,
+      workerOptions: {},
+    },
+    required: true,
+    example: "{ bullmq: await import('bullmq'), connection }",
+  });
+  const bullmq = requiredValue(QUEUE_RULES.bullmq, read.bullmq, 'bullmq');
+  const { concurrency, capacity, name, keep, clock, deliverer } = read;
+  const workerOptions = readOptions(read.workerOptions, 'worker', WORKER_RULES, {
+    defaults: { maxStalledCount: MAX_STALLED_COUNT },
+    example: '{ lockDuration: 30_000 }',
+  });
   const base = {
-    connection: options.connection,
-    ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
+    connection: requiredValue(QUEUE_RULES.connection, read.connection, 'connection'),
+    ...(read.prefix === undefined ? {} : { prefix: read.prefix }),
   };
   const queue = new bullmq.Queue<DeliveryJob>(name, base);
-  const { deliverer } = options;
   const worker =
     deliverer === undefined
       ? undefined
@@ -151,7 +155,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
             );
             throw new bullmq.DelayedError();
           },
-          { ...base, concurrency, ...workerOptions },
+          { ...base, concurrency, ...definedOnly(workerOptions) },
         );
   // Errors of the connection surface through the calls that fail; keep the emitters quiet.
   queue.on('error', () => undefined);
@@ -161,7 +165,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     if (job === undefined || deliverer === undefined) return;
     const lost = {
       code: job.failedReason === STALLED_TOO_OFTEN ? 'stalled' : 'queue_failed',
-      message: `${describe(error)}; the job is kept in the failed set: replay it with retryFailed().`,
+      message: `${errorMessage(error)}; the job is kept in the failed set: replay it with retryFailed().`,
     };
     // A deliverer of one's own may lack lost(), or throw or reject in it: never unhandled.
     (async () => deliverer.lost?.(job.data, lost))().catch(() => undefined);
@@ -185,7 +189,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       } catch (caught) {
         throw new DeliveryQueueError(
           'invalid_job',
-          `The delivery job cannot be stored as JSON (${describe(caught)}); enqueue a plain object of strings and numbers, as deliveryJob() makes.`,
+          `The delivery job cannot be stored as JSON (${errorMessage(caught)}); enqueue a plain object of strings and numbers, as deliveryJob() makes.`,
           { cause: caught },
         );
       }
@@ -249,28 +253,45 @@ function started(job: DeliveryJob, now: number): DeliveryJob | undefined {
   };
 }
 
-type WorkerOptions = NonNullable<RedisDeliveryQueueOptions['workerOptions']>;
+const BULLMQ: Rule<BullMQModule> = {
+  expected: "the bullmq module (await import('bullmq'))",
+  read: (value) =>
+    ['Queue', 'Worker', 'DelayedError'].every(
+      (name) => typeof readSafely(value, name) === 'function',
+    )
+      ? (value as BullMQModule)
+      : INVALID,
+};
 
-// BullMQ throws plain Errors for some of these and takes others (NaN, 2.5) silently.
-function checkWorkerOptions(options: WorkerOptions | undefined): WorkerOptions {
-  const { lockDuration, stalledInterval, maxStalledCount = MAX_STALLED_COUNT } = options ?? {};
-  const whole = (value: number | undefined, least: number) =>
-    value === undefined || (Number.isSafeInteger(value) && value >= least);
-  if (
-    (options !== undefined && (typeof options !== 'object' || options === null)) ||
-    !whole(lockDuration, 1) ||
-    !whole(stalledInterval, 1) ||
-    !whole(maxStalledCount, 0)
-  ) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `workerOptions lockDuration and stalledInterval must be whole numbers of ms >= 1 and maxStalledCount a whole number >= 0, got ${String(lockDuration)}, ${String(stalledInterval)} and ${String(maxStalledCount)}.`,
-    );
-  }
-  return {
-    ...(lockDuration === undefined ? {} : { lockDuration }),
-    ...(stalledInterval === undefined ? {} : { stalledInterval }),
-    maxStalledCount,
+const QUEUE_RULES = {
+  bullmq: BULLMQ,
+  connection: anything('BullMQ connection options') as Rule<BullMQ.ConnectionOptions>,
+  deliverer: withMethods<Deliverer>(['attempt'], 'a Deliverer from createDeliverer()'),
+  name: aString(),
+  prefix: aString(),
+  concurrency: wholeNumber(),
+  capacity: {
+    expected: 'a whole number from 1, or Infinity for no bound',
+    read: (value: unknown) =>
+      value === Number.POSITIVE_INFINITY || (Number.isSafeInteger(value) && (value as number) >= 1)
+        ? (value as number)
+        : INVALID,
+  },
+  clock: withMethods<Clock>(['now'], 'a Clock'),
+  workerOptions: anything('worker options') as Rule<unknown>,
+  keep: wholeNumber(0),
+};
+
+// Options BullMQ would throw on or take silently, refused up front.
+const WORKER_RULES = {
+  lockDuration: wholeNumber(1),
+  stalledInterval: wholeNumber(1),
+  maxStalledCount: wholeNumber(0),
+};
+
+function definedOnly<T extends object>(options: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
   };
 }
 
@@ -282,13 +303,14 @@ async function redis<T>(command: () => Promise<T>): Promise<T> {
   } catch (caught) {
     throw new DeliveryQueueError(
       'queue_unavailable',
-      `Redis did not take the delivery job (${describe(caught)}); enqueue it again later (answer 503): the same job is added once.`,
+      `Redis did not take the delivery job (${errorMessage(caught)}); enqueue it again later (answer 503): the same job is added once.`,
       { cause: caught },
     );
   }
 }
 
-function describe(caught: unknown): string {
+// The error's own message where it has one: what Redis said.
+function errorMessage(caught: unknown): string {
   try {
     return caught instanceof Error ? caught.message : String(caught);
   } catch {

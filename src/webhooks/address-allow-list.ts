@@ -4,9 +4,7 @@
  * @module
  */
 import ipaddr from 'ipaddr.js';
-import { ConfigurationError } from '../errors/index.js';
-import { describe, isArray } from '../internal/describe.js';
-import { readList } from '../internal/read-once.js';
+import { checkValue, INVALID, listOf, type Rule, worded } from '../internal/options.js';
 
 /** A parsed allow-list. */
 export interface AddressAllowList {
@@ -30,36 +28,7 @@ export interface AddressAllowList {
  * ```
  */
 export function addressAllowList(entries: readonly string[] = []): AddressAllowList {
-  if (!isArray(entries)) {
-    const got =
-      entries === null ? 'null' : `${typeof entries === 'object' ? 'an' : 'a'} ${typeof entries}`;
-    throw new ConfigurationError(
-      'invalid_address_allow_list',
-      `The allow-list must be an array of addresses and CIDR ranges, such as ['127.0.0.1', '10.0.0.0/8'], even for one entry; got ${got}.`,
-    );
-  }
-  const expected = "an array of addresses and CIDR ranges, such as ['127.0.0.1', '10.0.0.0/8']";
-  // Read once: an entry whose read throws is the typed error, never the getter's own.
-  const list = readList(entries, 'The allow-list', expected, 'invalid_address_allow_list');
-  const ranges = list.map((entry, at) => {
-    try {
-      if (typeof entry !== 'string') throw new TypeError('not a string');
-      const cidr = entry.includes('/')
-        ? ipaddr.parseCIDR(entry)
-        : ([ipaddr.process(entry), ipaddr.process(entry).kind() === 'ipv4' ? 32 : 128] as const);
-      const [address, bits] = cidr;
-      // A range written as IPv4-mapped IPv6 is matched as the IPv4 range it names.
-      if (address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() && bits >= 96) {
-        return [address.toIPv4Address(), bits - 96] as const;
-      }
-      return [address, bits] as const;
-    } catch {
-      throw new ConfigurationError(
-        'invalid_address_allow_list',
-        `Allow-list entry ${at} (${describe(entry)}) is no IP address or CIDR range; write one such as 127.0.0.1 or 10.0.0.0/8.`,
-      );
-    }
-  });
+  const ranges = checkValue(ALLOW_LIST, entries, 'allow');
   return {
     allows(address) {
       if (ranges.length === 0 || typeof address !== 'string') return false;
@@ -73,3 +42,31 @@ export function addressAllowList(entries: readonly string[] = []): AddressAllowL
     },
   };
 }
+
+type Range = readonly [ipaddr.IPv4 | ipaddr.IPv6, number];
+
+const RANGE: Rule<Range> = {
+  expected: 'an IP address or CIDR range such as 127.0.0.1 or 10.0.0.0/8',
+  code: 'invalid_address_allow_list',
+  read(entry) {
+    if (typeof entry !== 'string') return INVALID;
+    try {
+      const [address, bits] = entry.includes('/')
+        ? ipaddr.parseCIDR(entry)
+        : ([ipaddr.process(entry), ipaddr.process(entry).kind() === 'ipv4' ? 32 : 128] as const);
+      // A range written as IPv4-mapped IPv6 is matched as the IPv4 range it names.
+      if (address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() && bits >= 96) {
+        return [address.toIPv4Address(), bits - 96] as const;
+      }
+      return [address, bits] as const;
+    } catch {
+      return INVALID;
+    }
+  },
+};
+
+// Each entry read once: one whose read throws is the typed error, never the getter's own.
+const ALLOW_LIST = worded(
+  listOf(RANGE),
+  "an array of addresses and CIDR ranges, such as ['127.0.0.1', '10.0.0.0/8'], even for one entry",
+);

@@ -10,13 +10,22 @@ import { systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import type { ProblemDetails, ResponseParts } from '../http/problem-details.js';
 import { problemDetails, problemResponse } from '../http/problem-details.js';
+import {
+  aFunction,
+  aString,
+  checkValue,
+  readOptions,
+  wholeNumber,
+  withMethods,
+  worded,
+} from '../internal/options.js';
 import type { Subscription } from './subscription.js';
 import type { SubscriptionIndex } from './subscription-index.js';
 import type {
   SubscriptionRequestIssue,
   SubscriptionRequestOptions,
 } from './subscription-request.js';
-import { validateSubscriptionRequest } from './subscription-request.js';
+import { SUBSCRIPTION_RULES, validateSubscriptionRequest } from './subscription-request.js';
 
 /** The problem code of a refused create request. */
 export const INVALID_SUBSCRIPTION_REQUEST = 'invalid_subscription_request';
@@ -62,6 +71,24 @@ export type CreateSubscriptionOutcome =
       readonly response: ResponseParts;
     };
 
+const CREATE_RULES = {
+  ...SUBSCRIPTION_RULES,
+  clock: withMethods<Clock>(['now'], 'a Clock'),
+  generateId: aFunction<() => string>('returns a new id'),
+  index: withMethods<Pick<SubscriptionIndex, 'add'>>(['add'], 'a SubscriptionIndex'),
+  errorStatus: worded(wholeNumber(400, 499), 'a 4xx status from 400 to 499'),
+  problemTypeBase: worded(
+    aString(Number.MAX_SAFE_INTEGER, 0),
+    'a string (the prefix of the problem type)',
+  ),
+  collectionPath: worded(aString(Number.MAX_SAFE_INTEGER, 0), 'a path such as /v1/subscriptions'),
+};
+
+const ACCOUNT_CODE = worded(
+  aString(Number.MAX_SAFE_INTEGER),
+  'the non-empty code of the authenticated account',
+);
+
 /**
  * Create a subscription for an account from a request body.
  * @param body - the parsed JSON body of the request
@@ -86,26 +113,25 @@ export function createSubscription(
   accountCode: string,
   options: CreateSubscriptionOptions = {},
 ): CreateSubscriptionOutcome {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'The options of createSubscription must be an object (clock, generateId, index, errorStatus, validation bounds), or left out.',
-    );
-  }
-  const errorStatus = options.errorStatus ?? 400;
-  if (!Number.isInteger(errorStatus) || errorStatus < 400 || errorStatus > 499) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `errorStatus must be a 4xx status, got ${String(errorStatus)}.`,
-    );
-  }
-  if (typeof accountCode !== 'string' || accountCode === '') {
-    throw new ConfigurationError(
-      'invalid_option',
-      'accountCode must be the non-empty code of the authenticated account.',
-    );
-  }
-  const validated = validateSubscriptionRequest(body, options);
+  const read = readOptions(options, 'createSubscription', CREATE_RULES, {
+    defaults: {
+      errorStatus: 400,
+      generateId: randomUUID,
+      clock: systemClock,
+      collectionPath: '/v1/subscriptions',
+    },
+    example: '{ index }',
+  });
+  const { errorStatus, generateId, clock, index, problemTypeBase, collectionPath } = read;
+  checkValue(ACCOUNT_CODE, accountCode, 'accountCode');
+  const { endpointUrl, catalog, maxEvents, maxPropertyIds, maxPropertyIdLength } = read;
+  const validated = validateSubscriptionRequest(body, {
+    endpointUrl,
+    catalog,
+    maxEvents,
+    maxPropertyIds,
+    maxPropertyIdLength,
+  } as SubscriptionRequestOptions);
   if (!validated.ok) {
     const { issues } = validated;
     const problem = problemDetails({
@@ -113,19 +139,19 @@ export function createSubscription(
       title: 'Invalid subscription request',
       status: errorStatus,
       detail: `${issues.length} ${issues.length === 1 ? 'error' : 'errors'}: ${issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join(' ')}`,
-      ...(options.problemTypeBase === undefined ? {} : { typeBase: options.problemTypeBase }),
+      ...(problemTypeBase === undefined ? {} : { typeBase: problemTypeBase }),
       extensions: { errors: issues },
     });
     return { ok: false, status: errorStatus, issues, problem, response: problemResponse(problem) };
   }
-  const id = (options.generateId ?? randomUUID)();
+  const id = generateId();
   if (typeof id !== 'string' || id === '') {
     throw new ConfigurationError(
       'invalid_option',
       `generateId must return a non-empty string, got ${String(id)}.`,
     );
   }
-  const createdAt = new Date((options.clock ?? systemClock).now());
+  const createdAt = new Date(clock.now());
   if (Number.isNaN(createdAt.getTime())) {
     throw new ConfigurationError(
       'invalid_option',
@@ -138,8 +164,7 @@ export function createSubscription(
     ...validated.value,
     createdAt: createdAt.toISOString(),
   });
-  options.index?.add(subscription);
-  const collection = options.collectionPath ?? '/v1/subscriptions';
+  index?.add(subscription);
   return {
     ok: true,
     status: 201,
@@ -148,7 +173,7 @@ export function createSubscription(
       status: 201,
       headers: {
         'content-type': 'application/json; charset=utf-8',
-        location: `${collection}/${encodeURIComponent(id)}`,
+        location: `${collectionPath}/${encodeURIComponent(id)}`,
         'cache-control': 'no-store',
       },
       body: JSON.stringify(subscription),

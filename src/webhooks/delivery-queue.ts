@@ -4,7 +4,7 @@ import type { DeliveryJob } from './delivery.js';
 export interface DeliveryQueue {
   /**
    * Accept a job. Resolves once the queue holds it; while the queue is full it waits (this is the
-   * backpressure), and it rejects with {@link DeliveryQueueError} once the queue is closed.
+   * backpressure), and it rejects with a `DeliveryQueueError` (`queue_closed`) once the queue is closed.
    * @param job - the job
    */
   enqueue(job: DeliveryJob): Promise<void>;

@@ -7,15 +7,24 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import { ConfigurationError, isApiConventionsError } from '../errors/index.js';
-import { parseRetryAfter } from '../http/retry-after.js';
+import { ConfigurationError } from '../errors/index.js';
+import { isArray } from '../internal/describe.js';
+import {
+  aFunction,
+  anything,
+  INVALID,
+  type Rule,
+  readOptions,
+  requiredValue,
+  wholeNumber,
+  withMethods,
+} from '../internal/options.js';
 import { MAX_TIMER_MS } from '../internal/timers.js';
-import type { TransportResponse, WebhookTransport } from './http-transport.js';
+import { WebhookDeliverer } from './deliverer.js';
+import type { WebhookTransport } from './http-transport.js';
 import { httpTransport } from './http-transport.js';
 import type { RetrySchedule } from './retry-schedule.js';
-import { nextAttempt, retrySchedule } from './retry-schedule.js';
-import type { WebhookHeaders } from './signature.js';
-import { signWebhook } from './signature.js';
+import { retrySchedule } from './retry-schedule.js';
 
 /** One message on its way to one subscription; plain JSON, so a durable queue can hold it. */
 export interface DeliveryJob {
@@ -158,269 +167,61 @@ export interface Deliverer {
  * ```
  */
 export function createDeliverer(options: DeliveryOptions): Deliverer {
-  if (typeof options?.secrets !== 'function') {
-    throw new ConfigurationError(
-      'invalid_option',
-      'createDeliverer needs secrets: (subscriptionId) => the secrets to sign with.',
-    );
-  }
-  const timeoutMs = options.timeoutMs ?? 15_000;
-  // Timers fire at once beyond 2^31 - 1 ms: a longer timeout would time every attempt out.
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMER_MS) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `timeoutMs must be a whole number of ms from 1 to ${MAX_TIMER_MS}, got ${String(timeoutMs)}.`,
-    );
-  }
-  checkHeaders(options.headers);
-  const transport = options.transport ?? httpTransport();
-  const schedule = options.schedule ?? retrySchedule();
-  const clock = options.clock ?? systemClock;
-  const draw = options.random ?? Math.random;
-  const random = (): number => {
-    try {
-      return draw();
-    } catch {
-      return 0; // the full backoff: never sooner than the schedule allows
-    }
-  };
-
-  const report = async (attempt: DeliveryAttempt): Promise<DeliveryAttempt> => {
-    try {
-      await options.onAttempt?.(attempt);
-    } catch {
-      // A failing logger must not change what happens to the delivery.
-    }
-    return attempt;
-  };
-
-  return {
-    async lost(input, error) {
-      const at = clock.now();
-      const job = readJob(input);
-      return report({
-        id: jobField(job, input, 'id'),
-        subscriptionId: jobField(job, input, 'subscriptionId'),
-        endpointUrl: jobField(job, input, 'endpointUrl'),
-        attempt: typeof job === 'string' ? 0 : job.attempts,
-        at,
-        error: { code: String(error?.code), message: String(error?.message) },
-        outcome: 'lost',
-      });
+  const read = readOptions(options, 'createDeliverer', DELIVERY_RULES, {
+    defaults: {
+      timeoutMs: 15_000,
+      schedule: retrySchedule(),
+      clock: systemClock,
+      random: Math.random,
     },
-    async attempt(input) {
-      const at = clock.now();
-      // Read once: a getter that throws or changes between reads cannot make the attempt reject.
-      const job = readJob(input);
-      const attempt = typeof job === 'string' ? 1 : job.attempts + 1;
-      const firstAttemptAt = (typeof job === 'string' ? undefined : job.firstAttemptAt) ?? at;
-      const base = {
-        id: jobField(job, input, 'id'),
-        subscriptionId: jobField(job, input, 'subscriptionId'),
-        endpointUrl: jobField(job, input, 'endpointUrl'),
-        attempt,
-        at,
-      };
-      const done = async (fields: Partial<DeliveryAttempt> & { outcome: AttemptOutcome }) => ({
-        done: true as const,
-        report: await report({ ...base, ...fields }),
-      });
-      if (typeof job === 'string') {
-        // A job no attempt can deliver (a queue holding something else): fail it once, no retry.
-        return done({
-          error: { code: 'invalid_job', message: job },
-          outcome: 'failed',
-          reason: 'invalid_job',
-        });
-      }
-      // Attempts lost in crashes are counted by the queue: the schedule bounds them too.
-      const spent = scheduleSpent(schedule, job, at);
-      if (spent !== undefined) {
-        return done({
-          attempt: job.attempts,
-          error: {
-            code: 'not_attempted',
-            message: `${job.attempts} attempts were started, the last ones lost when their process died; the schedule allows no more (${spent}).`,
-          },
-          outcome: 'failed',
-          reason: spent,
-        });
-      }
-      let secrets: readonly string[] | undefined;
-      try {
-        secrets = await options.secrets(job.subscriptionId);
-      } catch {
-        secrets = undefined;
-      }
-      if (secrets === undefined || secrets === null || secrets.length === 0) {
-        return done({ outcome: 'failed', reason: 'no_secret' });
-      }
-      let headers: WebhookHeaders;
-      try {
-        headers = signWebhook(
-          { id: job.id, timestamp: Math.floor(at / 1000), body: job.body },
-          secrets,
-        );
-      } catch (caught) {
-        // A malformed id or secret fails every attempt alike: no retry.
-        const error = isApiConventionsError(caught)
-          ? { code: caught.code, message: caught.message }
-          : { code: 'invalid_job', message: String(caught) };
-        return done({ error, outcome: 'failed', reason: 'invalid_job' });
-      }
-      let response: TransportResponse | undefined;
-      let error: { code: string; message: string } | undefined;
-      try {
-        response = await transport({
-          url: job.endpointUrl,
-          headers: {
-            'user-agent': 'api-conventions-webhooks',
-            ...options.headers,
-            'content-type': 'application/json',
-            ...headers,
-          },
-          body: job.body,
-          timeoutMs,
-        });
-      } catch (caught) {
-        error = isApiConventionsError(caught)
-          ? { code: caught.code, message: caught.message }
-          : {
-              code: 'connection_failed',
-              message: caught instanceof Error ? caught.message : String(caught),
-            };
-      }
-      if (error?.code === 'forbidden_address') {
-        return done({ error, outcome: 'failed', reason: 'forbidden_address' });
-      }
-      const status = response?.status;
-      const answered = status === undefined ? { error: error! } : { status };
-      if (status !== undefined && status >= 200 && status <= 299) {
-        return done({ ...answered, outcome: 'delivered' });
-      }
-      if (status === 410) {
-        try {
-          await options.onGone?.(job.subscriptionId);
-        } catch {
-          // Reported as disabled all the same: the receiver said it wants no more.
-        }
-        return done({ ...answered, outcome: 'disabled', reason: 'gone' });
-      }
-      const retryAfterMs =
-        status === 429 || status === 503
-          ? parseRetryAfter(response?.headers['retry-after'], at)
-          : undefined;
-      const decision = nextAttempt(schedule, {
-        attempts: attempt,
-        firstAttemptAt,
-        now: at,
-        retryAfterMs,
-        random: random(),
-      });
-      if (!decision.retry) return done({ ...answered, outcome: 'failed', reason: decision.reason });
-      return {
-        done: false,
-        job: { ...job, attempts: attempt, firstAttemptAt },
-        at: decision.at,
-        report: await report({
-          ...base,
-          ...answered,
-          outcome: 'retry',
-          nextAttemptAt: decision.at,
-        }),
-      };
-    },
-  };
-}
-
-// Why a job may not be attempted again, before any attempt: every attempt of the schedule was
-// started (some lost in crashes), or the first one started longer ago than the schedule allows.
-function scheduleSpent(
-  schedule: RetrySchedule,
-  job: DeliveryJob,
-  now: number,
-): 'attempts_exhausted' | 'max_age' | undefined {
-  if (job.attempts >= schedule.maxAttempts) return 'attempts_exhausted';
-  if (job.firstAttemptAt !== undefined && now - job.firstAttemptAt > schedule.maxAgeMs) {
-    return 'max_age';
-  }
-  return undefined;
+    required: true,
+    example: '{ secrets: (subscriptionId) => [secret] }',
+  });
+  const secrets = requiredValue(DELIVERY_RULES.secrets, read.secrets, 'secrets');
+  // Made only when none is given: the default transport holds keep-alive agents of its own.
+  const transport = read.transport ?? httpTransport();
+  return new WebhookDeliverer({ ...read, secrets, transport });
 }
 
 // Extra headers node would refuse at every attempt (CR/LF, bad names): refused once, up front.
-function checkHeaders(headers: unknown): void {
-  if (headers === undefined) return;
-  try {
-    if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) {
-      throw new TypeError('not an object of header names to values');
+const HEADERS: Rule<Readonly<Record<string, string>>> = {
+  expected: 'HTTP header names mapped to string values without control characters (CR, LF, NUL)',
+  read(value, name) {
+    if (typeof value !== 'object' || value === null || isArray(value)) return INVALID;
+    const headers: Record<string, string> = Object.create(null);
+    try {
+      for (const [header, text] of Object.entries(value)) {
+        validateHeaderName(header);
+        if (typeof text !== 'string') throw new TypeError(`the value of ${header} is not a string`);
+        validateHeaderValue(header, text);
+        headers[header] = text;
+      }
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new ConfigurationError(
+        'invalid_option',
+        `${name} must be ${HEADERS.expected}, got an object in which ${why}.`,
+        { cause: error },
+      );
     }
-    for (const [name, value] of Object.entries(headers)) {
-      validateHeaderName(name);
-      if (typeof value !== 'string') throw new TypeError(`the value of ${name} is not a string`);
-      validateHeaderValue(name, value);
-    }
-  } catch (error) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createDeliverer headers must map HTTP header names to string values without control characters (CR, LF, NUL): ${error instanceof Error ? error.message : String(error)}.`,
-      { cause: error },
-    );
-  }
-}
+    return headers;
+  },
+};
 
-// The job's fields, read once into a plain object, or what is wrong with it.
-/**
- * A field of a job for its report: from the copy `readJob` made, or, for input that is no job,
- * the input's own member as a string ('undefined' where reading it throws).
- */
-function jobField(
-  job: DeliveryJob | string,
-  input: DeliveryJob,
-  name: 'id' | 'subscriptionId' | 'endpointUrl',
-): string {
-  if (typeof job !== 'string') return job[name];
-  try {
-    return String(input?.[name]);
-  } catch {
-    return 'undefined';
-  }
-}
-
-function readJob(job: DeliveryJob): DeliveryJob | string {
-  try {
-    if (typeof job !== 'object' || job === null) return 'The job is not an object.';
-    const { id, subscriptionId, endpointUrl, body, attempts, firstAttemptAt } = job;
-    const copy = {
-      id,
-      subscriptionId,
-      endpointUrl,
-      body,
-      attempts,
-      ...(firstAttemptAt === undefined ? {} : { firstAttemptAt }),
-    };
-    return jobProblem(copy) ?? copy;
-  } catch (error) {
-    return `The job cannot be read: ${error instanceof Error ? error.message : String(error)}.`;
-  }
-}
-
-// What is wrong with a job, or undefined when an attempt can be made.
-function jobProblem(job: DeliveryJob): string | undefined {
-  if (typeof job.id !== 'string' || typeof job.subscriptionId !== 'string') {
-    return 'The job needs a string id and subscriptionId.';
-  }
-  if (typeof job.body !== 'string') return 'The job body must be the serialised message.';
-  if (!Number.isSafeInteger(job.attempts) || job.attempts < 0) {
-    return 'The job attempts must be a whole number >= 0.';
-  }
-  if (job.firstAttemptAt !== undefined && !Number.isFinite(job.firstAttemptAt)) {
-    return 'The job firstAttemptAt must be a time in ms.';
-  }
-  if (typeof job.endpointUrl !== 'string' || !URL.canParse(job.endpointUrl)) {
-    return `The job endpointUrl ${String(job.endpointUrl)} is no absolute URL.`;
-  }
-  return undefined;
-}
+const DELIVERY_RULES = {
+  secrets: aFunction<DeliveryOptions['secrets']>(
+    'gives the secrets to sign with: (subscriptionId) => string[]',
+  ),
+  transport: aFunction<WebhookTransport>('sends a request (see httpTransport)'),
+  // Timers fire at once beyond 2^31 - 1 ms: a longer timeout would time every attempt out.
+  timeoutMs: wholeNumber(1, MAX_TIMER_MS),
+  schedule: anything('a RetrySchedule from retrySchedule()') as Rule<RetrySchedule>,
+  clock: withMethods<Clock>(['now'], 'a Clock'),
+  random: aFunction<() => number>('draws a number in [0, 1)'),
+  onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),
+  onGone: aFunction<NonNullable<DeliveryOptions['onGone']>>('takes a subscription id'),
+  headers: HEADERS,
+};
 
 /**
  * A new job for a message and a subscription.

@@ -5,9 +5,14 @@
  * @module
  */
 import ipaddr from 'ipaddr.js';
-import { ConfigurationError } from '../errors/index.js';
-import { describe, isArray } from '../internal/describe.js';
-import { readFields } from '../internal/read-once.js';
+import {
+  aBoolean,
+  anything,
+  type Rule,
+  readOptions,
+  wholeNumber,
+  worded,
+} from '../internal/options.js';
 import type { AddressAllowList } from './address-allow-list.js';
 import { addressAllowList } from './address-allow-list.js';
 import { forbiddenAddressRange } from './forbidden-address.js';
@@ -72,6 +77,14 @@ export type EndpointUrlResult =
       readonly errors: readonly EndpointUrlError[];
     };
 
+const ENDPOINT_URL_RULES = {
+  // Parsed and checked by addressAllowList, with its own code.
+  allow: anything('an allow-list') as Rule<readonly string[]>,
+  // NaN or a string would compare false with every length and let any URL through.
+  maxLength: worded(wholeNumber(), wholeNumber().expected, 'invalid_limit'),
+  allowHttp: aBoolean,
+};
+
 /**
  * Check a webhook endpoint URL against the policy, reporting every rule it breaks. Host names are
  * not resolved here: a delivery must check the resolved addresses again with
@@ -105,29 +118,11 @@ export function checkEndpointUrl(
 export function endpointUrlPolicy(
   options: EndpointUrlOptions = {},
 ): (input: unknown) => EndpointUrlResult {
-  if (typeof options !== 'object' || options === null || isArray(options)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'The endpointUrl options must be an object { allowHttp?, maxLength?, allow? }, or left out.',
-    );
-  }
-  // Read once: an option whose read throws is a ConfigurationError, never the getter's own error.
-  const read = readFields(
-    options,
-    ['allow', 'maxLength', 'allowHttp'],
-    'invalid_option',
-    'the endpointUrl options',
-  );
-  const maxLength = read.maxLength ?? DEFAULT_MAX_ENDPOINT_URL_LENGTH;
-  // NaN or a string would compare false with every length and let any URL through.
-  if (typeof maxLength !== 'number' || !Number.isSafeInteger(maxLength) || maxLength < 1) {
-    throw new ConfigurationError(
-      'invalid_limit',
-      `endpointUrl.maxLength must be an integer of at least 1, got ${describe(maxLength)}.`,
-    );
-  }
-  const allowed = addressAllowList(read.allow as EndpointUrlOptions['allow']);
-  const allowHttp = read.allowHttp === true;
+  const { allow, maxLength, allowHttp } = readOptions(options, 'endpointUrl', ENDPOINT_URL_RULES, {
+    defaults: { maxLength: DEFAULT_MAX_ENDPOINT_URL_LENGTH, allowHttp: false },
+    example: '{ allowHttp: true }',
+  });
+  const allowed = addressAllowList(allow);
   return (input) => check(input, maxLength, allowHttp, allowed);
 }
 

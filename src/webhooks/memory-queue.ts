@@ -9,7 +9,13 @@
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { DeliveryQueueError } from '../errors/delivery-queue-error.js';
-import { ConfigurationError } from '../errors/index.js';
+import {
+  aFunction,
+  readOptions,
+  requiredValue,
+  wholeNumber,
+  withMethods,
+} from '../internal/options.js';
 import type { Sleep } from '../internal/timers.js';
 import { abortableSleep, timerSleep } from '../internal/timers.js';
 import type { Deliverer, DeliveryJob, DeliveryStep } from './delivery.js';
@@ -31,6 +37,14 @@ export interface MemoryDeliveryQueueOptions {
   /** @defaultValue {@link systemClock} */
   clock?: Clock;
 }
+
+const QUEUE_RULES = {
+  deliverer: withMethods<Deliverer>(['attempt'], 'a Deliverer from createDeliverer()'),
+  capacity: wholeNumber(),
+  concurrency: wholeNumber(),
+  sleep: aFunction<Sleep>('waits (ms, signal)'),
+  clock: withMethods<Clock>(['now'], 'a Clock'),
+};
 
 /**
  * The in-memory queue.
@@ -58,25 +72,20 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
 
   /**
    * @param options - deliverer, capacity, concurrency, sleep and clock
-   * @throws ConfigurationError `invalid_option` for a capacity or concurrency below 1
+   * @throws ConfigurationError `invalid_option` for options that are not an object, no deliverer,
+   *   a capacity or concurrency below 1, a sleep that is not a function or a clock without now()
    */
   constructor(options: MemoryDeliveryQueueOptions) {
-    this.#deliverer = options.deliverer;
-    this.#capacity = options.capacity ?? 10_000;
-    this.#concurrency = options.concurrency ?? 8;
-    for (const [name, value] of [
-      ['capacity', this.#capacity],
-      ['concurrency', this.#concurrency],
-    ] as const) {
-      if (!Number.isSafeInteger(value) || value < 1) {
-        throw new ConfigurationError(
-          'invalid_option',
-          `MemoryDeliveryQueue ${name} must be a whole number >= 1, got ${String(value)}.`,
-        );
-      }
-    }
-    this.#sleep = options.sleep ?? timerSleep;
-    this.#clock = options.clock ?? systemClock;
+    const read = readOptions(options, 'MemoryDeliveryQueue', QUEUE_RULES, {
+      defaults: { capacity: 10_000, concurrency: 8, sleep: timerSleep, clock: systemClock },
+      required: true,
+      example: '{ deliverer }',
+    });
+    this.#deliverer = requiredValue(QUEUE_RULES.deliverer, read.deliverer, 'deliverer');
+    this.#capacity = read.capacity;
+    this.#concurrency = read.concurrency;
+    this.#sleep = read.sleep;
+    this.#clock = read.clock;
   }
 
   /** Jobs held now: ready, in flight and waiting for a retry. */

@@ -3,7 +3,7 @@
  * age, and a receiver's `Retry-After` (on 429 and 503) honoured in place of the backoff.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
+import { finiteNumber, readOptions, wholeNumber } from '../internal/options.js';
 
 /** The shape of the schedule. */
 export interface RetryScheduleOptions {
@@ -57,6 +57,15 @@ export interface FailedAttempt {
   readonly random: number;
 }
 
+const SCHEDULE_RULES = {
+  initialDelayMs: wholeNumber(0),
+  factor: finiteNumber(1),
+  maxDelayMs: wholeNumber(0),
+  maxAttempts: wholeNumber(1),
+  maxAgeMs: wholeNumber(0),
+  jitter: finiteNumber(0, 1),
+};
+
 /**
  * Check and complete a schedule.
  * @param options - the shape; every option has a default
@@ -68,34 +77,17 @@ export interface FailedAttempt {
  * ```
  */
 export function retrySchedule(options: RetryScheduleOptions = {}): RetrySchedule {
-  const schedule = {
-    initialDelayMs: 5_000,
-    factor: 4,
-    maxDelayMs: 6 * 3_600_000,
-    maxAttempts: 8,
-    maxAgeMs: 24 * 3_600_000,
-    jitter: 0.5,
-    ...options,
-  } satisfies RetrySchedule;
-  const check = (name: keyof RetrySchedule, ok: boolean, rule: string) => {
-    if (!ok) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `retrySchedule ${name} must be ${rule}, got ${String(schedule[name])}.`,
-      );
-    }
-  };
-  const ms = (v: number) => Number.isSafeInteger(v) && v >= 0;
-  check('initialDelayMs', ms(schedule.initialDelayMs), 'a whole number of ms >= 0');
-  check('factor', Number.isFinite(schedule.factor) && schedule.factor >= 1, 'a number >= 1');
-  check('maxDelayMs', ms(schedule.maxDelayMs), 'a whole number of ms >= 0');
-  check(
-    'maxAttempts',
-    Number.isSafeInteger(schedule.maxAttempts) && schedule.maxAttempts >= 1,
-    'a whole number >= 1',
-  );
-  check('maxAgeMs', ms(schedule.maxAgeMs), 'a whole number of ms >= 0');
-  check('jitter', schedule.jitter >= 0 && schedule.jitter <= 1, 'between 0 and 1');
+  const schedule = readOptions(options, 'retrySchedule', SCHEDULE_RULES, {
+    defaults: {
+      initialDelayMs: 5_000,
+      factor: 4,
+      maxDelayMs: 6 * 3_600_000,
+      maxAttempts: 8,
+      maxAgeMs: 24 * 3_600_000,
+      jitter: 0.5,
+    },
+    example: '{ maxAttempts: 5 }',
+  }) satisfies RetrySchedule;
   return Object.freeze(schedule);
 }
 

@@ -69,12 +69,12 @@ export function generateWebhookSecret(bytes: (size: number) => Uint8Array = rand
   if (typeof bytes !== 'function') {
     throw new ConfigurationError(
       'invalid_option',
-      `generateWebhookSecret takes a source of random bytes, (size) => Uint8Array, such as crypto.randomBytes; got ${describe(bytes)}.`,
+      `generateWebhookSecret takes a source of random bytes, (size) => Uint8Array, such as crypto.randomBytes; got ${typeName(bytes)}.`,
     );
   }
   const key: unknown = bytes(GENERATED_SECRET_BYTES);
   if (!(key instanceof Uint8Array) || key.length !== GENERATED_SECRET_BYTES) {
-    const got = key instanceof Uint8Array ? `${key.length} bytes` : describe(key);
+    const got = key instanceof Uint8Array ? `${key.length} bytes` : typeName(key);
     throw new ConfigurationError(
       'invalid_option',
       `The random source given to generateWebhookSecret must return a Uint8Array of the ${GENERATED_SECRET_BYTES} bytes asked for; got ${got}.`,
@@ -170,7 +170,7 @@ export function signWebhook(input: SignInput, secrets: string | readonly string[
   if (typeof input !== 'object' || input === null) {
     throw new ConfigurationError(
       'invalid_option',
-      `signWebhook needs { id, timestamp, body }; got ${describe(input)}.`,
+      `signWebhook needs { id, timestamp, body }; got ${typeName(input)}.`,
     );
   }
   // Each field read once: what is checked is what is signed.
@@ -187,7 +187,7 @@ export function signWebhook(input: SignInput, secrets: string | readonly string[
   if (typeof body !== 'string' && !(body instanceof Uint8Array)) {
     throw new ConfigurationError(
       'invalid_option',
-      `Sign the body exactly as it is sent, a string or a Uint8Array such as a Buffer (wrap an ArrayBuffer with new Uint8Array(arrayBuffer)); got ${describe(body)}.`,
+      `Sign the body exactly as it is sent, a string or a Uint8Array such as a Buffer (wrap an ArrayBuffer with new Uint8Array(arrayBuffer)); got ${typeName(body)}.`,
     );
   }
   const signed = { id, timestamp, body };
@@ -201,8 +201,9 @@ export function signWebhook(input: SignInput, secrets: string | readonly string[
   };
 }
 
-// What a value is, for messages: its type, or its class for an object ("an ArrayBuffer").
-function describe(value: unknown): string {
+// What a value is, for messages: its type, or its class for an object ("an ArrayBuffer"), never the
+// value itself (a secret must not reach a log).
+function typeName(value: unknown): string {
   if (value === undefined || value === null) return String(value);
   if (typeof value === 'function') return 'a function';
   let name: string = typeof value;

@@ -9,7 +9,17 @@ import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import { describe, isArray } from '../internal/describe.js';
-import { isInstance, readFields, readList, readSafely } from '../internal/read-once.js';
+import {
+  anything,
+  finiteNumber,
+  INVALID,
+  listOf,
+  type Rule,
+  readOptions,
+  withMethods,
+  worded,
+} from '../internal/options.js';
+import { isInstance, readSafely } from '../internal/read-once.js';
 import { signatureDigest, webhookSecretKey } from './signature.js';
 
 /** Codes of a refused delivery. */
@@ -70,9 +80,32 @@ export type HeaderSource =
 // A bound on the signatures read from one header: a real sender rotates two or three secrets.
 const MAX_SIGNATURES = 16;
 const SECONDS = /^[0-9]{1,15}$/;
-const OPTION_KEYS = ['secrets', 'clock', 'toleranceSeconds'] as const;
 const NO_SECRET =
   'Verify with at least one secret (two while rotating): { secrets: [newSecret, oldSecret] }.';
+
+// A secret alone reads as a list of one; each is read once, and none is refused as such.
+const SECRETS: Rule<string[]> = {
+  expected: 'a list of whsec_ secrets',
+  code: 'invalid_webhook_secret',
+  read(value, name) {
+    const list = typeof value === 'string' ? [value] : value;
+    if (!isArray(list)) return INVALID;
+    if (readSafely(list, 'length') === 0) {
+      throw new ConfigurationError('invalid_webhook_secret', NO_SECRET);
+    }
+    return SECRET_LIST.read(list, name) as string[] | typeof INVALID;
+  },
+};
+
+const SECRET_LIST = listOf(worded(anything(), 'a whsec_ secret', 'invalid_webhook_secret')) as Rule<
+  string[]
+>;
+
+const VERIFY_RULES = {
+  secrets: SECRETS,
+  clock: withMethods<Clock>(['now'], 'a Clock'),
+  toleranceSeconds: worded(finiteNumber(0), 'a number of seconds >= 0'),
+};
 const MISSING_HEADERS =
   'The request needs the webhook-id, webhook-timestamp and webhook-signature headers.';
 
@@ -97,25 +130,14 @@ export function verifyWebhook(
   headers: HeaderSource,
   options: VerifyWebhookOptions,
 ): WebhookVerification {
-  // Read once: an option whose read throws is a ConfigurationError, never the getter's own error.
-  const read =
-    typeof options === 'object' && options !== null
-      ? readFields(options, OPTION_KEYS, 'invalid_option', 'the verifyWebhook options')
-      : {};
-  const list = typeof read.secrets === 'string' ? [read.secrets] : read.secrets;
-  if (!isArray(list) || readSafely(list, 'length') === 0) {
-    throw new ConfigurationError('invalid_webhook_secret', NO_SECRET);
-  }
-  const keys = readList(list, 'secrets', 'a list of whsec_ secrets', 'invalid_webhook_secret').map(
-    (secret) => webhookSecretKey(secret as string),
-  );
-  const tolerance = read.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
-  if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `toleranceSeconds must be a number of seconds >= 0, got ${describe(tolerance)}.`,
-    );
-  }
+  // Options of another kind hold no secret, and are refused as such.
+  const given = typeof options === 'object' && options !== null && !isArray(options) ? options : {};
+  const { secrets, clock, toleranceSeconds } = readOptions(given, 'verifyWebhook', VERIFY_RULES, {
+    defaults: { clock: systemClock, toleranceSeconds: DEFAULT_WEBHOOK_TOLERANCE_SECONDS },
+    example: '{ secrets: [secret] }',
+  });
+  if (secrets === undefined) throw new ConfigurationError('invalid_webhook_secret', NO_SECRET);
+  const keys = secrets.map(webhookSecretKey);
   // `ArrayBuffer.isView` first: a Proxy of bytes passes `instanceof` but is no bytes to hash.
   if (typeof body !== 'string' && !(ArrayBuffer.isView(body) && isInstance(body, Uint8Array))) {
     throw new ConfigurationError(
@@ -136,7 +158,7 @@ export function verifyWebhook(
     return refuse('invalid_timestamp', 'webhook-timestamp must be whole seconds since the epoch.');
   }
   const timestamp = Number(stamp);
-  const clockNow = ((read.clock as Clock | undefined) ?? systemClock).now();
+  const clockNow = clock.now();
   if (typeof clockNow !== 'number' || !Number.isFinite(clockNow)) {
     // NaN compares false with everything: every timestamp would pass, replays included.
     throw new ConfigurationError(
@@ -145,16 +167,16 @@ export function verifyWebhook(
     );
   }
   const now = Math.floor(clockNow / 1000);
-  if (now - timestamp > tolerance) {
+  if (now - timestamp > toleranceSeconds) {
     return refuse(
       'timestamp_too_old',
-      `The delivery was signed ${now - timestamp} s ago; at most ${tolerance} s are accepted.`,
+      `The delivery was signed ${now - timestamp} s ago; at most ${toleranceSeconds} s are accepted.`,
     );
   }
-  if (timestamp - now > tolerance) {
+  if (timestamp - now > toleranceSeconds) {
     return refuse(
       'timestamp_too_new',
-      `The delivery is signed ${timestamp - now} s in the future; at most ${tolerance} s are accepted.`,
+      `The delivery is signed ${timestamp - now} s in the future; at most ${toleranceSeconds} s are accepted.`,
     );
   }
   const expected = keys.map((key) => signatureDigest(key, { id, timestamp, body }));

@@ -206,9 +206,15 @@ describe('cursor iterator: options', () => {
     const send = vi.fn(async () => Response.json({ items: [] }));
     const url = 'https://api.test/logs';
     const cases: [unknown, string][] = [
-      [null, "cursorPages and cursorItems take an options object with the list's url, got null."],
+      [
+        null,
+        "cursorPages options must be an object such as { url: 'https://api.example.com/audit-logs' }, got null.",
+      ],
       [[url], 'got an array'],
-      [{ url, fetch: send, startCursor: '' }, 'leave it out to start at the first page'],
+      [
+        { url, fetch: send, startCursor: '' },
+        'startCursor must be a non-empty cursor string from an earlier page (leave it out to start at the first page), got "".',
+      ],
       [{ url, fetch: send, startCursor: 7 }, 'startCursor must be a non-empty cursor string'],
       [{ url, fetch: 'fetch' }, 'fetch must be a function'],
       [{ url, fetch: send, items: 'data' }, 'items must be a function'],

@@ -273,7 +273,7 @@ describe('createRetryingFetch', () => {
       const error = thrown(() => createRetryingFetch(options as never));
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');
       expect((error as Error).message).toMatch(
-        /^createRetryingFetch takes an options object, got .+; leave it out for the defaults\.$/,
+        /^createRetryingFetch options must be an object such as \{ maxRetries: 5 \}, or left out, got .+\.$/,
       );
     }
     expect(typeof createRetryingFetch()).toBe('function');
@@ -285,17 +285,17 @@ describe('createRetryingFetch', () => {
       [{ fetch: 5 as never }, 'fetch must be a function'],
       [{ sleep: 'later' as never }, 'sleep must be a function'],
       [{ onRetry: {} as never }, 'onRetry must be a function'],
-      [{ clock: Date.now as never }, 'clock must be an object whose now() returns the time'],
-      [{ clock: {} as never }, 'clock must be an object whose now() returns the time'],
+      [{ clock: Date.now as never }, 'clock must be a Clock with now(), got a function.'],
+      [{ clock: {} as never }, 'clock must be a Clock with now(), got an object.'],
       [
         { pace: { waiting: 0 } as never },
-        'pace must be an object whose acquire() waits for a turn',
+        'pace must be a Pacer (see createPacer) with acquire(), got an object.',
       ],
     ];
     for (const [options, message] of cases) {
       const error = thrown(() => createRetryingFetch(options));
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-      expect((error as Error).message).toContain(`createRetryingFetch: ${message}`);
+      expect((error as Error).message).toContain(message);
     }
   });
 

@@ -372,12 +372,12 @@ describe('createPacer', () => {
       const error = thrown(() => createPacer(options as never));
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');
       expect((error as Error).message).toContain(
-        'createPacer takes an options object with the preset, got ',
+        'createPacer options must be an object such as { preset: presets.live }, got ',
       );
     }
     const error = thrown(() => createPacer({ preset: livePreset(), sleep: 10 as never }));
     expect(isConfigurationError(error) && (error as Error).message).toContain(
-      'createPacer: sleep must be a function',
+      'sleep must be a function that waits (ms, signal), got 10.',
     );
   });
 });

@@ -127,7 +127,10 @@ describe('page-number iterator: options', () => {
     const send = vi.fn(async () => Response.json({ items: [] }));
     const url = 'https://api.test/units';
     const cases: [unknown, string][] = [
-      [undefined, "pageNumberPages and pageNumberItems take an options object with the list's url"],
+      [
+        undefined,
+        "pageNumberPages options must be an object such as { url: 'https://api.example.com/reservations' }, got undefined.",
+      ],
       ['https://api.test/units', 'got "https://api.test/units"'],
       [{ url, fetch: send, isLastPage: true }, 'isLastPage must be a function'],
       [{ url, fetch: send, items: ['a'] }, 'items must be a function'],

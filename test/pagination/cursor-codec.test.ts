@@ -424,9 +424,12 @@ describe('cursor codec', () => {
 
   it('throws a ConfigurationError naming the option for options, verificationKeys, bindingExclude or clock of the wrong type', () => {
     const cases: [unknown, string][] = [
-      [undefined, 'options must be an object such as { signingKey }'],
-      [null, 'options must be an object such as { signingKey }'],
-      ['x'.repeat(32), 'options must be an object such as { signingKey }'],
+      [
+        undefined,
+        'createCursorCodec options must be an object such as { signingKey }, got undefined.',
+      ],
+      [null, 'createCursorCodec options must be an object such as { signingKey }, got null.'],
+      ['x'.repeat(32), 'createCursorCodec options must be an object such as { signingKey }, got "'],
       [{ signingKey: keyA, verificationKeys: 'x' }, 'verificationKeys must be an array of keys'],
       [{ signingKey: keyA, verificationKeys: keyB }, 'verificationKeys must be an array of keys'],
       [
@@ -439,10 +442,10 @@ describe('cursor codec', () => {
       ],
       [
         { signingKey: keyA, bindingExclude: ['cursor', 5] },
-        'bindingExclude must be an array of parameter names',
+        'bindingExclude[1] must be a parameter name, got 5.',
       ],
-      [{ signingKey: keyA, clock: {} }, 'clock must be an object with a now() method'],
-      [{ signingKey: keyA, clock: Date.now }, 'clock must be an object with a now() method'],
+      [{ signingKey: keyA, clock: {} }, 'clock must be a Clock with now(), got an object.'],
+      [{ signingKey: keyA, clock: Date.now }, 'clock must be a Clock with now(), got a function.'],
     ];
     for (const [options, message] of cases) {
       expect(
@@ -451,7 +454,7 @@ describe('cursor codec', () => {
       ).toMatchObject({
         name: 'ConfigurationError',
         code: 'invalid_option',
-        message: expect.stringContaining(`createCursorCodec: ${message}`),
+        message: expect.stringContaining(message),
       });
     }
   });

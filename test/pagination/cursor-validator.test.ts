@@ -136,7 +136,7 @@ describe('cursorValidator', () => {
       expect(thrown(() => cursorValidator(options as never))).toMatchObject({
         name: 'ConfigurationError',
         code: 'invalid_option',
-        message: expect.stringContaining('cursorValidator: options must be an object such as'),
+        message: expect.stringContaining('cursorValidator options must be an object such as'),
       });
     }
     for (const codec of [{}, null, { decode: 'x' }, 'codec', () => ({ ok: true })]) {
@@ -144,7 +144,7 @@ describe('cursorValidator', () => {
         name: 'ConfigurationError',
         code: 'invalid_option',
         message: expect.stringContaining(
-          'cursorValidator: codec must be a codec from createCursorCodec() (an object with a decode method)',
+          'codec must be a codec from createCursorCodec() with decode(), got ',
         ),
       });
     }
@@ -175,7 +175,7 @@ describe('cursorValidator', () => {
       const attempt = () => cursorValidator({ maxCursorLength: maxCursorLength as number });
       expect(thrown(attempt)).toMatchObject({
         code: 'invalid_option',
-        message: expect.stringContaining('maxCursorLength must be a whole number >= 1'),
+        message: expect.stringContaining('maxCursorLength must be a whole number from 1 to '),
       });
     }
   });

@@ -271,23 +271,20 @@ describe('arguments that are not objects', () => {
     const cases: [() => unknown, string][] = [
       [
         () => pageNumberNavigation(null as never),
-        'pageNumberNavigation: the argument must be an object such as { url, pageNumber, pageSize, hasMore }',
+        'pageNumberNavigation input must be an object such as { url, pageNumber, pageSize, hasMore }',
       ],
-      [
-        () => pageNumberNavigation('/a' as never),
-        'pageNumberNavigation: the argument must be an object',
-      ],
+      [() => pageNumberNavigation('/a' as never), 'pageNumberNavigation input must be an object'],
       [
         () => cursorNavigation(undefined as never),
-        'cursorNavigation: the argument must be an object such as { url, limit, nextCursor }',
+        'cursorNavigation input must be an object such as { url, limit, nextCursor }',
       ],
-      [() => cursorNavigation([] as never), 'cursorNavigation: the argument must be an object'],
+      [() => cursorNavigation([] as never), 'cursorNavigation input must be an object'],
       [
         () => formatLinkHeader(null as never),
-        "formatLinkHeader: the argument must be an object such as { first: '/a?page=1', next: '/a?page=2' }",
+        "formatLinkHeader links must be an object such as { first: '/a?page=1', next: '/a?page=2' }",
       ],
-      [() => formatLinkHeader('</a>' as never), 'formatLinkHeader: the argument must be an object'],
-      [() => formatLinkHeader(['/a'] as never), 'formatLinkHeader: the argument must be an object'],
+      [() => formatLinkHeader('</a>' as never), 'formatLinkHeader links must be an object'],
+      [() => formatLinkHeader(['/a'] as never), 'formatLinkHeader links must be an object'],
     ];
     for (const [attempt, message] of cases) {
       expect(thrown(attempt)).toMatchObject({

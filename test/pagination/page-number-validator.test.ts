@@ -207,7 +207,7 @@ describe('pageNumberValidator', () => {
         name: 'ConfigurationError',
         code: 'invalid_option',
         message: expect.stringContaining(
-          'pageNumberValidator: options must be an object such as { sizes: pageSizePresets.businessData }, or left out',
+          'pageNumberValidator options must be an object such as { sizes: pageSizePresets.businessData }, or left out',
         ),
       });
     }

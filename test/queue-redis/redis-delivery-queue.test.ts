@@ -168,19 +168,19 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
   });
 
   it('refuses a concurrency or capacity below 1, saying which bounds it got', () => {
-    for (const [bounds, got] of [
-      [{ concurrency: 0 }, '0 and Infinity'],
-      [{ concurrency: 2.5 }, '2.5 and Infinity'],
-      [{ capacity: 0 }, '8 and 0'],
-      [{ capacity: Number.NaN }, '8 and NaN'],
+    const count = 'must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
+    const bound = 'must be a whole number from 1, or Infinity for no bound';
+    for (const [bounds, message] of [
+      [{ concurrency: 0 }, `concurrency ${count}, got 0.`],
+      [{ concurrency: 2.5 }, `concurrency ${count}, got 2.5.`],
+      [{ capacity: 0 }, `capacity ${bound}, got 0.`],
+      [{ capacity: Number.NaN }, `capacity ${bound}, got NaN.`],
     ] as const) {
       const error = thrown(() =>
         createRedisDeliveryQueue({ bullmq, connection: connection(), ...bounds }),
       );
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-      expect((error as Error).message).toBe(
-        `concurrency and capacity must be whole numbers >= 1, got ${got}.`,
-      );
+      expect((error as Error).message).toBe(message);
     }
   });
 
@@ -846,12 +846,17 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
   }, 120_000);
 
   it('refuses worker options BullMQ would throw on or take silently, saying which it got', () => {
-    for (const [workerOptions, got] of [
-      [{ lockDuration: 0 }, '0, undefined and 100'],
-      [{ stalledInterval: 2.5 }, 'undefined, 2.5 and 100'],
-      [{ maxStalledCount: -1 }, 'undefined, undefined and -1'],
-      [{ maxStalledCount: Number.NaN }, 'undefined, undefined and NaN'],
-      [null, 'undefined, undefined and 100'],
+    const ms = 'must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
+    const count = 'must be a whole number from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
+    for (const [workerOptions, message] of [
+      [{ lockDuration: 0 }, `lockDuration ${ms}, got 0.`],
+      [{ stalledInterval: 2.5 }, `stalledInterval ${ms}, got 2.5.`],
+      [{ maxStalledCount: -1 }, `maxStalledCount ${count}, got -1.`],
+      [{ maxStalledCount: Number.NaN }, `maxStalledCount ${count}, got NaN.`],
+      [
+        null,
+        'worker options must be an object such as { lockDuration: 30_000 }, or left out, got null.',
+      ],
     ] as const) {
       const error = thrown(() =>
         createRedisDeliveryQueue({
@@ -861,9 +866,7 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
         }),
       );
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-      expect((error as Error).message).toBe(
-        `workerOptions lockDuration and stalledInterval must be whole numbers of ms >= 1 and maxStalledCount a whole number >= 0, got ${got}.`,
-      );
+      expect((error as Error).message).toBe(message);
     }
   });
 });

@@ -6,10 +6,10 @@ import { thrown } from '../support/thrown.js';
 
 describe('addressAllowList', () => {
   it.each([
-    ['a string', '10.0.0.0/8', /got a string/],
+    ['a string', '10.0.0.0/8', /got "10\.0\.0\.0\/8"/],
     ['null', null, /got null/],
     ['an object', { 0: '10.0.0.0/8' }, /got an object/],
-    ['a number', 10, /got a number/],
+    ['a number', 10, /got 10\./],
   ])(
     'refuses entries that are %s, not an array, with invalid_address_allow_list',
     (_, entries, got) => {

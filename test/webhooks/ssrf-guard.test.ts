@@ -156,7 +156,9 @@ describe('SSRF guard', () => {
     expect(list.allows('not an address')).toBe(false);
     const error = thrown(() => addressAllowList(['127.0.0.1', 'localhost']));
     expect(isConfigurationError(error) && error.code).toBe('invalid_address_allow_list');
-    expect((error as Error).message).toContain('entry 1 ("localhost")');
+    expect((error as Error).message).toContain(
+      'allow[1] must be an IP address or CIDR range such as 127.0.0.1 or 10.0.0.0/8, got "localhost".',
+    );
   });
 
   it("passes the socket's address family on to the resolver, spelt as a number or a name", async () => {
