@@ -12,7 +12,7 @@
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
 import { nearestName } from '../internal/nearest-name.js';
-import { Arena, copySlots } from './arena.js';
+import { Arena, copySlots } from './memory/arena.js';
 import {
   gcraAdmit,
   gcraEarliest,
@@ -20,7 +20,7 @@ import {
   gcraRemaining,
   gcraResetAfter,
   RATE_SLOTS,
-} from './gcra.js';
+} from './memory/gcra.js';
 import {
   CONCURRENCY_SLOTS,
   freeLeases,
@@ -31,8 +31,7 @@ import {
   leaseRemaining,
   moveLeases,
   pruneLeases,
-} from './lease-set.js';
-import type { Policy } from './policy.js';
+} from './memory/lease-set.js';
 import {
   freeLog,
   logAdmit,
@@ -43,7 +42,8 @@ import {
   moveLog,
   pruneLog,
   WINDOW_SLOTS,
-} from './sliding-log.js';
+} from './memory/sliding-log.js';
+import type { Policy } from './policy.js';
 import {
   type AdmittedOutcome,
   announcedSeconds,

@@ -42,8 +42,8 @@
  * once for all. The reply is an array: each request's reply, as above.
  * @module
  */
-import { emissionInterval } from '../limits/gcra.js';
 import type { Policy } from '../limits/policy.js';
+import { emissionInterval } from '../limits/quota.js';
 import { releaseArgs, releaseLoop } from './release-script.js';
 import {
   ENTRY_SIZE,

@@ -19,10 +19,14 @@ import { describe } from '../internal/describe.js';
 import { LONE_SURROGATE } from '../internal/lone-surrogate.js';
 import { nearestName } from '../internal/nearest-name.js';
 import { MAX_TIMER_MS } from '../internal/timers.js';
-import { rateRemaining, rateResetAfter } from '../limits/gcra.js';
-import { throttleRemaining } from '../limits/lease-set.js';
 import type { ConcurrencyPolicy, Policy } from '../limits/policy.js';
-import { windowRemaining, windowResetAfter } from '../limits/sliding-log.js';
+import {
+  rateRemaining,
+  rateResetAfter,
+  throttleRemaining,
+  windowRemaining,
+  windowResetAfter,
+} from '../limits/quota.js';
 import type {
   AsyncLimitStore,
   LeaseToken,
