@@ -15,7 +15,7 @@ import {
   type LimitRule,
   type ResourceScope,
 } from './limit-rule.js';
-import { MemoryStore } from './memory-store.js';
+import { MemoryStore } from './memory/store.js';
 import { copyPolicies, type Policy } from './policy.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
 import type {

@@ -16,10 +16,10 @@ import {
   rate,
   type SyncLimitStore,
   window,
-} from '../../src/index.js';
-import { request, runEngine, runOracle } from '../support/limits.js';
-import { ExactOracle, type OracleEntry } from '../support/oracle.js';
-import { thrown } from '../support/thrown.js';
+} from '../../../src/index.js';
+import { request, runEngine, runOracle } from '../../support/limits.js';
+import { ExactOracle, type OracleEntry } from '../../support/oracle.js';
+import { thrown } from '../../support/thrown.js';
 
 /**
  * A limiter on a memory store beside the exact oracle, fed the same requests (counted per client
@@ -806,7 +806,7 @@ describe('MemoryStore as a state machine, against the exact oracle', () => {
   const ACCOUNTS = ['A', 'B'];
   // The longest window of every policy above: older admissions never count again.
   const LONGEST_MS = 3_600_000;
-  // The arenas are looked at for shrinking only from 32,768 slots of 8 bytes on (memory-store.ts).
+  // The arenas are looked at for shrinking only from 32,768 slots of 8 bytes on (sweep.ts).
   const SHRINKABLE_BYTES = 32_768 * 8;
 
   interface Held {
