@@ -4,9 +4,7 @@
  * docs/memory-store.md describes the whole.
  * @module
  */
-import { ConfigurationError } from '../../errors/index.js';
-import { describe } from '../../internal/describe.js';
-import { nearestName } from '../../internal/nearest-name.js';
+import { readOptions, wholeNumber } from '../../internal/options.js';
 import type { Policy } from '../policy.js';
 import {
   announcedSeconds,
@@ -53,10 +51,8 @@ export interface MemoryStoreOptions {
   sweepInterval?: number;
 }
 
-// The options MemoryStore knows: any other key is refused, naming the nearest of these.
-const OPTION_NAMES = ['maxKeys', 'sweepInterval'] as const satisfies ReadonlyArray<
-  keyof MemoryStoreOptions
->;
+const OPTION_RULES = { maxKeys: wholeNumber(1), sweepInterval: wholeNumber(0) };
+const OPTION_DEFAULTS = { maxKeys: 1_000_000, sweepInterval: 8 };
 
 // Sweep steps to take when a new record is needed at the cap, before refusing it.
 const SWEEP_AT_CAP = 64;
@@ -124,23 +120,12 @@ export class MemoryStore implements SyncLimitStore {
    * than `maxKeys` and `sweepInterval`, or one of them is out of range
    */
   constructor(options: MemoryStoreOptions = {}) {
-    const fields = readStoreOptions(options);
-    const maxKeys = fields.maxKeys ?? 1_000_000;
-    const sweep = fields.sweepInterval ?? 8;
-    if (typeof maxKeys !== 'number' || !Number.isSafeInteger(maxKeys) || maxKeys < 1) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `maxKeys must be a whole number >= 1, got ${describe(maxKeys)}.`,
-      );
-    }
-    if (typeof sweep !== 'number' || !Number.isSafeInteger(sweep) || sweep < 0) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `sweepInterval must be a whole number >= 0, got ${describe(sweep)}.`,
-      );
-    }
-    this.#maxKeys = maxKeys;
-    this.#sweepInterval = sweep;
+    const read = readOptions(options, 'MemoryStore', OPTION_RULES, {
+      defaults: OPTION_DEFAULTS,
+      example: '{ maxKeys: 100_000 }',
+    });
+    this.#maxKeys = read.maxKeys;
+    this.#sweepInterval = read.sweepInterval;
   }
 
   /** Scope records currently held. */
@@ -448,46 +433,4 @@ function capacityRefusal(t: number): StoreOutcome {
     policies: [],
     values: [],
   };
-}
-
-/**
- * The fields of MemoryStore's options, each read once. Throws a ConfigurationError for options
- * that are not an object, for a key that is not an option (a misspelt one would otherwise leave
- * its default in place without a word), and for a read that throws.
- */
-function readStoreOptions(options: unknown): Record<keyof MemoryStoreOptions, unknown> {
-  const notAnObject = (got: string) =>
-    new ConfigurationError(
-      'invalid_option',
-      `MemoryStore options must be an object such as { maxKeys: 100_000 }, or left out, got ${got}.`,
-    );
-  if (typeof options !== 'object' || options === null) throw notAnObject(describe(options));
-  let array: boolean;
-  let keys: string[];
-  let fields: Record<keyof MemoryStoreOptions, unknown>;
-  try {
-    array = Array.isArray(options);
-    keys = Object.keys(options);
-    const { maxKeys, sweepInterval } = options as MemoryStoreOptions;
-    fields = { maxKeys, sweepInterval };
-  } catch (cause) {
-    // A getter that throws, or a revoked proxy.
-    throw new ConfigurationError(
-      'invalid_option',
-      'Reading the MemoryStore options threw; pass plain data.',
-      { cause },
-    );
-  }
-  if (array) throw notAnObject('an array');
-  const known: readonly string[] = OPTION_NAMES;
-  for (const key of keys) {
-    if (known.includes(key)) continue;
-    // The first characters are enough to find the nearest of two short names.
-    const nearest = nearestName(key.slice(0, 64), known) ?? OPTION_NAMES[0];
-    throw new ConfigurationError(
-      'invalid_option',
-      `MemoryStore has no option ${describe(key)}; did you mean "${nearest}"? Its options are ${OPTION_NAMES.join(' and ')}.`,
-    );
-  }
-  return fields;
 }

@@ -463,6 +463,21 @@ describe('MemoryStore', () => {
     expect((caught as Error).message.length).toBeLessThan(200);
   });
 
+  it('words a refused option as every options reader of the library does', () => {
+    expect((thrown(() => new MemoryStore({ maxKeys: 0 })) as Error).message).toBe(
+      'maxKeys must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER), got 0.',
+    );
+    expect((thrown(() => new MemoryStore({ sweepInterval: -1 })) as Error).message).toBe(
+      'sweepInterval must be a whole number from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER), got -1.',
+    );
+    expect((thrown(() => new MemoryStore({ maxKey: 10 } as never)) as Error).message).toBe(
+      'MemoryStore has no option "maxKey"; did you mean "maxKeys"? Its options are maxKeys, sweepInterval.',
+    );
+    expect((thrown(() => new MemoryStore([10] as never)) as Error).message).toBe(
+      'MemoryStore options must be an object such as { maxKeys: 100_000 }, or left out, got an array.',
+    );
+  });
+
   it('takes options left out, or given as undefined, as their defaults', () => {
     expect(new MemoryStore(undefined).size).toBe(0);
     expect(
