@@ -4,7 +4,7 @@
  * decision finds its own without building a key string. docs/memory-store.md draws the layout.
  * @module
  */
-import type { Policy } from '../policy.js';
+import { type Policy, policyListIdentity } from '../policy.js';
 import type { Arena } from './arena.js';
 import { freeState, slotsOf } from './policy-kinds.js';
 
@@ -52,18 +52,7 @@ function layoutOf(policies: readonly Policy[]): Layout {
  * list's content; the same list, the common case, costs one comparison.
  */
 function samePolicies(a: readonly Policy[], b: readonly Policy[]): boolean {
-  return a === b || signatureOf(a) === signatureOf(b);
-}
-
-const signatures = new WeakMap<readonly Policy[], string>();
-
-function signatureOf(list: readonly Policy[]): string {
-  let signature = signatures.get(list);
-  if (signature === undefined) {
-    signature = JSON.stringify(list);
-    signatures.set(list, signature);
-  }
-  return signature;
+  return a === b || policyListIdentity(a) === policyListIdentity(b);
 }
 
 /**
