@@ -5,9 +5,7 @@
  * @module
  */
 import { readOptions, wholeNumber } from '../../internal/options.js';
-import type { Policy } from '../policy.js';
 import {
-  announcedSeconds,
   type LeaseToken,
   type Plan,
   type PlanScope,
@@ -16,6 +14,15 @@ import {
   type SyncLimitStore,
 } from '../store.js';
 import { Arena } from './arena.js';
+import {
+  activePolicies,
+  capacityRefusal,
+  newWork,
+  refuse,
+  refusingPolicy,
+  statusValues,
+  type Work,
+} from './decision.js';
 import { MemoryAdmission } from './lease-token.js';
 import { admitOne, earliestFor, writeStatus } from './policy-kinds.js';
 import {
@@ -27,7 +34,6 @@ import {
   QUIET,
   ScopeRecord,
 } from './records.js';
-import { pruneLog } from './sliding-log.js';
 import { Sweep, shrink, shrinkDue } from './sweep.js';
 
 /** Options of {@link MemoryStore}. */
@@ -52,7 +58,10 @@ export interface MemoryStoreOptions {
 }
 
 const OPTION_RULES = { maxKeys: wholeNumber(1), sweepInterval: wholeNumber(0) };
-const OPTION_DEFAULTS = { maxKeys: 1_000_000, sweepInterval: 8 };
+const OPTION_DEFAULTS = {
+  maxKeys: 1_000_000,
+  sweepInterval: 8,
+} satisfies Required<MemoryStoreOptions>;
 
 // Sweep steps to take when a new record is needed at the cap, before refusing it.
 const SWEEP_AT_CAP = 64;
@@ -62,22 +71,6 @@ const SHRINK_CHECK_EVERY = 64;
 const ARENAS = 64;
 const CLIENTS_PER_RUN = 1_024;
 const INITIAL_SLOTS = 256;
-
-/** The active policies of one decision, flattened; reused from decision to decision. */
-interface Work {
-  readonly policies: Policy[];
-  /** Offset of each policy's slots in the arena. */
-  readonly slots: number[];
-  /** Offset of each policy's slots from its record's base. */
-  readonly offsets: number[];
-  readonly records: ScopeRecord[];
-  readonly resources: string[];
-  /** Each policy's own earliest admission time, blocks aside. */
-  readonly own: number[];
-  /** Of a refusal: when the request could be admitted, and whether a block is in the way. */
-  earliest: number;
-  blocked: boolean;
-}
 
 /**
  * Keeps limit state in this process. Exact: sliding windows hold the admission times inside the
@@ -96,16 +89,7 @@ export class MemoryStore implements SyncLimitStore {
   readonly #sweep = new Sweep(this.#clients);
   #untilSweep = 0;
   #untilShrinkCheck = SHRINK_CHECK_EVERY;
-  readonly #work: Work = {
-    policies: [],
-    slots: [],
-    offsets: [],
-    records: [],
-    resources: [],
-    own: [],
-    earliest: Number.NEGATIVE_INFINITY,
-    blocked: false,
-  };
+  readonly #work = newWork();
   /** Each client's records lie in one arena: a growth copies a sixty-fourth of the state. */
   readonly #arenas: Arena[] = [];
   #newClients = 0;
@@ -331,106 +315,4 @@ export class MemoryStore implements SyncLimitStore {
   #hold(admission: MemoryAdmission, record: ScopeRecord, offset: number): void {
     if (admission.hold(this.#nextLeaseId, record, offset)) this.#nextLeaseId++;
   }
-}
-
-/**
- * Each active policy's own earliest admission (into `w.own`), and the one a refusal names: the
- * policy that frees up last, counting a block until its end; on a tie (one refusal blocks its
- * policies until one instant), the one whose own limit frees up last, then the later one in plan
- * order (the more specific limit). -1 when every policy admits at `t`.
- */
-function refusingPolicy(w: Work, n: number, t: number, lazy: boolean): number {
-  let blocked = false;
-  let earliest = t;
-  let refusingOwn = t;
-  let refusing = -1;
-  for (let k = 0; k < n; k++) {
-    const s = w.slots[k]!;
-    const m = w.records[k]!.arena.mem;
-    const own = earliestFor(w.policies[k]!, m, s, t, lazy);
-    w.own[k] = own;
-    const until = m[s] as number;
-    if (until > t) blocked = true;
-    const at = until > t ? until : own;
-    if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
-      earliest = at;
-      refusingOwn = own;
-      refusing = k;
-    }
-  }
-  if (refusing !== -1) {
-    w.earliest = earliest;
-    w.blocked = blocked;
-  }
-  return refusing;
-}
-
-/**
- * Refuse, recording nothing but blocks. The earliest admission is announced in whole seconds; a
- * block already announced stays as it is, and every policy without room and without a block is
- * blocked until the announced instant, so that a retry then finds none of them in the way.
- */
-function refuse(
-  plan: Plan,
-  w: Work,
-  n: number,
-  t: number,
-  lazy: boolean,
-  refusing: number,
-): StoreOutcome {
-  const seconds = announcedSeconds(w.earliest, t);
-  const outcome: StoreOutcome = {
-    allowed: false,
-    now: t,
-    reason: w.blocked ? 'blocked' : 'limit',
-    retryAfterSeconds: seconds,
-    policy: w.policies[refusing],
-    resource: w.resources[refusing],
-    policies: activePolicies(plan, w, n),
-    values: statusValues(w, n, t, lazy, false),
-  };
-  const until = t + seconds * 1000;
-  for (let k = 0; k < n; k++) {
-    const s = w.slots[k]!;
-    const { base, arena } = w.records[k]!;
-    const m = arena.mem;
-    if (w.own[k]! <= t || (m[s] as number) > t) continue;
-    m[s] = until;
-    if (until > (m[base + QUIET] as number)) m[base + QUIET] = until;
-  }
-  return outcome;
-}
-
-// The active policies in plan order; the scope's own list when it is all of them (no copy).
-function activePolicies(plan: Plan, w: Work, n: number): readonly Policy[] {
-  const only = plan.scopes.length === 1 ? plan.scopes[0]! : undefined;
-  if (only !== undefined && only.active.length === only.policies.length) return only.policies;
-  return w.policies.slice(0, n);
-}
-
-// The statuses of the work's policies; after a `lazy` look (see earliestFor) windows first drop
-// what has left them.
-function statusValues(w: Work, n: number, t: number, lazy: boolean, admitted: boolean): number[] {
-  const values: number[] = new Array(2 * n);
-  for (let k = 0; k < n; k++) {
-    const policy = w.policies[k]!;
-    const m = w.records[k]!.arena.mem;
-    const s = w.slots[k]!;
-    if (lazy && policy.kind === 'window') pruneLog(m, s, policy, t);
-    writeStatus(values, k, policy, m, s, t, admitted);
-  }
-  return values;
-}
-
-function capacityRefusal(t: number): StoreOutcome {
-  return {
-    allowed: false,
-    now: t,
-    reason: 'capacity',
-    retryAfterSeconds: 1,
-    policy: undefined,
-    resource: undefined,
-    policies: [],
-    values: [],
-  };
 }
