@@ -1,6 +1,6 @@
 /**
- * An arena: one growable `Float64Array` cut into blocks of slots, with a free list per block size.
- * The memory store keeps every number of its records here (docs/memory-store.md says why).
+ * The arena in which the memory store keeps every number of its records (docs/memory-store.md
+ * says why).
  * @module
  */
 
@@ -20,7 +20,6 @@ export class Arena {
    */
   readonly #small: number[] = new Array<number>(SMALL).fill(-1);
   readonly #large = new Map<number, number>();
-  /** Slots in blocks currently handed out. */
   #used = 0;
 
   /** @param initialSlots - slots to start with */

@@ -14,7 +14,8 @@ export const RATE_SLOTS = 2;
 
 /** The earliest instant `>= t` at which one more request is admitted, if nothing else arrives. */
 export function gcraEarliest(m: Float64Array, s: number, policy: RatePolicy, t: number): number {
-  // Exact: the instant a refusal announces is checked against the same double (see store.ts).
+  // Exact: the instant a refusal announces is checked against the same double (see
+  // announcedSeconds in ../store.ts).
   const allowAt = (m[s + TAT] as number) - (policy.burst - 1) * emissionInterval(policy);
   return Math.max(allowAt, t);
 }

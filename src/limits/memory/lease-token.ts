@@ -28,7 +28,6 @@ export class MemoryAdmission implements AdmittedOutcome, LeaseToken {
   values: readonly number[] = NO_STATUSES.values;
   /** Itself once it holds a lease: the token to give back. */
   lease: MemoryAdmission | undefined = undefined;
-  /** The lease id, >= 1; 0 while the admission holds no lease. */
   #id = 0;
   // The first hold is kept in fields, not an object: most admissions hold one lease or none.
   /** The record of the first policy holding the lease; null while none is held, or given back. */
