@@ -105,8 +105,8 @@ export type {
   RefusedDecision,
 } from './limits/limiter.js';
 export { createLimiter } from './limits/limiter.js';
-export type { MemoryStoreOptions } from './limits/memory-store.js';
-export { MemoryStore } from './limits/memory-store.js';
+export type { MemoryStoreOptions } from './limits/memory/store.js';
+export { MemoryStore } from './limits/memory/store.js';
 export type {
   ConcurrencyOptions,
   ConcurrencyPolicy,

@@ -14,7 +14,7 @@ import {
   wholeNumber,
   withMethods,
 } from '../internal/options.js';
-import { MemoryStore } from './memory-store.js';
+import { MemoryStore } from './memory/store.js';
 import { defaultOutageReport, type OutageEvent } from './outage.js';
 import type { LimitStore, SyncLimitStore } from './store.js';
 

@@ -18,7 +18,7 @@ import {
 } from './limit-request.js';
 import type { ResourceScope, RuleEffect } from './limit-rule.js';
 import { type LimiterConfig, readLimiterOptions } from './limiter-options.js';
-import { MemoryStore } from './memory-store.js';
+import { MemoryStore } from './memory/store.js';
 import { type OutageEvent, type OutageHandler, type OutageMode, outageHandler } from './outage.js';
 import type { Policy } from './policy.js';
 import { type PolicyGroup, policySelector, type Selector } from './policy-selector.js';

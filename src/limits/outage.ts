@@ -6,7 +6,7 @@
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
 import { admittedUnlimited, type Decision, refusedUnavailable, toDecision } from './decision.js';
-import { MemoryStore } from './memory-store.js';
+import { MemoryStore } from './memory/store.js';
 import type { LimitStore, Plan, SyncLimitStore } from './store.js';
 
 /**

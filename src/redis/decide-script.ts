@@ -6,8 +6,9 @@
  * described in docs/redis-store.md.
  * @module
  */
-import { emissionInterval } from '../limits/gcra.js';
+
 import type { ConcurrencyPolicy, Policy, RatePolicy, WindowPolicy } from '../limits/policy.js';
+import { emissionInterval } from '../limits/quota.js';
 import { releaseArgs, releaseLoop } from './release-script.js';
 import {
   ENTRY_SIZE,

@@ -3,10 +3,14 @@
  * layout is in docs/redis-store.md).
  * @module
  */
-import { rateRemaining, rateResetAfter } from '../limits/gcra.js';
-import { throttleRemaining } from '../limits/lease-set.js';
 import type { Policy } from '../limits/policy.js';
-import { windowRemaining, windowResetAfter } from '../limits/sliding-log.js';
+import {
+  rateRemaining,
+  rateResetAfter,
+  throttleRemaining,
+  windowRemaining,
+  windowResetAfter,
+} from '../limits/quota.js';
 import type { Plan, RefusalReason, StoreOutcome } from '../limits/store.js';
 import { admissionWithoutStatuses } from '../limits/store.js';
 

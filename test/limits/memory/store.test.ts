@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type AccountType,
+  type AdmittedOutcome,
   concurrency,
   createLimiter,
   type Decision,
@@ -14,12 +15,13 @@ import {
   type Policy,
   presets,
   rate,
+  type StoreOutcome,
   type SyncLimitStore,
   window,
-} from '../../src/index.js';
-import { request, runEngine, runOracle } from '../support/limits.js';
-import { ExactOracle, type OracleEntry } from '../support/oracle.js';
-import { thrown } from '../support/thrown.js';
+} from '../../../src/index.js';
+import { request, runEngine, runOracle } from '../../support/limits.js';
+import { ExactOracle, type OracleEntry } from '../../support/oracle.js';
+import { thrown } from '../../support/thrown.js';
 
 /**
  * A limiter on a memory store beside the exact oracle, fed the same requests (counted per client
@@ -215,6 +217,96 @@ describe('MemoryStore', () => {
     expect(next.allowed).toBe(true);
     if (fromA.allowed) fromA.release(); // the expired lease must not free the new one
     expect(a.check(request).allowed).toBe(false);
+  });
+
+  it('gives a lease back once: a second release of the admission, or of a copy of its outcome, frees nothing, also after its record was reclaimed and given to the scope again', () => {
+    // Arrange: two leases of one scope, its one policy full.
+    const store = new MemoryStore({ sweepInterval: 1 });
+    const policies = [concurrency(2, { name: 't', leaseTtl: '1s' })];
+    const plan: Plan = {
+      scopes: [{ clientId: 'c', accountCode: 'a', resource: '', policies, active: [0] }],
+    };
+    const first = store.apply(plan, 0);
+    expect(store.apply(plan, 0).allowed).toBe(true);
+    if (!first.allowed || first.lease === undefined) throw new Error('first must hold a lease');
+    // Act: the first lease given back three times, once through a copy of its outcome.
+    store.release(first.lease);
+    store.release(first.lease);
+    store.release({ ...first }.lease!);
+    // Assert: it freed one slot.
+    expect(store.apply(plan, 0).allowed).toBe(true);
+    expect(store.apply(plan, 0)).toMatchObject({ allowed: false, reason: 'limit' });
+    // Act: every lease expires, the sweep drops the record, and the scope comes back in the same
+    // block under a new lease; the old lease is given back again.
+    expect(store.apply(plan, 5_000).allowed).toBe(true);
+    expect(store.size).toBe(1);
+    const again = store.apply(plan, 5_000);
+    store.release(first.lease);
+    // Assert: the two new leases are both still held.
+    expect(again.allowed).toBe(true);
+    expect(store.apply(plan, 5_000)).toMatchObject({ allowed: false, reason: 'limit' });
+  });
+
+  it('decides after any number of releases of each lease, at any time, as after one release of it', () => {
+    // A record given to a scope of the other list puts a window's count where a lease id was.
+    const lists = [
+      [window(10, '1s', { name: 'w' }), concurrency(2, { name: 't', leaseTtl: '1s' })],
+      [
+        rate(100, 100, { name: 'r' }),
+        window(20, '10s', { name: 'w10' }),
+        concurrency(1, { name: 't1', leaseTtl: '1s' }),
+      ],
+    ];
+    const step = fc.record({
+      gap: fc.integer({ min: 0, max: 1_500 }),
+      account: fc.integer({ min: 0, max: 2 }),
+      list: fc.integer({ min: 0, max: 1 }),
+      // Give back one held lease: once to one store, `times` times to the other (one of them
+      // through a copy of the outcome); `late`: give one given back already back again.
+      release: fc.option(fc.nat(), { nil: undefined }),
+      times: fc.integer({ min: 1, max: 3 }),
+      late: fc.option(fc.nat(), { nil: undefined }),
+    });
+    const view = (outcome: StoreOutcome) => ({ ...outcome, lease: undefined });
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 200 }), (steps) => {
+        // Arrange
+        const once = new MemoryStore({ sweepInterval: 1 });
+        const many = new MemoryStore({ sweepInterval: 1 });
+        const held: Array<[LeaseToken, AdmittedOutcome]> = [];
+        const given: LeaseToken[] = [];
+        let t = 0;
+        for (const { gap, account, list, release, times, late } of steps) {
+          t += gap;
+          // Act
+          if (release !== undefined && held.length > 0) {
+            const [toOnce, outcome] = held.splice(release % held.length, 1)[0]!;
+            once.release(toOnce);
+            for (let i = 0; i < times; i++)
+              many.release((i === 1 ? { ...outcome } : outcome).lease!);
+            given.push(outcome.lease!);
+          }
+          if (late !== undefined && given.length > 0) many.release(given[late % given.length]!);
+          const plan: Plan = {
+            scopes: [
+              {
+                clientId: 'c',
+                accountCode: `a${account}`,
+                resource: '',
+                policies: lists[list]!,
+                active: lists[list]!.map((_, i) => i),
+              },
+            ],
+          };
+          const a = once.apply(plan, t);
+          const b = many.apply(plan, t);
+          // Assert
+          expect(view(b)).toEqual(view(a));
+          if (a.allowed && b.allowed && a.lease !== undefined) held.push([a.lease, b]);
+        }
+      }),
+      { numRuns: 100 },
+    );
   });
 
   it("ignores, without throwing, a token that is no lease of its: another store's, a lookalike, a revoked proxy, a proxy whose traps throw, a primitive", () => {
@@ -461,6 +553,21 @@ describe('MemoryStore', () => {
     expect(caught).toMatchObject({ code: 'invalid_option' });
     expect((caught as Error).message).toContain(`did you mean "${nearest}"?`);
     expect((caught as Error).message.length).toBeLessThan(200);
+  });
+
+  it('words a refused option as every options reader of the library does', () => {
+    expect((thrown(() => new MemoryStore({ maxKeys: 0 })) as Error).message).toBe(
+      'maxKeys must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER), got 0.',
+    );
+    expect((thrown(() => new MemoryStore({ sweepInterval: -1 })) as Error).message).toBe(
+      'sweepInterval must be a whole number from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER), got -1.',
+    );
+    expect((thrown(() => new MemoryStore({ maxKey: 10 } as never)) as Error).message).toBe(
+      'MemoryStore has no option "maxKey"; did you mean "maxKeys"? Its options are maxKeys, sweepInterval.',
+    );
+    expect((thrown(() => new MemoryStore([10] as never)) as Error).message).toBe(
+      'MemoryStore options must be an object such as { maxKeys: 100_000 }, or left out, got an array.',
+    );
   });
 
   it('takes options left out, or given as undefined, as their defaults', () => {
@@ -806,7 +913,7 @@ describe('MemoryStore as a state machine, against the exact oracle', () => {
   const ACCOUNTS = ['A', 'B'];
   // The longest window of every policy above: older admissions never count again.
   const LONGEST_MS = 3_600_000;
-  // The arenas are looked at for shrinking only from 32,768 slots of 8 bytes on (memory-store.ts).
+  // The arenas are looked at for shrinking only from 32,768 slots of 8 bytes on (sweep.ts).
   const SHRINKABLE_BYTES = 32_768 * 8;
 
   interface Held {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Arena } from '../../src/limits/arena.js';
+import { Arena } from '../../../src/limits/memory/arena.js';
 
 type Op = { kind: 'alloc'; size: number; dirty: boolean } | { kind: 'free'; pick: number };
 

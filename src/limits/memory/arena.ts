@@ -1,14 +1,6 @@
 /**
- * The memory store's numbers live in one `Float64Array`, cut into blocks: a scope's record block
- * (its block time and the fields of every policy) and one block per sliding log (the admission
- * times, as a ring). A decision reads a few adjacent slots instead of following a pointer to an
- * object per policy, an array per log and a box per number, and the garbage collector never scans
- * the numbers: the collector sees one array, however many keys there are.
- *
- * Freed blocks go on a free list per size and are handed out again before the arena grows. The
- * arena grows by a quarter when full (copying once, so its owner keeps each arena small
- * and uses many). The owner may also copy the live blocks into a smaller array and hand it over
- * ({@link Arena.replace}), at a moment when it holds no offset in a local.
+ * The arena in which the memory store keeps every number of its records (docs/memory-store.md
+ * says why).
  * @module
  */
 
@@ -28,7 +20,6 @@ export class Arena {
    */
   readonly #small: number[] = new Array<number>(SMALL).fill(-1);
   readonly #large = new Map<number, number>();
-  /** Slots in blocks currently handed out. */
   #used = 0;
 
   /** @param initialSlots - slots to start with */

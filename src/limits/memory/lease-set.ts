@@ -1,14 +1,14 @@
 /**
- * The concurrency policy: the leases held by requests in flight, each with an expiry so that a
- * request whose handler crashed cannot hold its lease for ever.
- *
- * The state is six slots of the record block at `s`: the block time, the first lease (id and
- * expiry) and a block of further leases (offset, capacity in leases, count), made only when a
- * second request of the scope is in flight at once. Lease ids are >= 1; 0 means none.
+ * The concurrency policy in a record block: the leases of requests in flight, each with an expiry
+ * so that a request whose handler crashed cannot hold its lease for ever. Six slots: the block
+ * time, the first lease (id and expiry), and a block of further leases (offset, capacity, count)
+ * made only when a second request of the scope is in flight at once. Lease ids are >= 1; 0 is
+ * none.
  * @module
  */
+import type { ConcurrencyPolicy } from '../policy.js';
+import { throttleRemaining } from '../quota.js';
 import { type Arena, copySlots } from './arena.js';
-import type { ConcurrencyPolicy } from './policy.js';
 
 const FIRST_ID = 1;
 const FIRST_EXPIRY = 2;
@@ -118,15 +118,6 @@ function removeAt(m: Float64Array, s: number, index: number): void {
 /** Leases still free (call after {@link pruneLeases}). */
 export function leaseRemaining(m: Float64Array, s: number, policy: ConcurrencyPolicy): number {
   return throttleRemaining(policy, leaseCount(m, s));
-}
-
-/**
- * Leases still free when `held` are held.
- * @param policy - the throttle
- * @param held - leases held
- */
-export function throttleRemaining(policy: ConcurrencyPolicy, held: number): number {
-  return Math.max(0, policy.max - held);
 }
 
 /** Give back the block of further leases. */

@@ -1,19 +1,13 @@
 /**
- * The exact sliding window: the admission times inside the window, oldest first (and, after
- * decisions that skipped {@link pruneLog}, some that have left it, before them).
- *
- * A request at `t` is admitted when fewer than `limit` admissions lie in `(t - windowMs, t]`, so no
- * half-open interval `[s, s + windowMs)` ever holds more than `limit` (DESIGN.md invariant 1), and
- * nothing is refused that an exact log would admit. Memory is a ring of a power of two slots that
- * doubles only when every slot holds an admission still inside the window: never more than twice
- * the limit.
- *
- * The state is five slots of the record block at `s` (see {@link Arena}); the times live in a block
- * of their own.
+ * The exact sliding window in a record block: five slots locating a ring of the admission times
+ * inside the window, oldest first (after decisions that skipped {@link pruneLog}, some that have
+ * left it come before them). The ring lives in a block of its own. docs/memory-store.md gives the
+ * algorithm and its bound.
  * @module
  */
+import type { WindowPolicy } from '../policy.js';
+import { windowRemaining, windowResetAfter } from '../quota.js';
 import { type Arena, copySlots } from './arena.js';
-import type { WindowPolicy } from './policy.js';
 
 // Slot offsets from the policy's first slot. BLOCKED (0) is common to every kind of policy.
 const LOG = 1; // offset of the ring of times
@@ -99,31 +93,6 @@ export function logAdmit(arena: Arena, s: number, policy: WindowPolicy, t: numbe
 /** Admissions still possible now (call after {@link pruneLog}). */
 export function logRemaining(m: Float64Array, s: number, policy: WindowPolicy): number {
   return windowRemaining(policy, m[s + COUNT] as number);
-}
-
-/**
- * Admissions still possible in a window that holds `count`.
- * @param policy - the window
- * @param count - admissions inside the window
- */
-export function windowRemaining(policy: WindowPolicy, count: number): number {
-  return Math.max(0, policy.limit - count);
-}
-
-/**
- * Milliseconds until a window is empty again, so the full limit is available.
- * @param policy - the window
- * @param count - admissions inside the window
- * @param newestAt - the newest admission's time (ms), when `count` > 0
- * @param t - now (ms)
- */
-export function windowResetAfter(
-  policy: WindowPolicy,
-  count: number,
-  newestAt: number,
-  t: number,
-): number {
-  return count === 0 ? 0 : Math.max(0, newestAt + policy.windowMs - t);
 }
 
 // The newest admission time; the log must not be empty.

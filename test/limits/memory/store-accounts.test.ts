@@ -10,9 +10,9 @@ import {
   MemoryStore,
   rate,
   window,
-} from '../../src/index.js';
-import { comparable, request } from '../support/limits.js';
-import { ExactOracle, type OracleEntry } from '../support/oracle.js';
+} from '../../../src/index.js';
+import { comparable, request } from '../../support/limits.js';
+import { ExactOracle, type OracleEntry } from '../../support/oracle.js';
 
 /**
  * Two account types whose presets share no policy name, each with a rule on one route: an account

@@ -7,8 +7,8 @@ import {
   type LimitPreset,
   MemoryStore,
   window,
-} from '../../src/index.js';
-import { request } from '../support/limits.js';
+} from '../../../src/index.js';
+import { request } from '../../support/limits.js';
 
 // Limits that never refuse in these runs: a decision is admitted or refused for capacity. An
 // admission keeps its records busy for a second, and a lease held keeps its account's record busy

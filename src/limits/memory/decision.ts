@@ -1,0 +1,151 @@
+/**
+ * One decision of the memory store over a plan flattened into {@link Work}: which policy refuses,
+ * the refusal and the blocks it sets, and the statuses an outcome reports.
+ * @module
+ */
+import type { Policy } from '../policy.js';
+import { announcedSeconds, type Plan, type StoreOutcome } from '../store.js';
+import { earliestFor, writeStatus } from './policy-kinds.js';
+import { QUIET, type ScopeRecord } from './records.js';
+import { pruneLog } from './sliding-log.js';
+
+/** The active policies of one decision, flattened; reused from decision to decision. */
+export interface Work {
+  readonly policies: Policy[];
+  /** Offset of each policy's slots in the arena. */
+  readonly slots: number[];
+  /** Offset of each policy's slots from its record's base. */
+  readonly offsets: number[];
+  readonly records: ScopeRecord[];
+  readonly resources: string[];
+  /** Each policy's own earliest admission time, blocks aside. */
+  readonly own: number[];
+  /** Of a refusal: when the request could be admitted, and whether a block is in the way. */
+  earliest: number;
+  blocked: boolean;
+}
+
+/** Work arrays to reuse, empty. */
+export function newWork(): Work {
+  return {
+    policies: [],
+    slots: [],
+    offsets: [],
+    records: [],
+    resources: [],
+    own: [],
+    earliest: Number.NEGATIVE_INFINITY,
+    blocked: false,
+  };
+}
+
+/**
+ * Each active policy's own earliest admission (into `w.own`), and the one a refusal names: the
+ * policy that frees up last, counting a block until its end; on a tie (one refusal blocks its
+ * policies until one instant), the one whose own limit frees up last, then the later one in plan
+ * order (the more specific limit). -1 when every policy admits at `t`.
+ */
+export function refusingPolicy(w: Work, n: number, t: number, lazy: boolean): number {
+  let blocked = false;
+  let earliest = t;
+  let refusingOwn = t;
+  let refusing = -1;
+  for (let k = 0; k < n; k++) {
+    const s = w.slots[k]!;
+    const m = w.records[k]!.arena.mem;
+    const own = earliestFor(w.policies[k]!, m, s, t, lazy);
+    w.own[k] = own;
+    const until = m[s] as number;
+    if (until > t) blocked = true;
+    const at = until > t ? until : own;
+    if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
+      earliest = at;
+      refusingOwn = own;
+      refusing = k;
+    }
+  }
+  if (refusing !== -1) {
+    w.earliest = earliest;
+    w.blocked = blocked;
+  }
+  return refusing;
+}
+
+/**
+ * Refuse, recording nothing but blocks. The earliest admission is announced in whole seconds; a
+ * block already announced stays as it is, and every policy without room and without a block is
+ * blocked until the announced instant, so that a retry then finds none of them in the way.
+ */
+export function refuse(
+  plan: Plan,
+  w: Work,
+  n: number,
+  t: number,
+  lazy: boolean,
+  refusing: number,
+): StoreOutcome {
+  const seconds = announcedSeconds(w.earliest, t);
+  const outcome: StoreOutcome = {
+    allowed: false,
+    now: t,
+    reason: w.blocked ? 'blocked' : 'limit',
+    retryAfterSeconds: seconds,
+    policy: w.policies[refusing],
+    resource: w.resources[refusing],
+    policies: activePolicies(plan, w, n),
+    values: statusValues(w, n, t, lazy, false),
+  };
+  const until = t + seconds * 1000;
+  for (let k = 0; k < n; k++) {
+    const s = w.slots[k]!;
+    const { base, arena } = w.records[k]!;
+    const m = arena.mem;
+    if (w.own[k]! <= t || (m[s] as number) > t) continue;
+    m[s] = until;
+    if (until > (m[base + QUIET] as number)) m[base + QUIET] = until;
+  }
+  return outcome;
+}
+
+/** The active policies in plan order; the scope's own list when it is all of them (no copy). */
+export function activePolicies(plan: Plan, w: Work, n: number): readonly Policy[] {
+  const only = plan.scopes.length === 1 ? plan.scopes[0]! : undefined;
+  if (only !== undefined && only.active.length === only.policies.length) return only.policies;
+  return w.policies.slice(0, n);
+}
+
+/**
+ * The statuses of the work's policies; after a `lazy` look (see earliestFor) windows first drop
+ * what has left them.
+ */
+export function statusValues(
+  w: Work,
+  n: number,
+  t: number,
+  lazy: boolean,
+  admitted: boolean,
+): number[] {
+  const values: number[] = new Array(2 * n);
+  for (let k = 0; k < n; k++) {
+    const policy = w.policies[k]!;
+    const m = w.records[k]!.arena.mem;
+    const s = w.slots[k]!;
+    if (lazy && policy.kind === 'window') pruneLog(m, s, policy, t);
+    writeStatus(values, k, policy, m, s, t, admitted);
+  }
+  return values;
+}
+
+/** The refusal of a request that needs a record the store has no room for. */
+export function capacityRefusal(t: number): StoreOutcome {
+  return {
+    allowed: false,
+    now: t,
+    reason: 'capacity',
+    retryAfterSeconds: 1,
+    policy: undefined,
+    resource: undefined,
+    policies: [],
+    values: [],
+  };
+}

@@ -1,0 +1,228 @@
+/**
+ * The memory store's records: one per scope (a client and account, or one of their resources),
+ * each a block of slots in its client's arena, and how a client's records are linked so that a
+ * decision finds its own without building a key string. docs/memory-store.md draws the layout.
+ * @module
+ */
+import { type Policy, policyListIdentity } from '../policy.js';
+import type { Arena } from './arena.js';
+import { freeState, slotsOf } from './policy-kinds.js';
+
+/** Where each policy's state lies in a record block: after slot {@link QUIET}, in list order. */
+export interface Layout {
+  /**
+   * The policies, in an array of the layout's own: lists from presets are frozen, and V8 reads
+   * a frozen array's elements in optimized code through a generic path, a call per read.
+   */
+  readonly policies: readonly Policy[];
+  /** Offset of each policy's first slot from the block's start. */
+  readonly offsets: readonly number[];
+  /** Slots of the block. */
+  readonly size: number;
+}
+
+/**
+ * Slot of a record block holding its quiet time: the instant from which every state but the
+ * leases is fresh.
+ */
+export const QUIET = 0;
+
+const EMPTY_LAYOUT: Layout = { policies: [], offsets: [], size: 0 };
+
+const layouts = new WeakMap<readonly Policy[], Layout>();
+
+/** The layout of a record of these policies, computed once per list. */
+function layoutOf(policies: readonly Policy[]): Layout {
+  let layout = layouts.get(policies);
+  if (layout === undefined) {
+    const offsets: number[] = [];
+    let size = 1;
+    for (const policy of policies) {
+      offsets.push(size);
+      size += slotsOf(policy);
+    }
+    layout = { policies: [...policies], offsets, size };
+    layouts.set(policies, layout);
+  }
+  return layout;
+}
+
+/**
+ * Two lists hold one state when they hold the same policies, as the Redis store keys state by a
+ * list's content; the same list, the common case, costs one comparison.
+ */
+function samePolicies(a: readonly Policy[], b: readonly Policy[]): boolean {
+  return a === b || policyListIdentity(a) === policyListIdentity(b);
+}
+
+/**
+ * One scope: its block in its client's arena, or none (`base` -1) while a client's entry waits to
+ * be given a scope again.
+ */
+export class ScopeRecord {
+  /** Offset of the record block in the arena; -1 when the record holds none. */
+  base = -1;
+  /** Bumped whenever the record is dropped: a lease of an earlier life is not given to this one. */
+  generation = 0;
+  /**
+   * The next record of its chain: the next account-level record of a client that holds few, or
+   * the next record of the same key under another policy list.
+   */
+  next: ScopeRecord | null = null;
+  /** The last decision that found the record: the sweep at the cap must not drop it under that one. */
+  decision = 0;
+  accountCode = '';
+  policies: readonly Policy[] = [];
+  layout: Layout = EMPTY_LAYOUT;
+
+  /** @param arena - the arena of the record's client: every block of the record lies there */
+  constructor(readonly arena: Arena) {}
+
+  /** Take a scope and a block of the arena. */
+  hold(accountCode: string, policies: readonly Policy[]): void {
+    this.accountCode = accountCode;
+    this.policies = policies;
+    this.layout = layoutOf(policies);
+    this.base = this.arena.alloc(this.layout.size);
+  }
+
+  /** Give the block and every ring and lease block back; leases taken before are void. */
+  drop(): void {
+    const { arena, base, layout } = this;
+    const { policies, offsets } = layout;
+    for (let k = 0; k < policies.length; k++) freeState(policies[k]!, arena, base + offsets[k]!);
+    arena.free(base, layout.size);
+    this.base = -1;
+    this.generation++;
+  }
+}
+
+/**
+ * Records by key (an account code, or a resource), with where the sweep goes on among them. A
+ * key's records form a chain, one per policy list (another account type's preset, or rules
+ * replaced), each with its own counts.
+ */
+export class KeyedRecords<T = ScopeRecord> {
+  readonly map = new Map<string, T>();
+  /** The sweep's place in `map`; null when its next pass starts from the first key. */
+  cursor: MapIterator<[string, T]> | null = null;
+}
+
+/**
+ * Everything held for one client id. The entry is itself the record of the client's first account
+ * (most clients act for one), so that the client map leads straight to it; a few more
+ * account-level records follow in `next`, then move to `accounts` (see {@link addAccountRecord}).
+ */
+export class ClientEntry extends ScopeRecord {
+  /** The account-level records other than the entry's own, by account code; null while few. */
+  accounts: KeyedRecords | null = null;
+  /**
+   * Resource records by account code, then resource: two lookups with the strings the request
+   * brings, rather than one with a key concatenated (and hashed) afresh on every decision.
+   */
+  resources: KeyedRecords<KeyedRecords> | null = null;
+
+  constructor(
+    readonly clientId: string,
+    arena: Arena,
+  ) {
+    super(arena);
+  }
+
+  /** Whether the entry holds no record at all, and may leave the client map. */
+  get empty(): boolean {
+    return (
+      this.base === -1 &&
+      this.next === null &&
+      this.accounts === null &&
+      (this.resources === null || this.resources.map.size === 0)
+    );
+  }
+}
+
+// Account-level records a client holds in its entry's chain besides the entry's own; one more
+// moves them all to a map by account code.
+const ACCOUNTS_IN_CHAIN = 4;
+
+/** The client's account-level record of this account and list; null when it has none. */
+export function findAccountRecord(
+  entry: ClientEntry,
+  accountCode: string,
+  policies: readonly Policy[],
+): ScopeRecord | null {
+  if (
+    entry.accountCode === accountCode &&
+    samePolicies(entry.policies, policies) &&
+    entry.base !== -1
+  ) {
+    return entry;
+  }
+  // Every record in a chain holds a block: the sweep unlinks those it drops.
+  const { accounts } = entry;
+  let r = accounts === null ? entry.next : (accounts.map.get(accountCode) ?? null);
+  for (; r !== null; r = r.next) {
+    if (r.accountCode === accountCode && samePolicies(r.policies, policies)) return r;
+  }
+  return null;
+}
+
+/** The client's record of this resource and list; null when it has none. */
+export function findResourceRecord(
+  entry: ClientEntry,
+  accountCode: string,
+  resource: string,
+  policies: readonly Policy[],
+): ScopeRecord | null {
+  let r = entry.resources?.map.get(accountCode)?.map.get(resource) ?? null;
+  for (; r !== null; r = r.next) if (samePolicies(r.policies, policies)) return r;
+  return null;
+}
+
+/**
+ * Link a new account-level record into its client's entry: in the entry's chain while it holds at
+ * most ACCOUNTS_IN_CHAIN, otherwise (moving the chain there first) in the map by account code.
+ */
+export function addAccountRecord(
+  entry: ClientEntry,
+  accountCode: string,
+  record: ScopeRecord,
+): void {
+  let accounts = entry.accounts;
+  if (accounts === null) {
+    let chained = 0;
+    for (let r = entry.next; r !== null; r = r.next) chained++;
+    if (chained < ACCOUNTS_IN_CHAIN) {
+      record.next = entry.next;
+      entry.next = record;
+      return;
+    }
+    accounts = new KeyedRecords();
+    for (let r = entry.next; r !== null; ) {
+      const after: ScopeRecord | null = r.next;
+      r.next = accounts.map.get(r.accountCode) ?? null;
+      accounts.map.set(r.accountCode, r);
+      r = after;
+    }
+    entry.next = null;
+    entry.accounts = accounts;
+  }
+  record.next = accounts.map.get(accountCode) ?? null;
+  accounts.map.set(accountCode, record);
+}
+
+/** Link a new resource record into its client's entry, ahead of the key's other lists. */
+export function addResourceRecord(
+  entry: ClientEntry,
+  accountCode: string,
+  resource: string,
+  record: ScopeRecord,
+): void {
+  entry.resources ??= new KeyedRecords();
+  let account = entry.resources.map.get(accountCode);
+  if (account === undefined) {
+    account = new KeyedRecords();
+    entry.resources.map.set(accountCode, account);
+  }
+  record.next = account.map.get(resource) ?? null;
+  account.map.set(resource, record);
+}

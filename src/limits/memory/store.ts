@@ -1,0 +1,318 @@
+/**
+ * The in-memory store: decides synchronously, with no promise and no timer, on records kept per
+ * scope (records.ts) whose numbers live in arenas, reclaimed by an incremental sweep (sweep.ts).
+ * docs/memory-store.md describes the whole.
+ * @module
+ */
+import { readOptions, wholeNumber } from '../../internal/options.js';
+import {
+  type LeaseToken,
+  type Plan,
+  type PlanScope,
+  resolveTime,
+  type StoreOutcome,
+  type SyncLimitStore,
+} from '../store.js';
+import { Arena } from './arena.js';
+import {
+  activePolicies,
+  capacityRefusal,
+  newWork,
+  refuse,
+  refusingPolicy,
+  statusValues,
+  type Work,
+} from './decision.js';
+import { MemoryAdmission } from './lease-token.js';
+import { admitOne, earliestFor, writeStatus } from './policy-kinds.js';
+import {
+  addAccountRecord,
+  addResourceRecord,
+  ClientEntry,
+  findAccountRecord,
+  findResourceRecord,
+  QUIET,
+  ScopeRecord,
+} from './records.js';
+import { Sweep, shrink, shrinkDue } from './sweep.js';
+
+/** Options of {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * The most scope records held at once (a client and account is one; each resource they touch
+   * under a resource limit is one more, per preset that limits it). At the cap, a request that
+   * needs a new record is refused with reason `capacity` after reclaiming what it can: existing
+   * records keep exact limits and none is evicted.
+   * @defaultValue 1_000_000
+   */
+  maxKeys?: number;
+  /**
+   * Decisions between two reclamation steps; each step examines one client (of a client with
+   * many accounts or resources, a few dozen of its records: the next step on that client goes on
+   * from there). Lower reclaims idle keys sooner at a small cost per decision: every client is
+   * examined once per `sweepInterval * size` decisions. 0 turns the steady sweep off (the cap
+   * still sweeps).
+   * @defaultValue 8
+   */
+  sweepInterval?: number;
+}
+
+const OPTION_RULES = { maxKeys: wholeNumber(1), sweepInterval: wholeNumber(0) };
+const OPTION_DEFAULTS = {
+  maxKeys: 1_000_000,
+  sweepInterval: 8,
+} satisfies Required<MemoryStoreOptions>;
+
+// Sweep steps to take when a new record is needed at the cap, before refusing it.
+const SWEEP_AT_CAP = 64;
+// Sweep steps between two looks at whether the arenas should shrink.
+const SHRINK_CHECK_EVERY = 64;
+// Arenas a store spreads its clients over, clients in a row that share one, and its first slots.
+const ARENAS = 64;
+const CLIENTS_PER_RUN = 1_024;
+const INITIAL_SLOTS = 256;
+
+/**
+ * Keeps limit state in this process. Exact: sliding windows hold the admission times inside the
+ * window, so decisions equal those of an exact sliding log.
+ * @example
+ * ```ts
+ * const limiter = createLimiter({ preset: presets.live, store: new MemoryStore({ maxKeys: 100_000 }) });
+ * ```
+ */
+export class MemoryStore implements SyncLimitStore {
+  /** Always true: the memory store decides synchronously. */
+  readonly synchronous = true as const;
+  readonly #clients = new Map<string, ClientEntry>();
+  readonly #maxKeys: number;
+  readonly #sweepInterval: number;
+  readonly #sweep = new Sweep(this.#clients);
+  #untilSweep = 0;
+  #untilShrinkCheck = SHRINK_CHECK_EVERY;
+  readonly #work = newWork();
+  /** Each client's records lie in one arena: a growth copies a sixty-fourth of the state. */
+  readonly #arenas: Arena[] = [];
+  #newClients = 0;
+  #size = 0;
+  #latest = Number.NEGATIVE_INFINITY;
+  #nextLeaseId = 1;
+  #decision = 0;
+
+  /**
+   * @param options - key cap and sweep interval
+   * @throws ConfigurationError `invalid_option` when `options` is not an object, has a key other
+   * than `maxKeys` and `sweepInterval`, or one of them is out of range
+   */
+  constructor(options: MemoryStoreOptions = {}) {
+    const read = readOptions(options, 'MemoryStore', OPTION_RULES, {
+      defaults: OPTION_DEFAULTS,
+      example: '{ maxKeys: 100_000 }',
+    });
+    this.#maxKeys = read.maxKeys;
+    this.#sweepInterval = read.sweepInterval;
+  }
+
+  /** Scope records currently held. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /**
+   * Bytes of the arrays that hold every number of every key (the records' small JavaScript
+   * objects and the client map aside). It grows with the keys and shrinks once most have gone.
+   */
+  get bytes(): number {
+    let bytes = 0;
+    for (const arena of this.#arenas) bytes += arena.mem.byteLength;
+    return bytes;
+  }
+
+  /**
+   * Apply a plan atomically: refuse if any active policy is blocked or full, otherwise record the
+   * request in every active policy and take its leases.
+   * @param plan - the scopes and policies of one request
+   * @param now - the time in ms; a time earlier than one already seen is treated as that one
+   */
+  apply(plan: Plan, now: number): StoreOutcome {
+    // Time never goes backwards in the store (a clock stepped back stands still) and is taken on
+    // the stores' grid; a time on it already is kept as it came, not copied into a new heap number.
+    let t: number;
+    if (Number.isFinite(now)) {
+      const resolved = resolveTime(now);
+      t = Math.max(resolved === now ? now : resolved, this.#latest);
+    } else t = Math.max(this.#latest, 0);
+    this.#latest = t;
+    this.#decision++;
+    if (this.#sweepInterval > 0 && --this.#untilSweep <= 0) this.#maintain(t);
+
+    // Without statuses, an admission reads no window's oldest times unless the window may be full.
+    const lazy = plan.statuses === false;
+    // The common plan, one scope with every policy active, needs no flattening.
+    const { scopes } = plan;
+    let first: ScopeRecord | undefined;
+    if (scopes.length === 1) {
+      const only = scopes[0]!;
+      first = this.#find(only, t);
+      if (first === undefined) return capacityRefusal(t);
+      if (only.active.length === only.policies.length) {
+        const outcome = this.#admitWhole(first, t, lazy);
+        if (outcome !== undefined) return outcome;
+      }
+    }
+    const w = this.#work;
+    const n = this.#flatten(scopes, first, t);
+    if (n === -1) return capacityRefusal(t);
+    const refusing = refusingPolicy(w, n, t, lazy);
+    if (refusing === -1) return this.#admit(plan, w, n, t, lazy);
+    return refuse(plan, w, n, t, lazy, refusing);
+  }
+
+  /**
+   * Give back the leases of an admitted request, once: a second release of the same admission (or
+   * of a copy of its outcome) does nothing, also after its records were reclaimed and reused. A
+   * lease that expired, or whose record was reclaimed, is ignored, and so is a token of another
+   * store or anything that is not a token.
+   * @param lease - the token from an admitted outcome
+   */
+  release(lease: LeaseToken): void {
+    if (MemoryAdmission.isLeaseOf(lease, this)) lease.giveBack();
+  }
+
+  // One sweep step; no offset is held anywhere but in the records here: the moment to move blocks.
+  #maintain(t: number): void {
+    this.#untilSweep = this.#sweepInterval;
+    this.#size -= this.#sweep.run(t, 1, this.#decision);
+    if (--this.#untilShrinkCheck <= 0) {
+      this.#untilShrinkCheck = SHRINK_CHECK_EVERY;
+      if (shrinkDue(this.#arenas)) shrink(this.#arenas, this.#clients.values(), INITIAL_SLOTS);
+    }
+  }
+
+  /** The record of a scope, created if needed; undefined when the store is full. */
+  #find(scope: PlanScope, t: number): ScopeRecord | undefined {
+    const entry = this.#clients.get(scope.clientId);
+    if (entry !== undefined) {
+      const { accountCode, resource, policies } = scope;
+      const found =
+        resource === ''
+          ? findAccountRecord(entry, accountCode, policies)
+          : findResourceRecord(entry, accountCode, resource, policies);
+      if (found !== null) {
+        found.decision = this.#decision;
+        return found;
+      }
+    }
+    return this.#create(scope, t);
+  }
+
+  /** A new record for a scope; undefined when the store is full, also after sweeping. */
+  #create(scope: PlanScope, t: number): ScopeRecord | undefined {
+    if (this.#size >= this.#maxKeys) {
+      this.#size -= this.#sweep.run(t, SWEEP_AT_CAP, this.#decision);
+      if (this.#size >= this.#maxKeys) return undefined;
+    }
+    const { clientId, accountCode, resource, policies } = scope;
+    let entry = this.#clients.get(clientId);
+    if (entry === undefined) {
+      entry = new ClientEntry(clientId, this.#arenaForNewClient());
+      this.#clients.set(clientId, entry);
+    }
+    let record: ScopeRecord = entry;
+    if (resource !== '') {
+      record = new ScopeRecord(entry.arena);
+      addResourceRecord(entry, accountCode, resource, record);
+    } else if (entry.base !== -1) {
+      record = new ScopeRecord(entry.arena);
+      addAccountRecord(entry, accountCode, record);
+    }
+    record.hold(accountCode, policies);
+    record.decision = this.#decision;
+    this.#size++;
+    return record;
+  }
+
+  // Runs of clients that arrive one after the other share an arena, so that their records lie
+  // together; the runs take the arenas in turn, so that the arenas grow alike.
+  #arenaForNewClient(): Arena {
+    const i = Math.floor(this.#newClients++ / CLIENTS_PER_RUN) % ARENAS;
+    let arena = this.#arenas[i];
+    if (arena === undefined) {
+      arena = new Arena(INITIAL_SLOTS);
+      this.#arenas[i] = arena;
+    }
+    return arena;
+  }
+
+  /**
+   * The plan of one scope with every policy active, without the work arrays: admits, or answers
+   * `undefined` when a policy has no room, for the general path to refuse. Up to then it has only
+   * pruned what left its window, which the general path would do all the same.
+   */
+  #admitWhole(record: ScopeRecord, t: number, lazy: boolean): StoreOutcome | undefined {
+    const { base, arena } = record;
+    const { policies, offsets } = record.layout;
+    const n = policies.length;
+    const m = arena.mem;
+    for (let k = 0; k < n; k++) {
+      const s = base + offsets[k]!;
+      if (earliestFor(policies[k]!, m, s, t, lazy) > t || (m[s] as number) > t) return undefined;
+    }
+    const admission = new MemoryAdmission(this, t);
+    const values = lazy ? undefined : new Array<number>(2 * n);
+    for (let k = 0; k < n; k++) {
+      const policy = policies[k]!;
+      const s = base + offsets[k]!;
+      if (policy.kind === 'concurrency') this.#hold(admission, record, offsets[k]!);
+      admitOne(policy, arena, s, base + QUIET, t, admission.leaseId);
+      if (values !== undefined) writeStatus(values, k, policy, arena.mem, s, t, true);
+    }
+    if (values !== undefined) {
+      admission.policies = record.policies;
+      admission.values = values;
+    }
+    return admission;
+  }
+
+  /**
+   * Flatten the plan into the work arrays, one entry per active policy: their number, or -1 when
+   * a scope needs a record the store has no room for. `first` is the one scope's record, found.
+   */
+  #flatten(scopes: readonly PlanScope[], first: ScopeRecord | undefined, t: number): number {
+    const w = this.#work;
+    let n = 0;
+    for (const scope of scopes) {
+      const record = first ?? this.#find(scope, t);
+      if (record === undefined) return -1;
+      const { policies, offsets } = record.layout;
+      for (const i of scope.active) {
+        w.policies[n] = policies[i]!;
+        w.offsets[n] = offsets[i]!;
+        w.slots[n] = record.base + offsets[i]!;
+        w.records[n] = record;
+        w.resources[n] = scope.resource;
+        n++;
+      }
+    }
+    return n;
+  }
+
+  #admit(plan: Plan, w: Work, n: number, t: number, lazy: boolean): StoreOutcome {
+    const admission = new MemoryAdmission(this, t);
+    for (let k = 0; k < n; k++) {
+      const policy = w.policies[k]!;
+      const record = w.records[k]!;
+      if (policy.kind === 'concurrency') this.#hold(admission, record, w.offsets[k]!);
+      admitOne(policy, record.arena, w.slots[k]!, record.base + QUIET, t, admission.leaseId);
+    }
+    if (!lazy) {
+      admission.policies = activePolicies(plan, w, n);
+      admission.values = statusValues(w, n, t, false, true);
+    }
+    return admission;
+  }
+
+  // Hold the admission's lease in a concurrency policy: under a new id in its first.
+  #hold(admission: MemoryAdmission, record: ScopeRecord, offset: number): void {
+    if (admission.hold(this.#nextLeaseId, record, offset)) this.#nextLeaseId++;
+  }
+}

@@ -1,0 +1,241 @@
+/**
+ * How the memory store gives memory back: an incremental sweep that drops the records whose every
+ * state is fresh again, one client per step, and a shrink that copies the live blocks into smaller
+ * arenas once most of their room is free. docs/memory-store.md tells when each runs.
+ * @module
+ */
+import { type Arena, copySlots } from './arena.js';
+import { leaseCount, pruneLeases } from './lease-set.js';
+import { moveState } from './policy-kinds.js';
+import { type ClientEntry, type KeyedRecords, QUIET, type ScopeRecord } from './records.js';
+
+// Keys of one map of a client (its accounts, its resources' account codes, the resources of one
+// account code) examined per sweep step, so that a step costs alike whatever the client holds.
+const KEYS_PER_STEP = 8;
+
+/**
+ * Whether every state of the record is fresh at `t`. The quiet time is exact for every state but
+ * the leases, so a record whose quiet time is ahead is known busy from that one slot.
+ */
+function isQuiet(m: Float64Array, record: ScopeRecord, t: number): boolean {
+  const { base } = record;
+  if ((m[base + QUIET] as number) > t) return false;
+  const { policies, offsets } = record.layout;
+  for (let i = 0; i < policies.length; i++) {
+    if (policies[i]!.kind !== 'concurrency') continue;
+    const s = base + offsets[i]!;
+    pruneLeases(m, s, t);
+    if (leaseCount(m, s) > 0) return false;
+  }
+  return true;
+}
+
+/** The sweep over the clients of one store: a cursor that cycles through them. */
+export class Sweep {
+  readonly #clients: Map<string, ClientEntry>;
+  #cursor: MapIterator<ClientEntry>;
+  /** The decision under way, whose records are not dropped. */
+  #decision = 0;
+  #dropped = 0;
+
+  /** @param clients - the store's client map, which the sweep empties of clients that hold none */
+  constructor(clients: Map<string, ClientEntry>) {
+    this.#clients = clients;
+    this.#cursor = clients.values();
+  }
+
+  /**
+   * Take up to `count` steps at `t`, each on the next client (from the end of the map back to its
+   * start). Stops early once the latest steps in a row have examined every client whole: there is
+   * nothing more to find.
+   * @param decision - the decision under way: records it found are kept, for it to use
+   * @returns the records dropped
+   */
+  run(t: number, count: number, decision: number): number {
+    this.#decision = decision;
+    this.#dropped = 0;
+    // Steps in a row that examined every record of a client that stays.
+    let whole = 0;
+    for (let n = 0; n < count && whole < this.#clients.size; n++) {
+      let next = this.#cursor.next();
+      if (next.done === true) {
+        this.#cursor = this.#clients.values();
+        next = this.#cursor.next();
+        if (next.done === true) break;
+      }
+      const entry = next.value;
+      const examinedWhole = this.#sweepClient(entry, t);
+      if (entry.empty) this.#clients.delete(entry.clientId);
+      else whole = examinedWhole ? whole + 1 : 0;
+    }
+    return this.#dropped;
+  }
+
+  /**
+   * One step on a client: its entry's record and chain, then the next keys of its account map and
+   * of its resources. True when the step examined every record of the client.
+   */
+  #sweepClient(entry: ClientEntry, t: number): boolean {
+    if (entry.base !== -1 && this.#droppable(entry, t)) this.#drop(entry);
+    let previous: ScopeRecord = entry;
+    for (let r = entry.next; r !== null; r = r.next) {
+      if (this.#droppable(r, t)) {
+        this.#drop(r);
+        previous.next = r.next;
+      } else previous = r;
+    }
+    let whole = true;
+    const { accounts, resources } = entry;
+    if (accounts !== null) {
+      whole = this.#sweepChains(accounts, t);
+      // None left: the next accounts go in the chain again.
+      if (accounts.map.size === 0) entry.accounts = null;
+    }
+    if (resources !== null) {
+      const { map } = resources;
+      const all = stepThrough(resources, (accountCode, account) => {
+        const complete = this.#sweepChains(account, t);
+        if (account.map.size === 0) map.delete(accountCode);
+        return complete;
+      });
+      if (!all) whole = false;
+    }
+    return whole;
+  }
+
+  /** Examine the chains of the next keys; true when this call went through every key. */
+  #sweepChains(records: KeyedRecords, t: number): boolean {
+    const { map } = records;
+    return stepThrough(records, (key, first) => {
+      let head: ScopeRecord | null = first;
+      let previous: ScopeRecord | null = null;
+      for (let r: ScopeRecord | null = first; r !== null; r = r.next) {
+        if (this.#droppable(r, t)) {
+          this.#drop(r);
+          if (previous === null) head = r.next;
+          else previous.next = r.next;
+        } else previous = r;
+      }
+      if (head === null) map.delete(key);
+      else if (head !== first) map.set(key, head);
+      return true;
+    });
+  }
+
+  // Not found by the decision under way: the sweep at the cap runs while a plan's records are
+  // being found, and must not drop (and hand out again) one found a moment before.
+  #droppable(record: ScopeRecord, t: number): boolean {
+    return record.decision !== this.#decision && isQuiet(record.arena.mem, record, t);
+  }
+
+  #drop(record: ScopeRecord): void {
+    record.drop();
+    this.#dropped++;
+  }
+}
+
+/**
+ * One sweep step over `records`: visit up to KEYS_PER_STEP keys, going on from where the last step
+ * stopped; when the pass over them is over, the next starts from the first key. True when the step
+ * examined every key in full: its pass began and ended in it, and `visit` answered true for each.
+ */
+function stepThrough<T>(
+  records: KeyedRecords<T>,
+  visit: (key: string, value: T) => boolean,
+): boolean {
+  const { map } = records;
+  const fresh = records.cursor === null;
+  const total = map.size;
+  records.cursor ??= map.entries();
+  let complete = true;
+  let n = 0;
+  for (; n < KEYS_PER_STEP; n++) {
+    const next = records.cursor.next();
+    if (next.done === true) break;
+    if (!visit(next.value[0], next.value[1])) complete = false;
+  }
+  // The cursor reached the end; or a pass from the first key has examined as many keys as there
+  // were (a sweep step adds none), which spares the next step a look at the end alone.
+  const ended = n < KEYS_PER_STEP || (fresh && n >= total);
+  if (ended) records.cursor = null;
+  return ended && fresh && complete;
+}
+
+// The arenas shrink only from this many slots in all (256 KB), and only while at most
+// SHRINK_AT_MOST are in use (2 MB, a few thousand keys): copying them takes a few milliseconds.
+const SHRINK_FROM = 32_768;
+const SHRINK_AT_MOST = 1 << 18;
+
+/** Whether most of the arenas' room is free again, and what is used is small enough to copy. */
+export function shrinkDue(arenas: readonly Arena[]): boolean {
+  let used = 0;
+  let length = 0;
+  for (const arena of arenas) {
+    used += arena.usedSlots;
+    length += arena.mem.length;
+  }
+  return length >= SHRINK_FROM && used * 4 <= length && used <= SHRINK_AT_MOST;
+}
+
+/**
+ * Copy every live record, each followed by its rings and lease blocks, into a smaller array of its
+ * arena. Call only when no offset is held outside the records.
+ * @param arenas - the store's arenas
+ * @param clients - every client whose records lie in them
+ * @param minSlots - the least slots an arena keeps
+ */
+export function shrink(
+  arenas: readonly Arena[],
+  clients: Iterable<ClientEntry>,
+  minSlots: number,
+): void {
+  const copies = new Map(arenas.map((arena) => [arena, new ArenaCopy(arena, minSlots)]));
+  const move = (record: ScopeRecord) => copies.get(record.arena)!.move(record);
+  const moveChains = (records: KeyedRecords): void => {
+    for (const first of records.map.values()) {
+      for (let r: ScopeRecord | null = first; r !== null; r = r.next) move(r);
+    }
+  };
+  for (const entry of clients) {
+    for (let r: ScopeRecord | null = entry; r !== null; r = r.next) if (r.base !== -1) move(r);
+    if (entry.accounts !== null) moveChains(entry.accounts);
+    if (entry.resources !== null) {
+      for (const account of entry.resources.map.values()) moveChains(account);
+    }
+  }
+  for (const copy of copies.values()) copy.commit();
+}
+
+/** The smaller array an arena's live blocks are copied into. */
+class ArenaCopy {
+  readonly #from: Float64Array;
+  readonly #to: Float64Array;
+  #top = 0;
+
+  constructor(
+    readonly arena: Arena,
+    minSlots: number,
+  ) {
+    this.#from = arena.mem;
+    this.#to = new Float64Array(Math.max(minSlots, 2 * arena.usedSlots));
+  }
+
+  /** Copy the record's block, then its rings and lease blocks after it. */
+  move(record: ScopeRecord): void {
+    const { base, layout } = record;
+    const { policies, offsets } = layout;
+    let top = this.#top;
+    copySlots(this.#from, base, layout.size, this.#to, top);
+    record.base = top;
+    top += layout.size;
+    for (let k = 0; k < policies.length; k++) {
+      top = moveState(policies[k]!, this.#from, this.#to, record.base + offsets[k]!, top);
+    }
+    this.#top = top;
+  }
+
+  /** Hand the copy to the arena: every offset outside the records is void from here. */
+  commit(): void {
+    this.arena.replace(this.#to, this.#top);
+  }
+}
