@@ -18,9 +18,8 @@ export type HonoRateLimitOptions<E extends Env = Env, T extends string = string>
 /**
  * Make the Hono middleware. Admitted: sets the tracking id (and RateLimit fields when enabled),
  * awaits `next()` and gives the lease back when the handler has produced its response, or at once
- * when the client aborts (the request's signal). On @hono/node-server it is also given back when
- * the node response closes or its connection does, as with the node:http adapters: a pipelined
- * request whose response waits behind another's gets no abort when the connection closes.
+ * when the client goes away: on @hono/node-server when the node response or its connection closes,
+ * as with the node:http adapters; on other runtimes when the request's signal aborts.
  * Refused: returns the 429 `Response`.
  * @param options - limiter, identify, skip, failure mode, onError, tracking id, headers
  * @example
@@ -53,23 +52,38 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
       await next();
       return;
     }
-    const signal = c.req.raw.signal;
     const node = nodeBindings(c.env);
-    if (signal.aborted || (node !== undefined && clientGone(node.incoming, node.outgoing))) {
+    if (
+      node !== undefined ? !holdOnNode(node, verdict.release) : !holdOnSignal(c, verdict.release)
+    ) {
       // The client went away while an asynchronous store decided, or, on node, the connection of
       // a request queued behind another closed.
       verdict.release();
       return new Response(null, { status: 499 });
     }
-    if (node !== undefined) holdUntilClosed(node.incoming, node.outgoing, verdict.release);
-    // The verdict's release is idempotent: whichever of these comes first gives the lease back.
-    signal.addEventListener('abort', verdict.release);
     try {
       await next();
     } finally {
       verdict.release();
     }
   };
+}
+
+// On @hono/node-server the lease is given back when the node response or its connection closes.
+// The request's signal is not read there: reading it makes the full Fetch Request of every request.
+function holdOnNode(node: NodeBindings, release: () => void): boolean {
+  if (clientGone(node.incoming, node.outgoing)) return false;
+  holdUntilClosed(node.incoming, node.outgoing, release);
+  return true;
+}
+
+// Elsewhere the request's signal tells of a client that went away; the release is idempotent, so
+// whichever of the signal and the end of the handler comes first gives the lease back.
+function holdOnSignal<E extends Env>(c: Context<E>, release: () => void): boolean {
+  const signal = c.req.raw.signal;
+  if (signal.aborted) return false;
+  signal.addEventListener('abort', release);
+  return true;
 }
 
 // The path still percent-encoded as sent, not Hono's decoded `c.req.path`, so that the limiter
