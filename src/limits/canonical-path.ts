@@ -105,8 +105,8 @@ const FNV_PRIME = 16777619;
 const HASH_MASK = 0x3fffffff;
 
 /**
- * Reads raw targets into canonical segments (bounds, hash, flags) in a reused `Int32Array`, building
- * strings only on request, so a lookup that matches nothing allocates nothing. Not reentrant.
+ * Reads raw targets into canonical segments (bounds, hash, flags) in a reused `Int32Array`,
+ * building strings only on request: a lookup that matches nothing allocates nothing. Not reentrant.
  * @internal
  */
 export class PathScanner {

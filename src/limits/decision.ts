@@ -1,5 +1,5 @@
 /**
- * A limiter's answer, {@link AdmittedDecision} or {@link RefusedDecision}, made from a store's outcome.
+ * A limiter's answer, {@link AdmittedDecision} or {@link RefusedDecision}, from a store's outcome.
  * @module
  */
 import type { Policy } from './policy.js';
@@ -24,9 +24,9 @@ export interface AdmittedDecision {
   /** The time of the decision (ms). */
   readonly now: number;
   /**
-   * Give back the concurrency lease; idempotent. Bound, and the same function on every read, so it
-   * may be a callback (`res.once('close', decision.release)`). With an asynchronous store it returns
-   * the store's promise, already handled (a lease not taken back expires at its TTL).
+   * Give back the concurrency lease; idempotent. Bound, and the same function on every read, so
+   * it may be a callback (`res.once('close', decision.release)`). With an asynchronous store it
+   * returns the store's promise, already handled (a lease not taken back expires at its TTL).
    */
   readonly release: () => void;
 }

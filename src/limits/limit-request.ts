@@ -1,5 +1,5 @@
 /**
- * A request as the limiter sees it, and the one check of its fields (nothing after it checks again).
+ * A request as the limiter sees it, and the one check of its fields: nothing after it checks.
  * @module
  */
 import { InvalidRequestError } from '../errors/index.js';

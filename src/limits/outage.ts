@@ -10,7 +10,7 @@ import type { LimitStore, Plan, SyncLimitStore } from './store.js';
 
 /**
  * What a limiter does when its asynchronous store's `apply` rejects (docs/limits.md):
- * - `'reject'`: `check` rejects with the store's error; the caller (the middleware's `failure`) decides.
+ * - `'reject'`: `check` rejects with the store's error; the caller (middleware: `failure`) decides.
  * - `'open'`: admitted unlimited (no statuses, no lease), the outage reported.
  * - `'closed'`: refused with reason `unavailable` and `outageRetryAfterSeconds`: a 503, never 429.
  * - `'fallback'`: decided by a local {@link SyncLimitStore} (`fallbackStore`, a {@link MemoryStore}

@@ -1,5 +1,5 @@
 /**
- * A policy's quota read from its state: one arithmetic, so the memory and Redis stores report alike.
+ * A policy's quota read from its state: one arithmetic, so memory and Redis stores report alike.
  * @module
  */
 import type { ConcurrencyPolicy, RatePolicy, WindowPolicy } from './policy.js';

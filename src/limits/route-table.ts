@@ -50,8 +50,8 @@ export interface RouteMatch<R extends RouteRule> {
   /** Captured ids by parameter name, in canonical form (case kept unless the rule folds it). */
   readonly params: Readonly<Record<string, string>>;
   /**
-   * The canonical resource key: the pattern, then ` name=id` per parameter (` name~id` when folded).
-   * Distinct ids never share one, since a canonical id holds no space.
+   * The canonical resource key: the pattern, then ` name=id` per parameter (` name~id` when
+   * folded). Distinct ids never share one, since a canonical id holds no space.
    */
   readonly key: string;
   /**
