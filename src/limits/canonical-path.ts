@@ -1,46 +1,35 @@
 /**
- * Path canonicalisation: one linear pass over a raw request target that yields its canonical
- * segments, so that every spelling of one resource maps to one counter and a malformed path maps
- * to none. See `docs/routes.md` for the rules and the reasons behind each.
+ * Path canonicalisation: one pass over a raw request target yields its canonical segments, so every
+ * spelling of a resource maps to one counter. Rules and reasons: `docs/routes.md`.
  * @module
  */
 import { readOptions, wholeNumber } from '../internal/options.js';
 
-/**
- * The longest canonical path (everything before `?` or `#`, once canonical) accepted; longer is
- * malformed.
- */
+/** The longest canonical path (before `?` or `#`) accepted; longer is malformed. */
 export const DEFAULT_MAX_PATH_LENGTH = 2048;
 
 /**
- * How much longer than the longest canonical path the raw path may be (doubled slashes, dot
- * segments, escapes): 16 times, 32 KiB of path at the default, twice what Node's HTTP parser
- * accepts for a whole request head by default (`maxHeaderSize`, 16 KiB). A longer raw path is
- * malformed, so that the work and the memory of a scan stay bounded.
+ * How many times longer than the longest canonical path the raw path may be (32 KiB at the
+ * default); longer is malformed, so that a scan's work stays bounded.
  */
 export const RAW_PER_CANONICAL = 16;
 
 /**
- * What a version segment is once canonical: `v`, a digit, then digits, lower-case letters or
- * hyphens (`v1`, `v2`, `v0-nsfh`, `v1beta`), compared without regard to ASCII case. Words such as
- * `vouchers` or `values` are not version segments, so `v*` never swallows a literal.
+ * A canonical version segment (`v1`, `v0-nsfh`, `v1beta`), ASCII case ignored; `vouchers` is not
+ * one, so `v*` never swallows a literal.
  */
 export const VERSION_SEGMENT_PATTERN: RegExp = /^v[0-9][0-9a-z-]*$/i;
 
 /** Options of {@link canonicalPath}. */
 export interface CanonicalPathOptions {
   /**
-   * The longest path accepted, in characters of its canonical form (before the query string).
-   * The raw path may be longer: doubled slashes, dot segments and escapes of unreserved
-   * characters do not count, so padding a path with them cannot make it dodge a rule. The raw
-   * path may be up to {@link RAW_PER_CANONICAL} times this long; a longer one is malformed (keep
-   * the server's own limit on the request line below it, as Node's default is).
+   * The longest path accepted, in characters of its canonical form, so that padding cannot dodge a
+   * rule; the raw path may be up to {@link RAW_PER_CANONICAL} times this long.
    * @defaultValue {@link DEFAULT_MAX_PATH_LENGTH}
    */
   readonly maxPathLength?: number;
 }
 
-// Segment flags, stored next to each segment's bounds.
 /** The raw text of the segment already is its canonical text with case kept. @internal */
 export const SEGMENT_PLAIN = 1;
 /** The raw text of the segment already is its canonical text with ASCII case folded. @internal */
@@ -51,18 +40,13 @@ export const SEGMENT_VERSION = 4;
 /** Numbers stored per segment in {@link PathScanner.segments}: start, end, hash, flags. @internal */
 export const SEGMENT_STRIDE = 4;
 
-// Readings of a path: how one router or another takes it apart. The literal reading (none of
-// these) is what Express 5, Koa with @koa/router and Fastify 5 do by default; each bit adds what
-// some router does on top.
+// Readings of a path: the literal one (no bit) is Express 5's, Koa's and Fastify 5's; each bit
+// adds what some other router does.
 /** `\` separates segments (Node's legacy `url.parse`, a WHATWG URL parser). @internal */
 export const READ_BACKSLASH = 1;
-/**
- * `.` segments are dropped and `..` removes the one before (a WHATWG URL parser); used to refuse
- * dot segments in route patterns. @internal
- */
+/** `.` and `..` segments resolved (a WHATWG URL parser); used to refuse them in patterns. @internal */
 export const READ_DOTS = 2;
 
-// What a scan saw, in {@link PathScanner.features}.
 /** A `\` before the query. @internal */
 export const HAS_BACKSLASH = 1;
 /** A `.` or `..` segment, raw or escaped. @internal */
@@ -79,9 +63,8 @@ export const TOO_LONG = 32;
 const SLASH = 0x2f;
 const BACKSLASH = 0x5c;
 const SEMICOLON = 0x3b;
-// The Kelvin sign, which `toLowerCase()` turns into an ASCII `k`: the only character outside
-// ASCII that Unicode lower-casing makes an ASCII letter on its own (find-my-way's
-// `caseSensitive: false` lower-cases the decoded path so).
+// The Kelvin sign: the one non-ASCII character `toLowerCase()` makes ASCII (`k`), as find-my-way's
+// `caseSensitive: false` does to the decoded path.
 const KELVIN = 0x212a;
 const K_LOWER = 0x6b;
 const KELVIN_UTF8 = '%E2%84%AA';
@@ -91,10 +74,9 @@ const PERCENT = 0x25;
 const DOT = 0x2e;
 const HEX = '0123456789ABCDEF';
 
-// Character classes of ASCII code units inside a segment.
 const CONTROL = 0; // never allowed: the path is malformed
 const UNRESERVED = 1; // kept as is (RFC 3986 section 2.3)
-const ENCODE = 2; // every other printable character is written as upper-case %XX
+const ENCODE = 2; // written as upper-case %XX
 const PCT = 3;
 const CLASS = new Uint8Array(128).fill(ENCODE);
 for (let c = 0; c < 0x20; c++) CLASS[c] = CONTROL;
@@ -111,33 +93,26 @@ function hexValue(c: number): number {
   return -1;
 }
 
-// Version segment recogniser over folded canonical characters: v, digit, then [0-9a-z-]*.
+// Version segment recogniser: v, digit, then [0-9a-z-]*.
 const V_START = 0;
 const V_AFTER_V = 1;
 const V_ACCEPT = 2;
 const V_DEAD = 3;
 
-// FNV-1a over the folded canonical characters; masked to a small integer so that a Map keyed by
-// it never boxes a number.
+// FNV-1a of the folded canonical text, masked to a small integer so a Map keyed by it never boxes.
 const FNV_OFFSET = 0x811c9dc5 | 0;
 const FNV_PRIME = 16777619;
 const HASH_MASK = 0x3fffffff;
 
 /**
- * Reads raw request targets into canonical segments without allocating: the bounds, a hash of the
- * folded canonical text and flags of each segment go into a reused `Int32Array`. The strings
- * themselves are built only when asked for ({@link PathScanner.text}), so a lookup that matches
- * nothing allocates nothing. Not reentrant: one scanner serves one synchronous caller at a time.
+ * Reads raw targets into canonical segments (bounds, hash, flags) in a reused `Int32Array`,
+ * building strings only on request: a lookup that matches nothing allocates nothing. Not reentrant.
  * @internal
  */
 export class PathScanner {
   /** Longest accepted path. */
   readonly maxLength: number;
-  /**
-   * `SEGMENT_STRIDE` numbers per canonical segment of the last scan. Replaced by a larger array
-   * when a scan holds more segments at once than it has room for (a path that climbs back with
-   * `..`), so read it after the scan.
-   */
+  /** `SEGMENT_STRIDE` numbers per segment of the last scan; may be replaced by a scan, so read it after. */
   segments: Int32Array;
   // The canonical length of each segment of the last scan, so that `..` can give it back.
   private lengths: Int32Array;
@@ -145,7 +120,6 @@ export class PathScanner {
   /** What the last scan saw: `HAS_*` bits and `TOO_LONG`. */
   features = 0;
 
-  // State of the segment being read or rebuilt.
   private hash = 0;
   private length = 0;
   private dots = true;
@@ -176,21 +150,14 @@ export class PathScanner {
     let i = pathStart(raw);
     if (i < 0) return -1;
     if (i > 0) this.features = HAS_AUTHORITY;
-    // The raw path is bounded too, so that the work and the room for segments are: a path padded
-    // past this is malformed (see RAW_PER_CANONICAL).
     const rawLimit = this.maxLength * RAW_PER_CANONICAL;
     if (i > rawLimit) return -1;
-    // Express, Koa and Fastify keep `\` inside a segment (Hono's node server refuses it); only a
-    // WHATWG URL parser and Node's legacy `url.parse` read it as `/`.
     const backslash = (reading & READ_BACKSLASH) !== 0 ? BACKSLASH : SLASH;
     const resolve = (reading & READ_DOTS) !== 0;
     let features = this.features;
     let count = 0;
-    // The length of the canonical path: the limit applies to it, not to the raw text, or a path
-    // padded with `//` past the limit would match no rule while a router that collapses them
-    // (Fastify's ignoreDuplicateSlashes) serves the same resource.
+    // The limit applies to the canonical length, so `//` padding cannot dodge a rule.
     let canonical = 0;
-    // Whether the last thing read was a separator, to see empty segments.
     let separated = false;
     while (i < total) {
       const c = raw.charCodeAt(i);
@@ -217,8 +184,7 @@ export class PathScanner {
       if (this.dots && this.length <= 2) {
         features |= HAS_DOT_SEGMENT;
         if (resolve) {
-          // `.` is dropped and `..` removes the segment before it, never climbing above the root
-          // (RFC 3986 section 5.2.4).
+          // Never above the root (RFC 3986 section 5.2.4).
           if (this.length === 2 && count > 0) {
             count--;
             canonical -= 1 + (this.lengths[count] as number);
@@ -247,9 +213,7 @@ export class PathScanner {
     return count;
   }
 
-  // Double the room for segments; only a path that holds more segments at once than a canonical
-  // path of the maximum length could (before `..` removes them) needs it, and the raw limit bounds
-  // how many that can be.
+  // Only a path climbing back with `..` needs it; the raw limit bounds how often.
   private grow(): void {
     const lengths = new Int32Array(this.lengths.length * 2);
     lengths.set(this.lengths);
@@ -368,7 +332,6 @@ export class PathScanner {
     return i + 1;
   }
 
-  // One unreserved character of the canonical text.
   private character(c: number): void {
     const upper = c >= 0x41 && c <= 0x5a;
     const folded = upper ? c | 0x20 : c;
@@ -387,9 +350,8 @@ export class PathScanner {
     if (this.out !== null) this.out += String.fromCharCode(this.foldOut ? folded : c);
   }
 
-  // The Kelvin sign: written as its UTF-8 escapes, but folded (hash, folded text, version) as the
-  // `k` that a router lower-casing with Unicode rules makes of it, so that `boo\u212Aings` does not
-  // dodge the rule for `bookings` under find-my-way's `caseSensitive: false`.
+  // Written as its escapes but folded as `k`, so `boo\u212Aings` cannot dodge the rule for
+  // `bookings` under find-my-way's `caseSensitive: false`.
   private kelvin(): void {
     this.hash = Math.imul(this.hash ^ K_LOWER, FNV_PRIME);
     this.length += KELVIN_UTF8.length;
@@ -399,7 +361,6 @@ export class PathScanner {
     if (this.out !== null) this.out += this.foldOut ? 'k' : KELVIN_UTF8;
   }
 
-  // One octet written as upper-case %XX.
   private octet(b: number): void {
     const hi = HEX.charCodeAt(b >> 4);
     const lo = HEX.charCodeAt(b & 0xf);
@@ -427,8 +388,8 @@ function isEscapedKelvin(raw: string, i: number, end: number): boolean {
   );
 }
 
-// Index where the path begins: 0 for origin-form; after the authority for absolute-form
-// (`http://host/path`, which Node accepts and routers resolve to the same handler); -1 otherwise.
+// 0 for origin-form; after the authority for absolute-form (Node accepts it and routers resolve it
+// to the same handler); -1 otherwise.
 function pathStart(raw: string): number {
   const total = raw.length;
   if (total === 0) return -1;
@@ -466,13 +427,10 @@ export function readMaxPathLength(options: unknown, owner: string): number {
 const defaultScanner = new PathScanner(DEFAULT_MAX_PATH_LENGTH);
 
 /**
- * The canonical form of a raw request path, or `undefined` when it is malformed: the path as the
- * supported routers (Express 5, Koa with @koa/router, Fastify 5) read it. Query string and
- * fragment are dropped; `%XX` of an unreserved character is decoded; every other character that
- * is not unreserved is written as upper-case `%XX` (UTF-8 for non-ASCII), a `\` included, which
- * those routers keep inside its segment; `/` separates segments and empty segments are dropped;
- * `.` and `..` segments stay, since no supported router resolves them. Case is kept: matching
- * folds literal and version segments, not this function. See `docs/routes.md`.
+ * The canonical form of a raw request path as Express 5, Koa and Fastify 5 read it, or `undefined`
+ * when it is malformed: query and fragment dropped, escapes of unreserved characters decoded, other
+ * characters as upper-case `%XX`, empty segments dropped, dot segments and case kept. See
+ * `docs/routes.md`.
  * @param raw - the request target as received, e.g. `req.url`
  * @param options - the maximum path length
  * @returns `/a/b` (or `/` for the root), or `undefined` for a malformed path; never throws for

@@ -1,7 +1,5 @@
 /**
- * A limiter's answer: {@link AdmittedDecision} (with a lease to give back) or
- * {@link RefusedDecision} (with a truthful Retry-After and the limit that was hit), made from a
- * store's outcome.
+ * A limiter's answer, {@link AdmittedDecision} or {@link RefusedDecision}, from a store's outcome.
  * @module
  */
 import type { Policy } from './policy.js';
@@ -21,19 +19,14 @@ import { admissionWithoutStatuses, NO_STATUSES } from './store.js';
 export interface AdmittedDecision {
   /** Discriminant. */
   readonly allowed: true;
-  /**
-   * Every policy that applied, with what remains of it; empty when checked with
-   * `{ statuses: false }`.
-   */
+  /** Every policy that applied, with what remains; empty when checked with `{ statuses: false }`. */
   readonly statuses: readonly PolicyStatus[];
   /** The time of the decision (ms). */
   readonly now: number;
   /**
-   * Give back the concurrency lease. Idempotent: a second call does nothing. A function bound to
-   * its decision, so it may be passed on as a callback (`res.once('close', decision.release)`);
-   * every read gives the same function. With an asynchronous store it returns the store's
-   * promise, already handled (a lease the store fails to take back expires at its TTL), so that
-   * a caller may report the failure; a store's synchronous throw is passed on.
+   * Give back the concurrency lease; idempotent. Bound, and the same function on every read, so
+   * it may be a callback (`res.once('close', decision.release)`). With an asynchronous store it
+   * returns the store's promise, already handled (a lease not taken back expires at its TTL).
    */
   readonly release: () => void;
 }
@@ -47,16 +40,11 @@ export interface RefusedDecision {
   /** The instant (ms) a retry may be sent: `now + retryAfterSeconds * 1000`. */
   readonly retryAt: number;
   /**
-   * The limit that was hit (for the 429 body); absent when the reason is `capacity` or
-   * `unavailable`. It is the limiter's frozen copy of the policy, taken when it first read the
-   * policy's list: the same kind, name and numbers as the policy given, but not the same object
-   * (compare policies by `name`, which is unique within a list).
+   * The limit that was hit; absent for `capacity` and `unavailable`. The limiter's frozen copy of
+   * the policy, not the object given: compare by `name`, unique within a list.
    */
   readonly policy: Policy | undefined;
-  /**
-   * Why: a full limit, a block from an earlier refusal, the store at its key cap, or a networked
-   * store that could not decide and fails closed.
-   */
+  /** Why: a full limit, a block, the store's key cap, or a store outage failing closed. */
   readonly reason: RefusalReason;
   /** Every policy that applied, unchanged by this request. */
   readonly statuses: readonly PolicyStatus[];
@@ -114,7 +102,6 @@ abstract class WithStatuses {
   }
 }
 
-// The release of a decision that holds no lease: there is nothing to give back.
 const NOTHING_TO_RELEASE = (): void => undefined;
 
 class Admitted extends WithStatuses implements AdmittedDecision {
@@ -131,8 +118,7 @@ class Admitted extends WithStatuses implements AdmittedDecision {
     this.#store = store;
   }
 
-  // An accessor, so that `decision.release` works apart from its decision (as an event
-  // listener); made on first read and kept, so that removeEventListener finds the same function.
+  // Made on first read and kept, so that removeEventListener finds the same function.
   get release(): () => void {
     let release = this.#release;
     if (release === undefined) {
@@ -142,8 +128,7 @@ class Admitted extends WithStatuses implements AdmittedDecision {
     return release;
   }
 
-  // Once per decision, although the stores' releases are idempotent: a second release on a
-  // networked store would still cost a round trip, and a second call is documented to do nothing.
+  // Once per decision: a second release on a networked store would still cost a round trip.
   #giveBack(): Promise<void> | undefined {
     const lease = this.#lease;
     if (lease === undefined) return undefined;

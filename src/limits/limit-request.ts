@@ -1,6 +1,5 @@
 /**
- * A request as the limiter sees it, and the one check of its fields: `Limiter.check` is public,
- * so it checks what it is given; nothing after it checks again.
+ * A request as the limiter sees it, and the one check of its fields: nothing after it checks.
  * @module
  */
 import { InvalidRequestError } from '../errors/index.js';
@@ -15,10 +14,7 @@ export interface LimitRequest<T extends string = string> {
   readonly clientId: string;
   /** The account code. */
   readonly accountCode: string;
-  /**
-   * Picks the preset when the limiter has one per account type (`live`, `development`, `trial`).
-   * Typed as the keys of the limiter's presets when they are known (`presets.byAccountType`).
-   */
+  /** Picks the preset when the limiter has one per account type (`live`, `development`, `trial`). */
   readonly accountType?: T | undefined;
   /** The HTTP method. */
   readonly method: string;
@@ -26,10 +22,7 @@ export interface LimitRequest<T extends string = string> {
   readonly path: string;
 }
 
-/**
- * A {@link LimitRequest} whose fields are plain values, read once from wherever they came from.
- * The rate limit gate makes one per request; a `policies` function is handed one.
- */
+/** A {@link LimitRequest} of plain values, read once; a `policies` function is handed one. */
 export class RequestFields implements LimitRequest {
   /**
    * @param clientId - the client id
@@ -48,7 +41,7 @@ export class RequestFields implements LimitRequest {
 }
 
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
-// The methods nearly every request has, accepted without running the token pattern.
+// Accepted without running the token pattern.
 const COMMON_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 /** The error for a request that is no object. @internal */
@@ -69,8 +62,7 @@ export function unreadableRequest(cause: unknown): InvalidRequestError {
 }
 
 /**
- * Check the fields of a request, read once by the caller; positional, so that `check` makes no
- * object per request.
+ * Positional, so that `check` makes no object per request.
  * @throws InvalidRequestError naming the field
  * @internal
  */

@@ -1,8 +1,6 @@
 /**
- * Route rules of a preset: per-resource limits and exemptions, as the specification's
- * "Per-resource limits" and "Throttling" sections write them. A rule names a route pattern; its
- * policies are counted per client, account and resource (the canonical resource key of the
- * match), and its `exempt` list names preset policies that matching requests skip.
+ * Route rules of a preset: per-resource limits and exemptions (the specification's "Per-resource
+ * limits" and "Throttling").
  * @module
  */
 import { ConfigurationError } from '../errors/index.js';
@@ -87,10 +85,7 @@ const rowList = listOf(
 );
 
 /**
- * {@link resourceRules}, with messages that name where the rows come from.
- * @param rows - the rows as given
- * @param prefix - prefix of each policy's name
- * @param what - where the rows come from, e.g. `livePreset option resourceLimits`
+ * {@link resourceRules}, with messages naming `what`, e.g. `livePreset option resourceLimits`.
  * @internal
  */
 export function rulesOfRows(rows: unknown, prefix: string, what: string): LimitRule[] {

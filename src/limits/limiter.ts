@@ -1,8 +1,5 @@
 /**
- * The engine: `request -> plan -> store -> decision`. It attributes a request to its client and
- * account, picks the policies that apply, asks the store to apply them atomically, and returns a
- * decision: admitted (with a lease to give back) or refused (with a truthful Retry-After and the
- * limit that was hit). See docs/limits.md.
+ * The engine: `request -> plan -> store -> decision`. See docs/limits.md.
  * @module
  */
 import { type Clock, isClockTime, MAX_CLOCK_MS, systemClock } from '../clock.js';
@@ -53,13 +50,10 @@ export interface LimiterOptions<
    */
   preset?: P;
   /**
-   * Your own policies instead of a preset: a list, or a function that picks them per request.
-   * Lists with the same policies (equal kinds, names and numbers) share their state; each
-   * distinct list is remembered for the limiter's life so that its state is found again, so a
-   * function should pick from a bounded set of lists (plans, tiers), never build limits from
-   * request input. A list is read once, when the limiter first meets it: the limiter keeps a
-   * frozen copy of each policy, so changing the objects later changes no decision (give a new
-   * list instead).
+   * Your own policies instead of a preset: a list, or a function that picks one per request. Lists
+   * with the same policies share their state. Each distinct list is remembered for the limiter's
+   * life, so pick from a bounded set, never build limits from request input. A list is read once,
+   * when first met: changing the objects later changes no decision.
    */
   policies?: PolicySource;
   /**
@@ -74,9 +68,8 @@ export interface LimiterOptions<
   /** Longest client id and account code accepted, in characters. @defaultValue 256 */
   maxIdLength?: number;
   /**
-   * What a store outage does (see {@link OutageMode}): decided here, or by the caller. Behind the
-   * HTTP middleware, leave it `'reject'` and set the middleware's `failure`, or set it here and
-   * leave `failure` out: the middleware refuses both at once, so that one place decides.
+   * What a store outage does (see {@link OutageMode}). Behind the middleware, set this or its
+   * `failure`, never both: one place decides.
    * @defaultValue `'reject'`
    */
   outage?: OutageMode;
@@ -91,8 +84,7 @@ export interface LimiterOptions<
    */
   outageRetryAfterSeconds?: number;
   /**
-   * Told of every outage the limiter decides (`outage` other than `'reject'`). An exception
-   * thrown here is ignored.
+   * Told of every outage the limiter decides; an exception thrown here is ignored.
    * @defaultValue one line on `console.error`
    */
   onOutage?: (event: OutageEvent) => void;
@@ -101,10 +93,8 @@ export interface LimiterOptions<
 /** Options of one {@link Limiter.check}. */
 export interface CheckOptions {
   /**
-   * Report what remains of each policy in an admitted decision's `statuses`. Turn it off when
-   * nothing reads them (no RateLimit header fields, say): the store then skips counting them and
-   * an admitted decision's `statuses` is empty. Refused decisions always carry them. The
-   * middleware turns it off unless it sends the RateLimit fields.
+   * Report what remains of each policy in an admitted decision's `statuses`. Off spares the store
+   * counting them when nothing reads them; refused decisions always carry them.
    * @defaultValue true
    */
   readonly statuses?: boolean;
@@ -131,8 +121,8 @@ export interface Limiter<S extends LimitStore = LimitStore, T extends string = s
 }
 
 /**
- * Make a limiter. Its policies are read and copied here (a policy list that a `policies`
- * function returns: the first time the limiter meets it), and never read again.
+ * Make a limiter. Its policies are read and copied here (or when a `policies` function first
+ * returns them), and never read again.
  * @param options - the limits (`preset` or `policies`), `store`, `clock`
  * @throws ConfigurationError for options that are missing, not an object, unreadable or invalid;
  *   the message names the option and says what to change
@@ -301,7 +291,7 @@ function isPlainMemoryStore(store: LimitStore): boolean {
   }
 }
 
-// check's options, read without an object of their own: the middleware passes them per request.
+// Read without an object of their own: the middleware passes them per request.
 function wantsStatuses(options: CheckOptions): boolean {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigurationError(

@@ -1,6 +1,5 @@
 /**
- * What a limiter does when its store has an outage: the modes, and the handler that decides a
- * request while the store is away.
+ * What a limiter does when its store has an outage: the modes, and their handler.
  * @module
  */
 import { ConfigurationError } from '../errors/index.js';
@@ -10,17 +9,12 @@ import { MemoryStore } from './memory/store.js';
 import type { LimitStore, Plan, SyncLimitStore } from './store.js';
 
 /**
- * What a limiter does when its store has an outage (an asynchronous store whose `apply` rejects,
- * as the Redis store does when Redis times out, is unreachable or fails):
- * - `'reject'`: `check` rejects with the store's error (a `RedisStoreError`), and the caller
- *   decides. The HTTP middleware then decides with its own `failure` option.
- * - `'open'`: the request is admitted unlimited (no statuses, no lease), and the outage reported.
- * - `'closed'`: the request is refused with reason `unavailable` and a Retry-After of
- *   `outageRetryAfterSeconds`; no limit of the client was reached, so answer it 503, never 429
- *   (the middleware does).
- * - `'fallback'`: the request is decided by a local {@link SyncLimitStore} (the `fallbackStore`, a
- *   {@link MemoryStore} by default) standing in while the store is away: limited per process, its
- *   lease given back to the fallback store. The memory store is bounded by its `maxKeys`.
+ * What a limiter does when its asynchronous store's `apply` rejects (docs/limits.md):
+ * - `'reject'`: `check` rejects with the store's error; the caller (middleware: `failure`) decides.
+ * - `'open'`: admitted unlimited (no statuses, no lease), the outage reported.
+ * - `'closed'`: refused with reason `unavailable` and `outageRetryAfterSeconds`: a 503, never 429.
+ * - `'fallback'`: decided by a local {@link SyncLimitStore} (`fallbackStore`, a {@link MemoryStore}
+ *   by default), limited per process.
  */
 export type OutageMode = 'reject' | 'open' | 'closed' | 'fallback';
 

@@ -1,6 +1,5 @@
 /**
- * Limit policies as plain data, made by small factories: {@link window}, {@link rate},
- * {@link concurrency}. Each policy has a name that the 429 body uses to say which limit was hit.
+ * Limit policies as plain data, made by {@link window}, {@link rate} and {@link concurrency}.
  * @module
  */
 import { ConfigurationError } from '../errors/index.js';
@@ -15,10 +14,7 @@ import {
 } from '../internal/options.js';
 import { aDuration, type Duration, formatDuration, toMilliseconds } from './duration.js';
 
-/**
- * At most `limit` admitted requests in any half-open interval `[t, t + windowMs)`: a sliding
- * window, enforced exactly.
- */
+/** At most `limit` admissions in any interval `[t, t + windowMs)`: an exact sliding window. */
 export interface WindowPolicy {
   /** Discriminant. */
   readonly kind: 'window';
@@ -59,16 +55,10 @@ export interface ConcurrencyPolicy {
 /** Any policy. */
 export type Policy = WindowPolicy | RatePolicy | ConcurrencyPolicy;
 
-/**
- * The shortest emission interval of a rate policy, in ms (a microsecond: a million per second).
- * A shorter one vanishes when added to a time in milliseconds, and the bucket would never fill.
- */
+/** The shortest emission interval (ms): a shorter one vanishes when added to a time in ms. */
 const MIN_EMISSION_INTERVAL_MS = 0.001;
 
-/**
- * The longest emission interval and burst tolerance of a rate policy, in ms: 8.64e15, the latest
- * time a clock may return. A longer one would announce a Retry-After past any date.
- */
+/** The longest emission interval and burst tolerance (ms): the latest time a clock may return. */
 const MAX_RATE_SPAN_MS = 8.64e15;
 
 /** Options common to every policy factory. */
@@ -176,10 +166,8 @@ export function concurrency(max: number, options: ConcurrencyOptions = {}): Conc
 }
 
 /**
- * Check a list of policies as a limiter would, and copy it: each well-formed, names unique. Each
- * field of each policy is read once, and the copy holds exactly the fields of its kind as plain,
- * frozen data, so that a getter, a later change to the objects or an extra field cannot change
- * what the copy says. A limiter works from such copies only.
+ * Check a list of policies as a limiter would, and copy it: each field read once into frozen plain
+ * data, so a getter or a later change cannot change what the copy says.
  * @param policies - the policies of one scope
  * @returns a frozen array of frozen copies, in the same order
  * @throws ConfigurationError `invalid_policy` for anything that is not a valid policy (a rate
@@ -190,12 +178,7 @@ export function checkPolicies(policies: readonly unknown[]): readonly Policy[] {
   return copyPolicies(policies, 'policies');
 }
 
-/**
- * {@link checkPolicies}, with messages that say where the list comes from.
- * @param policies - the list as given
- * @param where - where it comes from, e.g. `preset live: rules[2].policies`
- * @internal
- */
+/** {@link checkPolicies}, with messages naming `where`, e.g. `preset live: rules[2].policies`. @internal */
 export function copyPolicies(policies: unknown, where: string): readonly Policy[] {
   if (!isArray(policies)) {
     throw new ConfigurationError(
@@ -238,10 +221,6 @@ const FIELDS = {
 
 type Kind = keyof typeof FIELDS;
 
-/**
- * A list's element, and the fields of its kind read once each; no fields when it is not an
- * object of a known kind.
- */
 interface ReadPolicy {
   readonly value: unknown;
   readonly kind: Kind | undefined;
@@ -341,11 +320,7 @@ function burstToleranceProblem(perSecond: number, burst: number): string | undef
   return `burst ${burst} at ${perSecond} per second gives a burst tolerance ((burst - 1) * 1000 / perSecond) of ${tolerance} ms; it must be at most ${MAX_RATE_SPAN_MS} ms: lower the burst or raise perSecond`;
 }
 
-/**
- * A count of a policy (a limit, a burst, a maximum): a whole number >= 1, refused as
- * `invalid_limit`.
- * @internal
- */
+/** A limit, a burst or a maximum: a whole number >= 1, refused as `invalid_limit`. @internal */
 export const limitCount: Rule<number> = worded(
   wholeNumber(),
   wholeNumber().expected,
@@ -367,11 +342,8 @@ const CONCURRENCY_RULES = { name: policyName, leaseTtl: aDuration, retryAfter: a
 const identities = new WeakMap<readonly Policy[], string>();
 
 /**
- * The identity of a policy list as data: two lists get the same string exactly when they hold the
- * same policies, so that state is kept per list content on every store (two limiters made from one
- * preset count a client together). Policies are plain data with their fields in a fixed order, so
- * their JSON is that identity; it is computed once per list.
- * @param policies - a list of checked policies
+ * The same string exactly for lists of the same policies, so every store keeps state per content
+ * (two limiters from one preset count together); the JSON of fixed-order fields, once per list.
  * @internal
  */
 export function policyListIdentity(policies: readonly Policy[]): string {

@@ -1,10 +1,6 @@
 /**
- * The specification's limits as presets (section "Limits"): global limits, the throttle, the
- * per-resource tables and the throttle exemptions.
- *
- * Live: 200 per second in bursts, 100 per second on average, 3500 per minute, all three at once.
- * Development and Trial: 5 per second and 200 per minute. The throttle's number is not given by the
- * specification; the defaults here are ours (see docs/limits.md).
+ * The specification's limits as presets (section "Limits"); the throttle's defaults are ours
+ * (docs/limits.md).
  * @module
  */
 import { anything, readOptions } from '../internal/options.js';
@@ -28,10 +24,7 @@ import {
 /** The account types the specification names. */
 export type AccountType = 'live' | 'development' | 'trial';
 
-/**
- * A named set of limits: policies counted per client id and account code, and route rules
- * (per-resource limits, exemptions). Plain data: copy it and change numbers or rules freely.
- */
+/** A named set of limits: policies per client and account, and route rules. Plain data. */
 export interface LimitPreset {
   /** Account type or your own label; used in configuration error messages. */
   readonly name: string;
@@ -59,16 +52,13 @@ export interface PresetOptions {
   throttleExemptRoutes?: readonly string[];
 }
 
-/**
- * Default throttle for Live: 20 in flight. At the specification's average rate (100 per second)
- * and median response time (150 ms) a client has about 15 requests in flight; 20 leaves headroom.
- */
+/** Default throttle for Live: 20 in flight (about 15 at 100/s and 150 ms, plus headroom). */
 export const DEFAULT_LIVE_CONCURRENCY = 20;
 
 /** Default throttle for Development and Trial: 5 in flight, the per-second limit of those accounts. */
 export const DEFAULT_DEVELOPMENT_CONCURRENCY = 5;
 
-/** The options of a preset factory, read once; the tables are read by the rule builders. */
+/** The tables are read by the rule builders. */
 interface PresetParts {
   readonly throttle: ConcurrencyPolicy;
   readonly resourceLimits: unknown;

@@ -1,6 +1,6 @@
 /**
- * The compiled route table: every rule's pattern in one segment trie per method, so that finding
- * every rule that applies to a request costs the same with five rules or five thousand.
+ * The compiled route table: one segment trie per method, so a match costs the same with five rules
+ * or five thousand.
  * @module
  */
 
@@ -30,16 +30,12 @@ import {
 } from './canonical-path.js';
 import { literalHash, parseRoutePattern, type RoutePattern } from './route-pattern.js';
 
-/**
- * What a rule must carry: its route pattern. Everything else on the rule (policies, exemptions)
- * is the caller's payload, handed back untouched with each match.
- */
+/** What a rule must carry: its route pattern; the rest is the caller's, handed back with each match. */
 export interface RouteRule {
   /** A route pattern, e.g. `PATCH /booking/v*` followed by `/bookings/{id}`. */
   readonly route: string;
   /**
-   * Fold the ASCII case of captured ids, for resources whose ids the application compares
-   * without regard to case (otherwise `ABC` and `abc` are two resources).
+   * Fold the ASCII case of captured ids (otherwise `ABC` and `abc` are two resources).
    * @defaultValue false
    */
   readonly caseInsensitiveIds?: boolean;
@@ -54,17 +50,13 @@ export interface RouteMatch<R extends RouteRule> {
   /** Captured ids by parameter name, in canonical form (case kept unless the rule folds it). */
   readonly params: Readonly<Record<string, string>>;
   /**
-   * The canonical resource key: the pattern's canonical spelling, then ` name=id` for each
-   * parameter (` name~id` when the rule folds id case). Equivalent spellings of one request give
-   * one key; distinct ids never share one, since a canonical id holds no space.
+   * The canonical resource key: the pattern, then ` name=id` per parameter (` name~id` when
+   * folded). Distinct ids never share one, since a canonical id holds no space.
    */
   readonly key: string;
   /**
-   * True when every supported router reads the path alike and routes it to this rule's handler:
-   * an origin-form path with no `\`, no `.` or `..` segment and no `;`, no empty
-   * segment (no doubled or trailing slash), each literal segment spelled as the pattern writes it
-   * (no escape, no change of case) and each version segment in lower case without escapes. Only
-   * a plain match grants an exemption: where routers could disagree, the stricter answer wins.
+   * True when every supported router reads the path alike and routes it to this rule's handler
+   * (see `docs/routes.md`). Only a plain match grants an exemption.
    */
   readonly plain: boolean;
 }
@@ -72,8 +64,7 @@ export interface RouteMatch<R extends RouteRule> {
 /** Options of {@link compileRoutes}. */
 export interface RouteTableOptions {
   /**
-   * The longest request path considered, counted on its canonical form (padding with `//`,
-   * `/./` or escapes does not count); a longer one is malformed and matches nothing.
+   * The longest request path considered, in canonical characters; longer matches nothing.
    * @defaultValue 2048
    */
   readonly maxPathLength?: number;
@@ -86,8 +77,7 @@ export interface RouteTable<R extends RouteRule> {
   /** The longest request path considered. */
   readonly maxPathLength: number;
   /**
-   * Every rule that applies to a request, in the order the rules were given. Never throws: a
-   * malformed path (bad percent-encoding, a control character, too long, not a string) or a
+   * Every rule that applies to a request, in the order given. Never throws: a malformed path or a
    * method that is not a string matches nothing.
    * @param method - the request method; ASCII case is folded
    * @param path - the raw request target, e.g. `req.url`
@@ -178,15 +168,10 @@ export function compileRoutes<R extends RouteRule>(
   return new CompiledRouteTable(Object.freeze(list), maxPathLength, byMethod, anyMethod, depth);
 }
 
-// The shortest canonical text of a path segment each kind of pattern segment matches: a literal
-// its own text, `v*` a `v` and a digit, `{name}` one character.
 const SHORTEST_VERSION = 2;
 const SHORTEST_PARAM = 1;
 
-/**
- * The length of the shortest canonical path a pattern matches: each segment with its `/`. The
- * root alone is `/`, which the scanner counts as 0, as it does here.
- */
+/** The root alone counts 0 here, as in the scanner. */
 function shortestMatch(pattern: RoutePattern): number {
   let length = 0;
   for (const segment of pattern.segments) {
@@ -205,7 +190,6 @@ const RULE_SHAPE = "an object with a string route such as 'GET /booking/v*/offer
 
 const routeFields = withFields(['route', 'caseInsensitiveIds'], RULE_SHAPE, 'invalid_route_rule');
 
-// The rules are handed back as given, each read by routeFields when it is compiled.
 const ruleList = worded(
   listOf(worded(anything(), RULE_SHAPE, 'invalid_route_rule')),
   'an array of { route } objects',
@@ -213,7 +197,6 @@ const ruleList = worded(
 
 const aFlag = worded(aBoolean, aBoolean.expected, 'invalid_route_rule');
 
-// The route and the case flag of a rule, checked, and the route parsed.
 function parseRule(
   rule: RouteRule,
   order: number,
@@ -289,7 +272,7 @@ class CompiledRouteTable<R extends RouteRule> implements RouteTable<R> {
     const raw = path as string;
     const others = otherReadings(raw, features);
     if (others === NO_READINGS) {
-      // The common case: one reading, no allocation on a miss.
+      // The common case: no allocation on a miss.
       if (count < 0) return NO_MATCHES;
       const found = this.find(root, raw, count);
       if (found === null) return NO_MATCHES;
@@ -410,16 +393,12 @@ const NO_READINGS: readonly number[] = Object.freeze([]);
 const LEGACY_READING: readonly number[] = Object.freeze([READ_BACKSLASH]);
 const SLASH = 0x2f;
 
-// Characters that make `parseurl` (Express, Koa) hand an origin-form target to Node's legacy
-// `url.parse` (as it does every target that does not start with `/`).
+// Characters that make `parseurl` (Express, Koa) hand an origin-form target to legacy `url.parse`.
 const LEGACY_PARSE = /[#\t\n\f\r \u00a0\ufeff]/;
 
 /**
- * The readings of a path besides the literal one that a supported router takes. Only one: where
- * `parseurl` (Express, Koa) hands the target to Node's legacy `url.parse`, which reads each `\`
- * before the query as `/`, while find-my-way keeps it inside its segment. Hono's node server
- * refuses a `\` in the path (400) and resolves dot segments before Hono routes and the adapter
- * reads the URL, so no other reading is needed.
+ * Readings besides the literal one: only legacy `url.parse`'s `\` as `/`. Hono's node server
+ * refuses `\` and resolves dot segments itself, so it needs none.
  */
 function otherReadings(raw: string, features: number): readonly number[] {
   if ((features & HAS_BACKSLASH) === 0) return NO_READINGS;

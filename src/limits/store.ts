@@ -1,8 +1,6 @@
 /**
- * The contract between the engine and a store. The engine turns a request into a {@link Plan}; the
- * store applies the whole plan atomically (check every policy, record all or nothing) and answers
- * with a {@link StoreOutcome}. The memory store answers synchronously; a networked store with a
- * promise.
+ * The contract between the engine and a store: a {@link Plan} in, applied atomically (all or
+ * nothing), a {@link StoreOutcome} out.
  * @module
  */
 import type { Policy } from './policy.js';
@@ -13,10 +11,7 @@ export interface PlanScope {
   readonly clientId: string;
   /** The account code the request is attributed to. */
   readonly accountCode: string;
-  /**
-   * `''` for the client and account as a whole (global limits and the throttle); otherwise the
-   * canonical key of one of their resources, counted apart.
-   */
+  /** `''` for the client and account as a whole; otherwise the canonical key of a resource. */
   readonly resource: string;
   /** Every policy of the scope, in a fixed order; state is kept per position. */
   readonly policies: readonly Policy[];
@@ -29,10 +24,8 @@ export interface Plan {
   /** Scopes in a fixed order; decisions name policies by their position here. */
   readonly scopes: readonly PlanScope[];
   /**
-   * `false`: the caller does not read what remains of each policy when the request is admitted,
-   * so an admitted outcome may leave `policies` and `values` empty and the store may skip the
-   * work of counting them (the memory store then drops a window's expired admissions only when
-   * they matter). A refused outcome reports them either way.
+   * `false`: an admitted outcome may leave `policies` and `values` empty, sparing the store the
+   * work of counting them. A refused outcome reports them either way.
    * @defaultValue true
    */
   readonly statuses?: boolean;
@@ -40,10 +33,7 @@ export interface Plan {
 
 /** The state of one policy after a decision. */
 export interface PolicyStatus {
-  /**
-   * The policy: from a limiter, its frozen copy of the policy given (the same kind, name and
-   * numbers, not the same object; see `RefusedDecision.policy`).
-   */
+  /** The policy: from a limiter, its frozen copy of the policy given, not the same object. */
   readonly policy: Policy;
   /** Requests it would still admit at once. */
   readonly remaining: number;
@@ -52,10 +42,9 @@ export interface PolicyStatus {
 }
 
 /**
- * What every outcome reports of the active policies, in plan order, as parallel data: `policies[k]`
- * has `values[2k]` requests remaining and its full quota back in `values[2k + 1]` ms. Compact, so
- * that a decision costs few allocations; the limiter turns it into {@link PolicyStatus} objects
- * only when they are read.
+ * The active policies' state, in plan order: `policies[k]` has `values[2k]` remaining and its full
+ * quota back in `values[2k + 1]` ms. Compact, so a decision allocates little; the limiter makes
+ * {@link PolicyStatus} objects only when read.
  */
 export interface OutcomeStatuses {
   /** The active policies, in plan order. */
@@ -72,10 +61,7 @@ export type RefusalReason =
   | 'blocked'
   /** The store holds as many keys as it may and this request needs a new one. */
   | 'capacity'
-  /**
-   * The store could not decide (timeout, connection lost, script error) and the limiter refuses
-   * (`outage: 'closed'`); no limit was reached, so the middleware answers it 503, never 429.
-   */
+  /** The store could not decide and the limiter refuses (`outage: 'closed'`): a 503, never a 429. */
   | 'unavailable';
 
 /** A store's answer to a plan. */
@@ -91,10 +77,7 @@ export interface AdmittedOutcome extends OutcomeStatuses {
   readonly lease: LeaseToken | undefined;
 }
 
-/**
- * The statuses of an admission that reports none: asked without them (`Plan.statuses` false), or
- * let through by a store that fails open. Shared and frozen.
- */
+/** The statuses of an admission that reports none. Shared and frozen. */
 export const NO_STATUSES: OutcomeStatuses = Object.freeze({
   policies: Object.freeze([]),
   values: Object.freeze([]),
@@ -120,10 +103,7 @@ export interface RefusedOutcome extends OutcomeStatuses {
   readonly retryAfterSeconds: number;
   /** The policy that refused (the one that frees up last); absent for `capacity` and `unavailable`. */
   readonly policy: Policy | undefined;
-  /**
-   * The resource of the refusing policy (`''` for the client and account); absent for `capacity`
-   * and `unavailable`.
-   */
+  /** The refusing policy's resource (`''` for none); absent for `capacity` and `unavailable`. */
   readonly resource: string | undefined;
 }
 
@@ -145,10 +125,7 @@ export interface SyncLimitStore extends LimitStoreBase {
   readonly synchronous: true;
   /** Apply a plan at `now` (ms), atomically. Never throws for any plan the engine builds. */
   apply(plan: Plan, now: number): StoreOutcome;
-  /**
-   * Give back the leases of an admitted request. Idempotent. Takes no time: a lease's expiry was
-   * fixed when it was taken, and giving it back early needs no clock.
-   */
+  /** Give back the leases of an admitted request. Idempotent; needs no clock. */
   release(lease: LeaseToken): void;
 }
 
@@ -157,9 +134,8 @@ export interface AsyncLimitStore extends LimitStoreBase {
   /** Asynchronous. */
   readonly synchronous: false;
   /**
-   * Apply a plan at `now` (ms), atomically. When the store cannot decide (an outage), it rejects
-   * with a typed error of its own (the Redis store's `RedisStoreError`) and decides nothing: the
-   * limiter's `outage` option, or its caller, decides what the outage means.
+   * Apply a plan at `now` (ms), atomically. In an outage it rejects with a typed error of its own
+   * and decides nothing: the limiter's `outage` option, or its caller, decides.
    */
   apply(plan: Plan, now: number): Promise<StoreOutcome>;
   /** Give back the leases of an admitted request. Idempotent; needs no clock. */
@@ -170,16 +146,14 @@ export interface AsyncLimitStore extends LimitStoreBase {
 export type LimitStore = SyncLimitStore | AsyncLimitStore;
 
 /**
- * Steps per millisecond of the stores' time resolution: times are taken to 1/1024 ms (just under a
- * microsecond), a power of two so that times and intervals on the grid add and compare exactly in
- * doubles (up to 2^43 ms, the year 2248).
+ * Steps per millisecond of the stores' time grid: a power of two, so times on it add and compare
+ * exactly in doubles (up to 2^43 ms, the year 2248).
  */
 export const STEPS_PER_MS = 1024;
 
 /**
- * A time as the stores decide with it: rounded down to the grid of {@link STEPS_PER_MS}. Down, so
- * that a retry at `t + R * 1000` from a clock with finer fractions is not before the instant
- * announced at `t`.
+ * A time rounded down to the {@link STEPS_PER_MS} grid; down, so a retry at `t + R * 1000` from a
+ * finer clock is not before the instant announced at `t`.
  * @param ms - a time in ms
  */
 export function resolveTime(ms: number): number {
@@ -195,11 +169,9 @@ export function retryAfterSeconds(ms: number): number {
 }
 
 /**
- * Whole seconds a refusal at `t` announces for an admission at `at` (ms): the least `R >= 1` whose
- * instant `t + R * 1000`, computed as the store and the caller compute it (in doubles), is not
- * before `at`. `ceil((at - t) / 1000)` alone may be one off either way when the difference or the
- * sum was rounded: one short, and a retry at the announced instant would be refused; one over, and
- * the client would wait a second for nothing.
+ * Whole seconds a refusal at `t` announces for an admission at `at` (ms): the least `R >= 1` with
+ * `t + R * 1000` (in doubles) not before `at`; `ceil((at - t) / 1000)` alone may be one off when
+ * rounded.
  * @param at - the instant the request is admitted at, if nothing else arrives (ms)
  * @param t - the time of the refusal (ms)
  */

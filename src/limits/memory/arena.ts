@@ -1,10 +1,8 @@
 /**
- * The arena in which the memory store keeps every number of its records (docs/memory-store.md
- * says why).
+ * The arena holding every number of the memory store's records (docs/memory-store.md says why).
  * @module
  */
 
-// Block sizes below this have their free list in an array.
 const SMALL = 1_025;
 
 /** A block allocator over one growable `Float64Array`. Offsets are in slots (8 bytes each). */
@@ -13,16 +11,12 @@ export class Arena {
   mem: Float64Array;
   /** Slots handed out at least once; the rest of `mem` is untouched. */
   #top = 0;
-  /**
-   * Head of the free list of each block size, -1 when empty: an array for the small sizes that
-   * records, rings and lease blocks mostly have, a map beyond. A free block holds the next one's
-   * offset in its slot 0.
-   */
+  // Free list heads by block size (-1 when empty), an array for the common small sizes; a free
+  // block holds the next one's offset in its slot 0.
   readonly #small: number[] = new Array<number>(SMALL).fill(-1);
   readonly #large = new Map<number, number>();
   #used = 0;
 
-  /** @param initialSlots - slots to start with */
   constructor(initialSlots = 4_096) {
     this.mem = new Float64Array(initialSlots);
   }
@@ -32,12 +26,7 @@ export class Arena {
     return this.#used;
   }
 
-  /**
-   * Take an array whose first `top` slots hold every live block, with no free block between
-   * them; every offset handed out before is void. Free lists start empty.
-   * @param mem - the new slots
-   * @param top - slots in use from its start
-   */
+  /** Take `mem`, whose first `top` slots are every live block; every earlier offset is void. */
   replace(mem: Float64Array, top: number): void {
     this.mem = mem;
     this.#top = top;
@@ -46,23 +35,14 @@ export class Arena {
     this.#large.clear();
   }
 
-  /**
-   * A block of `size` slots, all 0.
-   * @param size - whole number >= 1
-   * @returns its offset in {@link mem}
-   */
+  /** The offset of a new block of `size` slots, all 0. */
   alloc(size: number): number {
     const at = this.allocDirty(size);
     this.mem.fill(0, at, at + size);
     return at;
   }
 
-  /**
-   * A block of `size` slots holding whatever a freed block held: for a ring or a list whose owner
-   * reads only the slots it wrote.
-   * @param size - whole number >= 1
-   * @returns its offset in {@link mem}
-   */
+  /** A block not cleared: for a ring or list whose owner reads only the slots it wrote. */
   allocDirty(size: number): number {
     this.#used += size;
     const head = size < SMALL ? (this.#small[size] as number) : (this.#large.get(size) ?? -1);
@@ -83,11 +63,7 @@ export class Arena {
     return at;
   }
 
-  /**
-   * Give a block back; it must not be used again.
-   * @param at - its offset
-   * @param size - its size, as allocated
-   */
+  /** Give a block back, with its size as allocated; it must not be used again. */
   free(at: number, size: number): void {
     this.#used -= size;
     if (size < SMALL) {
@@ -100,10 +76,7 @@ export class Arena {
   }
 }
 
-/**
- * Copy `size` slots of `from` at `at` into `to` at `top` (a loop for the small blocks that most
- * are, without the view object that `set` would need).
- */
+/** A loop for small blocks, sparing the view object that `set` needs. */
 export function copySlots(
   from: Float64Array,
   at: number,

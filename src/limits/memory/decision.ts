@@ -1,6 +1,6 @@
 /**
- * One decision of the memory store over a plan flattened into {@link Work}: which policy refuses,
- * the refusal and the blocks it sets, and the statuses an outcome reports.
+ * One memory-store decision over a plan flattened into {@link Work}: the refusing policy, the
+ * refusal and its blocks, the statuses.
  * @module
  */
 import type { Policy } from '../policy.js';
@@ -40,10 +40,8 @@ export function newWork(): Work {
 }
 
 /**
- * Each active policy's own earliest admission (into `w.own`), and the one a refusal names: the
- * policy that frees up last, counting a block until its end; on a tie (one refusal blocks its
- * policies until one instant), the one whose own limit frees up last, then the later one in plan
- * order (the more specific limit). -1 when every policy admits at `t`.
+ * The policy a refusal names (-1 when all admit at `t`): the one that frees up last, blocks
+ * counted; on a tie, the one whose own limit frees up last, then the later (more specific) one.
  */
 export function refusingPolicy(w: Work, n: number, t: number, lazy: boolean): number {
   let blocked = false;
@@ -72,9 +70,8 @@ export function refusingPolicy(w: Work, n: number, t: number, lazy: boolean): nu
 }
 
 /**
- * Refuse, recording nothing but blocks. The earliest admission is announced in whole seconds; a
- * block already announced stays as it is, and every policy without room and without a block is
- * blocked until the announced instant, so that a retry then finds none of them in the way.
+ * Refuse, recording nothing but blocks: each full policy not yet blocked is blocked until the
+ * announced instant, so a retry then finds none of them in the way; announced blocks stay.
  */
 export function refuse(
   plan: Plan,
@@ -114,10 +111,7 @@ export function activePolicies(plan: Plan, w: Work, n: number): readonly Policy[
   return w.policies.slice(0, n);
 }
 
-/**
- * The statuses of the work's policies; after a `lazy` look (see earliestFor) windows first drop
- * what has left them.
- */
+/** After a `lazy` look (see earliestFor), windows first drop what has left them. */
 export function statusValues(
   w: Work,
   n: number,

@@ -1,9 +1,6 @@
 /**
- * The concurrency policy in a record block: the leases of requests in flight, each with an expiry
- * so that a request whose handler crashed cannot hold its lease for ever. Six slots: the block
- * time, the first lease (id and expiry), and a block of further leases (offset, capacity, count)
- * made only when a second request of the scope is in flight at once. Lease ids are >= 1; 0 is
- * none.
+ * The concurrency policy's leases, each with an expiry so a crashed handler cannot hold one for
+ * ever; further leases get a block only when two requests of a scope are in flight at once.
  * @module
  */
 import type { ConcurrencyPolicy } from '../policy.js';
@@ -16,15 +13,12 @@ const MORE = 3; // offset of the block of further leases: (id, expiry) pairs
 const MORE_CAP = 4; // leases the block holds, 0 before the first
 const MORE_COUNT = 5; // further leases held
 
-/** Slots of a concurrency policy's state in a record block. */
 export const CONCURRENCY_SLOTS = 6;
 
-/** Leases held. */
 export function leaseCount(m: Float64Array, s: number): number {
   return (m[s + FIRST_ID] === 0 ? 0 : 1) + (m[s + MORE_COUNT] as number);
 }
 
-/** Drop the leases that have expired at `t`. */
 export function pruneLeases(m: Float64Array, s: number, t: number): void {
   const more = m[s + MORE] as number;
   for (let i = (m[s + MORE_COUNT] as number) - 1; i >= 0; i--) {
@@ -35,10 +29,7 @@ export function pruneLeases(m: Float64Array, s: number, t: number): void {
   }
 }
 
-/**
- * The earliest instant `>= t` at which one more request may start (call after
- * {@link pruneLeases}): now when a lease is free, otherwise the policy's announced backoff.
- */
+/** Now when a lease is free, else the policy's backoff (call after {@link pruneLeases}). */
 export function leaseEarliest(
   m: Float64Array,
   s: number,
@@ -86,7 +77,6 @@ export function leaseRelease(m: Float64Array, s: number, id: number): boolean {
   const count = m[s + MORE_COUNT] as number;
   const more = m[s + MORE] as number;
   if (m[s + FIRST_ID] === id) {
-    // Promote the last further lease into the first slots, or empty them.
     if (count > 0) {
       m[s + FIRST_ID] = m[more + 2 * count - 2] as number;
       m[s + FIRST_EXPIRY] = m[more + 2 * count - 1] as number;
@@ -115,21 +105,17 @@ function removeAt(m: Float64Array, s: number, index: number): void {
   m[s + MORE_COUNT] = last;
 }
 
-/** Leases still free (call after {@link pruneLeases}). */
+/** Call after {@link pruneLeases}. */
 export function leaseRemaining(m: Float64Array, s: number, policy: ConcurrencyPolicy): number {
   return throttleRemaining(policy, leaseCount(m, s));
 }
 
-/** Give back the block of further leases. */
 export function freeLeases(arena: Arena, s: number): void {
   const cap = arena.mem[s + MORE_CAP] as number;
   if (cap !== 0) arena.free(arena.mem[s + MORE] as number, 2 * cap);
 }
 
-/**
- * Move the further leases of the state at `s` of `to` (a record block already copied there from
- * `from`) into `to` at `top`. Answers the new top.
- */
+/** Move the further leases of the state at `s` (already copied into `to`) to `top`; the new top. */
 export function moveLeases(from: Float64Array, to: Float64Array, s: number, top: number): number {
   const cap = to[s + MORE_CAP] as number;
   if (cap === 0) return top;

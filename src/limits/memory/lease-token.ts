@@ -1,6 +1,5 @@
 /**
- * An admission of the memory store: the admitted outcome, and the token of its leases when it took
- * any. One object per admission, not two.
+ * An admission of the memory store: the outcome and its lease token in one object.
  * @module
  */
 import type { Policy } from '../policy.js';
@@ -18,9 +17,8 @@ interface Hold {
 }
 
 /**
- * An admitted plan's outcome, and its lease token. Where the lease is held is private, so that the
- * outcome shows (and copies, and compares) as plain outcome data; a copy made by spreading it
- * still carries the lease in its `lease` field.
+ * An admitted plan's outcome and lease token. Where the lease is held is private, so the outcome
+ * shows, copies and compares as plain data.
  */
 export class MemoryAdmission implements AdmittedOutcome, LeaseToken {
   readonly allowed = true as const;
@@ -38,10 +36,6 @@ export class MemoryAdmission implements AdmittedOutcome, LeaseToken {
 
   readonly #store: object;
 
-  /**
-   * @param store - the store that admitted it
-   * @param now - the time of the decision
-   */
   constructor(
     store: object,
     readonly now: number,
@@ -54,10 +48,7 @@ export class MemoryAdmission implements AdmittedOutcome, LeaseToken {
     return this.#store;
   }
 
-  /**
-   * Whether `token` is a lease of `store`: a check of the private brand, which reads nothing of
-   * the value (a revoked proxy, or one whose traps throw, is simply not a lease).
-   */
+  /** A check of the private brand: reads nothing, so a revoked proxy is simply not a lease. */
   static isLeaseOf(token: unknown, store: object): token is MemoryAdmission {
     return typeof token === 'object' && token !== null && #store in token && token.#store === store;
   }
@@ -67,13 +58,7 @@ export class MemoryAdmission implements AdmittedOutcome, LeaseToken {
     return this.#id;
   }
 
-  /**
-   * Hold the lease in one more concurrency policy's slots: under lease `nextId` in the first.
-   * @param nextId - a lease id no other lease of the store has, taken only by the first hold
-   * @param record - the policy's record
-   * @param offset - offset of the policy's slots from the record's base
-   * @returns whether `nextId` was taken
-   */
+  /** Hold the lease in one more concurrency policy; the first hold takes `nextId` (answers true). */
   hold(nextId: number, record: ScopeRecord, offset: number): boolean {
     if (this.#id === 0) {
       this.#id = nextId;
@@ -89,9 +74,8 @@ export class MemoryAdmission implements AdmittedOutcome, LeaseToken {
   }
 
   /**
-   * Give the leases back, once: every later call does nothing. A hold whose record was dropped
-   * since (its generation moved on) is skipped, since its block may belong to another scope now;
-   * a lease that expired is no longer in its record, and lease ids are never reused.
+   * Give the leases back, once. A hold whose record was dropped since is skipped: its block may
+   * belong to another scope now.
    */
   giveBack(): void {
     const record = this.#record;

@@ -1,7 +1,6 @@
 /**
- * What the memory store does with a policy's state, by the policy's kind: the window's ring
- * (sliding-log.ts), the rate's theoretical arrival time (gcra.ts), the throttle's leases
- * (lease-set.ts). Slot 0 of every state is its block time.
+ * The memory store's operations on a policy's state, by kind. Slot 0 of every state is its block
+ * time.
  * @module
  */
 import type { Policy } from '../policy.js';
@@ -35,7 +34,6 @@ import {
   WINDOW_SLOTS,
 } from './sliding-log.js';
 
-/** Slots of the policy's state in a record block. */
 export function slotsOf(policy: Policy): number {
   switch (policy.kind) {
     case 'window':
@@ -48,10 +46,8 @@ export function slotsOf(policy: Policy): number {
 }
 
 /**
- * The policy's earliest admission time at `t`, blocks aside; prunes what has expired, except that
- * a `lazy` decision leaves a window's expired admissions alone while it has room without dropping
- * them (they are dropped once they matter: when the window may be full, its ring is full, or a
- * status is read).
+ * The earliest admission time at `t`, blocks aside. A `lazy` decision leaves a window's expired
+ * admissions until they matter (window may be full, ring full, or a status read).
  */
 export function earliestFor(
   policy: Policy,
@@ -74,11 +70,8 @@ export function earliestFor(
 }
 
 /**
- * Record an admission at `t` in the policy's slots at `s`, and move the record's quiet time (slot
- * `quiet`) to the instant from which they are fresh again, if later. Written, not returned: a
- * double returned from a call is boxed. A throttle takes lease `id` and leaves the quiet time
- * alone: a lease is most often given back long before it expires, and the sweep reads the leases
- * themselves.
+ * Record an admission and push the quiet time later if needed (written, not returned: a returned
+ * double is boxed). A throttle leaves the quiet time alone: the sweep reads leases themselves.
  */
 export function admitOne(
   policy: Policy,
@@ -107,9 +100,8 @@ export function admitOne(
 }
 
 /**
- * Write what remains of one policy and when its quota is back at `values[2k]` and `values[2k+1]`.
- * Just `admitted` at `t`, a window's newest admission is `t`: it is full again a window later,
- * without reading the ring.
+ * Write remaining and reset-after at `values[2k]`, `values[2k+1]`. Just `admitted`, a window's
+ * newest is `t`, so the ring need not be read.
  */
 export function writeStatus(
   values: number[],
@@ -136,16 +128,12 @@ export function writeStatus(
   }
 }
 
-/** Give back the blocks the policy's state at `s` holds beside its record: a ring, or leases. */
 export function freeState(policy: Policy, arena: Arena, s: number): void {
   if (policy.kind === 'window') freeLog(arena, s);
   else if (policy.kind === 'concurrency') freeLeases(arena, s);
 }
 
-/**
- * Move the blocks of the policy's state at `s` of `to` (its record block copied there already)
- * from `from` into `to` at `top`; answers the new top.
- */
+/** Move the state's own blocks (its record block copied already) to `top`; answers the new top. */
 export function moveState(
   policy: Policy,
   from: Float64Array,

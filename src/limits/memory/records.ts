@@ -1,7 +1,6 @@
 /**
- * The memory store's records: one per scope (a client and account, or one of their resources),
- * each a block of slots in its client's arena, and how a client's records are linked so that a
- * decision finds its own without building a key string. docs/memory-store.md draws the layout.
+ * The memory store's records, one per scope, and their links, found without building a key
+ * string. docs/memory-store.md draws the layout.
  * @module
  */
 import { type Policy, policyListIdentity } from '../policy.js';
@@ -10,28 +9,19 @@ import { freeState, slotsOf } from './policy-kinds.js';
 
 /** Where each policy's state lies in a record block: after slot {@link QUIET}, in list order. */
 export interface Layout {
-  /**
-   * The policies, in an array of the layout's own: lists from presets are frozen, and V8 reads
-   * a frozen array's elements in optimized code through a generic path, a call per read.
-   */
+  /** A copy: V8 reads a frozen array's elements in optimized code through a call per read. */
   readonly policies: readonly Policy[];
-  /** Offset of each policy's first slot from the block's start. */
   readonly offsets: readonly number[];
-  /** Slots of the block. */
   readonly size: number;
 }
 
-/**
- * Slot of a record block holding its quiet time: the instant from which every state but the
- * leases is fresh.
- */
+/** Slot of the quiet time: the instant from which every state but the leases is fresh. */
 export const QUIET = 0;
 
 const EMPTY_LAYOUT: Layout = { policies: [], offsets: [], size: 0 };
 
 const layouts = new WeakMap<readonly Policy[], Layout>();
 
-/** The layout of a record of these policies, computed once per list. */
 function layoutOf(policies: readonly Policy[]): Layout {
   let layout = layouts.get(policies);
   if (layout === undefined) {
@@ -47,38 +37,26 @@ function layoutOf(policies: readonly Policy[]): Layout {
   return layout;
 }
 
-/**
- * Two lists hold one state when they hold the same policies, as the Redis store keys state by a
- * list's content; the same list, the common case, costs one comparison.
- */
+/** One state for the same policies, as the Redis store keys state by a list's content. */
 function samePolicies(a: readonly Policy[], b: readonly Policy[]): boolean {
   return a === b || policyListIdentity(a) === policyListIdentity(b);
 }
 
-/**
- * One scope: its block in its client's arena, or none (`base` -1) while a client's entry waits to
- * be given a scope again.
- */
+/** One scope's block in its client's arena (`base` -1 while an entry waits for a scope). */
 export class ScopeRecord {
-  /** Offset of the record block in the arena; -1 when the record holds none. */
   base = -1;
   /** Bumped whenever the record is dropped: a lease of an earlier life is not given to this one. */
   generation = 0;
-  /**
-   * The next record of its chain: the next account-level record of a client that holds few, or
-   * the next record of the same key under another policy list.
-   */
+  /** The next account-level record of the client, or of the same key under another list. */
   next: ScopeRecord | null = null;
-  /** The last decision that found the record: the sweep at the cap must not drop it under that one. */
+  /** The last decision that found the record: the sweep at the cap must not drop it then. */
   decision = 0;
   accountCode = '';
   policies: readonly Policy[] = [];
   layout: Layout = EMPTY_LAYOUT;
 
-  /** @param arena - the arena of the record's client: every block of the record lies there */
   constructor(readonly arena: Arena) {}
 
-  /** Take a scope and a block of the arena. */
   hold(accountCode: string, policies: readonly Policy[]): void {
     this.accountCode = accountCode;
     this.policies = policies;
@@ -97,11 +75,7 @@ export class ScopeRecord {
   }
 }
 
-/**
- * Records by key (an account code, or a resource), with where the sweep goes on among them. A
- * key's records form a chain, one per policy list (another account type's preset, or rules
- * replaced), each with its own counts.
- */
+/** Records by key, each key a chain with one record per policy list, and the sweep's place. */
 export class KeyedRecords<T = ScopeRecord> {
   readonly map = new Map<string, T>();
   /** The sweep's place in `map`; null when its next pass starts from the first key. */
@@ -109,17 +83,13 @@ export class KeyedRecords<T = ScopeRecord> {
 }
 
 /**
- * Everything held for one client id. The entry is itself the record of the client's first account
- * (most clients act for one), so that the client map leads straight to it; a few more
- * account-level records follow in `next`, then move to `accounts` (see {@link addAccountRecord}).
+ * Everything held for one client id; itself the record of its first account (most clients act for
+ * one), so the client map leads straight to it.
  */
 export class ClientEntry extends ScopeRecord {
   /** The account-level records other than the entry's own, by account code; null while few. */
   accounts: KeyedRecords | null = null;
-  /**
-   * Resource records by account code, then resource: two lookups with the strings the request
-   * brings, rather than one with a key concatenated (and hashed) afresh on every decision.
-   */
+  /** By account code, then resource: two lookups rather than a key concatenated per decision. */
   resources: KeyedRecords<KeyedRecords> | null = null;
 
   constructor(
@@ -129,7 +99,6 @@ export class ClientEntry extends ScopeRecord {
     super(arena);
   }
 
-  /** Whether the entry holds no record at all, and may leave the client map. */
   get empty(): boolean {
     return (
       this.base === -1 &&
@@ -144,7 +113,6 @@ export class ClientEntry extends ScopeRecord {
 // moves them all to a map by account code.
 const ACCOUNTS_IN_CHAIN = 4;
 
-/** The client's account-level record of this account and list; null when it has none. */
 export function findAccountRecord(
   entry: ClientEntry,
   accountCode: string,
@@ -166,7 +134,6 @@ export function findAccountRecord(
   return null;
 }
 
-/** The client's record of this resource and list; null when it has none. */
 export function findResourceRecord(
   entry: ClientEntry,
   accountCode: string,
@@ -178,10 +145,7 @@ export function findResourceRecord(
   return null;
 }
 
-/**
- * Link a new account-level record into its client's entry: in the entry's chain while it holds at
- * most ACCOUNTS_IN_CHAIN, otherwise (moving the chain there first) in the map by account code.
- */
+/** In the entry's chain while it holds at most ACCOUNTS_IN_CHAIN, then in the map by code. */
 export function addAccountRecord(
   entry: ClientEntry,
   accountCode: string,
@@ -210,7 +174,6 @@ export function addAccountRecord(
   accounts.map.set(accountCode, record);
 }
 
-/** Link a new resource record into its client's entry, ahead of the key's other lists. */
 export function addResourceRecord(
   entry: ClientEntry,
   accountCode: string,

@@ -1,8 +1,6 @@
 /**
- * The exact sliding window in a record block: five slots locating a ring of the admission times
- * inside the window, oldest first (after decisions that skipped {@link pruneLog}, some that have
- * left it come before them). The ring lives in a block of its own. docs/memory-store.md gives the
- * algorithm and its bound.
+ * The exact sliding window: a ring of admission times, oldest first, in a block of its own
+ * (docs/memory-store.md gives the algorithm and its bound).
  * @module
  */
 import type { WindowPolicy } from '../policy.js';
@@ -15,10 +13,8 @@ const CAP = 2; // slots in the ring (a power of two), 0 before the first admissi
 const START = 3; // index in the ring of the oldest time
 const COUNT = 4; // times in the ring
 
-/** Slots of a window policy's state in a record block. */
 export const WINDOW_SLOTS = 5;
 
-/** Drop the admissions that have left the window at `t`. */
 export function pruneLog(m: Float64Array, s: number, policy: WindowPolicy, t: number): void {
   let count = m[s + COUNT] as number;
   if (count === 0) return;
@@ -36,10 +32,7 @@ export function pruneLog(m: Float64Array, s: number, policy: WindowPolicy, t: nu
   m[s + COUNT] = count;
 }
 
-/**
- * The earliest instant `>= t` at which one more request is admitted, if nothing else arrives
- * (call after {@link pruneLog}): when the oldest admission that keeps the window full leaves it.
- */
+/** When the oldest admission that keeps the window full leaves it (call after {@link pruneLog}). */
 export function logEarliest(m: Float64Array, s: number, policy: WindowPolicy, t: number): number {
   const excess = (m[s + COUNT] as number) - policy.limit;
   if (excess < 0) return t;
@@ -48,19 +41,14 @@ export function logEarliest(m: Float64Array, s: number, policy: WindowPolicy, t:
 }
 
 /**
- * Room for one more admission with nothing dropped: fewer than `limit` times are held, expired ones
- * included. Then {@link logEarliest} would answer `t` whatever {@link pruneLog} dropped, and the
- * oldest times need not be read (a decision that reports no statuses skips them).
+ * Fewer than `limit` times held, expired ones included: room whatever {@link pruneLog} would drop,
+ * so a decision without statuses need not read the oldest times.
  */
 export function logHasRoom(m: Float64Array, s: number, policy: WindowPolicy): boolean {
   return (m[s + COUNT] as number) < policy.limit;
 }
 
-/**
- * Record an admission at `t` (times never go backwards: the store keeps its time monotonic). A
- * full ring first drops what has left the window, and grows only if still full: expired times
- * kept by decisions that skipped {@link pruneLog} never make it grow.
- */
+/** A full ring first drops what has left the window, so kept expired times never make it grow. */
 export function logAdmit(arena: Arena, s: number, policy: WindowPolicy, t: number): void {
   let m = arena.mem;
   let count = m[s + COUNT] as number;
@@ -90,7 +78,7 @@ export function logAdmit(arena: Arena, s: number, policy: WindowPolicy, t: numbe
   m[s + COUNT] = count + 1;
 }
 
-/** Admissions still possible now (call after {@link pruneLog}). */
+/** Call after {@link pruneLog}. */
 export function logRemaining(m: Float64Array, s: number, policy: WindowPolicy): number {
   return windowRemaining(policy, m[s + COUNT] as number);
 }
@@ -102,22 +90,17 @@ function newest(m: Float64Array, s: number): number {
   return m[(m[s + LOG] as number) + at] as number;
 }
 
-/** Milliseconds until the window is empty again, so the full limit is available. */
 export function logResetAfter(m: Float64Array, s: number, policy: WindowPolicy, t: number): number {
   const count = m[s + COUNT] as number;
   return count === 0 ? 0 : windowResetAfter(policy, count, newest(m, s), t);
 }
 
-/** Give back the ring of times. */
 export function freeLog(arena: Arena, s: number): void {
   const cap = arena.mem[s + CAP] as number;
   if (cap !== 0) arena.free(arena.mem[s + LOG] as number, cap);
 }
 
-/**
- * Move the ring of the state at `s` of `to` (a record block already copied there from `from`)
- * into `to` at `top`. Answers the new top.
- */
+/** Move the ring of the state at `s` (a block already copied into `to`) to `top`; answers the new top. */
 export function moveLog(from: Float64Array, to: Float64Array, s: number, top: number): number {
   const cap = to[s + CAP] as number;
   if (cap === 0) return top;

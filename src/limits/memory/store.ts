@@ -1,6 +1,5 @@
 /**
- * The in-memory store: decides synchronously, with no promise and no timer, on records kept per
- * scope (records.ts) whose numbers live in arenas, reclaimed by an incremental sweep (sweep.ts).
+ * The in-memory store: synchronous, no timer; records in arenas, reclaimed by a sweep.
  * docs/memory-store.md describes the whole.
  * @module
  */
@@ -39,19 +38,14 @@ import { Sweep, shrink, shrinkDue } from './sweep.js';
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
   /**
-   * The most scope records held at once (a client and account is one; each resource they touch
-   * under a resource limit is one more, per preset that limits it). At the cap, a request that
-   * needs a new record is refused with reason `capacity` after reclaiming what it can: existing
-   * records keep exact limits and none is evicted.
+   * The most scope records held at once (a client and account, and each resource under a resource
+   * limit). At the cap a request that needs a new one is refused (`capacity`); none is evicted.
    * @defaultValue 1_000_000
    */
   maxKeys?: number;
   /**
-   * Decisions between two reclamation steps; each step examines one client (of a client with
-   * many accounts or resources, a few dozen of its records: the next step on that client goes on
-   * from there). Lower reclaims idle keys sooner at a small cost per decision: every client is
-   * examined once per `sweepInterval * size` decisions. 0 turns the steady sweep off (the cap
-   * still sweeps).
+   * Decisions between two reclamation steps, each on one client: lower reclaims idle keys sooner
+   * at a small cost per decision. 0 turns the steady sweep off (the cap still sweeps).
    * @defaultValue 8
    */
   sweepInterval?: number;
@@ -63,11 +57,8 @@ const OPTION_DEFAULTS = {
   sweepInterval: 8,
 } satisfies Required<MemoryStoreOptions>;
 
-// Sweep steps to take when a new record is needed at the cap, before refusing it.
 const SWEEP_AT_CAP = 64;
-// Sweep steps between two looks at whether the arenas should shrink.
 const SHRINK_CHECK_EVERY = 64;
-// Arenas a store spreads its clients over, clients in a row that share one, and its first slots.
 const ARENAS = 64;
 const CLIENTS_PER_RUN = 1_024;
 const INITIAL_SLOTS = 256;
@@ -117,10 +108,7 @@ export class MemoryStore implements SyncLimitStore {
     return this.#size;
   }
 
-  /**
-   * Bytes of the arrays that hold every number of every key (the records' small JavaScript
-   * objects and the client map aside). It grows with the keys and shrinks once most have gone.
-   */
+  /** Bytes of the arrays holding every number of every key (objects and the client map aside). */
   get bytes(): number {
     let bytes = 0;
     for (const arena of this.#arenas) bytes += arena.mem.byteLength;
@@ -134,8 +122,7 @@ export class MemoryStore implements SyncLimitStore {
    * @param now - the time in ms; a time earlier than one already seen is treated as that one
    */
   apply(plan: Plan, now: number): StoreOutcome {
-    // Time never goes backwards in the store (a clock stepped back stands still) and is taken on
-    // the stores' grid; a time on it already is kept as it came, not copied into a new heap number.
+    // Monotonic, on the stores' grid; a time on it already is kept, not boxed anew.
     let t: number;
     if (Number.isFinite(now)) {
       const resolved = resolveTime(now);
@@ -147,7 +134,6 @@ export class MemoryStore implements SyncLimitStore {
 
     // Without statuses, an admission reads no window's oldest times unless the window may be full.
     const lazy = plan.statuses === false;
-    // The common plan, one scope with every policy active, needs no flattening.
     const { scopes } = plan;
     let first: ScopeRecord | undefined;
     if (scopes.length === 1) {
@@ -168,10 +154,8 @@ export class MemoryStore implements SyncLimitStore {
   }
 
   /**
-   * Give back the leases of an admitted request, once: a second release of the same admission (or
-   * of a copy of its outcome) does nothing, also after its records were reclaimed and reused. A
-   * lease that expired, or whose record was reclaimed, is ignored, and so is a token of another
-   * store or anything that is not a token.
+   * Give back the leases of an admitted request, once; a token of another store, or anything not a
+   * token, is ignored.
    * @param lease - the token from an admitted outcome
    */
   release(lease: LeaseToken): void {
@@ -188,7 +172,6 @@ export class MemoryStore implements SyncLimitStore {
     }
   }
 
-  /** The record of a scope, created if needed; undefined when the store is full. */
   #find(scope: PlanScope, t: number): ScopeRecord | undefined {
     const entry = this.#clients.get(scope.clientId);
     if (entry !== undefined) {
@@ -205,7 +188,6 @@ export class MemoryStore implements SyncLimitStore {
     return this.#create(scope, t);
   }
 
-  /** A new record for a scope; undefined when the store is full, also after sweeping. */
   #create(scope: PlanScope, t: number): ScopeRecord | undefined {
     if (this.#size >= this.#maxKeys) {
       this.#size -= this.#sweep.run(t, SWEEP_AT_CAP, this.#decision);
@@ -231,8 +213,7 @@ export class MemoryStore implements SyncLimitStore {
     return record;
   }
 
-  // Runs of clients that arrive one after the other share an arena, so that their records lie
-  // together; the runs take the arenas in turn, so that the arenas grow alike.
+  // Clients arriving in a row share an arena, runs taking the arenas in turn so they grow alike.
   #arenaForNewClient(): Arena {
     const i = Math.floor(this.#newClients++ / CLIENTS_PER_RUN) % ARENAS;
     let arena = this.#arenas[i];
@@ -244,9 +225,8 @@ export class MemoryStore implements SyncLimitStore {
   }
 
   /**
-   * The plan of one scope with every policy active, without the work arrays: admits, or answers
-   * `undefined` when a policy has no room, for the general path to refuse. Up to then it has only
-   * pruned what left its window, which the general path would do all the same.
+   * One scope, every policy active, without the work arrays; `undefined` leaves a refusal to the
+   * general path (only pruning was done, which it would do too).
    */
   #admitWhole(record: ScopeRecord, t: number, lazy: boolean): StoreOutcome | undefined {
     const { base, arena } = record;
@@ -273,10 +253,7 @@ export class MemoryStore implements SyncLimitStore {
     return admission;
   }
 
-  /**
-   * Flatten the plan into the work arrays, one entry per active policy: their number, or -1 when
-   * a scope needs a record the store has no room for. `first` is the one scope's record, found.
-   */
+  /** The number of active policies flattened into the work arrays; -1 when a record won't fit. */
   #flatten(scopes: readonly PlanScope[], first: ScopeRecord | undefined, t: number): number {
     const w = this.#work;
     let n = 0;

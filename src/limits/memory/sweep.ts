@@ -1,7 +1,6 @@
 /**
- * How the memory store gives memory back: an incremental sweep that drops the records whose every
- * state is fresh again, one client per step, and a shrink that copies the live blocks into smaller
- * arenas once most of their room is free. docs/memory-store.md tells when each runs.
+ * How the memory store gives memory back: an incremental sweep of idle records and a shrink of
+ * mostly empty arenas (docs/memory-store.md).
  * @module
  */
 import { type Arena, copySlots } from './arena.js';
@@ -9,14 +8,10 @@ import { leaseCount, pruneLeases } from './lease-set.js';
 import { moveState } from './policy-kinds.js';
 import { type ClientEntry, type KeyedRecords, QUIET, type ScopeRecord } from './records.js';
 
-// Keys of one map of a client (its accounts, its resources' account codes, the resources of one
-// account code) examined per sweep step, so that a step costs alike whatever the client holds.
+// Keys of one of a client's maps examined per step, so a step costs alike however much it holds.
 const KEYS_PER_STEP = 8;
 
-/**
- * Whether every state of the record is fresh at `t`. The quiet time is exact for every state but
- * the leases, so a record whose quiet time is ahead is known busy from that one slot.
- */
+/** The quiet time is exact for every state but the leases: one slot tells most busy records. */
 function isQuiet(m: Float64Array, record: ScopeRecord, t: number): boolean {
   const { base } = record;
   if ((m[base + QUIET] as number) > t) return false;
@@ -34,27 +29,21 @@ function isQuiet(m: Float64Array, record: ScopeRecord, t: number): boolean {
 export class Sweep {
   readonly #clients: Map<string, ClientEntry>;
   #cursor: MapIterator<ClientEntry>;
-  /** The decision under way, whose records are not dropped. */
   #decision = 0;
   #dropped = 0;
 
-  /** @param clients - the store's client map, which the sweep empties of clients that hold none */
   constructor(clients: Map<string, ClientEntry>) {
     this.#clients = clients;
     this.#cursor = clients.values();
   }
 
   /**
-   * Take up to `count` steps at `t`, each on the next client (from the end of the map back to its
-   * start). Stops early once the latest steps in a row have examined every client whole: there is
-   * nothing more to find.
-   * @param decision - the decision under way: records it found are kept, for it to use
-   * @returns the records dropped
+   * Up to `count` steps, one client each; stops once every client was examined whole in a row.
+   * Records the decision under way found are kept. Returns the records dropped.
    */
   run(t: number, count: number, decision: number): number {
     this.#decision = decision;
     this.#dropped = 0;
-    // Steps in a row that examined every record of a client that stays.
     let whole = 0;
     for (let n = 0; n < count && whole < this.#clients.size; n++) {
       let next = this.#cursor.next();
@@ -71,10 +60,7 @@ export class Sweep {
     return this.#dropped;
   }
 
-  /**
-   * One step on a client: its entry's record and chain, then the next keys of its account map and
-   * of its resources. True when the step examined every record of the client.
-   */
+  /** One step on a client; true when it examined every record of the client. */
   #sweepClient(entry: ClientEntry, t: number): boolean {
     if (entry.base !== -1 && this.#droppable(entry, t)) this.#drop(entry);
     let previous: ScopeRecord = entry;
@@ -103,7 +89,6 @@ export class Sweep {
     return whole;
   }
 
-  /** Examine the chains of the next keys; true when this call went through every key. */
   #sweepChains(records: KeyedRecords, t: number): boolean {
     const { map } = records;
     return stepThrough(records, (key, first) => {
@@ -122,8 +107,7 @@ export class Sweep {
     });
   }
 
-  // Not found by the decision under way: the sweep at the cap runs while a plan's records are
-  // being found, and must not drop (and hand out again) one found a moment before.
+  // The sweep at the cap runs while a plan's records are found: it must not drop one just found.
   #droppable(record: ScopeRecord, t: number): boolean {
     return record.decision !== this.#decision && isQuiet(record.arena.mem, record, t);
   }
@@ -134,11 +118,7 @@ export class Sweep {
   }
 }
 
-/**
- * One sweep step over `records`: visit up to KEYS_PER_STEP keys, going on from where the last step
- * stopped; when the pass over them is over, the next starts from the first key. True when the step
- * examined every key in full: its pass began and ended in it, and `visit` answered true for each.
- */
+/** Visit up to KEYS_PER_STEP keys from the cursor; true when one step examined every key in full. */
 function stepThrough<T>(
   records: KeyedRecords<T>,
   visit: (key: string, value: T) => boolean,
@@ -154,15 +134,13 @@ function stepThrough<T>(
     if (next.done === true) break;
     if (!visit(next.value[0], next.value[1])) complete = false;
   }
-  // The cursor reached the end; or a pass from the first key has examined as many keys as there
-  // were (a sweep step adds none), which spares the next step a look at the end alone.
+  // A pass from the first key that saw as many keys as there were is over too (a step adds none).
   const ended = n < KEYS_PER_STEP || (fresh && n >= total);
   if (ended) records.cursor = null;
   return ended && fresh && complete;
 }
 
-// The arenas shrink only from this many slots in all (256 KB), and only while at most
-// SHRINK_AT_MOST are in use (2 MB, a few thousand keys): copying them takes a few milliseconds.
+// Shrink from 256 KB in all, and only while at most 2 MB is used: the copy takes a few ms.
 const SHRINK_FROM = 32_768;
 const SHRINK_AT_MOST = 1 << 18;
 
@@ -178,11 +156,8 @@ export function shrinkDue(arenas: readonly Arena[]): boolean {
 }
 
 /**
- * Copy every live record, each followed by its rings and lease blocks, into a smaller array of its
- * arena. Call only when no offset is held outside the records.
- * @param arenas - the store's arenas
- * @param clients - every client whose records lie in them
- * @param minSlots - the least slots an arena keeps
+ * Copy every live record, then its rings and lease blocks, into a smaller array of its arena. Call
+ * only when no offset is held outside the records.
  */
 export function shrink(
   arenas: readonly Arena[],
@@ -220,7 +195,6 @@ class ArenaCopy {
     this.#to = new Float64Array(Math.max(minSlots, 2 * arena.usedSlots));
   }
 
-  /** Copy the record's block, then its rings and lease blocks after it. */
   move(record: ScopeRecord): void {
     const { base, layout } = record;
     const { policies, offsets } = layout;
