@@ -1,8 +1,4 @@
-/**
- * Reading a cursor list to its end, refusing a cursor seen before (it would loop forever) and one
- * that cannot be followed (it would end the listing early).
- * @module
- */
+/** Reading a cursor list to its end, refusing a cursor that would loop or end it early. @module */
 import { PaginationClientError } from '../errors/pagination-client-error.js';
 import { describe } from '../internal/describe.js';
 import { aFunction, aString, readOptions, wholeNumber, worded } from '../internal/options.js';

@@ -1,8 +1,4 @@
-/**
- * The integrator's retrying `fetch`: a 429 is retried after its `Retry-After`, within bounds
- * (see docs/client.md).
- * @module
- */
+/** A `fetch` that retries a 429 after its `Retry-After` (see docs/client.md). @module */
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import { parseRetryAfter } from '../http/retry-after.js';

@@ -1,8 +1,4 @@
-/**
- * Pacing for the integrator's client: the library's own limiter, run on the client side with the
- * server's preset, holds each request until the limits admit it (see docs/client.md, "Pacing").
- * @module
- */
+/** Pacing of the integrator's client under the server's preset (docs/client.md). @module */
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import {

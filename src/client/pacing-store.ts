@@ -1,8 +1,4 @@
-/**
- * The pacer's store: the client's own sends, kept exactly, with the safety margin; a refusal tells
- * the exact instant the request may go (see docs/client.md, "Pacing").
- * @module
- */
+/** The pacer's store: the client's own sends, kept exactly, with the margin. @module */
 import type { Policy, RatePolicy, WindowPolicy } from '../limits/policy.js';
 import {
   admissionWithoutStatuses,

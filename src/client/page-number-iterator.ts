@@ -1,8 +1,4 @@
-/**
- * Reading a page-number list to its end, refusing a page that is not the one asked for, which
- * would repeat forever.
- * @module
- */
+/** Reading a page-number list to its end, refusing a page not asked for. @module */
 
 import { PaginationClientError } from '../errors/pagination-client-error.js';
 import { describe } from '../internal/describe.js';

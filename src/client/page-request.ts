@@ -1,8 +1,4 @@
-/**
- * One page request of an iterator: send it, refuse an error status, read the JSON body and find
- * its items. Shared by the page-number and the cursor iterators.
- * @module
- */
+/** One page request of an iterator, shared by the page-number and cursor ones. @module */
 import { PaginationClientError } from '../errors/pagination-client-error.js';
 import { aFunction, anything, INVALID, invalidValue, type Rule } from '../internal/options.js';
 import type { FetchFunction } from './fetch.js';

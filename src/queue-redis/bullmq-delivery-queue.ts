@@ -1,7 +1,4 @@
-/**
- * The durable delivery queue on Redis, built on BullMQ (how it survives a crash: docs/delivery.md).
- * @module
- */
+/** The durable delivery queue on Redis, built on BullMQ (see docs/delivery.md). @module */
 import type * as BullMQ from 'bullmq';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';

@@ -1,8 +1,4 @@
-/**
- * The create-subscription operation (`POST {webhook_url}/v1/subscriptions`): 201 with the stored
- * subscription, or a problem details body listing every error.
- * @module
- */
+/** The create-subscription operation: 201 with the subscription, or every error. @module */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';

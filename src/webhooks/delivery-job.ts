@@ -1,7 +1,4 @@
-/**
- * A delivery job as an attempt reads it, and whether the schedule still allows an attempt.
- * @module
- */
+/** A delivery job as an attempt reads it, and whether the schedule allows one. @module */
 import type { DeliveryJob } from './delivery.js';
 import type { RetrySchedule } from './retry-schedule.js';
 

@@ -1,7 +1,4 @@
-/**
- * Delivery of a signed message to one subscription, attempt by attempt (see docs/delivery.md).
- * @module
- */
+/** Delivery of a signed message to one subscription (see docs/delivery.md). @module */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';

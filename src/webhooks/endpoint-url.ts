@@ -1,8 +1,4 @@
-/**
- * The endpointUrl policy: absolute https, no userinfo or fragment, bounded length, no address
- * literal outside public unicast space in any spelling (`http://0x7f.1/`).
- * @module
- */
+/** The endpointUrl policy: https, no userinfo, no non-public address in any spelling. @module */
 import ipaddr from 'ipaddr.js';
 import {
   aBoolean,

@@ -1,8 +1,4 @@
-/**
- * An optional catalog of the topics and events a service publishes, refusing unknown ones with
- * the nearest known name.
- * @module
- */
+/** An optional catalog of the topics and events a service publishes. @module */
 import { ConfigurationError } from '../errors/index.js';
 import { nearestName } from '../internal/nearest-name.js';
 import type { EventPattern } from './event-kind.js';

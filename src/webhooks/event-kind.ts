@@ -1,8 +1,4 @@
-/**
- * The event-kind grammar: kinds are `<topic>/<event>`, patterns a kind or `<topic>/*`; the parsers
- * never throw.
- * @module
- */
+/** The event-kind grammar: `<topic>/<event>` and `<topic>/*`; the parsers never throw. @module */
 
 /** The longest topic or event name, in characters. */
 export const MAX_EVENT_PART_LENGTH = 64;

@@ -1,8 +1,4 @@
-/**
- * Which IP addresses a webhook may never be sent to: everything outside public unicast space, as
- * ipaddr.js classifies it, and cloud metadata.
- * @module
- */
+/** Which IP addresses a webhook may never be sent to. @module */
 import ipaddr from 'ipaddr.js';
 
 // Cloud instance metadata services (AWS, GCP, Azure, OpenStack on IPv4; AWS on IPv6): named

@@ -1,8 +1,4 @@
-/**
- * The default transport of deliveries: one POST through the SSRF guard's lookup, with a timeout;
- * the answer's body is discarded.
- * @module
- */
+/** The default transport of deliveries: one POST through the SSRF guard's lookup. @module */
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';

@@ -1,8 +1,4 @@
-/**
- * The in-memory delivery queue: bounded, a fixed number of attempts at a time; it does not survive
- * a restart (use the Redis queue for that).
- * @module
- */
+/** The in-memory delivery queue: bounded, and lost at a restart. @module */
 
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';

@@ -1,8 +1,4 @@
-/**
- * The payload envelope of a delivery, serialised once so that every attempt signs and sends the
- * same bytes.
- * @module
- */
+/** The payload envelope, serialised once so that every attempt sends the same bytes. @module */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';

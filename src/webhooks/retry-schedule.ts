@@ -1,7 +1,4 @@
-/**
- * The retry schedule of deliveries: exponential backoff with jitter, bounded in attempts and age.
- * @module
- */
+/** The retry schedule: exponential backoff with jitter, bounded in attempts and age. @module */
 import { finiteNumber, readOptions, wholeNumber } from '../internal/options.js';
 
 /** The shape of the schedule. */

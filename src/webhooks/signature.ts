@@ -1,8 +1,4 @@
-/**
- * Signing per the Standard Webhooks specification, one signature per secret so that a secret can
- * be rotated without a gap.
- * @module
- */
+/** Signing per the Standard Webhooks specification, one signature per secret. @module */
 import { createHmac, randomBytes } from 'node:crypto';
 import { ConfigurationError } from '../errors/index.js';
 

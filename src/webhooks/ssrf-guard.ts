@@ -1,8 +1,4 @@
-/**
- * The SSRF guard of deliveries, applied at connection time so that DNS rebinding between a check
- * and the connect cannot slip through.
- * @module
- */
+/** The SSRF guard, applied at connection time so that DNS rebinding cannot slip through. @module */
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns';
 import ipaddr from 'ipaddr.js';

@@ -1,8 +1,4 @@
-/**
- * The account-scoped subscription index: each event's subscriptions, each once, at a cost
- * proportional to the results (layout in docs/webhooks.md, "The subscription index").
- * @module
- */
+/** The account-scoped subscription index (see docs/webhooks.md). @module */
 import { ConfigurationError } from '../errors/index.js';
 import { readSafely } from '../internal/read-once.js';
 import { parseEventKind, parseEventPattern } from './event-kind.js';

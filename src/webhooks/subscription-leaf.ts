@@ -1,8 +1,4 @@
-/**
- * The subscriptions under one index key: one alone, a short array, or a Set once it grows, so that
- * most keys cost no container at all.
- * @module
- */
+/** The subscriptions under one index key: one alone, a short array, or a Set. @module */
 import type { Subscription } from './subscription.js';
 
 /** One subscription, a short array of them, or a Set of them. */

@@ -1,8 +1,4 @@
-/**
- * Validation of the create-subscription request body: every issue at once, each with its JSON
- * pointer; nothing throws on bad input.
- * @module
- */
+/** Validation of the create-subscription request body; nothing throws on bad input. @module */
 import {
   anything,
   INVALID,

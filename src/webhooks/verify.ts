@@ -1,8 +1,4 @@
-/**
- * Verification for receivers of Standard Webhooks deliveries: constant-time signature checks and
- * a timestamp tolerance against replays.
- * @module
- */
+/** Verification for receivers of Standard Webhooks deliveries. @module */
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
