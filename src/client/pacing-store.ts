@@ -126,7 +126,7 @@ export class PacingStore implements SyncLimitStore {
     return Math.max(now, (sends[sends.length - policy.limit] as number) + span);
   }
 
-  // Dropped once it holds back no send, so a client that touches many resources keeps a bounded map.
+  // Dropped once it holds back no send: a client touching many resources keeps a bounded map.
   #sweep(now: number): void {
     for (const [resource, states] of this.#scopes) {
       let idle = true;

@@ -1,4 +1,4 @@
-/** An allow-list of non-public addresses and ranges deliveries may reach (tests, private networks). @module */
+/** Non-public addresses and ranges deliveries may reach (tests, private networks). @module */
 import ipaddr from 'ipaddr.js';
 import { checkValue, INVALID, listOf, type Rule, worded } from '../internal/options.js';
 
@@ -9,7 +9,7 @@ export interface AddressAllowList {
 }
 
 /**
- * Parse addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.0.0/8`, `fd00::/8`); none allows nothing.
+ * Parse addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.0.0/8`); none allows nothing.
  * @throws ConfigurationError `invalid_address_allow_list` when `entries` is not an array or cannot
  * be read, or for an entry that is neither an address nor a range (the message names it)
  * @example

@@ -32,7 +32,7 @@ export function jobField(
   }
 }
 
-/** Read once into a plain object, so that a getter that throws or changes cannot make an attempt reject. */
+/** Read once into a plain object: a getter that throws or changes cannot make an attempt reject. */
 export function readJob(job: DeliveryJob): DeliveryJob | string {
   try {
     if (typeof job !== 'object' || job === null) return 'The job is not an object.';

@@ -141,7 +141,7 @@ export function validateSubscriptionRequest(
   body: unknown,
   options: SubscriptionRequestOptions = {},
 ): SubscriptionRequestResult {
-  // Options checked before the body, so that a bad one throws on the first request whatever it holds.
+  // Options checked before the body: a bad one throws on the first request, whatever it holds.
   const read = readOptions(options, 'validateSubscriptionRequest', SUBSCRIPTION_RULES, {
     defaults: subscriptionRequestDefaults,
     example: '{ maxEvents: 100 }',
