@@ -1,9 +1,4 @@
-/**
- * Reading a cursor list to its end: follow each page's next cursor until a page is empty or has
- * none, and refuse a cursor seen before, which would loop forever, and a next cursor that is there
- * but cannot be followed, which would end the listing early.
- * @module
- */
+/** Reading a cursor list to its end, refusing a cursor that would loop or end it early. @module */
 import { PaginationClientError } from '../errors/pagination-client-error.js';
 import { describe } from '../internal/describe.js';
 import { aFunction, aString, readOptions, wholeNumber, worded } from '../internal/options.js';
@@ -40,24 +35,19 @@ const CURSOR_RULES = {
 
 /** Options of {@link cursorPages} and {@link cursorItems}. */
 export interface CursorIteratorOptions<T> extends PageRequestOptions<T> {
-  /**
-   * Items per page to ask for: a whole number from 1 to `Number.MAX_SAFE_INTEGER`; absent leaves
-   * the server's default. Anything else throws a `ConfigurationError` at the first `next()`.
-   */
+  /** Items per page to ask for, a whole number >= 1; absent leaves the server's default. */
   limit?: number;
   /** A cursor to resume from: a non-empty string; absent starts at the first page. */
   startCursor?: string;
   /**
-   * Finds the next cursor in a page: a non-empty string to follow, or `undefined`, `null` or `''`
-   * at the end of the list. Anything else stops the listing with `invalid_page_body`.
-   * @defaultValue {@link bodyNextCursor}
+   * The next cursor of a page, or `undefined`, `null` or `''` at the end; anything else stops the
+   * listing with `invalid_page_body`. @defaultValue {@link bodyNextCursor}
    */
   nextCursor?: (body: unknown, response: Response) => string | null | undefined;
 }
 
 /**
  * The pages of a cursor list, in order, until a page is empty or has no next cursor.
- * @param options - the URL, limit, fetch and body readers
  * @throws ConfigurationError `invalid_option` when the options are not an object, `url` is not an
  * absolute URL, `limit` is not a whole number >= 1, `startCursor` is not a non-empty string, or a
  * reader is not a function; before any request
@@ -118,10 +108,7 @@ export async function* cursorPages<T = unknown>(
   }
 }
 
-/**
- * Every item of a cursor list, in order, each once.
- * @param options - as for {@link cursorPages}
- */
+/** Every item of a cursor list, in order, each once; options as for {@link cursorPages}. */
 export async function* cursorItems<T = unknown>(
   options: CursorIteratorOptions<T>,
 ): AsyncGenerator<T, void, undefined> {
@@ -131,12 +118,9 @@ export async function* cursorItems<T = unknown>(
 /**
  * The default next-cursor reader: `nextCursor` at the top of the body or in its `pagination`
  * member. A non-empty string is the next cursor; absent, `null` or `''` means the end of the list.
- * @param body - the parsed JSON body
  * @param response - the page's response, whose URL an error names
- * @returns the next cursor, or `undefined` at the end of the list
- * @throws PaginationClientError `invalid_page_body` when a `nextCursor` is of another type (a
- * number, an object), or when the two places both give one and they differ (a cursor in one, the
- * end or another cursor in the other): reading either as the end could drop the rest of the list
+ * @throws PaginationClientError `invalid_page_body` when a `nextCursor` is of another type, or
+ * when the two places disagree: reading either as the end could drop the rest of the list
  */
 export function bodyNextCursor(body: unknown, response?: Response): string | undefined {
   const reading = nextCursorIn(body);

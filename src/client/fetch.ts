@@ -1,11 +1,4 @@
-/**
- * The integrator's retrying `fetch`: on a 429 it waits as `Retry-After` says (one second when the
- * header is missing or unreadable, the specification's recommended backoff) and sends the request
- * again, within a bounded number of retries and a bounded total wait. Any method; an abort during
- * a wait rejects at once with the signal's reason. With a pacer, every attempt first waits its turn
- * under the server's limits.
- * @module
- */
+/** A `fetch` that retries a 429 after its `Retry-After` (see docs/client.md). @module */
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import { parseRetryAfter } from '../http/retry-after.js';
@@ -36,34 +29,19 @@ export interface RetryEvent {
 export interface RetryingFetchOptions {
   /** The fetch that sends requests. @defaultValue `globalThis.fetch` */
   fetch?: FetchFunction;
-  /**
-   * Clock that an HTTP-date `Retry-After` is measured against. It is read at each 429; a `now()`
-   * that is not a finite number then rejects the request with a `ConfigurationError`.
-   * @defaultValue `systemClock`
-   */
+  /** What an HTTP-date `Retry-After` is measured against. @defaultValue `systemClock` */
   clock?: Clock;
   /** How to wait. Tests pass one that returns at once. @defaultValue real timers */
   sleep?: Sleep;
   /** Most retries of one request after a 429. @defaultValue 3 */
   maxRetries?: number;
-  /**
-   * Most milliseconds one request may spend waiting in total. A 429 whose wait would go beyond is
-   * returned to the caller instead.
-   * @defaultValue 60000
-   */
+  /** Most ms one request may wait in all; a 429 that would exceed it is returned. @defaultValue 60000 */
   maxTotalWaitMs?: number;
-  /**
-   * Wait when `Retry-After` is missing or unreadable: the specification recommends one second.
-   * @defaultValue 1000
-   */
+  /** Wait when `Retry-After` is missing or unreadable, as the specification says. @defaultValue 1000 */
   defaultDelayMs?: number;
   /** Called before each wait. */
   onRetry?: (event: RetryEvent) => void;
-  /**
-   * Space requests under the server's limits (`createPacer({ preset: presets.live })`): each
-   * attempt waits its turn and holds a throttle slot until its response arrives.
-   * @defaultValue no pacing
-   */
+  /** Each attempt waits its turn under the server's limits (`createPacer`). @defaultValue none */
   pace?: Pacer;
 }
 
@@ -85,10 +63,8 @@ const FETCH_RULES = {
  * Make a `fetch` that retries 429 responses as the server asks. When the retries or the wait budget
  * run out, the last 429 response is returned as is, so callers see what the server said. A request
  * whose body is a stream cannot be sent twice: its 429 is returned at once.
- * @param options - the underlying fetch, clock, sleep and retry budget
- * @returns a function with the signature of `fetch`; it rejects with a `ConfigurationError`
- * `invalid_option` when the clock's `now()` is not a finite number at a 429 (the wait could not be
- * measured against `maxTotalWaitMs`)
+ * @returns a `fetch` that rejects with a `ConfigurationError` `invalid_option` when the clock's
+ * `now()` is not a finite number at a 429
  * @throws ConfigurationError `invalid_option` when the options are not an object, for a negative
  * or non-integer budget, or a `fetch`, `sleep`, `onRetry`, `clock` or `pace` of the wrong shape
  * @example

@@ -1,8 +1,4 @@
-/**
- * Pacing for the integrator's client: the library's own limiter, run on the client side with the
- * server's preset, holds each request until the limits admit it (see docs/client.md, "Pacing").
- * @module
- */
+/** Pacing of the integrator's client under the server's preset (docs/client.md). @module */
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import {
@@ -29,13 +25,8 @@ export interface PacerOptions {
   /** How to wait. Tests pass one that moves a fake clock. @defaultValue real timers */
   sleep?: Sleep;
   /**
-   * Slack for the network: the server counts a request when it arrives, the client when it sends
-   * it, and arrival times jitter. The pacer keeps every limit as if any two of its requests could
-   * reach the server this much closer together than it sent them: each window is this much longer,
-   * and each rate's burst tolerance this much shorter (Live: 195 at once instead of 200). So jitter
-   * of up to this much never tips the server over a limit; the cost is this much more wait each
-   * time a limit holds a request back (12 calls on Development: 2.1 s instead of 2 s).
-   * @defaultValue 50
+   * Slack for network jitter, in ms: each window this much longer, each burst this much shorter
+   * (see docs/client.md, "Safety margin"). @defaultValue 50
    */
   safetyMarginMs?: number;
 }
@@ -44,10 +35,7 @@ export interface PacerOptions {
 export interface PacedRequest {
   /** The HTTP method. */
   readonly method: string;
-  /**
-   * The URL: absolute, or a path from the root (`/booking/v1/bookings/X`), which is paced under the
-   * same limits. Anything else that is not a URL is paced as `/`, by the global limits only.
-   */
+  /** Absolute, or a path from the root; anything else is paced as `/`, by the global limits. */
   readonly url: string;
 }
 
@@ -55,7 +43,6 @@ export interface PacedRequest {
 export interface Pacer {
   /**
    * Wait until the request may be sent under the limits.
-   * @param request - method and URL
    * @param signal - gives up the wait (rejects with the signal's reason)
    * @returns a function to call when the response has arrived: it frees the request's throttle slot
    */
@@ -84,7 +71,6 @@ const PACER_RULES = {
 
 /**
  * Make a pacer for one client and account. Pass it to `createRetryingFetch({ pace })`.
- * @param options - the preset, clock, sleep and safety margin
  * @throws ConfigurationError `invalid_option` when the options are not an object, for a preset
  * without time limits, a bad margin or a `sleep` that is not a function
  * @example
@@ -100,10 +86,8 @@ export function createPacer(options: PacerOptions): Pacer {
     example: '{ preset: presets.live }',
   });
   const { clock, sleep, safetyMarginMs: margin } = given;
-  // pacingPreset refuses a missing preset, or anything else that is not one, with what to pass.
   const { preset, globalNames, maxInFlight } = pacingPreset(given.preset as LimitPreset);
-  // The limiter reads the routes (per-resource rules, exemptions); the store decides exactly, so
-  // that a refusal gives the instant the send may go and blocks nothing.
+  // The store decides exactly, so that a refusal gives the instant the send may go.
   const store = new PacingStore(margin);
   const limiter = createLimiter({ preset, clock, store });
   return new RequestPacer({ limiter, store, clock, sleep, globalNames, maxInFlight });
@@ -172,9 +156,7 @@ class RequestPacer implements Pacer {
     });
   }
 
-  // Send every waiter that the limits admit now, in order. A request refused by a per-resource
-  // limit waits alone; one refused by a global limit stops the scan, since everything after it
-  // would be refused too.
+  // A request refused by a global limit stops the scan: everything after it would be refused too.
   #pump(): void {
     const queue = this.#queue;
     let wakeAt = Number.POSITIVE_INFINITY;
@@ -206,17 +188,14 @@ class RequestPacer implements Pacer {
         path: waiter.path,
       });
     } catch (error) {
-      // A request the limiter refuses to read (a bad method) or a clock that returns no time:
-      // that waiter alone fails with the typed error, and leaves the queue so that it can
-      // neither block the requests behind it nor be granted a slot later.
+      // A bad method or a clock with no time fails that waiter alone, which leaves the queue.
       waiter.signal?.removeEventListener('abort', waiter.onAbort);
       waiter.reject(error);
       return undefined;
     }
   }
 
-  // One sleep at a time, until the earliest instant a waiter may go. A later wake is ended when an
-  // earlier one is needed (a request for another resource, say), so that no waiter oversleeps.
+  // One sleep at a time; a later wake is ended when an earlier one is needed, so none oversleeps.
   #sleepUntil(at: number): void {
     this.#cancelSleep?.abort();
     const controller = new AbortController();
@@ -228,9 +207,7 @@ class RequestPacer implements Pacer {
       this.#wakeTarget = Number.POSITIVE_INFINITY;
       this.#pump();
     };
-    // Whole milliseconds, rounded up: a timer fires no sooner than asked, and a clock in whole
-    // milliseconds then reaches the instant. A sleep that throws or returns no promise still wakes
-    // the queue instead of wedging it.
+    // Rounded up, so a whole-ms clock reaches the instant; a sleep that throws still wakes the queue.
     const ms = Math.max(0, Math.ceil(at - this.#parts.clock.now()));
     abortableSleep(this.#parts.sleep, ms, controller.signal).then(wake, wake);
   }
@@ -240,7 +217,6 @@ class RequestPacer implements Pacer {
  * The client's own preset: the time limits and the route rules (the store applies the safety
  * margin); the throttle becomes a count of requests in flight (applied to every route, exempt ones
  * included, which keeps the client on the safe side).
- * @param source - the server's preset
  */
 function pacingPreset(source: LimitPreset): {
   preset: LimitPreset;
@@ -271,8 +247,7 @@ function pacingPreset(source: LimitPreset): {
   }
   return { preset: { name: source.name, policies: timed, rules }, globalNames, maxInFlight };
 }
-// A path (`/booking/v1/bookings/X`, as a browser or a fetch with a base URL takes it) is paced
-// under its own resource limits, as an absolute URL is; anything else that is not a URL is `/`.
+// A path is paced under its own resource limits, as a browser or a fetch with a base URL takes it.
 function pathOf(url: string): string {
   try {
     return new URL(url).pathname;

@@ -1,10 +1,4 @@
-/**
- * The pacer's store: the client's own sends, kept exactly. A refusal tells the exact instant the
- * request may go, not a whole-second Retry-After, and blocks nothing: the client is not a server
- * announcing when to come back, it only needs to know when its next send is within the limits.
- * The safety margin is applied here, to every pair of sends (see docs/client.md, "Pacing").
- * @module
- */
+/** The pacer's store: the client's own sends, kept exactly, with the margin. @module */
 import type { Policy, RatePolicy, WindowPolicy } from '../limits/policy.js';
 import {
   admissionWithoutStatuses,
@@ -32,10 +26,7 @@ export class PacingStore implements SyncLimitStore {
   #refusedUntil = Number.NaN;
   #latest = Number.NEGATIVE_INFINITY;
 
-  /**
-   * @param marginMs - how much closer together than they were sent two requests may reach the
-   *   server: every limit is kept as if they did
-   */
+  /** @param marginMs - how much closer together than sent two requests may reach the server */
   constructor(marginMs: number) {
     this.#margin = marginMs;
   }
@@ -135,8 +126,7 @@ export class PacingStore implements SyncLimitStore {
     return Math.max(now, (sends[sends.length - policy.limit] as number) + span);
   }
 
-  // A scope that no longer holds back any send weighs on nothing: it is dropped, so a client that
-  // touches many resources keeps a bounded map.
+  // Dropped once it holds back no send: a client touching many resources keeps a bounded map.
   #sweep(now: number): void {
     for (const [resource, states] of this.#scopes) {
       let idle = true;

@@ -1,9 +1,4 @@
-/**
- * Reading a page-number list to its end: `pageNumber` 1, 2, 3, ... until a page comes back empty
- * or says it is the last ("A client that needs all data repeats requests until no more data is
- * returned"), and refuse a page that is not the one asked for, which would repeat forever.
- * @module
- */
+/** Reading a page-number list to its end, refusing a page not asked for. @module */
 
 import { PaginationClientError } from '../errors/pagination-client-error.js';
 import { describe } from '../internal/describe.js';
@@ -35,38 +30,21 @@ const PAGE_NUMBER_RULES = {
 
 /** Options of {@link pageNumberPages} and {@link pageNumberItems}. */
 export interface PageNumberIteratorOptions<T> extends PageRequestOptions<T> {
-  /**
-   * Items per page to ask for: a whole number from 1 to `Number.MAX_SAFE_INTEGER`; absent leaves
-   * the server's default. Anything else throws a `ConfigurationError` at the first `next()`.
-   */
+  /** Items per page to ask for, a whole number >= 1; absent leaves the server's default. */
   pageSize?: number;
-  /**
-   * The first page to read: a whole number from 1 to `Number.MAX_SAFE_INTEGER`. Anything else
-   * throws a `ConfigurationError` at the first `next()`.
-   * @defaultValue 1
-   */
+  /** The first page to read, a whole number >= 1. @defaultValue 1 */
   startPage?: number;
-  /**
-   * Whether a page is known to be the last, so that no empty page has to be fetched.
-   * @defaultValue {@link bodySaysLastPage}
-   */
+  /** Whether a page is the last, sparing the empty page. @defaultValue {@link bodySaysLastPage} */
   isLastPage?: (body: unknown) => boolean;
 }
 
 /**
  * The pages of a page-number list, in order, until a page is empty or says it is the last.
- *
- * A server that does not serve the page asked for would otherwise be read forever, so a page is
- * refused with `unexpected_page`, before it is yielded, when its body states another page number
- * (`pageNumber` at the top or under `pagination`), or, when it states none, when it holds exactly
- * the items of the page before it. A list with a page after `Number.MAX_SAFE_INTEGER` stops with
- * `unexpected_page` too: that page number cannot be requested exactly.
- * @param options - the URL, page size, fetch and body readers
  * @throws ConfigurationError `invalid_option` when the options are not an object, `url` is not an
  * absolute URL, `startPage` or `pageSize` is not a whole number >= 1, or a reader is not a
  * function; before any request
  * @throws PaginationClientError `unexpected_status` when a page fails; `invalid_page_body` when it
- * has no items list; `unexpected_page` when it is not the page asked for
+ * has no items list; `unexpected_page` when it is not the page asked for (see docs/client.md)
  * @example
  * ```ts
  * for await (const page of pageNumberPages({ url: 'https://api.example.com/reservations', pageSize: 200 })) {
@@ -125,10 +103,7 @@ export async function* pageNumberPages<T = unknown>(
   }
 }
 
-/**
- * Every item of a page-number list, in order, each once.
- * @param options - as for {@link pageNumberPages}
- */
+/** Every item of a page-number list, in order, each once; options as for {@link pageNumberPages}. */
 export async function* pageNumberItems<T = unknown>(
   options: PageNumberIteratorOptions<T>,
 ): AsyncGenerator<T, void, undefined> {
@@ -138,14 +113,12 @@ export async function* pageNumberItems<T = unknown>(
 /**
  * The default end-of-data test: `endOfData: true` or `hasMore: false`, at the top of the body or in
  * its `pagination` member.
- * @param body - the parsed JSON body
  */
 export function bodySaysLastPage(body: unknown): boolean {
   return paginationField(body, 'endOfData') === true || paginationField(body, 'hasMore') === false;
 }
 
-// The page number a body states (`pageNumber`, as pageNumberNavigation writes it), as a number or
-// a decimal string; anything else states nothing.
+// As a number or a decimal string, as pageNumberNavigation writes it; anything else states nothing.
 function statedPageNumber(body: unknown): number | string | undefined {
   const value = paginationField(body, 'pageNumber');
   if (typeof value === 'number') return value;
@@ -156,8 +129,7 @@ function statedPageNumber(body: unknown): number | string | undefined {
   return undefined;
 }
 
-// Whether two pages hold the same items, compared as JSON and item by item, so that two different
-// pages (the usual case) differ at the first item.
+// Item by item, so that two different pages (the usual case) differ at the first item.
 function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) {
@@ -166,8 +138,7 @@ function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {
       const text = JSON.stringify(a[i]);
       if (text === undefined || text !== JSON.stringify(b[i])) return false;
     } catch {
-      // Items an items option made that JSON cannot write (a cycle, a BigInt, a function) count
-      // as different.
+      // Items JSON cannot write (a cycle, a BigInt) count as different.
       return false;
     }
   }

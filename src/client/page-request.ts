@@ -1,8 +1,4 @@
-/**
- * One page request of an iterator: send it, refuse an error status, read the JSON body and find
- * its items. Shared by the page-number and the cursor iterators.
- * @module
- */
+/** One page request of an iterator, shared by the page-number and cursor ones. @module */
 import { PaginationClientError } from '../errors/pagination-client-error.js';
 import { aFunction, anything, INVALID, invalidValue, type Rule } from '../internal/options.js';
 import type { FetchFunction } from './fetch.js';
@@ -12,19 +8,13 @@ export type ItemsReader<T> = (body: unknown) => readonly T[] | undefined;
 
 /** What every iterator needs besides its pattern's parameters. */
 export interface PageRequestOptions<T> {
-  /**
-   * The list's absolute URL; its other query parameters (filters) are kept on every request. A
-   * relative one throws a `ConfigurationError` at the first `next()`.
-   */
+  /** The list's absolute URL; its query parameters (filters) are kept on every request. */
   url: string | URL;
   /** The fetch that sends the requests; pass `createRetryingFetch()` to honour 429s. @defaultValue `createRetryingFetch()` */
   fetch?: FetchFunction;
   /** Request options for every page (headers, signal). */
   init?: RequestInit;
-  /**
-   * Finds the items in a page body.
-   * @defaultValue the body itself if it is an array, else its `items` or `data` array
-   */
+  /** Finds the items in a page body. @defaultValue the body if an array, else its `items` or `data` */
   items?: ItemsReader<T>;
 }
 
@@ -40,10 +30,7 @@ export interface Page<T> {
   readonly response: Response;
 }
 
-/**
- * The default {@link ItemsReader}: an array body, or the `items` or `data` array of an object body.
- * @param body - the parsed JSON body
- */
+/** The default {@link ItemsReader}: an array body, or the `items` or `data` array of an object body. */
 export function defaultItems<T>(body: unknown): readonly T[] | undefined {
   if (Array.isArray(body)) return body as T[];
   if (typeof body !== 'object' || body === null) return undefined;
@@ -73,12 +60,7 @@ export const PAGE_REQUEST_RULES = {
   items: aFunction<ItemsReader<never>>('finds the items in a page body'),
 };
 
-/**
- * The list's URL, which an iterator cannot do without.
- * @param url - the `url` option as read
- * @throws ConfigurationError `invalid_option` when it was left out
- * @internal
- */
+/** The list's URL, which an iterator cannot do without. @internal */
 export function listUrl(url: URL | undefined): URL {
   if (url === undefined) throw invalidValue(LIST_URL, url, 'url');
   return url;
@@ -86,10 +68,6 @@ export function listUrl(url: URL | undefined): URL {
 
 /**
  * Request one page and read its items.
- * @param fetch - the fetch to send it with
- * @param url - the page URL
- * @param init - request options
- * @param readItems - finds the items in the body
  * @throws PaginationClientError `unexpected_status` for a non-2xx answer, `invalid_page_body` for a body without items
  */
 export async function requestPage<T>(
@@ -130,11 +108,7 @@ export async function requestPage<T>(
   return { items, body, url: href, response };
 }
 
-/**
- * Read a field of the body or of its `pagination` member.
- * @param body - the parsed JSON body
- * @param name - the field
- */
+/** Read a field of the body or of its `pagination` member. */
 export function paginationField(body: unknown, name: string): unknown {
   if (typeof body !== 'object' || body === null) return undefined;
   const record = body as Record<string, unknown>;

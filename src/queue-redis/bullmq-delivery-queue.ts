@@ -1,11 +1,4 @@
-/**
- * The durable delivery queue on Redis, built on BullMQ: a job per message and subscription (its
- * BullMQ id derived from both, so enqueueing twice adds it once), one attempt per run, a retry
- * moved to BullMQ's delayed set at the time the schedule says, and jobs of a worker that died
- * picked up again by the next one (BullMQ's stalled-job check), each lost attempt counted against
- * the schedule. A job BullMQ gives up on is reported and kept in its failed set for replay.
- * @module
- */
+/** The durable delivery queue on Redis, built on BullMQ (see docs/delivery.md). @module */
 import type * as BullMQ from 'bullmq';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
@@ -42,27 +35,19 @@ export interface RedisDeliveryQueueOptions {
   prefix?: string;
   /** Attempts at a time in this process. @defaultValue 8 */
   concurrency?: number;
-  /**
-   * Jobs waiting or delayed at most; beyond it `enqueue` rejects with `queue_full` (the caller
-   * sheds load, for example with a 503). @defaultValue no bound
-   */
+  /** Jobs waiting or delayed at most; beyond, `enqueue` rejects `queue_full`. @defaultValue no bound */
   capacity?: number;
   /** The clock retries are scheduled on. @defaultValue {@link systemClock} */
   clock?: Clock;
   /**
-   * Passed on to BullMQ's Worker: `lockDuration` and `stalledInterval` (whole ms >= 1, 30 s each
-   * by default) set how soon the jobs of a worker that died are run again; `maxStalledCount`
-   * (a whole number >= 0) is how often a job may stall before BullMQ fails it. Each stalled attempt
-   * counts against the deliverer's schedule, which gives up first with the default of 100.
+   * Passed on to BullMQ's Worker: `lockDuration` and `stalledInterval` (ms, 30 s each) set how soon
+   * a dead worker's jobs run again; `maxStalledCount` (default 100) is BullMQ's backstop.
    */
   workerOptions?: Pick<
     BullMQ.WorkerOptions,
     'lockDuration' | 'stalledInterval' | 'maxStalledCount'
   >;
-  /**
-   * Completed jobs kept in Redis, for inspection. @defaultValue 1000. Failed jobs (those BullMQ
-   * gave up on) are all kept until {@link RedisDeliveryQueue.retryFailed} replays them.
-   */
+  /** Completed jobs kept, for inspection (failed ones are all kept). @defaultValue 1000 */
   keep?: number;
 }
 
@@ -74,31 +59,20 @@ export interface RedisDeliveryQueueOptions {
 export interface RedisDeliveryQueue extends DeliveryQueue {
   /** Jobs by state (`waiting`, `active`, `delayed`, `completed`, `failed`). */
   counts(): Promise<Record<string, number>>;
-  /**
-   * The jobs BullMQ gave up on (reported as `lost`), oldest first, as they were when it did.
-   * @returns the jobs in BullMQ's failed set
-   */
+  /** The jobs BullMQ gave up on (reported as `lost`), oldest first, as they were when it did. */
   failed(): Promise<DeliveryJob[]>;
-  /**
-   * Replay every job BullMQ gave up on: each goes back to waiting with its schedule started afresh
-   * (no attempts, no first attempt time), under the same message id (`webhook-id`).
-   * @returns how many jobs were replayed
-   */
+  /** Replay every job BullMQ gave up on, schedule afresh, same `webhook-id`; returns how many. */
   retryFailed(): Promise<number>;
 }
 
 const JOB_NAME = 'delivery';
 
-// BullMQ's own limit only as a backstop: the deliverer's schedule counts stalled attempts and
-// gives up within its maxAttempts (8 by default), reporting it.
+// A backstop only: the deliverer's schedule counts stalled attempts and gives up first.
 const MAX_STALLED_COUNT = 100;
 
 /**
  * Open the queue, and start a worker when a deliverer is given.
- * @param options - the bullmq module, the connection, the deliverer and the bounds
- * @returns the queue
- * @throws ConfigurationError `invalid_option` when the bullmq module, a bound or a worker option is
- * wrong
+ * @throws ConfigurationError `invalid_option` for a wrong bullmq module, bound or worker option
  * @example
  * ```ts
  * import * as bullmq from 'bullmq';
@@ -219,8 +193,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       let replayed = 0;
       for (const job of await queue.getFailed()) {
         const { firstAttemptAt: _, ...data } = job.data;
-        // Reset first: a process dying between the two calls leaves a failed job, not a replay
-        // whose spent schedule gives it up at once.
+        // Reset first: dying between the calls leaves a failed job, not a spent replay.
         await job.updateData({ ...data, attempts: 0 });
         try {
           await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
@@ -239,7 +212,6 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
 // BullMQ's failedReason for a job that stalled more than maxStalledCount times.
 const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
 
-// The job as it is once an attempt has started: one more attempt, and the time of the first.
 // Undefined for data no attempt can be made of (the deliverer fails it as invalid_job).
 function started(job: DeliveryJob, now: number): DeliveryJob | undefined {
   if (typeof job !== 'object' || job === null || !Number.isSafeInteger(job.attempts)) {
@@ -295,8 +267,7 @@ function definedOnly<T extends object>(options: T): { [K in keyof T]?: Exclude<T
   };
 }
 
-// A command Redis failed, as a typed error. The job may have been stored all the same (the reply
-// was lost): enqueueing it again is safe, since its id adds it once.
+// The job may have been stored all the same (the reply was lost): enqueueing again is safe.
 async function redis<T>(command: () => Promise<T>): Promise<T> {
   try {
     return await command();
@@ -309,7 +280,6 @@ async function redis<T>(command: () => Promise<T>): Promise<T> {
   }
 }
 
-// The error's own message where it has one: what Redis said.
 function errorMessage(caught: unknown): string {
   try {
     return caught instanceof Error ? caught.message : String(caught);
@@ -324,12 +294,10 @@ function bullJobId(job: DeliveryJob): string {
   return `${encodeIdPart(job.id)}|${encodeIdPart(job.subscriptionId)}`;
 }
 
-// Splits at each lone surrogate, keeping it as an odd-numbered part.
 const LONE_SURROGATES_KEPT = new RegExp(`(${LONE_SURROGATE.source})`);
 
-// encodeURIComponent throws on a lone surrogate, which a string id may hold: each is written `%u`
-// and its four hex digits, which encodeURIComponent never writes (its `%` is followed by two hex
-// digits), so different ids still never meet.
+// encodeURIComponent throws on a lone surrogate: each is written `%u` and four hex digits, which
+// encodeURIComponent never writes, so different ids still never meet.
 function encodeIdPart(value: string): string {
   return String(value)
     .split(LONE_SURROGATES_KEPT)

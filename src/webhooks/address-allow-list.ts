@@ -1,25 +1,15 @@
-/**
- * An allow-list of IP addresses and CIDR ranges that deliveries may reach although they are not
- * public (a local receiver in tests, a private deployment's own network).
- * @module
- */
+/** Non-public addresses and ranges deliveries may reach (tests, private networks). @module */
 import ipaddr from 'ipaddr.js';
 import { checkValue, INVALID, listOf, type Rule, worded } from '../internal/options.js';
 
 /** A parsed allow-list. */
 export interface AddressAllowList {
-  /**
-   * True when the address lies in an allowed range. IPv4-mapped IPv6 addresses are judged as the
-   * IPv4 address they carry.
-   * @param address - an IP address (brackets around IPv6 allowed)
-   */
+  /** True when the address (IPv6 in brackets or not) lies in an allowed range; IPv4-mapped as IPv4. */
   allows(address: string): boolean;
 }
 
 /**
- * Parse addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.0.0/8`, `fd00::/8`).
- * @param entries - the allowed addresses and ranges; empty allows nothing
- * @returns the allow-list
+ * Parse addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.0.0/8`); none allows nothing.
  * @throws ConfigurationError `invalid_address_allow_list` when `entries` is not an array or cannot
  * be read, or for an entry that is neither an address nor a range (the message names it)
  * @example

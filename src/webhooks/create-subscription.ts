@@ -1,9 +1,4 @@
-/**
- * The create-subscription operation (`POST {webhook_url}/v1/subscriptions`): validate the body,
- * assign an id and a creation time, store, and answer 201 with the stored subscription or a
- * problem details body listing every error.
- * @module
- */
+/** The create-subscription operation: 201 with the subscription, or every error. @module */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
@@ -91,10 +86,7 @@ const ACCOUNT_CODE = worded(
 
 /**
  * Create a subscription for an account from a request body.
- * @param body - the parsed JSON body of the request
  * @param accountCode - the authenticated account the subscription belongs to
- * @param options - validation bounds, clock, id source, storage and the refusal's status
- * @returns 201 with the stored subscription, or the refusal with every issue
  * @throws ConfigurationError when `options` is not an object or an option is wrong (as for
  *   {@link validateSubscriptionRequest}), the id source returns no string, or the
  *   clock returns no time a Date can hold

@@ -1,8 +1,4 @@
-/**
- * The attempts of a deliverer: sign, send, and decide from the answer what follows (delivered,
- * disabled, retried or failed), each attempt reported.
- * @module
- */
+/** The attempts of a deliverer: sign, send, decide from the answer what follows, report. @module */
 import type { Clock } from '../clock.js';
 import { isApiConventionsError } from '../errors/index.js';
 import { parseRetryAfter } from '../http/retry-after.js';

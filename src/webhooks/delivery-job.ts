@@ -1,18 +1,8 @@
-/**
- * A delivery job as an attempt reads it: its fields read once into a plain copy, or what is wrong
- * with it, and whether the schedule still allows an attempt.
- * @module
- */
+/** A delivery job as an attempt reads it, and whether the schedule allows one. @module */
 import type { DeliveryJob } from './delivery.js';
 import type { RetrySchedule } from './retry-schedule.js';
 
-/**
- * Why a job may not be attempted again, before any attempt: every attempt of the schedule was
- * started (some lost in crashes), or the first one started longer ago than the schedule allows.
- * @param schedule - the retry schedule
- * @param job - the job as read
- * @param now - the time of the attempt, in ms
- */
+/** Why a job may not be attempted again: every attempt started (some lost in crashes), or too old. */
 export function scheduleSpent(
   schedule: RetrySchedule,
   job: DeliveryJob,
@@ -28,9 +18,6 @@ export function scheduleSpent(
 /**
  * A field of a job for its report: from the copy {@link readJob} made, or, for input that is no
  * job, the input's own member as a string ('undefined' where reading it throws).
- * @param job - the job as read, or what is wrong with it
- * @param input - the job as given
- * @param name - the field
  */
 export function jobField(
   job: DeliveryJob | string,
@@ -45,11 +32,7 @@ export function jobField(
   }
 }
 
-/**
- * The job's fields read once into a plain object, or what is wrong with it: a getter that throws
- * or changes between reads cannot make an attempt reject.
- * @param job - the job as given
- */
+/** Read once into a plain object: a getter that throws or changes cannot make an attempt reject. */
 export function readJob(job: DeliveryJob): DeliveryJob | string {
   try {
     if (typeof job !== 'object' || job === null) return 'The job is not an object.';

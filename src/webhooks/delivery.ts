@@ -1,9 +1,4 @@
-/**
- * Delivery of a signed message to one subscription: one attempt at a time through an injectable
- * transport, 2xx is success, 410 disables the subscription, anything else is retried on the
- * schedule (a 429 or 503 `Retry-After` honoured), and every attempt and outcome is reported.
- * @module
- */
+/** Delivery of a signed message to one subscription (see docs/delivery.md). @module */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
@@ -108,10 +103,7 @@ export type DeliveryStep =
 
 /** How deliveries are made. */
 export interface DeliveryOptions {
-  /**
-   * The secrets of a subscription, read at each attempt (so rotation applies at once); none, or
-   * undefined or null for a subscription that no longer exists, ends the job (`no_secret`).
-   */
+  /** Read at each attempt, so rotation applies at once; none ends the job (`no_secret`). */
   secrets: (
     subscriptionId: string,
   ) => readonly string[] | undefined | Promise<readonly string[] | undefined>;
@@ -135,26 +127,17 @@ export interface DeliveryOptions {
 
 /** Runs attempts. */
 export interface Deliverer {
-  /**
-   * Make the next attempt of a job. Never rejects: every failure is a step.
-   * @param job - the job
-   * @returns done, or the job to run again and when
-   */
+  /** Make the next attempt of a job. Never rejects: every failure is a step. */
   attempt(job: DeliveryJob): Promise<DeliveryStep>;
   /**
-   * Report a job the queue gave up on (outcome `lost`), so that `onAttempt` is told of it like of
-   * any attempt. Queues call it when they have it. Never rejects.
-   * @param job - the job as the queue holds it (`attempts`: those started, lost ones included)
-   * @param error - why the queue gave up
-   * @returns the report
+   * Report a job the queue gave up on (outcome `lost`) to `onAttempt`. Never rejects.
+   * @param job - as the queue holds it (`attempts`: those started, lost ones included)
    */
   lost?(job: DeliveryJob, error: { code: string; message: string }): Promise<DeliveryAttempt>;
 }
 
 /**
  * Make a deliverer.
- * @param options - secrets, transport, timeout, schedule, clock, random source, callbacks
- * @returns the deliverer that queues call
  * @throws ConfigurationError `invalid_option` for a missing secrets function, a bad timeout or
  * extra headers that HTTP cannot carry
  * @example
@@ -223,12 +206,7 @@ const DELIVERY_RULES = {
   headers: HEADERS,
 };
 
-/**
- * A new job for a message and a subscription.
- * @param message - the message id and body
- * @param subscription - the subscription's id and endpoint
- * @returns the job, with no attempt made
- */
+/** A new job for a message and a subscription, with no attempt made. */
 export function deliveryJob(
   message: { readonly id: string; readonly body: string },
   subscription: { readonly id: string; readonly endpointUrl: string },
@@ -245,10 +223,7 @@ export function deliveryJob(
 /**
  * Deliver one job to the end: attempt, wait as the schedule says, attempt again, until it is
  * delivered, disabled or given up. For a service, prefer a queue; this is the loop without one.
- * @param deliverer - makes the attempts
- * @param job - the job
  * @param sleep - waits a number of ms (inject one that advances a fake clock in tests)
- * @param clock - the clock the waits are computed from
  * @returns the report of the last attempt
  */
 export async function deliver(

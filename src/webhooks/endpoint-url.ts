@@ -1,9 +1,4 @@
-/**
- * The endpointUrl policy: an absolute https URL (http only when allowed), no userinfo, no
- * fragment, bounded length, and never an address literal outside public unicast space, in any
- * spelling the WHATWG URL parser accepts (`http://0x7f.1/`, `[::ffff:127.0.0.1]`).
- * @module
- */
+/** The endpointUrl policy: https, no userinfo, no non-public address in any spelling. @module */
 import ipaddr from 'ipaddr.js';
 import {
   aBoolean,
@@ -36,20 +31,13 @@ export const DEFAULT_MAX_ENDPOINT_URL_LENGTH = 2048;
 
 /** How strict the endpointUrl policy is. */
 export interface EndpointUrlOptions {
-  /**
-   * Accept `http:` as well as `https:` (for example in a development environment).
-   * @defaultValue false
-   */
+  /** Accept `http:` as well as `https:` (in development, say). @defaultValue false */
   allowHttp?: boolean;
-  /**
-   * The longest accepted URL, in characters.
-   * @defaultValue {@link DEFAULT_MAX_ENDPOINT_URL_LENGTH}
-   */
+  /** The longest accepted URL, in characters. @defaultValue {@link DEFAULT_MAX_ENDPOINT_URL_LENGTH} */
   maxLength?: number;
   /**
-   * Address literals in these ranges (`127.0.0.1`, `10.0.0.0/8`) are accepted although they are
-   * not public: for tests and private deployments. Give the delivery's SSRF guard the same list.
-   * @defaultValue none
+   * Non-public ranges accepted (`10.0.0.0/8`), for tests and private deployments; give the SSRF
+   * guard the same list. @defaultValue none
    */
   allow?: readonly string[];
 }
@@ -90,8 +78,6 @@ const ENDPOINT_URL_RULES = {
  * not resolved here: a delivery must check the resolved addresses again with
  * {@link forbiddenAddressRange}.
  * @param input - the URL; anything that is not a string is `url_invalid`
- * @param options - the policy's switches
- * @returns the normalised URL to store, or the errors
  * @throws ConfigurationError `invalid_option` when `options` is not an object or cannot be read,
  * `invalid_limit` when `maxLength` is not a whole number of at least 1, and
  * `invalid_address_allow_list` when `allow` is not an array or holds a bad entry, whatever the input
@@ -111,8 +97,6 @@ export function checkEndpointUrl(
 /**
  * The policy's check with its options read and checked once, so that a bad option is refused
  * before any URL is looked at (and an allow-list is parsed once for many URLs).
- * @param options - the policy's switches
- * @returns the check of {@link checkEndpointUrl} under these options
  * @throws ConfigurationError as {@link checkEndpointUrl} does for its options
  */
 export function endpointUrlPolicy(

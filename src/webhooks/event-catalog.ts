@@ -1,8 +1,4 @@
-/**
- * An optional catalog of the topics and events a service publishes. With one, a subscription that
- * names an unknown topic or event is refused, and the refusal suggests the nearest known name.
- * @module
- */
+/** An optional catalog of the topics and events a service publishes. @module */
 import { ConfigurationError } from '../errors/index.js';
 import { nearestName } from '../internal/nearest-name.js';
 import type { EventPattern } from './event-kind.js';
@@ -34,15 +30,10 @@ export interface EventCatalogError {
 export interface EventCatalog {
   /** The known topics, in the order they were defined. */
   readonly topics: readonly string[];
-  /**
-   * The enumerated events of a topic, `'*'` for a topic with any event, or undefined for an
-   * unknown topic.
-   * @param topic - a topic name
-   */
+  /** The events of a topic, `'*'` for a topic with any event, or undefined for an unknown one. */
   eventsOf(topic: string): readonly string[] | '*' | undefined;
   /**
-   * Check a parsed pattern against the catalog.
-   * @param pattern - a pattern from {@link parseEventPattern}
+   * Check a pattern from {@link parseEventPattern}.
    * @returns undefined when the pattern is known, else the error with a suggestion
    */
   check(pattern: EventPattern): EventCatalogError | undefined;
@@ -50,8 +41,6 @@ export interface EventCatalog {
 
 /**
  * Make a catalog of known topics and events. Topic and event names follow the event-kind grammar.
- * @param definition - topics mapped to their events (or `'*'`)
- * @returns the catalog
  * @throws ConfigurationError `invalid_event_catalog` when the definition is no object, there is
  * no topic, a name is not a string or not well formed, a topic has no events, or an event is
  * listed twice

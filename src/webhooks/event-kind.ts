@@ -1,9 +1,4 @@
-/**
- * The event-kind grammar: kinds are `<topic>/<event>`, patterns are a kind or `<topic>/*`.
- * A part is lower-case letters and digits, with single hyphens inside (`charges-changed`).
- * The parsers never throw: bad input gets a result with a stable code and a message.
- * @module
- */
+/** The event-kind grammar: `<topic>/<event>` and `<topic>/*`; the parsers never throw. @module */
 
 /** The longest topic or event name, in characters. */
 export const MAX_EVENT_PART_LENGTH = 64;
@@ -82,9 +77,7 @@ const SHAPE =
 
 /**
  * Parse one element of a subscription's `events`: a kind (`folio/created`) or a topic wildcard
- * (`reservation/*`).
- * @param input - anything; only a string can be a pattern
- * @returns the typed pattern, or an error with a stable code
+ * (`reservation/*`). Anything but a string is an error.
  * @example
  * ```ts
  * parseEventPattern('reservation/*'); // { ok: true, value: { type: 'topic', topic: 'reservation', ... } }
@@ -146,11 +139,7 @@ export function parseEventPattern(input: unknown): EventPatternResult<EventPatte
   return { ok: true, value: { type: 'kind', topic, event, text: input } };
 }
 
-/**
- * Parse the kind of an event that occurred: `<topic>/<event>`, never a wildcard.
- * @param input - anything; only a string can be a kind
- * @returns the kind, or an error with a stable code
- */
+/** Parse the kind of an event that occurred: `<topic>/<event>`, never a wildcard. */
 export function parseEventKind(input: unknown): EventPatternResult<EventKindPattern> {
   const parsed = parseEventPattern(input);
   if (!parsed.ok || parsed.value.type === 'kind')
@@ -161,16 +150,11 @@ export function parseEventKind(input: unknown): EventPatternResult<EventKindPatt
   );
 }
 
-/**
- * Whether an event of kind `kind` is selected by `pattern`.
- * @param pattern - a parsed pattern
- * @param kind - a parsed kind
- */
+/** Whether an event of kind `kind` is selected by `pattern`. */
 export function patternSelects(pattern: EventPattern, kind: EventKindPattern): boolean {
   return pattern.type === 'topic' ? pattern.topic === kind.topic : pattern.text === kind.text;
 }
 
-// Returns what is wrong with a topic or event name, or undefined when it is well formed.
 function partProblem(part: string): string | undefined {
   if (part.length > MAX_EVENT_PART_LENGTH) {
     return `has ${part.length} characters; at most ${MAX_EVENT_PART_LENGTH} are allowed`;

@@ -1,9 +1,4 @@
-/**
- * Which IP addresses a webhook may never be sent to: everything outside public unicast space
- * (loopback, private, link-local, unique-local, unspecified, cloud metadata, multicast, reserved,
- * and IPv6 forms that embed an IPv4 address). Classification is by ipaddr.js, not by hand.
- * @module
- */
+/** Which IP addresses a webhook may never be sent to. @module */
 import ipaddr from 'ipaddr.js';
 
 // Cloud instance metadata services (AWS, GCP, Azure, OpenStack on IPv4; AWS on IPv6): named
@@ -13,8 +8,7 @@ const METADATA_ADDRESSES = new Set(['169.254.169.254', 'fd00:ec2::254']);
 /**
  * The name of the non-public range an IP address belongs to, or undefined for a public unicast
  * address. Use it at delivery time too, on each address DNS resolves the endpoint's host to.
- * @param address - an IPv4 or IPv6 address (brackets around IPv6 allowed); IPv4-mapped IPv6
- * addresses are judged as the IPv4 address they carry
+ * IPv4-mapped IPv6 addresses are judged as the IPv4 address they carry.
  * @returns `'metadata'`, an ipaddr.js range name such as `'loopback'`, `'private'`,
  * `'linkLocal'`, `'uniqueLocal'`, `'unspecified'` or `'ipv4Compatible'`, `'notAnAddress'` when the
  * string is no IP address, or undefined when the address is public

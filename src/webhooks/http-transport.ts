@@ -1,9 +1,4 @@
-/**
- * The default transport of deliveries: one POST over node:http or node:https, through the SSRF
- * guard's lookup (the socket connects to the address that was checked), with a timeout. Only the
- * status and headers of the answer are read; the body is discarded.
- * @module
- */
+/** The default transport of deliveries: one POST through the SSRF guard's lookup. @module */
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
@@ -43,9 +38,8 @@ export interface HttpTransportOptions extends SsrfGuardOptions {
   /** A guard made elsewhere (its allow-list and lookup win over `allow` and `lookup`). */
   guard?: SsrfGuard;
   /**
-   * Agents for keep-alive; the guard's lookup is set on every request. A connection is checked once,
-   * when it opens: share an agent only between transports with the same guard.
-   * @defaultValue keep-alive agents of this transport's own
+   * Keep-alive agents. A connection is checked once, when it opens: share an agent only between
+   * transports with the same guard. @defaultValue agents of this transport's own
    */
   agent?: {
     /** For `http:` endpoints. */
@@ -57,8 +51,6 @@ export interface HttpTransportOptions extends SsrfGuardOptions {
 
 /**
  * The default transport: node:http(s) behind the SSRF guard.
- * @param options - the allow-list, the resolver, agents
- * @returns the transport
  * @throws ConfigurationError `invalid_address_allow_list` for a bad allow-list entry
  * @example
  * ```ts
@@ -67,8 +59,7 @@ export interface HttpTransportOptions extends SsrfGuardOptions {
  */
 export function httpTransport(options: HttpTransportOptions = {}): WebhookTransport {
   const guard = options.guard ?? ssrfGuard(options);
-  // Connections of this transport's own: a socket opened under another guard (a wider allow-list)
-  // would carry the request without a lookup. Keep-alive as Node's global agents.
+  // A socket opened under another guard (a wider allow-list) would carry requests unchecked.
   const agents = {
     http: options.agent?.http ?? new HttpAgent({ keepAlive: true, timeout: 5_000 }),
     https: options.agent?.https ?? new HttpsAgent({ keepAlive: true, timeout: 5_000 }),

@@ -1,10 +1,4 @@
-/**
- * The in-memory delivery queue: bounded (enqueue waits while it is full), a fixed number of
- * attempts at a time, retries waited out with an injected sleep, and a close that drains what is
- * due and hands back what waits for a retry. It does not survive a restart: for that, use the
- * Redis queue.
- * @module
- */
+/** The in-memory delivery queue: bounded, and lost at a restart. @module */
 
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
@@ -71,7 +65,6 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   #idle: Array<() => void> = [];
 
   /**
-   * @param options - deliverer, capacity, concurrency, sleep and clock
    * @throws ConfigurationError `invalid_option` for options that are not an object, no deliverer,
    *   a capacity or concurrency below 1, a sleep that is not a function or a clock without now()
    */
@@ -98,10 +91,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     return this.#blocked.length;
   }
 
-  /**
-   * Accept a job, waiting while the queue is full.
-   * @param job - the job
-   */
+  /** Accept a job, waiting while the queue is full. */
   enqueue(job: DeliveryJob): Promise<void> {
     if (this.#closed) return Promise.reject(closedError());
     if (this.size < this.#capacity && this.#blocked.length === 0) {
@@ -169,7 +159,6 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     const entry = { job };
     this.#waiting.add(entry);
     const wake = () => {
-      // Closed: close() has handed the job back.
       if (this.#closed || !this.#waiting.delete(entry)) return;
       this.#ready.push(job);
       this.#pump();
@@ -180,7 +169,6 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     );
   }
 
-  // Let waiting enqueue calls in while there is room, in order.
   #admit(): void {
     while (this.#blocked.length > 0 && this.size < this.#capacity && !this.#closed) {
       const next = this.#blocked.shift()!;

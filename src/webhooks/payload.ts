@@ -1,8 +1,4 @@
-/**
- * The payload envelope of a delivery: by default `{ id, topic, type, accountId, propertyId,
- * timestamp, data }`, serialised once so that every attempt signs and sends the same bytes.
- * @module
- */
+/** The payload envelope, serialised once so that every attempt sends the same bytes. @module */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
@@ -52,26 +48,15 @@ export interface WebhookMessage {
 export interface WebhookMessageOptions {
   /** Time of the event. @defaultValue {@link systemClock} */
   clock?: Clock;
-  /**
-   * Message ids, each sent as `webhook-id`: 1 to 256 visible ASCII characters without spaces or
-   * commas.
-   * @defaultValue `msg_` and a random UUID
-   */
+  /** Message ids (`webhook-id`: 1 to 256 visible ASCII, no comma). @defaultValue `msg_` and a UUID */
   generateId?: () => string;
-  /**
-   * Build another envelope from the event, the id and the time (ms); it is serialised with
-   * `JSON.stringify`.
-   * @defaultValue {@link defaultEnvelope}
-   */
+  /** Another envelope from the event, the id and the time (ms). @defaultValue {@link defaultEnvelope} */
   envelope?: (event: WebhookEvent, id: string, at: number) => unknown;
 }
 
 /**
  * The documented default envelope.
- * @param event - the event
- * @param id - the message id
  * @param at - when it occurred, in milliseconds
- * @returns the envelope
  */
 export function defaultEnvelope(event: WebhookEvent, id: string, at: number): WebhookEnvelope {
   const slash = event.kind.indexOf('/');
@@ -87,14 +72,11 @@ export function defaultEnvelope(event: WebhookEvent, id: string, at: number): We
 }
 
 /**
- * Make the message for an event: a new id and the serialised envelope.
- * @param event - the event; its kind must be a valid `<topic>/<event>`
- * @param options - clock, id source and envelope
- * @returns the id and body to deliver to every matching subscription
+ * Make the message for an event: a new id and the serialised envelope, for every matching
+ * subscription.
  * @throws ConfigurationError `invalid_option` for an event that is no object, a malformed kind,
- * an option of the wrong type, an id source whose id `signWebhook` would refuse (it must return 1
- * to 256 visible ASCII characters without spaces or commas), a clock whose time no Date can hold,
- * or an envelope JSON cannot hold
+ * an option of the wrong type, an id `signWebhook` would refuse, a clock whose time no Date can
+ * hold, or an envelope JSON cannot hold
  * @example
  * ```ts
  * const message = createWebhookMessage({ accountCode: 'ACME', kind: 'folio/created', data: { folioId: 'F1' } });
@@ -171,7 +153,6 @@ function defaultId(): string {
   return `msg_${randomUUID()}`;
 }
 
-// What a value is, for messages: "null", "a number", "an object".
 function kindOf(value: unknown): string {
   if (value === null || value === undefined) return String(value);
   const type = typeof value;

@@ -1,8 +1,4 @@
-/**
- * The retry schedule of deliveries: exponential backoff with jitter, bounded in attempts and in
- * age, and a receiver's `Retry-After` (on 429 and 503) honoured in place of the backoff.
- * @module
- */
+/** The retry schedule: exponential backoff with jitter, bounded in attempts and age. @module */
 import { finiteNumber, readOptions, wholeNumber } from '../internal/options.js';
 
 /** The shape of the schedule. */
@@ -18,9 +14,8 @@ export interface RetryScheduleOptions {
   /** No attempt starts later than this after the first one, in ms. @defaultValue 24 hours */
   maxAgeMs?: number;
   /**
-   * The share of each wait left to chance: a wait `d` becomes a uniform draw in
-   * `[(1 - jitter) d, d]`, so that receivers back from an outage are not hit all at once.
-   * @defaultValue 0.5
+   * A wait `d` becomes a uniform draw in `[(1 - jitter) d, d]`, so that receivers back from an
+   * outage are not hit all at once. @defaultValue 0.5
    */
   jitter?: number;
 }
@@ -67,9 +62,7 @@ const SCHEDULE_RULES = {
 };
 
 /**
- * Check and complete a schedule.
- * @param options - the shape; every option has a default
- * @returns the schedule
+ * Check and complete a schedule; every option has a default.
  * @throws ConfigurationError `invalid_option` for a value out of range
  * @example
  * ```ts
@@ -94,21 +87,14 @@ export function retrySchedule(options: RetryScheduleOptions = {}): RetrySchedule
 /**
  * The wait before attempt `attempts + 1` by the backoff alone, without jitter: `initialDelayMs *
  * factor^(attempts - 1)`, at most `maxDelayMs`.
- * @param schedule - the schedule
  * @param attempts - attempts made so far (at least 1)
- * @returns the wait in ms
  */
 export function backoffDelay(schedule: RetrySchedule, attempts: number): number {
   const delay = schedule.initialDelayMs * schedule.factor ** Math.max(0, attempts - 1);
   return Math.min(schedule.maxDelayMs, Math.round(delay));
 }
 
-/**
- * Decide what follows a failed attempt: when to try again, or to give up.
- * @param schedule - the schedule
- * @param failed - attempts so far, times, the receiver's Retry-After and a random draw
- * @returns the time of the next attempt, or why there is none
- */
+/** Decide what follows a failed attempt: when to try again, or to give up. */
 export function nextAttempt(schedule: RetrySchedule, failed: FailedAttempt): RetryDecision {
   if (failed.attempts >= schedule.maxAttempts)
     return { retry: false, reason: 'attempts_exhausted' };

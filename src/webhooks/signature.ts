@@ -1,9 +1,4 @@
-/**
- * Signing per the Standard Webhooks specification: secrets written `whsec_<base64>`, the headers
- * `webhook-id`, `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of
- * id.timestamp.body>`, one signature per secret so that a secret can be rotated without a gap.
- * @module
- */
+/** Signing per the Standard Webhooks specification, one signature per secret. @module */
 import { createHmac, randomBytes } from 'node:crypto';
 import { ConfigurationError } from '../errors/index.js';
 
@@ -34,11 +29,7 @@ export interface SignInput {
   readonly id: string;
   /** Seconds since the Unix epoch (`webhook-timestamp`). */
   readonly timestamp: number;
-  /**
-   * The body exactly as sent: a string (signed as UTF-8) or its bytes (a Buffer or another
-   * Uint8Array). An ArrayBuffer is refused, as `verifyWebhook` refuses it: wrap it with
-   * `new Uint8Array(arrayBuffer)`.
-   */
+  /** The body as sent: a string (signed as UTF-8) or a Uint8Array; wrap an ArrayBuffer in one. */
   readonly body: string | Uint8Array;
 }
 
@@ -49,15 +40,11 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 const MIN_BASE64_LENGTH = Math.ceil(WEBHOOK_SECRET_BYTES.min / 3) * 4;
 const MAX_BASE64_LENGTH = Math.ceil(WEBHOOK_SECRET_BYTES.max / 3) * 4;
 const MAX_ID_LENGTH = 256;
-// The key size generateWebhookSecret asks its random source for.
 const GENERATED_SECRET_BYTES = 32;
 
 /**
  * A new random secret, `whsec_` and 32 random bytes in base64.
- * @param bytes - a source of random bytes: called with 32, it must return a Uint8Array (such as a
- * Buffer) of exactly 32 bytes
- * @defaultValue `crypto.randomBytes`
- * @returns the secret to hand to the subscriber once and store for signing
+ * @param bytes - called with 32, returns exactly 32 random bytes. @defaultValue `crypto.randomBytes`
  * @throws ConfigurationError `invalid_option` when `bytes` is not a function or does not return
  * a Uint8Array of the 32 bytes asked for
  * @example
@@ -85,8 +72,6 @@ export function generateWebhookSecret(bytes: (size: number) => Uint8Array = rand
 
 /**
  * The key bytes of a secret, written `whsec_<base64>` (the prefix may be left out).
- * @param secret - the secret
- * @returns the key
  * @throws ConfigurationError `invalid_webhook_secret` when it is not base64 of 24 to 64 bytes
  */
 export function webhookSecretKey(secret: string): Buffer {
@@ -116,12 +101,7 @@ export function webhookSecretKey(secret: string): Buffer {
   return Buffer.from(text, 'base64');
 }
 
-/**
- * The raw HMAC-SHA256 of `id.timestamp.body` under a key.
- * @param key - the key bytes of a secret
- * @param input - id, timestamp and body (a string or a Uint8Array, checked by the caller)
- * @returns the 32-byte digest
- */
+/** The raw HMAC-SHA256 of `id.timestamp.body` under a key (the input checked by the caller). */
 export function signatureDigest(key: Uint8Array, input: SignInput): Buffer {
   return createHmac('sha256', key)
     .update(`${input.id}.${input.timestamp}.`)
@@ -129,10 +109,7 @@ export function signatureDigest(key: Uint8Array, input: SignInput): Buffer {
     .digest();
 }
 
-/**
- * True for an id that can be sent as `webhook-id`: 1 to 256 visible ASCII characters, no comma.
- * @param id - anything
- */
+/** True for an id that can be sent as `webhook-id`: 1 to 256 visible ASCII characters, no comma. */
 export function isWebhookId(id: unknown): id is string {
   if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID_LENGTH) return false;
   for (let i = 0; i < id.length; i++) {
@@ -147,10 +124,7 @@ export const WEBHOOK_ID_RULE = `1 to ${MAX_ID_LENGTH} visible ASCII characters w
 
 /**
  * Sign a message with every secret in force: the headers to send with the body.
- * @param input - the message id, the time in seconds and the exact body (a string or a
- * Uint8Array such as a Buffer; wrap an ArrayBuffer with `new Uint8Array(arrayBuffer)`)
  * @param secrets - one secret, or several while rotating (the new one and the old one)
- * @returns the three `webhook-*` headers
  * @throws ConfigurationError `invalid_webhook_secret` for a malformed secret or none,
  * `invalid_option` for an input that is no object, an id with spaces or commas, a timestamp that
  * is no whole number, or a body that is neither a string nor a Uint8Array
@@ -201,8 +175,7 @@ export function signWebhook(input: SignInput, secrets: string | readonly string[
   };
 }
 
-// What a value is, for messages: its type, or its class for an object ("an ArrayBuffer"), never the
-// value itself (a secret must not reach a log).
+// Its type or class, never the value itself: a secret must not reach a log.
 function typeName(value: unknown): string {
   if (value === undefined || value === null) return String(value);
   if (typeof value === 'function') return 'a function';

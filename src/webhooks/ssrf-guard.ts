@@ -1,9 +1,4 @@
-/**
- * The SSRF guard of deliveries, applied at connection time: the host is resolved, every address
- * it resolves to must be public (or allow-listed), and the connection goes to the address that was
- * checked, so that DNS rebinding between a check and the connect cannot slip through.
- * @module
- */
+/** The SSRF guard, applied at connection time so that DNS rebinding cannot slip through. @module */
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns';
 import ipaddr from 'ipaddr.js';
@@ -39,11 +34,7 @@ export interface SsrfGuardOptions {
 
 /** The guard: a check for address literals and a lookup for host names. */
 export interface SsrfGuard {
-  /**
-   * Why a delivery may not connect to this address, or undefined when it may.
-   * @param address - an IP address
-   * @returns the refused range (`loopback`, `private`, `metadata`, ...) or undefined
-   */
+  /** The range (`loopback`, `private`, ...) that forbids this IP address, or undefined. */
   refusal(address: string): string | undefined;
   /** A lookup that resolves, refuses forbidden addresses, and hands over only checked ones. */
   readonly lookup: ConnectLookup;
@@ -51,8 +42,6 @@ export interface SsrfGuard {
 
 /**
  * Make the guard.
- * @param options - the allow-list and the resolver
- * @returns the guard
  * @throws ConfigurationError `invalid_address_allow_list` for an entry that is no address or range
  * @example
  * ```ts
@@ -107,9 +96,7 @@ export function ssrfGuard(options: SsrfGuardOptions = {}): SsrfGuard {
 /**
  * The refusal of a URL host that is an address literal (sockets do not resolve those, so the
  * lookup never sees them), or undefined when the host is a name or a permitted address.
- * @param guard - the guard
  * @param hostname - `URL.hostname` (IPv6 in brackets)
- * @returns the error to fail the delivery with, or undefined
  */
 export function literalHostRefusal(
   guard: SsrfGuard,

@@ -1,8 +1,4 @@
-/**
- * The body of a create-subscription request (`endpointUrl`, `events`, optional `propertyIds`) read
- * field by field, every issue reported with its JSON pointer; nothing throws on bad input.
- * @module
- */
+/** The body of a create-subscription request read field by field, every issue reported. @module */
 import { isArray } from '../internal/describe.js';
 import { readSafely, UNREADABLE } from '../internal/read-once.js';
 import type { EndpointUrlResult } from './endpoint-url.js';
@@ -25,12 +21,7 @@ export interface BodySettings {
 
 const FIELDS = ['endpointUrl', 'events', 'propertyIds'];
 
-/**
- * Validate a parsed body under settings already checked.
- * @param body - the parsed JSON body; anything
- * @param settings - the options as read
- * @internal
- */
+/** Validate a parsed body under settings already checked. @internal */
 export function validateBody(body: unknown, settings: BodySettings): SubscriptionRequestResult {
   const { checkUrl, catalog } = settings;
   const issues: SubscriptionRequestIssue[] = [];
@@ -166,8 +157,7 @@ function validateList(
   }
   const before = issues.length;
   const firstIndex = new Map<string, number>();
-  // The elements as read once: what is returned is exactly what was checked, even from an array
-  // whose elements are getters that answer differently on a second read.
+  // Read once: what is returned is what was checked, even from getters that change their answer.
   const checked: string[] = [];
   for (let i = 0; i < length; i++) {
     const element = readSafely(value, i);
@@ -273,7 +263,6 @@ function unreadableIssue(path: string, expected: string): SubscriptionRequestIss
   return { code: 'wrong_type', path, message: `${expected}; got ${UNREADABLE_VALUE}.` };
 }
 
-// The body's own keys, or undefined when they cannot be listed.
 function ownKeys(fields: object): string[] | undefined {
   try {
     return Object.keys(fields);

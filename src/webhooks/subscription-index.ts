@@ -1,15 +1,4 @@
-/**
- * The account-scoped subscription index: on each event, every subscription that must receive it,
- * each once, at a cost proportional to the number of results.
- *
- * Layout: accounts by code; per account, leaves keyed by an integer per pattern (a kind or a topic
- * wildcard), once for subscriptions without propertyIds and once per property id for the others.
- * A match is a fixed number of map lookups (at most eight) plus the results. A subscription's kinds
- * that one of its own topic wildcards already covers are not stored, and its property ids are
- * stored once each, so no subscription can be reached twice by one event and no per-match
- * deduplication is needed.
- * @module
- */
+/** The account-scoped subscription index (see docs/webhooks.md). @module */
 import { ConfigurationError } from '../errors/index.js';
 import { readSafely } from '../internal/read-once.js';
 import { parseEventKind, parseEventPattern } from './event-kind.js';
@@ -23,10 +12,7 @@ export interface SubscriptionEvent {
   readonly accountCode: string;
   /** The event kind, `<topic>/<event>`. */
   readonly kind: string;
-  /**
-   * The property the event concerns. Without one (an account-level event) only subscriptions
-   * without propertyIds receive it.
-   */
+  /** The property the event concerns; without one, only subscriptions without propertyIds match. */
   readonly propertyId?: string | undefined;
 }
 
@@ -43,22 +29,17 @@ export interface SubscriptionIndexStats {
 }
 
 interface PatternKey {
-  // The key of this pattern's leaves.
   readonly key: number;
   // For a kind, the key of its topic's wildcard; for a wildcard, its own key.
   readonly topicKey: number;
-  // The topic wildcard's text (`folio/*`).
   readonly topicText: string;
   readonly wildcard: boolean;
-  // Subscriptions that name this pattern, plus (for a wildcard) the kinds of its topic held:
-  // at zero the entry goes, so that patterns no one uses any more do not pile up.
+  // Users of the pattern (for a wildcard, also its topic's kinds held): at zero the entry goes.
   uses: number;
 }
 
 interface AccountLeaves {
-  // Subscriptions without propertyIds: every property, and account-level events.
   readonly everyProperty: Map<number, SubscriptionLeaf>;
-  // Subscriptions with propertyIds, by the number of the property id.
   readonly byProperty: Map<number, Map<number, SubscriptionLeaf>>;
   count: number;
 }
@@ -88,11 +69,7 @@ export class SubscriptionIndex {
     return this.#byId.size;
   }
 
-  /**
-   * What the index holds, for monitoring its memory: subscriptions, accounts with at least one,
-   * distinct patterns (each kind named and each topic of those kinds or wildcards), and distinct
-   * property ids. Patterns and property ids that no held subscription uses any more are forgotten.
-   */
+  /** What the index holds, for monitoring its memory; unused patterns and ids are forgotten. */
   stats(): SubscriptionIndexStats {
     return {
       subscriptions: this.#byId.size,
@@ -102,10 +79,7 @@ export class SubscriptionIndex {
     };
   }
 
-  /**
-   * The subscription with this id.
-   * @param id - a subscription id
-   */
+  /** The subscription with this id. */
   get(id: string): Subscription | undefined {
     return this.#byId.get(id);
   }
@@ -130,7 +104,6 @@ export class SubscriptionIndex {
 
   /**
    * Add a subscription, or put it in place of the one with the same id.
-   * @param subscription - the new version
    * @returns the version it replaced, or undefined
    * @throws ConfigurationError `invalid_subscription` when a field is malformed or is a getter
    * rather than plain data (nothing changes)
@@ -143,11 +116,7 @@ export class SubscriptionIndex {
     return previous;
   }
 
-  /**
-   * Remove a subscription.
-   * @param id - its id
-   * @returns the removed subscription, or undefined when none had that id
-   */
+  /** Remove a subscription; returns it, or undefined when none had that id. */
   remove(id: string): Subscription | undefined {
     const subscription = this.#byId.get(id);
     if (subscription === undefined) return undefined;
@@ -175,13 +144,10 @@ export class SubscriptionIndex {
   /**
    * Every subscription that must receive the event, each once, in no particular order. Only the
    * event's account is searched. Never throws: a malformed event matches nothing.
-   * @param event - account, kind and optional property of the event
-   * @returns a new array of the matching subscriptions
    */
   match(event: SubscriptionEvent): Subscription[] {
     const out: Subscription[] = [];
     if (typeof event !== 'object' || event === null) return out;
-    // Each member read once and safely: one that cannot be read matches nothing.
     const accountCode = readSafely(event, 'accountCode');
     const kindText = readSafely(event, 'kind');
     const propertyId = readSafely(event, 'propertyId');
@@ -260,8 +226,7 @@ export class SubscriptionIndex {
     });
   }
 
-  // The leaf keys of a held subscription: its wildcards, and its kinds no wildcard of its own covers.
-  // Linear in the number of events: a subscription may name thousands.
+  // Its wildcards and the kinds none of them covers; linear, as a subscription may name thousands.
   #keysOf(subscription: Subscription): number[] {
     const patterns: PatternKey[] = [];
     const wildcards = new Set<number>();
@@ -278,7 +243,6 @@ export class SubscriptionIndex {
     return [...keys];
   }
 
-  // Counts one more use of a (checked) pattern, giving it a key at its first use.
   #acquire(text: string): void {
     const known = this.#patterns.get(text);
     if (known !== undefined) {
@@ -300,7 +264,6 @@ export class SubscriptionIndex {
     this.#patterns.set(text, { key, topicKey: topic.key, topicText, wildcard: false, uses: 1 });
   }
 
-  // Counts one use less, forgetting the pattern (and its topic) when no one uses it any more.
   #release(text: string): void {
     const pattern = this.#patterns.get(text)!;
     pattern.uses -= 1;
@@ -344,9 +307,8 @@ function distinct(values: readonly string[]): readonly string[] {
   return values;
 }
 
-// Freezes the subscription and its arrays, then makes sure that what the index keys it by is plain
-// data: a getter (or a Proxy's) survives freezing and could answer differently when the
-// subscription is removed, leaving it under keys no one can find.
+// A getter survives freezing and could answer differently at removal, stranding the keys: plain
+// data only.
 function frozenData(subscription: Subscription): Subscription {
   Object.freeze(subscription.events);
   if (subscription.propertyIds !== undefined) Object.freeze(subscription.propertyIds);

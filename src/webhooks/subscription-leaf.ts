@@ -1,9 +1,4 @@
-/**
- * The set of subscriptions stored under one index key, in the smallest form that keeps add,
- * remove and iteration cheap: one subscription alone, a short array, or a Set once it grows.
- * Most keys hold one or two subscriptions, so most keys cost no container at all.
- * @module
- */
+/** The subscriptions under one index key: one alone, a short array, or a Set. @module */
 import type { Subscription } from './subscription.js';
 
 /** One subscription, a short array of them, or a Set of them. */
@@ -12,12 +7,7 @@ export type SubscriptionLeaf = Subscription | Subscription[] | Set<Subscription>
 // Above this many, an array becomes a Set so that removal stays O(1).
 const ARRAY_LIMIT = 16;
 
-/**
- * Add `subscription` to the leaf under `key` (the caller never adds one twice).
- * @param map - the keyed leaves
- * @param key - the key
- * @param subscription - what to add
- */
+/** Add `subscription` to the leaf under `key` (the caller never adds one twice). */
 export function addToLeaf<K>(
   map: Map<K, SubscriptionLeaf>,
   key: K,
@@ -36,12 +26,7 @@ export function addToLeaf<K>(
   }
 }
 
-/**
- * Remove `subscription` from the leaf under `key`, deleting the key when nothing is left.
- * @param map - the keyed leaves
- * @param key - the key
- * @param subscription - what to remove
- */
+/** Remove `subscription` from the leaf under `key`, deleting the key when nothing is left. */
 export function removeFromLeaf<K>(
   map: Map<K, SubscriptionLeaf>,
   key: K,
@@ -62,11 +47,7 @@ export function removeFromLeaf<K>(
   }
 }
 
-/**
- * Append every subscription of a leaf to `out`.
- * @param leaf - a leaf, or undefined for none
- * @param out - the result being built
- */
+/** Append every subscription of a leaf (or none) to `out`. */
 export function appendLeaf(leaf: SubscriptionLeaf | undefined, out: Subscription[]): void {
   if (leaf === undefined) return;
   if (Array.isArray(leaf)) {

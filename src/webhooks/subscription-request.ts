@@ -1,9 +1,4 @@
-/**
- * Validation of the create-subscription request body (`endpointUrl`, `events`, optional
- * `propertyIds`). Every error is reported at once, each with its JSON pointer (`/events/2`), a
- * stable code and a message; nothing throws on bad input.
- * @module
- */
+/** Validation of the create-subscription request body; nothing throws on bad input. @module */
 import {
   anything,
   INVALID,
@@ -37,10 +32,8 @@ export const subscriptionBodyErrorCodes = [
 ] as const;
 
 /**
- * The codes a {@link SubscriptionRequestIssue} carries: the body's own, then the pattern parser's,
- * the catalog's and the endpointUrl policy's, each list whole (a non-string element of `events` is
- * reported as `wrong_type`, so `pattern_not_string` and `pattern_wildcard_kind` never appear).
- * A test pins this list: removing or renaming one is a breaking change.
+ * The codes a {@link SubscriptionRequestIssue} carries: the body's, the pattern parser's, the
+ * catalog's and the endpointUrl policy's. A test pins it: renaming one is a breaking change.
  */
 export const subscriptionRequestErrorCodes = [
   ...subscriptionBodyErrorCodes,
@@ -134,8 +127,6 @@ export const SUBSCRIPTION_RULES = {
  * Duplicates are refused, not normalised away; a list over its bound is reported once and its
  * elements are not checked.
  * @param body - the parsed JSON body; anything
- * @param options - bounds, the endpointUrl policy and an optional catalog
- * @returns the validated request, or every issue with its JSON pointer
  * @throws ConfigurationError, whatever the body, `invalid_option` when `options` or its
  * `endpointUrl` is not an object or cannot be read (a getter that throws), `invalid_limit` when a bound is not a positive integer,
  * `invalid_event_catalog` when `catalog` was not made by `defineEventCatalog()`, and
@@ -150,8 +141,7 @@ export function validateSubscriptionRequest(
   body: unknown,
   options: SubscriptionRequestOptions = {},
 ): SubscriptionRequestResult {
-  // Every option is checked before the body is read: a bad one throws on the first request,
-  // whatever that request holds.
+  // Options checked before the body: a bad one throws on the first request, whatever it holds.
   const read = readOptions(options, 'validateSubscriptionRequest', SUBSCRIPTION_RULES, {
     defaults: subscriptionRequestDefaults,
     example: '{ maxEvents: 100 }',

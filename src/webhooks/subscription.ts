@@ -1,7 +1,4 @@
-/**
- * The subscription model: what a create request becomes once validated and stored.
- * @module
- */
+/** The subscription model: what a create request becomes once stored. @module */
 
 /** The validated content of a create-subscription request. */
 export interface SubscriptionRequest {

@@ -1,9 +1,4 @@
-/**
- * Verification for receivers of Standard Webhooks deliveries: the signature is compared in
- * constant time against every secret in force, and the timestamp must lie within a tolerance of
- * the receiver's clock (replayed deliveries are refused).
- * @module
- */
+/** Verification for receivers of Standard Webhooks deliveries. @module */
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
@@ -69,10 +64,7 @@ export type WebhookVerification =
 /** Request headers as node:http, fetch or a plain object gives them. */
 export type HeaderSource =
   | {
-      /**
-       * A header's value, as `Headers.get` answers.
-       * @param name - the header name, lower case
-       */
+      /** A header's value (the name in lower case), as `Headers.get` answers. */
       get(name: string): string | null;
     }
   | Readonly<Record<string, string | readonly string[] | undefined>>;
@@ -114,8 +106,6 @@ const MISSING_HEADERS =
  * signature matching one of the secrets. Never throws for anything the request carries.
  * @param body - the raw body exactly as received (verify before parsing it)
  * @param headers - the request headers (any case)
- * @param options - secrets, clock and tolerance
- * @returns the message id and time, or the refusal with a code
  * @throws ConfigurationError `invalid_webhook_secret` when a secret is malformed, `invalid_option`
  * for a negative tolerance, a body that is not the raw string or bytes (a Proxy of bytes included),
  * options that cannot be read (a getter that throws), or a clock whose time is not a finite number
@@ -198,8 +188,7 @@ export function verifyWebhook(
       );
 }
 
-// A header's one value, or undefined. The headers come with the request, so a getter, a `get`
-// or a Proxy that throws is a header that is not there, never a throw.
+// The headers come with the request: a getter, `get` or Proxy that throws is a header not there.
 function header(headers: HeaderSource, name: string): string | undefined {
   let value: unknown;
   try {
