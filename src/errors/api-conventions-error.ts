@@ -1,8 +1,4 @@
-/**
- * The base of every error the library throws, and the guards that recognise one from any copy of
- * the package.
- * @module
- */
+/** The base of every error the library throws, and guards that work across copies. @module */
 
 // A registered symbol, so that the guards recognise errors from another copy of the package.
 const BRAND = Symbol.for('api-conventions.error');
@@ -12,9 +8,7 @@ export interface ErrorOptions {
   cause?: unknown;
 }
 
-/**
- * Base class of every error the library throws. `code` is stable and part of the public API.
- */
+/** Base class of every error the library throws. `code` is stable and part of the public API. */
 export class ApiConventionsError extends Error {
   /** Stable, machine-readable code. */
   readonly code: string;

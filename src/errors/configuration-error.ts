@@ -1,7 +1,4 @@
-/**
- * The error thrown for a programmer mistake in configuration.
- * @module
- */
+/** The error thrown for a programmer mistake in configuration. @module */
 import { ApiConventionsError, type ErrorOptions, errorName } from './api-conventions-error.js';
 
 /**

@@ -1,7 +1,4 @@
-/**
- * The error of a delivery job that the queue did not accept.
- * @module
- */
+/** The error of a delivery job that the queue did not accept. @module */
 import { ApiConventionsError, type ErrorOptions } from './api-conventions-error.js';
 
 /**

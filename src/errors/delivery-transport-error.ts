@@ -1,7 +1,4 @@
-/**
- * The error of a webhook delivery attempt that got no answer.
- * @module
- */
+/** The error of a webhook delivery attempt that got no answer. @module */
 import { ApiConventionsError } from './api-conventions-error.js';
 
 /** Codes of {@link DeliveryTransportError}. */

@@ -1,7 +1,4 @@
-/**
- * The error thrown when a request handed to the limiter cannot be attributed.
- * @module
- */
+/** The error thrown when a request handed to the limiter cannot be attributed. @module */
 import { ApiConventionsError, type ErrorOptions, errorName } from './api-conventions-error.js';
 
 /**

@@ -1,8 +1,4 @@
-/**
- * The error a {@link RedisStore} reports when it cannot decide or release: handed to the `onError`
- * option, and, for a decision, the rejection of `apply`: an outage its caller decides about.
- * @module
- */
+/** The outage a {@link RedisStore} reports when it cannot decide or release. @module */
 import { ApiConventionsError, type ErrorOptions } from './index.js';
 
 /**

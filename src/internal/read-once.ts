@@ -1,9 +1,4 @@
-/**
- * Reads for the functions that never throw: {@link readSafely} and {@link isInstance} turn a read
- * that throws (a getter, a Proxy trap, a revoked proxy) into a value the caller answers.
- * Options are read by `options.ts`.
- * @module
- */
+/** Reads for the functions that never throw: a throwing getter or Proxy becomes a value. @module */
 
 /** What {@link readSafely} answers for a read that threw. @internal */
 export const UNREADABLE: unique symbol = Symbol('unreadable');

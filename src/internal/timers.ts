@@ -1,9 +1,4 @@
-/**
- * Waiting, as the client sees it: an injectable `sleep(ms, signal)`, so that tests pass one that
- * returns at once and nothing ever really waits. The default uses real timers; it lives here, at
- * the edge, and nowhere else.
- * @module
- */
+/** An injectable `sleep(ms, signal)`, the only real timers, so tests never wait. @module */
 
 /**
  * Wait `ms` milliseconds; reject with the signal's reason as soon as it aborts.
