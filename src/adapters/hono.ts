@@ -1,9 +1,4 @@
-/**
- * Rate limiting for Hono 4, and so for any Fetch-API runtime Hono runs on:
- * `app.use(honoRateLimit({ limiter, identify }))` from `api-conventions/hono`. Counts the path of
- * the request URL, still percent-encoded as sent (not the decoded `c.req.path`).
- * @module
- */
+/** Rate limiting for Hono 4 on any Fetch-API runtime, from `api-conventions/hono`. @module */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
@@ -16,12 +11,8 @@ export type HonoRateLimitOptions<E extends Env = Env, T extends string = string>
 >;
 
 /**
- * Make the Hono middleware. Admitted: sets the tracking id (and RateLimit fields when enabled),
- * awaits `next()` and gives the lease back when the handler has produced its response, or at once
- * when the client aborts (the request's signal). On @hono/node-server it is also given back when
- * the node response closes or its connection does, as with the node:http adapters: a pipelined
- * request whose response waits behind another's gets no abort when the connection closes.
- * Refused: returns the 429 `Response`.
+ * Make the Hono middleware. An admitted request's lease is given back when the handler has
+ * produced its response, or at once when the client aborts (see docs/middleware.md).
  * @param options - limiter, identify, skip, failure mode, onError, tracking id, headers
  * @example
  * ```ts
@@ -56,8 +47,7 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
     const signal = c.req.raw.signal;
     const node = nodeBindings(c.env);
     if (signal.aborted || (node !== undefined && clientGone(node.incoming, node.outgoing))) {
-      // The client went away while an asynchronous store decided, or, on node, the connection of
-      // a request queued behind another closed.
+      // Gone while an asynchronous store decided.
       verdict.release();
       return new Response(null, { status: 499 });
     }
@@ -72,9 +62,8 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
   };
 }
 
-// The path still percent-encoded as sent, not Hono's decoded `c.req.path`, so that the limiter
-// reads escapes as the route table documents; without scheme and Host, so that a long Host
-// cannot push the path past `maxPathLength`.
+// Percent-encoded as sent, not the decoded `c.req.path`, as the route table documents; without
+// the Host, which could push the path past `maxPathLength`.
 function pathAsSent(url: string): string {
   const start = url.indexOf('/', url.indexOf('://') + 3);
   return start < 0 ? '/' : url.slice(start);
@@ -86,11 +75,7 @@ interface NodeBindings {
   readonly outgoing: ServerResponse;
 }
 
-/**
- * `c.env` when it holds the node request and response (@hono/node-server), else `undefined`: on
- * other runtimes `c.env` is absent or holds the bindings, which may use those names for other
- * things.
- */
+/** `c.env` when it holds node's request and response; elsewhere it holds the runtime's bindings. */
 function nodeBindings(env: unknown): NodeBindings | undefined {
   if (typeof env !== 'object' || env === null) return undefined;
   try {
@@ -102,8 +87,7 @@ function nodeBindings(env: unknown): NodeBindings | undefined {
   }
 }
 
-// An event emitter with a `socket` member (null on a response queued behind another): node:http's
-// messages and node:http2's compatibility ones.
+// node:http's messages and http2's compatibility ones (`socket` is null while queued).
 function isNodeMessage(value: unknown): boolean {
   return (
     typeof value === 'object' &&
