@@ -35,7 +35,7 @@ export interface Identity<T extends string = string> {
 /** What the gate does when it cannot decide: let the request through, or refuse it with 503. */
 export type FailureMode = 'open' | 'closed';
 
-/** What the gate does when `identify` throws or rejects (see `RateLimitOptions.onIdentifyError`). */
+/** What the gate does when `identify` throws (see `RateLimitOptions.onIdentifyError`). */
 export type IdentifyErrorMode = 'error' | 'anonymous' | 'allow';
 
 /**

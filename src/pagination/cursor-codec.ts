@@ -34,7 +34,7 @@ export interface CursorCodecOptions {
   ttlMs?: number;
   /** Clock for the expiry. @defaultValue `systemClock` */
   clock?: Clock;
-  /** Query parameters a client may change without starting over. @defaultValue `['cursor', 'limit']` */
+  /** Parameters a client may change without starting over. @defaultValue `['cursor', 'limit']` */
   bindingExclude?: readonly string[];
   /** Longest token accepted by decode and issued by encode, in characters. @defaultValue 4096 */
   maxTokenLength?: number;

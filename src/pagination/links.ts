@@ -241,7 +241,7 @@ function linkBuilder(url: string | URL): (params: Record<string, string | undefi
       else target.searchParams.set(name, value);
     }
     if (!relative) return target.href;
-    // `//host/...` would link to another host: `/.` in front keeps it a path, as URL serialisers do.
+    // `//host/...` would link to another host: `/.` keeps it a path, as URL serialisers do.
     const path = target.pathname.startsWith('//') ? `/.${target.pathname}` : target.pathname;
     return `${path}${target.search}`;
   };

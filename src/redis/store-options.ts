@@ -47,7 +47,7 @@ export interface RedisStoreOptions {
    * @defaultValue 100
    */
   timeoutMs?: number;
-  /** Called with every failure (a failing decision also rejects with it); its throws are ignored. */
+  /** Called with every failure (a failing decision also rejects); its throws are ignored. */
   onError?: (error: RedisStoreError) => void;
   /**
    * Milliseconds a key outlives its state, covering the gap between the caller's clock and Redis's
