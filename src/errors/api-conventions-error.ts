@@ -13,11 +13,7 @@ export class ApiConventionsError extends Error {
   /** Stable, machine-readable code. */
   readonly code: string;
 
-  /**
-   * @param code - stable, machine-readable code
-   * @param message - what went wrong and what to change
-   * @param options - `cause`, forwarded to `Error`
-   */
+  /** @param message - what went wrong and what to change */
   constructor(code: string, message: string, options?: ErrorOptions) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ApiConventionsError';

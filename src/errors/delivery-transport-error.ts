@@ -11,11 +11,7 @@ export type DeliveryTransportErrorCode = (typeof deliveryTransportErrorCodes)[nu
 export class DeliveryTransportError extends ApiConventionsError {
   declare readonly code: DeliveryTransportErrorCode;
 
-  /**
-   * @param code - what happened
-   * @param message - the details
-   * @param cause - the underlying error
-   */
+  /** @param cause - the underlying error */
   constructor(code: DeliveryTransportErrorCode, message: string, cause?: unknown) {
     super(code, message, { cause });
     this.name = 'DeliveryTransportError';

@@ -35,10 +35,7 @@ export class PaginationClientError extends ApiConventionsError {
   }
 }
 
-/**
- * True for a {@link PaginationClientError}, including one from another copy of the package.
- * @param value - anything caught
- */
+/** True for a {@link PaginationClientError}, also from another copy of the package. */
 export function isPaginationClientError(value: unknown): value is PaginationClientError {
   return errorName(value) === 'PaginationClientError';
 }

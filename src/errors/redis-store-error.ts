@@ -23,12 +23,7 @@ export class RedisStoreError extends ApiConventionsError {
   /** What the store was doing. */
   readonly operation: 'apply' | 'release';
 
-  /**
-   * @param code - what went wrong
-   * @param operation - `apply` or `release`
-   * @param message - what happened
-   * @param options - `cause`: the client's error, when there is one
-   */
+  /** @param options - `cause`: the client's error, when there is one */
   constructor(
     code: RedisStoreErrorCode,
     operation: 'apply' | 'release',

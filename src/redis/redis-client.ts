@@ -11,21 +11,9 @@ export type ScriptArgument = string | Buffer;
 
 /** What the Redis store needs of a client: run a cached script by its SHA-1, or by its text. */
 export interface RedisScriptClient {
-  /**
-   * `EVALSHA sha1 numkeys key... arg...`.
-   * @param sha1 - the script's SHA-1, hex
-   * @param keys - the keys the script touches
-   * @param args - the script's arguments (Buffers only with {@link binaryArguments})
-   * @returns the script's reply
-   */
+  /** `EVALSHA sha1 numkeys key... arg...`, resolving to the script's reply. */
   evalSha(sha1: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>;
-  /**
-   * `EVAL script numkeys key... arg...` (also caches the script on the server).
-   * @param script - the Lua source
-   * @param keys - the keys the script touches
-   * @param args - the script's arguments (Buffers only with {@link binaryArguments})
-   * @returns the script's reply
-   */
+  /** `EVAL script numkeys key... arg...` (also caches the script on the server). */
   eval(script: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>;
   /**
    * Whether commands go to a Redis Cluster (keys of one command share a slot); only `false` lets
@@ -80,9 +68,9 @@ export interface Corkable {
 
 /** The options node-redis takes for `evalSha` and `eval`. */
 export interface NodeRedisScriptOptions {
-  /** The keys. */
+  /** The keys the script touches. */
   keys: string[];
-  /** The arguments. */
+  /** The script's arguments. */
   arguments: ScriptArgument[];
 }
 
