@@ -1,18 +1,10 @@
-/**
- * Time as the library sees it: a {@link Clock} is injected everywhere, so that tests run on a
- * {@link FakeClock} and never sleep.
- * @module
- */
+/** Time as the library sees it: an injected {@link Clock}, so tests never sleep. @module */
 import { ConfigurationError } from './errors/index.js';
 import { checkValue, finiteNumber, worded } from './internal/options.js';
 
 /** A source of the current time in milliseconds since the Unix epoch. */
 export interface Clock {
-  /**
-   * The current time, in milliseconds since the Unix epoch: a number from 0 to 8.64e15 (the
-   * range of a `Date` from 1970 on). The limiter refuses a reading outside it with a
-   * `ConfigurationError`.
-   */
+  /** Milliseconds since the Unix epoch, 0 to 8.64e15; the limiter refuses any other reading. */
   now(): number;
 }
 
@@ -20,18 +12,13 @@ export interface Clock {
 export const systemClock: Clock = Object.freeze({ now: () => Date.now() });
 
 /**
- * The latest time a clock may return, in ms: 8.64e15, the last instant a `Date` can hold (the
- * year 275760). Up to it, adding a window or an interval of milliseconds to a time still gives a
- * later time (past about 9e15 ms, whole milliseconds are no longer exact); the earliest time is 0,
- * the Unix epoch.
+ * The latest time a clock may return, the last instant a `Date` holds; up to it, adding a window
+ * still gives a later time (past about 9e15 ms whole milliseconds are no longer exact).
  * @internal
  */
 export const MAX_CLOCK_MS = 8.64e15;
 
-/**
- * Whether `ms` is a time a clock may return: a number of milliseconds from 0 to 8.64e15.
- * @internal
- */
+/** Whether `ms` is a time a clock may return. @internal */
 export function isClockTime(ms: unknown): ms is number {
   return typeof ms === 'number' && ms >= 0 && ms <= MAX_CLOCK_MS;
 }
@@ -63,8 +50,8 @@ export class FakeClock implements Clock {
 
   /**
    * Jump to an absolute time (backwards too: real clocks do that).
-   * @param ms - the new time in milliseconds, from 0 to 8.64e15
-   * @throws ConfigurationError `invalid_option` for any other time (the clock stays where it was)
+   * @param ms - the new time, from 0 to 8.64e15
+   * @throws ConfigurationError `invalid_option` for any other time
    */
   set(ms: number): void {
     this.#now = checkValue(CLOCK_TIME, ms, 'FakeClock set(ms)');
@@ -74,8 +61,7 @@ export class FakeClock implements Clock {
    * Move forward by `ms` milliseconds.
    * @param ms - a number of milliseconds from 0 to 8.64e15
    * @returns the new time
-   * @throws ConfigurationError `invalid_duration` for any other `ms`, or one that would take the
-   *   time past 8.64e15 (the clock then stays where it was)
+   * @throws ConfigurationError `invalid_duration` for any other `ms`, or one past 8.64e15
    */
   advance(ms: number): number {
     checkValue(STEP, ms, 'FakeClock.advance(ms)');

@@ -1,9 +1,4 @@
-/**
- * Rate limiting for Express 5: `app.use(expressRateLimit({ limiter, identify }))` from
- * `api-conventions/express`. Counts the path as the client sent it (`req.originalUrl`), wherever
- * the middleware is mounted.
- * @module
- */
+/** Rate limiting for Express 5, from `api-conventions/express`. @module */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
 import { NodeGate, socketAddress } from './node-response.js';
@@ -28,9 +23,8 @@ export type ExpressRateLimitMiddleware<R extends ExpressLikeRequest = ExpressLik
 ) => void;
 
 /**
- * Make the Express middleware. Admitted: sets the tracking id (and RateLimit fields when enabled),
- * calls `next()` and gives the lease back when the response closes, however it ends (Express
- * answers a throwing handler with a 500, which closes the response). Refused: writes the 429.
+ * Make the Express middleware. It counts `req.originalUrl`, wherever it is mounted, and gives an
+ * admitted request's lease back when the response closes, however it ends.
  * @param options - limiter, identify, skip, failure mode, onError, tracking id, headers
  * @example
  * ```ts

@@ -1,9 +1,4 @@
-/**
- * Rate limiting for Fastify 5 as a plugin: `app.register(fastifyRateLimit, { limiter, identify })`
- * from `api-conventions/fastify`. It applies to every route of the instance it is registered on
- * and of its children.
- * @module
- */
+/** Rate limiting for Fastify 5 as a plugin, from `api-conventions/fastify`. @module */
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify';
 import {
   createRateLimitGate,
@@ -17,13 +12,8 @@ import { clientGone, firstValue, holdUntilClosed } from './node-response.js';
 /** Options of {@link fastifyRateLimit}: `identify` receives the Fastify request. */
 export type FastifyRateLimitOptions = RateLimitOptions<FastifyRequest> & {
   /**
-   * Which path the limiter reads. `route`: the path of the route Fastify matched, its parameters
-   * filled in (`/booking/v1/bookings/:id` with `id` = `B1` is `/booking/v1/bookings/B1`), so
-   * the limiter sees exactly the handler and id Fastify routes to, whatever the router's options
-   * (`caseSensitive`, `ignoreTrailingSlash`, `ignoreDuplicateSlashes`, `useSemicolonDelimiter`)
-   * and however the client spelled the path; a request that matched no route, or a route with a
-   * wildcard, a regular expression or several parameters in one segment, is read from its URL.
-   * `url`: always the URL as the client sent it (`request.url`).
+   * Which path the limiter reads: `route`, the matched route's path with its parameters filled in
+   * (else the URL; see docs/middleware.md), or `url`, the URL as the client sent it.
    * @defaultValue `'route'`
    */
   keyBy?: 'route' | 'url';
@@ -32,9 +22,8 @@ export type FastifyRateLimitOptions = RateLimitOptions<FastifyRequest> & {
 const keyByRule = oneOf('route', 'url');
 
 /**
- * The Fastify plugin. An `onRequest` hook decides each request. Admitted: sets the tracking id
- * (and RateLimit fields when enabled) and gives the lease back when the response closes, however it
- * ends (Fastify answers a throwing handler with a 500). Refused: sends the 429.
+ * The Fastify plugin, covering every route of the instance it is registered on and its children.
+ * An admitted request's lease is given back when the response closes, however it ends.
  * @example
  * ```ts
  * await app.register(fastifyRateLimit, {
@@ -71,7 +60,6 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
   done();
 };
 
-/** Answer the request, or set the headers, hold the lease until the response closes and go on. */
 function settle(
   verdict: GateVerdict,
   request: FastifyRequest,
@@ -100,19 +88,12 @@ const WHOLE_PARAM = /^:([A-Za-z0-9_]+)$/;
 // escape or character that the canonical reading would take apart.
 const PLAIN_LITERAL = /^[^:*()%?#;\\]*$/;
 
-/** A route path read once: its literal segments, and the names of its whole parameters. */
 type RouteShape = ReadonlyArray<{ readonly literal: string } | { readonly param: string }>;
 
-// By route path: its shape, or null when it cannot be filled in. Bounded by the routes the
-// application registered (a request that matched none has no route path).
+// Bounded by the routes the application registered.
 const shapes = new Map<string, RouteShape | null>();
 
-/**
- * The path of the route Fastify matched for this request with its parameters filled in, each
- * percent-encoded, or `undefined` when the request matched no route or its route has a wildcard,
- * a regular expression or more than one parameter in a segment. The `onRequest` hook runs after
- * routing, so this is exactly the handler and id the request reaches.
- */
+/** The matched route's path with its parameters filled in, or `undefined` when it cannot be. */
 function routedPath(request: FastifyRequest): string | undefined {
   const route = request.routeOptions.url;
   if (typeof route !== 'string') return undefined;
@@ -136,7 +117,6 @@ function routedPath(request: FastifyRequest): string | undefined {
   return path;
 }
 
-/** The shape of a route path, or null when it is not one a path can be filled in from. */
 function routeShape(route: string): RouteShape | null {
   if (route.charCodeAt(0) !== 0x2f) return null;
   const shape: Array<{ literal: string } | { param: string }> = [];

@@ -1,9 +1,4 @@
-/**
- * Rate limiting for Hono 4, and so for any Fetch-API runtime Hono runs on:
- * `app.use(honoRateLimit({ limiter, identify }))` from `api-conventions/hono`. Counts the path of
- * the request URL, still percent-encoded as sent (not the decoded `c.req.path`).
- * @module
- */
+/** Rate limiting for Hono 4 on any Fetch-API runtime, from `api-conventions/hono`. @module */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
@@ -16,11 +11,8 @@ export type HonoRateLimitOptions<E extends Env = Env, T extends string = string>
 >;
 
 /**
- * Make the Hono middleware. Admitted: sets the tracking id (and RateLimit fields when enabled),
- * awaits `next()` and gives the lease back when the handler has produced its response, or at once
- * when the client goes away: on @hono/node-server when the node response or its connection closes,
- * as with the node:http adapters; on other runtimes when the request's signal aborts.
- * Refused: returns the 429 `Response`.
+ * Make the Hono middleware. An admitted request's lease is given back when the handler has
+ * produced its response, or at once when the client goes away (see docs/middleware.md).
  * @param options - limiter, identify, skip, failure mode, onError, tracking id, headers
  * @example
  * ```ts
@@ -56,8 +48,7 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
     if (
       node !== undefined ? !holdOnNode(node, verdict.release) : !holdOnSignal(c, verdict.release)
     ) {
-      // The client went away while an asynchronous store decided, or, on node, the connection of
-      // a request queued behind another closed.
+      // Gone while an asynchronous store decided.
       verdict.release();
       return new Response(null, { status: 499 });
     }
@@ -100,11 +91,7 @@ interface NodeBindings {
   readonly outgoing: ServerResponse;
 }
 
-/**
- * `c.env` when it holds the node request and response (@hono/node-server), else `undefined`: on
- * other runtimes `c.env` is absent or holds the bindings, which may use those names for other
- * things.
- */
+/** `c.env` when it holds node's request and response; elsewhere it holds the runtime's bindings. */
 function nodeBindings(env: unknown): NodeBindings | undefined {
   if (typeof env !== 'object' || env === null) return undefined;
   try {
@@ -116,8 +103,7 @@ function nodeBindings(env: unknown): NodeBindings | undefined {
   }
 }
 
-// An event emitter with a `socket` member (null on a response queued behind another): node:http's
-// messages and node:http2's compatibility ones.
+// node:http's messages and http2's compatibility ones (`socket` is null while queued).
 function isNodeMessage(value: unknown): boolean {
   return (
     typeof value === 'object' &&

@@ -1,8 +1,4 @@
-/**
- * Rate limiting for Koa: `app.use(koaRateLimit({ limiter, identify }))` from
- * `api-conventions/koa`. `identify` receives the Koa context.
- * @module
- */
+/** Rate limiting for Koa, from `api-conventions/koa`. @module */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
 import { clientGone, firstValue, holdUntilClosed, socketAddress } from './node-response.js';
@@ -38,9 +34,7 @@ export type KoaRateLimitMiddleware<C extends KoaLikeContext = KoaLikeContext> = 
 ) => Promise<void>;
 
 /**
- * Make the Koa middleware. Admitted: sets the tracking id (and RateLimit fields when enabled),
- * awaits `next()` and gives the lease back when the response closes (Koa answers a throwing
- * handler with a 500). Refused: answers the 429.
+ * Make the Koa middleware; an admitted request's lease is given back when the response closes.
  * @param options - limiter, identify, skip, failure mode, onError, tracking id, headers
  * @example
  * ```ts

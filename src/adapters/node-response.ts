@@ -1,7 +1,5 @@
 /**
- * Applying a gate verdict to a node:http (or node:http2 compatibility) response, shared by the
- * node, Express, Fastify and Koa adapters, and by Hono on @hono/node-server: write the answer, or
- * set the headers, hold the lease until the response closes and go on (see docs/middleware.md).
+ * Applying a gate verdict to a node:http (or http2 compatibility) response, for every adapter.
  * Only types come from node, so the Hono adapter still loads where there is no node.
  * @module
  */
@@ -10,50 +8,30 @@ import type { Socket } from 'node:net';
 import { problemDetails, problemResponse } from '../http/problem-details.js';
 import type { GateVerdict, RateLimitGate, TrackingIdReader } from '../http/rate-limit-gate.js';
 
-/**
- * The address a node request came from (its socket's), the default key of anonymous requests;
- * undefined once the socket is gone.
- * @param req - the node request
- */
+/** The socket's address, the default key of anonymous requests; undefined once it is gone. */
 export function socketAddress(req: IncomingMessage): string | undefined {
   return req.socket?.remoteAddress;
 }
 
 /** How a {@link NodeGate} treats the handler. */
 export interface NodeGateOptions {
-  /**
-   * Catch a throw or a rejection of `next`: plain node:http, where nothing else does. Express,
-   * Fastify and Koa answer a throwing handler themselves.
-   */
+  /** Catch a throwing `next`: on plain node:http nothing else does. */
   readonly catchHandlerErrors: boolean;
 }
 
-/**
- * The gate on node:http requests, made once per middleware: it decides each request and settles
- * the verdict on the node response. No closure is made on the synchronous path.
- */
+/** The gate on node:http requests; no closure is made on the synchronous path. */
 export class NodeGate<R extends IncomingMessage> {
   readonly #gate: RateLimitGate<R>;
   readonly #readTrackingId: TrackingIdReader<R>;
   readonly #catchHandlerErrors: boolean;
 
-  /**
-   * @param gate - the adapter's gate
-   * @param options - how the handler is treated
-   */
   constructor(gate: RateLimitGate<R>, options: NodeGateOptions) {
     this.#gate = gate;
     this.#readTrackingId = nodeTrackingIdReader(gate.trackingIdHeader);
     this.#catchHandlerErrors = options.catchHandlerErrors;
   }
 
-  /**
-   * Decide one request, then answer it or go on to `next`.
-   * @param req - the node request, also handed to `identify` and `skip`
-   * @param res - the node response
-   * @param path - the request target as the client sent it
-   * @param next - goes on to the handler, called without arguments (not when the gate answers)
-   */
+  /** Decide one request, then answer it or go on to `next` (called without arguments). */
   handle(req: R, res: ServerResponse, path: string, next: () => unknown): void {
     const verdict = this.#gate.check(req, req.method ?? 'GET', path, this.#readTrackingId);
     if (verdict instanceof Promise) verdict.then((v) => this.#settle(v, req, res, next));
@@ -87,7 +65,6 @@ export class NodeGate<R extends IncomingMessage> {
     }
   }
 
-  /** Give the lease back, report, and answer 500 if nothing was sent yet, else cut it short. */
   #handlerFailed(verdict: GateVerdict, req: R, res: ServerResponse, error: unknown): void {
     verdict.release();
     this.#gate.report(error, req, 'handler', verdict.trackingId);
@@ -103,12 +80,8 @@ export class NodeGate<R extends IncomingMessage> {
 }
 
 /**
- * True when the client is gone and nothing can be served: the response was destroyed, its HTTP/2
- * stream closed (node:http2's compatibility response has no `destroyed`), or the connection of a
- * pipelined request closed while its response waited behind an earlier one (node then destroys
- * the request only).
- * @param req - the node request
- * @param res - the node response
+ * True when nothing can be served. An http2 compatibility response has no `destroyed`, and a
+ * pipelined request whose connection closed has only the request destroyed.
  */
 export function clientGone(req: IncomingMessage, res: ServerResponse): boolean {
   if (res.destroyed === true) return true;
@@ -117,19 +90,11 @@ export function clientGone(req: IncomingMessage, res: ServerResponse): boolean {
   return req.socket?.destroyed === true;
 }
 
-// The leases of responses that wait behind an earlier response on a pipelined HTTP/1.1
-// connection, by connection: node emits no `close` for such a response when the connection
-// closes before it is sent.
+// Leases of responses queued on a pipelined connection: node emits no `close` for such a response
+// when the connection closes before it is sent.
 const waiting = new WeakMap<Socket, Set<() => void>>();
 
-/**
- * Give the lease back when the response closes: finished, failed or aborted. A response that
- * waits behind an earlier one on a pipelined connection (it has no socket yet) also gives it back
- * when the connection closes.
- * @param req - the node request
- * @param res - the node response
- * @param release - gives the lease back; idempotent
- */
+/** Give the lease back when the response, or the connection it is queued on, closes. */
 export function holdUntilClosed(
   req: IncomingMessage,
   res: ServerResponse,
@@ -155,19 +120,13 @@ export function holdUntilClosed(
 }
 
 /**
- * The gate's reader of a node request's tracking id header, made once per middleware. The gate
- * calls it only when it needs the id: on node:http the first read of `req.headers` builds the
- * headers object, which an admitted request then never pays for the middleware's sake.
- * @param header - the header name, lower case (the gate's `trackingIdHeader`)
+ * Called only when the id is needed: the first read of `req.headers` builds the headers object,
+ * which an admitted request then never pays for.
  */
 export function nodeTrackingIdReader(header: string): TrackingIdReader<IncomingMessage> {
   return (req) => firstValue(req.headers[header]);
 }
 
-/**
- * The first value of a node header.
- * @param value - as in `req.headers`
- */
 export function firstValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }

@@ -1,8 +1,4 @@
-/**
- * Rate limiting for node:http and Connect-style stacks: `import { nodeRateLimit } from
- * 'api-conventions/node'`. A middleware `(req, res, next)`; `next` may be the handler itself.
- * @module
- */
+/** Rate limiting for node:http and Connect-style stacks, from `api-conventions/node`. @module */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
 import { NodeGate, socketAddress } from './node-response.js';
@@ -21,10 +17,8 @@ export type NodeRateLimitMiddleware<R extends IncomingMessage = IncomingMessage>
 ) => void;
 
 /**
- * Make the node:http middleware. Admitted: sets the tracking id (and the RateLimit fields when
- * enabled), calls `next` and gives the lease back when the response closes. Refused: writes the
- * 429. If `next` throws or its promise rejects, the lease is given back, the error is reported
- * through `onError` (phase `handler`) and a 500 is answered if nothing was sent yet.
+ * Make the node:http middleware `(req, res, next)`; `next` may be the handler itself. A throwing
+ * `next` gives the lease back, is reported (phase `handler`) and answered 500 if nothing was sent.
  * @param options - limiter, identify, skip, failure mode, onError, tracking id, headers
  * @example
  * ```ts

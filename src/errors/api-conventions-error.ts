@@ -1,8 +1,4 @@
-/**
- * The base of every error the library throws, and the guards that recognise one from any copy of
- * the package.
- * @module
- */
+/** The base of every error the library throws, and guards that work across copies. @module */
 
 // A registered symbol, so that the guards recognise errors from another copy of the package.
 const BRAND = Symbol.for('api-conventions.error');
@@ -12,18 +8,12 @@ export interface ErrorOptions {
   cause?: unknown;
 }
 
-/**
- * Base class of every error the library throws. `code` is stable and part of the public API.
- */
+/** Base class of every error the library throws. `code` is stable and part of the public API. */
 export class ApiConventionsError extends Error {
   /** Stable, machine-readable code. */
   readonly code: string;
 
-  /**
-   * @param code - stable, machine-readable code
-   * @param message - what went wrong and what to change
-   * @param options - `cause`, forwarded to `Error`
-   */
+  /** @param message - what went wrong and what to change */
   constructor(code: string, message: string, options?: ErrorOptions) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ApiConventionsError';

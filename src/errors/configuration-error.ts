@@ -1,13 +1,7 @@
-/**
- * The error thrown for a programmer mistake in configuration.
- * @module
- */
+/** The error thrown for a programmer mistake in configuration. @module */
 import { ApiConventionsError, type ErrorOptions, errorName } from './api-conventions-error.js';
 
-/**
- * Codes of {@link ConfigurationError}. A test pins this list: removing or renaming one is a
- * breaking change.
- */
+/** Codes of {@link ConfigurationError}; a test pins them (removing one breaks the API). */
 export const configurationErrorCodes = [
   'invalid_limit',
   'invalid_duration',
@@ -44,21 +38,14 @@ export type ConfigurationErrorCode = (typeof configurationErrorCodes)[number];
 export class ConfigurationError extends ApiConventionsError {
   declare readonly code: ConfigurationErrorCode;
 
-  /**
-   * @param code - which configuration rule was broken
-   * @param message - what to change
-   * @param options - `cause`
-   */
+  /** @param message - what to change */
   constructor(code: ConfigurationErrorCode, message: string, options?: ErrorOptions) {
     super(code, message, options);
     this.name = 'ConfigurationError';
   }
 }
 
-/**
- * True for a {@link ConfigurationError}, including one from another copy of the package.
- * @param value - anything caught
- */
+/** True for a {@link ConfigurationError}, also from another copy of the package. */
 export function isConfigurationError(value: unknown): value is ConfigurationError {
   return errorName(value) === 'ConfigurationError';
 }

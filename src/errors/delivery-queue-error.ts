@@ -1,7 +1,4 @@
-/**
- * The error of a delivery job that the queue did not accept.
- * @module
- */
+/** The error of a delivery job that the queue did not accept. @module */
 import { ApiConventionsError, type ErrorOptions } from './api-conventions-error.js';
 
 /**
@@ -22,11 +19,7 @@ export type DeliveryQueueErrorCode = (typeof deliveryQueueErrorCodes)[number];
 export class DeliveryQueueError extends ApiConventionsError {
   declare readonly code: DeliveryQueueErrorCode;
 
-  /**
-   * @param code - why
-   * @param message - what to do
-   * @param options - `cause`: the client's error, when there is one
-   */
+  /** @param options - `cause`: the client's error, when there is one */
   constructor(code: DeliveryQueueErrorCode, message: string, options?: ErrorOptions) {
     super(code, message, options);
     this.name = 'DeliveryQueueError';

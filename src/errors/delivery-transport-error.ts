@@ -1,7 +1,4 @@
-/**
- * The error of a webhook delivery attempt that got no answer.
- * @module
- */
+/** The error of a webhook delivery attempt that got no answer. @module */
 import { ApiConventionsError } from './api-conventions-error.js';
 
 /** Codes of {@link DeliveryTransportError}. */
@@ -14,11 +11,7 @@ export type DeliveryTransportErrorCode = (typeof deliveryTransportErrorCodes)[nu
 export class DeliveryTransportError extends ApiConventionsError {
   declare readonly code: DeliveryTransportErrorCode;
 
-  /**
-   * @param code - what happened
-   * @param message - the details
-   * @param cause - the underlying error
-   */
+  /** @param cause - the underlying error */
   constructor(code: DeliveryTransportErrorCode, message: string, cause?: unknown) {
     super(code, message, { cause });
     this.name = 'DeliveryTransportError';

@@ -1,7 +1,4 @@
-/**
- * The error a webhook delivery fails with when its host is or resolves to a forbidden address.
- * @module
- */
+/** The error of a delivery whose host is or resolves to a forbidden address. @module */
 import { ApiConventionsError } from './api-conventions-error.js';
 
 /** Thrown (as a connection error) when a host is or resolves to a forbidden address. */

@@ -1,7 +1,6 @@
 /**
- * The library's thrown errors: one base class, subclasses that set `name` and `code`, one class
- * per file. Thrown errors are for programmer mistakes (bad configuration); expected failures of a
- * request (a bad query, a refused subscription, a limit reached) are returned as values.
+ * The library's thrown errors, for programmer mistakes; expected failures of a request are
+ * returned as values.
  * @module
  */
 export {

@@ -1,13 +1,7 @@
-/**
- * The error thrown when a request handed to the limiter cannot be attributed.
- * @module
- */
+/** The error thrown when a request handed to the limiter cannot be attributed. @module */
 import { ApiConventionsError, type ErrorOptions, errorName } from './api-conventions-error.js';
 
-/**
- * Codes of {@link InvalidRequestError}. A test pins this list: removing or renaming one is a
- * breaking change.
- */
+/** Codes of {@link InvalidRequestError}; a test pins them (removing one breaks the API). */
 export const invalidRequestErrorCodes = [
   'invalid_request',
   'invalid_client_id',
@@ -28,21 +22,14 @@ export type InvalidRequestErrorCode = (typeof invalidRequestErrorCodes)[number];
 export class InvalidRequestError extends ApiConventionsError {
   declare readonly code: InvalidRequestErrorCode;
 
-  /**
-   * @param code - which field is wrong
-   * @param message - what to change
-   * @param options - `cause`
-   */
+  /** @param message - what to change */
   constructor(code: InvalidRequestErrorCode, message: string, options?: ErrorOptions) {
     super(code, message, options);
     this.name = 'InvalidRequestError';
   }
 }
 
-/**
- * True for an {@link InvalidRequestError}, including one from another copy of the package.
- * @param value - anything caught
- */
+/** True for an {@link InvalidRequestError}, also from another copy of the package. */
 export function isInvalidRequestError(value: unknown): value is InvalidRequestError {
   return errorName(value) === 'InvalidRequestError';
 }

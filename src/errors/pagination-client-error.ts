@@ -1,9 +1,4 @@
-/**
- * The error a page iterator throws when it cannot go on: the server answered with an error status,
- * a body without a list of items or with a next cursor that cannot be followed, a cursor it had
- * already given, or a page other than the one asked for (either of which would loop forever).
- * @module
- */
+/** The error a page iterator throws when it cannot go on (or would loop forever). @module */
 import { ApiConventionsError, type ErrorOptions, errorName } from './index.js';
 
 /** Codes of {@link PaginationClientError}. A test pins this list. */
@@ -11,8 +6,7 @@ export const paginationClientErrorCodes = [
   'unexpected_status',
   'invalid_page_body',
   'repeated_cursor',
-  // A page-number page that is not the one asked for (another stated number, the previous
-  // page's items again), or a list that goes on past Number.MAX_SAFE_INTEGER pages.
+  // Not the page asked for, or past Number.MAX_SAFE_INTEGER pages.
   'unexpected_page',
 ] as const;
 
@@ -27,12 +21,7 @@ export class PaginationClientError extends ApiConventionsError {
   /** The HTTP status, for `unexpected_status`. */
   readonly status: number | undefined;
 
-  /**
-   * @param code - why the listing stopped
-   * @param message - what happened and what to do
-   * @param details - the URL and, for a status error, the status
-   * @param options - `cause`
-   */
+  /** @param details - the URL and, for a status error, the status */
   constructor(
     code: PaginationClientErrorCode,
     message: string,
@@ -46,10 +35,7 @@ export class PaginationClientError extends ApiConventionsError {
   }
 }
 
-/**
- * True for a {@link PaginationClientError}, including one from another copy of the package.
- * @param value - anything caught
- */
+/** True for a {@link PaginationClientError}, also from another copy of the package. */
 export function isPaginationClientError(value: unknown): value is PaginationClientError {
   return errorName(value) === 'PaginationClientError';
 }

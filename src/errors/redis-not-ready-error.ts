@@ -1,7 +1,4 @@
-/**
- * The error of a command not sent because the Redis client is not connected.
- * @module
- */
+/** The error of a command not sent because the Redis client is not connected. @module */
 
 /**
  * Thrown into the store's failure path (never to the caller) when the client is not connected:

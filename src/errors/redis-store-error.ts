@@ -1,8 +1,4 @@
-/**
- * The error a {@link RedisStore} reports when it cannot decide or release: handed to the `onError`
- * option, and, for a decision, the rejection of `apply`: an outage its caller decides about.
- * @module
- */
+/** The outage a {@link RedisStore} reports when it cannot decide or release. @module */
 import { ApiConventionsError, type ErrorOptions } from './index.js';
 
 /**
@@ -27,12 +23,7 @@ export class RedisStoreError extends ApiConventionsError {
   /** What the store was doing. */
   readonly operation: 'apply' | 'release';
 
-  /**
-   * @param code - what went wrong
-   * @param operation - `apply` or `release`
-   * @param message - what happened
-   * @param options - `cause`: the client's error, when there is one
-   */
+  /** @param options - `cause`: the client's error, when there is one */
   constructor(
     code: RedisStoreErrorCode,
     operation: 'apply' | 'release',

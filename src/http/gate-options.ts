@@ -1,8 +1,4 @@
-/**
- * The options of every rate limit middleware, and their reading: each read once, through the one
- * options reader, into the settings the gate runs on.
- * @module
- */
+/** The options of every rate limit middleware, read once into the gate's settings. @module */
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
 import {
@@ -26,37 +22,25 @@ import {
   type TrackingIdSource,
 } from './tracking-id.js';
 
-/**
- * Who sends a request, as `identify` maps it (authentication is the service's own). `T` is the
- * account types of the limiter's presets, when it knows them (`presets.byAccountType`).
- */
+/** Who sends a request, as `identify` maps it. `T`: the account types of the limiter's presets. */
 export interface Identity<T extends string = string> {
   /** The client (application) id. */
   readonly clientId: string;
   /** The account code. */
   readonly accountCode: string;
-  /**
-   * Picks the preset when the limiter has one per account type (`live`, `development`, `trial`).
-   * One the limiter has no preset for is limited as anonymous (see {@link AnonymousOptions}).
-   */
+  /** Picks the preset; one without a preset is limited as anonymous ({@link AnonymousOptions}). */
   readonly accountType?: T | undefined;
 }
 
 /** What the gate does when it cannot decide: let the request through, or refuse it with 503. */
 export type FailureMode = 'open' | 'closed';
 
-/**
- * What the gate does when `identify` throws or rejects: `'error'` answers 500 with problem
- * details, `'anonymous'` limits the request as anonymous (see {@link AnonymousOptions}),
- * `'allow'` lets it through unlimited. Each is reported through `onError` (phase `identify`).
- */
+/** What the gate does when `identify` throws (see `RateLimitOptions.onIdentifyError`). */
 export type IdentifyErrorMode = 'error' | 'anonymous' | 'allow';
 
 /**
- * How a request that `identify` cannot attribute is limited: `identify` returned nothing, or an
- * identity without a client id or account code, or one the limiter cannot count (an account type
- * without a preset, an id that is not a string). Such a request is counted under the client id
- * {@link ANONYMOUS_CLIENT_ID} and the account code `remote:` + its key.
+ * How a request `identify` cannot attribute (no identity, or one the limiter cannot count) is
+ * limited: under the client id {@link ANONYMOUS_CLIENT_ID} and the account code `remote:` + key.
  */
 export interface AnonymousOptions<R, T extends string = string> {
   /**
@@ -65,12 +49,10 @@ export interface AnonymousOptions<R, T extends string = string> {
    */
   accountType?: T;
   /**
-   * The key anonymous requests are counted by. Return `undefined` when there is none: every such
-   * request then shares the key `unknown`. At most 249 characters (the limiter's account codes
-   * are 256 at most).
-   * @defaultValue the remote address the adapter reads from the connection (Express's and
-   *   Fastify's `req.ip`, which follow their `trust proxy` settings; the socket's address on
-   *   node:http and Koa; on Hono, the node connection's with @hono/node-server, else none)
+   * The key anonymous requests are counted by, at most 249 characters; `undefined` shares the key
+   * `unknown`.
+   * @defaultValue the remote address the adapter reads (`req.ip` on Express and Fastify, following
+   *   `trust proxy`; the socket's on node:http, Koa and Hono with @hono/node-server)
    */
   key?: (request: R) => string | null | undefined;
 }
@@ -78,24 +60,13 @@ export interface AnonymousOptions<R, T extends string = string> {
 /** The client id under which anonymous requests are counted (see {@link AnonymousOptions}). */
 export const ANONYMOUS_CLIENT_ID = 'anonymous';
 
-/**
- * What the gate did about a failure: `open`, the failure stopped nothing; `closed`, the request
- * was answered with an error (503, or 500 for a failing `identify`); `anonymous`, it was limited
- * as anonymous.
- */
+/** What the gate did about a failure: let it through, answered 503/500, or limited as anonymous. */
 export type FailureOutcome = FailureMode | 'anonymous';
 
 /**
- * Where a failure happened:
- * - `tracking-id`: the `trackingIds` source or the reading of the request's header; the id is
- *   replaced by a random one and the request goes on as if nothing had failed.
- * - `skip`, `identify`: the integrator's function threw, rejected or returned something unusable.
- * - `limiter`: the limiter or its store threw or rejected, or answered a decision that is neither a
- *   well-formed admitted one nor a well-formed refused one (a `ConfigurationError`
- *   `invalid_option`).
- * - `release`: giving an admitted request's lease back threw or rejected (its store is down, say);
- *   the request was already let through, and the lease stays held until its store frees it.
- * - `handler`: the node adapter's report of a throwing handler.
+ * Where a failure happened: the tracking id source (replaced by a random id), `skip`, `identify`,
+ * the limiter or its store (or a malformed decision), the release of a lease (held until its store
+ * frees it), or a throwing handler (node adapter). See docs/middleware.md.
  */
 export type GatePhase = 'tracking-id' | 'skip' | 'identify' | 'limiter' | 'release' | 'handler';
 
@@ -109,53 +80,33 @@ export interface RateLimitErrorEvent<R> {
   readonly phase: GatePhase;
   /** The request's tracking id (for `tracking-id`, the one that replaced it). */
   readonly trackingId: string;
-  /**
-   * What the gate did about this failure. `closed`: it answered 503 because of it (a `skip` or
-   * `limiter` failure under `failure: 'closed'`), or 500 (an `identify` that threw, by default).
-   * `anonymous`: the request was limited as anonymous (an identity the limiter cannot count, or
-   * `onIdentifyError: 'anonymous'`). `open`: the failure stopped nothing: the request was let
-   * through by `failure: 'open'` or `onIdentifyError: 'allow'`, or, whatever the options, given a
-   * random tracking id (`tracking-id`) or already let through when it failed (`release`,
-   * `handler`).
-   */
+  /** What the gate did about it (see docs/middleware.md for each phase). */
   readonly failure: FailureOutcome;
 }
 
 /** Anything with the limiter's `check`: synchronous (memory store) or asynchronous (Redis). */
 export interface CheckingLimiter<T extends string = string> {
-  /**
-   * What a store outage does, when the limiter decides it (see `LimiterOptions.outage`); absent
-   * or `'reject'`: the gate's `failure` decides.
-   */
+  /** The limiter's `outage`; absent or `'reject'` leaves outages to the gate's `failure`. */
   readonly outage?: string;
-  /**
-   * Decide one request. The gate asks for statuses (`options.statuses`) only when it sends the
-   * RateLimit fields; a limiter may ignore the options.
-   */
+  /** Decide one request; statuses are asked for only when the RateLimit fields are sent. */
   check(request: LimitRequest<T>, options?: CheckOptions): Decision | Promise<Decision>;
 }
 
-/**
- * Options of every rate limit middleware. `T`, the account types, comes from the limiter: with
- * `presets.byAccountType`, `identify` must answer `'live'`, `'development'` or `'trial'`.
- */
+/** Options of every rate limit middleware; `T`, the account types, comes from the limiter. */
 export interface RateLimitOptions<R, T extends string = string>
   extends Pick<RateLimitResponseOptions, 'trackingIds' | 'trackingIdHeader' | 'rateLimitHeaders'> {
   /** The limiter (`createLimiter`). */
   limiter: CheckingLimiter<T>;
   /**
-   * Map a request to its client id, account code and account type. Authentication is outside the
-   * specification: read them from what your authentication established. Return `undefined` for
-   * a request you cannot attribute: it is limited as anonymous (see `anonymous`).
+   * Map a request to its identity, from what your authentication established; `undefined` limits
+   * it as anonymous (see `anonymous`).
    */
   identify: (
     request: R,
   ) => Identity<NoInfer<T>> | null | undefined | Promise<Identity<NoInfer<T>> | null | undefined>;
   /**
-   * When `identify` throws or rejects (a bug in wiring, such as reading a user that an
-   * authentication step registered after the middleware has not set yet): `'error'` answers 500
-   * with problem details, `'anonymous'` limits the request as anonymous, `'allow'` lets it
-   * through unlimited. Each is reported through `onError`.
+   * When `identify` throws or rejects: `'error'` answers 500 with problem details, `'anonymous'`
+   * limits as anonymous, `'allow'` lets it through unlimited; each is reported through `onError`.
    * @defaultValue `'error'`
    */
   onIdentifyError?: IdentifyErrorMode;
@@ -168,29 +119,21 @@ export interface RateLimitOptions<R, T extends string = string>
   /** Requests for which this returns true are not limited (health checks, say). */
   skip?: (request: R) => boolean | Promise<boolean>;
   /**
-   * When `skip` fails, or the limiter fails (its store has an outage and the limiter leaves the
-   * decision to its caller, `outage: 'reject'`): `open` lets the request through, `closed`
-   * answers 503 with a problem details body and a Retry-After. A limiter that decides outages
-   * itself (`outage` `'open'`, `'closed'` or `'fallback'`) is refused together with this option:
-   * one place decides.
+   * When `skip` or the limiter fails: `open` lets the request through, `closed` answers 503 with
+   * Retry-After. Refused beside a limiter that decides outages itself: one place decides.
    * @defaultValue `'open'`
    */
   failure?: FailureMode;
-  /**
-   * Retry-After, in whole seconds (1 or more), of the 503 answered under `failure: 'closed'`.
-   * @defaultValue 1 (the specification's recommended backoff)
-   */
+  /** Retry-After, whole seconds, of the 503 under `failure: 'closed'`. @defaultValue 1 */
   failureRetryAfterSeconds?: number;
   /** Told of every failure. @defaultValue one line on `console.error` */
   onError?: (event: RateLimitErrorEvent<R>) => void;
   /**
-   * Also set the tracking id header on the responses the middleware lets through. The 429 and
-   * the 503 always carry it (the specification's 429 names it) and `onError` always reports it;
-   * the responses of admitted requests belong to the service, which often sends a request id of
-   * its own, so by default the middleware adds nothing to them (like the RateLimit fields). On,
-   * it costs a header on every response (see docs/benchmarks.md, Middleware overhead).
+   * Also set the tracking id header on admitted responses (429 and 503 always carry it); off by
+   * default since those responses are the service's own.
    * @defaultValue false
    */
+
   trackingIdOnAdmitted?: boolean;
 }
 

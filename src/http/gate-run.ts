@@ -1,7 +1,6 @@
 /**
- * One request through the gate: skip, identify, ask the limiter, and turn the answer into a
- * verdict. The run is the verdict it answers, so that a request costs one object; each step is a
- * method, handed to {@link proceed} without a closure while everything answers at once.
+ * One request through the gate. The run is its own verdict, so a request costs one object; steps
+ * are methods, handed to {@link proceed} without a closure.
  * @module
  */
 import { ConfigurationError, isInvalidRequestError } from '../errors/index.js';
@@ -33,26 +32,17 @@ export interface GateVerdict {
   readonly response: ResponseParts | undefined;
   /** Headers for the handler's response (the tracking id, the RateLimit fields when enabled). */
   readonly headers: Readonly<Record<string, string>>;
-  /**
-   * The request's tracking id: the well-formed one it sent, or one made by `trackingIds`, on
-   * first read when nothing has needed it yet.
-   */
+  /** The request's tracking id: the well-formed one it sent, else made on first read. */
   readonly trackingId: string;
   /** True when there is a lease to give back with `release` when the response ends. */
   readonly holdsLease: boolean;
-  /**
-   * Give back the lease. Idempotent; does nothing when there is none. Never throws, and may be
-   * called unbound (as an event listener): a limiter that fails to give the lease back is reported
-   * through `onError` (phase `release`).
-   */
+  /** Give back the lease: idempotent, never throws, may be called unbound (as a listener). */
   release(): void;
 }
 
 /**
- * Reads the tracking id header of a request; the gate calls it only when it needs the tracking id
- * (a 429 or a 503, a failure report, or `trackingIdOnAdmitted`). Given to `RateLimitGate.check`
- * in place of the header's value, it spares admitted requests the read: on node:http, the first
- * read of `req.headers` builds the headers object.
+ * Reads a request's tracking id header, only when it is needed: on node:http the first read of
+ * `req.headers` builds the headers object, which admitted requests are spared.
  */
 export type TrackingIdReader<R> = (request: R) => string | null | undefined;
 
@@ -79,13 +69,7 @@ export class GateRun<R> implements GateVerdict {
   #anonymous = false;
   #lease: AdmittedDecision | undefined = undefined;
 
-  /**
-   * @param gate - the middleware's settings
-   * @param request - the framework's request
-   * @param method - the HTTP method
-   * @param path - the request target
-   * @param incoming - the request's tracking id header, or its reader
-   */
+  /** @param incoming - the request's tracking id header, or its reader */
   constructor(
     gate: GateSettings<R>,
     request: R,
@@ -196,10 +180,7 @@ export class GateRun<R> implements GateVerdict {
     return this.#gate.limiter.check(this.#fields as LimitRequest, this.#gate.asked);
   }
 
-  /**
-   * The limiter refused the request (an account type without a preset, an id it cannot count):
-   * limited as anonymous; the anonymous identity refused means the anonymous options are wrong.
-   */
+  /** An identity the limiter cannot count is limited as anonymous. */
   #limitFailed(error: unknown): MaybePromise<GateVerdict> {
     if (!isInvalidRequestError(error)) return this.#fail(error, 'limiter');
     if (this.#anonymous) return this.#notAttributed(error);
@@ -245,11 +226,7 @@ export class GateRun<R> implements GateVerdict {
     return this;
   }
 
-  /**
-   * Once only, whatever the limiter's release does on a second call. It runs from a `close`
-   * listener or a `finally`, where a throw would crash the process or turn the handler's
-   * response into a 500: a failure is reported, and the store frees the lease when it expires.
-   */
+  /** Once only; a throw here (a `close` listener, a `finally`) would crash or turn into a 500. */
   #giveBack(): void {
     const lease = this.#lease;
     if (lease === undefined) return;
@@ -324,9 +301,7 @@ export class GateRun<R> implements GateVerdict {
 }
 
 /**
- * A refusal a 429 can be built from truthfully: a Retry-After of at least one second, a reason,
- * the statuses and the time of the decision. The gate takes any {@link CheckingLimiter}, and a
- * store's outcome reaches it through the limiter as it came: this is where that answer enters.
+ * A refusal a 429 can be built from truthfully; any {@link CheckingLimiter}'s answer enters here.
  */
 function isRefusal(decision: unknown): decision is RefusedDecision {
   if (typeof decision !== 'object' || decision === null) return false;

@@ -1,30 +1,16 @@
-/**
- * Steps that answer a value or a promise of one (a memory store answers at once, Redis later):
- * the next step runs at once on a value and after the promise on a promise.
- * @module
- */
+/** Steps that answer a value or a promise of one: the memory store answers at once. @module */
 
 /** A value now, or a promise of one. */
 export type MaybePromise<T> = T | Promise<T>;
 
-/**
- * True for anything with a callable `then`. Reading `then` runs user code (a getter, a Proxy),
- * so a caller reads it inside its `try`.
- * @param value - any value
- */
+/** True for anything with a callable `then`; reading it runs user code, so call inside a `try`. */
 export function isThenable<T>(value: unknown): value is PromiseLike<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
 /**
- * Run `produce`, then `next` with its value: at once for a value, after the promise for a promise.
- * A throw or a rejection anywhere goes to `failed`, so the answer never throws and never rejects
- * (unless `failed` does). The steps are methods called on `self`, so that a value costs neither a
- * closure nor a promise.
- * @param self - what the steps are called on
- * @param produce - the step that may answer a promise
- * @param next - the step after it
- * @param failed - the step for a throw or a rejection
+ * Run `produce`, then `next` with its value; any throw or rejection goes to `failed`. Steps are
+ * methods called on `self`, so a value costs neither a closure nor a promise.
  */
 export function proceed<S, T, V>(
   self: S,

@@ -1,18 +1,11 @@
-/**
- * Problem details for HTTP APIs (RFC 9457): the body of every 4xx the library answers other than
- * the 429 (which the specification makes `text/plain`).
- * @module
- */
+/** Problem details (RFC 9457): every 4xx body but the 429's, which is `text/plain`. @module */
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
 
 /** The media type of a problem details body. */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-/**
- * The default prefix of problem `type` URIs. A URN, so that it never resolves to a page the
- * integrator does not control; pass your own (an https URL to your docs) where you have one.
- */
+/** The default prefix of problem `type` URIs: a URN, never a page you do not control. */
 export const DEFAULT_PROBLEM_TYPE_BASE = 'urn:api-conventions:problem:';
 
 /** A problem details object (RFC 9457 section 3), with extension members allowed. */
@@ -45,11 +38,7 @@ export interface ProblemInit {
   instance?: string;
   /** Prefix of `type`. @defaultValue {@link DEFAULT_PROBLEM_TYPE_BASE} */
   typeBase?: string;
-  /**
-   * Further extension members (for example `errors`): a plain object (a literal, `JSON.parse`
-   * output or a null-prototype object). Each own enumerable member is copied as a data member of
-   * the problem, `__proto__` included; one named like a core member is left out.
-   */
+  /** Further extension members, a plain object; one named like a core member is left out. */
   extensions?: Record<string, unknown>;
 }
 
@@ -57,9 +46,7 @@ export interface ProblemInit {
  * Build a problem details object.
  * @param init - code, title, status and the optional members
  * @returns a plain object, ready for `JSON.stringify`
- * @throws ConfigurationError `invalid_option` when `init` is not an object, `code` or `title` is
- * not a string, `status` is not a whole number from 400 to 599, `detail`, `instance` or `typeBase`
- * is given and not a string, or `extensions` is given and not a plain object
+ * @throws ConfigurationError `invalid_option` for a bad member (`status` must be 400 to 599)
  * @example
  * ```ts
  * problemDetails({ code: 'page_size_too_large', title: 'Page size too large', status: 400 });
@@ -151,9 +138,7 @@ export interface ResponseParts {
 /**
  * Serialise a problem as response parts with the `application/problem+json` media type.
  * @param problem - the problem details
- * @throws ConfigurationError `invalid_option` when `problem` is not an object, its `status` is not
- * a whole number from 400 to 599, or it cannot be written as JSON (a BigInt or a cycle in an
- * extension member)
+ * @throws ConfigurationError `invalid_option` for a bad `status`, or a problem JSON cannot write
  */
 export function problemResponse(problem: ProblemDetails): ResponseParts {
   if (typeof problem !== 'object' || problem === null) {

@@ -1,8 +1,6 @@
 /**
- * The RateLimit header fields of the IETF draft "RateLimit header fields for HTTP"
- * (draft-ietf-httpapi-ratelimit-headers-10): `RateLimit-Policy` names each policy with its quota
- * and window, `RateLimit` says what remains of each and when it resets. Both are Structured Field
- * lists (RFC 9651) of string items with parameters.
+ * The `RateLimit-Policy` and `RateLimit` fields of draft-ietf-httpapi-ratelimit-headers-10, as
+ * Structured Field lists (RFC 9651).
  * @module
  */
 import { isArray } from '../internal/describe.js';
@@ -19,21 +17,9 @@ export interface RateLimitFields {
 }
 
 /**
- * The RateLimit fields of a decision's statuses.
- *
- * - window: `q` is the limit, `w` the window in seconds (rounded up).
- * - rate: `q` is the burst, `w` the seconds in which an empty bucket refills (`burst / perSecond`).
- * - concurrency: `q` is the maximum in flight, `qu="concurrent-requests"`, no window.
- *
- * Every number is a Structured Field integer: one above 999,999,999,999,999 (15 digits) is
- * written as that.
- *
- * On a refusal (`retryAfterSeconds` given) no `t` is later than Retry-After, and a policy with
- * nothing left (`r=0`, the refusing one always) has `t` equal to Retry-After: a client that obeys
- * either field comes back at the same instant, when the request is admitted.
- *
- * Never throws: statuses that are not a list give no items, and a status that cannot be read as
- * one (no policy of a known kind with a name, or a getter or Proxy that throws) is left out.
+ * The RateLimit fields of a decision's statuses (what `q`, `w` and `t` hold: docs/http.md). On a
+ * refusal, `t` never passes Retry-After and equals it where `r=0`. Never throws: a status that
+ * cannot be read is left out.
  * @param statuses - every policy that applied, with what remains of it
  * @param refusal - for a 429: the announced Retry-After and the policy that refused
  */
@@ -51,13 +37,7 @@ export function rateLimitFields(
   });
 }
 
-/**
- * The fields of statuses as the limiter makes them (the middleware's path): a status it cannot
- * write is the limiter's failure, and throws.
- * @param statuses - every policy that applied, with what remains of it
- * @param refusal - for a 429: the announced Retry-After and the policy that refused
- * @internal
- */
+/** The middleware's path: an unwritable status is the limiter's failure, and throws. @internal */
 export function writeFields(
   statuses: readonly PolicyStatus[],
   refusal?: { readonly retryAfterSeconds: number; readonly policy: Policy | undefined },
@@ -84,12 +64,8 @@ export function writeFields(
 const MAX_STATUSES = 1024;
 
 /**
- * Statuses from anywhere (a hand-made decision, a store of one's own) as plain copies the fields
- * can be written from, each member read once and safely; one that cannot be written is left out,
- * and so is any after the first 1,024.
- * @param statuses - anything
- * @param copies - filled with each policy read and its copy, so that a caller can find the
- *   refusing policy's copy by the original
+ * Statuses from anywhere as plain copies, each member read once and safely; unwritable ones and
+ * any past the first 1,024 are left out. `copies` maps each policy read to its copy.
  * @internal
  */
 export function readStatuses(statuses: unknown, copies: Map<unknown, Policy>): PolicyStatus[] {
@@ -97,8 +73,7 @@ export function readStatuses(statuses: unknown, copies: Map<unknown, Policy>): P
   if (!isArray(statuses)) return read;
   const length = readSafely(statuses, 'length');
   if (typeof length !== 'number') return read;
-  // A decision has one status per policy that applied, a handful; a sparse array of length 2^32 - 1
-  // must not make the walk take minutes.
+  // A sparse array of length 2^32 - 1 must not make the walk take minutes.
   const end = Math.min(length, MAX_STATUSES);
   for (let i = 0; i < end; i++) {
     const status = readSafely(statuses, i);
@@ -115,12 +90,7 @@ export function readStatuses(statuses: unknown, copies: Map<unknown, Policy>): P
   return read;
 }
 
-/**
- * A plain copy of a policy with what the fields and the 429 write of it (kind, name, quota), or
- * `undefined` when it has no known kind or no name.
- * @param policy - anything
- * @internal
- */
+/** A plain copy of what the fields and the 429 write of a named policy. @internal */
 export function readPolicy(policy: unknown): Policy | undefined {
   const kind = readSafely(policy, 'kind');
   const name = readSafely(policy, 'name');

@@ -1,9 +1,6 @@
 /**
- * The one place that decides a request for every framework adapter: skip, identify, ask the
- * limiter, and turn the answer into a verdict (go on with these headers and this lease, or write
- * this response). No failure is ever a 429, and none switches limiting off unasked (see
- * docs/middleware.md). Synchronous when everything it calls is (the memory store), a promise
- * otherwise; it never throws or rejects, and neither does a verdict's `release`.
+ * The one place that decides a request for every adapter. Synchronous when everything it calls
+ * is; it never throws or rejects (see docs/middleware.md).
  * @module
  */
 import { type GatePhase, type RateLimitOptions, readGateOptions } from './gate-options.js';
@@ -32,10 +29,8 @@ export interface RateLimitGate<R> {
   /**
    * Decide one request.
    * @param request - the framework's request, handed to `identify` and `skip`
-   * @param method - the HTTP method
    * @param path - the request target (the query string is ignored)
-   * @param incomingTrackingId - the request's tracking id header, if any, or a function that
-   * reads it, called (at most once) only when the tracking id is needed
+   * @param incomingTrackingId - the tracking id header, or a reader called only when needed
    */
   check(
     request: R,
@@ -43,19 +38,14 @@ export interface RateLimitGate<R> {
     path: string,
     incomingTrackingId: string | null | undefined | TrackingIdReader<R>,
   ): GateVerdict | Promise<GateVerdict>;
-  /**
-   * Report a failure after the decision (a throwing handler); never throws. The request was let
-   * through: the event's `failure` is `open`.
-   */
+  /** Report a failure after the decision (a throwing handler), as `open`; never throws. */
   report(error: unknown, request: R, phase: GatePhase, trackingId: string): void;
 }
 
 /**
- * Make the gate that every adapter runs. Adapters are its only users; use it to write an adapter
- * for a framework the library does not cover.
- * @param options - limiter, identify, skip, failure mode, error callback, tracking id and headers
- * @param remoteAddress - reads the address a request came from: the default key of anonymous
- *   requests (see {@link AnonymousOptions.key}); without it they all share one key
+ * Make the gate every adapter runs; use it to write an adapter for another framework.
+ * @param options - the middleware's options
+ * @param remoteAddress - reads a request's address, the default key of anonymous requests
  * @throws ConfigurationError `invalid_option` or `invalid_header_name` for bad options
  */
 export function createRateLimitGate<R, T extends string = string>(

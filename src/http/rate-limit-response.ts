@@ -1,8 +1,6 @@
 /**
- * The 429 response of the specification's "Rate limit exceeded", built from a refused decision:
- * status 429, `Content-Type: text/plain; charset=utf-8`, `Retry-After` in whole seconds (never 0),
- * the tracking id header, `Cache-Control: no-store`, and a body that tells a person which limit
- * was hit and when calls may resume. Pure: the time comes from the decision.
+ * The specification's 429 "Rate limit exceeded", built from a refused decision, and the headers of
+ * admitted responses. Pure: the time comes from the decision.
  * @module
  */
 import { ConfigurationError } from '../errors/index.js';
@@ -28,46 +26,24 @@ import {
 
 /** Options of the 429 builder and of {@link admittedHeaders}. */
 export interface RateLimitResponseOptions {
-  /**
-   * The request's tracking id as received (the header value), used when well-formed; otherwise a
-   * new one is made by `trackingIds`.
-   */
+  /** The request's tracking id header value, used when well-formed. */
   trackingId?: string | null | undefined;
   /** Makes a tracking id when the request has none. @defaultValue {@link randomTrackingId} */
   trackingIds?: TrackingIdSource;
   /**
-   * The tracking id header: an HTTP field name token of at most 64 characters, read from the
-   * request and written on the response. A name with a meaning of its own in HTTP is refused
-   * (`ConfigurationError` `invalid_header_name`), in any letter case:
-   * - the fields of HTTP semantics and caching (RFC 9110, RFC 9111): `Accept`, `Accept-Charset`,
-   *   `Accept-Encoding`, `Accept-Language`, `Accept-Ranges`, `Age`, `Allow`,
-   *   `Authentication-Info`, `Authorization`, `Cache-Control`, `Content-Encoding`,
-   *   `Content-Language`, `Content-Length`, `Content-Location`, `Content-Range`, `Content-Type`,
-   *   `Date`, `ETag`, `Expect`, `Expires`, `From`, `Host`, `If-Match`, `If-Modified-Since`,
-   *   `If-None-Match`, `If-Range`, `If-Unmodified-Since`, `Last-Modified`, `Location`,
-   *   `Max-Forwards`, `Pragma`, `Range`, `Referer`, `Retry-After`, `Server`, `User-Agent`, `Vary`,
-   *   `Via`, `Warning`, `WWW-Authenticate`;
-   * - the connection-specific fields: `Connection`, `HTTP2-Settings`, `Keep-Alive`, `TE`,
-   *   `Trailer`, `Transfer-Encoding`, `Upgrade`;
-   * - `Cookie`, `Set-Cookie`, `RateLimit`, `RateLimit-Policy`, and fields browsers act on:
-   *   `Alt-Svc`, `Content-Disposition`, `Content-Security-Policy`, `Forwarded`, `Link`, `Origin`,
-   *   `Refresh`, `Strict-Transport-Security`, `X-Content-Type-Options`, `X-Frame-Options`;
-   * - any name starting with `Access-Control-`, `Proxy-` or `Sec-`.
+   * The tracking id header, read from the request and written on the response: a field name token
+   * of at most 64 characters; names with a meaning of their own in HTTP are refused
+   * (`invalid_header_name`, list in docs/http.md).
    * @defaultValue {@link DEFAULT_TRACKING_ID_HEADER}
    */
   trackingIdHeader?: string;
-  /**
-   * Add the draft-10 `RateLimit-Policy` and `RateLimit` fields.
-   * @defaultValue false
-   */
+  /** Add the draft-10 `RateLimit-Policy` and `RateLimit` fields. @defaultValue false */
   rateLimitHeaders?: boolean;
 }
 
-// The largest Retry-After written: 15 digits, the most a Structured Field integer holds, so the
-// same number can appear as `t` in the RateLimit field.
+// 15 digits, the most a Structured Field integer holds, so it can also be the RateLimit `t`.
 const MAX_RETRY_AFTER = 999_999_999_999_999;
 
-// Retry-After in whole seconds: at least 1 and at most 15 digits, so it always reads `^[1-9][0-9]*$`.
 function wholeSeconds(value: number): number {
   if (!Number.isFinite(value)) return value > 0 ? MAX_RETRY_AFTER : 1;
   return Math.min(Math.max(1, Math.ceil(value)), MAX_RETRY_AFTER);
@@ -75,17 +51,12 @@ function wholeSeconds(value: number): number {
 
 /**
  * The 429 response for a refused decision, as plain parts any framework can write. Any decision
- * whose `allowed` reads `false` gets its 429, whatever else it holds: each member is read once,
- * and one that is missing, of the wrong type or cannot be read (a getter or Proxy that throws)
- * counts as absent; statuses that are missing or cannot be read give RateLimit fields without
- * items.
+ * whose `allowed` reads `false` gets its 429; unreadable members count as absent (docs/http.md).
  * @param decision - a refused decision from the limiter
  * @param options - tracking id, its header and source, RateLimit fields
  * @returns status 429, lower-case header names, and the text body
- * @throws ConfigurationError `invalid_option` when `decision` is not a refused decision
- * (`allowed: false`, read without a throw) or `options` is given and is not an object or cannot be
- * read
- * @throws ConfigurationError `invalid_header_name` or `invalid_tracking_id` for bad options
+ * @throws ConfigurationError `invalid_option` when `decision` is not a refused decision or
+ * `options` cannot be read; `invalid_header_name` or `invalid_tracking_id` for bad options
  * @example
  * ```ts
  * const decision = limiter.check(request);
@@ -107,12 +78,8 @@ export function rateLimitResponseParts(
 }
 
 /**
- * The 429 parts with the header name checked and the tracking id resolved (the middleware does
- * both once, ahead of the request).
- * @param decision - a refused decision
+ * The 429 parts, header name checked and tracking id resolved beforehand (as the middleware does).
  * @param header - the tracking id header, lower case
- * @param trackingId - the request's tracking id
- * @param withFields - add the RateLimit fields
  */
 export function refusalParts(
   decision: RefusedDecision,
@@ -154,14 +121,9 @@ export function rateLimitResponse(
 
 /**
  * The headers of an admitted response: the tracking id, and the RateLimit fields when enabled.
- * Any decision whose `allowed` reads `true` gets its headers; statuses that are missing or cannot
- * be read give RateLimit fields without items.
  * @param decision - an admitted decision
  * @param options - as for {@link rateLimitResponseParts}
- * @throws ConfigurationError `invalid_option` when `decision` is not an admitted decision
- * (`allowed: true`, read without a throw) or `options` is given and is not an object or cannot be
- * read; `invalid_header_name` or
- * `invalid_tracking_id` for bad options
+ * @throws ConfigurationError as {@link rateLimitResponseParts}, for a decision not admitted
  */
 export function admittedHeaders(
   decision: AdmittedDecision,
@@ -176,9 +138,8 @@ export function admittedHeaders(
 // The members of an admitted decision that admittedParts does not read.
 const ADMITTED = { allowed: true, now: 0, release: () => undefined } as const;
 
-// A refused decision from anywhere as a plain copy, each member read once and safely, so that the
-// 429 is built from values that cannot throw. The refusing policy's copy is the one in the
-// statuses, so that the fields still know which policy refused.
+// A plain copy, read once and safely, so the 429 is built from values that cannot throw. The
+// refusing policy's copy is the one in the statuses, so the fields still know which refused.
 function readRefusal(decision: RefusedDecision): RefusedDecision {
   const copies = new Map<unknown, Policy>();
   const statuses = readStatuses(readSafely(decision, 'statuses'), copies);
@@ -199,11 +160,8 @@ function readRefusal(decision: RefusedDecision): RefusedDecision {
 }
 
 /**
- * The admitted headers with the header name checked and the tracking id resolved.
- * @param decision - an admitted decision
+ * The admitted headers, header name checked and tracking id resolved beforehand.
  * @param header - the tracking id header, lower case; `undefined` leaves the tracking id out
- * @param trackingId - the request's tracking id
- * @param withFields - add the RateLimit fields
  */
 export function admittedParts(
   decision: AdmittedDecision,
@@ -216,10 +174,7 @@ export function admittedParts(
   return headers;
 }
 
-/**
- * Set the RateLimit fields that have members: a Structured Field list with none is left out of
- * the message (RFC 9651, section 3.1), never sent empty.
- */
+// An empty Structured Field list is left out of the message, never sent empty (RFC 9651, 3.1).
 function addFields(headers: Record<string, string>, fields: RateLimitFields): void {
   if (fields['ratelimit-policy'] !== '') headers['ratelimit-policy'] = fields['ratelimit-policy'];
   if (fields.ratelimit !== '') headers.ratelimit = fields.ratelimit;
@@ -237,7 +192,6 @@ const optionDefaults = {
   rateLimitHeaders: false,
 } as const;
 
-/** The public builders' options, each read once: the header, the tracking id, the fields switch. */
 function resolved(
   options: RateLimitResponseOptions,
   caller: string,

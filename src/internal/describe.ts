@@ -1,7 +1,4 @@
-/**
- * Values as error messages show them, read without touching an object.
- * @module
- */
+/** Values as error messages show them, read without touching an object. @module */
 
 /**
  * A value as it should appear in an error message. Never throws, whatever the value (a revoked

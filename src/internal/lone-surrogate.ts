@@ -1,6 +1,6 @@
 /**
- * A UTF-16 surrogate without its other half. UTF-8 cannot carry one: it is written as U+FFFD, so
- * two strings that differ only there reach Redis (or any byte store) as the same bytes.
+ * Lone UTF-16 surrogates: UTF-8 writes each as U+FFFD, so strings differing only there would
+ * share their bytes.
  * @module
  */
 

@@ -1,7 +1,4 @@
-/**
- * The nearest known name to a misspelt one, by edit distance: what "did you mean" suggests.
- * @module
- */
+/** The nearest known name to a misspelt one, for "did you mean". @module */
 
 /**
  * The candidate closest to `name` by Levenshtein distance (insertions, deletions, substitutions);

@@ -1,9 +1,6 @@
 /**
- * The one options reader. Every factory reads its options through {@link readOptions}: each key
- * is read once (a getter cannot answer one value to the check and another to the code), unknown
- * keys are refused with the nearest known name, defaults come from one object literal, and every
- * mistake is worded the same way: "`name` must be `expected`, got `value`.". Single values outside
- * an options object (a constructor's argument) go through {@link checkValue} with the same rules.
+ * The one options reader: each key read once (a getter cannot answer the check one value and the
+ * code another), unknown keys refused with the nearest name, one wording for every mistake.
  * @module
  */
 import { ConfigurationError, type ConfigurationErrorCode } from '../errors/index.js';
@@ -127,11 +124,8 @@ function unknownOption(owner: string, key: string, names: readonly string[]): Co
 }
 
 /**
- * One value checked by a rule, in the one wording.
- * @param rule - the rule
- * @param value - the value as given (`undefined` is checked like any other value)
+ * One value checked by a rule (`undefined` too), in the one wording.
  * @param name - what the value is, for the message (e.g. `maxKeys`, `FakeClock start`)
- * @throws ConfigurationError the rule's code when the rule refuses the value
  */
 export function checkValue<T>(rule: Rule<T>, value: unknown, name: string): T {
   const read = value === undefined ? INVALID : rule.read(value, name);
@@ -139,12 +133,7 @@ export function checkValue<T>(rule: Rule<T>, value: unknown, name: string): T {
   return read;
 }
 
-/**
- * The error for a value a rule refuses: "`name` must be `expected`, got `value`.".
- * @param rule - the rule
- * @param value - the value as given
- * @param name - what the value is
- */
+/** The error for a value a rule refuses: "`name` must be `expected`, got `value`.". */
 export function invalidValue(
   rule: Rule<unknown>,
   value: unknown,

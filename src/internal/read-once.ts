@@ -1,19 +1,10 @@
-/**
- * Reads for the functions that never throw: {@link readSafely} and {@link isInstance} turn a read
- * that throws (a getter, a Proxy trap, a revoked proxy) into a value the caller answers.
- * Options are read by `options.ts`.
- * @module
- */
+/** Reads for the functions that never throw: a throwing getter or Proxy becomes a value. @module */
 
 /** What {@link readSafely} answers for a read that threw. @internal */
 export const UNREADABLE: unique symbol = Symbol('unreadable');
 
 /**
- * `source[key]` read once, for the functions that never throw: {@link UNREADABLE} when the read
- * throws (a getter, a Proxy trap, a revoked proxy), `undefined` for a source that is not an object
- * or a function (nothing of a primitive is read).
- * @param source - anything
- * @param key - the member to read
+ * `source[key]` read once: {@link UNREADABLE} when the read throws, `undefined` for a primitive.
  * @internal
  */
 export function readSafely(source: unknown, key: PropertyKey): unknown {
@@ -27,13 +18,7 @@ export function readSafely(source: unknown, key: PropertyKey): unknown {
   }
 }
 
-/**
- * `value instanceof type`, false where the check throws (a Proxy whose `getPrototypeOf` trap
- * throws, a revoked proxy).
- * @param value - anything
- * @param type - the class
- * @internal
- */
+/** `value instanceof type`, false where the check throws (a Proxy trap, a revoked proxy). @internal */
 export function isInstance<T>(
   value: unknown,
   type: abstract new (...args: never[]) => T,

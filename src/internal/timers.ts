@@ -1,9 +1,4 @@
-/**
- * Waiting, as the client sees it: an injectable `sleep(ms, signal)`, so that tests pass one that
- * returns at once and nothing ever really waits. The default uses real timers; it lives here, at
- * the edge, and nowhere else.
- * @module
- */
+/** An injectable `sleep(ms, signal)`, the only real timers, so tests never wait. @module */
 
 /**
  * Wait `ms` milliseconds; reject with the signal's reason as soon as it aborts.
@@ -18,11 +13,7 @@ export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
  */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/**
- * The default {@link Sleep}: a real timer, cleared when the signal aborts.
- * @param ms - how long to wait
- * @param signal - aborts the wait with its reason
- */
+/** The default {@link Sleep}: a real timer, cleared when the signal aborts. */
 export const timerSleep: Sleep = (ms, signal) =>
   new Promise<void>((resolve, reject) => {
     if (signal?.aborted) {
@@ -43,13 +34,7 @@ export const timerSleep: Sleep = (ms, signal) =>
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 
-/**
- * Run an injected sleep but settle as soon as the signal aborts, even if that sleep ignores it:
- * an abort during a wait always rejects promptly with the signal's reason.
- * @param sleep - the injected sleep
- * @param ms - how long to wait
- * @param signal - aborts the wait
- */
+/** Run an injected sleep, but reject as soon as the signal aborts, even if that sleep ignores it. */
 export function abortableSleep(sleep: Sleep, ms: number, signal?: AbortSignal): Promise<void> {
   // A sleep that throws or returns no promise is treated as one that settled at once.
   const run = (s?: AbortSignal) => new Promise<void>((resolve) => resolve(sleep(ms, s)));

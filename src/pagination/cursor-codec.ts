@@ -1,8 +1,6 @@
 /**
- * The signed cursor codec: an opaque, URL-safe token that carries a JSON state, signed with
- * HMAC-SHA256, with key rotation, an optional expiry and an optional binding to the request's other
- * query parameters. The token's form is in docs/pagination.md ("Cursors"); the state is signed,
- * not encrypted.
+ * The signed cursor codec: a URL-safe HMAC-SHA256 token carrying a JSON state (signed, not
+ * encrypted), with key rotation, expiry and query binding. Token form: docs/pagination.md.
  * @module
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -30,21 +28,13 @@ export type CursorSecret = string | Uint8Array;
 export interface CursorCodecOptions {
   /** The key that signs new cursors (and verifies them). At least 32 bytes. */
   signingKey: CursorSecret;
-  /**
-   * Older keys that still verify cursors during a rotation, never used to sign. Drop one once the
-   * cursors it signed have expired or been used up.
-   * @defaultValue `[]`
-   */
+  /** Older keys that still verify cursors during a rotation, never sign. @defaultValue `[]` */
   verificationKeys?: readonly CursorSecret[];
   /** Lifetime of a cursor in milliseconds; absent means cursors never expire. */
   ttlMs?: number;
   /** Clock for the expiry. @defaultValue `systemClock` */
   clock?: Clock;
-  /**
-   * Query parameters left out of the binding: the pagination parameters, which change from page to
-   * page, and any others a client may change without starting over.
-   * @defaultValue `['cursor', 'limit']`
-   */
+  /** Parameters a client may change without starting over. @defaultValue `['cursor', 'limit']` */
   bindingExclude?: readonly string[];
   /** Longest token accepted by decode and issued by encode, in characters. @defaultValue 4096 */
   maxTokenLength?: number;
@@ -52,10 +42,7 @@ export interface CursorCodecOptions {
 
 /** Options of one encode or decode. */
 export interface CursorBindingOptions {
-  /**
-   * The request's query. Given to `encode`, the cursor is bound to its other parameters (filters,
-   * sort); `decode` then refuses it for a query whose other parameters differ.
-   */
+  /** The request's query: `encode` binds the cursor to it, `decode` refuses one that differs. */
   query?: QueryInput;
 }
 
@@ -91,10 +78,8 @@ export interface CursorCodec<S = unknown> {
    * @param state - any JSON-serialisable value
    * @param options - the query to bind the cursor to
    * @throws ConfigurationError `invalid_cursor_state` when JSON cannot represent the state or the
-   * token would be longer than `maxTokenLength`; `invalid_option` when `ttlMs` is set and the clock
-   * returns no finite time, or when the query cannot be bound: a value in it refers to itself, or
-   * it holds more than 100,000 values, nested ones and each use of a shared object counted (a
-   * parsed query needs a URL of at least as many characters)
+   * token would be too long; `invalid_option` when the clock returns no finite time (with `ttlMs`),
+   * or the query cannot be bound (a cycle, or more than 100,000 values)
    */
   encode(state: S, options?: CursorBindingOptions): string;
   /**
@@ -166,9 +151,7 @@ interface CodecSettings {
 /**
  * Make a cursor codec.
  * @param options - keys, expiry, clock and binding settings
- * @throws ConfigurationError `invalid_option` for options that are not an object, a short key,
- * `verificationKeys` or `bindingExclude` that are not arrays (of keys, of names), a clock without
- * `now()`, or other bad settings
+ * @throws ConfigurationError `invalid_option` for bad options (a short key, say)
  * @example
  * ```ts
  * const codec = createCursorCodec({ signingKey: process.env.CURSOR_KEY!, ttlMs: 3_600_000 });
@@ -286,9 +269,8 @@ function decodeCursor<S>(
     : { ok: true, state: payload.s as S, expiresAt: payload.e };
 }
 
-// Every key is tried: a rotation keeps a handful, and the signature is checked before the payload
-// is trusted, over the bytes as sent rather than their text (invalid UTF-8 decodes to U+FFFD, so
-// several byte strings share a text and one cursor would have several spellings).
+// Signatures are checked over the bytes as sent, not their text: invalid UTF-8 decodes to U+FFFD,
+// so one cursor would have several spellings.
 function signerOf(
   keys: readonly Buffer[],
   payload: Uint8Array,
@@ -347,9 +329,7 @@ function hmac(key: Buffer, context: string, data: string | Uint8Array): Buffer {
   return createHmac('sha256', key).update(context).update(data).digest();
 }
 
-// The payload JSON `{"v":1,"s":...,"e":...,"b":...}`, the state serialised on its own so that a
-// state JSON cannot write (undefined, a function, a symbol, a toJSON that returns undefined) is
-// refused here instead of giving a cursor that decode refuses.
+// The state is serialised on its own so one JSON cannot write is refused here, not by decode.
 function serialise(
   state: unknown,
   expiresAt: number | undefined,

@@ -1,8 +1,4 @@
-/**
- * The validator of cursor pagination (`cursor`, `limit`), for analytical data such as audit logs,
- * usage and exports.
- * @module
- */
+/** The validator of cursor pagination (`cursor`, `limit`), for analytical data. @module */
 import { readOptions, wholeNumber, withMethods } from '../internal/options.js';
 import type { CursorCodec } from './cursor-codec.js';
 import { notAStringIssue, readDecimalParameter, repeatedIssue } from './decimal-parameter.js';
@@ -40,24 +36,18 @@ export interface CursorQuery<S> {
 export interface CursorValidatorOptions<S> extends ProblemOptions {
   /** Default and maximum limit. @defaultValue `pageSizePresets.analyticalData` (50, 500) */
   sizes?: PageSizeLimits;
-  /**
-   * The codec that verifies cursors and reads their state. Without one the cursor is passed through
-   * as an opaque string (still exactly one non-empty value).
-   */
+  /** The codec that verifies cursors; without one a cursor passes as an opaque string. */
   codec?: CursorCodec<S>;
   /** Longest cursor accepted without a codec (the codec has its own bound). @defaultValue 4096 */
   maxCursorLength?: number;
 }
 
 /**
- * Make the validator of a cursor endpoint. It accepts a `URLSearchParams`, a raw query string or a
- * plain object, and never throws: a bad query gives `ok: false` with a code per parameter and the
- * problem details to answer with. With a codec, a tampered, expired or foreign cursor is refused
- * and a cursor bound to other filters is refused for this query.
+ * Make the validator of a cursor endpoint; it takes any {@link QueryInput} and never throws. With
+ * a codec, a tampered, expired, foreign or differently bound cursor is refused.
  * @param options - limits, codec, status and problem type prefix
  * @returns `(query) => PaginationValidation<CursorQuery<S>>`
- * @throws ConfigurationError when the options are not usable: not an object, a `codec` without
- * `decode`, bad sizes, status or `maxCursorLength`
+ * @throws ConfigurationError for unusable options
  * @example
  * ```ts
  * const validate = cursorValidator({ codec }); // analytical data: default 50, at most 500

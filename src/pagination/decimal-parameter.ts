@@ -1,9 +1,4 @@
-/**
- * The strict reading of a numeric query parameter: exactly one value, only the digits 0-9
- * (`^[0-9]+$`), then the range. `""`, `1e3`, `12abc`, `0x10`, ` 5`, `+5` and `5.0` are refused;
- * a value above the maximum is refused with its own code and never clamped.
- * @module
- */
+/** The strict reading of a numeric query parameter: `^[0-9]+$`, then the range. @module */
 import type { PaginationErrorCode, PaginationIssue } from './pagination-error.js';
 import { MISSING, REPEATED, type ReadableQuery, readParameter } from './query-input.js';
 
@@ -27,24 +22,16 @@ export interface DecimalRule {
 
 // Up to 15 digits the running value is exact (below 2^53).
 const EXACT_DIGITS = 15;
-// 16 significant digits may still be a safe integer and convert exactly; any 16-digit value above
-// 2^53 is over every allowed maximum and rounding keeps it above; 17 or more never fit.
+// 16 digits above 2^53 exceed every maximum, and rounding keeps them above; 17 never fit.
 const MAX_SIGNIFICANT_DIGITS = 16;
 
-// The value of a long digit string: leading zeros do not count, and anything beyond 16
-// significant digits is infinitely large for every range check.
 function longDecimalValue(text: string): number {
   let start = 0;
   while (start < text.length - 1 && text.charCodeAt(start) === 48) start++;
   return text.length - start > MAX_SIGNIFICANT_DIGITS ? Number.POSITIVE_INFINITY : Number(text);
 }
 
-/**
- * Read a numeric parameter by its rule.
- * @param query - the query
- * @param rule - name, default, range and codes
- * @returns the number, or the issue that refuses it
- */
+/** A numeric parameter by its rule: the number, or the issue that refuses it. */
 export function readDecimalParameter(
   query: ReadableQuery,
   rule: DecimalRule,
@@ -57,8 +44,7 @@ export function readDecimalParameter(
       ? repeatedIssue(rule.name, example)
       : notAStringIssue(rule.name, example);
   }
-  // One pass instead of a regular expression: check the digits and compute the value, exactly for
-  // up to 15 digits, as the success path of every list request runs this.
+  // One pass, not a regular expression: every list request's success path runs this.
   const length = text.length;
   if (length === 0) return notADecimalIssue(rule, text);
   let value = 0;
@@ -93,11 +79,7 @@ function notADecimalIssue(rule: DecimalRule, text: string): PaginationIssue {
   };
 }
 
-/**
- * The issue of a parameter given more than once (or as an array).
- * @param name - parameter name
- * @param example - a correct `name=value` to show
- */
+/** The issue of a parameter given more than once; `example` is a correct `name=value`. */
 export function repeatedIssue(name: string, example: string): PaginationIssue {
   return {
     code: 'parameter_repeated',
@@ -106,11 +88,7 @@ export function repeatedIssue(name: string, example: string): PaginationIssue {
   };
 }
 
-/**
- * The issue of a parameter that is a nested object or another non-string value.
- * @param name - parameter name
- * @param example - a correct `name=value` to show
- */
+/** The issue of a parameter that is not a string. */
 export function notAStringIssue(name: string, example: string): PaginationIssue {
   return {
     code: 'parameter_not_a_string',
@@ -121,11 +99,7 @@ export function notAStringIssue(name: string, example: string): PaginationIssue 
 
 const MAX_ECHO = 40;
 
-/**
- * The offending value as shown in a message: JSON-quoted and cut short, so that a long or odd
- * value cannot flood or break the message.
- * @param text - the value the client sent
- */
+/** JSON-quoted and cut short, so a long or odd value cannot flood or break the message. */
 export function quote(text: string): string {
   return JSON.stringify(text.length > MAX_ECHO ? `${text.slice(0, MAX_ECHO)}…` : text);
 }

@@ -1,7 +1,6 @@
 /**
- * Response helpers for paged lists: the first, previous, next and last links of both patterns, as
- * an RFC 8288 `Link` header and as fields for the body, with an end-of-data indicator. A total is
- * reported only when the caller has one: counting a large table on every page is not free.
+ * The links of paged lists, as an RFC 8288 `Link` header and as body fields. A total is reported
+ * only when the caller has one: counting a large table on every page is not free.
  * @module
  */
 import { ConfigurationError } from '../errors/index.js';
@@ -62,10 +61,8 @@ export interface PageNumberNavigation {
 /**
  * The links and end-of-data indicator of a page-number page. Give `hasMore`, `totalItems` or both.
  * @param input - the request URL, the page, and what is known about the rest
- * @throws ConfigurationError `invalid_option` for an input that is not an object, a bad URL (one
- * that does not parse, or whose scheme has a host but no `//` follows it, such as
- * `http:/reservations`) or numbers, a `hasMore` that is not a boolean, or neither `hasMore` nor
- * `totalItems`
+ * @throws ConfigurationError `invalid_option` for a bad input, URL (`http:/reservations` too) or
+ * numbers, or neither `hasMore` nor `totalItems`
  * @example
  * ```ts
  * const nav = pageNumberNavigation({ url: req.url, pageNumber: 2, pageSize: 20, hasMore: true });
@@ -138,9 +135,8 @@ export interface CursorNavigation {
 /**
  * The links and end-of-data indicator of a cursor page.
  * @param input - the request URL, the limit and the neighbouring cursors
- * @throws ConfigurationError `invalid_option` for an input that is not an object, a bad URL (see
- * {@link pageNumberNavigation}) or numbers, or a cursor that is not a non-empty string (leave
- * `nextCursor` out at the end of the data, rather than `null` or `""`)
+ * @throws ConfigurationError `invalid_option` for a bad input, URL or numbers, or a cursor that is
+ * not a non-empty string (leave `nextCursor` out at the end, not `null` or `""`)
  * @example
  * ```ts
  * const nav = cursorNavigation({ url: req.url, limit: 50, nextCursor: codec.encode({ after: last.id }) });
@@ -172,9 +168,8 @@ export function cursorNavigation(input: CursorPageInput): CursorNavigation {
 /**
  * Format links as a `Link` header value (RFC 8288): `<url>; rel="first", <url>; rel="next"`.
  * @param links - relation names to URLs; absent ones are left out
- * @throws ConfigurationError `invalid_option` for links that are not an object, a URL with a space,
- * quote, `<`, `>`, control or non-ASCII character (percent-encode it), or a relation name with a
- * quote or backslash
+ * @throws ConfigurationError `invalid_option` for a URL with a space, quote, `<`, `>`, control or
+ * non-ASCII character (percent-encode it), or a relation name with a quote or backslash
  */
 export function formatLinkHeader(links: Readonly<Record<string, string | undefined>>): string {
   checkValue(LINKS, links, 'formatLinkHeader links');
@@ -206,22 +201,18 @@ const LINK_TARGET = /^[!#-;=?-~]*$/;
 const RELATION_TYPE = /^[!#-[\]-~]+$/;
 
 const SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
-// The schemes whose URLs have a host (WHATWG URL's special schemes but `file:`). Written without
-// `//`, `new URL` reads `http:/x` as relative to a base of the same scheme and takes `x` for the
-// host otherwise: neither is what was meant, so such a URL is refused.
+// Without `//`, `new URL` reads `http:/x` as relative or takes `x` for the host: refused.
 const SCHEME_WITH_HOST = /^(?:https?|wss?|ftp):/i;
 const SCHEME_AND_SLASHES = /^[a-zA-Z][a-zA-Z0-9+.-]*:[/\\]{2}/;
-// Resolves relative URLs only; it never appears in a link, as only their path and query are kept.
+// Never appears in a link: only a relative URL's path and query are kept.
 const PLACEHOLDER_ORIGIN = 'http://relative.invalid';
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the controls the URL parser trims.
 const EDGE_CONTROLS = /^[\u0000-\u0020]+|[\u0000-\u0020]+$/g;
 
-// The request URL with some parameters replaced (or removed when undefined), every other
-// parameter kept in place; relative in, relative out.
+// Other parameters kept in place; relative in, relative out.
 function linkBuilder(url: string | URL): (params: Record<string, string | undefined>) => string {
   checkValue(REQUEST_URL, url, 'url');
-  // The scheme as the URL parser sees it: it drops tabs and newlines anywhere, and C0 controls and
-  // spaces at either end, so `ws\t+:` is the absolute URL `ws+:`.
+  // As the URL parser sees it: `ws\t+:` is the absolute URL `ws+:`.
   const parsed =
     typeof url === 'string' ? url.replace(/[\t\n\r]/g, '').replace(EDGE_CONTROLS, '') : '';
   const relative = typeof url === 'string' && !SCHEME.test(parsed);
@@ -250,8 +241,7 @@ function linkBuilder(url: string | URL): (params: Record<string, string | undefi
       else target.searchParams.set(name, value);
     }
     if (!relative) return target.href;
-    // A path that resolves to `//host/...` (`/.//host`, `/a/..//host`) would be read as a link to
-    // another host: `/.` in front keeps it a path on this one, as URL serialisers do.
+    // `//host/...` would link to another host: `/.` keeps it a path, as URL serialisers do.
     const path = target.pathname.startsWith('//') ? `/.${target.pathname}` : target.pathname;
     return `${path}${target.search}`;
   };

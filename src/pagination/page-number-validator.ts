@@ -1,8 +1,4 @@
-/**
- * The validator of page-number pagination (`pageNumber`, `pageSize`), for business data such as
- * reservations, folios and units.
- * @module
- */
+/** The validator of page-number pagination (`pageNumber`, `pageSize`). @module */
 import { readOptions, wholeNumber } from '../internal/options.js';
 import { type DecimalRule, readDecimalParameter } from './decimal-parameter.js';
 import { PAGE_SIZES, type PageSizeLimits, pageSizePresets } from './page-size-presets.js';
@@ -26,21 +22,15 @@ export interface PageNumberQuery {
 export interface PageNumberValidatorOptions extends ProblemOptions {
   /** Default and maximum page size. @defaultValue `pageSizePresets.businessData` (20, 200) */
   sizes?: PageSizeLimits;
-  /**
-   * The highest page number accepted.
-   * @defaultValue `Number.MAX_SAFE_INTEGER`
-   */
+  /** The highest page number accepted. @defaultValue `Number.MAX_SAFE_INTEGER` */
   maxPageNumber?: number;
 }
 
 /**
- * Make the validator of a page-number endpoint. It accepts a `URLSearchParams`, a raw query string
- * or a plain object, and never throws: a bad query gives `ok: false` with a code per parameter and
- * the problem details to answer with.
+ * Make the validator of a page-number endpoint; it takes any {@link QueryInput} and never throws.
  * @param options - page sizes, highest page number, status and problem type prefix
  * @returns `(query) => PaginationValidation<PageNumberQuery>`
- * @throws ConfigurationError when the options are not usable: not an object, bad sizes, page number
- * bound or status
+ * @throws ConfigurationError for unusable options
  * @example
  * ```ts
  * const validate = pageNumberValidator(); // business data: default 20, at most 200

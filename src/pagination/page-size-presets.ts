@@ -1,8 +1,4 @@
-/**
- * Page sizes per kind of data: the specification's table ("Page sizes") as presets, and the rule
- * that a validator's custom sizes make sense.
- * @module
- */
+/** The specification's page sizes as presets, and the rule for custom ones. @module */
 import {
   checkValue,
   INVALID,
@@ -29,9 +25,8 @@ export interface PageSizePresets {
 }
 
 /**
- * The specification's page sizes. Business data (reservations, folios, units) is paged by page
- * number: default 20, maximum 200. Analytical data (audit logs, usage, exports) is paged by cursor:
- * default 50, maximum 500.
+ * The specification's page sizes: business data (reservations, folios) by page number, analytical
+ * data (audit logs, exports) by cursor.
  * @example
  * ```ts
  * const validate = pageNumberValidator({ sizes: pageSizePresets.businessData });

@@ -1,16 +1,8 @@
-/**
- * Reading query parameters from whatever a framework hands over: a `URLSearchParams`, a raw query
- * string, or a plain object whose values may be strings, arrays or nested objects (Express's `qs`,
- * Fastify, Koa). Nothing here throws, whatever the input.
- * @module
- */
+/** Reading query parameters from whatever a framework hands over; nothing here throws. @module */
 import { isArray } from '../internal/describe.js';
 import { isInstance } from '../internal/read-once.js';
 
-/**
- * A query as frameworks hand it over: a `URLSearchParams`, a raw query string (with or without the
- * leading `?`), or a plain object of parameter names to values.
- */
+/** A query as frameworks hand it over: `URLSearchParams`, a raw query string, or a plain object. */
 export type QueryInput = URLSearchParams | string | Readonly<Record<string, unknown>>;
 
 /** A parameter that is absent (or `undefined` in a plain object). */
@@ -26,12 +18,7 @@ export type ParameterReading = string | typeof MISSING | typeof REPEATED | typeo
 /** A query in a form that can be read more than once cheaply. */
 export type ReadableQuery = URLSearchParams | Readonly<Record<string, unknown>> | undefined;
 
-/**
- * Turn any input into a form {@link readParameter} can read: a raw string is parsed once, an object
- * that only looks like `URLSearchParams` is copied into one, and anything that is not a query at
- * all (null, a number) reads as an empty query.
- * @param query - the query as the framework handed it over
- */
+/** Any input as a query {@link readParameter} reads; anything not a query reads as empty. */
 export function toReadableQuery(query: unknown): ReadableQuery {
   if (typeof query === 'string') return new URLSearchParams(query);
   if (typeof query !== 'object' || query === null) return undefined;
@@ -55,12 +42,7 @@ export function toReadableQuery(query: unknown): ReadableQuery {
   return query as Readonly<Record<string, unknown>>;
 }
 
-/**
- * Read one parameter: its one string value, or {@link MISSING}, {@link REPEATED} or
- * {@link NOT_A_STRING}.
- * @param query - a query from {@link toReadableQuery}
- * @param name - the parameter name
- */
+/** One parameter's string value, or {@link MISSING}, {@link REPEATED} or {@link NOT_A_STRING}. */
 export function readParameter(query: ReadableQuery, name: string): ParameterReading {
   if (query === undefined) return MISSING;
   if (isInstance(query, URLSearchParams)) {
@@ -89,10 +71,8 @@ export function readParameter(query: ReadableQuery, name: string): ParameterRead
 }
 
 /**
- * Most values a plain-object query may hold for {@link queryPairs}, counting every parameter, every
- * array item and every nested member, and counting a value reached twice (a shared reference)
- * twice. A query parsed from a URL needs at least a character of the URL per value, so only a
- * query built in code comes near it; the bound keeps the work linear in the input.
+ * Most values (shared references counted each time) a plain-object query may hold for
+ * {@link queryPairs}: keeps the work linear in the input; a parsed URL never comes near it.
  */
 export const MAX_QUERY_VALUES = 100_000;
 
@@ -114,13 +94,9 @@ export type QueryPairs =
     };
 
 /**
- * Every parameter of a query as sorted `[name, value]` pairs, leaving out `exclude`. Repeated
- * parameters give one pair per value; a nested value is written as canonical JSON. Two queries with
- * the same parameters in any order, from any input form, give the same pairs. A plain object whose
- * value refers to itself, or that holds more than {@link MAX_QUERY_VALUES} values, has no pairs:
- * the answer names the parameter instead.
- * @param query - the query as the framework handed it over
- * @param exclude - names to leave out (for example the pagination parameters themselves)
+ * Every parameter but `exclude` as sorted `[name, value]` pairs, the same for the same parameters
+ * in any order and form; nested values as canonical JSON. A cycle or more than
+ * {@link MAX_QUERY_VALUES} values names the parameter instead.
  */
 export function queryPairs(query: unknown, exclude: ReadonlySet<string>): QueryPairs {
   const readable = toReadableQuery(query);
@@ -183,12 +159,9 @@ const TOO_MANY: unique symbol = Symbol('too many values');
 /** What is left to write: text as it is, a value, or the end of an object being written. */
 type Step = string | { readonly value: unknown } | { readonly leave: object };
 
-// JSON with sorted keys, written from an explicit stack so that depth cannot overflow the call
-// stack. Every value reached is counted against `budget`, a shared reference once per time it is
-// reached, so the work is bounded whatever the sharing; an object met again inside itself is a
-// cycle, whose writing would never end. A child list is counted before it is walked, so a sparse
-// array of length 2^32 - 1 costs one comparison. Holes in an array are written as nothing and
-// anything but a string, array or object with `String`, as `Array.prototype.map` and `join` did.
+// JSON with sorted keys from an explicit stack, so depth cannot overflow the call stack. Every
+// value reached counts against `budget`, so shared references cannot blow up the work; a child
+// list is counted before it is walked (a sparse 2^32 - 1 array costs one comparison).
 function canonicalJson(
   root: unknown,
   budget: { left: number },

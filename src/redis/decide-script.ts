@@ -1,9 +1,6 @@
 /**
- * The decision script: one `EVALSHA` checks the blocks, every policy and the leases of every scope
- * of a plan, and records all or nothing, atomically, step for step as the memory store does. It is
- * written for one plan shape, as straight-line Lua over local variables with the policies' numbers
- * as constants: inside Redis that is what a decision costs. KEYS, ARGV, the reply and the steps are
- * described in docs/redis-store.md.
+ * The decision script, written per plan shape as straight-line Lua over locals with the policies'
+ * numbers as constants: inside Redis that is what a decision costs. See docs/redis-store.md.
  * @module
  */
 
@@ -33,24 +30,13 @@ export interface DecideShape {
   readonly marginMs: number;
   /** Reply in bytes (the client reads bulk strings as bytes) rather than in text. */
   readonly binary?: boolean;
-  /**
-   * The lease id and the given-back leases come packed, as bytes (the client sends Buffers as
-   * they are), rather than as numbers in text.
-   */
+  /** The lease id and the given-back leases come packed, as bytes, rather than as text. */
   readonly binaryArguments?: boolean;
   /** The time comes from the caller, as `ARGV[1]`, rather than from the server's `TIME`. */
   readonly clock?: boolean;
-  /**
-   * `false`: an admission replies without what its statuses are worked out from (its first two
-   * numbers only); a refusal replies with the statuses. @defaultValue true
-   */
+  /** `false`: an admission replies its first two numbers only. @defaultValue true */
   readonly statuses?: boolean;
-  /**
-   * Decide several requests of this shape in one call, in the order given (see
-   * {@link RedisStoreOptions.maxBatch}): `ARGV[1]` is how many; then per request its keys and
-   * arguments as a lone decision takes them, followed by how many leases given back travel before
-   * it (in text) and their keys and arguments. The reply is an array of the requests' replies.
-   */
+  /** Decide several requests of this shape in one call, in order (see docs/redis-store.md). */
   readonly batched?: boolean;
 }
 
@@ -72,12 +58,7 @@ type ScopeVariable = 'X' | 'D' | 'T';
 /** Lua's limit is 200 locals per function; past this many the variables live in one table. */
 const MAX_LOCALS = 160;
 
-/**
- * The throttles of a shape that take leases: each active concurrency policy, as its scope's
- * index, its position and how many times the plan names it, in scope and position order.
- * @param shape - the plan's shape
- * @returns the throttles
- */
+/** The throttles of a shape that take leases, in scope and position order. */
 export function leaseSlots(shape: DecideShape): readonly (readonly [number, number, number])[] {
   const uses = new Map<string, number>();
   for (const [s, position] of shape.work) {
@@ -130,11 +111,7 @@ interface Writer {
   readonly firstRelease: number;
 }
 
-/**
- * Write the decision script for one shape of plan.
- * @param shape - the scopes' policy lists and the active policies in plan order
- * @returns the Lua source
- */
+/** Write the decision script for one shape of plan. */
 export function decideScript(shape: DecideShape): string {
   const w = newWriter(shape);
   readScopes(w);
@@ -689,14 +666,8 @@ function writeBack(w: Writer): void {
 }
 
 /**
- * A window's admission times or a throttle's leases: those still counted, then the request's own
- * (as many times as the plan names the policy). A window empties a window's length after its
- * newest admission; a throttle is fresh again when its newest lease, which holds its expiry,
- * expires.
- * @param names - the section's variables: blocked until, entry count, where they start, the first
- *   still counted
- * @param fixed - the fixed fields of the value, to add the section's two to
- * @param parts - the pieces of the value after them, to add the section's entries to
+ * A window's admissions or a throttle's leases still counted, then the request's own. A window
+ * empties a window's length after its newest admission, a throttle when its newest lease expires.
  */
 function keptEntries(
   w: Writer,
@@ -835,11 +806,7 @@ function returnReply(w: Writer, numbers: string, count: number, indent: string):
   );
 }
 
-/**
- * A Lua string literal of `bytes`, each as a three-digit decimal escape.
- * @param bytes - the bytes
- * @returns the literal, quoted
- */
+/** A Lua string literal of `bytes`, each as a three-digit decimal escape. */
 function luaBytes(bytes: Uint8Array): string {
   return `"${Array.from(bytes, (b) => `\\${String(b).padStart(3, '0')}`).join('')}"`;
 }

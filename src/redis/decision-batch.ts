@@ -1,9 +1,4 @@
-/**
- * Several decisions in one script call: while decisions are in Redis, the next ones of one plan
- * shape asked in the same turn go together, as many as are in Redis already and at most
- * `maxBatch`; each is still decided alone and atomically (see docs/redis-store.md).
- * @module
- */
+/** Several decisions of one plan shape in one script call (see docs/redis-store.md). @module */
 
 import type { Policy } from '../limits/policy.js';
 import type { Plan, StoreOutcome } from '../limits/store.js';
@@ -83,12 +78,7 @@ export class DecisionBatcher {
     this.#steps = steps;
   }
 
-  /**
-   * Add a decision to the open batch of its shape. A decision of another shape sends the open
-   * batch first, so that Redis receives decisions in the order asked. A batch goes once it holds
-   * as many as are in Redis (at least one, at most `maxBatch`): Redis then has a call to work on
-   * while the next fills. What is open at the end of the turn goes then.
-   */
+  /** Add a decision to the open batch of its shape; another shape sends it first, keeping order. */
   add(decider: Decider, request: DecisionRequest, settle: Settle): void {
     let open = this.#open;
     if (open !== undefined && open.decider !== decider) {
@@ -137,8 +127,7 @@ export class DecisionBatcher {
             if (!Array.isArray(value) || value.length !== requests.length) return;
             for (const [i, r] of requests.entries()) steps.late(value[i], r, throttles);
           };
-    // Counted off before any decision is settled, so that the decisions its callers ask next see
-    // what is still in Redis.
+    // Counted off first, so the decisions callers ask next see what is still in Redis.
     this.#inFlight += requests.length;
     let replies: unknown;
     try {

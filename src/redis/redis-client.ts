@@ -1,66 +1,41 @@
 /**
- * The few Redis commands the store uses, as a narrow interface ({@link RedisScriptClient}), and
- * small adapters for the two common clients: ioredis ({@link ioredisClient}) and node-redis
- * ({@link nodeRedisClient}). Nothing here imports either library; the adapters are typed by the
- * methods they call.
+ * The narrow client the Redis store needs, and adapters for ioredis and node-redis, typed by the
+ * methods they call so that neither library is imported.
  * @module
  */
 import { RedisNotReadyError } from '../errors/redis-not-ready-error.js';
 import { checkValue, type Rule, withMethods, worded } from '../internal/options.js';
 
-/**
- * One argument of a script: text, or bytes (a `Buffer`) for a client with
- * {@link RedisScriptClient.binaryArguments}.
- */
+/** One argument of a script: text, or bytes with {@link RedisScriptClient.binaryArguments}. */
 export type ScriptArgument = string | Buffer;
 
 /** What the Redis store needs of a client: run a cached script by its SHA-1, or by its text. */
 export interface RedisScriptClient {
-  /**
-   * `EVALSHA sha1 numkeys key... arg...`.
-   * @param sha1 - the script's SHA-1, hex
-   * @param keys - the keys the script touches
-   * @param args - the script's arguments (Buffers only with {@link binaryArguments})
-   * @returns the script's reply
-   */
+  /** `EVALSHA sha1 numkeys key... arg...`, resolving to the script's reply. */
   evalSha(sha1: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>;
-  /**
-   * `EVAL script numkeys key... arg...` (also caches the script on the server).
-   * @param script - the Lua source
-   * @param keys - the keys the script touches
-   * @param args - the script's arguments (Buffers only with {@link binaryArguments})
-   * @returns the script's reply
-   */
+  /** `EVAL script numkeys key... arg...` (also caches the script on the server). */
   eval(script: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>;
   /**
-   * Whether the commands go to a Redis Cluster, where the keys of one command must share a slot.
-   * Only when this is `false` does the store send the leases of several clients in one command
-   * (a release travels with the next decision). The adapters set it from the client.
+   * Whether commands go to a Redis Cluster (keys of one command share a slot); only `false` lets
+   * the store send several clients' leases in one command.
    * @defaultValue treated as `true`
    */
   readonly cluster?: boolean;
   /**
-   * True when `evalSha` and `eval` return a bulk string as its bytes (a `Buffer` or `Uint8Array`):
-   * the decision script then replies in binary, which costs Redis and the client less than text.
-   * The adapters set it when the client can. Otherwise replies are text, and a reply in bytes is
-   * read as text.
+   * True when bulk strings come back as bytes: the decision script then replies in binary, which
+   * costs Redis and the client less than text.
    * @defaultValue false
    */
   readonly binaryReplies?: boolean;
   /**
-   * True when `evalSha` and `eval` send a `Buffer` argument as its bytes. The store then sends
-   * lease ids and given-back leases packed, as Redis keeps them, which spares Redis reading their
-   * numbers from text and packing them (about an eighth of a decision with a throttle). The
-   * adapters set it (ioredis and node-redis take Buffers). Otherwise every argument is text.
+   * True when a `Buffer` argument is sent as its bytes: leases then travel packed, as Redis keeps
+   * them, sparing about an eighth of a decision with a throttle.
    * @defaultValue false
    */
   readonly binaryArguments?: boolean;
   /**
-   * Write at once the commands the client holds back to write several together (see
-   * {@link ioredisClient}). The store calls it after a command that carries several decisions
-   * (see `RedisStoreOptions.maxBatch`): such a command is worth a write of its own, and Redis can
-   * start on it while the client prepares the next. Absent: commands are written as the client
-   * writes them.
+   * Write the commands held back at once; called after a command carrying several decisions, so
+   * Redis starts on it while the client prepares the next.
    */
   flush?(): void;
 }
@@ -93,9 +68,9 @@ export interface Corkable {
 
 /** The options node-redis takes for `evalSha` and `eval`. */
 export interface NodeRedisScriptOptions {
-  /** The keys. */
+  /** The keys the script touches. */
   keys: string[];
-  /** The arguments. */
+  /** The script's arguments. */
   arguments: ScriptArgument[];
 }
 
@@ -113,7 +88,6 @@ export interface NodeRedisLike {
   withTypeMapping?(mapping: Record<number, unknown>): Pick<NodeRedisLike, 'evalSha' | 'eval'>;
 }
 
-/** A client the adapter can call: refused with `invalid_redis_client`. */
 function clientRule<T extends object>(methods: readonly string[], what: string): Rule<T> {
   const rule = withMethods<T>(methods, what);
   return worded(rule, rule.expected, 'invalid_redis_client');
@@ -126,10 +100,9 @@ const NODE_REDIS = clientRule<NodeRedisLike>(['evalSha', 'eval'], 'a node-redis 
 const RESP_BLOB_STRING = 36;
 
 /**
- * Adapt an ioredis client (`Redis` or `Cluster`). While the client is not `ready`, commands fail at
- * once instead of waiting in its offline queue. Create the client with `enableOfflineQueue: false`
- * and `autoResendUnfulfilledCommands: false` as well, so that no decision is replayed after a
- * reconnect.
+ * Adapt an ioredis client (`Redis` or `Cluster`); while it is not `ready` commands fail at once.
+ * Create it with `enableOfflineQueue: false` and `autoResendUnfulfilledCommands: false`, so that
+ * no decision is replayed after a reconnect.
  * @param client - an ioredis client
  * @returns the narrow client the store takes
  * @example
@@ -163,14 +136,9 @@ export function ioredisClient(client: IoredisLike): RedisScriptClient {
   };
 }
 
-/** The most commands held back in one write. */
 const WRITE_BATCH = 16;
 
-/**
- * Join the commands an ioredis `Redis` sends in one turn into few socket writes (one system call
- * each costs more than the rest of the client): corked before the first, uncorked after every
- * {@link WRITE_BATCH}th and at the end of the turn. A `Cluster` has no connection to cork.
- */
+/** Join one turn's commands into few socket writes: a system call costs more than the client. */
 function writeBatcher(client: IoredisLike): {
   batch: <T>(send: () => T) => T;
   flush: () => void;
@@ -202,9 +170,8 @@ function writeBatcher(client: IoredisLike): {
 }
 
 /**
- * Adapt a node-redis client (`createClient()` or `createCluster()`). While the client is not
- * ready, commands fail at once instead of waiting in its offline queue. Create the client with
- * `disableOfflineQueue: true` as well.
+ * Adapt a node-redis client (`createClient()` or `createCluster()`); while it is not ready
+ * commands fail at once. Create it with `disableOfflineQueue: true`.
  * @param client - a connected node-redis client
  * @returns the narrow client the store takes
  * @example
@@ -234,7 +201,6 @@ export function nodeRedisClient(client: NodeRedisLike): RedisScriptClient {
   };
 }
 
-/** A rejection with {@link RedisNotReadyError}, for a command not sent. */
 function notReady(state: string): Promise<never> {
   return Promise.reject(new RedisNotReadyError(state));
 }

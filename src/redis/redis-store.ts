@@ -1,8 +1,6 @@
 /**
- * The Redis store: limit state shared by every instance of a service, one atomic script call per
- * decision (or per batch of decisions under load), decisions equal to the memory store's. It
- * reports an outage and never decides what one means: its caller does (the limiter's `outage`
- * option, or the HTTP middleware's `failure`). How it works: docs/redis-store.md.
+ * The Redis store: shared limit state, one atomic script call per decision (or batch), decisions
+ * equal to the memory store's. It reports outages and never decides them. See docs/redis-store.md.
  * @module
  */
 import { RedisStoreError } from '../errors/redis-store-error.js';
@@ -58,7 +56,7 @@ export class RedisStore implements AsyncLimitStore {
   /**
    * @param options - the client, and how to time, fail and expire
    * @throws ConfigurationError `invalid_redis_client` for a missing or unusable client,
-   *   `invalid_option` for any other option that cannot be used or that the store does not know
+   *   `invalid_option` for any other bad or unknown option
    */
   constructor(options: RedisStoreOptions) {
     const settings = readStoreSettings(options);
@@ -80,11 +78,8 @@ export class RedisStore implements AsyncLimitStore {
   }
 
   /**
-   * Apply a plan atomically in Redis: refuse if any active policy is blocked or full, otherwise
-   * record the request in every active policy and take its leases. When Redis cannot decide (a
-   * timeout, a lost connection, a script error, a reply it cannot read), this rejects with a
-   * {@link RedisStoreError}, the outage its caller decides about; for any plan the engine builds it
-   * rejects with nothing else.
+   * Apply a plan atomically in Redis. When Redis cannot decide (timeout, lost connection, script
+   * error, unreadable reply) this rejects with a {@link RedisStoreError}, and with nothing else.
    * @param plan - the scopes and policies of one request
    * @param now - the time in ms; used with `timeSource: 'clock'`
    */
@@ -99,14 +94,9 @@ export class RedisStore implements AsyncLimitStore {
   }
 
   /**
-   * Give back the leases of an admitted request, once: a later call with the same lease sends
-   * nothing and answers the first call's promise. Never rejects (a lease that cannot be given back
-   * expires after its TTL); resolves once Redis has answered the command that carried it.
-   *
-   * Outside Redis Cluster the lease rides on the next decision this store sends, which gives it
-   * back before deciding; leases that find no decision by the end of the event loop's turn go
-   * together in one release script. In a cluster (or with a client that does not say it is not
-   * one, see `RedisScriptClient.cluster`), each release is one script call of its own.
+   * Give back the leases of an admitted request, once; later calls answer the first call's promise.
+   * Never rejects (a lease that cannot be given back expires after its TTL). Outside Redis Cluster
+   * the lease rides on the next decision (docs/redis-store.md).
    * @param lease - the token from an admitted outcome; another store's is ignored
    */
   release(lease: LeaseToken): Promise<void> {
@@ -156,7 +146,6 @@ export class RedisStore implements AsyncLimitStore {
     return id;
   }
 
-  /** One decision in a script call of its own, with the releases that ride on it. */
   async #decideAlone(decider: Decider, request: DecisionRequest): Promise<StoreOutcome> {
     const { plan, now, keys, args, id, riders } = request;
     if (riders !== undefined) {

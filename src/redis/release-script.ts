@@ -1,17 +1,12 @@
 /**
- * Giving leases back: the release script, and the same loop at the head of every decision script,
- * so that a release can ride on the next decision. A release appends one record per lease to its
- * throttle's scope; the next decision on the scope takes the lease out. A record whose lease is not
- * there removes nothing, so releasing twice does nothing (see docs/redis-store.md).
+ * The release script, and the same loop at the head of every decision script so a release can
+ * ride on the next decision (see docs/redis-store.md).
  * @module
  */
 import type { RedisScriptClient } from './redis-client.js';
 import { RELEASE_RECORD } from './state-codec.js';
 
-/**
- * Arguments per throttle of a given-back lease: its packed records, or their four numbers.
- * @param binary - whether the arguments go as bytes
- */
+/** Arguments per throttle of a given-back lease: its packed records, or their four numbers. */
 export function releaseArgs(binary: boolean): number {
   return binary ? 1 : 4;
 }

@@ -1,9 +1,4 @@
-/**
- * Leases given back: outside Redis Cluster each waits for the next decision and rides on it; those
- * that find none by the end of the turn go together in one release script. In a cluster each goes
- * alone, at once (see docs/redis-store.md).
- * @module
- */
+/** Leases given back, riding on the next decision outside Redis Cluster. @module */
 import type { LeaseToken } from '../limits/store.js';
 import type { ScriptArgument } from './redis-client.js';
 import { releaseScript } from './release-script.js';
@@ -125,11 +120,7 @@ export function ridersDone(riders: readonly PendingRelease[]): void {
   for (const r of riders) r.done();
 }
 
-/**
- * Append the scope of each throttle of `leases` to `keys`, and its release arguments to `args`:
- * its records packed, as Redis appends them (`binary`), else the throttle's position, the lease's
- * expiry, its id and copies in text.
- */
+/** Append each throttle's scope to `keys` and its release records, packed or as text, to `args`. */
 export function describeLeases(
   leases: readonly RedisLease[],
   keys: string[],
@@ -160,7 +151,7 @@ export function describeLeases(
   }
 }
 
-/** A lease id as the decision script takes it from a client that sends bytes: a little-endian double. */
+/** A lease id as the script takes it from a client that sends bytes: a little-endian double. */
 export function packedId(id: number): Buffer {
   const bytes = Buffer.allocUnsafe(8);
   bytes.writeDoubleLE(id, 0);

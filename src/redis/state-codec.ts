@@ -1,8 +1,6 @@
 /**
- * The layout of one scope's state in Redis: one string per scope, its signature and fixed fields
- * first, then its entries, then the records of leases given back (see docs/redis-store.md).
- * {@link LAYOUT_VERSION} is part of every key, so that a value in an earlier layout is never read
- * as this one: it is left to expire.
+ * The layout of one scope's state in Redis (see docs/redis-store.md). {@link LAYOUT_VERSION} is in
+ * every key, so a value in an earlier layout is never read as this one: it is left to expire.
  * @module
  */
 import type { Policy } from '../limits/policy.js';
@@ -10,19 +8,13 @@ import type { Policy } from '../limits/policy.js';
 /** Written into every key's policy-list part; changes whenever the packed layout changes. */
 export const LAYOUT_VERSION = '4';
 
-/**
- * Bytes per entry, by kind: a window's admission time; a throttle's lease (expiry and id); a rate
- * policy has none.
- */
+/** Bytes per entry, by kind: a window's admission time; a throttle's lease expiry and id. */
 export const ENTRY_SIZE = { window: 8, rate: 0, concurrency: 16 } as const;
 
 /** The struct format of one lease of a throttle: its expiry (ms) and its id. */
 export const LEASE_ENTRY = '<dd';
 
-/**
- * The struct format of one given-back lease appended to a scope's value: the throttle's position
- * among the scope's policies (from 1), the lease's expiry (ms) and its id.
- */
+/** The struct format of a given-back lease: the throttle's position (from 1), expiry and id. */
 export const RELEASE_RECORD = '<ddd';
 
 /** The bytes of one {@link RELEASE_RECORD}. */
@@ -37,12 +29,7 @@ const SECTION_FORMAT = { window: 'dI4', rate: 'dd', concurrency: 'dI4' } as cons
 /** The bytes of each kind's two fixed fields. */
 const SECTION_SIZE = { window: 12, rate: 16, concurrency: 12 } as const;
 
-/**
- * The signature every value of a policy list starts with: the number of sections (a little-endian
- * 32-bit whole number) and each section's kind code (one byte).
- * @param policies - the scope's policy list
- * @returns its bytes
- */
+/** The signature every value starts with: the section count (u32 LE), each section's kind code. */
 export function signature(policies: readonly Policy[]): Buffer {
   const bytes = Buffer.alloc(4 + policies.length);
   bytes.writeUInt32LE(policies.length, 0);
@@ -50,21 +37,12 @@ export function signature(policies: readonly Policy[]): Buffer {
   return bytes;
 }
 
-/**
- * The struct format of the fixed fields after the signature: the latest decision time, then each
- * section's two.
- * @param policies - the scope's policy list
- * @returns the format, for `struct.unpack` and `struct.pack`
- */
+/** The struct format of the fixed fields: the latest decision time, then each section's two. */
 export function fixedFormat(policies: readonly Policy[]): string {
   return `<d${policies.map((p) => SECTION_FORMAT[p.kind]).join('')}`;
 }
 
-/**
- * The bytes of the signature and the fixed fields.
- * @param policies - the scope's policy list
- * @returns where the entries start, less one
- */
+/** The bytes of the signature and the fixed fields: where the entries start, less one. */
 export function fixedSize(policies: readonly Policy[]): number {
   return 4 + policies.length + 8 + policies.reduce((sum, p) => sum + SECTION_SIZE[p.kind], 0);
 }

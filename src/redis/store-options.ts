@@ -1,8 +1,4 @@
-/**
- * The options of {@link RedisStore}: their type, their rules and defaults, read once through the
- * one options reader.
- * @module
- */
+/** The options of {@link RedisStore}, their rules and defaults. @module */
 import { randomInt } from 'node:crypto';
 import { ConfigurationError } from '../errors/index.js';
 import type { RedisStoreError } from '../errors/redis-store-error.js';
@@ -40,49 +36,36 @@ export interface RedisStoreOptions {
    */
   prefix?: string;
   /**
-   * Where the time of a decision comes from: `'redis'`, the server's `TIME` (one timeline for every
-   * app server), or `'clock'`, the time the limiter passes (its injected clock; tests use a
-   * `FakeClock` to compare with the memory store).
+   * Where a decision's time comes from: `'redis'`, the server's `TIME` (one timeline for every app
+   * server), or `'clock'`, the limiter's injected clock.
    * @defaultValue `'redis'`
    */
   timeSource?: 'redis' | 'clock';
   /**
-   * Milliseconds to wait for Redis to decide or release before reporting an outage: a whole number
-   * from 1 to 2^31 - 1 (the longest a timer waits). A throttle decision that Redis runs after its
-   * timeout gives back the lease it took: the caller was given none.
+   * Milliseconds to wait for Redis before reporting an outage, 1 to 2^31 - 1. A throttle decision
+   * Redis runs after its timeout gives its lease back: the caller was given none.
    * @defaultValue 100
    */
   timeoutMs?: number;
-  /**
-   * Called with every failure (a decision that fails also rejects with it). Log it; an exception
-   * thrown here is ignored.
-   */
+  /** Called with every failure (a failing decision also rejects); its throws are ignored. */
   onError?: (error: RedisStoreError) => void;
   /**
-   * Milliseconds a key outlives the instant its state is fresh again. Covers the gap between the
-   * caller's clock and Redis's expiry clock with `timeSource: 'clock'`.
+   * Milliseconds a key outlives its state, covering the gap between the caller's clock and Redis's
+   * expiry clock with `timeSource: 'clock'`.
    * @defaultValue 1000
    */
   expiryMarginMs?: number;
   /** The timeout source. @defaultValue the global `setTimeout` and `clearTimeout` */
   timer?: Timer;
   /**
-   * This store's part of every lease id, unique per store instance: a whole number from 1 to
-   * 2^32 - 1; ids are this number times 2^21 plus a counter (modulo 2^21), exact below 2^53. Two
-   * leases of one throttle are told apart by their expiry and id together, so two stores must not
-   * share it.
+   * This store's part of every lease id (times 2^21, plus a counter), 1 to 2^32 - 1; two stores
+   * must not share it, as leases are told apart by expiry and id together.
    * @defaultValue a random whole number below 2^32
    */
   instanceId?: number;
   /**
-   * The most decisions sent in one script call, 1 to 1024. While decisions are in Redis, the
-   * next ones asked in the same turn of the event loop, for plans of one shape, go together, up
-   * to as many as are in Redis already and at most this many: each is still decided atomically,
-   * in the order asked, after the leases given back before it, and gets its own outcome. A
-   * decision that finds none in Redis goes at once, alone. A failure or a timeout of a call is an
-   * outage for each of its decisions. 1 sends every decision in a script call of its own.
-   * Outside Redis Cluster only (see {@link RedisScriptClient.cluster}): there every decision goes
-   * alone.
+   * The most decisions sent in one script call, 1 to 1024 (batching is described in
+   * docs/redis-store.md); 1, or Redis Cluster, sends each decision alone.
    * @defaultValue 32
    */
   maxBatch?: number;
@@ -99,8 +82,6 @@ const defaultTimer: Timer = {
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 
-// The hash tag follows the prefix, so a brace would end it early; UTF-8 writes a lone surrogate as
-// U+FFFD, so two such prefixes would share every key.
 const keyPrefix: Rule<string> = {
   expected: 'a string without { or } (the hash tag follows it) and without lone surrogates',
   read: (value) =>
@@ -133,7 +114,7 @@ const REMOVED_OPTIONS: Readonly<Record<string, string>> = {
     "RedisStore has no option failClosedRetryAfterSeconds any more: set the Retry-After of an outage where it is decided, createLimiter's outageRetryAfterSeconds (with outage: 'closed') or the middleware's failureRetryAfterSeconds (with failure: 'closed').",
 };
 
-/** The store's options as read: every default applied, the client present. */
+/** The store's options as read. */
 export type StoreSettings = ReturnType<typeof readStoreSettings>;
 
 /**
@@ -162,7 +143,6 @@ export function readStoreSettings(options: unknown) {
   return { ...read, client };
 }
 
-/** Refuse an option that was removed, saying what replaces it. */
 function refuseRemovedOptions(options: unknown): void {
   if (typeof options !== 'object' || options === null) return;
   for (const [name, message] of Object.entries(REMOVED_OPTIONS)) {
