@@ -63,7 +63,7 @@ function fail(route: string, index: number, reason: string): never {
   );
 }
 
-function describe(ch: string): string {
+function characterName(ch: string): string {
   const code = ch.charCodeAt(0);
   return code < 0x20 || code === 0x7f ? `U+${code.toString(16).padStart(4, '0')}` : `'${ch}'`;
 }
@@ -102,7 +102,7 @@ export function parseRoutePattern(route: string): RoutePattern {
       i,
       i >= n
         ? 'expected one space and a path after the method'
-        : `a method is letters only (or * alone), followed by one space; found ${describe(route[i]!)}`,
+        : `a method is letters only (or * alone), followed by one space; found ${characterName(route[i]!)}`,
     );
   }
   i++;
@@ -183,7 +183,7 @@ function literalReason(ch: string): string {
     case ' ':
       return 'no spaces in the path (write %20)';
     default:
-      return `${describe(ch)} is not allowed in a literal segment; percent-encode it`;
+      return `${characterName(ch)} is not allowed in a literal segment; percent-encode it`;
   }
 }
 
