@@ -20,7 +20,8 @@ import {
   verifyWebhook,
 } from '../../src/index.js';
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
-import { freePort, RedisServer } from '../support/redis-server.js';
+import { freePort } from '../support/ports.js';
+import { RedisServer } from '../support/redis-server.js';
 import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 import { thrown } from '../support/thrown.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';

@@ -9,7 +9,7 @@ import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './redis-server.js';
+import { freePort } from './ports.js';
 
 const run = promisify(execFile);
 
@@ -94,14 +94,6 @@ export interface PostgresServerOptions {
   port?: number;
 }
 
-/** A free port that is not the machine's own PostgreSQL port. */
-async function freePostgresPort(): Promise<number> {
-  for (;;) {
-    const port = await freePort();
-    if (port !== machinePort) return port;
-  }
-}
-
 /** Servers of this process still running: stopped at exit should a test not stop its own. */
 const running = new Set<PostgresServer>();
 process.once('exit', () => {
@@ -123,7 +115,7 @@ export class PostgresServer {
 
   /** Initialise a fresh data folder and start a server on a free port (or the one given). */
   static async start(options: PostgresServerOptions = {}): Promise<PostgresServer> {
-    const port = options.port ?? (await freePostgresPort());
+    const port = options.port ?? (await freePort());
     if (port === machinePort) throw new Error(`port ${machinePort} is the machine's own server`);
     const dataDir = await mkdtemp(join(tmpdir(), 'pg-data-'));
     const socketDir = await mkdtemp(join(tmpdir(), 'pg-sock-'));

@@ -8,17 +8,7 @@ import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { ioredisClient, nodeRedisClient, type RedisScriptClient } from '../../src/redis/index.js';
-
-/** A port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  if (address.port === 6379) return freePort();
-  return address.port;
-}
+import { freePort } from './ports.js';
 
 /** Whether something can listen on `port` of 127.0.0.1 right now. */
 async function portIsFree(port: number): Promise<boolean> {
