@@ -5,12 +5,12 @@
  */
 import { ConfigurationError, isInvalidRequestError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
-import {
-  type AdmittedDecision,
-  type Decision,
-  type LimitRequest,
-  type RefusedDecision,
-  RequestFields,
+import { RequestFields } from '../limits/limit-request.js';
+import type {
+  AdmittedDecision,
+  Decision,
+  LimitRequest,
+  RefusedDecision,
 } from '../limits/limiter.js';
 import {
   ANONYMOUS_CLIENT_ID,

@@ -5,7 +5,7 @@
  */
 import { InvalidRequestError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
-import { RequestFields } from '../limits/limiter.js';
+import { RequestFields } from '../limits/limit-request.js';
 
 /**
  * The request as the limiter reads it, each field of the identity read once; `undefined` when

@@ -23,7 +23,7 @@ import type { AccountPresets, LimitPreset } from './presets.js';
 import type { LimitStore, Plan, PlanScope, StoreOutcome, SyncLimitStore } from './store.js';
 
 export type { AdmittedDecision, Decision, RefusedDecision } from './decision.js';
-export { type LimitRequest, RequestFields } from './limit-request.js';
+export type { LimitRequest } from './limit-request.js';
 export type { OutageEvent, OutageMode } from './outage.js';
 
 /**

@@ -18,7 +18,7 @@ import {
   type SyncLimitStore,
   window,
 } from '../../src/index.js';
-import { RequestFields } from '../../src/limits/limiter.js';
+import { RequestFields } from '../../src/limits/limit-request.js';
 import { arbitraryGaps, burstyGaps, edgeGaps, steadyGaps } from '../support/arrivals.js';
 import { AsyncMemoryStore } from '../support/async-store.js';
 import { admittedTimes, request, runEngine, runOracle } from '../support/limits.js';
