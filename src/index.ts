@@ -265,6 +265,9 @@ export type {
 export { httpTransport } from './webhooks/http-transport.js';
 export type { MemoryDeliveryQueueOptions } from './webhooks/memory-queue.js';
 export { MemoryDeliveryQueue } from './webhooks/memory-queue.js';
+// nearest-name.ts and subscription-leaf.ts are internal: the catalog, the index and the memory
+// store's option check use them.
+export { MemorySubscriptionRepository } from './webhooks/memory-subscription-repository.js';
 export type {
   WebhookEnvelope,
   WebhookEvent,
@@ -295,11 +298,22 @@ export type {
   SsrfGuardOptions,
 } from './webhooks/ssrf-guard.js';
 export { literalHostRefusal, ssrfGuard } from './webhooks/ssrf-guard.js';
-// nearest-name.ts and subscription-leaf.ts are internal: the catalog, the index and the memory
-// store's option check use them.
-export type { Subscription, SubscriptionRequest } from './webhooks/subscription.js';
+export type {
+  StoredSubscription,
+  Subscription,
+  SubscriptionRequest,
+  SubscriptionStatus,
+} from './webhooks/subscription.js';
 export type { SubscriptionEvent, SubscriptionIndexStats } from './webhooks/subscription-index.js';
 export { SubscriptionIndex } from './webhooks/subscription-index.js';
+export type {
+  ChangeListener,
+  DeliveryLogEntry,
+  SubscriptionChange,
+  SubscriptionChanges,
+  SubscriptionPage,
+  SubscriptionRepository,
+} from './webhooks/subscription-repository.js';
 export type {
   SubscriptionRequestErrorCode,
   SubscriptionRequestIssue,

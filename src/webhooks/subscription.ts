@@ -19,3 +19,20 @@ export interface Subscription extends SubscriptionRequest {
   /** When it was created, as an ISO 8601 timestamp in UTC. */
   readonly createdAt: string;
 }
+
+/** Whether a subscription receives events: `disabled` ones are kept and listed, never matched. */
+export type SubscriptionStatus = 'enabled' | 'disabled';
+
+/** A subscription as a repository holds it: with its status, last change and revision. */
+export interface StoredSubscription extends Subscription {
+  /** `enabled` receives events; `disabled` does not. */
+  readonly status: SubscriptionStatus;
+  /** When it last changed, as an ISO 8601 timestamp in UTC (its creation time at first). */
+  readonly updatedAt: string;
+  /**
+   * The repository's revision of its last change: revisions grow with every change of any
+   * subscription of the repository, so an instance that applied revision r needs only the changes
+   * after r.
+   */
+  readonly revision: number;
+}
