@@ -48,7 +48,7 @@ export interface SubscriptionChange {
 
 /** A delivery attempt as the delivery log keeps it. */
 export interface DeliveryLogEntry extends DeliveryAttempt {
-  /** Its position in the account's log, from 1, growing. */
+  /** Its position in the account's log: from 1, growing with each entry (not always by 1). */
   readonly sequence: number;
 }
 
@@ -65,6 +65,11 @@ export interface ChangeListener {
 
 /** The subscriptions of every account, their signing secrets and the delivery log. */
 export interface SubscriptionRepository {
+  /**
+   * How signing secrets are kept: `encrypted` at rest, or `plain` (a service warns once at start).
+   * Left out where nothing is at rest (memory).
+   */
+  readonly secretsAtRest?: 'encrypted' | 'plain';
   /**
    * Store a new subscription with its first signing secret, unless the account holds
    * `maxPerAccount` already.
