@@ -84,10 +84,10 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     const next = this.#record({
       ...rest,
       ...(changes.endpointUrl === undefined ? {} : { endpointUrl: changes.endpointUrl }),
-      ...(changes.events === undefined ? {} : { events: [...changes.events] }),
+      ...(changes.events === undefined ? {} : { events: Object.freeze([...changes.events]) }),
       ...(propertyIds === null || propertyIds === undefined
         ? {}
-        : { propertyIds: [...propertyIds] }),
+        : { propertyIds: Object.freeze([...propertyIds]) }),
       ...(changes.status === undefined ? {} : { status: changes.status }),
       updatedAt: iso(at),
     });
@@ -149,7 +149,12 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
   async recordAttempt(accountCode: string, attempt: DeliveryAttempt): Promise<DeliveryLogEntry> {
     const log = this.#logs.get(accountCode) ?? [];
     this.#logs.set(accountCode, log);
-    const entry = { ...attempt, sequence: (log.at(-1)?.sequence ?? 0) + 1 };
+    // The error is copied too: the caller's object may change afterwards, the log must not.
+    const entry = Object.freeze({
+      ...attempt,
+      ...(attempt.error === undefined ? {} : { error: Object.freeze({ ...attempt.error }) }),
+      sequence: (log.at(-1)?.sequence ?? 0) + 1,
+    });
     log.push(entry);
     return entry;
   }
