@@ -1,0 +1,241 @@
+/**
+ * The second half of the repository contract: signing secrets and their rotation, the change feed
+ * (`changesSince`, `watch`) and the delivery log. Declared by `subscriptionRepositoryContract`.
+ */
+import { randomUUID } from 'node:crypto';
+import { describe, expect } from 'vitest';
+import type { DeliveryAttempt, SubscriptionChange } from '../../src/index.js';
+import {
+  anAttempt,
+  aSubscription,
+  created,
+  eventually,
+  type RepositoryTest,
+  T0,
+} from './subscription-repository-fixtures.js';
+
+const HOUR = 3_600_000;
+
+/** Declares the tests of secrets, changes and the log with the contract's `test`. */
+export function subscriptionChangesContract(test: RepositoryTest): void {
+  describe('rotateSecret and signingSecrets', () => {
+    test('a new subscription signs with its first secret', async (repository) => {
+      const stored = await created(repository, aSubscription(), { secret: 'whsec_first' });
+      expect(await repository.signingSecrets('acme', stored.id, T0)).toEqual(['whsec_first']);
+      expect(await repository.signingSecrets('acme', stored.id, T0 + 1_000 * HOUR)).toEqual([
+        'whsec_first',
+      ]);
+    });
+
+    test('after a rotation both sign, newest first, until at + graceMs; then only the new', async (repository) => {
+      const stored = await created(repository, aSubscription(), { secret: 'whsec_old' });
+      const at = T0 + HOUR;
+      const rotated = await repository.rotateSecret('acme', stored.id, 'whsec_new', {
+        at,
+        graceMs: 24 * HOUR,
+      });
+      expect(rotated).toBe(true);
+      const signing = (t: number) => repository.signingSecrets('acme', stored.id, t);
+      expect(await signing(at)).toEqual(['whsec_new', 'whsec_old']);
+      expect(await signing(at + 24 * HOUR - 1)).toEqual(['whsec_new', 'whsec_old']);
+      expect(await signing(at + 24 * HOUR)).toEqual(['whsec_new']);
+      expect(await signing(at + 48 * HOUR)).toEqual(['whsec_new']);
+    });
+
+    test('a second rotation keeps an earlier expiry, and gives the later secrets theirs', async (repository) => {
+      const stored = await created(repository, aSubscription(), { secret: 's1' });
+      const rotate = (secret: string, at: number, graceMs: number) =>
+        repository.rotateSecret('acme', stored.id, secret, { at, graceMs });
+      const signing = (t: number) => repository.signingSecrets('acme', stored.id, t);
+      expect(await rotate('s2', T0, 1_000)).toBe(true); // s1 until T0 + 1000
+      expect(await rotate('s3', T0 + 100, 5_000)).toBe(true); // s2 until T0 + 5100; s1 stays
+      expect(await signing(T0 + 999)).toEqual(['s3', 's2', 's1']);
+      expect(await signing(T0 + 1_000)).toEqual(['s3', 's2']);
+      expect(await signing(T0 + 5_099)).toEqual(['s3', 's2']);
+      expect(await signing(T0 + 5_100)).toEqual(['s3']);
+    });
+
+    test('a grace of 0 ends the old secrets at once', async (repository) => {
+      const stored = await created(repository, aSubscription(), { secret: 'old' });
+      await repository.rotateSecret('acme', stored.id, 'new', { at: T0 + 10, graceMs: 0 });
+      expect(await repository.signingSecrets('acme', stored.id, T0 + 10)).toEqual(['new']);
+    });
+
+    test("another account cannot rotate or read a subscription's secrets", async (repository) => {
+      const stored = await created(repository, aSubscription(), { secret: 'mine' });
+      const options = { at: T0 + 1, graceMs: 0 };
+      expect(await repository.rotateSecret('globex', stored.id, 'theirs', options)).toBe(false);
+      expect(await repository.signingSecrets('globex', stored.id, T0 + 1)).toEqual([]);
+      expect(await repository.signingSecrets('acme', stored.id, T0 + 2)).toEqual(['mine']);
+    });
+
+    test('an id nobody holds has no secrets and cannot be rotated', async (repository) => {
+      const id = randomUUID();
+      expect(await repository.rotateSecret('acme', id, 's', { at: T0, graceMs: 0 })).toBe(false);
+      expect(await repository.signingSecrets('acme', id, T0)).toEqual([]);
+    });
+
+    test('rotating is no change of the subscription: get answers as before', async (repository) => {
+      const stored = await created(repository, aSubscription());
+      await repository.rotateSecret('acme', stored.id, 'next', { at: T0 + 1, graceMs: 10 });
+      expect(await repository.get('acme', stored.id)).toEqual(stored);
+    });
+  });
+
+  describe('changesSince', () => {
+    test('tells the newest change of each id, deletes without a subscription, in ascending revisions', async (repository) => {
+      const a = await created(repository, aSubscription());
+      const b = await created(repository, aSubscription({ accountCode: 'globex' }));
+      const c = await created(repository, aSubscription());
+      const a2 = await repository.update('acme', a.id, { status: 'disabled' }, T0 + 1);
+      expect(await repository.delete('globex', b.id, T0 + 2)).toBe(true);
+      expect(a.revision).toBeLessThan(b.revision);
+      expect(b.revision).toBeLessThan(c.revision);
+      expect(c.revision).toBeLessThan(a2!.revision);
+      const changes = await repository.changesSince(0, 100);
+      expect(changes.map(withoutRevisionOfDelete)).toEqual([
+        { revision: c.revision, id: c.id, accountCode: 'acme', subscription: c },
+        { revision: a2!.revision, id: a.id, accountCode: 'acme', subscription: a2 },
+        { id: b.id, accountCode: 'globex' },
+      ]);
+      expect(changes[2]).not.toHaveProperty('subscription');
+      expect(changes[2]!.revision).toBeGreaterThan(a2!.revision);
+    });
+
+    test('gives only revisions above the one asked, at most limit, the lowest first', async (repository) => {
+      const stored = [];
+      for (let i = 0; i < 5; i++) stored.push(await created(repository, aSubscription()));
+      const revisions = stored.map((s) => s.revision);
+      const revisionsAfter = async (revision: number, limit: number) =>
+        (await repository.changesSince(revision, limit)).map((c) => c.revision);
+      expect(await revisionsAfter(0, 100)).toEqual(revisions);
+      expect(await revisionsAfter(0, 2)).toEqual(revisions.slice(0, 2));
+      expect(await revisionsAfter(revisions[1]!, 2)).toEqual(revisions.slice(2, 4));
+      expect(await revisionsAfter(revisions[4]!, 10)).toEqual([]);
+    });
+
+    test('revisions grow strictly over every change, deletes included', async (repository) => {
+      const a = await created(repository, aSubscription());
+      await repository.update('acme', a.id, { endpointUrl: 'https://hooks.example.com/x' }, T0 + 1);
+      await repository.delete('acme', a.id, T0 + 2);
+      const deleted = (await repository.changesSince(0, 10))[0]!;
+      const b = await created(repository, aSubscription());
+      expect(b.revision).toBeGreaterThan(deleted.revision);
+      const all = await repository.changesSince(0, 10);
+      expect(all.map((c) => c.id)).toEqual([a.id, b.id]);
+      expect(all.map((c) => c.revision)).toEqual([deleted.revision, b.revision]);
+    });
+
+    test('a refused create, a missing update and a missing delete are no changes', async (repository) => {
+      await repository.create(aSubscription(), 's', { at: T0, maxPerAccount: 0 });
+      await repository.update('acme', randomUUID(), { status: 'disabled' }, T0);
+      await repository.delete('acme', randomUUID(), T0);
+      expect(await repository.changesSince(0, 10)).toEqual([]);
+    });
+  });
+
+  describe('watch', () => {
+    test('calls onReconnect once open, and onChange with a revision at least the change’s', async (repository) => {
+      if (repository.watch === undefined) return; // optional: a repository only this instance changes
+      const heard: number[] = [];
+      let reconnects = 0;
+      const stop = await repository.watch({
+        onChange: (revision) => heard.push(revision),
+        onReconnect: () => {
+          reconnects += 1;
+        },
+      });
+      try {
+        await eventually(() => expect(reconnects).toBeGreaterThanOrEqual(1));
+        const stored = await created(repository, aSubscription());
+        await eventually(() => expect(Math.max(...heard)).toBeGreaterThanOrEqual(stored.revision));
+        await repository.delete('acme', stored.id, T0 + 1);
+        const deleted = (await repository.changesSince(stored.revision, 10))[0]!;
+        await eventually(() => expect(Math.max(...heard)).toBeGreaterThanOrEqual(deleted.revision));
+      } finally {
+        await stop();
+      }
+    });
+  });
+
+  describe('recordAttempt and attempts', () => {
+    test('sequences start at 1 or above and grow; attempts are oldest first, after a sequence, at most limit', async (repository) => {
+      const id = randomUUID();
+      const recorded = [];
+      for (let i = 1; i <= 4; i++) {
+        recorded.push(
+          await repository.recordAttempt('acme', anAttempt(id, { attempt: i, at: T0 + i })),
+        );
+      }
+      const sequences = recorded.map((e) => e.sequence);
+      expect(sequences[0]).toBeGreaterThanOrEqual(1);
+      for (let i = 1; i < sequences.length; i++) {
+        expect(sequences[i]).toBeGreaterThan(sequences[i - 1]!);
+      }
+      expect(await repository.attempts('acme', { afterSequence: 0, limit: 10 })).toEqual(recorded);
+      expect(await repository.attempts('acme', { afterSequence: 0, limit: 2 })).toEqual(
+        recorded.slice(0, 2),
+      );
+      expect(
+        await repository.attempts('acme', { afterSequence: sequences[1]!, limit: 10 }),
+      ).toEqual(recorded.slice(2));
+      expect(
+        await repository.attempts('acme', { afterSequence: sequences[3]!, limit: 10 }),
+      ).toEqual([]);
+    });
+
+    test('keeps every field of the attempt, and no field it did not have', async (repository) => {
+      const id = randomUUID();
+      const attempts: DeliveryAttempt[] = [
+        anAttempt(id),
+        anAttempt(id, { status: 503, outcome: 'retry', nextAttemptAt: T0 + 5_000, attempt: 2 }),
+        {
+          id: `msg_${randomUUID()}`,
+          subscriptionId: id,
+          endpointUrl: 'https://hooks.example.com/x',
+          attempt: 3,
+          at: T0 + 10_000,
+          error: { code: 'timeout', message: 'No answer within 15 s.' },
+          outcome: 'failed',
+        },
+      ];
+      const recorded = [];
+      for (const attempt of attempts) {
+        const entry = await repository.recordAttempt('acme', attempt);
+        expect(entry).toEqual({ ...attempt, sequence: entry.sequence });
+        recorded.push(entry);
+      }
+      const read = await repository.attempts('acme', { afterSequence: 0, limit: 10 });
+      expect(read).toEqual(recorded);
+      expect(read[2]).not.toHaveProperty('status');
+      expect(read[0]).not.toHaveProperty('error');
+    });
+
+    test('each account has its own log', async (repository) => {
+      const id = randomUUID();
+      const mine = await repository.recordAttempt('acme', anAttempt(id));
+      const theirs = await repository.recordAttempt('globex', anAttempt(id, { attempt: 2 }));
+      expect(await repository.attempts('acme', { afterSequence: 0, limit: 10 })).toEqual([mine]);
+      expect(await repository.attempts('globex', { afterSequence: 0, limit: 10 })).toEqual([
+        theirs,
+      ]);
+      expect(await repository.attempts('initech', { afterSequence: 0, limit: 10 })).toEqual([]);
+    });
+
+    test('what it keeps does not change when the caller changes the attempt later', async (repository) => {
+      const error = { code: 'timeout', message: 'No answer.' };
+      const attempt = anAttempt(randomUUID(), { error, outcome: 'retry' });
+      await repository.recordAttempt('acme', attempt);
+      error.code = 'changed';
+      const [read] = await repository.attempts('acme', { afterSequence: 0, limit: 1 });
+      expect(read?.error).toEqual({ code: 'timeout', message: 'No answer.' });
+    });
+  });
+}
+
+/** A change with a delete's revision left out (its value is the repository's to choose). */
+function withoutRevisionOfDelete(change: SubscriptionChange): Partial<SubscriptionChange> {
+  if (change.subscription !== undefined) return change;
+  const { revision: _, ...rest } = change;
+  return rest;
+}
