@@ -158,6 +158,31 @@ export function subscriptionChangesContract(test: RepositoryTest): void {
     });
   });
 
+  describe('watch: stopping', () => {
+    test('after stop resolves, changes reach other watchers but not the stopped one', async (repository) => {
+      if (repository.watch === undefined) return;
+      const stopped: number[] = [];
+      const other: number[] = [];
+      const stop = await repository.watch({
+        onChange: (r) => stopped.push(r),
+        onReconnect: () => {},
+      });
+      const stopOther = await repository.watch({
+        onChange: (r) => other.push(r),
+        onReconnect: () => {},
+      });
+      try {
+        await stop();
+        const heardBefore = stopped.length;
+        const stored = await created(repository, aSubscription());
+        await eventually(() => expect(Math.max(...other)).toBeGreaterThanOrEqual(stored.revision));
+        expect(stopped.slice(heardBefore).filter((r) => r >= stored.revision)).toEqual([]);
+      } finally {
+        await stopOther();
+      }
+    });
+  });
+
   describe('recordAttempt and attempts', () => {
     test('sequences start at 1 or above and grow; attempts are oldest first, after a sequence, at most limit', async (repository) => {
       const id = randomUUID();

@@ -30,6 +30,10 @@ export function subscriptionRepositoryContract(name: string, open: OpenRepositor
     it(title, withRepository(open, body));
 
   describe(`${name}: the SubscriptionRepository contract`, () => {
+    test('says how secrets are kept, if it keeps them at rest', async (repository) => {
+      expect([undefined, 'encrypted', 'plain']).toContain(repository.secretsAtRest);
+    });
+
     describe('create', () => {
       test('stores the subscription enabled, with updatedAt its time and a revision', async (repository) => {
         const subscription = aSubscription({ createdAt: iso(T0 - 5_000) });
@@ -185,6 +189,21 @@ export function subscriptionRepositoryContract(name: string, open: OpenRepositor
         expect(await repository.get('acme', original.id)).toEqual(next);
         const { propertyIds: _, ...rest } = original;
         expect(next).toEqual({ ...rest, updatedAt: iso(T0 + 1), revision: next?.revision });
+      });
+
+      test('a disabled subscription is kept: read, listed and in the changes', async (repository) => {
+        const original = await created(repository, aSubscription());
+        const disabled = await repository.update(
+          'acme',
+          original.id,
+          { status: 'disabled' },
+          T0 + 1,
+        );
+        expect(disabled?.status).toBe('disabled');
+        expect(await repository.get('acme', original.id)).toEqual(disabled);
+        expect((await repository.list('acme', { offset: 0, limit: 10 })).items).toEqual([disabled]);
+        const changes = await repository.changesSince(0, 10);
+        expect(changes.map((c) => c.subscription)).toEqual([disabled]);
       });
 
       test("returns undefined for another account's id, and nothing changes", async (repository) => {
