@@ -3,6 +3,7 @@ import {
   createWebhookService,
   FakeClock,
   MemorySubscriptionRepository,
+  type SubscriptionRepository,
   type TransportRequest,
   type TransportResponse,
   type WebhookService,
@@ -13,7 +14,7 @@ export const START = 1_700_000_000_000;
 
 export interface ServiceSetup {
   readonly service: WebhookService;
-  readonly repository: MemorySubscriptionRepository;
+  readonly repository: SubscriptionRepository;
   readonly clock: FakeClock;
   /** Every request the transport was handed. */
   readonly sent: TransportRequest[];
@@ -31,7 +32,7 @@ export const byAccountHeader = (request: Request) => {
 
 export function serviceSetup(
   options: Partial<WebhookServiceOptions> & {
-    repository?: MemorySubscriptionRepository;
+    repository?: SubscriptionRepository;
     clock?: FakeClock;
   } = {},
 ): ServiceSetup {
@@ -82,13 +83,13 @@ export async function call(
   init: {
     account?: string | null;
     body?: unknown;
-    raw?: BodyInit;
+    raw?: RequestInit['body'];
     headers?: Record<string, string>;
   } = {},
 ): Promise<Answer> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.account !== null) headers['x-account'] = init.account ?? 'ACME';
-  let body: BodyInit | undefined = init.raw;
+  let body: RequestInit['body'] | undefined = init.raw;
   if (init.body !== undefined) {
     body = JSON.stringify(init.body);
     headers['content-type'] ??= 'application/json';
@@ -124,3 +125,28 @@ export const subscriptionBody = (over: Record<string, unknown> = {}) => ({
   events: ['reservation/*'],
   ...over,
 });
+
+/** A repository that delegates to `inner`, with some operations replaced. */
+export function repositoryWith(
+  inner: SubscriptionRepository,
+  overrides: Partial<Record<keyof SubscriptionRepository, unknown>>,
+): SubscriptionRepository {
+  const delegate: Record<string, unknown> = {};
+  for (const name of [
+    'create',
+    'get',
+    'list',
+    'update',
+    'delete',
+    'rotateSecret',
+    'signingSecrets',
+    'changesSince',
+    'watch',
+    'recordAttempt',
+    'attempts',
+  ] as const) {
+    const method = inner[name] as ((...args: unknown[]) => unknown) | undefined;
+    if (method !== undefined) delegate[name] = method.bind(inner);
+  }
+  return { ...delegate, ...overrides } as unknown as SubscriptionRepository;
+}
