@@ -105,143 +105,150 @@ const matches = (
 describe('createWebhookService: random API calls from several accounts agree with a model', () => {
   it('every status and body matches the model, and no account reaches another account’s subscription', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { minLength: 10, maxLength: 50, size: 'max' }), async (ops) => {
-        // Arrange
-        const clock = new FakeClock(START);
-        let n = 0;
-        const { service } = serviceSetup({
-          clock,
-          generateId: () => `sub-${String(++n).padStart(4, '0')}`,
-          maxSubscriptionsPerAccount: MAX_PER_ACCOUNT,
-          queue: () => ({ enqueue: async () => undefined, close: async () => [] }),
-        });
-        const model: ModelSubscription[] = [];
-        const everId: string[] = [];
-        const idOf = (ref: number) =>
-          ref < 0 || everId.length === 0 ? 'never-made' : everId[ref % everId.length]!;
-        try {
-          for (const step of ops) {
-            // Act and Assert, call by call
-            const iso = new Date(clock.now()).toISOString();
-            if (step.op === 'advance') {
-              clock.advance(step.ms);
-              continue;
-            }
-            const owned = (id: string) =>
-              model.find((s) => s.id === id && s.account === step.account);
-            const as = { account: step.account };
-            switch (step.op) {
-              case 'create': {
-                const body = {
-                  endpointUrl: step.endpointUrl,
-                  events: step.valid ? step.events : [],
-                  ...(step.propertyIds === undefined ? {} : { propertyIds: step.propertyIds }),
-                };
-                const answer = await call(service, 'POST', '/v1/subscriptions', { ...as, body });
-                const held = model.filter((s) => s.account === step.account).length;
-                if (!step.valid) expect(answer.status).toBe(400);
-                else if (held >= MAX_PER_ACCOUNT) expect(answer.status).toBe(409);
-                else {
-                  const made: ModelSubscription = {
-                    id: `sub-${String(n).padStart(4, '0')}`,
-                    account: step.account,
+      fc.asyncProperty(
+        fc.array(opArb, { minLength: 10, maxLength: 50, size: 'max' }),
+        async (ops) => {
+          // Arrange
+          const clock = new FakeClock(START);
+          let n = 0;
+          const { service } = serviceSetup({
+            clock,
+            generateId: () => `sub-${String(++n).padStart(4, '0')}`,
+            maxSubscriptionsPerAccount: MAX_PER_ACCOUNT,
+            queue: () => ({ enqueue: async () => undefined, close: async () => [] }),
+          });
+          const model: ModelSubscription[] = [];
+          const everId: string[] = [];
+          const idOf = (ref: number) =>
+            ref < 0 || everId.length === 0 ? 'never-made' : everId[ref % everId.length]!;
+          try {
+            for (const step of ops) {
+              // Act and Assert, call by call
+              const iso = new Date(clock.now()).toISOString();
+              if (step.op === 'advance') {
+                clock.advance(step.ms);
+                continue;
+              }
+              const owned = (id: string) =>
+                model.find((s) => s.id === id && s.account === step.account);
+              const as = { account: step.account };
+              switch (step.op) {
+                case 'create': {
+                  const body = {
                     endpointUrl: step.endpointUrl,
-                    events: step.events,
-                    propertyIds: step.propertyIds,
-                    status: 'enabled',
-                    createdAt: iso,
-                    updatedAt: iso,
+                    events: step.valid ? step.events : [],
+                    ...(step.propertyIds === undefined ? {} : { propertyIds: step.propertyIds }),
                   };
-                  model.push(made);
-                  everId.push(made.id);
-                  expect(answer.status).toBe(201);
-                  expect(answer.body).toEqual({
-                    ...view(made),
-                    secret: expect.stringMatching(/^whsec_/),
+                  const answer = await call(service, 'POST', '/v1/subscriptions', { ...as, body });
+                  const held = model.filter((s) => s.account === step.account).length;
+                  if (!step.valid) expect(answer.status).toBe(400);
+                  else if (held >= MAX_PER_ACCOUNT) expect(answer.status).toBe(409);
+                  else {
+                    const made: ModelSubscription = {
+                      id: `sub-${String(n).padStart(4, '0')}`,
+                      account: step.account,
+                      endpointUrl: step.endpointUrl,
+                      events: step.events,
+                      propertyIds: step.propertyIds,
+                      status: 'enabled',
+                      createdAt: iso,
+                      updatedAt: iso,
+                    };
+                    model.push(made);
+                    everId.push(made.id);
+                    expect(answer.status).toBe(201);
+                    expect(answer.body).toEqual({
+                      ...view(made),
+                      secret: expect.stringMatching(/^whsec_/),
+                    });
+                  }
+                  break;
+                }
+                case 'read': {
+                  const id = idOf(step.id);
+                  const answer = await call(service, 'GET', `/v1/subscriptions/${id}`, as);
+                  const held = owned(id);
+                  expect(answer.status).toBe(held === undefined ? 404 : 200);
+                  if (held !== undefined) expect(answer.body).toEqual(view(held));
+                  break;
+                }
+                case 'patch': {
+                  const id = idOf(step.id);
+                  const answer = await call(service, 'PATCH', `/v1/subscriptions/${id}`, {
+                    ...as,
+                    body: step.change,
                   });
+                  const held = owned(id);
+                  if (Object.keys(step.change).length === 0) expect(answer.status).toBe(400);
+                  else if (held === undefined) expect(answer.status).toBe(404);
+                  else {
+                    const { change } = step;
+                    if (change.endpointUrl !== undefined) held.endpointUrl = change.endpointUrl;
+                    if (change.events !== undefined) held.events = change.events;
+                    if (change.propertyIds !== undefined)
+                      held.propertyIds = change.propertyIds ?? undefined;
+                    if (change.status !== undefined) held.status = change.status;
+                    held.updatedAt = iso;
+                    expect(answer.status).toBe(200);
+                    expect(answer.body).toEqual(view(held));
+                  }
+                  break;
                 }
-                break;
-              }
-              case 'read': {
-                const id = idOf(step.id);
-                const answer = await call(service, 'GET', `/v1/subscriptions/${id}`, as);
-                const held = owned(id);
-                expect(answer.status).toBe(held === undefined ? 404 : 200);
-                if (held !== undefined) expect(answer.body).toEqual(view(held));
-                break;
-              }
-              case 'patch': {
-                const id = idOf(step.id);
-                const answer = await call(service, 'PATCH', `/v1/subscriptions/${id}`, {
-                  ...as,
-                  body: step.change,
-                });
-                const held = owned(id);
-                if (Object.keys(step.change).length === 0) expect(answer.status).toBe(400);
-                else if (held === undefined) expect(answer.status).toBe(404);
-                else {
-                  const { change } = step;
-                  if (change.endpointUrl !== undefined) held.endpointUrl = change.endpointUrl;
-                  if (change.events !== undefined) held.events = change.events;
-                  if (change.propertyIds !== undefined)
-                    held.propertyIds = change.propertyIds ?? undefined;
-                  if (change.status !== undefined) held.status = change.status;
-                  held.updatedAt = iso;
+                case 'delete': {
+                  const id = idOf(step.id);
+                  const answer = await call(service, 'DELETE', `/v1/subscriptions/${id}`, as);
+                  const held = owned(id);
+                  expect(answer.status).toBe(held === undefined ? 404 : 204);
+                  if (held !== undefined) model.splice(model.indexOf(held), 1);
+                  break;
+                }
+                case 'rotate': {
+                  const id = idOf(step.id);
+                  const answer = await call(
+                    service,
+                    'POST',
+                    `/v1/subscriptions/${id}/secret/rotate`,
+                    as,
+                  );
+                  expect(answer.status).toBe(owned(id) === undefined ? 404 : 200);
+                  break;
+                }
+                case 'list': {
+                  const { pageNumber, pageSize } = step;
+                  const answer = await call(
+                    service,
+                    'GET',
+                    `/v1/subscriptions?pageNumber=${pageNumber}&pageSize=${pageSize}`,
+                    as,
+                  );
+                  const mine = model.filter((s) => s.account === step.account);
                   expect(answer.status).toBe(200);
-                  expect(answer.body).toEqual(view(held));
+                  expect(answer.body.totalItems).toBe(mine.length);
+                  expect(answer.body.items).toEqual(
+                    mine.slice((pageNumber - 1) * pageSize, pageNumber * pageSize).map(view),
+                  );
+                  break;
                 }
-                break;
-              }
-              case 'delete': {
-                const id = idOf(step.id);
-                const answer = await call(service, 'DELETE', `/v1/subscriptions/${id}`, as);
-                const held = owned(id);
-                expect(answer.status).toBe(held === undefined ? 404 : 204);
-                if (held !== undefined) model.splice(model.indexOf(held), 1);
-                break;
-              }
-              case 'rotate': {
-                const id = idOf(step.id);
-                const answer = await call(
-                  service,
-                  'POST',
-                  `/v1/subscriptions/${id}/secret/rotate`,
-                  as,
-                );
-                expect(answer.status).toBe(owned(id) === undefined ? 404 : 200);
-                break;
-              }
-              case 'list': {
-                const { pageNumber, pageSize } = step;
-                const answer = await call(
-                  service,
-                  'GET',
-                  `/v1/subscriptions?pageNumber=${pageNumber}&pageSize=${pageSize}`,
-                  as,
-                );
-                const mine = model.filter((s) => s.account === step.account);
-                expect(answer.status).toBe(200);
-                expect(answer.body.totalItems).toBe(mine.length);
-                expect(answer.body.items).toEqual(
-                  mine.slice((pageNumber - 1) * pageSize, pageNumber * pageSize).map(view),
-                );
-                break;
-              }
-              case 'publish': {
-                const { account, kind, propertyId } = step;
-                const published = await service.publish({ accountCode: account, kind, propertyId });
-                const expected = model
-                  .filter((s) => matches(s, account, kind, propertyId))
-                  .map((s) => s.id);
-                expect([...published.deliveries].sort()).toEqual(expected.sort());
-                break;
+                case 'publish': {
+                  const { account, kind, propertyId } = step;
+                  const published = await service.publish({
+                    accountCode: account,
+                    kind,
+                    propertyId,
+                  });
+                  const expected = model
+                    .filter((s) => matches(s, account, kind, propertyId))
+                    .map((s) => s.id);
+                  expect([...published.deliveries].sort()).toEqual(expected.sort());
+                  break;
+                }
               }
             }
+          } finally {
+            await service.close();
           }
-        } finally {
-          await service.close();
-        }
-      }),
+        },
+      ),
       { numRuns: 100 },
     );
   });
