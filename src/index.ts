@@ -282,6 +282,15 @@ export type {
   RetryScheduleOptions,
 } from './webhooks/retry-schedule.js';
 export { backoffDelay, nextAttempt, retrySchedule } from './webhooks/retry-schedule.js';
+// request-body.ts, service-deliverer.ts, service-handlers.ts, service-routes.ts and
+// subscription-mirror.ts are the service's internals: createWebhookService is the API.
+export type {
+  WebhookServiceDeliveryOptions,
+  WebhookServiceOptions,
+} from './webhooks/service-options.js';
+export { webhookServiceDefaults } from './webhooks/service-options.js';
+export type { WebhookServiceProblemCode } from './webhooks/service-problems.js';
+export { webhookServiceProblemCodes } from './webhooks/service-problems.js';
 export type { SignInput, WebhookHeaders } from './webhooks/signature.js';
 // signatureDigest stays internal: sign and verify are the API.
 export {
@@ -306,6 +315,8 @@ export type {
 } from './webhooks/subscription.js';
 export type { SubscriptionEvent, SubscriptionIndexStats } from './webhooks/subscription-index.js';
 export { SubscriptionIndex } from './webhooks/subscription-index.js';
+export type { SubscriptionPatchIssue } from './webhooks/subscription-patch.js';
+export { subscriptionPatchErrorCodes } from './webhooks/subscription-patch.js';
 export type {
   ChangeListener,
   DeliveryLogEntry,
@@ -337,3 +348,10 @@ export {
   verifyWebhook,
   webhookVerificationErrorCodes,
 } from './webhooks/verify.js';
+export type {
+  PublishEvent,
+  PublishResult,
+  WebhookService,
+  WebhookServiceStats,
+} from './webhooks/webhook-service.js';
+export { createWebhookService } from './webhooks/webhook-service.js';

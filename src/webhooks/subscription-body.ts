@@ -65,6 +65,42 @@ export function validateBody(body: unknown, settings: BodySettings): Subscriptio
   };
 }
 
+/** `endpointUrl` of a body, checked as on create; `undefined` when it has an issue. @internal */
+export function readEndpointUrlField(
+  fields: Record<string, unknown>,
+  settings: BodySettings,
+  issues: SubscriptionRequestIssue[],
+): string | undefined {
+  return validateEndpointUrl(fields, settings.checkUrl, issues);
+}
+
+/** `events` of a body, checked as on create (required). @internal */
+export function readEventsField(
+  fields: Record<string, unknown>,
+  settings: BodySettings,
+  issues: SubscriptionRequestIssue[],
+): readonly string[] | undefined {
+  return validateList(fields, 'events', settings.maxEvents, true, issues, (value, path) =>
+    eventIssue(value, path, settings.catalog),
+  );
+}
+
+/** `propertyIds` of a body, checked as on create (optional). @internal */
+export function readPropertyIdsField(
+  fields: Record<string, unknown>,
+  settings: BodySettings,
+  issues: SubscriptionRequestIssue[],
+): readonly string[] | undefined {
+  return validateList(
+    fields,
+    'propertyIds',
+    settings.maxPropertyIds,
+    false,
+    issues,
+    (value, path) => propertyIdIssue(value, path, settings.maxPropertyIdLength),
+  );
+}
+
 function unknownField(key: string): SubscriptionRequestIssue {
   return {
     code: 'unknown_field',
@@ -243,13 +279,13 @@ function issue(
   return { code, path, message };
 }
 
-// RFC 6901: "~" is written "~0" and "/" is written "~1".
-function pointer(key: string): string {
+/** RFC 6901: "~" is written "~0" and "/" is written "~1". @internal */
+export function pointer(key: string): string {
   return `/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
 }
 
-// The kind of a value, never the value itself: the message goes back to the client that sent it.
-function kindOf(value: unknown): string {
+/** The kind of a value, never the value itself: the message goes back to its sender. @internal */
+export function kindOf(value: unknown): string {
   if (value === null) return 'null';
   if (isArray(value)) return 'an array';
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
@@ -263,7 +299,8 @@ function unreadableIssue(path: string, expected: string): SubscriptionRequestIss
   return { code: 'wrong_type', path, message: `${expected}; got ${UNREADABLE_VALUE}.` };
 }
 
-function ownKeys(fields: object): string[] | undefined {
+/** The own keys of a parsed body, or `undefined` when listing them throws. @internal */
+export function ownKeys(fields: object): string[] | undefined {
   try {
     return Object.keys(fields);
   } catch {
@@ -271,8 +308,8 @@ function ownKeys(fields: object): string[] | undefined {
   }
 }
 
-// An own field, read once: undefined when absent (or inherited), UNREADABLE when a read throws.
-function ownField(fields: object, name: string): unknown {
+/** An own field, read once: undefined when absent (or inherited), UNREADABLE when a read throws. @internal */
+export function ownField(fields: object, name: string): unknown {
   let own: boolean;
   try {
     own = Object.hasOwn(fields, name);

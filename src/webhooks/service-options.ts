@@ -1,0 +1,207 @@
+/** The options of the webhook service, read once by the one options reader. @module */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
+import { ConfigurationError } from '../errors/index.js';
+import type { CheckingLimiter, Identity } from '../http/rate-limit-gate.js';
+import {
+  aFunction,
+  anything,
+  INVALID,
+  optionsOf,
+  type Rule,
+  readOptions,
+  requiredValue,
+  wholeNumber,
+  withMethods,
+} from '../internal/options.js';
+import { MAX_TIMER_MS } from '../internal/timers.js';
+import type { CursorSecret } from '../pagination/cursor-codec.js';
+import type { Deliverer, DeliveryOptions } from './delivery.js';
+import type { DeliveryQueue } from './delivery-queue.js';
+import type { EndpointUrlOptions } from './endpoint-url.js';
+import type { EventCatalog } from './event-catalog.js';
+import type { SubscriptionRepository } from './subscription-repository.js';
+import { SUBSCRIPTION_RULES } from './subscription-request.js';
+
+/** How the service delivers: the options of `createDeliverer` it does not set itself. */
+export type WebhookServiceDeliveryOptions = Pick<
+  DeliveryOptions,
+  'transport' | 'schedule' | 'timeoutMs' | 'headers' | 'onAttempt' | 'random'
+>;
+
+/** Options of {@link createWebhookService}. */
+export interface WebhookServiceOptions {
+  /** Where subscriptions, secrets and the delivery log are kept. */
+  repository: SubscriptionRepository;
+  /**
+   * Who sends a request, from what your authentication established; `undefined` or `null` is
+   * answered 401. The same shape as the rate limit middleware's `identify`.
+   */
+  identify: (
+    request: Request,
+  ) => Identity | null | undefined | Promise<Identity | null | undefined>;
+  /** Put the whole API behind these limits (`createLimiter`), counted by `identify`. */
+  limiter?: CheckingLimiter;
+  /** Makes the delivery queue from the service's deliverer. @defaultValue a `MemoryDeliveryQueue` */
+  queue?: (deliverer: Deliverer) => DeliveryQueue;
+  /** Transport, retry schedule, timeout, extra headers and `onAttempt` of deliveries. */
+  delivery?: WebhookServiceDeliveryOptions;
+  /** Refuse event patterns the catalog does not know. @defaultValue any well-formed pattern */
+  catalog?: EventCatalog;
+  /** The endpoint URL policy (https only, the SSRF allow-list, the longest URL). */
+  endpointUrl?: EndpointUrlOptions;
+  /** @defaultValue {@link systemClock} */
+  clock?: Clock;
+  /** Makes subscription ids. @defaultValue `crypto.randomUUID` */
+  generateId?: () => string;
+  /** Subscriptions an account may hold; one more is answered 409. @defaultValue 1000 */
+  maxSubscriptionsPerAccount?: number;
+  /** The largest request body, in bytes; a larger one is answered 413. @defaultValue 65536 */
+  maxBodyBytes?: number;
+  /** How long a rotated-out secret keeps signing, in ms. @defaultValue 86400000 (24 h) */
+  secretGracePeriodMs?: number;
+  /** Where the routes are mounted: `''` serves `/v1/subscriptions`. @defaultValue `''` */
+  basePath?: string;
+  /**
+   * Signs the audit log's cursors, at least 32 bytes; give the same key to every instance.
+   * @defaultValue a random key: cursors hold on this instance until it restarts
+   */
+  cursorKey?: CursorSecret;
+  /** Told of every failure the service survived. @defaultValue one line on `console.error` */
+  onError?: (error: unknown) => void;
+  /** Told once at start when secrets are stored unencrypted. @defaultValue `console.warn` */
+  onWarning?: (message: string) => void;
+  /**
+   * How often the index catches up with the repository besides notifications, in ms (a safety
+   * net; the timer does not keep the process alive); 0 turns it off. @defaultValue 30000
+   */
+  pollIntervalMs?: number;
+}
+
+const REPOSITORY_METHODS = [
+  'create',
+  'get',
+  'list',
+  'update',
+  'delete',
+  'rotateSecret',
+  'signingSecrets',
+  'changesSince',
+  'recordAttempt',
+  'attempts',
+];
+
+const BASE_PATH: Rule<string> = {
+  expected: "'' or a path that starts with / and does not end with one, such as /webhooks",
+  read: (value) =>
+    value === '' ||
+    (typeof value === 'string' &&
+      value.length <= 1024 &&
+      /^(\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+$/.test(value))
+      ? value
+      : INVALID,
+};
+
+const DELIVERY = optionsOf(
+  {
+    transport: aFunction<NonNullable<DeliveryOptions['transport']>>('sends a request'),
+    schedule: anything('a RetrySchedule from retrySchedule()') as Rule<
+      NonNullable<DeliveryOptions['schedule']>
+    >,
+    timeoutMs: wholeNumber(1, MAX_TIMER_MS),
+    headers: anything('extra request headers') as Rule<NonNullable<DeliveryOptions['headers']>>,
+    onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),
+    random: aFunction<() => number>('draws a number in [0, 1)'),
+  },
+  '{ transport, timeoutMs: 15000 }',
+);
+
+const SERVICE_RULES = {
+  repository: withMethods<SubscriptionRepository>(
+    REPOSITORY_METHODS,
+    'a SubscriptionRepository such as new MemorySubscriptionRepository()',
+  ),
+  identify: aFunction<WebhookServiceOptions['identify']>(
+    'maps a Request to { clientId, accountCode, accountType? }',
+  ),
+  limiter: withMethods<CheckingLimiter>(['check'], 'a limiter made by createLimiter()'),
+  queue: aFunction<NonNullable<WebhookServiceOptions['queue']>>(
+    'makes a DeliveryQueue from a deliverer',
+  ),
+  delivery: DELIVERY,
+  catalog: SUBSCRIPTION_RULES.catalog,
+  endpointUrl: SUBSCRIPTION_RULES.endpointUrl,
+  clock: withMethods<Clock>(['now'], 'a Clock'),
+  generateId: aFunction<() => string>('returns a new id'),
+  maxSubscriptionsPerAccount: wholeNumber(),
+  maxBodyBytes: wholeNumber(1, 2 ** 30),
+  secretGracePeriodMs: wholeNumber(0),
+  basePath: BASE_PATH,
+  cursorKey: anything('a key of at least 32 bytes') as Rule<CursorSecret>,
+  onError: aFunction<(error: unknown) => void>('takes an error'),
+  onWarning: aFunction<(message: string) => void>('takes a message'),
+  pollIntervalMs: wholeNumber(0, MAX_TIMER_MS),
+};
+
+/** The defaults of {@link WebhookServiceOptions}. */
+export const webhookServiceDefaults = Object.freeze({
+  /** Subscriptions an account may hold. */
+  maxSubscriptionsPerAccount: 1000,
+  /** The largest request body, in bytes (64 KiB). */
+  maxBodyBytes: 64 * 1024,
+  /** How long a rotated-out secret keeps signing (24 h). */
+  secretGracePeriodMs: 24 * 60 * 60 * 1000,
+  /** The routes' prefix. */
+  basePath: '',
+  /** The safety-net catch-up of the index (30 s). */
+  pollIntervalMs: 30_000,
+});
+
+/** The options as the service runs on them. @internal */
+export type ServiceSettings = ReturnType<typeof readServiceOptions>;
+
+/**
+ * Read the options once.
+ * @throws ConfigurationError `invalid_option` for a missing repository or identify, or any bad option
+ * @internal
+ */
+export function readServiceOptions(options: WebhookServiceOptions) {
+  const read = readOptions(options, 'createWebhookService', SERVICE_RULES, {
+    defaults: {
+      ...webhookServiceDefaults,
+      clock: systemClock as Clock,
+      generateId: randomUUID as () => string,
+      onError: reportOnConsole,
+      onWarning: warnOnConsole,
+      delivery: {},
+    },
+    required: true,
+    example: '{ repository, identify: (request) => ({ clientId, accountCode }) }',
+  });
+  const repository = requiredValue(SERVICE_RULES.repository, read.repository, 'repository');
+  const identify = requiredValue(SERVICE_RULES.identify, read.identify, 'identify');
+  if (read.cursorKey !== undefined && !isKey(read.cursorKey)) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'cursorKey must be a string or Uint8Array of at least 32 bytes; leave it out for a random one.',
+    );
+  }
+  return {
+    ...read,
+    repository,
+    identify,
+    cursorKey: read.cursorKey ?? randomBytes(32),
+  };
+}
+
+const isKey = (value: unknown): value is CursorSecret =>
+  typeof value === 'string' || value instanceof Uint8Array;
+
+function reportOnConsole(error: unknown): void {
+  console.error('api-conventions webhook service:', error);
+}
+
+function warnOnConsole(message: string): void {
+  console.warn(message);
+}

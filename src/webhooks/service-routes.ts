@@ -1,0 +1,90 @@
+/**
+ * The routes of the webhook service: a request's method and path to the operation, or the 404 or
+ * 405 that refuses it.
+ * @module
+ */
+import type { ResponseParts } from '../http/problem-details.js';
+import { serviceProblem, subscriptionNotFound } from './service-problems.js';
+
+/** The operations of the API. @internal */
+export type Operation = 'create' | 'list' | 'read' | 'change' | 'delete' | 'rotate' | 'auditLogs';
+
+/** The operation asked for, with its subscription id, or the answer that refuses the request. @internal */
+export type RouteMatch =
+  | { readonly ok: true; readonly operation: Operation; readonly id: string }
+  | { readonly ok: false; readonly response: ResponseParts };
+
+/** Ids longer than this are no id of any subscription: 404 without a look-up. */
+export const MAX_ID_LENGTH = 256;
+
+const COLLECTION: Readonly<Record<string, Operation>> = { POST: 'create', GET: 'list' };
+const ITEM: Readonly<Record<string, Operation>> = {
+  GET: 'read',
+  PATCH: 'change',
+  DELETE: 'delete',
+};
+const ROTATE: Readonly<Record<string, Operation>> = { POST: 'rotate' };
+const AUDIT_LOGS: Readonly<Record<string, Operation>> = { GET: 'auditLogs' };
+
+/**
+ * Match a request.
+ * @param pathname - the path as sent, still percent-encoded (`new URL(request.url).pathname`)
+ * @internal
+ */
+export function matchRoute(method: string, pathname: string, basePath: string): RouteMatch {
+  if (!pathname.startsWith(basePath)) return notFound(pathname);
+  const rest = pathname.slice(basePath.length);
+  if (rest === '/v1/subscriptions') return byMethod(COLLECTION, method, '');
+  if (rest === '/v1/audit-logs') return byMethod(AUDIT_LOGS, method, '');
+  if (!rest.startsWith('/v1/subscriptions/')) return notFound(pathname);
+  const tail = rest.slice('/v1/subscriptions/'.length);
+  const slash = tail.indexOf('/');
+  const encoded = slash === -1 ? tail : tail.slice(0, slash);
+  const after = slash === -1 ? '' : tail.slice(slash);
+  if (encoded === '' || (after !== '' && after !== '/secret/rotate')) return notFound(pathname);
+  const routes = after === '' ? ITEM : ROTATE;
+  const matched = byMethod(routes, method, '');
+  if (!matched.ok) return matched;
+  const id = decodeId(encoded);
+  if (id === undefined) return { ok: false, response: subscriptionNotFound(encoded) };
+  return { ok: true, operation: matched.operation, id };
+}
+
+// An id is one segment: `%2F` in it is part of the id, not a separator.
+function decodeId(encoded: string): string | undefined {
+  if (encoded.length > MAX_ID_LENGTH * 12) return undefined;
+  let id: string;
+  try {
+    id = decodeURIComponent(encoded);
+  } catch {
+    return undefined; // a malformed escape names no id
+  }
+  return id.length > MAX_ID_LENGTH ? undefined : id;
+}
+
+function byMethod(
+  routes: Readonly<Record<string, Operation>>,
+  method: string,
+  id: string,
+): RouteMatch {
+  const operation = Object.hasOwn(routes, method) ? routes[method] : undefined;
+  if (operation !== undefined) return { ok: true, operation, id };
+  const allow = Object.keys(routes).join(', ');
+  return {
+    ok: false,
+    response: serviceProblem(405, 'method_not_allowed', 'Method not allowed', {
+      detail: `This resource answers ${allow}, not ${method.slice(0, 20)}.`,
+      headers: { allow },
+    }),
+  };
+}
+
+function notFound(pathname: string): RouteMatch {
+  const shown = pathname.length > 100 ? `${pathname.slice(0, 100)}…` : pathname;
+  return {
+    ok: false,
+    response: serviceProblem(404, 'route_not_found', 'Not found', {
+      detail: `No resource at ${JSON.stringify(shown)}; the API serves /v1/subscriptions and /v1/audit-logs.`,
+    }),
+  };
+}

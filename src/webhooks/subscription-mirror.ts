@@ -1,0 +1,127 @@
+/**
+ * An instance's {@link SubscriptionIndex} kept in step with the repository: every change applied
+ * once, in revision order, by one catch-up at a time (see docs/webhook-service.md).
+ * @module
+ */
+import type { StoredSubscription, Subscription } from './subscription.js';
+import type { SubscriptionIndex } from './subscription-index.js';
+import type { SubscriptionChange, SubscriptionRepository } from './subscription-repository.js';
+
+/** How many changes one read of `changesSince` asks for. */
+const PAGE = 10_000;
+
+/** Applies the repository's changes to an index; only enabled subscriptions are held. @internal */
+export class SubscriptionMirror {
+  readonly #repository: SubscriptionRepository;
+  readonly #index: SubscriptionIndex;
+  readonly #onError: (error: unknown) => void;
+  #revision = 0;
+  #running: Promise<void> | undefined;
+  #next: Promise<void> | undefined;
+  #stopWatching: (() => Promise<void>) | undefined;
+  #closed = false;
+
+  constructor(
+    repository: SubscriptionRepository,
+    index: SubscriptionIndex,
+    onError: (error: unknown) => void,
+  ) {
+    this.#repository = repository;
+    this.#index = index;
+    this.#onError = onError;
+  }
+
+  /** The revision of the last change applied. */
+  get revision(): number {
+    return this.#revision;
+  }
+
+  /** Load every change so far, then listen for more (a repository without `watch` is polled). */
+  async start(): Promise<void> {
+    await this.catchUp();
+    if (this.#repository.watch === undefined || this.#closed) return;
+    this.#stopWatching = await this.#repository.watch({
+      onChange: (revision) => this.signal(revision),
+      onReconnect: () => this.signal(),
+    });
+    if (this.#closed) await this.#stop();
+  }
+
+  /**
+   * A change may be waiting: catch up unless `revision` is applied already. Never throws; a
+   * failure is reported and retried on the next signal.
+   */
+  signal(revision?: number): void {
+    if (this.#closed || (revision !== undefined && revision <= this.#revision)) return;
+    this.catchUp().catch(this.#onError);
+  }
+
+  /**
+   * Apply every change after the last revision applied. One pass runs at a time: a call during a
+   * pass waits for one more pass after it (which may have read before the caller's change), and
+   * calls during that wait share it.
+   */
+  catchUp(): Promise<void> {
+    if (this.#running === undefined) {
+      this.#running = this.#pass().finally(() => {
+        this.#running = undefined;
+      });
+      return this.#running;
+    }
+    this.#next ??= this.#running
+      .then(undefined, () => undefined)
+      .then(() => {
+        this.#next = undefined;
+        return this.catchUp();
+      });
+    return this.#next;
+  }
+
+  /** Stop listening; changes are no longer applied. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#stop();
+  }
+
+  async #stop(): Promise<void> {
+    const stop = this.#stopWatching;
+    this.#stopWatching = undefined;
+    await stop?.();
+  }
+
+  async #pass(): Promise<void> {
+    for (;;) {
+      const changes = await this.#repository.changesSince(this.#revision, PAGE);
+      for (const change of changes) {
+        // Out of order or repeated: applied already, or newer ones were.
+        if (change.revision <= this.#revision) continue;
+        this.#apply(change);
+        this.#revision = change.revision;
+      }
+      if (changes.length < PAGE) return;
+    }
+  }
+
+  #apply(change: SubscriptionChange): void {
+    const stored = change.subscription;
+    if (stored === undefined || stored.status !== 'enabled') {
+      this.#index.remove(change.id);
+      return;
+    }
+    try {
+      this.#index.replace(indexed(stored));
+    } catch (error) {
+      // A row the index refuses (edited by hand) must not stop every later change.
+      this.#index.remove(change.id);
+      this.#onError(error);
+    }
+  }
+}
+
+/** What the index holds of a stored subscription. */
+function indexed(stored: StoredSubscription): Subscription {
+  const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = stored;
+  return propertyIds === undefined
+    ? { id, accountCode, endpointUrl, events, createdAt }
+    : { id, accountCode, endpointUrl, events, propertyIds, createdAt };
+}

@@ -1,0 +1,364 @@
+/**
+ * The webhook subscription service as a web-standard fetch handler: the subscription API on a
+ * repository, an index kept in step with it, and publishing through a delivery queue (see
+ * docs/webhook-service.md).
+ * @module
+ */
+import { ConfigurationError } from '../errors/index.js';
+import type { ResponseParts } from '../http/problem-details.js';
+import { createRateLimitGate, type RateLimitGate } from '../http/rate-limit-gate.js';
+import { createCursorCodec } from '../pagination/cursor-codec.js';
+import { cursorValidator } from '../pagination/cursor-validator.js';
+import { pageNumberValidator } from '../pagination/page-number-validator.js';
+import { pageSizePresets } from '../pagination/page-size-presets.js';
+import { deliveryJob } from './delivery.js';
+import type { DeliveryQueue } from './delivery-queue.js';
+import { endpointUrlPolicy } from './endpoint-url.js';
+import { MemoryDeliveryQueue } from './memory-queue.js';
+import { createWebhookMessage } from './payload.js';
+import { serviceDeliverer } from './service-deliverer.js';
+import {
+  type AuditCursor,
+  type OperationRequest,
+  operations,
+  type ServiceContext,
+} from './service-handlers.js';
+import {
+  readServiceOptions,
+  type ServiceSettings,
+  type WebhookServiceOptions,
+} from './service-options.js';
+import { internalError, serviceProblem } from './service-problems.js';
+import { matchRoute } from './service-routes.js';
+import { SubscriptionIndex, type SubscriptionIndexStats } from './subscription-index.js';
+import { SubscriptionMirror } from './subscription-mirror.js';
+import { subscriptionRequestDefaults } from './subscription-request.js';
+
+/** An event to publish. */
+export interface PublishEvent {
+  /** The account it belongs to. */
+  readonly accountCode: string;
+  /** Its kind, `<topic>/<event>`. */
+  readonly kind: string;
+  /** The property it concerns; absent for an account-level event. */
+  readonly propertyId?: string | undefined;
+  /** What happened; any JSON value. */
+  readonly data?: unknown;
+}
+
+/** What {@link WebhookService.publish} did. */
+export interface PublishResult {
+  /** The message id (`webhook-id`). */
+  readonly id: string;
+  /** The subscriptions a delivery was queued for. */
+  readonly deliveries: readonly string[];
+}
+
+/** What the service's index holds, and the repository revision it has applied. */
+export interface WebhookServiceStats extends SubscriptionIndexStats {
+  /** The revision of the last change applied to the index. */
+  revision: number;
+}
+
+/** The webhook subscription service. */
+export interface WebhookService {
+  /**
+   * Answer one API request. Never rejects: a failure is answered 500 with problem details and
+   * told to `onError`. Before {@link WebhookService.start} it starts the service first.
+   */
+  fetch(request: Request): Promise<Response>;
+  /**
+   * Queue one delivery of an event to each enabled subscription that matches it.
+   * @throws ConfigurationError `invalid_option` for an event that is no object, has no account
+   *   code, a malformed kind or property id, or data JSON cannot hold
+   * @throws DeliveryQueueError when the queue does not accept a delivery (closed, full)
+   */
+  publish(event: PublishEvent): Promise<PublishResult>;
+  /**
+   * Load the index from the repository and listen for changes; warns once when secrets are stored
+   * unencrypted. Idempotent; a failed start may be tried again.
+   */
+  start(): Promise<void>;
+  /** Stop listening and close the queue; the repository stays open (it is the caller's). */
+  close(): Promise<void>;
+  /** What the index holds, for tests and metrics. */
+  stats(): WebhookServiceStats;
+}
+
+/**
+ * Make the webhook service.
+ * @throws ConfigurationError `invalid_option` for a missing repository or identify, or a bad option
+ * @example
+ * ```ts
+ * const service = createWebhookService({
+ *   repository: new MemorySubscriptionRepository(),
+ *   identify: (request) => {
+ *     const account = request.headers.get('x-account');
+ *     return account === null ? undefined : { clientId: 'app', accountCode: account };
+ *   },
+ * });
+ * await service.start();
+ * const response = await service.fetch(new Request('http://localhost/v1/subscriptions'));
+ * ```
+ */
+export function createWebhookService(options: WebhookServiceOptions): WebhookService {
+  return new Service(readServiceOptions(options));
+}
+
+/** What the gate hands to `identify`: the request, and what `identify` answered for it. */
+interface GateRequest {
+  readonly request: Request;
+  identity?: unknown;
+}
+
+class Service implements WebhookService {
+  readonly #settings: ServiceSettings;
+  readonly #index = new SubscriptionIndex();
+  readonly #mirror: SubscriptionMirror;
+  readonly #queue: DeliveryQueue;
+  readonly #context: ServiceContext;
+  readonly #gate: RateLimitGate<GateRequest> | undefined;
+  #starting: Promise<void> | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #warned = false;
+  #closed = false;
+
+  constructor(settings: ServiceSettings) {
+    this.#settings = settings;
+    const { repository, clock, onError } = settings;
+    this.#mirror = new SubscriptionMirror(repository, this.#index, onError);
+    const settle = () => this.#mirror.catchUp().catch(onError);
+    const deliverer = serviceDeliverer({
+      repository,
+      index: this.#index,
+      clock,
+      delivery: settings.delivery,
+      onError,
+      afterWrite: settle,
+    });
+    this.#queue =
+      settings.queue === undefined
+        ? new MemoryDeliveryQueue({ deliverer, clock })
+        : settings.queue(deliverer);
+    const codec = createCursorCodec<AuditCursor>({ signingKey: settings.cursorKey, clock });
+    const { endpointUrl, catalog, generateId, basePath } = settings;
+    this.#context = {
+      repository,
+      clock,
+      body: {
+        ...subscriptionRequestDefaults,
+        checkUrl: endpointUrlPolicy(endpointUrl),
+        catalog,
+      },
+      create: {
+        ...(endpointUrl === undefined ? {} : { endpointUrl }),
+        ...(catalog === undefined ? {} : { catalog }),
+        clock,
+        generateId,
+        collectionPath: `${basePath}/v1/subscriptions`,
+      },
+      maxPerAccount: settings.maxSubscriptionsPerAccount,
+      maxBodyBytes: settings.maxBodyBytes,
+      graceMs: settings.secretGracePeriodMs,
+      collectionPath: `${basePath}/v1/subscriptions`,
+      // Offsets stay exact integers: the last page number times the largest size is safe.
+      pages: pageNumberValidator({ maxPageNumber: Math.floor(Number.MAX_SAFE_INTEGER / 200) }),
+      cursors: cursorValidator({ codec, sizes: pageSizePresets.analyticalData }),
+      codec,
+      settle,
+    };
+    const { limiter, identify } = settings;
+    this.#gate =
+      limiter === undefined
+        ? undefined
+        : createRateLimitGate<GateRequest>({
+            limiter,
+            identify: (gated) => {
+              const identity = identify(gated.request);
+              gated.identity = identity;
+              return identity;
+            },
+            anonymous: 'refuse',
+            onError: (event) => onError(event.error),
+          });
+  }
+
+  start(): Promise<void> {
+    if (this.#closed) return Promise.reject(closedError());
+    this.#starting ??= this.#begin().catch((error: unknown) => {
+      this.#starting = undefined;
+      throw error;
+    });
+    return this.#starting;
+  }
+
+  async #begin(): Promise<void> {
+    const { repository, onWarning, pollIntervalMs } = this.#settings;
+    if (repository.secretsAtRest === 'plain' && !this.#warned) {
+      this.#warned = true;
+      try {
+        onWarning(
+          'api-conventions webhook service: signing secrets are stored unencrypted in the repository. Give the repository an encryption key (32 bytes, from configuration) to store them with AES-256-GCM.',
+        );
+      } catch (error) {
+        this.#settings.onError(error);
+      }
+    }
+    await this.#mirror.start();
+    if (pollIntervalMs > 0 && !this.#closed && this.#timer === undefined) {
+      this.#timer = setInterval(() => this.#mirror.signal(), pollIntervalMs);
+      this.#timer.unref?.();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#mirror.close();
+    await this.#queue.close();
+  }
+
+  stats(): WebhookServiceStats {
+    return { ...this.#index.stats(), revision: this.#mirror.revision };
+  }
+
+  async publish(event: PublishEvent): Promise<PublishResult> {
+    const { accountCode, kind, propertyId, data } = readEvent(event);
+    await this.start();
+    const message = createWebhookMessage(
+      { accountCode, kind, ...(propertyId === undefined ? {} : { propertyId }), data },
+      { clock: this.#settings.clock },
+    );
+    const matches = this.#index.match({ accountCode, kind, propertyId });
+    for (const subscription of matches)
+      await this.#queue.enqueue(deliveryJob(message, subscription));
+    return { id: message.id, deliveries: matches.map((s) => s.id) };
+  }
+
+  async fetch(request: Request): Promise<Response> {
+    let parts: ResponseParts;
+    try {
+      parts = await this.#answer(request);
+    } catch (error) {
+      this.#settings.onError(error);
+      parts = internalError();
+    }
+    return new Response(parts.body === '' ? null : parts.body, {
+      status: parts.status,
+      headers: parts.headers,
+    });
+  }
+
+  async #answer(request: Request): Promise<ResponseParts> {
+    const unready = await this.#ready();
+    if (unready !== undefined) return unready;
+    const url = new URL(request.url);
+    const gate = this.#gate;
+    if (gate === undefined) return this.#identified(request, url, await this.#identify(request));
+    const gated: GateRequest = { request };
+    const verdict = await gate.check(gated, request.method, url.pathname, (g) =>
+      g.request.headers.get(gate.trackingIdHeader),
+    );
+    if (verdict.response !== undefined) return verdict.response;
+    try {
+      const parts = await this.#identified(request, url, await gated.identity);
+      return { ...parts, headers: { ...parts.headers, ...verdict.headers } };
+    } finally {
+      verdict.release();
+    }
+  }
+
+  /** Started, or the 503 that says why not. */
+  async #ready(): Promise<ResponseParts | undefined> {
+    if (this.#closed) return unavailable('The service is shutting down; try another instance.');
+    try {
+      await this.start();
+      return undefined;
+    } catch (error) {
+      this.#settings.onError(error);
+      return unavailable('The service could not load its subscriptions; try again shortly.');
+    }
+  }
+
+  /** The identity of a request outside the gate; a throwing identify is a failure to attribute. */
+  async #identify(request: Request): Promise<unknown> {
+    try {
+      return await this.#settings.identify(request);
+    } catch (error) {
+      this.#settings.onError(error);
+      return NOT_ATTRIBUTED;
+    }
+  }
+
+  async #identified(request: Request, url: URL, identity: unknown): Promise<ResponseParts> {
+    if (identity === NOT_ATTRIBUTED) {
+      return serviceProblem(500, 'request_not_attributed', 'The request could not be attributed', {
+        detail: 'The service failed to tell who sent this request, so it was not processed.',
+      });
+    }
+    const accountCode = accountOf(identity);
+    if (accountCode === undefined) {
+      return serviceProblem(401, 'unauthenticated', 'Authentication required', {
+        detail: 'This service serves identified clients only; send your credentials.',
+      });
+    }
+    const route = matchRoute(request.method, url.pathname, this.#settings.basePath);
+    if (!route.ok) return route.response;
+    const input: OperationRequest = { request, url, accountCode, id: route.id };
+    return operations[route.operation](this.#context, input);
+  }
+}
+
+const NOT_ATTRIBUTED = Symbol('not attributed');
+
+/** The account code of an identity, or `undefined` when it names none. */
+function accountOf(identity: unknown): string | undefined {
+  if (typeof identity !== 'object' || identity === null) return undefined;
+  const { accountCode } = identity as { accountCode?: unknown };
+  return typeof accountCode === 'string' && accountCode !== '' ? accountCode : undefined;
+}
+
+function unavailable(detail: string): ResponseParts {
+  return serviceProblem(503, 'service_unavailable', 'Service unavailable', {
+    detail,
+    headers: { 'retry-after': '1' },
+  });
+}
+
+function closedError(): ConfigurationError {
+  return new ConfigurationError(
+    'invalid_option',
+    'The webhook service is closed; make a new one with createWebhookService().',
+  );
+}
+
+/** An event read once, each field checked. */
+function readEvent(event: PublishEvent): PublishEvent {
+  let read: PublishEvent;
+  try {
+    const { accountCode, kind, propertyId, data } = event;
+    read = { accountCode, kind, propertyId, data };
+  } catch (cause) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'publish() needs an event { accountCode, kind, propertyId?, data? } of plain data.',
+      { cause },
+    );
+  }
+  if (typeof read.accountCode !== 'string' || read.accountCode === '') {
+    throw new ConfigurationError(
+      'invalid_option',
+      'The event accountCode must be the non-empty code of the account the event belongs to.',
+    );
+  }
+  const { propertyId } = read;
+  if (propertyId !== undefined && (typeof propertyId !== 'string' || propertyId === '')) {
+    throw new ConfigurationError(
+      'invalid_option',
+      'The event propertyId must be a non-empty string, or left out for an account-level event.',
+    );
+  }
+  return read;
+}

@@ -1,0 +1,152 @@
+/** A webhook service on a memory repository, a fake clock and a recording transport, and calls to it. */
+import {
+  createWebhookService,
+  FakeClock,
+  MemorySubscriptionRepository,
+  type SubscriptionRepository,
+  type TransportRequest,
+  type TransportResponse,
+  type WebhookService,
+  type WebhookServiceOptions,
+} from '../../src/index.js';
+
+export const START = 1_700_000_000_000;
+
+export interface ServiceSetup {
+  readonly service: WebhookService;
+  readonly repository: SubscriptionRepository;
+  readonly clock: FakeClock;
+  /** Every request the transport was handed. */
+  readonly sent: TransportRequest[];
+  /** Failures told to onError. */
+  readonly errors: unknown[];
+  /** What the transport answers next (200 unless changed). */
+  answer: TransportResponse;
+}
+
+/** Identify a request by its `x-account` header (no header: not identified). */
+export const byAccountHeader = (request: Request) => {
+  const account = request.headers.get('x-account');
+  return account === null ? undefined : { clientId: 'app', accountCode: account };
+};
+
+export function serviceSetup(
+  options: Partial<WebhookServiceOptions> & {
+    repository?: SubscriptionRepository;
+    clock?: FakeClock;
+  } = {},
+): ServiceSetup {
+  const clock = options.clock ?? new FakeClock(START);
+  const repository = options.repository ?? new MemorySubscriptionRepository();
+  const sent: TransportRequest[] = [];
+  const errors: unknown[] = [];
+  const setup: ServiceSetup = {
+    service: undefined as unknown as WebhookService,
+    repository,
+    clock,
+    sent,
+    errors,
+    answer: { status: 200, headers: {} },
+  };
+  const service = createWebhookService({
+    identify: byAccountHeader,
+    pollIntervalMs: 0,
+    onError: (error) => errors.push(error),
+    ...options,
+    repository,
+    clock,
+    delivery: {
+      transport: async (request) => {
+        sent.push(request);
+        return setup.answer;
+      },
+      ...options.delivery,
+    },
+  });
+  (setup as { service: WebhookService }).service = service;
+  return setup;
+}
+
+export interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: a parsed JSON body, read by the tests
+  readonly body: any;
+}
+
+/** One request through `service.fetch`, its body read and parsed when it is JSON. */
+export async function call(
+  service: WebhookService,
+  method: string,
+  path: string,
+  init: {
+    account?: string | null;
+    body?: unknown;
+    raw?: RequestInit['body'];
+    headers?: Record<string, string>;
+  } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.account !== null) headers['x-account'] = init.account ?? 'ACME';
+  let body: RequestInit['body'] | undefined = init.raw;
+  if (init.body !== undefined) {
+    body = JSON.stringify(init.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const request = new Request(`http://api.test${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body, duplex: 'half' }),
+  } as RequestInit);
+  const response = await service.fetch(request);
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, body: parsed };
+}
+
+/** Wait for a condition, polling between turns of the event loop, with a deadline. */
+export async function until(condition: () => boolean, what = 'the condition'): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
+/** A valid create body. */
+export const subscriptionBody = (over: Record<string, unknown> = {}) => ({
+  endpointUrl: 'https://hooks.example.com/in',
+  events: ['reservation/*'],
+  ...over,
+});
+
+/** A repository that delegates to `inner`, with some operations replaced. */
+export function repositoryWith(
+  inner: SubscriptionRepository,
+  overrides: Partial<Record<keyof SubscriptionRepository, unknown>>,
+): SubscriptionRepository {
+  const delegate: Record<string, unknown> = {};
+  for (const name of [
+    'create',
+    'get',
+    'list',
+    'update',
+    'delete',
+    'rotateSecret',
+    'signingSecrets',
+    'changesSince',
+    'watch',
+    'recordAttempt',
+    'attempts',
+  ] as const) {
+    const method = inner[name] as ((...args: unknown[]) => unknown) | undefined;
+    if (method !== undefined) delegate[name] = method.bind(inner);
+  }
+  return { ...delegate, ...overrides } as unknown as SubscriptionRepository;
+}
