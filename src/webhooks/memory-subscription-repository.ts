@@ -65,7 +65,8 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     accountCode: string,
     page: { readonly offset: number; readonly limit: number },
   ): Promise<SubscriptionPage> {
-    const held = [...(this.#accounts.get(accountCode)?.values() ?? [])].sort(creationOrder);
+    // A Map keeps insertion order, and an update keeps a subscription's place: creation order.
+    const held = [...(this.#accounts.get(accountCode)?.values() ?? [])];
     return { items: held.slice(page.offset, page.offset + page.limit), totalItems: held.length };
   }
 
@@ -205,14 +206,3 @@ function copy(subscription: Subscription): Subscription {
     createdAt,
   };
 }
-
-const creationOrder = (a: StoredSubscription, b: StoredSubscription): number =>
-  a.createdAt < b.createdAt
-    ? -1
-    : a.createdAt > b.createdAt
-      ? 1
-      : a.id < b.id
-        ? -1
-        : a.id > b.id
-          ? 1
-          : 0;

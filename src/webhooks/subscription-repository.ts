@@ -23,7 +23,7 @@ export interface SubscriptionChanges {
   readonly status?: SubscriptionStatus;
 }
 
-/** One page of an account's subscriptions, in creation order. */
+/** One page of an account's subscriptions, in the order they were created. */
 export interface SubscriptionPage {
   /** The subscriptions of the page. */
   readonly items: readonly StoredSubscription[];
@@ -83,7 +83,10 @@ export interface SubscriptionRepository {
   ): Promise<StoredSubscription | undefined>;
   /** The account's subscription with this id, or `undefined` (also for another account's id). */
   get(accountCode: string, id: string): Promise<StoredSubscription | undefined>;
-  /** A page of the account's subscriptions in creation order (ties by id). */
+  /**
+   * A page of the account's subscriptions in the order they were created: the order in which
+   * `create` stored them, whatever their `createdAt` says (clocks of instances may differ).
+   */
   list(
     accountCode: string,
     page: { readonly offset: number; readonly limit: number },

@@ -113,8 +113,9 @@ export function subscriptionRepositoryContract(name: string, open: OpenRepositor
     });
 
     describe('list', () => {
-      test('gives creation order, ties by id, and only the account’s own', async (repository) => {
-        // Created in this order: a late one first, then three at one time in descending id order.
+      test('gives the order of creation, whatever createdAt says, and only the account’s own', async (repository) => {
+        // Created in this order: one stamped late first, three at one time in descending id order,
+        // then one stamped early (an instance whose clock is behind).
         const ids = [randomUUID(), randomUUID(), randomUUID()].sort().reverse();
         const late = await created(repository, aSubscription({ createdAt: iso(T0 + 1_000) }));
         const tied = [];
@@ -122,7 +123,7 @@ export function subscriptionRepositoryContract(name: string, open: OpenRepositor
         const early = await created(repository, aSubscription({ createdAt: iso(T0 - 1_000) }));
         await created(repository, aSubscription({ accountCode: 'globex' }));
         const page = await repository.list('acme', { offset: 0, limit: 10 });
-        expect(page.items).toEqual([early, ...tied.reverse(), late]);
+        expect(page.items).toEqual([late, ...tied, early]);
         expect(page.totalItems).toBe(5);
       });
 

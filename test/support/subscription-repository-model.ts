@@ -43,12 +43,6 @@ interface Account {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-/** Creation order: the time of creation, ties by id. */
-function creationOrder(a: Unstamped, b: Unstamped): number {
-  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? -1 : 1;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-}
-
 /** The copy of a subscription the repository must keep: later changes to the input do not reach it. */
 function kept(subscription: Subscription): Subscription {
   const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = subscription;
@@ -136,14 +130,14 @@ export class SubscriptionRepositoryModel {
     return held === undefined ? undefined : { ...held.current, revision: held.revision };
   }
 
-  /** A page of the account's subscriptions in creation order, ties by id, and how many it holds. */
+  /** A page of the account's subscriptions in the order they were created, and how many it holds. */
   list(
     accountCode: string,
     page: { readonly offset: number; readonly limit: number },
   ): { items: StoredSubscription[]; totalItems: number } {
-    const all = [...(this.#accounts.get(accountCode)?.subscriptions.values() ?? [])]
-      .sort((a, b) => creationOrder(a.current, b.current))
-      .map((held) => ({ ...held.current, revision: held.revision }));
+    const all = [...(this.#accounts.get(accountCode)?.subscriptions.values() ?? [])].map(
+      (held) => ({ ...held.current, revision: held.revision }),
+    );
     return { items: all.slice(page.offset, page.offset + page.limit), totalItems: all.length };
   }
 
