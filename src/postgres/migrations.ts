@@ -110,7 +110,7 @@ export const MIGRATIONS: readonly Migration[] = [
 /** The key of the advisory lock that migrations of `schema` take. */
 const LOCK_NAME = 'api-conventions migrations ';
 
-/** What {@link migrate} did. */
+/** What migrating the schema did, as `repository.migration` tells it. */
 export interface MigrationReport {
   /** The versions this call applied (none when another instance had). */
   readonly applied: readonly number[];

@@ -73,7 +73,8 @@ export interface SubscriptionRepository {
   /**
    * Store a new subscription with its first signing secret, unless the account holds
    * `maxPerAccount` already.
-   * @param at - the time of the change, in ms (its `updatedAt`)
+   * @param options - `at`: the time of the change, in ms (its `updatedAt`); `maxPerAccount`: the
+   *   most subscriptions the account may hold
    * @returns the stored subscription, or `undefined` when the account holds `maxPerAccount` already
    */
   create(

@@ -8,6 +8,7 @@ import pg from 'pg';
 import {
   type PostgresRepositoryOptions,
   PostgresSubscriptionRepository,
+  type SqlDatabase,
 } from '../../src/postgres/index.js';
 import type { Subscription } from '../../src/webhooks/subscription.js';
 import { PostgresServer } from '../support/postgres-server.js';
@@ -35,8 +36,9 @@ export class TestDatabases {
     await this.server?.stop();
   }
 
-  database(name: DatabaseName): pg.Pool | PGlite {
-    const database = name === 'pg' ? this.pool : this.lite;
+  /** The database as the repository takes it: both kinds satisfy SqlDatabase as they are. */
+  database(name: DatabaseName): SqlDatabase {
+    const database: SqlDatabase | undefined = name === 'pg' ? this.pool : this.lite;
     if (database === undefined) throw new Error('databases not started');
     return database;
   }

@@ -79,7 +79,10 @@ describe('aesGcmSecretCipher', () => {
     refused(undefined, /options must be an object/);
     refused({}, /keys must be an array of at least 1/);
     refused({ keys: [] }, /keys must be an array of at least 1/);
-    refused({ keys: [{ id: 'k', key: randomBytes(16) }] }, /keys\[0\]\.key must be 32 bytes.*got 16 bytes/);
+    refused(
+      { keys: [{ id: 'k', key: randomBytes(16) }] },
+      /keys\[0\]\.key must be 32 bytes.*got 16 bytes/,
+    );
     refused({ keys: [{ id: 'k', key: 'not base64!' }] }, /keys\[0\]\.key .*not base64/);
     refused({ keys: [{ id: 'a b', key: key1 }] }, /keys\[0\]\.id must be a key id/);
     refused({ keys: [{ key: key1 }] }, /keys\[0\]\.id must be a key id/);
