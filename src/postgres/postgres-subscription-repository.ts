@@ -34,6 +34,7 @@ import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js'
 import {
   type AttemptRow,
   attemptParams,
+  fromTuple,
   type SubscriptionRow,
   toChange,
   toLogEntry,
@@ -309,8 +310,12 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     }
     // Revisions are whole: above 4.5 is from 5 on, as above 4.
     const after = Math.max(-1, Math.min(Math.floor(revision), 2 ** 62));
-    const rows = await this.#rows<SubscriptionRow>(this.#sql.changesSince, [after, count(limit)]);
-    return rows.map(toChange);
+    const [row] = await this.#rows<{ changes: string }>(this.#sql.changesSince, [
+      after,
+      count(limit),
+    ]);
+    const tuples = JSON.parse(row?.changes ?? '[]') as unknown[][];
+    return tuples.map((tuple) => toChange(fromTuple(tuple)));
   }
 
   async watch(listener: ChangeListener): Promise<() => Promise<void>> {

@@ -49,6 +49,24 @@ export function toSubscription(row: SubscriptionRow): StoredSubscription {
   });
 }
 
+/** A row from its JSON tuple, the columns in the order the statements select them. */
+export function fromTuple(tuple: readonly unknown[]): SubscriptionRow {
+  const [account_code, id, endpoint_url, events, property_ids, status, created_at] = tuple;
+  const [updated_at, revision, deleted_at] = tuple.slice(7);
+  return {
+    account_code,
+    id,
+    endpoint_url,
+    events,
+    property_ids,
+    status,
+    created_at,
+    updated_at,
+    revision,
+    deleted_at,
+  } as SubscriptionRow;
+}
+
 /** The change a row tells: the subscription, or for a tombstone its id and account alone. */
 export function toChange(row: SubscriptionRow): SubscriptionChange {
   const revision = Number(row.revision);
