@@ -13,6 +13,7 @@ export default defineConfig({
     'adapters/koa': 'src/adapters/koa.ts',
     'redis/index': 'src/redis/index.ts',
     'queue-redis/index': 'src/queue-redis/index.ts',
+    'postgres/index': 'src/postgres/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

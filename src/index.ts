@@ -31,6 +31,8 @@ export {
   isConfigurationError,
   isInvalidRequestError,
 } from './errors/index.js';
+export type { SecretCipherErrorCode } from './errors/secret-cipher-error.js';
+export { SecretCipherError, secretCipherErrorCodes } from './errors/secret-cipher-error.js';
 export { formatHttpDate } from './http/http-date.js';
 export type { ProblemDetails, ProblemInit, ResponseParts } from './http/problem-details.js';
 // HTTP
@@ -282,6 +284,12 @@ export type {
   RetryScheduleOptions,
 } from './webhooks/retry-schedule.js';
 export { backoffDelay, nextAttempt, retrySchedule } from './webhooks/retry-schedule.js';
+export type {
+  AesGcmSecretCipherOptions,
+  SecretCipher,
+  SecretKey,
+} from './webhooks/secret-cipher.js';
+export { aesGcmSecretCipher } from './webhooks/secret-cipher.js';
 // request-body.ts, service-deliverer.ts, service-handlers.ts, service-routes.ts and
 // subscription-mirror.ts are the service's internals: createWebhookService is the API.
 export type {

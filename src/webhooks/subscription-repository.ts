@@ -73,7 +73,8 @@ export interface SubscriptionRepository {
   /**
    * Store a new subscription with its first signing secret, unless the account holds
    * `maxPerAccount` already.
-   * @param options - `at`: the time of the change, in ms (its `updatedAt`); `maxPerAccount`: the most the account may hold
+   * @param options - `at`: the time of the change, in ms (its `updatedAt`); `maxPerAccount`: the
+   *   most subscriptions the account may hold
    * @returns the stored subscription, or `undefined` when the account holds `maxPerAccount` already
    */
   create(

@@ -1,0 +1,28 @@
+/**
+ * The subscription repository on PostgreSQL:
+ * `import { PostgresSubscriptionRepository } from 'api-conventions/postgres'`. `pg` and
+ * `@electric-sql/pglite` are optional peer dependencies: the caller passes a Pool or a PGlite
+ * instance, and the package never imports either.
+ * @module
+ */
+
+export type { SecretCipherErrorCode } from '../errors/secret-cipher-error.js';
+export { SecretCipherError, secretCipherErrorCodes } from '../errors/secret-cipher-error.js';
+export type {
+  AesGcmSecretCipherOptions,
+  SecretCipher,
+  SecretKey,
+} from '../webhooks/secret-cipher.js';
+export { aesGcmSecretCipher } from '../webhooks/secret-cipher.js';
+export type { Migration, MigrationReport } from './migrations.js';
+export { MIGRATIONS } from './migrations.js';
+export type { PostgresRepositoryOptions } from './postgres-subscription-repository.js';
+export { PostgresSubscriptionRepository } from './postgres-subscription-repository.js';
+export type {
+  SqlClient,
+  SqlDatabase,
+  SqlEmbedded,
+  SqlNotification,
+  SqlPool,
+  SqlResult,
+} from './sql-database.js';

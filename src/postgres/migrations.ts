@@ -1,0 +1,168 @@
+/**
+ * The repository's schema, created and changed by numbered migrations: each in a transaction of
+ * its own, under an advisory lock so that instances starting together do not race, and recorded
+ * in the `migrations` table of the schema (see docs/postgres.md). @module
+ */
+import { type DatabaseKind, inTransaction, type SqlDatabase } from './sql-database.js';
+
+/** One step of the schema: its number, a name for the record, and its statements in order. */
+export interface Migration {
+  /** Its number: 1, 2, 3, … applied in order, each once. */
+  readonly version: number;
+  /** What it does, recorded beside its number. */
+  readonly name: string;
+  /** Its statements, one statement each (the same SQL on PostgreSQL and PGlite). */
+  readonly statements: (schema: string) => readonly string[];
+}
+
+/**
+ * The migrations, in order. Times of the subscription model (`created_at`, `updated_at`,
+ * `deleted_at`) are kept as the ISO 8601 text the model holds, so that they read back exactly and
+ * sort as the memory repository sorts them; times the code compares (`*_ms`) are milliseconds.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'subscriptions, signing secrets, delivery log, messages and deliveries',
+    statements: (s) => [
+      // One row: every change takes its revision from it, so changes commit in revision order.
+      `CREATE TABLE ${s}.revision (
+        singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+        value bigint NOT NULL)`,
+      `INSERT INTO ${s}.revision (singleton, value) VALUES (true, 0)`,
+      // How many live subscriptions an account holds: the row a create locks to refuse the one
+      // beyond maxPerAccount.
+      `CREATE TABLE ${s}.accounts (
+        account_code text PRIMARY KEY,
+        live_subscriptions integer NOT NULL CHECK (live_subscriptions >= 0))`,
+      `CREATE TABLE ${s}.subscriptions (
+        account_code text NOT NULL,
+        id text NOT NULL,
+        endpoint_url text NOT NULL,
+        events text[] NOT NULL,
+        property_ids text[],
+        status text NOT NULL CHECK (status IN ('enabled', 'disabled')),
+        created_at text COLLATE "C" NOT NULL,
+        updated_at text NOT NULL,
+        revision bigint NOT NULL,
+        deleted_at text,
+        PRIMARY KEY (account_code, id))`,
+      `COMMENT ON COLUMN ${s}.subscriptions.property_ids IS 'NULL: every current and future property'`,
+      `COMMENT ON COLUMN ${s}.subscriptions.deleted_at IS 'set on delete: the row stays as a tombstone so that changesSince tells the delete'`,
+      `CREATE UNIQUE INDEX subscriptions_revision ON ${s}.subscriptions (revision)`,
+      `CREATE INDEX subscriptions_creation_order ON ${s}.subscriptions
+        (account_code, created_at, id COLLATE "C") WHERE deleted_at IS NULL`,
+      // Insert-only: a secret signs until a newer one's retire_older_ms (the earliest of them).
+      `CREATE TABLE ${s}.signing_secrets (
+        sequence bigserial PRIMARY KEY,
+        account_code text NOT NULL,
+        subscription_id text NOT NULL,
+        secret text NOT NULL,
+        key_id text,
+        created_ms double precision NOT NULL,
+        retire_older_ms double precision,
+        FOREIGN KEY (account_code, subscription_id)
+          REFERENCES ${s}.subscriptions (account_code, id) ON DELETE CASCADE)`,
+      `COMMENT ON COLUMN ${s}.signing_secrets.key_id IS 'the key that encrypted secret; NULL: stored plain'`,
+      `COMMENT ON COLUMN ${s}.signing_secrets.retire_older_ms IS 'older secrets of the subscription stop signing at this time (ms)'`,
+      `CREATE INDEX signing_secrets_subscription ON ${s}.signing_secrets
+        (account_code, subscription_id, sequence)`,
+      `CREATE TABLE ${s}.delivery_log (
+        sequence bigserial PRIMARY KEY,
+        account_code text NOT NULL,
+        message_id text NOT NULL,
+        subscription_id text NOT NULL,
+        endpoint_url text NOT NULL,
+        attempt integer NOT NULL,
+        at_ms double precision NOT NULL,
+        status integer,
+        error_code text,
+        error_message text,
+        outcome text NOT NULL,
+        next_attempt_ms double precision,
+        reason text)`,
+      `CREATE INDEX delivery_log_account ON ${s}.delivery_log (account_code, sequence)`,
+      `CREATE TABLE ${s}.messages (
+        account_code text NOT NULL,
+        id text NOT NULL,
+        kind text NOT NULL,
+        property_id text,
+        body text NOT NULL,
+        created_ms double precision NOT NULL,
+        PRIMARY KEY (account_code, id))`,
+      `CREATE TABLE ${s}.deliveries (
+        account_code text NOT NULL,
+        message_id text NOT NULL,
+        subscription_id text NOT NULL,
+        status text NOT NULL DEFAULT 'pending'
+          CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts integer NOT NULL DEFAULT 0,
+        next_attempt_ms double precision,
+        last_error text,
+        PRIMARY KEY (account_code, message_id, subscription_id),
+        FOREIGN KEY (account_code, message_id)
+          REFERENCES ${s}.messages (account_code, id) ON DELETE CASCADE)`,
+      `CREATE INDEX deliveries_due ON ${s}.deliveries (next_attempt_ms) WHERE status = 'pending'`,
+    ],
+  },
+];
+
+/** The key of the advisory lock that migrations of `schema` take. */
+const LOCK_NAME = 'api-conventions migrations ';
+
+/** What migrating the schema did, as `repository.migration` tells it. */
+export interface MigrationReport {
+  /** The versions this call applied (none when another instance had). */
+  readonly applied: readonly number[];
+  /** The schema's version afterwards. */
+  readonly version: number;
+}
+
+/**
+ * Bring `schema` up to the last migration: for each, a transaction that takes the advisory lock,
+ * creates the schema and the record table where missing, and applies the migration unless the
+ * record has it. An instance that waited for the lock finds the work done and applies nothing.
+ * @param schema - the schema's name, already checked to be a plain identifier
+ */
+export async function migrate(
+  database: DatabaseKind,
+  schema: string,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<MigrationReport> {
+  const s = quoteIdentifier(schema);
+  const applied: number[] = [];
+  let version = 0;
+  for (const migration of migrations) {
+    version = await inTransaction(database, async (tx) => {
+      const current = await lockAndRead(tx, schema, s);
+      if (current >= migration.version) return current;
+      for (const statement of migration.statements(s)) await tx.query(statement);
+      await tx.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [
+        migration.version,
+        migration.name,
+      ]);
+      applied.push(migration.version);
+      return migration.version;
+    });
+  }
+  return { applied, version };
+}
+
+/** Take the lock, make sure the schema and its record exist, and read the version applied. */
+async function lockAndRead(tx: SqlDatabase, schema: string, s: string): Promise<number> {
+  await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [LOCK_NAME + schema]);
+  await tx.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+  await tx.query(`CREATE TABLE IF NOT EXISTS ${s}.migrations (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now())`);
+  const { rows } = await tx.query(
+    `SELECT coalesce(max(version), 0)::integer AS version FROM ${s}.migrations`,
+  );
+  return Number((rows[0] as { version: unknown } | undefined)?.version ?? 0);
+}
+
+/** A plain identifier (checked by the options) in double quotes. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}

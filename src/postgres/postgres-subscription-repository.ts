@@ -1,0 +1,407 @@
+/**
+ * The subscription repository on PostgreSQL: a pg Pool on a server, or PGlite (embedded
+ * PostgreSQL) on one machine, through the same SQL (see docs/postgres.md). @module
+ */
+import { ConfigurationError } from '../errors/index.js';
+import {
+  aFunction,
+  INVALID,
+  type Rule,
+  readOptions,
+  requiredValue,
+  wholeNumber,
+  withMethods,
+} from '../internal/options.js';
+import type { DeliveryAttempt } from '../webhooks/delivery.js';
+import {
+  type aesGcmSecretCipher,
+  cipherOf,
+  SECRET_KEYS,
+  type SecretCipher,
+  type SecretKey,
+} from '../webhooks/secret-cipher.js';
+import type { StoredSubscription, Subscription } from '../webhooks/subscription.js';
+import type {
+  ChangeListener,
+  DeliveryLogEntry,
+  SubscriptionChange,
+  SubscriptionChanges,
+  SubscriptionPage,
+  SubscriptionRepository,
+} from '../webhooks/subscription-repository.js';
+import { listenForChanges } from './change-listener.js';
+import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js';
+import {
+  type AttemptRow,
+  attemptParams,
+  fromTuple,
+  type SubscriptionRow,
+  toChange,
+  toLogEntry,
+  toSubscription,
+} from './rows.js';
+import {
+  DATABASE_EXPECTED,
+  type DatabaseKind,
+  databaseKind,
+  type SqlClient,
+  type SqlDatabase,
+} from './sql-database.js';
+import { type Statements, statements } from './statements.js';
+
+/** How the PostgreSQL repository is set up. */
+export interface PostgresRepositoryOptions {
+  /**
+   * Where the data is: a `pg` Pool (`new Pool({ connectionString })`) or a PGlite instance
+   * (`new PGlite('./.data')`). The repository never closes it.
+   */
+  readonly database: SqlDatabase;
+  /**
+   * The schema of the repository's tables, created where missing: a lowercase identifier of at
+   * most 48 characters. @defaultValue `'api_conventions'`
+   */
+  readonly schema?: string;
+  /**
+   * Keys that encrypt signing secrets at rest with AES-256-GCM, newest first: the first encrypts,
+   * every one decrypts (see {@link aesGcmSecretCipher}). Without keys or a `cipher`, secrets are
+   * stored plain and `secretsAtRest` is `'plain'`.
+   */
+  readonly secretKeys?: readonly SecretKey[];
+  /** A cipher of your own for the secrets at rest, instead of `secretKeys`. */
+  readonly cipher?: SecretCipher;
+  /**
+   * Opens the connection `watch` LISTENs on, for a pool whose connections cannot LISTEN (behind a
+   * transaction-pooling proxy); its `release(error)` must close it. @defaultValue the pool's
+   * `connect()`
+   */
+  readonly listenConnection?: () => Promise<SqlClient>;
+  /** The first wait before the LISTEN connection is opened again, in ms. @defaultValue 100 */
+  readonly reconnectDelayMs?: number;
+  /** The longest wait between attempts to open it again, in ms. @defaultValue 5000 */
+  readonly maxReconnectDelayMs?: number;
+}
+
+const SCHEMA = /^[a-z_][a-z0-9_]{0,47}$/;
+const BATCH = 500;
+const MAX_INT = 2 ** 31 - 1;
+
+const schemaRule: Rule<string> = {
+  expected:
+    'a lowercase identifier (letters a-z, digits and "_", not first a digit) of 1 to 48 characters',
+  read: (value) => (typeof value === 'string' && SCHEMA.test(value) ? value : INVALID),
+};
+
+const databaseRule: Rule<DatabaseKind> = {
+  expected: DATABASE_EXPECTED,
+  read: (value) => databaseKind(value) ?? INVALID,
+};
+
+const RULES = {
+  database: databaseRule,
+  schema: schemaRule,
+  secretKeys: SECRET_KEYS,
+  cipher: withMethods<SecretCipher>(['encrypt', 'decrypt', 'keyIdOf'], 'a SecretCipher'),
+  listenConnection: aFunction<() => Promise<SqlClient>>('opens a pg client for LISTEN'),
+  reconnectDelayMs: wholeNumber(1, 60_000),
+  maxReconnectDelayMs: wholeNumber(1, 3_600_000),
+};
+
+const OWNER = 'PostgresSubscriptionRepository.open';
+
+/** A bound of a page or a read, as the memory repository's `slice` takes it. */
+function count(value: number): number {
+  return Number.isNaN(value) ? 0 : Math.max(0, Math.min(Math.trunc(value), 2 ** 62));
+}
+
+/** The text the cipher binds a secret to: its account and subscription. */
+const secretContext = (accountCode: string, id: string): string =>
+  JSON.stringify([accountCode, id]);
+
+/**
+ * Subscriptions, signing secrets and the delivery log in PostgreSQL, the same on every instance:
+ * revisions commit in order, and `watch` hears every instance's changes through LISTEN/NOTIFY.
+ * Open it with {@link PostgresSubscriptionRepository.open}, which migrates the schema first.
+ * @example
+ * ```ts
+ * import { PGlite } from '@electric-sql/pglite';
+ * const repository = await PostgresSubscriptionRepository.open({ database: new PGlite() });
+ * ```
+ */
+export class PostgresSubscriptionRepository implements SubscriptionRepository {
+  readonly secretsAtRest: 'encrypted' | 'plain';
+  readonly #database: DatabaseKind;
+  readonly #sql: Statements;
+  readonly #cipher: SecretCipher | undefined;
+  readonly #channel: string;
+  readonly #schema: string;
+  readonly #listen: Omit<Parameters<typeof listenForChanges>[1], 'channel'>;
+  readonly #watching = new Set<() => Promise<void>>();
+  #migration: MigrationReport | undefined;
+
+  private constructor(options: PostgresRepositoryOptions | undefined) {
+    const read = readOptions(options, OWNER, RULES, {
+      required: true,
+      defaults: { schema: 'api_conventions', reconnectDelayMs: 100, maxReconnectDelayMs: 5000 },
+      example: '{ database: new Pool({ connectionString }) }',
+    });
+    this.#database = requiredValue(RULES.database, read.database, 'database');
+    if (read.secretKeys !== undefined && read.cipher !== undefined) {
+      throw new ConfigurationError(
+        'invalid_option',
+        `${OWNER} takes secretKeys or cipher, not both; pass the keys alone.`,
+      );
+    }
+    this.#cipher =
+      read.cipher ?? (read.secretKeys === undefined ? undefined : cipherOf(read.secretKeys));
+    this.secretsAtRest = this.#cipher === undefined ? 'plain' : 'encrypted';
+    this.#schema = read.schema;
+    this.#channel = `${read.schema}_changes`;
+    this.#sql = statements(quoteIdentifier(read.schema), this.#channel);
+    this.#listen = {
+      connect: read.listenConnection,
+      reconnectDelayMs: read.reconnectDelayMs,
+      maxReconnectDelayMs: Math.max(read.reconnectDelayMs, read.maxReconnectDelayMs),
+    };
+  }
+
+  /**
+   * Check the options, create or migrate the schema, and give the repository.
+   * @throws ConfigurationError `invalid_option` for a wrong database, schema, key or bound
+   */
+  static async open(options: PostgresRepositoryOptions): Promise<PostgresSubscriptionRepository> {
+    const repository = new PostgresSubscriptionRepository(options);
+    repository.#migration = await migrate(repository.#database, repository.#schema);
+    return repository;
+  }
+
+  /** The schema's version, and the migrations this instance applied when it opened. */
+  get migration(): MigrationReport {
+    return this.#migration ?? { applied: [], version: 0 };
+  }
+
+  /** The notification channel changes are announced on (`<schema>_changes`). */
+  get channel(): string {
+    return this.#channel;
+  }
+
+  async #rows<R>(text: string, params: unknown[]): Promise<R[]> {
+    const result = await this.#database.db.query(text, params);
+    return result.rows as R[];
+  }
+
+  /** A secret as stored: encrypted under the newest key, or plain; with the key id or null. */
+  #seal(accountCode: string, id: string, secret: string): [string, string | null] {
+    const cipher = this.#cipher;
+    if (cipher === undefined) return [secret, null];
+    return [cipher.encrypt(secret, secretContext(accountCode, id)), cipher.keyId];
+  }
+
+  #open(accountCode: string, id: string, stored: string, keyId: string | null): string {
+    if (keyId === null) return stored;
+    if (this.#cipher === undefined) {
+      throw new ConfigurationError(
+        'invalid_option',
+        `The signing secrets are encrypted (key "${keyId}") but ${OWNER} was given no secretKeys; pass the keys.`,
+      );
+    }
+    return this.#cipher.decrypt(stored, secretContext(accountCode, id));
+  }
+
+  async create(
+    subscription: Subscription,
+    secret: string,
+    options: { readonly at: number; readonly maxPerAccount: number },
+  ): Promise<StoredSubscription | undefined> {
+    const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = subscription;
+    const [stored, keyId] = this.#seal(accountCode, id, secret);
+    // As memory's `size >= maxPerAccount`: 2.5 holds 3, NaN refuses nothing.
+    const limit = Number.isNaN(options.maxPerAccount) ? MAX_INT : options.maxPerAccount;
+    const max = Math.max(0, Math.min(Math.ceil(limit), MAX_INT));
+    const [row] = await this.#rows<SubscriptionRow>(this.#sql.create, [
+      accountCode,
+      id,
+      endpointUrl,
+      [...events],
+      propertyIds === undefined ? null : [...propertyIds],
+      createdAt,
+      new Date(options.at).toISOString(),
+      stored,
+      keyId,
+      options.at,
+      max,
+    ]);
+    return row === undefined ? undefined : toSubscription(row);
+  }
+
+  async get(accountCode: string, id: string): Promise<StoredSubscription | undefined> {
+    const [row] = await this.#rows<SubscriptionRow>(this.#sql.get, [accountCode, id]);
+    return row === undefined ? undefined : toSubscription(row);
+  }
+
+  async list(
+    accountCode: string,
+    page: { readonly offset: number; readonly limit: number },
+  ): Promise<SubscriptionPage> {
+    const rows = await this.#rows<SubscriptionRow & { total_items: string | number }>(
+      this.#sql.list,
+      [accountCode, count(page.offset), count(page.limit)],
+    );
+    return {
+      items: rows.filter((row) => row.id !== null).map(toSubscription),
+      totalItems: Number(rows[0]?.total_items ?? 0),
+    };
+  }
+
+  async update(
+    accountCode: string,
+    id: string,
+    changes: SubscriptionChanges,
+    at: number,
+  ): Promise<StoredSubscription | undefined> {
+    const [row] = await this.#rows<SubscriptionRow>(this.#sql.update, [
+      accountCode,
+      id,
+      changes.endpointUrl ?? null,
+      changes.events === undefined ? null : [...changes.events],
+      changes.propertyIds !== undefined,
+      changes.propertyIds === undefined || changes.propertyIds === null
+        ? null
+        : [...changes.propertyIds],
+      changes.status ?? null,
+      new Date(at).toISOString(),
+    ]);
+    return row === undefined ? undefined : toSubscription(row);
+  }
+
+  async delete(accountCode: string, id: string, at: number): Promise<boolean> {
+    const rows = await this.#rows(this.#sql.delete, [accountCode, id, new Date(at).toISOString()]);
+    return rows.length > 0;
+  }
+
+  async rotateSecret(
+    accountCode: string,
+    id: string,
+    secret: string,
+    options: { readonly at: number; readonly graceMs: number },
+  ): Promise<boolean> {
+    const [stored, keyId] = this.#seal(accountCode, id, secret);
+    const [row] = await this.#rows<{ rotated: number }>(this.#sql.rotateSecret, [
+      accountCode,
+      id,
+      stored,
+      keyId,
+      options.at,
+      options.at + options.graceMs,
+    ]);
+    return Number(row?.rotated ?? 0) > 0;
+  }
+
+  async signingSecrets(accountCode: string, id: string, at: number): Promise<readonly string[]> {
+    const rows = await this.#rows<{ secret: string; key_id: string | null }>(
+      this.#sql.signingSecrets,
+      [accountCode, id, at],
+    );
+    return rows.map((row) => this.#open(accountCode, id, row.secret, row.key_id));
+  }
+
+  async changesSince(revision: number, limit: number): Promise<readonly SubscriptionChange[]> {
+    if (Number.isNaN(revision) || revision === Number.POSITIVE_INFINITY || !(limit >= 1)) {
+      return [];
+    }
+    // Revisions are whole: above 4.5 is from 5 on, as above 4.
+    const after = Math.max(-1, Math.min(Math.floor(revision), 2 ** 62));
+    const [row] = await this.#rows<{ changes: string }>(this.#sql.changesSince, [
+      after,
+      count(limit),
+    ]);
+    const tuples = JSON.parse(row?.changes ?? '[]') as unknown[][];
+    return tuples.map((tuple) => toChange(fromTuple(tuple)));
+  }
+
+  async watch(listener: ChangeListener): Promise<() => Promise<void>> {
+    const stop = await listenForChanges(
+      this.#database,
+      { ...this.#listen, channel: this.#channel },
+      listener,
+    );
+    const unwatch = async (): Promise<void> => {
+      this.#watching.delete(unwatch);
+      await stop();
+    };
+    this.#watching.add(unwatch);
+    return unwatch;
+  }
+
+  async recordAttempt(accountCode: string, attempt: DeliveryAttempt): Promise<DeliveryLogEntry> {
+    const [row] = await this.#rows<{ sequence: string | number }>(this.#sql.recordAttempt, [
+      accountCode,
+      ...attemptParams(attempt),
+    ]);
+    return { ...attempt, sequence: Number(row?.sequence) };
+  }
+
+  async attempts(
+    accountCode: string,
+    page: { readonly afterSequence: number; readonly limit: number },
+  ): Promise<readonly DeliveryLogEntry[]> {
+    const after = Math.max(0, Math.min(Math.floor(page.afterSequence) || 0, 2 ** 62));
+    const rows = await this.#rows<AttemptRow>(this.#sql.attempts, [
+      accountCode,
+      after,
+      count(page.limit),
+    ]);
+    return rows.map(toLogEntry);
+  }
+
+  /**
+   * Encrypt every signing secret under the newest key: those under older keys, and those stored
+   * plain before keys were configured. Safe to run while the service runs, and again.
+   * @returns how many secrets it encrypted again
+   * @throws ConfigurationError `invalid_option` when the repository has no keys
+   * @throws SecretCipherError for a secret that no configured key decrypts
+   */
+  async reencryptSecrets(): Promise<number> {
+    const cipher = this.#cipher;
+    if (cipher === undefined) {
+      throw new ConfigurationError(
+        'invalid_option',
+        `reencryptSecrets needs keys: pass secretKeys (newest first) to ${OWNER}.`,
+      );
+    }
+    let done = 0;
+    let after = 0;
+    for (;;) {
+      const rows = await this.#rows<{
+        sequence: string | number;
+        account_code: string;
+        subscription_id: string;
+        secret: string;
+        key_id: string | null;
+      }>(this.#sql.secretsToReencrypt, [cipher.keyId, after, BATCH]);
+      if (rows.length === 0) return done;
+      const sequences: string[] = [];
+      const old: string[] = [];
+      const sealed: string[] = [];
+      for (const row of rows) {
+        const secret = this.#open(row.account_code, row.subscription_id, row.secret, row.key_id);
+        sequences.push(String(row.sequence));
+        old.push(row.secret);
+        sealed.push(this.#seal(row.account_code, row.subscription_id, secret)[0]);
+      }
+      const keyIds = sealed.map(() => cipher.keyId);
+      const { rows: changed } = await this.#database.db.query(this.#sql.reencrypt, [
+        sequences,
+        old,
+        sealed,
+        keyIds,
+      ]);
+      done += changed.length;
+      after = Number(rows.at(-1)?.sequence);
+    }
+  }
+
+  /** Stop every `watch` and release their connections; the database itself stays open. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#watching].map((unwatch) => unwatch()));
+  }
+}

@@ -1,0 +1,114 @@
+/** Rows as the repository reads them, made into the webhook model's objects. @module */
+import type { DeliveryAttempt } from '../webhooks/delivery.js';
+import type { StoredSubscription, SubscriptionStatus } from '../webhooks/subscription.js';
+import type { DeliveryLogEntry, SubscriptionChange } from '../webhooks/subscription-repository.js';
+
+/** A row of the subscriptions table. */
+export interface SubscriptionRow {
+  readonly account_code: string;
+  readonly id: string;
+  readonly endpoint_url: string;
+  readonly events: readonly string[];
+  readonly property_ids: readonly string[] | null;
+  readonly status: SubscriptionStatus;
+  readonly created_at: string;
+  readonly updated_at: string;
+  // bigint: a string from pg, a number from PGlite.
+  readonly revision: string | number;
+  readonly deleted_at: string | null;
+}
+
+/** A row of the delivery log. */
+export interface AttemptRow {
+  readonly sequence: string | number;
+  readonly message_id: string;
+  readonly subscription_id: string;
+  readonly endpoint_url: string;
+  readonly attempt: number;
+  readonly at_ms: number;
+  readonly status: number | null;
+  readonly error_code: string | null;
+  readonly error_message: string | null;
+  readonly outcome: DeliveryAttempt['outcome'];
+  readonly next_attempt_ms: number | null;
+  readonly reason: string | null;
+}
+
+/** The stored subscription of a row, frozen as the memory repository's are. */
+export function toSubscription(row: SubscriptionRow): StoredSubscription {
+  return Object.freeze({
+    id: row.id,
+    accountCode: row.account_code,
+    endpointUrl: row.endpoint_url,
+    events: Object.freeze([...row.events]),
+    ...(row.property_ids === null ? {} : { propertyIds: Object.freeze([...row.property_ids]) }),
+    createdAt: row.created_at,
+    status: row.status,
+    updatedAt: row.updated_at,
+    revision: Number(row.revision),
+  });
+}
+
+/** A row from its JSON tuple, the columns in the order the statements select them. */
+export function fromTuple(tuple: readonly unknown[]): SubscriptionRow {
+  const [account_code, id, endpoint_url, events, property_ids, status, created_at] = tuple;
+  const [updated_at, revision, deleted_at] = tuple.slice(7);
+  return {
+    account_code,
+    id,
+    endpoint_url,
+    events,
+    property_ids,
+    status,
+    created_at,
+    updated_at,
+    revision,
+    deleted_at,
+  } as SubscriptionRow;
+}
+
+/** The change a row tells: the subscription, or for a tombstone its id and account alone. */
+export function toChange(row: SubscriptionRow): SubscriptionChange {
+  const revision = Number(row.revision);
+  return row.deleted_at === null
+    ? { revision, id: row.id, accountCode: row.account_code, subscription: toSubscription(row) }
+    : { revision, id: row.id, accountCode: row.account_code };
+}
+
+/** The delivery log entry of a row: the fields the attempt had, and its sequence. */
+export function toLogEntry(row: AttemptRow): DeliveryLogEntry {
+  return {
+    id: row.message_id,
+    subscriptionId: row.subscription_id,
+    endpointUrl: row.endpoint_url,
+    attempt: row.attempt,
+    at: row.at_ms,
+    ...(row.status === null ? {} : { status: row.status }),
+    ...(row.error_code === null
+      ? {}
+      : { error: { code: row.error_code, message: row.error_message ?? '' } }),
+    outcome: row.outcome,
+    ...(row.next_attempt_ms === null ? {} : { nextAttemptAt: row.next_attempt_ms }),
+    ...(row.reason === null
+      ? {}
+      : { reason: row.reason as NonNullable<DeliveryAttempt['reason']> }),
+    sequence: Number(row.sequence),
+  };
+}
+
+/** The parameters of the delivery log's insert, in its order ($2 onwards). */
+export function attemptParams(attempt: DeliveryAttempt): unknown[] {
+  return [
+    attempt.id,
+    attempt.subscriptionId,
+    attempt.endpointUrl,
+    attempt.attempt,
+    attempt.at,
+    attempt.status ?? null,
+    attempt.error?.code ?? null,
+    attempt.error?.message ?? null,
+    attempt.outcome,
+    attempt.nextAttemptAt ?? null,
+    attempt.reason ?? null,
+  ];
+}

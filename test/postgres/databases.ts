@@ -1,0 +1,79 @@
+/**
+ * The two databases the PostgreSQL repository runs on, for tests that run one body on both: a pg
+ * Pool on a real server of the file's own, and PGlite in memory. Each test takes a schema of its
+ * own, so that tests share a database without seeing each other's rows.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import {
+  type PostgresRepositoryOptions,
+  PostgresSubscriptionRepository,
+  type SqlDatabase,
+} from '../../src/postgres/index.js';
+import type { Subscription } from '../../src/webhooks/subscription.js';
+import { PostgresServer } from '../support/postgres-server.js';
+
+/** Which database a test body runs on. */
+export type DatabaseName = 'pg' | 'pglite';
+
+export const DATABASES: readonly DatabaseName[] = ['pg', 'pglite'];
+
+/** One file's databases: started in `beforeAll`, closed in `afterAll`. */
+export class TestDatabases {
+  server: PostgresServer | undefined;
+  pool: pg.Pool | undefined;
+  lite: PGlite | undefined;
+  #schemas = 0;
+
+  async start(): Promise<void> {
+    [this.server, this.lite] = await Promise.all([PostgresServer.start(), PGlite.create()]);
+    this.pool = new pg.Pool({ connectionString: this.server.url, max: 20 });
+  }
+
+  async stop(): Promise<void> {
+    await this.pool?.end();
+    await this.lite?.close();
+    await this.server?.stop();
+  }
+
+  /** The database as the repository takes it: both kinds satisfy SqlDatabase as they are. */
+  database(name: DatabaseName): SqlDatabase {
+    const database: SqlDatabase | undefined = name === 'pg' ? this.pool : this.lite;
+    if (database === undefined) throw new Error('databases not started');
+    return database;
+  }
+
+  /** A schema no other test of the file uses. */
+  schema(): string {
+    return `test_${++this.#schemas}`;
+  }
+
+  /** A repository on a schema of its own. */
+  open(
+    name: DatabaseName,
+    options: Omit<PostgresRepositoryOptions, 'database'> = {},
+  ): Promise<PostgresSubscriptionRepository> {
+    return PostgresSubscriptionRepository.open({
+      database: this.database(name),
+      schema: this.schema(),
+      ...options,
+    });
+  }
+}
+
+/** A subscription as the service makes them. */
+export function subscription(
+  accountCode: string,
+  id: string,
+  createdAt = '2025-01-01T00:00:00.000Z',
+  extra: Partial<Subscription> = {},
+): Subscription {
+  return {
+    id,
+    accountCode,
+    endpointUrl: `https://hooks.example.com/${id}`,
+    events: ['folio/created', 'reservation/*'],
+    createdAt,
+    ...extra,
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * Migrations and concurrent writers on a real PostgreSQL: a fresh schema, a second run that applies
+ * nothing, repositories starting together on one fresh database (each migration applied once),
+ * and revisions that commit in order under concurrent writers from a pool.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MIGRATIONS, PostgresSubscriptionRepository } from '../../src/postgres/index.js';
+import { subscription, TestDatabases } from './databases.js';
+
+const dbs = new TestDatabases();
+beforeAll(() => dbs.start());
+afterAll(() => dbs.stop());
+
+const LAST = MIGRATIONS.at(-1)?.version ?? 0;
+
+describe('migrations', () => {
+  it.each(['pg', 'pglite'] as const)(
+    'creates a fresh schema on %s, and a second run applies nothing',
+    async (name) => {
+      const schema = dbs.schema();
+      const first = await PostgresSubscriptionRepository.open({
+        database: dbs.database(name),
+        schema,
+      });
+      expect(first.migration).toEqual({ applied: MIGRATIONS.map((m) => m.version), version: LAST });
+      const again = await PostgresSubscriptionRepository.open({
+        database: dbs.database(name),
+        schema,
+      });
+      expect(again.migration).toEqual({ applied: [], version: LAST });
+      const { rows } = await dbs
+        .database(name)
+        .query(`SELECT version, name FROM "${schema}".migrations ORDER BY version`);
+      expect(rows).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
+      const tables = await dbs
+        .database(name)
+        .query(
+          'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
+          [schema],
+        );
+      expect(tables.rows.map((r) => (r as { table_name: string }).table_name)).toEqual([
+        'accounts',
+        'deliveries',
+        'delivery_log',
+        'messages',
+        'migrations',
+        'revision',
+        'signing_secrets',
+        'subscriptions',
+      ]);
+    },
+  );
+
+  it('lets repositories on separate pools migrate one fresh database at once, each migration once', async () => {
+    const server = dbs.server;
+    if (server === undefined) throw new Error('no server');
+    await server.query('CREATE DATABASE concurrent_start');
+    const url = server.url.replace(/\/postgres$/, '/concurrent_start');
+    const pools = Array.from({ length: 8 }, () => new pg.Pool({ connectionString: url, max: 2 }));
+    try {
+      const repos = await Promise.all(
+        pools.map((database) => PostgresSubscriptionRepository.open({ database })),
+      );
+      const applied = repos.flatMap((r) => r.migration.applied);
+      expect(applied.sort()).toEqual(MIGRATIONS.map((m) => m.version));
+      for (const repo of repos) expect(repo.migration.version).toBe(LAST);
+      const pool = pools[0] as pg.Pool;
+      const { rows } = await pool.query(
+        'SELECT count(*)::int AS n FROM api_conventions.migrations',
+      );
+      expect(rows[0].n).toBe(MIGRATIONS.length);
+      // Every instance works on the one schema.
+      await repos[3]?.create(subscription('ACME', 'x'), 's', { at: 0, maxPerAccount: 5 });
+      expect((await repos[5]?.get('ACME', 'x'))?.id).toBe('x');
+    } finally {
+      await Promise.all(pools.map((pool) => pool.end()));
+    }
+  });
+});
+
+describe('concurrent writers on a pg Pool', () => {
+  it('commits revisions in order: changesSince gives strictly increasing revisions and the final state', async () => {
+    const repo = await dbs.open('pg');
+    const ids = Array.from({ length: 10 }, (_, i) => `s${i}`);
+    for (const id of ids)
+      await repo.create(subscription('ACME', id), 'x', { at: 0, maxPerAccount: 100 });
+    const seen: number[] = [];
+    let after = 0;
+    // A reader that follows the changes while the writers run must never see a revision appear
+    // below one it has passed.
+    let writing = true;
+    const reader = (async () => {
+      while (writing) {
+        const changes = await repo.changesSince(after, 1_000);
+        for (const change of changes) {
+          expect(change.revision).toBeGreaterThan(after);
+          after = change.revision;
+          seen.push(after);
+        }
+      }
+    })();
+    const updates = Array.from({ length: 50 }, (_, i) =>
+      repo.update('ACME', ids[i % ids.length] as string, { events: [`kind${i}/created`] }, i + 1),
+    );
+    const results = await Promise.all(updates);
+    writing = false;
+    await reader;
+    const revisions = results.map((r) => r?.revision ?? 0).sort((a, b) => a - b);
+    expect(revisions).toEqual(Array.from({ length: 50 }, (_, i) => 11 + i));
+    const changes = await repo.changesSince(0, 1_000);
+    for (let i = 1; i < changes.length; i++) {
+      expect(changes[i]?.revision).toBeGreaterThan(changes[i - 1]?.revision ?? 0);
+    }
+    // The newest change of each id is its final state.
+    for (const change of changes) {
+      expect(change.subscription).toEqual(await repo.get('ACME', change.id));
+    }
+    expect(changes).toHaveLength(ids.length);
+    expect(new Set(seen).size).toBe(seen.length);
+  });
+
+  it('refuses creates beyond maxPerAccount atomically, however many run at once', async () => {
+    const repo = await dbs.open('pg');
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        repo.create(subscription('ACME', `c${i}`), 'x', { at: 0, maxPerAccount: 7 }),
+      ),
+    );
+    expect(results.filter((r) => r !== undefined)).toHaveLength(7);
+    expect((await repo.list('ACME', { offset: 0, limit: 100 })).totalItems).toBe(7);
+  });
+
+  it('keeps one new secret per rotation when rotations of one subscription run at once', async () => {
+    const repo = await dbs.open('pg');
+    await repo.create(subscription('ACME', 'r'), 's0', { at: 0, maxPerAccount: 5 });
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        repo.rotateSecret('ACME', 'r', `s${i + 1}`, { at: 100, graceMs: 1_000 }),
+      ),
+    );
+    const during = await repo.signingSecrets('ACME', 'r', 100);
+    expect(during).toHaveLength(11);
+    // Past the grace, only the newest signs.
+    expect(await repo.signingSecrets('ACME', 'r', 1_100)).toEqual([during[0]]);
+  });
+});

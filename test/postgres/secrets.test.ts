@@ -1,0 +1,137 @@
+/**
+ * Signing secrets at rest in PostgreSQL and PGlite: encrypted under the newest key, readable under
+ * older ones, moved to the newest by reencryptSecrets, stored plain without keys, and a typed
+ * error for text that was tampered with. The raw column is read with SQL.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isConfigurationError } from '../../src/errors/index.js';
+import { SecretCipherError } from '../../src/errors/secret-cipher-error.js';
+import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
+import { DATABASES, subscription, TestDatabases } from './databases.js';
+
+const dbs = new TestDatabases();
+beforeAll(() => dbs.start());
+afterAll(() => dbs.stop());
+
+const OLD = { id: 'k-2024', key: randomBytes(32) };
+const NEW = { id: 'k-2025', key: randomBytes(32).toString('base64') };
+const LIMITS = { at: 0, maxPerAccount: 10 };
+
+describe.each(DATABASES)('signing secrets at rest on %s', (name) => {
+  const database = () => dbs.database(name);
+
+  /** The raw rows of the secrets table. */
+  async function raw(schema: string): Promise<{ secret: string; key_id: string | null }[]> {
+    const { rows } = await database().query(
+      `SELECT secret, key_id FROM "${schema}".signing_secrets ORDER BY sequence`,
+    );
+    return rows as { secret: string; key_id: string | null }[];
+  }
+
+  it('encrypts under the newest key: the secret is not in the column, and reads back', async () => {
+    const schema = dbs.schema();
+    const repo = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [NEW, OLD],
+    });
+    expect(repo.secretsAtRest).toBe('encrypted');
+    await repo.create(subscription('ACME', 's'), 'whsec_firstsecretvalue', LIMITS);
+    await repo.rotateSecret('ACME', 's', 'whsec_secondsecretvalue', { at: 10, graceMs: 100 });
+    const rows = await raw(schema);
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      expect(row.secret).not.toContain('secretvalue');
+      expect(row.key_id).toBe('k-2025');
+      expect(row.secret.startsWith('gcm1.k-2025.')).toBe(true);
+    }
+    expect(await repo.signingSecrets('ACME', 's', 20)).toEqual([
+      'whsec_secondsecretvalue',
+      'whsec_firstsecretvalue',
+    ]);
+  });
+
+  it('rotates keys: old keys decrypt, reencryptSecrets moves every secret to the newest', async () => {
+    const schema = dbs.schema();
+    const before = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [OLD],
+    });
+    for (const id of ['a', 'b', 'c'])
+      await before.create(subscription('ACME', id), `whsec_${id}`, LIMITS);
+    expect((await raw(schema)).map((r) => r.key_id)).toEqual(['k-2024', 'k-2024', 'k-2024']);
+
+    const after = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [NEW, OLD],
+    });
+    expect(await after.signingSecrets('ACME', 'b', 0)).toEqual(['whsec_b']);
+    expect(await after.reencryptSecrets()).toBe(3);
+    expect((await raw(schema)).map((r) => r.key_id)).toEqual(['k-2025', 'k-2025', 'k-2025']);
+    expect(await after.reencryptSecrets()).toBe(0);
+
+    // The old key can go now.
+    const newOnly = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [NEW],
+    });
+    for (const id of ['a', 'b', 'c']) {
+      expect(await newOnly.signingSecrets('ACME', id, 0)).toEqual([`whsec_${id}`]);
+    }
+    // Without the key that encrypted them, a typed error says which key is missing.
+    const error = await before.signingSecrets('ACME', 'a', 0).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SecretCipherError);
+    expect((error as SecretCipherError).code).toBe('unknown_secret_key');
+  });
+
+  it('stores plain without keys, and reencryptSecrets encrypts those once keys are given', async () => {
+    const schema = dbs.schema();
+    const plain = await PostgresSubscriptionRepository.open({ database: database(), schema });
+    expect(plain.secretsAtRest).toBe('plain');
+    await plain.create(subscription('ACME', 'p'), 'whsec_plainvalue', LIMITS);
+    expect(await raw(schema)).toEqual([{ secret: 'whsec_plainvalue', key_id: null }]);
+    const reencrypt = await plain.reencryptSecrets().catch((e: unknown) => e);
+    expect(isConfigurationError(reencrypt)).toBe(true);
+
+    const keyed = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [NEW],
+    });
+    expect(await keyed.signingSecrets('ACME', 'p', 0)).toEqual(['whsec_plainvalue']);
+    expect(await keyed.reencryptSecrets()).toBe(1);
+    const [row] = await raw(schema);
+    expect(row?.secret).not.toContain('plainvalue');
+    expect(await keyed.signingSecrets('ACME', 'p', 0)).toEqual(['whsec_plainvalue']);
+    // A repository without keys cannot read them, and says so.
+    const refused = await plain.signingSecrets('ACME', 'p', 0).catch((e: unknown) => e);
+    expect(isConfigurationError(refused)).toBe(true);
+    expect((refused as Error).message).toMatch(/secretKeys/);
+  });
+
+  it('answers a typed error, not a crash, for text changed or moved in the database', async () => {
+    const schema = dbs.schema();
+    const repo = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [NEW],
+    });
+    await repo.create(subscription('ACME', 'a'), 'whsec_a', LIMITS);
+    await repo.create(subscription('ACME', 'b'), 'whsec_b', LIMITS);
+    // b's text copied onto a: it does not authenticate for a.
+    await database().query(
+      `UPDATE "${schema}".signing_secrets SET secret = (SELECT secret FROM "${schema}".signing_secrets WHERE subscription_id = 'b') WHERE subscription_id = 'a'`,
+    );
+    const moved = await repo.signingSecrets('ACME', 'a', 0).catch((e: unknown) => e);
+    expect((moved as SecretCipherError).code).toBe('secret_not_authentic');
+    await database().query(
+      `UPDATE "${schema}".signing_secrets SET secret = 'garbage' WHERE subscription_id = 'b'`,
+    );
+    const broken = await repo.signingSecrets('ACME', 'b', 0).catch((e: unknown) => e);
+    expect((broken as SecretCipherError).code).toBe('malformed_stored_secret');
+  });
+});
