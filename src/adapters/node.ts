@@ -38,3 +38,14 @@ export function nodeRateLimit<
   });
   return (req, res, next) => gate.handle(req, res, req.url ?? '/', next);
 }
+
+export {
+  type FetchBridgeErrorEvent,
+  type FetchBridgeOutcome,
+  type FetchBridgePhase,
+  type FetchHandler,
+  type NodeFetchHandlerOptions,
+  type NodeFetchListener,
+  nodeFetchHandler,
+} from './fetch-bridge.js';
+export type { BridgedRequest } from './fetch-request.js';
