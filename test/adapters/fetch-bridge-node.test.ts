@@ -182,6 +182,26 @@ describe('a body the handler leaves unread', () => {
 });
 
 describe('writing the Response', () => {
+  it("keeps the headers a middleware set before it; the handler's win on a clash", async () => {
+    const listener = nodeFetchHandler(
+      () => new Response('ok', { headers: { 'content-type': 'text/plain', 'x-both': 'handler' } }),
+    );
+    const server = await listen(
+      createServer((req, res) => {
+        res.setHeader('x-before', '1');
+        res.setHeader('x-both', 'middleware');
+        void listener(req, res);
+      }),
+    );
+    servers.push(server);
+    const received = await exchange(server.url, '/');
+    expect(received.headers).toMatchObject({
+      'x-before': '1',
+      'x-both': 'handler',
+      'content-type': 'text/plain',
+    });
+  });
+
   it('gives a whole body a Content-Length and streams one still waiting for its source', async () => {
     const echo = echoHandler();
     const { url } = await serve(echo.fetch);
