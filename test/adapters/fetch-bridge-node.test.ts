@@ -138,8 +138,8 @@ describe('a body that a body parser read first', () => {
   });
 });
 
-describe('Express under a mount path', () => {
-  it('hands over the whole path (originalUrl), not the one Express shortened', async () => {
+describe('under a mount path', () => {
+  it('Express: hands over the whole path (originalUrl), not the one Express shortened', async () => {
     const { default: express } = await import('express');
     const app = express();
     app.use('/v1', nodeFetchHandler(echoHandler().fetch));
@@ -148,6 +148,32 @@ describe('Express under a mount path', () => {
     expect(echoed((await exchange(server.url, '/v1/subscriptions?x=1')).body).target).toBe(
       '/v1/subscriptions?x=1',
     );
+  });
+
+  it("Fastify: serves its prefix alone, the whole path, after the parent's hooks", async () => {
+    const { default: Fastify } = await import('fastify');
+    const { fastifyFetchPlugin } = await import('../../src/adapters/fastify.js');
+    const app = Fastify({ logger: false });
+    app.addHook('onRequest', async (_request, reply) => {
+      reply.raw.setHeader('x-parent-hook', 'ran');
+    });
+    await app.register(fastifyFetchPlugin, { fetch: echoHandler().fetch, prefix: '/v1' });
+    await app.ready();
+    const server = await listen(app.server, async () => {
+      app.server.closeAllConnections();
+      await app.close();
+    });
+    servers.push(server);
+    const body = '{ "spaced" : true }';
+    const inside = await exchange(server.url, '/v1/subscriptions?x=1', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    expect(inside.headers['x-parent-hook']).toBe('ran');
+    expect(echoed(inside.body)).toMatchObject({ target: '/v1/subscriptions?x=1', body });
+    expect(echoed((await exchange(server.url, '/v1')).body).target).toBe('/v1');
+    expect((await exchange(server.url, '/other')).status).toBe(404);
   });
 });
 

@@ -9,7 +9,14 @@ import { FRAMEWORKS, type MountedServer, mountServer } from '../support/fetch-mo
 
 const MiB = 1024 * 1024;
 
-describe.each(FRAMEWORKS)('a fetch handler mounted in %s', (framework) => {
+// @hono/node-server replaces the global Request and Response with its own for good when it starts
+// a server: node:http runs once more after Hono, so that the bridge meets both.
+const MOUNTINGS = [
+  ...FRAMEWORKS.map((framework) => [framework, ''] as const),
+  ['node:http', ", after @hono/node-server replaced fetch's globals"] as const,
+];
+
+describe.each(MOUNTINGS)('a fetch handler mounted in %s%s', (framework) => {
   let echo: Echo;
   let server: MountedServer;
   const failures: unknown[] = [];
@@ -74,6 +81,11 @@ describe.each(FRAMEWORKS)('a fetch handler mounted in %s', (framework) => {
       body,
     });
     expect(echoed(received.body)).toMatchObject({ method: 'PATCH', body, hasBody: true });
+  });
+
+  it('hands over a body sent without a content type', async () => {
+    const received = await exchange(server.url, '/v1/raw', { method: 'PUT', body: 'as sent' });
+    expect(echoed(received.body)).toMatchObject({ method: 'PUT', body: 'as sent', hasBody: true });
   });
 
   it('answers a DELETE with 204 and no body', async () => {
