@@ -58,19 +58,20 @@ export function requestTarget(req: BridgedRequest): string {
   }
 }
 
-// Node reads a request line as Latin-1 and refuses bytes beyond ASCII, but a framework may have
-// rewritten `req.url`: a Latin-1 character is its byte, anything wider its UTF-8.
+// Node refuses a request line with bytes beyond ASCII, but a framework may have rewritten
+// `req.url` with a decoded string: each such character is sent on as its UTF-8, percent-encoded.
 function encodeBeyondAscii(target: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: the range starts at DEL.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the range starts at NUL.
   if (!/[^\u0000-\u007f]/.test(target)) return target;
   let encoded = '';
   for (const char of target) {
-    const code = char.codePointAt(0) as number;
-    if (code < 0x80) encoded += char;
-    else if (code <= 0xff) encoded += `%${code.toString(16).toUpperCase()}`;
-    else
-      for (const byte of Buffer.from(char, 'utf8'))
-        encoded += `%${byte.toString(16).toUpperCase()}`;
+    if (char.charCodeAt(0) < 0x80) {
+      encoded += char;
+      continue;
+    }
+    for (const byte of Buffer.from(char, 'utf8')) {
+      encoded += `%${byte.toString(16).toUpperCase()}`;
+    }
   }
   return encoded;
 }
@@ -80,7 +81,7 @@ function encodeBeyondAscii(target: string): string {
  * value that fetch refuses are left out.
  * @param req - node's request
  */
-export function requestHeaders(req: IncomingMessage): Headers {
+function requestHeaders(req: IncomingMessage): Headers {
   const headers = new Headers();
   const raw = req.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) {
@@ -96,7 +97,7 @@ export function requestHeaders(req: IncomingMessage): Headers {
 }
 
 /** Whether the request carries a body: fetch allows none on GET and HEAD. */
-export function hasBody(req: IncomingMessage): boolean {
+function hasBody(req: IncomingMessage): boolean {
   if (req.method === 'GET' || req.method === 'HEAD') return false;
   if (req.headers['transfer-encoding'] !== undefined) return true;
   const length = req.headers['content-length'];

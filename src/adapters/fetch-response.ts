@@ -160,8 +160,11 @@ class BodyWriter {
 }
 
 function withLength(head: Head, length: number): Head {
-  if (head.headers['content-length'] !== undefined) return head;
-  return { ...head, headers: { ...head.headers, 'content-length': length } };
+  const { headers } = head;
+  if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) {
+    return head;
+  }
+  return { ...head, headers: { ...headers, 'content-length': length } };
 }
 
 /** A body chunk as bytes; a stream that yields anything else cannot be written. */

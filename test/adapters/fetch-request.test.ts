@@ -6,7 +6,7 @@
 import { Agent, createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { requestOrigin } from '../../src/adapters/fetch-request.js';
+import { requestOrigin, requestTarget } from '../../src/adapters/fetch-request.js';
 import {
   type FetchBridgeErrorEvent,
   type FetchHandler,
@@ -71,6 +71,19 @@ describe('the origin of the Request URL', () => {
         expect(`${url.pathname}${url.search}`).toBe(`${expected.pathname}${expected.search}`);
       }),
     );
+  });
+});
+
+describe('the path and query of the Request URL', () => {
+  it.each([
+    ['/caf%C3%A9/a%2Fb?q=%20', undefined, '/caf%C3%A9/a%2Fb?q=%20'],
+    ['/café/€?q=é', undefined, '/caf%C3%A9/%E2%82%AC?q=%C3%A9'],
+    ['/rest', '/v1/rest', '/v1/rest'],
+    ['http://proxy.example/a/b?c', undefined, '/a/b?c'],
+    ['*', undefined, '/'],
+  ])('%j (originalUrl %j) is sent on as %j', (url, originalUrl, expected) => {
+    const req = { url, originalUrl } as unknown as IncomingMessage;
+    expect(requestTarget(req)).toBe(expected);
   });
 });
 
