@@ -5,7 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Echo, type Echoed, echoHandler, exchange, startBody } from '../support/fetch-echo.js';
-import { FRAMEWORKS, type MountedServer, mountServer } from '../support/fetch-mount-suite.js';
+import {
+  FRAMEWORKS,
+  type MountedServer,
+  mountedServers,
+  mountServer,
+} from '../support/fetch-mount-suite.js';
 
 const MiB = 1024 * 1024;
 
@@ -170,5 +175,36 @@ describe.each(MOUNTINGS)('a fetch handler mounted in %s%s', (framework) => {
     const after = await exchange(server.url, '/after');
     expect(after.status).toBe(200);
     expect(echoed(after.body).target).toBe('/after');
+  });
+});
+
+describe('mountedServers', () => {
+  it('serves one handler in all five at once, each on a port of its own, alike', async () => {
+    const servers = await mountedServers(echoHandler().fetch);
+    try {
+      expect(servers.map((server) => server.framework)).toEqual([...FRAMEWORKS]);
+      expect(new Set(servers.map((server) => server.url)).size).toBe(FRAMEWORKS.length);
+      const answers = await Promise.all(
+        servers.map(async (server) => {
+          const received = await exchange(server.url, '/v1/x?y=1', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{"a":1}',
+          });
+          const { method, target, body } = JSON.parse(received.body) as Echoed;
+          return { status: received.status, method, target, body };
+        }),
+      );
+      for (const answer of answers) {
+        expect(answer).toEqual({
+          status: 200,
+          method: 'POST',
+          target: '/v1/x?y=1',
+          body: '{"a":1}',
+        });
+      }
+    } finally {
+      await Promise.all(servers.map((server) => server.close()));
+    }
   });
 });
