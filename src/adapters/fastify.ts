@@ -12,7 +12,7 @@ import {
 } from '../http/rate-limit-gate.js';
 import { checkValue, oneOf } from '../internal/options.js';
 import {
-  type FetchHandler,
+  type FetchTarget,
   type NodeFetchHandlerOptions,
   type NodeFetchListener,
   nodeFetchHandler,
@@ -147,8 +147,11 @@ Object.assign(fastifyRateLimit, {
 
 /** Options of {@link fastifyFetchPlugin}: the handler, and the bridge's `origin` and `onError`. */
 export interface FastifyFetchOptions extends NodeFetchHandlerOptions {
-  /** The fetch handler that answers every request under the plugin's prefix. */
-  fetch: FetchHandler;
+  /**
+   * What answers every request under the plugin's prefix: a fetch handler, or an object whose
+   * `fetch` method is one (the webhook service).
+   */
+  handler: FetchTarget;
 }
 
 /**
@@ -160,7 +163,7 @@ export interface FastifyFetchOptions extends NodeFetchHandlerOptions {
  * included.
  * @example
  * ```ts
- * await app.register(fastifyFetchPlugin, { fetch: service.fetch, prefix: '/v1' });
+ * await app.register(fastifyFetchPlugin, { handler: service, prefix: '/v1' });
  * ```
  */
 export const fastifyFetchPlugin: FastifyPluginCallback<FastifyFetchOptions> = (
@@ -171,20 +174,20 @@ export const fastifyFetchPlugin: FastifyPluginCallback<FastifyFetchOptions> = (
   let serve: NodeFetchListener;
   try {
     // Fastify hands the plugin its registration options too (`prefix`, `logLevel`, ...).
-    const { fetch, origin, onError } = options;
-    serve = nodeFetchHandler(fetch, { origin, onError });
+    const { handler, origin, onError } = options;
+    serve = nodeFetchHandler(handler, { origin, onError });
   } catch (error) {
     done(error as Error);
     return;
   }
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (_request, _payload, parsed) => parsed(null));
-  const handler = (request: FastifyRequest, reply: FastifyReply) => {
+  const answer = (request: FastifyRequest, reply: FastifyReply) => {
     // Fastify lets go of the reply: the bridge writes node's response itself.
     reply.hijack();
     return serve(request.raw, reply.raw);
   };
-  fastify.all('/', handler);
-  fastify.all('/*', handler);
+  fastify.all('/', answer);
+  fastify.all('/*', answer);
   done();
 };

@@ -17,8 +17,11 @@ import {
 import { isResponse, writeFetchResponse } from './fetch-response.js';
 import { clientGone } from './node-response.js';
 
-/** A web-standard fetch handler, such as Hono's `app.fetch` or the webhook service's `fetch`. */
+/** A web-standard fetch handler, such as Hono's `app.fetch`. */
 export type FetchHandler = (request: Request) => Response | Promise<Response>;
+
+/** What serves the requests: a fetch handler, or an object whose `fetch` method is one. */
+export type FetchTarget = FetchHandler | { fetch(request: Request): Response | Promise<Response> };
 
 /**
  * Where a bridged request failed: `request` (a body parser read the body and left nothing to
@@ -86,7 +89,23 @@ const RULES = {
   onError: aFunction<(event: FetchBridgeErrorEvent) => void>('takes an error event'),
 };
 
-const handlerRule = aFunction<FetchHandler>('takes a Request and answers a Response');
+// The method is read once and called on its object: the webhook service's `fetch` is a method.
+const targetRule: Rule<FetchHandler> = {
+  expected:
+    'a function that takes a Request and answers a Response, or an object with such a fetch method',
+  read(value) {
+    if (typeof value === 'function') return value as FetchHandler;
+    if (typeof value !== 'object' || value === null) return INVALID;
+    let fetch: unknown;
+    try {
+      ({ fetch } = value as { fetch?: unknown });
+    } catch {
+      return INVALID;
+    }
+    if (typeof fetch !== 'function') return INVALID;
+    return (request) => (fetch as FetchHandler).call(value, request);
+  },
+};
 
 /**
  * Serve a fetch handler from node's request and response. The `Request` has the method, the URL
@@ -95,22 +114,22 @@ const handlerRule = aFunction<FetchHandler>('takes a Request and answers a Respo
  * goes away. The `Response` is written with every header (each `set-cookie`) and its body
  * streamed with backpressure; a HEAD, 204 or 304 gets no body. A handler that throws, rejects or
  * answers no `Response` gets a 500 problem and is reported; the returned promise never rejects.
- * @param handler - the fetch handler; pass a bound function (`service.fetch` of the webhook
- *   service and Hono's `app.fetch` are)
+ * @param target - the fetch handler (a bound function, such as Hono's `app.fetch`), or an object
+ *   whose `fetch` method is one, called on its object (the webhook service)
  * @param options - `origin`, `onError`
  * @returns a request listener for `http.createServer`, Express's `app.use`, Fastify's
  *   `reply.raw` and Koa's `ctx.res`
- * @throws ConfigurationError `invalid_option` for a handler that is no function or bad options
+ * @throws ConfigurationError `invalid_option` for a target that is neither or bad options
  * @example
  * ```ts
- * createServer(nodeFetchHandler(app.fetch)).listen(3000);
+ * createServer(nodeFetchHandler(service)).listen(3000);
  * ```
  */
 export function nodeFetchHandler(
-  handler: FetchHandler,
+  target: FetchTarget,
   options?: NodeFetchHandlerOptions,
 ): NodeFetchListener {
-  const fetch = checkValue(handlerRule, handler, 'nodeFetchHandler handler');
+  const fetch = checkValue(targetRule, target, 'nodeFetchHandler target');
   const read = readOptions(options, 'nodeFetchHandler', RULES, {
     example: "{ origin: 'https://api.example.com' }",
   });

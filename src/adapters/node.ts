@@ -12,6 +12,7 @@ export {
   type FetchBridgeOutcome,
   type FetchBridgePhase,
   type FetchHandler,
+  type FetchTarget,
   type NodeFetchHandlerOptions,
   type NodeFetchListener,
   nodeFetchHandler,

@@ -169,7 +169,7 @@ describe('under a mount path', () => {
     app.addHook('onRequest', async (_request, reply) => {
       reply.raw.setHeader('x-parent-hook', 'ran');
     });
-    await app.register(fastifyFetchPlugin, { fetch: echoHandler().fetch, prefix: '/v1' });
+    await app.register(fastifyFetchPlugin, { handler: echoHandler().fetch, prefix: '/v1' });
     await app.ready();
     const server = await listen(app.server, async () => {
       app.server.closeAllConnections();

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   type FetchBridgeErrorEvent,
   type FetchHandler,
+  type FetchTarget,
   type NodeFetchHandlerOptions,
   nodeFetchHandler,
 } from '../../src/adapters/node.js';
@@ -21,7 +22,7 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close()));
 });
 
-async function serve(handler: FetchHandler, options?: NodeFetchHandlerOptions) {
+async function serve(handler: FetchTarget, options?: NodeFetchHandlerOptions) {
   const server = await listen(createServer(nodeFetchHandler(handler, options)));
   servers.push(server);
   return server;
@@ -232,11 +233,26 @@ describe('failures and options', () => {
     });
   });
 
-  it('refuses a handler that is no function, and names the nearest option for a misspelt one', () => {
-    expect(thrown(() => nodeFetchHandler({} as unknown as FetchHandler))).toMatchObject({
-      message:
-        'nodeFetchHandler handler must be a function that takes a Request and answers a Response, got an object.',
-    });
+  it('calls the fetch method of an object on its object (a service whose fetch is a method)', async () => {
+    class Service {
+      readonly #greeting = 'served';
+      async fetch(_request: Request): Promise<Response> {
+        return new Response(this.#greeting);
+      }
+    }
+    const { url } = await serve(new Service());
+    expect((await exchange(url, '/')).body).toBe('served');
+  });
+
+  it('refuses a target that is neither a function nor has a fetch method, and names the nearest option for a misspelt one', () => {
+    for (const target of [{}, { fetch: 'no' }, null, 'fetch']) {
+      expect(thrown(() => nodeFetchHandler(target as unknown as FetchHandler))).toMatchObject({
+        code: 'invalid_option',
+        message: expect.stringContaining(
+          'nodeFetchHandler target must be a function that takes a Request and answers a Response, or an object with such a fetch method, got',
+        ),
+      });
+    }
     const misspelt = { onErorr: () => undefined } as unknown as NodeFetchHandlerOptions;
     expect(thrown(() => nodeFetchHandler(() => new Response(), misspelt))).toMatchObject({
       message: expect.stringContaining('did you mean "onError"?'),

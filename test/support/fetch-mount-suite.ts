@@ -13,7 +13,7 @@ import { Hono } from 'hono';
 import Koa from 'koa';
 import { fastifyFetchPlugin } from '../../src/adapters/fastify.js';
 import {
-  type FetchHandler,
+  type FetchTarget,
   type NodeFetchHandlerOptions,
   nodeFetchHandler,
 } from '../../src/adapters/node.js';
@@ -52,21 +52,21 @@ function bridgeOptions(options: MountOptions): NodeFetchHandlerOptions {
 }
 
 /** node:http: the bridge is the request listener. */
-async function startNode(handler: FetchHandler, options: MountOptions) {
+async function startNode(handler: FetchTarget, options: MountOptions) {
   return listen(createServer(nodeFetchHandler(handler, bridgeOptions(options))));
 }
 
 /** Express 5: the bridge is the application's last middleware. */
-async function startExpress(handler: FetchHandler, options: MountOptions) {
+async function startExpress(handler: FetchTarget, options: MountOptions) {
   const app = express();
   app.use(nodeFetchHandler(handler, bridgeOptions(options)));
   return listen(createServer(app));
 }
 
 /** Fastify 5: the plugin, encapsulated, with its catch-all route and raw bodies. */
-async function startFastify(handler: FetchHandler, options: MountOptions) {
+async function startFastify(handler: FetchTarget, options: MountOptions) {
   const app = Fastify({ logger: false });
-  await app.register(fastifyFetchPlugin, { fetch: handler, ...bridgeOptions(options) });
+  await app.register(fastifyFetchPlugin, { handler, ...bridgeOptions(options) });
   await app.ready();
   return listen(app.server, async () => {
     app.server.closeAllConnections();
@@ -75,7 +75,7 @@ async function startFastify(handler: FetchHandler, options: MountOptions) {
 }
 
 /** Koa 3: Koa lets go of the response, and the bridge writes node's. */
-async function startKoa(handler: FetchHandler, options: MountOptions) {
+async function startKoa(handler: FetchTarget, options: MountOptions) {
   const koa = new Koa();
   koa.silent = true;
   const serve = nodeFetchHandler(handler, bridgeOptions(options));
@@ -87,9 +87,10 @@ async function startKoa(handler: FetchHandler, options: MountOptions) {
 }
 
 /** Hono 4 on @hono/node-server: the handler mounted as it is; a throw answered as a problem. */
-async function startHono(handler: FetchHandler, options: MountOptions) {
+async function startHono(handler: FetchTarget, options: MountOptions) {
   const app = new Hono();
-  app.mount('/', handler);
+  // Hono calls what it mounts unbound: a service's method is called on its service.
+  app.mount('/', typeof handler === 'function' ? handler : (request) => handler.fetch(request));
   app.onError((error) => {
     options.onError?.(error);
     const parts = problemResponse(
@@ -111,12 +112,12 @@ const STARTERS = {
 /**
  * Serve the handler in one framework on 127.0.0.1, port 0.
  * @param framework - which stack
- * @param handler - the fetch handler
+ * @param handler - the fetch handler, or an object whose `fetch` method is one (the webhook service)
  * @param options - failure reports, origin
  */
 export async function mountServer(
   framework: Framework,
-  handler: FetchHandler,
+  handler: FetchTarget,
   options: MountOptions = {},
 ): Promise<MountedServer> {
   const started = await STARTERS[framework](handler, options);
@@ -125,11 +126,11 @@ export async function mountServer(
 
 /**
  * Serve the handler in each of the five frameworks, each on a port of its own.
- * @param handler - the fetch handler
+ * @param handler - the fetch handler, or an object whose `fetch` method is one (the webhook service)
  * @param options - failure reports, origin
  */
 export async function mountedServers(
-  handler: FetchHandler,
+  handler: FetchTarget,
   options: MountOptions = {},
 ): Promise<MountedServer[]> {
   return Promise.all(FRAMEWORKS.map((framework) => mountServer(framework, handler, options)));
