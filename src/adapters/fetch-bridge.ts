@@ -79,7 +79,11 @@ const originRule: Rule<string> = {
       return INVALID;
     }
     const plain =
-      url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '';
+      url.pathname === '/' &&
+      url.search === '' &&
+      url.hash === '' &&
+      url.username === '' &&
+      url.password === '';
     return (url.protocol === 'http:' || url.protocol === 'https:') && plain ? url.origin : INVALID;
   },
 };
@@ -117,8 +121,8 @@ const targetRule: Rule<FetchHandler> = {
  * @param target - the fetch handler (a bound function, such as Hono's `app.fetch`), or an object
  *   whose `fetch` method is one, called on its object (the webhook service)
  * @param options - `origin`, `onError`
- * @returns a request listener for `http.createServer`, Express's `app.use`, Fastify's
- *   `reply.raw` and Koa's `ctx.res`
+ * @returns a request listener for `http.createServer` and Express's `app.use`, to be called with
+ *   Fastify's `request.raw` and `reply.raw` or Koa's `ctx.req` and `ctx.res`
  * @throws ConfigurationError `invalid_option` for a target that is neither or bad options
  * @example
  * ```ts
