@@ -1,7 +1,23 @@
-/** Rate limiting for node:http and Connect-style stacks, from `api-conventions/node`. @module */
+/**
+ * Rate limiting for node:http and Connect-style stacks, and the bridge from node's request and
+ * response to a fetch handler, from `api-conventions/node`.
+ * @module
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRateLimitGate, type RateLimitOptions } from '../http/rate-limit-gate.js';
 import { NodeGate, socketAddress } from './node-response.js';
+
+export {
+  type FetchBridgeErrorEvent,
+  type FetchBridgeOutcome,
+  type FetchBridgePhase,
+  type FetchHandler,
+  type FetchTarget,
+  type NodeFetchHandlerOptions,
+  type NodeFetchListener,
+  nodeFetchHandler,
+} from './fetch-bridge.js';
+export type { BridgedRequest } from './fetch-request.js';
 
 /** Options of {@link nodeRateLimit}: `identify` receives the node request. */
 export type NodeRateLimitOptions<

@@ -45,13 +45,15 @@ export const MIGRATIONS: readonly Migration[] = [
         created_at text COLLATE "C" NOT NULL,
         updated_at text NOT NULL,
         revision bigint NOT NULL,
+        created_revision bigint NOT NULL,
         deleted_at text,
         PRIMARY KEY (account_code, id))`,
       `COMMENT ON COLUMN ${s}.subscriptions.property_ids IS 'NULL: every current and future property'`,
       `COMMENT ON COLUMN ${s}.subscriptions.deleted_at IS 'set on delete: the row stays as a tombstone so that changesSince tells the delete'`,
       `CREATE UNIQUE INDEX subscriptions_revision ON ${s}.subscriptions (revision)`,
+      `COMMENT ON COLUMN ${s}.subscriptions.created_revision IS 'the revision of its create: the order of creation, whatever created_at says'`,
       `CREATE INDEX subscriptions_creation_order ON ${s}.subscriptions
-        (account_code, created_at, id COLLATE "C") WHERE deleted_at IS NULL`,
+        (account_code, created_revision) WHERE deleted_at IS NULL`,
       // Insert-only: a secret signs until a newer one's retire_older_ms (the earliest of them).
       `CREATE TABLE ${s}.signing_secrets (
         sequence bigserial PRIMARY KEY,

@@ -54,14 +54,16 @@ export function statements(s: string, channel: string): Statements {
           WHERE a.live_subscriptions < $11::integer
         RETURNING 1
       ), sub AS (
-        INSERT INTO ${s}.subscriptions AS t (${COLUMNS})
+        INSERT INTO ${s}.subscriptions AS t (${COLUMNS}, created_revision)
         SELECT $1::text, $2::text, $3::text, $4::text[], $5::text[], 'enabled', $6::text,
-          $7::text, rev.value, NULL
+          $7::text, rev.value, NULL, rev.value
         FROM rev, account
         ON CONFLICT (account_code, id) DO UPDATE SET endpoint_url = excluded.endpoint_url,
           events = excluded.events, property_ids = excluded.property_ids, status = 'enabled',
           created_at = excluded.created_at, updated_at = excluded.updated_at,
-          revision = excluded.revision, deleted_at = NULL
+          revision = excluded.revision, deleted_at = NULL,
+          created_revision = CASE WHEN t.deleted_at IS NULL THEN t.created_revision
+            ELSE excluded.created_revision END
         RETURNING ${COLUMNS}
       ), cleared AS (
         DELETE FROM ${s}.signing_secrets
@@ -78,12 +80,12 @@ export function statements(s: string, channel: string): Statements {
       FROM (SELECT count(*) AS n FROM ${s}.subscriptions
             WHERE account_code = $1::text AND deleted_at IS NULL) AS total
       LEFT JOIN LATERAL (
-        SELECT ${COLUMNS} FROM ${s}.subscriptions
+        SELECT ${COLUMNS}, created_revision FROM ${s}.subscriptions
         WHERE account_code = $1::text AND deleted_at IS NULL
-        ORDER BY created_at COLLATE "C", id COLLATE "C"
+        ORDER BY created_revision
         OFFSET $2::bigint LIMIT $3::bigint
       ) AS page ON true
-      ORDER BY page.created_at COLLATE "C", page.id COLLATE "C"`,
+      ORDER BY page.created_revision`,
     // $3 endpoint or NULL, $4 events or NULL, $5 whether property ids change, $6 them, $7 status
     // or NULL, $8 updated.
     update: `WITH rev AS (
