@@ -18,6 +18,9 @@ interface HeldSecret {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
+/** One key for an account and an id: JSON keeps any two pairs apart. */
+const keyOf = (accountCode: string, id: string): string => JSON.stringify([accountCode, id]);
+
 /**
  * Subscriptions, secrets and the delivery log in this process's memory; a restart forgets them.
  * Changes are told to this process's watchers at once.
@@ -31,6 +34,7 @@ const iso = (ms: number): string => new Date(ms).toISOString();
  */
 export class MemorySubscriptionRepository implements SubscriptionRepository {
   readonly #accounts = new Map<string, Map<string, StoredSubscription>>();
+  // Secrets and changes by account and id (see `keyOf`): ids are unique only within an account.
   readonly #secrets = new Map<string, HeldSecret[]>();
   // The newest change of each id, deletes kept, so that changesSince tells every instance of them.
   readonly #changes = new Map<string, SubscriptionChange>();
@@ -53,7 +57,9 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       revision: 0,
     });
     held.set(stored.id, stored);
-    this.#secrets.set(stored.id, [{ secret, createdAt: options.at, expiresAt: undefined }]);
+    this.#secrets.set(keyOf(stored.accountCode, stored.id), [
+      { secret, createdAt: options.at, expiresAt: undefined },
+    ]);
     return stored;
   }
 
@@ -100,7 +106,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     const held = this.#accounts.get(accountCode);
     if (held === undefined || !held.delete(id)) return false;
     if (held.size === 0) this.#accounts.delete(accountCode);
-    this.#secrets.delete(id);
+    this.#secrets.delete(keyOf(accountCode, id));
     this.#announce({ revision: ++this.#revision, id, accountCode });
     return true;
   }
@@ -111,7 +117,9 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     secret: string,
     options: { readonly at: number; readonly graceMs: number },
   ): Promise<boolean> {
-    const secrets = this.#accounts.get(accountCode)?.has(id) ? this.#secrets.get(id) : undefined;
+    const secrets = this.#accounts.get(accountCode)?.has(id)
+      ? this.#secrets.get(keyOf(accountCode, id))
+      : undefined;
     if (secrets === undefined) return false;
     const until = options.at + options.graceMs;
     for (const held of secrets) {
@@ -120,7 +128,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     secrets.unshift({ secret, createdAt: options.at, expiresAt: undefined });
     // Expired secrets sign nothing again: they are dropped here rather than kept for ever.
     this.#secrets.set(
-      id,
+      keyOf(accountCode, id),
       secrets.filter((s) => s.expiresAt === undefined || s.expiresAt > options.at),
     );
     return true;
@@ -128,7 +136,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
 
   async signingSecrets(accountCode: string, id: string, at: number): Promise<readonly string[]> {
     if (!this.#accounts.get(accountCode)?.has(id)) return [];
-    return (this.#secrets.get(id) ?? [])
+    return (this.#secrets.get(keyOf(accountCode, id)) ?? [])
       .filter((s) => s.expiresAt === undefined || s.expiresAt > at)
       .map((s) => s.secret);
   }
@@ -183,7 +191,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
   }
 
   #announce(change: SubscriptionChange): void {
-    this.#changes.set(change.id, change);
+    this.#changes.set(keyOf(change.accountCode, change.id), change);
     for (const listener of this.#listeners) {
       try {
         listener.onChange(change.revision);

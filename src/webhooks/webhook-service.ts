@@ -64,9 +64,10 @@ export interface WebhookServiceStats extends SubscriptionIndexStats {
 export interface WebhookService {
   /**
    * Answer one API request. Never rejects: a failure is answered 500 with problem details and
-   * told to `onError`. Before {@link WebhookService.start} it starts the service first.
+   * told to `onError`. Before {@link WebhookService.start} it starts the service first. Bound to
+   * its service: pass it on as it is (`app.mount('/', service.fetch)`, `Bun.serve({ fetch })`).
    */
-  fetch(request: Request): Promise<Response>;
+  readonly fetch: (request: Request) => Promise<Response>;
   /**
    * Queue one delivery of an event to each enabled subscription that matches it.
    * @throws ConfigurationError `invalid_option` for an event that is no object, has no account
@@ -237,7 +238,9 @@ class Service implements WebhookService {
     return { id: message.id, deliveries: matches.map((s) => s.id) };
   }
 
-  async fetch(request: Request): Promise<Response> {
+  readonly fetch = (request: Request): Promise<Response> => this.#respond(request);
+
+  async #respond(request: Request): Promise<Response> {
     let parts: ResponseParts;
     try {
       parts = await this.#answer(request);

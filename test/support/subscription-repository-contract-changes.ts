@@ -69,6 +69,24 @@ export function subscriptionChangesContract(test: RepositoryTest): void {
       expect(await repository.signingSecrets('acme', stored.id, T0 + 2)).toEqual(['mine']);
     });
 
+    test('one id in two accounts: each keeps its own secrets, rotation, delete and change', async (repository) => {
+      const id = randomUUID();
+      await created(repository, aSubscription({ id }), { secret: 'acme-secret' });
+      await created(repository, aSubscription({ id, accountCode: 'globex' }), {
+        secret: 'globex-secret',
+      });
+      await repository.rotateSecret('globex', id, 'globex-new', { at: T0, graceMs: 0 });
+      expect(await repository.signingSecrets('acme', id, T0)).toEqual(['acme-secret']);
+      expect(await repository.signingSecrets('globex', id, T0)).toEqual(['globex-new']);
+      expect(await repository.delete('globex', id, T0)).toBe(true);
+      expect(await repository.signingSecrets('acme', id, T0)).toEqual(['acme-secret']);
+      const changes = await repository.changesSince(0, 10);
+      const mine = changes.filter((c) => c.accountCode === 'acme');
+      const theirs = changes.filter((c) => c.accountCode === 'globex');
+      expect(mine.map((c) => c.subscription?.id)).toEqual([id]);
+      expect(theirs.map((c) => c.subscription)).toEqual([undefined]);
+    });
+
     test('an id nobody holds has no secrets and cannot be rotated', async (repository) => {
       const id = randomUUID();
       expect(await repository.rotateSecret('acme', id, 's', { at: T0, graceMs: 0 })).toBe(false);
