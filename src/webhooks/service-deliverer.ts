@@ -23,8 +23,10 @@ export interface ServiceDelivererSettings {
   };
   /** Told of a write the log or a disable could not make. */
   readonly onError: (error: unknown) => void;
-  /** Called after a 410 has disabled a subscription in the repository. */
-  readonly afterWrite: () => Promise<void>;
+  /** Resolves once the service has started (its index loaded); never rejects. */
+  readonly started: () => Promise<void>;
+  /** Brings the index up to the repository's latest revision; never rejects. */
+  readonly catchUp: () => Promise<void>;
 }
 
 /**
@@ -39,8 +41,15 @@ export function serviceDeliverer(settings: ServiceDelivererSettings): Deliverer 
     // Left-out options are undefined here, which createDeliverer reads as its defaults.
     ...(delivery as WebhookServiceDeliveryOptions),
     clock,
-    secrets: (id) => {
-      const held = index.get(id);
+    secrets: async (id) => {
+      // A job may wait in a durable queue across a restart, or come from an instance whose change
+      // this one has not applied yet: the index is loaded, and caught up once, before a miss counts.
+      await settings.started();
+      let held = index.get(id);
+      if (held === undefined) {
+        await settings.catchUp();
+        held = index.get(id);
+      }
       return held === undefined
         ? undefined
         : repository.signingSecrets(held.accountCode, id, clock.now());
@@ -50,7 +59,7 @@ export function serviceDeliverer(settings: ServiceDelivererSettings): Deliverer 
       if (held === undefined) return;
       try {
         await repository.update(held.accountCode, id, { status: 'disabled' }, clock.now());
-        await settings.afterWrite();
+        await settings.catchUp();
       } catch (error) {
         onError(error);
       }

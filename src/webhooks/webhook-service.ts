@@ -135,7 +135,8 @@ class Service implements WebhookService {
       clock,
       delivery: settings.delivery,
       onError,
-      afterWrite: settle,
+      started: () => this.start().catch(onError),
+      catchUp: settle,
     });
     this.#queue =
       settings.queue === undefined

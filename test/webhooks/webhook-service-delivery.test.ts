@@ -209,6 +209,42 @@ describe('createWebhookService: the same on every instance', () => {
     ).toEqual([]);
   });
 
+  it('a job held across a restart waits for the index to load, and a job from an instance ahead catches up first: both are signed', async () => {
+    const repository = new MemorySubscriptionRepository();
+    // No notifications: only the deliverer's own catch-up can tell C of the later create.
+    const unwatched = new Proxy(repository, {
+      get: (target, name) => {
+        if (name === 'watch') return undefined;
+        const value = Reflect.get(target, name, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const clock = new FakeClock(START);
+    const queueA = heldQueue();
+    const a = setup({ repository: unwatched, clock, queue: queueA.make });
+    const created = await call(a.service, 'POST', '/v1/subscriptions', {
+      body: subscriptionBody(),
+    });
+    await a.service.publish({ accountCode: 'ACME', kind: 'reservation/created' });
+    const job = queueA.held.jobs[0]!;
+    // B is the restarted instance: its durable queue runs the job before anything started it.
+    const queueB = heldQueue();
+    const b = setup({ repository: unwatched, clock, queue: queueB.make });
+    expect((await queueB.held.deliverer!.attempt(job)).report.outcome).toBe('delivered');
+    expect(verifies(b.sent[0]!, created.body.secret, clock)).toBe(true);
+    // C started before the next create and hears of no change: its deliverer catches up on the miss.
+    const queueC = heldQueue();
+    const c = setup({ repository: unwatched, clock, queue: queueC.make });
+    await c.service.start();
+    const later = await call(a.service, 'POST', '/v1/subscriptions', {
+      body: subscriptionBody(),
+    });
+    expect(c.service.stats().subscriptions).toBe(1);
+    const laterJob = { ...job, subscriptionId: later.body.id };
+    expect((await queueC.held.deliverer!.attempt(laterJob)).report.outcome).toBe('delivered');
+    expect(verifies(c.sent.at(-1)!, later.body.secret, clock)).toBe(true);
+  });
+
   it('without notifications the poll catches up; a failing catch-up is reported and retried', async () => {
     const inner = new MemorySubscriptionRepository();
     let failing = false;
