@@ -294,6 +294,7 @@ export { aesGcmSecretCipher } from './webhooks/secret-cipher.js';
 // subscription-mirror.ts are the service's internals: createWebhookService is the API.
 export type {
   WebhookServiceDeliveryOptions,
+  WebhookServiceLimits,
   WebhookServiceOptions,
 } from './webhooks/service-options.js';
 export { webhookServiceDefaults } from './webhooks/service-options.js';

@@ -175,7 +175,8 @@ const anonymousRule: Rule<(typeof anonymousFields extends Rule<infer A> ? A : ne
   read: (value, name) => (value === 'refuse' ? value : anonymousFields.read(value, name)),
 };
 
-const rules = {
+/** The rules of every gate option, one per key. @internal */
+export const GATE_RULES = {
   limiter: withMethods<CheckingLimiter>(['check'], 'a limiter made by createLimiter()'),
   identify: aFunction<(request: unknown) => unknown>(
     'maps a request to { clientId, accountCode, accountType? }',
@@ -214,13 +215,13 @@ export function readGateOptions<R>(
   options: RateLimitOptions<R, string>,
   remoteAddress: ((request: R) => string | null | undefined) | undefined,
 ): GateSettings<R> {
-  const read = readOptions(options, 'The rate limit middleware', rules, {
+  const read = readOptions(options, 'The rate limit middleware', GATE_RULES, {
     defaults,
     required: true,
     example: '{ limiter, identify }',
   });
-  const limiter = requiredValue(rules.limiter, read.limiter, 'limiter');
-  const identify = requiredValue(rules.identify, read.identify, 'identify');
+  const limiter = requiredValue(GATE_RULES.limiter, read.limiter, 'limiter');
+  const identify = requiredValue(GATE_RULES.identify, read.identify, 'identify');
   const failure = oneSourceOfFailure(limiter, read.failure);
   const { anonymous } = read;
   const refused = anonymous === 'refuse';

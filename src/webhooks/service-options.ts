@@ -3,7 +3,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
-import type { CheckingLimiter, Identity } from '../http/rate-limit-gate.js';
+import { GATE_RULES } from '../http/gate-options.js';
+import type { CheckingLimiter, Identity, RateLimitOptions } from '../http/rate-limit-gate.js';
 import {
   aFunction,
   anything,
@@ -43,6 +44,11 @@ export interface WebhookServiceOptions {
   ) => Identity | null | undefined | Promise<Identity | null | undefined>;
   /** Put the whole API behind these limits (`createLimiter`), counted by `identify`. */
   limiter?: CheckingLimiter;
+  /**
+   * How the limits answer, as for the rate limit middleware (RateLimit headers, tracking ids, the
+   * failure mode); only with `limiter`.
+   */
+  limits?: WebhookServiceLimits;
   /** Makes the delivery queue from the service's deliverer. @defaultValue a `MemoryDeliveryQueue` */
   queue?: (deliverer: Deliverer) => DeliveryQueue;
   /** Transport, retry schedule, timeout, extra headers and `onAttempt` of deliveries. */
@@ -78,6 +84,17 @@ export interface WebhookServiceOptions {
    */
   pollIntervalMs?: number;
 }
+
+/** The rate limit middleware's options that the service's limits take. */
+export type WebhookServiceLimits = Pick<
+  RateLimitOptions<Request>,
+  | 'rateLimitHeaders'
+  | 'trackingIdOnAdmitted'
+  | 'trackingIds'
+  | 'trackingIdHeader'
+  | 'failure'
+  | 'failureRetryAfterSeconds'
+>;
 
 const REPOSITORY_METHODS = [
   'create',
@@ -126,6 +143,17 @@ const SERVICE_RULES = {
     'maps a Request to { clientId, accountCode, accountType? }',
   ),
   limiter: withMethods<CheckingLimiter>(['check'], 'a limiter made by createLimiter()'),
+  limits: optionsOf(
+    {
+      rateLimitHeaders: GATE_RULES.rateLimitHeaders,
+      trackingIdOnAdmitted: GATE_RULES.trackingIdOnAdmitted,
+      trackingIds: GATE_RULES.trackingIds,
+      trackingIdHeader: GATE_RULES.trackingIdHeader,
+      failure: GATE_RULES.failure,
+      failureRetryAfterSeconds: GATE_RULES.failureRetryAfterSeconds,
+    },
+    '{ rateLimitHeaders: true }',
+  ),
   queue: aFunction<NonNullable<WebhookServiceOptions['queue']>>(
     'makes a DeliveryQueue from a deliverer',
   ),

@@ -26,6 +26,7 @@ import {
 import {
   readServiceOptions,
   type ServiceSettings,
+  type WebhookServiceLimits,
   type WebhookServiceOptions,
 } from './service-options.js';
 import { internalError, serviceProblem } from './service-problems.js';
@@ -170,10 +171,17 @@ class Service implements WebhookService {
       settle,
     };
     const { limiter, identify } = settings;
+    if (settings.limits !== undefined && limiter === undefined) {
+      throw new ConfigurationError(
+        'invalid_option',
+        'createWebhookService: limits applies only with a limiter; pass limiter: createLimiter({ ... }) as well, or leave limits out.',
+      );
+    }
     this.#gate =
       limiter === undefined
         ? undefined
         : createRateLimitGate<GateRequest>({
+            ...(settings.limits as WebhookServiceLimits | undefined),
             limiter,
             identify: (gated) => {
               const identity = identify(gated.request);

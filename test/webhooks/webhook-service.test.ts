@@ -311,6 +311,27 @@ describe('createWebhookService: the subscription API', () => {
     }
   });
 
+  it('limits: RateLimit headers and a tracking id on admitted answers, as the middleware gives them; refused without a limiter or with a bad value', async () => {
+    const clock = new FakeClock(START);
+    const limiter = createLimiter({ policies: [window(3, '60s')], clock });
+    const { service } = setup({
+      limiter,
+      clock,
+      limits: { rateLimitHeaders: true, trackingIdOnAdmitted: true },
+    });
+    const admitted = await call(service, 'GET', '/v1/subscriptions');
+    expect(admitted.status).toBe(200);
+    expect(admitted.headers.get('ratelimit')).toMatch(/r=2/);
+    expect(admitted.headers.get('service-tracking-id')).toMatch(/\S/);
+    const plain = setup({ limiter, clock });
+    const without = await call(plain.service, 'GET', '/v1/subscriptions');
+    expect(without.headers.get('ratelimit')).toBeNull();
+    expect(() => setup({ limits: { rateLimitHeaders: true } })).toThrow(/only with a limiter/);
+    expect(() => setup({ limiter, limits: { failure: 'sometimes' as 'open' } })).toThrow(
+      /limits\.failure/,
+    );
+  });
+
   it('GET /v1/audit-logs lists the account delivery log by cursor, oldest first, 50 by default', async () => {
     const { service, repository } = setup();
     for (let i = 0; i < 7; i++) {
