@@ -21,7 +21,12 @@ import { clientGone } from './node-response.js';
 export type FetchHandler = (request: Request) => Response | Promise<Response>;
 
 /** What serves the requests: a fetch handler, or an object whose `fetch` method is one. */
-export type FetchTarget = FetchHandler | { fetch(request: Request): Response | Promise<Response> };
+export type FetchTarget =
+  | FetchHandler
+  | {
+      /** Answers one request. */
+      fetch(request: Request): Response | Promise<Response>;
+    };
 
 /**
  * Where a bridged request failed: `request` (a body parser read the body and left nothing to
