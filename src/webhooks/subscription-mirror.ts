@@ -3,6 +3,7 @@
  * once, in revision order, by one catch-up at a time (see docs/webhook-service.md).
  * @module
  */
+import { ConfigurationError } from '../errors/index.js';
 import type { StoredSubscription, Subscription } from './subscription.js';
 import type { SubscriptionIndex } from './subscription-index.js';
 import type { SubscriptionChange, SubscriptionRepository } from './subscription-repository.js';
@@ -103,6 +104,20 @@ export class SubscriptionMirror {
   }
 
   #apply(change: SubscriptionChange): void {
+    // The index holds one subscription per id; ids are unique per account only. A change of one
+    // account never removes or replaces another account's subscription that has the same id.
+    const held = this.#index.get(change.id);
+    if (held !== undefined && held.accountCode !== change.accountCode) {
+      if (change.subscription?.status === 'enabled') {
+        this.#onError(
+          new ConfigurationError(
+            'duplicate_subscription_id',
+            `Subscription id "${change.id}" is held by two accounts; only the first is matched. Make generateId return ids unique across accounts (the default, a UUID, is).`,
+          ),
+        );
+      }
+      return;
+    }
     const stored = change.subscription;
     if (stored === undefined || stored.status !== 'enabled') {
       this.#index.remove(change.id);

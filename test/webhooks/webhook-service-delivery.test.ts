@@ -245,6 +245,24 @@ describe('createWebhookService: the same on every instance', () => {
     expect(verifies(c.sent.at(-1)!, later.body.secret, clock)).toBe(true);
   });
 
+  it('one id in two accounts (a custom generateId): the index keeps the first, reports the second, and a change of the second never touches the first', async () => {
+    const { service, errors } = setup({ generateId: () => 'same-id' });
+    await service.start();
+    const first = await call(service, 'POST', '/v1/subscriptions', { body: subscriptionBody() });
+    const second = await call(service, 'POST', '/v1/subscriptions', {
+      account: 'OTHER',
+      body: subscriptionBody(),
+    });
+    expect([first.status, second.status]).toEqual([201, 201]);
+    expect(errors.map((e) => (e as { code?: string }).code)).toContain('duplicate_subscription_id');
+    const publishTo = (accountCode: string) =>
+      service.publish({ accountCode, kind: 'reservation/created' });
+    expect((await publishTo('ACME')).deliveries).toEqual(['same-id']);
+    expect((await publishTo('OTHER')).deliveries).toEqual([]);
+    await call(service, 'DELETE', '/v1/subscriptions/same-id', { account: 'OTHER' });
+    expect((await publishTo('ACME')).deliveries).toEqual(['same-id']);
+  });
+
   it('without notifications the poll catches up; a failing catch-up is reported and retried', async () => {
     const inner = new MemorySubscriptionRepository();
     let failing = false;
