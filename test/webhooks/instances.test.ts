@@ -1,0 +1,291 @@
+/**
+ * The webhook service the same on every instance, and kept across a restart: real processes
+ * (test/support/webhook-instance.ts) on one real PostgreSQL, delivering to a real receiver.
+ *
+ * The issue's bound: a change made on A reaches B within one second. Each check polls B with a
+ * deadline of one second from A's answer; the times seen are printed at the end of the file.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook } from '../../src/index.js';
+import { type InstanceProcess, InstanceProcesses } from '../support/instance-process.js';
+import { PostgresServer } from '../support/postgres-server.js';
+import {
+  type ReceivedDelivery,
+  startReceiver,
+  type WebhookReceiver,
+} from '../support/webhook-receiver.js';
+
+/** The issue's bound for a change on one instance to reach another. */
+const BOUND_MS = 1_000;
+const SCHEMA = 'instances';
+const SECRET_KEY = randomBytes(32).toString('base64');
+
+const processes = new InstanceProcesses();
+let server: PostgresServer | undefined;
+let receiver: WebhookReceiver;
+let a: InstanceProcess;
+let b: InstanceProcess;
+let dataDir: string | undefined;
+/** What each bound took, in ms, by check. */
+const timings: Record<string, number[]> = {};
+/** What else was seen, printed with the timings. */
+const notes: string[] = [];
+
+const pgEnv = (): Record<string, string> => ({
+  DATABASE_URL: (server as PostgresServer).url,
+  SCHEMA,
+  SECRET_KEY,
+});
+
+beforeAll(async () => {
+  [server, receiver] = await Promise.all([PostgresServer.start(), startReceiver()]);
+  // Started together: their migrations meet under the advisory lock.
+  [a, b] = await Promise.all([processes.start('A', pgEnv()), processes.start('B', pgEnv())]);
+});
+
+afterAll(async () => {
+  // Each step runs whatever the one before did.
+  try {
+    await processes.stopAll();
+  } finally {
+    try {
+      await receiver?.close();
+      if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+    } finally {
+      await server?.stop();
+    }
+  }
+  const seen = Object.entries(timings).map(([check, ms]) => `${check}: ${ms.join(', ')} ms`);
+  console.log(`instances: ${[...seen, ...notes].join('; ')}`);
+});
+
+/**
+ * Poll `check` until it holds; fails once `deadline` ms have passed since `from`. Resolves to the
+ * ms from `from` to the first time it held, kept under `name`.
+ */
+async function within(
+  name: string,
+  from: number,
+  check: () => Promise<boolean>,
+  deadline = BOUND_MS,
+): Promise<number> {
+  for (;;) {
+    if (await check()) {
+      const took = Math.round(performance.now() - from);
+      timings[name] = [...(timings[name] ?? []), took];
+      return took;
+    }
+    if (performance.now() - from > deadline) {
+      throw new Error(`${name}: not within ${deadline} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+/** An event of the account that subscriptions on `reservation/*` match. */
+const event = (accountCode: string) => ({
+  accountCode,
+  kind: 'reservation/created',
+  data: { reservation: 'R1' },
+});
+
+/** Create a subscription on `on`; its answer's body (with the secret) and when it came. */
+async function create(on: InstanceProcess, account: string, path: string) {
+  const created = await on.call('POST', '/v1/subscriptions', {
+    account,
+    body: { endpointUrl: `${receiver.url}/${path}`, events: ['reservation/*'] },
+  });
+  const at = performance.now();
+  expect(created.status).toBe(201);
+  return { subscription: created.body, at };
+}
+
+/** Whether an event of `account` published on `on` is matched by subscription `id`. */
+const matches = async (on: InstanceProcess, account: string, id: string) =>
+  (await on.publish(event(account))).deliveries.includes(id);
+
+/** The delivery of message `id` the receiver got, waited for with a deadline. */
+async function delivery(id: string): Promise<ReceivedDelivery> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const found = receiver.received.find((d) => d.headers['webhook-id'] === id);
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`no delivery of message ${id}`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+/** The pid of B's LISTEN backend, found by its application name; undefined while there is none. */
+async function listenBackend(name: string): Promise<string | undefined> {
+  const pids = await (server as PostgresServer).query(
+    `SELECT pid FROM pg_stat_activity WHERE application_name = '${name}' AND query LIKE 'LISTEN%'`,
+  );
+  const rows = pids === '' ? [] : pids.split('\n');
+  expect(rows.length).toBeLessThanOrEqual(1);
+  return rows[0];
+}
+
+describe('two instances on one PostgreSQL', () => {
+  it('a subscription created on A is matched by an event published on B within one second', async () => {
+    expect((await b.publish(event('T1'))).deliveries).toEqual([]);
+    const { subscription, at } = await create(a, 'T1', 't1');
+    await within('create on A, matched on B', at, () => matches(b, 'T1', subscription.id));
+    // B has applied A's change: the same revision on both.
+    expect((await b.stats()).revision).toBe((await a.stats()).revision);
+    const read = await b.call('GET', `/v1/subscriptions/${subscription.id}`, { account: 'T1' });
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual({ ...subscription, secret: undefined });
+  });
+
+  it('after a delete on A, B stops matching within one second', async () => {
+    const { subscription, at } = await create(a, 'T2', 't2');
+    await within('create on A, matched on B', at, () => matches(b, 'T2', subscription.id));
+    const deleted = await a.call('DELETE', `/v1/subscriptions/${subscription.id}`, {
+      account: 'T2',
+    });
+    const since = performance.now();
+    expect(deleted.status).toBe(204);
+    await within('delete on A, unmatched on B', since, async () => {
+      const { deliveries } = await b.publish(event('T2'));
+      return deliveries.length === 0;
+    });
+    const read = await b.call('GET', `/v1/subscriptions/${subscription.id}`, { account: 'T2' });
+    expect(read.status).toBe(404);
+  });
+
+  it('with B’s notification connection killed before each, a create and a delete on A still reach B within one second', async () => {
+    const pg = server as PostgresServer;
+    const killed = await listenBackend('B');
+    expect(killed).toBeDefined();
+    expect(await pg.query(`SELECT pg_terminate_backend(${killed})`)).toBe('t');
+    const { subscription, at } = await create(a, 'T3', 't3');
+    // The change was made while B was not listening: only the reload after B's reconnect finds it.
+    const downAtCreate = (await listenBackend('B')) === undefined;
+    await within('create on A after B lost LISTEN, matched on B', at, () =>
+      matches(b, 'T3', subscription.id),
+    );
+    const reopened = await listenBackend('B');
+    expect(reopened).toBeDefined();
+    expect(reopened).not.toBe(killed);
+
+    expect(await pg.query(`SELECT pg_terminate_backend(${reopened})`)).toBe('t');
+    const deleted = await a.call('DELETE', `/v1/subscriptions/${subscription.id}`, {
+      account: 'T3',
+    });
+    const since = performance.now();
+    expect(deleted.status).toBe(204);
+    const downAtDelete = (await listenBackend('B')) === undefined;
+    await within('delete on A after B lost LISTEN, unmatched on B', since, async () => {
+      const { deliveries } = await b.publish(event('T3'));
+      return deliveries.length === 0;
+    });
+    expect((await b.stats()).revision).toBe((await a.stats()).revision);
+    expect(await b.errors()).toEqual([]);
+    notes.push(`B listening at A's create: ${!downAtCreate}, at A's delete: ${!downAtDelete}`);
+  });
+
+  it('a rotate on A: B’s deliveries carry the old and the new signature within one second', async () => {
+    const { subscription, at } = await create(a, 'T5', 't5');
+    await within('create on A, matched on B', at, () => matches(b, 'T5', subscription.id));
+    const oldSecret: string = subscription.secret;
+    const rotated = await a.call('POST', `/v1/subscriptions/${subscription.id}/secret/rotate`, {
+      account: 'T5',
+    });
+    const since = performance.now();
+    expect(rotated.status).toBe(200);
+    const newSecret: string = rotated.body.secret;
+    expect(newSecret).not.toBe(oldSecret);
+    let last: ReceivedDelivery | undefined;
+    await within('rotate on A, both signatures from B', since, async () => {
+      const { id } = await b.publish(event('T5'));
+      last = await delivery(id);
+      return String(last.headers['webhook-signature']).split(' ').length === 2;
+    });
+    const got = last as ReceivedDelivery;
+    expect(got.path).toBe('/t5');
+    for (const secret of [oldSecret, newSecret]) {
+      expect(verifyWebhook(got.body, got.headers, { secrets: secret }).ok).toBe(true);
+    }
+  });
+});
+
+describe('a restart keeps subscriptions, secrets and the delivery log', () => {
+  /** Create, deliver once, and read the log: what a restart must keep. */
+  async function keptBeforeRestart(on: InstanceProcess, account: string) {
+    const { subscription } = await create(on, account, account);
+    const { id } = await on.publish(event(account));
+    const first = await delivery(id);
+    expect(verifyWebhook(first.body, first.headers, { secrets: subscription.secret }).ok).toBe(
+      true,
+    );
+    const log = await logOnceItHolds(on, account, 1);
+    return { subscription, log };
+  }
+
+  /** The account's delivery log once it holds `count` attempts (the log is written after each). */
+  async function logOnceItHolds(on: InstanceProcess, account: string, count: number) {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const log = await on.call('GET', '/v1/audit-logs', { account });
+      expect(log.status).toBe(200);
+      if (log.body.items.length >= count) return log.body.items;
+      if (Date.now() > deadline) throw new Error(`the log of ${account} holds no ${count}`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  /** After the restart: everything is there, and a new delivery verifies with the first secret. */
+  async function checkAfterRestart(
+    on: InstanceProcess,
+    account: string,
+    kept: Awaited<ReturnType<typeof keptBeforeRestart>>,
+  ) {
+    const { secret, ...stored } = kept.subscription;
+    const list = await on.call('GET', '/v1/subscriptions', { account });
+    expect(list.status).toBe(200);
+    expect(list.body.items).toEqual([stored]);
+    const read = await on.call('GET', `/v1/subscriptions/${stored.id}`, { account });
+    expect(read.body).toEqual(stored);
+    expect((await on.call('GET', '/v1/audit-logs', { account })).body.items).toEqual(kept.log);
+
+    const { id, deliveries } = await on.publish(event(account));
+    expect(deliveries).toEqual([stored.id]);
+    const next = await delivery(id);
+    expect(next.path).toBe(`/${account}`);
+    expect(verifyWebhook(next.body, next.headers, { secrets: secret }).ok).toBe(true);
+    const log = await logOnceItHolds(on, account, 2);
+    expect(log.slice(0, 1)).toEqual(kept.log);
+    expect(log[1]).toMatchObject({ subscriptionId: stored.id, outcome: 'delivered' });
+  }
+
+  it('on PostgreSQL: A killed (SIGKILL) and started again on the same database', async () => {
+    const kept = await keptBeforeRestart(a, 'T4');
+    // The secret is encrypted at rest: the database never holds it as shown.
+    const stored = await (server as PostgresServer).query(
+      `SELECT secret FROM ${SCHEMA}.signing_secrets`,
+    );
+    expect(stored).not.toContain(kept.subscription.secret.slice('whsec_'.length));
+    expect(await a.stop('SIGKILL')).toBeNull();
+    a = await processes.start('A', pgEnv());
+    await checkAfterRestart(a, 'T4', kept);
+    // The other instance never stopped, and both hold the same revision.
+    expect(await matches(b, 'T4', kept.subscription.id)).toBe(true);
+    expect((await a.stats()).revision).toBe((await b.stats()).revision);
+  });
+
+  it('on PGlite: the process stopped and started again on the same data folder', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'pglite-instance-'));
+    const env = { DATA_DIR: dataDir, SECRET_KEY };
+    const first = await processes.start('P', env);
+    const kept = await keptBeforeRestart(first, 'T6');
+    // One process per folder: the first is stopped before the next opens it.
+    expect(await first.stop('SIGTERM')).toBe(0);
+    const second = await processes.start('P', env);
+    await checkAfterRestart(second, 'T6', kept);
+    expect(await second.stop('SIGTERM')).toBe(0);
+  });
+});
