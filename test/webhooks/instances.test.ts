@@ -214,8 +214,16 @@ describe('two instances on one PostgreSQL', () => {
 });
 
 describe('a restart keeps subscriptions, secrets and the delivery log', () => {
+  /** What a restart must keep: a subscription (with the secret shown at create) and its log. */
+  interface Kept {
+    // biome-ignore lint/suspicious/noExplicitAny: the create's parsed JSON body
+    readonly subscription: any;
+    // biome-ignore lint/suspicious/noExplicitAny: the audit log's parsed JSON items
+    readonly log: any[];
+  }
+
   /** Create, deliver once, and read the log: what a restart must keep. */
-  async function keptBeforeRestart(on: InstanceProcess, account: string) {
+  async function keptBeforeRestart(on: InstanceProcess, account: string): Promise<Kept> {
     const { subscription } = await create(on, account, account);
     const { id } = await on.publish(event(account));
     const first = await delivery(id);
@@ -238,12 +246,15 @@ describe('a restart keeps subscriptions, secrets and the delivery log', () => {
     }
   }
 
-  /** After the restart: everything is there, and a new delivery verifies with the first secret. */
+  /**
+   * After the restart: everything is there, and a new delivery verifies with the secret shown at
+   * create; resolves to what the next restart must keep.
+   */
   async function checkAfterRestart(
     on: InstanceProcess,
     account: string,
-    kept: Awaited<ReturnType<typeof keptBeforeRestart>>,
-  ) {
+    kept: Kept,
+  ): Promise<Kept> {
     const { secret, ...stored } = kept.subscription;
     const list = await on.call('GET', '/v1/subscriptions', { account });
     expect(list.status).toBe(200);
@@ -257,9 +268,10 @@ describe('a restart keeps subscriptions, secrets and the delivery log', () => {
     const next = await delivery(id);
     expect(next.path).toBe(`/${account}`);
     expect(verifyWebhook(next.body, next.headers, { secrets: secret }).ok).toBe(true);
-    const log = await logOnceItHolds(on, account, 2);
-    expect(log.slice(0, 1)).toEqual(kept.log);
-    expect(log[1]).toMatchObject({ subscriptionId: stored.id, outcome: 'delivered' });
+    const log = await logOnceItHolds(on, account, kept.log.length + 1);
+    expect(log.slice(0, kept.log.length)).toEqual(kept.log);
+    expect(log.at(-1)).toMatchObject({ subscriptionId: stored.id, outcome: 'delivered' });
+    return { subscription: kept.subscription, log };
   }
 
   it('on PostgreSQL: A killed (SIGKILL) and started again on the same database', async () => {
@@ -277,15 +289,19 @@ describe('a restart keeps subscriptions, secrets and the delivery log', () => {
     expect((await a.stats()).revision).toBe((await b.stats()).revision);
   });
 
-  it('on PGlite: the process stopped and started again on the same data folder', async () => {
+  it('on PGlite: the process stopped, then killed (SIGKILL), and started again on the same data folder', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'pglite-instance-'));
     const env = { DATA_DIR: dataDir, SECRET_KEY };
     const first = await processes.start('P', env);
     const kept = await keptBeforeRestart(first, 'T6');
-    // One process per folder: the first is stopped before the next opens it.
+    // One process per folder: each is stopped before the next opens it.
     expect(await first.stop('SIGTERM')).toBe(0);
     const second = await processes.start('P', env);
-    await checkAfterRestart(second, 'T6', kept);
-    expect(await second.stop('SIGTERM')).toBe(0);
+    const keptAgain = await checkAfterRestart(second, 'T6', kept);
+    // A process that dies without closing PGlite loses nothing it answered for either.
+    expect(await second.stop('SIGKILL')).toBeNull();
+    const third = await processes.start('P', env);
+    await checkAfterRestart(third, 'T6', keptAgain);
+    expect(await third.stop('SIGTERM')).toBe(0);
   });
 });
