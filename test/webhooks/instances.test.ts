@@ -198,6 +198,49 @@ describe('two instances on one PostgreSQL', () => {
     notes.push(`B listening at A's create: ${!downAtCreate}, at A's delete: ${!downAtDelete}`);
   });
 
+  it('a burst of creates and deletes on A, B’s LISTEN connection killed in the middle: B ends holding what A holds within one second', async () => {
+    const pg = server as PostgresServer;
+    const body = (n: number) => ({
+      endpointUrl: `${receiver.url}/burst`,
+      events: [`reservation/e${n}`],
+      propertyIds: [`P${n % 3}`],
+    });
+    const account = (n: number) => `B${n % 4}`;
+    const createAll = (from: number, to: number) =>
+      Promise.all(
+        Array.from({ length: to - from }, (_, k) =>
+          a.call('POST', '/v1/subscriptions', { account: account(from + k), body: body(from + k) }),
+        ),
+      );
+    const first = await createAll(0, 15);
+    const killed = await listenBackend('B');
+    expect(await pg.query(`SELECT pg_terminate_backend(${killed})`)).toBe('t');
+    const created = [...first, ...(await createAll(15, 30))];
+    expect(created.map((c) => c.status)).toEqual(created.map(() => 201));
+    // Every other one deleted again.
+    const deleted = await Promise.all(
+      created.flatMap((c, n) =>
+        n % 2 === 0
+          ? [a.call('DELETE', `/v1/subscriptions/${c.body.id}`, { account: account(n) })]
+          : [],
+      ),
+    );
+    const since = performance.now();
+    expect(deleted.map((d) => d.status)).toEqual(deleted.map(() => 204));
+    const held = await a.stats();
+    await within('burst on A, B holds the same', since, async () => {
+      const seen = await b.stats();
+      return JSON.stringify(seen) === JSON.stringify(held);
+    });
+    // What B matches is what A does: each kept subscription, and none deleted.
+    for (const [n, c] of created.entries()) {
+      const kind = `reservation/e${n}`;
+      const published = await b.publish({ accountCode: account(n), kind, propertyId: `P${n % 3}` });
+      expect(published.deliveries).toEqual(n % 2 === 0 ? [] : [c.body.id]);
+    }
+    expect(await b.errors()).toEqual([]);
+  });
+
   it('a rotate on A: B’s deliveries carry the old and the new signature within one second', async () => {
     const { subscription, at } = await create(a, 'T5', 't5');
     await within('create on A, matched on B', at, () => matches(b, 'T5', subscription.id));
