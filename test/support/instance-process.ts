@@ -50,7 +50,8 @@ export class InstanceProcesses {
   async start(name: string, env: Record<string, string>): Promise<InstanceProcess> {
     const child = spawn(process.execPath, ['--import', 'tsx', ENTRY], {
       env: { ...process.env, ...env, INSTANCE: name },
-      stdio: ['ignore', 'pipe', 'inherit'],
+      // The instance exits when its stdin ends: it never outlives this process.
+      stdio: ['pipe', 'pipe', 'inherit'],
     });
     this.#children.add(child);
     const exited = once(child, 'exit').then(([code]) => {

@@ -16,7 +16,8 @@
  * - `GET /test/stats` answers `service.stats()`;
  * - `GET /test/errors` answers what `onError` was told so far (messages).
  *
- * It prints `listening <port>` once it serves, and stops cleanly on SIGTERM (exit code 0).
+ * It prints `listening <port>` once it serves, and stops cleanly on SIGTERM (exit code 0). It exits
+ * when its standard input ends, so that it never outlives a test process that died.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -123,6 +124,10 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 1_000;
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 console.log(`listening ${(server.address() as AddressInfo).port}`);
+
+// The test process holds the other end: when it is gone, so is this instance.
+process.stdin.on('end', () => process.exit(1));
+process.stdin.resume();
 
 process.once('SIGTERM', () => {
   const stop = async () => {

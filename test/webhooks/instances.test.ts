@@ -241,6 +241,37 @@ describe('two instances on one PostgreSQL', () => {
     expect(await b.errors()).toEqual([]);
   });
 
+  it('the PostgreSQL server restarted under both: a create on A afterwards reaches B', async () => {
+    const pg = server as PostgresServer;
+    const down = performance.now();
+    await pg.restart();
+    const up = performance.now();
+    let created: Awaited<ReturnType<typeof create>> | undefined;
+    // A's first request may meet a connection the restart closed: its pool drops it.
+    await within(
+      'server restart, A creates',
+      up,
+      async () => {
+        const answer = await a.call('POST', '/v1/subscriptions', {
+          account: 'T7',
+          body: { endpointUrl: `${receiver.url}/t7`, events: ['reservation/*'] },
+        });
+        if (answer.status === 201) created = { subscription: answer.body, at: performance.now() };
+        return answer.status === 201;
+      },
+      10_000,
+    );
+    const { subscription, at } = created as NonNullable<typeof created>;
+    await within(
+      'server restart, create on A matched on B',
+      at,
+      () => matches(b, 'T7', subscription.id),
+      10_000,
+    );
+    notes.push(`server down ${Math.round(up - down)} ms`);
+    expect(await listenBackend('B')).toBeDefined();
+  });
+
   it('a rotate on A: B’s deliveries carry the old and the new signature within one second', async () => {
     const { subscription, at } = await create(a, 'T5', 't5');
     await within('create on A, matched on B', at, () => matches(b, 'T5', subscription.id));
