@@ -3,7 +3,9 @@
  * (test/support/webhook-instance.ts) on one real PostgreSQL, delivering to a real receiver.
  *
  * The issue's bound: a change made on A reaches B within one second. Each check polls B with a
- * deadline of one second from A's answer; the times seen are printed at the end of the file.
+ * deadline of one second from A's answer; the times seen are printed at the end of the file. A
+ * restart of the PostgreSQL server itself is outside that bound (the reconnect backs off): it is
+ * given ten seconds, and its times are printed too.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -87,6 +89,7 @@ async function within(
     if (await check()) {
       const took = Math.round(performance.now() - from);
       timings[name] = [...(timings[name] ?? []), took];
+      if (took > deadline) throw new Error(`${name}: took ${took} ms, more than ${deadline}`);
       return took;
     }
     if (performance.now() - from > deadline) {
@@ -129,7 +132,7 @@ async function delivery(id: string): Promise<ReceivedDelivery> {
   }
 }
 
-/** The pid of B's LISTEN backend, found by its application name; undefined while there is none. */
+/** The pid of an instance's LISTEN backend, found by its application name; undefined while none. */
 async function listenBackend(name: string): Promise<string | undefined> {
   const pids = await (server as PostgresServer).query(
     `SELECT pid FROM pg_stat_activity WHERE application_name = '${name}' AND query LIKE 'LISTEN%'`,
