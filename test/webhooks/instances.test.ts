@@ -3,9 +3,9 @@
  * (test/support/webhook-instance.ts) on one real PostgreSQL, delivering to a real receiver.
  *
  * The issue's bound: a change made on A reaches B within one second. Each check polls B with a
- * deadline of one second from A's answer; the times seen are printed at the end of the file. A
- * restart of the PostgreSQL server itself is outside that bound (the reconnect backs off): it is
- * given ten seconds, and its times are printed too.
+ * deadline of one second from A's answer; the times seen are printed at the end of the file. After
+ * a restart of the PostgreSQL server itself, A's first create is given ten seconds (its pool may
+ * meet a closed connection first); B then matches it within the second.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -244,7 +244,7 @@ describe('two instances on one PostgreSQL', () => {
     expect(await b.errors()).toEqual([]);
   });
 
-  it('the PostgreSQL server restarted under both: a create on A afterwards reaches B', async () => {
+  it('the PostgreSQL server restarted under both: a create on A afterwards reaches B within one second', async () => {
     const pg = server as PostgresServer;
     const down = performance.now();
     await pg.restart();
@@ -265,11 +265,8 @@ describe('two instances on one PostgreSQL', () => {
       10_000,
     );
     const { subscription, at } = created as NonNullable<typeof created>;
-    await within(
-      'server restart, create on A matched on B',
-      at,
-      () => matches(b, 'T7', subscription.id),
-      10_000,
+    await within('server restart, create on A matched on B', at, () =>
+      matches(b, 'T7', subscription.id),
     );
     notes.push(`server down ${Math.round(up - down)} ms`);
     expect(await listenBackend('B')).toBeDefined();
