@@ -2,7 +2,7 @@
  * LISTEN for the repository's changes: on a pg Pool, a connection of its own that is opened again
  * with backoff after it is lost; on PGlite, its own `listen()`. @module
  */
-import { timerSleep } from '../internal/timers.js';
+import { type Sleep, timerSleep } from '../internal/timers.js';
 import type { ChangeListener } from '../webhooks/subscription-repository.js';
 import {
   checkOut,
@@ -11,6 +11,13 @@ import {
   type SqlEmbedded,
   type SqlNotification,
 } from './sql-database.js';
+
+/**
+ * The backoff of the LISTEN connection by default: 100 ms, doubling up to 500 ms. Whenever the
+ * server is back, the connection is open again within half a second, and the changes missed
+ * meanwhile are read at once: a change on one instance reaches the others within a second.
+ */
+export const LISTEN_BACKOFF = Object.freeze({ reconnectDelayMs: 100, maxReconnectDelayMs: 500 });
 
 /** How the LISTEN connection is opened and opened again. */
 export interface ListenSettings {
@@ -22,6 +29,8 @@ export interface ListenSettings {
   readonly reconnectDelayMs: number;
   /** The longest wait. */
   readonly maxReconnectDelayMs: number;
+  /** Waits between attempts. @defaultValue real timers */
+  readonly sleep?: Sleep | undefined;
 }
 
 /** Call a listener's callback; its failure is its own and the listening goes on. */
@@ -126,7 +135,7 @@ class ListenConnection {
     let delay = this.settings.reconnectDelayMs;
     while (!this.#stopped) {
       try {
-        await timerSleep(delay, this.#abort.signal);
+        await (this.settings.sleep ?? timerSleep)(delay, this.#abort.signal);
         await this.open();
         return;
       } catch {

@@ -29,7 +29,7 @@ import type {
   SubscriptionPage,
   SubscriptionRepository,
 } from '../webhooks/subscription-repository.js';
-import { listenForChanges } from './change-listener.js';
+import { LISTEN_BACKOFF, listenForChanges } from './change-listener.js';
 import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js';
 import {
   type AttemptRow,
@@ -77,7 +77,10 @@ export interface PostgresRepositoryOptions {
   readonly listenConnection?: () => Promise<SqlClient>;
   /** The first wait before the LISTEN connection is opened again, in ms. @defaultValue 100 */
   readonly reconnectDelayMs?: number;
-  /** The longest wait between attempts to open it again, in ms. @defaultValue 5000 */
+  /**
+   * The longest wait between attempts to open it again, in ms: how long after the server is back
+   * the instance may still not hear changes. @defaultValue 500
+   */
   readonly maxReconnectDelayMs?: number;
 }
 
@@ -141,7 +144,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   private constructor(options: PostgresRepositoryOptions | undefined) {
     const read = readOptions(options, OWNER, RULES, {
       required: true,
-      defaults: { schema: 'api_conventions', reconnectDelayMs: 100, maxReconnectDelayMs: 5000 },
+      defaults: { schema: 'api_conventions', ...LISTEN_BACKOFF },
       example: '{ database: new Pool({ connectionString }) }',
     });
     this.#database = requiredValue(RULES.database, read.database, 'database');

@@ -1,0 +1,148 @@
+/**
+ * One webhook service instance as a process of its own, for the tests that run several on one
+ * database (test/webhooks/instances.test.ts). Run with tsx; configured by the environment:
+ *
+ * - `INSTANCE`: its name, also the `application_name` of its connections (a test finds its
+ *   backends in `pg_stat_activity` by it);
+ * - `DATABASE_URL` (a PostgreSQL server, through a `pg.Pool`) or `DATA_DIR` (PGlite on that
+ *   folder; one process per folder);
+ * - `SCHEMA` (the repository's schema), `SECRET_KEY` (base64 of 32 bytes: secrets encrypted at rest);
+ * - `RECEIVER_HOST` (an address deliveries may reach besides public ones; `127.0.0.1` by default).
+ *
+ * It serves the service's API over node:http on 127.0.0.1 through `nodeFetchHandler`, identifying
+ * accounts by the `x-account` header, and these test routes on the same server:
+ *
+ * - `POST /test/publish` (body: an event) answers `service.publish(event)`'s result;
+ * - `GET /test/stats` answers `service.stats()`;
+ * - `GET /test/errors` answers what `onError` was told so far (messages).
+ *
+ * It prints `listening <port>` once it serves, and stops cleanly on SIGTERM (exit code 0). It exits
+ * when its standard input ends, so that it never outlives a test process that died.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import { nodeFetchHandler } from '../../src/adapters/node.js';
+import { createWebhookService, httpTransport } from '../../src/index.js';
+import { PostgresSubscriptionRepository, type SqlDatabase } from '../../src/postgres/index.js';
+
+const name = process.env.INSTANCE ?? 'instance';
+const databaseUrl = process.env.DATABASE_URL;
+const dataDir = process.env.DATA_DIR;
+const receiverHost = process.env.RECEIVER_HOST ?? '127.0.0.1';
+if ((databaseUrl === undefined) === (dataDir === undefined)) {
+  throw new Error('give exactly one of DATABASE_URL and DATA_DIR');
+}
+
+const errors: string[] = [];
+const noteError = (error: unknown) => {
+  errors.push(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+};
+
+let pool: pg.Pool | undefined;
+let lite: PGlite | undefined;
+let database: SqlDatabase;
+if (databaseUrl !== undefined) {
+  pool = new pg.Pool({ connectionString: databaseUrl, application_name: name, max: 10 });
+  // An idle connection the server ends must not end the process.
+  pool.on('error', noteError);
+  database = pool;
+} else {
+  lite = await PGlite.create(dataDir as string);
+  database = lite;
+}
+
+const repository = await PostgresSubscriptionRepository.open({
+  database,
+  ...(process.env.SCHEMA === undefined ? {} : { schema: process.env.SCHEMA }),
+  ...(process.env.SECRET_KEY === undefined
+    ? {}
+    : { secretKeys: [{ id: 'test', key: process.env.SECRET_KEY }] }),
+});
+
+const service = createWebhookService({
+  repository,
+  identify: (request) => {
+    const account = request.headers.get('x-account');
+    return account === null ? undefined : { clientId: 'app', accountCode: account };
+  },
+  endpointUrl: { allowHttp: true, allow: [receiverHost] },
+  delivery: { transport: httpTransport({ allow: [receiverHost] }), timeoutMs: 10_000 },
+  // Only notifications keep this instance in step: no poll hides a missed one.
+  pollIntervalMs: 0,
+  onError: noteError,
+  onWarning: () => undefined,
+});
+await service.start();
+
+const api = nodeFetchHandler(service);
+
+/** The whole body of a request, as text. */
+async function bodyOf(req: IncomingMessage): Promise<string> {
+  let text = '';
+  req.setEncoding('utf8');
+  for await (const chunk of req) text += chunk;
+  return text;
+}
+
+function json(res: ServerResponse, status: number, value: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+}
+
+/** The test routes; false for a request that is the service's. */
+async function testRoute(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  const path = req.url ?? '/';
+  if (req.method === 'POST' && path === '/test/publish') {
+    try {
+      json(res, 200, await service.publish(JSON.parse(await bodyOf(req))));
+    } catch (error) {
+      json(res, 400, { error: error instanceof Error ? error.message : String(error) });
+    }
+    return true;
+  }
+  if (req.method === 'GET' && path === '/test/stats') {
+    json(res, 200, service.stats());
+    return true;
+  }
+  if (req.method === 'GET' && path === '/test/errors') {
+    json(res, 200, errors);
+    return true;
+  }
+  return false;
+}
+
+const server = createServer((req, res) => {
+  testRoute(req, res).then(
+    (served) => (served ? undefined : api(req, res)),
+    (error: unknown) => {
+      noteError(error);
+      if (!res.headersSent) json(res, 500, { error: String(error) });
+    },
+  );
+});
+server.keepAliveTimeout = 1_000;
+await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+console.log(`listening ${(server.address() as AddressInfo).port}`);
+
+// The test process holds the other end: when it is gone, so is this instance.
+process.stdin.on('end', () => process.exit(1));
+process.stdin.resume();
+
+process.once('SIGTERM', () => {
+  const stop = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await service.close();
+    await repository.close();
+    await pool?.end();
+    await lite?.close();
+  };
+  stop().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+});
