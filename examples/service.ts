@@ -1,31 +1,48 @@
 /**
- * `npm run demo`: the reference service on 127.0.0.1, built from the library's public API. Two demo
- * clients (a Live and a Development account) are limited with the specification's presets; behind
- * the limits: webhook subscriptions (create, list by page number), a test event delivered, signed,
- * to every matching subscription, and the delivery log (listed by cursor). A receiver at
- * /demo/receiver verifies what it gets. In memory by default; REDIS_URL puts the limits and the
- * delivery queue on Redis. The service prints the curl lines to try. Ctrl+C stops it.
+ * `npm run demo`: the reference service on 127.0.0.1, wired from the library's public API. Two demo
+ * clients (a Live and a Development account) are limited with the specification's presets. The
+ * webhook API (subscriptions: create, list, read, change, delete, rotate the secret; the delivery
+ * log) is the library's `createWebhookService`, mounted with `nodeFetchHandler`; its subscriptions,
+ * secrets and delivery log are kept in PostgreSQL: embedded (PGlite) under `.data/` by default
+ * (`DATA_DIR`), or a server (`DATABASE_URL`). The demo adds test events, a receiver at
+ * /demo/receiver that verifies what it gets, and booking routes behind the same limits. REDIS_URL
+ * puts the limits and the delivery queue on Redis. It prints the curl lines to try; Ctrl+C stops it.
  */
-import { createServer, type IncomingMessage, maxHeaderSize, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import * as bullmq from 'bullmq';
 import { Redis } from 'ioredis';
-import { nodeRateLimit } from '../src/adapters/node.js';
+import { nodeFetchHandler, nodeRateLimit } from '../src/adapters/node.js';
 import {
   type AccountType,
   type Clock,
   createLimiter,
+  type DeliveryAttempt,
   type Identity,
   presets,
   problemDetails,
   problemResponse,
-  type ResponseParts,
   systemClock,
 } from '../src/index.js';
+import type { SecretKey } from '../src/postgres/index.js';
 import { ioredisClient, RedisStore } from '../src/redis/index.js';
-import { type AuditLogEntry, createDemoWebhooks } from './service-webhooks.js';
+import { curlLines } from './service-curl.js';
+import {
+  clientError,
+  json,
+  MAX_BODY,
+  problem,
+  readBody,
+  readJson,
+  targetOf,
+  unrouted,
+  write,
+} from './service-http.js';
+import { openDemoStorage, parseSecretKeys } from './service-storage.js';
+import { createDemoWebhooks, type DemoWebhooks } from './service-webhooks.js';
+
+export { curlLines };
 
 /** The two demo clients, by API key. Authentication is the service's own; this is the demo's. */
 export const demoClients: Readonly<Record<string, Identity<AccountType>>> = {
@@ -41,148 +58,40 @@ export const demoClients: Readonly<Record<string, Identity<AccountType>>> = {
 export interface DemoService {
   /** `http://127.0.0.1:port`. */
   readonly url: string;
-  /** Stop serving and close every connection. */
+  /** Where subscriptions, secrets and the delivery log are kept, for a reader. */
+  readonly storage: string;
+  /** How signing secrets are kept: `encrypted` with the keys given, else `plain`. */
+  readonly secretsAtRest: 'encrypted' | 'plain';
+  /** Stop serving, close every connection, the queue and the database. */
   close(): Promise<void>;
 }
 
-const clientOf = (req: IncomingMessage): Identity<AccountType> | undefined => {
-  const key = req.headers['x-api-key'];
-  // Own keys only: `__proto__`, `constructor` or `toString` are no API keys.
-  return typeof key === 'string' && Object.hasOwn(demoClients, key) ? demoClients[key] : undefined;
-};
+/** The demo client of an API key, own keys only (`__proto__` or `toString` are no API keys). */
+const clientOfKey = (key: unknown): Identity<AccountType> | undefined =>
+  typeof key === 'string' && Object.hasOwn(demoClients, key) ? demoClients[key] : undefined;
 
-/**
- * The request target as a URL on the service's own origin, or undefined when it is not a path
- * (absolute-form, `*`). Neither the Host header nor a target starting with `//` can name another
- * host: the routes and the limits see the same path, and links point back to this service.
- */
-function targetOf(req: IncomingMessage, origin: string): URL | undefined {
-  const target = req.url ?? '';
-  if (!target.startsWith('/')) return undefined;
-  try {
-    return new URL(`${origin}${target}`);
-  } catch {
-    return undefined;
-  }
-}
+const clientOf = (req: IncomingMessage) => clientOfKey(req.headers['x-api-key']);
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-}
+/** Paths the library's webhook service answers. */
+const isWebhookApi = (path: string): boolean =>
+  path === '/v1/subscriptions' ||
+  path.startsWith('/v1/subscriptions/') ||
+  path === '/v1/audit-logs';
 
-function write(res: ServerResponse, parts: ResponseParts): void {
-  res.writeHead(parts.status, parts.headers).end(parts.body);
-}
-
-const problem = (status: number, code: string, title: string, detail: string): ResponseParts =>
-  problemResponse(problemDetails({ code, title, status, detail }));
-
-const MAX_BODY = 64 * 1024;
 /** How long one request, headers and body, may take to arrive. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
-/** The raw body, or undefined when it is larger than the demo takes (the connection then closes). */
-async function readBody(req: IncomingMessage, res: ServerResponse): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY) {
-      // Stop reading: a body that never ends is not drained; the socket closes after the 413.
-      res.shouldKeepAlive = false;
-      return undefined;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** The JSON body, or the problem response to send. */
-async function readJson(
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<{ ok: true; value: unknown } | { ok: false; reply: ResponseParts }> {
-  const raw = await readBody(req, res);
-  const refuse = (status: number, code: string, detail: string) => ({
-    ok: false as const,
-    reply: problem(status, code, 'Unreadable body', detail),
-  });
-  if (raw === undefined) return refuse(413, 'body_too_large', `Send at most ${MAX_BODY} bytes.`);
-  // Any content-type is read as JSON: the demo is lenient there, strict about what the JSON says.
-  if (raw === '') return { ok: true, value: undefined };
-  try {
-    return { ok: true, value: JSON.parse(raw) };
-  } catch {
-    return refuse(400, 'invalid_json', 'The body must be JSON (content-type: application/json).');
-  }
-}
-
-type Webhooks = ReturnType<typeof createDemoWebhooks>;
-
-/** The methods of a routed path, or undefined for a path the demo does not serve. */
-function methodsOf(path: string): readonly string[] | undefined {
-  if (path === '/v1/subscriptions') return ['GET', 'POST'];
-  if (path === '/v1/audit-logs') return ['GET'];
-  if (path === '/v1/test-events') return ['POST'];
-  if (path === '/demo/receiver') return ['GET', 'POST'];
-  if (/^\/booking\/v[^/]+\/(reservations|offers)$/.test(path)) return ['GET'];
-  if (/^\/booking\/v[^/]+\/bookings\/[^/]+$/.test(path)) return ['PATCH'];
-  return undefined;
-}
-
-/** 404 for a path the demo does not serve, 405 with Allow for a method it does not route there. */
-function unrouted(res: ServerResponse, method: string, path: string): void {
-  const methods = methodsOf(path);
-  if (methods === undefined) {
-    write(
-      res,
-      problemResponse(
-        problemDetails({
-          code: 'not_found',
-          title: 'Not found',
-          status: 404,
-          instance: path,
-          detail:
-            'The demo serves /v1/subscriptions, /v1/test-events, /v1/audit-logs, /demo/receiver, /booking/v1/reservations, /booking/v1/offers and /booking/v1/bookings/{id}, with no trailing slash.',
-        }),
-      ),
-    );
-    return;
-  }
-  const parts = problem(
-    405,
-    'method_not_allowed',
-    'Method not allowed',
-    `${path} takes ${methods.join(' or ')}, not ${method}.`,
-  );
-  res
-    .writeHead(parts.status, {
-      ...parts.headers,
-      allow: (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', '),
-    })
-    .end(parts.body);
-}
-
+/** The demo's own routes, behind the limits. */
 async function route(
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
-  webhooks: Webhooks,
+  webhooks: DemoWebhooks,
 ): Promise<void> {
   const path = url.pathname;
   const account = (clientOf(req) as Identity).accountCode;
   // HEAD is a GET without the body (node:http leaves the body out).
   const method = req.method === 'HEAD' ? 'GET' : req.method;
-  if (path === '/v1/subscriptions' && method === 'GET') {
-    return write(res, webhooks.list(url, account));
-  }
-  if (path === '/v1/subscriptions' && method === 'POST') {
-    const body = await readJson(req, res);
-    return write(res, body.ok ? webhooks.create(body.value, account) : body.reply);
-  }
-  if (path === '/v1/audit-logs' && method === 'GET') {
-    return write(res, webhooks.auditLogs(url, account));
-  }
   if (path === '/v1/test-events' && method === 'POST') {
     const body = await readJson(req, res);
     return write(res, body.ok ? await webhooks.emit(body.value, account) : body.reply);
@@ -196,68 +105,33 @@ async function route(
   } else unrouted(res, req.method ?? '', path);
 }
 
-/**
- * The answer of node:http's parser errors, as problem details: a request line or headers that are
- * too long (431), a request that took too long (408), anything else it cannot parse (400).
- */
-function clientError(error: Error & { code?: string }, socket: Duplex): void {
-  // As node:http does: answer unless a response has begun (then there is nothing left to say).
-  const started = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage?.headersSent;
-  if (!socket.writable || started === true) {
-    socket.destroy();
-    return;
-  }
-  const [status, title, detail] =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? [
-          431,
-          'Request header fields too large',
-          `Send a request line and headers of at most ${maxHeaderSize} bytes in all.`,
-        ]
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [
-            408,
-            'Request timeout',
-            'Send the whole request, headers and body, within the time the service gives it.',
-          ]
-        : [400, 'Bad request', 'Send a well-formed HTTP/1.1 request.'];
-  const parts = problem(
-    status,
-    status === 400 ? 'bad_request' : status === 408 ? 'request_timeout' : 'headers_too_large',
-    title,
-    detail,
-  );
-  const head = Object.entries({
-    ...parts.headers,
-    'content-length': String(Buffer.byteLength(parts.body)),
-    connection: 'close',
-  })
-    .map(([name, value]) => `${name}: ${value}`)
-    .join('\r\n');
-  socket.end(`HTTP/1.1 ${status} ${title}\r\n${head}\r\n\r\n${parts.body}`);
-}
-
 /** How the demo runs. */
 export interface DemoOptions {
   /** The port; 0 for any free one. @defaultValue 3000 */
   port?: number;
   /** The clock of the limits and the deliveries. */
   clock?: Clock;
+  /** The folder of the embedded PostgreSQL, created if missing. @defaultValue `.data` */
+  dataDir?: string;
+  /** `postgres://...`: keep the data on this PostgreSQL server instead of in `dataDir`. */
+  databaseUrl?: string;
+  /** Keys that encrypt signing secrets at rest, newest first; without them they are kept plain. */
+  secretKeys?: readonly SecretKey[];
   /** `redis://host:port`: limits and the delivery queue on Redis instead of in memory. */
   redisUrl?: string;
   /** Non-public addresses endpoints may use. @defaultValue the demo's own 127.0.0.1 and ::1 */
   allow?: readonly string[];
   /** Told of every delivery attempt, once the delivery log has it. */
-  onDelivery?: (entry: AuditLogEntry) => void;
-  /** Subscriptions an account may hold. @defaultValue 100 */
+  onDelivery?: (attempt: DeliveryAttempt) => void;
+  /** Subscriptions an account may hold (each is a delivery per test event). @defaultValue 100 */
   maxSubscriptionsPerAccount?: number;
-  /** Delivery log entries kept per account, the newest. @defaultValue 1000 */
-  maxLogEntriesPerAccount?: number;
+  /** Told once at start when secrets are stored unencrypted. @defaultValue `console.warn` */
+  onWarning?: (message: string) => void;
 }
 
 /**
  * Start the demo service.
- * @param options - port, clock, Redis, allow-list, delivery callback
+ * @param options - port, clock, storage, Redis, allow-list, delivery callback
  */
 export async function startDemoService(options: DemoOptions = {}): Promise<DemoService> {
   const clock = options.clock ?? systemClock;
@@ -276,32 +150,59 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     options.redisUrl === undefined
       ? undefined
       : new Redis(options.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+  const closeRedis = async () => {
+    await Promise.all([limitsRedis?.quit(), queueRedis?.quit()]);
+  };
   await Promise.all([limitsRedis?.connect(), queueRedis?.connect()]);
+  const storage = await openDemoStorage(options).catch(async (error: unknown) => {
+    await closeRedis();
+    throw error;
+  });
+  // One limiter for everything: the webhook API counts a request in the service's own gate, the
+  // demo's routes in nodeRateLimit; no request passes both.
+  const limiter = createLimiter({
+    preset: presets.byAccountType,
+    clock,
+    ...(limitsRedis === undefined
+      ? {}
+      : { store: new RedisStore({ client: ioredisClient(limitsRedis) }) }),
+  });
   const limit = nodeRateLimit({
-    limiter: createLimiter({
-      preset: presets.byAccountType,
-      clock,
-      ...(limitsRedis === undefined
-        ? {}
-        : { store: new RedisStore({ client: ioredisClient(limitsRedis) }) }),
-    }),
-    // No key or an unknown one: limited as anonymous by remote address (the handler answers 401).
+    limiter,
     identify: (req) => clientOf(req),
     rateLimitHeaders: true,
     trackingIdOnAdmitted: true,
   });
   const webhooks = createDemoWebhooks({
+    repository: storage.repository,
+    identify: (request) => clientOfKey(request.headers.get('x-api-key')),
+    limiter,
     clock,
     allow: options.allow ?? ['127.0.0.1', '::1'],
-    ...(queueRedis === undefined ? {} : { redis: { bullmq, connection: queueRedis } }),
-    ...(options.onDelivery === undefined ? {} : { onDelivery: options.onDelivery }),
-    ...(options.maxSubscriptionsPerAccount === undefined
-      ? {}
-      : { maxSubscriptionsPerAccount: options.maxSubscriptionsPerAccount }),
-    ...(options.maxLogEntriesPerAccount === undefined
-      ? {}
-      : { maxLogEntriesPerAccount: options.maxLogEntriesPerAccount }),
+    redis: queueRedis === undefined ? undefined : { bullmq, connection: queueRedis },
+    onDelivery: options.onDelivery,
+    maxSubscriptionsPerAccount: options.maxSubscriptionsPerAccount ?? 100,
+    onWarning: options.onWarning,
   });
+  const closeAll = async () => {
+    await webhooks.close();
+    await storage.close();
+    await closeRedis();
+  };
+  try {
+    await webhooks.service.start(); // load the index; warns once when secrets are stored plain
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+  // HEAD is a GET without the body, on the library's routes too (the bridge leaves the body out).
+  const webhookApi = {
+    fetch: (request: Request) =>
+      webhooks.service.fetch(
+        request.method === 'HEAD' ? new Request(request, { method: 'GET' }) : request,
+      ),
+  };
+  let serveWebhookApi = nodeFetchHandler(webhookApi);
   const fail = (req: IncomingMessage, res: ServerResponse) => (error: unknown) => {
     // A client that went away mid-body is no failure of the service: nothing to answer, nothing to log.
     if (req.destroyed && !req.complete) return;
@@ -331,16 +232,13 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
       // The demo's own receiver stands for a subscriber's server: no API key, no limits.
       if (req.method === 'GET' || req.method === 'HEAD') return write(res, webhooks.received());
       if (req.method !== 'POST') return unrouted(res, req.method ?? '', url.pathname);
-      readBody(req, res).then(
-        (raw) =>
-          write(
-            res,
-            raw === undefined
-              ? problem(413, 'body_too_large', 'Body too large', `Send at most ${MAX_BODY} bytes.`)
-              : webhooks.receive(raw, req.headers),
-          ),
-        fail(req, res),
-      );
+      readBody(req, res)
+        .then((raw) =>
+          raw === undefined
+            ? problem(413, 'body_too_large', 'Body too large', `Send at most ${MAX_BODY} bytes.`)
+            : webhooks.receive(raw, req.headers),
+        )
+        .then((parts) => write(res, parts), fail(req, res));
       return;
     }
     if (clientOf(req) === undefined) {
@@ -354,6 +252,8 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
         ),
       );
     }
+    // The library's webhook API, behind the limits of its own gate.
+    if (isWebhookApi(url.pathname)) return void serveWebhookApi(req, res);
     limit(req, res, () => {
       route(req, res, url, webhooks).catch(fail(req, res));
     });
@@ -363,79 +263,70 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
   // closed: a body that never ends holds at most MAX_BODY bytes, and for this long.
   server.requestTimeout = REQUEST_TIMEOUT_MS;
   server.headersTimeout = REQUEST_TIMEOUT_MS;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 3000, '127.0.0.1', resolve);
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 3000, '127.0.0.1', resolve);
+    });
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
   const { port } = server.address() as AddressInfo;
   origin = `http://127.0.0.1:${port}`;
+  // Links and locations name this service, whatever the Host header says.
+  serveWebhookApi = nodeFetchHandler(webhookApi, { origin });
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: origin,
+    storage: storage.where,
+    secretsAtRest: storage.repository.secretsAtRest,
     close: async () => {
       await new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
         server.close((error) => (error ? reject(error) : resolve()));
       });
-      await webhooks.close();
-      await Promise.all([limitsRedis?.quit(), queueRedis?.quit()]);
+      await closeAll();
     },
   };
 }
 
-/**
- * The lines to try against a running demo.
- * @param url - the service's base URL
- */
-export function curlLines(url: string): string {
-  const live = `-H 'x-api-key: live-demo-key'`;
-  const dev = `-H 'x-api-key: dev-demo-key'`;
-  const codes = `curl -s -o /dev/null -w '%{http_code} ' `;
-  return [
-    `api-conventions demo service on ${url}`,
-    '',
-    'A Live client (200 per second, 100 per second on average, 3500 per minute, 20 in flight):',
-    `  curl -i ${live} ${url}/booking/v1/reservations`,
-    '',
-    'A Development client (5 per second, 200 per minute): six calls in a second, the sixth is a 429:',
-    `  for i in 1 2 3 4 5 6; do ${codes}${dev} ${url}/booking/v1/reservations; done; echo`,
-    '',
-    'Read the 429 (text body, Retry-After, Service-Tracking-Id, RateLimit fields):',
-    `  for i in 1 2 3 4 5; do ${codes}${dev} ${url}/booking/v1/reservations; done; curl -i ${dev} ${url}/booking/v1/reservations`,
-    '',
-    'A per-resource limit (Development: 5 patches of one booking per 5 min; another booking counts apart):',
-    `  for i in 1 2 3 4 5 6; do ${codes}-X PATCH ${dev} ${url}/booking/v1/bookings/B1; sleep 0.3; done; echo`,
-    '',
-    'Send your own tracking id; it comes back on the response:',
-    `  curl -i ${live} -H 'Service-Tracking-Id: my-trace-42' ${url}/booking/v1/offers`,
-    '',
-    'Webhooks: subscribe the demo receiver to every reservation event (the 201 shows the signing secret):',
-    `  curl -i ${live} -H 'content-type: application/json' -d '{"endpointUrl":"${url}/demo/receiver","events":["reservation/*"]}' ${url}/v1/subscriptions`,
-    '',
-    'List subscriptions (page number and page size):',
-    `  curl -i ${live} '${url}/v1/subscriptions?pageNumber=1&pageSize=20'`,
-    '',
-    'Emit a test event; it is delivered, signed, to every matching subscription:',
-    `  curl -i ${live} -H 'content-type: application/json' -d '{"kind":"reservation/created","data":{"id":"R-1001"}}' ${url}/v1/test-events`,
-    '',
-    'What the receiver got (verified: true), and the delivery log (cursor and limit):',
-    `  curl -s ${url}/demo/receiver; echo`,
-    `  curl -i ${live} '${url}/v1/audit-logs?limit=50'`,
-    '',
-    'Press Ctrl+C to stop.',
-  ].join('\n');
-}
+/** An environment variable, unset when empty. */
+const env = (name: string): string | undefined => {
+  const value = process.env[name];
+  return value === undefined || value === '' ? undefined : value;
+};
 
 async function main(): Promise<void> {
-  const port = process.env.PORT === undefined ? 3000 : Number(process.env.PORT);
-  const redisUrl = process.env.REDIS_URL;
+  const port = env('PORT') === undefined ? 3000 : Number(env('PORT'));
+  const redisUrl = env('REDIS_URL');
   const allow = process.env.WEBHOOK_ALLOW;
+  const dataDir = env('DATA_DIR');
+  const databaseUrl = env('DATABASE_URL');
+  const keys = env('WEBHOOK_SECRET_KEYS');
   const service = await startDemoService({
     port,
-    ...(redisUrl === undefined || redisUrl === '' ? {} : { redisUrl }),
+    ...(redisUrl === undefined ? {} : { redisUrl }),
     ...(allow === undefined ? {} : { allow: allow.split(',').filter((a) => a !== '') }),
+    ...(dataDir === undefined ? {} : { dataDir }),
+    ...(databaseUrl === undefined ? {} : { databaseUrl }),
+    ...(keys === undefined ? {} : { secretKeys: parseSecretKeys(keys) }),
+    onWarning: (message) =>
+      console.warn(
+        `${message} In the demo: WEBHOOK_SECRET_KEYS=demo-1:$(openssl rand -base64 32) npm run demo (keep the key: secrets stored with it need it).`,
+      ),
   });
   console.log(
-    redisUrl === undefined || redisUrl === ''
+    `Subscriptions, signing secrets and the delivery log: ${service.storage}; a restart keeps them.${
+      databaseUrl === undefined
+        ? ' DATA_DIR picks another folder, DATABASE_URL=postgres://... a PostgreSQL server.'
+        : ''
+    }`,
+  );
+  if (service.secretsAtRest === 'encrypted') {
+    console.log('Signing secrets encrypted at rest with AES-256-GCM (WEBHOOK_SECRET_KEYS).');
+  }
+  console.log(
+    redisUrl === undefined
       ? 'Limits and the delivery queue in memory (set REDIS_URL=redis://127.0.0.1:6379 for Redis).'
       : `Limits and the delivery queue on Redis at ${redisUrl}.`,
   );
@@ -444,7 +335,10 @@ async function main(): Promise<void> {
     console.log(`\n${signal}: stopping the demo service.`);
     service.close().then(
       () => process.exit(0),
-      () => process.exit(1),
+      (error: unknown) => {
+        console.error(error);
+        process.exit(1);
+      },
     );
   };
   process.once('SIGINT', () => stop('SIGINT'));
@@ -453,9 +347,12 @@ async function main(): Promise<void> {
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main().catch((error: unknown) => {
-    console.error(
-      `The demo service could not start: ${error instanceof Error ? error.message : String(error)}. Set PORT to a free port, e.g. PORT=3001 npm run demo.`,
-    );
+    const message = (error instanceof Error ? error.message : String(error)).replace(/\.$/, '');
+    const hint =
+      (error as { code?: unknown } | null)?.code === 'EADDRINUSE'
+        ? ' Set PORT to a free port, e.g. PORT=3001 npm run demo.'
+        : '';
+    console.error(`The demo service could not start: ${message}.${hint}`);
     process.exit(1);
   });
 }

@@ -1,14 +1,30 @@
 /** The demo service: its limits over real HTTP, and the process that stops cleanly on SIGTERM. */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { describe, expect, it } from 'vitest';
-import { curlLines, startDemoService } from '../../examples/service.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { curlLines, type DemoOptions, startDemoService } from '../../examples/service.js';
 import { FakeClock } from '../../src/index.js';
 import { send } from '../support/http-client.js';
 
+const folders: string[] = [];
+afterAll(() => Promise.all(folders.map((f) => rm(f, { recursive: true, force: true }))));
+
+/** A fresh folder for the demo's embedded PostgreSQL. */
+async function dataDir(): Promise<string> {
+  const folder = await mkdtemp(join(tmpdir(), 'demo-data-'));
+  folders.push(folder);
+  return folder;
+}
+
+const startDemo = async (options: DemoOptions) =>
+  startDemoService({ port: 0, dataDir: await dataDir(), onWarning: () => undefined, ...options });
+
 describe('demo service (npm run demo)', () => {
   it('limits the Development client to 5 per second with a 429, lets the Live client through, refuses unknown keys', async () => {
-    const service = await startDemoService({ port: 0, clock: new FakeClock(0) });
+    const service = await startDemo({ clock: new FakeClock(0) });
     try {
       const dev = { 'x-api-key': 'dev-demo-key' };
       const codes = [];
@@ -21,6 +37,12 @@ describe('demo service (npm run demo)', () => {
       const live = await send(service.url, '/booking/v1/offers', { 'x-api-key': 'live-demo-key' });
       expect(live.status).toBe(200);
       expect(live.headers.ratelimit).toContain('"global: 3500 per 60 s";r=3499;t=60');
+      // One limiter for the demo's routes and the library's webhook API: a request counts once.
+      const listed = await send(service.url, '/v1/subscriptions', { 'x-api-key': 'live-demo-key' });
+      expect(listed.status).toBe(200);
+      expect(listed.headers.ratelimit).toContain('"global: 3500 per 60 s";r=3498;t=60');
+      const again = await send(service.url, '/booking/v1/offers', { 'x-api-key': 'live-demo-key' });
+      expect(again.headers.ratelimit).toContain('"global: 3500 per 60 s";r=3497;t=60');
       expect((await send(service.url, '/booking/v1/reservations')).status).toBe(401);
       expect(curlLines(service.url)).toContain(
         `curl -i -H 'x-api-key: live-demo-key' ${service.url}/booking/v1/reservations`,
@@ -31,15 +53,17 @@ describe('demo service (npm run demo)', () => {
   });
 
   it('refuses API keys named like Object.prototype members or sent twice with a 401, never fails open', async () => {
-    const service = await startDemoService({ port: 0, clock: new FakeClock(0) });
+    const service = await startDemo({ clock: new FakeClock(0) });
     try {
       for (const key of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
-        const refused = await send(service.url, '/booking/v1/reservations', { 'x-api-key': key });
-        expect([refused.status, refused.headers['content-type']]).toEqual([
-          401,
-          'application/problem+json; charset=utf-8',
-        ]);
-        expect(JSON.parse(refused.body).detail).toContain('live-demo-key or dev-demo-key');
+        for (const path of ['/booking/v1/reservations', '/v1/subscriptions']) {
+          const refused = await send(service.url, path, { 'x-api-key': key });
+          expect([refused.status, refused.headers['content-type']]).toEqual([
+            401,
+            'application/problem+json; charset=utf-8',
+          ]);
+          expect(JSON.parse(refused.body).detail).toContain('live-demo-key or dev-demo-key');
+        }
       }
       // node:http joins a repeated header into one value: two keys are no key.
       const twice = await send(service.url, '/booking/v1/reservations', {
@@ -51,12 +75,20 @@ describe('demo service (npm run demo)', () => {
     }
   });
 
-  it('runs as a process that prints the curl lines and stops cleanly on SIGTERM', async () => {
+  it('runs as a process that says where it keeps its data, warns once that secrets are stored plain, prints the curl lines and stops cleanly on SIGTERM', async () => {
+    const folder = await dataDir();
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', DATA_DIR: folder };
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'WEBHOOK_SECRET_KEYS']) delete env[name];
     const child = spawn(process.execPath, ['--import', 'tsx', 'examples/service.ts'], {
-      env: { ...process.env, PORT: '0' },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
+    let errors = '';
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      errors += chunk;
+    });
     child.stdout.setEncoding('utf8');
     await new Promise<void>((resolve) => {
       child.stdout.on('data', (chunk: string) => {
@@ -65,6 +97,9 @@ describe('demo service (npm run demo)', () => {
       });
     });
     const url = /on (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(output)?.[1] as string;
+    expect(output).toContain(`embedded PostgreSQL (PGlite) in ${join(folder, 'pglite')}`);
+    expect(errors.match(/signing secrets are stored unencrypted/g)).toHaveLength(1);
+    expect(errors).toContain('WEBHOOK_SECRET_KEYS=');
     expect((await send(url, '/booking/v1/offers', { 'x-api-key': 'live-demo-key' })).status).toBe(
       200,
     );

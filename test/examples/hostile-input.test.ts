@@ -1,0 +1,274 @@
+/**
+ * The reference service under hostile input over real HTTP: request targets that are no path, a
+ * lying Host header, methods a path does not take, what node:http cannot parse, bodies too large
+ * or never ending, test events of the wrong shape, too many subscriptions, a subscription that
+ * points back at the service.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DemoService } from '../../examples/service.js';
+import { FakeClock } from '../../src/index.js';
+import {
+  call,
+  DEV,
+  deliveryLog,
+  demoStarter,
+  LIVE,
+  problemOf,
+  raw,
+} from '../support/demo-service.js';
+import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+const { start: startDemo, cleanup } = demoStarter();
+afterAll(cleanup);
+
+let receiver: WebhookReceiver;
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(() => receiver.close());
+
+describe('reference service under hostile input', () => {
+  const KEY = 'x-api-key: live-demo-key\r\n';
+  // The tests of the HTTP surface share one service (none stores anything): each start of the
+  // embedded PostgreSQL takes seconds.
+  const clock = new FakeClock(0);
+  let shared: DemoService;
+  beforeAll(async () => {
+    shared = await startDemo({ clock });
+  });
+  afterAll(() => shared.close());
+
+  it('answers a request target that is no path with a 400 and keeps serving (an absolute-form URL that does not parse)', async () => {
+    const service = shared;
+    for (const target of ['http://[/v1/subscriptions', 'http://[/demo/receiver', '*']) {
+      const refused = await raw(
+        service,
+        `GET ${target} HTTP/1.1\r\nhost: x\r\n${KEY}connection: close\r\n\r\n`,
+      );
+      expect(refused.status).toBe(400);
+      expect(problemOf(refused)).toMatchObject({ code: 'invalid_request_target' });
+    }
+    expect((await call(service, '/v1/subscriptions', LIVE)).status).toBe(200);
+  });
+
+  it('keeps links on the service and the routes on the limited path, whatever the Host header or a leading //', async () => {
+    const service = shared;
+    for (const host of ['evil.example', '[', 'a b']) {
+      const listed = await raw(
+        service,
+        `GET /v1/subscriptions?pageSize=1 HTTP/1.1\r\nhost: ${host}\r\n${KEY}connection: close\r\n\r\n`,
+      );
+      expect(listed.status).toBe(200);
+      expect(listed.headers).toContain(`link: <${service.url}/v1/subscriptions?`);
+      expect(listed.headers).not.toContain('evil.example/');
+    }
+    // `//x/booking/...` is no booking: it is counted as sent, and never served as one.
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      clock.advance(1_000);
+      const patched = await raw(
+        service,
+        `PATCH //x/booking/v1/bookings/B1 HTTP/1.1\r\nhost: x\r\nx-api-key: dev-demo-key\r\nconnection: close\r\n\r\n`,
+      );
+      statuses.push(patched.status);
+    }
+    expect(statuses).toEqual([404, 404, 404, 404, 404, 404, 404]);
+  });
+
+  it('gives a 405 with Allow to a method a path does not take, serves HEAD as GET, and its 404 names the paths', async () => {
+    const service = shared;
+    // The library's routes answer with the service's own 405.
+    for (const [method, path, allow] of [
+      ['PUT', '/v1/subscriptions', 'POST, GET'],
+      ['OPTIONS', '/v1/audit-logs', 'GET'],
+      ['POST', '/v1/subscriptions/some-id', 'GET, PATCH, DELETE'],
+      ['GET', '/v1/subscriptions/some-id/secret/rotate', 'POST'],
+    ] as const) {
+      const refused = await raw(
+        service,
+        `${method} ${path} HTTP/1.1\r\nhost: x\r\n${KEY}connection: close\r\n\r\n`,
+      );
+      expect(refused.status).toBe(405);
+      expect(refused.headers).toContain(`allow: ${allow.toLowerCase()}`);
+      expect(problemOf(refused)).toMatchObject({
+        code: 'method_not_allowed',
+        detail: `This resource answers ${allow}, not ${method}.`,
+      });
+    }
+    // The demo's own routes.
+    for (const [method, path, allow] of [
+      ['DELETE', '/v1/test-events', 'POST'],
+      ['TRACE', '/booking/v1/offers', 'GET, HEAD'],
+      ['DELETE', '/demo/receiver', 'GET, POST, HEAD'],
+    ] as const) {
+      const key = path === '/demo/receiver' ? '' : KEY;
+      const refused = await raw(
+        service,
+        `${method} ${path} HTTP/1.1\r\nhost: x\r\n${key}connection: close\r\n\r\n`,
+      );
+      expect(refused.status).toBe(405);
+      expect(refused.headers).toContain(`allow: ${allow.toLowerCase()}`);
+      expect(problemOf(refused).detail).toBe(
+        `${path} takes ${allow.replace(', HEAD', '').replace(', ', ' or ')}, not ${method}.`,
+      );
+    }
+    for (const path of ['/v1/subscriptions', '/v1/audit-logs', '/booking/v1/offers']) {
+      const head = await fetch(`${service.url}${path}`, { method: 'HEAD', headers: LIVE });
+      expect([path, head.status, await head.text()]).toEqual([path, 200, '']);
+      expect(head.headers.get('content-type')).toContain('application/json');
+    }
+    const missing = await call(service, '/v1/test-events/', LIVE);
+    expect([missing.status, missing.body.code]).toEqual([404, 'not_found']);
+    expect(missing.body.detail).toContain(
+      '/v1/subscriptions, /v1/subscriptions/{id}, /v1/subscriptions/{id}/secret/rotate, /v1/audit-logs, /v1/test-events',
+    );
+    const noRoute = await call(service, '/v1/subscriptions/', LIVE);
+    expect([noRoute.status, noRoute.body.code]).toEqual([404, 'route_not_found']);
+  });
+
+  it('answers what node:http cannot parse with problem details: 431 for headers too large, 400 otherwise', async () => {
+    const service = shared;
+    const large = await raw(
+      service,
+      `GET /v1/subscriptions?${'a'.repeat(20_000)} HTTP/1.1\r\nhost: x\r\n${KEY}\r\n`,
+    );
+    expect(large.status).toBe(431);
+    expect(problemOf(large).code).toBe('headers_too_large');
+    const garbled = await raw(
+      service,
+      `POST /v1/subscriptions HTTP/1.1\r\nhost: x\r\n${KEY}content-length: abc\r\n\r\n`,
+    );
+    expect(garbled.status).toBe(400);
+    expect(problemOf(garbled).code).toBe('bad_request');
+  });
+
+  it('counts the body limit in bytes and closes the connection after the 413, even for a chunked body that never ends', async () => {
+    const service = shared;
+    // 40,000 characters, 80,000 bytes in UTF-8.
+    const wide = await call(service, '/v1/test-events', LIVE, { data: 'é'.repeat(40_000) });
+    expect([wide.status, wide.body.code]).toEqual([413, 'body_too_large']);
+    const chunk = `1000\r\n${'a'.repeat(0x1000)}\r\n`;
+    for (const path of ['/v1/test-events', '/demo/receiver']) {
+      // 17 chunks of 4 KiB are over 64 KiB; no last chunk is ever sent.
+      const endless = await raw(
+        service,
+        `POST ${path} HTTP/1.1\r\nhost: x\r\n${KEY}transfer-encoding: chunked\r\n\r\n`,
+        Array.from({ length: 17 }, () => chunk),
+      );
+      expect(endless.status).toBe(413);
+      expect(problemOf(endless).code).toBe('body_too_large');
+    }
+    // The library's routes count in bytes too.
+    const wideCreate = await call(service, '/v1/subscriptions', LIVE, {
+      endpointUrl: `${receiver.url}/${'é'.repeat(40_000)}`,
+      events: ['folio/*'],
+    });
+    expect([wideCreate.status, wideCreate.body.code]).toEqual([413, 'body_too_large']);
+  });
+
+  it('refuses a test event of the wrong shape with every error and its JSON pointer, and delivers nothing', async () => {
+    const log = deliveryLog();
+    const service = await startDemo({
+      clock: new FakeClock(1_700_000_000_000),
+      onDelivery: log.onDelivery,
+    });
+    try {
+      await call(service, '/v1/subscriptions', LIVE, {
+        endpointUrl: `${receiver.url}/shape`,
+        events: ['reservation/*'],
+      });
+      const deep = `{"data":${'['.repeat(10_000)}${']'.repeat(10_000)}}`;
+      for (const [body, codes] of [
+        ['[]', ['body_not_object']],
+        ['null', ['body_not_object']],
+        ['5', ['body_not_object']],
+        ['{"kind":5}', ['pattern_not_string']],
+        ['{"kind":"reservation/*"}', ['pattern_wildcard_kind']],
+        ['{"kind":"reservaton/created"}', ['unknown_topic']],
+        ['{"propertyId":""}', ['invalid_property_id']],
+        ['{"propertyId":"a\\r\\nb"}', ['invalid_property_id']],
+        [
+          '{"__proto__":{"kind":"x"},"kind":"a/b/c"}',
+          ['unknown_field', 'pattern_too_many_segments'],
+        ],
+        [deep, ['data_too_deep']],
+      ] as const) {
+        const response = await fetch(`${service.url}/v1/test-events`, {
+          method: 'POST',
+          headers: LIVE,
+          body,
+        });
+        expect(response.status).toBe(400);
+        expect(response.headers.get('content-type')).toContain('application/problem+json');
+        const problem = (await response.json()) as {
+          code: string;
+          errors: Array<{ code: string }>;
+        };
+        expect(problem.code).toBe('invalid_test_event');
+        expect(problem.errors.map((e) => e.code)).toEqual(codes);
+      }
+      const emitted = await call(service, '/v1/test-events', LIVE, {});
+      expect(emitted.body.deliveries).toHaveLength(1);
+      await log.waitFor(1);
+      expect(log.entries).toHaveLength(1);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('bounds the subscriptions of an account (409) and so the fan-out; a delete makes room again', async () => {
+    const log = deliveryLog();
+    const service = await startDemo({
+      clock: new FakeClock(1_700_000_000_000),
+      onDelivery: log.onDelivery,
+      maxSubscriptionsPerAccount: 2,
+    });
+    try {
+      const body = { endpointUrl: `${receiver.url}/bounded`, events: ['folio/*'] };
+      const first = await call(service, '/v1/subscriptions', LIVE, body);
+      expect(first.status).toBe(201);
+      expect((await call(service, '/v1/subscriptions', LIVE, body)).status).toBe(201);
+      const third = await call(service, '/v1/subscriptions', LIVE, body);
+      expect([third.status, third.body.code]).toEqual([409, 'subscription_limit_reached']);
+      expect((await call(service, '/v1/subscriptions', DEV, body)).status).toBe(201);
+
+      const emitted = await call(service, '/v1/test-events', LIVE, { kind: 'folio/created' });
+      expect(emitted.body.deliveries).toHaveLength(2);
+      await log.waitFor(2);
+
+      const path = `/v1/subscriptions/${first.body.id}`;
+      expect((await call(service, path, LIVE, undefined, 'DELETE')).status).toBe(204);
+      expect((await call(service, '/v1/subscriptions', LIVE, body)).status).toBe(201);
+      const after = await call(service, '/v1/subscriptions', LIVE);
+      expect(after.body.totalItems).toBe(2);
+      expect(after.body.items.map((s: { id: string }) => s.id)).not.toContain(first.body.id);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('a subscription pointing back at the service gets a 401 per delivery, never a loop of test events', async () => {
+    const log = deliveryLog();
+    const service = await startDemo({
+      clock: new FakeClock(1_700_000_000_000),
+      onDelivery: log.onDelivery,
+    });
+    try {
+      for (const path of ['/v1/test-events', '/v1/test-events?x-api-key=live-demo-key']) {
+        await call(service, '/v1/subscriptions', LIVE, {
+          endpointUrl: `${service.url}${path}`,
+          events: ['folio/*'],
+        });
+      }
+      const emitted = await call(service, '/v1/test-events', LIVE, { kind: 'folio/created' });
+      expect(emitted.body.deliveries).toHaveLength(2);
+      await log.waitFor(2);
+      expect(log.entries.map((e) => [e.status, e.outcome])).toEqual([
+        [401, 'retry'],
+        [401, 'retry'],
+      ]);
+    } finally {
+      await service.close();
+    }
+  });
+});

@@ -1,0 +1,191 @@
+/**
+ * The reference service keeps what it stores across a restart: subscriptions, their signing
+ * secrets (encrypted at rest with WEBHOOK_SECRET_KEYS) and the delivery log, in embedded
+ * PostgreSQL in DATA_DIR between two real processes, and on a PostgreSQL server with DATABASE_URL.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDemoService } from '../../examples/service.js';
+import { verifyWebhook } from '../../src/index.js';
+import { PostgresServer } from '../support/postgres-server.js';
+import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+const LIVE = { 'x-api-key': 'live-demo-key', 'content-type': 'application/json' };
+
+/** A demo started as `npm run demo` starts it, with its output kept. */
+interface DemoProcess {
+  readonly url: string;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  /** SIGTERM, and the exit code. */
+  stop(): Promise<number | null>;
+}
+
+async function startProcess(env: NodeJS.ProcessEnv): Promise<DemoProcess> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'examples/service.ts'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = once(child, 'exit');
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      if (stdout.includes('Press Ctrl+C to stop.')) resolve();
+    });
+    exited.then(() => reject(new Error(`the demo exited: ${stderr}`)));
+  });
+  return {
+    url: /on (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(stdout)?.[1] as string,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    stop: async () => {
+      child.kill('SIGTERM');
+      const [code] = await exited;
+      return code as number | null;
+    },
+  };
+}
+
+async function call(url: string, path: string, body?: unknown) {
+  const response = await fetch(`${url}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: LIVE,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: JSON bodies of many shapes, read by the assertions
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+}
+
+/** The account's delivery log once it holds `count` entries (a delivery is logged after it ends). */
+async function logOf(url: string, count: number) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const log = await call(url, '/v1/audit-logs');
+    if (log.body.items.length >= count || Date.now() > deadline) return log.body.items;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+let receiver: WebhookReceiver;
+const folders: string[] = [];
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await receiver.close();
+  await Promise.all(folders.map((f) => rm(f, { recursive: true, force: true })));
+});
+
+describe('reference service across a restart', () => {
+  it('keeps subscriptions, secrets (encrypted at rest) and the delivery log in DATA_DIR between two processes', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'demo-data-'));
+    folders.push(folder);
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: '0',
+      DATA_DIR: folder,
+      WEBHOOK_SECRET_KEYS: `demo-1:${randomBytes(32).toString('base64')}`,
+    };
+    for (const name of ['DATABASE_URL', 'REDIS_URL']) delete env[name];
+
+    const first = await startProcess(env);
+    expect(first.stdout()).toContain(`embedded PostgreSQL (PGlite) in ${join(folder, 'pglite')}`);
+    expect(first.stdout()).toContain('encrypted at rest');
+    expect(first.stderr()).not.toContain('unencrypted');
+    const created = await call(first.url, '/v1/subscriptions', {
+      endpointUrl: `${receiver.url}/restart`,
+      events: ['reservation/*'],
+    });
+    expect(created.status).toBe(201);
+    const { id, secret } = created.body;
+    const before = receiver.received.length;
+    const emitted = await call(first.url, '/v1/test-events', { kind: 'reservation/created' });
+    expect(emitted.body.deliveries).toEqual([id]);
+    await receiver.waitFor(before + 1);
+    const sent = receiver.received[before]!;
+    expect(verifyWebhook(sent.body, sent.headers, { secrets: secret }).ok).toBe(true);
+    expect((await logOf(first.url, 1)).map((e: { id: string }) => e.id)).toEqual([emitted.body.id]);
+    expect(await first.stop()).toBe(0);
+
+    // At rest, the secret is AES-256-GCM ciphertext under the key's id, never the secret itself.
+    const database = new PGlite(join(folder, 'pglite'));
+    const { rows } = await database.query<{ secret: string; key_id: string }>(
+      'SELECT secret, key_id FROM api_conventions.signing_secrets',
+    );
+    await database.close();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ key_id: 'demo-1' });
+    expect(rows[0]!.secret).toMatch(/^gcm1\.demo-1\./);
+    expect(rows[0]!.secret).not.toContain(secret.slice('whsec_'.length));
+
+    const second = await startProcess(env);
+    try {
+      const listed = await call(second.url, '/v1/subscriptions');
+      expect(listed.body.totalItems).toBe(1);
+      expect(listed.body.items[0]).toEqual(
+        Object.fromEntries(Object.entries(created.body).filter(([key]) => key !== 'secret')),
+      );
+      expect((await call(second.url, `/v1/subscriptions/${id}`)).status).toBe(200);
+      // The secret shown at create still signs: the index was loaded, the key decrypts.
+      const again = await call(second.url, '/v1/test-events', { kind: 'reservation/amended' });
+      expect(again.body.deliveries).toEqual([id]);
+      await receiver.waitFor(before + 2);
+      const resent = receiver.received[before + 1]!;
+      expect(resent.headers['webhook-id']).toBe(again.body.id);
+      expect(verifyWebhook(resent.body, resent.headers, { secrets: secret }).ok).toBe(true);
+      // The log holds the delivery made before the restart, then the one after.
+      const log = await logOf(second.url, 2);
+      expect(log.map((e: { id: string; outcome: string }) => [e.id, e.outcome])).toEqual([
+        [emitted.body.id, 'delivered'],
+        [again.body.id, 'delivered'],
+      ]);
+      expect(log[0].sequence).toBeLessThan(log[1].sequence);
+    } finally {
+      expect(await second.stop()).toBe(0);
+    }
+  });
+
+  it('keeps them on a PostgreSQL server with DATABASE_URL', async () => {
+    const server = await PostgresServer.start();
+    try {
+      const start = () =>
+        startDemoService({ port: 0, databaseUrl: server.url, onWarning: () => undefined });
+      const first = await start();
+      expect(first.storage).toBe(`PostgreSQL at ${server.url}`);
+      expect(first.secretsAtRest).toBe('plain');
+      const created = await call(first.url, '/v1/subscriptions', {
+        endpointUrl: `${receiver.url}/server`,
+        events: ['folio/*'],
+      });
+      expect(created.status).toBe(201);
+      await first.close();
+      const second = await start();
+      try {
+        const listed = await call(second.url, '/v1/subscriptions');
+        expect(listed.body.items.map((s: { id: string }) => s.id)).toEqual([created.body.id]);
+        const before = receiver.received.length;
+        await call(second.url, '/v1/test-events', { kind: 'folio/created' });
+        await receiver.waitFor(before + 1);
+        const sent = receiver.received[before]!;
+        expect(verifyWebhook(sent.body, sent.headers, { secrets: created.body.secret }).ok).toBe(
+          true,
+        );
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+});
