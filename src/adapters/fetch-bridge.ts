@@ -202,6 +202,7 @@ class FetchBridge {
       response.body?.cancel().catch(() => undefined);
       return;
     }
+    closeUnlessDrainable(req, res);
     try {
       await writeFetchResponse(response, req, res);
     } catch (error) {
@@ -228,6 +229,20 @@ class FetchBridge {
       // A report that throws must not take the request down.
     }
   }
+}
+
+/** The most of an unread request body drained after the response to keep its connection. */
+const DRAINABLE_BYTES = 1024 * 1024;
+
+/**
+ * A body the handler left unread is drained after the response, so that the connection serves its
+ * next request, when it is known to be bounded (a Content-Length up to 1 MiB). One of unknown or
+ * larger size (a 413 for a body that never ends) closes the connection after the response instead.
+ */
+function closeUnlessDrainable(req: IncomingMessage, res: ServerResponse): void {
+  if (req.complete || res.headersSent) return;
+  const length = Number(req.headers['content-length']);
+  if (!(Number.isSafeInteger(length) && length <= DRAINABLE_BYTES)) res.shouldKeepAlive = false;
 }
 
 function answerFailure(res: ServerResponse): void {

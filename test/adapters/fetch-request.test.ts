@@ -190,6 +190,32 @@ describe('under a mount path', () => {
 });
 
 describe('a body the handler leaves unread', () => {
+  it('of unknown length (chunked, never ending) is not drained: the answer says close and the connection closes after it', async () => {
+    const { url } = await serve(async () => new Response('too large', { status: 413 }));
+    const outcome = await new Promise<{ status: number; connection: string | undefined }>(
+      (resolve, reject) => {
+        let answer: { status: number; connection: string | undefined } | undefined;
+        const req = httpRequest(`${url}/endless`, { method: 'POST' }, (res) => {
+          res.resume();
+          answer = { status: res.statusCode ?? 0, connection: res.headers.connection };
+        });
+        req.on('error', () => undefined);
+        req.on('socket', (socket) => {
+          // The server closes the connection: the socket closes although the body never ended.
+          socket.once('close', () =>
+            answer === undefined ? reject(new Error('closed before an answer')) : resolve(answer),
+          );
+          const chunk = Buffer.alloc(16 * 1024, 7);
+          const feed = (): void => {
+            if (!socket.destroyed) req.write(chunk, () => setImmediate(feed));
+          };
+          feed();
+        });
+      },
+    );
+    expect(outcome).toEqual({ status: 413, connection: 'close' });
+  });
+
   it('is drained after the response, so that the connection serves its next request', async () => {
     const { url } = await serve(async (request) => {
       if (new URL(request.url).pathname === '/partly') {
