@@ -195,14 +195,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     await closeAll();
     throw error;
   }
-  // HEAD is a GET without the body, on the library's routes too (the bridge leaves the body out).
-  const webhookApi = {
-    fetch: (request: Request) =>
-      webhooks.service.fetch(
-        request.method === 'HEAD' ? new Request(request, { method: 'GET' }) : request,
-      ),
-  };
-  let serveWebhookApi = nodeFetchHandler(webhookApi);
+  let serveWebhookApi = nodeFetchHandler(webhooks.service);
   const fail = (req: IncomingMessage, res: ServerResponse) => (error: unknown) => {
     // A client that went away mid-body is no failure of the service: nothing to answer, nothing to log.
     if (req.destroyed && !req.complete) return;
@@ -275,7 +268,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
   const { port } = server.address() as AddressInfo;
   origin = `http://127.0.0.1:${port}`;
   // Links and locations name this service, whatever the Host header says.
-  serveWebhookApi = nodeFetchHandler(webhookApi, { origin });
+  serveWebhookApi = nodeFetchHandler(webhooks.service, { origin });
   return {
     url: origin,
     storage: storage.where,

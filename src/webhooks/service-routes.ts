@@ -67,9 +67,12 @@ function byMethod(
   method: string,
   id: string,
 ): RouteMatch {
-  const operation = Object.hasOwn(routes, method) ? routes[method] : undefined;
+  // HEAD is a GET whose answer has no body (the service leaves the body out).
+  const asked = method === 'HEAD' ? 'GET' : method;
+  const operation = Object.hasOwn(routes, asked) ? routes[asked] : undefined;
   if (operation !== undefined) return { ok: true, operation, id };
-  const allow = Object.keys(routes).join(', ');
+  const methods = Object.keys(routes);
+  const allow = (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', ');
   return {
     ok: false,
     response: serviceProblem(405, 'method_not_allowed', 'Method not allowed', {

@@ -257,7 +257,7 @@ class Service implements WebhookService {
       this.#settings.onError(error);
       parts = internalError();
     }
-    return new Response(parts.body === '' ? null : parts.body, {
+    return new Response(parts.body === '' || request.method === 'HEAD' ? null : parts.body, {
       status: parts.status,
       headers: parts.headers,
     });

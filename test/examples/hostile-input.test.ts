@@ -79,9 +79,9 @@ describe('reference service under hostile input', () => {
     const service = shared;
     // The library's routes answer with the service's own 405.
     for (const [method, path, allow] of [
-      ['PUT', '/v1/subscriptions', 'POST, GET'],
-      ['OPTIONS', '/v1/audit-logs', 'GET'],
-      ['POST', '/v1/subscriptions/some-id', 'GET, PATCH, DELETE'],
+      ['PUT', '/v1/subscriptions', 'POST, GET, HEAD'],
+      ['OPTIONS', '/v1/audit-logs', 'GET, HEAD'],
+      ['POST', '/v1/subscriptions/some-id', 'GET, PATCH, DELETE, HEAD'],
       ['GET', '/v1/subscriptions/some-id/secret/rotate', 'POST'],
     ] as const) {
       const refused = await raw(

@@ -221,19 +221,38 @@ describe('createWebhookService: the subscription API', () => {
     expect(other.status).toBe(201);
   });
 
+  it('answers HEAD as GET, with the same status and headers and no body', async () => {
+    const { service } = setup();
+    const created = await call(service, 'POST', '/v1/subscriptions', { body: subscriptionBody() });
+    for (const path of [
+      '/v1/subscriptions',
+      `/v1/subscriptions/${created.body.id}`,
+      '/v1/audit-logs',
+      '/v1/subscriptions/missing',
+    ]) {
+      const get = await call(service, 'GET', path);
+      const head = await call(service, 'HEAD', path);
+      expect(head.status).toBe(get.status);
+      expect(head.headers.get('content-type')).toBe(get.headers.get('content-type'));
+      expect(head.text).toBe('');
+    }
+  });
+
   it('answers 405 with Allow for a wrong method, and 404 problems for unknown paths', async () => {
     const { service } = setup();
     const cases: Array<[string, string, string]> = [
-      ['DELETE', '/v1/subscriptions', 'POST, GET'],
-      ['PUT', '/v1/subscriptions/x', 'GET, PATCH, DELETE'],
+      ['DELETE', '/v1/subscriptions', 'POST, GET, HEAD'],
+      ['PUT', '/v1/subscriptions/x', 'GET, PATCH, DELETE, HEAD'],
       ['GET', '/v1/subscriptions/x/secret/rotate', 'POST'],
-      ['POST', '/v1/audit-logs', 'GET'],
+      ['HEAD', '/v1/subscriptions/x/secret/rotate', 'POST'],
+      ['POST', '/v1/audit-logs', 'GET, HEAD'],
     ];
     for (const [method, path, allow] of cases) {
       const answer = await call(service, method, path);
       expect(answer.status).toBe(405);
       expect(answer.headers.get('allow')).toBe(allow);
-      expect(answer.body.code).toBe('method_not_allowed');
+      if (method === 'HEAD') expect(answer.text).toBe('');
+      else expect(answer.body.code).toBe('method_not_allowed');
     }
     for (const path of [
       '/',
