@@ -15,8 +15,8 @@ const scaled = (n: number) =>
   Math.max(IN_FLIGHT, Math.round(n * Number(process.env.WEBHOOK_STORE_BENCH_SCALE ?? 1)));
 /** The workload's sizes; `WEBHOOK_STORE_BENCH_SCALE` scales them for a first look. */
 export const CREATES = scaled(4_000);
-export const GETS = scaled(16_000);
-export const LISTS = scaled(4_000);
+export const GETS = scaled(10_000);
+export const LISTS = scaled(3_000);
 const WARM_UP = scaled(400);
 export const ACCOUNTS = 40;
 export const PAGE_SIZE = 20;

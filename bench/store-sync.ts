@@ -25,6 +25,12 @@ const DEADLINE_MS = 10_000;
 
 const now = () => performance.timeOrigin + performance.now();
 
+/** When a change was asked of A, and when A answered it. */
+interface Times {
+  readonly sent: number;
+  readonly at: number;
+}
+
 interface Live {
   readonly accountCode: string;
   readonly id: string;
@@ -38,7 +44,8 @@ async function change(
   path: string,
   accountCode: string,
   body?: unknown,
-): Promise<{ at: number; body: unknown }> {
+): Promise<Times & { body: unknown }> {
+  const sent = now();
   const response = await service.fetch(
     new Request(`http://instance-a${path}`, {
       method,
@@ -49,7 +56,7 @@ async function change(
   const at = now();
   const text = await response.text();
   if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return { at, body: text === '' ? undefined : JSON.parse(text) };
+  return { sent, at, body: text === '' ? undefined : JSON.parse(text) };
 }
 
 /** The k-th change of the seeded mix: creates first, then 40% creates, 40% patches, 20% deletes. */
@@ -58,7 +65,7 @@ async function makeChange(
   k: number,
   live: Live[],
   random: () => number,
-): Promise<number> {
+): Promise<Times> {
   const pick = random();
   const topic = `t${Math.floor(random() * 50)}`;
   if (k < FIRST_CREATES || pick < 0.4 || live.length === 0) {
@@ -70,7 +77,7 @@ async function makeChange(
     };
     const done = await change(service, 'POST', '/v1/subscriptions', accountCode, body);
     live.push({ accountCode, id: (done.body as { id: string }).id, enabled: true });
-    return done.at;
+    return done;
   }
   const index = Math.floor(random() * live.length);
   const target = live[index]!;
@@ -82,10 +89,10 @@ async function makeChange(
         ? { events: [`${topic}/e${Math.floor(random() * 20)}`] }
         : { status: target.enabled ? 'disabled' : 'enabled' };
     if ('status' in body) target.enabled = !target.enabled;
-    return (await change(service, 'PATCH', path, target.accountCode, body)).at;
+    return change(service, 'PATCH', path, target.accountCode, body);
   }
   live.splice(index, 1);
-  return (await change(service, 'DELETE', path, target.accountCode)).at;
+  return change(service, 'DELETE', path, target.accountCode);
 }
 
 /** Wait for B's first message that has `key`, with a deadline. */
@@ -135,13 +142,16 @@ export async function measureSync(url: string, schema: string): Promise<Record<s
   try {
     await reply(child, 'ready', 30_000);
     const answered = new Float64Array(CHANGES + 1);
+    const asked = new Float64Array(CHANGES + 1);
     const live: Live[] = [];
     const random = seededRandom(CHANGES);
     const started = performance.now();
     for (let k = 0; k < CHANGES; k++) {
       const wait = started + k * PACE_MS - performance.now();
       if (wait > 0) await pause(wait);
-      answered[k + 1] = await makeChange(service, k, live, random);
+      const times = await makeChange(service, k, live, random);
+      asked[k + 1] = times.sent;
+      answered[k + 1] = times.at;
     }
     const deadline = performance.now() + DEADLINE_MS;
     while ((reached.at(-1)?.revision ?? 0) < CHANGES) {
@@ -151,6 +161,7 @@ export async function measureSync(url: string, schema: string): Promise<Record<s
       await pause(5);
     }
     const latencies = new Float64Array(CHANGES);
+    const fromAsked = new Float64Array(CHANGES);
     let beforeAnswer = 0;
     let r = 0;
     for (let revision = 1; revision <= CHANGES; revision++) {
@@ -158,8 +169,10 @@ export async function measureSync(url: string, schema: string): Promise<Record<s
       const ms = reached[r]!.at - answered[revision]!;
       if (ms < 0) beforeAnswer++;
       latencies[revision - 1] = Math.max(0, ms);
+      fromAsked[revision - 1] = reached[r]!.at - asked[revision]!;
     }
     latencies.sort();
+    fromAsked.sort();
     child.send('stop');
     const stopped = await reply<{ stats: Record<string, number> }>(child, 'stopped', 10_000);
     const a = service.stats();
@@ -175,6 +188,12 @@ export async function measureSync(url: string, schema: string): Promise<Record<s
       maxMs: round(latencies[CHANGES - 1]!),
       // Changes B showed before A's answer reached its caller: counted as 0 ms.
       beforeAnswer,
+      // From the moment the change was asked of A (the write's own time included).
+      fromRequest: {
+        p50Ms: at(fromAsked, 0.5),
+        p99Ms: at(fromAsked, 0.99),
+        maxMs: round(fromAsked[CHANGES - 1]!),
+      },
       liveAtEnd: a.subscriptions,
       targetP99Ms: 1000,
       met: at(latencies, 0.99) < 1000,

@@ -11,6 +11,7 @@
  *
  * Matching speed at 1,000,000 subscriptions is the webhooks suite's (`npm run bench -- webhooks`).
  */
+import { loadavg } from 'node:os';
 import { PostgresServer } from '../test/support/postgres-server.js';
 import { type Backend, memoryBackend, pgliteBackend, postgresBackend } from './store-backends.js';
 import {
@@ -25,6 +26,7 @@ import {
 } from './store-crud.js';
 import { measureLoad } from './store-load.js';
 import { measureSync } from './store-sync.js';
+import { round } from './support.js';
 
 async function crud(url: string): Promise<Record<string, CrudFigures>> {
   const opens: Array<() => Promise<Backend>> = [
@@ -50,6 +52,7 @@ async function crud(url: string): Promise<Record<string, CrudFigures>> {
 export async function run(): Promise<Record<string, unknown>> {
   const server = await PostgresServer.start();
   const started = performance.now();
+  const loadAtStart = loadavg().map((n) => round(n));
   try {
     const repositories = await crud(server.url);
     const sync = await measureSync(server.url, 'bench_sync');
@@ -69,6 +72,8 @@ export async function run(): Promise<Record<string, unknown>> {
       load,
       propagation: sync,
       suiteSeconds: Math.round((performance.now() - started) / 1000),
+      // The machine's load average (1, 5, 15 minutes) before and after: other work that ran.
+      loadAverage: { atStart: loadAtStart, atEnd: loadavg().map((n) => round(n)) },
     };
   } finally {
     await server.stop();
