@@ -2,13 +2,15 @@
  * A million subscriptions in PostgreSQL, loaded into a fresh service's index at start. The rows
  * are written straight into the repository's tables (batches of `INSERT ... SELECT FROM unnest`,
  * the revision counter and the per-account counts set after), not through `create`: the figure is
- * the start, not the insert. Then `service.start()` is timed from a fresh pg Pool and service, as
- * an instance starting beside a full database.
+ * the start, not the insert. Then `service.start()` is timed in a fresh process, as an instance
+ * starting beside a full database, `ROUNDS` times.
  */
-import { createWebhookService } from 'api-conventions';
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
 import { PostgresSubscriptionRepository } from 'api-conventions/postgres';
 import pg from 'pg';
-import { collectGarbage, median, round } from './support.js';
+import { median, round } from './support.js';
 import { makeSubscriptions, seededRandom } from './webhook-workload.js';
 
 /** Subscriptions loaded: 1,000,000 unless `WEBHOOK_STORE_BENCH_SUBSCRIPTIONS` says. */
@@ -17,7 +19,7 @@ export const LOAD_SUBSCRIPTIONS = Number(
 );
 /** Accounts they spread over: several thousand, about 200 subscriptions each. */
 export const LOAD_ACCOUNTS = 5_000;
-/** Timed starts, each from a fresh pool and service. */
+/** Timed starts, each in a fresh process. */
 const ROUNDS = 2;
 const BATCH = 50_000;
 /** Batches in flight at once: one generated while the other is inserted. */
@@ -86,11 +88,6 @@ export async function fill(url: string, schema: string): Promise<number> {
   }
 }
 
-function heapUsed(): number {
-  collectGarbage();
-  return process.memoryUsage().heapUsed;
-}
-
 /** One start's figures. */
 interface Start {
   readonly seconds: number;
@@ -102,41 +99,44 @@ interface Start {
   readonly revision: number;
 }
 
-/** Time `service.start()` of a fresh service on a fresh pool; the heap the index holds after. */
+/**
+ * Time `service.start()` in a fresh process (bench/store-start.ts), as an instance starts beside a
+ * full database; the heap its index holds after.
+ */
 async function timeStart(url: string, schema: string): Promise<Start> {
-  const pool = new pg.Pool({ connectionString: url, max: 2 });
-  try {
-    const repository = await PostgresSubscriptionRepository.open({ database: pool, schema });
-    const service = createWebhookService({
-      repository,
-      identify: () => undefined,
-      pollIntervalMs: 0,
-      onWarning: () => undefined,
-    });
-    const before = heapUsed();
-    const started = performance.now();
-    const cpu = process.cpuUsage();
-    await service.start();
-    const used = process.cpuUsage(cpu);
-    const seconds = (performance.now() - started) / 1000;
-    const after = heapUsed();
-    const stats = service.stats();
-    await service.close();
-    await repository.close();
-    if (stats.subscriptions !== LOAD_SUBSCRIPTIONS || stats.revision !== LOAD_SUBSCRIPTIONS) {
-      throw new Error(`the index holds ${stats.subscriptions} at revision ${stats.revision}`);
-    }
-    return {
-      seconds: round(seconds),
-      cpuSeconds: round((used.user + used.system) / 1e6),
-      rowsPerSecond: Math.round(stats.subscriptions / seconds),
-      heapMb: Math.round((after - before) / 2 ** 20),
-      subscriptions: stats.subscriptions,
-      revision: stats.revision,
-    };
-  } finally {
-    await pool.end();
+  const child = fork(join(import.meta.dirname, 'store-start.ts'), [url, schema], {
+    execArgv: ['--import', 'tsx', '--expose-gc', '--max-old-space-size=4096'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = once(child, 'exit');
+  const [reply] = (await Promise.race([
+    once(child, 'message'),
+    exited.then(([code]) => {
+      throw new Error(`the start process exited with ${code} before its figures`);
+    }),
+  ])) as [{ started: StartReport }];
+  await exited;
+  const { seconds, cpuSeconds, heapBytes, subscriptions, revision } = reply.started;
+  if (subscriptions !== LOAD_SUBSCRIPTIONS || revision !== LOAD_SUBSCRIPTIONS) {
+    throw new Error(`the index holds ${subscriptions} at revision ${revision}`);
   }
+  return {
+    seconds: round(seconds),
+    cpuSeconds: round(cpuSeconds),
+    rowsPerSecond: Math.round(subscriptions / seconds),
+    heapMb: Math.round(heapBytes / 2 ** 20),
+    subscriptions,
+    revision,
+  };
+}
+
+/** What bench/store-start.ts reports. */
+interface StartReport {
+  readonly seconds: number;
+  readonly cpuSeconds: number;
+  readonly heapBytes: number;
+  readonly subscriptions: number;
+  readonly revision: number;
 }
 
 /** Read every change with `changesSince`, 10,000 a call as the service does, into nothing. */
