@@ -31,7 +31,12 @@ function distinct<T>(n: number, draw: () => T): T[] {
   return [...values];
 }
 
-export function makeSubscriptions(count: number, random: () => number): Subscription[] {
+/** `count` subscriptions over `accounts` accounts (1,000 unless given). */
+export function makeSubscriptions(
+  count: number,
+  random: () => number,
+  accounts = ACCOUNTS,
+): Subscription[] {
   const subscriptions: Subscription[] = [];
   for (let i = 0; i < count; i++) {
     const events = distinct(1 + int(random, 5), () =>
@@ -41,7 +46,7 @@ export function makeSubscriptions(count: number, random: () => number): Subscrip
     );
     const base = {
       id: `s${i}`,
-      accountCode: `a${int(random, ACCOUNTS)}`,
+      accountCode: `a${int(random, accounts)}`,
       endpointUrl: `https://hooks.example.com/${i}`,
       events,
       createdAt: '2026-01-01T00:00:00.000Z',

@@ -1,0 +1,89 @@
+/**
+ * The repository's statements as a real server plans them on a fresh schema, whose tables were
+ * never analysed: each one's estimated cost stays under the server's `jit_above_cost`, so that no
+ * call is JIT-compiled (a compilation costs more than the statement: 13 to 20 ms for a create).
+ * PGlite has no JIT; the server of the file is a real PostgreSQL with its defaults (JIT on).
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
+import { type Statements, statements } from '../../src/postgres/statements.js';
+import { PostgresServer } from '../support/postgres-server.js';
+
+let server: PostgresServer;
+let pool: pg.Pool;
+beforeAll(async () => {
+  server = await PostgresServer.start();
+  pool = new pg.Pool({ connectionString: server.url, max: 2 });
+});
+afterAll(async () => {
+  await pool.end();
+  await server.stop();
+});
+
+const at = '2026-01-01T00:00:00.000Z';
+const ms = Date.parse(at);
+
+/** Parameters of each statement, as the repository passes them. */
+const PARAMS: Record<keyof Statements, unknown[]> = {
+  create: [
+    'ACME',
+    'a',
+    'https://hooks.example.com/a',
+    ['t/e'],
+    null,
+    at,
+    at,
+    'whsec',
+    null,
+    ms,
+    10,
+  ],
+  get: ['ACME', 'a'],
+  list: ['ACME', 0, 20],
+  update: ['ACME', 'a', null, ['t/f'], false, null, null, at],
+  delete: ['ACME', 'a', at],
+  rotateSecret: ['ACME', 'a', 'whsec_2', null, ms, ms + 1_000],
+  signingSecrets: ['ACME', 'a', ms],
+  changesSince: [0, 10_000],
+  recordAttempt: [
+    'ACME',
+    'm',
+    'a',
+    'https://hooks.example.com/a',
+    1,
+    ms,
+    200,
+    null,
+    null,
+    'delivered',
+    null,
+    null,
+  ],
+  attempts: ['ACME', 0, 20],
+  secretsToReencrypt: ['k2', 0, 500],
+  reencrypt: [['1'], ['old'], ['new'], ['k2']],
+};
+
+/** The planner's estimated total cost of a statement, without running it. */
+async function cost(text: string, params: unknown[]): Promise<number> {
+  const { rows } = await pool.query(`EXPLAIN (FORMAT JSON) ${text}`, params);
+  const [plan] = (rows[0] as { 'QUERY PLAN': Array<{ Plan: { 'Total Cost': number } }> })[
+    'QUERY PLAN'
+  ];
+  return plan!.Plan['Total Cost'];
+}
+
+it('plans every statement under jit_above_cost on a fresh schema, so that none is JIT-compiled', async () => {
+  const { rows } = await pool.query(`SELECT current_setting('jit_above_cost')::float8 AS above`);
+  const above = Number((rows[0] as { above: number }).above);
+  expect(above).toBeGreaterThan(0);
+  await PostgresSubscriptionRepository.open({ database: pool, schema: 'plans' });
+  const sql = statements('"plans"', 'plans_changes');
+  const costs: Record<string, number> = {};
+  for (const name of Object.keys(PARAMS) as Array<keyof Statements>) {
+    costs[name] = await cost(sql[name], PARAMS[name]);
+  }
+  const over = Object.entries(costs).filter(([, value]) => value >= above);
+  expect(over, `costs ${JSON.stringify(costs)}, jit_above_cost ${above}`).toEqual([]);
+});
