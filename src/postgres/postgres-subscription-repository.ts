@@ -34,9 +34,8 @@ import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js'
 import {
   type AttemptRow,
   attemptParams,
-  fromTuple,
+  changeOfTuple,
   type SubscriptionRow,
-  toChange,
   toLogEntry,
   toSubscription,
 } from './rows.js';
@@ -318,7 +317,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       count(limit),
     ]);
     const tuples = JSON.parse(row?.changes ?? '[]') as unknown[][];
-    return tuples.map((tuple) => toChange(fromTuple(tuple)));
+    return tuples.map(changeOfTuple);
   }
 
   async watch(listener: ChangeListener): Promise<() => Promise<void>> {

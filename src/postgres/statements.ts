@@ -5,7 +5,7 @@
  * statement, so that no connection is held between statements. @module
  */
 
-/** The columns a subscription is read from, in the order of `fromTuple` in rows.ts. */
+/** The columns a subscription is read from, in the order `changeOfTuple` in rows.ts reads them. */
 const COLUMNS = `account_code, id, endpoint_url, events, property_ids, status, created_at,
   updated_at, revision, deleted_at`;
 

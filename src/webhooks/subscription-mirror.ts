@@ -4,7 +4,6 @@
  * @module
  */
 import { ConfigurationError } from '../errors/index.js';
-import type { StoredSubscription, Subscription } from './subscription.js';
 import type { SubscriptionIndex } from './subscription-index.js';
 import type { SubscriptionChange, SubscriptionRepository } from './subscription-repository.js';
 
@@ -91,15 +90,27 @@ export class SubscriptionMirror {
   }
 
   async #pass(): Promise<void> {
+    let next = this.#repository.changesSince(this.#revision, PAGE);
     for (;;) {
-      const changes = await this.#repository.changesSince(this.#revision, PAGE);
-      for (const change of changes) {
-        // Out of order or repeated: applied already, or newer ones were.
-        if (change.revision <= this.#revision) continue;
-        this.#apply(change);
-        this.#revision = change.revision;
+      const changes = await next;
+      // A full page: the next is read while this one is applied (a start over a million
+      // subscriptions waits on the database and on the index at once, not one after the other).
+      const last = changes.at(-1);
+      const more = changes.length >= PAGE && last !== undefined;
+      if (more) next = this.#repository.changesSince(Math.max(last.revision, this.#revision), PAGE);
+      try {
+        for (const change of changes) {
+          // Out of order or repeated: applied already, or newer ones were.
+          if (change.revision <= this.#revision) continue;
+          this.#apply(change);
+          this.#revision = change.revision;
+        }
+      } catch (error) {
+        // The page read ahead is not waited for: its failure must not go unhandled.
+        if (more) next.catch(() => undefined);
+        throw error;
       }
-      if (changes.length < PAGE) return;
+      if (!more) return;
     }
   }
 
@@ -124,19 +135,12 @@ export class SubscriptionMirror {
       return;
     }
     try {
-      this.#index.replace(indexed(stored));
+      // Held as the repository gave it (the index freezes it): no copy per subscription.
+      this.#index.replace(stored);
     } catch (error) {
       // A row the index refuses (edited by hand) must not stop every later change.
       this.#index.remove(change.id);
       this.#onError(error);
     }
   }
-}
-
-/** What the index holds of a stored subscription. */
-function indexed(stored: StoredSubscription): Subscription {
-  const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = stored;
-  return propertyIds === undefined
-    ? { id, accountCode, endpointUrl, events, createdAt }
-    : { id, accountCode, endpointUrl, events, propertyIds, createdAt };
 }
