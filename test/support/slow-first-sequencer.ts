@@ -11,6 +11,10 @@ const slowest = [
   'test/redis/distributed.test.ts',
   'test/redis/equivalence.test.ts',
   'test/queue-redis/redis-delivery-queue.test.ts',
+  'test/examples/service.test.ts',
+  'test/examples/hostile-input.test.ts',
+  'test/webhooks/instances.test.ts',
+  'test/postgres/contract.test.ts',
 ];
 
 function rank(file: TestSpecification): number {
