@@ -7,7 +7,13 @@
  * - `DATABASE_URL` (a PostgreSQL server, through a `pg.Pool`) or `DATA_DIR` (PGlite on that
  *   folder; one process per folder);
  * - `SCHEMA` (the repository's schema), `SECRET_KEY` (base64 of 32 bytes: secrets encrypted at rest);
- * - `RECEIVER_HOST` (an address deliveries may reach besides public ones; `127.0.0.1` by default).
+ * - `RECEIVER_HOST` (an address deliveries may reach besides public ones; `127.0.0.1` by default);
+ * - `REDIS_URL` (`redis://host:port/db`): deliveries through the BullMQ queue on that Redis
+ *   (`createRedisDeliveryQueue`, its default name), so that a job waiting for a retry outlives the
+ *   process; without it, the service's memory queue;
+ * - `START_AFTER_FIRST_JOB=1` (with `REDIS_URL`): the service starts (loads its index) only once
+ *   the queue's worker has taken its first job, the order a long load at start gives, made certain;
+ *   for a restart with a job due, as the instance serves only once started.
  *
  * It serves the service's API over node:http on 127.0.0.1 through `nodeFetchHandler`, identifying
  * accounts by the `x-account` header, and these test routes on the same server:
@@ -22,15 +28,22 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
+import * as bullmq from 'bullmq';
 import pg from 'pg';
 import { nodeFetchHandler } from '../../src/adapters/node.js';
-import { createWebhookService, httpTransport } from '../../src/index.js';
+import { createWebhookService, type Deliverer, httpTransport } from '../../src/index.js';
 import { PostgresSubscriptionRepository, type SqlDatabase } from '../../src/postgres/index.js';
+import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
 
 const name = process.env.INSTANCE ?? 'instance';
 const databaseUrl = process.env.DATABASE_URL;
 const dataDir = process.env.DATA_DIR;
 const receiverHost = process.env.RECEIVER_HOST ?? '127.0.0.1';
+const redisUrl = process.env.REDIS_URL === undefined ? undefined : new URL(process.env.REDIS_URL);
+const startAfterFirstJob = process.env.START_AFTER_FIRST_JOB === '1';
+if (startAfterFirstJob && redisUrl === undefined) {
+  throw new Error('START_AFTER_FIRST_JOB needs REDIS_URL');
+}
 if ((databaseUrl === undefined) === (dataDir === undefined)) {
   throw new Error('give exactly one of DATABASE_URL and DATA_DIR');
 }
@@ -61,6 +74,19 @@ const repository = await PostgresSubscriptionRepository.open({
     : { secretKeys: [{ id: 'test', key: process.env.SECRET_KEY }] }),
 });
 
+let tookFirstJob: () => void = () => undefined;
+const firstJobTaken = new Promise<void>((resolve) => {
+  tookFirstJob = resolve;
+});
+/** The service's deliverer, telling when the worker takes its first job. */
+const watched = (deliverer: Deliverer): Deliverer => ({
+  attempt: (job) => {
+    tookFirstJob();
+    return deliverer.attempt(job);
+  },
+  ...(deliverer.lost === undefined ? {} : { lost: deliverer.lost.bind(deliverer) }),
+});
+
 const service = createWebhookService({
   repository,
   identify: (request) => {
@@ -71,9 +97,26 @@ const service = createWebhookService({
   delivery: { transport: httpTransport({ allow: [receiverHost] }), timeoutMs: 10_000 },
   // Only notifications keep this instance in step: no poll hides a missed one.
   pollIntervalMs: 0,
+  ...(redisUrl === undefined
+    ? {}
+    : {
+        // BullMQ opens (and closes) its own connections; it waits while Redis is away.
+        queue: (deliverer) =>
+          createRedisDeliveryQueue({
+            bullmq,
+            connection: {
+              host: redisUrl.hostname,
+              port: Number(redisUrl.port),
+              db: Number(redisUrl.pathname.slice(1) || '0'),
+              maxRetriesPerRequest: null,
+            },
+            deliverer: watched(deliverer),
+          }),
+      }),
   onError: noteError,
   onWarning: () => undefined,
 });
+if (startAfterFirstJob) await firstJobTaken;
 await service.start();
 
 const api = nodeFetchHandler(service);
