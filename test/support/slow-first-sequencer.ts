@@ -14,6 +14,7 @@ const slowest = [
   'test/examples/service.test.ts',
   'test/examples/hostile-input.test.ts',
   'test/webhooks/instances.test.ts',
+  'test/webhooks/instances-bullmq.test.ts',
   'test/postgres/contract.test.ts',
 ];
 
