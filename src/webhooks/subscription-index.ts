@@ -120,7 +120,7 @@ export class SubscriptionIndex {
   remove(id: string): Subscription | undefined {
     const subscription = this.#byId.get(id);
     if (subscription === undefined) return undefined;
-    const keys = this.#keysOf(subscription);
+    const keys = this.#keysOf(subscription.events);
     const account = this.#accounts.get(subscription.accountCode)!;
     if (subscription.propertyIds === undefined) {
       for (const key of keys) removeFromLeaf(account.everyProperty, key, subscription);
@@ -183,17 +183,18 @@ export class SubscriptionIndex {
   }
 
   #insert(subscription: Subscription): void {
-    for (const text of distinct(subscription.events)) this.#acquire(text);
-    const keys = this.#keysOf(subscription);
+    const keys = this.#acquireKeys(subscription.events);
     let account = this.#accounts.get(subscription.accountCode);
     if (account === undefined) {
       account = { everyProperty: new Map(), byProperty: new Map(), count: 0 };
       this.#accounts.set(subscription.accountCode, account);
     }
-    if (subscription.propertyIds === undefined) {
-      for (const key of keys) addToLeaf(account.everyProperty, key, subscription);
+    const propertyIds = subscription.propertyIds;
+    if (propertyIds === undefined) {
+      for (let k = 0; k < keys.length; k++)
+        addToLeaf(account.everyProperty, keys[k]!, subscription);
     } else {
-      for (const propertyId of distinct(subscription.propertyIds)) {
+      for (const propertyId of distinct(propertyIds)) {
         let property = this.#properties.get(propertyId);
         if (property === undefined) {
           property = { number: this.#nextProperty++, uses: 0 };
@@ -205,32 +206,52 @@ export class SubscriptionIndex {
           leaves = new Map();
           account.byProperty.set(property.number, leaves);
         }
-        for (const key of keys) addToLeaf(leaves, key, subscription);
+        for (let k = 0; k < keys.length; k++) addToLeaf(leaves, keys[k]!, subscription);
       }
     }
     account.count += 1;
     this.#byId.set(subscription.id, subscription);
   }
 
+  // Acquires each distinct pattern once and returns the keys of #keysOf, reading each pattern once.
+  #acquireKeys(events: readonly string[]): number[] {
+    if (events.length > SHORT) {
+      for (const text of distinct(events)) this.#acquire(text);
+      return this.#keysOf(events);
+    }
+    const patterns: PatternKey[] = [];
+    for (let i = 0; i < events.length; i++) {
+      const text = events[i]!;
+      if (i === 0 || events.lastIndexOf(text, i - 1) === -1) patterns.push(this.#acquire(text));
+    }
+    return shortKeys(patterns);
+  }
   // Throws, changing nothing, unless the subscription can be held.
   #check(subscription: Subscription): void {
     checkShape(subscription);
-    subscription.events.forEach((text, at) => {
-      if (this.#patterns.has(text)) return;
+    const events = subscription.events;
+    for (let at = 0; at < events.length; at++) {
+      const text = events[at]!;
+      if (this.#patterns.has(text)) continue;
       const parsed = parseEventPattern(text);
-      if (parsed.ok) return;
+      if (parsed.ok) continue;
       throw new ConfigurationError(
         'invalid_subscription',
         `Subscription "${subscription.id}" has an invalid pattern at events[${at}]: ${parsed.error.message} Validate requests with validateSubscriptionRequest().`,
       );
-    });
+    }
   }
 
   // Its wildcards and the kinds none of them covers; linear, as a subscription may name thousands.
-  #keysOf(subscription: Subscription): number[] {
+  #keysOf(events: readonly string[]): number[] {
+    if (events.length <= SHORT) {
+      const patterns: PatternKey[] = [];
+      for (let i = 0; i < events.length; i++) patterns.push(this.#patterns.get(events[i]!)!);
+      return shortKeys(patterns);
+    }
     const patterns: PatternKey[] = [];
     const wildcards = new Set<number>();
-    for (const text of subscription.events) {
+    for (const text of events) {
       const pattern = this.#patterns.get(text)!;
       if (pattern.wildcard) wildcards.add(pattern.key);
       patterns.push(pattern);
@@ -243,14 +264,15 @@ export class SubscriptionIndex {
     return [...keys];
   }
 
-  #acquire(text: string): void {
+  // Counts one more use of the pattern (parsed by #check), entering it when new; returns it.
+  #acquire(text: string): PatternKey {
     const known = this.#patterns.get(text);
     if (known !== undefined) {
       known.uses += 1;
-      return;
+      return known;
     }
     const parsed = parseEventPattern(text);
-    if (!parsed.ok) return; // unreachable: #check has parsed it
+    if (!parsed.ok) throw new Error('unreachable: #check has parsed the pattern');
     const topicText = `${parsed.value.topic}/*`;
     let topic = this.#patterns.get(topicText);
     if (topic === undefined) {
@@ -259,9 +281,11 @@ export class SubscriptionIndex {
       this.#patterns.set(topicText, topic);
     }
     topic.uses += 1;
-    if (parsed.value.type === 'topic') return;
+    if (parsed.value.type === 'topic') return topic;
     const key = this.#nextKey++;
-    this.#patterns.set(text, { key, topicKey: topic.key, topicText, wildcard: false, uses: 1 });
+    const pattern = { key, topicKey: topic.key, topicText, wildcard: false, uses: 1 };
+    this.#patterns.set(text, pattern);
+    return pattern;
   }
 
   #release(text: string): void {
@@ -286,11 +310,9 @@ function checkShape(subscription: Subscription): void {
           ? 'needs a non-empty string id'
           : typeof s.accountCode !== 'string'
             ? 'needs a string accountCode'
-            : !Array.isArray(s.events) || s.events.some((e) => typeof e !== 'string')
+            : !allStrings(s.events)
               ? 'needs events, an array of strings'
-              : s.propertyIds !== undefined &&
-                  (!Array.isArray(s.propertyIds) ||
-                    s.propertyIds.some((p) => typeof p !== 'string'))
+              : s.propertyIds !== undefined && !allStrings(s.propertyIds)
                 ? 'needs propertyIds to be absent or an array of strings'
                 : undefined;
   if (problem !== undefined) {
@@ -298,9 +320,36 @@ function checkShape(subscription: Subscription): void {
   }
 }
 
+function allStrings(list: unknown): boolean {
+  if (!Array.isArray(list)) return false;
+  for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') return false;
+  return true;
+}
+
+/** Lists up to this long are handled with arrays and linear scans rather than Sets. */
+const SHORT = 16;
+
+// The keys of #keysOf for a short list of patterns (repeats allowed), in their order.
+function shortKeys(patterns: readonly PatternKey[]): number[] {
+  const keys: number[] = [];
+  for (let i = 0; i < patterns.length; i++) {
+    const pattern = patterns[i]!;
+    if (!pattern.wildcard && hasWildcard(patterns, pattern.topicKey)) continue;
+    if (!keys.includes(pattern.key)) keys.push(pattern.key);
+  }
+  return keys;
+}
+
+function hasWildcard(patterns: readonly PatternKey[], key: number): boolean {
+  for (let i = 0; i < patterns.length; i++) {
+    if (patterns[i]!.wildcard && patterns[i]!.key === key) return true;
+  }
+  return false;
+}
+
 // The values once each, in order; short lists (the usual case) without allocating a Set.
 function distinct(values: readonly string[]): readonly string[] {
-  if (values.length > 16) return [...new Set(values)];
+  if (values.length > SHORT) return [...new Set(values)];
   for (let i = 1; i < values.length; i++) {
     if (values.lastIndexOf(values[i]!, i - 1) !== -1) return [...new Set(values)];
   }
@@ -313,16 +362,13 @@ function frozenData(subscription: Subscription): Subscription {
   Object.freeze(subscription.events);
   if (subscription.propertyIds !== undefined) Object.freeze(subscription.propertyIds);
   Object.freeze(subscription);
-  const plain = (holder: object, key: PropertyKey): boolean => {
-    const descriptor = Object.getOwnPropertyDescriptor(holder, key);
-    return descriptor !== undefined && 'value' in descriptor;
-  };
-  let data =
-    ['id', 'accountCode', 'events'].every((key) => plain(subscription, key)) &&
-    (subscription.propertyIds === undefined || plain(subscription, 'propertyIds'));
-  for (const list of [subscription.events, subscription.propertyIds ?? []]) {
-    for (let i = 0; data && i < list.length; i++) data = plain(list, i);
-  }
+  const data =
+    plain(subscription, 'id') &&
+    plain(subscription, 'accountCode') &&
+    plain(subscription, 'events') &&
+    (subscription.propertyIds === undefined || plain(subscription, 'propertyIds')) &&
+    plainElements(subscription.events) &&
+    (subscription.propertyIds === undefined || plainElements(subscription.propertyIds));
   if (!data) {
     throw new ConfigurationError(
       'invalid_subscription',
@@ -330,4 +376,14 @@ function frozenData(subscription: Subscription): Subscription {
     );
   }
   return subscription;
+}
+
+function plain(holder: object, key: PropertyKey): boolean {
+  const descriptor = Object.getOwnPropertyDescriptor(holder, key);
+  return descriptor !== undefined && 'value' in descriptor;
+}
+
+function plainElements(list: readonly string[]): boolean {
+  for (let i = 0; i < list.length; i++) if (!plain(list, i)) return false;
+  return true;
 }
