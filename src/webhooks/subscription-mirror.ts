@@ -97,18 +97,20 @@ export class SubscriptionMirror {
       // subscriptions waits on the database and on the index at once, not one after the other).
       const last = changes.at(-1);
       const more = changes.length >= PAGE && last !== undefined;
-      if (more) next = this.#repository.changesSince(Math.max(last.revision, this.#revision), PAGE);
-      try {
-        for (const change of changes) {
-          // Out of order or repeated: applied already, or newer ones were.
-          if (change.revision <= this.#revision) continue;
-          this.#apply(change);
-          this.#revision = change.revision;
-        }
-      } catch (error) {
-        // The page read ahead is not waited for: its failure must not go unhandled.
-        if (more) next.catch(() => undefined);
-        throw error;
+      if (more) {
+        next = this.#repository.changesSince(Math.max(last.revision, this.#revision), PAGE);
+        // Awaited below, or dropped if this page fails: either way its failure is not unhandled.
+        next.catch(() => undefined);
+        // A client may send its query on a later turn (pg's Pool hands out a connection on the
+        // next tick): one turn of the event loop lets the read start before the page is applied,
+        // so that the database reads the next page while this one is applied.
+        await nextTurn();
+      }
+      for (const change of changes) {
+        // Out of order or repeated: applied already, or newer ones were.
+        if (change.revision <= this.#revision) continue;
+        this.#apply(change);
+        this.#revision = change.revision;
       }
       if (!more) return;
     }
@@ -143,4 +145,9 @@ export class SubscriptionMirror {
       this.#onError(error);
     }
   }
+}
+
+/** Resolves on a later turn of the event loop, after pending I/O callbacks and ticks have run. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
