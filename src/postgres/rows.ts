@@ -64,7 +64,8 @@ export function changeOfTuple(tuple: readonly unknown[]): SubscriptionChange {
   const endpointUrl = tuple[2] as string;
   const status = tuple[5] as SubscriptionStatus;
   const createdAt = tuple[6] as string;
-  const updatedAt = tuple[7] as string;
+  // A subscription never changed holds one string for both times, not two equal ones.
+  const updatedAt = tuple[7] === createdAt ? createdAt : (tuple[7] as string);
   const subscription: StoredSubscription =
     propertyIds === null
       ? { id, accountCode, endpointUrl, events, createdAt, status, updatedAt, revision }
