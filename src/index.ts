@@ -290,8 +290,8 @@ export type {
   SecretKey,
 } from './webhooks/secret-cipher.js';
 export { aesGcmSecretCipher } from './webhooks/secret-cipher.js';
-// request-body.ts, service-deliverer.ts, service-handlers.ts, service-routes.ts and
-// subscription-mirror.ts are the service's internals: createWebhookService is the API.
+// plain-changes.ts, request-body.ts, service-deliverer.ts, service-handlers.ts, service-routes.ts
+// and subscription-mirror.ts are the service's internals: createWebhookService is the API.
 export type {
   WebhookServiceDeliveryOptions,
   WebhookServiceLimits,

@@ -13,6 +13,7 @@ import {
   withMethods,
 } from '../internal/options.js';
 import type { DeliveryAttempt } from '../webhooks/delivery.js';
+import { markPlainChanges } from '../webhooks/plain-changes.js';
 import {
   type aesGcmSecretCipher,
   cipherOf,
@@ -317,7 +318,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       count(limit),
     ]);
     const tuples = JSON.parse(row?.changes ?? '[]') as unknown[][];
-    return tuples.map(changeOfTuple);
+    return markPlainChanges(tuples.map(changeOfTuple));
   }
 
   async watch(listener: ChangeListener): Promise<() => Promise<void>> {

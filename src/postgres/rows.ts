@@ -52,13 +52,14 @@ export function toSubscription(row: SubscriptionRow): StoredSubscription {
 /**
  * The change a JSON tuple of `changesSince` tells, the columns in the order the statements select
  * them. Made straight from the tuple, whose arrays are its own (freshly parsed), in one fixed
- * shape: a start over a million subscriptions makes one object of each, not five.
+ * shape: a start over a million subscriptions makes one object of each, not five. Every object
+ * it makes is frozen and holds data properties only (see `markPlainChanges`).
  */
 export function changeOfTuple(tuple: readonly unknown[]): SubscriptionChange {
   const accountCode = tuple[0] as string;
   const id = tuple[1] as string;
   const revision = Number(tuple[8]);
-  if (tuple[9] !== null) return { revision, id, accountCode };
+  if (tuple[9] !== null) return Object.freeze({ revision, id, accountCode });
   const events = Object.freeze(tuple[3] as string[]);
   const propertyIds = tuple[4] as string[] | null;
   const endpointUrl = tuple[2] as string;
@@ -80,7 +81,7 @@ export function changeOfTuple(tuple: readonly unknown[]): SubscriptionChange {
           updatedAt,
           revision,
         };
-  return { revision, id, accountCode, subscription: Object.freeze(subscription) };
+  return Object.freeze({ revision, id, accountCode, subscription: Object.freeze(subscription) });
 }
 
 /** The delivery log entry of a row: the fields the attempt had, and its sequence. */

@@ -44,6 +44,23 @@ interface AccountLeaves {
   count: number;
 }
 
+let replacePlain: (
+  index: SubscriptionIndex,
+  subscription: Subscription,
+) => Subscription | undefined;
+
+/**
+ * {@link SubscriptionIndex.replace} for a subscription of a page marked by `markPlainChanges`
+ * (plain-changes.ts): frozen, data properties only. Not part of the public API.
+ * @internal
+ */
+export function replacePlainSubscription(
+  index: SubscriptionIndex,
+  subscription: Subscription,
+): Subscription | undefined {
+  return replacePlain(index, subscription);
+}
+
 /**
  * Subscriptions of many accounts, matched to events.
  * @example
@@ -114,6 +131,20 @@ export class SubscriptionIndex {
     const previous = this.remove(held.id);
     this.#insert(held);
     return previous;
+  }
+
+  // replace() for a subscription frozen already and known to hold data properties only: its
+  // fields and patterns are checked as in replace(), its property descriptors are not.
+  #replacePlain(subscription: Subscription): Subscription | undefined {
+    this.#check(subscription);
+    if (!Object.isFrozen(subscription)) return this.replace(subscription);
+    const previous = this.remove(subscription.id);
+    this.#insert(subscription);
+    return previous;
+  }
+
+  static {
+    replacePlain = (index, subscription) => index.#replacePlain(subscription);
   }
 
   /** Remove a subscription; returns it, or undefined when none had that id. */

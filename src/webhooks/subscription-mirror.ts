@@ -4,7 +4,8 @@
  * @module
  */
 import { ConfigurationError } from '../errors/index.js';
-import type { SubscriptionIndex } from './subscription-index.js';
+import { isPlainChanges } from './plain-changes.js';
+import { replacePlainSubscription, type SubscriptionIndex } from './subscription-index.js';
 import type { SubscriptionChange, SubscriptionRepository } from './subscription-repository.js';
 
 /** How many changes one read of `changesSince` asks for. */
@@ -106,17 +107,19 @@ export class SubscriptionMirror {
         // so that the database reads the next page while this one is applied.
         await nextTurn();
       }
+      const plain = isPlainChanges(changes);
       for (const change of changes) {
         // Out of order or repeated: applied already, or newer ones were.
         if (change.revision <= this.#revision) continue;
-        this.#apply(change);
+        this.#apply(change, plain);
         this.#revision = change.revision;
       }
       if (!more) return;
     }
   }
 
-  #apply(change: SubscriptionChange): void {
+  // `plain`: the change is of a page the library made of frozen plain data (plain-changes.ts).
+  #apply(change: SubscriptionChange, plain: boolean): void {
     // The index holds one subscription per id; ids are unique per account only. A change of one
     // account never removes or replaces another account's subscription that has the same id.
     const held = this.#index.get(change.id);
@@ -138,7 +141,8 @@ export class SubscriptionMirror {
     }
     try {
       // Held as the repository gave it (the index freezes it): no copy per subscription.
-      this.#index.replace(stored);
+      if (plain) replacePlainSubscription(this.#index, stored);
+      else this.#index.replace(stored);
     } catch (error) {
       // A row the index refuses (edited by hand) must not stop every later change.
       this.#index.remove(change.id);
