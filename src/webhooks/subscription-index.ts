@@ -257,6 +257,7 @@ export class SubscriptionIndex {
     }
     return shortKeys(patterns);
   }
+
   // Throws, changing nothing, unless the subscription can be held.
   #check(subscription: Subscription): void {
     checkShape(subscription);
