@@ -1,6 +1,6 @@
 /**
  * A model of a subscription repository, written from the doc comments of `SubscriptionRepository`
- * and the words of the issue (not from any repository's code): plain data per account, and what
+ * and the specification's words (not from any repository's code): plain data per account, and what
  * each operation must answer. Revisions and log sequences are the repository's to choose; the
  * model keeps the order of changes and the values the repository reported, and says what must
  * follow from them.

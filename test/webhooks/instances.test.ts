@@ -2,7 +2,7 @@
  * The webhook service the same on every instance, and kept across a restart: real processes
  * (test/support/webhook-instance.ts) on one real PostgreSQL, delivering to a real receiver.
  *
- * The issue's bound: a change made on A reaches B within one second. Each check polls B with a
+ * The bound: a change made on A reaches B within one second. Each check polls B with a
  * deadline of one second from A's answer; the times seen are printed at the end of the file. After
  * a restart of the PostgreSQL server itself, A's first create is given ten seconds (its pool may
  * meet a closed connection first); B then matches it within the second.
@@ -21,7 +21,7 @@ import {
   type WebhookReceiver,
 } from '../support/webhook-receiver.js';
 
-/** The bound for a change on one instance to reach another. */
+/** The bound for a change on one instance to reach another: one second. */
 const BOUND_MS = 1_000;
 const SCHEMA = 'instances';
 const SECRET_KEY = randomBytes(32).toString('base64');

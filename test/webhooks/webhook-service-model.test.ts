@@ -1,5 +1,5 @@
 /**
- * The API through `fetch` against a model written from the issue's words: every account sees only
+ * The API through `fetch` against a model written from the specification's words and the service's documentation: every account sees only
  * its own subscriptions, in creation order, as last changed; deleted ones are gone; publishing
  * matches the account's enabled subscriptions by kind, wildcard and property.
  */
@@ -89,7 +89,7 @@ const view = (s: ModelSubscription) => ({
   updatedAt: s.updatedAt,
 });
 
-// The issue's matching: an event of the account, a kind named or under a topic wildcard, and the
+// The specification's matching: an event of the account, a kind named or under a topic wildcard, and the
 // property listed (an event without a property reaches only subscriptions to every property).
 const matches = (
   s: ModelSubscription,
