@@ -100,7 +100,7 @@ export function unrouted(res: ServerResponse, method: string, path: string): voi
           status: 404,
           instance: path,
           detail:
-            'The demo serves /v1/subscriptions, /v1/subscriptions/{id}, /v1/subscriptions/{id}/secret/rotate, /v1/audit-logs, /v1/test-events, /demo/receiver, /booking/v1/reservations, /booking/v1/offers and /booking/v1/bookings/{id}, with no trailing slash.',
+            'The demo serves /v1/subscriptions, /v1/subscriptions/{id}, /v1/subscriptions/{id}/secret/rotate, /v1/subscriptions/{id}/attempts, /v1/audit-logs, /v1/test-events, /demo/receiver, /booking/v1/reservations, /booking/v1/offers and /booking/v1/bookings/{id}, with no trailing slash.',
         }),
       ),
     );

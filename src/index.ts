@@ -327,6 +327,7 @@ export { SubscriptionIndex } from './webhooks/subscription-index.js';
 export type { SubscriptionPatchIssue } from './webhooks/subscription-patch.js';
 export { subscriptionPatchErrorCodes } from './webhooks/subscription-patch.js';
 export type {
+  AttemptQuery,
   ChangeListener,
   DeliveryLogEntry,
   SubscriptionChange,

@@ -107,6 +107,17 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX deliveries_due ON ${s}.deliveries (next_attempt_ms) WHERE status = 'pending'`,
     ],
   },
+  {
+    version: 2,
+    name: 'delivery log: durations, the attempts of a subscription, retention by time',
+    statements: (s) => [
+      `ALTER TABLE ${s}.delivery_log ADD COLUMN duration_ms double precision`,
+      `COMMENT ON COLUMN ${s}.delivery_log.duration_ms IS 'how long the request took (ms); NULL: no request was sent'`,
+      `CREATE INDEX delivery_log_subscription ON ${s}.delivery_log
+        (account_code, subscription_id, sequence)`,
+      `CREATE INDEX delivery_log_age ON ${s}.delivery_log (at_ms)`,
+    ],
+  },
 ];
 
 /** The key of the advisory lock that migrations of `schema` take. */

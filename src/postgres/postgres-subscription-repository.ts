@@ -23,6 +23,7 @@ import {
 } from '../webhooks/secret-cipher.js';
 import type { StoredSubscription, Subscription } from '../webhooks/subscription.js';
 import type {
+  AttemptQuery,
   ChangeListener,
   DeliveryLogEntry,
   SubscriptionChange,
@@ -343,17 +344,28 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return { ...attempt, sequence: Number(row?.sequence) };
   }
 
-  async attempts(
-    accountCode: string,
-    page: { readonly afterSequence: number; readonly limit: number },
-  ): Promise<readonly DeliveryLogEntry[]> {
-    const after = Math.max(0, Math.min(Math.floor(page.afterSequence) || 0, 2 ** 62));
+  async attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]> {
+    const { beforeSequence, subscriptionId, outcomes, since, until } = query;
+    const before =
+      beforeSequence === undefined ? 2 ** 62 : Math.max(0, Math.min(beforeSequence, 2 ** 62));
     const rows = await this.#rows<AttemptRow>(this.#sql.attempts, [
       accountCode,
-      after,
-      count(page.limit),
+      Math.floor(before) || 0,
+      subscriptionId ?? null,
+      outcomes === undefined ? null : [...outcomes],
+      since ?? null,
+      until ?? null,
+      count(query.limit),
     ]);
     return rows.map(toLogEntry);
+  }
+
+  async deleteAttemptsBefore(at: number, limit: number): Promise<number> {
+    const [row] = await this.#rows<{ deleted: number }>(this.#sql.deleteAttemptsBefore, [
+      at,
+      count(limit),
+    ]);
+    return Number(row?.deleted ?? 0);
   }
 
   /**

@@ -32,6 +32,7 @@ export interface AttemptRow {
   readonly outcome: DeliveryAttempt['outcome'];
   readonly next_attempt_ms: number | null;
   readonly reason: string | null;
+  readonly duration_ms: number | null;
 }
 
 /** The stored subscription of a row, frozen as the memory repository's are. */
@@ -92,6 +93,7 @@ export function toLogEntry(row: AttemptRow): DeliveryLogEntry {
     endpointUrl: row.endpoint_url,
     attempt: row.attempt,
     at: row.at_ms,
+    ...(row.duration_ms === null ? {} : { durationMs: row.duration_ms }),
     ...(row.status === null ? {} : { status: row.status }),
     ...(row.error_code === null
       ? {}
@@ -119,5 +121,6 @@ export function attemptParams(attempt: DeliveryAttempt): unknown[] {
     attempt.outcome,
     attempt.nextAttemptAt ?? null,
     attempt.reason ?? null,
+    attempt.durationMs ?? null,
   ];
 }

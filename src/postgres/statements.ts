@@ -21,6 +21,7 @@ export interface Statements {
   readonly changesSince: string;
   readonly recordAttempt: string;
   readonly attempts: string;
+  readonly deleteAttemptsBefore: string;
   readonly secretsToReencrypt: string;
   readonly reencrypt: string;
 }
@@ -156,13 +157,26 @@ export function statements(s: string, channel: string): Statements {
             WHERE revision > $1::bigint ORDER BY revision LIMIT $2::bigint) AS page`,
     recordAttempt: `INSERT INTO ${s}.delivery_log (account_code, message_id, subscription_id,
         endpoint_url, attempt, at_ms, status, error_code, error_message, outcome,
-        next_attempt_ms, reason)
+        next_attempt_ms, reason, duration_ms)
       VALUES ($1::text, $2::text, $3::text, $4::text, $5::integer, $6::float8, $7::integer,
-        $8::text, $9::text, $10::text, $11::float8, $12::text)
+        $8::text, $9::text, $10::text, $11::float8, $12::text, $13::float8)
       RETURNING sequence`,
+    // $2 before this sequence, $3 subscription or NULL, $4 outcomes or NULL, $5 since or NULL,
+    // $6 until or NULL, $7 limit. Newest first.
     attempts: `SELECT * FROM ${s}.delivery_log
-      WHERE account_code = $1::text AND sequence > $2::bigint
-      ORDER BY sequence LIMIT $3::bigint`,
+      WHERE account_code = $1::text AND sequence < $2::bigint
+        AND ($3::text IS NULL OR subscription_id = $3::text)
+        AND ($4::text[] IS NULL OR outcome = ANY ($4::text[]))
+        AND ($5::float8 IS NULL OR at_ms >= $5::float8)
+        AND ($6::float8 IS NULL OR at_ms < $6::float8)
+      ORDER BY sequence DESC LIMIT $7::bigint`,
+    // $1 before this time (ms), $2 at most this many: one bounded batch of retention.
+    deleteAttemptsBefore: `WITH old AS (
+        SELECT sequence FROM ${s}.delivery_log WHERE at_ms < $1::float8 LIMIT $2::bigint
+      ), gone AS (
+        DELETE FROM ${s}.delivery_log WHERE sequence IN (SELECT sequence FROM old) RETURNING 1
+      )
+      SELECT count(*)::integer AS deleted FROM gone`,
     // $1 the newest key id, $2 after this sequence, $3 how many.
     secretsToReencrypt: `SELECT sequence, account_code, subscription_id, secret, key_id
       FROM ${s}.signing_secrets

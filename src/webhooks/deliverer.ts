@@ -43,9 +43,10 @@ interface Failure {
 }
 
 /** The receiver's answer, or why there was none. */
-type Answer =
+type Answer = (
   | { readonly response: TransportResponse; readonly error?: undefined }
-  | { readonly response?: undefined; readonly error: Failure };
+  | { readonly response?: undefined; readonly error: Failure }
+) & { readonly durationMs: number };
 
 /** Runs the attempts of jobs; never rejects. @internal */
 export class WebhookDeliverer implements Deliverer {
@@ -106,7 +107,10 @@ export class WebhookDeliverer implements Deliverer {
   }
 
   async #send(job: DeliveryJob, signature: WebhookHeaders): Promise<Answer> {
-    const { transport, headers, timeoutMs } = this.#settings;
+    const { transport, headers, timeoutMs, clock } = this.#settings;
+    const started = clock.now();
+    // A clock set backwards during the request reads as no time rather than a negative one.
+    const took = () => Math.max(0, clock.now() - started);
     try {
       const response = await transport({
         url: job.endpointUrl,
@@ -119,24 +123,31 @@ export class WebhookDeliverer implements Deliverer {
         body: job.body,
         timeoutMs,
       });
-      return { response };
+      return { response, durationMs: took() };
     } catch (caught) {
+      const durationMs = took();
       if (isApiConventionsError(caught)) {
-        return { error: { code: caught.code, message: caught.message } };
+        return { error: { code: caught.code, message: caught.message }, durationMs };
       }
       const message = caught instanceof Error ? caught.message : String(caught);
-      return { error: { code: 'connection_failed', message } };
+      return { error: { code: 'connection_failed', message }, durationMs };
     }
   }
 
   /** What the answer means: done, or the job to retry and when. */
   async #follow(job: DeliveryJob, base: Base, answer: Answer): Promise<DeliveryStep> {
-    const { error, response } = answer;
+    const { error, response, durationMs } = answer;
     if (error?.code === 'forbidden_address') {
-      return this.#done(base, { error, outcome: 'failed', reason: 'forbidden_address' });
+      return this.#done(base, {
+        durationMs,
+        error,
+        outcome: 'failed',
+        reason: 'forbidden_address',
+      });
     }
     const status = response?.status;
-    const answered = status === undefined ? { error: error as Failure } : { status };
+    const answered =
+      status === undefined ? { durationMs, error: error as Failure } : { durationMs, status };
     if (status !== undefined && status >= 200 && status <= 299) {
       return this.#done(base, { ...answered, outcome: 'delivered' });
     }

@@ -65,6 +65,11 @@ export interface DeliveryAttempt {
   readonly attempt: number;
   /** When it started, in ms. */
   readonly at: number;
+  /**
+   * How long the request took, in ms, from sending it to its answer or failure (0 on a clock that
+   * did not move); absent when no request was sent.
+   */
+  readonly durationMs?: number;
   /** The receiver's status, when it answered. */
   readonly status?: number;
   /** Why no answer came (`timeout`, `connection_failed`, `forbidden_address`, ...). */

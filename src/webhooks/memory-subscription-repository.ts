@@ -2,6 +2,7 @@
 import type { DeliveryAttempt } from './delivery.js';
 import type { StoredSubscription, Subscription } from './subscription.js';
 import type {
+  AttemptQuery,
   ChangeListener,
   DeliveryLogEntry,
   SubscriptionChange,
@@ -39,6 +40,8 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
   // The newest change of each id, deletes kept, so that changesSince tells every instance of them.
   readonly #changes = new Map<string, SubscriptionChange>();
   readonly #logs = new Map<string, DeliveryLogEntry[]>();
+  // The last sequence of an account whose log retention emptied.
+  readonly #lastSequence = new Map<string, number>();
   readonly #listeners = new Set<ChangeListener>();
   #revision = 0;
 
@@ -162,20 +165,41 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     const entry = Object.freeze({
       ...attempt,
       ...(attempt.error === undefined ? {} : { error: Object.freeze({ ...attempt.error }) }),
-      sequence: (log.at(-1)?.sequence ?? 0) + 1,
+      sequence: (log.at(-1)?.sequence ?? this.#lastSequence.get(accountCode) ?? 0) + 1,
     });
     log.push(entry);
     return entry;
   }
 
-  async attempts(
-    accountCode: string,
-    page: { readonly afterSequence: number; readonly limit: number },
-  ): Promise<readonly DeliveryLogEntry[]> {
+  async attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]> {
     const log = this.#logs.get(accountCode) ?? [];
-    // Sequences are 1, 2, 3...: the entry after `afterSequence` is at that index.
-    const start = Math.max(0, Math.min(page.afterSequence, log.length));
-    return log.slice(start, start + page.limit);
+    const { beforeSequence, subscriptionId, outcomes, since, until } = query;
+    const found: DeliveryLogEntry[] = [];
+    // The log is in ascending sequences: read from its end.
+    for (let i = log.length - 1; i >= 0 && found.length < query.limit; i--) {
+      const entry = log[i] as DeliveryLogEntry;
+      if (beforeSequence !== undefined && entry.sequence >= beforeSequence) continue;
+      if (subscriptionId !== undefined && entry.subscriptionId !== subscriptionId) continue;
+      if (outcomes !== undefined && !outcomes.includes(entry.outcome)) continue;
+      if (since !== undefined && entry.at < since) continue;
+      if (until !== undefined && entry.at >= until) continue;
+      found.push(entry);
+    }
+    return found;
+  }
+
+  async deleteAttemptsBefore(at: number, limit: number): Promise<number> {
+    let deleted = 0;
+    for (const [accountCode, log] of this.#logs) {
+      if (deleted >= limit) break;
+      const kept = log.filter((entry) => entry.at >= at || ++deleted > limit);
+      deleted = Math.min(deleted, limit);
+      // The last sequence stays known, so that the next one still grows past it.
+      if (kept.length === 0 && log.length > 0)
+        this.#lastSequence.set(accountCode, log.at(-1)!.sequence);
+      this.#logs.set(accountCode, kept);
+    }
+    return deleted;
   }
 
   /** Stamp the next revision on a subscription, keep the change and tell the watchers. */

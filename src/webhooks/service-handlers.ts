@@ -8,12 +8,13 @@ import type { ResponseParts } from '../http/problem-details.js';
 import { problemResponse } from '../http/problem-details.js';
 import type { CursorCodec } from '../pagination/cursor-codec.js';
 import type { CursorQuery } from '../pagination/cursor-validator.js';
-import { cursorNavigation, pageNumberNavigation } from '../pagination/links.js';
+import { pageNumberNavigation } from '../pagination/links.js';
 import type { PageNumberQuery } from '../pagination/page-number-validator.js';
 import type { PaginationValidation } from '../pagination/pagination-error.js';
 import type { QueryInput } from '../pagination/query-input.js';
 import { type CreateSubscriptionOptions, createSubscription } from './create-subscription.js';
 import { readJsonBody } from './request-body.js';
+import { auditLogs, subscriptionAttempts } from './service-attempts.js';
 import { invalidBody, serviceProblem, subscriptionNotFound } from './service-problems.js';
 import type { Operation } from './service-routes.js';
 import { generateWebhookSecret } from './signature.js';
@@ -39,9 +40,13 @@ export interface ServiceContext {
   readonly settle: () => Promise<void>;
 }
 
-/** The state an audit log cursor carries: the sequence of the last entry served. @internal */
+/**
+ * The state an attempt listing's cursor carries: the sequence of the last attempt served, and the
+ * listing it pages (a subscription's id, '' for the audit log). @internal
+ */
 export interface AuditCursor {
-  readonly after: number;
+  readonly before: number;
+  readonly scope: string;
 }
 
 /** One request of an identified account. @internal */
@@ -64,6 +69,7 @@ export const operations: Readonly<Record<Operation, Handler>> = {
   delete: remove,
   rotate,
   auditLogs,
+  attempts: subscriptionAttempts,
 };
 
 /** A subscription as the API shows it: never its account, revision or secrets. @internal */
@@ -171,40 +177,6 @@ async function rotate(context: ServiceContext, input: OperationRequest): Promise
   if (!rotated) return subscriptionNotFound(input.id);
   const previousSecretsExpireAt = new Date(at + context.graceMs).toISOString();
   return json(200, { secret, previousSecretsExpireAt }, { 'cache-control': 'no-store' });
-}
-
-async function auditLogs(context: ServiceContext, input: OperationRequest): Promise<ResponseParts> {
-  const { url } = input;
-  const query = context.cursors(url.searchParams);
-  if (!query.ok) return problemResponse(query.problem);
-  const { limit, state } = query.value;
-  const after = Number.isSafeInteger(state?.after) && (state?.after ?? 0) > 0 ? state!.after : 0;
-  // One more than asked tells whether a page follows.
-  const found = await context.repository.attempts(input.accountCode, {
-    afterSequence: after,
-    limit: limit + 1,
-  });
-  const items = found.slice(0, limit);
-  const last = items.at(-1);
-  const more = found.length > limit && last !== undefined;
-  const nav = cursorNavigation({
-    url,
-    limit,
-    ...(more
-      ? { nextCursor: context.codec.encode({ after: last.sequence }, { query: url.searchParams }) }
-      : {}),
-  });
-  return json(
-    200,
-    {
-      items,
-      limit,
-      nextCursor: nav.nextCursor ?? null,
-      endOfData: nav.endOfData,
-      links: nav.links,
-    },
-    nav.linkHeader === '' ? {} : { link: nav.linkHeader },
-  );
 }
 
 function json(

@@ -16,6 +16,7 @@ export const webhookServiceProblemCodes = [
   'body_too_large',
   'invalid_json',
   'invalid_subscription_change',
+  'invalid_query',
   'subscription_not_found',
   'subscription_limit_reached',
   'service_unavailable',

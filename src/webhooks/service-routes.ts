@@ -7,7 +7,15 @@ import type { ResponseParts } from '../http/problem-details.js';
 import { serviceProblem, subscriptionNotFound } from './service-problems.js';
 
 /** The operations of the API. @internal */
-export type Operation = 'create' | 'list' | 'read' | 'change' | 'delete' | 'rotate' | 'auditLogs';
+export type Operation =
+  | 'create'
+  | 'list'
+  | 'read'
+  | 'change'
+  | 'delete'
+  | 'rotate'
+  | 'auditLogs'
+  | 'attempts';
 
 /** The operation asked for, with its subscription id, or the answer that refuses the request. @internal */
 export type RouteMatch =
@@ -25,6 +33,13 @@ const ITEM: Readonly<Record<string, Operation>> = {
 };
 const ROTATE: Readonly<Record<string, Operation>> = { POST: 'rotate' };
 const AUDIT_LOGS: Readonly<Record<string, Operation>> = { GET: 'auditLogs' };
+const ATTEMPTS: Readonly<Record<string, Operation>> = { GET: 'attempts' };
+/** The routes under a subscription's path. */
+const SUBRESOURCES: Readonly<Record<string, Readonly<Record<string, Operation>>>> = {
+  '': ITEM,
+  '/secret/rotate': ROTATE,
+  '/attempts': ATTEMPTS,
+};
 
 /**
  * Match a request.
@@ -41,8 +56,8 @@ export function matchRoute(method: string, pathname: string, basePath: string): 
   const slash = tail.indexOf('/');
   const encoded = slash === -1 ? tail : tail.slice(0, slash);
   const after = slash === -1 ? '' : tail.slice(slash);
-  if (encoded === '' || (after !== '' && after !== '/secret/rotate')) return notFound(pathname);
-  const routes = after === '' ? ITEM : ROTATE;
+  const routes = Object.hasOwn(SUBRESOURCES, after) ? SUBRESOURCES[after] : undefined;
+  if (encoded === '' || routes === undefined) return notFound(pathname);
   const matched = byMethod(routes, method, '');
   if (!matched.ok) return matched;
   const id = decodeId(encoded);

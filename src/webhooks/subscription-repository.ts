@@ -3,7 +3,7 @@
  * implements (memory here, PostgreSQL in `api-conventions/postgres`). Every operation names the
  * account: none of one account can read, change or delete a subscription of another. @module
  */
-import type { DeliveryAttempt } from './delivery.js';
+import type { AttemptOutcome, DeliveryAttempt } from './delivery.js';
 import type {
   StoredSubscription,
   Subscription,
@@ -50,6 +50,26 @@ export interface SubscriptionChange {
 export interface DeliveryLogEntry extends DeliveryAttempt {
   /** Its position in the account's log: from 1, growing with each entry (not always by 1). */
   readonly sequence: number;
+}
+
+/**
+ * Which attempts of an account to read, newest first: those with a sequence below
+ * `beforeSequence`, of one subscription, with one of the outcomes, started in `[since, until)`.
+ * A filter left out lets every attempt through.
+ */
+export interface AttemptQuery {
+  /** Only attempts with a lower sequence (the last one of the previous page); left out: the newest. */
+  readonly beforeSequence?: number;
+  /** At most this many. */
+  readonly limit: number;
+  /** Only the attempts of this subscription. */
+  readonly subscriptionId?: string;
+  /** Only attempts that ended with one of these outcomes (at least one). */
+  readonly outcomes?: readonly AttemptOutcome[];
+  /** Only attempts started at or after this time, in ms. */
+  readonly since?: number;
+  /** Only attempts started before this time, in ms. */
+  readonly until?: number;
 }
 
 /** How an instance hears of other instances' changes. */
@@ -130,11 +150,14 @@ export interface SubscriptionRepository {
   watch?(listener: ChangeListener): Promise<() => Promise<void>>;
   /** Keep one delivery attempt in the account's log. */
   recordAttempt(accountCode: string, attempt: DeliveryAttempt): Promise<DeliveryLogEntry>;
-  /** The account's log after `afterSequence` (0 from the start), oldest first, at most `limit`. */
-  attempts(
-    accountCode: string,
-    page: { readonly afterSequence: number; readonly limit: number },
-  ): Promise<readonly DeliveryLogEntry[]>;
+  /** The account's attempts that the query lets through, newest (highest sequence) first. */
+  attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]>;
+  /**
+   * Delete at most `limit` attempts, of every account, that started before `at` (ms): retention,
+   * in bounded batches.
+   * @returns how many it deleted (fewer than `limit`: none older is left)
+   */
+  deleteAttemptsBefore(at: number, limit: number): Promise<number>;
   /** Release what the repository holds (connections it opened); the caller's own stay open. */
   close?(): Promise<void>;
 }

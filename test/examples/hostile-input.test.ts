@@ -120,7 +120,7 @@ describe('reference service under hostile input', () => {
     const missing = await call(service, '/v1/test-events/', LIVE);
     expect([missing.status, missing.body.code]).toEqual([404, 'not_found']);
     expect(missing.body.detail).toContain(
-      '/v1/subscriptions, /v1/subscriptions/{id}, /v1/subscriptions/{id}/secret/rotate, /v1/audit-logs, /v1/test-events',
+      '/v1/subscriptions, /v1/subscriptions/{id}, /v1/subscriptions/{id}/secret/rotate, /v1/subscriptions/{id}/attempts, /v1/audit-logs, /v1/test-events',
     );
     const noRoute = await call(service, '/v1/subscriptions/', LIVE);
     expect([noRoute.status, noRoute.body.code]).toEqual([404, 'route_not_found']);

@@ -120,7 +120,7 @@ describe('reference service (npm run demo), on embedded PostgreSQL, limits and q
       expect(page2.body).toMatchObject({ endOfData: true, nextCursor: null });
       expect(
         [...page1.body.items, ...page2.body.items].map((e: AuditLogEntry) => e.sequence),
-      ).toEqual([1, 2, 3, 4]);
+      ).toEqual([4, 3, 2, 1]); // newest first
       const tampered = await call(service, `/v1/audit-logs?cursor=${page1.body.nextCursor}x`, LIVE);
       expect(tampered.status).toBe(400);
       const otherAccount = await call(service, '/v1/audit-logs', DEV);

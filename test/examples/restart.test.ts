@@ -144,13 +144,13 @@ describe('reference service across a restart', () => {
       const resent = receiver.received[before + 1]!;
       expect(resent.headers['webhook-id']).toBe(again.body.id);
       expect(verifyWebhook(resent.body, resent.headers, { secrets: secret }).ok).toBe(true);
-      // The log holds the delivery made before the restart, then the one after.
+      // The log holds, newest first, the delivery made after the restart, then the one before.
       const log = await logOf(second.url, 2);
       expect(log.map((e: { id: string; outcome: string }) => [e.id, e.outcome])).toEqual([
-        [emitted.body.id, 'delivered'],
         [again.body.id, 'delivered'],
+        [emitted.body.id, 'delivered'],
       ]);
-      expect(log[0].sequence).toBeLessThan(log[1].sequence);
+      expect(log[0].sequence).toBeGreaterThan(log[1].sequence);
     } finally {
       expect(await second.stop()).toBe(0);
     }

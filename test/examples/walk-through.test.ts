@@ -83,12 +83,13 @@ describe('README walk-through (npm run demo)', () => {
           expect.objectContaining({ verified: true }),
           expect.objectContaining({ verified: true }),
         ]);
-        // The first page, then the page its nextCursor names (the capture itself prints nothing).
+        // The first page (the newest), then the page its nextCursor names (the capture itself
+        // prints nothing).
         expect(
           pages.map((p) => [(p.items as Array<{ sequence: number }>)[0]?.sequence, p.endOfData]),
         ).toEqual([
-          [1, false],
-          [2, true],
+          [2, false],
+          [1, true],
         ]);
         expect(stdout.trim().endsWith('200 200 200 200 200 429')).toBe(true);
 

@@ -165,9 +165,8 @@ describe.each(DATABASES)('PostgresSubscriptionRepository on %s', (name) => {
     } as never);
     expect(first).toEqual({ ...attempt, sequence: first.sequence });
     expect(second.sequence).toBeGreaterThan(first.sequence);
-    const log = await repo.attempts('ACME', { afterSequence: 0, limit: 10 });
+    const log = await repo.attempts('ACME', { limit: 10 });
     expect(log).toEqual([
-      first,
       {
         id: 'msg_1',
         subscriptionId: 's',
@@ -179,14 +178,13 @@ describe.each(DATABASES)('PostgresSubscriptionRepository on %s', (name) => {
         reason: 'gone',
         sequence: second.sequence,
       },
+      first,
     ]);
-    expect(await repo.attempts('ACME', { afterSequence: first.sequence, limit: 10 })).toEqual([
-      log[1],
+    expect(await repo.attempts('ACME', { beforeSequence: second.sequence, limit: 10 })).toEqual([
+      first,
     ]);
-    expect(await repo.attempts('ACME', { afterSequence: 0, limit: 1 })).toEqual([first]);
-    expect(
-      (await repo.attempts('OTHER', { afterSequence: 0, limit: 10 })).map((e) => e.id),
-    ).toEqual(['msg_other']);
+    expect(await repo.attempts('ACME', { limit: 1 })).toEqual([log[0]]);
+    expect((await repo.attempts('OTHER', { limit: 10 })).map((e) => e.id)).toEqual(['msg_other']);
   });
 
   it('answers as the memory repository does for the same calls', async () => {

@@ -59,8 +59,10 @@ const PARAMS: Record<keyof Statements, unknown[]> = {
     'delivered',
     null,
     null,
+    12,
   ],
-  attempts: ['ACME', 0, 20],
+  attempts: ['ACME', 2 ** 62, 'a', ['delivered', 'retry'], ms, ms + 1_000, 20],
+  deleteAttemptsBefore: [ms, 1_000],
   secretsToReencrypt: ['k2', 0, 500],
   reencrypt: [['1'], ['old'], ['new'], ['k2']],
 };

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect } from 'vitest';
 import type { DeliveryAttempt, SubscriptionChange } from '../../src/index.js';
+import { subscriptionAttemptsContract } from './subscription-repository-contract-attempts.js';
 import {
   anAttempt,
   aSubscription,
@@ -200,80 +201,7 @@ export function subscriptionChangesContract(test: RepositoryTest): void {
       }
     });
   });
-
-  describe('recordAttempt and attempts', () => {
-    test('sequences start at 1 or above and grow; attempts are oldest first, after a sequence, at most limit', async (repository) => {
-      const id = randomUUID();
-      const recorded = [];
-      for (let i = 1; i <= 4; i++) {
-        recorded.push(
-          await repository.recordAttempt('acme', anAttempt(id, { attempt: i, at: T0 + i })),
-        );
-      }
-      const sequences = recorded.map((e) => e.sequence);
-      expect(sequences[0]).toBeGreaterThanOrEqual(1);
-      for (let i = 1; i < sequences.length; i++) {
-        expect(sequences[i]).toBeGreaterThan(sequences[i - 1]!);
-      }
-      expect(await repository.attempts('acme', { afterSequence: 0, limit: 10 })).toEqual(recorded);
-      expect(await repository.attempts('acme', { afterSequence: 0, limit: 2 })).toEqual(
-        recorded.slice(0, 2),
-      );
-      expect(
-        await repository.attempts('acme', { afterSequence: sequences[1]!, limit: 10 }),
-      ).toEqual(recorded.slice(2));
-      expect(
-        await repository.attempts('acme', { afterSequence: sequences[3]!, limit: 10 }),
-      ).toEqual([]);
-    });
-
-    test('keeps every field of the attempt, and no field it did not have', async (repository) => {
-      const id = randomUUID();
-      const attempts: DeliveryAttempt[] = [
-        anAttempt(id),
-        anAttempt(id, { status: 503, outcome: 'retry', nextAttemptAt: T0 + 5_000, attempt: 2 }),
-        {
-          id: `msg_${randomUUID()}`,
-          subscriptionId: id,
-          endpointUrl: 'https://hooks.example.com/x',
-          attempt: 3,
-          at: T0 + 10_000,
-          error: { code: 'timeout', message: 'No answer within 15 s.' },
-          outcome: 'failed',
-        },
-      ];
-      const recorded = [];
-      for (const attempt of attempts) {
-        const entry = await repository.recordAttempt('acme', attempt);
-        expect(entry).toEqual({ ...attempt, sequence: entry.sequence });
-        recorded.push(entry);
-      }
-      const read = await repository.attempts('acme', { afterSequence: 0, limit: 10 });
-      expect(read).toEqual(recorded);
-      expect(read[2]).not.toHaveProperty('status');
-      expect(read[0]).not.toHaveProperty('error');
-    });
-
-    test('each account has its own log', async (repository) => {
-      const id = randomUUID();
-      const mine = await repository.recordAttempt('acme', anAttempt(id));
-      const theirs = await repository.recordAttempt('globex', anAttempt(id, { attempt: 2 }));
-      expect(await repository.attempts('acme', { afterSequence: 0, limit: 10 })).toEqual([mine]);
-      expect(await repository.attempts('globex', { afterSequence: 0, limit: 10 })).toEqual([
-        theirs,
-      ]);
-      expect(await repository.attempts('initech', { afterSequence: 0, limit: 10 })).toEqual([]);
-    });
-
-    test('what it keeps does not change when the caller changes the attempt later', async (repository) => {
-      const error = { code: 'timeout', message: 'No answer.' };
-      const attempt = anAttempt(randomUUID(), { error, outcome: 'retry' });
-      await repository.recordAttempt('acme', attempt);
-      error.code = 'changed';
-      const [read] = await repository.attempts('acme', { afterSequence: 0, limit: 1 });
-      expect(read?.error).toEqual({ code: 'timeout', message: 'No answer.' });
-    });
-  });
+  subscriptionAttemptsContract(test);
 }
 
 /** A change with a delete's revision left out (its value is the repository's to choose). */

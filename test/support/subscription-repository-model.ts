@@ -6,6 +6,7 @@
  * follow from them.
  */
 import type {
+  AttemptQuery,
   DeliveryAttempt,
   StoredSubscription,
   Subscription,
@@ -229,13 +230,27 @@ export class SubscriptionRepositoryModel {
       : `sequence ${sequence} does not grow past ${last} (from 1)`;
   }
 
-  /** The account's log after `afterSequence`, oldest first, at most `limit`. */
+  /**
+   * The account's attempts newest first, at most `limit`: below `beforeSequence`, of the
+   * subscription, with one of the outcomes, started at or after `since` and before `until`.
+   */
   attempts(
     accountCode: string,
-    page: { readonly afterSequence: number; readonly limit: number },
+    query: AttemptQuery,
   ): (DeliveryAttempt & { readonly sequence: number })[] {
     const log = this.#accounts.get(accountCode)?.log ?? [];
-    return log.filter((entry) => entry.sequence > page.afterSequence).slice(0, page.limit);
+    const { beforeSequence, subscriptionId, outcomes, since, until } = query;
+    return [...log]
+      .reverse()
+      .filter(
+        (entry) =>
+          (beforeSequence === undefined || entry.sequence < beforeSequence) &&
+          (subscriptionId === undefined || entry.subscriptionId === subscriptionId) &&
+          (outcomes === undefined || outcomes.includes(entry.outcome)) &&
+          (since === undefined || entry.at >= since) &&
+          (until === undefined || entry.at < until),
+      )
+      .slice(0, query.limit);
   }
 
   /** The sequences in the account's log, oldest first. */

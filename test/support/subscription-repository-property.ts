@@ -8,6 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  type AttemptQuery,
   type DeliveryAttempt,
   FakeClock,
   type StoredSubscription,
@@ -180,10 +181,17 @@ class Run {
       }
       case 'attempts': {
         const account = this.account(step.account);
-        const sequences = [0, ...this.model.sequences(account)];
-        const page = {
-          afterSequence: sequences[step.after % sequences.length]!,
+        const sequences = [undefined, ...this.model.sequences(account)];
+        const before = sequences[step.before % sequences.length];
+        const page: AttemptQuery = {
+          ...(before === undefined ? {} : { beforeSequence: before }),
           limit: step.limit,
+          ...(step.subscription === undefined
+            ? {}
+            : { subscriptionId: this.id(step.subscription) }),
+          ...(step.outcomes === undefined ? {} : { outcomes: step.outcomes }),
+          ...(step.since === undefined ? {} : { since: T0 + step.since }),
+          ...(step.until === undefined ? {} : { until: T0 + step.until }),
         };
         expect(await repository.attempts(account, page), `attempts ${account}`).toEqual(
           model.attempts(account, page),
@@ -224,7 +232,7 @@ class Run {
           this.model.signingSecrets(account, id, at),
         );
       }
-      const log = { afterSequence: 0, limit: ALL };
+      const log = { limit: ALL };
       expect(await this.repository.attempts(account, log), `log ${account}`).toEqual(
         this.model.attempts(account, log),
       );

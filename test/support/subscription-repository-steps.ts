@@ -132,8 +132,18 @@ const stepArb = fc.oneof(
     arbitrary: fc.record({
       op: fc.constant('attempts' as const),
       account: pick,
-      after: pick,
+      before: pick,
       limit: fc.integer({ min: 1, max: 4 }),
+      // Filters as the service passes them: of one subscription, some outcomes, a time range.
+      subscription: fc.option(pick, { nil: undefined }),
+      outcomes: fc.option(
+        fc.uniqueArray(fc.constantFrom('delivered' as const, 'retry' as const, 'failed' as const), {
+          minLength: 1,
+        }),
+        { nil: undefined },
+      ),
+      since: fc.option(fc.nat({ max: 10_800_000 }), { nil: undefined }),
+      until: fc.option(fc.nat({ max: 10_800_000 }), { nil: undefined }),
     }),
   },
 );

@@ -144,6 +144,7 @@ export function repositoryWith(
     'watch',
     'recordAttempt',
     'attempts',
+    'deleteAttemptsBefore',
   ] as const) {
     const method = inner[name] as ((...args: unknown[]) => unknown) | undefined;
     if (method !== undefined) delegate[name] = method.bind(inner);

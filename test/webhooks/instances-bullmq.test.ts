@@ -93,14 +93,15 @@ async function until<T>(what: string, check: () => Promise<T | undefined>): Prom
 const requestsOf = (id: string): ReceivedDelivery[] =>
   (receiver as WebhookReceiver).received.filter((d) => d.headers['webhook-id'] === id);
 
-/** The account's delivery log once it holds at least `count` attempts. */
+/** The account's delivery log once it holds at least `count` attempts, oldest first. */
 async function logOf(on: InstanceProcess, account: string, count: number) {
   return until(`the log of ${account} holding ${count} attempts`, async () => {
     const log = await on.call('GET', '/v1/audit-logs', { account });
     expect(log.status).toBe(200);
     // biome-ignore lint/suspicious/noExplicitAny: the audit log's parsed JSON items
     const items: any[] = log.body.items;
-    return items.length >= count ? items : undefined;
+    // The audit log is newest first.
+    return items.length >= count ? items.reverse() : undefined;
   });
 }
 

@@ -318,13 +318,16 @@ describe('a restart keeps subscriptions, secrets and the delivery log', () => {
     return { subscription, log };
   }
 
-  /** The account's delivery log once it holds `count` attempts (the log is written after each). */
+  /**
+   * The account's delivery log once it holds `count` attempts (the log is written after each),
+   * oldest first (the audit log is newest first).
+   */
   async function logOnceItHolds(on: InstanceProcess, account: string, count: number) {
     const deadline = Date.now() + 10_000;
     for (;;) {
       const log = await on.call('GET', '/v1/audit-logs', { account });
       expect(log.status).toBe(200);
-      if (log.body.items.length >= count) return log.body.items;
+      if (log.body.items.length >= count) return log.body.items.reverse();
       if (Date.now() > deadline) throw new Error(`the log of ${account} holds no ${count}`);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
@@ -345,7 +348,9 @@ describe('a restart keeps subscriptions, secrets and the delivery log', () => {
     expect(list.body.items).toEqual([stored]);
     const read = await on.call('GET', `/v1/subscriptions/${stored.id}`, { account });
     expect(read.body).toEqual(stored);
-    expect((await on.call('GET', '/v1/audit-logs', { account })).body.items).toEqual(kept.log);
+    expect((await on.call('GET', '/v1/audit-logs', { account })).body.items).toEqual(
+      [...kept.log].reverse(),
+    );
 
     const { id, deliveries } = await on.publish(event(account));
     expect(deliveries).toEqual([stored.id]);

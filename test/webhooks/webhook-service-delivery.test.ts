@@ -73,7 +73,7 @@ describe('createWebhookService: publishing and delivery', () => {
       accountId: 'ACME',
       data: { reservationId: 'R1' },
     });
-    const log = await repository.attempts('ACME', { afterSequence: 0, limit: 10 });
+    const log = await repository.attempts('ACME', { limit: 10 });
     expect(log).toEqual([
       expect.objectContaining({ id: published.id, outcome: 'delivered', sequence: 1 }),
     ]);
@@ -127,7 +127,7 @@ describe('createWebhookService: publishing and delivery', () => {
     const step = await held.deliverer!.attempt(held.jobs[0]!);
     expect(step.report).toMatchObject({ outcome: 'failed', reason: 'no_secret' });
     expect(sent).toHaveLength(0);
-    const log = await repository.attempts('ACME', { afterSequence: 0, limit: 10 });
+    const log = await repository.attempts('ACME', { limit: 10 });
     expect(log).toEqual([
       expect.objectContaining({ reason: 'no_secret', subscriptionId: created.body.id }),
     ]);

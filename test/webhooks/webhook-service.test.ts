@@ -351,7 +351,7 @@ describe('createWebhookService: the subscription API', () => {
     );
   });
 
-  it('GET /v1/audit-logs lists the account delivery log by cursor, oldest first, 50 by default', async () => {
+  it('GET /v1/audit-logs lists the account delivery log by cursor, newest first, 50 by default', async () => {
     const { service, repository } = setup();
     for (let i = 0; i < 7; i++) {
       await repository.recordAttempt('ACME', {
@@ -384,7 +384,7 @@ describe('createWebhookService: the subscription API', () => {
       }
       path = new URL(page.body.links.next).pathname + new URL(page.body.links.next).search;
     }
-    expect(seen).toEqual(['msg_0', 'msg_1', 'msg_2', 'msg_3', 'msg_4', 'msg_5', 'msg_6']);
+    expect(seen).toEqual(['msg_6', 'msg_5', 'msg_4', 'msg_3', 'msg_2', 'msg_1', 'msg_0']);
     const first = await call(service, 'GET', '/v1/audit-logs');
     expect(first.body.limit).toBe(50);
     const tampered = await call(service, 'GET', '/v1/audit-logs?cursor=abc.def');
