@@ -83,6 +83,15 @@ export interface WebhookServiceOptions {
    * net; the timer does not keep the process alive); 0 turns it off. @defaultValue 30000
    */
   pollIntervalMs?: number;
+  /**
+   * How long delivery attempts are kept, in ms: older ones are deleted, 1,000 a statement, every
+   * `attemptRetentionIntervalMs` (the timer does not keep the process alive) and when
+   * `deleteExpiredAttempts()` of the service is called.
+   * @defaultValue 2592000000 (30 days)
+   */
+  attemptRetentionMs?: number;
+  /** How often expired attempts are deleted, in ms; 0 turns the timer off. @defaultValue 3600000 */
+  attemptRetentionIntervalMs?: number;
 }
 
 /** The rate limit middleware's options that the service's limits take. */
@@ -107,6 +116,7 @@ const REPOSITORY_METHODS = [
   'changesSince',
   'recordAttempt',
   'attempts',
+  'deleteAttemptsBefore',
 ];
 
 const BASE_PATH: Rule<string> = {
@@ -170,6 +180,8 @@ const SERVICE_RULES = {
   onError: aFunction<(error: unknown) => void>('takes an error'),
   onWarning: aFunction<(message: string) => void>('takes a message'),
   pollIntervalMs: wholeNumber(0, MAX_TIMER_MS),
+  attemptRetentionMs: wholeNumber(1),
+  attemptRetentionIntervalMs: wholeNumber(0, MAX_TIMER_MS),
 };
 
 /** The defaults of {@link WebhookServiceOptions}. */
@@ -184,6 +196,10 @@ export const webhookServiceDefaults = Object.freeze({
   basePath: '',
   /** The safety-net catch-up of the index (30 s). */
   pollIntervalMs: 30_000,
+  /** How long delivery attempts are kept (30 days). */
+  attemptRetentionMs: 30 * 24 * 60 * 60 * 1000,
+  /** How often expired attempts are deleted (1 h). */
+  attemptRetentionIntervalMs: 60 * 60 * 1000,
 });
 
 /** The options as the service runs on them. @internal */

@@ -4,6 +4,7 @@
  * docs/webhook-service.md).
  * @module
  */
+
 import { ConfigurationError } from '../errors/index.js';
 import type { ResponseParts } from '../http/problem-details.js';
 import { createRateLimitGate, type RateLimitGate } from '../http/rate-limit-gate.js';
@@ -11,6 +12,7 @@ import { createCursorCodec } from '../pagination/cursor-codec.js';
 import { cursorValidator } from '../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../pagination/page-number-validator.js';
 import { pageSizePresets } from '../pagination/page-size-presets.js';
+import { AttemptRetention } from './attempt-retention.js';
 import { deliveryJob } from './delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import { endpointUrlPolicy } from './endpoint-url.js';
@@ -85,6 +87,12 @@ export interface WebhookService {
   close(): Promise<void>;
   /** What the index holds, for tests and metrics. */
   stats(): WebhookServiceStats;
+  /**
+   * Delete the delivery attempts older than `attemptRetentionMs`, 1,000 a statement, until none
+   * is left (the timer of `attemptRetentionIntervalMs` calls it too).
+   * @returns how many it deleted
+   */
+  deleteExpiredAttempts(): Promise<number>;
 }
 
 /**
@@ -122,6 +130,7 @@ class Service implements WebhookService {
   readonly #gate: RateLimitGate<GateRequest> | undefined;
   #starting: Promise<void> | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
+  readonly #retention: AttemptRetention;
   #warned = false;
   #closed = false;
 
@@ -143,6 +152,13 @@ class Service implements WebhookService {
       settings.queue === undefined
         ? new MemoryDeliveryQueue({ deliverer, clock })
         : settings.queue(deliverer);
+    this.#retention = new AttemptRetention({
+      repository,
+      clock,
+      retentionMs: settings.attemptRetentionMs,
+      intervalMs: settings.attemptRetentionIntervalMs,
+      onError,
+    });
     const codec = createCursorCodec<AuditCursor>({ signingKey: settings.cursorKey, clock });
     const { endpointUrl, catalog, generateId, basePath } = settings;
     this.#context = {
@@ -219,6 +235,7 @@ class Service implements WebhookService {
       this.#timer = setInterval(() => this.#mirror.signal(), pollIntervalMs);
       this.#timer.unref?.();
     }
+    this.#retention.start();
   }
 
   async close(): Promise<void> {
@@ -226,8 +243,13 @@ class Service implements WebhookService {
     this.#closed = true;
     clearInterval(this.#timer);
     this.#timer = undefined;
+    await this.#retention.close();
     await this.#mirror.close();
     await this.#queue.close();
+  }
+
+  deleteExpiredAttempts(): Promise<number> {
+    return this.#retention.sweep();
   }
 
   stats(): WebhookServiceStats {

@@ -1,0 +1,72 @@
+/**
+ * Retention of the delivery log: attempts older than the retention period are deleted in bounded
+ * batches, on a timer that does not keep the process alive and on demand.
+ * @module
+ */
+import type { Clock } from '../clock.js';
+import type { SubscriptionRepository } from './subscription-repository.js';
+
+/** The most delivery attempts one retention statement deletes. @internal */
+export const ATTEMPT_DELETE_BATCH = 1000;
+
+/** What the retention works with. @internal */
+export interface AttemptRetentionSettings {
+  readonly repository: SubscriptionRepository;
+  readonly clock: Clock;
+  /** Attempts that started longer ago than this, in ms, are deleted. */
+  readonly retentionMs: number;
+  /** How often the timer sweeps, in ms; 0: never (sweeps on demand only). */
+  readonly intervalMs: number;
+  /** Told of a sweep of the timer that failed. */
+  readonly onError: (error: unknown) => void;
+}
+
+/** Deletes expired attempts. @internal */
+export class AttemptRetention {
+  readonly #settings: AttemptRetentionSettings;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #sweeping: Promise<number> | undefined;
+  #closed = false;
+
+  constructor(settings: AttemptRetentionSettings) {
+    this.#settings = settings;
+  }
+
+  /** Start the timer (once; not after `close`). */
+  start(): void {
+    const { intervalMs, onError } = this.#settings;
+    if (intervalMs === 0 || this.#closed || this.#timer !== undefined) return;
+    this.#timer = setInterval(() => void this.sweep().catch(onError), intervalMs);
+    this.#timer.unref?.();
+  }
+
+  /**
+   * Delete every expired attempt, a batch at a time; a sweep asked for during one joins it.
+   * @returns how many it deleted
+   */
+  sweep(): Promise<number> {
+    this.#sweeping ??= this.#sweep().finally(() => {
+      this.#sweeping = undefined;
+    });
+    return this.#sweeping;
+  }
+
+  /** Stop the timer, and let a running sweep end after its current batch. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#sweeping?.catch(() => 0);
+  }
+
+  async #sweep(): Promise<number> {
+    const { repository, clock, retentionMs } = this.#settings;
+    const before = clock.now() - retentionMs;
+    let deleted = 0;
+    for (;;) {
+      const batch = await repository.deleteAttemptsBefore(before, ATTEMPT_DELETE_BATCH);
+      deleted += batch;
+      if (batch < ATTEMPT_DELETE_BATCH || this.#closed) return deleted;
+    }
+  }
+}
