@@ -1,13 +1,12 @@
 /**
  * The second half of the repository contract: signing secrets and their rotation, the change feed
- * (`changesSince`, `watch`) and the delivery log. Declared by `subscriptionRepositoryContract`.
+ * (`changesSince`, `watch`); the delivery log is in the attempts part. Declared by `subscriptionRepositoryContract`.
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect } from 'vitest';
-import type { DeliveryAttempt, SubscriptionChange } from '../../src/index.js';
+import type { SubscriptionChange } from '../../src/index.js';
 import { subscriptionAttemptsContract } from './subscription-repository-contract-attempts.js';
 import {
-  anAttempt,
   aSubscription,
   created,
   eventually,
