@@ -37,15 +37,16 @@ export function statements(s: string, channel: string): Statements {
   return {
     // $1 account, $2 id, $3 endpoint, $4 events, $5 property ids, $6 created, $7 updated,
     // $8 secret, $9 key id, $10 secret created ms, $11 maxPerAccount.
-    // `guard` spares a revision in the common refusal; the accounts row, locked and re-read at
+    // `guard` spares a revision in the common refusal, from the account's count of live
+    // subscriptions as the statement's snapshot reads it; the accounts row, locked and re-read at
     // its latest version, makes the refusal atomic. An id the account holds is replaced, as in
     // memory; its count stays (`prior` is read from the statement's snapshot).
     // `rev` and `account` hold one row at most, and the LIMITs tell the planner so: until the
     // small tables are analysed it guesses thousands of rows each, millions for their product,
     // and past jit_above_cost every create was JIT-compiled (13 to 20 ms each on PostgreSQL 15).
     create: `WITH guard AS (
-        SELECT count(*) < $11::integer AS open FROM ${s}.subscriptions
-        WHERE account_code = $1::text AND deleted_at IS NULL
+        SELECT coalesce((SELECT live_subscriptions FROM ${s}.accounts
+          WHERE account_code = $1::text), 0) < $11::integer AS open
       ), prior AS (${live}
       ), rev AS (
         UPDATE ${s}.revision SET value = value + 1 WHERE (SELECT open FROM guard) RETURNING value
