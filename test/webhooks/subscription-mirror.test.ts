@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemorySubscriptionRepository, SubscriptionIndex } from '../../src/index.js';
 import { SubscriptionMirror } from '../../src/webhooks/subscription-mirror.js';
+import { repositoryWith } from '../support/webhook-service.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 // Above two reads of changesSince (10,000 each): three pages, the last one short.
@@ -38,7 +39,7 @@ describe('SubscriptionMirror over many pages', () => {
       await repository.update(`A${i % 50}`, `s${i}`, { status: 'disabled' }, T0);
     }
     const asked: number[] = [];
-    const counting = Object.assign(Object.create(repository), {
+    const counting = repositoryWith(repository, {
       changesSince: (revision: number, limit: number) => {
         asked.push(revision);
         return repository.changesSince(revision, limit);
@@ -83,7 +84,7 @@ describe('SubscriptionMirror over many pages', () => {
   it('a read that fails on a later page rejects the pass, keeps what was applied, and the next pass goes on from there', async () => {
     const repository = await filled();
     let calls = 0;
-    const failing = Object.assign(Object.create(repository), {
+    const failing = repositoryWith(repository, {
       changesSince: (revision: number, limit: number) => {
         calls += 1;
         return calls === 2

@@ -13,6 +13,7 @@ import {
 } from '../../src/index.js';
 import {
   call,
+  repositoryWith,
   type ServiceSetup,
   START,
   serviceSetup,
@@ -213,7 +214,7 @@ describe('createWebhookService: retention of attempts', () => {
   it('deletes attempts older than attemptRetentionMs (30 days by default) in batches, on demand', async () => {
     const repository = new MemorySubscriptionRepository();
     const deletes: number[] = [];
-    const counting = Object.assign(Object.create(repository), {
+    const counting = repositoryWith(repository, {
       deleteAttemptsBefore: async (at: number, limit: number) => {
         const deleted = await repository.deleteAttemptsBefore(at, limit);
         deletes.push(deleted);

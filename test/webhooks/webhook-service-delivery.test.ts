@@ -212,13 +212,7 @@ describe('createWebhookService: the same on every instance', () => {
   it('a job held across a restart waits for the index to load, and a job from an instance ahead catches up first: both are signed', async () => {
     const repository = new MemorySubscriptionRepository();
     // No notifications: only the deliverer's own catch-up can tell C of the later create.
-    const unwatched = new Proxy(repository, {
-      get: (target, name) => {
-        if (name === 'watch') return undefined;
-        const value = Reflect.get(target, name, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    const unwatched = repositoryWith(repository, { watch: undefined });
     const clock = new FakeClock(START);
     const queueA = heldQueue();
     const a = setup({ repository: unwatched, clock, queue: queueA.make });
