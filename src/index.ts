@@ -317,6 +317,7 @@ export type {
 } from './webhooks/ssrf-guard.js';
 export { literalHostRefusal, ssrfGuard } from './webhooks/ssrf-guard.js';
 export type {
+  DisabledReason,
   StoredSubscription,
   Subscription,
   SubscriptionRequest,
@@ -328,8 +329,18 @@ export type { SubscriptionPatchIssue } from './webhooks/subscription-patch.js';
 export { subscriptionPatchErrorCodes } from './webhooks/subscription-patch.js';
 export type {
   AttemptQuery,
+  AttemptRecord,
   ChangeListener,
+  DeliveryClaim,
   DeliveryLogEntry,
+  DeliveryStatus,
+  EndpointHealth,
+  OutboxDelivery,
+  OutboxMessage,
+  PendingDelivery,
+  ReplayPlan,
+  ReplayResult,
+  ReplaySelection,
   SubscriptionChange,
   SubscriptionChanges,
   SubscriptionPage,

@@ -35,6 +35,11 @@ export interface DeliveryJob {
   readonly attempts: number;
   /** When the first attempt started, in ms (absent before it). */
   readonly firstAttemptAt?: number;
+  /**
+   * Which replay of the message to the subscription this is: absent or 0 for the publish, 1 for
+   * the first replay, … A queue holds one job per message, subscription and replay.
+   */
+  readonly replay?: number;
 }
 
 /**
@@ -61,8 +66,10 @@ export interface DeliveryAttempt {
   readonly subscriptionId: string;
   /** The endpoint. */
   readonly endpointUrl: string;
-  /** Which attempt this was, from 1. */
+  /** Which attempt this was, from 1 (counted afresh in each replay). */
   readonly attempt: number;
+  /** The replay the attempt belongs to: absent for the publish's attempts, from 1 for replays. */
+  readonly replay?: number;
   /** When it started, in ms. */
   readonly at: number;
   /**
