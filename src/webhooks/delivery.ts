@@ -111,6 +111,21 @@ export type DeliveryStep =
       readonly at: number;
       /** The report of the attempt. */
       readonly report: DeliveryAttempt;
+    }
+  | {
+      /**
+       * Not attempted: the subscription's receiver asked every delivery to wait (a 429 or 503
+       * with Retry-After to another one); the job runs again at `at`, its attempts unchanged.
+       */
+      readonly done: false;
+      /** The job as it was. */
+      readonly job: DeliveryJob;
+      /** When, in ms. */
+      readonly at: number;
+      /** No attempt, no report. */
+      readonly report?: undefined;
+      /** Marks the deferral. */
+      readonly deferred: true;
     };
 
 /** How deliveries are made. */
