@@ -145,6 +145,11 @@ export function repositoryWith(
     'recordAttempt',
     'attempts',
     'deleteAttemptsBefore',
+    'recordMessage',
+    'claimDeliveries',
+    'replay',
+    'deliveryStatus',
+    'deleteMessagesBefore',
   ] as const) {
     const method = inner[name] as ((...args: unknown[]) => unknown) | undefined;
     if (method !== undefined) delegate[name] = method.bind(inner);
