@@ -294,6 +294,7 @@ export { aesGcmSecretCipher } from './webhooks/secret-cipher.js';
 // and subscription-mirror.ts are the service's internals: createWebhookService is the API.
 export type {
   WebhookServiceDeliveryOptions,
+  WebhookServiceDisabled,
   WebhookServiceLimits,
   WebhookServiceOptions,
 } from './webhooks/service-options.js';

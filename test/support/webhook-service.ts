@@ -1,6 +1,9 @@
 /** A webhook service on a memory repository, a fake clock and a recording transport, and calls to it. */
 import {
   createWebhookService,
+  type Deliverer,
+  type DeliveryJob,
+  type DeliveryQueue,
   FakeClock,
   MemorySubscriptionRepository,
   type SubscriptionRepository,
@@ -155,4 +158,19 @@ export function repositoryWith(
     if (method !== undefined) delegate[name] = method.bind(inner);
   }
   return { ...delegate, ...overrides } as unknown as SubscriptionRepository;
+}
+
+/** A queue that only holds jobs; the test runs their attempts with the deliverer it was given. */
+export function heldQueue() {
+  const held: { deliverer?: Deliverer; jobs: DeliveryJob[] } = { jobs: [] };
+  const make = (deliverer: Deliverer): DeliveryQueue => {
+    held.deliverer = deliverer;
+    return {
+      enqueue: async (job) => {
+        held.jobs.push(job);
+      },
+      close: async () => [],
+    };
+  };
+  return { held, make };
 }

@@ -2,14 +2,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   type Deliverer,
   type DeliveryAttempt,
-  type DeliveryJob,
-  type DeliveryQueue,
   FakeClock,
   MemorySubscriptionRepository,
   verifyWebhook,
 } from '../../src/index.js';
 import {
   call,
+  heldQueue,
   repositoryWith,
   type ServiceSetup,
   START,
@@ -27,21 +26,6 @@ const setup = (options: Parameters<typeof serviceSetup>[0] = {}) => {
 afterEach(async () => {
   for (const made of open.splice(0)) await made.service.close();
 });
-
-/** A queue that only holds jobs; the test runs their attempts. */
-function heldQueue() {
-  const held: { deliverer?: Deliverer; jobs: DeliveryJob[] } = { jobs: [] };
-  const make = (deliverer: Deliverer): DeliveryQueue => {
-    held.deliverer = deliverer;
-    return {
-      enqueue: async (job) => {
-        held.jobs.push(job);
-      },
-      close: async () => [],
-    };
-  };
-  return { held, make };
-}
 
 const verifies = (
   sent: { body: string; headers: Record<string, string> },
