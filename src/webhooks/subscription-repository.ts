@@ -315,11 +315,7 @@ export interface SubscriptionRepository {
    */
   claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]>;
   /** Set failed deliveries pending again, in a new replay round (see {@link ReplayPlan}). */
-  replay(
-    accountCode: string,
-    selection: ReplaySelection,
-    plan: ReplayPlan,
-  ): Promise<ReplayResult>;
+  replay(accountCode: string, selection: ReplaySelection, plan: ReplayPlan): Promise<ReplayResult>;
   /** The status of a message's delivery to a subscription, or `undefined` when there is none. */
   deliveryStatus(
     accountCode: string,
