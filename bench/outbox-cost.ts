@@ -3,10 +3,10 @@
  * drops every job, so that what is timed is publish's own work (the index's match, the message,
  * and, with the outbox, the record of the message and its deliveries in one transaction), one
  * call at a time and `IN_FLIGHT` at a time; and the latency of one `recordMessage` call of the
- * repository where it has one. The same code measures a build without the outbox, where publish
- * records nothing: the baseline.
+ * repository. Before the outbox, the same publish() recorded nothing: the figures of that build
+ * are in docs/benchmarks.md.
  */
-import { createWebhookMessage, type SubscriptionRepository } from 'api-conventions';
+import { createWebhookMessage } from 'api-conventions';
 import { eventOf, ourService } from './delivery-contenders.js';
 import type { Backend } from './store-backends.js';
 import { type CallFigures, measureCalls } from './support.js';
@@ -20,27 +20,8 @@ export interface PublishCost {
   readonly publish: CallFigures;
   /** publish(), `IN_FLIGHT` at a time. */
   readonly publishLoaded: CallFigures;
-  /** recordMessage of one message with one delivery, one at a time; absent without an outbox. */
-  readonly recordMessage?: CallFigures;
-}
-
-/** The outbox's record of one message, as the repository takes it (`undefined` before it). */
-type RecordMessage = (
-  message: {
-    accountCode: string;
-    id: string;
-    kind: string;
-    propertyId?: string;
-    body: string;
-    createdAt: number;
-  },
-  deliveries: ReadonlyArray<{ subscriptionId: string; endpointUrl: string }>,
-  options: { leaseUntil: number },
-) => Promise<void>;
-
-function recordMessageOf(repository: SubscriptionRepository): RecordMessage | undefined {
-  const method = (repository as { recordMessage?: RecordMessage }).recordMessage;
-  return typeof method === 'function' ? method.bind(repository) : undefined;
+  /** recordMessage of one message with one delivery, one at a time. */
+  readonly recordMessage: CallFigures;
 }
 
 /**
@@ -68,9 +49,8 @@ export async function measurePublishCost(
     const one = await measureCalls(calls, 1, publish);
     const loaded = await measureCalls(calls * 2, IN_FLIGHT, publish);
     if (contender.errors() > 0) throw new Error(`${backend.name}: publish reported failures`);
-    const record = recordMessageOf(backend.repository);
-    if (record === undefined) return { publish: one, publishLoaded: loaded };
-    const { items } = await backend.repository.list('A0', { offset: 0, limit: 10 });
+    const { repository } = backend;
+    const { items } = await repository.list('A0', { offset: 0, limit: 10 });
     const target = items.find((s) => s.events.includes('folio/created'))!;
     const deliveries = [{ subscriptionId: target.id, endpointUrl: target.endpointUrl }];
     // Made before the timing: the record alone is timed.
@@ -83,7 +63,7 @@ export async function measurePublishCost(
     const recordOne = () => {
       const createdAt = Date.now();
       const message = { ...messages[m++]!, createdAt };
-      return record(message, deliveries, { leaseUntil: createdAt + 300_000 });
+      return repository.recordMessage(message, deliveries, { leaseUntil: createdAt + 300_000 });
     };
     await measureCalls(Math.ceil(calls / 10), 1, recordOne);
     return {
