@@ -13,7 +13,11 @@
  *   process; without it, the service's memory queue;
  * - `START_AFTER_FIRST_JOB=1` (with `REDIS_URL`): the service starts (loads its index) only once
  *   the queue's worker has taken its first job, the order a long load at start gives, made certain;
- *   for a restart with a job due, as the instance serves only once started.
+ *   for a restart with a job due, as the instance serves only once started;
+ * - `LOCK_DURATION_MS`, `STALLED_INTERVAL_MS` (with `REDIS_URL`): the BullMQ worker's
+ *   `lockDuration` and `stalledInterval`, so that a killed worker's jobs run again within seconds;
+ * - `REDELIVERY_INTERVAL_MS`, `REDELIVERY_LEASE_MS`: the service's `redeliveryIntervalMs` and
+ *   `redeliveryLeaseMs` (passed only when set).
  *
  * It serves the service's API over node:http on 127.0.0.1 through `nodeFetchHandler`, identifying
  * accounts by the `x-account` header, and these test routes on the same server:
@@ -31,7 +35,12 @@ import { PGlite } from '@electric-sql/pglite';
 import * as bullmq from 'bullmq';
 import pg from 'pg';
 import { nodeFetchHandler } from '../../src/adapters/node.js';
-import { createWebhookService, type Deliverer, httpTransport } from '../../src/index.js';
+import {
+  createWebhookService,
+  type Deliverer,
+  httpTransport,
+  type WebhookServiceOptions,
+} from '../../src/index.js';
 import { PostgresSubscriptionRepository, type SqlDatabase } from '../../src/postgres/index.js';
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
 
@@ -44,6 +53,25 @@ const startAfterFirstJob = process.env.START_AFTER_FIRST_JOB === '1';
 if (startAfterFirstJob && redisUrl === undefined) {
   throw new Error('START_AFTER_FIRST_JOB needs REDIS_URL');
 }
+/** A whole number of ms from the environment, or undefined when the variable is not set. */
+const msFromEnv = (variable: string): number | undefined => {
+  const value = process.env[variable];
+  if (value === undefined) return undefined;
+  if (!/^[0-9]+$/.test(value)) throw new Error(`${variable} must be a whole number of ms`);
+  return Number(value);
+};
+const workerOptions = Object.fromEntries(
+  [
+    ['lockDuration', msFromEnv('LOCK_DURATION_MS')],
+    ['stalledInterval', msFromEnv('STALLED_INTERVAL_MS')],
+  ].filter(([, ms]) => ms !== undefined),
+);
+const redelivery = Object.fromEntries(
+  [
+    ['redeliveryIntervalMs', msFromEnv('REDELIVERY_INTERVAL_MS')],
+    ['redeliveryLeaseMs', msFromEnv('REDELIVERY_LEASE_MS')],
+  ].filter(([, ms]) => ms !== undefined),
+);
 if ((databaseUrl === undefined) === (dataDir === undefined)) {
   throw new Error('give exactly one of DATABASE_URL and DATA_DIR');
 }
@@ -111,10 +139,13 @@ const service = createWebhookService({
               maxRetriesPerRequest: null,
             },
             deliverer: watched(deliverer),
+            workerOptions,
           }),
       }),
   onError: noteError,
   onWarning: () => undefined,
+  // Options of the outbox's redelivery, typed here only once the service has them.
+  ...(redelivery as Partial<WebhookServiceOptions>),
 });
 if (startAfterFirstJob) await firstJobTaken;
 await service.start();

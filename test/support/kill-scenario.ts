@@ -1,0 +1,210 @@
+/**
+ * The scenarios of the kill tests (test/webhooks/kill*.test.ts): webhook service instances, real
+ * processes, killed with SIGKILL while attempts are in the receiver's hands, more wait in the
+ * queue and publishes are under way; started again on the same data; and finally let run. The
+ * ledger (delivery-ledger.ts) then tells what was lost, duplicated or wrongly sent.
+ *
+ * Nothing sleeps: each step waits for a condition (attempts held, copies received), with a
+ * deadline after which the test says what it waited for.
+ */
+import { DeliveryLedger } from './delivery-ledger.js';
+import type { HoldingReceiver } from './holding-receiver.js';
+import type { InstanceProcess } from './instance-process.js';
+
+/** What a scenario runs on. */
+export interface KillSetup {
+  /** Start the instance called `name`, or start it again on the same data. */
+  readonly start: (name: string) => Promise<InstanceProcess>;
+  /** The instances that run at once (one where a single process may open the data). */
+  readonly names: readonly string[];
+  /** The attempts one instance makes at a time (its queue's concurrency). */
+  readonly concurrency: number;
+  readonly receiver: HoldingReceiver;
+}
+
+/** What a condition may take before the test fails saying what it waited for. */
+const DEADLINE_MS = 30_000;
+/** What the instances may take, after the last kill, to deliver everything due. */
+const SETTLE_MS = 45_000;
+
+/** Poll `check` until it holds; fails after `deadlineMs`, saying what was awaited. */
+export async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  deadlineMs = DEADLINE_MS,
+): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${deadlineMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** A scenario under way: the instances running now, and the ledger. */
+class KillRun {
+  readonly ledger: DeliveryLedger;
+  readonly #setup: KillSetup;
+  readonly #instances: InstanceProcess[];
+  #turn = 0;
+
+  private constructor(setup: KillSetup, instances: InstanceProcess[]) {
+    this.#setup = setup;
+    this.#instances = instances;
+    this.ledger = new DeliveryLedger(setup.receiver);
+  }
+
+  /** Start every instance, and make the subscriptions on the first; all hold them before any publish. */
+  static async begin(setup: KillSetup): Promise<KillRun> {
+    const run = new KillRun(setup, await Promise.all(setup.names.map((n) => setup.start(n))));
+    const [first, ...others] = run.#instances as [InstanceProcess, ...InstanceProcess[]];
+    await run.ledger.subscribe(first);
+    const { revision } = await first.stats();
+    await until('every instance holding the subscriptions', async () => {
+      const stats = await Promise.all(others.map((o) => o.stats()));
+      return stats.every((s) => s.revision === revision);
+    });
+    return run;
+  }
+
+  /** Whether attempts are held by the receiver and more deliveries are due, not yet received. */
+  get queued(): boolean {
+    return this.#setup.receiver.held > 0 && this.ledger.missing().length > 0;
+  }
+
+  /** Attempts every instance can make at once: when the receiver holds as many, all are busy. */
+  get #busy(): number {
+    return this.#setup.concurrency * this.#instances.length;
+  }
+
+  /** Publish `count` messages, one after another, taking the instances in turn. */
+  async publish(count: number): Promise<void> {
+    for (let n = 0; n < count; n++) {
+      const on = this.#instances[this.#turn++ % this.#instances.length] as InstanceProcess;
+      await this.ledger.publish(on, 1);
+    }
+  }
+
+  /**
+   * The receiver holds every answer; `count` messages are published; wait until every instance
+   * has as many attempts in the receiver's hands as it makes at once: the rest stay queued.
+   */
+  async heldAndQueued(count: number): Promise<void> {
+    const { receiver } = this.#setup;
+    receiver.hold();
+    await this.publish(count);
+    await until(`${this.#busy} attempts held by the receiver (${receiver.held} are)`, () => {
+      return receiver.held >= this.#busy;
+    });
+  }
+
+  /**
+   * Kill instance `index` (SIGKILL) while `count` publishes to it are under way: once one is
+   * answered and `ready` holds.
+   */
+  async killCuttingOffPublishes(
+    index: number,
+    label: string,
+    { count = 5, ready = () => true }: { count?: number; ready?: () => boolean } = {},
+  ): Promise<void> {
+    const victim = this.#instances[index] as InstanceProcess;
+    const publishing = this.ledger.publishAtOnce(victim, count);
+    await publishing.first;
+    await until(`${label}: ready for the kill`, ready);
+    await this.kill(index, label);
+    await publishing.settled;
+  }
+
+  /**
+   * Kill instance `index` with SIGKILL, noting where things stood; with `queued`, only with
+   * deliveries held by the receiver and more not yet received (else the kill would prove less than
+   * it says).
+   */
+  async kill(index: number, label: string, queued = false): Promise<void> {
+    const victim = this.#instances[index] as InstanceProcess;
+    const point = this.ledger.noteKill(`${label} (${victim.name})`);
+    if (queued && (point.held === 0 || point.outstanding === 0)) {
+      throw new Error(
+        `${label}: ${point.held} attempts held, ${point.outstanding} deliveries queued`,
+      );
+    }
+    const code = await victim.stop('SIGKILL');
+    if (code !== null) throw new Error(`${victim.name} exited with ${code} before the kill`);
+  }
+
+  /** The receiver answers again, and instance `index` starts again on the same data. */
+  async restart(index: number): Promise<void> {
+    this.#setup.receiver.release();
+    const name = this.#setup.names[index] as string;
+    this.#instances[index] = await this.#setup.start(name);
+  }
+
+  /**
+   * Let the instances run until every delivery due has arrived and is on record as delivered in
+   * the service's log, or the deadline has passed (then the ledger's problems say what is missing);
+   * resolves to what the instances' onError was told.
+   */
+  async settle(): Promise<string[]> {
+    const deadline = Date.now() + SETTLE_MS;
+    const first = this.#instances[0] as InstanceProcess;
+    while (Date.now() < deadline) {
+      // The log is read over HTTP: only once the receiver has everything.
+      if (this.ledger.missing().length === 0 && (await this.ledger.readLog(first)).length === 0) {
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await this.ledger.readLog(first);
+    const told = await Promise.all(this.#instances.map((i) => i.errors()));
+    return told.flat();
+  }
+}
+
+/** The first kill of each scenario. */
+const HELD = 'attempts held, more queued, publishes under way';
+
+/** What a scenario leaves: the ledger to check, and what the instances' onError was told. */
+export interface KillOutcome {
+  readonly ledger: DeliveryLedger;
+  readonly errors: string[];
+}
+
+/**
+ * Killed once: with attempts in the receiver's hands, more queued, and publishes under way; started
+ * again on the same data.
+ */
+export async function killedOnce(setup: KillSetup): Promise<KillOutcome> {
+  const run = await KillRun.begin(setup);
+  await run.heldAndQueued(40);
+  await run.killCuttingOffPublishes(0, HELD, { ready: () => run.queued });
+  await run.restart(0);
+  return { ledger: run.ledger, errors: await run.settle() };
+}
+
+/**
+ * Killed three times, at three points, taking the instances in turn (the others keep running):
+ * as in {@link killedOnce}; then while the redeliveries after the restart are in the receiver's
+ * hands, among new messages; then while the receiver answers at once, so that attempts end and
+ * are written as the kill comes, and publishes are under way.
+ */
+export async function killedSeveralTimes(setup: KillSetup): Promise<KillOutcome> {
+  const run = await KillRun.begin(setup);
+  const victim = (kill: number) => kill % setup.names.length;
+  const { receiver } = setup;
+
+  await run.heldAndQueued(30);
+  await run.killCuttingOffPublishes(victim(0), HELD, { ready: () => run.queued });
+  await run.restart(victim(0));
+
+  await run.heldAndQueued(24);
+  await run.kill(victim(1), 'redeliveries and new attempts held, more queued', true);
+  await run.restart(victim(1));
+
+  const before = receiver.received.length;
+  await run.killCuttingOffPublishes(victim(2), 'answers flowing: attempts ending and written as the kill comes', {
+    count: 20,
+    ready: () => receiver.received.length >= before + 5,
+  });
+  await run.restart(victim(2));
+
+  return { ledger: run.ledger, errors: await run.settle() };
+}
