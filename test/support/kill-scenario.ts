@@ -28,7 +28,7 @@ const DEADLINE_MS = 30_000;
 const SETTLE_MS = 45_000;
 
 /** Poll `check` until it holds; fails after `deadlineMs`, saying what was awaited. */
-export async function until(
+async function until(
   what: string,
   check: () => boolean | Promise<boolean>,
   deadlineMs = DEADLINE_MS,
@@ -45,17 +45,22 @@ class KillRun {
   readonly ledger: DeliveryLedger;
   readonly #setup: KillSetup;
   readonly #instances: InstanceProcess[];
+  /** When it began (performance.now()), before the first start. */
+  readonly #began: number;
   #turn = 0;
 
-  private constructor(setup: KillSetup, instances: InstanceProcess[]) {
+  private constructor(setup: KillSetup, instances: InstanceProcess[], began: number) {
     this.#setup = setup;
+    this.#began = began;
     this.#instances = instances;
     this.ledger = new DeliveryLedger(setup.receiver);
   }
 
   /** Start every instance, and make the subscriptions on the first; all hold them before any publish. */
   static async begin(setup: KillSetup): Promise<KillRun> {
-    const run = new KillRun(setup, await Promise.all(setup.names.map((n) => setup.start(n))));
+    const began = performance.now();
+    const instances = await Promise.all(setup.names.map((n) => setup.start(n)));
+    const run = new KillRun(setup, instances, began);
     const [first, ...others] = run.#instances as [InstanceProcess, ...InstanceProcess[]];
     await run.ledger.subscribe(first);
     const { revision } = await first.stats();
@@ -140,10 +145,9 @@ class KillRun {
 
   /**
    * Let the instances run until every delivery due has arrived and is on record as delivered in
-   * the service's log, or the deadline has passed (then the ledger's problems say what is missing);
-   * resolves to what the instances' onError was told.
+   * the service's log, or the deadline has passed (then the ledger's problems say what is missing).
    */
-  async settle(): Promise<string[]> {
+  async settle(): Promise<KillOutcome> {
     const deadline = Date.now() + SETTLE_MS;
     const first = this.#instances[0] as InstanceProcess;
     while (Date.now() < deadline) {
@@ -154,18 +158,21 @@ class KillRun {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await this.ledger.readLog(first);
-    const told = await Promise.all(this.#instances.map((i) => i.errors()));
-    return told.flat();
+    const told = (await Promise.all(this.#instances.map((i) => i.errors()))).flat();
+    const seconds = ((performance.now() - this.#began) / 1000).toFixed(1);
+    const report = `${seconds} s; ${this.ledger.summary()}; onError: ${JSON.stringify(told)}`;
+    return { ledger: this.ledger, report };
   }
 }
 
 /** The first kill of each scenario. */
 const HELD = 'attempts held, more queued, publishes under way';
 
-/** What a scenario leaves: the ledger to check, and what the instances' onError was told. */
+/** What a scenario leaves: the ledger to check, and the figures for the report. */
 export interface KillOutcome {
   readonly ledger: DeliveryLedger;
-  readonly errors: string[];
+  /** Its time, the ledger's figures and what the instances' onError was told. */
+  readonly report: string;
 }
 
 /**
@@ -177,7 +184,7 @@ export async function killedOnce(setup: KillSetup): Promise<KillOutcome> {
   await run.heldAndQueued(40);
   await run.killCuttingOffPublishes(0, HELD, { ready: () => run.queued });
   await run.restart(0);
-  return { ledger: run.ledger, errors: await run.settle() };
+  return run.settle();
 }
 
 /**
@@ -200,11 +207,15 @@ export async function killedSeveralTimes(setup: KillSetup): Promise<KillOutcome>
   await run.restart(victim(1));
 
   const before = receiver.received.length;
-  await run.killCuttingOffPublishes(victim(2), 'answers flowing: attempts ending and written as the kill comes', {
-    count: 20,
-    ready: () => receiver.received.length >= before + 5,
-  });
+  await run.killCuttingOffPublishes(
+    victim(2),
+    'answers flowing: attempts ending and written as the kill comes',
+    {
+      count: 20,
+      ready: () => receiver.received.length >= before + 5,
+    },
+  );
   await run.restart(victim(2));
 
-  return { ledger: run.ledger, errors: await run.settle() };
+  return run.settle();
 }
