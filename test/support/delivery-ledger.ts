@@ -11,8 +11,9 @@
 
 import type { PublishEvent } from '../../src/index.js';
 import { verifyWebhook } from '../../src/index.js';
+import type { HoldingReceiver } from './holding-receiver.js';
 import type { InstanceProcess } from './instance-process.js';
-import type { WebhookReceiver } from './webhook-receiver.js';
+import type { ReceivedDelivery } from './webhook-receiver.js';
 
 /** A subscription the test makes: on an account, with event patterns and maybe properties. */
 interface SubscriptionPlan {
@@ -46,6 +47,9 @@ const PLANS: readonly SubscriptionPlan[] = [
   { name: 'k3-all', account: 'K3', events: ['reservation/*', 'folio/*'] },
 ];
 
+/** The endpoint a scenario makes refuse deliveries once (503, Retry-After). */
+export const REFUSING_ENDPOINT = '/k2-created';
+
 const ACCOUNTS = ['K1', 'K2'];
 const KINDS = [
   'reservation/created',
@@ -77,6 +81,7 @@ interface Published {
 
 /** One request the receiver got, read. */
 interface Copy {
+  readonly delivery: ReceivedDelivery;
   readonly path: string;
   readonly webhookId: string | undefined;
   readonly body: string;
@@ -94,10 +99,15 @@ export interface KillPoint {
   readonly acknowledged: number;
   /** Publishes under way (sent, not yet answered). */
   readonly publishing: number;
-  /** Deliveries of acknowledged messages not received yet: queued, or not yet taken. */
+  /** Deliveries due not accepted yet: in the receiver's hands, queued, or awaiting a retry. */
   readonly outstanding: number;
-  /** Attempts in the receiver's hands, unanswered. */
+  /** Attempts in the receiver's hands, unanswered: all, and the killed instance's. */
   readonly held: number;
+  readonly heldFromKilled: number;
+  /** Deliveries the receiver refused once whose retry has not come yet. */
+  readonly retriesAwaited: number;
+  /** Of those, the ones not yet due when the next process served: a sweep's, not its start's. */
+  retriesDueAfterRestart?: number;
   /** Requests received so far. */
   readonly received: number;
 }
@@ -116,7 +126,7 @@ function matches(plan: SubscriptionPlan, event: PublishEvent): boolean {
 
 /** The test's record of subscriptions and messages, and the receiver's view of them. */
 export class DeliveryLedger {
-  readonly #receiver: WebhookReceiver & { readonly held?: number };
+  readonly #receiver: HoldingReceiver;
   readonly subscriptions: Made[] = [];
   readonly messages: Published[] = [];
   readonly kills: KillPoint[] = [];
@@ -124,7 +134,7 @@ export class DeliveryLedger {
   /** The deliveries the service's log holds as delivered (`id subscriptionId`), when last read. */
   #logged: ReadonlySet<string> | undefined;
 
-  constructor(receiver: WebhookReceiver & { readonly held?: number }) {
+  constructor(receiver: HoldingReceiver) {
     this.#receiver = receiver;
   }
 
@@ -201,19 +211,30 @@ export class DeliveryLedger {
     return message;
   }
 
-  /** Note where things stand, just before a kill. */
-  noteKill(label: string): KillPoint {
+  /** Note where things stand, just before the kill of `sender` (its `x-sender`). */
+  noteKill(label: string, sender: string): KillPoint {
     const point = {
       label,
       acknowledged: this.messages.filter((m) => m.answer !== undefined).length,
       publishing: this.messages.filter((m) => m.answer === undefined && m.failure === undefined)
         .length,
       outstanding: this.missing().length,
-      held: this.#receiver.held ?? 0,
+      held: this.#receiver.held,
+      heldFromKilled: this.#receiver.heldFrom(sender),
+      retriesAwaited: this.#receiver.retriesAwaited.size,
       received: this.#receiver.received.length,
     };
     this.kills.push(point);
     return point;
+  }
+
+  /** Note, once a killed instance serves again, how many retries it awaits are not yet due. */
+  noteRestart(): void {
+    const point = this.kills.at(-1);
+    if (point === undefined) return;
+    const now = Date.now();
+    const due = [...this.#receiver.retriesAwaited.values()];
+    point.retriesDueAfterRestart = due.filter((at) => at > now).length;
   }
 
   /** The subscriptions the model says `event` reaches. */
@@ -234,6 +255,7 @@ export class DeliveryLedger {
       const seq = (envelope as { data?: { seq?: unknown } } | undefined)?.data?.seq;
       const id = delivery.headers['webhook-id'];
       this.#copies.push({
+        delivery,
         path: delivery.path,
         webhookId: typeof id === 'string' ? id : undefined,
         body: delivery.body,
@@ -262,9 +284,13 @@ export class DeliveryLedger {
     });
   }
 
-  /** The deliveries (message, subscription) due and not received yet, as `seq → name`. */
+  /** The deliveries (message, subscription) due that the receiver has not accepted, as `seq → name`. */
   missing(): string[] {
-    const got = new Set(this.copies().map((c) => `${c.webhookId} ${c.path}`));
+    const got = new Set(
+      this.copies()
+        .filter((c) => this.#receiver.accepted(c.delivery))
+        .map((c) => `${c.webhookId} ${c.path}`),
+    );
     return this.#due().flatMap(({ message, id }) =>
       this.expectedFor(message.event)
         .filter((s) => !got.has(`${id} ${s.path}`))
@@ -316,7 +342,7 @@ export class DeliveryLedger {
     if (lost.length > 0) {
       const total = due.reduce((sum, d) => sum + this.expectedFor(d.message.event).length, 0);
       problems.push(
-        `lost: ${lost.length} of ${total} deliveries never arrived: ${lost.slice(0, 30).join(', ')}${lost.length > 30 ? ', ...' : ''}`,
+        `lost: ${lost.length} of ${total} deliveries never accepted by the receiver: ${lost.slice(0, 30).join(', ')}${lost.length > 30 ? ', ...' : ''}`,
       );
     }
     const unlogged = this.#logged === undefined ? ['(never read)'] : this.#unlogged(this.#logged);
@@ -387,7 +413,7 @@ export class DeliveryLedger {
     const cutOff = this.messages.length - acknowledged;
     const kills = this.kills.map(
       (k) =>
-        `${k.label} (${k.acknowledged} acknowledged, ${k.publishing} publishing, ${k.outstanding} outstanding, ${k.held} held, ${k.received} received)`,
+        `${k.label} (${k.acknowledged} acknowledged, ${k.publishing} publishing, ${k.outstanding} outstanding, ${k.held} held of which ${k.heldFromKilled} from the killed process, ${k.retriesAwaited} retries awaited (${k.retriesDueAfterRestart ?? '-'} due after the restart), ${k.received} received)`,
     );
     return [
       `${this.messages.length} messages (${acknowledged} acknowledged, ${cutOff} cut off, ${due.length - acknowledged} of those recorded)`,

@@ -1,14 +1,15 @@
 /**
  * The scenarios of the kill tests (test/webhooks/kill*.test.ts): webhook service instances, real
  * processes, killed with SIGKILL while attempts are in the receiver's hands, more wait in the
- * queue and publishes are under way; started again on the same data; and finally let run. The
- * ledger (delivery-ledger.ts) then tells what was lost, duplicated or wrongly sent.
+ * queue (some for a retry) and publishes are under way; started again on the same data, or left
+ * dead while another finishes; and finally let run. The ledger (delivery-ledger.ts) then tells
+ * what was lost, duplicated or wrongly sent.
  *
  * Nothing sleeps: each step waits for a condition (attempts held, copies received), with a
  * deadline after which the test says what it waited for.
  */
-import { DeliveryLedger } from './delivery-ledger.js';
-import type { HoldingReceiver } from './holding-receiver.js';
+import { DeliveryLedger, REFUSING_ENDPOINT } from './delivery-ledger.js';
+import { type HoldingReceiver, startHoldingReceiver } from './holding-receiver.js';
 import type { InstanceProcess } from './instance-process.js';
 
 /** What a scenario runs on. */
@@ -19,13 +20,28 @@ export interface KillSetup {
   readonly names: readonly string[];
   /** The attempts one instance makes at a time (its queue's concurrency). */
   readonly concurrency: number;
+  /** From {@link startKillReceiver}. */
   readonly receiver: HoldingReceiver;
+}
+
+/** What a scenario leaves: the ledger to check, and the figures for the report. */
+export interface KillOutcome {
+  readonly ledger: DeliveryLedger;
+  /** Its time, the ledger's figures and what the instances' onError was told. */
+  readonly report: string;
 }
 
 /** What a condition may take before the test fails saying what it waited for. */
 const DEADLINE_MS = 30_000;
 /** What the instances may take, after the last kill, to deliver everything due. */
 const SETTLE_MS = 45_000;
+/** The Retry-After of the refusing endpoint, in seconds: longer than a restart takes. */
+const RETRY_AFTER_S = 5;
+
+/** The receiver of the scenarios: refusals carry `Retry-After: 5`. */
+export function startKillReceiver(): Promise<HoldingReceiver> {
+  return startHoldingReceiver({ retryAfterSeconds: RETRY_AFTER_S });
+}
 
 /** Poll `check` until it holds; fails after `deadlineMs`, saying what was awaited. */
 async function until(
@@ -40,10 +56,17 @@ async function until(
   }
 }
 
-/** A scenario under way: the instances running now, and the ledger. */
+/** The `x-sender` of an instance's deliveries (see webhook-instance.ts). */
+const senderOf = (instance: InstanceProcess) => `${instance.name}/${instance.child.pid}`;
+
+const isRunning = (instance: InstanceProcess) =>
+  instance.child.exitCode === null && instance.child.signalCode === null;
+
+/** A scenario under way: the instances, and the ledger. */
 class KillRun {
   readonly ledger: DeliveryLedger;
   readonly #setup: KillSetup;
+  /** The latest process of each name, running or killed. */
   readonly #instances: InstanceProcess[];
   /** When it began (performance.now()), before the first start. */
   readonly #began: number;
@@ -51,8 +74,8 @@ class KillRun {
 
   private constructor(setup: KillSetup, instances: InstanceProcess[], began: number) {
     this.#setup = setup;
-    this.#began = began;
     this.#instances = instances;
+    this.#began = began;
     this.ledger = new DeliveryLedger(setup.receiver);
   }
 
@@ -61,7 +84,7 @@ class KillRun {
     const began = performance.now();
     const instances = await Promise.all(setup.names.map((n) => setup.start(n)));
     const run = new KillRun(setup, instances, began);
-    const [first, ...others] = run.#instances as [InstanceProcess, ...InstanceProcess[]];
+    const [first, ...others] = instances as [InstanceProcess, ...InstanceProcess[]];
     await run.ledger.subscribe(first);
     const { revision } = await first.stats();
     await until('every instance holding the subscriptions', async () => {
@@ -71,35 +94,36 @@ class KillRun {
     return run;
   }
 
-  /** Whether attempts are held by the receiver and more deliveries are due, not yet received. */
+  get #running(): InstanceProcess[] {
+    return this.#instances.filter(isRunning);
+  }
+
+  /** Whether attempts are held by the receiver and more deliveries due wait behind them. */
   get queued(): boolean {
-    return this.#setup.receiver.held > 0 && this.ledger.missing().length > 0;
+    const { held } = this.#setup.receiver;
+    return held > 0 && this.ledger.missing().length > held;
   }
 
-  /** Attempts every instance can make at once: when the receiver holds as many, all are busy. */
-  get #busy(): number {
-    return this.#setup.concurrency * this.#instances.length;
-  }
-
-  /** Publish `count` messages, one after another, taking the instances in turn. */
+  /** Publish `count` messages, one after another, taking the running instances in turn. */
   async publish(count: number): Promise<void> {
     for (let n = 0; n < count; n++) {
-      const on = this.#instances[this.#turn++ % this.#instances.length] as InstanceProcess;
-      await this.ledger.publish(on, 1);
+      const running = this.#running;
+      await this.ledger.publish(running[this.#turn++ % running.length] as InstanceProcess, 1);
     }
   }
 
   /**
-   * The receiver holds every answer; `count` messages are published; wait until every instance
-   * has as many attempts in the receiver's hands as it makes at once: the rest stay queued.
+   * The receiver holds every answer; `count` messages are published; wait until every running
+   * instance has as many attempts in the receiver's hands as it makes at once: the rest wait.
    */
   async heldAndQueued(count: number): Promise<void> {
-    const { receiver } = this.#setup;
+    const { receiver, concurrency } = this.#setup;
     receiver.hold();
     await this.publish(count);
-    await until(`${this.#busy} attempts held by the receiver (${receiver.held} are)`, () => {
-      return receiver.held >= this.#busy;
-    });
+    const senders = this.#running.map(senderOf);
+    await until(`${concurrency} attempts of each of ${senders.join(', ')} held`, () =>
+      senders.every((sender) => receiver.heldFrom(sender) >= concurrency),
+    );
   }
 
   /**
@@ -121,19 +145,22 @@ class KillRun {
 
   /**
    * Kill instance `index` with SIGKILL, noting where things stood; with `queued`, only with
-   * deliveries held by the receiver and more not yet received (else the kill would prove less than
-   * it says).
+   * attempts of its held by the receiver and more deliveries waiting (else the kill would prove
+   * less than it says). Resolves once the receiver has seen its held requests' connections close.
    */
   async kill(index: number, label: string, queued = false): Promise<void> {
     const victim = this.#instances[index] as InstanceProcess;
-    const point = this.ledger.noteKill(`${label} (${victim.name})`);
-    if (queued && (point.held === 0 || point.outstanding === 0)) {
-      throw new Error(
-        `${label}: ${point.held} attempts held, ${point.outstanding} deliveries queued`,
-      );
+    const sender = senderOf(victim);
+    const point = this.ledger.noteKill(`${label} (${victim.name})`, sender);
+    if (queued && (point.heldFromKilled === 0 || !this.queued)) {
+      throw new Error(`${label}: ${point.heldFromKilled} attempts held, ${point.outstanding} due`);
     }
     const code = await victim.stop('SIGKILL');
     if (code !== null) throw new Error(`${victim.name} exited with ${code} before the kill`);
+    // Released later, a held request of the dead process must not count as answered.
+    await until(`the connections of ${sender} closed at the receiver`, () => {
+      return this.#setup.receiver.heldFrom(sender) === 0;
+    });
   }
 
   /** The receiver answers again, and instance `index` starts again on the same data. */
@@ -141,24 +168,27 @@ class KillRun {
     this.#setup.receiver.release();
     const name = this.#setup.names[index] as string;
     this.#instances[index] = await this.#setup.start(name);
+    this.ledger.noteRestart();
   }
 
   /**
-   * Let the instances run until every delivery due has arrived and is on record as delivered in
-   * the service's log, or the deadline has passed (then the ledger's problems say what is missing).
+   * Let the running instances work until every delivery due is accepted by the receiver and on
+   * record as delivered in the service's log, or the deadline has passed (then the ledger's
+   * problems say what is missing).
    */
   async settle(): Promise<KillOutcome> {
+    this.#setup.receiver.release();
     const deadline = Date.now() + SETTLE_MS;
-    const first = this.#instances[0] as InstanceProcess;
+    const reader = this.#running[0] as InstanceProcess;
     while (Date.now() < deadline) {
       // The log is read over HTTP: only once the receiver has everything.
-      if (this.ledger.missing().length === 0 && (await this.ledger.readLog(first)).length === 0) {
+      if (this.ledger.missing().length === 0 && (await this.ledger.readLog(reader)).length === 0) {
         break;
       }
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    await this.ledger.readLog(first);
-    const told = (await Promise.all(this.#instances.map((i) => i.errors()))).flat();
+    await this.ledger.readLog(reader);
+    const told = (await Promise.all(this.#running.map((i) => i.errors()))).flat();
     const seconds = ((performance.now() - this.#began) / 1000).toFixed(1);
     const report = `${seconds} s; ${this.ledger.summary()}; onError: ${JSON.stringify(told)}`;
     return { ledger: this.ledger, report };
@@ -167,13 +197,6 @@ class KillRun {
 
 /** The first kill of each scenario. */
 const HELD = 'attempts held, more queued, publishes under way';
-
-/** What a scenario leaves: the ledger to check, and the figures for the report. */
-export interface KillOutcome {
-  readonly ledger: DeliveryLedger;
-  /** Its time, the ledger's figures and what the instances' onError was told. */
-  readonly report: string;
-}
 
 /**
  * Killed once: with attempts in the receiver's hands, more queued, and publishes under way; started
@@ -191,7 +214,8 @@ export async function killedOnce(setup: KillSetup): Promise<KillOutcome> {
  * Killed three times, at three points, taking the instances in turn (the others keep running):
  * as in {@link killedOnce}; then while the redeliveries after the restart are in the receiver's
  * hands, among new messages; then while the receiver answers at once, so that attempts end and
- * are written as the kill comes, and publishes are under way.
+ * are written as the kill comes, and while publishes are under way and a delivery its endpoint
+ * refused (503, Retry-After: 5) waits in the queue for its retry.
  */
 export async function killedSeveralTimes(setup: KillSetup): Promise<KillOutcome> {
   const run = await KillRun.begin(setup);
@@ -207,15 +231,25 @@ export async function killedSeveralTimes(setup: KillSetup): Promise<KillOutcome>
   await run.restart(victim(1));
 
   const before = receiver.received.length;
-  await run.killCuttingOffPublishes(
-    victim(2),
-    'answers flowing: attempts ending and written as the kill comes',
-    {
-      count: 20,
-      ready: () => receiver.received.length >= before + 5,
-    },
-  );
+  receiver.refuse([REFUSING_ENDPOINT]);
+  await run.killCuttingOffPublishes(victim(2), 'answers flowing, a retry awaited', {
+    count: 20,
+    ready: () => receiver.received.length >= before + 5 && receiver.retriesAwaited.size > 0,
+  });
+  receiver.refuse([]);
   await run.restart(victim(2));
+  return run.settle();
+}
 
+/**
+ * Two instances or more; the first killed as in {@link killedOnce} and never started again: the
+ * others finish its work, the deliveries of its publishes cut off by the kill included (those wait
+ * for their lease: the instances need a short `redeliveryLeaseMs` and `redeliveryIntervalMs`).
+ */
+export async function killedAndLeftDead(setup: KillSetup): Promise<KillOutcome> {
+  if (setup.names.length < 2) throw new Error('another instance must finish the work');
+  const run = await KillRun.begin(setup);
+  await run.heldAndQueued(30);
+  await run.killCuttingOffPublishes(0, HELD, { ready: () => run.queued });
   return run.settle();
 }

@@ -19,8 +19,9 @@
  * - `REDELIVERY_INTERVAL_MS`, `REDELIVERY_LEASE_MS`: the service's `redeliveryIntervalMs` and
  *   `redeliveryLeaseMs` (passed only when set).
  *
- * It serves the service's API over node:http on 127.0.0.1 through `nodeFetchHandler`, identifying
- * accounts by the `x-account` header, and these test routes on the same server:
+ * Its deliveries carry `x-sender: <INSTANCE>/<pid>`. It serves the service's API over node:http
+ * on 127.0.0.1 through `nodeFetchHandler`, identifying accounts by the `x-account` header, and
+ * these test routes on the same server:
  *
  * - `POST /test/publish` (body: an event) answers `service.publish(event)`'s result;
  * - `GET /test/stats` answers `service.stats()`;
@@ -122,7 +123,12 @@ const service = createWebhookService({
     return account === null ? undefined : { clientId: 'app', accountCode: account };
   },
   endpointUrl: { allowHttp: true, allow: [receiverHost] },
-  delivery: { transport: httpTransport({ allow: [receiverHost] }), timeoutMs: 10_000 },
+  delivery: {
+    transport: httpTransport({ allow: [receiverHost] }),
+    timeoutMs: 10_000,
+    // Which process sent an attempt: the kill tests tell a killed one's attempts from the others'.
+    headers: { 'x-sender': `${name}/${process.pid}` },
+  },
   // Only notifications keep this instance in step: no poll hides a missed one.
   pollIntervalMs: 0,
   ...(redisUrl === undefined

@@ -2,20 +2,27 @@
  * No delivery is lost when webhook service processes are killed: real processes
  * (test/support/webhook-instance.ts) delivering through BullMQ on a real redis-server, on a real
  * PostgreSQL, killed with SIGKILL while attempts are in the receiver's hands, more wait in the
- * queue and publishes are under way, then started again on the same database and Redis. Alone,
- * killed once; and two instances at once, killed three times in turn while the other keeps
- * running. Every message published reaches every subscription it matches at least once, and none
- * other; every copy of a message carries the webhook-id publish answered and the same body,
- * signed with the secret shown at create. The scenarios are in test/support/kill-scenario.ts.
+ * queue and publishes are under way, then started again on the same database and Redis: one
+ * instance killed once; two at once, killed three times in turn while the other keeps running; and
+ * two, one killed and never started again while the other finishes its work. Every message
+ * published reaches every subscription it matches at least once, and none other; every copy of a
+ * message carries the webhook-id publish answered and the same body, signed with the secret shown
+ * at create. The scenarios are in test/support/kill-scenario.ts.
  *
  * The workers' locks last two seconds and are checked every second, so that the jobs a killed
  * worker held run again within seconds rather than BullMQ's default 30.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HoldingReceiver, startHoldingReceiver } from '../support/holding-receiver.js';
+import type { HoldingReceiver } from '../support/holding-receiver.js';
 import { InstanceProcesses } from '../support/instance-process.js';
-import { type KillSetup, killedOnce, killedSeveralTimes } from '../support/kill-scenario.js';
+import {
+  type KillSetup,
+  killedAndLeftDead,
+  killedOnce,
+  killedSeveralTimes,
+  startKillReceiver,
+} from '../support/kill-scenario.js';
 import { PostgresServer } from '../support/postgres-server.js';
 import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 
@@ -51,12 +58,20 @@ afterAll(async () => {
   console.log(`kill (BullMQ on PostgreSQL and Redis): ${notes.join('\n')}`);
 });
 
-/** The instances `names` on a schema and a Redis database of their own, and a receiver. */
-async function onPostgresAndRedis(schema: string, names: readonly string[]): Promise<KillSetup> {
-  const [redis, receiver] = await Promise.all([sharedRedis(), startHoldingReceiver()]);
+/**
+ * The instances `names` on a schema and a Redis database of their own, and a receiver.
+ * @param more - more settings of the instances
+ */
+async function onPostgresAndRedis(
+  schema: string,
+  names: readonly string[],
+  more: Record<string, string> = {},
+): Promise<KillSetup> {
+  const [redis, receiver] = await Promise.all([sharedRedis(), startKillReceiver()]);
   redises.push(redis);
   receivers.push(receiver);
   const env = {
+    ...more,
     DATABASE_URL: (server as PostgresServer).url,
     SCHEMA: schema,
     SECRET_KEY,
@@ -90,6 +105,19 @@ describe('BullMQ on PostgreSQL and Redis, instances killed with SIGKILL mid-deli
       const setup = await onPostgresAndRedis('kill_several', ['A', 'B']);
       const { ledger, report } = await killedSeveralTimes(setup);
       notes.push(`two instances killed 3 times: ${report}`);
+      expect(ledger.problems()).toEqual([]);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'two instances, one killed and left dead: the other delivers its work, its cut-off publishes included',
+    async () => {
+      // The deliveries of a publish cut off between record and enqueue wait for their lease.
+      const short = { REDELIVERY_INTERVAL_MS: '500', REDELIVERY_LEASE_MS: '1000' };
+      const setup = await onPostgresAndRedis('kill_left_dead', ['A', 'B'], short);
+      const { ledger, report } = await killedAndLeftDead(setup);
+      notes.push(`two instances, one killed and left dead: ${report}`);
       expect(ledger.problems()).toEqual([]);
     },
     TIMEOUT_MS,
