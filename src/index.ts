@@ -294,6 +294,7 @@ export { aesGcmSecretCipher } from './webhooks/secret-cipher.js';
 // and subscription-mirror.ts are the service's internals: createWebhookService is the API.
 export type {
   WebhookServiceDeliveryOptions,
+  WebhookServiceDisabled,
   WebhookServiceLimits,
   WebhookServiceOptions,
 } from './webhooks/service-options.js';
@@ -317,6 +318,7 @@ export type {
 } from './webhooks/ssrf-guard.js';
 export { literalHostRefusal, ssrfGuard } from './webhooks/ssrf-guard.js';
 export type {
+  DisabledReason,
   StoredSubscription,
   Subscription,
   SubscriptionRequest,
@@ -328,8 +330,18 @@ export type { SubscriptionPatchIssue } from './webhooks/subscription-patch.js';
 export { subscriptionPatchErrorCodes } from './webhooks/subscription-patch.js';
 export type {
   AttemptQuery,
+  AttemptRecord,
   ChangeListener,
+  DeliveryClaim,
   DeliveryLogEntry,
+  DeliveryStatus,
+  EndpointHealth,
+  OutboxDelivery,
+  OutboxMessage,
+  PendingDelivery,
+  ReplayPlan,
+  ReplayResult,
+  ReplaySelection,
   SubscriptionChange,
   SubscriptionChanges,
   SubscriptionPage,

@@ -289,9 +289,12 @@ function errorMessage(caught: unknown): string {
 }
 
 // BullMQ ids may not contain ':' (its key separator): both parts are percent-encoded, which also
-// encodes the '|' between them, so two different pairs never share an id.
+// encodes the '|' between them, so two different pairs never share an id; a replay adds its number.
+// A replay is a job of its own (the first round's may still be kept as completed or failed).
 function bullJobId(job: DeliveryJob): string {
-  return `${encodeIdPart(job.id)}|${encodeIdPart(job.subscriptionId)}`;
+  const base = `${encodeIdPart(job.id)}|${encodeIdPart(job.subscriptionId)}`;
+  const replay = Number(job.replay ?? 0);
+  return replay > 0 ? `${base}|${replay}` : base;
 }
 
 const LONE_SURROGATES_KEPT = new RegExp(`(${LONE_SURROGATE.source})`);

@@ -1,6 +1,7 @@
 /**
  * Retention of the delivery log: attempts older than the retention period are deleted in bounded
- * batches, on a timer that does not keep the process alive and on demand.
+ * batches, on a timer that does not keep the process alive and on demand; then the messages as
+ * old that owe no pending delivery, with their deliveries.
  * @module
  */
 import type { Clock } from '../clock.js';
@@ -66,7 +67,13 @@ export class AttemptRetention {
     for (;;) {
       const batch = await repository.deleteAttemptsBefore(before, ATTEMPT_DELETE_BATCH);
       deleted += batch;
-      if (batch < ATTEMPT_DELETE_BATCH || this.#closed) return deleted;
+      if (batch < ATTEMPT_DELETE_BATCH || this.#closed) break;
     }
+    // Messages go with their attempts, once they owe no pending delivery.
+    while (!this.#closed) {
+      const batch = await repository.deleteMessagesBefore(before, ATTEMPT_DELETE_BATCH);
+      if (batch < ATTEMPT_DELETE_BATCH) break;
+    }
+    return deleted;
   }
 }

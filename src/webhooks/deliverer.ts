@@ -202,11 +202,13 @@ export class WebhookDeliverer implements Deliverer {
 }
 
 function reportBase(job: DeliveryJob | string, input: DeliveryJob, at: number): Base {
+  const replay = typeof job === 'string' ? undefined : job.replay;
   return {
     id: jobField(job, input, 'id'),
     subscriptionId: jobField(job, input, 'subscriptionId'),
     endpointUrl: jobField(job, input, 'endpointUrl'),
     attempt: typeof job === 'string' ? 1 : job.attempts + 1,
+    ...(replay === undefined ? {} : { replay }),
     at,
   };
 }

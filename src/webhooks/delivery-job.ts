@@ -36,7 +36,7 @@ export function jobField(
 export function readJob(job: DeliveryJob): DeliveryJob | string {
   try {
     if (typeof job !== 'object' || job === null) return 'The job is not an object.';
-    const { id, subscriptionId, endpointUrl, body, attempts, firstAttemptAt } = job;
+    const { id, subscriptionId, endpointUrl, body, attempts, firstAttemptAt, replay } = job;
     const copy = {
       id,
       subscriptionId,
@@ -44,6 +44,7 @@ export function readJob(job: DeliveryJob): DeliveryJob | string {
       body,
       attempts,
       ...(firstAttemptAt === undefined ? {} : { firstAttemptAt }),
+      ...(replay === undefined || replay === 0 ? {} : { replay }),
     };
     return jobProblem(copy) ?? copy;
   } catch (error) {
@@ -58,6 +59,9 @@ function jobProblem(job: DeliveryJob): string | undefined {
   if (typeof job.body !== 'string') return 'The job body must be the serialised message.';
   if (!Number.isSafeInteger(job.attempts) || job.attempts < 0) {
     return 'The job attempts must be a whole number >= 0.';
+  }
+  if (job.replay !== undefined && !(Number.isSafeInteger(job.replay) && job.replay >= 0)) {
+    return 'The job replay must be a whole number >= 0.';
   }
   if (job.firstAttemptAt !== undefined && !Number.isFinite(job.firstAttemptAt)) {
     return 'The job firstAttemptAt must be a time in ms.';

@@ -5,6 +5,8 @@ export interface DeliveryQueue {
   /**
    * Accept a job. Resolves once the queue holds it; while the queue is full it waits (this is the
    * backpressure), and it rejects with a `DeliveryQueueError` (`queue_closed`) once the queue is closed.
+   * A job of the same message, subscription and replay as one the queue holds adds nothing: the
+   * redelivery sweep of the webhook service may hand it a job it holds.
    * @param job - the job
    */
   enqueue(job: DeliveryJob): Promise<void>;

@@ -35,6 +35,11 @@ export interface DeliveryJob {
   readonly attempts: number;
   /** When the first attempt started, in ms (absent before it). */
   readonly firstAttemptAt?: number;
+  /**
+   * Which replay of the message to the subscription this is: absent or 0 for the publish, 1 for
+   * the first replay, … A queue holds one job per message, subscription and replay.
+   */
+  readonly replay?: number;
 }
 
 /**
@@ -61,8 +66,10 @@ export interface DeliveryAttempt {
   readonly subscriptionId: string;
   /** The endpoint. */
   readonly endpointUrl: string;
-  /** Which attempt this was, from 1. */
+  /** Which attempt this was, from 1 (counted afresh in each replay). */
   readonly attempt: number;
+  /** The replay the attempt belongs to: absent for the publish's attempts, from 1 for replays. */
+  readonly replay?: number;
   /** When it started, in ms. */
   readonly at: number;
   /**
@@ -104,6 +111,21 @@ export type DeliveryStep =
       readonly at: number;
       /** The report of the attempt. */
       readonly report: DeliveryAttempt;
+    }
+  | {
+      /**
+       * Not attempted: the subscription's receiver asked every delivery to wait (a 429 or 503
+       * with Retry-After to another one); the job runs again at `at`, its attempts unchanged.
+       */
+      readonly done: false;
+      /** The job as it was. */
+      readonly job: DeliveryJob;
+      /** When, in ms. */
+      readonly at: number;
+      /** No attempt, no report. */
+      readonly report?: undefined;
+      /** Marks the deferral. */
+      readonly deferred: true;
     };
 
 /** How deliveries are made. */

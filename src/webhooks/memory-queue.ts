@@ -59,6 +59,9 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   // One entry per waiting job, so that the same job object held twice is kept twice.
   readonly #waiting = new Set<{ readonly job: DeliveryJob }>();
   readonly #blocked: Array<{ job: DeliveryJob; accept: () => void; refuse: () => void }> = [];
+  // The message, subscription and replay of every job held (blocked ones included): a job held
+  // already is not added again, so that a redelivery sweep never doubles one.
+  readonly #held = new Set<string>();
   readonly #stop = new AbortController();
   #running = 0;
   #closed = false;
@@ -91,9 +94,17 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     return this.#blocked.length;
   }
 
-  /** Accept a job, waiting while the queue is full. */
+  /**
+   * Accept a job, waiting while the queue is full. A job of the same message, subscription and
+   * replay as one the queue holds is not added again (it resolves at once).
+   */
   enqueue(job: DeliveryJob): Promise<void> {
     if (this.#closed) return Promise.reject(closedError());
+    const key = heldKey(job);
+    if (key !== undefined) {
+      if (this.#held.has(key)) return Promise.resolve();
+      this.#held.add(key);
+    }
     if (this.size < this.#capacity && this.#blocked.length === 0) {
       this.#accept(job);
       return Promise.resolve();
@@ -117,6 +128,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     }
     const leftover = [...this.#waiting].map((entry) => entry.job);
     this.#waiting.clear();
+    this.#held.clear();
     return leftover;
   }
 
@@ -150,6 +162,9 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     } else if (!step.done) {
       if (this.#closed) this.#waiting.add({ job: step.job });
       else this.#wait(step.job, step.at);
+    } else {
+      const key = heldKey(job);
+      if (key !== undefined) this.#held.delete(key);
     }
     this.#admit();
     this.#pump();
@@ -175,6 +190,15 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
       this.#accept(next.job);
       next.accept();
     }
+  }
+}
+
+/** What makes two jobs the same delivery; `undefined` for a job that cannot tell. */
+function heldKey(job: DeliveryJob): string | undefined {
+  try {
+    return JSON.stringify([String(job.id), String(job.subscriptionId), Number(job.replay ?? 0)]);
+  } catch {
+    return undefined;
   }
 }
 

@@ -3,13 +3,44 @@ import type { DeliveryAttempt } from './delivery.js';
 import type { StoredSubscription, Subscription } from './subscription.js';
 import type {
   AttemptQuery,
+  AttemptRecord,
   ChangeListener,
+  DeliveryClaim,
   DeliveryLogEntry,
+  DeliveryStatus,
+  OutboxDelivery,
+  OutboxMessage,
+  PendingDelivery,
+  ReplayPlan,
+  ReplayResult,
+  ReplaySelection,
   SubscriptionChange,
   SubscriptionChanges,
   SubscriptionPage,
   SubscriptionRepository,
 } from './subscription-repository.js';
+
+/** One delivery a message owes, as the outbox holds it. */
+interface HeldDelivery {
+  readonly message: OutboxMessage;
+  readonly subscriptionId: string;
+  readonly endpointUrl: string;
+  status: DeliveryStatus;
+  attempts: number;
+  firstAttemptAt: number | undefined;
+  replay: number;
+  nextAttemptAt: number;
+  leaseUntil: number;
+  /** The failing streak of its subscription in which it last failed (counted once in it). */
+  failedInStreak: number | undefined;
+}
+
+/** A subscription's failing streak: `streak` numbers it, so a delivery is counted once in each. */
+interface HeldHealth {
+  streak: number;
+  failingSince: number | undefined;
+  failedMessages: number;
+}
 
 interface HeldSecret {
   readonly secret: string;
@@ -43,6 +74,14 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
   // The last sequence of an account whose log retention emptied.
   readonly #lastSequence = new Map<string, number>();
   readonly #listeners = new Set<ChangeListener>();
+  // The outbox: messages by account and id, each with its deliveries by subscription id.
+  readonly #messages = new Map<
+    string,
+    { readonly message: OutboxMessage; readonly deliveries: Map<string, HeldDelivery> }
+  >();
+  readonly #pending = new Set<HeldDelivery>();
+  readonly #health = new Map<string, HeldHealth>();
+  #streaks = 0;
   #revision = 0;
 
   async create(
@@ -88,9 +127,11 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     const held = this.#accounts.get(accountCode);
     const current = held?.get(id);
     if (held === undefined || current === undefined) return undefined;
-    const { propertyIds: _, ...rest } = current;
+    const { propertyIds: _, disabledReason: __, disabledAt: ___, ...rest } = current;
     const propertyIds =
       changes.propertyIds === undefined ? current.propertyIds : changes.propertyIds;
+    const status = changes.status ?? current.status;
+    if (changes.status === 'enabled') this.#health.delete(keyOf(accountCode, id));
     const next = this.#record({
       ...rest,
       ...(changes.endpointUrl === undefined ? {} : { endpointUrl: changes.endpointUrl }),
@@ -98,7 +139,15 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       ...(propertyIds === null || propertyIds === undefined
         ? {}
         : { propertyIds: Object.freeze([...propertyIds]) }),
-      ...(changes.status === undefined ? {} : { status: changes.status }),
+      status,
+      ...(status === 'enabled'
+        ? {}
+        : changes.status === 'disabled'
+          ? { disabledReason: changes.disabledReason ?? 'requested', disabledAt: iso(at) }
+          : {
+              disabledReason: current.disabledReason ?? 'requested',
+              disabledAt: current.disabledAt ?? current.updatedAt,
+            }),
       updatedAt: iso(at),
     });
     held.set(id, next);
@@ -110,6 +159,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     if (held === undefined || !held.delete(id)) return false;
     if (held.size === 0) this.#accounts.delete(accountCode);
     this.#secrets.delete(keyOf(accountCode, id));
+    this.#health.delete(keyOf(accountCode, id));
     this.#announce({ revision: ++this.#revision, id, accountCode });
     return true;
   }
@@ -158,7 +208,11 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     };
   }
 
-  async recordAttempt(accountCode: string, attempt: DeliveryAttempt): Promise<DeliveryLogEntry> {
+  async recordAttempt(
+    accountCode: string,
+    attempt: DeliveryAttempt,
+    options: { readonly leaseUntil?: number } = {},
+  ): Promise<AttemptRecord> {
     const log = this.#logs.get(accountCode) ?? [];
     this.#logs.set(accountCode, log);
     // The error is copied too: the caller's object may change afterwards, the log must not.
@@ -168,7 +222,171 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       sequence: (log.at(-1)?.sequence ?? this.#lastSequence.get(accountCode) ?? 0) + 1,
     });
     log.push(entry);
-    return entry;
+    const delivery = this.#messages
+      .get(keyOf(accountCode, attempt.id))
+      ?.deliveries.get(attempt.subscriptionId);
+    const live = this.#accounts.get(accountCode)?.has(attempt.subscriptionId) === true;
+    const health = live ? this.#streak(keyOf(accountCode, attempt.subscriptionId)) : undefined;
+    if (health !== undefined && attempt.durationMs !== undefined) {
+      if (attempt.outcome === 'delivered') {
+        health.streak = ++this.#streaks;
+        health.failingSince = undefined;
+        health.failedMessages = 0;
+      } else {
+        health.failingSince ??= attempt.at;
+        if (delivery !== undefined && delivery.failedInStreak !== health.streak) {
+          delivery.failedInStreak = health.streak;
+          health.failedMessages += 1;
+        } else if (delivery === undefined) {
+          health.failedMessages += 1;
+        }
+      }
+    }
+    if (
+      delivery !== undefined &&
+      delivery.status === 'pending' &&
+      delivery.replay === (attempt.replay ?? 0)
+    ) {
+      this.#move(delivery, attempt, options.leaseUntil);
+    }
+    return {
+      entry,
+      health:
+        health?.failingSince === undefined
+          ? { failedMessages: 0 }
+          : { failingSince: health.failingSince, failedMessages: health.failedMessages },
+    };
+  }
+
+  /** A delivery after an attempt of its round. */
+  #move(delivery: HeldDelivery, attempt: DeliveryAttempt, leaseUntil: number | undefined): void {
+    if (attempt.outcome === 'retry') {
+      const next = attempt.nextAttemptAt ?? attempt.at;
+      delivery.attempts = Math.max(delivery.attempts, attempt.attempt);
+      delivery.firstAttemptAt ??= attempt.at;
+      delivery.nextAttemptAt = next;
+      delivery.leaseUntil = leaseUntil ?? next;
+      return;
+    }
+    delivery.status = attempt.outcome === 'delivered' ? 'delivered' : 'failed';
+    this.#pending.delete(delivery);
+  }
+
+  #streak(key: string): HeldHealth {
+    let health = this.#health.get(key);
+    if (health === undefined) {
+      health = { streak: ++this.#streaks, failingSince: undefined, failedMessages: 0 };
+      this.#health.set(key, health);
+    }
+    return health;
+  }
+
+  async recordMessage(
+    message: OutboxMessage,
+    deliveries: readonly OutboxDelivery[],
+    options: { readonly leaseUntil: number },
+  ): Promise<void> {
+    const key = keyOf(message.accountCode, message.id);
+    if (this.#messages.has(key)) return;
+    const kept = Object.freeze({ ...message });
+    const held = new Map<string, HeldDelivery>();
+    for (const { subscriptionId, endpointUrl } of deliveries) {
+      if (held.has(subscriptionId)) continue;
+      const delivery: HeldDelivery = {
+        message: kept,
+        subscriptionId,
+        endpointUrl,
+        status: 'pending',
+        attempts: 0,
+        firstAttemptAt: undefined,
+        replay: 0,
+        nextAttemptAt: message.createdAt,
+        leaseUntil: options.leaseUntil,
+        failedInStreak: undefined,
+      };
+      held.set(subscriptionId, delivery);
+      this.#pending.add(delivery);
+    }
+    this.#messages.set(key, { message: kept, deliveries: held });
+  }
+
+  async claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]> {
+    const due: HeldDelivery[] = [];
+    for (const delivery of this.#pending) {
+      if (delivery.nextAttemptAt > claim.dueBy) continue;
+      if (claim.ignoreLeases !== true && delivery.leaseUntil > claim.dueBy) continue;
+      due.push(delivery);
+    }
+    due.sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
+    return due.slice(0, claim.limit).map((delivery) => {
+      delivery.leaseUntil = claim.leaseUntil;
+      return pendingOf(delivery);
+    });
+  }
+
+  async replay(
+    accountCode: string,
+    selection: ReplaySelection,
+    plan: ReplayPlan,
+  ): Promise<ReplayResult> {
+    const live = this.#accounts.get(accountCode);
+    const enabled = (id: string) => live?.get(id)?.status === 'enabled';
+    let chosen: HeldDelivery[];
+    let found = true;
+    if ('messageId' in selection) {
+      const held = this.#messages.get(keyOf(accountCode, selection.messageId));
+      found = held !== undefined;
+      chosen = [...(held?.deliveries.values() ?? [])].filter(
+        (d) => d.status === 'failed' && enabled(d.subscriptionId),
+      );
+    } else {
+      chosen = [];
+      if (enabled(selection.subscriptionId)) {
+        for (const { message, deliveries } of this.#messages.values()) {
+          if (message.accountCode !== accountCode || message.createdAt < selection.since) continue;
+          const delivery = deliveries.get(selection.subscriptionId);
+          if (delivery?.status === 'failed') chosen.push(delivery);
+        }
+      }
+    }
+    chosen.sort((a, b) => a.message.createdAt - b.message.createdAt);
+    const due: PendingDelivery[] = [];
+    chosen.forEach((delivery, i) => {
+      const now = i < plan.inline;
+      const at = now ? plan.at : plan.at + (i - plan.inline + 1) * plan.paceMs;
+      Object.assign(delivery, {
+        status: 'pending',
+        attempts: 0,
+        firstAttemptAt: undefined,
+        replay: delivery.replay + 1,
+        nextAttemptAt: at,
+        leaseUntil: now ? plan.leaseUntil : at,
+      });
+      this.#pending.add(delivery);
+      if (now) due.push(pendingOf(delivery));
+    });
+    return { found, total: chosen.length, due };
+  }
+
+  async deliveryStatus(
+    accountCode: string,
+    messageId: string,
+    subscriptionId: string,
+  ): Promise<DeliveryStatus | undefined> {
+    return this.#messages.get(keyOf(accountCode, messageId))?.deliveries.get(subscriptionId)
+      ?.status;
+  }
+
+  async deleteMessagesBefore(at: number, limit: number): Promise<number> {
+    let deleted = 0;
+    for (const [key, { message, deliveries }] of this.#messages) {
+      if (deleted >= limit) break;
+      if (message.createdAt >= at) continue;
+      if ([...deliveries.values()].some((d) => d.status === 'pending')) continue;
+      this.#messages.delete(key);
+      deleted += 1;
+    }
+    return deleted;
   }
 
   async attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]> {
@@ -224,6 +442,21 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       }
     }
   }
+}
+
+function pendingOf(delivery: HeldDelivery): PendingDelivery {
+  const { message, subscriptionId, endpointUrl, attempts, firstAttemptAt, replay } = delivery;
+  return {
+    accountCode: message.accountCode,
+    messageId: message.id,
+    subscriptionId,
+    endpointUrl,
+    body: message.body,
+    attempts,
+    ...(firstAttemptAt === undefined ? {} : { firstAttemptAt }),
+    replay,
+    nextAttemptAt: delivery.nextAttemptAt,
+  };
 }
 
 /** A plain copy with frozen arrays: what a caller passed can change afterwards, this cannot. */

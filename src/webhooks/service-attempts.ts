@@ -18,6 +18,11 @@ const OUTCOMES: readonly AttemptOutcome[] = ['delivered', 'retry', 'failed', 'di
 /** An RFC 3339 date-time, as `since` and `until` take it. */
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 
+/** The time of an RFC 3339 date-time with a time zone, in ms; NaN for any other text. @internal */
+export function parseDateTime(text: string): number {
+  return DATE_TIME.test(text) ? Date.parse(text) : Number.NaN;
+}
+
 /** The filters of a listing, as the repository reads them. */
 type Filters = Omit<AttemptQuery, 'limit' | 'beforeSequence'>;
 
@@ -118,7 +123,7 @@ function readFilters(
     const text = single(params, name, `${name}=2026-01-01T00:00:00Z`);
     if (typeof text !== 'string' && text !== undefined) return text;
     if (text === undefined) continue;
-    const ms = DATE_TIME.test(text) ? Date.parse(text) : Number.NaN;
+    const ms = parseDateTime(text);
     if (Number.isNaN(ms)) {
       return invalidFilter(
         name,

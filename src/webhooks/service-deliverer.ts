@@ -1,15 +1,17 @@
 /**
  * The webhook service's deliverer: signs with the repository's secrets of subscriptions the index
- * holds, keeps every attempt in the account's delivery log, and disables a subscription whose
- * receiver answers 410.
+ * holds, records every attempt (which moves its delivery in the outbox), holds back a
+ * subscription's deliveries while its receiver asks to wait, and disables a subscription whose
+ * endpoint answers 410 or fails without a success for too long.
  * @module
  */
 import type { Clock } from '../clock.js';
-import type { Deliverer, DeliveryAttempt, DeliveryJob } from './delivery.js';
+import type { Deliverer, DeliveryAttempt, DeliveryJob, DeliveryStep } from './delivery.js';
 import { createDeliverer } from './delivery.js';
-import type { WebhookServiceDeliveryOptions } from './service-options.js';
+import type { WebhookServiceDeliveryOptions, WebhookServiceDisabled } from './service-options.js';
+import type { DisabledReason } from './subscription.js';
 import type { SubscriptionIndex } from './subscription-index.js';
-import type { SubscriptionRepository } from './subscription-repository.js';
+import type { EndpointHealth, SubscriptionRepository } from './subscription-repository.js';
 
 /** What the service's deliverer works with. @internal */
 export interface ServiceDelivererSettings {
@@ -21,6 +23,14 @@ export interface ServiceDelivererSettings {
       | WebhookServiceDeliveryOptions[K]
       | undefined;
   };
+  /** How long a retry waiting in a queue is left to it past its time, in ms. */
+  readonly leaseMs: number;
+  /** A failing streak this long (ms) … */
+  readonly disableAfterMs: number;
+  /** … over at least this many messages disables the subscription. */
+  readonly disableMinMessages: number;
+  /** Told of a subscription the service disabled. */
+  readonly onDisabled: ((event: WebhookServiceDisabled) => void | Promise<void>) | undefined;
   /** Told of a write the log or a disable could not make. */
   readonly onError: (error: unknown) => void;
   /** Resolves once the service has started (its index loaded); never rejects. */
@@ -31,12 +41,37 @@ export interface ServiceDelivererSettings {
 
 /**
  * Make the deliverer. A deleted or disabled subscription has no secret here (the index no longer
- * holds it), so a job still queued for it ends `no_secret`, and is logged like any attempt.
+ * holds it), so a job still queued for it ends `no_secret`, recorded like any attempt: its
+ * delivery is failed, and can be replayed once the subscription is enabled again.
  * @internal
  */
 export function serviceDeliverer(settings: ServiceDelivererSettings): Deliverer {
   const { repository, index, clock, onError } = settings;
   const { onAttempt, ...delivery } = settings.delivery;
+  // Subscriptions whose receiver asked to wait (429 or 503), until when (ms).
+  const paused = new Map<string, number>();
+  // Subscriptions this instance is disabling: one disable, one onDisabled, per streak.
+  const disabling = new Set<string>();
+  const disable = async (id: string, reason: DisabledReason): Promise<void> => {
+    const held = index.get(id);
+    if (held === undefined || disabling.has(id)) return;
+    disabling.add(id);
+    try {
+      const at = clock.now();
+      const stored = await repository.update(
+        held.accountCode,
+        id,
+        { status: 'disabled', disabledReason: reason },
+        at,
+      );
+      await settings.catchUp();
+      if (stored !== undefined) await settings.onDisabled?.({ subscription: stored, reason, at });
+    } catch (error) {
+      onError(error);
+    } finally {
+      disabling.delete(id);
+    }
+  };
   const inner = createDeliverer({
     // Left-out options are undefined here, which createDeliverer reads as its defaults.
     ...(delivery as WebhookServiceDeliveryOptions),
@@ -54,22 +89,26 @@ export function serviceDeliverer(settings: ServiceDelivererSettings): Deliverer 
         ? undefined
         : repository.signingSecrets(held.accountCode, id, clock.now());
     },
-    onGone: async (id) => {
-      const held = index.get(id);
-      if (held === undefined) return;
-      try {
-        await repository.update(held.accountCode, id, { status: 'disabled' }, clock.now());
-        await settings.catchUp();
-      } catch (error) {
-        onError(error);
-      }
-    },
+    onGone: (id) => disable(id, 'endpoint_gone'),
   });
+  const failing = (health: EndpointHealth, at: number): boolean =>
+    health.failingSince !== undefined &&
+    at - health.failingSince >= settings.disableAfterMs &&
+    health.failedMessages >= settings.disableMinMessages;
   const record = async (job: DeliveryJob, attempt: DeliveryAttempt): Promise<void> => {
     const accountCode = accountOf(job, index);
     if (accountCode !== undefined) {
       try {
-        await repository.recordAttempt(accountCode, attempt);
+        const leaseUntil =
+          attempt.nextAttemptAt === undefined
+            ? undefined
+            : attempt.nextAttemptAt + settings.leaseMs;
+        const { health } = await repository.recordAttempt(
+          accountCode,
+          attempt,
+          leaseUntil === undefined ? {} : { leaseUntil },
+        );
+        if (failing(health, attempt.at)) await disable(attempt.subscriptionId, 'endpoint_failing');
       } catch (error) {
         onError(error);
       }
@@ -80,10 +119,31 @@ export function serviceDeliverer(settings: ServiceDelivererSettings): Deliverer 
       // A failing logger must not change what happens to the delivery.
     }
   };
+  // A receiver that asked one delivery to wait asks them all: its other jobs wait too, each put
+  // back in the queue (no worker waits on it).
+  const pause = (report: DeliveryAttempt): void => {
+    const { subscriptionId, status, nextAttemptAt } = report;
+    if ((status === 429 || status === 503) && nextAttemptAt !== undefined) {
+      paused.set(subscriptionId, Math.max(paused.get(subscriptionId) ?? 0, nextAttemptAt));
+    } else if (report.outcome === 'delivered') {
+      paused.delete(subscriptionId);
+    }
+  };
+  const waitUntil = (job: DeliveryJob): number | undefined => {
+    const id = subscriptionOf(job);
+    const until = id === undefined ? undefined : paused.get(id);
+    if (until === undefined) return undefined;
+    if (until > clock.now()) return until;
+    paused.delete(id as string);
+    return undefined;
+  };
   return {
-    async attempt(job) {
+    async attempt(job): Promise<DeliveryStep> {
+      const until = waitUntil(job);
+      if (until !== undefined) return { done: false, job, at: until, deferred: true };
       const step = await inner.attempt(job);
-      await record(job, step.report);
+      pause(step.report as DeliveryAttempt);
+      await record(job, step.report as DeliveryAttempt);
       return step;
     },
     async lost(job, error) {
@@ -92,6 +152,14 @@ export function serviceDeliverer(settings: ServiceDelivererSettings): Deliverer 
       return report;
     },
   };
+}
+
+function subscriptionOf(job: DeliveryJob): string | undefined {
+  try {
+    return typeof job?.subscriptionId === 'string' ? job.subscriptionId : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

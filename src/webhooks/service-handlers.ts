@@ -16,12 +16,17 @@ import { type CreateSubscriptionOptions, createSubscription } from './create-sub
 import { readJsonBody } from './request-body.js';
 import { auditLogs, subscriptionAttempts } from './service-attempts.js';
 import { invalidBody, serviceProblem, subscriptionNotFound } from './service-problems.js';
+import { replayMessage, replaySubscription } from './service-replay.js';
 import type { Operation } from './service-routes.js';
 import { generateWebhookSecret } from './signature.js';
 import type { StoredSubscription } from './subscription.js';
 import type { BodySettings } from './subscription-body.js';
 import { validateSubscriptionPatch } from './subscription-patch.js';
-import type { SubscriptionRepository } from './subscription-repository.js';
+import type {
+  ReplayResult,
+  ReplaySelection,
+  SubscriptionRepository,
+} from './subscription-repository.js';
 
 /** What the operations work with. @internal */
 export interface ServiceContext {
@@ -38,6 +43,10 @@ export interface ServiceContext {
   readonly codec: CursorCodec<AuditCursor>;
   /** Bring this instance's index up to its own write before answering. */
   readonly settle: () => Promise<void>;
+  /** Set failed deliveries pending again, queue the first, pace the rest. */
+  readonly replay: (accountCode: string, selection: ReplaySelection) => Promise<ReplayResult>;
+  /** The interval between two paced replay deliveries, in ms. */
+  readonly replayPaceMs: number;
 }
 
 /**
@@ -70,11 +79,14 @@ export const operations: Readonly<Record<Operation, Handler>> = {
   rotate,
   auditLogs,
   attempts: subscriptionAttempts,
+  replaySubscription,
+  replayMessage,
 };
 
 /** A subscription as the API shows it: never its account, revision or secrets. @internal */
 export function subscriptionView(stored: StoredSubscription) {
   const { id, endpointUrl, events, propertyIds, status, createdAt, updatedAt } = stored;
+  const { disabledReason, disabledAt } = stored;
   return {
     id,
     endpointUrl,
@@ -82,6 +94,9 @@ export function subscriptionView(stored: StoredSubscription) {
     // Left out when it covers every property: the specification's "omission acts as a wildcard".
     ...(propertyIds === undefined ? {} : { propertyIds }),
     status,
+    // Why and when, while disabled.
+    ...(status === 'disabled' && disabledReason !== undefined ? { disabledReason } : {}),
+    ...(status === 'disabled' && disabledAt !== undefined ? { disabledAt } : {}),
     createdAt,
     updatedAt,
   };

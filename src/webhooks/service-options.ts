@@ -22,6 +22,7 @@ import type { Deliverer, DeliveryOptions } from './delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { EndpointUrlOptions } from './endpoint-url.js';
 import type { EventCatalog } from './event-catalog.js';
+import type { DisabledReason, StoredSubscription } from './subscription.js';
 import type { SubscriptionRepository } from './subscription-repository.js';
 import { SUBSCRIPTION_RULES } from './subscription-request.js';
 
@@ -30,6 +31,16 @@ export type WebhookServiceDeliveryOptions = Pick<
   DeliveryOptions,
   'transport' | 'schedule' | 'timeoutMs' | 'headers' | 'onAttempt' | 'random'
 >;
+
+/** What `onDisabled` is told: the subscription the service disabled, why and when. */
+export interface WebhookServiceDisabled {
+  /** The subscription as it is now (`status: 'disabled'`, with its reason and time). */
+  readonly subscription: StoredSubscription;
+  /** `endpoint_failing` or `endpoint_gone` (a 410 answer). */
+  readonly reason: DisabledReason;
+  /** When, in ms. */
+  readonly at: number;
+}
 
 /** Options of {@link createWebhookService}. */
 export interface WebhookServiceOptions {
@@ -92,6 +103,31 @@ export interface WebhookServiceOptions {
   attemptRetentionMs?: number;
   /** How often expired attempts are deleted, in ms; 0 turns the timer off. @defaultValue 3600000 */
   attemptRetentionIntervalMs?: number;
+  /**
+   * How often pending deliveries that are due and no queue holds (their lease passed) are queued
+   * again, in ms (the timer does not keep the process alive); 0: only at start. @defaultValue 10000
+   */
+  redeliveryIntervalMs?: number;
+  /**
+   * How long a delivery handed to a queue is left to it past its due time before a sweep queues
+   * it again, in ms. With the memory queue on several instances of one repository, a delivery
+   * waiting longer than this in one instance's queue may be sent twice (with the same
+   * `webhook-id`). @defaultValue 60000
+   */
+  redeliveryLeaseMs?: number;
+  /**
+   * A subscription whose endpoint fails without a success for this long, in ms, … @defaultValue
+   * 432000000 (5 days)
+   */
+  disableAfterMs?: number;
+  /** … over at least this many messages is disabled. @defaultValue 10 */
+  disableMinMessages?: number;
+  /** Told of every subscription the service disabled (endpoint failing or gone). Errors are told to `onError`. */
+  onDisabled?: (event: WebhookServiceDisabled) => void | Promise<void>;
+  /** Deliveries a replay queues at once; a larger replay is accepted and paced. @defaultValue 100 */
+  replayInlineLimit?: number;
+  /** The interval between two paced replay deliveries, in ms. @defaultValue 100 */
+  replayPaceMs?: number;
 }
 
 /** The rate limit middleware's options that the service's limits take. */
@@ -117,6 +153,11 @@ const REPOSITORY_METHODS = [
   'recordAttempt',
   'attempts',
   'deleteAttemptsBefore',
+  'recordMessage',
+  'claimDeliveries',
+  'replay',
+  'deliveryStatus',
+  'deleteMessagesBefore',
 ];
 
 const BASE_PATH: Rule<string> = {
@@ -182,6 +223,15 @@ const SERVICE_RULES = {
   pollIntervalMs: wholeNumber(0, MAX_TIMER_MS),
   attemptRetentionMs: wholeNumber(1),
   attemptRetentionIntervalMs: wholeNumber(0, MAX_TIMER_MS),
+  redeliveryIntervalMs: wholeNumber(0, MAX_TIMER_MS),
+  redeliveryLeaseMs: wholeNumber(0),
+  disableAfterMs: wholeNumber(0),
+  disableMinMessages: wholeNumber(1),
+  onDisabled: aFunction<NonNullable<WebhookServiceOptions['onDisabled']>>(
+    'takes { subscription, reason, at }',
+  ),
+  replayInlineLimit: wholeNumber(0),
+  replayPaceMs: wholeNumber(0),
 };
 
 /** The defaults of {@link WebhookServiceOptions}. */
@@ -200,6 +250,18 @@ export const webhookServiceDefaults = Object.freeze({
   attemptRetentionMs: 30 * 24 * 60 * 60 * 1000,
   /** How often expired attempts are deleted (1 h). */
   attemptRetentionIntervalMs: 60 * 60 * 1000,
+  /** How often due deliveries no queue holds are queued again (10 s). */
+  redeliveryIntervalMs: 10_000,
+  /** How long a queue is left a delivery past its due time (1 min). */
+  redeliveryLeaseMs: 60_000,
+  /** How long an endpoint may fail without a success before it is disabled (5 days). */
+  disableAfterMs: 5 * 24 * 60 * 60 * 1000,
+  /** How many messages must have failed in that time. */
+  disableMinMessages: 10,
+  /** Deliveries a replay queues at once. */
+  replayInlineLimit: 100,
+  /** The interval between two paced replay deliveries (10 a second). */
+  replayPaceMs: 100,
 });
 
 /** The options as the service runs on them. @internal */

@@ -19,6 +19,9 @@ export const webhookServiceProblemCodes = [
   'invalid_query',
   'subscription_not_found',
   'subscription_limit_reached',
+  'subscription_disabled',
+  'message_not_found',
+  'invalid_replay',
   'service_unavailable',
   'internal_error',
 ] as const;
@@ -54,6 +57,14 @@ export function subscriptionNotFound(id: string): ResponseParts {
   const shown = id.length > 64 ? `${id.slice(0, 64)}…` : id;
   return serviceProblem(404, 'subscription_not_found', 'Subscription not found', {
     detail: `This account has no subscription with id ${JSON.stringify(shown)}; list them with GET /v1/subscriptions.`,
+  });
+}
+
+/** 404 for a message id the account does not hold. @internal */
+export function messageNotFound(id: string): ResponseParts {
+  const shown = id.length > 64 ? `${id.slice(0, 64)}…` : id;
+  return serviceProblem(404, 'message_not_found', 'Message not found', {
+    detail: `This account has no message with id ${JSON.stringify(shown)} on record (messages are kept as long as their attempts); the id is the webhook-id header of its deliveries.`,
   });
 }
 

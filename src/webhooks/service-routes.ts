@@ -4,7 +4,7 @@
  * @module
  */
 import type { ResponseParts } from '../http/problem-details.js';
-import { serviceProblem, subscriptionNotFound } from './service-problems.js';
+import { messageNotFound, serviceProblem, subscriptionNotFound } from './service-problems.js';
 
 /** The operations of the API. @internal */
 export type Operation =
@@ -15,7 +15,9 @@ export type Operation =
   | 'delete'
   | 'rotate'
   | 'auditLogs'
-  | 'attempts';
+  | 'attempts'
+  | 'replaySubscription'
+  | 'replayMessage';
 
 /** The operation asked for, with its subscription id, or the answer that refuses the request. @internal */
 export type RouteMatch =
@@ -34,11 +36,14 @@ const ITEM: Readonly<Record<string, Operation>> = {
 const ROTATE: Readonly<Record<string, Operation>> = { POST: 'rotate' };
 const AUDIT_LOGS: Readonly<Record<string, Operation>> = { GET: 'auditLogs' };
 const ATTEMPTS: Readonly<Record<string, Operation>> = { GET: 'attempts' };
+const REPLAY_SUBSCRIPTION: Readonly<Record<string, Operation>> = { POST: 'replaySubscription' };
+const REPLAY_MESSAGE: Readonly<Record<string, Operation>> = { POST: 'replayMessage' };
 /** The routes under a subscription's path. */
 const SUBRESOURCES: Readonly<Record<string, Readonly<Record<string, Operation>>>> = {
   '': ITEM,
   '/secret/rotate': ROTATE,
   '/attempts': ATTEMPTS,
+  '/replay': REPLAY_SUBSCRIPTION,
 };
 
 /**
@@ -51,19 +56,33 @@ export function matchRoute(method: string, pathname: string, basePath: string): 
   const rest = pathname.slice(basePath.length);
   if (rest === '/v1/subscriptions') return byMethod(COLLECTION, method, '');
   if (rest === '/v1/audit-logs') return byMethod(AUDIT_LOGS, method, '');
-  if (!rest.startsWith('/v1/subscriptions/')) return notFound(pathname);
-  const tail = rest.slice('/v1/subscriptions/'.length);
-  const slash = tail.indexOf('/');
-  const encoded = slash === -1 ? tail : tail.slice(0, slash);
-  const after = slash === -1 ? '' : tail.slice(slash);
-  const routes = Object.hasOwn(SUBRESOURCES, after) ? SUBRESOURCES[after] : undefined;
-  if (encoded === '' || routes === undefined) return notFound(pathname);
-  const matched = byMethod(routes, method, '');
-  if (!matched.ok) return matched;
-  const id = decodeId(encoded);
-  if (id === undefined) return { ok: false, response: subscriptionNotFound(encoded) };
-  return { ok: true, operation: matched.operation, id };
+  for (const [prefix, subresources, missing] of ITEMS) {
+    if (!rest.startsWith(prefix)) continue;
+    const tail = rest.slice(prefix.length);
+    const slash = tail.indexOf('/');
+    const encoded = slash === -1 ? tail : tail.slice(0, slash);
+    const after = slash === -1 ? '' : tail.slice(slash);
+    const routes = Object.hasOwn(subresources, after) ? subresources[after] : undefined;
+    if (encoded === '' || routes === undefined) return notFound(pathname);
+    const matched = byMethod(routes, method, '');
+    if (!matched.ok) return matched;
+    const id = decodeId(encoded);
+    if (id === undefined) return { ok: false, response: missing(encoded) };
+    return { ok: true, operation: matched.operation, id };
+  }
+  return notFound(pathname);
 }
+
+/** The routes under a message's path. */
+const MESSAGE_SUBRESOURCES: Readonly<Record<string, Readonly<Record<string, Operation>>>> = {
+  '/replay': REPLAY_MESSAGE,
+};
+
+/** The item paths: their prefix, their subresources, and the 404 of an id no item has. */
+const ITEMS = [
+  ['/v1/subscriptions/', SUBRESOURCES, subscriptionNotFound],
+  ['/v1/messages/', MESSAGE_SUBRESOURCES, messageNotFound],
+] as const;
 
 // An id is one segment: `%2F` in it is part of the id, not a separator.
 function decodeId(encoded: string): string | undefined {
@@ -102,7 +121,7 @@ function notFound(pathname: string): RouteMatch {
   return {
     ok: false,
     response: serviceProblem(404, 'route_not_found', 'Not found', {
-      detail: `No resource at ${JSON.stringify(shown)}; the API serves /v1/subscriptions and /v1/audit-logs.`,
+      detail: `No resource at ${JSON.stringify(shown)}; the API serves /v1/subscriptions, /v1/audit-logs and /v1/messages/{id}/replay.`,
     }),
   };
 }

@@ -5,6 +5,7 @@
  */
 import type { AttemptOutcome, DeliveryAttempt } from './delivery.js';
 import type {
+  DisabledReason,
   StoredSubscription,
   Subscription,
   SubscriptionRequest,
@@ -19,8 +20,13 @@ export interface SubscriptionChanges {
   readonly events?: SubscriptionRequest['events'];
   /** New property ids, or `null` for every current and future property of the account again. */
   readonly propertyIds?: readonly string[] | null;
-  /** Enable or disable. */
+  /**
+   * Enable or disable. Disabling records why (`disabledReason`) and when (`at`); enabling clears
+   * both and starts the endpoint's failing streak afresh (see {@link EndpointHealth}).
+   */
   readonly status?: SubscriptionStatus;
+  /** Why it is disabled, with `status: 'disabled'`. @defaultValue `'requested'` */
+  readonly disabledReason?: DisabledReason;
 }
 
 /** One page of an account's subscriptions, in the order they were created. */
@@ -50,6 +56,127 @@ export interface SubscriptionChange {
 export interface DeliveryLogEntry extends DeliveryAttempt {
   /** Its position in the account's log: from 1, growing with each entry (not always by 1). */
   readonly sequence: number;
+}
+
+/**
+ * How a subscription's endpoint has fared since its last success: the failing streak that
+ * disables it. An attempt whose request was sent (it has a `durationMs`) and did not deliver
+ * starts or extends the streak; a delivered one ends it; an attempt that sent nothing leaves it.
+ */
+export interface EndpointHealth {
+  /** When the first failed attempt of the streak started, in ms; absent: no streak. */
+  readonly failingSince?: number;
+  /** The messages with a failed attempt in the streak, each counted once. */
+  readonly failedMessages: number;
+}
+
+/** What {@link SubscriptionRepository.recordAttempt} kept. */
+export interface AttemptRecord {
+  /** The attempt as the log keeps it. */
+  readonly entry: DeliveryLogEntry;
+  /** The endpoint's failing streak after it. */
+  readonly health: EndpointHealth;
+}
+
+/** A published message as the outbox keeps it. */
+export interface OutboxMessage {
+  /** Its account. */
+  readonly accountCode: string;
+  /** Its id (`webhook-id`), unique within the account. */
+  readonly id: string;
+  /** Its kind, `<topic>/<event>`. */
+  readonly kind: string;
+  /** The property it concerns; absent for an account-level event. */
+  readonly propertyId?: string;
+  /** The exact body every delivery sends. */
+  readonly body: string;
+  /** When it was published, in ms: its deliveries are due then. */
+  readonly createdAt: number;
+}
+
+/** One delivery a message owes: the subscription it goes to and where. */
+export interface OutboxDelivery {
+  /** The subscription. */
+  readonly subscriptionId: string;
+  /** Its endpoint when the message was published. */
+  readonly endpointUrl: string;
+}
+
+/**
+ * Where a delivery stands: `pending` until an attempt delivers it (`delivered`) or it is given up
+ * (`failed`: kept, and replayable).
+ */
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** A pending delivery taken to be queued: what its job is made of. */
+export interface PendingDelivery {
+  /** The message's account. */
+  readonly accountCode: string;
+  /** The message id (`webhook-id`). */
+  readonly messageId: string;
+  /** The subscription. */
+  readonly subscriptionId: string;
+  /** The endpoint kept with the delivery. */
+  readonly endpointUrl: string;
+  /** The message's body. */
+  readonly body: string;
+  /** Attempts started in this round (since the publish, or since the last replay). */
+  readonly attempts: number;
+  /** When the round's first attempt started, in ms; absent before it. */
+  readonly firstAttemptAt?: number;
+  /** Which replay this round is: 0 for the publish, 1 for the first replay, … */
+  readonly replay: number;
+  /** When the next attempt is due, in ms. */
+  readonly nextAttemptAt: number;
+}
+
+/** Which pending deliveries {@link SubscriptionRepository.claimDeliveries} takes. */
+export interface DeliveryClaim {
+  /** Those due at or before this time, in ms. */
+  readonly dueBy: number;
+  /** Left to the taker until this time: no other claim takes them before, unless it ignores leases. */
+  readonly leaseUntil: number;
+  /** At most this many, those due first first. */
+  readonly limit: number;
+  /**
+   * Take them whatever their lease: for an instance starting with a memory queue, whose
+   * predecessor's queue held some and is gone.
+   */
+  readonly ignoreLeases?: boolean;
+}
+
+/**
+ * The failed deliveries a replay sends again: those of one message (to each subscription of the
+ * account that failed it and is enabled), or those of one subscription whose message was published
+ * at or after `since` (ms).
+ */
+export type ReplaySelection =
+  | { readonly messageId: string }
+  | { readonly subscriptionId: string; readonly since: number };
+
+/** How a replay is paced. */
+export interface ReplayPlan {
+  /** Now, in ms. */
+  readonly at: number;
+  /** The first this many (oldest message first) are due now, leased until `leaseUntil`, and returned. */
+  readonly inline: number;
+  /** The lease of those returned. */
+  readonly leaseUntil: number;
+  /**
+   * The k-th of the rest (from 1) is due at `at + k * paceMs`, not leased: the redelivery sweeps
+   * take them as they come due.
+   */
+  readonly paceMs: number;
+}
+
+/** What a replay did. */
+export interface ReplayResult {
+  /** For a message: whether the account has it. For a subscription: always true. */
+  readonly found: boolean;
+  /** The deliveries set pending again, each with its replay number one higher and no attempts. */
+  readonly total: number;
+  /** Those due now (at most `inline`), to enqueue at once. */
+  readonly due: readonly PendingDelivery[];
 }
 
 /**
@@ -148,8 +275,21 @@ export interface SubscriptionRepository {
    * @returns stops listening
    */
   watch?(listener: ChangeListener): Promise<() => Promise<void>>;
-  /** Keep one delivery attempt in the account's log. */
-  recordAttempt(accountCode: string, attempt: DeliveryAttempt): Promise<DeliveryLogEntry>;
+  /**
+   * Keep one delivery attempt in the account's log and, in the same transaction, move its
+   * delivery (the message's to the subscription, when the outbox holds it in the attempt's replay
+   * round): `retry` leaves it pending, due at `nextAttemptAt`, leased until `leaseUntil`, with the
+   * attempt's count and first attempt time; `delivered` marks it delivered; `failed`, `disabled`
+   * and `lost` mark it failed (kept, replayable). The subscription's {@link EndpointHealth} moves
+   * with it.
+   * @param options - `leaseUntil`: for a retry, until when the queue holding it keeps it
+   *   (`nextAttemptAt` when left out)
+   */
+  recordAttempt(
+    accountCode: string,
+    attempt: DeliveryAttempt,
+    options?: { readonly leaseUntil?: number },
+  ): Promise<AttemptRecord>;
   /** The account's attempts that the query lets through, newest (highest sequence) first. */
   attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]>;
   /**
@@ -158,6 +298,36 @@ export interface SubscriptionRepository {
    * @returns how many it deleted (fewer than `limit`: none older is left)
    */
   deleteAttemptsBefore(at: number, limit: number): Promise<number>;
+  /**
+   * The outbox: keep the message and one pending delivery per subscription, due at its
+   * `createdAt` and leased until `leaseUntil`, all in one transaction, before any is queued.
+   * Recording the account's message id again changes nothing.
+   */
+  recordMessage(
+    message: OutboxMessage,
+    deliveries: readonly OutboxDelivery[],
+    options: { readonly leaseUntil: number },
+  ): Promise<void>;
+  /**
+   * Take pending deliveries that are due and whose lease has passed, lease them to the caller and
+   * return them with their message's body: the redelivery sweep. Two claims at once never take the
+   * same delivery, unless one ignores leases.
+   */
+  claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]>;
+  /** Set failed deliveries pending again, in a new replay round (see {@link ReplayPlan}). */
+  replay(accountCode: string, selection: ReplaySelection, plan: ReplayPlan): Promise<ReplayResult>;
+  /** The status of a message's delivery to a subscription, or `undefined` when there is none. */
+  deliveryStatus(
+    accountCode: string,
+    messageId: string,
+    subscriptionId: string,
+  ): Promise<DeliveryStatus | undefined>;
+  /**
+   * Delete at most `limit` messages, of every account, published before `at` (ms) that owe no
+   * pending delivery, with their deliveries: retention, in bounded batches.
+   * @returns how many it deleted
+   */
+  deleteMessagesBefore(at: number, limit: number): Promise<number>;
   /** Release what the repository holds (connections it opened); the caller's own stay open. */
   close?(): Promise<void>;
 }

@@ -23,10 +23,20 @@ export interface Subscription extends SubscriptionRequest {
 /** Whether a subscription receives events: `disabled` ones are kept and listed, never matched. */
 export type SubscriptionStatus = 'enabled' | 'disabled';
 
+/**
+ * Why a subscription is disabled: its owner asked (`requested`), its endpoint failed without a
+ * success for too long (`endpoint_failing`), or answered 410 Gone (`endpoint_gone`).
+ */
+export type DisabledReason = 'requested' | 'endpoint_failing' | 'endpoint_gone';
+
 /** A subscription as a repository holds it: with its status, last change and revision. */
 export interface StoredSubscription extends Subscription {
   /** `enabled` receives events; `disabled` does not. */
   readonly status: SubscriptionStatus;
+  /** Why it is disabled; only while `status` is `disabled`. */
+  readonly disabledReason?: DisabledReason;
+  /** When it was disabled, as an ISO 8601 timestamp in UTC; only while `status` is `disabled`. */
+  readonly disabledAt?: string;
   /** When it last changed, as an ISO 8601 timestamp in UTC (its creation time at first). */
   readonly updatedAt: string;
   /**

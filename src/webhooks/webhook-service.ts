@@ -13,10 +13,10 @@ import { cursorValidator } from '../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../pagination/page-number-validator.js';
 import { pageSizePresets } from '../pagination/page-size-presets.js';
 import { AttemptRetention } from './attempt-retention.js';
-import { deliveryJob } from './delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import { endpointUrlPolicy } from './endpoint-url.js';
 import { MemoryDeliveryQueue } from './memory-queue.js';
+import { Outbox } from './outbox.js';
 import { createWebhookMessage } from './payload.js';
 import { serviceDeliverer } from './service-deliverer.js';
 import {
@@ -53,7 +53,7 @@ export interface PublishEvent {
 export interface PublishResult {
   /** The message id (`webhook-id`). */
   readonly id: string;
-  /** The subscriptions a delivery was queued for. */
+  /** The subscriptions a delivery was recorded (and queued) for. */
   readonly deliveries: readonly string[];
 }
 
@@ -72,12 +72,21 @@ export interface WebhookService {
    */
   readonly fetch: (request: Request) => Promise<Response>;
   /**
-   * Queue one delivery of an event to each enabled subscription that matches it.
+   * Deliver an event to each enabled subscription that matches it: the message and one pending
+   * delivery per subscription are recorded in the repository in one transaction (the outbox),
+   * then queued. Resolves once they are on record; a job the queue then refuses (closed, full,
+   * unreachable) is told to `onError` and queued again by a later sweep, never lost.
    * @throws ConfigurationError `invalid_option` for an event that is no object, has no account
    *   code, a malformed kind or property id, or data JSON cannot hold
-   * @throws DeliveryQueueError when the queue does not accept a delivery (closed, full)
+   * @throws the repository's error when the message could not be recorded (nothing was queued)
    */
   publish(event: PublishEvent): Promise<PublishResult>;
+  /**
+   * Queue the pending deliveries that are due and no queue holds (the timer of
+   * `redeliveryIntervalMs` calls it too; start calls it once for every due delivery).
+   * @returns how many it queued
+   */
+  redeliver(): Promise<number>;
   /**
    * Load the index from the repository and listen for changes; warns once when secrets are stored
    * unencrypted. Idempotent; a failed start may be tried again.
@@ -131,6 +140,7 @@ class Service implements WebhookService {
   #starting: Promise<void> | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   readonly #retention: AttemptRetention;
+  readonly #outbox: Outbox;
   #warned = false;
   #closed = false;
 
@@ -144,6 +154,10 @@ class Service implements WebhookService {
       index: this.#index,
       clock,
       delivery: settings.delivery,
+      leaseMs: settings.redeliveryLeaseMs,
+      disableAfterMs: settings.disableAfterMs,
+      disableMinMessages: settings.disableMinMessages,
+      onDisabled: settings.onDisabled,
       onError,
       started: () => this.start().catch(onError),
       catchUp: settle,
@@ -152,6 +166,17 @@ class Service implements WebhookService {
       settings.queue === undefined
         ? new MemoryDeliveryQueue({ deliverer, clock })
         : settings.queue(deliverer);
+    this.#outbox = new Outbox({
+      repository,
+      queue: this.#queue,
+      index: this.#index,
+      clock,
+      intervalMs: settings.redeliveryIntervalMs,
+      leaseMs: settings.redeliveryLeaseMs,
+      replayInlineLimit: settings.replayInlineLimit,
+      replayPaceMs: settings.replayPaceMs,
+      onError,
+    });
     this.#retention = new AttemptRetention({
       repository,
       clock,
@@ -185,6 +210,8 @@ class Service implements WebhookService {
       cursors: cursorValidator({ codec, sizes: pageSizePresets.analyticalData }),
       codec,
       settle,
+      replay: (accountCode, selection) => this.#outbox.replay(accountCode, selection),
+      replayPaceMs: settings.replayPaceMs,
     };
     const { limiter, identify } = settings;
     if (settings.limits !== undefined && limiter === undefined) {
@@ -236,6 +263,8 @@ class Service implements WebhookService {
       this.#timer.unref?.();
     }
     this.#retention.start();
+    // Not awaited: the sweep may wait for room in the queue, whose attempts wait for the start.
+    this.#outbox.start().catch(this.#settings.onError);
   }
 
   async close(): Promise<void> {
@@ -244,12 +273,18 @@ class Service implements WebhookService {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#retention.close();
+    await this.#outbox.close();
     await this.#mirror.close();
     await this.#queue.close();
   }
 
   deleteExpiredAttempts(): Promise<number> {
     return this.#retention.sweep();
+  }
+
+  async redeliver(): Promise<number> {
+    await this.start();
+    return this.#outbox.sweep();
   }
 
   stats(): WebhookServiceStats {
@@ -259,13 +294,23 @@ class Service implements WebhookService {
   async publish(event: PublishEvent): Promise<PublishResult> {
     const { accountCode, kind, propertyId, data } = readEvent(event);
     await this.start();
+    const createdAt = this.#settings.clock.now();
     const message = createWebhookMessage(
       { accountCode, kind, ...(propertyId === undefined ? {} : { propertyId }), data },
-      { clock: this.#settings.clock },
+      { clock: { now: () => createdAt } },
     );
     const matches = this.#index.match({ accountCode, kind, propertyId });
-    for (const subscription of matches)
-      await this.#queue.enqueue(deliveryJob(message, subscription));
+    await this.#outbox.publish(
+      {
+        accountCode,
+        id: message.id,
+        kind,
+        ...(propertyId === undefined ? {} : { propertyId }),
+        body: message.body,
+        createdAt,
+      },
+      matches,
+    );
     return { id: message.id, deliveries: matches.map((s) => s.id) };
   }
 

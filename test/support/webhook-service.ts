@@ -1,6 +1,10 @@
+import { afterEach } from 'vitest';
 /** A webhook service on a memory repository, a fake clock and a recording transport, and calls to it. */
 import {
   createWebhookService,
+  type Deliverer,
+  type DeliveryJob,
+  type DeliveryQueue,
   FakeClock,
   MemorySubscriptionRepository,
   type SubscriptionRepository,
@@ -29,6 +33,22 @@ export const byAccountHeader = (request: Request) => {
   const account = request.headers.get('x-account');
   return account === null ? undefined : { clientId: 'app', accountCode: account };
 };
+
+/**
+ * `serviceSetup` for a test file: every service it makes is closed after each test (call it at the
+ * top level of the file).
+ */
+export function closingSetup(): typeof serviceSetup {
+  const open: ServiceSetup[] = [];
+  afterEach(async () => {
+    for (const made of open.splice(0)) await made.service.close();
+  });
+  return (options = {}) => {
+    const made = serviceSetup(options);
+    open.push(made);
+    return made;
+  };
+}
 
 export function serviceSetup(
   options: Partial<WebhookServiceOptions> & {
@@ -145,9 +165,29 @@ export function repositoryWith(
     'recordAttempt',
     'attempts',
     'deleteAttemptsBefore',
+    'recordMessage',
+    'claimDeliveries',
+    'replay',
+    'deliveryStatus',
+    'deleteMessagesBefore',
   ] as const) {
     const method = inner[name] as ((...args: unknown[]) => unknown) | undefined;
     if (method !== undefined) delegate[name] = method.bind(inner);
   }
   return { ...delegate, ...overrides } as unknown as SubscriptionRepository;
+}
+
+/** A queue that only holds jobs; the test runs their attempts with the deliverer it was given. */
+export function heldQueue() {
+  const held: { deliverer?: Deliverer; jobs: DeliveryJob[] } = { jobs: [] };
+  const make = (deliverer: Deliverer): DeliveryQueue => {
+    held.deliverer = deliverer;
+    return {
+      enqueue: async (job) => {
+        held.jobs.push(job);
+      },
+      close: async () => [],
+    };
+  };
+  return { held, make };
 }

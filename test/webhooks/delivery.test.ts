@@ -336,8 +336,8 @@ describe('deliver', () => {
         error: { code: 'forbidden_address' },
       },
     });
-    expect(step.report.at).toBeGreaterThanOrEqual(earliest);
-    expect(step.report.at).toBeLessThanOrEqual(latest);
+    expect(step.report?.at).toBeGreaterThanOrEqual(earliest);
+    expect(step.report?.at).toBeLessThanOrEqual(latest);
     expect(receiver.received.length).toBe(before);
   });
 
@@ -354,7 +354,8 @@ describe('deliver', () => {
         job: { attempts: 1 },
         report: { outcome: 'retry', error: { code: 'connection_failed', message } },
       });
-      expect(step.report.status).toBeUndefined();
+      expect(step.report).toBeDefined();
+      expect(step.report?.status).toBeUndefined();
     }
   });
 

@@ -190,9 +190,10 @@ describe('MemoryDeliveryQueue', () => {
     const clock = new FakeClock(0);
     const same = job(0);
     const deliverer: Deliverer = {
+      // Two different jobs, answered with one and the same job object to wait for a retry.
       attempt: async (j) => ({
         done: false,
-        job: j,
+        job: same,
         at: clock.now() + 1_000,
         report: {
           id: j.id,
@@ -212,11 +213,37 @@ describe('MemoryDeliveryQueue', () => {
           signal?.addEventListener('abort', () => reject(signal.reason)),
         ),
     });
-    await queue.enqueue(same);
-    await queue.enqueue(same);
+    await queue.enqueue(job(1));
+    await queue.enqueue(job(2));
     await tick();
     expect(queue.size).toBe(2);
     expect(await queue.close()).toEqual([same, same]);
+  });
+
+  it('holds one job per message, subscription and replay: the same again adds nothing until it is done', async () => {
+    const clock = new FakeClock(0);
+    const { deliverer, pending, attempts } = scriptedDeliverer(() => 0, clock);
+    const queue = new MemoryDeliveryQueue({ deliverer, clock, concurrency: 1 });
+    await queue.enqueue(job(0));
+    // The same delivery, as another object with its attempts counted: not added.
+    await queue.enqueue({ ...job(0), attempts: 3 });
+    // Another replay of it, and another subscription: each a job of its own.
+    await queue.enqueue({ ...job(0), replay: 1 });
+    await queue.enqueue({ ...job(0), subscriptionId: 'other' });
+    await tick();
+    expect(queue.size).toBe(3);
+    for (let i = 0; i < 3; i++) {
+      pending.shift()!.settle();
+      await tick();
+    }
+    expect(attempts).toEqual(['msg_0', 'msg_0', 'msg_0']);
+    expect(queue.size).toBe(0);
+    // Done: the same delivery may be queued again (a replay of it would be).
+    await queue.enqueue(job(0));
+    await tick();
+    expect(attempts).toHaveLength(4);
+    pending.shift()!.settle();
+    expect(await queue.close()).toEqual([]);
   });
 
   it('refuses a capacity or concurrency below 1', () => {

@@ -1,47 +1,21 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  type Deliverer,
   type DeliveryAttempt,
-  type DeliveryJob,
-  type DeliveryQueue,
   FakeClock,
   MemorySubscriptionRepository,
   verifyWebhook,
 } from '../../src/index.js';
 import {
   call,
+  closingSetup,
+  heldQueue,
   repositoryWith,
-  type ServiceSetup,
   START,
-  serviceSetup,
   subscriptionBody,
   until,
 } from '../support/webhook-service.js';
 
-const open: ServiceSetup[] = [];
-const setup = (options: Parameters<typeof serviceSetup>[0] = {}) => {
-  const made = serviceSetup(options);
-  open.push(made);
-  return made;
-};
-afterEach(async () => {
-  for (const made of open.splice(0)) await made.service.close();
-});
-
-/** A queue that only holds jobs; the test runs their attempts. */
-function heldQueue() {
-  const held: { deliverer?: Deliverer; jobs: DeliveryJob[] } = { jobs: [] };
-  const make = (deliverer: Deliverer): DeliveryQueue => {
-    held.deliverer = deliverer;
-    return {
-      enqueue: async (job) => {
-        held.jobs.push(job);
-      },
-      close: async () => [],
-    };
-  };
-  return { held, make };
-}
+const setup = closingSetup();
 
 const verifies = (
   sent: { body: string; headers: Record<string, string> },
@@ -152,9 +126,9 @@ describe('createWebhookService: publishing and delivery', () => {
   });
 
   it('a 410 from the receiver disables the subscription in the repository and the index', async () => {
-    const { service, repository } = setup();
-    const setupRef = open.at(-1)!;
-    setupRef.answer = { status: 410, headers: {} };
+    const made = setup();
+    const { service, repository } = made;
+    made.answer = { status: 410, headers: {} };
     const created = await call(service, 'POST', '/v1/subscriptions', { body: subscriptionBody() });
     await service.publish({ accountCode: 'ACME', kind: 'reservation/created' });
     await until(() => service.stats().subscriptions === 0, 'the index to drop it');
@@ -224,7 +198,7 @@ describe('createWebhookService: the same on every instance', () => {
     // B is the restarted instance: its durable queue runs the job before anything started it.
     const queueB = heldQueue();
     const b = setup({ repository: unwatched, clock, queue: queueB.make });
-    expect((await queueB.held.deliverer!.attempt(job)).report.outcome).toBe('delivered');
+    expect((await queueB.held.deliverer!.attempt(job)).report?.outcome).toBe('delivered');
     expect(verifies(b.sent[0]!, created.body.secret, clock)).toBe(true);
     // C started before the next create and hears of no change: its deliverer catches up on the miss.
     const queueC = heldQueue();
@@ -235,7 +209,7 @@ describe('createWebhookService: the same on every instance', () => {
     });
     expect(c.service.stats().subscriptions).toBe(1);
     const laterJob = { ...job, subscriptionId: later.body.id };
-    expect((await queueC.held.deliverer!.attempt(laterJob)).report.outcome).toBe('delivered');
+    expect((await queueC.held.deliverer!.attempt(laterJob)).report?.outcome).toBe('delivered');
     expect(verifies(c.sent.at(-1)!, later.body.secret, clock)).toBe(true);
   });
 

@@ -16,6 +16,8 @@ interface ModelSubscription {
   events: string[];
   propertyIds: string[] | undefined;
   status: 'enabled' | 'disabled';
+  /** While disabled by a PATCH: when it was (a later PATCH that keeps it disabled keeps it). */
+  disabledAt: string | undefined;
   createdAt: string;
   updatedAt: string;
 }
@@ -85,6 +87,8 @@ const view = (s: ModelSubscription) => ({
   events: s.events,
   ...(s.propertyIds === undefined ? {} : { propertyIds: s.propertyIds }),
   status: s.status,
+  // A subscription disabled by its owner says so, and since when.
+  ...(s.status === 'disabled' ? { disabledReason: 'requested', disabledAt: s.disabledAt } : {}),
   createdAt: s.createdAt,
   updatedAt: s.updatedAt,
 });
@@ -151,6 +155,7 @@ describe('createWebhookService: random API calls from several accounts agree wit
                       events: step.events,
                       propertyIds: step.propertyIds,
                       status: 'enabled',
+                      disabledAt: undefined,
                       createdAt: iso,
                       updatedAt: iso,
                     };
@@ -187,6 +192,8 @@ describe('createWebhookService: random API calls from several accounts agree wit
                     if (change.events !== undefined) held.events = change.events;
                     if (change.propertyIds !== undefined)
                       held.propertyIds = change.propertyIds ?? undefined;
+                    if (change.status === 'disabled') held.disabledAt = iso;
+                    if (change.status === 'enabled') held.disabledAt = undefined;
                     if (change.status !== undefined) held.status = change.status;
                     held.updatedAt = iso;
                     expect(answer.status).toBe(200);
