@@ -77,6 +77,8 @@ interface Published {
   answer?: { readonly id: string; readonly deliveries: readonly string[] };
   /** Why no answer came. */
   failure?: string;
+  /** The id of a message known to be on record though its publish was never answered. */
+  recordedId?: string;
 }
 
 /** One request the receiver got, read. */
@@ -195,15 +197,44 @@ export class DeliveryLedger {
     return { first, settled };
   }
 
-  #next(on: InstanceProcess): Published {
+  /**
+   * Publish the next message on `on` so that its enqueue hangs once it is on record
+   * (webhook-instance.ts): its publish is never answered. An event two subscriptions match.
+   */
+  publishStalled(on: InstanceProcess): Published {
+    const message = this.#next(on, {
+      accountCode: 'K1',
+      kind: 'reservation/created',
+      propertyId: 'P2',
+    });
+    on.call('POST', '/test/publish?stall', { body: message.event }).then(
+      (answer) => {
+        message.failure = `answered ${answer.status} ${JSON.stringify(answer.body)}`;
+      },
+      (error: unknown) => {
+        message.failure =
+          error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      },
+    );
+    return message;
+  }
+
+  /** Message `seq` is on record as `id`, whatever became of its publish. */
+  recorded(seq: number, id: string): void {
+    (this.messages[seq] as Published).recordedId = id;
+  }
+
+  #next(on: InstanceProcess, event?: Omit<PublishEvent, 'data'>): Published {
     const seq = this.messages.length;
     const message: Published = {
       seq,
       on: on.name,
       event: {
-        accountCode: ACCOUNTS[seq % ACCOUNTS.length] as string,
-        kind: KINDS[Math.floor(seq / 2) % KINDS.length] as string,
-        propertyId: PROPERTIES[seq % PROPERTIES.length],
+        ...(event ?? {
+          accountCode: ACCOUNTS[seq % ACCOUNTS.length] as string,
+          kind: KINDS[Math.floor(seq / 2) % KINDS.length] as string,
+          propertyId: PROPERTIES[seq % PROPERTIES.length],
+        }),
         data: { seq },
       },
     };
@@ -268,8 +299,9 @@ export class DeliveryLedger {
   }
 
   /**
-   * The messages that must arrive, with their `webhook-id`: every acknowledged one, and every one
-   * cut off whose copy came all the same (it was recorded: then all of it must arrive).
+   * The messages that must arrive, with their `webhook-id`: every acknowledged one, every one known
+   * to be on record, and every one cut off whose copy came all the same (it was recorded: then all
+   * of it must arrive).
    */
   #due(): Array<{ message: Published; id: string }> {
     const seen = new Map<number, string>();
@@ -279,7 +311,7 @@ export class DeliveryLedger {
       }
     }
     return this.messages.flatMap((message) => {
-      const id = message.answer?.id ?? seen.get(message.seq);
+      const id = message.answer?.id ?? message.recordedId ?? seen.get(message.seq);
       return id === undefined ? [] : [{ message, id }];
     });
   }
@@ -415,8 +447,9 @@ export class DeliveryLedger {
       (k) =>
         `${k.label} (${k.acknowledged} acknowledged, ${k.publishing} publishing, ${k.outstanding} outstanding, ${k.held} held of which ${k.heldFromKilled} from the killed process, ${k.retriesAwaited} retries awaited (${k.retriesDueAfterRestart ?? '-'} due after the restart), ${k.received} received)`,
     );
+    const stalled = this.messages.filter((m) => m.recordedId !== undefined).length;
     return [
-      `${this.messages.length} messages (${acknowledged} acknowledged, ${cutOff} cut off, ${due.length - acknowledged} of those recorded)`,
+      `${this.messages.length} messages (${acknowledged} acknowledged, ${cutOff} cut off, ${due.length - acknowledged} of those recorded, ${stalled} of them stalled after the record)`,
       `${deliveries} deliveries due, ${this.copies().length} copies received, ${this.copies().length - pairs.size} duplicates`,
       `kills: ${kills.join('; ')}`,
     ].join('; ');

@@ -1,9 +1,9 @@
 /**
  * The scenarios of the kill tests (test/webhooks/kill*.test.ts): webhook service instances, real
  * processes, killed with SIGKILL while attempts are in the receiver's hands, more wait in the
- * queue (some for a retry) and publishes are under way; started again on the same data, or left
- * dead while another finishes; and finally let run. The ledger (delivery-ledger.ts) then tells
- * what was lost, duplicated or wrongly sent.
+ * queue (some for a retry) and publishes are under way, one of them stalled after its record;
+ * started again on the same data, or left dead while another finishes; and finally let run. The
+ * ledger (delivery-ledger.ts) then tells what was lost, duplicated or wrongly sent.
  *
  * Nothing sleeps: each step waits for a condition (attempts held, copies received), with a
  * deadline after which the test says what it waited for.
@@ -113,6 +113,23 @@ class KillRun {
   }
 
   /**
+   * Publish a message on instance `index` whose enqueue hangs once it is on record: its publish is
+   * never answered, yet the message must reach every subscription it matches.
+   */
+  async publishStalled(index: number): Promise<void> {
+    const on = this.#instances[index] as InstanceProcess;
+    const { seq } = this.ledger.publishStalled(on);
+    await until(`message ${seq} on record at ${on.name}, its enqueue stalled`, async () => {
+      const stalled: Array<{ id: string; data: { seq?: unknown } }> = (
+        await on.call('GET', '/test/stalled')
+      ).body;
+      const found = stalled.find((message) => message.data?.seq === seq);
+      if (found !== undefined) this.ledger.recorded(seq, found.id);
+      return found !== undefined;
+    });
+  }
+
+  /**
    * The receiver holds every answer; `count` messages are published; wait until every running
    * instance has as many attempts in the receiver's hands as it makes at once: the rest wait.
    */
@@ -196,15 +213,16 @@ class KillRun {
 }
 
 /** The first kill of each scenario. */
-const HELD = 'attempts held, more queued, publishes under way';
+const HELD = 'attempts held, more queued, publishes under way, one stalled after its record';
 
 /**
- * Killed once: with attempts in the receiver's hands, more queued, and publishes under way; started
- * again on the same data.
+ * Killed once: with attempts in the receiver's hands, more queued, publishes under way, and one
+ * publish stalled between its record and its enqueue; started again on the same data.
  */
 export async function killedOnce(setup: KillSetup): Promise<KillOutcome> {
   const run = await KillRun.begin(setup);
   await run.heldAndQueued(40);
+  await run.publishStalled(0);
   await run.killCuttingOffPublishes(0, HELD, { ready: () => run.queued });
   await run.restart(0);
   return run.settle();
@@ -223,6 +241,7 @@ export async function killedSeveralTimes(setup: KillSetup): Promise<KillOutcome>
   const { receiver } = setup;
 
   await run.heldAndQueued(30);
+  await run.publishStalled(victim(0));
   await run.killCuttingOffPublishes(victim(0), HELD, { ready: () => run.queued });
   await run.restart(victim(0));
 
@@ -243,13 +262,15 @@ export async function killedSeveralTimes(setup: KillSetup): Promise<KillOutcome>
 
 /**
  * Two instances or more; the first killed as in {@link killedOnce} and never started again: the
- * others finish its work, the deliveries of its publishes cut off by the kill included (those wait
- * for their lease: the instances need a short `redeliveryLeaseMs` and `redeliveryIntervalMs`).
+ * others finish its work, the deliveries of its publishes cut off after their record included
+ * (those wait for their lease: the instances need a short `redeliveryLeaseMs` and
+ * `redeliveryIntervalMs`).
  */
 export async function killedAndLeftDead(setup: KillSetup): Promise<KillOutcome> {
   if (setup.names.length < 2) throw new Error('another instance must finish the work');
   const run = await KillRun.begin(setup);
   await run.heldAndQueued(30);
+  await run.publishStalled(0);
   await run.killCuttingOffPublishes(0, HELD, { ready: () => run.queued });
   return run.settle();
 }

@@ -10,7 +10,7 @@
  * - `RECEIVER_HOST` (an address deliveries may reach besides public ones; `127.0.0.1` by default);
  * - `REDIS_URL` (`redis://host:port/db`): deliveries through the BullMQ queue on that Redis
  *   (`createRedisDeliveryQueue`, its default name), so that a job waiting for a retry outlives the
- *   process; without it, the service's memory queue;
+ *   process; without it, a memory queue as the service makes by default;
  * - `START_AFTER_FIRST_JOB=1` (with `REDIS_URL`): the service starts (loads its index) only once
  *   the queue's worker has taken its first job, the order a long load at start gives, made certain;
  *   for a restart with a job due, as the instance serves only once started;
@@ -24,6 +24,9 @@
  * these test routes on the same server:
  *
  * - `POST /test/publish` (body: an event) answers `service.publish(event)`'s result;
+ *   `POST /test/publish?stall` publishes the event but hangs the enqueue of its first job, once it
+ *   is on record: the publish is never answered, the message is not lost (stalling-queue.ts);
+ * - `GET /test/stalled` answers the messages so stalled (`{ id, data }`);
  * - `GET /test/stats` answers `service.stats()`;
  * - `GET /test/errors` answers what `onError` was told so far (messages).
  *
@@ -40,10 +43,11 @@ import {
   createWebhookService,
   type Deliverer,
   httpTransport,
-  type WebhookServiceOptions,
+  MemoryDeliveryQueue,
 } from '../../src/index.js';
 import { PostgresSubscriptionRepository, type SqlDatabase } from '../../src/postgres/index.js';
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
+import { StallingQueue } from './stalling-queue.js';
 
 const name = process.env.INSTANCE ?? 'instance';
 const databaseUrl = process.env.DATABASE_URL;
@@ -54,28 +58,21 @@ const startAfterFirstJob = process.env.START_AFTER_FIRST_JOB === '1';
 if (startAfterFirstJob && redisUrl === undefined) {
   throw new Error('START_AFTER_FIRST_JOB needs REDIS_URL');
 }
-/** A whole number of ms from the environment, or undefined when the variable is not set. */
-const msFromEnv = (variable: string): number | undefined => {
+/** `{ [option]: ms }` from a whole number of ms in the environment; `{}` when it is not set. */
+function msFromEnv<K extends string>(variable: string, option: K): { [P in K]?: number } {
   const value = process.env[variable];
-  if (value === undefined) return undefined;
+  if (value === undefined) return {};
   if (!/^[0-9]+$/.test(value)) throw new Error(`${variable} must be a whole number of ms`);
-  return Number(value);
-};
-const workerOptions = Object.fromEntries(
-  [
-    ['lockDuration', msFromEnv('LOCK_DURATION_MS')],
-    ['stalledInterval', msFromEnv('STALLED_INTERVAL_MS')],
-  ].filter(([, ms]) => ms !== undefined),
-);
-const redelivery = Object.fromEntries(
-  [
-    ['redeliveryIntervalMs', msFromEnv('REDELIVERY_INTERVAL_MS')],
-    ['redeliveryLeaseMs', msFromEnv('REDELIVERY_LEASE_MS')],
-  ].filter(([, ms]) => ms !== undefined),
-);
-if ((databaseUrl === undefined) === (dataDir === undefined)) {
-  throw new Error('give exactly one of DATABASE_URL and DATA_DIR');
+  return { [option]: Number(value) } as { [P in K]?: number };
 }
+const workerOptions = {
+  ...msFromEnv('LOCK_DURATION_MS', 'lockDuration'),
+  ...msFromEnv('STALLED_INTERVAL_MS', 'stalledInterval'),
+};
+const redelivery = {
+  ...msFromEnv('REDELIVERY_INTERVAL_MS', 'redeliveryIntervalMs'),
+  ...msFromEnv('REDELIVERY_LEASE_MS', 'redeliveryLeaseMs'),
+};
 
 const errors: string[] = [];
 const noteError = (error: unknown) => {
@@ -116,6 +113,8 @@ const watched = (deliverer: Deliverer): Deliverer => ({
   ...(deliverer.lost === undefined ? {} : { lost: deliverer.lost.bind(deliverer) }),
 });
 
+/** The service's queue, made by the service. */
+let stalling: StallingQueue | undefined;
 const service = createWebhookService({
   repository,
   identify: (request) => {
@@ -131,11 +130,11 @@ const service = createWebhookService({
   },
   // Only notifications keep this instance in step: no poll hides a missed one.
   pollIntervalMs: 0,
-  ...(redisUrl === undefined
-    ? {}
-    : {
-        // BullMQ opens (and closes) its own connections; it waits while Redis is away.
-        queue: (deliverer) =>
+  queue: (deliverer) => {
+    stalling = new StallingQueue(
+      redisUrl === undefined
+        ? new MemoryDeliveryQueue({ deliverer })
+        : // BullMQ opens (and closes) its own connections; it waits while Redis is away.
           createRedisDeliveryQueue({
             bullmq,
             connection: {
@@ -147,11 +146,12 @@ const service = createWebhookService({
             deliverer: watched(deliverer),
             workerOptions,
           }),
-      }),
+    );
+    return stalling;
+  },
   onError: noteError,
   onWarning: () => undefined,
-  // Options of the outbox's redelivery, typed here only once the service has them.
-  ...(redelivery as Partial<WebhookServiceOptions>),
+  ...redelivery,
 });
 if (startAfterFirstJob) await firstJobTaken;
 await service.start();
@@ -173,9 +173,11 @@ function json(res: ServerResponse, status: number, value: unknown): void {
 /** The test routes; false for a request that is the service's. */
 async function testRoute(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
   const path = req.url ?? '/';
-  if (req.method === 'POST' && path === '/test/publish') {
+  if (req.method === 'POST' && (path === '/test/publish' || path === '/test/publish?stall')) {
     try {
-      json(res, 200, await service.publish(JSON.parse(await bodyOf(req))));
+      const event = JSON.parse(await bodyOf(req));
+      if (path.endsWith('?stall')) stalling?.stallNext(event?.data);
+      json(res, 200, await service.publish(event));
     } catch (error) {
       json(res, 400, { error: error instanceof Error ? error.message : String(error) });
     }
@@ -183,6 +185,10 @@ async function testRoute(req: IncomingMessage, res: ServerResponse): Promise<boo
   }
   if (req.method === 'GET' && path === '/test/stats') {
     json(res, 200, service.stats());
+    return true;
+  }
+  if (req.method === 'GET' && path === '/test/stalled') {
+    json(res, 200, stalling?.stalled ?? []);
     return true;
   }
   if (req.method === 'GET' && path === '/test/errors') {
