@@ -118,6 +118,51 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX delivery_log_age ON ${s}.delivery_log (at_ms)`,
     ],
   },
+  {
+    version: 3,
+    name: 'outbox: pending deliveries, claims, replays, endpoint health, disabled reasons',
+    statements: (s) => [
+      `ALTER TABLE ${s}.subscriptions
+        ADD COLUMN disabled_reason text
+          CHECK (disabled_reason IN ('requested', 'endpoint_failing', 'endpoint_gone')),
+        ADD COLUMN disabled_at text,
+        ADD COLUMN streak bigint NOT NULL DEFAULT 0,
+        ADD COLUMN failing_since_ms double precision,
+        ADD COLUMN failed_messages integer NOT NULL DEFAULT 0`,
+      // Those disabled before reasons were kept were disabled on request, at their last change.
+      `UPDATE ${s}.subscriptions SET disabled_reason = 'requested', disabled_at = updated_at
+        WHERE status = 'disabled'`,
+      `COMMENT ON COLUMN ${s}.subscriptions.streak IS 'numbers the failing streaks of the endpoint: grows when one ends (a delivery, enabling, deleting); health columns change no revision'`,
+      `COMMENT ON COLUMN ${s}.subscriptions.failing_since_ms IS 'when the first failed attempt of the current streak started (ms); NULL: no streak'`,
+      `COMMENT ON COLUMN ${s}.subscriptions.failed_messages IS 'messages with a failed attempt in the current streak, each once'`,
+      `ALTER TABLE ${s}.deliveries
+        ADD COLUMN endpoint_url text NOT NULL DEFAULT '',
+        ADD COLUMN published_ms double precision,
+        ADD COLUMN first_attempt_ms double precision,
+        ADD COLUMN lease_until_ms double precision NOT NULL DEFAULT 0,
+        ADD COLUMN replay integer NOT NULL DEFAULT 0,
+        ADD COLUMN failed_streak bigint`,
+      `UPDATE ${s}.deliveries AS d SET published_ms = m.created_ms,
+          next_attempt_ms = coalesce(d.next_attempt_ms, m.created_ms)
+        FROM ${s}.messages AS m WHERE m.account_code = d.account_code AND m.id = d.message_id`,
+      `ALTER TABLE ${s}.deliveries
+        ALTER COLUMN endpoint_url DROP DEFAULT,
+        ALTER COLUMN published_ms SET NOT NULL,
+        ALTER COLUMN next_attempt_ms SET NOT NULL`,
+      `COMMENT ON COLUMN ${s}.deliveries.published_ms IS 'the created_ms of its message: replays of a subscription select and order by it'`,
+      `COMMENT ON COLUMN ${s}.deliveries.lease_until_ms IS 'a queue holds it until then (ms): claims take it only after'`,
+      `COMMENT ON COLUMN ${s}.deliveries.failed_streak IS 'the subscription streak in which it last failed: counted once in it'`,
+      // A claim reads pending deliveries both due and out of lease: greatest() of the two by one
+      // range; a claim ignoring leases reads deliveries_due (migration 1).
+      `CREATE INDEX deliveries_claimable ON ${s}.deliveries
+        (greatest(next_attempt_ms, lease_until_ms)) WHERE status = 'pending'`,
+      `CREATE INDEX deliveries_failed ON ${s}.deliveries
+        (account_code, subscription_id, published_ms) WHERE status = 'failed'`,
+      `CREATE INDEX messages_age ON ${s}.messages (created_ms)`,
+      `ALTER TABLE ${s}.delivery_log ADD COLUMN replay integer`,
+      `COMMENT ON COLUMN ${s}.delivery_log.replay IS 'the replay round of the attempt; NULL: the publish'`,
+    ],
+  },
 ];
 
 /** The key of the advisory lock that migrations of `schema` take. */

@@ -24,8 +24,17 @@ import {
 import type { StoredSubscription, Subscription } from '../webhooks/subscription.js';
 import type {
   AttemptQuery,
+  AttemptRecord,
   ChangeListener,
+  DeliveryClaim,
   DeliveryLogEntry,
+  DeliveryStatus,
+  OutboxDelivery,
+  OutboxMessage,
+  PendingDelivery,
+  ReplayPlan,
+  ReplayResult,
+  ReplaySelection,
   SubscriptionChange,
   SubscriptionChanges,
   SubscriptionPage,
@@ -37,8 +46,10 @@ import {
   type AttemptRow,
   attemptParams,
   changeOfTuple,
+  type PendingRow,
   type SubscriptionRow,
   toLogEntry,
+  toPending,
   toSubscription,
 } from './rows.js';
 import {
@@ -273,6 +284,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
         : [...changes.propertyIds],
       changes.status ?? null,
       new Date(at).toISOString(),
+      changes.disabledReason ?? null,
     ]);
     return row === undefined ? undefined : toSubscription(row);
   }
@@ -336,12 +348,28 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return unwatch;
   }
 
-  async recordAttempt(accountCode: string, attempt: DeliveryAttempt): Promise<DeliveryLogEntry> {
-    const [row] = await this.#rows<{ sequence: string | number }>(this.#sql.recordAttempt, [
+  async recordAttempt(
+    accountCode: string,
+    attempt: DeliveryAttempt,
+    options: { readonly leaseUntil?: number } = {},
+  ): Promise<AttemptRecord> {
+    const [row] = await this.#rows<{
+      sequence: string | number;
+      failing_since_ms: number | null;
+      failed_messages: number | null;
+    }>(this.#sql.recordAttempt, [
       accountCode,
       ...attemptParams(attempt),
+      options.leaseUntil ?? null,
     ]);
-    return { ...attempt, sequence: Number(row?.sequence) };
+    const failingSince = row?.failing_since_ms ?? null;
+    return {
+      entry: { ...attempt, sequence: Number(row?.sequence) },
+      health:
+        failingSince === null
+          ? { failedMessages: 0 }
+          : { failingSince, failedMessages: Number(row?.failed_messages ?? 0) },
+    };
   }
 
   async attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]> {
@@ -362,6 +390,78 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
 
   async deleteAttemptsBefore(at: number, limit: number): Promise<number> {
     const [row] = await this.#rows<{ deleted: number }>(this.#sql.deleteAttemptsBefore, [
+      at,
+      count(limit),
+    ]);
+    return Number(row?.deleted ?? 0);
+  }
+
+  async recordMessage(
+    message: OutboxMessage,
+    deliveries: readonly OutboxDelivery[],
+    options: { readonly leaseUntil: number },
+  ): Promise<void> {
+    await this.#rows(this.#sql.recordMessage, [
+      message.accountCode,
+      message.id,
+      message.kind,
+      message.propertyId ?? null,
+      message.body,
+      message.createdAt,
+      deliveries.map((d) => d.subscriptionId),
+      deliveries.map((d) => d.endpointUrl),
+      options.leaseUntil,
+    ]);
+  }
+
+  async claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]> {
+    const limit = count(claim.limit);
+    if (limit === 0 || Number.isNaN(claim.dueBy)) return [];
+    const rows = await this.#rows<PendingRow>(
+      claim.ignoreLeases === true
+        ? this.#sql.claimDeliveriesIgnoringLeases
+        : this.#sql.claimDeliveries,
+      [claim.dueBy, claim.leaseUntil, limit],
+    );
+    return rows.map(toPending);
+  }
+
+  async replay(
+    accountCode: string,
+    selection: ReplaySelection,
+    plan: ReplayPlan,
+  ): Promise<ReplayResult> {
+    const pace = [plan.at, count(plan.inline), plan.leaseUntil, plan.paceMs];
+    const [text, params] =
+      'messageId' in selection
+        ? [this.#sql.replayMessage, [accountCode, selection.messageId, ...pace]]
+        : [
+            this.#sql.replaySubscription,
+            [accountCode, selection.subscriptionId, ...pace, selection.since],
+          ];
+    const rows = await this.#rows<PendingRow & { found: boolean; total: number }>(text, params);
+    return {
+      found: rows[0]?.found === true,
+      total: Number(rows[0]?.total ?? 0),
+      due: rows.filter((row) => row.message_id !== null).map(toPending),
+    };
+  }
+
+  async deliveryStatus(
+    accountCode: string,
+    messageId: string,
+    subscriptionId: string,
+  ): Promise<DeliveryStatus | undefined> {
+    const [row] = await this.#rows<{ status: DeliveryStatus }>(this.#sql.deliveryStatus, [
+      accountCode,
+      messageId,
+      subscriptionId,
+    ]);
+    return row?.status;
+  }
+
+  async deleteMessagesBefore(at: number, limit: number): Promise<number> {
+    const [row] = await this.#rows<{ deleted: number }>(this.#sql.deleteMessagesBefore, [
       at,
       count(limit),
     ]);

@@ -1,7 +1,15 @@
 /** Rows as the repository reads them, made into the webhook model's objects. @module */
 import type { DeliveryAttempt } from '../webhooks/delivery.js';
-import type { StoredSubscription, SubscriptionStatus } from '../webhooks/subscription.js';
-import type { DeliveryLogEntry, SubscriptionChange } from '../webhooks/subscription-repository.js';
+import type {
+  DisabledReason,
+  StoredSubscription,
+  SubscriptionStatus,
+} from '../webhooks/subscription.js';
+import type {
+  DeliveryLogEntry,
+  PendingDelivery,
+  SubscriptionChange,
+} from '../webhooks/subscription-repository.js';
 
 /** A row of the subscriptions table. */
 export interface SubscriptionRow {
@@ -16,6 +24,21 @@ export interface SubscriptionRow {
   // bigint: a string from pg, a number from PGlite.
   readonly revision: string | number;
   readonly deleted_at: string | null;
+  readonly disabled_reason: DisabledReason | null;
+  readonly disabled_at: string | null;
+}
+
+/** A pending delivery with its message's body, as claims and replays return them. */
+export interface PendingRow {
+  readonly account_code: string;
+  readonly message_id: string;
+  readonly subscription_id: string;
+  readonly endpoint_url: string;
+  readonly body: string;
+  readonly attempts: number;
+  readonly first_attempt_ms: number | null;
+  readonly replay: number;
+  readonly next_attempt_ms: number;
 }
 
 /** A row of the delivery log. */
@@ -33,6 +56,7 @@ export interface AttemptRow {
   readonly next_attempt_ms: number | null;
   readonly reason: string | null;
   readonly duration_ms: number | null;
+  readonly replay: number | null;
 }
 
 /** The stored subscription of a row, frozen as the memory repository's are. */
@@ -45,9 +69,18 @@ export function toSubscription(row: SubscriptionRow): StoredSubscription {
     ...(row.property_ids === null ? {} : { propertyIds: Object.freeze([...row.property_ids]) }),
     createdAt: row.created_at,
     status: row.status,
+    ...disabled(row.disabled_reason, row.disabled_at),
     updatedAt: row.updated_at,
     revision: Number(row.revision),
   });
+}
+
+/** Why and when a subscription is disabled, kept only while it is. */
+function disabled(
+  reason: DisabledReason | null,
+  at: string | null,
+): Pick<StoredSubscription, 'disabledReason' | 'disabledAt'> {
+  return reason === null || at === null ? {} : { disabledReason: reason, disabledAt: at };
 }
 
 /**
@@ -68,7 +101,7 @@ export function changeOfTuple(tuple: readonly unknown[]): SubscriptionChange {
   const createdAt = tuple[6] as string;
   // A subscription never changed holds one string for both times, not two equal ones.
   const updatedAt = tuple[7] === createdAt ? createdAt : (tuple[7] as string);
-  const subscription: StoredSubscription =
+  const base: StoredSubscription =
     propertyIds === null
       ? { id, accountCode, endpointUrl, events, createdAt, status, updatedAt, revision }
       : {
@@ -82,6 +115,11 @@ export function changeOfTuple(tuple: readonly unknown[]): SubscriptionChange {
           updatedAt,
           revision,
         };
+  // Only disabled ones (few) take the shape with a reason.
+  const subscription =
+    tuple[10] === null
+      ? base
+      : { ...base, ...disabled(tuple[10] as DisabledReason, tuple[11] as string | null) };
   return Object.freeze({ revision, id, accountCode, subscription: Object.freeze(subscription) });
 }
 
@@ -103,11 +141,27 @@ export function toLogEntry(row: AttemptRow): DeliveryLogEntry {
     ...(row.reason === null
       ? {}
       : { reason: row.reason as NonNullable<DeliveryAttempt['reason']> }),
+    ...(row.replay === null ? {} : { replay: row.replay }),
     sequence: Number(row.sequence),
   };
 }
 
-/** The parameters of the delivery log's insert, in its order ($2 onwards). */
+/** The pending delivery of a row. */
+export function toPending(row: PendingRow): PendingDelivery {
+  return {
+    accountCode: row.account_code,
+    messageId: row.message_id,
+    subscriptionId: row.subscription_id,
+    endpointUrl: row.endpoint_url,
+    body: row.body,
+    attempts: row.attempts,
+    ...(row.first_attempt_ms === null ? {} : { firstAttemptAt: row.first_attempt_ms }),
+    replay: row.replay,
+    nextAttemptAt: row.next_attempt_ms,
+  };
+}
+
+/** The parameters of the delivery log's insert, in its order ($2 to $14). */
 export function attemptParams(attempt: DeliveryAttempt): unknown[] {
   return [
     attempt.id,
@@ -122,5 +176,6 @@ export function attemptParams(attempt: DeliveryAttempt): unknown[] {
     attempt.nextAttemptAt ?? null,
     attempt.reason ?? null,
     attempt.durationMs ?? null,
+    attempt.replay ?? null,
   ];
 }

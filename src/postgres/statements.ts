@@ -7,7 +7,11 @@
 
 /** The columns a subscription is read from, in the order `changeOfTuple` in rows.ts reads them. */
 const COLUMNS = `account_code, id, endpoint_url, events, property_ids, status, created_at,
-  updated_at, revision, deleted_at`;
+  updated_at, revision, deleted_at, disabled_reason, disabled_at`;
+
+/** The columns a pending delivery is read from (`toPending` in rows.ts), with its message's body. */
+const PENDING = `d.account_code, d.message_id, d.subscription_id, d.endpoint_url, m.body, d.attempts,
+  d.first_attempt_ms, d.replay, d.next_attempt_ms`;
 
 /** The statements of one schema and its notification channel. */
 export interface Statements {
@@ -22,6 +26,13 @@ export interface Statements {
   readonly recordAttempt: string;
   readonly attempts: string;
   readonly deleteAttemptsBefore: string;
+  readonly recordMessage: string;
+  readonly claimDeliveries: string;
+  readonly claimDeliveriesIgnoringLeases: string;
+  readonly replayMessage: string;
+  readonly replaySubscription: string;
+  readonly deliveryStatus: string;
+  readonly deleteMessagesBefore: string;
   readonly secretsToReencrypt: string;
   readonly reencrypt: string;
 }
@@ -32,6 +43,8 @@ export interface Statements {
  */
 export function statements(s: string, channel: string): Statements {
   const notify = `pg_notify('${channel}', sub.revision::text)`;
+  // Whether an attempt moves its delivery: pending, and in the attempt's replay round.
+  const round = `(d.status = 'pending' AND d.replay = coalesce($14::integer, 0))`;
   const live = `SELECT 1 FROM ${s}.subscriptions
       WHERE account_code = $1::text AND id = $2::text AND deleted_at IS NULL`;
   return {
@@ -61,13 +74,13 @@ export function statements(s: string, channel: string): Statements {
       ), sub AS (
         INSERT INTO ${s}.subscriptions AS t (${COLUMNS}, created_revision)
         SELECT $1::text, $2::text, $3::text, $4::text[], $5::text[], 'enabled', $6::text,
-          $7::text, rev.value, NULL, rev.value
+          $7::text, rev.value, NULL, NULL, NULL, rev.value
         FROM (SELECT value FROM rev LIMIT 1) AS rev, (SELECT FROM account LIMIT 1) AS account
         ON CONFLICT (account_code, id) DO UPDATE SET endpoint_url = excluded.endpoint_url,
           events = excluded.events, property_ids = excluded.property_ids, status = 'enabled',
           created_at = excluded.created_at, updated_at = excluded.updated_at,
-          revision = excluded.revision, deleted_at = NULL,
-          created_revision = CASE WHEN t.deleted_at IS NULL THEN t.created_revision
+          revision = excluded.revision, deleted_at = NULL, disabled_reason = NULL,
+          disabled_at = NULL, created_revision = CASE WHEN t.deleted_at IS NULL THEN t.created_revision
             ELSE excluded.created_revision END
         RETURNING ${COLUMNS}
       ), cleared AS (
@@ -92,7 +105,9 @@ export function statements(s: string, channel: string): Statements {
       ) AS page ON true
       ORDER BY page.created_revision`,
     // $3 endpoint or NULL, $4 events or NULL, $5 whether property ids change, $6 them, $7 status
-    // or NULL, $8 updated.
+    // or NULL, $8 updated, $9 the reason of a disable or NULL. Disabling keeps why and when,
+    // enabling clears them and starts the endpoint's failing streak afresh; a change that leaves
+    // the status keeps them.
     update: `WITH rev AS (
         UPDATE ${s}.revision SET value = value + 1 WHERE EXISTS (${live}) RETURNING value
       ), sub AS (
@@ -101,6 +116,17 @@ export function statements(s: string, channel: string): Statements {
           events = coalesce($4::text[], t.events),
           property_ids = CASE WHEN $5::boolean THEN $6::text[] ELSE t.property_ids END,
           status = coalesce($7::text, t.status),
+          disabled_reason = CASE
+            WHEN coalesce($7::text, t.status) = 'enabled' THEN NULL
+            WHEN $7::text = 'disabled' THEN coalesce($9::text, 'requested')
+            ELSE coalesce(t.disabled_reason, 'requested') END,
+          disabled_at = CASE
+            WHEN coalesce($7::text, t.status) = 'enabled' THEN NULL
+            WHEN $7::text = 'disabled' THEN $8::text
+            ELSE coalesce(t.disabled_at, t.updated_at) END,
+          streak = t.streak + CASE WHEN $7::text = 'enabled' THEN 1 ELSE 0 END,
+          failing_since_ms = CASE WHEN $7::text = 'enabled' THEN NULL ELSE t.failing_since_ms END,
+          failed_messages = CASE WHEN $7::text = 'enabled' THEN 0 ELSE t.failed_messages END,
           updated_at = $8::text,
           revision = rev.value
         FROM rev
@@ -112,7 +138,8 @@ export function statements(s: string, channel: string): Statements {
     delete: `WITH rev AS (
         UPDATE ${s}.revision SET value = value + 1 WHERE EXISTS (${live}) RETURNING value
       ), sub AS (
-        UPDATE ${s}.subscriptions AS t SET deleted_at = $3::text, revision = rev.value
+        UPDATE ${s}.subscriptions AS t SET deleted_at = $3::text, revision = rev.value,
+          streak = t.streak + 1, failing_since_ms = NULL, failed_messages = 0
         FROM rev
         WHERE t.account_code = $1::text AND t.id = $2::text AND t.deleted_at IS NULL
         RETURNING t.revision
@@ -156,12 +183,69 @@ export function statements(s: string, channel: string): Statements {
         AS changes
       FROM (SELECT ${COLUMNS} FROM ${s}.subscriptions
             WHERE revision > $1::bigint ORDER BY revision LIMIT $2::bigint) AS page`,
-    recordAttempt: `INSERT INTO ${s}.delivery_log (account_code, message_id, subscription_id,
-        endpoint_url, attempt, at_ms, status, error_code, error_message, outcome,
-        next_attempt_ms, reason, duration_ms)
-      VALUES ($1::text, $2::text, $3::text, $4::text, $5::integer, $6::float8, $7::integer,
-        $8::text, $9::text, $10::text, $11::float8, $12::text, $13::float8)
-      RETURNING sequence`,
+    // $2 to $13 the attempt (see attemptParams in rows.ts), $14 its replay or NULL, $15 the lease
+    // of a retry or NULL. One statement: the log's entry; the delivery, locked first (`held`), so
+    // that attempts at once of one message count it once; the subscription's failing streak; the
+    // delivery moved when it is pending in the attempt's round, and marked as counted in the
+    // streak. The subscription's row is written only when its health changes: a delivery to a
+    // healthy endpoint locks nothing but its own delivery.
+    recordAttempt: `WITH entry AS (
+        INSERT INTO ${s}.delivery_log (account_code, message_id, subscription_id,
+          endpoint_url, attempt, at_ms, status, error_code, error_message, outcome,
+          next_attempt_ms, reason, duration_ms, replay)
+        VALUES ($1::text, $2::text, $3::text, $4::text, $5::integer, $6::float8, $7::integer,
+          $8::text, $9::text, $10::text, $11::float8, $12::text, $13::float8, $14::integer)
+        RETURNING sequence
+      ), held AS (
+        SELECT d.account_code, d.message_id, d.subscription_id, d.failed_streak
+        FROM ${s}.deliveries AS d
+        WHERE d.account_code = $1::text AND d.message_id = $2::text AND d.subscription_id = $3::text
+        FOR UPDATE
+      ), health AS (
+        UPDATE ${s}.subscriptions AS t SET
+          streak = t.streak + CASE WHEN $10::text = 'delivered' THEN 1 ELSE 0 END,
+          failing_since_ms = CASE WHEN $10::text = 'delivered' THEN NULL
+            ELSE coalesce(t.failing_since_ms, $6::float8) END,
+          failed_messages = CASE WHEN $10::text = 'delivered' THEN 0
+            WHEN EXISTS (SELECT 1 FROM held WHERE held.failed_streak = t.streak)
+              THEN t.failed_messages
+            ELSE t.failed_messages + 1 END
+        WHERE t.account_code = $1::text AND t.id = $3::text AND t.deleted_at IS NULL
+          AND $13::float8 IS NOT NULL
+          AND CASE WHEN $10::text = 'delivered' THEN t.failing_since_ms IS NOT NULL
+            ELSE t.failing_since_ms IS NULL
+              OR NOT EXISTS (SELECT 1 FROM held WHERE held.failed_streak = t.streak) END
+        RETURNING t.streak, t.failing_since_ms, t.failed_messages
+      ), moved AS (
+        UPDATE ${s}.deliveries AS d SET
+          status = CASE WHEN NOT ${round} THEN d.status
+            WHEN $10::text = 'retry' THEN 'pending'
+            WHEN $10::text = 'delivered' THEN 'delivered' ELSE 'failed' END,
+          attempts = CASE WHEN ${round} AND $10::text = 'retry'
+            THEN greatest(d.attempts, $5::integer) ELSE d.attempts END,
+          first_attempt_ms = CASE WHEN ${round} AND $10::text = 'retry'
+            THEN coalesce(d.first_attempt_ms, $6::float8) ELSE d.first_attempt_ms END,
+          next_attempt_ms = CASE WHEN ${round} AND $10::text = 'retry'
+            THEN coalesce($11::float8, $6::float8) ELSE d.next_attempt_ms END,
+          lease_until_ms = CASE WHEN ${round} AND $10::text = 'retry'
+            THEN coalesce($15::float8, $11::float8, $6::float8) ELSE d.lease_until_ms END,
+          failed_streak = CASE WHEN $10::text <> 'delivered' AND h.streak IS NOT NULL
+            THEN h.streak ELSE d.failed_streak END
+        FROM held
+          LEFT JOIN (SELECT streak FROM health LIMIT 1) AS h ON true
+        WHERE d.account_code = held.account_code AND d.message_id = held.message_id
+          AND d.subscription_id = held.subscription_id
+          AND (${round} OR ($10::text <> 'delivered' AND h.streak IS NOT NULL))
+      )
+      SELECT entry.sequence, kept.failing_since_ms, kept.failed_messages
+      FROM entry LEFT JOIN LATERAL (
+        SELECT failing_since_ms, failed_messages FROM health
+        UNION ALL
+        SELECT failing_since_ms, failed_messages FROM ${s}.subscriptions
+        WHERE account_code = $1::text AND id = $3::text AND deleted_at IS NULL
+          AND NOT EXISTS (SELECT 1 FROM health)
+        LIMIT 1
+      ) AS kept ON true`,
     // $2 before this sequence, $3 subscription or NULL, $4 outcomes or NULL, $5 since or NULL,
     // $6 until or NULL, $7 limit. Newest first.
     attempts: `SELECT * FROM ${s}.delivery_log
@@ -178,6 +262,59 @@ export function statements(s: string, channel: string): Statements {
         DELETE FROM ${s}.delivery_log WHERE sequence IN (SELECT sequence FROM old) RETURNING 1
       )
       SELECT count(*)::integer AS deleted FROM gone`,
+    // $1 account, $2 message id, $3 kind, $4 property or NULL, $5 body, $6 created ms,
+    // $7 subscription ids, $8 their endpoints, $9 lease. One statement, so one transaction: the
+    // message and its deliveries, or nothing when the account has the message id already (the
+    // deliveries' foreign key is checked at the statement's end, the message inserted by then).
+    recordMessage: `WITH message AS (
+        INSERT INTO ${s}.messages (account_code, id, kind, property_id, body, created_ms)
+        VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::float8)
+        ON CONFLICT (account_code, id) DO NOTHING
+        RETURNING account_code, id, created_ms
+      ), owed AS (
+        INSERT INTO ${s}.deliveries (account_code, message_id, subscription_id, endpoint_url,
+          published_ms, next_attempt_ms, lease_until_ms)
+        SELECT message.account_code, message.id, o.subscription_id, o.endpoint_url,
+          message.created_ms, message.created_ms, $9::float8
+        FROM message, unnest($7::text[], $8::text[]) WITH ORDINALITY AS o(subscription_id, endpoint_url, n)
+        ORDER BY o.n
+        ON CONFLICT DO NOTHING
+      )
+      SELECT count(*)::integer AS recorded FROM message`,
+    // $1 due by, $2 lease until, $3 at most this many. Rows another claim holds are skipped, and
+    // one it leased meanwhile is re-read at its new version and left: two claims at once never
+    // take the same delivery.
+    claimDeliveries: claim(s, 'greatest(d.next_attempt_ms, d.lease_until_ms) <= $1::float8'),
+    claimDeliveriesIgnoringLeases: claim(s, 'd.next_attempt_ms <= $1::float8'),
+    // $1 account, $2 message id, $3 at, $4 inline, $5 lease of those, $6 pace.
+    replayMessage: replay(
+      s,
+      'd.message_id = $2::text',
+      `EXISTS (SELECT 1 FROM ${s}.messages WHERE account_code = $1::text AND id = $2::text)`,
+    ),
+    // $1 account, $2 subscription id, $3 at, $4 inline, $5 lease of those, $6 pace, $7 since.
+    replaySubscription: replay(
+      s,
+      'd.subscription_id = $2::text AND d.published_ms >= $7::float8',
+      'true',
+    ),
+    deliveryStatus: `SELECT status FROM ${s}.deliveries
+      WHERE account_code = $1::text AND message_id = $2::text AND subscription_id = $3::text`,
+    // $1 before this time (ms), $2 at most this many. A message a replay holds (FOR KEY SHARE) is
+    // skipped: its deliveries may be pending again once the replay commits.
+    deleteMessagesBefore: `WITH old AS (
+        SELECT m.account_code, m.id FROM ${s}.messages AS m
+        WHERE m.created_ms < $1::float8 AND NOT EXISTS (
+          SELECT 1 FROM ${s}.deliveries AS d
+          WHERE d.account_code = m.account_code AND d.message_id = m.id AND d.status = 'pending')
+        LIMIT $2::bigint
+        FOR UPDATE OF m SKIP LOCKED
+      ), gone AS (
+        DELETE FROM ${s}.messages AS m USING old
+        WHERE m.account_code = old.account_code AND m.id = old.id
+        RETURNING 1
+      )
+      SELECT count(*)::integer AS deleted FROM gone`,
     // $1 the newest key id, $2 after this sequence, $3 how many.
     secretsToReencrypt: `SELECT sequence, account_code, subscription_id, secret, key_id
       FROM ${s}.signing_secrets
@@ -189,4 +326,66 @@ export function statements(s: string, channel: string): Statements {
       WHERE t.sequence = n.sequence AND t.secret = n.old
       RETURNING t.sequence`,
   };
+}
+
+/**
+ * A claim: pending deliveries that `due` lets through, those due first first, locked (skipping
+ * those another claim or attempt holds), leased and returned with their message's body.
+ */
+function claim(s: string, due: string): string {
+  return `WITH due AS (
+      SELECT d.account_code, d.message_id, d.subscription_id FROM ${s}.deliveries AS d
+      WHERE d.status = 'pending' AND ${due}
+      ORDER BY d.next_attempt_ms LIMIT $3::bigint
+      FOR UPDATE SKIP LOCKED
+    ), leased AS (
+      UPDATE ${s}.deliveries AS d SET lease_until_ms = $2::float8
+      FROM due
+      WHERE d.account_code = due.account_code AND d.message_id = due.message_id
+        AND d.subscription_id = due.subscription_id
+      RETURNING d.*
+    )
+    SELECT ${PENDING} FROM leased AS d
+    JOIN ${s}.messages AS m ON m.account_code = d.account_code AND m.id = d.message_id
+    ORDER BY d.next_attempt_ms`;
+}
+
+/**
+ * A replay: the account's failed deliveries that `which` selects, to enabled live subscriptions,
+ * locked (their messages too, against retention), numbered oldest message first and set pending
+ * in the next round: the first $4 due at $3 and leased until $5, the k-th after them due at
+ * $3 + k * $6. One row even when none is (`found`, `total`), joined with those due now.
+ */
+function replay(s: string, which: string, found: string): string {
+  return `WITH locked AS (
+      SELECT d.account_code, d.message_id, d.subscription_id, d.published_ms
+      FROM ${s}.deliveries AS d
+      JOIN ${s}.subscriptions AS t ON t.account_code = d.account_code AND t.id = d.subscription_id
+      JOIN ${s}.messages AS m ON m.account_code = d.account_code AND m.id = d.message_id
+      WHERE d.account_code = $1::text AND ${which} AND d.status = 'failed'
+        AND t.deleted_at IS NULL AND t.status = 'enabled'
+      FOR UPDATE OF d FOR KEY SHARE OF m
+    ), chosen AS (
+      SELECT locked.*, row_number() OVER (
+        ORDER BY published_ms, message_id, subscription_id) AS k
+      FROM locked
+    ), pending AS (
+      UPDATE ${s}.deliveries AS d SET status = 'pending', attempts = 0, first_attempt_ms = NULL,
+        replay = d.replay + 1,
+        next_attempt_ms = CASE WHEN c.k <= $4::bigint THEN $3::float8
+          ELSE $3::float8 + (c.k - $4::bigint) * $6::float8 END,
+        lease_until_ms = CASE WHEN c.k <= $4::bigint THEN $5::float8
+          ELSE $3::float8 + (c.k - $4::bigint) * $6::float8 END
+      FROM chosen AS c
+      WHERE d.account_code = c.account_code AND d.message_id = c.message_id
+        AND d.subscription_id = c.subscription_id
+      RETURNING d.*, c.k
+    )
+    SELECT ${found} AS found, (SELECT count(*) FROM pending)::integer AS total, due.*
+    FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+      SELECT ${PENDING}, d.k FROM pending AS d
+      JOIN ${s}.messages AS m ON m.account_code = d.account_code AND m.id = d.message_id
+      WHERE d.k <= $4::bigint
+    ) AS due ON true
+    ORDER BY due.k`;
 }
