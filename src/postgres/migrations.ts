@@ -152,10 +152,12 @@ export const MIGRATIONS: readonly Migration[] = [
       `COMMENT ON COLUMN ${s}.deliveries.published_ms IS 'the created_ms of its message: replays of a subscription select and order by it'`,
       `COMMENT ON COLUMN ${s}.deliveries.lease_until_ms IS 'a queue holds it until then (ms): claims take it only after'`,
       `COMMENT ON COLUMN ${s}.deliveries.failed_streak IS 'the subscription streak in which it last failed: counted once in it'`,
-      // A claim reads pending deliveries both due and out of lease: greatest() of the two by one
-      // range; a claim ignoring leases reads deliveries_due (migration 1).
-      `CREATE INDEX deliveries_claimable ON ${s}.deliveries
-        (greatest(next_attempt_ms, lease_until_ms)) WHERE status = 'pending'`,
+      // A claim reads pending deliveries in the order they are due, and checks their lease in
+      // the index, not in the table: in-flight deliveries (due and leased) cost an index entry
+      // each, not a row. It replaces deliveries_due (migration 1), its first column.
+      `DROP INDEX ${s}.deliveries_due`,
+      `CREATE INDEX deliveries_pending ON ${s}.deliveries (next_attempt_ms, lease_until_ms)
+        WHERE status = 'pending'`,
       `CREATE INDEX deliveries_failed ON ${s}.deliveries
         (account_code, subscription_id, published_ms) WHERE status = 'failed'`,
       `CREATE INDEX messages_age ON ${s}.messages (created_ms)`,

@@ -284,7 +284,7 @@ export function statements(s: string, channel: string): Statements {
     // $1 due by, $2 lease until, $3 at most this many. Rows another claim holds are skipped, and
     // one it leased meanwhile is re-read at its new version and left: two claims at once never
     // take the same delivery.
-    claimDeliveries: claim(s, 'greatest(d.next_attempt_ms, d.lease_until_ms) <= $1::float8'),
+    claimDeliveries: claim(s, 'd.next_attempt_ms <= $1::float8 AND d.lease_until_ms <= $1::float8'),
     claimDeliveriesIgnoringLeases: claim(s, 'd.next_attempt_ms <= $1::float8'),
     // $1 account, $2 message id, $3 at, $4 inline, $5 lease of those, $6 pace.
     replayMessage: replay(

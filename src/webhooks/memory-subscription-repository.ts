@@ -8,7 +8,6 @@ import type {
   DeliveryClaim,
   DeliveryLogEntry,
   DeliveryStatus,
-  EndpointHealth,
   OutboxDelivery,
   OutboxMessage,
   PendingDelivery,

@@ -6,6 +6,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS, PostgresSubscriptionRepository } from '../../src/postgres/index.js';
+import { migrate } from '../../src/postgres/migrations.js';
+import { databaseKind } from '../../src/postgres/sql-database.js';
 import { subscription, TestDatabases } from './databases.js';
 
 const dbs = new TestDatabases();
@@ -49,6 +51,36 @@ describe('migrations', () => {
         'signing_secrets',
         'subscriptions',
       ]);
+    },
+  );
+
+  it.each(['pg', 'pglite'] as const)(
+    'brings a schema at version 2 with its rows to the last on %s: a disabled subscription was disabled on request, at its last change; old deliveries are due when their message was published',
+    async (name) => {
+      const schema = dbs.schema();
+      const database = dbs.database(name);
+      await migrate(databaseKind(database)!, schema, MIGRATIONS.slice(0, 2));
+      const s = `"${schema}"`;
+      await database.query(`INSERT INTO ${s}.subscriptions (account_code, id, endpoint_url, events,
+          status, created_at, updated_at, revision, created_revision)
+        VALUES ('ACME', 'off', 'https://hooks.example.com/off', '{folio/created}', 'disabled',
+          '2025-01-01T00:00:00.000Z', '2025-02-01T00:00:00.000Z', 1, 1),
+          ('ACME', 'on', 'https://hooks.example.com/on', '{folio/created}', 'enabled',
+          '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', 2, 2)`);
+      await database.query(`INSERT INTO ${s}.messages (account_code, id, kind, body, created_ms)
+        VALUES ('ACME', 'm', 'folio/created', '{}', 1000)`);
+      await database.query(`INSERT INTO ${s}.deliveries (account_code, message_id, subscription_id)
+        VALUES ('ACME', 'm', 'on')`);
+      const repository = await PostgresSubscriptionRepository.open({ database, schema });
+      expect(repository.migration.applied).toEqual(MIGRATIONS.slice(2).map((m) => m.version));
+      expect(await repository.get('ACME', 'off')).toMatchObject({
+        status: 'disabled',
+        disabledReason: 'requested',
+        disabledAt: '2025-02-01T00:00:00.000Z',
+      });
+      expect(await repository.get('ACME', 'on')).not.toHaveProperty('disabledReason');
+      const [due] = await repository.claimDeliveries({ dueBy: 1000, leaseUntil: 2000, limit: 10 });
+      expect(due).toMatchObject({ messageId: 'm', subscriptionId: 'on', nextAttemptAt: 1000 });
     },
   );
 

@@ -151,9 +151,9 @@ describe.each(DATABASES)('PostgresSubscriptionRepository on %s', (name) => {
       error: { code: 'timeout', message: 'no answer in 15 s' },
       nextAttemptAt: 6_000,
     };
-    const first = await repo.recordAttempt('ACME', attempt);
+    const { entry: first } = await repo.recordAttempt('ACME', attempt);
     await repo.recordAttempt('OTHER', { ...attempt, id: 'msg_other' });
-    const second = await repo.recordAttempt('ACME', {
+    const { entry: second } = await repo.recordAttempt('ACME', {
       ...attempt,
       attempt: 2,
       at: 6_000,

@@ -18,7 +18,7 @@ export function subscriptionAttemptsContract(test: RepositoryTest): void {
       const recorded: DeliveryLogEntry[] = [];
       for (let i = 1; i <= 4; i++) {
         recorded.push(
-          await repository.recordAttempt('acme', anAttempt(id, { attempt: i, at: T0 + i })),
+          (await repository.recordAttempt('acme', anAttempt(id, { attempt: i, at: T0 + i }))).entry,
         );
       }
       const sequences = recorded.map((e) => e.sequence);
@@ -60,7 +60,7 @@ export function subscriptionAttemptsContract(test: RepositoryTest): void {
       ];
       const recorded = [];
       for (const attempt of attempts) {
-        const entry = await repository.recordAttempt('acme', attempt);
+        const { entry } = await repository.recordAttempt('acme', attempt);
         expect(entry).toEqual({ ...attempt, sequence: entry.sequence });
         recorded.push(entry);
       }
@@ -73,8 +73,11 @@ export function subscriptionAttemptsContract(test: RepositoryTest): void {
 
     test('each account has its own log', async (repository) => {
       const id = randomUUID();
-      const mine = await repository.recordAttempt('acme', anAttempt(id));
-      const theirs = await repository.recordAttempt('globex', anAttempt(id, { attempt: 2 }));
+      const { entry: mine } = await repository.recordAttempt('acme', anAttempt(id));
+      const { entry: theirs } = await repository.recordAttempt(
+        'globex',
+        anAttempt(id, { attempt: 2 }),
+      );
       expect(await repository.attempts('acme', { limit: 10 })).toEqual([mine]);
       expect(await repository.attempts('globex', { limit: 10 })).toEqual([theirs]);
       expect(await repository.attempts('initech', { limit: 10 })).toEqual([]);
@@ -104,7 +107,7 @@ export function subscriptionAttemptsContract(test: RepositoryTest): void {
           at: T0 + i * MINUTE,
           outcome: outcomes[i % 3]!,
         });
-        recorded.push(await repository.recordAttempt('acme', attempt));
+        recorded.push((await repository.recordAttempt('acme', attempt)).entry);
       }
       return { a, b, newest: recorded.reverse() };
     };
@@ -174,9 +177,9 @@ export function subscriptionAttemptsContract(test: RepositoryTest): void {
 
     test('sequences keep growing after the log was emptied', async (repository) => {
       const id = randomUUID();
-      const first = await repository.recordAttempt('acme', anAttempt(id, { at: T0 }));
+      const { entry: first } = await repository.recordAttempt('acme', anAttempt(id, { at: T0 }));
       expect(await repository.deleteAttemptsBefore(T0 + 1, 10)).toBe(1);
-      const next = await repository.recordAttempt('acme', anAttempt(id, { at: T0 + 2 }));
+      const { entry: next } = await repository.recordAttempt('acme', anAttempt(id, { at: T0 + 2 }));
       expect(next.sequence).toBeGreaterThan(first.sequence);
       expect(
         await repository.attempts('acme', { beforeSequence: next.sequence, limit: 10 }),

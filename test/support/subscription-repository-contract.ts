@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { StoredSubscription, Subscription, SubscriptionRepository } from '../../src/index.js';
 import { subscriptionChangesContract } from './subscription-repository-contract-changes.js';
+import { subscriptionOutboxContract } from './subscription-repository-contract-outbox.js';
 import {
   aSubscription,
   created,
@@ -173,7 +174,17 @@ export function subscriptionRepositoryContract(name: string, open: OpenRepositor
         for (const [i, changes] of steps.entries()) {
           const at = T0 + 1_000 * (i + 1);
           const next = await repository.update('acme', original.id, changes, at);
-          expected = { ...expected, ...changes, updatedAt: iso(at), revision: expected.revision };
+          // Disabling records why and when; enabling clears both.
+          const { disabledReason: _, disabledAt: __, ...kept } = expected;
+          expected = {
+            ...(changes.status === 'enabled' ? kept : expected),
+            ...changes,
+            ...(changes.status === 'disabled'
+              ? { disabledReason: 'requested' as const, disabledAt: iso(at) }
+              : {}),
+            updatedAt: iso(at),
+            revision: expected.revision,
+          };
           expect(next).toEqual({ ...expected, revision: next?.revision });
           expect(next!.revision).toBeGreaterThan(expected.revision);
           expected = next!;
@@ -277,5 +288,6 @@ export function subscriptionRepositoryContract(name: string, open: OpenRepositor
     });
 
     subscriptionChangesContract(test);
+    subscriptionOutboxContract(test);
   });
 }

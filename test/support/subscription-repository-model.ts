@@ -151,8 +151,20 @@ export class SubscriptionRepositoryModel {
   ): Unstamped | undefined {
     const held = this.#held(accountCode, id);
     if (held === undefined) return undefined;
-    const { propertyIds: before, ...rest } = held.current;
+    const { propertyIds: before, disabledReason, disabledAt, ...rest } = held.current;
     const propertyIds = changes.propertyIds === undefined ? before : changes.propertyIds;
+    const status = changes.status ?? rest.status;
+    // Disabling keeps why (`requested` unless told) and when; enabling clears both; a change that
+    // leaves the status keeps them.
+    const disabled =
+      status === 'enabled'
+        ? {}
+        : changes.status === 'disabled'
+          ? { disabledReason: changes.disabledReason ?? 'requested', disabledAt: iso(at) }
+          : {
+              disabledReason: disabledReason ?? 'requested',
+              disabledAt: disabledAt ?? rest.updatedAt,
+            };
     held.current = {
       ...rest,
       ...(changes.endpointUrl === undefined ? {} : { endpointUrl: changes.endpointUrl }),
@@ -160,7 +172,8 @@ export class SubscriptionRepositoryModel {
       ...(propertyIds === null || propertyIds === undefined
         ? {}
         : { propertyIds: [...propertyIds] }),
-      ...(changes.status === undefined ? {} : { status: changes.status }),
+      status,
+      ...disabled,
       updatedAt: iso(at),
     };
     held.revision = Number.NaN;

@@ -174,7 +174,7 @@ class Run {
           at,
           ...step.attempt,
         };
-        const entry = await repository.recordAttempt(account, attempt);
+        const { entry } = await repository.recordAttempt(account, attempt);
         expect(entry, `recordAttempt ${account}`).toEqual({ ...attempt, sequence: entry.sequence });
         expect(model.recordAttempt(account, attempt, entry.sequence), 'sequence').toBeUndefined();
         return;

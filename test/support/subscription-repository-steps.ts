@@ -23,6 +23,11 @@ const changesArb: fc.Arbitrary<SubscriptionChanges> = fc.record(
     events: eventsArb,
     propertyIds: fc.option(propertyIdsArb, { nil: null }),
     status: fc.constantFrom('enabled' as const, 'disabled' as const),
+    disabledReason: fc.constantFrom(
+      'requested' as const,
+      'endpoint_failing' as const,
+      'endpoint_gone' as const,
+    ),
   },
   { requiredKeys: [] },
 );
