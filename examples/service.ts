@@ -336,7 +336,7 @@ async function main(): Promise<void> {
       ),
   });
   console.log(
-    `Subscriptions, signing secrets and the delivery log: ${service.storage}; a restart keeps them.${
+    `Subscriptions, signing secrets, the delivery log and pending deliveries: ${service.storage}; a restart keeps them.${
       databaseUrl === undefined
         ? ' DATA_DIR picks another folder, DATABASE_URL=postgres://... a PostgreSQL server.'
         : ''

@@ -6,6 +6,7 @@
  * and queue in memory and on Redis. Hostile input: hostile-input.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { DemoService } from '../../examples/service.js';
 import {
   type DeliveryLogEntry as AuditLogEntry,
   FakeClock,
@@ -17,6 +18,23 @@ import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver
 
 const { start: startDemo, cleanup } = demoStarter();
 afterAll(cleanup);
+
+/** A demo on a fake clock whose delivery attempts and disabled subscriptions can be awaited. */
+async function startWatched() {
+  const clock = new FakeClock(1_700_000_000_000);
+  const log = deliveryLog();
+  const disabled = disabledLog();
+  const service = await startDemo({
+    clock,
+    onDelivery: log.onDelivery,
+    onDisabled: disabled.onDisabled,
+  });
+  return { clock, log, disabled, service };
+}
+
+/** `POST /v1/messages/{id}/replay` as the Live client. */
+const replayMessage = (service: DemoService, id: string) =>
+  call(service, `/v1/messages/${id}/replay`, LIVE, undefined, 'POST');
 
 let receiver: WebhookReceiver;
 beforeAll(async () => {
@@ -209,15 +227,8 @@ describe('reference service (npm run demo), on embedded PostgreSQL, limits and q
   });
 
   it('the demo receiver that is gone: its 410 disables the subscription at once, told to onDisabled and printed; GET says why and when, the attempts show the 410', async () => {
-    const clock = new FakeClock(1_700_000_000_000);
-    const log = deliveryLog();
-    const disabled = disabledLog();
     const printed = vi.spyOn(console, 'log');
-    const service = await startDemo({
-      clock,
-      onDelivery: log.onDelivery,
-      onDisabled: disabled.onDisabled,
-    });
+    const { clock, log, disabled, service } = await startWatched();
     try {
       const created = await call(service, '/v1/subscriptions', LIVE, {
         endpointUrl: `${service.url}/demo/receiver/gone`,
@@ -258,13 +269,7 @@ describe('reference service (npm run demo), on embedded PostgreSQL, limits and q
         since: created.body.createdAt,
       });
       expect([refused.status, refused.body.code]).toEqual([409, 'subscription_disabled']);
-      const byMessage = await call(
-        service,
-        `/v1/messages/${emitted.body.id}/replay`,
-        LIVE,
-        undefined,
-        'POST',
-      );
+      const byMessage = await replayMessage(service, emitted.body.id);
       expect(byMessage.body).toMatchObject({ deliveries: 0 });
       expect(disabled.entries).toHaveLength(1);
     } finally {
@@ -274,14 +279,7 @@ describe('reference service (npm run demo), on embedded PostgreSQL, limits and q
   });
 
   it('enabled again, a replay sends what failed with the same webhook-id and the same body, recorded as replay 1; a second replay sends nothing', async () => {
-    const clock = new FakeClock(1_700_000_000_000);
-    const log = deliveryLog();
-    const disabled = disabledLog();
-    const service = await startDemo({
-      clock,
-      onDelivery: log.onDelivery,
-      onDisabled: disabled.onDisabled,
-    });
+    const { clock, log, disabled, service } = await startWatched();
     receiver.respond((d) => (d.path === '/back' ? { status: 410 } : { status: 204 }));
     try {
       const created = await call(service, '/v1/subscriptions', LIVE, {
@@ -307,13 +305,7 @@ describe('reference service (npm run demo), on embedded PostgreSQL, limits and q
       );
       expect(enabled.body).toMatchObject({ status: 'enabled' });
       expect(enabled.body).not.toHaveProperty('disabledReason');
-      const replayed = await call(
-        service,
-        `/v1/messages/${emitted.body.id}/replay`,
-        LIVE,
-        undefined,
-        'POST',
-      );
+      const replayed = await replayMessage(service, emitted.body.id);
       expect(replayed.status).toBe(202);
       expect(replayed.body).toEqual({
         messageId: emitted.body.id,
@@ -357,13 +349,7 @@ describe('reference service (npm run demo), on embedded PostgreSQL, limits and q
         queued: 0,
         paced: 0,
       });
-      const byMessage = await call(
-        service,
-        `/v1/messages/${emitted.body.id}/replay`,
-        LIVE,
-        undefined,
-        'POST',
-      );
+      const byMessage = await replayMessage(service, emitted.body.id);
       expect(byMessage.body).toMatchObject({ deliveries: 0 });
       expect(receiver.received).toHaveLength(before + 2);
     } finally {
