@@ -1,3 +1,4 @@
+import { afterEach } from 'vitest';
 /** A webhook service on a memory repository, a fake clock and a recording transport, and calls to it. */
 import {
   createWebhookService,
@@ -32,6 +33,22 @@ export const byAccountHeader = (request: Request) => {
   const account = request.headers.get('x-account');
   return account === null ? undefined : { clientId: 'app', accountCode: account };
 };
+
+/**
+ * `serviceSetup` for a test file: every service it makes is closed after each test (call it at the
+ * top level of the file).
+ */
+export function closingSetup(): typeof serviceSetup {
+  const open: ServiceSetup[] = [];
+  afterEach(async () => {
+    for (const made of open.splice(0)) await made.service.close();
+  });
+  return (options = {}) => {
+    const made = serviceSetup(options);
+    open.push(made);
+    return made;
+  };
+}
 
 export function serviceSetup(
   options: Partial<WebhookServiceOptions> & {

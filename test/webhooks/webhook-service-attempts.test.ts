@@ -3,7 +3,7 @@
  * subscription's attempts and of the account's audit log (newest first, by cursor, filtered by
  * outcome and time), and retention in bounded batches on a fake clock.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   type AttemptOutcome,
   ConfigurationError,
@@ -13,6 +13,7 @@ import {
 } from '../../src/index.js';
 import {
   call,
+  closingSetup,
   repositoryWith,
   type ServiceSetup,
   START,
@@ -21,15 +22,7 @@ import {
   until,
 } from '../support/webhook-service.js';
 
-const open: ServiceSetup[] = [];
-const setup = (options: Parameters<typeof serviceSetup>[0] = {}) => {
-  const made = serviceSetup(options);
-  open.push(made);
-  return made;
-};
-afterEach(async () => {
-  for (const made of open.splice(0)) await made.service.close();
-});
+const setup = closingSetup();
 
 const DAY = 24 * 60 * 60 * 1000;
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -1,6 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  type Deliverer,
   type DeliveryAttempt,
   FakeClock,
   MemorySubscriptionRepository,
@@ -8,24 +7,15 @@ import {
 } from '../../src/index.js';
 import {
   call,
+  closingSetup,
   heldQueue,
   repositoryWith,
-  type ServiceSetup,
   START,
-  serviceSetup,
   subscriptionBody,
   until,
 } from '../support/webhook-service.js';
 
-const open: ServiceSetup[] = [];
-const setup = (options: Parameters<typeof serviceSetup>[0] = {}) => {
-  const made = serviceSetup(options);
-  open.push(made);
-  return made;
-};
-afterEach(async () => {
-  for (const made of open.splice(0)) await made.service.close();
-});
+const setup = closingSetup();
 
 const verifies = (
   sent: { body: string; headers: Record<string, string> },
@@ -136,9 +126,9 @@ describe('createWebhookService: publishing and delivery', () => {
   });
 
   it('a 410 from the receiver disables the subscription in the repository and the index', async () => {
-    const { service, repository } = setup();
-    const setupRef = open.at(-1)!;
-    setupRef.answer = { status: 410, headers: {} };
+    const made = setup();
+    const { service, repository } = made;
+    made.answer = { status: 410, headers: {} };
     const created = await call(service, 'POST', '/v1/subscriptions', { body: subscriptionBody() });
     await service.publish({ accountCode: 'ACME', kind: 'reservation/created' });
     await until(() => service.stats().subscriptions === 0, 'the index to drop it');

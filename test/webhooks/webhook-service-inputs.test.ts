@@ -1,22 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MemorySubscriptionRepository } from '../../src/index.js';
 import {
   call,
+  closingSetup,
   repositoryWith,
-  type ServiceSetup,
-  serviceSetup,
   subscriptionBody,
 } from '../support/webhook-service.js';
 
-const open: ServiceSetup[] = [];
-const setup = (options: Parameters<typeof serviceSetup>[0] = {}) => {
-  const made = serviceSetup(options);
-  open.push(made);
-  return made;
-};
-afterEach(async () => {
-  for (const made of open.splice(0)) await made.service.close();
-});
+const setup = closingSetup();
 
 /** A body streamed in chunks, without Content-Length; counts the chunks pulled. */
 function chunked(

@@ -4,12 +4,11 @@
  * failures are kept and replayed with the same webhook-id, failing endpoints are disabled, and a
  * receiver's Retry-After holds back only its own subscription.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   type DeliveryJob,
   type DeliveryQueue,
   DeliveryQueueError,
-  type DeliveryStep,
   FakeClock,
   MemoryDeliveryQueue,
   MemorySubscriptionRepository,
@@ -18,23 +17,16 @@ import {
 } from '../../src/index.js';
 import {
   call,
+  closingSetup,
   heldQueue,
   type ServiceSetup,
   START,
-  serviceSetup,
+  type serviceSetup,
   subscriptionBody,
   until,
 } from '../support/webhook-service.js';
 
-const open: ServiceSetup[] = [];
-const setup = (options: Parameters<typeof serviceSetup>[0] = {}) => {
-  const made = serviceSetup(options);
-  open.push(made);
-  return made;
-};
-afterEach(async () => {
-  for (const made of open.splice(0)) await made.service.close();
-});
+const setup = closingSetup();
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -45,20 +37,6 @@ const DAY = 24 * HOUR;
 const TWO_ATTEMPTS = retrySchedule({ maxAttempts: 2, initialDelayMs: SECOND, jitter: 0 });
 /** One attempt: a failed one fails the delivery. */
 const ONE_ATTEMPT = retrySchedule({ maxAttempts: 1 });
-
-/** Run a job's attempts as a queue would, moving the clock to each retry, until it is done. */
-async function drive(
-  deliverer: { attempt(job: DeliveryJob): Promise<DeliveryStep> },
-  job: DeliveryJob,
-  clock: FakeClock,
-): Promise<DeliveryStep> {
-  for (;;) {
-    const step = await deliverer.attempt(job);
-    if (step.done) return step;
-    clock.set(Math.max(clock.now(), step.at));
-    job = step.job;
-  }
-}
 
 async function subscribe(made: ServiceSetup, over: Record<string, unknown> = {}, account = 'ACME') {
   const created = await call(made.service, 'POST', '/v1/subscriptions', {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   concurrency,
   createLimiter,
@@ -6,23 +6,9 @@ import {
   MemorySubscriptionRepository,
   window,
 } from '../../src/index.js';
-import {
-  call,
-  type ServiceSetup,
-  START,
-  serviceSetup,
-  subscriptionBody,
-} from '../support/webhook-service.js';
+import { call, closingSetup, START, subscriptionBody } from '../support/webhook-service.js';
 
-const open: ServiceSetup[] = [];
-const setup = (options: Parameters<typeof serviceSetup>[0] = {}) => {
-  const made = serviceSetup(options);
-  open.push(made);
-  return made;
-};
-afterEach(async () => {
-  for (const made of open.splice(0)) await made.service.close();
-});
+const setup = closingSetup();
 
 const PROBLEM = 'application/problem+json; charset=utf-8';
 
