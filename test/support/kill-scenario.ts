@@ -36,9 +36,9 @@ const DEADLINE_MS = 30_000;
 /** What the instances may take, after the last kill, to deliver everything due. */
 const SETTLE_MS = 45_000;
 /** The Retry-After of the refusing endpoint, in seconds: longer than a restart takes. */
-const RETRY_AFTER_S = 5;
+const RETRY_AFTER_S = 8;
 
-/** The receiver of the scenarios: refusals carry `Retry-After: 5`. */
+/** The receiver of the scenarios: refusals carry `Retry-After: 8`. */
 export function startKillReceiver(): Promise<HoldingReceiver> {
   return startHoldingReceiver({ retryAfterSeconds: RETRY_AFTER_S });
 }
@@ -233,7 +233,7 @@ export async function killedOnce(setup: KillSetup): Promise<KillOutcome> {
  * as in {@link killedOnce}; then while the redeliveries after the restart are in the receiver's
  * hands, among new messages; then while the receiver answers at once, so that attempts end and
  * are written as the kill comes, and while publishes are under way and a delivery its endpoint
- * refused (503, Retry-After: 5) waits in the queue for its retry.
+ * refused (503, Retry-After: 8) waits in the queue for its retry.
  */
 export async function killedSeveralTimes(setup: KillSetup): Promise<KillOutcome> {
   const run = await KillRun.begin(setup);
