@@ -18,8 +18,8 @@ export interface KillSetup {
   readonly start: (name: string) => Promise<InstanceProcess>;
   /** The instances that run at once (one where a single process may open the data). */
   readonly names: readonly string[];
-  /** The attempts one instance makes at a time (its queue's concurrency). */
-  readonly concurrency: number;
+  /** The attempts one instance makes at a time. @defaultValue 8, either queue's default */
+  readonly concurrency?: number;
   /** From {@link startKillReceiver}. */
   readonly receiver: HoldingReceiver;
 }
@@ -30,6 +30,9 @@ export interface KillOutcome {
   /** Its time, the ledger's figures and what the instances' onError was told. */
   readonly report: string;
 }
+
+/** A scenario's bound: starts, kills and restarts take seconds each, the last deliveries up to 45 s. */
+export const KILL_TEST_TIMEOUT_MS = 120_000;
 
 /** What a condition may take before the test fails saying what it waited for. */
 const DEADLINE_MS = 30_000;
@@ -134,7 +137,7 @@ class KillRun {
    * instance has as many attempts in the receiver's hands as it makes at once: the rest wait.
    */
   async heldAndQueued(count: number): Promise<void> {
-    const { receiver, concurrency } = this.#setup;
+    const { receiver, concurrency = 8 } = this.#setup;
     receiver.hold();
     await this.publish(count);
     const senders = this.#running.map(senderOf);

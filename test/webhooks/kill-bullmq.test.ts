@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HoldingReceiver } from '../support/holding-receiver.js';
 import { InstanceProcesses } from '../support/instance-process.js';
 import {
+  KILL_TEST_TIMEOUT_MS,
   type KillSetup,
   killedAndLeftDead,
   killedOnce,
@@ -27,10 +28,6 @@ import { PostgresServer } from '../support/postgres-server.js';
 import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 
 const SECRET_KEY = randomBytes(32).toString('base64');
-/** The Redis queue's attempts at a time in one process (its default). */
-const CONCURRENCY = 8;
-/** Starts, kills and restarts take seconds each; the deliveries after the last kill up to 45 s. */
-const TIMEOUT_MS = 120_000;
 
 const processes = new InstanceProcesses();
 let server: PostgresServer | undefined;
@@ -82,7 +79,6 @@ async function onPostgresAndRedis(
   return {
     start: (name) => processes.start(name, env),
     names,
-    concurrency: CONCURRENCY,
     receiver,
   };
 }
@@ -96,7 +92,7 @@ describe('BullMQ on PostgreSQL and Redis, instances killed with SIGKILL mid-deli
       notes.push(`one instance killed once: ${report}`);
       expect(ledger.problems()).toEqual([]);
     },
-    TIMEOUT_MS,
+    KILL_TEST_TIMEOUT_MS,
   );
 
   it(
@@ -107,7 +103,7 @@ describe('BullMQ on PostgreSQL and Redis, instances killed with SIGKILL mid-deli
       notes.push(`two instances killed 3 times: ${report}`);
       expect(ledger.problems()).toEqual([]);
     },
-    TIMEOUT_MS,
+    KILL_TEST_TIMEOUT_MS,
   );
 
   it(
@@ -120,6 +116,6 @@ describe('BullMQ on PostgreSQL and Redis, instances killed with SIGKILL mid-deli
       notes.push(`two instances, one killed and left dead: ${report}`);
       expect(ledger.problems()).toEqual([]);
     },
-    TIMEOUT_MS,
+    KILL_TEST_TIMEOUT_MS,
   );
 });

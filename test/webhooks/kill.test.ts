@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HoldingReceiver } from '../support/holding-receiver.js';
 import { InstanceProcesses } from '../support/instance-process.js';
 import {
+  KILL_TEST_TIMEOUT_MS,
   type KillSetup,
   killedOnce,
   killedSeveralTimes,
@@ -24,10 +25,6 @@ import {
 } from '../support/kill-scenario.js';
 
 const SECRET_KEY = randomBytes(32).toString('base64');
-/** The memory queue's attempts at a time (its default). */
-const CONCURRENCY = 8;
-/** Starts, kills and restarts take seconds each; the deliveries after the last kill up to 45 s. */
-const TIMEOUT_MS = 120_000;
 
 const processes = new InstanceProcesses();
 const folders: string[] = [];
@@ -69,7 +66,6 @@ async function onPGlite(env: Record<string, string> = {}): Promise<KillSetup> {
   return {
     start: (name) => processes.start(name, { ...env, DATA_DIR: folder, SECRET_KEY }),
     names: ['P'],
-    concurrency: CONCURRENCY,
     receiver,
   };
 }
@@ -88,7 +84,7 @@ describe('memory queue on PGlite, the instance killed with SIGKILL mid-delivery'
       notes.push(`killed once: ${report}`);
       expect(ledger.problems()).toEqual([]);
     },
-    TIMEOUT_MS,
+    KILL_TEST_TIMEOUT_MS,
   );
 
   it(
@@ -98,6 +94,6 @@ describe('memory queue on PGlite, the instance killed with SIGKILL mid-delivery'
       notes.push(`killed 3 times: ${report}`);
       expect(ledger.problems()).toEqual([]);
     },
-    TIMEOUT_MS,
+    KILL_TEST_TIMEOUT_MS,
   );
 });
