@@ -2,7 +2,6 @@
  * The limits' diagnostics channels, through real limiter checks on a fake clock: decisions with
  * their policy, reason and Retry-After, leases given back and found expired, store failures.
  */
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   type AsyncLimitStore,
@@ -21,20 +20,10 @@ import {
   window,
 } from '../../src/index.js';
 import { AsyncMemoryStore, UnreachableStore } from '../support/async-store.js';
+import { ChannelLog } from '../support/channel-log.js';
 
-const unsubscribers: Array<() => void> = [];
-afterEach(() => {
-  for (const stop of unsubscribers.splice(0)) stop();
-});
-
-/** Every message of a channel from now until the test ends. */
-function listen<T>(name: string): T[] {
-  const messages: T[] = [];
-  const listener = (message: unknown) => void messages.push(message as T);
-  subscribe(name, listener);
-  unsubscribers.push(() => unsubscribe(name, listener));
-  return messages;
-}
+const log = new ChannelLog();
+afterEach(log.stop);
 
 const request = {
   clientId: 'client-1',
@@ -60,7 +49,7 @@ class ForgetfulStore implements AsyncLimitStore {
 
 describe('the decision channel', () => {
   it('publishes an admission with its request, its lease and the decision check answered', () => {
-    const decisions = listen<DecisionMessage>(limitsChannels.decision);
+    const decisions = log.listen<DecisionMessage>(limitsChannels.decision);
     const limiter = createLimiter({
       policies: [window(10, '1s'), concurrency(2, { name: 'throttle' })],
       clock: new FakeClock(0),
@@ -83,7 +72,7 @@ describe('the decision channel', () => {
   });
 
   it('publishes refusals with the policy that refused, the reason and the Retry-After announced', () => {
-    const decisions = listen<DecisionMessage>(limitsChannels.decision);
+    const decisions = log.listen<DecisionMessage>(limitsChannels.decision);
     const clock = new FakeClock(0);
     const limiter = createLimiter({ policies: [window(1, '2s', { name: 'one per 2 s' })], clock });
 
@@ -127,7 +116,7 @@ describe('the decision channel', () => {
   });
 
   it('publishes an asynchronous store decision once it is made, answering the same decision', async () => {
-    const decisions = listen<DecisionMessage>(limitsChannels.decision);
+    const decisions = log.listen<DecisionMessage>(limitsChannels.decision);
     const limiter = createLimiter({
       policies: [window(1, '1s')],
       store: new AsyncMemoryStore(),
@@ -144,7 +133,7 @@ describe('the decision channel', () => {
   });
 
   it('publishes nothing for a request check refuses to read', () => {
-    const decisions = listen<DecisionMessage>(limitsChannels.decision);
+    const decisions = log.listen<DecisionMessage>(limitsChannels.decision);
     const limiter = createLimiter({ policies: [window(1, '1s')], clock: new FakeClock(0) });
 
     expect(() => limiter.check({ ...request, clientId: '' })).toThrow();
@@ -159,8 +148,7 @@ describe('the decision channel', () => {
       if ((message as DecisionMessage).request.clientId !== 'outer') return;
       nested.push(limiter.check({ ...request, clientId: 'inner' }).allowed);
     };
-    subscribe(limitsChannels.decision, listener);
-    unsubscribers.push(() => unsubscribe(limitsChannels.decision, listener));
+    log.subscribe(limitsChannels.decision, listener);
 
     const outer = limiter.check({ ...request, clientId: 'outer' });
 
@@ -171,7 +159,7 @@ describe('the decision channel', () => {
 
 describe('the lease channels', () => {
   it('publishes a lease given back once, however often release is called', () => {
-    const releases = listen<LeaseReleaseMessage>(limitsChannels.leaseRelease);
+    const releases = log.listen<LeaseReleaseMessage>(limitsChannels.leaseRelease);
     const store = new MemoryStore();
     const limiter = createLimiter({
       policies: [concurrency(1, { name: 'throttle' })],
@@ -188,7 +176,7 @@ describe('the lease channels', () => {
   });
 
   it('publishes nothing for an admission without a lease', () => {
-    const releases = listen<LeaseReleaseMessage>(limitsChannels.leaseRelease);
+    const releases = log.listen<LeaseReleaseMessage>(limitsChannels.leaseRelease);
     const limiter = createLimiter({ policies: [window(1, '1s')], clock: new FakeClock(0) });
 
     const decision = limiter.check(request);
@@ -198,7 +186,7 @@ describe('the lease channels', () => {
   });
 
   it('publishes a lease found past its TTL, never given back, after the decision that found it', async () => {
-    const expiries = listen<LeaseExpiryMessage>(limitsChannels.leaseExpiry);
+    const expiries = log.listen<LeaseExpiryMessage>(limitsChannels.leaseExpiry);
     const clock = new FakeClock(0);
     const limiter = createLimiter({
       policies: [concurrency(1, { name: 'throttle', leaseTtl: '30s' })],
@@ -216,7 +204,7 @@ describe('the lease channels', () => {
   });
 
   it('publishes a lease the sweep finds expired', async () => {
-    const expiries = listen<LeaseExpiryMessage>(limitsChannels.leaseExpiry);
+    const expiries = log.listen<LeaseExpiryMessage>(limitsChannels.leaseExpiry);
     const clock = new FakeClock(0);
     const limiter = createLimiter({
       policies: [concurrency(1, { name: 'throttle', leaseTtl: '1s' })],
@@ -234,8 +222,8 @@ describe('the lease channels', () => {
   });
 
   it('publishes a lease given back after it expired as a release too: its request has ended', async () => {
-    const releases = listen<LeaseReleaseMessage>(limitsChannels.leaseRelease);
-    const expiries = listen<LeaseExpiryMessage>(limitsChannels.leaseExpiry);
+    const releases = log.listen<LeaseReleaseMessage>(limitsChannels.leaseRelease);
+    const expiries = log.listen<LeaseExpiryMessage>(limitsChannels.leaseExpiry);
     const clock = new FakeClock(0);
     const limiter = createLimiter({
       policies: [concurrency(1, { name: 'throttle', leaseTtl: '1s' })],
@@ -255,8 +243,8 @@ describe('the lease channels', () => {
 
 describe('the store failure channel', () => {
   it("publishes a store's failure to decide and what the limiter did, in each outage mode", async () => {
-    const failures = listen<StoreFailureMessage>(limitsChannels.storeFailure);
-    const decisions = listen<DecisionMessage>(limitsChannels.decision);
+    const failures = log.listen<StoreFailureMessage>(limitsChannels.storeFailure);
+    const decisions = log.listen<DecisionMessage>(limitsChannels.decision);
     const clock = new FakeClock(0);
     const store = new UnreachableStore();
     const quiet = { onOutage: () => undefined };
@@ -264,27 +252,17 @@ describe('the store failure channel', () => {
     await expect(
       createLimiter({ policies: [window(1, '1s')], store, clock }).check(request),
     ).rejects.toThrow('ECONNREFUSED');
-    const open = await createLimiter({
-      policies: [window(1, '1s')],
-      store,
-      clock,
-      outage: 'open',
-      ...quiet,
-    }).check(request);
-    const closed = await createLimiter({
-      policies: [window(1, '1s')],
-      store,
-      clock,
-      outage: 'closed',
-      ...quiet,
-    }).check(request);
-    const fallback = await createLimiter({
-      policies: [window(1, '1s')],
-      store,
-      clock,
-      outage: 'fallback',
-      ...quiet,
-    }).check(request);
+    const decided = [];
+    for (const outage of ['open', 'closed', 'fallback'] as const) {
+      const limiter = createLimiter({
+        policies: [window(1, '1s')],
+        store,
+        clock,
+        outage,
+        ...quiet,
+      });
+      decided.push(await limiter.check(request));
+    }
 
     expect(failures.map(({ operation, outage }) => [operation, outage])).toEqual([
       ['apply', 'reject'],
@@ -297,7 +275,7 @@ describe('the store failure channel', () => {
       expect((failure.error as Error).message).toContain('ECONNREFUSED');
     }
     // A rejected check decides nothing; the others publish what they decided.
-    expect(decisions.map((m) => m.decision)).toEqual([open, closed, fallback]);
+    expect(decisions.map((m) => m.decision)).toEqual(decided);
     expect(decisions.map((m) => [m.outcome, m.reason])).toEqual([
       ['admitted', undefined],
       ['refused', 'unavailable'],
@@ -306,7 +284,7 @@ describe('the store failure channel', () => {
   });
 
   it("publishes a store's failure to take a lease back", async () => {
-    const failures = listen<StoreFailureMessage>(limitsChannels.storeFailure);
+    const failures = log.listen<StoreFailureMessage>(limitsChannels.storeFailure);
     const store = new ForgetfulStore();
     const limiter = createLimiter({
       policies: [concurrency(1, { name: 'throttle' })],

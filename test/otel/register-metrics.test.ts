@@ -13,14 +13,8 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   concurrency,
-  createDeliverer,
   createLimiter,
-  createWebhookMessage,
-  deliver,
-  deliveryJob,
   FakeClock,
-  generateWebhookSecret,
-  httpTransport,
   isConfigurationError,
   limitsChannels,
   webhookChannels,
@@ -28,6 +22,7 @@ import {
 } from '../../src/index.js';
 import { METER_NAME, metricNames, registerMetrics } from '../../src/otel/index.js';
 import { UnreachableStore } from '../support/async-store.js';
+import { deliverToEnd } from '../support/delivery-run.js';
 import { thrown } from '../support/thrown.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -213,32 +208,11 @@ describe('registerMetrics: webhooks', () => {
   });
   afterAll(() => receiver.close());
 
-  const secret = generateWebhookSecret();
-
-  /** Deliver one message to the end, the receiver answering `statuses` in turn, then 204. */
-  async function deliverOne(...statuses: number[]) {
-    const queue = [...statuses];
-    receiver.respond(() => ({ status: queue.shift() ?? 204 }));
-    const clock = new FakeClock(Math.floor(Date.now() / 1000) * 1000);
-    const deliverer = createDeliverer({
-      secrets: () => [secret],
-      transport: httpTransport({ allow: ['127.0.0.1'] }),
-      clock,
-      random: () => 0,
-    });
-    const message = createWebhookMessage(
-      { accountCode: 'ACME', kind: 'folio/created', data: { folioId: 'F1' } },
-      { clock },
-    );
-    const job = deliveryJob(message, { id: 'sub-1', endpointUrl: `${receiver.url}/in` });
-    return deliver(deliverer, job, async (ms) => void clock.advance(ms), clock);
-  }
-
   it('counts attempts by outcome and deliveries by outcome and reason', async () => {
     const { reader } = setup();
 
-    await deliverOne(500, 503);
-    await deliverOne(410);
+    await deliverToEnd(receiver, [500, 503]);
+    await deliverToEnd(receiver, [410]);
 
     expect(await sums(reader, metricNames.webhookAttempts)).toEqual([
       [{ outcome: 'delivered' }, 1],

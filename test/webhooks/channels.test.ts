@@ -2,21 +2,14 @@
  * Webhook delivery's diagnostics channels, through real deliveries to a local receiver on a fake
  * clock: every attempt, and the end of each delivery.
  */
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createDeliverer,
-  createWebhookMessage,
   type DeliveryAttemptMessage,
   type DeliveryEndMessage,
-  type DeliveryOptions,
-  deliver,
-  deliveryJob,
-  FakeClock,
-  generateWebhookSecret,
-  httpTransport,
   webhookChannels,
 } from '../../src/index.js';
+import { ChannelLog } from '../support/channel-log.js';
+import { deliverToEnd } from '../support/delivery-run.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 let receiver: WebhookReceiver;
@@ -25,54 +18,15 @@ beforeAll(async () => {
 });
 afterAll(() => receiver.close());
 
-const unsubscribers: Array<() => void> = [];
-afterEach(() => {
-  for (const stop of unsubscribers.splice(0)) stop();
-});
-
-/** Every message of a channel from now until the test ends. */
-function listen<T>(name: string): T[] {
-  const messages: T[] = [];
-  const listener = (message: unknown) => void messages.push(message as T);
-  subscribe(name, listener);
-  unsubscribers.push(() => unsubscribe(name, listener));
-  return messages;
-}
-
-/** Answer with these statuses in turn, then 204. */
-function answers(...statuses: number[]) {
-  const queue = [...statuses];
-  receiver.respond(() => ({ status: queue.shift() ?? 204 }));
-}
-
-const secret = generateWebhookSecret();
-
-/** Deliver one message to the receiver to the end, on a fake clock. */
-async function deliverOne(options: Partial<DeliveryOptions> = {}) {
-  const clock = new FakeClock(Math.floor(Date.now() / 1000) * 1000);
-  const deliverer = createDeliverer({
-    secrets: () => [secret],
-    transport: httpTransport({ allow: ['127.0.0.1'] }),
-    clock,
-    random: () => 0,
-    ...options,
-  });
-  const message = createWebhookMessage(
-    { accountCode: 'ACME', kind: 'folio/created', data: { folioId: 'F1' } },
-    { clock },
-  );
-  const job = deliveryJob(message, { id: 'sub-1', endpointUrl: `${receiver.url}/in` });
-  const sleep = async (ms: number) => void clock.advance(ms);
-  return { deliverer, job, report: await deliver(deliverer, job, sleep, clock) };
-}
+const log = new ChannelLog();
+afterEach(log.stop);
 
 describe('the webhook channels', () => {
   it('publish every attempt, and the delivery once, when it is delivered', async () => {
-    const attempts = listen<DeliveryAttemptMessage>(webhookChannels.attempt);
-    const deliveries = listen<DeliveryEndMessage>(webhookChannels.delivery);
-    answers(500, 503);
+    const attempts = log.listen<DeliveryAttemptMessage>(webhookChannels.attempt);
+    const deliveries = log.listen<DeliveryEndMessage>(webhookChannels.delivery);
 
-    const { report } = await deliverOne();
+    const { report } = await deliverToEnd(receiver, [500, 503]);
 
     expect(attempts.map((m) => [m.attempt.attempt, m.attempt.outcome, m.attempt.status])).toEqual([
       [1, 'retry', 500],
@@ -83,11 +37,10 @@ describe('the webhook channels', () => {
   });
 
   it('publish a delivery disabled by a 410, and one failed for want of a secret, with the reason', async () => {
-    const deliveries = listen<DeliveryEndMessage>(webhookChannels.delivery);
-    answers(410);
+    const deliveries = log.listen<DeliveryEndMessage>(webhookChannels.delivery);
 
-    await deliverOne();
-    await deliverOne({ secrets: () => [] });
+    await deliverToEnd(receiver, [410]);
+    await deliverToEnd(receiver, [], { secrets: () => [] });
 
     expect(deliveries.map((m) => [m.outcome, m.reason])).toEqual([
       ['disabled', 'gone'],
@@ -96,10 +49,9 @@ describe('the webhook channels', () => {
   });
 
   it('publish a job the queue gave up as a lost delivery', async () => {
-    const attempts = listen<DeliveryAttemptMessage>(webhookChannels.attempt);
-    const deliveries = listen<DeliveryEndMessage>(webhookChannels.delivery);
-    answers();
-    const { deliverer, job } = await deliverOne();
+    const attempts = log.listen<DeliveryAttemptMessage>(webhookChannels.attempt);
+    const deliveries = log.listen<DeliveryEndMessage>(webhookChannels.delivery);
+    const { deliverer, job } = await deliverToEnd(receiver);
 
     const report = await deliverer.lost?.(
       { ...job, attempts: 2 },
@@ -113,14 +65,11 @@ describe('the webhook channels', () => {
     expect(deliveries.map((m) => m.outcome)).toEqual(['delivered', 'lost']);
   });
 
-  it('publish nothing once unsubscribed', async () => {
-    const attempts: unknown[] = [];
-    const listener = (message: unknown) => void attempts.push(message);
-    subscribe(webhookChannels.attempt, listener);
-    unsubscribe(webhookChannels.attempt, listener);
-    answers();
+  it('publish nothing to a listener once it unsubscribed', async () => {
+    const attempts = log.listen<DeliveryAttemptMessage>(webhookChannels.attempt);
+    log.stop();
 
-    await deliverOne();
+    await deliverToEnd(receiver);
 
     expect(attempts).toEqual([]);
   });
