@@ -6,6 +6,7 @@ import { type Clock, isClockTime, MAX_CLOCK_MS, systemClock } from '../clock.js'
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
 import { aBoolean, checkValue } from '../internal/options.js';
+import { decisionChannel, reportApplyFailure } from './channels.js';
 import { type Decision, toDecision } from './decision.js';
 import {
   checkRequest,
@@ -16,6 +17,7 @@ import {
 import type { ResourceScope, RuleEffect } from './limit-rule.js';
 import { type LimiterConfig, readLimiterOptions } from './limiter-options.js';
 import { MemoryStore } from './memory/store.js';
+import { observeDecision } from './observe-decision.js';
 import { type OutageEvent, type OutageHandler, type OutageMode, outageHandler } from './outage.js';
 import type { Policy } from './policy.js';
 import { type PolicyGroup, policySelector, type Selector } from './policy-selector.js';
@@ -173,6 +175,8 @@ class LimitEngine implements Limiter {
 
   // A field, so that `limiter.check` works apart from its limiter, as the closure it replaces did.
   readonly check = (input: LimitRequest, options?: CheckOptions): Decision | Promise<Decision> => {
+    // Timed only while someone listens: no clock read, no message, otherwise.
+    const started = decisionChannel.hasSubscribers ? performance.now() : -1;
     if (typeof input !== 'object' || input === null) throw notARequest(input);
     // Each field read once into locals: a getter cannot pass the checks with one value and be
     // counted under another, and no copy of the request is made.
@@ -194,7 +198,15 @@ class LimitEngine implements Limiter {
     // The clock before the plan is written: a clock that calls check() again cannot overwrite it.
     const now = this.#now();
     const plan = this.#plan(clientId, accountCode, group, effect, statuses);
-    return this.#apply(plan, now, statuses);
+    const decision = this.#apply(plan, now, statuses);
+    if (started < 0) return decision;
+    return observeDecision(decision, { clientId, accountCode, accountType, method, path }, started);
+  };
+
+  // Passed on to the caller, which decides the outage (the middleware's `failure`); made once.
+  readonly #failed = (error: unknown): never => {
+    reportApplyFailure(this.store, error, 'reject');
+    throw error;
   };
 
   #now(): number {
@@ -238,7 +250,7 @@ class LimitEngine implements Limiter {
     if (store.synchronous) return toDecision(store, store.apply(plan, now), statuses);
     const onOutage = this.#onOutage;
     if (onOutage === undefined) {
-      return store.apply(plan, now).then((o) => toDecision(store, o, statuses));
+      return store.apply(plan, now).then((o) => toDecision(store, o, statuses), this.#failed);
     }
     // Only the store's own failure is an outage: a decision it answers is used as it is.
     let outcome: Promise<StoreOutcome>;

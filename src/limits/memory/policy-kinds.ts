@@ -64,7 +64,7 @@ export function earliestFor(
     case 'rate':
       return gcraEarliest(m, s, policy, t);
     case 'concurrency':
-      pruneLeases(m, s, t);
+      pruneLeases(m, s, t, policy);
       return leaseEarliest(m, s, policy, t);
   }
 }
