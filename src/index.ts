@@ -103,8 +103,10 @@ export type {
   LimitRequest,
   OutageEvent,
   OutageMode,
+  PeekOptions,
   PolicySource,
   RefusedDecision,
+  ResetRequest,
 } from './limits/limiter.js';
 export { createLimiter } from './limits/limiter.js';
 export type { MemoryStoreOptions } from './limits/memory/store.js';
@@ -156,6 +158,8 @@ export type {
   PolicyStatus,
   RefusalReason,
   RefusedOutcome,
+  ResetOutcome,
+  ResetScope,
   StoreOutcome,
   SyncLimitStore,
 } from './limits/store.js';
