@@ -41,7 +41,9 @@ export function newWork(): Work {
 
 /**
  * The policy a refusal names (-1 when all admit at `t`): the one that frees up last, blocks
- * counted; on a tie, the one whose own limit frees up last, then the later (more specific) one.
+ * counted (a blocked policy frees up at its block's end, or for a `cost` above one when it has
+ * room for all of it, if later); on a tie, the one whose own limit frees up last, then the later
+ * (more specific) one.
  */
 export function refusingPolicy(w: Work, n: number, t: number, lazy: boolean, cost: number): number {
   let blocked = false;
@@ -55,7 +57,8 @@ export function refusingPolicy(w: Work, n: number, t: number, lazy: boolean, cos
     w.own[k] = own;
     const until = m[s] as number;
     if (until > t) blocked = true;
-    const at = until > t ? until : own;
+    // A block frees a policy at its end; a cost above one may need more room, later.
+    const at = until > t ? (cost > 1 && own > until ? own : until) : own;
     if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
       earliest = at;
       refusingOwn = own;
