@@ -36,7 +36,11 @@ const limiterStep = fc.oneof(
     weight: 10,
     arbitrary: fc.record({
       kind: fc.constantFrom('check' as const, 'check' as const, 'peek' as const),
-      gap: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 700 }), fc.integer({ min: 701, max: 400_000 })),
+      gap: fc.oneof(
+        fc.constant(0),
+        fc.integer({ min: 1, max: 700 }),
+        fc.integer({ min: 701, max: 400_000 }),
+      ),
       who: fc.integer({ min: 0, max: pairs.length - 1 }),
       route: fc.integer({ min: 0, max: routes.length - 1 }),
       cost: fc.oneof({ weight: 2, arbitrary: fc.constant(1) }, fc.integer({ min: 2, max: 5 })),
@@ -75,7 +79,11 @@ const storeStep = fc.oneof(
     weight: 8,
     arbitrary: fc.record({
       kind: fc.constant('apply' as const),
-      gap: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 900 }), fc.integer({ min: 901, max: 60_000 })),
+      gap: fc.oneof(
+        fc.constant(0),
+        fc.integer({ min: 1, max: 900 }),
+        fc.integer({ min: 901, max: 60_000 }),
+      ),
       who: fc.integer({ min: 0, max: pairs.length - 1 }),
       route: fc.integer({ min: 0, max: 3 }),
       cost: fc.oneof({ weight: 2, arbitrary: fc.constant(1) }, fc.integer({ min: 2, max: 6 })),
