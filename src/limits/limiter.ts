@@ -295,9 +295,9 @@ class LimitEngine implements Limiter {
       throw unreadableRequest(cause);
     }
     checkRequest(clientId, accountCode, accountType, method, path, this.#maxIdLength);
-    const cost = options === undefined ? 1 : costOf(options, peek ? 'peek' : 'check');
     // A peek reports the statuses: they are what it is asked for.
     const statuses = options === undefined || peek || wantsStatuses(options);
+    const cost = options === undefined ? 1 : costOf(options, peek ? 'peek' : 'check');
     const group = this.#select(clientId, accountCode, accountType, method, path);
     // A malformed path matches no rule: it is still counted by the global limits and the throttle.
     const effect = group.rules.effectOf?.(method, path);
