@@ -148,10 +148,12 @@ export interface Limiter<S extends LimitStore = LimitStore, T extends string = s
   /**
    * Decide one request.
    * @param request - who sends it and what it asks for
-   * @param options - whether an admitted decision reports its statuses
+   * @param options - whether an admitted decision reports its statuses, and the request's cost
    * @throws InvalidRequestError when the request cannot be attributed (empty ids, wrong types)
-   * @throws ConfigurationError `invalid_option` for options that are not `{ statuses?: boolean }`
-   *   or cannot be read, or a clock reading that is not milliseconds from 0 to 8.64e15
+   * @throws ConfigurationError `invalid_option` for options that are not
+   *   `{ statuses?: boolean, cost?: number }` or cannot be read, or a clock reading that is not
+   *   milliseconds from 0 to 8.64e15; `invalid_cost` for a cost that is not a whole number from 1;
+   *   `cost_above_limit` for a cost above a window's limit or a rate's burst of the request
    */
   check(
     request: LimitRequest<T>,
