@@ -113,8 +113,10 @@ export type {
   LimitRequest,
   OutageEvent,
   OutageMode,
+  PeekOptions,
   PolicySource,
   RefusedDecision,
+  ResetRequest,
 } from './limits/limiter.js';
 export { createLimiter } from './limits/limiter.js';
 export type { MemoryStoreOptions } from './limits/memory/store.js';
@@ -166,6 +168,8 @@ export type {
   PolicyStatus,
   RefusalReason,
   RefusedOutcome,
+  ResetOutcome,
+  ResetScope,
   StoreOutcome,
   SyncLimitStore,
 } from './limits/store.js';
