@@ -14,6 +14,7 @@ export default defineConfig({
     'redis/index': 'src/redis/index.ts',
     'queue-redis/index': 'src/queue-redis/index.ts',
     'postgres/index': 'src/postgres/index.ts',
+    'otel/index': 'src/otel/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

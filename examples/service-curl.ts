@@ -10,6 +10,7 @@ export function curlLines(url: string): string {
   const jsonBody = `-H 'content-type: application/json'`;
   const codes = `curl -s -o /dev/null -w '%{http_code} ' `;
   const one = `${url}/v1/subscriptions/$id`;
+  const gone = `${url}/v1/subscriptions/$gone`;
   return [
     `api-conventions demo service on ${url}`,
     '',
@@ -47,7 +48,18 @@ export function curlLines(url: string): string {
     `  curl -s ${url}/demo/receiver; echo`,
     `  curl -i ${live} '${url}/v1/audit-logs?limit=50'`,
     '',
-    'Subscriptions, secrets and the delivery log are stored: stop with Ctrl+C, run npm run demo again, and list them.',
+    'A receiver that is gone answers 410: its subscription is disabled at once (this terminal prints it). Subscribe it, emit a folio event (gone=... first):',
+    `  curl -i ${live} ${jsonBody} -d '{"endpointUrl":"${url}/demo/receiver/gone","events":["folio/*"]}' ${url}/v1/subscriptions`,
+    `  curl -i ${live} ${jsonBody} -d '{"kind":"folio/created"}' ${url}/v1/test-events`,
+    '',
+    'Why it is disabled (disabledReason, disabledAt), its attempts, then to the working receiver, enabled, and what it failed replayed with the same webhook-id (msg=... for one message):',
+    `  curl -i ${live} ${gone}`,
+    `  curl -i ${live} ${gone}/attempts`,
+    `  curl -i -X PATCH ${live} ${jsonBody} -d '{"endpointUrl":"${url}/demo/receiver","status":"enabled"}' ${gone}`,
+    `  curl -i -X POST ${live} ${jsonBody} -d '{"since":"2020-01-01T00:00:00Z"}' ${gone}/replay`,
+    `  curl -i -X POST ${live} ${url}/v1/messages/$msg/replay`,
+    '',
+    'Subscriptions, secrets, the delivery log and pending deliveries are stored: stop with Ctrl+C, run npm run demo again, and list them.',
     '',
     'Press Ctrl+C to stop.',
   ].join('\n');

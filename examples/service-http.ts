@@ -82,6 +82,7 @@ export async function readJson(
 function methodsOf(path: string): readonly string[] | undefined {
   if (path === '/v1/test-events') return ['POST'];
   if (path === '/demo/receiver') return ['GET', 'POST'];
+  if (path === '/demo/receiver/gone') return ['POST'];
   if (/^\/booking\/v[^/]+\/(reservations|offers)$/.test(path)) return ['GET'];
   if (/^\/booking\/v[^/]+\/bookings\/[^/]+$/.test(path)) return ['PATCH'];
   return undefined;
@@ -100,7 +101,7 @@ export function unrouted(res: ServerResponse, method: string, path: string): voi
           status: 404,
           instance: path,
           detail:
-            'The demo serves /v1/subscriptions, /v1/subscriptions/{id}, /v1/subscriptions/{id}/secret/rotate, /v1/subscriptions/{id}/attempts, /v1/audit-logs, /v1/test-events, /demo/receiver, /booking/v1/reservations, /booking/v1/offers and /booking/v1/bookings/{id}, with no trailing slash.',
+            'The demo serves /v1/subscriptions, /v1/subscriptions/{id}, /v1/subscriptions/{id}/secret/rotate, /v1/subscriptions/{id}/attempts, /v1/subscriptions/{id}/replay, /v1/messages/{messageId}/replay, /v1/audit-logs, /v1/test-events, /demo/receiver, /demo/receiver/gone, /booking/v1/reservations, /booking/v1/offers and /booking/v1/bookings/{id}, with no trailing slash.',
         }),
       ),
     );

@@ -1,8 +1,9 @@
 /**
  * The webhook side of the demo service: the library's webhook service (`createWebhookService`) on
  * the demo's repository and limiter, with the demo's own extras around it: test events published
- * through the service, and a receiver that verifies what it gets with the signing secrets the
- * repository holds for the sending account.
+ * through the service, a receiver that verifies what it gets with the signing secrets the
+ * repository holds for the sending account, a receiver that is gone (410), and a console line for
+ * every subscription the service disables.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type * as BullMQ from 'bullmq';
@@ -23,6 +24,7 @@ import {
   type SubscriptionRepository,
   verifyWebhook,
   type WebhookService,
+  type WebhookServiceDisabled,
 } from '../src/index.js';
 import { createRedisDeliveryQueue } from '../src/queue-redis/index.js';
 import { testEventIssues } from './test-events.js';
@@ -42,6 +44,8 @@ export interface DemoWebhooksOptions {
   redis?: { bullmq: typeof BullMQ; connection: BullMQ.ConnectionOptions } | undefined;
   /** Told of every delivery attempt, once the delivery log has it. */
   onDelivery?: ((attempt: DeliveryAttempt) => void) | undefined;
+  /** Told of every subscription the service disabled, after the demo's console line. */
+  onDisabled?: ((event: WebhookServiceDisabled) => void) | undefined;
   /** Subscriptions an account may hold: each is a delivery per test event. */
   maxSubscriptionsPerAccount: number;
   /** Told once at start when secrets are stored unencrypted. @defaultValue `console.warn` */
@@ -63,6 +67,8 @@ export interface DemoWebhooks {
   emit(body: unknown, accountCode: string): Promise<ResponseParts>;
   /** POST /demo/receiver: verify a delivery as a receiver would, and keep it for GET. */
   receive(raw: string, headers: IncomingHttpHeaders): Promise<ResponseParts>;
+  /** POST /demo/receiver/gone: a receiver taken down, answering 410 Gone to every delivery. */
+  gone(headers: IncomingHttpHeaders): ResponseParts;
   /** GET /demo/receiver: what the receiver got, the newest 50. */
   received(): ResponseParts;
   /** Stop the service (listening, the queue); the repository is the caller's. */
@@ -80,7 +86,7 @@ const problem = (status: number, code: string, title: string, detail: string): R
 
 /** Make the webhook side. */
 export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
-  const { repository, clock, allow, redis, onDelivery, onWarning } = options;
+  const { repository, clock, allow, redis, onDelivery, onDisabled, onWarning } = options;
   const service = createWebhookService({
     repository,
     identify: options.identify,
@@ -94,6 +100,11 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
       ...(onDelivery === undefined ? {} : { onAttempt: onDelivery }),
     },
     maxSubscriptionsPerAccount: options.maxSubscriptionsPerAccount,
+    // A 410 disables a subscription at once, a failing endpoint after 5 days over 10 messages.
+    onDisabled: (event) => {
+      console.log(`demo service: subscription ${event.subscription.id} disabled (${event.reason})`);
+      onDisabled?.(event);
+    },
     ...(process.env.CURSOR_KEY === undefined ? {} : { cursorKey: process.env.CURSOR_KEY }),
     ...(onWarning === undefined ? {} : { onWarning }),
     ...(redis === undefined
@@ -185,6 +196,16 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
       return verdict.ok
         ? { status: 204, headers: {}, body: '' }
         : problem(400, verdict.code, 'Not verified', verdict.message);
+    },
+
+    gone(headers) {
+      console.log(`demo receiver: delivery ${String(headers['webhook-id'])} answered 410 Gone`);
+      return problem(
+        410,
+        'endpoint_gone',
+        'Gone',
+        'This endpoint was taken down: send it nothing more (the service disables its subscription).',
+      );
     },
 
     received: () => json(200, { items: received }),

@@ -2,11 +2,13 @@
  * `npm run demo`: the reference service on 127.0.0.1, wired from the library's public API. Two demo
  * clients (a Live and a Development account) are limited with the specification's presets. The
  * webhook API (subscriptions: create, list, read, change, delete, rotate the secret; the delivery
- * log) is the library's `createWebhookService`, mounted with `nodeFetchHandler`; its subscriptions,
- * secrets and delivery log are kept in PostgreSQL: embedded (PGlite) under `.data/` by default
- * (`DATA_DIR`), or a server (`DATABASE_URL`). The demo adds test events, a receiver at
- * /demo/receiver that verifies what it gets, and booking routes behind the same limits. REDIS_URL
- * puts the limits and the delivery queue on Redis. It prints the curl lines to try; Ctrl+C stops it.
+ * log and each subscription's attempts; replays of failed messages) is the library's
+ * `createWebhookService`, mounted with `nodeFetchHandler`; its subscriptions, secrets, messages and
+ * delivery log are kept in PostgreSQL: embedded (PGlite) under `.data/` by default (`DATA_DIR`), or
+ * a server (`DATABASE_URL`). The demo adds test events, a receiver at /demo/receiver that verifies
+ * what it gets, one at /demo/receiver/gone that answers 410 (its subscription is disabled, and the
+ * demo prints it), and booking routes behind the same limits. REDIS_URL puts the limits and the
+ * delivery queue on Redis. It prints the curl lines to try; Ctrl+C stops it.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,6 +26,7 @@ import {
   problemDetails,
   problemResponse,
   systemClock,
+  type WebhookServiceDisabled,
 } from '../src/index.js';
 import type { SecretKey } from '../src/postgres/index.js';
 import { ioredisClient, RedisStore } from '../src/redis/index.js';
@@ -76,6 +79,7 @@ const clientOf = (req: IncomingMessage) => clientOfKey(req.headers['x-api-key'])
 const isWebhookApi = (path: string): boolean =>
   path === '/v1/subscriptions' ||
   path.startsWith('/v1/subscriptions/') ||
+  path.startsWith('/v1/messages/') ||
   path === '/v1/audit-logs';
 
 /** How long one request, headers and body, may take to arrive. */
@@ -105,6 +109,36 @@ async function route(
   } else unrouted(res, req.method ?? '', path);
 }
 
+/**
+ * The demo's receivers stand for subscribers' servers (no API key, no limits): /demo/receiver
+ * verifies and keeps what it gets, /demo/receiver/gone was taken down and answers 410.
+ */
+function serveReceiver(
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  webhooks: DemoWebhooks,
+  fail: (error: unknown) => void,
+): void {
+  const gone = path === '/demo/receiver/gone';
+  if (!gone && (req.method === 'GET' || req.method === 'HEAD')) {
+    write(res, webhooks.received());
+    return;
+  }
+  if (req.method !== 'POST') {
+    unrouted(res, req.method ?? '', path);
+    return;
+  }
+  readBody(req, res)
+    .then((raw) => {
+      if (raw === undefined) {
+        return problem(413, 'body_too_large', 'Body too large', `Send at most ${MAX_BODY} bytes.`);
+      }
+      return gone ? webhooks.gone(req.headers) : webhooks.receive(raw, req.headers);
+    })
+    .then((parts) => write(res, parts), fail);
+}
+
 /** How the demo runs. */
 export interface DemoOptions {
   /** The port; 0 for any free one. @defaultValue 3000 */
@@ -123,6 +157,8 @@ export interface DemoOptions {
   allow?: readonly string[];
   /** Told of every delivery attempt, once the delivery log has it. */
   onDelivery?: (attempt: DeliveryAttempt) => void;
+  /** Told of every subscription the service disabled (a 410, or an endpoint failing for days). */
+  onDisabled?: (event: WebhookServiceDisabled) => void;
   /** Subscriptions an account may hold (each is a delivery per test event). @defaultValue 100 */
   maxSubscriptionsPerAccount?: number;
   /** Told once at start when secrets are stored unencrypted. @defaultValue `console.warn` */
@@ -181,6 +217,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     allow: options.allow ?? ['127.0.0.1', '::1'],
     redis: queueRedis === undefined ? undefined : { bullmq, connection: queueRedis },
     onDelivery: options.onDelivery,
+    onDisabled: options.onDisabled,
     maxSubscriptionsPerAccount: options.maxSubscriptionsPerAccount ?? 100,
     onWarning: options.onWarning,
   });
@@ -221,18 +258,8 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
         ),
       );
     }
-    if (url.pathname === '/demo/receiver') {
-      // The demo's own receiver stands for a subscriber's server: no API key, no limits.
-      if (req.method === 'GET' || req.method === 'HEAD') return write(res, webhooks.received());
-      if (req.method !== 'POST') return unrouted(res, req.method ?? '', url.pathname);
-      readBody(req, res)
-        .then((raw) =>
-          raw === undefined
-            ? problem(413, 'body_too_large', 'Body too large', `Send at most ${MAX_BODY} bytes.`)
-            : webhooks.receive(raw, req.headers),
-        )
-        .then((parts) => write(res, parts), fail(req, res));
-      return;
+    if (url.pathname === '/demo/receiver' || url.pathname === '/demo/receiver/gone') {
+      return serveReceiver(req, res, url.pathname, webhooks, fail(req, res));
     }
     if (clientOf(req) === undefined) {
       return write(
@@ -309,7 +336,7 @@ async function main(): Promise<void> {
       ),
   });
   console.log(
-    `Subscriptions, signing secrets and the delivery log: ${service.storage}; a restart keeps them.${
+    `Subscriptions, signing secrets, the delivery log and pending deliveries: ${service.storage}; a restart keeps them.${
       databaseUrl === undefined
         ? ' DATA_DIR picks another folder, DATABASE_URL=postgres://... a PostgreSQL server.'
         : ''

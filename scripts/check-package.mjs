@@ -26,7 +26,10 @@ try {
   const app = join(work, 'app');
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
-  run('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock', tarball], app);
+  // `/otel` imports its optional peer: installed beside the tarball, as its users do. The other
+  // subpaths take their peers as arguments and load without them.
+  const otelApi = `@opentelemetry/api@${pkg.devDependencies['@opentelemetry/api']}`;
+  run('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock', tarball, otelApi], app);
 
   const subpaths = Object.keys(pkg.exports).filter((s) => s !== './package.json');
   const specifiers = subpaths.map((s) => (s === '.' ? pkg.name : `${pkg.name}/${s.slice(2)}`));

@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import * as esm from 'api-conventions';
 import * as esmClient from 'api-conventions/client';
+import * as esmOtel from 'api-conventions/otel';
 import * as esmQueueRedis from 'api-conventions/queue-redis';
 import * as esmRedis from 'api-conventions/redis';
 
@@ -11,6 +12,7 @@ const cjs = require('api-conventions');
 const cjsClient = require('api-conventions/client');
 const cjsRedis = require('api-conventions/redis');
 const cjsQueueRedis = require('api-conventions/queue-redis');
+const cjsOtel = require('api-conventions/otel');
 
 // The redis subpath loads from ESM and CJS with no Redis client installed (both are optional peers).
 for (const peer of ['ioredis', 'redis', 'bullmq']) {
@@ -268,5 +270,31 @@ for (const [label, client] of [
   }
   if (times.filter((t) => t === 0).length !== 5 || times[5] < 1_000) {
     throw new Error(`${label}: pacer sent at ${times.join()}`);
+  }
+}
+
+// The otel subpath subscribes a meter to the channels that both builds publish on, and lets go.
+for (const [label, otel] of [
+  ['esm', esmOtel],
+  ['cjs', cjsOtel],
+]) {
+  const added = [];
+  const counter = { add: (value, attributes) => void added.push([value, attributes]) };
+  const meter = {
+    createCounter: () => counter,
+    createHistogram: () => ({ record() {} }),
+    createUpDownCounter: () => counter,
+  };
+  const stop = otel.registerMetrics({ meter });
+  const lib = label === 'esm' ? esm : cjs;
+  const limiter = lib.createLimiter({
+    policies: [lib.window(1, '1s')],
+    clock: new lib.FakeClock(0),
+  });
+  limiter.check({ clientId: 'c', accountCode: 'a', method: 'GET', path: '/x' });
+  stop();
+  limiter.check({ clientId: 'c', accountCode: 'a', method: 'GET', path: '/x' });
+  if (added.length !== 1 || added[0][1].outcome !== 'admitted') {
+    throw new Error(`${label} otel: recorded ${JSON.stringify(added)}`);
   }
 }

@@ -84,6 +84,16 @@ export {
   RAW_PER_CANONICAL,
   VERSION_SEGMENT_PATTERN,
 } from './limits/canonical-path.js';
+export type {
+  DecisionMessage,
+  DecisionOutcome,
+  DecisionRequest,
+  LeaseExpiryMessage,
+  LeaseReleaseMessage,
+  StoreFailureMessage,
+} from './limits/channels.js';
+// Observability: the diagnostics channels' names; the publishers are internal.
+export { limitsChannels } from './limits/channels.js';
 export type { Duration, DurationUnit } from './limits/duration.js';
 // Limits
 export { formatDuration, toMilliseconds } from './limits/duration.js';
@@ -103,8 +113,10 @@ export type {
   LimitRequest,
   OutageEvent,
   OutageMode,
+  PeekOptions,
   PolicySource,
   RefusedDecision,
+  ResetRequest,
 } from './limits/limiter.js';
 export { createLimiter } from './limits/limiter.js';
 export type { MemoryStoreOptions } from './limits/memory/store.js';
@@ -156,6 +168,8 @@ export type {
   PolicyStatus,
   RefusalReason,
   RefusedOutcome,
+  ResetOutcome,
+  ResetScope,
   StoreOutcome,
   SyncLimitStore,
 } from './limits/store.js';
@@ -199,6 +213,12 @@ export type { QueryInput } from './pagination/query-input.js';
 export type { AddressAllowList } from './webhooks/address-allow-list.js';
 // Webhook delivery
 export { addressAllowList } from './webhooks/address-allow-list.js';
+export type {
+  DeliveryAttemptMessage,
+  DeliveryEndMessage,
+  DeliveryEndOutcome,
+} from './webhooks/channels.js';
+export { webhookChannels } from './webhooks/channels.js';
 // Webhooks
 export type {
   CreateSubscriptionOptions,

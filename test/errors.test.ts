@@ -16,6 +16,8 @@ describe('errors', () => {
       'invalid_policy',
       'duplicate_policy_name',
       'invalid_option',
+      'invalid_cost',
+      'cost_above_limit',
       'invalid_route_pattern',
       'invalid_route_rule',
       'invalid_cursor_state',

@@ -26,6 +26,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   redis: ['errors', 'internal', 'clock.ts', 'limits'],
   'queue-redis': ['errors', 'internal', 'clock.ts', 'webhooks'],
   postgres: ['errors', 'internal', 'clock.ts', 'webhooks'],
+  otel: ['errors', 'internal', 'clock.ts', 'limits', 'webhooks'],
 };
 // Packages the core may import: Node's own modules and the one runtime dependency.
 const CORE_PACKAGES = /^(node:.+|ipaddr\.js)$/;

@@ -9,6 +9,9 @@ export const configurationErrorCodes = [
   'invalid_policy',
   'duplicate_policy_name',
   'invalid_option',
+  // src/limits/cost.ts: a check's cost, and a cost no policy of the request could ever admit
+  'invalid_cost',
+  'cost_above_limit',
   // src/limits/route-pattern.ts and src/limits/route-table.ts
   'invalid_route_pattern',
   'invalid_route_rule',

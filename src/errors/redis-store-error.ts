@@ -17,16 +17,19 @@ export const redisStoreErrorCodes = [
 /** A code of {@link RedisStoreError}. */
 export type RedisStoreErrorCode = (typeof redisStoreErrorCodes)[number];
 
-/** Why a {@link RedisStore} could not decide (`apply`) or give back a lease (`release`). */
+/**
+ * Why a {@link RedisStore} could not decide (`apply`), give back a lease (`release`) or clear a
+ * scope (`reset`).
+ */
 export class RedisStoreError extends ApiConventionsError {
   declare readonly code: RedisStoreErrorCode;
   /** What the store was doing. */
-  readonly operation: 'apply' | 'release';
+  readonly operation: 'apply' | 'release' | 'reset';
 
   /** @param options - `cause`: the client's error, when there is one */
   constructor(
     code: RedisStoreErrorCode,
-    operation: 'apply' | 'release',
+    operation: 'apply' | 'release' | 'reset',
     message: string,
     options?: ErrorOptions,
   ) {

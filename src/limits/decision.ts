@@ -2,6 +2,7 @@
  * A limiter's answer, {@link AdmittedDecision} or {@link RefusedDecision}, from a store's outcome.
  * @module
  */
+import { reportLeaseRelease, reportReleaseFailure } from './channels.js';
 import type { Policy } from './policy.js';
 import type {
   AdmittedOutcome,
@@ -80,6 +81,11 @@ export function refusedUnavailable(now: number, retryAfterSeconds: number): Refu
   });
 }
 
+/** Whether an admission holds a concurrency lease not given back yet. @internal */
+export function holdsLease(decision: AdmittedDecision): boolean {
+  return Admitted.holdsLease(decision);
+}
+
 /** Statuses built from an outcome's compact data on first read: most callers never read them. */
 abstract class WithStatuses {
   #statuses: readonly PolicyStatus[] | undefined;
@@ -118,6 +124,10 @@ class Admitted extends WithStatuses implements AdmittedDecision {
     this.#store = store;
   }
 
+  static holdsLease(decision: AdmittedDecision): boolean {
+    return #lease in decision && decision.#lease !== undefined;
+  }
+
   // Made on first read and kept, so that removeEventListener finds the same function.
   get release(): () => void {
     let release = this.#release;
@@ -133,10 +143,12 @@ class Admitted extends WithStatuses implements AdmittedDecision {
     const lease = this.#lease;
     if (lease === undefined) return undefined;
     this.#lease = undefined;
-    const done = this.#store.release(lease);
+    const store = this.#store;
+    const done = store.release(lease);
+    reportLeaseRelease(this, store);
     if (!(done instanceof Promise)) return undefined;
     // A failed release is bounded by the lease TTL: never an unhandled rejection.
-    done.catch(() => undefined);
+    done.catch((error: unknown) => reportReleaseFailure(store, error));
     return done;
   }
 }

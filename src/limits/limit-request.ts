@@ -74,14 +74,7 @@ export function checkRequest(
   path: unknown,
   maxIdLength: number,
 ): void {
-  checkId(clientId, 'clientId', 'invalid_client_id', maxIdLength);
-  checkId(accountCode, 'accountCode', 'invalid_account_code', maxIdLength);
-  if (accountType !== undefined && typeof accountType !== 'string') {
-    throw new InvalidRequestError(
-      'invalid_account_type',
-      `accountType must be a string or undefined, got ${describe(accountType)}.`,
-    );
-  }
+  checkAttribution(clientId, accountCode, accountType, maxIdLength);
   if (typeof method !== 'string' || !(COMMON_METHODS.has(method) || METHOD.test(method))) {
     throw new InvalidRequestError(
       'invalid_method',
@@ -90,6 +83,27 @@ export function checkRequest(
   }
   if (typeof path !== 'string') {
     throw new InvalidRequestError('invalid_path', `path must be a string, got ${describe(path)}.`);
+  }
+}
+
+/**
+ * The fields that attribute a request, or a reset, to a client and account.
+ * @throws InvalidRequestError naming the field
+ * @internal
+ */
+export function checkAttribution(
+  clientId: unknown,
+  accountCode: unknown,
+  accountType: unknown,
+  maxIdLength: number,
+): void {
+  checkId(clientId, 'clientId', 'invalid_client_id', maxIdLength);
+  checkId(accountCode, 'accountCode', 'invalid_account_code', maxIdLength);
+  if (accountType !== undefined && typeof accountType !== 'string') {
+    throw new InvalidRequestError(
+      'invalid_account_type',
+      `accountType must be a string or undefined, got ${describe(accountType)}.`,
+    );
   }
 }
 

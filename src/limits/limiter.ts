@@ -3,11 +3,14 @@
  * @module
  */
 import { type Clock, isClockTime, MAX_CLOCK_MS, systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors/index.js';
+import { ConfigurationError, InvalidRequestError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
 import { aBoolean, checkValue } from '../internal/options.js';
+import { decisionChannel, reportApplyFailure } from './channels.js';
+import { checkCost, costOf } from './cost.js';
 import { type Decision, toDecision } from './decision.js';
 import {
+  checkAttribution,
   checkRequest,
   type LimitRequest,
   notARequest,
@@ -16,15 +19,25 @@ import {
 import type { ResourceScope, RuleEffect } from './limit-rule.js';
 import { type LimiterConfig, readLimiterOptions } from './limiter-options.js';
 import { MemoryStore } from './memory/store.js';
+import { observeDecision } from './observe-decision.js';
 import { type OutageEvent, type OutageHandler, type OutageMode, outageHandler } from './outage.js';
 import type { Policy } from './policy.js';
 import { type PolicyGroup, policySelector, type Selector } from './policy-selector.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
-import type { LimitStore, Plan, PlanScope, StoreOutcome, SyncLimitStore } from './store.js';
+import type {
+  LimitStore,
+  Plan,
+  PlanScope,
+  ResetOutcome,
+  ResetScope,
+  StoreOutcome,
+  SyncLimitStore,
+} from './store.js';
 
 export type { AdmittedDecision, Decision, RefusedDecision } from './decision.js';
 export type { LimitRequest } from './limit-request.js';
 export type { OutageEvent, OutageMode } from './outage.js';
+export type { ResetOutcome } from './store.js';
 
 /**
  * The account types a limiter's `preset` names: the keys of presets by account type, or any
@@ -98,6 +111,38 @@ export interface CheckOptions {
    * @defaultValue true
    */
   readonly statuses?: boolean;
+  /**
+   * Admissions the request counts at once in every window and rate policy it falls under: a whole
+   * number from 1, at most each such policy's limit (a window's) or burst (a rate's). Admitted only
+   * when all of them fit, and a refusal's Retry-After is when they all would. A throttle counts the
+   * request once: one lease, whatever the cost (docs/limits.md says why).
+   * @defaultValue 1
+   */
+  readonly cost?: number;
+}
+
+/** Options of one {@link Limiter.peek}. */
+export interface PeekOptions {
+  /** The cost of the request whose decision is asked for (see {@link CheckOptions.cost}). @defaultValue 1 */
+  readonly cost?: number;
+}
+
+/**
+ * Whom {@link Limiter.reset} clears: a client and account as a whole, or one resource of theirs,
+ * named by a `method` and `path` as a request would name it (with its `accountType`, when the
+ * limiter has presets by account type).
+ */
+export interface ResetRequest<T extends string = string> {
+  /** The client id. */
+  readonly clientId: string;
+  /** The account code. */
+  readonly accountCode: string;
+  /** Picks the preset whose resource limits `method` and `path` are read with, as in a request. */
+  readonly accountType?: T | undefined;
+  /** With `path`: the resource to clear, as a request to it names it. Absent: everything. */
+  readonly method?: string | undefined;
+  /** With `method`: the path of a request to the resource (version and spelling do not matter). */
+  readonly path?: string | undefined;
 }
 
 /** A limiter. `check` answers synchronously with a synchronous store, with a promise otherwise. */
@@ -105,15 +150,52 @@ export interface Limiter<S extends LimitStore = LimitStore, T extends string = s
   /**
    * Decide one request.
    * @param request - who sends it and what it asks for
-   * @param options - whether an admitted decision reports its statuses
+   * @param options - whether an admitted decision reports its statuses, and the request's cost
    * @throws InvalidRequestError when the request cannot be attributed (empty ids, wrong types)
-   * @throws ConfigurationError `invalid_option` for options that are not `{ statuses?: boolean }`
-   *   or cannot be read, or a clock reading that is not milliseconds from 0 to 8.64e15
+   * @throws ConfigurationError `invalid_option` for options that are not
+   *   `{ statuses?: boolean, cost?: number }` or cannot be read, or a clock reading that is not
+   *   milliseconds from 0 to 8.64e15; `invalid_cost` for a cost that is not a whole number from 1;
+   *   `cost_above_limit` for a cost above a window's limit or a rate's burst of the request
    */
   check(
     request: LimitRequest<T>,
     options?: CheckOptions,
   ): S extends SyncLimitStore ? Decision : Promise<Decision>;
+  /**
+   * What `check` would decide for the request now, with every policy's status as it is, recording
+   * nothing: no admission, no lease, and a block is reported but never started, extended or
+   * cleared. An admitted peek's `release` does nothing.
+   * @param request - who would send it and what it would ask for
+   * @param options - the cost of the request asked about
+   * @throws InvalidRequestError and ConfigurationError as `check` does
+   * @example
+   * ```ts
+   * const now = limiter.peek({ clientId, accountCode, method: 'GET', path: '/booking/v1/offers' });
+   * console.log(now.allowed, now.statuses.map((s) => `${s.policy.name}: ${s.remaining} left`));
+   * ```
+   */
+  peek(
+    request: LimitRequest<T>,
+    options?: PeekOptions,
+  ): S extends SyncLimitStore ? Decision : Promise<Decision>;
+  /**
+   * Clear the counters, leases and blocks of a client and account (`{ clientId, accountCode }`),
+   * or of one resource of theirs (add the `method` and `path` of a request to it): their next
+   * request is decided afresh. For support staff unblocking a customer. A lease taken before is
+   * void: giving it back changes nothing.
+   * @param scope - whom to clear
+   * @returns how many scope states the store removed (0 when it held none)
+   * @throws InvalidRequestError for ids a request could not have (empty, too long, not strings),
+   *   `invalid_request` for a scope that is not an object or gives only one of method and path,
+   *   `invalid_path` for a path no resource limit counts
+   * @throws ConfigurationError `invalid_option` for a store without `reset`
+   * @example
+   * ```ts
+   * limiter.reset({ clientId: 'client-1', accountCode: 'ACME' });
+   * limiter.reset({ clientId: 'client-1', accountCode: 'ACME', method: 'PATCH', path: '/booking/v1/bookings/B1' });
+   * ```
+   */
+  reset(scope: ResetRequest<T>): S extends SyncLimitStore ? ResetOutcome : Promise<ResetOutcome>;
   /** The store the limiter uses. */
   readonly store: S;
   /** What a store outage does (the `outage` option); the middleware reads it. */
@@ -171,8 +253,40 @@ class LimitEngine implements Limiter {
     this.#reused = isPlainMemoryStore(config.store) ? new ReusablePlan() : undefined;
   }
 
-  // A field, so that `limiter.check` works apart from its limiter, as the closure it replaces did.
-  readonly check = (input: LimitRequest, options?: CheckOptions): Decision | Promise<Decision> => {
+  // Fields, so that `limiter.check` works apart from its limiter, as the closure it replaces did.
+  readonly check = (input: LimitRequest, options?: CheckOptions): Decision | Promise<Decision> =>
+    this.#decide(input, options, false);
+
+  readonly peek = (input: LimitRequest, options?: PeekOptions): Decision | Promise<Decision> =>
+    this.#decide(input, options, true);
+
+  readonly reset = (input: ResetRequest): ResetOutcome | Promise<ResetOutcome> => {
+    const store = this.store;
+    if (typeof store.reset !== 'function') {
+      throw new ConfigurationError(
+        'invalid_option',
+        "The limiter's store has no reset(); use a MemoryStore or a RedisStore, or give your store a reset(scope) method (see LimitStore).",
+      );
+    }
+    const scopes = this.#resetScopes(input);
+    if (store.synchronous) {
+      let cleared = 0;
+      for (const scope of scopes) cleared += store.reset!(scope).cleared;
+      return { cleared };
+    }
+    const reset = store.reset!.bind(store);
+    return Promise.all(scopes.map((scope) => reset(scope))).then((outcomes) => ({
+      cleared: outcomes.reduce((sum, o) => sum + o.cleared, 0),
+    }));
+  };
+
+  #decide(
+    input: LimitRequest,
+    options: CheckOptions | PeekOptions | undefined,
+    peek: boolean,
+  ): Decision | Promise<Decision> {
+    // Timed only while someone listens, and never a peek: no clock read, no message, otherwise.
+    const started = !peek && decisionChannel.hasSubscribers ? performance.now() : -1;
     if (typeof input !== 'object' || input === null) throw notARequest(input);
     // Each field read once into locals: a getter cannot pass the checks with one value and be
     // counted under another, and no copy of the request is made.
@@ -187,15 +301,72 @@ class LimitEngine implements Limiter {
       throw unreadableRequest(cause);
     }
     checkRequest(clientId, accountCode, accountType, method, path, this.#maxIdLength);
-    const statuses = options === undefined || wantsStatuses(options);
+    // A peek reports the statuses: they are what it is asked for.
+    const statuses = options === undefined || peek || wantsStatuses(options);
+    const cost = options === undefined ? 1 : costOf(options, peek ? 'peek' : 'check');
     const group = this.#select(clientId, accountCode, accountType, method, path);
     // A malformed path matches no rule: it is still counted by the global limits and the throttle.
     const effect = group.rules.effectOf?.(method, path);
     // The clock before the plan is written: a clock that calls check() again cannot overwrite it.
     const now = this.#now();
-    const plan = this.#plan(clientId, accountCode, group, effect, statuses);
-    return this.#apply(plan, now, statuses);
+    const plan =
+      cost === 1 && !peek
+        ? this.#plan(clientId, accountCode, group, effect, statuses)
+        : this.#planOf(clientId, accountCode, group, effect, { statuses, cost, peek });
+    if (cost !== 1) checkCost(plan, cost);
+    const decision = this.#apply(plan, now, statuses);
+    if (started < 0) return decision;
+    return observeDecision(decision, { clientId, accountCode, accountType, method, path }, started);
+  }
+
+  // Passed on to the caller, which decides the outage (the middleware's `failure`); made once.
+  readonly #failed = (error: unknown): never => {
+    reportApplyFailure(this.store, error, 'reject');
+    throw error;
   };
+
+  /** The store scopes a reset clears: the client and account, or each resource the path names. */
+  #resetScopes(input: ResetRequest): ResetScope[] {
+    if (typeof input !== 'object' || input === null) {
+      throw new InvalidRequestError(
+        'invalid_request',
+        `reset() needs an object such as { clientId, accountCode }, got ${describe(input)}.`,
+      );
+    }
+    let clientId: string;
+    let accountCode: string;
+    let accountType: string | undefined;
+    let method: string | undefined;
+    let path: string | undefined;
+    try {
+      ({ clientId, accountCode, accountType, method, path } = input);
+    } catch (cause) {
+      throw new InvalidRequestError(
+        'invalid_request',
+        'Reading the reset() scope threw; pass plain values.',
+        { cause },
+      );
+    }
+    checkAttribution(clientId, accountCode, accountType, this.#maxIdLength);
+    if (method === undefined && path === undefined) return [{ clientId, accountCode }];
+    if (method === undefined || path === undefined) {
+      throw new InvalidRequestError(
+        'invalid_request',
+        `reset() takes method and path together (the request to the resource to clear), or neither (the whole client and account); got only ${method === undefined ? 'path' : 'method'}.`,
+      );
+    }
+    checkRequest(clientId, accountCode, accountType, method, path, this.#maxIdLength);
+    const group = this.#select(clientId, accountCode, accountType, method, path);
+    const resources = group.rules.effectOf?.(method, path)?.resources ?? NO_RESOURCES;
+    if (resources.length === 0) {
+      throw new InvalidRequestError(
+        'invalid_path',
+        `No resource limit of this limiter counts ${method} ${path}; name a request to a resource under a resource limit, or leave method and path out to clear the whole client and account.`,
+      );
+    }
+    const keys = new Set(resources.map((r) => r.key));
+    return [...keys].map((resource) => ({ clientId, accountCode, resource }));
+  }
 
   #now(): number {
     const now = this.#clock.now();
@@ -215,15 +386,28 @@ class LimitEngine implements Limiter {
     effect: RuleEffect | undefined,
     statuses: boolean,
   ): Plan {
-    // Exemptions only take positions away: the same length is the same list.
-    const active =
-      effect === undefined || effect.active.length === group.active.length
-        ? group.active
-        : effect.active;
-    const resources = effect?.resources ?? NO_RESOURCES;
-    if (this.#reused !== undefined && resources.length === 0) {
-      return this.#reused.write(clientId, accountCode, group.list, active, statuses);
+    if (this.#reused !== undefined && (effect?.resources ?? NO_RESOURCES).length === 0) {
+      return this.#reused.write(
+        clientId,
+        accountCode,
+        group.list,
+        activeOf(group, effect),
+        statuses,
+      );
     }
+    return this.#fresh(clientId, accountCode, group, effect, statuses);
+  }
+
+  /** A plan made for this request alone. */
+  #fresh(
+    clientId: string,
+    accountCode: string,
+    group: PolicyGroup,
+    effect: RuleEffect | undefined,
+    statuses: boolean,
+  ): { scopes: PlanScope[]; statuses: boolean } {
+    const active = activeOf(group, effect);
+    const resources = effect?.resources ?? NO_RESOURCES;
     const scopes: PlanScope[] = [
       { clientId, accountCode, resource: '', policies: group.list, active },
     ];
@@ -233,12 +417,25 @@ class LimitEngine implements Limiter {
     return { scopes, statuses };
   }
 
+  /** A plan of its own for a costed check or a peek: the reusable one is for plain checks. */
+  #planOf(
+    clientId: string,
+    accountCode: string,
+    group: PolicyGroup,
+    effect: RuleEffect | undefined,
+    fields: { statuses: boolean; cost: number; peek: boolean },
+  ): Plan {
+    const { scopes } = this.#fresh(clientId, accountCode, group, effect, fields.statuses);
+    const { statuses, cost, peek } = fields;
+    return peek ? { scopes, statuses, cost, peek } : { scopes, statuses, cost };
+  }
+
   #apply(plan: Plan, now: number, statuses: boolean): Decision | Promise<Decision> {
     const store = this.store;
     if (store.synchronous) return toDecision(store, store.apply(plan, now), statuses);
     const onOutage = this.#onOutage;
     if (onOutage === undefined) {
-      return store.apply(plan, now).then((o) => toDecision(store, o, statuses));
+      return store.apply(plan, now).then((o) => toDecision(store, o, statuses), this.#failed);
     }
     // Only the store's own failure is an outage: a decision it answers is used as it is.
     let outcome: Promise<StoreOutcome>;
@@ -254,14 +451,26 @@ class LimitEngine implements Limiter {
   }
 }
 
+/** The positions of the account's policies that apply. */
+function activeOf(group: PolicyGroup, effect: RuleEffect | undefined): readonly number[] {
+  // Exemptions only take positions away: the same length is the same list.
+  return effect === undefined || effect.active.length === group.active.length
+    ? group.active
+    : effect.active;
+}
+
 /** A plan of one scope, made once and written afresh by each check. */
 class ReusablePlan {
   readonly #global = { clientId: '', accountCode: '', resource: '', policies: [], active: [] } as {
     -readonly [K in keyof PlanScope]: PlanScope[K];
   };
+  // Cost and peek as own fields: the store reads them on every plan, and an own field is read
+  // faster than an absent one.
   readonly #plan: { -readonly [K in keyof Plan]: Plan[K] } = {
     scopes: [this.#global],
     statuses: true,
+    cost: 1,
+    peek: false,
   };
 
   write(

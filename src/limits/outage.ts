@@ -4,6 +4,7 @@
  */
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
+import { reportApplyFailure } from './channels.js';
 import { admittedUnlimited, type Decision, refusedUnavailable, toDecision } from './decision.js';
 import { MemoryStore } from './memory/store.js';
 import type { LimitStore, Plan, SyncLimitStore } from './store.js';
@@ -64,7 +65,7 @@ export function outageHandler(
       `outage: ${JSON.stringify(mode)} applies to an asynchronous store (the RedisStore); the memory store has no outage, so leave outage out.`,
     );
   }
-  const report = reporter(options.onOutage);
+  const report = reporter(store, options.onOutage);
   switch (mode) {
     case 'open':
       return {
@@ -98,8 +99,9 @@ export function outageHandler(
   }
 }
 
-function reporter(onOutage: (event: OutageEvent) => void) {
+function reporter(store: LimitStore, onOutage: (event: OutageEvent) => void) {
   return (error: unknown, outage: Exclude<OutageMode, 'reject'>): void => {
+    reportApplyFailure(store, error, outage);
     try {
       onOutage({ error, outage });
     } catch {

@@ -29,6 +29,43 @@ export interface Plan {
    * @defaultValue true
    */
   readonly statuses?: boolean;
+  /**
+   * Admissions the request counts at once in every window and rate policy it falls under: a whole
+   * number from 1, at most each such policy's limit (window) or burst (rate); the engine checks
+   * that. A throttle takes one lease whatever the cost (docs/limits.md says why).
+   * @defaultValue 1
+   */
+  readonly cost?: number;
+  /**
+   * `true`: decide as `apply` would and report every active policy's status as it is, but record
+   * nothing: no admission, no block started, extended or cleared, no lease taken.
+   * @defaultValue false
+   */
+  readonly peek?: boolean;
+}
+
+/** What a store's `reset` clears: a client and account, or one resource of theirs. */
+export interface ResetScope {
+  /** The client id. */
+  readonly clientId: string;
+  /** The account code. */
+  readonly accountCode: string;
+  /**
+   * The canonical key of one resource (a {@link PlanScope}'s `resource`): only that resource's
+   * state is cleared, under whichever policy list. Absent: every state of the client and account,
+   * its own and its resources'.
+   */
+  readonly resource?: string;
+}
+
+/** What a `reset` cleared. */
+export interface ResetOutcome {
+  /**
+   * Scope states removed: 0 when the store held nothing for the scope. A store keeps idle state
+   * for a while (until swept, or until its key expires), so the count says what was held, not
+   * what was in use.
+   */
+  readonly cleared: number;
 }
 
 /** The state of one policy after a decision. */
@@ -127,6 +164,12 @@ export interface SyncLimitStore extends LimitStoreBase {
   apply(plan: Plan, now: number): StoreOutcome;
   /** Give back the leases of an admitted request. Idempotent; needs no clock. */
   release(lease: LeaseToken): void;
+  /**
+   * Clear the counters, leases and blocks of a scope, atomically: its next request is decided
+   * afresh, and a lease taken before is void (giving it back changes nothing). Optional, so that a
+   * store written before it still works; the limiter's `reset` needs it.
+   */
+  reset?(scope: ResetScope): ResetOutcome;
 }
 
 /** A store that answers with promises (a networked store). */
@@ -140,6 +183,11 @@ export interface AsyncLimitStore extends LimitStoreBase {
   apply(plan: Plan, now: number): Promise<StoreOutcome>;
   /** Give back the leases of an admitted request. Idempotent; needs no clock. */
   release(lease: LeaseToken): Promise<void>;
+  /**
+   * Clear the counters, leases and blocks of a scope, atomically (see {@link SyncLimitStore.reset}).
+   * In an outage it rejects with a typed error of its own.
+   */
+  reset?(scope: ResetScope): Promise<ResetOutcome>;
 }
 
 /** Any store. */

@@ -38,6 +38,16 @@ export interface DecideShape {
   readonly statuses?: boolean;
   /** Decide several requests of this shape in one call, in order (see docs/redis-store.md). */
   readonly batched?: boolean;
+  /**
+   * The request's cost comes as an argument (after the time): each window and rate policy counts
+   * that many admissions. Absent, a cost of 1, with no argument.
+   */
+  readonly costed?: boolean;
+  /**
+   * Decide and reply the statuses as they are, writing nothing back: no admission, no block, no
+   * lease. The reply is a refusal's layout, its first number 1 when the request would be admitted.
+   */
+  readonly peek?: boolean;
 }
 
 /** One policy position of one scope, as the generated Lua sees it. */
@@ -105,6 +115,8 @@ interface Writer {
   readonly declared: string[];
   /** How many throttles take leases. */
   readonly throttles: number;
+  /** Where the cost is among the request's arguments (0 without one). */
+  readonly costArg: number;
   /** Where the lease id is among the request's arguments. */
   readonly idArg: number;
   /** Where the first given-back lease's arguments are among the request's arguments. */
@@ -120,8 +132,10 @@ export function decideScript(shape: DecideShape): string {
   refuse(w);
   admit(w);
   statuses(w);
-  blocks(w);
-  writeBack(w);
+  if (shape.peek !== true) {
+    blocks(w);
+    writeBack(w);
+  }
   reply(w);
   const lines = shape.batched === true ? batchedScript(w) : loneScript(w);
   return lines.filter((line) => line !== '').join('\n');
@@ -140,10 +154,13 @@ function newWriter(shape: DecideShape): Writer {
     sections[index]!.uses++;
     return index;
   });
-  const throttles = leaseSlots(shape).length;
-  // ARGV: the time (from the caller's clock only), the lease id (for a throttle only), then the
-  // leases given back.
-  const idArg = shape.clock === true ? 2 : 1;
+  // A peek takes no lease.
+  const throttles = shape.peek === true ? 0 : leaseSlots(shape).length;
+  // ARGV: the time (from the caller's clock only), the cost (when costed), the lease id (for a
+  // throttle only), then the leases given back.
+  const timeArgs = shape.clock === true ? 1 : 0;
+  const costArg = shape.costed === true ? timeArgs + 1 : 0;
+  const idArg = timeArgs + (shape.costed === true ? 2 : 1);
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
   const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 28;
   const inTable = locals > MAX_LOCALS;
@@ -172,6 +189,7 @@ function newWriter(shape: DecideShape): Writer {
     body,
     declared,
     throttles,
+    costArg,
     idArg,
     firstRelease: idArg + (throttles > 0 ? 1 : 0),
   };
@@ -226,6 +244,7 @@ const SERVER_TIME = [
 function requestLocals(w: Writer): string[] {
   const { throttles, inTable, declared } = w;
   return [
+    w.costArg > 0 ? `local cost = ${w.arg(w.costArg)} + 0` : '',
     throttles > 0 ? '-- The lease id, unique to the request among the leases of its expiry.' : '',
     throttles > 0
       ? `local id = ${w.arg(w.idArg)}${w.shape.binaryArguments === true ? '' : ' + 0'}`
@@ -461,9 +480,10 @@ function settleEntries(w: Writer): void {
   }
 }
 
-/** Step 3: each active policy's own earliest admission time. */
+/** Step 3: each active policy's own earliest admission time (for the cost, when costed). */
 function ownTimes(w: Writer): void {
   const { sections, v, sv, emit } = w;
+  const costed = w.costArg > 0;
   // As the memory store computes it, blocks aside.
   for (const [j, section] of sections.entries()) {
     if (section.uses === 0) continue;
@@ -473,14 +493,14 @@ function ownTimes(w: Writer): void {
     if (p.kind === 'window') {
       emit(
         'do',
-        `  local excess = ${v('N', j)} - ${v('H', j)} + 1 - ${p.limit}`,
+        `  local excess = ${v('N', j)} - ${v('H', j)} + 1 - ${p.limit}${costed ? ' + cost - 1' : ''}`,
         `  if excess < 0 then ${w} = t else ${w} = unpack_struct('<d', ${x}, ${v('O', j)} + (${v('H', j)} + excess - 1) * 8) + ${p.windowMs} end`,
         'end',
       );
     } else if (p.kind === 'rate') {
       emit(
         'do',
-        `  local allow_at = ${v('A', j)} - (${p.burst} - 1) * ${lua(emissionInterval(p))}`,
+        `  local allow_at = ${v('A', j)} - (${p.burst} - ${costed ? 'cost' : '1'}) * ${lua(emissionInterval(p))}`,
         `  if allow_at <= t then ${w} = t else ${w} = allow_at end`,
         'end',
       );
@@ -497,13 +517,18 @@ function refuse(w: Writer): void {
   const { work, v, emit } = w;
   // On a tie the policy whose own limit frees up last names the refusal, then the later one in
   // plan order (the more specific limit); Retry-After as store.ts announcedSeconds counts it.
+  const costed = w.costArg > 0;
   emit('local earliest, refusing, refusing_own, blocked = t, 0, t, false');
   for (const [k, j] of work.entries()) {
     const [w, b] = [v('W', j), v('B', j)];
+    // A block frees a policy at its end; a cost above one may need more room, later.
+    const blockedAt = costed
+      ? `  if ${b} > t then blocked = true; if not (cost > 1 and ${w} > ${b}) then at = ${b} end end`
+      : `  if ${b} > t then at, blocked = ${b}, true end`;
     emit(
       'do',
       `  local at = ${w}`,
-      `  if ${b} > t then at, blocked = ${b}, true end`,
+      blockedAt,
       `  if at > t and (at > earliest or (at == earliest and ${w} >= refusing_own)) then`,
       `    earliest, refusing, refusing_own = at, ${k + 1}, ${w}`,
       '  end',
@@ -527,14 +552,23 @@ function refuse(w: Writer): void {
 /** Step 5: admitted, every active policy records the request; refused, nothing is recorded. */
 function admit(w: Writer): void {
   const { sections, work, r, replyTable, v, sv, emit } = w;
+  emit('local admitted = refusing == 0', replyTable ? 'local reply' : '');
+  if (w.shape.peek === true) {
+    peekHead(w);
+    return;
+  }
   // Step 5a. Admitted: every active policy records the request (a window's admission and a
   // throttle's lease are written in step 6); each scope with an active policy changes.
-  emit('local admitted = refusing == 0', replyTable ? 'local reply' : '', 'if admitted then');
+  emit('if admitted then');
+  const times = w.costArg > 0 ? 'cost * ' : '';
   for (const j of work) {
     const p = sections[j]!.policy;
     const a = v('A', j);
     if (p.kind === 'rate') {
-      emit(`  if ${a} < t then ${a} = t end`, `  ${a} = ${a} + ${lua(emissionInterval(p))}`);
+      emit(
+        `  if ${a} < t then ${a} = t end`,
+        `  ${a} = ${a} + ${times}${lua(emissionInterval(p))}`,
+      );
     }
   }
   for (const s of new Set(work.map((j) => sections[j]!.scope))) emit(`  ${sv('D', s)} = true`);
@@ -551,6 +585,16 @@ function admit(w: Writer): void {
   // Locals, not a table: a table per decision costs its allocation and its collection.
   const head = [1, 2, 3, 4, 5].map(r).join(', ');
   emit('else', `  ${head} = ${refused.join(', ')}`, 'end');
+}
+
+/** A peek's reply head, admitted or not: it records nothing, so nothing changes. */
+function peekHead(w: Writer): void {
+  const head = ['admitted and 1 or 0', 't', 'blocked and 2 or 1', 'seconds', 'refusing'];
+  if (w.replyTable) {
+    w.emit(`reply = { ${head.join(', ')}${', 0'.repeat(2 * w.work.length)} }`);
+  } else {
+    w.emit(`${[1, 2, 3, 4, 5].map(w.r).join(', ')} = ${head.join(', ')}`);
+  }
 }
 
 /** The Lua names a status is written with: a section's variables and where the status goes. */
@@ -570,8 +614,9 @@ function statuses(w: Writer): void {
   // Remaining and reset-after (ms) of every active policy, for a refusal (an admission replies
   // with what they are worked out from, see reply()). Comparisons rather than math.max and
   // math.min, whose C calls cost more, with their results: max(0, x) is x only when x > 0 (0 for
-  // -0), min(b, x) is x only when x < b.
-  emit('if not admitted then');
+  // -0), min(b, x) is x only when x < b. A peek replies them either way.
+  const peek = w.shape.peek === true;
+  emit(peek ? 'do' : 'if not admitted then');
   for (const [k, j] of work.entries()) {
     const { policy: p, scope } = sections[j]!;
     const x = sv('X', scope);
@@ -696,10 +741,13 @@ function keptEntries(
         : `  local ${own} = admitted and pack_struct('${LEASE_ENTRY}', t + ${life}, id)`,
     );
   }
-  const added = uses === 0 ? '0' : `(admitted and ${uses} or 0)`;
+  // A window counts the cost; a throttle takes one lease whatever the cost.
+  const copies = w.costArg > 0 && p.kind === 'window' ? `${uses} * cost` : `${uses}`;
+  const added = uses === 0 ? '0' : `(admitted and ${copies} or 0)`;
   fixed.push(b, `${n} - ${h} + 1 + ${added}`);
   parts.push(`sub(${x}, ${o} + (${h} - 1) * ${size}, ${o} + ${n} * ${size} - 1)`);
-  if (uses > 0) parts.push(`(admitted and ${uses === 1 ? own : `rep(${own}, ${uses})`} or '')`);
+  if (uses > 0)
+    parts.push(`(admitted and ${copies === '1' ? own : `rep(${own}, ${copies})`} or '')`);
   const newest = `unpack_struct('<d', ${x}, ${o} + (${n} - 1) * ${size})`;
   const stored = after === 0 ? newest : `${newest} + ${after}`;
   w.emit(
@@ -752,6 +800,7 @@ function setScope(
 /** The reply. */
 function reply(w: Writer): void {
   const { shape, sections, work, r, replyTable, v, emit } = w;
+  const per = w.costArg > 0 ? ' * cost' : '';
   // Admitted: 1, the time, then (with statuses) one number per active policy that its status is
   // worked out from by the store, as the memory store works it out from its state: a window's or
   // a throttle's count after the admission, the rate policy's theoretical arrival time. Counting
@@ -761,17 +810,22 @@ function reply(w: Writer): void {
       ? []
       : work.map((j) => {
           const { policy, uses } = sections[j]!;
-          return policy.kind === 'rate' ? v('A', j) : `${v('N', j)} - ${v('H', j)} + 1 + ${uses}`;
+          if (policy.kind === 'rate') return v('A', j);
+          const added = policy.kind === 'window' ? `${uses}${per}` : `${uses}`;
+          return `${v('N', j)} - ${v('H', j)} + 1 + ${added}`;
         });
   const admitted = ['1', 't', ...raws];
-  emit('if admitted then');
-  if (replyTable) {
-    emit(`  reply = { ${admitted.join(', ')} }`);
-    returnReply(w, `unpack(reply, 1, ${admitted.length})`, admitted.length, '  ');
-  } else {
-    returnReply(w, admitted.join(', '), admitted.length, '  ');
+  // A peek replies as a refusal does, admitted or not.
+  if (shape.peek !== true) {
+    emit('if admitted then');
+    if (replyTable) {
+      emit(`  reply = { ${admitted.join(', ')} }`);
+      returnReply(w, `unpack(reply, 1, ${admitted.length})`, admitted.length, '  ');
+    } else {
+      returnReply(w, admitted.join(', '), admitted.length, '  ');
+    }
+    emit('end');
   }
-  emit('end');
   // Refused: the five numbers of the decision, then remaining and reset-after of each policy.
   const full = 5 + 2 * work.length;
   const numbers = replyTable

@@ -97,6 +97,11 @@ export class DecisionBatcher {
     else if (opened) process.nextTick(this.#sendOpen);
   }
 
+  /** Send the open batch now: a command that must follow its decisions goes after it. */
+  sendOpen(): void {
+    this.#sendOpen();
+  }
+
   readonly #sendOpen = (): void => {
     const open = this.#open;
     if (open === undefined) return;

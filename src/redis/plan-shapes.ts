@@ -47,11 +47,8 @@ const actives = new WeakMap<readonly number[], string>();
 export class PlanShapes {
   readonly #settings: ScriptSettings;
   readonly #deciders = new Map<string, Decider>();
-  /** By policy list, then active positions: with statuses, then without. */
-  readonly #singles = new WeakMap<
-    readonly Policy[],
-    WeakMap<readonly number[], [SingleScope | undefined, SingleScope | undefined]>
-  >();
+  /** By policy list, then active positions: by {@link variantOf}. */
+  readonly #singles = new WeakMap<readonly Policy[], WeakMap<readonly number[], SingleScope[]>>();
 
   constructor(settings: ScriptSettings) {
     this.#settings = settings;
@@ -64,14 +61,14 @@ export class PlanShapes {
       byActive = new WeakMap();
       this.#singles.set(scope.policies, byActive);
     }
-    let pair = byActive.get(scope.active);
-    if (pair === undefined) {
-      pair = [undefined, undefined];
-      byActive.set(scope.active, pair);
+    let variants = byActive.get(scope.active);
+    if (variants === undefined) {
+      variants = [];
+      byActive.set(scope.active, variants);
     }
-    const which = plan.statuses === false ? 1 : 0;
-    pair[which] ??= this.#newSingle(plan, scope);
-    return pair[which];
+    const which = variantOf(plan);
+    variants[which] ??= this.#newSingle(plan, scope);
+    return variants[which];
   }
 
   #newSingle(plan: Plan, scope: PlanScope): SingleScope {
@@ -112,8 +109,9 @@ export class PlanShapes {
 
   /** The decider of a plan shape by its signature, written the first time the shape comes. */
   #decider(signature: string, plan: Plan, indices: readonly number[]): Decider {
-    // Without statuses an admission's script skips them (a script of its own).
-    const key = plan.statuses === false ? `${signature}-` : signature;
+    // Without statuses an admission's script skips them; a costed decision and a peek have
+    // scripts of their own too.
+    const key = `${signature}${VARIANT_SUFFIX[variantOf(plan)]}`;
     let decider = this.#deciders.get(key);
     if (decider === undefined) {
       const { marginMs, binary, binaryArguments, clock } = this.#settings;
@@ -122,7 +120,9 @@ export class PlanShapes {
         binaryArguments,
         clock,
       };
-      const throttles = leaseSlots(shape).map(([scope, position, uses]) => ({
+      // A peek takes no lease.
+      const slots = shape.peek === true ? [] : leaseSlots(shape);
+      const throttles = slots.map(([scope, position, uses]) => ({
         scope,
         position: position + 1,
         ttlMs: (shape.scopes[scope]![position] as ConcurrencyPolicy).leaseTtlMs,
@@ -134,6 +134,18 @@ export class PlanShapes {
     return decider;
   }
 }
+
+/**
+ * Which script a plan needs besides its shape: 0 the plain one, 1 without statuses, 2 and 3 the
+ * same with a cost, 4 a peek and 5 a peek with a cost (a peek always reports statuses).
+ */
+function variantOf(plan: Plan): number {
+  const costed = plan.cost !== undefined && plan.cost !== 1 ? 2 : 0;
+  if (plan.peek === true) return 4 + costed / 2;
+  return costed + (plan.statuses === false ? 1 : 0);
+}
+
+const VARIANT_SUFFIX = ['', '-', '$', '$-', '?', '?$'] as const;
 
 /** The active positions, for a plan's signature: `*` for every position, else the list. */
 function activeArg(active: readonly number[], count: number): string {
@@ -164,5 +176,15 @@ function shapeOf(
     scopes[index] ??= scope.policies;
     for (const position of scope.active) work.push([index, position]);
   }
-  return { scopes, work, marginMs, binary, statuses: plan.statuses !== false };
+  const peek = plan.peek === true;
+  const costed = plan.cost !== undefined && plan.cost !== 1;
+  return {
+    scopes,
+    work,
+    marginMs,
+    binary,
+    statuses: peek || plan.statuses !== false,
+    costed,
+    peek,
+  };
 }

@@ -5,11 +5,19 @@
  */
 import { RedisStoreError } from '../errors/redis-store-error.js';
 import { describe } from '../internal/describe.js';
-import type { AsyncLimitStore, LeaseToken, Plan, StoreOutcome } from '../limits/store.js';
+import type {
+  AsyncLimitStore,
+  LeaseToken,
+  Plan,
+  ResetOutcome,
+  ResetScope,
+  StoreOutcome,
+} from '../limits/store.js';
 import { resolveTime } from '../limits/store.js';
 import { DecisionBatcher, type DecisionRequest, type DecisionSteps } from './decision-batch.js';
 import { type Decider, PlanShapes, type Scoped } from './plan-shapes.js';
 import type { ScriptArgument } from './redis-client.js';
+import { RESET_SCRIPT } from './reset-script.js';
 import {
   describeLeases,
   packedId,
@@ -20,7 +28,7 @@ import {
 } from './riding-releases.js';
 import { parseOutcome } from './script-reply.js';
 import { isCrossSlot, ScriptRunner, toStoreError } from './script-runner.js';
-import { scopeKey } from './store-keys.js';
+import { resetPattern, scopeKey, scopeTag } from './store-keys.js';
 import { LEASE_COUNTER, type RedisStoreOptions, readStoreSettings } from './store-options.js';
 
 /**
@@ -106,6 +114,37 @@ export class RedisStore implements AsyncLimitStore {
     return own.given;
   }
 
+  /**
+   * Delete every key of a client and account, or those of one resource of theirs, in one atomic
+   * script call: their next request is decided afresh, and a lease taken before is void. The
+   * script walks the database's keys with SCAN (docs/redis.md says what that costs). Decisions
+   * asked before it are sent before it. When Redis cannot answer this rejects with a
+   * {@link RedisStoreError}.
+   * @param scope - the client id and account code, and optionally a resource key
+   */
+  reset(scope: ResetScope): Promise<ResetOutcome> {
+    try {
+      this.#batcher?.sendOpen();
+      const tag = scopeTag(this.#prefix, scope.clientId, scope.accountCode);
+      const pattern = resetPattern(tag, scope.resource);
+      return this.#runner
+        .run(RESET_SCRIPT, [tag], [pattern])
+        .then((reply) => {
+          if (typeof reply !== 'number' || !Number.isSafeInteger(reply) || reply < 0) {
+            throw new RedisStoreError(
+              'redis_bad_reply',
+              'reset',
+              `Unexpected reply from the reset script: ${describe(reply)}.`,
+            );
+          }
+          return { cleared: reply };
+        })
+        .catch((error: unknown) => this.#failed(error, 'reset'));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   #decide(plan: Plan, now: number): Promise<StoreOutcome> {
     const { scopes } = plan;
     const only = scopes.length === 1 && scopes[0]!.resource === '' ? scopes[0]! : undefined;
@@ -121,6 +160,8 @@ export class RedisStore implements AsyncLimitStore {
     }
     const { decider } = scoped;
     const args = this.#timeArgument(now);
+    // The cost follows the time, in a script of its own (a cost of 1 sends none).
+    if (decider.shape.costed === true) args.push(String(plan.cost));
     const id = decider.throttles.length > 0 ? this.#leaseId(args) : 0;
     // Leases given back since the last command ride on this decision: one command, not two.
     const riders = this.#releases.riders();
@@ -226,8 +267,8 @@ export class RedisStore implements AsyncLimitStore {
   }
 
   /** Report the outage and reject with it: the store never decides what it means. */
-  #failed(error: unknown): never {
-    const failure = toStoreError('apply', error);
+  #failed(error: unknown, operation: 'apply' | 'reset' = 'apply'): never {
+    const failure = toStoreError(operation, error);
     this.#runner.report(failure);
     throw failure;
   }

@@ -33,6 +33,8 @@ export function parseOutcome(
   if (numbers === undefined || numbers.length < 2) return undefined;
   const n = policies.length;
   const [allowed, t] = numbers as [number, number];
+  // A peek replies as a refusal does, admitted or not.
+  if (plan.peek === true) return peekOutcome(numbers, plan, policies, resources);
   // An admission asked without statuses replies with its first two numbers only.
   const lean = plan.statuses === false && n > 0;
   if (allowed === 1) {
@@ -46,8 +48,39 @@ export function parseOutcome(
       values: admittedStatuses(policies, numbers, t),
     };
   }
-  if (allowed !== 0 || numbers.length !== 5 + 2 * n) return undefined;
-  const [, , reason, retry, refusing] = numbers as [number, number, number, number, number];
+  if (allowed !== 0) return undefined;
+  return refusal(numbers, plan, policies, resources);
+}
+
+/** A peek's reply: a refusal's layout, its first number 1 when the request would be admitted. */
+function peekOutcome(
+  numbers: readonly number[],
+  plan: Plan,
+  policies: readonly Policy[],
+  resources: readonly string[],
+): StoreOutcome | undefined {
+  const [allowed, t] = numbers as [number, number];
+  if (allowed === 0) return refusal(numbers, plan, policies, resources);
+  if (allowed !== 1 || numbers.length !== 5 + 2 * policies.length) return undefined;
+  return {
+    allowed: true,
+    now: t,
+    lease: undefined,
+    policies: activePolicies(plan, policies),
+    values: numbers.slice(5),
+  };
+}
+
+/** A refusal's reply: the time, reason, Retry-After, refusing policy, then the statuses. */
+function refusal(
+  numbers: readonly number[],
+  plan: Plan,
+  policies: readonly Policy[],
+  resources: readonly string[],
+): StoreOutcome | undefined {
+  const n = policies.length;
+  if (numbers.length !== 5 + 2 * n) return undefined;
+  const [, t, reason, retry, refusing] = numbers as [number, number, number, number, number];
   const why = REASONS[reason];
   if (why === undefined || refusing < 1 || refusing > n) return undefined;
   return {

@@ -33,7 +33,10 @@ function isNoScript(error: unknown): boolean {
 }
 
 /** The store's error for a failed script call. */
-export function toStoreError(operation: 'apply' | 'release', error: unknown): RedisStoreError {
+export function toStoreError(
+  operation: 'apply' | 'release' | 'reset',
+  error: unknown,
+): RedisStoreError {
   if (error instanceof RedisStoreError) return error;
   const [code, message]: [RedisStoreErrorCode, string] =
     error === TIMEOUT

@@ -40,11 +40,35 @@ export function scopeKey(
   list: string,
   resource: string,
 ): string {
+  const tag = scopeTag(prefix, clientId, accountCode);
+  return resource === '' ? `${tag}:${list}` : `${tag}:${list}:${resource}`;
+}
+
+/**
+ * What every key of a client and account starts with: the prefix and their hash tag.
+ * @param prefix - the store's prefix
+ */
+export function scopeTag(prefix: string, clientId: string, accountCode: string): string {
   // Every key of one decision hashes to one Redis Cluster slot. The length prefix keeps one pair of
   // client id and account code from forging another pair's tag.
   const c = escapeTag(clientId);
-  const tag = `{${c.length}:${c}${escapeTag(accountCode)}}`;
-  return resource === '' ? `${prefix}${tag}:${list}` : `${prefix}${tag}:${list}:${resource}`;
+  return `${prefix}{${c.length}:${c}${escapeTag(accountCode)}}`;
+}
+
+/**
+ * The `SCAN MATCH` pattern of the keys a reset clears: every key of the client and account, or
+ * those of one resource under any policy list (a list id is 16 hex digits).
+ * @param tag - from {@link scopeTag}
+ * @param resource - a resource key; undefined for every key
+ */
+export function resetPattern(tag: string, resource: string | undefined): string {
+  const head = `${globEscape(tag)}:`;
+  return resource === undefined ? `${head}*` : `${head}${'?'.repeat(16)}:${globEscape(resource)}`;
+}
+
+/** A string matched as itself in a Redis glob pattern. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
 }
 
 // Every `%` starts an escape, so two different ids never meet; a lone surrogate would reach Redis

@@ -2,6 +2,7 @@
 import type { Clock } from '../clock.js';
 import { isApiConventionsError } from '../errors/index.js';
 import { parseRetryAfter } from '../http/retry-after.js';
+import { reportAttempt } from './channels.js';
 import type {
   AttemptOutcome,
   Deliverer,
@@ -184,6 +185,7 @@ export class WebhookDeliverer implements Deliverer {
   }
 
   async #report(attempt: DeliveryAttempt): Promise<DeliveryAttempt> {
+    reportAttempt(attempt);
     try {
       await this.#settings.onAttempt?.(attempt);
     } catch {

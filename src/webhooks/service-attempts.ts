@@ -20,7 +20,13 @@ const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:
 
 /** The time of an RFC 3339 date-time with a time zone, in ms; NaN for any other text. @internal */
 export function parseDateTime(text: string): number {
-  return DATE_TIME.test(text) ? Date.parse(text) : Number.NaN;
+  if (!DATE_TIME.test(text)) return Number.NaN;
+  // Date.parse rolls a day past the month's end or hour 24 over (2026-02-30 is 2 March): refuse.
+  const [year, month, day] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+  // The calendar repeats every 400 years; Date.UTC reads years below 100 as 19xx.
+  const daysInMonth = new Date(Date.UTC(2000 + (year % 400), month, 0)).getUTCDate();
+  if (day > daysInMonth || Number(text.slice(11, 13)) > 23) return Number.NaN;
+  return Date.parse(text);
 }
 
 /** The filters of a listing, as the repository reads them. */

@@ -93,7 +93,8 @@ function decodeId(encoded: string): string | undefined {
   } catch {
     return undefined; // a malformed escape names no id
   }
-  return id.length > MAX_ID_LENGTH ? undefined : id;
+  // PostgreSQL text cannot hold U+0000: no stored id has one, and a query with one would fail.
+  return id.length > MAX_ID_LENGTH || id.includes('\u0000') ? undefined : id;
 }
 
 function byMethod(

@@ -151,8 +151,16 @@ export interface DeliveryClaim {
  * at or after `since` (ms).
  */
 export type ReplaySelection =
-  | { readonly messageId: string }
-  | { readonly subscriptionId: string; readonly since: number };
+  | {
+      /** The message whose failed deliveries are sent again. */
+      readonly messageId: string;
+    }
+  | {
+      /** The subscription whose failed deliveries are sent again. */
+      readonly subscriptionId: string;
+      /** Only messages published at or after this time, in ms. */
+      readonly since: number;
+    };
 
 /** How a replay is paced. */
 export interface ReplayPlan {

@@ -1,8 +1,8 @@
 /**
  * The reference service under hostile input over real HTTP: request targets that are no path, a
  * lying Host header, methods a path does not take, what node:http cannot parse, bodies too large
- * or never ending, test events of the wrong shape, too many subscriptions, a subscription that
- * points back at the service.
+ * or never ending, test events of the wrong shape, replays of what is not there or with a bad
+ * since, too many subscriptions, a subscription that points back at the service.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DemoService } from '../../examples/service.js';
@@ -29,8 +29,8 @@ afterAll(() => receiver.close());
 
 describe('reference service under hostile input', () => {
   const KEY = 'x-api-key: live-demo-key\r\n';
-  // The tests of the HTTP surface share one service (none stores anything): each start of the
-  // embedded PostgreSQL takes seconds.
+  // The tests of the HTTP surface share one service (none reads what another stores): each start
+  // of the embedded PostgreSQL takes seconds.
   const clock = new FakeClock(0);
   let shared: DemoService;
   beforeAll(async () => {
@@ -83,6 +83,8 @@ describe('reference service under hostile input', () => {
       ['OPTIONS', '/v1/audit-logs', 'GET, HEAD'],
       ['POST', '/v1/subscriptions/some-id', 'GET, PATCH, DELETE, HEAD'],
       ['GET', '/v1/subscriptions/some-id/secret/rotate', 'POST'],
+      ['GET', '/v1/subscriptions/some-id/replay', 'POST'],
+      ['PUT', '/v1/messages/msg_1/replay', 'POST'],
     ] as const) {
       const refused = await raw(
         service,
@@ -100,8 +102,9 @@ describe('reference service under hostile input', () => {
       ['DELETE', '/v1/test-events', 'POST'],
       ['TRACE', '/booking/v1/offers', 'GET, HEAD'],
       ['DELETE', '/demo/receiver', 'GET, POST, HEAD'],
+      ['GET', '/demo/receiver/gone', 'POST'],
     ] as const) {
-      const key = path === '/demo/receiver' ? '' : KEY;
+      const key = path.startsWith('/demo/') ? '' : KEY;
       const refused = await raw(
         service,
         `${method} ${path} HTTP/1.1\r\nhost: x\r\n${key}connection: close\r\n\r\n`,
@@ -120,10 +123,111 @@ describe('reference service under hostile input', () => {
     const missing = await call(service, '/v1/test-events/', LIVE);
     expect([missing.status, missing.body.code]).toEqual([404, 'not_found']);
     expect(missing.body.detail).toContain(
-      '/v1/subscriptions, /v1/subscriptions/{id}, /v1/subscriptions/{id}/secret/rotate, /v1/subscriptions/{id}/attempts, /v1/audit-logs, /v1/test-events',
+      '/v1/subscriptions, /v1/subscriptions/{id}, /v1/subscriptions/{id}/secret/rotate, /v1/subscriptions/{id}/attempts, /v1/subscriptions/{id}/replay, /v1/messages/{messageId}/replay, /v1/audit-logs, /v1/test-events, /demo/receiver, /demo/receiver/gone,',
     );
+    const messages = await call(service, '/v1/messages', LIVE);
+    expect([messages.status, messages.body.code]).toEqual([404, 'not_found']);
     const noRoute = await call(service, '/v1/subscriptions/', LIVE);
     expect([noRoute.status, noRoute.body.code]).toEqual([404, 'route_not_found']);
+  });
+
+  it('answers the replay routes with problem details, never a 500: messages and subscriptions not there or another account’s, U+0000, malformed and huge ids, wrong methods, bad bodies and a bad since', async () => {
+    const service = shared;
+    clock.advance(1_000); // a second of its own for the Development client's 5 a second
+    const created = await call(service, '/v1/subscriptions', LIVE, {
+      endpointUrl: `${receiver.url}/replays`,
+      events: ['reservation/*'],
+    });
+    const { id } = created.body;
+    const emitted = await call(service, '/v1/test-events', LIVE, { kind: 'reservation/created' });
+    expect(emitted.body.deliveries).toEqual([id]);
+    const message = emitted.body.id as string;
+    const since = '1970-01-01T00:00:00Z';
+    const messageCases: Array<[string, string, number, string]> = [
+      ['POST', '/v1/messages/msg_nope/replay', 404, 'message_not_found'],
+      ['POST', '/v1/messages/%00/replay', 404, 'message_not_found'],
+      ['POST', '/v1/messages/msg_%00x/replay', 404, 'message_not_found'],
+      ['POST', '/v1/messages/%E0%A4%A/replay', 404, 'message_not_found'],
+      ['POST', '/v1/messages/%ED%A0%80/replay', 404, 'message_not_found'],
+      ['POST', `/v1/messages/${'m'.repeat(4000)}/replay`, 404, 'message_not_found'],
+      ['POST', `/v1/messages/${'%C3%A9'.repeat(300)}/replay`, 404, 'message_not_found'],
+      ['POST', '/v1/messages//replay', 404, 'route_not_found'],
+      ['POST', `/v1/messages/${message}`, 404, 'route_not_found'],
+      ['POST', `/v1/messages/${message}/replay/`, 404, 'route_not_found'],
+      ['GET', `/v1/messages/${message}/replay`, 405, 'method_not_allowed'],
+      ['DELETE', `/v1/messages/${message}/replay`, 405, 'method_not_allowed'],
+    ];
+    for (const [method, path, status, code] of messageCases) {
+      const answer = await call(service, path, LIVE, undefined, method);
+      expect([path.slice(0, 60), answer.status, answer.body.code]).toEqual([
+        path.slice(0, 60),
+        status,
+        code,
+      ]);
+      expect(answer.headers.get('content-type')).toContain('application/problem+json');
+    }
+    // Another account's message and subscription are not there for it.
+    const foreign = await call(service, `/v1/messages/${message}/replay`, DEV, undefined, 'POST');
+    expect([foreign.status, foreign.body.code]).toEqual([404, 'message_not_found']);
+    const theirs = await call(service, `/v1/subscriptions/${id}/replay`, DEV, { since });
+    expect([theirs.status, theirs.body.code]).toEqual([404, 'subscription_not_found']);
+
+    const replay = `/v1/subscriptions/${id}/replay`;
+    const deep = `{"since":${'['.repeat(10_000)}${']'.repeat(10_000)}}`;
+    const bodyCases: Array<[string, string, number, string, string?]> = [
+      ['/v1/subscriptions/nope/replay', JSON.stringify({ since }), 404, 'subscription_not_found'],
+      ['/v1/subscriptions/%00/replay', JSON.stringify({ since }), 404, 'subscription_not_found'],
+      [
+        `/v1/subscriptions/${'s'.repeat(4000)}/replay`,
+        JSON.stringify({ since }),
+        404,
+        'subscription_not_found',
+      ],
+      [replay, '{}', 400, 'invalid_replay', 'required'],
+      [replay, '[]', 400, 'invalid_replay', 'invalid_type'],
+      [replay, 'null', 400, 'invalid_replay', 'invalid_type'],
+      [replay, JSON.stringify(since), 400, 'invalid_replay', 'invalid_type'],
+      [replay, '{"since":"yesterday"}', 400, 'invalid_replay', 'invalid_date_time'],
+      [replay, '{"since":1700000000}', 400, 'invalid_replay', 'invalid_date_time'],
+      [replay, '{"since":null}', 400, 'invalid_replay', 'invalid_date_time'],
+      [replay, '{"since":"2026-02-30T00:00:00Z"}', 400, 'invalid_replay', 'invalid_date_time'],
+      [replay, '{"since":"2020-01-01T24:00:00Z"}', 400, 'invalid_replay', 'invalid_date_time'],
+      [replay, '{"since":"2020-01-01T00:00:00"}', 400, 'invalid_replay', 'invalid_date_time'],
+      [
+        replay,
+        JSON.stringify({ since: `2020${'9'.repeat(30_000)}` }),
+        400,
+        'invalid_replay',
+        'invalid_date_time',
+      ],
+      [replay, deep, 400, 'invalid_replay', 'invalid_date_time'],
+      [replay, '{"since":"2999-01-01T00:00:00Z"}', 400, 'invalid_replay', 'in_future'],
+      [replay, `{"since":"${since}","until":"x"}`, 400, 'invalid_replay', 'unknown_member'],
+      [replay, `{"__proto__":{"since":"${since}"}}`, 400, 'invalid_replay', 'unknown_member'],
+      [replay, '{"since":', 400, 'invalid_json'],
+      [replay, '', 400, 'invalid_json'],
+      [replay, JSON.stringify({ since: 'x'.repeat(70_000) }), 413, 'body_too_large'],
+    ];
+    for (const [path, body, status, code, issue] of bodyCases) {
+      const response = await fetch(`${service.url}${path}`, {
+        method: 'POST',
+        headers: LIVE,
+        body,
+      });
+      const answer = (await response.json()) as { code: string; errors?: Array<{ code: string }> };
+      expect([body.slice(0, 40), response.status, answer.code]).toEqual([
+        body.slice(0, 40),
+        status,
+        code,
+      ]);
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+      if (issue !== undefined) expect(answer.errors?.map((e) => e.code)).toEqual([issue]);
+    }
+    const plain = await call(service, replay, { ...LIVE, 'content-type': 'text/plain' }, { since });
+    expect([plain.status, plain.body.code]).toEqual([415, 'unsupported_media_type']);
+    // Nothing failed: a well-formed replay is accepted and sends nothing.
+    const accepted = await call(service, replay, LIVE, { since });
+    expect([accepted.status, accepted.body.deliveries]).toEqual([202, 0]);
   });
 
   it('answers what node:http cannot parse with problem details: 431 for headers too large, 400 otherwise', async () => {

@@ -1,21 +1,40 @@
 /**
  * The reference service end to end over real HTTP: create subscriptions, list them by page number,
  * read, change, rotate and delete them, emit a test event, receive signed deliveries at a local
- * receiver, read the delivery log by cursor, and hit 429 when bursting; stored in embedded
- * PostgreSQL, with limits and queue in memory and on Redis. Hostile input: hostile-input.test.ts.
+ * receiver, read the delivery log by cursor, see a gone endpoint disabled and its message replayed
+ * with the same webhook-id, and hit 429 when bursting; stored in embedded PostgreSQL, with limits
+ * and queue in memory and on Redis. Hostile input: hostile-input.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { DemoService } from '../../examples/service.js';
 import {
   type DeliveryLogEntry as AuditLogEntry,
   FakeClock,
   verifyWebhook,
 } from '../../src/index.js';
-import { call, DEV, deliveryLog, demoStarter, LIVE } from '../support/demo-service.js';
+import { call, DEV, deliveryLog, demoStarter, disabledLog, LIVE } from '../support/demo-service.js';
 import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const { start: startDemo, cleanup } = demoStarter();
 afterAll(cleanup);
+
+/** A demo on a fake clock whose delivery attempts and disabled subscriptions can be awaited. */
+async function startWatched() {
+  const clock = new FakeClock(1_700_000_000_000);
+  const log = deliveryLog();
+  const disabled = disabledLog();
+  const service = await startDemo({
+    clock,
+    onDelivery: log.onDelivery,
+    onDisabled: disabled.onDisabled,
+  });
+  return { clock, log, disabled, service };
+}
+
+/** `POST /v1/messages/{id}/replay` as the Live client. */
+const replayMessage = (service: DemoService, id: string) =>
+  call(service, `/v1/messages/${id}/replay`, LIVE, undefined, 'POST');
 
 let receiver: WebhookReceiver;
 beforeAll(async () => {
@@ -207,23 +226,132 @@ describe('reference service (npm run demo), on embedded PostgreSQL, limits and q
     }
   });
 
-  it('410 from a receiver disables the subscription, shown in the list and the log', async () => {
-    const clock = new FakeClock(1_700_000_000_000);
-    const log = deliveryLog();
-    const service = await startDemo({ clock, onDelivery: log.onDelivery });
-    receiver.respond((d) => (d.path === '/gone' ? { status: 410 } : { status: 204 }));
+  it('the demo receiver that is gone: its 410 disables the subscription at once, told to onDisabled and printed; GET says why and when, the attempts show the 410', async () => {
+    const printed = vi.spyOn(console, 'log');
+    const { clock, log, disabled, service } = await startWatched();
     try {
-      await call(service, '/v1/subscriptions', LIVE, {
-        endpointUrl: `${receiver.url}/gone`,
+      const created = await call(service, '/v1/subscriptions', LIVE, {
+        endpointUrl: `${service.url}/demo/receiver/gone`,
         events: ['folio/*'],
       });
-      await call(service, '/v1/test-events', LIVE, { kind: 'folio/created' });
+      const { id } = created.body;
+      const emitted = await call(service, '/v1/test-events', LIVE, { kind: 'folio/created' });
+      expect(emitted.body.deliveries).toEqual([id]);
+      await disabled.waitFor(1);
       await log.waitFor(1);
+      expect(disabled.entries).toEqual([
+        {
+          subscription: expect.objectContaining({ id, status: 'disabled' }),
+          reason: 'endpoint_gone',
+          at: clock.now(),
+        },
+      ]);
+      expect(printed).toHaveBeenCalledWith(
+        `demo service: subscription ${id} disabled (endpoint_gone)`,
+      );
       expect(log.entries[0]).toMatchObject({ outcome: 'disabled', status: 410 });
-      const list = await call(service, '/v1/subscriptions', LIVE);
-      expect(list.body.items[0].status).toBe('disabled');
+      const read = await call(service, `/v1/subscriptions/${id}`, LIVE);
+      expect(read.body).toMatchObject({
+        status: 'disabled',
+        disabledReason: 'endpoint_gone',
+        disabledAt: new Date(clock.now()).toISOString(),
+      });
+      const listed = await call(service, '/v1/subscriptions', LIVE);
+      expect(listed.body.items).toEqual([read.body]);
+      const attempts = await call(service, `/v1/subscriptions/${id}/attempts`, LIVE);
+      expect(attempts.body.items).toEqual([
+        expect.objectContaining({ id: emitted.body.id, status: 410, outcome: 'disabled' }),
+      ]);
+      // Nothing more is sent to it, and its failures are replayed only once it is enabled.
       const again = await call(service, '/v1/test-events', LIVE, { kind: 'folio/created' });
       expect(again.body.deliveries).toEqual([]);
+      const refused = await call(service, `/v1/subscriptions/${id}/replay`, LIVE, {
+        since: created.body.createdAt,
+      });
+      expect([refused.status, refused.body.code]).toEqual([409, 'subscription_disabled']);
+      const byMessage = await replayMessage(service, emitted.body.id);
+      expect(byMessage.body).toMatchObject({ deliveries: 0 });
+      expect(disabled.entries).toHaveLength(1);
+    } finally {
+      printed.mockRestore();
+      await service.close();
+    }
+  });
+
+  it('enabled again, a replay sends what failed with the same webhook-id and the same body, recorded as replay 1; a second replay sends nothing', async () => {
+    const { clock, log, disabled, service } = await startWatched();
+    receiver.respond((d) => (d.path === '/back' ? { status: 410 } : { status: 204 }));
+    try {
+      const created = await call(service, '/v1/subscriptions', LIVE, {
+        endpointUrl: `${receiver.url}/back`,
+        events: ['folio/*'],
+      });
+      const { id, secret } = created.body;
+      const before = receiver.received.length;
+      const emitted = await call(service, '/v1/test-events', LIVE, {
+        kind: 'folio/created',
+        data: { folioId: 'F-7' },
+      });
+      await disabled.waitFor(1);
+      await log.waitFor(1);
+      // The endpoint is back: enabled again, its failed message replayed.
+      receiver.respond(() => ({ status: 204 }));
+      const enabled = await call(
+        service,
+        `/v1/subscriptions/${id}`,
+        LIVE,
+        { status: 'enabled' },
+        'PATCH',
+      );
+      expect(enabled.body).toMatchObject({ status: 'enabled' });
+      expect(enabled.body).not.toHaveProperty('disabledReason');
+      const replayed = await replayMessage(service, emitted.body.id);
+      expect(replayed.status).toBe(202);
+      expect(replayed.body).toEqual({
+        messageId: emitted.body.id,
+        deliveries: 1,
+        queued: 1,
+        paced: 0,
+      });
+      await receiver.waitFor(before + 2);
+      await log.waitFor(2);
+      const [first, second] = receiver.received.slice(before);
+      expect(second?.headers['webhook-id']).toBe(emitted.body.id);
+      expect(second?.headers['webhook-id']).toBe(first?.headers['webhook-id']);
+      expect(second?.body).toBe(first?.body);
+      expect(verifyWebhook(second!.body, second!.headers, { secrets: secret, clock }).ok).toBe(
+        true,
+      );
+      expect(log.entries[1]).toMatchObject({ outcome: 'delivered', replay: 1 });
+      const attempts = await call(service, `/v1/subscriptions/${id}/attempts`, LIVE);
+      expect(
+        attempts.body.items.map((a: { status: number; outcome: string; replay?: number }) => [
+          a.status,
+          a.outcome,
+          a.replay,
+        ]),
+      ).toEqual([
+        [204, 'delivered', 1],
+        [410, 'disabled', undefined],
+      ]);
+      const audit = await call(service, '/v1/audit-logs?outcome=delivered', LIVE);
+      expect(audit.body.items).toEqual([
+        expect.objectContaining({ id: emitted.body.id, replay: 1 }),
+      ]);
+      // Nothing failed any more: neither replay sends anything.
+      const bySubscription = await call(service, `/v1/subscriptions/${id}/replay`, LIVE, {
+        since: created.body.createdAt,
+      });
+      expect(bySubscription.body).toEqual({
+        subscriptionId: id,
+        since: created.body.createdAt,
+        deliveries: 0,
+        queued: 0,
+        paced: 0,
+      });
+      const byMessage = await replayMessage(service, emitted.body.id);
+      expect(byMessage.body).toMatchObject({ deliveries: 0 });
+      expect(receiver.received).toHaveLength(before + 2);
     } finally {
       receiver.respond(() => ({ status: 204 }));
       await service.close();

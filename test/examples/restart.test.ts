@@ -1,18 +1,21 @@
 /**
  * The reference service keeps what it stores across a restart: subscriptions, their signing
- * secrets (encrypted at rest with WEBHOOK_SECRET_KEYS) and the delivery log, in embedded
- * PostgreSQL in DATA_DIR between two real processes, and on a PostgreSQL server with DATABASE_URL.
+ * secrets (encrypted at rest with WEBHOOK_SECRET_KEYS), the delivery log and the deliveries still
+ * pending, in embedded PostgreSQL in DATA_DIR between two real processes, and on a PostgreSQL
+ * server with DATABASE_URL.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoService } from '../../examples/service.js';
 import { verifyWebhook } from '../../src/index.js';
+import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
 import { PostgresServer } from '../support/postgres-server.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -25,6 +28,8 @@ interface DemoProcess {
   readonly stderr: () => string;
   /** SIGTERM, and the exit code. */
   stop(): Promise<number | null>;
+  /** SIGKILL: the process ends at once, its memory queue with it. */
+  kill(): Promise<void>;
 }
 
 async function startProcess(env: NodeJS.ProcessEnv): Promise<DemoProcess> {
@@ -53,6 +58,10 @@ async function startProcess(env: NodeJS.ProcessEnv): Promise<DemoProcess> {
       child.kill('SIGTERM');
       const [code] = await exited;
       return code as number | null;
+    },
+    kill: async () => {
+      child.kill('SIGKILL');
+      await exited;
     },
   };
 }
@@ -153,6 +162,58 @@ describe('reference service across a restart', () => {
       expect(log[0].sequence).toBeGreaterThan(log[1].sequence);
     } finally {
       expect(await second.stop()).toBe(0);
+    }
+  });
+
+  it('a delivery in flight when the process is killed is sent again by the next one, with the same webhook-id and body: on record before it was queued, it outlives the memory queue', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'demo-data-'));
+    folders.push(folder);
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', DATA_DIR: folder };
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'WEBHOOK_SECRET_KEYS']) delete env[name];
+    // The receiver takes the first delivery and never answers it.
+    const held: ServerResponse[] = [];
+    receiver.respond((d, res) =>
+      d.path === '/held' && held.push(res) === 1 ? undefined : { status: 204 },
+    );
+    try {
+      const first = await startProcess(env);
+      const created = await call(first.url, '/v1/subscriptions', {
+        endpointUrl: `${receiver.url}/held`,
+        events: ['folio/*'],
+      });
+      const before = receiver.received.length;
+      const emitted = await call(first.url, '/v1/test-events', { kind: 'folio/created' });
+      await receiver.waitFor(before + 1);
+      await first.kill();
+
+      const second = await startProcess(env);
+      await receiver.waitFor(before + 2);
+      expect(await second.stop()).toBe(0);
+      const [sent, resent] = receiver.received.slice(before);
+      expect(resent?.path).toBe('/held');
+      expect(resent?.headers['webhook-id']).toBe(emitted.body.id);
+      expect(resent?.body).toBe(sent?.body);
+      expect(
+        verifyWebhook(resent!.body, resent!.headers, { secrets: created.body.secret }).ok,
+      ).toBe(true);
+      // On record: delivered, once, by the second process.
+      const database = new PGlite(join(folder, 'pglite'));
+      const repository = await PostgresSubscriptionRepository.open({ database });
+      try {
+        expect(await repository.deliveryStatus('LIVE-ACME', emitted.body.id, created.body.id)).toBe(
+          'delivered',
+        );
+        const attempts = await repository.attempts('LIVE-ACME', { limit: 10 });
+        expect(attempts.map((a) => [a.id, a.outcome, a.status])).toEqual([
+          [emitted.body.id, 'delivered', 204],
+        ]);
+      } finally {
+        await repository.close();
+        await database.close();
+      }
+    } finally {
+      for (const res of held) res.destroy();
+      receiver.respond(() => ({ status: 204 }));
     }
   });
 

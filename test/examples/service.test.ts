@@ -44,9 +44,13 @@ describe('demo service (npm run demo)', () => {
       const again = await send(service.url, '/booking/v1/offers', { 'x-api-key': 'live-demo-key' });
       expect(again.headers.ratelimit).toContain('"global: 3500 per 60 s";r=3497;t=60');
       expect((await send(service.url, '/booking/v1/reservations')).status).toBe(401);
-      expect(curlLines(service.url)).toContain(
+      const hints = curlLines(service.url);
+      expect(hints).toContain(
         `curl -i -H 'x-api-key: live-demo-key' ${service.url}/booking/v1/reservations`,
       );
+      expect(hints).toContain(`"endpointUrl":"${service.url}/demo/receiver/gone"`);
+      expect(hints).toContain(`${service.url}/v1/subscriptions/$gone/replay`);
+      expect(hints).toContain(`${service.url}/v1/messages/$msg/replay`);
     } finally {
       await service.close();
     }

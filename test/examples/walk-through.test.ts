@@ -1,21 +1,28 @@
 /** The README's walk-through of the reference service, its curl lines run as a reader runs them. */
-import { execFile, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { type DemoService, startDemoService } from '../../examples/service.js';
 import { FakeClock } from '../../src/index.js';
+import { deliveryLog, disabledLog } from '../support/demo-service.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 const hasCurl = spawnSync('curl', ['--version']).status === 0;
-const bash = (script: string) => promisify(execFile)('bash', ['-c', script], { cwd: root });
 
 /** The README's numbered shell blocks: the walk-through, then the steps after a restart. */
 const blocks = [...readme.matchAll(/```sh\n(# [0-9]+\. [\s\S]*?)```/g)].map((m) => m[1] ?? '');
+
+/** The steps of a block by their number: each from its `# N. ` comment to the next one. */
+const stepsOf = (block: string) =>
+  new Map(
+    block
+      .split(/^(?=# [0-9]+\. )/m)
+      .map((step) => [Number(/^# ([0-9]+)\. /.exec(step)?.[1]), step] as const),
+  );
 
 /** The status of every response printed with `curl -i`, in order. */
 const statuses = (stdout: string) =>
@@ -26,44 +33,94 @@ const jsonLines = (stdout: string) =>
   stdout
     .split('\n')
     .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
+    // biome-ignore lint/suspicious/noExplicitAny: JSON bodies of many shapes, read by the assertions
+    .map((line) => JSON.parse(line) as Record<string, any>);
+
+/**
+ * One bash process fed the steps in turn, as a reader pastes them into one terminal: the shell
+ * variables of a step ($id, $gone, $msg) hold for the next ones.
+ */
+function shellSession(url: () => string) {
+  const shell = spawn('bash', [], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let waiting: { marker: string; done: (output: string) => void } | undefined;
+  const settle = () => {
+    const end = waiting === undefined ? -1 : stdout.indexOf(waiting.marker);
+    if (waiting === undefined || end === -1) return;
+    const { done } = waiting;
+    waiting = undefined;
+    const output = stdout.slice(0, end);
+    stdout = '';
+    done(output);
+  };
+  shell.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    settle();
+  });
+  shell.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<void>((done) => shell.once('exit', () => done()));
+  let count = 0;
+  return {
+    /** Run a step; resolves with what it printed. */
+    run(step: string): Promise<string> {
+      const marker = `--- step ${++count} done ---\n`;
+      return new Promise<string>((done, fail) => {
+        waiting = { marker, done };
+        exited.then(() => fail(new Error(`bash exited: ${stderr}`)));
+        shell.stdin.write(
+          `${step.replaceAll('http://127.0.0.1:3000', url())}\necho; echo '${marker.trim()}'\n`,
+        );
+      });
+    },
+    stderr: () => stderr,
+    async close(): Promise<void> {
+      shell.stdin.end();
+      await exited;
+    },
+  };
+}
 
 describe('README walk-through (npm run demo)', () => {
   it.skipIf(!hasCurl)(
-    'runs as written: create, refuse, list, read, change, rotate, delete, deliver and verify, the delivery log by cursor, a burst, and a restart that keeps them',
+    'runs as written: create, refuse, list, read, change, rotate, delete, deliver and verify, the delivery log by cursor, a gone endpoint disabled and replayed, a burst, and a restart that keeps them',
     async () => {
       expect(blocks).toHaveLength(2);
-      const [steps = '', afterRestart = ''] = blocks;
+      const [walk = new Map(), afterRestart = new Map()] = blocks.map(stepsOf);
+      // Numbered 1 to 16, then 17 to 19 after the restart: the prose and the hints cite them.
+      expect([...walk.keys()]).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
+      expect([...afterRestart.keys()]).toEqual([17, 18, 19]);
       const dataDir = await mkdtemp(join(tmpdir(), 'demo-data-'));
-      // A clock that stays put: the burst of step 10 falls in one second however slow curl is.
+      // A clock that stays put: the burst of step 16 falls in one second however slow curl is.
       const clock = new FakeClock(Date.now());
-      let logged = 0;
-      let onLogged = () => {};
+      const delivered = deliveryLog();
+      const disabled = disabledLog();
       const start = (port: number) =>
         startDemoService({
           port,
           clock,
           dataDir,
           onWarning: () => undefined,
-          onDelivery: () => {
-            logged += 1;
-            onLogged();
-          },
-        });
-      const deliveries = (count: number) =>
-        new Promise<void>((done) => {
-          onLogged = () => logged >= count && done();
-          onLogged();
+          onDelivery: delivered.onDelivery,
+          onDisabled: disabled.onDisabled,
         });
       let service: DemoService = await start(0);
+      const shell = shellSession(() => service.url);
       try {
-        const run = (script: string) =>
-          bash(script.replaceAll('http://127.0.0.1:3000', service.url));
-        const [make = '', read = ''] = steps.split(/^(?=# 8\. )/m);
-        const made = (await run(make)).stdout;
+        const outputs = new Map<number, string>();
+        const run = async (steps: Map<number, string>, n: number) => {
+          outputs.set(n, await shell.run(steps.get(n) as string));
+          return outputs.get(n) as string;
+        };
+        for (let n = 1; n <= 7; n++) await run(walk, n);
         // Steps 3 to 7: the list, the read, the change, the rotation, the delete, two events.
+        const made = [3, 4, 5, 6, 7].map((n) => outputs.get(n)).join('');
         expect(statuses(made)).toEqual([200, 200, 200, 200, 204, 202, 202]);
-        const [created, refused, listed, readBack, changed, rotated, gone] = jsonLines(made);
+        const [created, refused, listed, readBack, changed, rotated, gone] = jsonLines(
+          [1, 2, 3, 4, 5, 6].map((n) => outputs.get(n)).join(''),
+        );
         expect(created).toMatchObject({ events: ['reservation/*'], status: 'enabled' });
         expect(created?.secret).toMatch(/^whsec_/);
         const { secret: _, ...shown } = created ?? {};
@@ -75,38 +132,136 @@ describe('README walk-through (npm run demo)', () => {
         expect(rotated?.secret).toMatch(/^whsec_/);
         expect(rotated?.secret).not.toBe(created?.secret);
         expect(gone).toMatchObject({ status: 404, code: 'subscription_not_found' });
-        await deliveries(2); // each event of step 7 delivered and logged
+        await delivered.waitFor(2); // each event of step 7 delivered and logged
 
-        const { stdout } = await run(read);
-        const [received, ...pages] = jsonLines(stdout);
+        const [received] = jsonLines(await run(walk, 8));
         expect(received?.items).toEqual([
           expect.objectContaining({ verified: true }),
           expect.objectContaining({ verified: true }),
         ]);
         // The first page (the newest), then the page its nextCursor names (the capture itself
         // prints nothing).
+        const pages = jsonLines(await run(walk, 9));
         expect(
           pages.map((p) => [(p.items as Array<{ sequence: number }>)[0]?.sequence, p.endOfData]),
         ).toEqual([
           [2, false],
           [1, true],
         ]);
-        expect(stdout.trim().endsWith('200 200 200 200 200 429')).toBe(true);
 
-        // Ctrl+C and `npm run demo` again: a new process on the same folder and port.
+        // Steps 10 and 11: the gone receiver subscribed, an event it answers 410.
+        const [goneCreated] = jsonLines(await run(walk, 10));
+        expect(goneCreated).toMatchObject({
+          endpointUrl: `${service.url}/demo/receiver/gone`,
+          events: ['folio/*'],
+          status: 'enabled',
+        });
+        const [emitted] = jsonLines(await run(walk, 11));
+        expect(emitted).toMatchObject({ kind: 'folio/created', deliveries: [goneCreated?.id] });
+        expect(emitted?.id).toMatch(/^msg_/);
+        // Disabled at once, and the attempt on record.
+        await disabled.waitFor(1);
+        await delivered.waitFor(3);
+        expect(disabled.entries).toEqual([
+          expect.objectContaining({
+            reason: 'endpoint_gone',
+            subscription: expect.objectContaining({ id: goneCreated?.id, status: 'disabled' }),
+          }),
+        ]);
+
+        // Step 12: disabled, why and when; the 410 among its attempts.
+        const [goneRead, goneAttempts] = jsonLines(await run(walk, 12));
+        expect(goneRead).toMatchObject({
+          id: goneCreated?.id,
+          status: 'disabled',
+          disabledReason: 'endpoint_gone',
+          disabledAt: new Date(clock.now()).toISOString(),
+        });
+        expect(goneAttempts?.items).toEqual([
+          expect.objectContaining({
+            id: emitted?.id,
+            subscriptionId: goneCreated?.id,
+            status: 410,
+            outcome: 'disabled',
+          }),
+        ]);
+        expect(goneAttempts?.items[0]).not.toHaveProperty('replay');
+
+        // Step 13: to the working receiver, enabled, no reason left.
+        const [reenabled] = jsonLines(await run(walk, 13));
+        expect(reenabled).toMatchObject({
+          id: goneCreated?.id,
+          endpointUrl: `${service.url}/demo/receiver`,
+          status: 'enabled',
+        });
+        expect(reenabled).not.toHaveProperty('disabledReason');
+        expect(reenabled).not.toHaveProperty('disabledAt');
+
+        // Step 14: the subscription's replay takes the failed message; the message's finds none left.
+        const replays = await run(walk, 14);
+        expect(statuses(replays)).toEqual([202]);
+        expect(jsonLines(replays)).toEqual([
+          {
+            subscriptionId: goneCreated?.id,
+            since: goneCreated?.createdAt,
+            deliveries: 1,
+            queued: 1,
+            paced: 0,
+          },
+          { messageId: emitted?.id, deliveries: 0, queued: 0, paced: 0 },
+        ]);
+        await delivered.waitFor(4);
+
+        // Step 15: delivered again with the same webhook-id, verified; the replay in the attempts.
+        const [receivedAgain, attemptsAgain] = jsonLines(await run(walk, 15));
+        expect(receivedAgain?.items).toHaveLength(3);
+        expect(receivedAgain?.items.at(-1)).toMatchObject({
+          id: emitted?.id,
+          verified: true,
+          body: { id: emitted?.id, type: 'folio/created', data: { folioId: 'F-1' } },
+        });
+        expect(attemptsAgain?.items).toEqual([
+          expect.objectContaining({
+            id: emitted?.id,
+            status: 204,
+            outcome: 'delivered',
+            replay: 1,
+          }),
+          expect.objectContaining({ id: emitted?.id, status: 410, outcome: 'disabled' }),
+        ]);
+
+        expect((await run(walk, 16)).trim().endsWith('200 200 200 200 200 429')).toBe(true);
+        expect(disabled.entries).toHaveLength(1);
+
+        // Ctrl+C and `npm run demo` again: a new process on the same folder and port, the same
+        // terminal for the steps.
         const { port } = new URL(service.url);
         await service.close();
         service = await start(Number(port));
-        const [listing = '', receiver = ''] = afterRestart.split(/^(?=# 13\. )/m);
-        const [list, log, emitted] = jsonLines((await run(listing)).stdout);
-        expect(list).toMatchObject({ totalItems: 1 });
-        expect(list?.items).toEqual([changed]);
-        expect(log?.items).toHaveLength(2);
-        expect(emitted?.deliveries).toEqual([created?.id]);
-        await deliveries(3);
-        const [after] = jsonLines((await run(receiver)).stdout);
+        const [list, log] = jsonLines(await run(afterRestart, 17));
+        expect(list).toMatchObject({ totalItems: 2 });
+        expect(list?.items).toEqual([changed, reenabled]);
+        expect(
+          log?.items.map((e: { id: string; outcome: string; replay?: number }) => [
+            e.id,
+            e.outcome,
+            e.replay,
+          ]),
+        ).toEqual([
+          [emitted?.id, 'delivered', 1],
+          [emitted?.id, 'disabled', undefined],
+          [expect.stringMatching(/^msg_/), 'delivered', undefined],
+          [expect.stringMatching(/^msg_/), 'delivered', undefined],
+        ]);
+        const [afterEvent] = jsonLines(await run(afterRestart, 18));
+        expect(afterEvent?.deliveries).toEqual([created?.id]);
+        await delivered.waitFor(5);
+        const [after] = jsonLines(await run(afterRestart, 19));
         expect(after?.items).toEqual([expect.objectContaining({ verified: true })]);
+        // No command failed (curl -i writes its progress meter there when its output is no terminal).
+        expect(shell.stderr()).not.toMatch(/^(curl: \(|bash: )/m);
       } finally {
+        await shell.close();
         await service.close();
         await rm(dataDir, { recursive: true, force: true });
       }

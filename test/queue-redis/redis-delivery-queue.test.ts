@@ -106,6 +106,53 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
     expect(refused).toBe('queue_closed');
   });
 
+  it('holds one job per message, subscription and replay: a replay is a job of its own beside the delivered one', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const reports: DeliveryAttempt[] = [];
+    let wake: () => void = () => undefined;
+    const delivered = (count: number) =>
+      new Promise<void>((resolve) => {
+        wake = () => {
+          if (reports.filter((r) => r.outcome === 'delivered').length >= count) resolve();
+        };
+        wake();
+      });
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name: `replays-${randomUUID()}`,
+      clock,
+      deliverer: createDeliverer({
+        secrets: () => [secret],
+        transport: httpTransport({ allow: ['127.0.0.1'] }),
+        clock,
+        onAttempt: (a) => {
+          reports.push(a);
+          wake();
+        },
+      }),
+    });
+    receiver.respond(() => ({ status: 204 }));
+    const before = receiver.received.length;
+    try {
+      await queue.enqueue(job('msg_r'));
+      await delivered(1);
+      // The job is kept (active, then completed): the same delivery again adds nothing …
+      await queue.enqueue(job('msg_r'));
+      // … its replay is a job of its own, sent with the same webhook-id and reported as replay 1.
+      await queue.enqueue({ ...job('msg_r'), replay: 1 });
+      await delivered(2);
+      const got = receiver.received.slice(before);
+      expect(got.map((d) => d.headers['webhook-id'])).toEqual(['msg_r', 'msg_r']);
+      expect(reports.map((r) => r.replay)).toEqual([undefined, 1]);
+      // Two jobs in all, whatever state each has reached.
+      const counts = await queue.counts();
+      expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(2);
+    } finally {
+      await queue.close();
+    }
+  });
+
   it('enqueues jobs whose ids hold lone surrogates, each once, never merged with another', async () => {
     const queue = createRedisDeliveryQueue({
       bullmq,

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { type DemoOptions, type DemoService, startDemoService } from '../../examples/service.js';
-import type { DeliveryAttempt } from '../../src/index.js';
+import type { DeliveryAttempt, WebhookServiceDisabled } from '../../src/index.js';
 
 /** The headers of the Live demo client's JSON requests. */
 export const LIVE = { 'x-api-key': 'live-demo-key', 'content-type': 'application/json' };
@@ -31,13 +31,13 @@ export function demoStarter() {
   };
 }
 
-/** Delivery attempts as the service logs them, and a way to wait for a number of them. */
-export function deliveryLog() {
-  const entries: DeliveryAttempt[] = [];
+/** What the service tells a callback, kept in order, and a way to wait for a number of them. */
+export function eventLog<T>() {
+  const entries: T[] = [];
   let waiters: Array<{ count: number; wake: () => void }> = [];
   return {
     entries,
-    onDelivery: (entry: DeliveryAttempt) => {
+    push: (entry: T) => {
       entries.push(entry);
       const ready = waiters.filter((w) => entries.length >= w.count);
       waiters = waiters.filter((w) => entries.length < w.count);
@@ -48,6 +48,18 @@ export function deliveryLog() {
         ? Promise.resolve()
         : new Promise<void>((wake) => waiters.push({ count, wake })),
   };
+}
+
+/** Delivery attempts as the service logs them, and a way to wait for a number of them. */
+export function deliveryLog() {
+  const { entries, push, waitFor } = eventLog<DeliveryAttempt>();
+  return { entries, onDelivery: push, waitFor };
+}
+
+/** The subscriptions the service disabled, and a way to wait for a number of them. */
+export function disabledLog() {
+  const { entries, push, waitFor } = eventLog<WebhookServiceDisabled>();
+  return { entries, onDisabled: push, waitFor };
 }
 
 export async function call(

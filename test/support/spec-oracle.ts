@@ -217,20 +217,26 @@ export class SpecOracle {
    * the instant announced (for a request under no block, that is the first sentence of the rule;
    * under one, the second, which also keeps the retry it announces clear of the limits not yet
    * blocked).
+   *
+   * A request of `cost` n is read as n requests that arrive at once and are decided together:
+   * "every request that returns a status other than 429 counts", so all n count or none (a 429
+   * counts nowhere), and it waits until the limits have room for all n. The throttle ("the number
+   * of active requests at a given time") counts it once: it is one request in flight.
    */
-  decide(method: string, path: string, t: number): SpecDecision {
+  decide(method: string, path: string, t: number, cost = 1): SpecDecision {
     if (!Number.isInteger(t)) throw new Error('the oracle counts whole milliseconds only');
     const counters = this.counters(method, path);
     const blocks = counters.map(({ id }) => this.#blocks.get(id) ?? t);
-    const waits = counters.map(({ id, limit }) => this.#wait(id, limit, t));
+    const waits = counters.map(({ id, limit }) => this.#wait(id, limit, t, cost));
     const blocked = blocks.some((b) => b > t);
-    // The wait of each limit, in whole seconds rounded up: `ceil(max) = max(ceil)`.
-    const seconds = counters.map((_, i) =>
-      blocks[i]! > t
-        ? ceilDiv(blocks[i]! - t, 1_000)
-        : ceilDiv(waits[i]!.num, waits[i]!.den * 1_000),
-    );
-    if (!blocked && waits.every((w) => w.num === 0)) return this.#admit(counters, t);
+    // The wait of each limit, in whole seconds rounded up: `ceil(max) = max(ceil)`. A blocked
+    // limit waits for its block's end, or longer for n requests that need more room than the one
+    // the block was announced for (the same request must be admitted when told).
+    const seconds = counters.map((_, i) => {
+      const own = ceilDiv(waits[i]!.num, waits[i]!.den * 1_000);
+      return blocks[i]! > t ? Math.max(ceilDiv(blocks[i]! - t, 1_000), own) : own;
+    });
+    if (!blocked && waits.every((w) => w.num === 0)) return this.#admit(counters, t, cost);
     const announced = Math.max(1, ...seconds);
     for (const [i, { id }] of counters.entries()) {
       if (!(blocks[i]! > t) && waits[i]!.num > 0) this.#blocks.set(id, t + announced * 1_000);
@@ -243,6 +249,22 @@ export class SpecOracle {
     };
   }
 
+  /**
+   * Forget every counter, lease and block of the client and account, or with a request, those of
+   * the resource it names: they start afresh.
+   */
+  reset(method?: string, path?: string): void {
+    const maps = [this.#admissions, this.#buckets, this.#inFlight, this.#blocks];
+    if (method === undefined || path === undefined) {
+      for (const map of maps) map.clear();
+      return;
+    }
+    for (const { id } of this.counters(method, path)) {
+      if (id === 'throttle' || id.startsWith('global ')) continue;
+      for (const map of maps) map.delete(id);
+    }
+  }
+
   /** The request that held `lease` ended. */
   release(lease: number): void {
     for (const held of this.#inFlight.values()) {
@@ -251,20 +273,21 @@ export class SpecOracle {
     }
   }
 
-  /** How long until the counter admits one more request, if nothing else arrives. */
-  #wait(id: string, limit: SpecLimit, t: number): Wait {
+  /** How long until the counter admits `n` more requests at once, if nothing else arrives. */
+  #wait(id: string, limit: SpecLimit, t: number, n: number): Wait {
     switch (limit.kind) {
       case 'window': {
         // Admissions at `a` lie in every interval [s, s + W) with s <= a < s + W; at `t` those with
-        // a + W > t still share one with the request.
+        // a + W > t still share one with the request. Room for n once all but limit - n have left.
         const inside = (this.#admissions.get(id) ?? []).filter((a) => a + limit.windowMs > t);
-        if (inside.length < limit.limit) return { num: 0, den: 1 };
-        return { num: inside[inside.length - limit.limit]! + limit.windowMs - t, den: 1 };
+        if (inside.length + n <= limit.limit) return { num: 0, den: 1 };
+        return { num: inside[inside.length - limit.limit + n - 1]! + limit.windowMs - t, den: 1 };
       }
       case 'average': {
         const milli = this.#tokens(id, limit, t);
         // One token is 1000 thousandths; `perSecond` thousandths come back each ms.
-        return milli >= 1_000 ? { num: 0, den: 1 } : { num: 1_000 - milli, den: limit.perSecond };
+        const needed = n * 1_000;
+        return milli >= needed ? { num: 0, den: 1 } : { num: needed - milli, den: limit.perSecond };
       }
       case 'concurrent': {
         const live = this.#live(id, t);
@@ -273,13 +296,14 @@ export class SpecOracle {
     }
   }
 
-  #admit(counters: readonly Counter[], t: number): SpecDecision {
+  #admit(counters: readonly Counter[], t: number, n: number): SpecDecision {
     let lease: number | undefined;
     for (const { id, limit } of counters) {
       if (limit.kind === 'window') {
-        this.#admissions.set(id, [...(this.#admissions.get(id) ?? []), t]);
+        const times = Array.from({ length: n }, () => t);
+        this.#admissions.set(id, [...(this.#admissions.get(id) ?? []), ...times]);
       } else if (limit.kind === 'average') {
-        this.#buckets.set(id, { milli: this.#tokens(id, limit, t) - 1_000, at: t });
+        this.#buckets.set(id, { milli: this.#tokens(id, limit, t) - n * 1_000, at: t });
       } else {
         lease ??= this.#nextLease++;
         this.#inFlight.set(id, [...this.#live(id, t), { lease, expiry: t + limit.leaseTtlMs }]);

@@ -10,15 +10,23 @@
  * - `RECEIVER_HOST` (an address deliveries may reach besides public ones; `127.0.0.1` by default);
  * - `REDIS_URL` (`redis://host:port/db`): deliveries through the BullMQ queue on that Redis
  *   (`createRedisDeliveryQueue`, its default name), so that a job waiting for a retry outlives the
- *   process; without it, the service's memory queue;
+ *   process; without it, a memory queue as the service makes by default;
  * - `START_AFTER_FIRST_JOB=1` (with `REDIS_URL`): the service starts (loads its index) only once
  *   the queue's worker has taken its first job, the order a long load at start gives, made certain;
- *   for a restart with a job due, as the instance serves only once started.
+ *   for a restart with a job due, as the instance serves only once started;
+ * - `LOCK_DURATION_MS`, `STALLED_INTERVAL_MS` (with `REDIS_URL`): the BullMQ worker's
+ *   `lockDuration` and `stalledInterval`, so that a killed worker's jobs run again within seconds;
+ * - `REDELIVERY_INTERVAL_MS`, `REDELIVERY_LEASE_MS`: the service's `redeliveryIntervalMs` and
+ *   `redeliveryLeaseMs` (passed only when set).
  *
- * It serves the service's API over node:http on 127.0.0.1 through `nodeFetchHandler`, identifying
- * accounts by the `x-account` header, and these test routes on the same server:
+ * Its deliveries carry `x-sender: <INSTANCE>/<pid>`. It serves the service's API over node:http
+ * on 127.0.0.1 through `nodeFetchHandler`, identifying accounts by the `x-account` header, and
+ * these test routes on the same server:
  *
  * - `POST /test/publish` (body: an event) answers `service.publish(event)`'s result;
+ *   `POST /test/publish?stall` publishes the event but hangs the enqueue of its first job, once it
+ *   is on record: the publish is never answered, the message is not lost (stalling-queue.ts);
+ * - `GET /test/stalled` answers the messages so stalled (`{ id, data }`);
  * - `GET /test/stats` answers `service.stats()`;
  * - `GET /test/errors` answers what `onError` was told so far (messages).
  *
@@ -31,9 +39,15 @@ import { PGlite } from '@electric-sql/pglite';
 import * as bullmq from 'bullmq';
 import pg from 'pg';
 import { nodeFetchHandler } from '../../src/adapters/node.js';
-import { createWebhookService, type Deliverer, httpTransport } from '../../src/index.js';
+import {
+  createWebhookService,
+  type Deliverer,
+  httpTransport,
+  MemoryDeliveryQueue,
+} from '../../src/index.js';
 import { PostgresSubscriptionRepository, type SqlDatabase } from '../../src/postgres/index.js';
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
+import { StallingQueue } from './stalling-queue.js';
 
 const name = process.env.INSTANCE ?? 'instance';
 const databaseUrl = process.env.DATABASE_URL;
@@ -44,9 +58,21 @@ const startAfterFirstJob = process.env.START_AFTER_FIRST_JOB === '1';
 if (startAfterFirstJob && redisUrl === undefined) {
   throw new Error('START_AFTER_FIRST_JOB needs REDIS_URL');
 }
-if ((databaseUrl === undefined) === (dataDir === undefined)) {
-  throw new Error('give exactly one of DATABASE_URL and DATA_DIR');
+/** `{ [option]: ms }` from a whole number of ms in the environment; `{}` when it is not set. */
+function msFromEnv<K extends string>(variable: string, option: K): { [P in K]?: number } {
+  const value = process.env[variable];
+  if (value === undefined) return {};
+  if (!/^[0-9]+$/.test(value)) throw new Error(`${variable} must be a whole number of ms`);
+  return { [option]: Number(value) } as { [P in K]?: number };
 }
+const workerOptions = {
+  ...msFromEnv('LOCK_DURATION_MS', 'lockDuration'),
+  ...msFromEnv('STALLED_INTERVAL_MS', 'stalledInterval'),
+};
+const redelivery = {
+  ...msFromEnv('REDELIVERY_INTERVAL_MS', 'redeliveryIntervalMs'),
+  ...msFromEnv('REDELIVERY_LEASE_MS', 'redeliveryLeaseMs'),
+};
 
 const errors: string[] = [];
 const noteError = (error: unknown) => {
@@ -87,6 +113,8 @@ const watched = (deliverer: Deliverer): Deliverer => ({
   ...(deliverer.lost === undefined ? {} : { lost: deliverer.lost.bind(deliverer) }),
 });
 
+/** The service's queue, made by the service. */
+let stalling: StallingQueue | undefined;
 const service = createWebhookService({
   repository,
   identify: (request) => {
@@ -94,14 +122,19 @@ const service = createWebhookService({
     return account === null ? undefined : { clientId: 'app', accountCode: account };
   },
   endpointUrl: { allowHttp: true, allow: [receiverHost] },
-  delivery: { transport: httpTransport({ allow: [receiverHost] }), timeoutMs: 10_000 },
+  delivery: {
+    transport: httpTransport({ allow: [receiverHost] }),
+    timeoutMs: 10_000,
+    // Which process sent an attempt: the kill tests tell a killed one's attempts from the others'.
+    headers: { 'x-sender': `${name}/${process.pid}` },
+  },
   // Only notifications keep this instance in step: no poll hides a missed one.
   pollIntervalMs: 0,
-  ...(redisUrl === undefined
-    ? {}
-    : {
-        // BullMQ opens (and closes) its own connections; it waits while Redis is away.
-        queue: (deliverer) =>
+  queue: (deliverer) => {
+    stalling = new StallingQueue(
+      redisUrl === undefined
+        ? new MemoryDeliveryQueue({ deliverer })
+        : // BullMQ opens (and closes) its own connections; it waits while Redis is away.
           createRedisDeliveryQueue({
             bullmq,
             connection: {
@@ -111,10 +144,14 @@ const service = createWebhookService({
               maxRetriesPerRequest: null,
             },
             deliverer: watched(deliverer),
+            workerOptions,
           }),
-      }),
+    );
+    return stalling;
+  },
   onError: noteError,
   onWarning: () => undefined,
+  ...redelivery,
 });
 if (startAfterFirstJob) await firstJobTaken;
 await service.start();
@@ -136,9 +173,11 @@ function json(res: ServerResponse, status: number, value: unknown): void {
 /** The test routes; false for a request that is the service's. */
 async function testRoute(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
   const path = req.url ?? '/';
-  if (req.method === 'POST' && path === '/test/publish') {
+  if (req.method === 'POST' && (path === '/test/publish' || path === '/test/publish?stall')) {
     try {
-      json(res, 200, await service.publish(JSON.parse(await bodyOf(req))));
+      const event = JSON.parse(await bodyOf(req));
+      if (path.endsWith('?stall')) stalling?.stallNext(event?.data);
+      json(res, 200, await service.publish(event));
     } catch (error) {
       json(res, 400, { error: error instanceof Error ? error.message : String(error) });
     }
@@ -146,6 +185,10 @@ async function testRoute(req: IncomingMessage, res: ServerResponse): Promise<boo
   }
   if (req.method === 'GET' && path === '/test/stats') {
     json(res, 200, service.stats());
+    return true;
+  }
+  if (req.method === 'GET' && path === '/test/stalled') {
+    json(res, 200, stalling?.stalled ?? []);
     return true;
   }
   if (req.method === 'GET' && path === '/test/errors') {

@@ -164,6 +164,9 @@ describe('createWebhookService: every attempt on record', () => {
       ['since=yesterday', 'since'],
       ['since=2026-01-01', 'since'],
       ['until=2026-13-01T00:00:00Z', 'until'],
+      ['since=2026-02-29T00:00:00Z', 'since'],
+      ['since=2026-04-31T00:00:00Z', 'since'],
+      ['until=2026-01-01T24:00:00Z', 'until'],
       ['since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z', 'until'],
     ] as const) {
       for (const path of ['/v1/audit-logs', '/v1/subscriptions/a/attempts']) {

@@ -155,10 +155,27 @@ describe('createWebhookService: nasty input gets problem details', () => {
     expect(ok.status).toBe(201);
   });
 
-  it('ids: unicode, %2F, malformed escapes and very long ids are 404s; an id with a slash round-trips through location', async () => {
+  it('ids: unicode, %2F, malformed escapes, U+0000 and very long ids are 404s; an id with a slash round-trips through location', async () => {
     const ids = ['a/b', 'ünï-çødé', '☃'];
     let next = 0;
-    const { service } = setup({ generateId: () => ids[next++] as string });
+    // As PostgreSQL does, the repository fails a look-up of an id with U+0000 in it.
+    const inner = new MemorySubscriptionRepository();
+    const refuseNul =
+      (name: 'get' | 'update' | 'delete' | 'rotateSecret' | 'replay') =>
+      (account: string, id: unknown, ...rest: unknown[]) => {
+        if (typeof id === 'string' && id.includes('\u0000')) {
+          throw new Error('invalid byte sequence for encoding "UTF8": 0x00');
+        }
+        return (inner[name] as (...args: unknown[]) => unknown).call(inner, account, id, ...rest);
+      };
+    const repository = repositoryWith(inner, {
+      get: refuseNul('get'),
+      update: refuseNul('update'),
+      delete: refuseNul('delete'),
+      rotateSecret: refuseNul('rotateSecret'),
+      replay: refuseNul('replay'),
+    });
+    const { service, errors } = setup({ repository, generateId: () => ids[next++] as string });
     for (const _ of ids) {
       const created = await call(service, 'POST', '/v1/subscriptions', {
         body: subscriptionBody(),
@@ -186,6 +203,20 @@ describe('createWebhookService: nasty input gets problem details', () => {
       });
       expect(patched.status).toBe(404);
     }
+    for (const [method, path] of [
+      ['DELETE', '/v1/subscriptions/%00'],
+      ['POST', '/v1/subscriptions/a%00b/secret/rotate'],
+      ['GET', '/v1/subscriptions/%00/attempts'],
+      ['POST', '/v1/messages/msg_%00/replay'],
+    ] as const) {
+      const answer = await call(service, method, path);
+      expect([path, answer.status]).toEqual([path, 404]);
+    }
+    const replayed = await call(service, 'POST', '/v1/subscriptions/%00/replay', {
+      body: { since: '2020-01-01T00:00:00Z' },
+    });
+    expect([replayed.status, replayed.body.code]).toEqual([404, 'subscription_not_found']);
+    expect(errors).toEqual([]);
   });
 
   it('page parameters: pageSize 201, pageNumber 0, repeated and malformed parameters are 400s', async () => {

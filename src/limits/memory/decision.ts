@@ -41,9 +41,11 @@ export function newWork(): Work {
 
 /**
  * The policy a refusal names (-1 when all admit at `t`): the one that frees up last, blocks
- * counted; on a tie, the one whose own limit frees up last, then the later (more specific) one.
+ * counted (a blocked policy frees up at its block's end, or for a `cost` above one when it has
+ * room for all of it, if later); on a tie, the one whose own limit frees up last, then the later
+ * (more specific) one.
  */
-export function refusingPolicy(w: Work, n: number, t: number, lazy: boolean): number {
+export function refusingPolicy(w: Work, n: number, t: number, lazy: boolean, cost: number): number {
   let blocked = false;
   let earliest = t;
   let refusingOwn = t;
@@ -51,11 +53,12 @@ export function refusingPolicy(w: Work, n: number, t: number, lazy: boolean): nu
   for (let k = 0; k < n; k++) {
     const s = w.slots[k]!;
     const m = w.records[k]!.arena.mem;
-    const own = earliestFor(w.policies[k]!, m, s, t, lazy);
+    const own = earliestFor(w.policies[k]!, m, s, t, lazy, cost);
     w.own[k] = own;
     const until = m[s] as number;
     if (until > t) blocked = true;
-    const at = until > t ? until : own;
+    // A block frees a policy at its end; a cost above one may need more room, later.
+    const at = until > t ? (cost > 1 && own > until ? own : until) : own;
     if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
       earliest = at;
       refusingOwn = own;
@@ -71,7 +74,8 @@ export function refusingPolicy(w: Work, n: number, t: number, lazy: boolean): nu
 
 /**
  * Refuse, recording nothing but blocks: each full policy not yet blocked is blocked until the
- * announced instant, so a retry then finds none of them in the way; announced blocks stay.
+ * announced instant, so a retry then finds none of them in the way; announced blocks stay. A
+ * `peek` records no block either.
  */
 export function refuse(
   plan: Plan,
@@ -80,6 +84,7 @@ export function refuse(
   t: number,
   lazy: boolean,
   refusing: number,
+  peek: boolean,
 ): StoreOutcome {
   const seconds = announcedSeconds(w.earliest, t);
   const outcome: StoreOutcome = {
@@ -92,6 +97,7 @@ export function refuse(
     policies: activePolicies(plan, w, n),
     values: statusValues(w, n, t, lazy, false),
   };
+  if (peek) return outcome;
   const until = t + seconds * 1000;
   for (let k = 0; k < n; k++) {
     const s = w.slots[k]!;

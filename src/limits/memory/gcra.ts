@@ -10,10 +10,17 @@ const TAT = 1;
 
 export const RATE_SLOTS = 2;
 
-export function gcraEarliest(m: Float64Array, s: number, policy: RatePolicy, t: number): number {
+/** The earliest time `cost` admissions pass at once: the last of them within the burst. */
+export function gcraEarliest(
+  m: Float64Array,
+  s: number,
+  policy: RatePolicy,
+  t: number,
+  cost: number,
+): number {
   // Exact: the instant a refusal announces is checked against the same double (see
   // announcedSeconds in ../store.ts).
-  const allowAt = (m[s + TAT] as number) - (policy.burst - 1) * emissionInterval(policy);
+  const allowAt = (m[s + TAT] as number) - (policy.burst - cost) * emissionInterval(policy);
   return Math.max(allowAt, t);
 }
 

@@ -3,6 +3,7 @@
  * ever; further leases get a block only when two requests of a scope are in flight at once.
  * @module
  */
+import { reportLeaseExpiry } from '../channels.js';
 import type { ConcurrencyPolicy } from '../policy.js';
 import { throttleRemaining } from '../quota.js';
 import { type Arena, copySlots } from './arena.js';
@@ -19,13 +20,25 @@ export function leaseCount(m: Float64Array, s: number): number {
   return (m[s + FIRST_ID] === 0 ? 0 : 1) + (m[s + MORE_COUNT] as number);
 }
 
-export function pruneLeases(m: Float64Array, s: number, t: number): void {
+/** Drop the leases expired at `t`, each reported as a lease expiry of `policy`. */
+export function pruneLeases(
+  m: Float64Array,
+  s: number,
+  t: number,
+  policy: ConcurrencyPolicy,
+): void {
   const more = m[s + MORE] as number;
   for (let i = (m[s + MORE_COUNT] as number) - 1; i >= 0; i--) {
-    if ((m[more + 2 * i + 1] as number) <= t) removeAt(m, s, i);
+    const expiry = m[more + 2 * i + 1] as number;
+    if (expiry <= t) {
+      removeAt(m, s, i);
+      reportLeaseExpiry(policy.name, expiry, t);
+    }
   }
-  if (m[s + FIRST_ID] !== 0 && (m[s + FIRST_EXPIRY] as number) <= t) {
+  const expiry = m[s + FIRST_EXPIRY] as number;
+  if (m[s + FIRST_ID] !== 0 && expiry <= t) {
     leaseRelease(m, s, m[s + FIRST_ID] as number);
+    reportLeaseExpiry(policy.name, expiry, t);
   }
 }
 

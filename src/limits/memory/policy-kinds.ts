@@ -46,8 +46,9 @@ export function slotsOf(policy: Policy): number {
 }
 
 /**
- * The earliest admission time at `t`, blocks aside. A `lazy` decision leaves a window's expired
- * admissions until they matter (window may be full, ring full, or a status read).
+ * The earliest time at `t` that `cost` admissions at once pass, blocks aside (a throttle takes one
+ * lease whatever the cost). A `lazy` decision leaves a window's expired admissions until they
+ * matter (window may be full, ring full, or a status read).
  */
 export function earliestFor(
   policy: Policy,
@@ -55,16 +56,17 @@ export function earliestFor(
   s: number,
   t: number,
   lazy: boolean,
+  cost: number,
 ): number {
   switch (policy.kind) {
     case 'window':
-      if (lazy && logHasRoom(m, s, policy)) return t;
+      if (lazy && logHasRoom(m, s, policy, cost)) return t;
       pruneLog(m, s, policy, t);
-      return logEarliest(m, s, policy, t);
+      return logEarliest(m, s, policy, t, cost);
     case 'rate':
-      return gcraEarliest(m, s, policy, t);
+      return gcraEarliest(m, s, policy, t, cost);
     case 'concurrency':
-      pruneLeases(m, s, t);
+      pruneLeases(m, s, t, policy);
       return leaseEarliest(m, s, policy, t);
   }
 }
@@ -126,6 +128,23 @@ export function writeStatus(
       values[2 * k + 1] = 0;
       break;
   }
+}
+
+/**
+ * Record `cost` admissions at once: each window and rate policy counts them all, a throttle takes
+ * one lease. The same state as `cost` admissions one after the other at `t`.
+ */
+export function admitCost(
+  policy: Policy,
+  arena: Arena,
+  s: number,
+  quiet: number,
+  t: number,
+  id: number,
+  cost: number,
+): void {
+  const times = policy.kind === 'concurrency' ? 1 : cost;
+  for (let i = 0; i < times; i++) admitOne(policy, arena, s, quiet, t, id);
 }
 
 export function freeState(policy: Policy, arena: Arena, s: number): void {

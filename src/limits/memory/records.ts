@@ -189,3 +189,60 @@ export function addResourceRecord(
   record.next = account.map.get(resource) ?? null;
   account.map.set(resource, record);
 }
+
+/**
+ * Drop every record of `accountCode` under the entry, under whichever policy list: its
+ * account-level records and every resource's. Returns how many were dropped.
+ */
+export function dropAccountRecords(entry: ClientEntry, accountCode: string): number {
+  let dropped = 0;
+  if (entry.base !== -1 && entry.accountCode === accountCode) {
+    entry.drop();
+    dropped++;
+  }
+  let previous: ScopeRecord = entry;
+  for (let r = entry.next; r !== null; r = r.next) {
+    if (r.accountCode === accountCode) {
+      r.drop();
+      dropped++;
+      previous.next = r.next;
+    } else previous = r;
+  }
+  const { accounts, resources } = entry;
+  if (accounts !== null) {
+    dropped += dropChain(accounts.map.get(accountCode));
+    accounts.map.delete(accountCode);
+    // None left: the next accounts go in the chain again, as after a sweep.
+    if (accounts.map.size === 0) entry.accounts = null;
+  }
+  const account = resources?.map.get(accountCode);
+  if (account !== undefined) {
+    for (const first of account.map.values()) dropped += dropChain(first);
+    resources!.map.delete(accountCode);
+  }
+  return dropped;
+}
+
+/** Drop the records of one resource of `accountCode`, under whichever policy list; how many. */
+export function dropResourceRecords(
+  entry: ClientEntry,
+  accountCode: string,
+  resource: string,
+): number {
+  const resources = entry.resources;
+  const account = resources?.map.get(accountCode);
+  const first = account?.map.get(resource);
+  if (first === undefined) return 0;
+  account!.map.delete(resource);
+  if (account!.map.size === 0) resources!.map.delete(accountCode);
+  return dropChain(first);
+}
+
+function dropChain(first: ScopeRecord | undefined): number {
+  let dropped = 0;
+  for (let r: ScopeRecord | null = first ?? null; r !== null; r = r.next) {
+    r.drop();
+    dropped++;
+  }
+  return dropped;
+}

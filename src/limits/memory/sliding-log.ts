@@ -32,20 +32,34 @@ export function pruneLog(m: Float64Array, s: number, policy: WindowPolicy, t: nu
   m[s + COUNT] = count;
 }
 
-/** When the oldest admission that keeps the window full leaves it (call after {@link pruneLog}). */
-export function logEarliest(m: Float64Array, s: number, policy: WindowPolicy, t: number): number {
-  const excess = (m[s + COUNT] as number) - policy.limit;
+/**
+ * When enough admissions have left the window for `cost` more (call after {@link pruneLog}): the
+ * admission that keeps it too full, the oldest for a cost of 1.
+ */
+export function logEarliest(
+  m: Float64Array,
+  s: number,
+  policy: WindowPolicy,
+  t: number,
+  cost: number,
+): number {
+  const excess = (m[s + COUNT] as number) - policy.limit + cost - 1;
   if (excess < 0) return t;
   const at = ((m[s + START] as number) + excess) & ((m[s + CAP] as number) - 1);
   return (m[(m[s + LOG] as number) + at] as number) + policy.windowMs;
 }
 
 /**
- * Fewer than `limit` times held, expired ones included: room whatever {@link pruneLog} would drop,
- * so a decision without statuses need not read the oldest times.
+ * Room for `cost` more with the times held, expired ones included: room whatever {@link pruneLog}
+ * would drop, so a decision without statuses need not read the oldest times.
  */
-export function logHasRoom(m: Float64Array, s: number, policy: WindowPolicy): boolean {
-  return (m[s + COUNT] as number) < policy.limit;
+export function logHasRoom(
+  m: Float64Array,
+  s: number,
+  policy: WindowPolicy,
+  cost: number,
+): boolean {
+  return (m[s + COUNT] as number) + cost <= policy.limit;
 }
 
 /** A full ring first drops what has left the window, so kept expired times never make it grow. */

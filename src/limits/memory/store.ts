@@ -8,6 +8,8 @@ import {
   type LeaseToken,
   type Plan,
   type PlanScope,
+  type ResetOutcome,
+  type ResetScope,
   resolveTime,
   type StoreOutcome,
   type SyncLimitStore,
@@ -23,11 +25,13 @@ import {
   type Work,
 } from './decision.js';
 import { MemoryAdmission } from './lease-token.js';
-import { admitOne, earliestFor, writeStatus } from './policy-kinds.js';
+import { admitCost, admitOne, earliestFor, writeStatus } from './policy-kinds.js';
 import {
   addAccountRecord,
   addResourceRecord,
   ClientEntry,
+  dropAccountRecords,
+  dropResourceRecords,
   findAccountRecord,
   findResourceRecord,
   QUIET,
@@ -78,6 +82,8 @@ export class MemoryStore implements SyncLimitStore {
   readonly #maxKeys: number;
   readonly #sweepInterval: number;
   readonly #sweep = new Sweep(this.#clients);
+  /** Where a peek holds the fresh state of a scope the store holds no record of. */
+  readonly #scratch = new Arena(64);
   #untilSweep = 0;
   #untilShrinkCheck = SHRINK_CHECK_EVERY;
   readonly #work = newWork();
@@ -117,7 +123,8 @@ export class MemoryStore implements SyncLimitStore {
 
   /**
    * Apply a plan atomically: refuse if any active policy is blocked or full, otherwise record the
-   * request in every active policy and take its leases.
+   * request (`cost` admissions) in every active policy and take its leases. A `peek` plan records
+   * nothing.
    * @param plan - the scopes and policies of one request
    * @param now - the time in ms; a time earlier than one already seen is treated as that one
    */
@@ -129,6 +136,8 @@ export class MemoryStore implements SyncLimitStore {
       t = Math.max(resolved === now ? now : resolved, this.#latest);
     } else t = Math.max(this.#latest, 0);
     this.#latest = t;
+    if (plan.peek === true) return this.#peek(plan, t);
+    const cost = plan.cost ?? 1;
     this.#decision++;
     if (this.#sweepInterval > 0 && --this.#untilSweep <= 0) this.#maintain(t);
 
@@ -140,7 +149,7 @@ export class MemoryStore implements SyncLimitStore {
       const only = scopes[0]!;
       first = this.#find(only, t);
       if (first === undefined) return capacityRefusal(t);
-      if (only.active.length === only.policies.length) {
+      if (only.active.length === only.policies.length && cost === 1) {
         const outcome = this.#admitWhole(first, t, lazy);
         if (outcome !== undefined) return outcome;
       }
@@ -148,9 +157,58 @@ export class MemoryStore implements SyncLimitStore {
     const w = this.#work;
     const n = this.#flatten(scopes, first, t);
     if (n === -1) return capacityRefusal(t);
-    const refusing = refusingPolicy(w, n, t, lazy);
-    if (refusing === -1) return this.#admit(plan, w, n, t, lazy);
-    return refuse(plan, w, n, t, lazy, refusing);
+    const refusing = refusingPolicy(w, n, t, lazy, cost);
+    if (refusing === -1) return this.#admit(plan, w, n, t, lazy, cost);
+    return refuse(plan, w, n, t, lazy, refusing, false);
+  }
+
+  /**
+   * Clear the counters, leases and blocks of a client and account, or of one resource of theirs,
+   * under whichever policy lists: the next request is decided afresh, and a lease taken before is
+   * void.
+   * @param scope - the client id and account code, and optionally a resource key
+   * @returns how many scope records were removed
+   */
+  reset(scope: ResetScope): ResetOutcome {
+    const { clientId, accountCode, resource } = scope;
+    const entry = this.#clients.get(clientId);
+    if (entry === undefined) return { cleared: 0 };
+    const cleared =
+      resource === undefined
+        ? dropAccountRecords(entry, accountCode)
+        : dropResourceRecords(entry, accountCode, resource);
+    this.#size -= cleared;
+    if (entry.empty) this.#clients.delete(clientId);
+    return { cleared };
+  }
+
+  /**
+   * Decide as apply would and report the statuses as they are, recording nothing: no record made
+   * (a scope not held is fresh), no block, no lease, no sweep.
+   */
+  #peek(plan: Plan, t: number): StoreOutcome {
+    const w = this.#work;
+    this.#scratch.replace(this.#scratch.mem, 0);
+    let n = 0;
+    for (const scope of plan.scopes) {
+      let record = this.#found(scope);
+      if (record === undefined) {
+        // At the cap a check would need room it may not find: refused, as it may be.
+        if (this.#size >= this.#maxKeys) return capacityRefusal(t);
+        record = new ScopeRecord(this.#scratch);
+        record.hold(scope.accountCode, scope.policies);
+      }
+      n = this.#flattenScope(scope, record, n);
+    }
+    const refusing = refusingPolicy(w, n, t, false, plan.cost ?? 1);
+    if (refusing !== -1) return refuse(plan, w, n, t, false, refusing, true);
+    return {
+      allowed: true,
+      now: t,
+      lease: undefined,
+      policies: activePolicies(plan, w, n),
+      values: statusValues(w, n, t, false, false),
+    };
   }
 
   /**
@@ -173,19 +231,24 @@ export class MemoryStore implements SyncLimitStore {
   }
 
   #find(scope: PlanScope, t: number): ScopeRecord | undefined {
-    const entry = this.#clients.get(scope.clientId);
-    if (entry !== undefined) {
-      const { accountCode, resource, policies } = scope;
-      const found =
-        resource === ''
-          ? findAccountRecord(entry, accountCode, policies)
-          : findResourceRecord(entry, accountCode, resource, policies);
-      if (found !== null) {
-        found.decision = this.#decision;
-        return found;
-      }
+    const found = this.#found(scope);
+    if (found !== undefined) {
+      found.decision = this.#decision;
+      return found;
     }
     return this.#create(scope, t);
+  }
+
+  /** The scope's record, if held. */
+  #found(scope: PlanScope): ScopeRecord | undefined {
+    const entry = this.#clients.get(scope.clientId);
+    if (entry === undefined) return undefined;
+    const { accountCode, resource, policies } = scope;
+    const found =
+      resource === ''
+        ? findAccountRecord(entry, accountCode, policies)
+        : findResourceRecord(entry, accountCode, resource, policies);
+    return found ?? undefined;
   }
 
   #create(scope: PlanScope, t: number): ScopeRecord | undefined {
@@ -235,7 +298,7 @@ export class MemoryStore implements SyncLimitStore {
     const m = arena.mem;
     for (let k = 0; k < n; k++) {
       const s = base + offsets[k]!;
-      if (earliestFor(policies[k]!, m, s, t, lazy) > t || (m[s] as number) > t) return undefined;
+      if (earliestFor(policies[k]!, m, s, t, lazy, 1) > t || (m[s] as number) > t) return undefined;
     }
     const admission = new MemoryAdmission(this, t);
     const values = lazy ? undefined : new Array<number>(2 * n);
@@ -255,31 +318,39 @@ export class MemoryStore implements SyncLimitStore {
 
   /** The number of active policies flattened into the work arrays; -1 when a record won't fit. */
   #flatten(scopes: readonly PlanScope[], first: ScopeRecord | undefined, t: number): number {
-    const w = this.#work;
     let n = 0;
     for (const scope of scopes) {
       const record = first ?? this.#find(scope, t);
       if (record === undefined) return -1;
-      const { policies, offsets } = record.layout;
-      for (const i of scope.active) {
-        w.policies[n] = policies[i]!;
-        w.offsets[n] = offsets[i]!;
-        w.slots[n] = record.base + offsets[i]!;
-        w.records[n] = record;
-        w.resources[n] = scope.resource;
-        n++;
-      }
+      n = this.#flattenScope(scope, record, n);
     }
     return n;
   }
 
-  #admit(plan: Plan, w: Work, n: number, t: number, lazy: boolean): StoreOutcome {
+  /** Flatten one scope's active policies from position `n`; the position after them. */
+  #flattenScope(scope: PlanScope, record: ScopeRecord, n: number): number {
+    const w = this.#work;
+    const { policies, offsets } = record.layout;
+    for (const i of scope.active) {
+      w.policies[n] = policies[i]!;
+      w.offsets[n] = offsets[i]!;
+      w.slots[n] = record.base + offsets[i]!;
+      w.records[n] = record;
+      w.resources[n] = scope.resource;
+      n++;
+    }
+    return n;
+  }
+
+  #admit(plan: Plan, w: Work, n: number, t: number, lazy: boolean, cost: number): StoreOutcome {
     const admission = new MemoryAdmission(this, t);
     for (let k = 0; k < n; k++) {
       const policy = w.policies[k]!;
       const record = w.records[k]!;
       if (policy.kind === 'concurrency') this.#hold(admission, record, w.offsets[k]!);
-      admitOne(policy, record.arena, w.slots[k]!, record.base + QUIET, t, admission.leaseId);
+      const s = w.slots[k]!;
+      if (cost === 1) admitOne(policy, record.arena, s, record.base + QUIET, t, admission.leaseId);
+      else admitCost(policy, record.arena, s, record.base + QUIET, t, admission.leaseId, cost);
     }
     if (!lazy) {
       admission.policies = activePolicies(plan, w, n);

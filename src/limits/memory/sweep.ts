@@ -17,9 +17,10 @@ function isQuiet(m: Float64Array, record: ScopeRecord, t: number): boolean {
   if ((m[base + QUIET] as number) > t) return false;
   const { policies, offsets } = record.layout;
   for (let i = 0; i < policies.length; i++) {
-    if (policies[i]!.kind !== 'concurrency') continue;
+    const policy = policies[i]!;
+    if (policy.kind !== 'concurrency') continue;
     const s = base + offsets[i]!;
-    pruneLeases(m, s, t);
+    pruneLeases(m, s, t, policy);
     if (leaseCount(m, s) > 0) return false;
   }
   return true;
