@@ -231,10 +231,11 @@ export function statements(s: string, channel: string): Statements {
             THEN coalesce($15::float8, $11::float8, $6::float8) ELSE d.lease_until_ms END,
           failed_streak = CASE WHEN $10::text <> 'delivered' AND h.streak IS NOT NULL
             THEN h.streak ELSE d.failed_streak END
-        FROM held
+        FROM (SELECT 1 FROM held LIMIT 1) AS locked
           LEFT JOIN (SELECT streak FROM health LIMIT 1) AS h ON true
-        WHERE d.account_code = held.account_code AND d.message_id = held.message_id
-          AND d.subscription_id = held.subscription_id
+        -- By the key's parameters, not a join to held: only the primary key serves it, whatever
+        -- the statistics of the partial index on pending deliveries say.
+        WHERE d.account_code = $1::text AND d.message_id = $2::text AND d.subscription_id = $3::text
           AND (${round} OR ($10::text <> 'delivered' AND h.streak IS NOT NULL))
       )
       SELECT entry.sequence, kept.failing_since_ms, kept.failed_messages

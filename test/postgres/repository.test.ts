@@ -3,6 +3,7 @@
  * PGlite: what the SubscriptionRepository interface promises, and the same answers as the memory
  * repository for the same calls.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isConfigurationError } from '../../src/errors/index.js';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
@@ -251,6 +252,35 @@ describe('PostgresSubscriptionRepository options', () => {
     );
     await refused({ database, reconnectDelayMs: 0 }, /reconnectDelayMs must be a whole number/);
     await refused({ database, schemaa: 'x' }, /no option "schemaa"; did you mean "schema"/);
+    await refused({ database, preparedStatements: 'yes' }, /preparedStatements must be/);
+  });
+
+  it('on a pool, prepares each statement once per connection by name, unless told not to', async () => {
+    const server = dbs.server!;
+    const prepared = async (preparedStatements: boolean) => {
+      // One connection, so that the prepared statements read are the repository's.
+      const pool = new pg.Pool({ connectionString: server.url, max: 1 });
+      try {
+        const repository = await PostgresSubscriptionRepository.open({
+          database: pool,
+          schema: dbs.schema(),
+          preparedStatements,
+        });
+        for (let i = 0; i < 3; i++) {
+          await repository.create(subscription('ACME', `s${i}`), 'whsec_x', LIMITS);
+          expect((await repository.get('ACME', `s${i}`))?.id).toBe(`s${i}`);
+        }
+        const { rows } = await pool.query(
+          "SELECT name FROM pg_prepared_statements WHERE name LIKE 'api_conventions_%'",
+        );
+        return rows.length;
+      } finally {
+        await pool.end();
+      }
+    };
+    // create and get: two statements, each prepared once however often it runs.
+    expect(await prepared(true)).toBe(2);
+    expect(await prepared(false)).toBe(0);
   });
 
   it('does not show a refused key in the message', async () => {
