@@ -56,7 +56,7 @@ export interface DemoAdmin {
 
 /** Paths the admin API answers: never counted by the clients' limits. */
 export const isAdminPath = (path: string): boolean =>
-  path === '/metrics' || path === '/admin' || path.startsWith('/admin/');
+  /^\/(admin|metrics)(\/|$)/.test(path);
 
 const ACCOUNT_TYPES: readonly string[] = ['live', 'development', 'trial'];
 // The limiter's own default for a request that names no account type: the strictest.
@@ -164,27 +164,40 @@ type Read<T> = { ok: true; value: T } | { ok: false; reply: ResponseParts };
 const PEEK_PARAMETERS = ['method', 'path', 'accountType'] as const;
 const RESET_PARAMETERS = PEEK_PARAMETERS;
 
-/** The ids of the path, percent-decoded; the limiter checks them as it checks a request's. */
-function idsOf(clientId: string, accountCode: string): Read<Ids> {
+/** The longest client id and account code: the limiter's `maxIdLength`, which the demo leaves at 256. */
+const MAX_ID_LENGTH = 256;
+
+/** The ids of the path, percent-decoded, each 1 to 256 characters as the limiter takes them. */
+function idsOf(rawClientId: string, rawAccountCode: string): Read<Ids> {
+  const refuse = (code: string, title: string, detail: string): Read<Ids> => ({
+    ok: false,
+    reply: problem(400, code, title, detail),
+  });
+  let clientId: string;
+  let accountCode: string;
   try {
-    return {
-      ok: true,
-      value: {
-        clientId: decodeURIComponent(clientId),
-        accountCode: decodeURIComponent(accountCode),
-      },
-    };
+    clientId = decodeURIComponent(rawClientId);
+    accountCode = decodeURIComponent(rawAccountCode);
   } catch {
-    return {
-      ok: false,
-      reply: problem(
-        400,
-        'invalid_path_encoding',
-        'Invalid path',
-        'Percent-encode the client id and account code as UTF-8 (%XX escapes of whole characters).',
-      ),
-    };
+    return refuse(
+      'invalid_path_encoding',
+      'Invalid path',
+      'Percent-encode the client id and account code as UTF-8 (%XX escapes of whole characters).',
+    );
   }
+  for (const [name, code, value] of [
+    ['client id', 'invalid_client_id', clientId],
+    ['account code', 'invalid_account_code', accountCode],
+  ] as const) {
+    if (value.length === 0 || value.length > MAX_ID_LENGTH) {
+      return refuse(
+        code,
+        `Invalid ${name}`,
+        `Name the ${name} in the path, 1 to ${MAX_ID_LENGTH} characters (percent-encoded), as in /admin/limits/demo-dev-app/DEV-ACME; got ${value.length} characters.`,
+      );
+    }
+  }
+  return { ok: true, value: { clientId, accountCode } };
 }
 
 /** The query: known parameters, each at most once; an account type the limiter has presets for. */
