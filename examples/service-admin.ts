@@ -55,8 +55,7 @@ export interface DemoAdmin {
 }
 
 /** Paths the admin API answers: never counted by the clients' limits. */
-export const isAdminPath = (path: string): boolean =>
-  /^\/(admin|metrics)(\/|$)/.test(path);
+export const isAdminPath = (path: string): boolean => /^\/(admin|metrics)(\/|$)/.test(path);
 
 const ACCOUNT_TYPES: readonly string[] = ['live', 'development', 'trial'];
 // The limiter's own default for a request that names no account type: the strictest.
