@@ -111,7 +111,7 @@ export function createDemoAdmin(options: DemoAdminOptions): DemoAdmin {
           401,
           'unauthenticated',
           'Admin key required',
-          'Send the admin key in an x-admin-key header (ADMIN_KEY; admin-demo-key unless set), or as authorization: Bearer <key>.',
+          'Send the admin key (ADMIN_KEY when the service was started with it) in an x-admin-key header, or as authorization: Bearer <key>.',
         );
       }
       const method = req.method === 'HEAD' ? 'GET' : (req.method ?? '');

@@ -3,11 +3,14 @@
 /**
  * The lines to try against a running demo.
  * @param url - the service's base URL
+ * @param options - `adminKeyFromEnv`: the admin key is ADMIN_KEY's, named and never printed
  */
-export function curlLines(url: string): string {
+export function curlLines(url: string, options: { adminKeyFromEnv?: boolean } = {}): string {
   const live = `-H 'x-api-key: live-demo-key'`;
   const dev = `-H 'x-api-key: dev-demo-key'`;
-  const admin = `-H 'x-admin-key: admin-demo-key'`;
+  const admin = options.adminKeyFromEnv
+    ? `-H "x-admin-key: $ADMIN_KEY"`
+    : `-H 'x-admin-key: admin-demo-key'`;
   const jsonBody = `-H 'content-type: application/json'`;
   const codes = `curl -s -o /dev/null -w '%{http_code} ' `;
   const one = `${url}/v1/subscriptions/$id`;

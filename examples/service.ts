@@ -367,7 +367,7 @@ async function main(): Promise<void> {
       ? 'Limits and the delivery queue in memory (set REDIS_URL=redis://127.0.0.1:6379 for Redis).'
       : `Limits and the delivery queue on Redis at ${redisUrl}.`,
   );
-  console.log(curlLines(service.url));
+  console.log(curlLines(service.url, { adminKeyFromEnv: adminKey !== undefined }));
   const stop = (signal: string) => {
     console.log(`\n${signal}: stopping the demo service.`);
     service.close().then(

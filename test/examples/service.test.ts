@@ -55,6 +55,10 @@ describe('demo service (npm run demo)', () => {
         `curl -s -X DELETE -H 'x-admin-key: admin-demo-key' ${service.url}/admin/limits/demo-dev-app/DEV-ACME`,
       );
       expect(hints).toContain(`-H 'x-admin-key: admin-demo-key' ${service.url}/metrics`);
+      // A key of one's own (ADMIN_KEY) is named, never printed.
+      expect(curlLines(service.url, { adminKeyFromEnv: true })).toContain(
+        `-H "x-admin-key: $ADMIN_KEY" ${service.url}/metrics`,
+      );
     } finally {
       await service.close();
     }
