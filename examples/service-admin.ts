@@ -132,7 +132,7 @@ export function createDemoAdmin(options: DemoAdminOptions): DemoAdmin {
         return notAllowed(path, ['GET', 'DELETE'], method);
       }
       const ids = idsOf(match[1] ?? '', match[2] ?? '');
-      const query = queryOf(url, method === 'GET' ? PEEK_PARAMETERS : RESET_PARAMETERS);
+      const query = queryOf(url, PARAMETERS);
       if (!ids.ok) return ids.reply;
       if (!query.ok) return query.reply;
       try {
@@ -160,8 +160,8 @@ type Query = Partial<Record<'method' | 'path' | 'accountType', string>>;
 
 type Read<T> = { ok: true; value: T } | { ok: false; reply: ResponseParts };
 
-const PEEK_PARAMETERS = ['method', 'path', 'accountType'] as const;
-const RESET_PARAMETERS = PEEK_PARAMETERS;
+/** The query parameters of both verbs: the request to peek at, or the resource to reset. */
+const PARAMETERS = ['method', 'path', 'accountType'] as const;
 
 /** The longest client id and account code: the limiter's `maxIdLength`, which the demo leaves at 256. */
 const MAX_ID_LENGTH = 256;
