@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Subscription, SubscriptionRepository } from 'api-conventions';
 import type { Backend } from './store-backends.js';
-import { round } from './support.js';
+import { type CallFigures, measureCalls } from './support.js';
 import { makeSubscriptions, seededRandom } from './webhook-workload.js';
 
 /** Calls in flight at once: the clients of one instance under load. */
@@ -24,36 +24,11 @@ export const PAGE_SIZE = 20;
 const MAX_PER_ACCOUNT = 1_000;
 
 /** One phase's figures. */
-export interface Phase {
-  readonly calls: number;
-  readonly perSecond: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly maxMs: number;
-}
+export type Phase = CallFigures;
 
 /** Run `total` calls of `call`, `IN_FLIGHT` at a time; wall time and each call's latency. */
-async function drive(total: number, call: (i: number) => Promise<void>): Promise<Phase> {
-  const latencies = new Float64Array(total);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < total; i = next++) {
-      const start = performance.now();
-      await call(i);
-      latencies[i] = performance.now() - start;
-    }
-  };
-  const start = performance.now();
-  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-  const seconds = (performance.now() - start) / 1000;
-  const sorted = latencies.sort();
-  return {
-    calls: total,
-    perSecond: Math.round(total / seconds),
-    p50Ms: round(sorted[Math.floor(total * 0.5)]!),
-    p99Ms: round(sorted[Math.floor(total * 0.99)]!),
-    maxMs: round(sorted[total - 1]!),
-  };
+function drive(total: number, call: (i: number) => Promise<void>): Promise<Phase> {
+  return measureCalls(total, IN_FLIGHT, call);
 }
 
 /** The workload's subscriptions and secrets: the same on every repository. */

@@ -30,6 +30,60 @@ export function median(values: readonly number[]): number {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
+/** The p50, p99 and largest of latencies in ms (sorted in place), rounded for printing. */
+export function latencyFigures(latencies: Float64Array): {
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+} {
+  const sorted = latencies.sort();
+  const at = (q: number) =>
+    round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!);
+  return { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: round(sorted[sorted.length - 1]!) };
+}
+
+/**
+ * Run `total` calls of `call`, `inFlight` at a time, each given its index: the wall time in ms
+ * and each call's latency in ms.
+ */
+export async function driveCalls(
+  total: number,
+  inFlight: number,
+  call: (i: number) => Promise<unknown>,
+): Promise<{ ms: number; latencies: Float64Array }> {
+  const latencies = new Float64Array(total);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < total; i = next++) {
+      const start = performance.now();
+      await call(i);
+      latencies[i] = performance.now() - start;
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  return { ms: performance.now() - start, latencies };
+}
+
+/** Calls of one measure: how many, per second of wall time, and their latencies. */
+export interface CallFigures {
+  readonly calls: number;
+  readonly perSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+}
+
+/** Run `total` calls of `call`, `inFlight` at a time: calls per second and latencies. */
+export async function measureCalls(
+  total: number,
+  inFlight: number,
+  call: (i: number) => Promise<unknown>,
+): Promise<CallFigures> {
+  const { ms, latencies } = await driveCalls(total, inFlight, call);
+  return { calls: total, perSecond: Math.round((total * 1000) / ms), ...latencyFigures(latencies) };
+}
+
 /** Round to `digits` significant figures, for printing. */
 export function round(value: number, digits = 3): number {
   return Number(value.toPrecision(digits));

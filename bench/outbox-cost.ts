@@ -1,0 +1,77 @@
+/**
+ * The outbox's cost per published event: the latency of `publish()` on a service whose queue
+ * drops every job, so that what is timed is publish's own work (the index's match, the message,
+ * and, with the outbox, the record of the message and its deliveries in one transaction), one
+ * call at a time and `IN_FLIGHT` at a time; and the latency of one `recordMessage` call of the
+ * repository. Before the outbox, the same publish() recorded nothing: the figures of that build
+ * are in docs/benchmarks.md.
+ */
+import { createWebhookMessage } from 'api-conventions';
+import { eventOf, ourService } from './delivery-contenders.js';
+import type { Backend } from './store-backends.js';
+import { type CallFigures, measureCalls } from './support.js';
+
+/** Publishes at once in the loaded measure: the publishers of one instance under load. */
+const IN_FLIGHT = 16;
+
+/** The cost figures of one repository. */
+export interface PublishCost {
+  /** publish(), one at a time. */
+  readonly publish: CallFigures;
+  /** publish(), `IN_FLIGHT` at a time. */
+  readonly publishLoaded: CallFigures;
+  /** recordMessage of one message with one delivery, one at a time. */
+  readonly recordMessage: CallFigures;
+}
+
+/**
+ * Measure on `backend` (a fresh schema or database): a service with one matching subscription per
+ * event; warm-up, then `calls` publishes one at a time, twice as many `IN_FLIGHT` at a time, and
+ * `calls` records of a message straight into the repository.
+ */
+export async function measurePublishCost(
+  backend: Backend,
+  endpointUrl: string,
+  calls: number,
+): Promise<PublishCost> {
+  const setup = await ourService({
+    key: 'outbox',
+    name: backend.name,
+    repository: backend.repository,
+    queue: { kind: 'none' },
+    endpointUrl,
+  });
+  const contender = setup.contenders[0]!;
+  try {
+    let n = 0;
+    const publish = () => contender.publish(n++);
+    await measureCalls(Math.ceil(calls / 10), 1, publish);
+    const one = await measureCalls(calls, 1, publish);
+    const loaded = await measureCalls(calls * 2, IN_FLIGHT, publish);
+    if (contender.errors() > 0) throw new Error(`${backend.name}: publish reported failures`);
+    const { repository } = backend;
+    const { items } = await repository.list('A0', { offset: 0, limit: 10 });
+    const target = items.find((s) => s.events.includes('folio/created'))!;
+    const deliveries = [{ subscriptionId: target.id, endpointUrl: target.endpointUrl }];
+    // Made before the timing: the record alone is timed.
+    const messages = Array.from({ length: calls + Math.ceil(calls / 10) }, (_, i) => {
+      const event = eventOf(i, 'A0');
+      const { id, body } = createWebhookMessage(event);
+      return { accountCode: 'A0', id, kind: event.kind, propertyId: event.propertyId!, body };
+    });
+    let m = 0;
+    const recordOne = () => {
+      const createdAt = Date.now();
+      const message = { ...messages[m++]!, createdAt };
+      return repository.recordMessage(message, deliveries, { leaseUntil: createdAt + 300_000 });
+    };
+    await measureCalls(Math.ceil(calls / 10), 1, recordOne);
+    return {
+      publish: one,
+      publishLoaded: loaded,
+      recordMessage: await measureCalls(calls, 1, recordOne),
+    };
+  } finally {
+    await setup.close();
+  }
+}
