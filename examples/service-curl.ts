@@ -3,10 +3,14 @@
 /**
  * The lines to try against a running demo.
  * @param url - the service's base URL
+ * @param options - `adminKeyFromEnv`: the admin key is ADMIN_KEY's, named and never printed
  */
-export function curlLines(url: string): string {
+export function curlLines(url: string, options: { adminKeyFromEnv?: boolean } = {}): string {
   const live = `-H 'x-api-key: live-demo-key'`;
   const dev = `-H 'x-api-key: dev-demo-key'`;
+  const admin = options.adminKeyFromEnv
+    ? `-H "x-admin-key: $ADMIN_KEY"`
+    : `-H 'x-admin-key: admin-demo-key'`;
   const jsonBody = `-H 'content-type: application/json'`;
   const codes = `curl -s -o /dev/null -w '%{http_code} ' `;
   const one = `${url}/v1/subscriptions/$id`;
@@ -58,6 +62,11 @@ export function curlLines(url: string): string {
     `  curl -i -X PATCH ${live} ${jsonBody} -d '{"endpointUrl":"${url}/demo/receiver","status":"enabled"}' ${gone}`,
     `  curl -i -X POST ${live} ${jsonBody} -d '{"since":"2020-01-01T00:00:00Z"}' ${gone}/replay`,
     `  curl -i -X POST ${live} ${url}/v1/messages/$msg/replay`,
+    '',
+    "The admin API (its own key, ADMIN_KEY; no client's limits count it): peek at what the Development client's next PATCH of B1 would get, spending nothing; reset the client; the metrics in the Prometheus text format:",
+    `  curl -s ${admin} '${url}/admin/limits/demo-dev-app/DEV-ACME?method=PATCH&path=/booking/v1/bookings/B1'; echo`,
+    `  curl -s -X DELETE ${admin} ${url}/admin/limits/demo-dev-app/DEV-ACME; echo`,
+    `  curl -s ${admin} ${url}/metrics | grep '^api_conventions_limits_decisions'`,
     '',
     'Subscriptions, secrets, the delivery log and pending deliveries are stored: stop with Ctrl+C, run npm run demo again, and list them.',
     '',

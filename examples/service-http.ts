@@ -107,18 +107,23 @@ export function unrouted(res: ServerResponse, method: string, path: string): voi
     );
     return;
   }
+  write(res, notAllowed(path, methods, method));
+}
+
+/** 405 with Allow (HEAD beside GET): `path` takes `methods`, not `method`. */
+export function notAllowed(
+  path: string,
+  methods: readonly string[],
+  method: string,
+): ResponseParts {
   const parts = problem(
     405,
     'method_not_allowed',
     'Method not allowed',
     `${path} takes ${methods.join(' or ')}, not ${method}.`,
   );
-  res
-    .writeHead(parts.status, {
-      ...parts.headers,
-      allow: (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', '),
-    })
-    .end(parts.body);
+  const allow = (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', ');
+  return { ...parts, headers: { ...parts.headers, allow } };
 }
 
 /**

@@ -7,8 +7,10 @@
  * delivery log are kept in PostgreSQL: embedded (PGlite) under `.data/` by default (`DATA_DIR`), or
  * a server (`DATABASE_URL`). The demo adds test events, a receiver at /demo/receiver that verifies
  * what it gets, one at /demo/receiver/gone that answers 410 (its subscription is disabled, and the
- * demo prints it), and booking routes behind the same limits. REDIS_URL puts the limits and the
- * delivery queue on Redis. It prints the curl lines to try; Ctrl+C stops it.
+ * demo prints it), and booking routes behind the same limits. An admin API behind its own key
+ * (ADMIN_KEY) peeks at and resets a client's limits and serves /metrics (Prometheus text); it is
+ * counted by no client's limits. REDIS_URL puts the limits and the delivery queue on Redis. It
+ * prints the curl lines to try; Ctrl+C stops it.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,6 +32,7 @@ import {
 } from '../src/index.js';
 import type { SecretKey } from '../src/postgres/index.js';
 import { ioredisClient, RedisStore } from '../src/redis/index.js';
+import { createDemoAdmin, DEFAULT_ADMIN_KEY, isAdminPath } from './service-admin.js';
 import { curlLines } from './service-curl.js';
 import {
   clientError,
@@ -163,6 +166,8 @@ export interface DemoOptions {
   maxSubscriptionsPerAccount?: number;
   /** Told once at start when secrets are stored unencrypted. @defaultValue `console.warn` */
   onWarning?: (message: string) => void;
+  /** The key of the admin API and /metrics, sent as `x-admin-key`. @defaultValue `admin-demo-key` */
+  adminKey?: string;
 }
 
 /**
@@ -221,7 +226,13 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     maxSubscriptionsPerAccount: options.maxSubscriptionsPerAccount ?? 100,
     onWarning: options.onWarning,
   });
+  const admin = createDemoAdmin({
+    limiter,
+    adminKey: options.adminKey ?? DEFAULT_ADMIN_KEY,
+    clients: demoClients,
+  });
   const closeAll = async () => {
+    await admin.close();
     await webhooks.close();
     await storage.close();
     await closeRedis();
@@ -260,6 +271,10 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     }
     if (url.pathname === '/demo/receiver' || url.pathname === '/demo/receiver/gone') {
       return serveReceiver(req, res, url.pathname, webhooks, fail(req, res));
+    }
+    // The admin API: its own key, and no client's limits count it.
+    if (isAdminPath(url.pathname)) {
+      return void admin.serve(req, url).then((parts) => write(res, parts), fail(req, res));
     }
     if (clientOf(req) === undefined) {
       return write(
@@ -323,6 +338,7 @@ async function main(): Promise<void> {
   const dataDir = env('DATA_DIR');
   const databaseUrl = env('DATABASE_URL');
   const keys = env('WEBHOOK_SECRET_KEYS');
+  const adminKey = env('ADMIN_KEY');
   const service = await startDemoService({
     port,
     ...(redisUrl === undefined ? {} : { redisUrl }),
@@ -330,6 +346,7 @@ async function main(): Promise<void> {
     ...(dataDir === undefined ? {} : { dataDir }),
     ...(databaseUrl === undefined ? {} : { databaseUrl }),
     ...(keys === undefined ? {} : { secretKeys: parseSecretKeys(keys) }),
+    ...(adminKey === undefined ? {} : { adminKey }),
     onWarning: (message) =>
       console.warn(
         `${message} In the demo: WEBHOOK_SECRET_KEYS=demo-1:$(openssl rand -base64 32) npm run demo (keep the key: secrets stored with it need it).`,
@@ -350,7 +367,7 @@ async function main(): Promise<void> {
       ? 'Limits and the delivery queue in memory (set REDIS_URL=redis://127.0.0.1:6379 for Redis).'
       : `Limits and the delivery queue on Redis at ${redisUrl}.`,
   );
-  console.log(curlLines(service.url));
+  console.log(curlLines(service.url, { adminKeyFromEnv: adminKey !== undefined }));
   const stop = (signal: string) => {
     console.log(`\n${signal}: stopping the demo service.`);
     service.close().then(

@@ -230,6 +230,121 @@ describe('reference service under hostile input', () => {
     expect([accepted.status, accepted.body.deliveries]).toEqual([202, 0]);
   });
 
+  it('keeps the admin API behind its key, answers bad routes, methods, ids and queries with problem details, never a 500, and counts no admin call in the limits', async () => {
+    const service = shared;
+    const ADMIN = { 'x-admin-key': 'admin-demo-key' };
+    const limits = '/admin/limits/demo-dev-app/DEV-ACME';
+    // No key, a wrong one, a client's key, the key twice: 401, whatever the path.
+    for (const headers of [
+      {},
+      { 'x-admin-key': 'admin-demo-key2' },
+      { 'x-admin-key': 'ADMIN-DEMO-KEY' },
+      { 'x-admin-key': '' },
+      { 'x-api-key': 'admin-demo-key' },
+      { 'x-api-key': 'live-demo-key', authorization: 'Basic admin-demo-key' },
+    ]) {
+      for (const path of [limits, '/metrics', '/admin', '/admin/overrides/demo-dev-app']) {
+        const refused = await call(service, path, headers);
+        expect([path, refused.status, refused.body.code]).toEqual([path, 401, 'unauthenticated']);
+      }
+    }
+    const twice = await raw(
+      service,
+      `GET ${limits} HTTP/1.1\r\nhost: x\r\nx-admin-key: admin-demo-key\r\nx-admin-key: admin-demo-key\r\nconnection: close\r\n\r\n`,
+    );
+    expect([twice.status, problemOf(twice).code]).toEqual([401, 'unauthenticated']);
+    const bearer = await call(service, limits, { authorization: 'Bearer admin-demo-key' });
+    expect(bearer.status).toBe(200);
+    // Paths the admin API does not serve (overrides among them), and methods it does not take.
+    for (const path of [
+      '/admin',
+      '/admin/',
+      '/admin/limits',
+      '/admin/limits/demo-dev-app',
+      '/admin/limits/demo-dev-app/DEV-ACME/x',
+      '/admin/overrides/demo-dev-app',
+      '/metrics/',
+    ]) {
+      for (const method of ['GET', 'PUT', 'DELETE']) {
+        const missing = await call(service, path, ADMIN, undefined, method);
+        expect([path, method, missing.status, missing.body.code]).toEqual([
+          path,
+          method,
+          404,
+          'not_found',
+        ]);
+      }
+    }
+    for (const [method, path, allow] of [
+      ['POST', limits, 'GET, DELETE, HEAD'],
+      ['PUT', limits, 'GET, DELETE, HEAD'],
+      ['PATCH', limits, 'GET, DELETE, HEAD'],
+      ['POST', '/metrics', 'GET, HEAD'],
+      ['DELETE', '/metrics', 'GET, HEAD'],
+    ] as const) {
+      const refused = await call(service, path, ADMIN, undefined, method);
+      expect([method, path, refused.status, refused.body.code]).toEqual([
+        method,
+        path,
+        405,
+        'method_not_allowed',
+      ]);
+      expect(refused.headers.get('allow')).toBe(allow);
+    }
+    // Ids and queries: each a 400 with its code.
+    for (const [method, path, code] of [
+      ['GET', '/admin/limits//DEV-ACME', 'invalid_client_id'],
+      ['DELETE', '/admin/limits/demo-dev-app/', 'invalid_account_code'],
+      ['GET', `/admin/limits/${'c'.repeat(257)}/DEV-ACME`, 'invalid_client_id'],
+      ['DELETE', `/admin/limits/demo-dev-app/${'%41'.repeat(257)}`, 'invalid_account_code'],
+      ['GET', '/admin/limits/%E0%A4%A/DEV-ACME', 'invalid_path_encoding'],
+      ['GET', '/admin/limits/%ZZ/DEV-ACME', 'invalid_path_encoding'],
+      ['GET', `${limits}?cost=2`, 'unknown_parameter'],
+      ['GET', `${limits}?method=GET&method=POST`, 'repeated_parameter'],
+      ['GET', `${limits}?accountType=enterprise`, 'invalid_account_type'],
+      ['GET', `${limits}?accountType=__proto__`, 'invalid_account_type'],
+      ['GET', `${limits}?method=GE%20T`, 'invalid_method'],
+      ['GET', `${limits}?method=`, 'invalid_method'],
+      ['DELETE', `${limits}?path=/booking/v1/bookings/B1`, 'invalid_request'],
+      ['DELETE', `${limits}?method=GET&path=/v1/subscriptions`, 'invalid_path'],
+    ] as const) {
+      const refused = await call(service, path, ADMIN, undefined, method);
+      expect([method, path.slice(0, 80), refused.status, refused.body.code]).toEqual([
+        method,
+        path.slice(0, 80),
+        400,
+        code,
+      ]);
+      expect(refused.headers.get('content-type')).toContain('application/problem+json');
+    }
+    // A control character or an id the demo does not know is peeked at like any other.
+    const odd = await call(service, '/admin/limits/%00/%E2%9C%93?accountType=live', ADMIN);
+    expect([odd.status, odd.body.clientId, odd.body.accountType]).toEqual([200, '\u0000', 'live']);
+    expect(odd.body.decision).toEqual({ allowed: true });
+    const head = await fetch(`${service.url}/metrics`, { method: 'HEAD', headers: ADMIN });
+    expect([head.status, await head.text()]).toEqual([200, '']);
+    expect(head.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+
+    // Admin calls count in no client's limits, even with the client's key on them.
+    clock.advance(600_000);
+    const reset = await call(service, limits, { ...ADMIN, ...DEV }, undefined, 'DELETE');
+    expect(reset.status).toBe(200);
+    for (let i = 0; i < 10; i++) {
+      expect((await call(service, limits, { ...ADMIN, ...DEV })).status).toBe(200);
+      expect((await call(service, '/metrics', { ...ADMIN, ...DEV })).status).toBe(200);
+    }
+    const peeked = await call(service, `${limits}?path=/booking/v1/reservations`, ADMIN);
+    expect(peeked.body.statuses).toContainEqual({
+      policy: 'global: 5 per 1 s',
+      remaining: 5,
+      resetAfterMs: 0,
+    });
+    const burst: number[] = [];
+    for (let i = 0; i < 6; i++)
+      burst.push((await call(service, '/booking/v1/reservations', DEV)).status);
+    expect(burst).toEqual([200, 200, 200, 200, 200, 429]);
+  });
+
   it('answers what node:http cannot parse with problem details: 431 for headers too large, 400 otherwise', async () => {
     const service = shared;
     const large = await raw(

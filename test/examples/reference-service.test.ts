@@ -368,7 +368,7 @@ describe('reference service with REDIS_URL: limits and delivery queue on Redis',
     await redis.release();
   });
 
-  it('delivers through the Redis queue and refuses a burst through the Redis store', async () => {
+  it('delivers through the Redis queue, refuses a burst through the Redis store, and peeks at and resets a client there', async () => {
     const log = deliveryLog();
     const service = await startDemo({
       redisUrl: `redis://127.0.0.1:${redis.port}/${redis.db}`,
@@ -389,6 +389,26 @@ describe('reference service with REDIS_URL: limits and delivery queue on Redis',
       for (let i = 0; i < 6; i++)
         statuses.push((await call(service, '/v1/subscriptions', DEV)).status);
       expect(statuses).toContain(429);
+      // The admin API peeks at and resets the client in Redis.
+      const ADMIN = { 'x-admin-key': 'admin-demo-key' };
+      const limits = '/admin/limits/demo-dev-app/DEV-ACME';
+      const peeked = await call(service, limits, ADMIN);
+      expect(peeked.status).toBe(200);
+      expect(peeked.body.statuses.map((s: { policy: string }) => s.policy)).toEqual([
+        'global: 5 per 1 s',
+        'global: 200 per 60 s',
+        'throttle: 5 concurrent',
+      ]);
+      const reset = await call(service, limits, ADMIN, undefined, 'DELETE');
+      expect(reset.status).toBe(200);
+      expect(reset.body.cleared).toBeGreaterThan(0);
+      const fresh = await call(service, limits, ADMIN);
+      expect(fresh.body.decision).toEqual({ allowed: true });
+      expect(fresh.body.statuses).toContainEqual({
+        policy: 'global: 200 per 60 s',
+        remaining: 200,
+        resetAfterMs: 0,
+      });
     } finally {
       await service.close();
     }

@@ -51,6 +51,14 @@ describe('demo service (npm run demo)', () => {
       expect(hints).toContain(`"endpointUrl":"${service.url}/demo/receiver/gone"`);
       expect(hints).toContain(`${service.url}/v1/subscriptions/$gone/replay`);
       expect(hints).toContain(`${service.url}/v1/messages/$msg/replay`);
+      expect(hints).toContain(
+        `curl -s -X DELETE -H 'x-admin-key: admin-demo-key' ${service.url}/admin/limits/demo-dev-app/DEV-ACME`,
+      );
+      expect(hints).toContain(`-H 'x-admin-key: admin-demo-key' ${service.url}/metrics`);
+      // A key of one's own (ADMIN_KEY) is named, never printed.
+      expect(curlLines(service.url, { adminKeyFromEnv: true })).toContain(
+        `-H "x-admin-key: $ADMIN_KEY" ${service.url}/metrics`,
+      );
     } finally {
       await service.close();
     }

@@ -85,13 +85,13 @@ function shellSession(url: () => string) {
 
 describe('README walk-through (npm run demo)', () => {
   it.skipIf(!hasCurl)(
-    'runs as written: create, refuse, list, read, change, rotate, delete, deliver and verify, the delivery log by cursor, a gone endpoint disabled and replayed, a burst, and a restart that keeps them',
+    'runs as written: create, refuse, list, read, change, rotate, delete, deliver and verify, the delivery log by cursor, a gone endpoint disabled and replayed, a burst, a client limited, peeked at, reset and counted in /metrics, and a restart that keeps them',
     async () => {
       expect(blocks).toHaveLength(2);
       const [walk = new Map(), afterRestart = new Map()] = blocks.map(stepsOf);
-      // Numbered 1 to 16, then 17 to 19 after the restart: the prose and the hints cite them.
-      expect([...walk.keys()]).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
-      expect([...afterRestart.keys()]).toEqual([17, 18, 19]);
+      // Numbered 1 to 20, then 21 to 23 after the restart: the prose and the hints cite them.
+      expect([...walk.keys()]).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      expect([...afterRestart.keys()]).toEqual([21, 22, 23]);
       const dataDir = await mkdtemp(join(tmpdir(), 'demo-data-'));
       // A clock that stays put: the burst of step 16 falls in one second however slow curl is.
       const clock = new FakeClock(Date.now());
@@ -233,12 +233,59 @@ describe('README walk-through (npm run demo)', () => {
         expect((await run(walk, 16)).trim().endsWith('200 200 200 200 200 429')).toBe(true);
         expect(disabled.entries).toHaveLength(1);
 
+        // Step 17, a second later (the clock stays put while curl runs): the booking's sixth PATCH.
+        clock.advance(1_000);
+        expect((await run(walk, 17)).trim()).toBe('200 200 200 200 200 429');
+        // Step 18: the peek names the resource limit and the block, and spends nothing.
+        const resourceLimit = 'resource PATCH /booking/v*/bookings/{id}: 5 per 5 min';
+        for (let peeks = 0; peeks < 2; peeks++) {
+          const [peeked] = jsonLines(await run(walk, 18));
+          expect(peeked).toMatchObject({
+            clientId: 'demo-dev-app',
+            accountCode: 'DEV-ACME',
+            accountType: 'development',
+            request: { method: 'PATCH', path: '/booking/v1/bookings/B1' },
+            decision: {
+              allowed: false,
+              retryAfterSeconds: 300,
+              policy: resourceLimit,
+              reason: 'blocked',
+            },
+          });
+          expect(peeked?.statuses).toContainEqual({
+            policy: resourceLimit,
+            remaining: 0,
+            resetAfterMs: 300_000,
+          });
+        }
+        // Step 19: cleared, and the next PATCH admitted at once.
+        const resetOutput = await run(walk, 19);
+        const [reset] = jsonLines(resetOutput);
+        expect(resetOutput).toMatch(/^200$/m);
+        expect(reset).toMatchObject({ clientId: 'demo-dev-app', accountCode: 'DEV-ACME' });
+        expect(reset?.cleared).toBeGreaterThan(0);
+        // Step 20: the decisions as Prometheus counters; the refusals of steps 16 and 17 by policy.
+        const counters = (await run(walk, 20)).trim().split('\n');
+        expect(counters).toContain(
+          'api_conventions_limits_decisions_total{outcome="refused",policy="global: 5 per 1 s",reason="limit",otel_scope_name="api-conventions"} 1',
+        );
+        expect(counters).toContainEqual(
+          expect.stringMatching(
+            /^api_conventions_limits_decisions_total\{outcome="refused",policy="resource PATCH \/booking\/v\*\/bookings\/\{id\}: 5 per 5 min",reason="limit",otel_scope_name="api-conventions"\} 1$/,
+          ),
+        );
+        expect(counters).toContainEqual(
+          expect.stringMatching(
+            /^api_conventions_limits_decisions_total\{outcome="admitted",otel_scope_name="api-conventions"\} [0-9]+$/,
+          ),
+        );
+
         // Ctrl+C and `npm run demo` again: a new process on the same folder and port, the same
         // terminal for the steps.
         const { port } = new URL(service.url);
         await service.close();
         service = await start(Number(port));
-        const [list, log] = jsonLines(await run(afterRestart, 17));
+        const [list, log] = jsonLines(await run(afterRestart, 21));
         expect(list).toMatchObject({ totalItems: 2 });
         expect(list?.items).toEqual([changed, reenabled]);
         expect(
@@ -253,10 +300,10 @@ describe('README walk-through (npm run demo)', () => {
           [expect.stringMatching(/^msg_/), 'delivered', undefined],
           [expect.stringMatching(/^msg_/), 'delivered', undefined],
         ]);
-        const [afterEvent] = jsonLines(await run(afterRestart, 18));
+        const [afterEvent] = jsonLines(await run(afterRestart, 22));
         expect(afterEvent?.deliveries).toEqual([created?.id]);
         await delivered.waitFor(5);
-        const [after] = jsonLines(await run(afterRestart, 19));
+        const [after] = jsonLines(await run(afterRestart, 23));
         expect(after?.items).toEqual([expect.objectContaining({ verified: true })]);
         // No command failed (curl -i writes its progress meter there when its output is no terminal).
         expect(shell.stderr()).not.toMatch(/^(curl: \(|bash: )/m);
