@@ -65,25 +65,17 @@ function peekOutcome(
   const [allowed, t] = numbers as [number, number];
   if (allowed === 0) return refusal(numbers, plan, policies, resources);
   if (numbers.length !== 5 + 2 * policies.length) return undefined;
-  if (allowed === 3 && plan.shadow === true) {
-    const shadow = shadowOf(numbers, policies, resources);
-    if (shadow === undefined) return undefined;
-    return {
-      allowed: true,
-      now: t,
-      lease: undefined,
-      policies: activePolicies(plan, policies),
-      values: numbers.slice(5),
-      shadow,
-    };
-  }
-  if (allowed !== 1) return undefined;
+  // 3: admitted, with the refusal shadow policies would have made in the head.
+  const shadow =
+    allowed === 3 && plan.shadow === true ? shadowOf(numbers, policies, resources) : undefined;
+  if (allowed !== 1 && shadow === undefined) return undefined;
   return {
     allowed: true,
     now: t,
     lease: undefined,
     policies: activePolicies(plan, policies),
     values: numbers.slice(5),
+    shadow,
   };
 }
 

@@ -14,9 +14,10 @@ import {
   type LimitStore,
   type Policy,
   rate,
+  type ShadowRefusal,
   window,
 } from '../../src/index.js';
-import { ExactOracle, type OracleEntry } from './oracle.js';
+import { ExactOracle, type OracleEntry, type OracleRefusal } from './oracle.js';
 
 /** The policies of the sequences: every kind, small enough to fill. */
 const POLICIES: readonly Policy[] = [
@@ -40,6 +41,24 @@ const shadowNames = fc.subarray(
 );
 
 const request = { clientId: 'client-1', accountCode: 'ACME', method: 'GET', path: '/folios' };
+
+/** A shadow report as the oracle words it. */
+function asOracle(report: ShadowRefusal | undefined): OracleRefusal | undefined {
+  if (report === undefined) return undefined;
+  const { policy, retryAfterSeconds, reason } = report;
+  return { policy: policy.name, retryAfterSeconds, reason };
+}
+
+/** Give back the oldest lease held, to the limiter and to the oracle. */
+async function releaseOldest(
+  held: { decision: Decision; lease: number | undefined }[],
+  oracle: ExactOracle,
+): Promise<void> {
+  const oldest = held.shift();
+  if (oldest === undefined) return;
+  if (oldest.decision.allowed) await oldest.decision.release();
+  if (oldest.lease !== undefined) oracle.release(oldest.lease);
+}
 
 /**
  * @param freshStore - a new, empty store of the kind under test (two calls, two stores)
@@ -66,11 +85,7 @@ export function shadowSuite(
           const held: { decision: Decision; lease: number | undefined }[] = [];
           for (const step of sequence) {
             clock.advance(step.gap);
-            if (step.release && held.length > 0) {
-              const { decision, lease } = held.shift()!;
-              if (decision.allowed) await decision.release();
-              if (lease !== undefined) oracle.release(lease);
-            }
+            if (step.release) await releaseOldest(held, oracle);
             // Act
             const would = await enforcing.peek(request);
             const decision = await shadow.check(request);
@@ -89,13 +104,7 @@ export function shadowSuite(
                 retryAt: would.retryAt,
               });
             }
-            expect(
-              report && {
-                policy: report.policy.name,
-                retryAfterSeconds: report.retryAfterSeconds,
-                reason: report.reason,
-              },
-            ).toEqual(expected.shadow);
+            expect(asOracle(report)).toEqual(expected.shadow);
             held.push({ decision, lease: expected.leaseId });
           }
         }),
@@ -118,23 +127,13 @@ export function shadowSuite(
           const held: { decision: Decision; lease: number | undefined }[] = [];
           for (const step of sequence) {
             clock.advance(step.gap);
-            if (step.release && held.length > 0) {
-              const { decision, lease } = held.shift()!;
-              if (decision.allowed) await decision.release();
-              if (lease !== undefined) oracle.release(lease);
-            }
+            if (step.release) await releaseOldest(held, oracle);
             const decision = await limiter.check(request);
             const expected = oracle.decideShadow(clock.now(), entries, inShadow);
             expect(decision.allowed).toBe(expected.allowed);
             if (decision.allowed) {
               const report = decision.shadow;
-              expect(
-                report && {
-                  policy: report.policy.name,
-                  retryAfterSeconds: report.retryAfterSeconds,
-                  reason: report.reason,
-                },
-              ).toEqual(expected.shadow);
+              expect(asOracle(report)).toEqual(expected.shadow);
               held.push({ decision, lease: expected.leaseId });
               if (report !== undefined) seen.escaped++;
             } else {
