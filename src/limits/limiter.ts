@@ -480,8 +480,13 @@ class LimitEngine implements Limiter {
 
   #apply(plan: Plan, now: number, statuses: boolean): Decision | Promise<Decision> {
     const store = this.store;
+    if (store.synchronous) {
+      // Called directly, not through #toDecision: the memory store's path stays as it was.
+      const outcome = store.apply(plan, now);
+      if (this.#shadow === undefined) return toDecision(store, outcome, statuses);
+      return toShadowDecision(store, outcome, statuses);
+    }
     const decided = this.#toDecision;
-    if (store.synchronous) return decided(store, store.apply(plan, now), statuses);
     const onOutage = this.#onOutage;
     if (onOutage === undefined) {
       return store.apply(plan, now).then((o) => decided(store, o, statuses), this.#failed);
