@@ -117,6 +117,8 @@ export type {
   PolicySource,
   RefusedDecision,
   ResetRequest,
+  ShadowOption,
+  ShadowRefusal,
 } from './limits/limiter.js';
 export { createLimiter } from './limits/limiter.js';
 export type { MemoryStoreOptions } from './limits/memory/store.js';
@@ -170,6 +172,7 @@ export type {
   RefusedOutcome,
   ResetOutcome,
   ResetScope,
+  ShadowOutcome,
   StoreOutcome,
   SyncLimitStore,
 } from './limits/store.js';

@@ -24,9 +24,9 @@ export const limitsChannels = Object.freeze({
 } as const);
 
 /**
- * What a decision did: `'admitted'`, `'refused'`, or `'shadow_refused'`, which comes with shadow
- * mode (a policy that would have refused a request that is admitted all the same); no limiter
- * publishes it yet.
+ * What a decision did: `'admitted'`, `'refused'`, or `'shadow_refused'`: admitted, but policies
+ * in shadow mode would have refused it (the limiter's `shadow` option); the message's `policy`,
+ * `reason` and `retryAfterSeconds` are then those of the refusal it escaped.
  */
 export type DecisionOutcome = 'admitted' | 'refused' | 'shadow_refused';
 

@@ -30,6 +30,27 @@ export interface AdmittedDecision {
    * returns the store's promise, already handled (a lease not taken back expires at its TTL).
    */
   readonly release: () => void;
+  /**
+   * Present only when policies in shadow mode would have refused the request (the limiter's
+   * `shadow` option): the refusal it escaped, as an enforcing limiter would have announced it.
+   * The request is admitted and counted all the same.
+   */
+  readonly shadow?: ShadowRefusal | undefined;
+}
+
+/**
+ * What policies in shadow mode would have refused: the refusal an admitted request escaped, the
+ * decision `check` would have made had every policy enforced (docs/limits.md, "Shadow mode").
+ */
+export interface ShadowRefusal {
+  /** The policy that would have refused (the one that frees up last); compare by `name`. */
+  readonly policy: Policy;
+  /** `'limit'`: it was full; `'blocked'`: it still held a block from when it enforced. */
+  readonly reason: 'limit' | 'blocked';
+  /** The Retry-After the refusal would have announced, whole seconds >= 1. */
+  readonly retryAfterSeconds: number;
+  /** The instant (ms) a retry would have been admitted: `now + retryAfterSeconds * 1000`. */
+  readonly retryAt: number;
 }
 
 /** The request must be answered with 429 and not processed. */
@@ -60,6 +81,26 @@ export type Decision = AdmittedDecision | RefusedDecision;
 export function toDecision(store: LimitStore, outcome: StoreOutcome, statuses: boolean): Decision {
   if (!outcome.allowed) return new Refused(outcome);
   return new Admitted(statuses ? outcome : NO_STATUSES, outcome, store);
+}
+
+/**
+ * {@link toDecision}, with the refusal an admission escaped: for limiters with policies in shadow
+ * mode only, so that the others read no more of an outcome than before. @internal
+ */
+export function toShadowDecision(
+  store: LimitStore,
+  outcome: StoreOutcome,
+  statuses: boolean,
+): Decision {
+  if (!outcome.allowed || outcome.shadow === undefined) return toDecision(store, outcome, statuses);
+  const { policy, reason, retryAfterSeconds } = outcome.shadow;
+  const shadow: ShadowRefusal = Object.freeze({
+    policy,
+    reason,
+    retryAfterSeconds,
+    retryAt: outcome.now + retryAfterSeconds * 1000,
+  });
+  return new ShadowAdmitted(statuses ? outcome : NO_STATUSES, outcome, store, shadow);
 }
 
 /** An admission without statuses or lease (a store outage that fails open). @internal */
@@ -150,6 +191,21 @@ class Admitted extends WithStatuses implements AdmittedDecision {
     // A failed release is bounded by the lease TTL: never an unhandled rejection.
     done.catch((error: unknown) => reportReleaseFailure(store, error));
     return done;
+  }
+}
+
+/** An admission that policies in shadow mode would have refused. */
+class ShadowAdmitted extends Admitted {
+  readonly shadow: ShadowRefusal;
+
+  constructor(
+    statuses: OutcomeStatuses,
+    outcome: AdmittedOutcome,
+    store: LimitStore,
+    shadow: ShadowRefusal,
+  ) {
+    super(statuses, outcome, store);
+    this.shadow = shadow;
   }
 }
 

@@ -190,6 +190,8 @@ export interface CompiledRules {
    * {@link ROUTE_EFFECT_CACHE_SIZE}); undefined when the preset has no rules.
    */
   readonly effectOf: ((method: string, path: string) => RuleEffect) | undefined;
+  /** The names of the rules' own policies (those of resource limits). */
+  readonly ruleNames: readonly string[];
 }
 
 /**
@@ -254,12 +256,14 @@ export function compileRuleList(
   presetPolicies: readonly Policy[],
   where: string,
 ): CompiledRules {
-  if (list.length === 0) return { table: undefined, effectOf: undefined };
-  const table = compileRoutes(
-    list.map((rule, index) => compileRule(rule, presetPolicies, `${where}: rules[${index}]`)),
+  if (list.length === 0) return { table: undefined, effectOf: undefined, ruleNames: [] };
+  const compiled = list.map((rule, index) =>
+    compileRule(rule, presetPolicies, `${where}: rules[${index}]`),
   );
+  const table = compileRoutes(compiled);
   checkOneCountPerRoute(table, where);
   return {
+    ruleNames: compiled.flatMap((rule) => rule.ownPolicies.map((policy) => policy.name)),
     table,
     effectOf: effectCache(
       table,

@@ -16,6 +16,7 @@ import {
 } from '../internal/options.js';
 import { MemoryStore } from './memory/store.js';
 import { defaultOutageReport, type OutageEvent } from './outage.js';
+import { aShadowOption } from './shadow.js';
 import type { LimitStore, SyncLimitStore } from './store.js';
 
 const aStore = withMethods<LimitStore>(['apply', 'release'], 'a LimitStore');
@@ -56,6 +57,7 @@ const LIMITER_RULES = {
   fallbackStore: aFallbackStore,
   outageRetryAfterSeconds: wholeNumber(),
   onOutage: aFunction<(event: OutageEvent) => void>('takes an OutageEvent'),
+  shadow: aShadowOption,
 };
 
 /**

@@ -8,7 +8,7 @@ import { describe } from '../internal/describe.js';
 import { aBoolean, checkValue } from '../internal/options.js';
 import { decisionChannel, reportApplyFailure } from './channels.js';
 import { checkCost, costOf } from './cost.js';
-import { type Decision, toDecision } from './decision.js';
+import { type Decision, toDecision, toShadowDecision } from './decision.js';
 import {
   checkAttribution,
   checkRequest,
@@ -24,6 +24,7 @@ import { type OutageEvent, type OutageHandler, type OutageMode, outageHandler } 
 import type { Policy } from './policy.js';
 import { type PolicyGroup, policySelector, type Selector } from './policy-selector.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
+import { type ShadowOption, type ShadowPolicies, shadowPolicies } from './shadow.js';
 import type {
   LimitStore,
   Plan,
@@ -34,9 +35,10 @@ import type {
   SyncLimitStore,
 } from './store.js';
 
-export type { AdmittedDecision, Decision, RefusedDecision } from './decision.js';
+export type { AdmittedDecision, Decision, RefusedDecision, ShadowRefusal } from './decision.js';
 export type { LimitRequest } from './limit-request.js';
 export type { OutageEvent, OutageMode } from './outage.js';
+export type { ShadowOption } from './shadow.js';
 export type { ResetOutcome } from './store.js';
 
 /**
@@ -101,6 +103,23 @@ export interface LimiterOptions<
    * @defaultValue one line on `console.error`
    */
   onOutage?: (event: OutageEvent) => void;
+  /**
+   * Shadow mode, to try limits on live traffic before enforcing them: `true` for every policy
+   * (a whole preset), or the names of the policies to run in shadow. A policy in shadow mode
+   * never refuses: a request that only such policies would refuse is admitted and counted in
+   * every policy, and its decision reports the refusal it escaped in `shadow` (and the decision
+   * channel publishes it as `'shadow_refused'`). The enforcing policies decide as before. The
+   * state is the same as when enforcing: turning shadow off keeps every count.
+   * @throws ConfigurationError `invalid_option` for anything but `true`, `false` or a non-empty
+   *   array of names, or (with `preset` or a list of `policies`) a name no policy has
+   * @defaultValue `false`: every policy enforces
+   * @example
+   * ```ts
+   * createLimiter({ preset: presets.live, shadow: true });
+   * createLimiter({ preset: presets.live, shadow: ['global: 3500 per 60 s'] });
+   * ```
+   */
+  shadow?: ShadowOption;
 }
 
 /** Options of one {@link Limiter.check}. */
@@ -225,8 +244,14 @@ export function createLimiter<
 >(options: LimiterOptions<S, P>): Limiter<S, AccountTypeOf<P>> {
   const config = readLimiterOptions(options);
   const onOutage = outageHandler(config.store, config);
-  const select = policySelector(config.preset, config.policies, config.defaultAccountType);
-  return new LimitEngine(config, select, onOutage) as unknown as Limiter<S, AccountTypeOf<P>>;
+  // The policy names are known at once, and checked, unless a function picks the policies.
+  const named = typeof config.policies === 'function' ? undefined : new Set<string>();
+  const select = policySelector(config.preset, config.policies, config.defaultAccountType, named);
+  const shadow = shadowPolicies(config.shadow, named);
+  return new LimitEngine(config, select, onOutage, shadow) as unknown as Limiter<
+    S,
+    AccountTypeOf<P>
+  >;
 }
 
 const NO_RESOURCES: readonly ResourceScope[] = Object.freeze([]);
@@ -240,17 +265,29 @@ class LimitEngine implements Limiter {
   readonly #select: Selector;
   readonly #onOutage: OutageHandler | undefined;
   readonly #reused: ReusablePlan | undefined;
+  readonly #shadow: ShadowPolicies | undefined;
+  /** The decision of an outcome: with the refusal it escaped, for a limiter with shadow mode. */
+  readonly #toDecision: typeof toDecision;
 
-  constructor(config: LimiterConfig, select: Selector, onOutage: OutageHandler | undefined) {
+  constructor(
+    config: LimiterConfig,
+    select: Selector,
+    onOutage: OutageHandler | undefined,
+    shadow: ShadowPolicies | undefined,
+  ) {
     this.store = config.store;
     this.outage = onOutage?.mode ?? 'reject';
     this.#clock = config.clock;
     this.#maxIdLength = config.maxIdLength;
     this.#select = select;
     this.#onOutage = onOutage;
+    this.#shadow = shadow;
+    this.#toDecision = shadow === undefined ? toDecision : toShadowDecision;
     // The memory store reads a plan only while it decides: a plan of one scope is then written
     // into one object made here. Any other store may keep it past apply() and gets a new one.
-    this.#reused = isPlainMemoryStore(config.store) ? new ReusablePlan() : undefined;
+    // Shadow mode marks its plans: they are made afresh.
+    this.#reused =
+      isPlainMemoryStore(config.store) && shadow === undefined ? new ReusablePlan() : undefined;
   }
 
   // Fields, so that `limiter.check` works apart from its limiter, as the closure it replaces did.
@@ -405,9 +442,19 @@ class LimitEngine implements Limiter {
     group: PolicyGroup,
     effect: RuleEffect | undefined,
     statuses: boolean,
-  ): { scopes: PlanScope[]; statuses: boolean } {
+  ): { scopes: PlanScope[]; statuses: boolean; shadow?: boolean } {
     const active = activeOf(group, effect);
     const resources = effect?.resources ?? NO_RESOURCES;
+    if (this.#shadow !== undefined) {
+      const { scopes, shadow } = this.#shadow.scopes(
+        clientId,
+        accountCode,
+        group.list,
+        active,
+        resources,
+      );
+      return { scopes, statuses, shadow };
+    }
     const scopes: PlanScope[] = [
       { clientId, accountCode, resource: '', policies: group.list, active },
     ];
@@ -425,17 +472,24 @@ class LimitEngine implements Limiter {
     effect: RuleEffect | undefined,
     fields: { statuses: boolean; cost: number; peek: boolean },
   ): Plan {
-    const { scopes } = this.#fresh(clientId, accountCode, group, effect, fields.statuses);
+    const { scopes, shadow } = this.#fresh(clientId, accountCode, group, effect, fields.statuses);
     const { statuses, cost, peek } = fields;
+    if (shadow === true) return { scopes, statuses, cost, peek, shadow };
     return peek ? { scopes, statuses, cost, peek } : { scopes, statuses, cost };
   }
 
   #apply(plan: Plan, now: number, statuses: boolean): Decision | Promise<Decision> {
     const store = this.store;
-    if (store.synchronous) return toDecision(store, store.apply(plan, now), statuses);
+    if (store.synchronous) {
+      // Called directly, not through #toDecision: the memory store's path stays as it was.
+      const outcome = store.apply(plan, now);
+      if (this.#shadow === undefined) return toDecision(store, outcome, statuses);
+      return toShadowDecision(store, outcome, statuses);
+    }
+    const decided = this.#toDecision;
     const onOutage = this.#onOutage;
     if (onOutage === undefined) {
-      return store.apply(plan, now).then((o) => toDecision(store, o, statuses), this.#failed);
+      return store.apply(plan, now).then((o) => decided(store, o, statuses), this.#failed);
     }
     // Only the store's own failure is an outage: a decision it answers is used as it is.
     let outcome: Promise<StoreOutcome>;
@@ -445,7 +499,7 @@ class LimitEngine implements Limiter {
       outcome = Promise.reject(error);
     }
     return outcome.then(
-      (o) => toDecision(store, o, statuses),
+      (o) => decided(store, o, statuses),
       (error: unknown) => onOutage.decide(error, plan, now, statuses),
     );
   }

@@ -3,7 +3,7 @@
  * @module
  */
 import { type DecisionMessage, type DecisionRequest, decisionChannel } from './channels.js';
-import { type Decision, holdsLease } from './decision.js';
+import { type AdmittedDecision, type Decision, holdsLease } from './decision.js';
 
 /**
  * Publish the decision once it is made, and answer it as it is (a promise: one with the same
@@ -28,26 +28,38 @@ export function observeDecision(
 
 function publishDecision(decision: Decision, request: DecisionRequest, started: number): void {
   const durationMs = performance.now() - started;
-  const message: DecisionMessage = decision.allowed
+  const shadow = decision.allowed ? decision.shadow : undefined;
+  const message: DecisionMessage = shadow
     ? {
-        outcome: 'admitted',
-        policy: undefined,
-        reason: undefined,
-        retryAfterSeconds: undefined,
-        lease: holdsLease(decision),
+        outcome: 'shadow_refused',
+        policy: shadow.policy.name,
+        reason: shadow.reason,
+        retryAfterSeconds: shadow.retryAfterSeconds,
+        lease: holdsLease(decision as AdmittedDecision),
         durationMs,
         request,
         decision,
       }
-    : {
-        outcome: 'refused',
-        policy: decision.policy?.name,
-        reason: decision.reason,
-        retryAfterSeconds: decision.retryAfterSeconds,
-        lease: false,
-        durationMs,
-        request,
-        decision,
-      };
+    : decision.allowed
+      ? {
+          outcome: 'admitted',
+          policy: undefined,
+          reason: undefined,
+          retryAfterSeconds: undefined,
+          lease: holdsLease(decision),
+          durationMs,
+          request,
+          decision,
+        }
+      : {
+          outcome: 'refused',
+          policy: decision.policy?.name,
+          reason: decision.reason,
+          retryAfterSeconds: decision.retryAfterSeconds,
+          lease: false,
+          durationMs,
+          request,
+          decision,
+        };
   decisionChannel.publish(message);
 }

@@ -5,7 +5,13 @@
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
 import { reportApplyFailure } from './channels.js';
-import { admittedUnlimited, type Decision, refusedUnavailable, toDecision } from './decision.js';
+import {
+  admittedUnlimited,
+  type Decision,
+  refusedUnavailable,
+  toDecision,
+  toShadowDecision,
+} from './decision.js';
 import { MemoryStore } from './memory/store.js';
 import type { LimitStore, Plan, SyncLimitStore } from './store.js';
 
@@ -92,7 +98,8 @@ export function outageHandler(
         mode,
         decide: (error, plan, now, statuses) => {
           report(error, mode);
-          return toDecision(local, local.apply(plan, now), statuses);
+          const decided = plan.shadow === true ? toShadowDecision : toDecision;
+          return decided(local, local.apply(plan, now), statuses);
         },
       };
     }

@@ -37,7 +37,7 @@ interface PresetFields {
   readonly rules: unknown;
 }
 
-const NO_RULES: CompiledRules = { table: undefined, effectOf: undefined };
+const NO_RULES: CompiledRules = { table: undefined, effectOf: undefined, ruleNames: [] };
 
 // Distinct lists a `policies` function may return that are remembered by identity; past it, a
 // list is found by its content only (a function that builds a list per request stays bounded).
@@ -45,6 +45,8 @@ const REMEMBERED_LISTS = 10_000;
 
 /**
  * The selector of a limiter's `preset` or `policies`, exactly one of which is given.
+ * @param names - where the name of every policy read here goes (the preset's own, its rules',
+ *   a list's), when given
  * @throws ConfigurationError for limits that are missing, given twice or invalid
  * @internal
  */
@@ -52,6 +54,7 @@ export function policySelector(
   preset: unknown,
   policies: unknown,
   defaultAccountType: unknown,
+  names?: Set<string>,
 ): Selector {
   if ((preset === undefined) === (policies === undefined)) {
     throw new ConfigurationError(
@@ -59,7 +62,7 @@ export function policySelector(
       'Give exactly one of `preset` and `policies` to createLimiter.',
     );
   }
-  const groups = new PolicyGroups();
+  const groups = new PolicyGroups(names);
   if (policies !== undefined) return listSelector(policies, groups);
   const single = aPreset.read(preset, 'preset');
   if (single !== INVALID) return fixed(groups.ofPreset(single, `preset ${single.label}`));
@@ -73,6 +76,11 @@ export function policySelector(
 class PolicyGroups {
   readonly #byList = new Map<unknown, PolicyGroup>();
   readonly #byContent = new Map<string, PolicyGroup>();
+  readonly #names: Set<string> | undefined;
+
+  constructor(names: Set<string> | undefined) {
+    this.#names = names;
+  }
 
   of(list: unknown, where: string): PolicyGroup {
     return this.#byList.get(list) ?? this.#add(list, where);
@@ -83,7 +91,14 @@ class PolicyGroups {
     const rules = readLimitRules(preset.rules, where);
     if (rules.length === 0) return this.of(preset.policies, `${where}: policies`);
     const list = copyPolicies(preset.policies, `${where}: policies`);
-    return { list, active: positions(list), rules: compileRuleList(rules, list, where) };
+    const compiled = compileRuleList(rules, list, where);
+    this.#name(list);
+    for (const name of compiled.ruleNames) this.#names?.add(name);
+    return { list, active: positions(list), rules: compiled };
+  }
+
+  #name(list: readonly Policy[]): void {
+    for (const policy of list) this.#names?.add(policy.name);
   }
 
   #add(list: unknown, where: string): PolicyGroup {
@@ -91,6 +106,7 @@ class PolicyGroups {
     if (copies.length === 0) {
       throw new ConfigurationError('invalid_policy', 'A limiter needs at least one policy.');
     }
+    this.#name(copies);
     const identity = policyListIdentity(copies);
     let group = this.#byContent.get(identity);
     if (group === undefined) {

@@ -17,6 +17,11 @@ export interface PlanScope {
   readonly policies: readonly Policy[];
   /** Positions in `policies` that apply to this request (an exemption leaves one out). */
   readonly active: readonly number[];
+  /**
+   * Positions in `policies` in shadow mode, when any (see {@link Plan.shadow}): `shadow[i]` true
+   * when the policy at position `i` is. Absent: every policy enforces.
+   */
+  readonly shadow?: readonly boolean[] | undefined;
 }
 
 /** What one request asks of the store. */
@@ -42,6 +47,16 @@ export interface Plan {
    * @defaultValue false
    */
   readonly peek?: boolean;
+  /**
+   * `true`: some scope names policies in shadow mode (its `shadow`). Only the enforcing policies
+   * may refuse: their refusal is the outcome, with its blocks, as without the shadow ones. When
+   * they admit, the request is admitted and recorded in every active policy, shadow ones
+   * included, and a shadow policy that would have refused it is reported in the outcome's
+   * `shadow`: what the store would answer if every active policy enforced. A shadow policy is
+   * never blocked.
+   * @defaultValue false
+   */
+  readonly shadow?: boolean;
 }
 
 /** What a store's `reset` clears: a client and account, or one resource of theirs. */
@@ -112,6 +127,23 @@ export interface AdmittedOutcome extends OutcomeStatuses {
   readonly now: number;
   /** The leases taken, to give back with the store's `release`; absent when none. */
   readonly lease: LeaseToken | undefined;
+  /**
+   * With a {@link Plan.shadow} plan: the refusal the shadow policies would have made, had every
+   * active policy enforced; absent when none would have refused.
+   */
+  readonly shadow?: ShadowOutcome | undefined;
+}
+
+/** What shadow policies would have refused: the refusal, had every active policy enforced. */
+export interface ShadowOutcome {
+  /** `'limit'`, or `'blocked'` for a block a shadow policy still holds from when it enforced. */
+  readonly reason: 'limit' | 'blocked';
+  /** The Retry-After the refusal would have announced, in whole seconds (>= 1). */
+  readonly retryAfterSeconds: number;
+  /** The policy that would have refused (the one that frees up last). */
+  readonly policy: Policy;
+  /** Its resource (`''` for none). */
+  readonly resource: string;
 }
 
 /** The statuses of an admission that reports none. Shared and frozen. */

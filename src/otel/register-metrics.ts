@@ -38,7 +38,7 @@ export const METER_NAME = 'api-conventions';
 
 /** The names of the instruments {@link registerMetrics} makes. */
 export const metricNames = Object.freeze({
-  /** Counter of decisions, by `outcome`, and for refusals `policy` and `reason`. */
+  /** Counter of decisions, by `outcome` (`shadow_refused` too), and for refusals `policy` and `reason`. */
   decisions: 'api_conventions.limits.decisions',
   /** Histogram of the time of `limiter.check`, in seconds, by `outcome`. */
   decisionDuration: 'api_conventions.limits.decision.duration',
@@ -111,7 +111,8 @@ type Listener = (message: unknown, name: string | symbol) => void;
 
 function limitsListeners(meter: Meter): [string, Listener][] {
   const decisions = meter.createCounter(metricNames.decisions, {
-    description: 'Decisions of limiter.check, by outcome, and for refusals policy and reason.',
+    description:
+      'Decisions of limiter.check, by outcome, and for refusals (shadow ones too) policy and reason.',
     unit: '{decision}',
   });
   const duration = meter.createHistogram(metricNames.decisionDuration, {

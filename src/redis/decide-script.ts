@@ -48,6 +48,12 @@ export interface DecideShape {
    * lease. The reply is a refusal's layout, its first number 1 when the request would be admitted.
    */
   readonly peek?: boolean;
+  /**
+   * Of each active policy in plan order (as `work`), whether it is in shadow mode: only the
+   * others refuse, and an admission that a shadow one would have refused replies that refusal
+   * (docs/redis-store.md). Absent: every policy enforces.
+   */
+  readonly shadow?: readonly boolean[];
 }
 
 /** One policy position of one scope, as the generated Lua sees it. */
@@ -162,7 +168,8 @@ function newWriter(shape: DecideShape): Writer {
   const costArg = shape.costed === true ? timeArgs + 1 : 0;
   const idArg = timeArgs + (shape.costed === true ? 2 : 1);
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
-  const locals = 8 * sections.length + 2 * shape.scopes.length + 4 * widest + 28;
+  const locals =
+    8 * sections.length + 2 * shape.scopes.length + 4 * widest + 28 + (shape.shadow ? 8 : 0);
   const inTable = locals > MAX_LOCALS;
   // A binary reply's numbers are locals, packed straight from them, when there is room for them
   // (each is a local and a register of the packing call); else they fill a table.
@@ -518,35 +525,54 @@ function refuse(w: Writer): void {
   // On a tie the policy whose own limit frees up last names the refusal, then the later one in
   // plan order (the more specific limit); Retry-After as store.ts announcedSeconds counts it.
   const costed = w.costArg > 0;
-  emit('local earliest, refusing, refusing_own, blocked = t, 0, t, false');
+  const shadow = w.shape.shadow;
+  // With shadow policies, the refusal every active policy enforcing would make is chosen too
+  // (prefixed `s_`), to reply when only shadow policies would refuse.
+  const choices = shadow === undefined ? [''] : ['', 's_'];
+  for (const x of choices) {
+    emit(`local ${x}earliest, ${x}refusing, ${x}refusing_own, ${x}blocked = t, 0, t, false`);
+  }
   for (const [k, j] of work.entries()) {
     const [w, b] = [v('W', j), v('B', j)];
-    // A block frees a policy at its end; a cost above one may need more room, later.
-    const blockedAt = costed
-      ? `  if ${b} > t then blocked = true; if not (cost > 1 and ${w} > ${b}) then at = ${b} end end`
-      : `  if ${b} > t then at, blocked = ${b}, true end`;
+    for (const x of choices) {
+      if (x === '' && shadow?.[k] === true) continue;
+      // A block frees a policy at its end; a cost above one may need more room, later.
+      const blockedAt = costed
+        ? `  if ${b} > t then ${x}blocked = true; if not (cost > 1 and ${w} > ${b}) then at = ${b} end end`
+        : `  if ${b} > t then at, ${x}blocked = ${b}, true end`;
+      emit(
+        'do',
+        `  local at = ${w}`,
+        blockedAt,
+        `  if at > t and (at > ${x}earliest or (at == ${x}earliest and ${w} >= ${x}refusing_own)) then`,
+        `    ${x}earliest, ${x}refusing, ${x}refusing_own = at, ${k + 1}, ${w}`,
+        '  end',
+        'end',
+      );
+    }
+  }
+  emit('local seconds = 0', 'if refusing > 0 then', ...announced('seconds', 'earliest'), 'end');
+  if (shadow !== undefined) {
     emit(
-      'do',
-      `  local at = ${w}`,
-      blockedAt,
-      `  if at > t and (at > earliest or (at == earliest and ${w} >= refusing_own)) then`,
-      `    earliest, refusing, refusing_own = at, ${k + 1}, ${w}`,
-      '  end',
+      'local s_seconds, shadowed = 0, refusing == 0 and s_refusing > 0',
+      'if shadowed then',
+      ...announced('s_seconds', 's_earliest'),
       'end',
     );
   }
-  emit(
-    'local seconds = 0',
-    'if refusing > 0 then',
-    '  seconds = ceil((earliest - t) / 1000)',
-    '  if seconds < 1 then seconds = 1 end',
-    '  if t + seconds * 1000 < earliest then',
-    '    seconds = seconds + 1',
-    '  elseif seconds > 1 and t + (seconds - 1) * 1000 >= earliest then',
-    '    seconds = seconds - 1',
+}
+
+/** Lua: the Retry-After `seconds` of a refusal whose policies free up at `earliest`. */
+function announced(seconds: string, earliest: string): string[] {
+  return [
+    `  ${seconds} = ceil((${earliest} - t) / 1000)`,
+    `  if ${seconds} < 1 then ${seconds} = 1 end`,
+    `  if t + ${seconds} * 1000 < ${earliest} then`,
+    `    ${seconds} = ${seconds} + 1`,
+    `  elseif ${seconds} > 1 and t + (${seconds} - 1) * 1000 >= ${earliest} then`,
+    `    ${seconds} = ${seconds} - 1`,
     '  end',
-    'end',
-  );
+  ];
 }
 
 /** Step 5: admitted, every active policy records the request; refused, nothing is recorded. */
@@ -590,6 +616,11 @@ function admit(w: Writer): void {
 /** A peek's reply head, admitted or not: it records nothing, so nothing changes. */
 function peekHead(w: Writer): void {
   const head = ['admitted and 1 or 0', 't', 'blocked and 2 or 1', 'seconds', 'refusing'];
+  if (w.shape.shadow !== undefined) {
+    // Admitted, but a shadow policy would have refused: 3, and that refusal's numbers.
+    w.emit('if shadowed then blocked, seconds, refusing = s_blocked, s_seconds, s_refusing end');
+    head[0] = 'shadowed and 3 or (admitted and 1 or 0)';
+  }
   if (w.replyTable) {
     w.emit(`reply = { ${head.join(', ')}${', 0'.repeat(2 * w.work.length)} }`);
   } else {
@@ -676,8 +707,11 @@ function blocks(w: Writer): void {
   const { sections, work, v, sv, emit } = w;
   // Refused: a block already announced stays; every policy without room and without a block is
   // blocked until the announced instant.
+  const shadow = w.shape.shadow;
   emit('if not admitted then', '  local until_ = t + seconds * 1000');
-  for (const j of work) {
+  for (const [k, j] of work.entries()) {
+    // A shadow policy is never blocked.
+    if (shadow?.[k] === true) continue;
     const [w, b] = [v('W', j), v('B', j)];
     emit(
       `  if ${w} > t and not (${b} > t) then ${b}, ${sv('D', sections[j]!.scope)} = until_, true end`,
@@ -818,6 +852,19 @@ function reply(w: Writer): void {
   // A peek replies as a refusal does, admitted or not.
   if (shape.peek !== true) {
     emit('if admitted then');
+    if (shape.shadow !== undefined) {
+      // Admitted, but a shadow policy would have refused: 3, that refusal's numbers, then the
+      // admission's.
+      const escaped = ['3', 't', 's_blocked and 2 or 1', 's_seconds', 's_refusing', ...raws];
+      emit('if shadowed then');
+      if (replyTable) {
+        emit(`  reply = { ${escaped.join(', ')} }`);
+        returnReply(w, `unpack(reply, 1, ${escaped.length})`, escaped.length, '  ');
+      } else {
+        returnReply(w, escaped.join(', '), escaped.length, '  ');
+      }
+      emit('end');
+    }
     if (replyTable) {
       emit(`  reply = { ${admitted.join(', ')} }`);
       returnReply(w, `unpack(reply, 1, ${admitted.length})`, admitted.length, '  ');

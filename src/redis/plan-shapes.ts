@@ -98,7 +98,7 @@ export class PlanShapes {
       let index = keys.indexOf(key);
       if (index === -1) index = keys.push(key) - 1;
       indices.push(index);
-      signature += `${list}${index}${activeArg(scope.active, scope.policies.length)};`;
+      signature += `${list}${index}${activeArg(scope.active, scope.policies.length)}${shadowArg(scope)};`;
       for (const i of scope.active) {
         policies.push(scope.policies[i]!);
         resources.push(scope.resource);
@@ -158,6 +158,15 @@ function activeArg(active: readonly number[], count: number): string {
   return arg;
 }
 
+/** The shadow positions of a scope, for a plan's signature: `!` and them, or nothing. */
+function shadowArg(scope: PlanScope): string {
+  const { shadow } = scope;
+  if (shadow === undefined) return '';
+  let arg = '!';
+  for (const [i, marked] of shadow.entries()) if (marked) arg += `${i}.`;
+  return arg;
+}
+
 /**
  * The shape of a plan that its decision script is written for: each distinct key's policy list
  * in KEYS order, and the active positions in plan order.
@@ -171,14 +180,18 @@ function shapeOf(
 ): DecideShape {
   const scopes: (readonly Policy[])[] = [];
   const work: [number, number][] = [];
+  const shadow: boolean[] = [];
   for (const [i, scope] of plan.scopes.entries()) {
     const index = indices[i]!;
     scopes[index] ??= scope.policies;
-    for (const position of scope.active) work.push([index, position]);
+    for (const position of scope.active) {
+      work.push([index, position]);
+      shadow.push(scope.shadow?.[position] === true);
+    }
   }
   const peek = plan.peek === true;
   const costed = plan.cost !== undefined && plan.cost !== 1;
-  return {
+  const shape: DecideShape = {
     scopes,
     work,
     marginMs,
@@ -187,4 +200,5 @@ function shapeOf(
     costed,
     peek,
   };
+  return plan.shadow === true && shadow.includes(true) ? { ...shape, shadow } : shape;
 }

@@ -147,7 +147,11 @@ export class RedisStore implements AsyncLimitStore {
 
   #decide(plan: Plan, now: number): Promise<StoreOutcome> {
     const { scopes } = plan;
-    const only = scopes.length === 1 && scopes[0]!.resource === '' ? scopes[0]! : undefined;
+    // A plan with shadow policies is told apart by its signature, which `several` writes.
+    const only =
+      scopes.length === 1 && scopes[0]!.resource === '' && plan.shadow !== true
+        ? scopes[0]!
+        : undefined;
     let keys: string[];
     let scoped: Scoped;
     if (only !== undefined) {

@@ -11,8 +11,8 @@ import {
   windowRemaining,
   windowResetAfter,
 } from '../limits/quota.js';
-import type { Plan, RefusalReason, StoreOutcome } from '../limits/store.js';
-import { admissionWithoutStatuses } from '../limits/store.js';
+import type { Plan, RefusalReason, ShadowOutcome, StoreOutcome } from '../limits/store.js';
+import { admissionWithoutStatuses, NO_STATUSES } from '../limits/store.js';
 
 const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'limit', 'blocked'];
 
@@ -35,6 +35,9 @@ export function parseOutcome(
   const [allowed, t] = numbers as [number, number];
   // A peek replies as a refusal does, admitted or not.
   if (plan.peek === true) return peekOutcome(numbers, plan, policies, resources);
+  if (allowed === 3 && plan.shadow === true) {
+    return escapedOutcome(numbers, plan, policies, resources, plan.statuses === false);
+  }
   // An admission asked without statuses replies with its first two numbers only.
   const lean = plan.statuses === false && n > 0;
   if (allowed === 1) {
@@ -61,13 +64,63 @@ function peekOutcome(
 ): StoreOutcome | undefined {
   const [allowed, t] = numbers as [number, number];
   if (allowed === 0) return refusal(numbers, plan, policies, resources);
-  if (allowed !== 1 || numbers.length !== 5 + 2 * policies.length) return undefined;
+  if (numbers.length !== 5 + 2 * policies.length) return undefined;
+  // 3: admitted, with the refusal shadow policies would have made in the head.
+  const shadow =
+    allowed === 3 && plan.shadow === true ? shadowOf(numbers, policies, resources) : undefined;
+  if (allowed !== 1 && shadow === undefined) return undefined;
   return {
     allowed: true,
     now: t,
     lease: undefined,
     policies: activePolicies(plan, policies),
     values: numbers.slice(5),
+    shadow,
+  };
+}
+
+/**
+ * An admission that shadow policies would have refused: 3, the time, that refusal's reason,
+ * Retry-After and policy, then (unless `lean`) what the admission's statuses are worked out from.
+ */
+function escapedOutcome(
+  numbers: readonly number[],
+  plan: Plan,
+  policies: readonly Policy[],
+  resources: readonly string[],
+  lean: boolean,
+): StoreOutcome | undefined {
+  const n = policies.length;
+  if (numbers.length !== (lean ? 5 : 5 + n)) return undefined;
+  const shadow = shadowOf(numbers, policies, resources);
+  if (shadow === undefined) return undefined;
+  const t = numbers[1]!;
+  const statuses = lean ? NO_STATUSES : undefined;
+  return {
+    allowed: true,
+    now: t,
+    lease: undefined,
+    policies: statuses?.policies ?? activePolicies(plan, policies),
+    values: statuses?.values ?? admittedStatuses(policies, numbers.slice(3), t),
+    shadow,
+  };
+}
+
+/** The refusal an admission escaped, from the reply's reason, Retry-After and policy. */
+function shadowOf(
+  numbers: readonly number[],
+  policies: readonly Policy[],
+  resources: readonly string[],
+): ShadowOutcome | undefined {
+  const [, , reason, retry, refusing] = numbers as [number, number, number, number, number];
+  const why = REASONS[reason];
+  if (why === undefined || why === 'capacity' || why === 'unavailable') return undefined;
+  if (refusing < 1 || refusing > policies.length || retry < 1) return undefined;
+  return {
+    reason: why,
+    retryAfterSeconds: retry,
+    policy: policies[refusing - 1]!,
+    resource: resources[refusing - 1]!,
   };
 }
 

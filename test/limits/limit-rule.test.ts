@@ -409,6 +409,7 @@ describe('route rules: presets and configuration', () => {
       expect(compileLimitRules(rules, presets.live.policies, 'preset live')).toEqual({
         table: undefined,
         effectOf: undefined,
+        ruleNames: [],
       });
     }
   });

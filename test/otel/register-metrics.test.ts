@@ -102,6 +102,26 @@ describe('registerMetrics: limits', () => {
     ]);
   });
 
+  it('counts shadow refusals under their own outcome, with the policy and reason escaped, and their leases in flight', async () => {
+    const { reader } = setup();
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      policies: [window(1, '10s', { name: 'one per 10 s' }), concurrency(5, { name: 'five' })],
+      clock,
+      shadow: ['one per 10 s'],
+    });
+
+    limiter.check(request);
+    limiter.check(request); // would have been refused: admitted all the same
+    limiter.check(request);
+
+    expect(await sums(reader, metricNames.decisions)).toEqual([
+      [{ outcome: 'admitted' }, 1],
+      [{ outcome: 'shadow_refused', policy: 'one per 10 s', reason: 'limit' }, 2],
+    ]);
+    expect(await sums(reader, metricNames.leasesInFlight)).toEqual([[{}, 3]]);
+  });
+
   it('records the time of every decision, in seconds, by outcome', async () => {
     const { reader } = setup();
     const limiter = createLimiter({ policies: [window(1, '1s')], clock: new FakeClock(0) });

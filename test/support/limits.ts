@@ -77,7 +77,7 @@ export const admittedTimes = (steps: readonly Step[]): number[] =>
  */
 export function comparable(d: Decision) {
   return d.allowed
-    ? { allowed: true, now: d.now, statuses: d.statuses }
+    ? { allowed: true, now: d.now, statuses: d.statuses, shadow: d.shadow }
     : {
         allowed: false,
         now: d.now,

@@ -56,6 +56,13 @@ const STEPS_PER_MS = 1024;
 const stepsPerToken = (p: { perSecond: number }): number =>
   Math.max(1, Math.ceil((1000 * STEPS_PER_MS) / p.perSecond));
 
+/** A refusal the oracle would make: its policy, Retry-After and reason. */
+export interface OracleRefusal {
+  policy: string;
+  retryAfterSeconds: number;
+  reason: 'limit' | 'blocked';
+}
+
 /** One policy as the oracle counts it: `id` names its counter (a policy in a scope). */
 export interface OracleEntry {
   id: string;
@@ -144,30 +151,71 @@ export class ExactOracle {
    * a block is blocked until the instant the refusal announces.
    */
   decideEntries(t: number, entries: readonly OracleEntry[]): OracleDecision {
+    return this.decideShadow(t, entries, () => false);
+  }
+
+  /**
+   * Shadow mode: only the entries `shadow` does not pick may refuse (their blocks as
+   * decideEntries sets them; a shadow entry is never blocked). Admitted, every entry records the
+   * request, and `shadow` says what decideEntries would have answered with every entry enforcing
+   * (nothing changed but the admission).
+   */
+  decideShadow(
+    t: number,
+    entries: readonly OracleEntry[],
+    shadow: (entry: OracleEntry) => boolean,
+  ): OracleDecision & { shadow?: OracleRefusal } {
+    const owns = entries.map(({ id, policy }) => this.ownEarliest(id, policy, t));
+    const enforcing = this.#refusal(t, entries, owns, (e) => !shadow(e));
+    if (enforcing !== undefined) {
+      const r = enforcing.retryAfterSeconds;
+      for (const [i, entry] of entries.entries()) {
+        if (shadow(entry)) continue;
+        if (owns[i]! > t && !((this.blockedUntil.get(entry.id) ?? 0) > t)) {
+          this.blockedUntil.set(entry.id, t + r * 1000);
+        }
+      }
+      return { allowed: false, retryAfterSeconds: r, policy: enforcing.policy, leaseId: undefined };
+    }
+    const escaped = this.#refusal(t, entries, owns, () => true);
+    const leaseId = this.#record(t, entries);
+    const decision = { allowed: true, retryAfterSeconds: undefined, policy: undefined, leaseId };
+    return escaped === undefined ? decision : { ...decision, shadow: escaped };
+  }
+
+  /** The refusal by the entries `counts` picks: latest release wins, ties to the latest own limit, then the later policy. */
+  #refusal(
+    t: number,
+    entries: readonly OracleEntry[],
+    owns: readonly number[],
+    counts: (entry: OracleEntry) => boolean,
+  ): OracleRefusal | undefined {
     let latest = t;
     let latestOwn = t;
     let refusing: string | undefined;
-    const owns = entries.map(({ id, policy }) => this.ownEarliest(id, policy, t));
-    for (const [i, { id, policy }] of entries.entries()) {
+    let blocked = false;
+    for (const [i, entry] of entries.entries()) {
+      if (!counts(entry)) continue;
       const own = owns[i]!;
-      const until = this.blockedUntil.get(id) ?? 0;
+      const until = this.blockedUntil.get(entry.id) ?? 0;
+      if (until > t) blocked = true;
       const at = until > t ? until : own;
-      // Latest release wins; ties go to the latest own limit, then to the later policy.
       if (at > t && (at > latest || (at === latest && own >= latestOwn))) {
         latest = at;
         latestOwn = own;
-        refusing = policy.name;
+        refusing = entry.policy.name;
       }
     }
-    if (refusing !== undefined) {
-      const r = seconds(latest, t);
-      for (const [i, { id }] of entries.entries()) {
-        if (owns[i]! > t && !((this.blockedUntil.get(id) ?? 0) > t)) {
-          this.blockedUntil.set(id, t + r * 1000);
-        }
-      }
-      return { allowed: false, retryAfterSeconds: r, policy: refusing, leaseId: undefined };
-    }
+    if (refusing === undefined) return undefined;
+    return {
+      policy: refusing,
+      retryAfterSeconds: seconds(latest, t),
+      reason: blocked ? 'blocked' : 'limit',
+    };
+  }
+
+  /** Record an admission in every entry; the lease id when one took a lease. */
+  #record(t: number, entries: readonly OracleEntry[]): number | undefined {
     let leaseId: number | undefined;
     for (const { id, policy } of entries) {
       this.admissions.set(id, [...(this.admissions.get(id) ?? []), t]);
@@ -185,7 +233,7 @@ export class ExactOracle {
         ]);
       }
     }
-    return { allowed: true, retryAfterSeconds: undefined, policy: undefined, leaseId };
+    return leaseId;
   }
 
   release(leaseId: number): void {

@@ -97,17 +97,30 @@ export function refuse(
     policies: activePolicies(plan, w, n),
     values: statusValues(w, n, t, lazy, false),
   };
-  if (peek) return outcome;
+  if (!peek) startBlocks(w, n, t, seconds, undefined);
+  return outcome;
+}
+
+/**
+ * Block each full policy not yet blocked until `seconds` after `t`; a policy `shadow` marks (by
+ * its place in the work arrays) is never blocked.
+ */
+export function startBlocks(
+  w: Work,
+  n: number,
+  t: number,
+  seconds: number,
+  shadow: readonly boolean[] | undefined,
+): void {
   const until = t + seconds * 1000;
   for (let k = 0; k < n; k++) {
     const s = w.slots[k]!;
     const { base, arena } = w.records[k]!;
     const m = arena.mem;
-    if (w.own[k]! <= t || (m[s] as number) > t) continue;
+    if (w.own[k]! <= t || (m[s] as number) > t || shadow?.[k] === true) continue;
     m[s] = until;
     if (until > (m[base + QUIET] as number)) m[base + QUIET] = until;
   }
-  return outcome;
 }
 
 /** The active policies in plan order; the scope's own list when it is all of them (no copy). */

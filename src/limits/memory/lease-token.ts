@@ -3,7 +3,12 @@
  * @module
  */
 import type { Policy } from '../policy.js';
-import { type AdmittedOutcome, type LeaseToken, NO_STATUSES } from '../store.js';
+import {
+  type AdmittedOutcome,
+  type LeaseToken,
+  NO_STATUSES,
+  type ShadowOutcome,
+} from '../store.js';
 import { leaseRelease } from './lease-set.js';
 import type { ScopeRecord } from './records.js';
 
@@ -26,6 +31,8 @@ export class MemoryAdmission implements AdmittedOutcome, LeaseToken {
   values: readonly number[] = NO_STATUSES.values;
   /** Itself once it holds a lease: the token to give back. */
   lease: MemoryAdmission | undefined = undefined;
+  /** Set only on an admission a shadow policy would have refused: no field of every admission. */
+  declare shadow?: ShadowOutcome;
   #id = 0;
   // The first hold is kept in fields, not an object: most admissions hold one lease or none.
   /** The record of the first policy holding the lease; null while none is held, or given back. */

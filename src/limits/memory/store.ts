@@ -5,12 +5,14 @@
  */
 import { readOptions, wholeNumber } from '../../internal/options.js';
 import {
+  announcedSeconds,
   type LeaseToken,
   type Plan,
   type PlanScope,
   type ResetOutcome,
   type ResetScope,
   resolveTime,
+  type ShadowOutcome,
   type StoreOutcome,
   type SyncLimitStore,
 } from '../store.js';
@@ -21,6 +23,7 @@ import {
   newWork,
   refuse,
   refusingPolicy,
+  startBlocks,
   statusValues,
   type Work,
 } from './decision.js';
@@ -37,6 +40,7 @@ import {
   QUIET,
   ScopeRecord,
 } from './records.js';
+import { enforcedRefusing, shadowMask, shadowOutcome } from './shadow.js';
 import { Sweep, shrink, shrinkDue } from './sweep.js';
 
 /** Options of {@link MemoryStore}. */
@@ -87,6 +91,8 @@ export class MemoryStore implements SyncLimitStore {
   #untilSweep = 0;
   #untilShrinkCheck = SHRINK_CHECK_EVERY;
   readonly #work = newWork();
+  /** Which of the work arrays' policies are in shadow mode, for a plan that names any. */
+  readonly #shadow: boolean[] = [];
   /** Each client's records lie in one arena: a growth copies a sixty-fourth of the state. */
   readonly #arenas: Arena[] = [];
   #newClients = 0;
@@ -159,7 +165,35 @@ export class MemoryStore implements SyncLimitStore {
     if (n === -1) return capacityRefusal(t);
     const refusing = refusingPolicy(w, n, t, lazy, cost);
     if (refusing === -1) return this.#admit(plan, w, n, t, lazy, cost);
+    if (plan.shadow === true) return this.#shadowDecision(plan, n, t, lazy, cost, refusing);
     return refuse(plan, w, n, t, lazy, refusing, false);
+  }
+
+  /**
+   * Some policy refuses `refusing` a plan that names shadow policies: an enforcing one refuses as
+   * it would without them (its blocks started, none on a shadow policy); otherwise the request is
+   * admitted and recorded in every active policy, with the refusal it escaped.
+   */
+  #shadowDecision(
+    plan: Plan,
+    n: number,
+    t: number,
+    lazy: boolean,
+    cost: number,
+    refusing: number,
+  ): StoreOutcome {
+    const w = this.#work;
+    const mask = shadowMask(plan, this.#shadow);
+    const enforced = enforcedRefusing(w, n, t, cost, mask);
+    if (enforced !== -1) {
+      const outcome = refuse(plan, w, n, t, lazy, enforced, true);
+      startBlocks(w, n, t, announcedSeconds(w.earliest, t), mask);
+      return outcome;
+    }
+    const shadow = shadowOutcome(w, t, refusing);
+    const admission = this.#admit(plan, w, n, t, lazy, cost);
+    admission.shadow = shadow;
+    return admission;
   }
 
   /**
@@ -200,14 +234,22 @@ export class MemoryStore implements SyncLimitStore {
       }
       n = this.#flattenScope(scope, record, n);
     }
-    const refusing = refusingPolicy(w, n, t, false, plan.cost ?? 1);
-    if (refusing !== -1) return refuse(plan, w, n, t, false, refusing, true);
+    const cost = plan.cost ?? 1;
+    const refusing = refusingPolicy(w, n, t, false, cost);
+    let shadow: ShadowOutcome | undefined;
+    if (refusing !== -1) {
+      if (plan.shadow !== true) return refuse(plan, w, n, t, false, refusing, true);
+      const enforced = enforcedRefusing(w, n, t, cost, shadowMask(plan, this.#shadow));
+      if (enforced !== -1) return refuse(plan, w, n, t, false, enforced, true);
+      shadow = shadowOutcome(w, t, refusing);
+    }
     return {
       allowed: true,
       now: t,
       lease: undefined,
       policies: activePolicies(plan, w, n),
       values: statusValues(w, n, t, false, false),
+      shadow,
     };
   }
 
@@ -342,7 +384,7 @@ export class MemoryStore implements SyncLimitStore {
     return n;
   }
 
-  #admit(plan: Plan, w: Work, n: number, t: number, lazy: boolean, cost: number): StoreOutcome {
+  #admit(plan: Plan, w: Work, n: number, t: number, lazy: boolean, cost: number): MemoryAdmission {
     const admission = new MemoryAdmission(this, t);
     for (let k = 0; k < n; k++) {
       const policy = w.policies[k]!;
