@@ -6,7 +6,7 @@
  * @module
  */
 import type { Clock } from '../clock.js';
-import type { DeliveryJob } from './delivery.js';
+import { type DeliveryJob, deliveryJob } from './delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { SubscriptionIndex } from './subscription-index.js';
 import type {
@@ -84,15 +84,7 @@ export class Outbox {
       subscriptions.map((s) => ({ subscriptionId: s.id, endpointUrl: s.endpointUrl })),
       { leaseUntil: message.createdAt + leaseMs },
     );
-    await this.#enqueue(
-      subscriptions.map((s) => ({
-        id: message.id,
-        subscriptionId: s.id,
-        endpointUrl: s.endpointUrl,
-        body: message.body,
-        attempts: 0,
-      })),
-    );
+    await this.#enqueue(subscriptions.map((s) => deliveryJob(message, s)));
   }
 
   /**

@@ -10,6 +10,7 @@ import { readJsonBody } from './request-body.js';
 import { parseDateTime } from './service-attempts.js';
 import type { OperationRequest, ServiceContext } from './service-handlers.js';
 import { messageNotFound, serviceProblem, subscriptionNotFound } from './service-problems.js';
+import { pointer } from './subscription-body.js';
 import type { ReplayResult } from './subscription-repository.js';
 
 /** `POST /v1/messages/{id}/replay`: a body, if any, is not read. @internal */
@@ -56,7 +57,7 @@ function readSince(value: unknown, now: number): number | ResponseParts {
   if (unknown.length > 0) {
     return invalidReplay(
       'unknown_member',
-      `/${escapePointer(unknown[0] as string)}`,
+      pointer(unknown[0] as string),
       `Unknown member ${JSON.stringify(unknown[0]?.slice(0, 40))}; the body takes only since, like ${example}.`,
     );
   }
@@ -123,5 +124,3 @@ function invalidReplay(code: ReplayIssueCode, pointer: string, message: string):
     extensions: { errors: [{ code, path: pointer, message }] },
   });
 }
-
-const escapePointer = (key: string): string => key.replaceAll('~', '~0').replaceAll('/', '~1');
