@@ -5,6 +5,7 @@
  * @module
  */
 import type { Clock } from '../clock.js';
+import { PeriodicSweep } from '../internal/periodic-sweep.js';
 import type { SubscriptionRepository } from './subscription-repository.js';
 
 /** The most delivery attempts one retention statement deletes. @internal */
@@ -25,20 +26,16 @@ export interface AttemptRetentionSettings {
 /** Deletes expired attempts. @internal */
 export class AttemptRetention {
   readonly #settings: AttemptRetentionSettings;
-  #timer: ReturnType<typeof setInterval> | undefined;
-  #sweeping: Promise<number> | undefined;
-  #closed = false;
+  readonly #sweeps: PeriodicSweep;
 
   constructor(settings: AttemptRetentionSettings) {
     this.#settings = settings;
+    this.#sweeps = new PeriodicSweep(() => this.#sweep(), settings.intervalMs, settings.onError);
   }
 
   /** Start the timer (once; not after `close`). */
   start(): void {
-    const { intervalMs, onError } = this.#settings;
-    if (intervalMs === 0 || this.#closed || this.#timer !== undefined) return;
-    this.#timer = setInterval(() => void this.sweep().catch(onError), intervalMs);
-    this.#timer.unref?.();
+    this.#sweeps.start();
   }
 
   /**
@@ -46,18 +43,12 @@ export class AttemptRetention {
    * @returns how many it deleted
    */
   sweep(): Promise<number> {
-    this.#sweeping ??= this.#sweep().finally(() => {
-      this.#sweeping = undefined;
-    });
-    return this.#sweeping;
+    return this.#sweeps.sweep();
   }
 
   /** Stop the timer, and let a running sweep end after its current batch. */
-  async close(): Promise<void> {
-    this.#closed = true;
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#sweeping?.catch(() => 0);
+  close(): Promise<void> {
+    return this.#sweeps.close();
   }
 
   async #sweep(): Promise<number> {
@@ -67,10 +58,10 @@ export class AttemptRetention {
     for (;;) {
       const batch = await repository.deleteAttemptsBefore(before, ATTEMPT_DELETE_BATCH);
       deleted += batch;
-      if (batch < ATTEMPT_DELETE_BATCH || this.#closed) break;
+      if (batch < ATTEMPT_DELETE_BATCH || this.#sweeps.closed) break;
     }
     // Messages go with their attempts, once they owe no pending delivery.
-    while (!this.#closed) {
+    while (!this.#sweeps.closed) {
       const batch = await repository.deleteMessagesBefore(before, ATTEMPT_DELETE_BATCH);
       if (batch < ATTEMPT_DELETE_BATCH) break;
     }

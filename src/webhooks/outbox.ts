@@ -6,6 +6,7 @@
  * @module
  */
 import type { Clock } from '../clock.js';
+import { PeriodicSweep } from '../internal/periodic-sweep.js';
 import { type DeliveryJob, deliveryJob } from './delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { SubscriptionIndex } from './subscription-index.js';
@@ -41,12 +42,21 @@ export interface OutboxSettings {
 /** The service's outbox. @internal */
 export class Outbox {
   readonly #settings: OutboxSettings;
-  #timer: ReturnType<typeof setInterval> | undefined;
-  #sweeping: Promise<number> | undefined;
-  #closed = false;
+  readonly #sweeps: PeriodicSweep;
+  // The first sweep is the start's: it takes every due delivery whatever its lease.
+  #starting = true;
 
   constructor(settings: OutboxSettings) {
     this.#settings = settings;
+    this.#sweeps = new PeriodicSweep(
+      () => {
+        const ignoreLeases = this.#starting;
+        this.#starting = false;
+        return this.#sweep(ignoreLeases);
+      },
+      settings.intervalMs,
+      settings.onError,
+    );
   }
 
   /**
@@ -54,19 +64,13 @@ export class Outbox {
    * held is gone), then start the timer.
    */
   async start(): Promise<void> {
-    await this.sweep({ ignoreLeases: true });
-    const { intervalMs, onError } = this.#settings;
-    if (intervalMs === 0 || this.#closed || this.#timer !== undefined) return;
-    this.#timer = setInterval(() => void this.sweep().catch(onError), intervalMs);
-    this.#timer.unref?.();
+    await this.#sweeps.sweep();
+    this.#sweeps.start();
   }
 
   /** Stop the timer, and let a running sweep end after its current batch. */
-  async close(): Promise<void> {
-    this.#closed = true;
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#sweeping?.catch(() => 0);
+  close(): Promise<void> {
+    return this.#sweeps.close();
   }
 
   /**
@@ -92,11 +96,8 @@ export class Outbox {
    * time; a sweep asked for during one joins it.
    * @returns how many it handed over
    */
-  sweep(options: { readonly ignoreLeases?: boolean } = {}): Promise<number> {
-    this.#sweeping ??= this.#sweep(options.ignoreLeases === true).finally(() => {
-      this.#sweeping = undefined;
-    });
-    return this.#sweeping;
+  sweep(): Promise<number> {
+    return this.#sweeps.sweep();
   }
 
   async #sweep(ignoreLeases: boolean): Promise<number> {
@@ -114,7 +115,7 @@ export class Outbox {
       ignoreLeases = false;
       if (!(await this.#enqueue(batch.map((p) => this.#jobOf(p))))) return handed;
       handed += batch.length;
-      if (batch.length < SWEEP_BATCH || this.#closed) return handed;
+      if (batch.length < SWEEP_BATCH || this.#sweeps.closed) return handed;
     }
   }
 
