@@ -3,14 +3,13 @@
  * @module
  */
 import { type Clock, isClockTime, MAX_CLOCK_MS, systemClock } from '../clock.js';
-import { ConfigurationError, InvalidRequestError } from '../errors/index.js';
+import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
 import { aBoolean, checkValue } from '../internal/options.js';
 import { decisionChannel, reportApplyFailure } from './channels.js';
 import { checkCost, costOf } from './cost.js';
 import { type Decision, toDecision, toShadowDecision } from './decision.js';
 import {
-  checkAttribution,
   checkRequest,
   type LimitRequest,
   notARequest,
@@ -24,13 +23,13 @@ import { type OutageEvent, type OutageHandler, type OutageMode, outageHandler } 
 import type { Policy } from './policy.js';
 import { type PolicyGroup, policySelector, type Selector } from './policy-selector.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
+import { type ResetRequest, resetScopes } from './reset-scope.js';
 import { type ShadowOption, type ShadowPolicies, shadowPolicies } from './shadow.js';
 import type {
   LimitStore,
   Plan,
   PlanScope,
   ResetOutcome,
-  ResetScope,
   StoreOutcome,
   SyncLimitStore,
 } from './store.js';
@@ -38,6 +37,7 @@ import type {
 export type { AdmittedDecision, Decision, RefusedDecision, ShadowRefusal } from './decision.js';
 export type { LimitRequest } from './limit-request.js';
 export type { OutageEvent, OutageMode } from './outage.js';
+export type { ResetRequest } from './reset-scope.js';
 export type { ShadowOption } from './shadow.js';
 export type { ResetOutcome } from './store.js';
 
@@ -144,24 +144,6 @@ export interface CheckOptions {
 export interface PeekOptions {
   /** The cost of the request whose decision is asked for (see {@link CheckOptions.cost}). @defaultValue 1 */
   readonly cost?: number;
-}
-
-/**
- * Whom {@link Limiter.reset} clears: a client and account as a whole, or one resource of theirs,
- * named by a `method` and `path` as a request would name it (with its `accountType`, when the
- * limiter has presets by account type).
- */
-export interface ResetRequest<T extends string = string> {
-  /** The client id. */
-  readonly clientId: string;
-  /** The account code. */
-  readonly accountCode: string;
-  /** Picks the preset whose resource limits `method` and `path` are read with, as in a request. */
-  readonly accountType?: T | undefined;
-  /** With `path`: the resource to clear, as a request to it names it. Absent: everything. */
-  readonly method?: string | undefined;
-  /** With `method`: the path of a request to the resource (version and spelling do not matter). */
-  readonly path?: string | undefined;
 }
 
 /** A limiter. `check` answers synchronously with a synchronous store, with a promise otherwise. */
@@ -305,7 +287,7 @@ class LimitEngine implements Limiter {
         "The limiter's store has no reset(); use a MemoryStore or a RedisStore, or give your store a reset(scope) method (see LimitStore).",
       );
     }
-    const scopes = this.#resetScopes(input);
+    const scopes = resetScopes(input, this.#maxIdLength, this.#select);
     if (store.synchronous) {
       let cleared = 0;
       for (const scope of scopes) cleared += store.reset!(scope).cleared;
@@ -361,49 +343,6 @@ class LimitEngine implements Limiter {
     reportApplyFailure(this.store, error, 'reject');
     throw error;
   };
-
-  /** The store scopes a reset clears: the client and account, or each resource the path names. */
-  #resetScopes(input: ResetRequest): ResetScope[] {
-    if (typeof input !== 'object' || input === null) {
-      throw new InvalidRequestError(
-        'invalid_request',
-        `reset() needs an object such as { clientId, accountCode }, got ${describe(input)}.`,
-      );
-    }
-    let clientId: string;
-    let accountCode: string;
-    let accountType: string | undefined;
-    let method: string | undefined;
-    let path: string | undefined;
-    try {
-      ({ clientId, accountCode, accountType, method, path } = input);
-    } catch (cause) {
-      throw new InvalidRequestError(
-        'invalid_request',
-        'Reading the reset() scope threw; pass plain values.',
-        { cause },
-      );
-    }
-    checkAttribution(clientId, accountCode, accountType, this.#maxIdLength);
-    if (method === undefined && path === undefined) return [{ clientId, accountCode }];
-    if (method === undefined || path === undefined) {
-      throw new InvalidRequestError(
-        'invalid_request',
-        `reset() takes method and path together (the request to the resource to clear), or neither (the whole client and account); got only ${method === undefined ? 'path' : 'method'}.`,
-      );
-    }
-    checkRequest(clientId, accountCode, accountType, method, path, this.#maxIdLength);
-    const group = this.#select(clientId, accountCode, accountType, method, path);
-    const resources = group.rules.effectOf?.(method, path)?.resources ?? NO_RESOURCES;
-    if (resources.length === 0) {
-      throw new InvalidRequestError(
-        'invalid_path',
-        `No resource limit of this limiter counts ${method} ${path}; name a request to a resource under a resource limit, or leave method and path out to clear the whole client and account.`,
-      );
-    }
-    const keys = new Set(resources.map((r) => r.key));
-    return [...keys].map((resource) => ({ clientId, accountCode, resource }));
-  }
 
   #now(): number {
     const now = this.#clock.now();
