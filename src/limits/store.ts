@@ -22,6 +22,17 @@ export interface PlanScope {
    * when the policy at position `i` is. Absent: every policy enforces.
    */
   readonly shadow?: readonly boolean[] | undefined;
+  /**
+   * The list whose state the scope counts in, when `policies` are an override of it (a client's
+   * limits raised or lowered at runtime): the same length and, position by position, the same
+   * kind and, for a window, the same `windowMs`. The store keeps the scope's state where it keeps
+   * the state of `state` itself, and decides with the limits of `policies`: counters, leases and
+   * blocks carry over from one to the other, both ways. A rate policy's backlog carries over: at
+   * the first decision at `t` under an emission interval `next` after one under `previous`, a
+   * theoretical arrival time `tat > t` becomes `t + ceil((tat - t) / previous * next * 1024) / 1024`
+   * (a peek works on a copy and keeps nothing). Absent: `policies` is its own state's list.
+   */
+  readonly state?: readonly Policy[] | undefined;
 }
 
 /** What one request asks of the store. */
