@@ -21,7 +21,7 @@ import {
 } from '../src/index.js';
 import { registerMetrics } from '../src/otel/index.js';
 import { RedisStoreError } from '../src/redis/index.js';
-import { notAllowed, problem } from './service-http.js';
+import { jsonParts as json, notAllowed, problem } from './service-http.js';
 import { type AdminOverrideSource, OVERRIDES_PATH, overrideRoutes } from './service-overrides.js';
 
 /** The admin key when none is configured (ADMIN_KEY). */
@@ -70,12 +70,6 @@ const DEFAULT_ACCOUNT_TYPE: AccountType = 'development';
 const LIMITS_PATH = /^\/admin\/limits\/([^/]*)\/([^/]*)$/;
 const ADMIN_PATHS =
   'GET or DELETE /admin/limits/{clientId}/{accountCode}, GET, PUT or DELETE /admin/overrides/{clientId}, and GET /metrics';
-
-const json = (status: number, body: unknown): ResponseParts => ({
-  status,
-  headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
-  body: JSON.stringify(body),
-});
 
 /** Make the admin API; it records the library's metrics from now until `close`. */
 export function createDemoAdmin(options: DemoAdminOptions): DemoAdmin {

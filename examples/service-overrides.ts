@@ -16,7 +16,7 @@ import {
   type ResponseParts,
 } from '../src/index.js';
 import { RedisStoreError } from '../src/redis/index.js';
-import { notAllowed, problem, readJson } from './service-http.js';
+import { jsonParts as json, notAllowed, problem, readJson } from './service-http.js';
 
 /**
  * What the admin API needs of an overrides source. `MemoryOverrides` answers at once; a source
@@ -63,12 +63,6 @@ type Read<T> = { ok: true; value: T } | { ok: false; reply: ResponseParts };
 const refuse = (code: string, detail: string): Read<never> => ({
   ok: false,
   reply: problem(400, code, 'Invalid override', detail),
-});
-
-const json = (status: number, body: unknown): ResponseParts => ({
-  status,
-  headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
-  body: JSON.stringify(body),
 });
 
 /** How the override routes run. */
