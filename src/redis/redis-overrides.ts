@@ -160,8 +160,8 @@ export class RedisOverrides implements OverrideSource {
   #skipped = new Set<string>();
 
   /**
-   * Starts the refresh timer (which never keeps the process alive); call {@link ready} for the
-   * first load, {@link close} to stop.
+   * Starts the refresh timer (which never keeps the process alive); call
+   * {@link RedisOverrides.ready} for the first load, {@link RedisOverrides.close} to stop.
    * @param options - the client, and optionally the prefix, presets, clock, refresh interval,
    *   timeout and listeners
    * @throws ConfigurationError `invalid_redis_client` for a missing or unusable client,
@@ -202,7 +202,7 @@ export class RedisOverrides implements OverrideSource {
   /**
    * Read the overrides now, as the timer does: the version, and the whole hash when it changed. A
    * refresh under way is waited for, then another is made, so that it sees every change made
-   * before the call. After {@link close}, does nothing.
+   * before the call. After {@link RedisOverrides.close}, does nothing.
    * @throws RedisOverridesError when Redis fails or times out; the table held stays in force
    */
   refresh(): Promise<void> {
@@ -269,12 +269,18 @@ export class RedisOverrides implements OverrideSource {
     return [...this.#table.entries()];
   }
 
-  /** {@inheritDoc OverrideSource.lookup} */
+  /**
+   * The override in force for a client and account at `now`: the account's own, else the
+   * client's; undefined for none or an expired one. From the table held, without I/O.
+   * @param clientId - a checked client id
+   * @param accountCode - a checked account code
+   * @param now - the limiter's clock reading (ms)
+   */
   lookup(clientId: string, accountCode: string, now: number): OverrideEntry | undefined {
     return this.#table.lookup(clientId, accountCode, now);
   }
 
-  /** {@inheritDoc OverrideSource.preset} */
+  /** The preset named `name` among the `presets` option, for an override that names one. */
   preset(name: string): LimitPreset | undefined {
     return this.#presets.get(name);
   }
