@@ -4,6 +4,7 @@
  * by the one that made it); expiry; bad input refused before Redis is asked; entries written by
  * hand that do not parse skipped and reported; a refresh that fails keeps the table; close().
  */
+import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
@@ -12,6 +13,7 @@ import {
   isConfigurationError,
   isInvalidRequestError,
   type LimitPreset,
+  MemoryOverrides,
   MemoryStore,
   window,
 } from '../../src/index.js';
@@ -22,6 +24,7 @@ import {
   type RedisScriptClient,
   redisOverridesErrorCodes,
 } from '../../src/redis/index.js';
+import { refreshScript } from '../../src/redis/overrides-scripts.js';
 import {
   adminClient,
   type ClientKind,
@@ -261,6 +264,113 @@ describe.each(clientKinds)('RedisOverrides (%s)', (kind) => {
     await overrides.refresh();
     expect(errors.map((e) => e.field).slice(8)).toEqual(['["c8"]']);
     expect(overrides.list().map((e) => e.clientId)).toEqual(['ok', 'c7']);
+  });
+});
+
+describe('RedisOverrides tables', () => {
+  it('after any sets and deletes on two sources, both hold what one MemoryOverrides given them holds', async () => {
+    const target = fc.record(
+      {
+        clientId: fc.constantFrom('c1', 'c2', 'c{3}%'),
+        accountCode: fc.constantFrom(undefined, 'A', 'B'),
+      },
+      { requiredKeys: ['clientId'] },
+    );
+    const step = fc.oneof(
+      fc.record({
+        by: fc.nat(1),
+        target,
+        override: fc.oneof(
+          fc.record({ multiplier: fc.constantFrom(0.5, 2, 3) }),
+          fc.constant({ preset: 'partner' }),
+        ),
+      }),
+      fc.record({ by: fc.nat(1), target }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { maxLength: 12 }), async (steps) => {
+        // Arrange: two sources on a fresh prefix, and the model.
+        const p = prefix();
+        const pair = [source('ioredis', { prefix: p }), source('node-redis', { prefix: p })];
+        const model = new MemoryOverrides({ presets: { partner } });
+        await Promise.all(pair.map((s) => s.ready()));
+        // Act: each step on one of the two.
+        for (const s of steps) {
+          const on = pair[s.by]!;
+          if ('override' in s) {
+            expect(await on.set(s.target, s.override)).toEqual(model.set(s.target, s.override));
+          } else expect(await on.delete(s.target)).toBe(model.delete(s.target));
+        }
+        await Promise.all(pair.map((s) => s.refresh()));
+        // Assert: the same table everywhere.
+        const sorted = (list: readonly object[]) => list.map((e) => JSON.stringify(e)).sort();
+        for (const s of pair) expect(sorted(s.list())).toEqual(sorted(model.list()));
+        for (const s of pair.splice(0)) await s.close();
+      }),
+      { numRuns: 25 },
+    );
+  });
+
+  it('a set answered while a refresh is under way is kept, and the next refresh reads the whole hash', async () => {
+    const base = clients.get('ioredis')!.client;
+    let hold: Promise<void> | undefined;
+    const holding: RedisScriptClient = {
+      // The refresh's reply, read before the set ran, reaches the source only after the set's.
+      evalSha: async (sha1, keys, args) => {
+        const reply = await base.evalSha(sha1, keys, args);
+        if (sha1 === refreshScript.sha1 && hold !== undefined) await hold;
+        return reply;
+      },
+      eval: (script, keys, args) => base.eval(script, keys, args),
+    };
+    const p = prefix();
+    const refreshes: boolean[] = [];
+    const overrides = source('ioredis', {
+      client: holding,
+      prefix: p,
+      onRefresh: (r) => refreshes.push(r.changed),
+    });
+    const other = source('ioredis', { prefix: p });
+    await overrides.ready();
+    await other.set({ clientId: 'other' }, { multiplier: 2 });
+
+    let release!: () => void;
+    hold = new Promise((resolve) => {
+      release = resolve;
+    });
+    const refreshing = overrides.refresh();
+    await overrides.set({ clientId: 'mine' }, { multiplier: 3 });
+    release();
+    hold = undefined;
+    await refreshing;
+
+    expect(overrides.lookup('mine', 'A', 0)).toEqual({ clientId: 'mine', multiplier: 3 });
+    expect(overrides.lookup('other', 'A', 0)).toEqual({ clientId: 'other', multiplier: 2 });
+    await overrides.refresh();
+    expect(refreshes.slice(-2)).toEqual([true, true]);
+    expect(
+      overrides
+        .list()
+        .map((e) => e.clientId)
+        .sort(),
+    ).toEqual(['mine', 'other']);
+  });
+
+  it('a key of another type at its name fails the refresh, which keeps the table', async () => {
+    const p = prefix();
+    const errors: RedisOverridesError[] = [];
+    const overrides = source('node-redis', { prefix: p, onError: (e) => errors.push(e) });
+    await overrides.set({ clientId: 'client-1' }, { multiplier: 2 });
+    await overrides.ready();
+    await admin.del(`${p}overrides`);
+    await admin.set(`${p}overrides`, 'not a hash');
+
+    const failed = await rejection(overrides.refresh());
+
+    expect(failed).toMatchObject({ code: 'redis_command_failed', operation: 'refresh' });
+    expect((failed as Error).message).toMatch(/WRONGTYPE/);
+    expect(errors).toEqual([failed]);
+    expect(overrides.list()).toEqual([{ clientId: 'client-1', multiplier: 2 }]);
   });
 });
 
