@@ -18,7 +18,7 @@ const REMEMBERED_OVERRIDES = 1_024;
 export class OverrideGroups {
   readonly #source: OverrideSource;
   readonly #groups: PolicyGroups;
-  readonly #derived = new WeakMap<PolicyGroup, Map<string, PolicyGroup>>();
+  readonly #derived = new WeakMap<PolicyGroup, Derived>();
 
   constructor(source: OverrideSource, groups: PolicyGroups) {
     this.#source = source;
@@ -32,20 +32,16 @@ export class OverrideGroups {
    * leaves the default group.
    */
   groupOf(group: PolicyGroup, entry: OverrideEntry): PolicyGroup {
-    const key = entry.preset === undefined ? `x${entry.multiplier}` : `p${entry.preset}`;
     let derived = this.#derived.get(group);
-    const known = derived?.get(key);
-    if (known !== undefined) return known;
-    const made =
-      entry.preset === undefined
-        ? multiplied(group, entry.multiplier!)
-        : this.#presetGroup(group, entry.preset);
     if (derived === undefined) {
-      derived = new Map();
+      derived = { byMultiplier: new Map(), byPreset: new Map() };
       this.#derived.set(group, derived);
-    } else if (derived.size >= REMEMBERED_OVERRIDES) derived.clear();
-    derived.set(key, made);
-    return made;
+    }
+    const { preset, multiplier } = entry;
+    if (preset === undefined) {
+      return remembered(derived.byMultiplier, multiplier!, () => multiplied(group, multiplier!));
+    }
+    return remembered(derived.byPreset, preset, () => this.#presetGroup(group, preset));
   }
 
   #presetGroup(group: PolicyGroup, name: string): PolicyGroup {
@@ -58,6 +54,22 @@ export class OverrideGroups {
     if (own.list === group.list || !sameState(own.list, group.list)) return own;
     return { ...own, state: group.list };
   }
+}
+
+/** The groups derived from one default group, by multiplier and by preset name. */
+interface Derived {
+  readonly byMultiplier: Map<number, PolicyGroup>;
+  readonly byPreset: Map<string, PolicyGroup>;
+}
+
+function remembered<K>(map: Map<K, PolicyGroup>, key: K, make: () => PolicyGroup): PolicyGroup {
+  let group = map.get(key);
+  if (group === undefined) {
+    group = make();
+    if (map.size >= REMEMBERED_OVERRIDES) map.clear();
+    map.set(key, group);
+  }
+  return group;
 }
 
 /**

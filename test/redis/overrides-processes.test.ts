@@ -194,7 +194,8 @@ describe('an override across two processes through one Redis', () => {
     const [a, b] = instances as [Instance, Instance];
     expect((await a.decide('check')).allowed).toBe(true);
     expect((await b.decide('check')).allowed).toBe(true);
-    const refused = await a.decide('check');
+    // A peek: a refused check would start a block, which a raise does not lift.
+    const refused = await a.decide('peek');
     expect(refused).toMatchObject({ allowed: false, policy: 'hourly' });
 
     // Act and assert: times 3, on both instances at their next refresh; the raised limit admits.
