@@ -82,7 +82,8 @@ const defaultTimer: Timer = {
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 
-const keyPrefix: Rule<string> = {
+/** The rule of a key prefix, shared by the store and the overrides. */
+export const keyPrefix: Rule<string> = {
   expected: 'a string without { or } (the hash tag follows it) and without lone surrogates',
   read: (value) =>
     typeof value === 'string' && !/[{}]/.test(value) && !LONE_SURROGATE.test(value)
