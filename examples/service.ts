@@ -9,7 +9,7 @@
  * what it gets, one at /demo/receiver/gone that answers 410 (its subscription is disabled, and the
  * demo prints it), and booking routes behind the same limits. An admin API behind its own key
  * (ADMIN_KEY) peeks at and resets a client's limits, raises or lowers them with overrides, and
- * serves /metrics (Prometheus text); it is counted by no client's limits. REDIS_URL puts the limits and the delivery queue on Redis. It
+ * serves /metrics (Prometheus text); it is counted by no client's limits. REDIS_URL puts the limits, the overrides and the delivery queue on Redis. It
  * prints the curl lines to try; Ctrl+C stops it.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -32,7 +32,7 @@ import {
   type WebhookServiceDisabled,
 } from '../src/index.js';
 import type { SecretKey } from '../src/postgres/index.js';
-import { ioredisClient, RedisStore } from '../src/redis/index.js';
+import { ioredisClient, RedisOverrides, RedisStore } from '../src/redis/index.js';
 import { createDemoAdmin, DEFAULT_ADMIN_KEY, isAdminPath } from './service-admin.js';
 import { curlLines } from './service-curl.js';
 import {
@@ -145,12 +145,23 @@ function serveReceiver(
 
 /**
  * Where the limiter finds the overrides the admin API sets: the one place the source is chosen.
- * Held in this process (MemoryOverrides), so with REDIS_URL each instance has its own until a
- * source shared through Redis is chosen here. An override may name any of the service's presets
- * by account type (`{"preset": "live"}`); its expiry is read on the service's clock.
+ * In this process (MemoryOverrides) on embedded defaults; with REDIS_URL, in Redis
+ * (RedisOverrides), so that an override set on one instance applies on every one within a
+ * second. An override may name any of the service's presets by account type
+ * (`{"preset": "live"}`); its expiry is read on the service's clock.
  */
-function overridesSource(clock: Clock): MemoryOverrides {
-  return new MemoryOverrides({ presets: presets.byAccountType, clock });
+async function overridesSource(
+  clock: Clock,
+  redis: Redis | undefined,
+): Promise<MemoryOverrides | RedisOverrides> {
+  if (redis === undefined) return new MemoryOverrides({ presets: presets.byAccountType, clock });
+  const overrides = new RedisOverrides({
+    client: ioredisClient(redis),
+    presets: presets.byAccountType,
+    clock,
+  });
+  await overrides.ready();
+  return overrides;
 }
 
 /** How the demo runs. */
@@ -210,7 +221,11 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     await closeRedis();
     throw error;
   });
-  const overrides = overridesSource(clock);
+  const overrides = await overridesSource(clock, limitsRedis).catch(async (error: unknown) => {
+    await storage.close();
+    await closeRedis();
+    throw error;
+  });
   // One limiter for everything: the webhook API counts a request in the service's own gate, the
   // demo's routes in nodeRateLimit; no request passes both.
   const limiter = createLimiter({
@@ -247,6 +262,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     clock,
   });
   const closeAll = async () => {
+    if (overrides instanceof RedisOverrides) await overrides.close();
     await admin.close();
     await webhooks.close();
     await storage.close();
