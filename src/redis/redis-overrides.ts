@@ -17,8 +17,6 @@ import {
   invalidValue,
   readOptions,
   wholeNumber,
-  withMethods,
-  worded,
 } from '../internal/options.js';
 import { MAX_TIMER_MS } from '../internal/timers.js';
 import {
@@ -44,7 +42,7 @@ import {
 } from './overrides-scripts.js';
 import type { RedisScriptClient } from './redis-client.js';
 import { type Script, ScriptRunner, TIMEOUT } from './script-runner.js';
-import { keyPrefix, type Timer } from './store-options.js';
+import { aScriptClient, keyPrefix, type Timer } from './store-options.js';
 
 /** Options of {@link RedisOverrides}. */
 export interface RedisOverridesOptions {
@@ -92,11 +90,7 @@ export interface OverridesRefresh {
 }
 
 const RULES = {
-  client: worded(
-    withMethods<RedisScriptClient>(['evalSha', 'eval'], 'a RedisScriptClient'),
-    'a RedisScriptClient with evalSha() and eval(), such as ioredisClient(redis) or nodeRedisClient(redis)',
-    'invalid_redis_client',
-  ),
+  client: aScriptClient,
   prefix: keyPrefix,
   presets: anything('an object of presets by name'),
   clock: aSourceClock,

@@ -91,12 +91,15 @@ export const keyPrefix: Rule<string> = {
       : INVALID,
 };
 
+/** The `client` option of the Redis store and the Redis overrides source. @internal */
+export const aScriptClient = worded(
+  withMethods<RedisScriptClient>(['evalSha', 'eval'], 'a RedisScriptClient'),
+  'a RedisScriptClient with evalSha() and eval(), such as ioredisClient(redis) or nodeRedisClient(redis)',
+  'invalid_redis_client',
+);
+
 const RULES = {
-  client: worded(
-    withMethods<RedisScriptClient>(['evalSha', 'eval'], 'a RedisScriptClient'),
-    'a RedisScriptClient with evalSha() and eval(), such as ioredisClient(redis) or nodeRedisClient(redis)',
-    'invalid_redis_client',
-  ),
+  client: aScriptClient,
   prefix: keyPrefix,
   timeSource: oneOf('redis', 'clock'),
   timeoutMs: wholeNumber(1, MAX_TIMER_MS),
