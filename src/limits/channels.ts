@@ -92,14 +92,15 @@ export interface LeaseReleaseMessage {
 }
 
 /**
- * A message of {@link limitsChannels}`.leaseExpiry`: the memory store found a lease past its
- * expiry, never given back (its request outlived the lease TTL, or never called `release()`).
- * Published on a microtask after the decision or sweep that found it.
+ * A message of {@link limitsChannels}`.leaseExpiry`: a store found a lease past its expiry, never
+ * given back (its request outlived the lease TTL, or never called `release()`), and dropped it:
+ * the memory store in a decision or its sweep, the Redis store in a decision that writes the
+ * lease's scope back. Published on a microtask after the decision or sweep that found it.
  */
 export interface LeaseExpiryMessage {
   /** The name of the concurrency policy that held the lease. */
   readonly policy: string;
-  /** When the lease expired (ms, on the store's clock). */
+  /** When the lease expired (ms, on the store's clock; the Redis server's with its `TIME`). */
   readonly expiredAt: number;
   /** When the store found it expired (ms): at or after `expiredAt`. */
   readonly foundAt: number;
@@ -137,6 +138,14 @@ export function reportReleaseFailure(store: LimitStore, error: unknown): void {
 export function reportLeaseRelease(decision: AdmittedDecision, store: LimitStore): void {
   if (!leaseReleases.hasSubscribers) return;
   leaseReleases.publish({ decision, store } satisfies LeaseReleaseMessage);
+}
+
+/**
+ * Whether anyone listens for lease expiries: a store that must read what to report asks first.
+ * @internal
+ */
+export function leaseExpiriesWatched(): boolean {
+  return leaseExpiries.hasSubscribers;
 }
 
 /**

@@ -127,6 +127,8 @@ interface Writer {
   readonly idArg: number;
   /** Where the first given-back lease's arguments are among the request's arguments. */
   readonly firstRelease: number;
+  /** Whether the reply ends with the leases the decision dropped expired (see droppedLeases). */
+  readonly expiring: boolean;
 }
 
 /** Write the decision script for one shape of plan. */
@@ -141,6 +143,7 @@ export function decideScript(shape: DecideShape): string {
   if (shape.peek !== true) {
     blocks(w);
     writeBack(w);
+    droppedLeases(w);
   }
   reply(w);
   const lines = shape.batched === true ? batchedScript(w) : loneScript(w);
@@ -199,6 +202,9 @@ function newWriter(shape: DecideShape): Writer {
     costArg,
     idArg,
     firstRelease: idArg + (throttles > 0 ? 1 : 0),
+    // A peek writes nothing, so it drops no lease.
+    expiring:
+      shape.peek !== true && sections.some((section) => section.policy.kind === 'concurrency'),
   };
 }
 
@@ -484,6 +490,12 @@ function settleEntries(w: Writer): void {
       '  end',
       'end',
     );
+    // An active throttle's expired leases are dropped by this decision, whatever it decides, as
+    // the memory store prunes them: the scope is written back without them (and they are
+    // reported, see droppedLeases). A peek writes nothing.
+    if (p.kind === 'concurrency' && section.uses > 0 && w.shape.peek !== true) {
+      emit(`if ${h} > 1 then ${sv('D', section.scope)} = true end`);
+    }
   }
 }
 
@@ -831,6 +843,39 @@ function setScope(
   );
 }
 
+/**
+ * Step 7: the leases the write-back dropped as expired, never given back (a throttle's entries
+ * before its first still counted, in a scope written back), for the store to report: per throttle
+ * that dropped any, its section (from 1, scope after scope), how many, and their expiries, after
+ * the reply's numbers. Nothing when none was dropped, the usual case.
+ */
+function droppedLeases(w: Writer): void {
+  if (!w.expiring) return;
+  const { sections, v, sv, emit } = w;
+  const binary = w.shape.binary === true;
+  emit("local expired = ''");
+  for (const [j, section] of sections.entries()) {
+    if (section.policy.kind !== 'concurrency') continue;
+    const [o, h] = [v('O', j), v('H', j)];
+    const x = sv('X', section.scope);
+    const at = `${o} + (i - 1) * ${LEASE_SIZE}`;
+    // A lease's expiry is its entry's first double: as bytes, it is the reply's double already.
+    const expiry = binary
+      ? `sub(${x}, ${at}, ${at} + 7)`
+      : `format('%.17g', (unpack_struct('<d', ${x}, ${at})))`;
+    const head = binary
+      ? `pack_struct('<dd', ${j + 1}, ${h} - 1)`
+      : `format(',%d,%d,', ${j + 1}, ${h} - 1)`;
+    emit(
+      `if ${sv('D', section.scope)} and ${h} > 1 then`,
+      '  local parts = {}',
+      `  for i = 1, ${h} - 1 do parts[i] = ${expiry} end`,
+      `  expired = expired .. ${head} .. concat(parts${binary ? '' : ", ','"})`,
+      'end',
+    );
+  }
+}
+
 /** The reply. */
 function reply(w: Writer): void {
   const { shape, sections, work, r, replyTable, v, emit } = w;
@@ -887,9 +932,11 @@ function reply(w: Writer): void {
  * @param numbers - the Lua expressions of the numbers, for a binary reply
  */
 function returnReply(w: Writer, numbers: string, count: number, indent: string): void {
+  // Then the leases dropped expired, if any: '' costs the concatenation nothing.
+  const tail = w.expiring ? ' .. expired' : '';
   if (w.shape.binary === true) {
     // Doubles: exact, and the cheapest reply to write (no number printed as text).
-    w.emit(`${indent}return pack_struct('<${'d'.repeat(count)}', ${numbers})`);
+    w.emit(`${indent}return pack_struct('<${'d'.repeat(count)}', ${numbers})${tail}`);
     return;
   }
   // Exact: whole numbers (the usual case) with %d, one C call; else each with 17 digits.
@@ -899,10 +946,10 @@ function returnReply(w: Writer, numbers: string, count: number, indent: string):
       '  local x = reply[i]',
       '  if x % 1 ~= 0 or x >= 1e14 then',
       `    for j = 1, ${count} do reply[j] = format('%.17g', reply[j]) end`,
-      `    return concat(reply, ',', 1, ${count})`,
+      `    return concat(reply, ',', 1, ${count})${tail}`,
       '  end',
       'end',
-      `return format('${Array.from({ length: count }, () => '%d').join(',')}', unpack(reply, 1, ${count}))`,
+      `return format('${Array.from({ length: count }, () => '%d').join(',')}', unpack(reply, 1, ${count}))${tail}`,
     ].map((line) => indent + line),
   );
 }

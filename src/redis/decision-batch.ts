@@ -10,7 +10,6 @@ import {
   type PendingRelease,
   type ReleaseQueue,
   ridersDone,
-  type Throttle,
 } from './riding-releases.js';
 import { isCrossSlot, type ScriptRunner, script } from './script-runner.js';
 
@@ -39,9 +38,9 @@ export interface DecisionSteps {
   /** One decision in a script call of its own. */
   alone(decider: Decider, request: DecisionRequest): Promise<StoreOutcome>;
   /** A decision's outcome from its reply; throws the outage when the reply cannot be read. */
-  outcome(reply: unknown, request: DecisionRequest, throttles: readonly Throttle[]): StoreOutcome;
+  outcome(reply: unknown, request: DecisionRequest, decider: Decider): StoreOutcome;
   /** Give back the lease a decision took after its timeout. */
-  late(reply: unknown, request: DecisionRequest, throttles: readonly Throttle[]): void;
+  late(reply: unknown, request: DecisionRequest, decider: Decider): void;
   /** Report a failed decision and throw it. */
   failed(error: unknown): never;
   /** Ask a decision again (alone, now that keys of two clients may not meet). */
@@ -124,13 +123,12 @@ export class DecisionBatcher {
   /** One script call for the decisions of a batch; each is settled with its own outcome. */
   async #send({ decider, requests, settles }: Batch): Promise<void> {
     const steps = this.#steps;
-    const { throttles } = decider;
     const late =
-      throttles.length === 0
+      decider.throttles.length === 0
         ? undefined
         : (value: unknown) => {
             if (!Array.isArray(value) || value.length !== requests.length) return;
-            for (const [i, r] of requests.entries()) steps.late(value[i], r, throttles);
+            for (const [i, r] of requests.entries()) steps.late(value[i], r, decider);
           };
     // Counted off first, so the decisions callers ask next see what is still in Redis.
     this.#inFlight += requests.length;
@@ -152,7 +150,7 @@ export class DecisionBatcher {
     const fits = Array.isArray(replies) && replies.length === requests.length;
     for (const [i, r] of requests.entries()) {
       const reply = fits ? (replies as unknown[])[i] : replies;
-      settles[i]!(settled(() => steps.outcome(reply, r, throttles)));
+      settles[i]!(settled(() => steps.outcome(reply, r, decider)));
     }
   }
 

@@ -17,6 +17,11 @@ export interface Decider {
   readonly throttles: readonly Throttle[];
   /** The shape the script is written for. */
   readonly shape: DecideShape;
+  /**
+   * The policies of the shape's scopes, scope after scope: the sections a reply's dropped leases
+   * name, from 1.
+   */
+  readonly sections: readonly Policy[];
   /** The script for several decisions in one call, written when first needed. */
   batched: Script | undefined;
 }
@@ -128,7 +133,13 @@ export class PlanShapes {
         ttlMs: (shape.scopes[scope]![position] as ConcurrencyPolicy).leaseTtlMs,
         copies: uses,
       }));
-      decider = { script: script(decideScript(shape)), throttles, shape, batched: undefined };
+      decider = {
+        script: script(decideScript(shape)),
+        throttles,
+        shape,
+        sections: shape.scopes.flat(),
+        batched: undefined,
+      };
       this.#deciders.set(key, decider);
     }
     return decider;

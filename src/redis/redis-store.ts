@@ -5,6 +5,7 @@
  */
 import { RedisStoreError } from '../errors/redis-store-error.js';
 import { describe } from '../internal/describe.js';
+import { leaseExpiriesWatched, reportLeaseExpiry } from '../limits/channels.js';
 import type {
   AsyncLimitStore,
   LeaseToken,
@@ -24,7 +25,6 @@ import {
   type RedisLease,
   ReleaseQueue,
   ridersDone,
-  type Throttle,
 } from './riding-releases.js';
 import { parseOutcome } from './script-reply.js';
 import { isCrossSlot, ScriptRunner, toStoreError } from './script-runner.js';
@@ -201,10 +201,9 @@ export class RedisStore implements AsyncLimitStore {
         this.#runner.binaryArguments,
       );
     }
-    const throttles = decider.throttles;
     // A throttle decision that Redis runs after its timeout took a lease the caller never got.
     const late =
-      id === 0 ? undefined : (value: unknown) => this.#giveBackLate(value, request, throttles);
+      id === 0 ? undefined : (value: unknown) => this.#giveBackLate(value, request, decider);
     let reply: unknown;
     try {
       reply = await this.#runner.run(decider.script, keys, args, late);
@@ -221,14 +220,18 @@ export class RedisStore implements AsyncLimitStore {
       return this.#failed(error);
     }
     if (riders !== undefined) ridersDone(riders);
-    return this.#outcome(reply, request, throttles);
+    return this.#outcome(reply, request, decider);
   }
 
-  /** The outcome of a decision from its reply, with its lease when it took one. */
-  #outcome(reply: unknown, request: DecisionRequest, throttles: readonly Throttle[]): StoreOutcome {
-    const { plan, keys, policies, resources, id } = request;
+  /**
+   * The outcome of a decision from its reply, with its lease when it took one; the leases it
+   * dropped expired are reported while anyone listens.
+   */
+  #outcome(reply: unknown, request: DecisionRequest, decider: Decider): StoreOutcome {
+    const { keys, id } = request;
     const binary = this.#runner.binaryReplies;
-    const outcome = parseOutcome(reply, binary, plan, policies, resources);
+    const report = leaseExpiriesWatched() ? reportLeaseExpiry : undefined;
+    const outcome = parseOutcome(reply, binary, request, decider.sections, report);
     if (outcome === undefined) {
       return this.#failed(
         new RedisStoreError(
@@ -242,7 +245,7 @@ export class RedisStore implements AsyncLimitStore {
       const lease: RedisLease = {
         store: this,
         keys,
-        throttles,
+        throttles: decider.throttles,
         id,
         t: outcome.now,
         given: undefined,
@@ -253,15 +256,20 @@ export class RedisStore implements AsyncLimitStore {
     return outcome;
   }
 
-  /** A decision that Redis made after its timeout: give back the lease its caller never got. */
-  #giveBackLate(value: unknown, request: DecisionRequest, throttles: readonly Throttle[]): void {
-    const { plan, keys, policies, resources, id } = request;
-    const taken = parseOutcome(value, this.#runner.binaryReplies, plan, policies, resources);
+  /**
+   * A decision that Redis made after its timeout: give back the lease its caller never got. The
+   * leases it dropped expired are reported: it did drop them.
+   */
+  #giveBackLate(value: unknown, request: DecisionRequest, decider: Decider): void {
+    const { keys, id } = request;
+    const report = leaseExpiriesWatched() ? reportLeaseExpiry : undefined;
+    const binary = this.#runner.binaryReplies;
+    const taken = parseOutcome(value, binary, request, decider.sections, report);
     if (taken?.allowed) {
       const lease: RedisLease = {
         store: this,
         keys,
-        throttles,
+        throttles: decider.throttles,
         id,
         t: taken.now,
         given: undefined,
@@ -281,8 +289,8 @@ export class RedisStore implements AsyncLimitStore {
   #steps(): DecisionSteps {
     return {
       alone: (decider, request) => this.#decideAlone(decider, request),
-      outcome: (reply, request, throttles) => this.#outcome(reply, request, throttles),
-      late: (reply, request, throttles) => this.#giveBackLate(reply, request, throttles),
+      outcome: (reply, request, decider) => this.#outcome(reply, request, decider),
+      late: (reply, request, decider) => this.#giveBackLate(reply, request, decider),
       failed: (error) => this.#failed(error),
       again: (request) => this.apply(request.plan, request.now),
     };

@@ -16,21 +16,108 @@ import { admissionWithoutStatuses, NO_STATUSES } from '../limits/store.js';
 
 const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'limit', 'blocked'];
 
+/** What a decision's reply is read against: its plan, its active policies and their resources. */
+export interface ReplyRequest {
+  readonly plan: Plan;
+  /** The active policies, in plan order. */
+  readonly policies: readonly Policy[];
+  /** The resource of each. */
+  readonly resources: readonly string[];
+}
+
+/** Where the leases a decision dropped expired go: `reportLeaseExpiry`'s parameters. */
+export type ExpiryReport = (policy: string, expiredAt: number, foundAt: number) => void;
+
 /**
- * Read the decision script's reply; undefined when it is not what the script returns.
+ * Read the decision script's reply; undefined when it is not what the script returns. The leases
+ * the decision dropped expired, which follow its numbers, go to `report`, each with the decision's
+ * time, once the whole reply is read.
  * @param binary - whether the script replies in little-endian doubles rather than text
- * @param policies - the active policies, in plan order
- * @param resources - the resource of each
+ * @param sections - the policies of the script's scopes, scope after scope (a dropped lease names
+ *   its throttle by its place here)
+ * @param report - undefined: the dropped leases are checked, not reported
  */
 export function parseOutcome(
   reply: unknown,
   binary: boolean,
+  request: ReplyRequest,
+  sections: readonly Policy[],
+  report: ExpiryReport | undefined,
+): StoreOutcome | undefined {
+  const numbers = binary ? readDoubles(reply) : readText(reply);
+  if (numbers === undefined || numbers.length < 2) return undefined;
+  const { plan, policies, resources } = request;
+  const head = headLength(numbers[0]!, plan, policies.length, numbers.length);
+  if (head === numbers.length) return outcomeOf(numbers, plan, policies, resources);
+  // Leases dropped expired follow: rare, never on the usual path.
+  if (head > numbers.length || !droppedFit(numbers, head, sections)) return undefined;
+  const outcome = outcomeOf(numbers.slice(0, head), plan, policies, resources);
+  if (outcome !== undefined && report !== undefined) {
+    reportDropped(numbers, head, sections, report);
+  }
+  return outcome;
+}
+
+/**
+ * How many numbers the decision itself replies, as its first number tells; `count` (no dropped
+ * lease can follow) for a peek, which writes nothing, and for what is not a reply.
+ */
+function headLength(allowed: number, plan: Plan, n: number, count: number): number {
+  if (plan.peek === true) return count;
+  const lean = plan.statuses === false;
+  if (allowed === 0) return 5 + 2 * n;
+  if (allowed === 1) return lean ? 2 : 2 + n;
+  if (allowed === 3 && plan.shadow === true) return lean ? 5 : 5 + n;
+  return count;
+}
+
+/**
+ * Whether the numbers from `from` on are dropped leases: per throttle, its section (from 1), how
+ * many, and their expiries, each at or before the decision's time.
+ */
+function droppedFit(
+  numbers: readonly number[],
+  from: number,
+  sections: readonly Policy[],
+): boolean {
+  const t = numbers[1]!;
+  let i = from;
+  while (i < numbers.length) {
+    const section = numbers[i]!;
+    const count = numbers[i + 1];
+    if (sections[section - 1]?.kind !== 'concurrency') return false;
+    if (count === undefined || !Number.isInteger(count) || count < 1) return false;
+    const end = i + 2 + count;
+    if (end > numbers.length) return false;
+    for (let k = i + 2; k < end; k++) if (!(numbers[k]! <= t)) return false;
+    i = end;
+  }
+  return true;
+}
+
+/** Report each dropped lease (checked by {@link droppedFit}), found at the decision's time. */
+function reportDropped(
+  numbers: readonly number[],
+  from: number,
+  sections: readonly Policy[],
+  report: ExpiryReport,
+): void {
+  const t = numbers[1]!;
+  for (let i = from; i < numbers.length; ) {
+    const policy = sections[numbers[i]! - 1]!;
+    const end = i + 2 + numbers[i + 1]!;
+    for (let k = i + 2; k < end; k++) report(policy.name, numbers[k]!, t);
+    i = end;
+  }
+}
+
+/** The outcome of the decision's own numbers. */
+function outcomeOf(
+  numbers: readonly number[],
   plan: Plan,
   policies: readonly Policy[],
   resources: readonly string[],
 ): StoreOutcome | undefined {
-  const numbers = binary ? readDoubles(reply) : readText(reply);
-  if (numbers === undefined || numbers.length < 2) return undefined;
   const n = policies.length;
   const [allowed, t] = numbers as [number, number];
   // A peek replies as a refusal does, admitted or not.
