@@ -4,7 +4,7 @@
  * the time of the decision that dropped it; none for a lease given back; nothing built while no
  * one listens. Against a real redis-server, with both clients and with text replies.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   concurrency,
   createLimiter,
@@ -13,22 +13,14 @@ import {
   limitsChannels,
   window,
 } from '../../src/index.js';
-import { reportLeaseExpiry } from '../../src/limits/channels.js';
 import { ChannelLog } from '../support/channel-log.js';
 import { equivalenceStores, variants } from '../support/redis-equivalence.js';
-
-// The real function, watched: the store must not call it while the channel has no subscriber.
-vi.mock('../../src/limits/channels.js', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('../../src/limits/channels.js')>();
-  return { ...actual, reportLeaseExpiry: vi.fn(actual.reportLeaseExpiry) };
-});
+import { connect, type TestClient } from '../support/redis-server.js';
+import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 
 const freshStore = equivalenceStores();
 const log = new ChannelLog();
-afterEach(() => {
-  log.stop();
-  vi.mocked(reportLeaseExpiry).mockClear();
-});
+afterEach(log.stop);
 
 const request = {
   clientId: 'client-1',
@@ -201,30 +193,77 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       clients.map(() => ({ policy: 'throttle', expiredAt: T0 + 1_000, foundAt: T0 + 3_000 })),
     );
   });
+});
 
-  it('calls no report and builds no message while the channel has no subscriber', async () => {
-    // Arrange
-    const report = vi.mocked(reportLeaseExpiry);
-    const clock = new FakeClock(T0);
-    const limiter = createLimiter({
-      policies: [concurrency(1, { name: 'throttle', leaseTtl: '1s' })],
-      store: await freshStore(kind),
-      clock,
-    });
+describe('RedisStore while no one listens for lease expiries', () => {
+  let redis: SharedRedis;
+  let client: TestClient;
 
-    // Act: a lease dropped expired unheard, then one heard.
-    await limiter.check(request);
-    clock.advance(2_000);
-    await limiter.check(request);
-    const unheard = report.mock.calls.length;
-    const expiries = log.listen<LeaseExpiryMessage>(limitsChannels.leaseExpiry);
-    clock.advance(2_000);
-    await limiter.check(request);
-    await published();
-
-    // Assert
-    expect(unheard).toBe(0);
-    expect(report.mock.calls).toEqual([['throttle', T0 + 3_000, T0 + 4_000]]);
-    expect(expiries).toEqual([{ policy: 'throttle', expiredAt: T0 + 3_000, foundAt: T0 + 4_000 }]);
+  beforeAll(async () => {
+    redis = await sharedRedis();
+    client = await connect('ioredis', redis.port, redis.db);
   });
+
+  afterAll(async () => {
+    await client.close();
+    await redis.release();
+  });
+
+  it.each([
+    ['bytes', true],
+    ['text', false],
+  ])(
+    'calls no report, and so builds no message, for a lease it drops (replies in %s)',
+    async (_, binary) => {
+      // Arrange: the library loaded afresh with its report function watched (files share modules
+      // in a worker, so the mock must not outlive this test).
+      const channels = '../../src/limits/channels.js';
+      const report = vi.fn();
+      vi.resetModules();
+      vi.doMock(channels, async (importOriginal) => {
+        const actual = await importOriginal<typeof import('../../src/limits/channels.js')>();
+        report.mockImplementation(actual.reportLeaseExpiry);
+        return { ...actual, reportLeaseExpiry: report };
+      });
+      try {
+        const { RedisStore } = await import('../../src/redis/index.js');
+        const library = await import('../../src/index.js');
+        const clock = new library.FakeClock(T0);
+        const limiter = library.createLimiter({
+          policies: [library.concurrency(1, { name: 'throttle', leaseTtl: '1s' })],
+          store: new RedisStore({
+            client: binary
+              ? client.client
+              : { ...client.client, binaryArguments: false, binaryReplies: false },
+            prefix: `unheard-${binary}:`,
+            timeSource: 'clock',
+            expiryMarginMs: 600_000,
+            timeoutMs: 10_000,
+          }),
+          clock,
+        });
+
+        // Act: a lease dropped expired unheard, then one heard.
+        await limiter.check(request);
+        clock.advance(2_000);
+        const unheard = await limiter.check(request);
+        const callsUnheard = report.mock.calls.length;
+        const expiries = log.listen<LeaseExpiryMessage>(limitsChannels.leaseExpiry);
+        clock.advance(2_000);
+        await limiter.check(request);
+        await published();
+
+        // Assert
+        expect(unheard.allowed).toBe(true);
+        expect(callsUnheard).toBe(0);
+        expect(report.mock.calls).toEqual([['throttle', T0 + 3_000, T0 + 4_000]]);
+        expect(expiries).toEqual([
+          { policy: 'throttle', expiredAt: T0 + 3_000, foundAt: T0 + 4_000 },
+        ]);
+      } finally {
+        vi.doUnmock(channels);
+        vi.resetModules();
+      }
+    },
+  );
 });
