@@ -14,7 +14,9 @@ import { consumeEach, settledHeap, withDateNow } from './support.js';
 
 // The build whose limiter this process measures: another build's `dist` folder when the parent
 // compares builds, this checkout's otherwise.
-const { createLimiter, livePreset, presets } = await loadLibrary(process.env.LIMITS_BENCH_BUILD);
+const { createLimiter, livePreset, presets, MemoryOverrides } = await loadLibrary(
+  process.env.LIMITS_BENCH_BUILD,
+);
 
 export const KEYS = 100_000;
 export const DECISIONS = 2_000_000;
@@ -189,6 +191,24 @@ const floor = () => {
   };
 };
 
+/**
+ * Ours with an overrides source holding `held` overrides: of the first `held` keys (x2), or of
+ * other clients, the keys asking the source and finding nothing. This checkout's build only (a
+ * build before overrides has no source).
+ */
+const overridden = (held: number, ofKeys: boolean) => () => {
+  const overrides = new MemoryOverrides();
+  const limiter = createLimiter({ preset: liveGlobal, overrides });
+  for (let k = 0; k < held; k++) {
+    overrides.set({ clientId: ofKeys ? clientIds[k]! : `other-${k}` }, { multiplier: 2 });
+  }
+  return (i: number): boolean => {
+    const d = limiter.check(request(i));
+    if (d.allowed) d.release();
+    return d.allowed;
+  };
+};
+
 /** The contenders, by the name the report gives them. */
 export const contenders = {
   'api-conventions': ours(),
@@ -198,6 +218,8 @@ export const contenders = {
   'floor: hand-written exact Live limiter': floor,
   'api-conventions, full Live preset, GET': full('GET'),
   'api-conventions, full Live preset, PATCH booking': full('PATCH'),
+  'with overrides: 1000 held for other clients': overridden(1_000, false),
+  'with overrides: every key x2': overridden(KEYS, true),
 } as const;
 
 /** A contender's name. */

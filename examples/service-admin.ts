@@ -1,14 +1,16 @@
 /**
  * The demo's admin API, behind its own key and outside the clients' limits: peek at and reset a
- * client's limits (`/admin/limits/{clientId}/{accountCode}`), and `/metrics`, the library's
+ * client's limits (`/admin/limits/{clientId}/{accountCode}`), raise or lower them with an override
+ * (`/admin/overrides/{clientId}`, in service-overrides.ts), and `/metrics`, the library's
  * OpenTelemetry metrics in the Prometheus text format.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import {
   type AccountType,
+  type Clock,
   type Decision,
   type Identity,
   isInvalidRequestError,
@@ -19,7 +21,8 @@ import {
 } from '../src/index.js';
 import { registerMetrics } from '../src/otel/index.js';
 import { RedisStoreError } from '../src/redis/index.js';
-import { notAllowed, problem } from './service-http.js';
+import { jsonParts as json, notAllowed, problem } from './service-http.js';
+import { type AdminOverrideSource, OVERRIDES_PATH, overrideRoutes } from './service-overrides.js';
 
 /** The admin key when none is configured (ADMIN_KEY). */
 export const DEFAULT_ADMIN_KEY = 'admin-demo-key';
@@ -44,12 +47,16 @@ export interface DemoAdminOptions {
   adminKey: string;
   /** The demo's clients: a peek of one of them uses its account type. */
   clients: Readonly<Record<string, Identity<AccountType>>>;
+  /** Where the limiter finds its overrides: the admin API sets, reads and removes them there. */
+  overrides: AdminOverrideSource;
+  /** The service's clock: an override's `ttlSeconds` counts from it. */
+  clock: Clock;
 }
 
 /** The admin API: its paths, its handler, and the metrics it keeps. */
 export interface DemoAdmin {
-  /** Answer an admin request (see {@link isAdminPath}). */
-  serve(req: IncomingMessage, url: URL): Promise<ResponseParts>;
+  /** Answer an admin request (see {@link isAdminPath}); `res` only closes after a body too large. */
+  serve(req: IncomingMessage, res: ServerResponse, url: URL): Promise<ResponseParts>;
   /** Stop recording metrics. */
   close(): Promise<void>;
 }
@@ -61,19 +68,15 @@ const ACCOUNT_TYPES: readonly string[] = ['live', 'development', 'trial'];
 // The limiter's own default for a request that names no account type: the strictest.
 const DEFAULT_ACCOUNT_TYPE: AccountType = 'development';
 const LIMITS_PATH = /^\/admin\/limits\/([^/]*)\/([^/]*)$/;
-const ADMIN_PATHS = 'GET or DELETE /admin/limits/{clientId}/{accountCode} and GET /metrics';
-
-const json = (status: number, body: unknown): ResponseParts => ({
-  status,
-  headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
-  body: JSON.stringify(body),
-});
+const ADMIN_PATHS =
+  'GET or DELETE /admin/limits/{clientId}/{accountCode}, GET, PUT or DELETE /admin/overrides/{clientId}, and GET /metrics';
 
 /** Make the admin API; it records the library's metrics from now until `close`. */
 export function createDemoAdmin(options: DemoAdminOptions): DemoAdmin {
   const { limiter, clients } = options;
   const keyDigest = digest(options.adminKey);
   const metrics = prometheusMetrics();
+  const overrides = overrideRoutes({ source: options.overrides, clock: options.clock });
 
   const authorized = (req: IncomingMessage): boolean => {
     const header = req.headers['x-admin-key'];
@@ -105,7 +108,7 @@ export function createDemoAdmin(options: DemoAdminOptions): DemoAdmin {
   };
 
   return {
-    async serve(req, url) {
+    async serve(req, res, url) {
       if (!authorized(req)) {
         return problem(
           401,
@@ -123,6 +126,10 @@ export function createDemoAdmin(options: DemoAdminOptions): DemoAdmin {
           headers: { 'content-type': PROMETHEUS_CONTENT_TYPE, 'cache-control': 'no-store' },
           body: await metrics.text(),
         };
+      }
+      const override = OVERRIDES_PATH.exec(path);
+      if (override !== null) {
+        return overrides.serve({ req, res, url, method, rawClientId: override[1] ?? '' });
       }
       const match = LIMITS_PATH.exec(path);
       if (match === null) {

@@ -28,6 +28,13 @@ export function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
 
+/** A JSON answer of the admin API: never cached, it says how things are now. */
+export const jsonParts = (status: number, body: unknown): ResponseParts => ({
+  status,
+  headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+  body: JSON.stringify(body),
+});
+
 export function write(res: ServerResponse, parts: ResponseParts): void {
   res.writeHead(parts.status, parts.headers).end(parts.body);
 }

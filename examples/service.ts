@@ -8,8 +8,8 @@
  * a server (`DATABASE_URL`). The demo adds test events, a receiver at /demo/receiver that verifies
  * what it gets, one at /demo/receiver/gone that answers 410 (its subscription is disabled, and the
  * demo prints it), and booking routes behind the same limits. An admin API behind its own key
- * (ADMIN_KEY) peeks at and resets a client's limits and serves /metrics (Prometheus text); it is
- * counted by no client's limits. REDIS_URL puts the limits and the delivery queue on Redis. It
+ * (ADMIN_KEY) peeks at and resets a client's limits, raises or lowers them with overrides, and
+ * serves /metrics (Prometheus text); it is counted by no client's limits. REDIS_URL puts the limits and the delivery queue on Redis. It
  * prints the curl lines to try; Ctrl+C stops it.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -24,6 +24,7 @@ import {
   createLimiter,
   type DeliveryAttempt,
   type Identity,
+  MemoryOverrides,
   presets,
   problemDetails,
   problemResponse,
@@ -142,6 +143,16 @@ function serveReceiver(
     .then((parts) => write(res, parts), fail);
 }
 
+/**
+ * Where the limiter finds the overrides the admin API sets: the one place the source is chosen.
+ * Held in this process (MemoryOverrides), so with REDIS_URL each instance has its own until a
+ * source shared through Redis is chosen here. An override may name any of the service's presets
+ * by account type (`{"preset": "live"}`); its expiry is read on the service's clock.
+ */
+function overridesSource(clock: Clock): MemoryOverrides {
+  return new MemoryOverrides({ presets: presets.byAccountType, clock });
+}
+
 /** How the demo runs. */
 export interface DemoOptions {
   /** The port; 0 for any free one. @defaultValue 3000 */
@@ -199,11 +210,13 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     await closeRedis();
     throw error;
   });
+  const overrides = overridesSource(clock);
   // One limiter for everything: the webhook API counts a request in the service's own gate, the
   // demo's routes in nodeRateLimit; no request passes both.
   const limiter = createLimiter({
     preset: presets.byAccountType,
     clock,
+    overrides,
     ...(limitsRedis === undefined
       ? {}
       : { store: new RedisStore({ client: ioredisClient(limitsRedis) }) }),
@@ -230,6 +243,8 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     limiter,
     adminKey: options.adminKey ?? DEFAULT_ADMIN_KEY,
     clients: demoClients,
+    overrides,
+    clock,
   });
   const closeAll = async () => {
     await admin.close();
@@ -274,7 +289,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     }
     // The admin API: its own key, and no client's limits count it.
     if (isAdminPath(url.pathname)) {
-      return void admin.serve(req, url).then((parts) => write(res, parts), fail(req, res));
+      return void admin.serve(req, res, url).then((parts) => write(res, parts), fail(req, res));
     }
     if (clientOf(req) === undefined) {
       return write(

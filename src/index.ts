@@ -124,6 +124,14 @@ export { createLimiter } from './limits/limiter.js';
 export type { MemoryStoreOptions } from './limits/memory/store.js';
 export { MemoryStore } from './limits/memory/store.js';
 export type {
+  LimitOverride,
+  MemoryOverridesOptions,
+  OverrideEntry,
+  OverrideSource,
+  OverrideTarget,
+} from './limits/overrides.js';
+export { MAX_MULTIPLIER, MemoryOverrides } from './limits/overrides.js';
+export type {
   ConcurrencyOptions,
   ConcurrencyPolicy,
   Policy,

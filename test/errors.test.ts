@@ -18,6 +18,8 @@ describe('errors', () => {
       'invalid_option',
       'invalid_cost',
       'cost_above_limit',
+      'invalid_override',
+      'unknown_preset',
       'invalid_route_pattern',
       'invalid_route_rule',
       'invalid_cursor_state',

@@ -12,6 +12,10 @@ export const configurationErrorCodes = [
   // src/limits/cost.ts: a check's cost, and a cost no policy of the request could ever admit
   'invalid_cost',
   'cost_above_limit',
+  // src/limits/overrides.ts: an override that is not one preset or one multiplier, or a preset
+  // name the overrides source does not have
+  'invalid_override',
+  'unknown_preset',
   // src/limits/route-pattern.ts and src/limits/route-table.ts
   'invalid_route_pattern',
   'invalid_route_rule',

@@ -16,6 +16,7 @@ import {
 } from '../internal/options.js';
 import { MemoryStore } from './memory/store.js';
 import { defaultOutageReport, type OutageEvent } from './outage.js';
+import type { OverrideSource } from './overrides.js';
 import { aShadowOption } from './shadow.js';
 import type { LimitStore, SyncLimitStore } from './store.js';
 
@@ -58,6 +59,10 @@ const LIMITER_RULES = {
   outageRetryAfterSeconds: wholeNumber(),
   onOutage: aFunction<(event: OutageEvent) => void>('takes an OutageEvent'),
   shadow: aShadowOption,
+  overrides: withMethods<OverrideSource>(
+    ['lookup', 'preset'],
+    'an OverrideSource (a MemoryOverrides or a RedisOverrides)',
+  ),
 };
 
 /**

@@ -20,8 +20,15 @@ import { type LimiterConfig, readLimiterOptions } from './limiter-options.js';
 import { MemoryStore } from './memory/store.js';
 import { observeDecision } from './observe-decision.js';
 import { type OutageEvent, type OutageHandler, type OutageMode, outageHandler } from './outage.js';
+import { OverrideGroups } from './override-groups.js';
+import type { OverrideSource } from './overrides.js';
 import type { Policy } from './policy.js';
-import { type PolicyGroup, policySelector, type Selector } from './policy-selector.js';
+import {
+  type PolicyGroup,
+  PolicyGroups,
+  policySelector,
+  type Selector,
+} from './policy-selector.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
 import { type ResetRequest, resetScopes } from './reset-scope.js';
 import { type ShadowOption, type ShadowPolicies, shadowPolicies } from './shadow.js';
@@ -120,6 +127,22 @@ export interface LimiterOptions<
    * ```
    */
   shadow?: ShadowOption;
+  /**
+   * Where per-client overrides of the limits are found: a {@link MemoryOverrides}, or a
+   * `RedisOverrides` shared by every instance. Each decision asks it for the request's client and
+   * account (a map lookup, no I/O): an override with a `multiplier` decides with the default
+   * preset's limits multiplied and counts in the same state, so raising a limit never forgets what
+   * was already admitted; one with a `preset` decides with that preset's limits. See
+   * docs/limits.md, "Overrides".
+   * @defaultValue none: every client has the default limits
+   * @example
+   * ```ts
+   * const overrides = new MemoryOverrides({ presets: presets.byAccountType });
+   * const limiter = createLimiter({ preset: presets.byAccountType, overrides });
+   * overrides.set({ clientId: 'client-1' }, { multiplier: 2 });
+   * ```
+   */
+  overrides?: OverrideSource;
 }
 
 /** Options of one {@link Limiter.check}. */
@@ -228,9 +251,12 @@ export function createLimiter<
   const onOutage = outageHandler(config.store, config);
   // The policy names are known at once, and checked, unless a function picks the policies.
   const named = typeof config.policies === 'function' ? undefined : new Set<string>();
-  const select = policySelector(config.preset, config.policies, config.defaultAccountType, named);
+  const groups = new PolicyGroups(named);
+  const select = policySelector(config.preset, config.policies, config.defaultAccountType, groups);
   const shadow = shadowPolicies(config.shadow, named);
-  return new LimitEngine(config, select, onOutage, shadow) as unknown as Limiter<
+  const overrides =
+    config.overrides === undefined ? undefined : new OverrideGroups(config.overrides, groups);
+  return new LimitEngine(config, select, onOutage, shadow, overrides) as unknown as Limiter<
     S,
     AccountTypeOf<P>
   >;
@@ -248,6 +274,8 @@ class LimitEngine implements Limiter {
   readonly #onOutage: OutageHandler | undefined;
   readonly #reused: ReusablePlan | undefined;
   readonly #shadow: ShadowPolicies | undefined;
+  readonly #overrides: OverrideSource | undefined;
+  readonly #overrideGroups: OverrideGroups | undefined;
   /** The decision of an outcome: with the refusal it escaped, for a limiter with shadow mode. */
   readonly #toDecision: typeof toDecision;
 
@@ -256,6 +284,7 @@ class LimitEngine implements Limiter {
     select: Selector,
     onOutage: OutageHandler | undefined,
     shadow: ShadowPolicies | undefined,
+    overrideGroups: OverrideGroups | undefined,
   ) {
     this.store = config.store;
     this.outage = onOutage?.mode ?? 'reject';
@@ -264,6 +293,8 @@ class LimitEngine implements Limiter {
     this.#select = select;
     this.#onOutage = onOutage;
     this.#shadow = shadow;
+    this.#overrides = config.overrides;
+    this.#overrideGroups = overrideGroups;
     this.#toDecision = shadow === undefined ? toDecision : toShadowDecision;
     // The memory store reads a plan only while it decides: a plan of one scope is then written
     // into one object made here. Any other store may keep it past apply() and gets a new one.
@@ -323,11 +354,16 @@ class LimitEngine implements Limiter {
     // A peek reports the statuses: they are what it is asked for.
     const statuses = options === undefined || peek || wantsStatuses(options);
     const cost = options === undefined ? 1 : costOf(options, peek ? 'peek' : 'check');
-    const group = this.#select(clientId, accountCode, accountType, method, path);
+    // The clock before the plan is written (a clock that calls check() again cannot overwrite
+    // it), and before an override's expiry is read against it.
+    const now = this.#now();
+    let group = this.#select(clientId, accountCode, accountType, method, path);
+    if (this.#overrides !== undefined) {
+      const entry = this.#overrides.lookup(clientId, accountCode, now);
+      if (entry !== undefined) group = this.#overrideGroups!.groupOf(group, entry);
+    }
     // A malformed path matches no rule: it is still counted by the global limits and the throttle.
     const effect = group.rules.effectOf?.(method, path);
-    // The clock before the plan is written: a clock that calls check() again cannot overwrite it.
-    const now = this.#now();
     const plan =
       cost === 1 && !peek
         ? this.#plan(clientId, accountCode, group, effect, statuses)
@@ -362,7 +398,11 @@ class LimitEngine implements Limiter {
     effect: RuleEffect | undefined,
     statuses: boolean,
   ): Plan {
-    if (this.#reused !== undefined && (effect?.resources ?? NO_RESOURCES).length === 0) {
+    if (
+      this.#reused !== undefined &&
+      group.state === undefined &&
+      (effect?.resources ?? NO_RESOURCES).length === 0
+    ) {
       return this.#reused.write(
         clientId,
         accountCode,
@@ -389,13 +429,17 @@ class LimitEngine implements Limiter {
         clientId,
         accountCode,
         group.list,
+        group.state,
         active,
         resources,
       );
       return { scopes, statuses, shadow };
     }
+    const { list, state } = group;
     const scopes: PlanScope[] = [
-      { clientId, accountCode, resource: '', policies: group.list, active },
+      state === undefined
+        ? { clientId, accountCode, resource: '', policies: list, active }
+        : { clientId, accountCode, resource: '', policies: list, active, state },
     ];
     for (const { key, policies, positions } of resources) {
       scopes.push({ clientId, accountCode, resource: key, policies, active: positions });

@@ -15,6 +15,8 @@ export interface PolicyGroup {
   readonly list: readonly Policy[];
   readonly active: readonly number[];
   readonly rules: CompiledRules;
+  /** The list whose state the group counts in, for an override's group (see `PlanScope.state`). */
+  readonly state?: readonly Policy[] | undefined;
 }
 
 /**
@@ -30,8 +32,8 @@ export type Selector = (
   path: string,
 ) => PolicyGroup;
 
-/** A preset's fields, read once each; `label` names it in messages. */
-interface PresetFields {
+/** A preset's fields, read once each; `label` names it in messages. @internal */
+export interface PresetFields {
   readonly label: string;
   readonly policies: readonly unknown[];
   readonly rules: unknown;
@@ -45,8 +47,7 @@ const REMEMBERED_LISTS = 10_000;
 
 /**
  * The selector of a limiter's `preset` or `policies`, exactly one of which is given.
- * @param names - where the name of every policy read here goes (the preset's own, its rules',
- *   a list's), when given
+ * @param groups - where the groups are made and kept (and the names of their policies)
  * @throws ConfigurationError for limits that are missing, given twice or invalid
  * @internal
  */
@@ -54,7 +55,7 @@ export function policySelector(
   preset: unknown,
   policies: unknown,
   defaultAccountType: unknown,
-  names?: Set<string>,
+  groups: PolicyGroups,
 ): Selector {
   if ((preset === undefined) === (policies === undefined)) {
     throw new ConfigurationError(
@@ -62,7 +63,6 @@ export function policySelector(
       'Give exactly one of `preset` and `policies` to createLimiter.',
     );
   }
-  const groups = new PolicyGroups(names);
   if (policies !== undefined) return listSelector(policies, groups);
   const single = aPreset.read(preset, 'preset');
   if (single !== INVALID) return fixed(groups.ofPreset(single, `preset ${single.label}`));
@@ -72,13 +72,15 @@ export function policySelector(
 /**
  * Groups by the identity of the list given and by the content of its copies: each list is read
  * and copied once, and lists equal as data share one group, and so one state in the store.
+ * @internal
  */
-class PolicyGroups {
+export class PolicyGroups {
   readonly #byList = new Map<unknown, PolicyGroup>();
   readonly #byContent = new Map<string, PolicyGroup>();
   readonly #names: Set<string> | undefined;
 
-  constructor(names: Set<string> | undefined) {
+  /** @param names - where the name of every policy read here goes, when given */
+  constructor(names?: Set<string>) {
     this.#names = names;
   }
 
@@ -171,6 +173,18 @@ const aPreset: Rule<PresetFields> = {
     return { label, policies: fields.policies, rules: fields.rules };
   },
 };
+
+/**
+ * A preset checked as a limiter would check it, and its fields as read (for a preset an override
+ * may name, checked when it is given rather than when first used).
+ * @throws ConfigurationError naming `where` for anything but a valid preset
+ * @internal
+ */
+export function checkedPreset(value: unknown, where: string): PresetFields {
+  const fields = checkValue(aPreset, value, where);
+  new PolicyGroups().ofPreset(fields, where);
+  return fields;
+}
 
 function presetsByType(preset: unknown, groups: PolicyGroups): Map<string, PolicyGroup> {
   const entries = presetEntries(preset);

@@ -45,18 +45,25 @@ export class ShadowPolicies {
     return mask ?? undefined;
   }
 
-  /** The scopes of a request, each with its shadow mask, and whether any policy is in shadow. */
+  /**
+   * The scopes of a request, each with its shadow mask, and whether any policy is in shadow. An
+   * override's list (with its `state`) is masked as the list it counts in: a multiplied policy is
+   * in shadow mode when its default one is.
+   */
   scopes(
     clientId: string,
     accountCode: string,
     list: readonly Policy[],
+    state: readonly Policy[] | undefined,
     active: readonly number[],
     resources: readonly ResourceScope[],
   ): { scopes: PlanScope[]; shadow: boolean } {
-    let mask = this.maskOf(list);
+    let mask = this.maskOf(state ?? list);
     let shadow = mask !== undefined;
     const scopes: PlanScope[] = [
-      { clientId, accountCode, resource: '', policies: list, active, shadow: mask },
+      state === undefined
+        ? { clientId, accountCode, resource: '', policies: list, active, shadow: mask }
+        : { clientId, accountCode, resource: '', policies: list, active, shadow: mask, state },
     ];
     for (const { key, policies, positions } of resources) {
       mask = this.maskOf(policies);

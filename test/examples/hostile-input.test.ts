@@ -255,14 +255,15 @@ describe('reference service under hostile input', () => {
     expect([twice.status, problemOf(twice).code]).toEqual([401, 'unauthenticated']);
     const bearer = await call(service, limits, { authorization: 'Bearer admin-demo-key' });
     expect(bearer.status).toBe(200);
-    // Paths the admin API does not serve (overrides among them), and methods it does not take.
+    // Paths the admin API does not serve, and methods it does not take.
     for (const path of [
       '/admin',
       '/admin/',
       '/admin/limits',
       '/admin/limits/demo-dev-app',
       '/admin/limits/demo-dev-app/DEV-ACME/x',
-      '/admin/overrides/demo-dev-app',
+      '/admin/overrides',
+      '/admin/overrides/demo-dev-app/DEV-ACME',
       '/metrics/',
     ]) {
       for (const method of ['GET', 'PUT', 'DELETE']) {

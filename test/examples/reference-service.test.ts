@@ -368,7 +368,7 @@ describe('reference service with REDIS_URL: limits and delivery queue on Redis',
     await redis.release();
   });
 
-  it('delivers through the Redis queue, refuses a burst through the Redis store, and peeks at and resets a client there', async () => {
+  it('delivers through the Redis queue, refuses a burst through the Redis store, peeks at and resets a client there, and raises it with an override', async () => {
     const log = deliveryLog();
     const service = await startDemo({
       redisUrl: `redis://127.0.0.1:${redis.port}/${redis.db}`,
@@ -409,6 +409,22 @@ describe('reference service with REDIS_URL: limits and delivery queue on Redis',
         remaining: 200,
         resetAfterMs: 0,
       });
+      // An override raises the client on the Redis store too: six calls in a row all admitted.
+      const override = '/admin/overrides/demo-dev-app';
+      const raised = await call(service, override, ADMIN, { multiplier: 2 }, 'PUT');
+      expect(raised.body).toEqual({ clientId: 'demo-dev-app', multiplier: 2 });
+      const doubled = await call(service, limits, ADMIN);
+      expect(doubled.body.statuses.map((s: { policy: string }) => s.policy)).toEqual([
+        'global: 5 per 1 s (x2)',
+        'global: 200 per 60 s (x2)',
+        'throttle: 5 concurrent (x2)',
+      ]);
+      const admitted: number[] = [];
+      for (let i = 0; i < 6; i++)
+        admitted.push((await call(service, '/v1/subscriptions', DEV)).status);
+      expect(admitted).toEqual([200, 200, 200, 200, 200, 200]);
+      const removed = await call(service, override, ADMIN, undefined, 'DELETE');
+      expect(removed.body).toEqual({ clientId: 'demo-dev-app', removed: true });
     } finally {
       await service.close();
     }

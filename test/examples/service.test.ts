@@ -54,6 +54,12 @@ describe('demo service (npm run demo)', () => {
       expect(hints).toContain(
         `curl -s -X DELETE -H 'x-admin-key: admin-demo-key' ${service.url}/admin/limits/demo-dev-app/DEV-ACME`,
       );
+      expect(hints).toContain(
+        `curl -s -X PUT -H 'x-admin-key: admin-demo-key' -H 'content-type: application/json' -d '{"multiplier":2,"ttlSeconds":3600}' ${service.url}/admin/overrides/demo-dev-app`,
+      );
+      expect(hints).toContain(
+        `curl -s -X DELETE -H 'x-admin-key: admin-demo-key' ${service.url}/admin/overrides/demo-dev-app`,
+      );
       expect(hints).toContain(`-H 'x-admin-key: admin-demo-key' ${service.url}/metrics`);
       // A key of one's own (ADMIN_KEY) is named, never printed.
       expect(curlLines(service.url, { adminKeyFromEnv: true })).toContain(

@@ -85,13 +85,13 @@ function shellSession(url: () => string) {
 
 describe('README walk-through (npm run demo)', () => {
   it.skipIf(!hasCurl)(
-    'runs as written: create, refuse, list, read, change, rotate, delete, deliver and verify, the delivery log by cursor, a gone endpoint disabled and replayed, a burst, a client limited, peeked at, reset and counted in /metrics, and a restart that keeps them',
+    'runs as written: create, refuse, list, read, change, rotate, delete, deliver and verify, the delivery log by cursor, a gone endpoint disabled and replayed, a burst, a client limited, peeked at, reset, raised by an override and back to its defaults, and counted in /metrics, and a restart that keeps them',
     async () => {
       expect(blocks).toHaveLength(2);
       const [walk = new Map(), afterRestart = new Map()] = blocks.map(stepsOf);
-      // Numbered 1 to 20, then 21 to 23 after the restart: the prose and the hints cite them.
-      expect([...walk.keys()]).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
-      expect([...afterRestart.keys()]).toEqual([21, 22, 23]);
+      // Numbered 1 to 22, then 23 to 25 after the restart: the prose and the hints cite them.
+      expect([...walk.keys()]).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
+      expect([...afterRestart.keys()]).toEqual([23, 24, 25]);
       const dataDir = await mkdtemp(join(tmpdir(), 'demo-data-'));
       // A clock that stays put: the burst of step 16 falls in one second however slow curl is.
       const clock = new FakeClock(Date.now());
@@ -264,8 +264,37 @@ describe('README walk-through (npm run demo)', () => {
         expect(resetOutput).toMatch(/^200$/m);
         expect(reset).toMatchObject({ clientId: 'demo-dev-app', accountCode: 'DEV-ACME' });
         expect(reset?.cleared).toBeGreaterThan(0);
-        // Step 20: the decisions as Prometheus counters; the refusals of steps 16 and 17 by policy.
-        const counters = (await run(walk, 20)).trim().split('\n');
+        // Step 20, a second later: the client raised to twice its limits for an hour, then 10 of
+        // 11 calls in a second admitted where the default admits 5.
+        clock.advance(1_000);
+        const raised = await run(walk, 20);
+        const [held] = jsonLines(raised);
+        expect(held).toEqual({
+          clientId: 'demo-dev-app',
+          multiplier: 2,
+          expiresAt: new Date(clock.now() + 3_600_000).toISOString(),
+        });
+        expect(raised.trim().endsWith('200 200 200 200 200 200 200 200 200 200 429')).toBe(true);
+        // Step 21: the peek shows every default limit doubled; the override removed, the defaults.
+        const [peekRaised, removed, peekDefault] = jsonLines(await run(walk, 21));
+        const doubled = [
+          'global: 5 per 1 s (x2)',
+          'global: 200 per 60 s (x2)',
+          'throttle: 5 concurrent (x2)',
+        ];
+        expect(peekRaised?.statuses.map((s: { policy: string }) => s.policy)).toEqual(doubled);
+        expect(peekRaised?.statuses[0]).toEqual({
+          policy: 'global: 5 per 1 s (x2)',
+          remaining: 0,
+          resetAfterMs: 1_000,
+        });
+        expect(removed).toEqual({ clientId: 'demo-dev-app', removed: true });
+        expect(peekDefault?.statuses.map((s: { policy: string }) => s.policy)).toEqual(
+          doubled.map((name) => name.replace(' (x2)', '')),
+        );
+        // Step 22: the decisions as Prometheus counters; the refusals of steps 16, 17 and 20 by
+        // policy.
+        const counters = (await run(walk, 22)).trim().split('\n');
         expect(counters).toContain(
           'api_conventions_limits_decisions_total{outcome="refused",policy="global: 5 per 1 s",reason="limit",otel_scope_name="api-conventions"} 1',
         );
@@ -273,6 +302,9 @@ describe('README walk-through (npm run demo)', () => {
           expect.stringMatching(
             /^api_conventions_limits_decisions_total\{outcome="refused",policy="resource PATCH \/booking\/v\*\/bookings\/\{id\}: 5 per 5 min",reason="limit",otel_scope_name="api-conventions"\} 1$/,
           ),
+        );
+        expect(counters).toContain(
+          'api_conventions_limits_decisions_total{outcome="refused",policy="global: 5 per 1 s (x2)",reason="limit",otel_scope_name="api-conventions"} 1',
         );
         expect(counters).toContainEqual(
           expect.stringMatching(
@@ -285,7 +317,7 @@ describe('README walk-through (npm run demo)', () => {
         const { port } = new URL(service.url);
         await service.close();
         service = await start(Number(port));
-        const [list, log] = jsonLines(await run(afterRestart, 21));
+        const [list, log] = jsonLines(await run(afterRestart, 23));
         expect(list).toMatchObject({ totalItems: 2 });
         expect(list?.items).toEqual([changed, reenabled]);
         expect(
@@ -300,10 +332,10 @@ describe('README walk-through (npm run demo)', () => {
           [expect.stringMatching(/^msg_/), 'delivered', undefined],
           [expect.stringMatching(/^msg_/), 'delivered', undefined],
         ]);
-        const [afterEvent] = jsonLines(await run(afterRestart, 22));
+        const [afterEvent] = jsonLines(await run(afterRestart, 24));
         expect(afterEvent?.deliveries).toEqual([created?.id]);
         await delivered.waitFor(5);
-        const [after] = jsonLines(await run(afterRestart, 23));
+        const [after] = jsonLines(await run(afterRestart, 25));
         expect(after?.items).toEqual([expect.objectContaining({ verified: true })]);
         // No command failed (curl -i writes its progress meter there when its output is no terminal).
         expect(shell.stderr()).not.toMatch(/^(curl: \(|bash: )/m);

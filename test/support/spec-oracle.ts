@@ -172,8 +172,10 @@ export class SpecOracle {
   readonly #exempt: ReadonlyArray<{ method: string; pattern: RegExp }>;
   readonly #resources: ReadonlyArray<{ method: string; pattern: RegExp; row: SpecResourceRow }>;
   #nextLease = 1;
+  /** Limits set by {@link limits}, in force from the next decision. */
+  #next: SpecAccount | undefined;
 
-  constructor(readonly account: SpecAccount) {
+  constructor(public account: SpecAccount) {
     for (const limit of [...account.global, ...account.resources.flatMap((r) => r.limits)]) {
       if (limit.kind === 'average' && !Number.isInteger(limit.perSecond)) {
         throw new Error('the oracle counts whole rates per second only');
@@ -225,6 +227,7 @@ export class SpecOracle {
    */
   decide(method: string, path: string, t: number, cost = 1): SpecDecision {
     if (!Number.isInteger(t)) throw new Error('the oracle counts whole milliseconds only');
+    this.#settle(t);
     const counters = this.counters(method, path);
     const blocks = counters.map(({ id }) => this.#blocks.get(id) ?? t);
     const waits = counters.map(({ id, limit }) => this.#wait(id, limit, t, cost));
@@ -263,6 +266,34 @@ export class SpecOracle {
       if (id === 'throttle' || id.startsWith('global ')) continue;
       for (const map of maps) map.delete(id);
     }
+  }
+
+  /**
+   * From the next decision on, the limits are `account`'s (an override of the client's limits):
+   * what each limit has counted stays counted (admissions in a window, tokens taken from the
+   * bucket and not yet back, places in flight, blocks), and is decided under the new numbers; the
+   * tokens taken carry over at that decision.
+   */
+  limits(account: SpecAccount): void {
+    this.#next = account;
+  }
+
+  /** The limits in force at `t`: a change waiting since the last decision takes effect now. */
+  #settle(t: number): void {
+    const next = this.#next;
+    if (next === undefined) return;
+    this.#next = undefined;
+    const before = this.account;
+    for (const id of this.#buckets.keys()) {
+      const i = Number(id.slice('global '.length));
+      const old = before.global[i];
+      const now = next.global[i];
+      if (old?.kind !== 'average' || now?.kind !== 'average') continue;
+      // Tokens taken and not yet back stay taken: the bucket holds as many fewer as before.
+      const taken = old.burst * 1_000 - this.#tokens(id, old, t);
+      this.#buckets.set(id, { milli: now.burst * 1_000 - taken, at: t });
+    }
+    this.account = next;
   }
 
   /** The request that held `lease` ended. */
