@@ -23,7 +23,8 @@ const EMPTY_LAYOUT: Layout = { policies: [], offsets: [], size: 0 };
 
 const layouts = new WeakMap<readonly Policy[], Layout>();
 
-function layoutOf(policies: readonly Policy[]): Layout {
+/** The layout of a list, made once per list. */
+export function layoutOf(policies: readonly Policy[]): Layout {
   let layout = layouts.get(policies);
   if (layout === undefined) {
     const offsets: number[] = [];

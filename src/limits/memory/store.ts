@@ -4,6 +4,7 @@
  * @module
  */
 import { readOptions, wholeNumber } from '../../internal/options.js';
+import type { Policy } from '../policy.js';
 import {
   announcedSeconds,
   type LeaseToken,
@@ -38,6 +39,7 @@ import {
   dropResourceRecords,
   findAccountRecord,
   findResourceRecord,
+  layoutOf,
   QUIET,
   ScopeRecord,
 } from './records.js';
@@ -158,9 +160,12 @@ export class MemoryStore implements SyncLimitStore {
       const only = scopes[0]!;
       first = this.#find(only, t);
       if (first === undefined) return capacityRefusal(t);
-      // A plan with overridden limits (`state`) takes the general path.
-      if (only.active.length === only.policies.length && cost === 1 && only.state === undefined) {
-        const outcome = this.#admitWhole(first, t, lazy);
+      if (only.active.length === only.policies.length && cost === 1) {
+        // Overridden limits (`state`) decide with the scope's list, read through a copy of it.
+        const outcome =
+          only.state === undefined
+            ? this.#admitWhole(first, t, lazy, first.layout.policies, first.policies)
+            : this.#admitWhole(first, t, lazy, layoutOf(only.policies).policies, only.policies);
         if (outcome !== undefined) return outcome;
       }
     }
@@ -364,9 +369,15 @@ export class MemoryStore implements SyncLimitStore {
    * One scope, every policy active, without the work arrays; `undefined` leaves a refusal to the
    * general path (only pruning was done, which it would do too).
    */
-  #admitWhole(record: ScopeRecord, t: number, lazy: boolean): StoreOutcome | undefined {
+  #admitWhole(
+    record: ScopeRecord,
+    t: number,
+    lazy: boolean,
+    policies: readonly Policy[],
+    reported: readonly Policy[],
+  ): StoreOutcome | undefined {
     const { base, arena } = record;
-    const { policies, offsets } = record.layout;
+    const { offsets } = record.layout;
     const n = policies.length;
     const m = arena.mem;
     for (let k = 0; k < n; k++) {
@@ -383,7 +394,7 @@ export class MemoryStore implements SyncLimitStore {
       if (values !== undefined) writeStatus(values, k, policy, arena.mem, s, t, true);
     }
     if (values !== undefined) {
-      admission.policies = record.policies;
+      admission.policies = reported;
       admission.values = values;
     }
     return admission;
