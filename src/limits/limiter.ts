@@ -398,18 +398,8 @@ class LimitEngine implements Limiter {
     effect: RuleEffect | undefined,
     statuses: boolean,
   ): Plan {
-    if (
-      this.#reused !== undefined &&
-      group.state === undefined &&
-      (effect?.resources ?? NO_RESOURCES).length === 0
-    ) {
-      return this.#reused.write(
-        clientId,
-        accountCode,
-        group.list,
-        activeOf(group, effect),
-        statuses,
-      );
+    if (this.#reused !== undefined && (effect?.resources ?? NO_RESOURCES).length === 0) {
+      return this.#reused.write(clientId, accountCode, group, activeOf(group, effect), statuses);
     }
     return this.#fresh(clientId, accountCode, group, effect, statuses);
   }
@@ -498,9 +488,15 @@ function activeOf(group: PolicyGroup, effect: RuleEffect | undefined): readonly 
 
 /** A plan of one scope, made once and written afresh by each check. */
 class ReusablePlan {
-  readonly #global = { clientId: '', accountCode: '', resource: '', policies: [], active: [] } as {
-    -readonly [K in keyof PlanScope]: PlanScope[K];
-  };
+  // `state` as an own field, undefined but for an override: the store reads it on every plan.
+  readonly #global = {
+    clientId: '',
+    accountCode: '',
+    resource: '',
+    policies: [],
+    active: [],
+    state: undefined,
+  } as { -readonly [K in keyof PlanScope]: PlanScope[K] };
   // Cost and peek as own fields: the store reads them on every plan, and an own field is read
   // faster than an absent one.
   readonly #plan: { -readonly [K in keyof Plan]: Plan[K] } = {
@@ -513,14 +509,15 @@ class ReusablePlan {
   write(
     clientId: string,
     accountCode: string,
-    policies: readonly Policy[],
+    group: PolicyGroup,
     active: readonly number[],
     statuses: boolean,
   ): Plan {
     const global = this.#global;
     global.clientId = clientId;
     global.accountCode = accountCode;
-    global.policies = policies;
+    global.policies = group.list;
+    global.state = group.state;
     global.active = active;
     this.#plan.statuses = statuses;
     return this.#plan;

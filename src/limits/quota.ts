@@ -13,6 +13,17 @@ export function emissionInterval(policy: RatePolicy): number {
   return Math.max(1, Math.ceil((1000 * STEPS_PER_MS) / policy.perSecond)) / STEPS_PER_MS;
 }
 
+/**
+ * A rate policy's theoretical arrival time `tat` at `t`, carried from decisions under emission
+ * interval `previous` to one under `next` (a client's limits overridden, or back): the backlog
+ * keeps its length in admissions, rounded up onto the time grid. A `tat` not after `t` is kept.
+ * Both stores compute it with these operations in this order, so their doubles are equal.
+ */
+export function carriedArrival(tat: number, t: number, previous: number, next: number): number {
+  if (tat <= t) return tat;
+  return t + Math.ceil(((tat - t) / previous) * next * STEPS_PER_MS) / STEPS_PER_MS;
+}
+
 /** Admissions possible at once at `t`, for a theoretical arrival time `tat`. */
 export function rateRemaining(policy: RatePolicy, tat: number, t: number): number {
   // The n-th of n admissions at once passes while backlog + (n - 1) * T <= (burst - 1) * T, so

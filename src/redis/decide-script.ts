@@ -6,6 +6,7 @@
 
 import type { ConcurrencyPolicy, Policy, RatePolicy, WindowPolicy } from '../limits/policy.js';
 import { emissionInterval } from '../limits/quota.js';
+import { STEPS_PER_MS } from '../limits/store.js';
 import { releaseArgs, releaseLoop } from './release-script.js';
 import {
   ENTRY_SIZE,
@@ -14,6 +15,7 @@ import {
   LEASE_ENTRY,
   RELEASE_RECORD,
   RELEASE_RECORD_SIZE,
+  SECTION_FIELDS,
   signature,
 } from './state-codec.js';
 
@@ -66,9 +68,10 @@ interface Section {
 
 // Per-section variables: blocked until, the rate's theoretical arrival time, the stored entry
 // count, where the entries start, the first entry still counted (a window's oldest admission still
-// inside, a throttle's earliest lease not expired), the policy's own earliest admission time. Per
-// scope: its stored value, whether it changed, and the bytes of release records that trail it.
-type SectionVariable = 'B' | 'A' | 'N' | 'O' | 'H' | 'W';
+// inside, a throttle's earliest lease not expired), the policy's own earliest admission time, the
+// rate's stored emission interval. Per scope: its stored value, whether it changed, and the bytes
+// of release records that trail it.
+type SectionVariable = 'B' | 'A' | 'N' | 'O' | 'H' | 'W' | 'I';
 type ScopeVariable = 'X' | 'D' | 'T';
 
 /** Lua's limit is 200 locals per function; past this many the variables live in one table. */
@@ -135,6 +138,7 @@ interface Writer {
 export function decideScript(shape: DecideShape): string {
   const w = newWriter(shape);
   readScopes(w);
+  carryRates(w);
   settleEntries(w);
   ownTimes(w);
   refuse(w);
@@ -171,8 +175,14 @@ function newWriter(shape: DecideShape): Writer {
   const costArg = shape.costed === true ? timeArgs + 1 : 0;
   const idArg = timeArgs + (shape.costed === true ? 2 : 1);
   const widest = Math.max(0, ...shape.scopes.map((p) => p.length));
+  const rates = sections.filter((section) => section.policy.kind === 'rate').length;
   const locals =
-    8 * sections.length + 2 * shape.scopes.length + 4 * widest + 28 + (shape.shadow ? 8 : 0);
+    8 * sections.length +
+    2 * rates +
+    2 * shape.scopes.length +
+    4 * widest +
+    28 +
+    (shape.shadow ? 8 : 0);
   const inTable = locals > MAX_LOCALS;
   // A binary reply's numbers are locals, packed straight from them, when there is room for them
   // (each is a local and a register of the packing call); else they fill a table.
@@ -334,7 +344,12 @@ function readScopes(w: Writer): void {
     if (policies.length === 0) readEmpty(w, s, policies);
     else readFixedFields(w, s, policies, ids, throttled);
     emit('  if not ok then', `    ${x} = ''`);
-    for (const j of ids) emit(`    ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = 0, 0, 0`);
+    for (const j of ids) {
+      const p = w.sections[j]!.policy;
+      emit(`    ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = 0, 0, 0`);
+      // Fresh: nothing to carry over.
+      if (p.kind === 'rate') emit(`    ${v('I', j)} = ${lua(emissionInterval(p))}`);
+    }
     emit('  end', 'end');
     // Where each section's entries start.
     let offset = String(fixedSize(policies) + 1);
@@ -384,14 +399,24 @@ function readFixedFields(
   const size = fixedSize(policies);
   const [check, format] = signed(w, s, policies);
   emit(`  if ${x} and #${x} >= ${size} and ${check} then`);
-  // Blocked until; then the entry count, or the rate's arrival time: locals, or for a plan too
-  // large for locals, a table's entries.
-  const field = (i: number, f: 0 | 1) =>
-    inTable ? `h[${2 + 2 * i + f}]` : `${f === 0 ? 'b' : 'c'}${ids[i]}`;
+  // Blocked until; then the entry count, or the rate's arrival time and emission interval: locals,
+  // or for a plan too large for locals, a table's entries.
+  const starts: number[] = [];
+  let next = 2;
+  for (const p of policies) {
+    starts.push(next);
+    next += SECTION_FIELDS[p.kind];
+  }
+  const field = (i: number, f: 0 | 1 | 2) =>
+    inTable ? `h[${starts[i]! + f}]` : `${'bce'[f]}${ids[i]}`;
   if (inTable) {
     emit(`    local h = { unpack_struct(${format}) }`, '    local latest = h[1]');
   } else {
-    const names = ids.flatMap((_, i) => [field(i, 0), field(i, 1)]);
+    const names = ids.flatMap((_, i) =>
+      policies[i]!.kind === 'rate'
+        ? [field(i, 0), field(i, 1), field(i, 2)]
+        : [field(i, 0), field(i, 1)],
+    );
     emit(`    local latest, ${names.join(', ')} = unpack_struct(${format})`);
   }
   const length = policies.flatMap((p, i) =>
@@ -412,6 +437,7 @@ function readFixedFields(
     const rate = policies[i]!.kind === 'rate';
     const [a, n] = rate ? [field(i, 1), '0'] : ['0', field(i, 1)];
     emit(`      ${v('B', j)}, ${v('A', j)}, ${v('N', j)} = ${field(i, 0)}, ${a}, ${n}`);
+    if (rate) emit(`      ${v('I', j)} = ${field(i, 2)}`);
   }
   if (throttled) emit(`      ${sv('T', s)} = tail`);
   emit('    end', '  end');
@@ -460,6 +486,26 @@ function giveBack(w: Writer, s: number, ids: readonly number[]): void {
     branch = 'elseif';
   }
   emit('    end', '  end', 'end');
+}
+
+/**
+ * Step 2, last: once every scope is read and `t` settled, each rate state last decided under
+ * another emission interval (the scope's limits overridden, or back) has its backlog carried over,
+ * as store quota.ts carriedArrival computes it, in the same operations; a decision that records
+ * writes the scope back with the new interval whatever else it records.
+ */
+function carryRates(w: Writer): void {
+  const { sections, v, sv, emit } = w;
+  for (const [j, { policy: p, scope }] of sections.entries()) {
+    if (p.kind !== 'rate') continue;
+    const [a, i, next] = [v('A', j), v('I', j), lua(emissionInterval(p))];
+    emit(
+      `if ${i} ~= ${next} then`,
+      `  if ${a} > t then ${a} = t + ceil((${a} - t) / ${i} * ${next} * ${STEPS_PER_MS}) / ${STEPS_PER_MS} end`,
+      w.shape.peek === true ? '' : `  ${sv('D', scope)} = true`,
+      'end',
+    );
+  }
 }
 
 /** Step 3, first: each window's and throttle's first entry still counted, by a binary search. */
@@ -746,7 +792,7 @@ function writeBack(w: Writer): void {
       const names = { b: v('B', j), a: v('A', j), n: v('N', j), o: v('O', j), h: v('H', j) };
       emit(`  if ${names.b} > horizon then horizon = ${names.b} end`);
       if (p.kind === 'rate') {
-        fixed.push(names.b, names.a);
+        fixed.push(names.b, names.a, lua(emissionInterval(p)));
         emit(`  if ${names.a} > horizon then horizon = ${names.a} end`);
       } else {
         keptEntries(w, s, j, p, names, fixed, parts);

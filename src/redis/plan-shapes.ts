@@ -99,7 +99,9 @@ export class PlanShapes {
     let signature = '';
     for (const scope of plan.scopes) {
       const list = listId(scope.policies);
-      const key = scopeKey(prefix, scope.clientId, scope.accountCode, list, scope.resource);
+      // Overridden limits count in the key of the list they override; the script has their numbers.
+      const stateList = scope.state === undefined ? list : listId(scope.state);
+      const key = scopeKey(prefix, scope.clientId, scope.accountCode, stateList, scope.resource);
       let index = keys.indexOf(key);
       if (index === -1) index = keys.push(key) - 1;
       indices.push(index);

@@ -147,10 +147,15 @@ export class RedisStore implements AsyncLimitStore {
 
   #decide(plan: Plan, now: number): Promise<StoreOutcome> {
     const { scopes } = plan;
-    // A plan with shadow policies is told apart by its signature, which `several` writes.
+    // A plan with shadow policies is told apart by its signature, which `several` writes; so is
+    // one whose limits are overridden (its key is its `state` list's).
+    const first = scopes[0];
     const only =
-      scopes.length === 1 && scopes[0]!.resource === '' && plan.shadow !== true
-        ? scopes[0]!
+      scopes.length === 1 &&
+      first!.resource === '' &&
+      plan.shadow !== true &&
+      first!.state === undefined
+        ? first
         : undefined;
     let keys: string[];
     let scoped: Scoped;

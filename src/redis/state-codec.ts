@@ -6,7 +6,7 @@
 import type { Policy } from '../limits/policy.js';
 
 /** Written into every key's policy-list part; changes whenever the packed layout changes. */
-export const LAYOUT_VERSION = '4';
+export const LAYOUT_VERSION = '5';
 
 /** Bytes per entry, by kind: a window's admission time; a throttle's lease expiry and id. */
 export const ENTRY_SIZE = { window: 8, rate: 0, concurrency: 16 } as const;
@@ -23,11 +23,18 @@ export const RELEASE_RECORD_SIZE = 24;
 /** Each kind's code in the signature. */
 const KIND_CODE = { window: 1, rate: 2, concurrency: 3 } as const;
 
-/** Each kind's two fixed fields: blocked until, then the entry count or the arrival time. */
-const SECTION_FORMAT = { window: 'dI4', rate: 'dd', concurrency: 'dI4' } as const;
+/**
+ * Each kind's fixed fields: blocked until, then the entry count or the arrival time; a rate's
+ * third is the emission interval (ms) it last decided with, so that its backlog is carried over
+ * when the scope's limits are overridden, or back.
+ */
+const SECTION_FORMAT = { window: 'dI4', rate: 'ddd', concurrency: 'dI4' } as const;
 
-/** The bytes of each kind's two fixed fields. */
-const SECTION_SIZE = { window: 12, rate: 16, concurrency: 12 } as const;
+/** How many fixed fields each kind has. */
+export const SECTION_FIELDS = { window: 2, rate: 3, concurrency: 2 } as const;
+
+/** The bytes of each kind's fixed fields. */
+const SECTION_SIZE = { window: 12, rate: 24, concurrency: 12 } as const;
 
 /** The signature every value starts with: the section count (u32 LE), each section's kind code. */
 export function signature(policies: readonly Policy[]): Buffer {
@@ -37,7 +44,7 @@ export function signature(policies: readonly Policy[]): Buffer {
   return bytes;
 }
 
-/** The struct format of the fixed fields: the latest decision time, then each section's two. */
+/** The struct format of the fixed fields: the latest decision time, then each section's. */
 export function fixedFormat(policies: readonly Policy[]): string {
   return `<d${policies.map((p) => SECTION_FORMAT[p.kind]).join('')}`;
 }

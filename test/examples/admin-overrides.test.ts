@@ -179,10 +179,7 @@ describe('reference service: overrides in the admin API', () => {
     expect(await policiesOf('DEV-ACME')).toEqual(DEVELOPMENT);
   });
 
-  // Depends on the stores counting a multiplied group in its default group's state (a raise keeps
-  // what was admitted), which the stores do not yet do: they count the raised limits afresh. This
-  // is `it.fails` until then; make it `it` when they do.
-  it.fails('keeps what the client was admitted across a raise and its removal: the counters carry over', async () => {
+  it('keeps what the client was admitted across a raise and its removal: the counters carry over', async () => {
     expect(await burst(3)).toEqual(times(3, 200));
     await put({ multiplier: 2 });
     // 3 of the raised 10 per second already spent: 7 more in the same instant, then a 429.

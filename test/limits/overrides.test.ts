@@ -220,7 +220,9 @@ describe('a limiter with overrides', () => {
     const limiter = createLimiter({ preset: presets.live, clock, overrides });
     const request = { ...who, method: 'GET', path: '/v1/things' };
     for (let i = 0; i < 20; i++) expect(limiter.check(request).allowed).toBe(true);
-    expect(limiter.check(request)).toMatchObject({ allowed: false, reason: 'limit' });
+    // A peek: a check refused here would block the throttle until its Retry-After, and a block
+    // carries over to the overriding list as the leases do.
+    expect(limiter.peek(request)).toMatchObject({ allowed: false, reason: 'limit' });
     overrides.set({ clientId: who.clientId }, { preset: 'big' });
     const d = limiter.check(request);
     expect(d.allowed).toBe(true);

@@ -4,7 +4,7 @@
  * @module
  */
 import type { RatePolicy } from '../policy.js';
-import { emissionInterval, rateRemaining, rateResetAfter } from '../quota.js';
+import { carriedArrival, emissionInterval, rateRemaining, rateResetAfter } from '../quota.js';
 
 const TAT = 1;
 
@@ -40,4 +40,20 @@ export function gcraRemaining(m: Float64Array, s: number, policy: RatePolicy, t:
 
 export function gcraResetAfter(m: Float64Array, s: number, t: number): number {
   return rateResetAfter(m[s + TAT] as number, t);
+}
+
+/**
+ * Carry the state at `s` from decisions under `previous` to one under `next` at `t`, in place (see
+ * carriedArrival); nothing changes while both have one emission interval.
+ */
+export function gcraCarry(
+  m: Float64Array,
+  s: number,
+  previous: RatePolicy,
+  next: RatePolicy,
+  t: number,
+): void {
+  const from = emissionInterval(previous);
+  const to = emissionInterval(next);
+  if (from !== to) m[s + TAT] = carriedArrival(m[s + TAT] as number, t, from, to);
 }

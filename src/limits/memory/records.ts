@@ -5,6 +5,7 @@
  */
 import { type Policy, policyListIdentity } from '../policy.js';
 import type { Arena } from './arena.js';
+import { gcraCarry, gcraFreshAt } from './gcra.js';
 import { freeState, slotsOf } from './policy-kinds.js';
 
 /** Where each policy's state lies in a record block: after slot {@link QUIET}, in list order. */
@@ -22,7 +23,8 @@ const EMPTY_LAYOUT: Layout = { policies: [], offsets: [], size: 0 };
 
 const layouts = new WeakMap<readonly Policy[], Layout>();
 
-function layoutOf(policies: readonly Policy[]): Layout {
+/** The layout of a list, made once per list. */
+export function layoutOf(policies: readonly Policy[]): Layout {
   let layout = layouts.get(policies);
   if (layout === undefined) {
     const offsets: number[] = [];
@@ -52,16 +54,53 @@ export class ScopeRecord {
   /** The last decision that found the record: the sweep at the cap must not drop it then. */
   decision = 0;
   accountCode = '';
+  /** The list whose state the record holds (a scope's `state`, or its `policies` without one). */
   policies: readonly Policy[] = [];
+  /**
+   * The list the latest decision recorded decided with: `policies` or an override of it. A rate
+   * policy's backlog is carried from it to the next list (see {@link ScopeRecord.decideWith}).
+   */
+  decidedWith: readonly Policy[] = [];
   layout: Layout = EMPTY_LAYOUT;
 
   constructor(readonly arena: Arena) {}
 
-  hold(accountCode: string, policies: readonly Policy[]): void {
+  /**
+   * Hold the state of `policies`, fresh, for decisions with `decidedWith` (the same list, or an
+   * override of it).
+   */
+  hold(
+    accountCode: string,
+    policies: readonly Policy[],
+    decidedWith: readonly Policy[] = policies,
+  ): void {
     this.accountCode = accountCode;
     this.policies = policies;
+    this.decidedWith = decidedWith;
     this.layout = layoutOf(policies);
     this.base = this.arena.alloc(this.layout.size);
+  }
+
+  /**
+   * Decide with `policies` from `t` on, after decisions with {@link ScopeRecord.decidedWith}: each
+   * rate policy's backlog is carried over to its emission interval (docs/memory-store.md,
+   * "Overridden limits"), and the quiet time follows it. Counters, leases and blocks need nothing.
+   */
+  decideWith(policies: readonly Policy[], t: number): void {
+    const previous = this.decidedWith;
+    this.decidedWith = policies;
+    const { base } = this;
+    const { offsets } = this.layout;
+    const m = this.arena.mem;
+    for (let k = 0; k < offsets.length; k++) {
+      const before = previous[k];
+      const after = policies[k];
+      if (before?.kind !== 'rate' || after?.kind !== 'rate') continue;
+      const s = base + offsets[k]!;
+      gcraCarry(m, s, before, after, t);
+      const fresh = gcraFreshAt(m, s);
+      if (fresh > (m[base + QUIET] as number)) m[base + QUIET] = fresh;
+    }
   }
 
   /** Give the block and every ring and lease block back; leases taken before are void. */

@@ -4,6 +4,7 @@
  * @module
  */
 import { readOptions, wholeNumber } from '../../internal/options.js';
+import type { Policy } from '../policy.js';
 import {
   announcedSeconds,
   type LeaseToken,
@@ -16,7 +17,7 @@ import {
   type StoreOutcome,
   type SyncLimitStore,
 } from '../store.js';
-import { Arena } from './arena.js';
+import { Arena, copySlots } from './arena.js';
 import {
   activePolicies,
   capacityRefusal,
@@ -27,6 +28,7 @@ import {
   statusValues,
   type Work,
 } from './decision.js';
+import { gcraCarry, RATE_SLOTS } from './gcra.js';
 import { MemoryAdmission } from './lease-token.js';
 import { admitCost, admitOne, earliestFor, writeStatus } from './policy-kinds.js';
 import {
@@ -37,6 +39,7 @@ import {
   dropResourceRecords,
   findAccountRecord,
   findResourceRecord,
+  layoutOf,
   QUIET,
   ScopeRecord,
 } from './records.js';
@@ -88,6 +91,8 @@ export class MemoryStore implements SyncLimitStore {
   readonly #sweep = new Sweep(this.#clients);
   /** Where a peek holds the fresh state of a scope the store holds no record of. */
   readonly #scratch = new Arena(64);
+  /** What a peek reads carried copies of rate states through (see #carryCopies). */
+  readonly #scratchCopies = new ScopeRecord(this.#scratch);
   #untilSweep = 0;
   #untilShrinkCheck = SHRINK_CHECK_EVERY;
   readonly #work = newWork();
@@ -156,7 +161,11 @@ export class MemoryStore implements SyncLimitStore {
       first = this.#find(only, t);
       if (first === undefined) return capacityRefusal(t);
       if (only.active.length === only.policies.length && cost === 1) {
-        const outcome = this.#admitWhole(first, t, lazy);
+        // Overridden limits (`state`) decide with the scope's list, read through a copy of it.
+        const outcome =
+          only.state === undefined
+            ? this.#admitWhole(first, t, lazy, first.layout.policies, first.policies)
+            : this.#admitWhole(first, t, lazy, layoutOf(only.policies).policies, only.policies);
         if (outcome !== undefined) return outcome;
       }
     }
@@ -230,9 +239,11 @@ export class MemoryStore implements SyncLimitStore {
         // At the cap a check would need room it may not find: refused, as it may be.
         if (this.#size >= this.#maxKeys) return capacityRefusal(t);
         record = new ScopeRecord(this.#scratch);
-        record.hold(scope.accountCode, scope.policies);
+        record.hold(scope.accountCode, scope.state ?? scope.policies, scope.policies);
       }
+      const from = n;
       n = this.#flattenScope(scope, record, n);
+      if (record.decidedWith !== scope.policies) this.#carryCopies(scope, record, from, t);
     }
     const cost = plan.cost ?? 1;
     const refusing = refusingPolicy(w, n, t, false, cost);
@@ -251,6 +262,27 @@ export class MemoryStore implements SyncLimitStore {
       values: statusValues(w, n, t, false, false),
       shadow,
     };
+  }
+
+  /**
+   * A peek under another list than the record's latest decision: each rate policy whose backlog
+   * would be carried over is read from a carried copy in the scratch arena, the record untouched.
+   */
+  #carryCopies(scope: PlanScope, record: ScopeRecord, from: number, t: number): void {
+    const w = this.#work;
+    const scratch = this.#scratch;
+    const { active, policies } = scope;
+    for (let k = 0; k < active.length; k++) {
+      const i = active[k]!;
+      const before = record.decidedWith[i];
+      const after = policies[i];
+      if (before?.kind !== 'rate' || after?.kind !== 'rate') continue;
+      const at = scratch.alloc(RATE_SLOTS);
+      copySlots(record.arena.mem, w.slots[from + k]!, RATE_SLOTS, scratch.mem, at);
+      gcraCarry(scratch.mem, at, before, after, t);
+      w.slots[from + k] = at;
+      w.records[from + k] = this.#scratchCopies;
+    }
   }
 
   /**
@@ -276,6 +308,8 @@ export class MemoryStore implements SyncLimitStore {
     const found = this.#found(scope);
     if (found !== undefined) {
       found.decision = this.#decision;
+      // Limits overridden, or back: one comparison while the list stays the same.
+      if (found.decidedWith !== scope.policies) found.decideWith(scope.policies, t);
       return found;
     }
     return this.#create(scope, t);
@@ -285,7 +319,9 @@ export class MemoryStore implements SyncLimitStore {
   #found(scope: PlanScope): ScopeRecord | undefined {
     const entry = this.#clients.get(scope.clientId);
     if (entry === undefined) return undefined;
-    const { accountCode, resource, policies } = scope;
+    const { accountCode, resource } = scope;
+    // Overridden limits count in the state of the list they override.
+    const policies = scope.state ?? scope.policies;
     const found =
       resource === ''
         ? findAccountRecord(entry, accountCode, policies)
@@ -312,7 +348,7 @@ export class MemoryStore implements SyncLimitStore {
       record = new ScopeRecord(entry.arena);
       addAccountRecord(entry, accountCode, record);
     }
-    record.hold(accountCode, policies);
+    record.hold(accountCode, scope.state ?? policies, policies);
     record.decision = this.#decision;
     this.#size++;
     return record;
@@ -333,9 +369,15 @@ export class MemoryStore implements SyncLimitStore {
    * One scope, every policy active, without the work arrays; `undefined` leaves a refusal to the
    * general path (only pruning was done, which it would do too).
    */
-  #admitWhole(record: ScopeRecord, t: number, lazy: boolean): StoreOutcome | undefined {
+  #admitWhole(
+    record: ScopeRecord,
+    t: number,
+    lazy: boolean,
+    policies: readonly Policy[],
+    reported: readonly Policy[],
+  ): StoreOutcome | undefined {
     const { base, arena } = record;
-    const { policies, offsets } = record.layout;
+    const { offsets } = record.layout;
     const n = policies.length;
     const m = arena.mem;
     for (let k = 0; k < n; k++) {
@@ -352,7 +394,7 @@ export class MemoryStore implements SyncLimitStore {
       if (values !== undefined) writeStatus(values, k, policy, arena.mem, s, t, true);
     }
     if (values !== undefined) {
-      admission.policies = record.policies;
+      admission.policies = reported;
       admission.values = values;
     }
     return admission;
@@ -372,7 +414,9 @@ export class MemoryStore implements SyncLimitStore {
   /** Flatten one scope's active policies from position `n`; the position after them. */
   #flattenScope(scope: PlanScope, record: ScopeRecord, n: number): number {
     const w = this.#work;
-    const { policies, offsets } = record.layout;
+    const { offsets } = record.layout;
+    // The record's own copy of its list, unless the scope's limits override it.
+    const policies = scope.state === undefined ? record.layout.policies : scope.policies;
     for (const i of scope.active) {
       w.policies[n] = policies[i]!;
       w.offsets[n] = offsets[i]!;
