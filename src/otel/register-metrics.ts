@@ -44,7 +44,7 @@ export const metricNames = Object.freeze({
   decisionDuration: 'api_conventions.limits.decision.duration',
   /** Up-down counter of admitted requests holding a concurrency lease not given back yet. */
   leasesInFlight: 'api_conventions.limits.leases.in_flight',
-  /** Counter of leases the memory store found expired, never given back, by `policy`. */
+  /** Counter of leases a store (memory or Redis) found expired, never given back, by `policy`. */
   leaseExpiries: 'api_conventions.limits.lease.expiries',
   /** Counter of store failures, by `operation` (`apply`, `release`) and, for `apply`, `outage`. */
   storeFailures: 'api_conventions.limits.store.failures',

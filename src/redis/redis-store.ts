@@ -26,7 +26,7 @@ import {
   ReleaseQueue,
   ridersDone,
 } from './riding-releases.js';
-import { parseOutcome } from './script-reply.js';
+import { type ExpiryReport, parseOutcome } from './script-reply.js';
 import { isCrossSlot, ScriptRunner, toStoreError } from './script-runner.js';
 import { resetPattern, scopeKey, scopeTag } from './store-keys.js';
 import { LEASE_COUNTER, type RedisStoreOptions, readStoreSettings } from './store-options.js';
@@ -235,8 +235,7 @@ export class RedisStore implements AsyncLimitStore {
   #outcome(reply: unknown, request: DecisionRequest, decider: Decider): StoreOutcome {
     const { keys, id } = request;
     const binary = this.#runner.binaryReplies;
-    const report = leaseExpiriesWatched() ? reportLeaseExpiry : undefined;
-    const outcome = parseOutcome(reply, binary, request, decider.sections, report);
+    const outcome = parseOutcome(reply, binary, request, decider.sections, expiryReport);
     if (outcome === undefined) {
       return this.#failed(
         new RedisStoreError(
@@ -267,9 +266,8 @@ export class RedisStore implements AsyncLimitStore {
    */
   #giveBackLate(value: unknown, request: DecisionRequest, decider: Decider): void {
     const { keys, id } = request;
-    const report = leaseExpiriesWatched() ? reportLeaseExpiry : undefined;
     const binary = this.#runner.binaryReplies;
-    const taken = parseOutcome(value, binary, request, decider.sections, report);
+    const taken = parseOutcome(value, binary, request, decider.sections, expiryReport);
     if (taken?.allowed) {
       const lease: RedisLease = {
         store: this,
@@ -300,4 +298,12 @@ export class RedisStore implements AsyncLimitStore {
       again: (request) => this.apply(request.plan, request.now),
     };
   }
+}
+
+/**
+ * Where the leases a decision dropped expired are reported, asked only when it dropped some: no
+ * message is built while no one listens.
+ */
+function expiryReport(): ExpiryReport | undefined {
+  return leaseExpiriesWatched() ? reportLeaseExpiry : undefined;
 }

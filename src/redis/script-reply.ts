@@ -30,19 +30,20 @@ export type ExpiryReport = (policy: string, expiredAt: number, foundAt: number) 
 
 /**
  * Read the decision script's reply; undefined when it is not what the script returns. The leases
- * the decision dropped expired, which follow its numbers, go to `report`, each with the decision's
- * time, once the whole reply is read.
+ * the decision dropped expired, which follow its numbers, go to the report, each with the
+ * decision's time, once the whole reply is read.
  * @param binary - whether the script replies in little-endian doubles rather than text
  * @param sections - the policies of the script's scopes, scope after scope (a dropped lease names
  *   its throttle by its place here)
- * @param report - undefined: the dropped leases are checked, not reported
+ * @param report - asked for only when the decision dropped leases; undefined: they are checked,
+ *   not reported
  */
 export function parseOutcome(
   reply: unknown,
   binary: boolean,
   request: ReplyRequest,
   sections: readonly Policy[],
-  report: ExpiryReport | undefined,
+  report: () => ExpiryReport | undefined,
 ): StoreOutcome | undefined {
   const numbers = binary ? readDoubles(reply) : readText(reply);
   if (numbers === undefined || numbers.length < 2) return undefined;
@@ -52,9 +53,8 @@ export function parseOutcome(
   // Leases dropped expired follow: rare, never on the usual path.
   if (head > numbers.length || !droppedFit(numbers, head, sections)) return undefined;
   const outcome = outcomeOf(numbers.slice(0, head), plan, policies, resources);
-  if (outcome !== undefined && report !== undefined) {
-    reportDropped(numbers, head, sections, report);
-  }
+  const to = outcome === undefined ? undefined : report();
+  if (to !== undefined) reportDropped(numbers, head, sections, to);
   return outcome;
 }
 
