@@ -47,9 +47,17 @@ const long: readonly Policy[] = [
   concurrency(1, { name: 'lc2', leaseTtl: 1_500 }),
 ];
 
+/** The account's limits doubled at runtime: they count in the account's state (`state`). */
+const doubled: readonly Policy[] = [
+  window(8, '5s', { name: 'w (x2)' }),
+  concurrency(4, { name: 'c (x2)', leaseTtl: 1_000, retryAfter: 2_500 }),
+];
+
+const everyPosition = long.map((_, i) => i);
+
 /**
- * Per pair: the account alone, with a resource scope, in shadow mode on its window, and a long
- * list.
+ * Per pair: the account alone, with a resource scope, in shadow mode on its window, a long list,
+ * and the account under doubled limits (the leases of one list found expired under the other).
  */
 function plans(clientId: string, accountCode: string): readonly Plan[] {
   return [
@@ -64,17 +72,8 @@ function plans(clientId: string, accountCode: string): readonly Plan[] {
       shadow: true,
       scopes: [{ ...scope(clientId, accountCode, '', account, [0, 1]), shadow: [true, false] }],
     },
-    {
-      scopes: [
-        scope(
-          clientId,
-          accountCode,
-          '',
-          long,
-          long.map((_, i) => i),
-        ),
-      ],
-    },
+    { scopes: [scope(clientId, accountCode, '', long, everyPosition)] },
+    { scopes: [{ ...scope(clientId, accountCode, '', doubled, [0, 1]), state: account }] },
   ];
 }
 
@@ -95,7 +94,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       kind: fc.constant('decide' as const),
       gap: fc.constantFrom(0, 1, 300, 700, 1_000, 2_600),
       who: fc.integer({ min: 0, max: pairs.length - 1 }),
-      route: fc.integer({ min: 0, max: 3 }),
+      route: fc.integer({ min: 0, max: 4 }),
       statuses: fc.boolean(),
       cost: fc.constantFrom(1, 1, 2),
     });
