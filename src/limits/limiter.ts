@@ -17,7 +17,7 @@ import {
 } from './limit-request.js';
 import type { ResourceScope, RuleEffect } from './limit-rule.js';
 import { type LimiterConfig, readLimiterOptions } from './limiter-options.js';
-import { MemoryStore } from './memory/store.js';
+import type { MemoryStore } from './memory/store.js';
 import { observeDecision } from './observe-decision.js';
 import { type OutageEvent, type OutageHandler, type OutageMode, outageHandler } from './outage.js';
 import { OverrideGroups } from './override-groups.js';
@@ -31,6 +31,7 @@ import {
 } from './policy-selector.js';
 import type { AccountPresets, LimitPreset } from './presets.js';
 import { type ResetRequest, resetScopes } from './reset-scope.js';
+import { isPlainMemoryStore, ReusablePlan } from './reusable-plan.js';
 import { type ShadowOption, type ShadowPolicies, shadowPolicies } from './shadow.js';
 import type {
   LimitStore,
@@ -274,8 +275,7 @@ class LimitEngine implements Limiter {
   readonly #onOutage: OutageHandler | undefined;
   readonly #reused: ReusablePlan | undefined;
   readonly #shadow: ShadowPolicies | undefined;
-  readonly #overrides: OverrideSource | undefined;
-  readonly #overrideGroups: OverrideGroups | undefined;
+  readonly #overrides: OverrideGroups | undefined;
   /** The decision of an outcome: with the refusal it escaped, for a limiter with shadow mode. */
   readonly #toDecision: typeof toDecision;
 
@@ -284,7 +284,7 @@ class LimitEngine implements Limiter {
     select: Selector,
     onOutage: OutageHandler | undefined,
     shadow: ShadowPolicies | undefined,
-    overrideGroups: OverrideGroups | undefined,
+    overrides: OverrideGroups | undefined,
   ) {
     this.store = config.store;
     this.outage = onOutage?.mode ?? 'reject';
@@ -293,8 +293,7 @@ class LimitEngine implements Limiter {
     this.#select = select;
     this.#onOutage = onOutage;
     this.#shadow = shadow;
-    this.#overrides = config.overrides;
-    this.#overrideGroups = overrideGroups;
+    this.#overrides = overrides;
     this.#toDecision = shadow === undefined ? toDecision : toShadowDecision;
     // The memory store reads a plan only while it decides: a plan of one scope is then written
     // into one object made here. Any other store may keep it past apply() and gets a new one.
@@ -358,10 +357,8 @@ class LimitEngine implements Limiter {
     // it), and before an override's expiry is read against it.
     const now = this.#now();
     let group = this.#select(clientId, accountCode, accountType, method, path);
-    if (this.#overrides !== undefined) {
-      const entry = this.#overrides.lookup(clientId, accountCode, now);
-      if (entry !== undefined) group = this.#overrideGroups!.groupOf(group, entry);
-    }
+    const overrides = this.#overrides;
+    if (overrides !== undefined) group = overrides.groupFor(group, clientId, accountCode, now);
     // A malformed path matches no rule: it is still counted by the global limits and the throttle.
     const effect = group.rules.effectOf?.(method, path);
     const plan =
@@ -425,11 +422,8 @@ class LimitEngine implements Limiter {
       );
       return { scopes, statuses, shadow };
     }
-    const { list, state } = group;
     const scopes: PlanScope[] = [
-      state === undefined
-        ? { clientId, accountCode, resource: '', policies: list, active }
-        : { clientId, accountCode, resource: '', policies: list, active, state },
+      { clientId, accountCode, resource: '', policies: group.list, active, state: group.state },
     ];
     for (const { key, policies, positions } of resources) {
       scopes.push({ clientId, accountCode, resource: key, policies, active: positions });
@@ -484,54 +478,6 @@ function activeOf(group: PolicyGroup, effect: RuleEffect | undefined): readonly 
   return effect === undefined || effect.active.length === group.active.length
     ? group.active
     : effect.active;
-}
-
-/** A plan of one scope, made once and written afresh by each check. */
-class ReusablePlan {
-  // `state` as an own field, undefined but for an override: the store reads it on every plan.
-  readonly #global = {
-    clientId: '',
-    accountCode: '',
-    resource: '',
-    policies: [],
-    active: [],
-    state: undefined,
-  } as { -readonly [K in keyof PlanScope]: PlanScope[K] };
-  // Cost and peek as own fields: the store reads them on every plan, and an own field is read
-  // faster than an absent one.
-  readonly #plan: { -readonly [K in keyof Plan]: Plan[K] } = {
-    scopes: [this.#global],
-    statuses: true,
-    cost: 1,
-    peek: false,
-  };
-
-  write(
-    clientId: string,
-    accountCode: string,
-    group: PolicyGroup,
-    active: readonly number[],
-    statuses: boolean,
-  ): Plan {
-    const global = this.#global;
-    global.clientId = clientId;
-    global.accountCode = accountCode;
-    global.policies = group.list;
-    global.state = group.state;
-    global.active = active;
-    this.#plan.statuses = statuses;
-    return this.#plan;
-  }
-}
-
-// The memory store itself, not a subclass (which may keep the plan). A Proxy whose
-// getPrototypeOf trap throws is some other store.
-function isPlainMemoryStore(store: LimitStore): boolean {
-  try {
-    return Object.getPrototypeOf(store) === MemoryStore.prototype;
-  } catch {
-    return false;
-  }
 }
 
 // Read without an object of their own: the middleware passes them per request.

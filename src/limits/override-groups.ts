@@ -26,6 +26,15 @@ export class OverrideGroups {
   }
 
   /**
+   * The group a request of `group` decides with: its client's and account's override's, as the
+   * source holds it at `now`, or `group` itself when there is none.
+   */
+  groupFor(group: PolicyGroup, clientId: string, accountCode: string, now: number): PolicyGroup {
+    const entry = this.#source.lookup(clientId, accountCode, now);
+    return entry === undefined ? group : this.groupOf(group, entry);
+  }
+
+  /**
    * The group a request of `group` decides with under `entry`: the default limits multiplied (they
    * count in the default group's state), or the named preset's (in the default's state when its
    * policies line up with the default's, else in their own). A preset the source no longer has

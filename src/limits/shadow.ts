@@ -61,9 +61,7 @@ export class ShadowPolicies {
     let mask = this.maskOf(state ?? list);
     let shadow = mask !== undefined;
     const scopes: PlanScope[] = [
-      state === undefined
-        ? { clientId, accountCode, resource: '', policies: list, active, shadow: mask }
-        : { clientId, accountCode, resource: '', policies: list, active, shadow: mask, state },
+      { clientId, accountCode, resource: '', policies: list, active, shadow: mask, state },
     ];
     for (const { key, policies, positions } of resources) {
       mask = this.maskOf(policies);
