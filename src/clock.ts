@@ -1,12 +1,15 @@
 /** Time as the library sees it: an injected {@link Clock}, so tests never sleep. @module */
 import { ConfigurationError } from './errors/index.js';
-import { checkValue, finiteNumber, worded } from './internal/options.js';
+import { checkValue, finiteNumber, withMethods, worded } from './internal/options.js';
 
 /** A source of the current time in milliseconds since the Unix epoch. */
 export interface Clock {
   /** Milliseconds since the Unix epoch, 0 to 8.64e15; the limiter refuses any other reading. */
   now(): number;
 }
+
+/** The `clock` option wherever one is taken: an object with `now()`. @internal */
+export const aClock = withMethods<Clock>(['now'], 'a Clock');
 
 /** The wall clock (`Date.now()`); the default at the edges of the library. */
 export const systemClock: Clock = Object.freeze({ now: () => Date.now() });

@@ -1,5 +1,5 @@
 /** A `fetch` that retries a 429 after its `Retry-After` (see docs/client.md). @module */
-import { type Clock, systemClock } from '../clock.js';
+import { aClock, type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import { parseRetryAfter } from '../http/retry-after.js';
 import { describe } from '../internal/describe.js';
@@ -50,7 +50,7 @@ const globalFetch: FetchFunction = (input, init) => globalThis.fetch(input, init
 
 const FETCH_RULES = {
   fetch: aFunction<FetchFunction>('sends a request as fetch does'),
-  clock: withMethods<Clock>(['now'], 'a Clock'),
+  clock: aClock,
   sleep: aFunction<Sleep>('waits (ms, signal)'),
   maxRetries: wholeNumber(0),
   maxTotalWaitMs: wholeNumber(0),

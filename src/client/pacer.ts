@@ -1,5 +1,5 @@
 /** Pacing of the integrator's client under the server's preset (docs/client.md). @module */
-import { type Clock, systemClock } from '../clock.js';
+import { aClock, type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import {
   aFunction,
@@ -7,7 +7,6 @@ import {
   invalidValue,
   readOptions,
   wholeNumber,
-  withMethods,
 } from '../internal/options.js';
 import { abortableSleep, type Sleep, timerSleep } from '../internal/timers.js';
 import type { LimitRule } from '../limits/limit-rule.js';
@@ -64,7 +63,7 @@ interface Waiter {
 
 const PACER_RULES = {
   preset: anything('a LimitPreset such as presets.live'),
-  clock: withMethods<Clock>(['now'], 'a Clock'),
+  clock: aClock,
   sleep: aFunction<Sleep>('waits (ms, signal)'),
   safetyMarginMs: wholeNumber(0),
 };

@@ -2,7 +2,7 @@
  * The options of `createLimiter`, read once through the one options reader.
  * @module
  */
-import { type Clock, systemClock } from '../clock.js';
+import { aClock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import {
   aFunction,
@@ -52,7 +52,7 @@ const LIMITER_RULES = {
   policies: anything('a list of policies or a function that picks one'),
   defaultAccountType: anything('an account type'),
   store: aStore,
-  clock: withMethods<Clock>(['now'], 'a Clock'),
+  clock: aClock,
   maxIdLength: wholeNumber(),
   outage: oneOf('reject', 'open', 'closed', 'fallback'),
   fallbackStore: aFallbackStore,

@@ -4,10 +4,10 @@
  * on every decision (docs/limits.md, "Overrides").
  * @module
  */
-import { type Clock, isClockTime, MAX_CLOCK_MS, systemClock } from '../clock.js';
+import { aClock, type Clock, isClockTime, MAX_CLOCK_MS, systemClock } from '../clock.js';
 import { ConfigurationError, InvalidRequestError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
-import { INVALID, readOptions, withMethods } from '../internal/options.js';
+import { INVALID, readOptions } from '../internal/options.js';
 import { checkedPreset } from './policy-selector.js';
 import type { LimitPreset } from './presets.js';
 
@@ -310,16 +310,18 @@ export interface MemoryOverridesOptions {
 export function presetMap(value: unknown, owner: string): Map<string, LimitPreset> {
   const presets = new Map<string, LimitPreset>();
   if (value === undefined) return presets;
-  let entries: Array<[string, unknown]>;
-  try {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw undefined;
-    entries = Object.entries(value);
-  } catch (cause) {
-    throw new ConfigurationError(
+  const notPresets = (cause?: unknown) =>
+    new ConfigurationError(
       'invalid_option',
       `${owner} presets must be an object of presets by name, such as { ...presets.byAccountType }, got ${describe(value)}.`,
       cause === undefined ? undefined : { cause },
     );
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw notPresets();
+  let entries: Array<[string, unknown]>;
+  try {
+    entries = Object.entries(value);
+  } catch (cause) {
+    throw notPresets(cause);
   }
   for (const [name, preset] of entries) {
     const { label, policies, rules } = checkedPreset(preset, `${owner} presets.${name}`);
@@ -327,9 +329,6 @@ export function presetMap(value: unknown, owner: string): Map<string, LimitPrese
   }
   return presets;
 }
-
-/** The clock rule of the sources' options. @internal */
-export const aSourceClock = withMethods<Clock>(['now'], 'a Clock');
 
 /**
  * Overrides held in this process: set and removed at once, seen by every limiter given this
@@ -359,7 +358,7 @@ export class MemoryOverrides implements OverrideSource {
       'MemoryOverrides',
       {
         presets: { expected: 'an object of presets by name', read: (v: unknown) => v },
-        clock: aSourceClock,
+        clock: aClock,
       },
       { defaults: { clock: systemClock } },
     );

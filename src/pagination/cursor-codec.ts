@@ -4,7 +4,7 @@
  * @module
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { type Clock, systemClock } from '../clock.js';
+import { aClock, type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import {
   INVALID,
@@ -13,7 +13,6 @@ import {
   readOptions,
   requiredValue,
   wholeNumber,
-  withMethods,
   worded,
 } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
@@ -129,7 +128,7 @@ const CODEC_RULES = {
     read: (value: unknown) =>
       typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : INVALID,
   },
-  clock: withMethods<Clock>(['now'], 'a Clock'),
+  clock: aClock,
   bindingExclude: listOf<string>({
     expected: 'a parameter name',
     read: (value) => (typeof value === 'string' ? value : INVALID),

@@ -1,7 +1,6 @@
 /** The durable delivery queue on Redis, built on BullMQ (see docs/delivery.md). @module */
 import type * as BullMQ from 'bullmq';
-import type { Clock } from '../clock.js';
-import { systemClock } from '../clock.js';
+import { aClock, type Clock, systemClock } from '../clock.js';
 import { DeliveryQueueError } from '../errors/delivery-queue-error.js';
 import { LONE_SURROGATE } from '../internal/lone-surrogate.js';
 import {
@@ -249,7 +248,7 @@ const QUEUE_RULES = {
         ? (value as number)
         : INVALID,
   },
-  clock: withMethods<Clock>(['now'], 'a Clock'),
+  clock: aClock,
   workerOptions: anything('worker options') as Rule<unknown>,
   keep: wholeNumber(0),
 };

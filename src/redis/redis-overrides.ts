@@ -5,7 +5,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { type Clock, systemClock } from '../clock.js';
+import { aClock, type Clock, systemClock } from '../clock.js';
 import {
   RedisOverridesError,
   type RedisOverridesErrorCode,
@@ -20,7 +20,6 @@ import {
 } from '../internal/options.js';
 import { MAX_TIMER_MS } from '../internal/timers.js';
 import {
-  aSourceClock,
   type LimitOverride,
   type OverrideEntry,
   type OverrideSource,
@@ -93,7 +92,7 @@ const RULES = {
   client: aScriptClient,
   prefix: keyPrefix,
   presets: anything('an object of presets by name'),
-  clock: aSourceClock,
+  clock: aClock,
   refreshMs: wholeNumber(10, 1_000),
   timeoutMs: wholeNumber(1, MAX_TIMER_MS),
   onError: aFunction<(error: RedisOverridesError) => void>('takes a RedisOverridesError'),

@@ -1,7 +1,6 @@
 /** The create-subscription operation: 201 with the subscription, or every error. @module */
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../clock.js';
-import { systemClock } from '../clock.js';
+import { aClock, type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import type { ProblemDetails, ResponseParts } from '../http/problem-details.js';
 import { problemDetails, problemResponse } from '../http/problem-details.js';
@@ -68,7 +67,7 @@ export type CreateSubscriptionOutcome =
 
 const CREATE_RULES = {
   ...SUBSCRIPTION_RULES,
-  clock: withMethods<Clock>(['now'], 'a Clock'),
+  clock: aClock,
   generateId: aFunction<() => string>('returns a new id'),
   index: withMethods<Pick<SubscriptionIndex, 'add'>>(['add'], 'a SubscriptionIndex'),
   errorStatus: worded(wholeNumber(400, 499), 'a 4xx status from 400 to 499'),

@@ -1,7 +1,6 @@
 /** Delivery of a signed message to one subscription (see docs/delivery.md). @module */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
-import type { Clock } from '../clock.js';
-import { systemClock } from '../clock.js';
+import { aClock, type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import { isArray } from '../internal/describe.js';
 import {
@@ -12,7 +11,6 @@ import {
   readOptions,
   requiredValue,
   wholeNumber,
-  withMethods,
 } from '../internal/options.js';
 import { MAX_TIMER_MS } from '../internal/timers.js';
 import { WebhookDeliverer } from './deliverer.js';
@@ -226,7 +224,7 @@ const DELIVERY_RULES = {
   // Timers fire at once beyond 2^31 - 1 ms: a longer timeout would time every attempt out.
   timeoutMs: wholeNumber(1, MAX_TIMER_MS),
   schedule: anything('a RetrySchedule from retrySchedule()') as Rule<RetrySchedule>,
-  clock: withMethods<Clock>(['now'], 'a Clock'),
+  clock: aClock,
   random: aFunction<() => number>('draws a number in [0, 1)'),
   onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),
   onGone: aFunction<NonNullable<DeliveryOptions['onGone']>>('takes a subscription id'),

@@ -1,7 +1,6 @@
 /** The in-memory delivery queue: bounded, and lost at a restart. @module */
 
-import type { Clock } from '../clock.js';
-import { systemClock } from '../clock.js';
+import { aClock, type Clock, systemClock } from '../clock.js';
 import { DeliveryQueueError } from '../errors/delivery-queue-error.js';
 import {
   aFunction,
@@ -37,7 +36,7 @@ const QUEUE_RULES = {
   capacity: wholeNumber(),
   concurrency: wholeNumber(),
   sleep: aFunction<Sleep>('waits (ms, signal)'),
-  clock: withMethods<Clock>(['now'], 'a Clock'),
+  clock: aClock,
 };
 
 /**

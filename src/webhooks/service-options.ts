@@ -1,7 +1,6 @@
 /** The options of the webhook service, read once by the one options reader. @module */
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Clock } from '../clock.js';
-import { systemClock } from '../clock.js';
+import { aClock, type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import { GATE_RULES } from '../http/gate-options.js';
 import type { CheckingLimiter, Identity, RateLimitOptions } from '../http/rate-limit-gate.js';
@@ -211,7 +210,7 @@ const SERVICE_RULES = {
   delivery: DELIVERY,
   catalog: SUBSCRIPTION_RULES.catalog,
   endpointUrl: SUBSCRIPTION_RULES.endpointUrl,
-  clock: withMethods<Clock>(['now'], 'a Clock'),
+  clock: aClock,
   generateId: aFunction<() => string>('returns a new id'),
   maxSubscriptionsPerAccount: wholeNumber(),
   maxBodyBytes: wholeNumber(1, 2 ** 30),

@@ -1,7 +1,6 @@
 /** Verification for receivers of Standard Webhooks deliveries. @module */
 import { timingSafeEqual } from 'node:crypto';
-import type { Clock } from '../clock.js';
-import { systemClock } from '../clock.js';
+import { aClock, type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
 import { describe, isArray } from '../internal/describe.js';
 import {
@@ -11,7 +10,6 @@ import {
   listOf,
   type Rule,
   readOptions,
-  withMethods,
   worded,
 } from '../internal/options.js';
 import { isInstance, readSafely } from '../internal/read-once.js';
@@ -95,7 +93,7 @@ const SECRET_LIST = listOf(worded(anything(), 'a whsec_ secret', 'invalid_webhoo
 
 const VERIFY_RULES = {
   secrets: SECRETS,
-  clock: withMethods<Clock>(['now'], 'a Clock'),
+  clock: aClock,
   toleranceSeconds: worded(finiteNumber(0), 'a number of seconds >= 0'),
 };
 const MISSING_HEADERS =
