@@ -1,7 +1,7 @@
 /**
  * Four Node processes hammer the same client and account through one Redis: together they admit
  * at most the limit in every window (checked from the admitted timestamps, the server's time) and
- * at least 98% of what the exact oracle admits for the same arrivals (DESIGN.md invariants 1, 2).
+ * at least 98% of what the exact oracle admits for the same arrivals (invariants 1 and 2 of docs/invariants.md).
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md invariant 5 against a model: the Redis store and the memory store, each behind a
+ * Invariant 5 (docs/invariants.md) against a model: the Redis store and the memory store, each behind a
  * limiter on one fake clock, give identical decisions for a sequence of checks of both account
  * types, leases given back in any order, and a clock that stands still, jumps and goes back.
  */

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md invariant 5 under overridden limits (PlanScope.state): plans that decide with a
+ * Invariant 5 (docs/invariants.md) under overridden limits (PlanScope.state): plans that decide with a
  * client's limits raised or lowered, counting in the default list's state, decide the same on the
  * Redis store and the memory store, refusals, Retry-After, blocks, costs, peeks, releases and
  * resets included, one by one and in batches.

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md invariant 5 for peek, reset and cost: random sequences with checks of any cost, peeks
+ * Invariant 5 (docs/invariants.md) for peek, reset and cost: random sequences with checks of any cost, peeks
  * and resets interleaved decide the same on the Redis store and the memory store, through the
  * limiter with the presets, and on multi-scope plans sent one by one and in batches.
  */

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md invariant 5: the Redis store and the memory store give identical decisions for the same
+ * Invariant 5 (docs/invariants.md): the Redis store and the memory store give identical decisions for the same
  * arrival sequence on a fake clock, with both Redis clients, against a real redis-server.
  */
 import fc from 'fast-check';

@@ -2,12 +2,12 @@
  * The exact reference for the limit engine, written for obviousness rather than speed: every
  * admission time is kept for ever, windows are counted by filtering, the rate policy is a token
  * bucket with continuous refill (an independent formulation of GCRA), and the decision rules of
- * DESIGN.md (all or nothing, truthful Retry-After, a block that stays at the instant it announced)
+ * docs/limits.md (all or nothing, truthful Retry-After, a block that stays at the instant it announced)
  * are spelled out once more. (test/support/spec-oracle.ts is the specification's oracle, apart from
  * src/ altogether.)
  */
 /**
- * A policy as the oracle reads it: the fields DESIGN.md gives each kind, declared here so that the
+ * A policy as the oracle reads it: the fields docs/limits.md gives each kind, declared here so that the
  * oracle shares no code with the library (its policies fit this shape).
  */
 export type Policy =

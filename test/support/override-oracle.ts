@@ -1,6 +1,6 @@
 /**
  * A reference for one scope whose limits may be overridden from decision to decision, written
- * from the contract of PlanScope.state (src/limits/store.ts) and DESIGN.md's decision rules, for
+ * from the contract of PlanScope.state (src/limits/store.ts) and the decision rules of docs/limits.md, for
  * obviousness rather than speed and sharing no code with the stores: state is kept per position of
  * the list, whichever list decides; windows keep every admission time and count those inside;
  * the rate is GCRA on a theoretical arrival time carried over to each new emission interval;

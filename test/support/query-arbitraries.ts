@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 
-/** The strings DESIGN.md lists as refused, plus Unicode digits that a lax parser might accept. */
+/** The strings docs/pagination.md lists as refused, plus Unicode digits that a lax parser might accept. */
 export const knownBadNumbers = [
   '',
   '1e3',
@@ -90,7 +90,7 @@ export const rawQueryString: fc.Arbitrary<string> = fc.oneof(
   fc.string({ unit: 'binary' }),
 );
 
-/** What a strict numeric parameter gives for one value, by DESIGN.md's rules. */
+/** What a strict numeric parameter gives for one value, by the rules of docs/pagination.md. */
 export type Expected = { ok: true; value: number } | { ok: false; code: string };
 
 /**

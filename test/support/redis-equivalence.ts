@@ -1,5 +1,5 @@
 /**
- * What the files comparing the Redis store with the memory store (DESIGN.md invariant 5) share:
+ * What the files comparing the Redis store with the memory store (invariant 5 of docs/invariants.md) share:
  * the store variants, both clients on a database of the shared redis-server, fresh stores, and
  * the routes and client-account pairs the properties draw from.
  */

@@ -4,7 +4,7 @@
  * src/, and reads routes with its own patterns. Times are whole milliseconds and every sum is of
  * whole numbers, so each comparison is exact. Numbers the specification does not give (the
  * throttle's size, its lease lifetime, the average rate as a token bucket) are the documented
- * defaults of DESIGN.md and docs/limits.md.
+ * defaults of docs/limits.md.
  */
 
 /** At most `limit` admissions in any half-open interval `[s, s + windowMs)`. */
