@@ -16,7 +16,7 @@ import {
   optionsRequest,
   requestOrigin,
 } from './fetch-request.js';
-import { isResponse, writeFetchResponse } from './fetch-response.js';
+import { isResponse, type ResponseLike, writeFetchResponse } from './fetch-response.js';
 import { clientGone } from './node-response.js';
 
 /** A web-standard fetch handler, such as Hono's `app.fetch`. */
@@ -123,8 +123,10 @@ const targetRule: Rule<FetchHandler> = {
  * (`req.originalUrl`, which Express keeps whole under a mount path, else `req.url`) on the
  * origin, every header, the body streamed as it arrives, and a signal that aborts when the client
  * goes away. The `Response` is written with every header (each `set-cookie`) and its body
- * streamed with backpressure; a HEAD, 204 or 304 gets no body. A handler that throws, rejects or
- * answers no `Response` gets a 500 problem and is reported; the returned promise never rejects.
+ * streamed with backpressure; a HEAD, 204 or 304 gets no body. A method no `Request` can carry
+ * (TRACE) is asked as `OPTIONS`, and answered 405 with the `Allow` the handler names (see
+ * docs/mounting.md). A handler that throws, rejects or answers no `Response` gets a 500 problem
+ * and is reported; the returned promise never rejects.
  * @param target - the fetch handler (a bound function, such as Hono's `app.fetch`), or an object
  *   whose `fetch` method is one, called on its object (the webhook service)
  * @param options - `origin`, `onError`
@@ -216,10 +218,10 @@ class FetchBridge {
       response.body?.cancel().catch(() => undefined);
       return;
     }
-    if (uncarried !== undefined) response = notAllowed(response, uncarried);
+    const answer = uncarried === undefined ? response : notAllowed(response, uncarried);
     closeUnlessDrainable(req, res);
     try {
-      await writeFetchResponse(response, req, res);
+      await writeFetchResponse(answer, req, res);
     } catch (error) {
       this.#failed(error, req, res, 'response');
     }
@@ -265,7 +267,7 @@ function closeUnlessDrainable(req: IncomingMessage, res: ServerResponse): void {
  * same resource: 405 with the `Allow` it names; its own answer when that is an error without one
  * (404 for no such resource, 401, 429); else 501, since nothing says what the resource allows.
  */
-function notAllowed(answer: Response, method: string): Response {
+function notAllowed(answer: ResponseLike, method: string): ResponseLike {
   const allow = answer.headers.get('allow');
   if (allow === null && answer.status >= 400) return answer;
   answer.body?.cancel().catch(() => undefined);
