@@ -6,7 +6,7 @@
 import ipaddr from 'ipaddr.js';
 import { checkValue, wholeNumber } from '../internal/options.js';
 
-/** The IPv6 prefix length anonymous requests are keyed by unless told: a site's usual delegation. */
+/** The IPv6 prefix length anonymous requests are keyed by unless told: a site's delegation. */
 export const DEFAULT_IPV6_SUBNET = 56;
 
 /** The key of an address that cannot be read: every such request shares it. */
@@ -33,9 +33,10 @@ const MAX_ADDRESS_LENGTH = 100;
  * (`203.0.113.9`); an IPv4-mapped IPv6 address, in either spelling (`::ffff:203.0.113.9`,
  * `::ffff:cb00:7109`), as its IPv4 address; any other IPv6 address as its network of
  * `ipv6Subnet` bits (`2001:db8:0:100::/56`), whatever its spelling or zone. Anything else (no
- * address, an empty string, a host name, an IPv4 address spelled other than as four decimal
- * numbers, alone or as an IPv6 address's tail, an address with a port) never throws: it is the key `unknown`, which all such
- * requests share. Pure and cheap: call it from your own `anonymous.key` to count by network too.
+ * address, an empty string, a host name, an address with a port, an IPv4 address spelled other
+ * than as four decimal numbers, alone or as an IPv6 address's tail) never throws: it is the key
+ * `unknown`, which all such requests share. Pure and cheap: call it from your own
+ * `anonymous.key` to count by network too.
  * @param address - the address as the framework reports it (`req.ip`, `socket.remoteAddress`)
  * @param options - `ipv6Subnet`
  * @returns the key, at most 43 characters
