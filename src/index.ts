@@ -33,6 +33,9 @@ export {
 } from './errors/index.js';
 export type { SecretCipherErrorCode } from './errors/secret-cipher-error.js';
 export { SecretCipherError, secretCipherErrorCodes } from './errors/secret-cipher-error.js';
+export type { AnonymousNetworkKeyOptions } from './http/anonymous-key.js';
+// The key anonymous requests are counted by; networkKey and the rule stay internal.
+export { anonymousNetworkKey } from './http/anonymous-key.js';
 export { formatHttpDate } from './http/http-date.js';
 export type { ProblemDetails, ProblemInit, ResponseParts } from './http/problem-details.js';
 // HTTP

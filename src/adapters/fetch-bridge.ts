@@ -10,11 +10,13 @@ import { describe } from '../internal/describe.js';
 import { aFunction, checkValue, INVALID, type Rule, readOptions } from '../internal/options.js';
 import {
   type BridgedRequest,
+  carriesMethod,
   fetchRequest,
   type MadeRequest,
+  optionsRequest,
   requestOrigin,
 } from './fetch-request.js';
-import { isResponse, writeFetchResponse } from './fetch-response.js';
+import { isResponse, type ResponseLike, writeFetchResponse } from './fetch-response.js';
 import { clientGone } from './node-response.js';
 
 /** A web-standard fetch handler, such as Hono's `app.fetch`. */
@@ -121,8 +123,10 @@ const targetRule: Rule<FetchHandler> = {
  * (`req.originalUrl`, which Express keeps whole under a mount path, else `req.url`) on the
  * origin, every header, the body streamed as it arrives, and a signal that aborts when the client
  * goes away. The `Response` is written with every header (each `set-cookie`) and its body
- * streamed with backpressure; a HEAD, 204 or 304 gets no body. A handler that throws, rejects or
- * answers no `Response` gets a 500 problem and is reported; the returned promise never rejects.
+ * streamed with backpressure; a HEAD, 204 or 304 gets no body. A method no `Request` can carry
+ * (TRACE) is asked as `OPTIONS`, and answered 405 with the `Allow` the handler names (see
+ * docs/mounting.md). A handler that throws, rejects or answers no `Response` gets a 500 problem
+ * and is reported; the returned promise never rejects.
  * @param target - the fetch handler (a bound function, such as Hono's `app.fetch`), or an object
  *   whose `fetch` method is one, called on its object (the webhook service)
  * @param options - `origin`, `onError`
@@ -169,21 +173,33 @@ class FetchBridge {
       if (!res.writableFinished) client.abort();
     });
     if (clientGone(req, res)) client.abort();
+    const method = req.method ?? 'GET';
+    // A method no `Request` can carry (TRACE): the handler is asked what the resource allows.
+    const carried = carriesMethod(method);
     let made: MadeRequest;
     try {
-      made = fetchRequest(req, requestOrigin(req, this.#origin), client.signal);
+      const origin = requestOrigin(req, this.#origin);
+      made = carried
+        ? fetchRequest(req, origin, client.signal)
+        : optionsRequest(req, origin, client.signal);
     } catch (error) {
       this.#failed(error, req, res, 'request');
       return;
     }
     try {
-      await this.#answer(made.request, req, res);
+      await this.#answer(made.request, req, res, carried ? undefined : method);
     } finally {
       made.release();
     }
   }
 
-  async #answer(request: Request, req: BridgedRequest, res: ServerResponse): Promise<void> {
+  /** @param uncarried - the method asked with `OPTIONS` instead, if any */
+  async #answer(
+    request: Request,
+    req: BridgedRequest,
+    res: ServerResponse,
+    uncarried?: string,
+  ): Promise<void> {
     let response: unknown;
     try {
       response = await this.#handler(request);
@@ -202,9 +218,10 @@ class FetchBridge {
       response.body?.cancel().catch(() => undefined);
       return;
     }
+    const answer = uncarried === undefined ? response : notAllowed(response, uncarried);
     closeUnlessDrainable(req, res);
     try {
-      await writeFetchResponse(response, req, res);
+      await writeFetchResponse(answer, req, res);
     } catch (error) {
       this.#failed(error, req, res, 'response');
     }
@@ -243,6 +260,35 @@ function closeUnlessDrainable(req: IncomingMessage, res: ServerResponse): void {
   if (req.complete || res.headersSent) return;
   const length = Number(req.headers['content-length']);
   if (!(Number.isSafeInteger(length) && length <= DRAINABLE_BYTES)) res.shouldKeepAlive = false;
+}
+
+/**
+ * The answer to a method no `Request` can carry, from the handler's answer to `OPTIONS` on the
+ * same resource: 405 with the `Allow` it names; its own answer when that is an error without one
+ * (404 for no such resource, 401, 429); else 501, since nothing says what the resource allows.
+ */
+function notAllowed(answer: ResponseLike, method: string): ResponseLike {
+  const allow = answer.headers.get('allow');
+  if (allow === null && answer.status >= 400) return answer;
+  answer.body?.cancel().catch(() => undefined);
+  const shown = method.slice(0, 20);
+  const parts = problemResponse(
+    allow === null
+      ? problemDetails({
+          code: 'method_not_implemented',
+          title: 'Method not implemented',
+          status: 501,
+          detail: `This service does not serve ${shown} requests.`,
+        })
+      : problemDetails({
+          code: 'method_not_allowed',
+          title: 'Method not allowed',
+          status: 405,
+          detail: `This resource answers ${allow}, not ${shown}.`,
+        }),
+  );
+  const headers = allow === null ? parts.headers : { ...parts.headers, allow };
+  return new Response(parts.body, { status: parts.status, headers });
 }
 
 function answerFailure(res: ServerResponse): void {

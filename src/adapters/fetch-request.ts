@@ -260,3 +260,43 @@ export function fetchRequest(
 }
 
 function noop(): void {}
+
+// An HTTP token (RFC 9110, 5.6.2) other than the methods fetch forbids: what a `Request` can carry.
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const FORBIDDEN = /^(?:CONNECT|TRACE|TRACK)$/i;
+
+/**
+ * Whether a `Request` can carry the method: fetch refuses `TRACE`, `TRACK` and `CONNECT`, and
+ * anything that is no token (a framework's rewrite of `req.method`).
+ * @param method - node's request method
+ */
+export function carriesMethod(method: string): boolean {
+  return TOKEN.test(method) && !FORBIDDEN.test(method);
+}
+
+/**
+ * The `Request` that asks the handler what a resource allows, for a method a `Request` cannot
+ * carry: the same URL and headers as `OPTIONS`, without a body (the request's is left to drain).
+ * @param req - node's request
+ * @param origin - the URL's origin
+ * @param signal - aborts when the client goes away
+ */
+export function optionsRequest(
+  req: BridgedRequest,
+  origin: string,
+  signal: AbortSignal,
+): MadeRequest {
+  const headers = requestHeaders(req);
+  headers.delete('content-length');
+  headers.delete('transfer-encoding');
+  const request = new Request(`${origin}${requestTarget(req)}`, {
+    method: 'OPTIONS',
+    headers,
+    signal,
+  });
+  return { request, release: () => drain(req) };
+}
+
+function drain(req: IncomingMessage): void {
+  if (!req.readableEnded) req.resume();
+}

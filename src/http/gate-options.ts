@@ -14,6 +14,7 @@ import {
   withMethods,
 } from '../internal/options.js';
 import type { CheckOptions, Decision, LimitRequest } from '../limits/limiter.js';
+import { DEFAULT_IPV6_SUBNET, IPV6_SUBNET_RULE, networkKey } from './anonymous-key.js';
 import type { RateLimitResponseOptions } from './rate-limit-response.js';
 import {
   DEFAULT_TRACKING_ID_HEADER,
@@ -50,11 +51,20 @@ export interface AnonymousOptions<R, T extends string = string> {
   accountType?: T;
   /**
    * The key anonymous requests are counted by, at most 249 characters; `undefined` shares the key
-   * `unknown`.
-   * @defaultValue the remote address the adapter reads (`req.ip` on Express and Fastify, following
-   *   `trust proxy`; the socket's on node:http, Koa and Hono with @hono/node-server)
+   * `unknown`. Taken as given: to count by network as the default does, return
+   * `anonymousNetworkKey(address, { ipv6Subnet })`.
+   * @defaultValue the network of the remote address the adapter reads (`req.ip` on Express and
+   *   Fastify, following `trust proxy`; the socket's on node:http, Koa and Hono with
+   *   @hono/node-server), by `anonymousNetworkKey`
    */
   key?: (request: R) => string | null | undefined;
+  /**
+   * The IPv6 prefix length, from 1 to 128, by which the default key counts an IPv6 client: every
+   * address of one such network shares a counter (an IPv4 address, mapped or not, is counted
+   * alone). Refused beside `key`, which is taken as given.
+   * @defaultValue 56
+   */
+  ipv6Subnet?: number;
 }
 
 /** The client id under which anonymous requests are counted (see {@link AnonymousOptions}). */
@@ -166,8 +176,9 @@ const anonymousFields = optionsOf(
       read: (value) => (typeof value === 'string' ? value : INVALID),
     } satisfies Rule<string>,
     key: aFunction<(request: unknown) => unknown>('maps a request to its key'),
+    ipv6Subnet: IPV6_SUBNET_RULE,
   },
-  '{ accountType?, key? }',
+  '{ accountType?, key?, ipv6Subnet? }',
 );
 
 const anonymousRule: Rule<(typeof anonymousFields extends Rule<infer A> ? A : never) | 'refuse'> = {
@@ -231,7 +242,7 @@ export function readGateOptions<R>(
     skip: read.skip as ((request: R) => unknown) | undefined,
     onError: read.onError,
     onIdentifyError: read.onIdentifyError,
-    anonymousKey: refused ? undefined : (anonymous?.key ?? remoteAddress ?? noAddress),
+    anonymousKey: refused ? undefined : anonymousKey(anonymous, remoteAddress),
     anonymousType: refused ? undefined : anonymous?.accountType,
     failure,
     failureRetryAfterSeconds: read.failureRetryAfterSeconds,
@@ -244,6 +255,29 @@ export function readGateOptions<R>(
 }
 
 const noAddress = (): undefined => undefined;
+
+/** The key of anonymous requests: the integrator's as given, else the remote address's network. */
+function anonymousKey<R>(
+  anonymous:
+    | { key?: ((request: unknown) => unknown) | undefined; ipv6Subnet?: number | undefined }
+    | undefined,
+  remoteAddress: ((request: R) => string | null | undefined) | undefined,
+): (request: R) => unknown {
+  const key = anonymous?.key;
+  const subnet = anonymous?.ipv6Subnet;
+  if (key !== undefined) {
+    if (subnet !== undefined) {
+      throw new ConfigurationError(
+        'invalid_option',
+        `anonymous.ipv6Subnet (${subnet}) applies to the default key, and anonymous.key is given: return anonymousNetworkKey(address, { ipv6Subnet: ${subnet} }) from anonymous.key, or leave one of them out.`,
+      );
+    }
+    return key;
+  }
+  if (remoteAddress === undefined) return noAddress;
+  const bits = subnet ?? DEFAULT_IPV6_SUBNET;
+  return (request) => networkKey(remoteAddress(request), bits);
+}
 
 /** The failure mode, refused beside a limiter that decides store outages itself. */
 function oneSourceOfFailure(

@@ -45,7 +45,8 @@ export interface RateLimitGate<R> {
 /**
  * Make the gate every adapter runs; use it to write an adapter for another framework.
  * @param options - the middleware's options
- * @param remoteAddress - reads a request's address, the default key of anonymous requests
+ * @param remoteAddress - reads a request's address, whose network (`anonymousNetworkKey`)
+ *   is the default key of anonymous requests
  * @throws ConfigurationError `invalid_option` or `invalid_header_name` for bad options
  */
 export function createRateLimitGate<R, T extends string = string>(

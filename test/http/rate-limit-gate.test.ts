@@ -900,6 +900,45 @@ describe('rate limit gate: requests identify cannot attribute, and outages decid
     expect([unknownA.holdsLease, unknownB.response?.status]).toEqual([true, 429]);
   });
 
+  it('keys the remote address by network, by anonymous.ipv6Subnet, and names a bad prefix length', () => {
+    const gate = (ipv6Subnet?: number) =>
+      createRateLimitGate<Req>(
+        {
+          limiter: throttled(),
+          identify: () => undefined,
+          ...(ipv6Subnet === undefined ? {} : { anonymous: { ipv6Subnet } }),
+        },
+        address,
+      );
+    const held = (g: ReturnType<typeof gate>, id: string) =>
+      (g.check({ client: 'x', id }, 'GET', '/', 'r') as GateVerdict).holdsLease;
+    // One /56 by default: the second /64 of it waits behind the first's lease.
+    const by56 = gate();
+    expect([held(by56, '2001:db8:0:100::1'), held(by56, '2001:db8:0:1ff::2')]).toEqual([
+      true,
+      false,
+    ]);
+    // The mapped spelling of an IPv4 address is that address.
+    expect([held(by56, '192.0.2.1'), held(by56, '::ffff:c000:201')]).toEqual([true, false]);
+    const by64 = gate(64);
+    expect([held(by64, '2001:db8:0:100::1'), held(by64, '2001:db8:0:1ff::2')]).toEqual([
+      true,
+      true,
+    ]);
+    expect(held(by64, '2001:db8:0:1ff::3')).toBe(false);
+    expect(thrown(() => gate(0))).toMatchObject({
+      message: 'anonymous.ipv6Subnet must be a whole number from 1 to 128, got 0.',
+    });
+    const both = thrown(() =>
+      createRateLimitGate<Req>({
+        limiter: throttled(),
+        identify: () => undefined,
+        anonymous: { key: () => 'k', ipv6Subnet: 64 },
+      }),
+    );
+    expect((both as Error).message).toContain('anonymousNetworkKey(address, { ipv6Subnet: 64 })');
+  });
+
   it('takes the anonymous account type and key from the options, and refuses with 401 when asked', async () => {
     const keyed = createRateLimitGate<Req>({
       limiter: throttled(),
@@ -1030,6 +1069,9 @@ describe('rate limit gate: requests identify cannot attribute, and outages decid
       { limiter: limiterOf(), identify, anonymous: 'allow' },
       { limiter: limiterOf(), identify, anonymous: { key: 'ip' } },
       { limiter: limiterOf(), identify, anonymous: { accountType: 3 } },
+      { limiter: limiterOf(), identify, anonymous: { ipv6Subnet: 0 } },
+      { limiter: limiterOf(), identify, anonymous: { ipv6Subnet: 129 } },
+      { limiter: limiterOf(), identify, anonymous: { key: () => 'k', ipv6Subnet: 64 } },
       { limiter: limiterOf(), identify, failureRetryAfterSeconds: 0 },
     ];
     for (const options of attempts) {
