@@ -7,6 +7,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type * as BullMQ from 'bullmq';
+import type { FetchHandler } from '../src/adapters/node.js';
 import {
   type CheckingLimiter,
   type Clock,
@@ -27,6 +28,7 @@ import {
   type WebhookServiceDisabled,
 } from '../src/index.js';
 import { createRedisDeliveryQueue } from '../src/queue-redis/index.js';
+import { ownPortApi, ownPortTransport } from './service-own-port.js';
 import { testEventIssues } from './test-events.js';
 
 /** How the webhook side runs. */
@@ -40,6 +42,12 @@ export interface DemoWebhooksOptions {
   clock: Clock;
   /** Non-public addresses that endpoints may use (the demo's own receiver on 127.0.0.1). */
   allow: readonly string[];
+  /** When given, `allow` holds on this port only: the demo's own, where its receivers are. */
+  ownPort?: (() => number) | undefined;
+  /** Signs the delivery log's cursors. @defaultValue a random key */
+  cursorKey?: string | undefined;
+  /** The accounts whose deliveries the receiver keeps (the demo clients'). */
+  accounts: readonly string[];
   /** BullMQ on this Redis connection instead of the memory queue. */
   redis?: { bullmq: typeof BullMQ; connection: BullMQ.ConnectionOptions } | undefined;
   /** Told of every delivery attempt, once the delivery log has it. */
@@ -61,19 +69,28 @@ export interface ReceivedDelivery {
 
 /** The webhook side: the service, and the demo's handlers that take the parsed request. */
 export interface DemoWebhooks {
-  /** The library's service: mounted for `/v1/subscriptions...` and `/v1/audit-logs`. */
+  /** The library's service. */
   readonly service: WebhookService;
+  /** What to mount for `/v1/subscriptions...` and `/v1/audit-logs`: the service, port-checked. */
+  readonly api: FetchHandler;
   /** POST /v1/test-events: check the body, publish the event, 202 with what was queued. */
   emit(body: unknown, accountCode: string): Promise<ResponseParts>;
   /** POST /demo/receiver: verify a delivery as a receiver would, and keep it for GET. */
   receive(raw: string, headers: IncomingHttpHeaders): Promise<ResponseParts>;
   /** POST /demo/receiver/gone: a receiver taken down, answering 410 Gone to every delivery. */
   gone(headers: IncomingHttpHeaders): ResponseParts;
-  /** GET /demo/receiver: what the receiver got, the newest 50. */
-  received(): ResponseParts;
+  /** GET /demo/receiver: what the receiver got for this account, the newest 50. */
+  received(accountCode: string): ResponseParts;
   /** Stop the service (listening, the queue); the repository is the caller's. */
   close(): Promise<void>;
 }
+
+/** The account a payload names (`accountId`), '' for none. */
+const accountOf = (body: unknown): string => {
+  const account =
+    typeof body === 'object' && body !== null ? (body as { accountId?: unknown }).accountId : '';
+  return typeof account === 'string' ? account : '';
+};
 
 const json = (status: number, body: unknown): ResponseParts => ({
   status,
@@ -86,7 +103,7 @@ const problem = (status: number, code: string, title: string, detail: string): R
 
 /** Make the webhook side. */
 export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
-  const { repository, clock, allow, redis, onDelivery, onDisabled, onWarning } = options;
+  const { repository, clock, allow, ownPort, redis, onDelivery, onDisabled, onWarning } = options;
   const service = createWebhookService({
     repository,
     identify: options.identify,
@@ -96,7 +113,8 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
     catalog: exampleEventCatalog,
     endpointUrl: { allowHttp: true, allow },
     delivery: {
-      transport: httpTransport({ allow }),
+      transport:
+        ownPort === undefined ? httpTransport({ allow }) : ownPortTransport(allow, ownPort),
       ...(onDelivery === undefined ? {} : { onAttempt: onDelivery }),
     },
     maxSubscriptionsPerAccount: options.maxSubscriptionsPerAccount,
@@ -105,7 +123,7 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
       console.log(`demo service: subscription ${event.subscription.id} disabled (${event.reason})`);
       onDisabled?.(event);
     },
-    ...(process.env.CURSOR_KEY === undefined ? {} : { cursorKey: process.env.CURSOR_KEY }),
+    ...(options.cursorKey === undefined ? {} : { cursorKey: options.cursorKey }),
     ...(onWarning === undefined ? {} : { onWarning }),
     ...(redis === undefined
       ? {}
@@ -114,7 +132,13 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
             createRedisDeliveryQueue({ ...redis, deliverer, name: 'demo-deliveries' }),
         }),
   });
-  const received: ReceivedDelivery[] = [];
+  const fetch = (request: Request) => service.fetch(request);
+  const api = ownPort === undefined ? fetch : ownPortApi(fetch, allow, ownPort);
+  // Each account's newest 50, read back with that account's key only; a payload that names no
+  // demo account is logged, not kept.
+  const received = new Map<string, ReceivedDelivery[]>(
+    options.accounts.map((account) => [account, []]),
+  );
 
   /** The secrets that sign for the subscriptions of the account a payload names. */
   const secretsOf = async (raw: string): Promise<string[]> => {
@@ -138,6 +162,7 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
 
   return {
     service,
+    api,
 
     async emit(body, accountCode) {
       const issues = testEventIssues(body);
@@ -188,8 +213,9 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
       } catch {
         // kept as text
       }
-      received.push({ id: String(headers['webhook-id']), verified: verdict.ok, body });
-      if (received.length > 50) received.shift();
+      const kept = received.get(accountOf(body));
+      kept?.push({ id: String(headers['webhook-id']), verified: verdict.ok, body });
+      if (kept !== undefined && kept.length > 50) kept.shift();
       console.log(
         `demo receiver: delivery ${String(headers['webhook-id'])} ${verdict.ok ? 'verified' : `refused (${verdict.code})`}`,
       );
@@ -208,7 +234,7 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
       );
     },
 
-    received: () => json(200, { items: received }),
+    received: (accountCode) => json(200, { items: received.get(accountCode) ?? [] }),
 
     close: () => service.close(),
   };

@@ -12,7 +12,7 @@
  * serves /metrics (Prometheus text); it is counted by no client's limits. REDIS_URL puts the limits, the overrides and the delivery queue on Redis. It
  * prints the curl lines to try; Ctrl+C stops it.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import * as bullmq from 'bullmq';
@@ -24,6 +24,7 @@ import {
   createLimiter,
   type DeliveryAttempt,
   type Identity,
+  isConfigurationError,
   MemoryOverrides,
   presets,
   problemDetails,
@@ -46,7 +47,9 @@ import {
   unrouted,
   write,
 } from './service-http.js';
-import { openDemoStorage, parseSecretKeys } from './service-storage.js';
+import { OWN_ADDRESSES } from './service-own-port.js';
+import { readDemoSettings, startFailure, unreachable } from './service-settings.js';
+import { openDemoStorage } from './service-storage.js';
 import { createDemoWebhooks, type DemoWebhooks } from './service-webhooks.js';
 
 export { curlLines };
@@ -69,6 +72,8 @@ export interface DemoService {
   readonly storage: string;
   /** How signing secrets are kept: `encrypted` with the keys given, else `plain`. */
   readonly secretsAtRest: 'encrypted' | 'plain';
+  /** The node:http server (its timeouts, for a reader). */
+  readonly server: Server;
   /** Stop serving, close every connection, the queue and the database. */
   close(): Promise<void>;
 }
@@ -79,6 +84,15 @@ const clientOfKey = (key: unknown): Identity<AccountType> | undefined =>
 
 const clientOf = (req: IncomingMessage) => clientOfKey(req.headers['x-api-key']);
 
+/** The 401 of a request without a demo API key. */
+const unknownKey = () =>
+  problem(
+    401,
+    'unauthenticated',
+    'Unknown API key',
+    `Send one x-api-key header: ${Object.keys(demoClients).join(' or ')}.`,
+  );
+
 /** Paths the library's webhook service answers. */
 const isWebhookApi = (path: string): boolean =>
   path === '/v1/subscriptions' ||
@@ -86,8 +100,16 @@ const isWebhookApi = (path: string): boolean =>
   path.startsWith('/v1/messages/') ||
   path === '/v1/audit-logs';
 
-/** How long one request, headers and body, may take to arrive. */
-const REQUEST_TIMEOUT_MS = 30_000;
+/**
+ * How long one request, headers and body, may take to arrive; a slower one is answered 408 and its
+ * connection closed. node checks every `connectionsCheckingInterval` (30 s by default, which made
+ * it 30 to 60 s): once a second, a request still arriving is answered by 31 s.
+ */
+export const REQUEST_TIMEOUTS = Object.freeze({
+  requestTimeout: 30_000,
+  headersTimeout: 30_000,
+  connectionsCheckingInterval: 1_000,
+});
 
 /** The demo's own routes, behind the limits. */
 async function route(
@@ -114,8 +136,9 @@ async function route(
 }
 
 /**
- * The demo's receivers stand for subscribers' servers (no API key, no limits): /demo/receiver
- * verifies and keeps what it gets, /demo/receiver/gone was taken down and answers 410.
+ * The demo's receivers stand for subscribers' servers (no limits): /demo/receiver verifies and
+ * keeps what it gets, each account's apart, and lists it to that account's API key (GET);
+ * /demo/receiver/gone was taken down and answers 410.
  */
 function serveReceiver(
   req: IncomingMessage,
@@ -126,7 +149,8 @@ function serveReceiver(
 ): void {
   const gone = path === '/demo/receiver/gone';
   if (!gone && (req.method === 'GET' || req.method === 'HEAD')) {
-    write(res, webhooks.received());
+    const client = clientOf(req);
+    write(res, client === undefined ? unknownKey() : webhooks.received(client.accountCode));
     return;
   }
   if (req.method !== 'POST') {
@@ -178,8 +202,13 @@ export interface DemoOptions {
   secretKeys?: readonly SecretKey[];
   /** `redis://host:port`: limits and the delivery queue on Redis instead of in memory. */
   redisUrl?: string;
-  /** Non-public addresses endpoints may use. @defaultValue the demo's own 127.0.0.1 and ::1 */
+  /**
+   * Non-public addresses and ranges endpoints may use, on any port.
+   * @defaultValue the demo's own 127.0.0.1 and ::1, on its own port only
+   */
   allow?: readonly string[];
+  /** Signs the delivery log's cursors (at least 32 bytes). @defaultValue a random key */
+  cursorKey?: string;
   /** Told of every delivery attempt, once the delivery log has it. */
   onDelivery?: (attempt: DeliveryAttempt) => void;
   /** Told of every subscription the service disabled (a 410, or an endpoint failing for days). */
@@ -216,9 +245,26 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
   const closeRedis = async () => {
     await Promise.all([limitsRedis?.quit(), queueRedis?.quit()]);
   };
-  await Promise.all([limitsRedis?.connect(), queueRedis?.connect()]);
+  // The socket's own error says why ("connect ECONNREFUSED"); connect() rejects with less.
+  let connectError: unknown;
+  const remember = (error: unknown) => {
+    connectError ??= error;
+  };
+  limitsRedis?.on('error', remember);
+  queueRedis?.on('error', remember);
+  await Promise.all([limitsRedis?.connect(), queueRedis?.connect()]).catch((error: unknown) => {
+    limitsRedis?.disconnect();
+    queueRedis?.disconnect();
+    unreachable('REDIS_URL', options.redisUrl ?? '', REDIS_INSTEAD)(connectError ?? error);
+  });
+  limitsRedis?.off('error', remember);
+  queueRedis?.off('error', remember);
   const storage = await openDemoStorage(options).catch(async (error: unknown) => {
     await closeRedis();
+    // A bad key is the keys' error; anything else on a server is the server's.
+    if (options.databaseUrl !== undefined && !isConfigurationError(error)) {
+      unreachable('DATABASE_URL', options.databaseUrl, DATABASE_INSTEAD)(error);
+    }
     throw error;
   });
   const overrides = await overridesSource(clock, limitsRedis).catch(async (error: unknown) => {
@@ -242,12 +288,17 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     rateLimitHeaders: true,
     trackingIdOnAdmitted: true,
   });
+  let ownPort = options.port ?? 3000;
   const webhooks = createDemoWebhooks({
     repository: storage.repository,
     identify: (request) => clientOfKey(request.headers.get('x-api-key')),
     limiter,
     clock,
-    allow: options.allow ?? ['127.0.0.1', '::1'],
+    allow: options.allow ?? OWN_ADDRESSES,
+    // Without an allow-list of the operator's, the demo's addresses hold on its own port only.
+    ownPort: options.allow === undefined ? () => ownPort : undefined,
+    accounts: Object.values(demoClients).map((client) => client.accountCode),
+    cursorKey: options.cursorKey,
     redis: queueRedis === undefined ? undefined : { bullmq, connection: queueRedis },
     onDelivery: options.onDelivery,
     onDisabled: options.onDisabled,
@@ -274,7 +325,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     await closeAll();
     throw error;
   }
-  let serveWebhookApi = nodeFetchHandler(webhooks.service);
+  let serveWebhookApi = nodeFetchHandler(webhooks.api);
   const fail = (req: IncomingMessage, res: ServerResponse) => (error: unknown) => {
     // A client that went away mid-body is no failure of the service: nothing to answer, nothing to log.
     if (req.destroyed && !req.complete) return;
@@ -287,7 +338,9 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     } else res.destroy();
   };
   let origin = 'http://127.0.0.1';
-  const server = createServer((req, res) => {
+  // A request, body included, that is not complete in time is answered 408 and its connection
+  // closed: a body that never ends holds at most MAX_BODY bytes, and for this long.
+  const server = createServer({ ...REQUEST_TIMEOUTS }, (req, res) => {
     const url = targetOf(req, origin);
     if (url === undefined) {
       return write(
@@ -307,17 +360,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     if (isAdminPath(url.pathname)) {
       return void admin.serve(req, res, url).then((parts) => write(res, parts), fail(req, res));
     }
-    if (clientOf(req) === undefined) {
-      return write(
-        res,
-        problem(
-          401,
-          'unauthenticated',
-          'Unknown API key',
-          `Send one x-api-key header: ${Object.keys(demoClients).join(' or ')}.`,
-        ),
-      );
-    }
+    if (clientOf(req) === undefined) return write(res, unknownKey());
     // The library's webhook API, behind the limits of its own gate.
     if (isWebhookApi(url.pathname)) return void serveWebhookApi(req, res);
     limit(req, res, () => {
@@ -325,10 +368,6 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     });
   });
   server.on('clientError', clientError);
-  // A request, body included, that is not complete in time is answered 408 and its connection
-  // closed: a body that never ends holds at most MAX_BODY bytes, and for this long.
-  server.requestTimeout = REQUEST_TIMEOUT_MS;
-  server.headersTimeout = REQUEST_TIMEOUT_MS;
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -339,13 +378,15 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     throw error;
   }
   const { port } = server.address() as AddressInfo;
+  ownPort = port;
   origin = `http://127.0.0.1:${port}`;
   // Links and locations name this service, whatever the Host header says.
-  serveWebhookApi = nodeFetchHandler(webhooks.service, { origin });
+  serveWebhookApi = nodeFetchHandler(webhooks.api, { origin });
   return {
     url: origin,
     storage: storage.where,
     secretsAtRest: storage.repository.secretsAtRest,
+    server,
     close: async () => {
       await new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
@@ -356,28 +397,19 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
   };
 }
 
-/** An environment variable, unset when empty. */
-const env = (name: string): string | undefined => {
-  const value = process.env[name];
-  return value === undefined || value === '' ? undefined : value;
-};
+const REDIS_INSTEAD = 'unset REDIS_URL to keep the limits and the delivery queue in memory';
+const DATABASE_INSTEAD = 'unset DATABASE_URL to keep the data under .data/ (DATA_DIR)';
 
 async function main(): Promise<void> {
-  const port = env('PORT') === undefined ? 3000 : Number(env('PORT'));
-  const redisUrl = env('REDIS_URL');
-  const allow = process.env.WEBHOOK_ALLOW;
-  const dataDir = env('DATA_DIR');
-  const databaseUrl = env('DATABASE_URL');
-  const keys = env('WEBHOOK_SECRET_KEYS');
-  const adminKey = env('ADMIN_KEY');
+  // Every setting read and checked once, before anything starts.
+  const settings = readDemoSettings(process.env);
+  if (!settings.ok) {
+    console.error(settings.line);
+    process.exit(1);
+  }
+  const { redisUrl, databaseUrl, adminKey } = settings.options;
   const service = await startDemoService({
-    port,
-    ...(redisUrl === undefined ? {} : { redisUrl }),
-    ...(allow === undefined ? {} : { allow: allow.split(',').filter((a) => a !== '') }),
-    ...(dataDir === undefined ? {} : { dataDir }),
-    ...(databaseUrl === undefined ? {} : { databaseUrl }),
-    ...(keys === undefined ? {} : { secretKeys: parseSecretKeys(keys) }),
-    ...(adminKey === undefined ? {} : { adminKey }),
+    ...settings.options,
     onWarning: (message) =>
       console.warn(
         `${message} In the demo: WEBHOOK_SECRET_KEYS=demo-1:$(openssl rand -base64 32) npm run demo (keep the key: secrets stored with it need it).`,
@@ -415,12 +447,7 @@ async function main(): Promise<void> {
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main().catch((error: unknown) => {
-    const message = (error instanceof Error ? error.message : String(error)).replace(/\.$/, '');
-    const hint =
-      (error as { code?: unknown } | null)?.code === 'EADDRINUSE'
-        ? ' Set PORT to a free port, e.g. PORT=3001 npm run demo.'
-        : '';
-    console.error(`The demo service could not start: ${message}.${hint}`);
+    console.error(startFailure(error));
     process.exit(1);
   });
 }

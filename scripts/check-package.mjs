@@ -13,7 +13,9 @@ const run = (cmd, args, cwd = root) =>
   execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
 
 try {
-  const packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', work]));
+  // `prepack` builds dist first, as on a fresh clone; its output comes before npm's JSON.
+  const output = run('npm', ['pack', '--json', '--pack-destination', work]);
+  const packed = JSON.parse(output.slice(output.startsWith('[') ? 0 : output.indexOf('\n[\n') + 1));
   const tarball = join(work, packed[0].filename);
   console.log(`packed ${packed[0].filename} (${packed[0].files.length} files)`);
 

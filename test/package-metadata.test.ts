@@ -1,4 +1,7 @@
-/** What the published package says of itself: licence, where it lives, the Node it needs. */
+/**
+ * What the published package says of itself: licence, where it lives, the Node it needs, that a
+ * pack builds what it ships, and the README's install table of subpaths and their peers.
+ */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -38,5 +41,42 @@ describe('package metadata', () => {
     // Every Node version the README names is that one.
     const named = [...readme.matchAll(/Node (\d+(?:\.\d+)*)/g)].map((m) => m[1]);
     expect(new Set(named)).toEqual(new Set([version]));
+  });
+
+  it('builds dist before it is packed: a pack from a fresh clone ships the build', () => {
+    expect(pkg.files).toEqual(['dist']);
+    expect(pkg.scripts.prepack).toBe('npm run build');
+    expect(pkg.scripts.build).toBe('tsup');
+  });
+
+  it('has an install section before the walk-through, whose table lists every subpath and every peer', () => {
+    const start = readme.indexOf('## Install\n');
+    expect(start).toBeGreaterThan(-1);
+    expect(start).toBeLessThan(readme.indexOf('## Try it\n'));
+    const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
+    expect(section).toContain('npm install api-conventions');
+    expect(section).toContain('ES modules and CommonJS');
+    const rows = section
+      .split('\n')
+      .filter((line) => line.startsWith('| `'))
+      .map((line) => line.split('|').map((cell) => cell.trim()));
+    const table = new Map(
+      rows.map((cells) => [
+        cells[1]!.replaceAll('`', ''),
+        [...cells[3]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!),
+      ]),
+    );
+    const subpaths = Object.keys(pkg.exports)
+      .filter((s) => s !== './package.json')
+      .map((s) => (s === '.' ? pkg.name : `${pkg.name}/${s.slice(2)}`));
+    expect([...table.keys()].sort()).toEqual(subpaths.sort());
+    const named = new Set([...table.values()].flat());
+    expect([...named].sort()).toEqual(Object.keys(pkg.peerDependencies).sort());
+    // Every peer is optional: the table says when it is needed.
+    for (const peer of named) expect(pkg.peerDependenciesMeta[peer]).toEqual({ optional: true });
+    // A subpath with no peer says so.
+    for (const [subpath, peers] of table) {
+      if (peers.length === 0) expect(rows.find((c) => c[1] === `\`${subpath}\``)?.[3]).toBe('none');
+    }
   });
 });

@@ -19,11 +19,20 @@ export class ForbiddenAddressError extends ApiConventionsError {
   constructor(host: string, address: string, range: string) {
     super(
       'forbidden_address',
-      `${host === address ? `The address ${address}` : `The host ${host} resolves to ${address}, which`} is not public (${range} range); webhooks are only sent to public addresses. Allow it explicitly for tests or a private deployment.`,
+      `${host === address ? `The address ${address}` : `The host ${host} resolves to ${address}, which`} is not public (${range} range); webhooks are only sent to public addresses. ${advice(host, address)}`,
     );
     this.name = 'ForbiddenAddressError';
     this.host = host;
     this.address = address;
     this.range = range;
   }
+}
+
+// A local receiver needs its address in two allow-lists; naming one only moves the refusal.
+function advice(host: string, address: string): string {
+  const connect = `\`delivery: { transport: httpTransport({ allow: ['${address}'] }) }\` (where deliveries connect)`;
+  const check = `\`endpointUrl: { allow: ['${address}'] }\` (where subscriptions are checked)`;
+  return host === address
+    ? `To deliver to it (tests, a private network), allow it in both places: ${connect} and ${check}.`
+    : `To deliver to it (tests, a private network), allow it where deliveries connect: ${connect}; a subscription that names the address itself needs ${check} too.`;
 }

@@ -180,14 +180,22 @@ function checkHost(host: string, allowed: AddressAllowList): EndpointUrlError | 
     if (range === undefined || allowed.allows(host)) return undefined;
     return {
       code: 'url_forbidden_address',
-      message: `The host ${host} is not a public address (${range} range); webhooks are only sent to public addresses.`,
+      message: `The host ${host} is not a public address (${range} range); webhooks are only sent to public addresses. ${allowBoth(host)}`,
     };
   }
   if (!isLocalhostName(host)) return undefined;
   return {
     code: 'url_forbidden_host',
-    message: `The host ${host} names this machine; webhooks are only sent to public hosts.`,
+    message: `The host ${host} names this machine; webhooks are only sent to public hosts. Write the address instead (127.0.0.1 or [::1]): ${allowBoth('127.0.0.1')}`,
   };
+}
+
+// A local or private receiver needs the same address in two allow-lists: the one this policy
+// reads and the one the delivery's transport connects under. Both named, or the next refusal
+// comes from the other.
+function allowBoth(address: string): string {
+  const entry = `'${address.startsWith('[') ? address.slice(1, -1) : address}'`;
+  return `To deliver to it (tests, a private network), allow it in both places: \`endpointUrl: { allow: [${entry}] }\` (where subscriptions are checked) and \`delivery: { transport: httpTransport({ allow: [${entry}] }) }\` (where deliveries connect).`;
 }
 
 // RFC 6761: localhost and every name under it resolve to loopback.

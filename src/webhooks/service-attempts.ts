@@ -4,6 +4,7 @@
  * outcome and time.
  * @module
  */
+import { createHash } from 'node:crypto';
 import type { ResponseParts } from '../http/problem-details.js';
 import { problemResponse } from '../http/problem-details.js';
 import { cursorNavigation } from '../pagination/links.js';
@@ -58,8 +59,17 @@ async function listAttempts(
   const filters = readFilters(url.searchParams);
   if (!('ok' in filters)) return filters;
   const { limit, state } = query.value;
-  // The query binds the cursor to the filters; the scope binds it to this listing's path.
+  // The query binds the cursor to the filters; the scope binds it to this listing's path, and the
+  // account digest to the account it was issued to.
   const scope = subscriptionId ?? '';
+  const account = accountDigest(input.accountCode);
+  if (state !== undefined && state.account !== account) {
+    return serviceProblem(400, 'cursor_account_mismatch', 'Cursor belongs to another account', {
+      detail:
+        'cursor was issued to another account; page with the cursors this account was given, or omit it to start a new listing.',
+      extensions: { parameter: 'cursor' },
+    });
+  }
   if (state !== undefined && state.scope !== scope) {
     return serviceProblem(400, 'invalid_query', 'Invalid query', {
       detail:
@@ -85,7 +95,7 @@ async function listAttempts(
     ...(more
       ? {
           nextCursor: context.codec.encode(
-            { before: last.sequence, scope },
+            { before: last.sequence, scope, account },
             { query: url.searchParams },
           ),
         }
@@ -105,6 +115,11 @@ async function listAttempts(
       links: nav.links,
     }),
   };
+}
+
+// The cursor's state is signed, not encrypted: it names its account by a digest, not in clear.
+function accountDigest(accountCode: string): string {
+  return createHash('sha256').update(accountCode).digest('base64url').slice(0, 22);
 }
 
 /** The `outcome`, `since` and `until` filters, or the 400 that names the bad one. */

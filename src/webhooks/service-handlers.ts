@@ -50,12 +50,14 @@ export interface ServiceContext {
 }
 
 /**
- * The state an attempt listing's cursor carries: the sequence of the last attempt served, and the
- * listing it pages (a subscription's id, '' for the audit log). @internal
+ * The state an attempt listing's cursor carries: the sequence of the last attempt served, the
+ * listing it pages (a subscription's id, '' for the audit log), and a digest of the account it
+ * was issued to. @internal
  */
 export interface AuditCursor {
   readonly before: number;
   readonly scope: string;
+  readonly account?: string;
 }
 
 /** One request of an identified account. @internal */

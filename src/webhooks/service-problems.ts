@@ -17,6 +17,7 @@ export const webhookServiceProblemCodes = [
   'invalid_json',
   'invalid_subscription_change',
   'invalid_query',
+  'cursor_account_mismatch',
   'subscription_not_found',
   'subscription_limit_reached',
   'subscription_disabled',

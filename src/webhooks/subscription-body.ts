@@ -1,5 +1,6 @@
 /** The body of a create-subscription request read field by field, every issue reported. @module */
 import { isArray } from '../internal/describe.js';
+import { LONE_SURROGATE } from '../internal/lone-surrogate.js';
 import { readSafely, UNREADABLE } from '../internal/read-once.js';
 import type { EndpointUrlResult } from './endpoint-url.js';
 import type { EventCatalog } from './event-catalog.js';
@@ -135,6 +136,11 @@ function validateEndpointUrl(
     });
     return undefined;
   }
+  const unpaired = loneSurrogateIssue(value, '/endpointUrl', 'endpointUrl');
+  if (unpaired !== undefined) {
+    issues.push(unpaired);
+    return undefined;
+  }
   const checked = checkUrl(value);
   if (checked.ok) return checked.value;
   for (const error of checked.errors) issues.push(issue(error.code, '/endpointUrl', error.message));
@@ -211,7 +217,9 @@ function validateList(
       continue;
     }
     checked.push(element);
-    const issue = elementIssue(element, elementPath);
+    const issue =
+      loneSurrogateIssue(element, elementPath, `${name} elements`) ??
+      elementIssue(element, elementPath);
     if (issue !== undefined) {
       issues.push(issue);
       continue;
@@ -228,6 +236,23 @@ function validateList(
     firstIndex.set(element, i);
   }
   return issues.length === before ? Object.freeze(checked) : undefined;
+}
+
+// A lone UTF-16 surrogate is refused: UTF-8 cannot carry it, so the backends would disagree
+// (memory keeps it, PostgreSQL and PGlite store U+FFFD) and a URL would be rewritten silently.
+function loneSurrogateIssue(
+  value: string,
+  path: string,
+  what: string,
+): SubscriptionRequestIssue | undefined {
+  const found = LONE_SURROGATE.exec(value);
+  if (found === null) return undefined;
+  const unit = value.charCodeAt(found.index).toString(16).toUpperCase();
+  return {
+    code: 'lone_surrogate',
+    path,
+    message: `${what} must be well-formed Unicode; this one has half of a surrogate pair (\\u${unit}) alone at position ${found.index}: send the whole character or remove it.`,
+  };
 }
 
 function eventIssue(

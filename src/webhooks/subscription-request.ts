@@ -29,6 +29,7 @@ export const subscriptionBodyErrorCodes = [
   'duplicate_element',
   'invalid_property_id',
   'property_id_too_long',
+  'lone_surrogate',
 ] as const;
 
 /**

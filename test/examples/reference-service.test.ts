@@ -208,7 +208,7 @@ describe('reference service (npm run demo), on embedded PostgreSQL, limits and q
       await log.waitFor(2);
       await receiver.waitFor(before + 1);
       // The demo receiver verified its delivery with the secrets the repository holds.
-      const got = await call(service, '/demo/receiver', {});
+      const got = await call(service, '/demo/receiver', LIVE);
       expect(
         got.body.items.map((d: { id: string; verified: boolean }) => [d.id, d.verified]),
       ).toEqual([[emitted.body.id, true]]);

@@ -104,6 +104,7 @@ describe('reference service across a restart', () => {
       ...process.env,
       PORT: '0',
       DATA_DIR: folder,
+      WEBHOOK_ALLOW: '127.0.0.1',
       WEBHOOK_SECRET_KEYS: `demo-1:${randomBytes(32).toString('base64')}`,
     };
     for (const name of ['DATABASE_URL', 'REDIS_URL']) delete env[name];
@@ -168,7 +169,12 @@ describe('reference service across a restart', () => {
   it('a delivery in flight when the process is killed is sent again by the next one, with the same webhook-id and body: on record before it was queued, it outlives the memory queue', async () => {
     const folder = await mkdtemp(join(tmpdir(), 'demo-data-'));
     folders.push(folder);
-    const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', DATA_DIR: folder };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: '0',
+      DATA_DIR: folder,
+      WEBHOOK_ALLOW: '127.0.0.1',
+    };
     for (const name of ['DATABASE_URL', 'REDIS_URL', 'WEBHOOK_SECRET_KEYS']) delete env[name];
     // The receiver takes the first delivery and never answers it.
     const held: ServerResponse[] = [];
@@ -221,7 +227,12 @@ describe('reference service across a restart', () => {
     const server = await PostgresServer.start();
     try {
       const start = () =>
-        startDemoService({ port: 0, databaseUrl: server.url, onWarning: () => undefined });
+        startDemoService({
+          port: 0,
+          databaseUrl: server.url,
+          allow: ['127.0.0.1'],
+          onWarning: () => undefined,
+        });
       const first = await start();
       expect(first.storage).toBe(`PostgreSQL at ${server.url}`);
       expect(first.secretsAtRest).toBe('plain');

@@ -139,6 +139,18 @@ describe('README walk-through (npm run demo)', () => {
           expect.objectContaining({ verified: true }),
           expect.objectContaining({ verified: true }),
         ]);
+        // Step 8 sends the Live key: the receiver lists that account's payloads only, and to no
+        // one without a key.
+        expect(
+          received?.items.map((d: { body: { accountId: string } }) => d.body.accountId),
+        ).toEqual(['LIVE-ACME', 'LIVE-ACME']);
+        expect(walk.get(8)).toContain("-H 'x-api-key: live-demo-key'");
+        const anonymous = await fetch(`${service.url}/demo/receiver`);
+        expect(anonymous.status).toBe(401);
+        const otherAccount = await fetch(`${service.url}/demo/receiver`, {
+          headers: { 'x-api-key': 'dev-demo-key' },
+        });
+        expect(await otherAccount.json()).toEqual({ items: [] });
         // The first page (the newest), then the page its nextCursor names (the capture itself
         // prints nothing).
         const pages = jsonLines(await run(walk, 9));

@@ -25,7 +25,14 @@ export function demoStarter() {
     async start(options: DemoOptions = {}): Promise<DemoService> {
       const dataDir = await mkdtemp(join(tmpdir(), 'demo-data-'));
       folders.push(dataDir);
-      return startDemoService({ port: 0, dataDir, onWarning: () => undefined, ...options });
+      // The tests' receivers listen on ports of their own: allowed as WEBHOOK_ALLOW=127.0.0.1 does.
+      return startDemoService({
+        port: 0,
+        dataDir,
+        allow: ['127.0.0.1'],
+        onWarning: () => undefined,
+        ...options,
+      });
     },
     cleanup: () => Promise.all(folders.map((f) => rm(f, { recursive: true, force: true }))),
   };

@@ -400,6 +400,7 @@ describe('create-subscription request validation', () => {
       'duplicate_element',
       'invalid_property_id',
       'property_id_too_long',
+      'lone_surrogate',
       'pattern_not_string',
       'pattern_empty',
       'pattern_too_long',
