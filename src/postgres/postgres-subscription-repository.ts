@@ -58,10 +58,10 @@ import {
   DATABASE_EXPECTED,
   type DatabaseKind,
   databaseKind,
+  inTransaction,
   type SqlClient,
   type SqlDatabase,
   type SqlResult,
-  inTransaction,
 } from './sql-database.js';
 import { type Statements, statements } from './statements.js';
 

@@ -393,7 +393,12 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       else pacedUntil = Math.max(pacedUntil ?? at, at);
     }
     for (const [key, { start, k }] of starts) this.#replayPaces.set(key, start + k * plan.paceMs);
-    return { found, total: chosen.length, due, ...(pacedUntil === undefined ? {} : { pacedUntil }) };
+    return {
+      found,
+      total: chosen.length,
+      due,
+      ...(pacedUntil === undefined ? {} : { pacedUntil }),
+    };
   }
 
   async deliveryStatus(

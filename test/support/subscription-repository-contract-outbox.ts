@@ -731,7 +731,12 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
       }
       return messages;
     };
-    const pace = (at: number, inline: number) => ({ at, inline, leaseUntil: at + LEASE, paceMs: 100 });
+    const pace = (at: number, inline: number) => ({
+      at,
+      inline,
+      leaseUntil: at + LEASE,
+      paceMs: 100,
+    });
 
     test('a second replay continues after the first one’s paced deliveries, with no allowance afresh', async (repository) => {
       const [a] = await subscriptions(repository, 1);
@@ -773,11 +778,7 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
       const [a] = await subscriptions(repository, 1);
       const messages = await failedMessages(repository, [a!], 4);
       const at = T0 + MINUTE;
-      const first = await repository.replay(
-        'acme',
-        { messageId: messages[0]!.id },
-        pace(at, 2),
-      );
+      const first = await repository.replay('acme', { messageId: messages[0]!.id }, pace(at, 2));
       expect(first.due).toHaveLength(1);
       // Both used at `at`; 150 ms later one and a half are back: one due at once, the next when
       // the second is whole.
@@ -816,11 +817,7 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
       const at = T0 + MINUTE;
       // a's allowance of 1 is used by a replay of a alone.
       await repository.replay('acme', { subscriptionId: a!, since: T0 + 2 }, pace(at, 1));
-      const result = await repository.replay(
-        'acme',
-        { messageId: messages[0]!.id },
-        pace(at, 1),
-      );
+      const result = await repository.replay('acme', { messageId: messages[0]!.id }, pace(at, 1));
       expect(result.total).toBe(2);
       expect(result.due.map((d) => [d.subscriptionId, d.nextAttemptAt])).toEqual([[b, at]]);
       expect(result.pacedUntil).toBe(at + 100);
