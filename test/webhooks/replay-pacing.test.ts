@@ -221,6 +221,8 @@ type Step =
 
 const MESSAGES = 8;
 
+const iso = (ms: number) => new Date(ms).toISOString();
+
 const steps = (paceMs: number) =>
   fc.array(
     fc.oneof(
@@ -333,6 +335,16 @@ describe.each(['memory', 'PostgreSQL'])('60 replays on %s', (name) => {
           },
         );
         expect(answer.status).toBe(202);
+        // The first sends 100 at once and paces the rest; each later one paces all it finds
+        // failed again, after those.
+        expect(answer.body).toMatchObject(
+          i === 0
+            ? { deliveries: 2_000, queued: 100, paced: 1_900, pacedUntil: iso(t0 + 190_000) }
+            : { queued: 0, paced: answer.body.deliveries },
+        );
+        if (i > 0 && answer.body.paced > 0) {
+          expect(Date.parse(answer.body.pacedUntil)).toBeGreaterThan(t0 + 190_000);
+        }
         // 200 ms on, each instance's sweep and worker: what came due is sent, and fails again.
         all.clock.advance(200);
         sent += (await work(all, 0)) + (await work(all, 1));
