@@ -165,6 +165,20 @@ export const MIGRATIONS: readonly Migration[] = [
       `COMMENT ON COLUMN ${s}.delivery_log.replay IS 'the replay round of the attempt; NULL: the publish'`,
     ],
   },
+  {
+    version: 4,
+    name: 'replays: pacing per subscription, across calls and instances',
+    statements: (s) => [
+      // A row per subscription ever replayed. A replay locks the rows of its subscriptions in id
+      // order before their deliveries: replays at once queue on them and never deadlock.
+      `CREATE TABLE ${s}.replay_paces (
+        account_code text NOT NULL,
+        subscription_id text NOT NULL,
+        paced_until_ms double precision NOT NULL,
+        PRIMARY KEY (account_code, subscription_id))`,
+      `COMMENT ON COLUMN ${s}.replay_paces.paced_until_ms IS 'the paced-until time of the replays to the subscription (ms): each replayed delivery moves it one replay pace on, from now at the latest; a replayed delivery is due at once only while it is less than replayInlineLimit paces ahead'`,
+    ],
+  },
 ];
 
 /** The key of the advisory lock that migrations of `schema` take. */

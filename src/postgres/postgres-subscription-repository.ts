@@ -58,6 +58,7 @@ import {
   DATABASE_EXPECTED,
   type DatabaseKind,
   databaseKind,
+  inTransaction,
   type SqlClient,
   type SqlDatabase,
   type SqlResult,
@@ -135,7 +136,7 @@ const RULES = {
 
 const OWNER = 'PostgresSubscriptionRepository.open';
 
-/** A pg Pool's query with a statement name (pg prepares it once per connection). */
+/** A pg Pool's or client's query with a statement name (pg prepares it once per connection). */
 interface NamedQuery {
   query(config: { name: string; text: string; values: unknown[] }): Promise<SqlResult>;
 }
@@ -220,9 +221,11 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return this.#channel;
   }
 
-  async #rows<R>(text: string, params: unknown[]): Promise<R[]> {
+  /** Run a statement on the pool, or on `on` (a transaction's connection). */
+  async #rows<R>(text: string, params: unknown[], on?: SqlDatabase): Promise<R[]> {
+    const db = on ?? this.#database.db;
     const names = this.#names;
-    if (names === undefined) return (await this.#database.db.query(text, params)).rows as R[];
+    if (names === undefined) return (await db.query(text, params)).rows as R[];
     let name = names.get(text);
     if (name === undefined) {
       // One name per text: the schema and channel are in the text, so two repositories of one
@@ -230,8 +233,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       name = `api_conventions_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
       names.set(text, name);
     }
-    const pool = this.#database.db as unknown as NamedQuery;
-    return (await pool.query({ name, text, values: params })).rows as R[];
+    return (await (db as unknown as NamedQuery).query({ name, text, values: params })).rows as R[];
   }
 
   /** A secret as stored: encrypted under the newest key, or plain; with the key id or null. */
@@ -462,18 +464,34 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     plan: ReplayPlan,
   ): Promise<ReplayResult> {
     const pace = [plan.at, count(plan.inline), plan.leaseUntil, plan.paceMs];
-    const [text, params] =
+    const [lock, text, params] =
       'messageId' in selection
-        ? [this.#sql.replayMessage, [accountCode, selection.messageId, ...pace]]
+        ? [
+            this.#sql.replayPacesOfMessage,
+            this.#sql.replayMessage,
+            [accountCode, selection.messageId, ...pace],
+          ]
         : [
+            this.#sql.replayPacesOfSubscription,
             this.#sql.replaySubscription,
             [accountCode, selection.subscriptionId, ...pace, selection.since],
           ];
-    const rows = await this.#rows<PendingRow & { found: boolean; total: number }>(text, params);
+    // Two statements in one transaction: the subscriptions' pacing rows, locked in one order,
+    // then their deliveries (see statements.ts).
+    const rows = await inTransaction(this.#database, async (tx) => {
+      const held = await this.#rows<{ subscription_id: string }>(lock, params.slice(0, 2), tx);
+      return this.#rows<PendingRow & { found: boolean; total: number; paced_until: number | null }>(
+        text,
+        [...params, held.map((row) => row.subscription_id)],
+        tx,
+      );
+    });
+    const pacedUntil = rows[0]?.paced_until ?? null;
     return {
       found: rows[0]?.found === true,
       total: Number(rows[0]?.total ?? 0),
       due: rows.filter((row) => row.message_id !== null).map(toPending),
+      ...(pacedUntil === null ? {} : { pacedUntil: Number(pacedUntil) }),
     };
   }
 

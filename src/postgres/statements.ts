@@ -29,6 +29,8 @@ export interface Statements {
   readonly recordMessage: string;
   readonly claimDeliveries: string;
   readonly claimDeliveriesIgnoringLeases: string;
+  readonly replayPacesOfMessage: string;
+  readonly replayPacesOfSubscription: string;
   readonly replayMessage: string;
   readonly replaySubscription: string;
   readonly deliveryStatus: string;
@@ -287,16 +289,35 @@ export function statements(s: string, channel: string): Statements {
     // take the same delivery.
     claimDeliveries: claim(s, 'd.next_attempt_ms <= $1::float8 AND d.lease_until_ms <= $1::float8'),
     claimDeliveriesIgnoringLeases: claim(s, 'd.next_attempt_ms <= $1::float8'),
-    // $1 account, $2 message id, $3 at, $4 inline, $5 lease of those, $6 pace.
+    // $1 account, $2 message id: the pacing rows of the enabled subscriptions that failed the
+    // message, created where missing and locked in subscription id order (see `paces`).
+    replayPacesOfMessage: paces(
+      s,
+      `SELECT d.subscription_id FROM ${s}.deliveries AS d
+        JOIN ${s}.subscriptions AS t ON t.account_code = d.account_code AND t.id = d.subscription_id
+        WHERE d.account_code = $1::text AND d.message_id = $2::text AND d.status = 'failed'
+          AND t.deleted_at IS NULL AND t.status = 'enabled'`,
+    ),
+    // $1 account, $2 subscription id: its pacing row, when it is enabled.
+    replayPacesOfSubscription: paces(
+      s,
+      `SELECT t.id FROM ${s}.subscriptions AS t
+        WHERE t.account_code = $1::text AND t.id = $2::text AND t.deleted_at IS NULL
+          AND t.status = 'enabled'`,
+    ),
+    // $1 account, $2 message id, $3 at, $4 inline, $5 lease of those, $6 pace, $7 the
+    // subscriptions whose pacing rows the transaction holds.
     replayMessage: replay(
       s,
-      'd.message_id = $2::text',
+      'd.message_id = $2::text AND d.subscription_id = ANY ($7::text[])',
       `EXISTS (SELECT 1 FROM ${s}.messages WHERE account_code = $1::text AND id = $2::text)`,
     ),
-    // $1 account, $2 subscription id, $3 at, $4 inline, $5 lease of those, $6 pace, $7 since.
+    // $1 account, $2 subscription id, $3 at, $4 inline, $5 lease of those, $6 pace, $7 since,
+    // $8 the subscriptions whose pacing rows the transaction holds (this one, or none).
     replaySubscription: replay(
       s,
-      'd.subscription_id = $2::text AND d.published_ms >= $7::float8',
+      `d.subscription_id = $2::text AND d.published_ms >= $7::float8
+        AND d.subscription_id = ANY ($8::text[])`,
       'true',
     ),
     deliveryStatus: `SELECT status FROM ${s}.deliveries
@@ -352,10 +373,29 @@ function claim(s: string, due: string): string {
 }
 
 /**
- * A replay: the account's failed deliveries that `which` selects, to enabled live subscriptions,
- * locked (their messages too, against retention), numbered oldest message first and set pending
- * in the next round: the first $4 due at $3 and leased until $5, the k-th after them due at
- * $3 + k * $6. One row even when none is (`found`, `total`), joined with those due now.
+ * The first statement of a replay's transaction: the pacing rows of the subscriptions `which`
+ * selects (one `subscription_id` column, each once), inserted where missing (never replayed: paced
+ * until -Infinity) and locked in subscription id order. Replays hold them until they commit, and
+ * lock deliveries only of subscriptions whose rows they hold: two replays that could touch one
+ * delivery queue on its subscription's row, always taken in the same order, so never deadlock.
+ */
+function paces(s: string, which: string): string {
+  return `INSERT INTO ${s}.replay_paces AS p (account_code, subscription_id, paced_until_ms)
+    SELECT $1::text, w.subscription_id, '-Infinity'::float8
+    FROM (${which}) AS w(subscription_id)
+    ORDER BY w.subscription_id COLLATE "C"
+    ON CONFLICT (account_code, subscription_id) DO UPDATE SET paced_until_ms = p.paced_until_ms
+    RETURNING p.subscription_id`;
+}
+
+/**
+ * A replay, once its pacing rows are held: the account's failed deliveries that `which` selects,
+ * to enabled live subscriptions, locked (their messages too, against retention), numbered per
+ * subscription oldest message first and set pending in the next round, each due as its
+ * subscription's pacing says: with P its paced-until time, no earlier than $3, the k-th at
+ * max($3, P + (k - $4) * $6); P moves on by $6 for each. Of those due at $3, the first $4 are
+ * leased until $5 and returned; every other one is leased until its due time, for the sweeps. One
+ * row even when none is (`found`, `total`, `paced_until`), joined with those returned.
  */
 function replay(s: string, which: string, found: string): string {
   return `WITH locked AS (
@@ -366,27 +406,40 @@ function replay(s: string, which: string, found: string): string {
       WHERE d.account_code = $1::text AND ${which} AND d.status = 'failed'
         AND t.deleted_at IS NULL AND t.status = 'enabled'
       FOR UPDATE OF d FOR KEY SHARE OF m
+    ), numbered AS (
+      SELECT l.*, greatest(p.paced_until_ms, $3::float8) AS start, row_number() OVER (
+          PARTITION BY l.subscription_id ORDER BY l.published_ms, l.message_id) AS k
+      FROM locked AS l
+      JOIN ${s}.replay_paces AS p ON p.account_code = l.account_code
+        AND p.subscription_id = l.subscription_id
+    ), timed AS (
+      SELECT n.*, greatest($3::float8, n.start + (n.k - $4::bigint) * $6::float8) AS due_ms
+      FROM numbered AS n
     ), chosen AS (
-      SELECT locked.*, row_number() OVER (
-        ORDER BY published_ms, message_id, subscription_id) AS k
-      FROM locked
+      SELECT t.*, t.due_ms <= $3::float8 AND row_number() OVER (
+          PARTITION BY t.due_ms <= $3::float8
+          ORDER BY t.published_ms, t.message_id, t.subscription_id) <= $4::bigint AS now
+      FROM timed AS t
+    ), paced AS (
+      UPDATE ${s}.replay_paces AS p SET paced_until_ms = c.start + c.n * $6::float8
+      FROM (SELECT subscription_id, max(start) AS start, count(*) AS n FROM chosen
+            GROUP BY subscription_id) AS c
+      WHERE p.account_code = $1::text AND p.subscription_id = c.subscription_id
     ), pending AS (
       UPDATE ${s}.deliveries AS d SET status = 'pending', attempts = 0, first_attempt_ms = NULL,
-        replay = d.replay + 1,
-        next_attempt_ms = CASE WHEN c.k <= $4::bigint THEN $3::float8
-          ELSE $3::float8 + (c.k - $4::bigint) * $6::float8 END,
-        lease_until_ms = CASE WHEN c.k <= $4::bigint THEN $5::float8
-          ELSE $3::float8 + (c.k - $4::bigint) * $6::float8 END
+        replay = d.replay + 1, next_attempt_ms = c.due_ms,
+        lease_until_ms = CASE WHEN c.now THEN $5::float8 ELSE c.due_ms END
       FROM chosen AS c
       WHERE d.account_code = c.account_code AND d.message_id = c.message_id
         AND d.subscription_id = c.subscription_id
-      RETURNING d.*, c.k
+      RETURNING d.*, c.now
     )
-    SELECT ${found} AS found, (SELECT count(*) FROM pending)::integer AS total, due.*
+    SELECT ${found} AS found, (SELECT count(*) FROM pending)::integer AS total,
+      (SELECT max(next_attempt_ms) FROM pending WHERE NOT now) AS paced_until, due.*
     FROM (SELECT 1) AS one LEFT JOIN LATERAL (
-      SELECT ${PENDING}, d.k FROM pending AS d
+      SELECT ${PENDING}, d.published_ms FROM pending AS d
       JOIN ${s}.messages AS m ON m.account_code = d.account_code AND m.id = d.message_id
-      WHERE d.k <= $4::bigint
+      WHERE d.now
     ) AS due ON true
-    ORDER BY due.k`;
+    ORDER BY due.published_ms, due.message_id, due.subscription_id`;
 }

@@ -81,6 +81,8 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
   >();
   readonly #pending = new Set<HeldDelivery>();
   readonly #health = new Map<string, HeldHealth>();
+  // Each subscription's replay pacing: the paced-until time of its replayed deliveries (ReplayPlan).
+  readonly #replayPaces = new Map<string, number>();
   #streaks = 0;
   #revision = 0;
 
@@ -350,10 +352,34 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       }
     }
     chosen.sort((a, b) => a.message.createdAt - b.message.createdAt);
+    return this.#pace(accountCode, chosen, plan, found);
+  }
+
+  /**
+   * Set the chosen deliveries (oldest message first) pending in their next round, each due as its
+   * subscription's pacing says (see {@link ReplayPlan}), and move that pacing on.
+   */
+  #pace(
+    accountCode: string,
+    chosen: readonly HeldDelivery[],
+    plan: ReplayPlan,
+    found: boolean,
+  ): ReplayResult {
+    // Per subscription: its paced-until time before the call (no earlier than now), and how many
+    // of the call's deliveries it has had so far.
+    const starts = new Map<string, { readonly start: number; k: number }>();
     const due: PendingDelivery[] = [];
-    chosen.forEach((delivery, i) => {
-      const now = i < plan.inline;
-      const at = now ? plan.at : plan.at + (i - plan.inline + 1) * plan.paceMs;
+    let pacedUntil: number | undefined;
+    for (const delivery of chosen) {
+      const key = keyOf(accountCode, delivery.subscriptionId);
+      let pace = starts.get(key);
+      if (pace === undefined) {
+        pace = { start: Math.max(this.#replayPaces.get(key) ?? plan.at, plan.at), k: 0 };
+        starts.set(key, pace);
+      }
+      pace.k += 1;
+      const at = Math.max(plan.at, pace.start + (pace.k - plan.inline) * plan.paceMs);
+      const now = at <= plan.at && due.length < plan.inline;
       Object.assign(delivery, {
         status: 'pending',
         attempts: 0,
@@ -364,8 +390,15 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       });
       this.#pending.add(delivery);
       if (now) due.push(pendingOf(delivery));
-    });
-    return { found, total: chosen.length, due };
+      else pacedUntil = Math.max(pacedUntil ?? at, at);
+    }
+    for (const [key, { start, k }] of starts) this.#replayPaces.set(key, start + k * plan.paceMs);
+    return {
+      found,
+      total: chosen.length,
+      due,
+      ...(pacedUntil === undefined ? {} : { pacedUntil }),
+    };
   }
 
   async deliveryStatus(

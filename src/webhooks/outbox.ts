@@ -120,8 +120,10 @@ export class Outbox {
   }
 
   /**
-   * Set the selected failed deliveries pending again: the first `replayInlineLimit` queued now,
-   * the rest due one every `replayPaceMs` for the sweeps to take.
+   * Set the selected failed deliveries pending again, paced per subscription by the repository
+   * (an allowance of `replayInlineLimit` due at once, one back every `replayPaceMs`, shared by
+   * every call and instance): those due now, at most `replayInlineLimit`, are queued now, the rest
+   * left for the sweeps to take as they come due.
    */
   async replay(accountCode: string, selection: ReplaySelection): Promise<ReplayResult> {
     const { repository, clock, leaseMs, replayInlineLimit, replayPaceMs } = this.#settings;

@@ -2,7 +2,8 @@
  * The webhook service's replays: `POST /v1/messages/{id}/replay` sends one message again to each
  * subscription that failed it; `POST /v1/subscriptions/{id}/replay` with `{ "since": … }` sends
  * every message a subscription failed since a time. Both keep the message's `webhook-id`; a
- * replay larger than the inline limit is accepted and paced.
+ * replay beyond a subscription's inline allowance is accepted and paced, per subscription across
+ * calls and instances (see ReplayPlan).
  * @module
  */
 import type { ResponseParts } from '../http/problem-details.js';
@@ -93,6 +94,9 @@ function accepted(
   result: ReplayResult,
 ): ResponseParts {
   const paced = result.total - result.due.length;
+  // The repository tells when the last paced one is due (its pacing spans calls); one that does
+  // not is taken to pace this call's alone.
+  const pacedUntil = result.pacedUntil ?? context.clock.now() + paced * context.replayPaceMs;
   return {
     status: 202,
     headers: { 'content-type': 'application/json; charset=utf-8' },
@@ -101,11 +105,7 @@ function accepted(
       deliveries: result.total,
       queued: result.due.length,
       paced,
-      ...(paced > 0
-        ? {
-            pacedUntil: new Date(context.clock.now() + paced * context.replayPaceMs).toISOString(),
-          }
-        : {}),
+      ...(paced > 0 ? { pacedUntil: new Date(pacedUntil).toISOString() } : {}),
     }),
   };
 }

@@ -162,17 +162,32 @@ export type ReplaySelection =
       readonly since: number;
     };
 
-/** How a replay is paced. */
+/**
+ * How a replay is paced: per subscription, across calls and instances. Each subscription has an
+ * allowance of `inline` deliveries, used by each replayed delivery and given back one every
+ * `paceMs`, kept in the repository (a call never starts it afresh). A replay's deliveries to a
+ * subscription, oldest message first, are due at once while the allowance lasts, then one every
+ * `paceMs` after the subscription's replayed deliveries before them. Precisely: with `P` the
+ * subscription's paced-until time (no earlier than `at`; `at` for a subscription never replayed),
+ * the k-th (from 1) is due at `max(at, P + (k - inline) * paceMs)`, and `P` becomes
+ * `P + n * paceMs` for `n` deliveries. So from the first replay on, no span of `w` ms has more than
+ * `inline + w / paceMs` replayed deliveries of one subscription due in it.
+ */
 export interface ReplayPlan {
   /** Now, in ms. */
   readonly at: number;
-  /** The first this many (oldest message first) are due now, leased until `leaseUntil`, and returned. */
+  /**
+   * A subscription's allowance: at most this many of its deliveries due at once. Of those a call
+   * makes due now, the first this many (oldest message first) are leased until `leaseUntil` and
+   * returned; any others are left to the sweeps.
+   */
   readonly inline: number;
   /** The lease of those returned. */
   readonly leaseUntil: number;
   /**
-   * The k-th of the rest (from 1) is due at `at + k * paceMs`, not leased: the redelivery sweeps
-   * take them as they come due.
+   * The interval between two paced deliveries of a subscription, and the time that gives one of
+   * its allowance back. The paced ones are not leased: the redelivery sweeps take them as they come
+   * due.
    */
   readonly paceMs: number;
 }
@@ -183,8 +198,10 @@ export interface ReplayResult {
   readonly found: boolean;
   /** The deliveries set pending again, each with its replay number one higher and no attempts. */
   readonly total: number;
-  /** Those due now (at most `inline`), to enqueue at once. */
+  /** Those due now that are leased to the caller (at most `inline`), to enqueue at once. */
   readonly due: readonly PendingDelivery[];
+  /** When the last of the others is due, in ms; absent when every one is returned in `due`. */
+  readonly pacedUntil?: number;
 }
 
 /**
@@ -322,7 +339,11 @@ export interface SubscriptionRepository {
    * same delivery, unless one ignores leases.
    */
   claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]>;
-  /** Set failed deliveries pending again, in a new replay round (see {@link ReplayPlan}). */
+  /**
+   * Set failed deliveries pending again, in a new replay round, paced per subscription (see
+   * {@link ReplayPlan}). Replays at once, of one subscription or of messages to it, never
+   * deadlock: each takes its subscriptions' pacing in one order before their deliveries.
+   */
   replay(accountCode: string, selection: ReplaySelection, plan: ReplayPlan): Promise<ReplayResult>;
   /** The status of a message's delivery to a subscription, or `undefined` when there is none. */
   deliveryStatus(

@@ -47,6 +47,7 @@ describe('migrations', () => {
         'delivery_log',
         'messages',
         'migrations',
+        'replay_paces',
         'revision',
         'signing_secrets',
         'subscriptions',

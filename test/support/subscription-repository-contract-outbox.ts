@@ -559,7 +559,11 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
         'acme',
         failedSend(message.id, failed!, { replay: 1, outcome: 'failed' }),
       );
-      const again = await repository.replay('acme', { messageId: message.id }, plan());
+      const again = await repository.replay(
+        'acme',
+        { messageId: message.id },
+        plan({ at: T0 + 2 * MINUTE }),
+      );
       expect(again.due.map((d) => d.replay)).toEqual([2]);
     });
 
@@ -700,7 +704,7 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
         { messageId: m.id },
         { at, inline: 0, leaseUntil: at + LEASE, paceMs: 50 },
       );
-      expect(result).toEqual({ found: true, total: 1, due: [] });
+      expect(result).toEqual({ found: true, total: 1, due: [], pacedUntil: at + 50 });
       const [paced] = await claimable(repository, at + 50);
       expect(paced).toEqual({
         accountCode: 'acme',
@@ -712,6 +716,111 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
         replay: 1,
         nextAttemptAt: at + 50,
       });
+    });
+  });
+
+  describe('replay pacing, per subscription across calls', () => {
+    /** `n` messages of acme, oldest first, whose deliveries to `ids` all failed. */
+    const failedMessages = async (repository: SubscriptionRepository, ids: string[], n: number) => {
+      const messages = Array.from({ length: n }, (_, i) => aMessage({ createdAt: T0 + i }));
+      for (const m of messages) {
+        await repository.recordMessage(m, ids.map(to), { leaseUntil: T0 });
+        for (const id of ids) {
+          await repository.recordAttempt('acme', failedSend(m.id, id, { outcome: 'failed' }));
+        }
+      }
+      return messages;
+    };
+    const pace = (at: number, inline: number) => ({
+      at,
+      inline,
+      leaseUntil: at + LEASE,
+      paceMs: 100,
+    });
+
+    test('a second replay continues after the first one’s paced deliveries, with no allowance afresh', async (repository) => {
+      const [a] = await subscriptions(repository, 1);
+      const messages = await failedMessages(repository, [a!], 5);
+      const at = T0 + MINUTE;
+      const first = await repository.replay('acme', { subscriptionId: a!, since: T0 }, pace(at, 2));
+      expect(first.due.map((d) => [d.messageId, d.nextAttemptAt])).toEqual([
+        [messages[0]!.id, at],
+        [messages[1]!.id, at],
+      ]);
+      expect(first).toMatchObject({ total: 5, pacedUntil: at + 300 });
+      // The two sent at once fail again; replayed 50 ms later, they are paced after the three.
+      for (const d of first.due) {
+        await repository.recordAttempt(
+          'acme',
+          failedSend(d.messageId, a!, { replay: 1, outcome: 'failed', at: at + 10 }),
+        );
+      }
+      const second = await repository.replay(
+        'acme',
+        { subscriptionId: a!, since: T0 },
+        pace(at + 50, 2),
+      );
+      // Its allowance of 2 was used at `at` and 0.5 of one is back: the first is due when it
+      // is whole again, 100 ms after the first call's last.
+      expect(second).toEqual({ found: true, total: 2, due: [], pacedUntil: at + 500 });
+      expect((await claimable(repository, at + 400)).map((d) => d.nextAttemptAt)).toEqual([
+        at + 100,
+        at + 200,
+        at + 300,
+        at + 400,
+      ]);
+      expect((await claimable(repository, at + 500)).map((d) => d.nextAttemptAt)).toContain(
+        at + 500,
+      );
+    });
+
+    test('the allowance comes back one every paceMs', async (repository) => {
+      const [a] = await subscriptions(repository, 1);
+      const messages = await failedMessages(repository, [a!], 4);
+      const at = T0 + MINUTE;
+      const first = await repository.replay('acme', { messageId: messages[0]!.id }, pace(at, 2));
+      expect(first.due).toHaveLength(1);
+      // Both used at `at`; 150 ms later one and a half are back: one due at once, the next when
+      // the second is whole.
+      await repository.replay('acme', { messageId: messages[1]!.id }, pace(at, 2));
+      const third = await repository.replay(
+        'acme',
+        { messageId: messages[2]!.id },
+        pace(at + 150, 2),
+      );
+      expect(third.due.map((d) => d.nextAttemptAt)).toEqual([at + 150]);
+      const fourth = await repository.replay(
+        'acme',
+        { messageId: messages[3]!.id },
+        pace(at + 150, 2),
+      );
+      expect(fourth).toEqual({ found: true, total: 1, due: [], pacedUntil: at + 200 });
+      // Past when it is all back, the whole allowance again.
+      for (const m of messages.slice(0, 3)) {
+        await repository.recordAttempt(
+          'acme',
+          failedSend(m.id, a!, { replay: 1, outcome: 'failed', at: at + 160 }),
+        );
+      }
+      const again = await repository.replay(
+        'acme',
+        { subscriptionId: a!, since: T0 },
+        pace(at + 400, 2),
+      );
+      expect(again.due.map((d) => d.nextAttemptAt)).toEqual([at + 400, at + 400]);
+      expect(again.pacedUntil).toBe(at + 500);
+    });
+
+    test('a message replay paces each subscription by its own allowance', async (repository) => {
+      const [a, b] = await subscriptions(repository, 2);
+      const messages = await failedMessages(repository, [a!, b!], 3);
+      const at = T0 + MINUTE;
+      // a's allowance of 1 is used by a replay of a alone.
+      await repository.replay('acme', { subscriptionId: a!, since: T0 + 2 }, pace(at, 1));
+      const result = await repository.replay('acme', { messageId: messages[0]!.id }, pace(at, 1));
+      expect(result.total).toBe(2);
+      expect(result.due.map((d) => [d.subscriptionId, d.nextAttemptAt])).toEqual([[b, at]]);
+      expect(result.pacedUntil).toBe(at + 100);
     });
   });
 
