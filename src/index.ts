@@ -7,6 +7,8 @@
 export type { Clock } from './clock.js';
 // Time
 export { FakeClock, systemClock } from './clock.js';
+export type { DataFolderErrorCode } from './errors/data-folder-error.js';
+export { DataFolderError, dataFolderErrorCodes } from './errors/data-folder-error.js';
 export type { DeliveryQueueErrorCode } from './errors/delivery-queue-error.js';
 export { DeliveryQueueError, deliveryQueueErrorCodes } from './errors/delivery-queue-error.js';
 export type { DeliveryTransportErrorCode } from './errors/delivery-transport-error.js';

@@ -43,6 +43,7 @@ import type {
   SubscriptionRepository,
 } from '../webhooks/subscription-repository.js';
 import { LISTEN_BACKOFF, listenForChanges } from './change-listener.js';
+import { type DataFolderLock, localDataDir, shareDataFolderLock } from './data-folder-lock.js';
 import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js';
 import {
   type AttemptRow,
@@ -68,7 +69,9 @@ import { type Statements, statements } from './statements.js';
 export interface PostgresRepositoryOptions {
   /**
    * Where the data is: a `pg` Pool (`new Pool({ connectionString })`) or a PGlite instance
-   * (`new PGlite('./.data')`). The repository never closes it.
+   * (`new PGlite('./.data')`). The repository never closes it. A PGlite in a folder is held for
+   * this process (see `lockDataFolder`): take the lock before `new PGlite(folder)`, or
+   * `open` takes it, until {@link PostgresSubscriptionRepository.close}.
    */
   readonly database: SqlDatabase;
   /**
@@ -171,6 +174,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   // The name of each statement's text, on a pool with prepared statements; undefined otherwise.
   readonly #names: Map<string, string> | undefined;
   #migration: MigrationReport | undefined;
+  #lock: DataFolderLock | undefined;
 
   private constructor(options: PostgresRepositoryOptions | undefined) {
     const read = readOptions(options, OWNER, RULES, {
@@ -201,12 +205,24 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   }
 
   /**
-   * Check the options, create or migrate the schema, and give the repository.
+   * Check the options, hold the data folder of a PGlite for this process, create or migrate the
+   * schema, and give the repository.
    * @throws ConfigurationError `invalid_option` for a wrong database, schema, key or bound
+   * @throws DataFolderError `data_folder_in_use` for a PGlite whose folder another live process
+   *   holds (embedded PostgreSQL allows one process per folder)
    */
   static async open(options: PostgresRepositoryOptions): Promise<PostgresSubscriptionRepository> {
     const repository = new PostgresSubscriptionRepository(options);
-    repository.#migration = await migrate(repository.#database, repository.#schema);
+    const database = repository.#database;
+    const folder = database.kind === 'embedded' ? localDataDir(database.db) : undefined;
+    // Shared with a lock this process took before opening the folder; taken here otherwise.
+    if (folder !== undefined) repository.#lock = await shareDataFolderLock(folder);
+    try {
+      repository.#migration = await migrate(database, repository.#schema);
+    } catch (error) {
+      await repository.#lock?.release();
+      throw error;
+    }
     return repository;
   }
 
@@ -545,8 +561,12 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     }
   }
 
-  /** Stop every `watch` and release their connections; the database itself stays open. */
+  /**
+   * Stop every `watch` and release their connections, and give up the data folder if `open`
+   * locked it; the database itself stays open.
+   */
   async close(): Promise<void> {
     await Promise.all([...this.#watching].map((unwatch) => unwatch()));
+    await this.#lock?.release();
   }
 }
