@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import {
+  DataFolderError,
   lockDataFolder,
   PostgresSubscriptionRepository,
   type SecretKey,
@@ -50,8 +51,21 @@ export async function openDemoStorage(options: DemoStorageOptions = {}): Promise
   }
   const folder = join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), 'pglite');
   // Before PGlite opens the folder: a second process opening it loses acknowledged writes.
-  const lock = await lockDataFolder(folder);
-  const database = new PGlite(folder);
+  const lock = await lockDataFolder(folder).catch((error: unknown) => {
+    if (!(error instanceof DataFolderError) || error.code !== 'data_folder_in_use') throw error;
+    throw new DataFolderError(
+      error.code,
+      `${error.message} Set DATA_DIR to give this demo another folder (or DATABASE_URL for a PostgreSQL server that several may share).`,
+      { folder: error.folder, pid: error.pid, cause: error },
+    );
+  });
+  let database: PGlite;
+  try {
+    database = new PGlite(folder);
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
   return opened(database, `embedded PostgreSQL (PGlite) in ${folder}`, secretKeys, async () => {
     try {
       await database.close();
