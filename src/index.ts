@@ -7,7 +7,7 @@
 export type { Clock } from './clock.js';
 // Time
 export { FakeClock, systemClock } from './clock.js';
-export type { DataFolderErrorCode } from './errors/data-folder-error.js';
+export type { DataFolderErrorCode, DataFolderErrorOptions } from './errors/data-folder-error.js';
 export { DataFolderError, dataFolderErrorCodes } from './errors/data-folder-error.js';
 export type { DeliveryQueueErrorCode } from './errors/delivery-queue-error.js';
 export { DeliveryQueueError, deliveryQueueErrorCodes } from './errors/delivery-queue-error.js';
@@ -33,8 +33,15 @@ export {
   isConfigurationError,
   isInvalidRequestError,
 } from './errors/index.js';
-export type { SecretCipherErrorCode } from './errors/secret-cipher-error.js';
-export { SecretCipherError, secretCipherErrorCodes } from './errors/secret-cipher-error.js';
+export type {
+  SecretCipherErrorCode,
+  SecretCipherErrorOptions,
+} from './errors/secret-cipher-error.js';
+export {
+  isSecretCipherError,
+  SecretCipherError,
+  secretCipherErrorCodes,
+} from './errors/secret-cipher-error.js';
 export { formatHttpDate } from './http/http-date.js';
 export type { ProblemDetails, ProblemInit, ResponseParts } from './http/problem-details.js';
 // HTTP
@@ -375,6 +382,7 @@ export type {
   ReplayPlan,
   ReplayResult,
   ReplaySelection,
+  SigningSecretsOptions,
   SubscriptionChange,
   SubscriptionChanges,
   SubscriptionPage,

@@ -6,10 +6,17 @@
  * @module
  */
 
-export type { DataFolderErrorCode } from '../errors/data-folder-error.js';
+export type { DataFolderErrorCode, DataFolderErrorOptions } from '../errors/data-folder-error.js';
 export { DataFolderError, dataFolderErrorCodes } from '../errors/data-folder-error.js';
-export type { SecretCipherErrorCode } from '../errors/secret-cipher-error.js';
-export { SecretCipherError, secretCipherErrorCodes } from '../errors/secret-cipher-error.js';
+export type {
+  SecretCipherErrorCode,
+  SecretCipherErrorOptions,
+} from '../errors/secret-cipher-error.js';
+export {
+  isSecretCipherError,
+  SecretCipherError,
+  secretCipherErrorCodes,
+} from '../errors/secret-cipher-error.js';
 export type {
   AesGcmSecretCipherOptions,
   SecretCipher,
