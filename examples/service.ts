@@ -24,6 +24,7 @@ import {
   createLimiter,
   type DeliveryAttempt,
   type Identity,
+  isSecretCipherError,
   MemoryOverrides,
   presets,
   problemDetails,
@@ -188,6 +189,11 @@ export interface DemoOptions {
   maxSubscriptionsPerAccount?: number;
   /** Told once at start when secrets are stored unencrypted. @defaultValue `console.warn` */
   onWarning?: (message: string) => void;
+  /**
+   * Told of every failure the service survived, signing secrets the keys cannot read among them.
+   * @defaultValue one line on `console.error`
+   */
+  onError?: (error: unknown) => void;
   /** The key of the admin API and /metrics, sent as `x-admin-key`. @defaultValue `admin-demo-key` */
   adminKey?: string;
 }
@@ -253,6 +259,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     onDisabled: options.onDisabled,
     maxSubscriptionsPerAccount: options.maxSubscriptionsPerAccount ?? 100,
     onWarning: options.onWarning,
+    onError: options.onError,
   });
   const admin = createDemoAdmin({
     limiter,
@@ -382,6 +389,12 @@ async function main(): Promise<void> {
       console.warn(
         `${message} In the demo: WEBHOOK_SECRET_KEYS=demo-1:$(openssl rand -base64 32) npm run demo (keep the key: secrets stored with it need it).`,
       ),
+    onError: (error) => {
+      if (!isSecretCipherError(error)) return console.error('demo service:', error);
+      console.error(
+        `demo service: ${error.message} Start the demo with the WEBHOOK_SECRET_KEYS the secrets were stored with (id:base64key pairs, newest first), or rotate the subscription's secret.`,
+      );
+    },
   });
   console.log(
     `Subscriptions, signing secrets, the delivery log and pending deliveries: ${service.storage}; a restart keeps them.${
