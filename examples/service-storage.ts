@@ -3,11 +3,15 @@
  * PostgreSQL repository, on embedded PostgreSQL (PGlite) in a folder by default, or on a
  * PostgreSQL server (a pg Pool) with a connection URL.
  */
-import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { PostgresSubscriptionRepository, type SecretKey } from '../src/postgres/index.js';
+import {
+  DataFolderError,
+  lockDataFolder,
+  PostgresSubscriptionRepository,
+  type SecretKey,
+} from '../src/postgres/index.js';
 
 /** Where the data goes. */
 export interface DemoStorageOptions {
@@ -33,8 +37,9 @@ export const DEFAULT_DATA_DIR = '.data';
 
 /**
  * Open the repository (migrating its schema) on the server of `databaseUrl`, else on PGlite in
- * `dataDir`.
+ * `dataDir`, locked for this process before PGlite opens it.
  * @throws ConfigurationError for secret keys that are not `{ id, key }` with a 32-byte key
+ * @throws DataFolderError `data_folder_in_use` when another live process holds the folder
  */
 export async function openDemoStorage(options: DemoStorageOptions = {}): Promise<DemoStorage> {
   const { databaseUrl, secretKeys } = options;
@@ -45,11 +50,29 @@ export async function openDemoStorage(options: DemoStorageOptions = {}): Promise
     );
   }
   const folder = join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), 'pglite');
-  mkdirSync(folder, { recursive: true });
-  const database = new PGlite(folder);
-  return opened(database, `embedded PostgreSQL (PGlite) in ${folder}`, secretKeys, () =>
-    database.close(),
-  );
+  // Before PGlite opens the folder: a second process opening it loses acknowledged writes.
+  const lock = await lockDataFolder(folder).catch((error: unknown) => {
+    if (!(error instanceof DataFolderError) || error.code !== 'data_folder_in_use') throw error;
+    throw new DataFolderError(
+      error.code,
+      `${error.message} Set DATA_DIR to give this demo another folder (or DATABASE_URL for a PostgreSQL server that several may share).`,
+      { folder: error.folder, pid: error.pid, cause: error },
+    );
+  });
+  let database: PGlite;
+  try {
+    database = new PGlite(folder);
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+  return opened(database, `embedded PostgreSQL (PGlite) in ${folder}`, secretKeys, async () => {
+    try {
+      await database.close();
+    } finally {
+      await lock.release();
+    }
+  });
 }
 
 async function opened(

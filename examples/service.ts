@@ -25,6 +25,7 @@ import {
   type DeliveryAttempt,
   type Identity,
   isConfigurationError,
+  isSecretCipherError,
   MemoryOverrides,
   presets,
   problemDetails,
@@ -217,6 +218,11 @@ export interface DemoOptions {
   maxSubscriptionsPerAccount?: number;
   /** Told once at start when secrets are stored unencrypted. @defaultValue `console.warn` */
   onWarning?: (message: string) => void;
+  /**
+   * Told of every failure the service survived, signing secrets the keys cannot read among them.
+   * @defaultValue one line on `console.error`
+   */
+  onError?: (error: unknown) => void;
   /** The key of the admin API and /metrics, sent as `x-admin-key`. @defaultValue `admin-demo-key` */
   adminKey?: string;
 }
@@ -304,6 +310,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     onDisabled: options.onDisabled,
     maxSubscriptionsPerAccount: options.maxSubscriptionsPerAccount ?? 100,
     onWarning: options.onWarning,
+    onError: options.onError,
   });
   const admin = createDemoAdmin({
     limiter,
@@ -414,6 +421,12 @@ async function main(): Promise<void> {
       console.warn(
         `${message} In the demo: WEBHOOK_SECRET_KEYS=demo-1:$(openssl rand -base64 32) npm run demo (keep the key: secrets stored with it need it).`,
       ),
+    onError: (error) => {
+      if (!isSecretCipherError(error)) return console.error('demo service:', error);
+      console.error(
+        `demo service: ${error.message} Start the demo with the WEBHOOK_SECRET_KEYS the secrets were stored with (id:base64key pairs, newest first), or rotate the subscription's secret.`,
+      );
+    },
   });
   console.log(
     `Subscriptions, signing secrets, the delivery log and pending deliveries: ${service.storage}; a restart keeps them.${

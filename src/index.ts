@@ -7,6 +7,8 @@
 export type { Clock } from './clock.js';
 // Time
 export { FakeClock, systemClock } from './clock.js';
+export type { DataFolderErrorCode, DataFolderErrorOptions } from './errors/data-folder-error.js';
+export { DataFolderError, dataFolderErrorCodes } from './errors/data-folder-error.js';
 export type { DeliveryQueueErrorCode } from './errors/delivery-queue-error.js';
 export { DeliveryQueueError, deliveryQueueErrorCodes } from './errors/delivery-queue-error.js';
 export type { DeliveryTransportErrorCode } from './errors/delivery-transport-error.js';
@@ -31,8 +33,15 @@ export {
   isConfigurationError,
   isInvalidRequestError,
 } from './errors/index.js';
-export type { SecretCipherErrorCode } from './errors/secret-cipher-error.js';
-export { SecretCipherError, secretCipherErrorCodes } from './errors/secret-cipher-error.js';
+export type {
+  SecretCipherErrorCode,
+  SecretCipherErrorOptions,
+} from './errors/secret-cipher-error.js';
+export {
+  isSecretCipherError,
+  SecretCipherError,
+  secretCipherErrorCodes,
+} from './errors/secret-cipher-error.js';
 export type { AnonymousNetworkKeyOptions } from './http/anonymous-key.js';
 // The key anonymous requests are counted by; networkKey and the rule stay internal.
 export { anonymousNetworkKey } from './http/anonymous-key.js';
@@ -376,6 +385,7 @@ export type {
   ReplayPlan,
   ReplayResult,
   ReplaySelection,
+  SigningSecretsOptions,
   SubscriptionChange,
   SubscriptionChanges,
   SubscriptionPage,

@@ -6,14 +6,25 @@
  * @module
  */
 
-export type { SecretCipherErrorCode } from '../errors/secret-cipher-error.js';
-export { SecretCipherError, secretCipherErrorCodes } from '../errors/secret-cipher-error.js';
+export type { DataFolderErrorCode, DataFolderErrorOptions } from '../errors/data-folder-error.js';
+export { DataFolderError, dataFolderErrorCodes } from '../errors/data-folder-error.js';
+export type {
+  SecretCipherErrorCode,
+  SecretCipherErrorOptions,
+} from '../errors/secret-cipher-error.js';
+export {
+  isSecretCipherError,
+  SecretCipherError,
+  secretCipherErrorCodes,
+} from '../errors/secret-cipher-error.js';
 export type {
   AesGcmSecretCipherOptions,
   SecretCipher,
   SecretKey,
 } from '../webhooks/secret-cipher.js';
 export { aesGcmSecretCipher } from '../webhooks/secret-cipher.js';
+export type { DataFolderLock } from './data-folder-lock.js';
+export { lockDataFolder } from './data-folder-lock.js';
 export type { Migration, MigrationReport } from './migrations.js';
 export { MIGRATIONS } from './migrations.js';
 export type { PostgresRepositoryOptions } from './postgres-subscription-repository.js';

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
  * PostgreSQL) on one machine, through the same SQL (see docs/postgres.md). @module
  */
 import { ConfigurationError } from '../errors/index.js';
+import { isSecretCipherError, SecretCipherError } from '../errors/secret-cipher-error.js';
 import {
   aBoolean,
   aFunction,
@@ -37,12 +38,14 @@ import type {
   ReplayPlan,
   ReplayResult,
   ReplaySelection,
+  SigningSecretsOptions,
   SubscriptionChange,
   SubscriptionChanges,
   SubscriptionPage,
   SubscriptionRepository,
 } from '../webhooks/subscription-repository.js';
 import { LISTEN_BACKOFF, listenForChanges } from './change-listener.js';
+import { type DataFolderLock, localDataDir, shareDataFolderLock } from './data-folder-lock.js';
 import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js';
 import {
   type AttemptRow,
@@ -69,7 +72,9 @@ import { type Statements, statements } from './statements.js';
 export interface PostgresRepositoryOptions {
   /**
    * Where the data is: a `pg` Pool (`new Pool({ connectionString })`) or a PGlite instance
-   * (`new PGlite('./.data')`). The repository never closes it.
+   * (`new PGlite('./.data')`). The repository never closes it. A PGlite in a folder is held for
+   * this process (see `lockDataFolder`): take the lock before `new PGlite(folder)`, or
+   * `open` takes it, until {@link PostgresSubscriptionRepository.close}.
    */
   readonly database: SqlDatabase;
   /**
@@ -172,6 +177,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   // The name of each statement's text, on a pool with prepared statements; undefined otherwise.
   readonly #names: Map<string, string> | undefined;
   #migration: MigrationReport | undefined;
+  #lock: DataFolderLock | undefined;
 
   private constructor(options: PostgresRepositoryOptions | undefined) {
     const read = readOptions(options, OWNER, RULES, {
@@ -202,12 +208,24 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   }
 
   /**
-   * Check the options, create or migrate the schema, and give the repository.
+   * Check the options, hold the data folder of a PGlite for this process, create or migrate the
+   * schema, and give the repository.
    * @throws ConfigurationError `invalid_option` for a wrong database, schema, key or bound
+   * @throws DataFolderError `data_folder_in_use` for a PGlite whose folder another live process
+   *   holds (embedded PostgreSQL allows one process per folder)
    */
   static async open(options: PostgresRepositoryOptions): Promise<PostgresSubscriptionRepository> {
     const repository = new PostgresSubscriptionRepository(options);
-    repository.#migration = await migrate(repository.#database, repository.#schema);
+    const database = repository.#database;
+    const folder = database.kind === 'embedded' ? localDataDir(database.db) : undefined;
+    // Shared with a lock this process took before opening the folder; taken here otherwise.
+    if (folder !== undefined) repository.#lock = await shareDataFolderLock(folder);
+    try {
+      repository.#migration = await migrate(database, repository.#schema);
+    } catch (error) {
+      await repository.#lock?.release();
+      throw error;
+    }
     return repository;
   }
 
@@ -243,15 +261,52 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return [cipher.encrypt(secret, secretContext(accountCode, id)), cipher.keyId];
   }
 
+  /**
+   * A stored secret as it signs.
+   * @throws SecretCipherError naming the subscription when the keys cannot decrypt it
+   */
   #open(accountCode: string, id: string, stored: string, keyId: string | null): string {
     if (keyId === null) return stored;
+    const named = { accountCode, subscriptionId: id };
+    const whose = `A signing secret of subscription "${id}" (account "${accountCode}")`;
     if (this.#cipher === undefined) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `The signing secrets are encrypted (key "${keyId}") but ${OWNER} was given no secretKeys; pass the keys.`,
+      throw new SecretCipherError(
+        'no_secret_keys',
+        `${whose} is encrypted under key "${keyId}", but ${OWNER} was given no secretKeys; pass the keys it was stored with.`,
+        named,
       );
     }
-    return this.#cipher.decrypt(stored, secretContext(accountCode, id));
+    try {
+      return this.#cipher.decrypt(stored, secretContext(accountCode, id));
+    } catch (error) {
+      if (!isSecretCipherError(error)) throw error;
+      throw new SecretCipherError(error.code, `${whose} cannot be read: ${error.message}`, {
+        ...named,
+        cause: error,
+      });
+    }
+  }
+
+  /**
+   * The readable ones of a subscription's secrets (newest first), and an error for each other.
+   * A cipher's failure that is no SecretCipherError (a key service down) is thrown.
+   */
+  #openAll(
+    accountCode: string,
+    id: string,
+    rows: readonly { secret: string; key_id: string | null }[],
+  ): { secrets: string[]; unreadable: SecretCipherError[] } {
+    const secrets: string[] = [];
+    const unreadable: SecretCipherError[] = [];
+    for (const row of rows) {
+      try {
+        secrets.push(this.#open(accountCode, id, row.secret, row.key_id));
+      } catch (error) {
+        if (!(error instanceof SecretCipherError)) throw error;
+        unreadable.push(error);
+      }
+    }
+    return { secrets, unreadable };
   }
 
   async create(
@@ -344,12 +399,70 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return Number(row?.rotated ?? 0) > 0;
   }
 
-  async signingSecrets(accountCode: string, id: string, at: number): Promise<readonly string[]> {
+  /**
+   * The secrets that sign for the subscription at `at`, newest first. One the keys cannot decrypt
+   * is skipped and told to `onUnreadable`: the others still sign.
+   * @throws SecretCipherError naming the subscription when it has secrets and none can be read
+   */
+  async signingSecrets(
+    accountCode: string,
+    id: string,
+    at: number,
+    options: SigningSecretsOptions = {},
+  ): Promise<readonly string[]> {
     const rows = await this.#rows<{ secret: string; key_id: string | null }>(
       this.#sql.signingSecrets,
       [accountCode, id, at],
     );
-    return rows.map((row) => this.#open(accountCode, id, row.secret, row.key_id));
+    const { secrets, unreadable } = this.#openAll(accountCode, id, rows);
+    const [newest] = unreadable;
+    if (secrets.length === 0 && newest !== undefined) throw newest;
+    for (const error of unreadable) {
+      try {
+        options.onUnreadable?.(error);
+      } catch {
+        // A failing listener must not keep the readable secrets from signing.
+      }
+    }
+    return secrets;
+  }
+
+  /**
+   * One error for each subscription that has secrets signing at `at` and none the keys can read
+   * (stored under a key that is not configured, or under another key of the same id), a batch of
+   * subscriptions at a time; the service calls it at start and tells each to `onError`.
+   */
+  async unreadableSecrets(at: number): Promise<readonly SecretCipherError[]> {
+    const found: SecretCipherError[] = [];
+    let after: [string, string] = ['', ''];
+    for (;;) {
+      const rows = await this.#rows<{
+        account_code: string;
+        subscription_id: string;
+        secret: string | null;
+        key_id: string | null;
+      }>(this.#sql.secretsToCheck, [at, ...after, BATCH]);
+      const last = rows.at(-1);
+      if (last === undefined) return found;
+      const bySubscription = new Map<string, typeof rows>();
+      for (const row of rows) {
+        const key = secretContext(row.account_code, row.subscription_id);
+        const held = bySubscription.get(key) ?? [];
+        if (row.secret !== null) held.push(row);
+        bySubscription.set(key, held);
+      }
+      for (const held of bySubscription.values()) {
+        const [first] = held;
+        if (first === undefined) continue;
+        const { secrets, unreadable } = this.#openAll(
+          first.account_code,
+          first.subscription_id,
+          held as { secret: string; key_id: string | null }[],
+        );
+        if (secrets.length === 0 && unreadable[0] !== undefined) found.push(unreadable[0]);
+      }
+      after = [last.account_code, last.subscription_id];
+    }
   }
 
   async changesSince(revision: number, limit: number): Promise<readonly SubscriptionChange[]> {
@@ -563,8 +676,12 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     }
   }
 
-  /** Stop every `watch` and release their connections; the database itself stays open. */
+  /**
+   * Stop every `watch` and release their connections, and give up the data folder if `open`
+   * locked it; the database itself stays open.
+   */
   async close(): Promise<void> {
     await Promise.all([...this.#watching].map((unwatch) => unwatch()));
+    await this.#lock?.release();
   }
 }

@@ -37,6 +37,7 @@ export interface Statements {
   readonly deleteMessagesBefore: string;
   readonly secretsToReencrypt: string;
   readonly reencrypt: string;
+  readonly secretsToCheck: string;
 }
 
 /**
@@ -347,6 +348,22 @@ export function statements(s: string, channel: string): Statements {
       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS n(sequence, old, secret, key_id)
       WHERE t.sequence = n.sequence AND t.secret = n.old
       RETURNING t.sequence`,
+    // $1 at, $2 and $3 the last (account, id) of the previous batch, $4 subscriptions a batch.
+    // Each live subscription once at least (secret null when it has none), so that a batch of
+    // subscriptions without secrets still moves the next batch on.
+    secretsToCheck: `WITH batch AS (
+        SELECT account_code, id FROM ${s}.subscriptions
+        WHERE deleted_at IS NULL AND (account_code, id) > ($2::text, $3::text)
+        ORDER BY account_code, id LIMIT $4::bigint
+      )
+      SELECT b.account_code, b.id AS subscription_id, o.secret, o.key_id
+      FROM batch AS b LEFT JOIN ${s}.signing_secrets AS o
+        ON o.account_code = b.account_code AND o.subscription_id = b.id
+        AND NOT EXISTS (
+          SELECT 1 FROM ${s}.signing_secrets AS n
+          WHERE n.account_code = o.account_code AND n.subscription_id = o.subscription_id
+            AND n.sequence > o.sequence AND n.retire_older_ms <= $1::float8)
+      ORDER BY b.account_code, b.id, o.sequence DESC`,
   };
 }
 

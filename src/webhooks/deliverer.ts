@@ -1,6 +1,7 @@
 /** The attempts of a deliverer: sign, send, decide from the answer what follows, report. @module */
 import type { Clock } from '../clock.js';
 import { isApiConventionsError } from '../errors/index.js';
+import { isSecretCipherError } from '../errors/secret-cipher-error.js';
 import { parseRetryAfter } from '../http/retry-after.js';
 import { reportAttempt } from './channels.js';
 import type {
@@ -90,7 +91,12 @@ export class WebhookDeliverer implements Deliverer {
     let secrets: readonly string[] | undefined;
     try {
       secrets = await this.#settings.secrets(job.subscriptionId);
-    } catch {
+    } catch (caught) {
+      // Secrets that exist but that no configured key decrypts: said so, not as none at all.
+      if (isSecretCipherError(caught)) {
+        const error = { code: caught.code, message: caught.message };
+        return { error, outcome: 'failed', reason: 'secret_unreadable' };
+      }
       secrets = undefined;
     }
     if (secrets === undefined || secrets === null || secrets.length === 0) {

@@ -2,6 +2,7 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { aClock, type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
+import type { SecretCipherError } from '../errors/secret-cipher-error.js';
 import { isArray } from '../internal/describe.js';
 import {
   aFunction,
@@ -47,12 +48,18 @@ export interface DeliveryJob {
  */
 export type AttemptOutcome = 'delivered' | 'retry' | 'disabled' | 'failed' | 'lost';
 
-/** Why a delivery was given up. */
+/**
+ * Why a delivery was given up. `no_secret`: the subscription has no secret (deleted, disabled,
+ * unknown); `secret_unreadable`: it has secrets, but none can be decrypted with the configured
+ * keys (the repository's `secretKeys` are not those the secrets were stored with), so nothing is
+ * sent; the delivery can be replayed once the keys are right or the secret is rotated.
+ */
 export type DeliveryFailure =
   | 'attempts_exhausted'
   | 'max_age'
   | 'forbidden_address'
   | 'no_secret'
+  | 'secret_unreadable'
   | 'invalid_job'
   | 'gone';
 
@@ -128,7 +135,11 @@ export type DeliveryStep =
 
 /** How deliveries are made. */
 export interface DeliveryOptions {
-  /** Read at each attempt, so rotation applies at once; none ends the job (`no_secret`). */
+  /**
+   * Read at each attempt, so rotation applies at once; none ends the job (`no_secret`), and so
+   * does a throw, except a {@link SecretCipherError} (secrets there but unreadable), which ends it
+   * `secret_unreadable`.
+   */
   secrets: (
     subscriptionId: string,
   ) => readonly string[] | undefined | Promise<readonly string[] | undefined>;

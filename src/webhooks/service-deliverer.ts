@@ -42,7 +42,9 @@ export interface ServiceDelivererSettings {
 /**
  * Make the deliverer. A deleted or disabled subscription has no secret here (the index no longer
  * holds it), so a job still queued for it ends `no_secret`, recorded like any attempt: its
- * delivery is failed, and can be replayed once the subscription is enabled again.
+ * delivery is failed, and can be replayed once the subscription is enabled again. Secrets the
+ * repository cannot read are told to `onError` at each attempt that meets them; when none of a
+ * subscription's can be read the job ends `secret_unreadable`.
  * @internal
  */
 export function serviceDeliverer(settings: ServiceDelivererSettings): Deliverer {
@@ -85,9 +87,16 @@ export function serviceDeliverer(settings: ServiceDelivererSettings): Deliverer 
         await settings.catchUp();
         held = index.get(id);
       }
-      return held === undefined
-        ? undefined
-        : repository.signingSecrets(held.accountCode, id, clock.now());
+      if (held === undefined) return undefined;
+      try {
+        // Unreadable secrets beside readable ones are skipped (the others sign) and told.
+        return await repository.signingSecrets(held.accountCode, id, clock.now(), {
+          onUnreadable: onError,
+        });
+      } catch (error) {
+        onError(error);
+        throw error;
+      }
     },
     onGone: (id) => disable(id, 'endpoint_gone'),
   });

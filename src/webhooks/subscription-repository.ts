@@ -3,6 +3,7 @@
  * implements (memory here, PostgreSQL in `api-conventions/postgres`). Every operation names the
  * account: none of one account can read, change or delete a subscription of another. @module
  */
+import type { SecretCipherError } from '../errors/secret-cipher-error.js';
 import type { AttemptOutcome, DeliveryAttempt } from './delivery.js';
 import type {
   DisabledReason,
@@ -11,6 +12,12 @@ import type {
   SubscriptionRequest,
   SubscriptionStatus,
 } from './subscription.js';
+
+/** How {@link SubscriptionRepository.signingSecrets} reports a secret it skipped. */
+export interface SigningSecretsOptions {
+  /** Told of each secret that cannot be read while others of the subscription can. */
+  readonly onUnreadable?: (error: SecretCipherError) => void;
+}
 
 /** What a change may set; a field left out keeps its value. */
 export interface SubscriptionChanges {
@@ -290,8 +297,24 @@ export interface SubscriptionRepository {
     secret: string,
     options: { readonly at: number; readonly graceMs: number },
   ): Promise<boolean>;
-  /** The secrets that sign for the subscription at time `at`, newest first (none when deleted). */
-  signingSecrets(accountCode: string, id: string, at: number): Promise<readonly string[]>;
+  /**
+   * The secrets that sign for the subscription at time `at`, newest first (none when deleted).
+   * A repository that stores them encrypted skips one its keys cannot decrypt, telling
+   * `onUnreadable`, so that the others still sign; when it can read none of them it throws.
+   * @throws SecretCipherError naming the subscription when it has secrets and none can be read
+   */
+  signingSecrets(
+    accountCode: string,
+    id: string,
+    at: number,
+    options?: SigningSecretsOptions,
+  ): Promise<readonly string[]>;
+  /**
+   * Check, at start, that the configured keys read the secrets: one error for each subscription
+   * that has secrets signing at `at` and none of them can be read. Left out by repositories
+   * that store secrets as they are given.
+   */
+  unreadableSecrets?(at: number): Promise<readonly SecretCipherError[]>;
   /** Changes with a revision above `revision`, ascending, at most `limit` (the newest per id). */
   changesSince(revision: number, limit: number): Promise<readonly SubscriptionChange[]>;
   /**

@@ -258,6 +258,7 @@ class Service implements WebhookService {
       }
     }
     await this.#mirror.start();
+    await this.#checkSecrets();
     if (pollIntervalMs > 0 && !this.#closed && this.#timer === undefined) {
       this.#timer = setInterval(() => this.#mirror.signal(), pollIntervalMs);
       this.#timer.unref?.();
@@ -265,6 +266,20 @@ class Service implements WebhookService {
     this.#retention.start();
     // Not awaited: the sweep may wait for room in the queue, whose attempts wait for the start.
     this.#outbox.start().catch(this.#settings.onError);
+  }
+
+  /**
+   * Tell `onError` of each subscription none of whose secrets the repository's keys can read:
+   * every delivery to it would fail `secret_unreadable` (keys changed or missing since).
+   */
+  async #checkSecrets(): Promise<void> {
+    const { repository, clock, onError } = this.#settings;
+    if (repository.unreadableSecrets === undefined) return;
+    try {
+      for (const error of await repository.unreadableSecrets(clock.now())) onError(error);
+    } catch (error) {
+      onError(error);
+    }
   }
 
   async close(): Promise<void> {

@@ -107,10 +107,81 @@ describe.each(DATABASES)('signing secrets at rest on %s', (name) => {
     const [row] = await raw(schema);
     expect(row?.secret).not.toContain('plainvalue');
     expect(await keyed.signingSecrets('ACME', 'p', 0)).toEqual(['whsec_plainvalue']);
-    // A repository without keys cannot read them, and says so.
+    // A repository without keys cannot read them, and says so, naming the subscription.
     const refused = await plain.signingSecrets('ACME', 'p', 0).catch((e: unknown) => e);
-    expect(isConfigurationError(refused)).toBe(true);
+    expect(refused).toBeInstanceOf(SecretCipherError);
+    expect(refused).toMatchObject({
+      code: 'no_secret_keys',
+      accountCode: 'ACME',
+      subscriptionId: 'p',
+    });
     expect((refused as Error).message).toMatch(/secretKeys/);
+  });
+
+  it('skips a secret the keys cannot read and tells onUnreadable, so that the readable ones still sign', async () => {
+    const schema = dbs.schema();
+    const before = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [OLD],
+    });
+    await before.create(subscription('ACME', 's'), 'whsec_old', LIMITS);
+    await before.create(subscription('ACME', 'none'), 'whsec_none', LIMITS);
+    const after = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [NEW],
+    });
+    await after.rotateSecret('ACME', 's', 'whsec_new', { at: 10, graceMs: 100 });
+    const told: SecretCipherError[] = [];
+    const onUnreadable = (error: SecretCipherError) => void told.push(error);
+    expect(await after.signingSecrets('ACME', 's', 20, { onUnreadable })).toEqual(['whsec_new']);
+    expect(told.map((e) => [e.code, e.subscriptionId, e.accountCode])).toEqual([
+      ['unknown_secret_key', 's', 'ACME'],
+    ]);
+    // None readable: thrown, naming the subscription; onUnreadable is not told twice.
+    const thrown = await after
+      .signingSecrets('ACME', 'none', 20, { onUnreadable })
+      .catch((e: unknown) => e);
+    expect(thrown).toMatchObject({ code: 'unknown_secret_key', subscriptionId: 'none' });
+    expect(told).toHaveLength(1);
+    // The start check names the one none of whose secrets reads; past the grace, 's' too.
+    expect((await after.unreadableSecrets(20)).map((e) => e.subscriptionId)).toEqual(['none']);
+    expect((await after.unreadableSecrets(200)).map((e) => e.subscriptionId)).toEqual(['none']);
+    // The first key reads the old secret, until its grace ends.
+    expect(await before.unreadableSecrets(20)).toEqual([]);
+    expect((await before.unreadableSecrets(200)).map((e) => e.subscriptionId)).toEqual(['s']);
+    const both = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [NEW, OLD],
+    });
+    expect(await both.unreadableSecrets(20)).toEqual([]);
+  });
+
+  it('checks every subscription at start, a batch at a time', async () => {
+    const schema = dbs.schema();
+    const before = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [OLD],
+    });
+    // More than a batch (500), some deleted, some rotated to a key the next one reads.
+    const ids = Array.from({ length: 520 }, (_, i) => `s${String(i).padStart(3, '0')}`);
+    for (const id of ids) {
+      await before.create(subscription('ACME', id), `whsec_${id}`, { at: 0, maxPerAccount: 1_000 });
+    }
+    const after = await PostgresSubscriptionRepository.open({
+      database: database(),
+      schema,
+      secretKeys: [NEW],
+    });
+    for (const id of ids.slice(0, 10)) await after.delete('ACME', id, 1);
+    for (const id of ids.slice(10, 20)) {
+      await after.rotateSecret('ACME', id, `whsec_new_${id}`, { at: 1, graceMs: 0 });
+    }
+    const reported = (await after.unreadableSecrets(2)).map((e) => e.subscriptionId);
+    expect(reported).toEqual(ids.slice(20));
   });
 
   it('answers a typed error, not a crash, for text changed or moved in the database', async () => {

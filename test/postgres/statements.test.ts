@@ -86,6 +86,7 @@ const PARAMS: Record<keyof Statements, unknown[]> = {
   deleteMessagesBefore: [ms, 1_000],
   secretsToReencrypt: ['k2', 0, 500],
   reencrypt: [['1'], ['old'], ['new'], ['k2']],
+  secretsToCheck: [ms, '', '', 500],
 };
 
 /** The planner's estimated total cost of a statement, without running it. */

@@ -160,6 +160,7 @@ export function repositoryWith(
     'delete',
     'rotateSecret',
     'signingSecrets',
+    'unreadableSecrets',
     'changesSince',
     'watch',
     'recordAttempt',

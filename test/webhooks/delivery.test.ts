@@ -18,6 +18,7 @@ import {
   httpTransport,
   isConfigurationError,
   retrySchedule,
+  SecretCipherError,
 } from '../../src/index.js';
 import { thrown } from '../support/thrown.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -369,6 +370,31 @@ describe('deliver', () => {
     ]) {
       const run = setup({ secrets });
       expect(await run.run()).toMatchObject({ outcome: 'failed', reason: 'no_secret', attempt: 1 });
+      expect(run.waits).toEqual([]);
+    }
+    expect(receiver.received.length).toBe(before);
+  });
+
+  it('ends a job whose secrets are there but unreadable (a SecretCipherError) as secret_unreadable, not no_secret', async () => {
+    const before = receiver.received.length;
+    const unreadable = new SecretCipherError(
+      'unknown_secret_key',
+      'A signing secret of subscription "sub-1" cannot be read.',
+      { accountCode: 'ACME', subscriptionId: 'sub-1' },
+    );
+    for (const secrets of [
+      () => {
+        throw unreadable;
+      },
+      () => Promise.reject(unreadable),
+    ]) {
+      const run = setup({ secrets });
+      expect(await run.run()).toMatchObject({
+        outcome: 'failed',
+        reason: 'secret_unreadable',
+        attempt: 1,
+        error: { code: 'unknown_secret_key', message: unreadable.message },
+      });
       expect(run.waits).toEqual([]);
     }
     expect(receiver.received.length).toBe(before);
