@@ -78,6 +78,7 @@ const PARAMS: Record<keyof Statements, unknown[]> = {
   ],
   claimDeliveries: [ms, ms + 300_000, 500],
   claimDeliveriesIgnoringLeases: [ms, ms + 300_000, 500],
+  releaseDeliveries: [['ACME', 'ACME'], ['m', 'n'], ['a', 'b'], ms + 300_000],
   replayMessage: ['ACME', 'm', ms, 100, ms + 300_000, 100],
   replaySubscription: ['ACME', 'a', ms, 100, ms + 300_000, 100, ms - 86_400_000],
   deliveryStatus: ['ACME', 'm', 'a'],
