@@ -287,11 +287,11 @@ export function statements(s: string, channel: string): Statements {
     // one it leased meanwhile is re-read at its new version and left: two claims at once never
     // take the same delivery.
     claimDeliveries: claim(s, 'd.next_attempt_ms <= $1::float8 AND d.lease_until_ms <= $1::float8'),
-    // Ignoring leases, except one as long as this claim's: an earlier batch of the same sweep
-    // took it, and each delivery is taken once per sweep.
+    // Ignoring leases, except this claim's own: an earlier batch of the same sweep took it, and
+    // each delivery is taken once per sweep.
     claimDeliveriesIgnoringLeases: claim(
       s,
-      'd.next_attempt_ms <= $1::float8 AND d.lease_until_ms < $2::float8',
+      'd.next_attempt_ms <= $1::float8 AND d.lease_until_ms <> $2::float8',
     ),
     // $1 accounts, $2 message ids, $3 subscription ids, $4 the lease given back: only where it is
     // still that lease (a delivery taken by another claim since keeps the other's).

@@ -319,7 +319,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       if (delivery.nextAttemptAt > claim.dueBy) continue;
       if (claim.ignoreLeases === true) {
         // Taken by an earlier batch of the same sweep: once per sweep.
-        if (delivery.leaseUntil >= claim.leaseUntil) continue;
+        if (delivery.leaseUntil === claim.leaseUntil) continue;
       } else if (delivery.leaseUntil > claim.dueBy) continue;
       due.push(delivery);
     }

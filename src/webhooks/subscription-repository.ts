@@ -139,7 +139,7 @@ export interface DeliveryClaim {
   /** At most this many, those due first first. */
   readonly limit: number;
   /**
-   * Take them whatever their lease, except those leased until `leaseUntil` or later (an earlier
+   * Take them whatever their lease, except those leased until exactly `leaseUntil` (an earlier
    * batch of the same sweep took them): for an instance starting with a memory queue, whose
    * predecessor's queue held some and is gone.
    */
