@@ -332,7 +332,9 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
 
   async releaseDeliveries(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void> {
     for (const { accountCode, messageId, subscriptionId } of deliveries) {
-      const delivery = this.#messages.get(keyOf(accountCode, messageId))?.deliveries.get(subscriptionId);
+      const delivery = this.#messages
+        .get(keyOf(accountCode, messageId))
+        ?.deliveries.get(subscriptionId);
       if (delivery?.status === 'pending' && delivery.leaseUntil === leaseUntil) {
         delivery.leaseUntil = delivery.nextAttemptAt;
       }

@@ -213,7 +213,10 @@ export class Outbox {
     const { repository, queue, onError } = this.#settings;
     if (leaseUntil !== undefined && repository.releaseDeliveries !== undefined) {
       try {
-        await repository.releaseDeliveries(jobs.map(({ job }) => keyOf(job)), leaseUntil);
+        await repository.releaseDeliveries(
+          jobs.map(({ job }) => keyOf(job)),
+          leaseUntil,
+        );
       } catch (error) {
         onError(error); // left for their lease
       }
