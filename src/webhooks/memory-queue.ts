@@ -13,6 +13,7 @@ import type { Sleep } from '../internal/timers.js';
 import { abortableSleep, timerSleep } from '../internal/timers.js';
 import type { Deliverer, DeliveryJob, DeliveryStep } from './delivery.js';
 import type { DeliveryQueue, EnqueueOptions } from './delivery-queue.js';
+import { defaultAccountConcurrency, jobAccount } from './job-account.js';
 
 /** How the memory queue behaves. */
 export interface MemoryDeliveryQueueOptions {
@@ -113,7 +114,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     this.#capacity = read.capacity;
     this.#concurrency = read.concurrency;
     this.#accountConcurrency =
-      read.accountConcurrency ?? Math.max(1, Math.floor(read.concurrency / 4));
+      read.accountConcurrency ?? defaultAccountConcurrency(read.concurrency);
     this.#sleep = read.sleep;
     this.#clock = read.clock;
   }
@@ -140,7 +141,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
       if (this.#held.has(key)) return Promise.resolve();
       this.#held.add(key);
     }
-    const held = { job, account: accountOf(job) };
+    const held = { job, account: jobAccount(job) };
     const at = timeOf(options);
     if (this.#hasRoom()) {
       this.#accept(held, at);
@@ -162,7 +163,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     if (key !== undefined && this.#held.has(key)) return Promise.resolve(true);
     if (!this.#hasRoom()) return Promise.resolve(false);
     if (key !== undefined) this.#held.add(key);
-    this.#accept({ job, account: accountOf(job) }, timeOf(options));
+    this.#accept({ job, account: jobAccount(job) }, timeOf(options));
     return Promise.resolve(true);
   }
 
@@ -285,22 +286,6 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
       next.accept();
     }
     if (this.#hasRoom()) for (const wake of this.#roomWaiters.splice(0)) wake();
-  }
-}
-
-/**
- * The account a job is shared out under: its `accountCode`, else its envelope's `accountId`, else
- * none (`''`).
- */
-function accountOf(job: DeliveryJob): string {
-  try {
-    const code = job.accountCode;
-    if (typeof code === 'string' && code !== '') return code;
-    const envelope: unknown = JSON.parse(job.body);
-    const account = (envelope as { accountId?: unknown } | null)?.accountId;
-    return typeof account === 'string' ? account : '';
-  } catch {
-    return '';
   }
 }
 
