@@ -249,7 +249,7 @@ export type {
   DeliveryStep,
 } from './webhooks/delivery.js';
 export { createDeliverer, deliver, deliveryJob } from './webhooks/delivery.js';
-export type { DeliveryQueue } from './webhooks/delivery-queue.js';
+export type { DeliveryQueue, EnqueueOptions } from './webhooks/delivery-queue.js';
 export type {
   EndpointUrlError,
   EndpointUrlErrorCode,
@@ -364,6 +364,7 @@ export type {
   AttemptRecord,
   ChangeListener,
   DeliveryClaim,
+  DeliveryKey,
   DeliveryLogEntry,
   DeliveryStatus,
   EndpointHealth,
