@@ -295,7 +295,7 @@ export type {
   TransportResponse,
   WebhookTransport,
 } from './webhooks/http-transport.js';
-export { httpTransport } from './webhooks/http-transport.js';
+export { httpTransport, RESPONSE_BODY_CAP } from './webhooks/http-transport.js';
 export type { MemoryDeliveryQueueOptions } from './webhooks/memory-queue.js';
 export { MemoryDeliveryQueue } from './webhooks/memory-queue.js';
 // nearest-name.ts and subscription-leaf.ts are internal: the catalog, the index and the memory

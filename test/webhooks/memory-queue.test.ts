@@ -328,20 +328,22 @@ describe('MemoryDeliveryQueue', () => {
       // Each attempt asks a retry an hour away, waited on real timers (the default sleep).
       let made = 0;
       const deliverer: Deliverer = {
-        attempt: async (j) => ({
-          ...(made++, {}),
-          done: false,
-          job: { ...j, attempts: 1 },
-          at: Date.now() + 3_600_000,
-          report: {
-            id: j.id,
-            subscriptionId: j.subscriptionId,
-            endpointUrl: j.endpointUrl,
-            attempt: 1,
-            at: 0,
-            outcome: 'retry',
-          },
-        }),
+        attempt: async (j) => {
+          made += 1;
+          return {
+            done: false,
+            job: { ...j, attempts: 1 },
+            at: Date.now() + 3_600_000,
+            report: {
+              id: j.id,
+              subscriptionId: j.subscriptionId,
+              endpointUrl: j.endpointUrl,
+              attempt: 1,
+              at: 0,
+              outcome: 'retry',
+            },
+          };
+        },
       };
       const queue = new MemoryDeliveryQueue({ deliverer, concurrency: 50 });
       for (let n = 0; n < 50; n++) await queue.enqueue(job(n));
