@@ -261,7 +261,7 @@ export type {
   DeliveryStep,
 } from './webhooks/delivery.js';
 export { createDeliverer, deliver, deliveryJob } from './webhooks/delivery.js';
-export type { DeliveryQueue } from './webhooks/delivery-queue.js';
+export type { DeliveryQueue, EnqueueOptions } from './webhooks/delivery-queue.js';
 export type {
   EndpointUrlError,
   EndpointUrlErrorCode,
@@ -307,7 +307,7 @@ export type {
   TransportResponse,
   WebhookTransport,
 } from './webhooks/http-transport.js';
-export { httpTransport } from './webhooks/http-transport.js';
+export { httpTransport, RESPONSE_BODY_CAP } from './webhooks/http-transport.js';
 export type { MemoryDeliveryQueueOptions } from './webhooks/memory-queue.js';
 export { MemoryDeliveryQueue } from './webhooks/memory-queue.js';
 // nearest-name.ts and subscription-leaf.ts are internal: the catalog, the index and the memory
@@ -376,6 +376,7 @@ export type {
   AttemptRecord,
   ChangeListener,
   DeliveryClaim,
+  DeliveryKey,
   DeliveryLogEntry,
   DeliveryStatus,
   EndpointHealth,

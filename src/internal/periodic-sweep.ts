@@ -44,6 +44,15 @@ export class PeriodicSweep {
     return this.#running;
   }
 
+  /**
+   * Sweep once more after the sweep under way, if any: what that one had passed is taken too.
+   * @returns what the new sweep counted
+   */
+  async sweepAgain(): Promise<number> {
+    await this.#running?.catch(() => 0);
+    return this.sweep();
+  }
+
   /** Stop the timer, and let a running sweep end after its current batch. */
   async close(): Promise<void> {
     this.#closed = true;

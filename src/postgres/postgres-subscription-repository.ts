@@ -30,6 +30,7 @@ import type {
   AttemptRecord,
   ChangeListener,
   DeliveryClaim,
+  DeliveryKey,
   DeliveryLogEntry,
   DeliveryStatus,
   OutboxDelivery,
@@ -569,6 +570,24 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       [claim.dueBy, claim.leaseUntil, limit],
     );
     return rows.map(toPending);
+  }
+
+  async releaseDeliveries(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void> {
+    if (deliveries.length === 0) return;
+    await this.#rows(this.#sql.releaseDeliveries, [
+      deliveries.map((d) => d.accountCode),
+      deliveries.map((d) => d.messageId),
+      deliveries.map((d) => d.subscriptionId),
+      leaseUntil,
+    ]);
+  }
+
+  /**
+   * True on PGlite (one process per folder: every lease found at start was a dead predecessor's),
+   * false on a pg Pool (other instances may share the server).
+   */
+  get exclusive(): boolean {
+    return this.#database.kind === 'embedded';
   }
 
   async replay(

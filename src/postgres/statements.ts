@@ -31,6 +31,7 @@ export interface Statements {
   readonly claimDeliveriesIgnoringLeases: string;
   readonly replayPacesOfMessage: string;
   readonly replayPacesOfSubscription: string;
+  readonly releaseDeliveries: string;
   readonly replayMessage: string;
   readonly replaySubscription: string;
   readonly deliveryStatus: string;
@@ -289,7 +290,19 @@ export function statements(s: string, channel: string): Statements {
     // one it leased meanwhile is re-read at its new version and left: two claims at once never
     // take the same delivery.
     claimDeliveries: claim(s, 'd.next_attempt_ms <= $1::float8 AND d.lease_until_ms <= $1::float8'),
-    claimDeliveriesIgnoringLeases: claim(s, 'd.next_attempt_ms <= $1::float8'),
+    // Ignoring leases, except this claim's own: an earlier batch of the same sweep took it, and
+    // each delivery is taken once per sweep.
+    claimDeliveriesIgnoringLeases: claim(
+      s,
+      'd.next_attempt_ms <= $1::float8 AND d.lease_until_ms <> $2::float8',
+    ),
+    // $1 accounts, $2 message ids, $3 subscription ids, $4 the lease given back: only where it is
+    // still that lease (a delivery taken by another claim since keeps the other's).
+    releaseDeliveries: `UPDATE ${s}.deliveries AS d SET lease_until_ms = d.next_attempt_ms
+      FROM unnest($1::text[], $2::text[], $3::text[]) AS r(account_code, message_id, subscription_id)
+      WHERE d.account_code = r.account_code AND d.message_id = r.message_id
+        AND d.subscription_id = r.subscription_id AND d.status = 'pending'
+        AND d.lease_until_ms = $4::float8`,
     // $1 account, $2 message id: the pacing rows of the enabled subscriptions that failed the
     // message, created where missing and locked in subscription id order (see `paces`).
     replayPacesOfMessage: paces(

@@ -14,8 +14,9 @@ import {
   withMethods,
 } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
-import type { Deliverer, DeliveryJob } from '../webhooks/delivery.js';
-import type { DeliveryQueue } from '../webhooks/delivery-queue.js';
+import type { Deliverer, DeliveryJob, DeliveryStep } from '../webhooks/delivery.js';
+import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery-queue.js';
+import { defaultAccountConcurrency, jobAccount } from '../webhooks/job-account.js';
 
 /** The parts of the `bullmq` module the queue uses: pass `await import('bullmq')`. */
 export type BullMQModule = Pick<typeof BullMQ, 'Queue' | 'Worker' | 'DelayedError'>;
@@ -34,6 +35,16 @@ export interface RedisDeliveryQueueOptions {
   prefix?: string;
   /** Attempts at a time in this process. @defaultValue 8 */
   concurrency?: number;
+  /**
+   * Attempts of one account at a time in this process (the job's `accountCode`, else its
+   * envelope's `accountId`): a job of an account at its share is put back, delayed by
+   * `accountDeferMs`, without an attempt, so that the account's endpoints never hold more of this
+   * process's workers. Jobs that tell no account are not held to it.
+   * @defaultValue a quarter of `concurrency`, at least 1
+   */
+  accountConcurrency?: number;
+  /** How long a job of an account at its share waits before it is tried again, in ms. @defaultValue 250 */
+  accountDeferMs?: number;
   /** Jobs waiting or delayed at most; beyond, `enqueue` rejects `queue_full`. @defaultValue no bound */
   capacity?: number;
   /** The clock retries are scheduled on. @defaultValue {@link systemClock} */
@@ -89,6 +100,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       capacity: Number.POSITIVE_INFINITY,
       name: 'webhook-deliveries',
       keep: 1000,
+      accountDeferMs: 250,
       clock: systemClock,
       workerOptions: {},
     },
@@ -96,7 +108,10 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     example: "{ bullmq: await import('bullmq'), connection }",
   });
   const bullmq = requiredValue(QUEUE_RULES.bullmq, read.bullmq, 'bullmq');
-  const { concurrency, capacity, name, keep, clock, deliverer } = read;
+  const { concurrency, capacity, name, keep, clock, deliverer, accountDeferMs } = read;
+  const accountConcurrency = read.accountConcurrency ?? defaultAccountConcurrency(concurrency);
+  // Attempts in flight in this process, by account.
+  const inFlight = new Map<string, number>();
   const workerOptions = readOptions(read.workerOptions, 'worker', WORKER_RULES, {
     defaults: { maxStalledCount: MAX_STALLED_COUNT },
     example: '{ lockDuration: 30_000 }',
@@ -113,13 +128,32 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
           name,
           async (job, token) => {
             const { data } = job;
-            // Recorded before the attempt: if this process dies during it, the next run counts it.
-            const start = started(data, clock.now());
-            if (start !== undefined) await job.updateData(start);
-            const step = await deliverer.attempt(data);
+            const account = jobAccount(data);
+            const running = inFlight.get(account) ?? 0;
+            if (account !== '' && running >= accountConcurrency) {
+              // The account holds its share of the workers: back to Redis, no attempt made.
+              await job.moveToDelayed(nowOf(clock) + accountDeferMs, token);
+              throw new bullmq.DelayedError();
+            }
+            inFlight.set(account, running + 1);
+            let step: DeliveryStep;
+            try {
+              // Recorded before the attempt: if this process dies during it, the next run counts it.
+              const start = started(data, clock.now());
+              if (start !== undefined) await job.updateData(start);
+              step = await deliverer.attempt(data);
+            } finally {
+              const left = (inFlight.get(account) ?? 1) - 1;
+              if (left > 0) inFlight.set(account, left);
+              else inFlight.delete(account);
+            }
             if (step.done) return step.report.outcome;
-            // The next attempt waits in Redis, not in this process: a restart loses nothing.
-            await job.updateData(step.job);
+            // The next attempt waits in Redis, not in this process: a restart loses nothing. The
+            // job keeps its account, whatever the deliverer copied.
+            const { accountCode } = data;
+            await job.updateData(
+              typeof accountCode === 'string' ? { ...step.job, accountCode } : step.job,
+            );
             // A clock that returns NaN must not make the retry due at once.
             const later = clock.now();
             await job.moveToDelayed(
@@ -146,7 +180,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   let closed = false;
 
   return {
-    async enqueue(job) {
+    async enqueue(job, options) {
       if (closed) {
         throw new DeliveryQueueError(
           'queue_closed',
@@ -173,8 +207,15 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
           `The delivery queue holds ${capacity} pending jobs; retry later or raise capacity.`,
         );
       }
+      const at = timeOf(options);
+      const delay = at === undefined ? 0 : Math.max(0, Math.ceil(at - nowOf(clock)));
       await redis(() =>
-        queue.add(JOB_NAME, data, { jobId, removeOnComplete: keep, removeOnFail: false }),
+        queue.add(JOB_NAME, data, {
+          jobId,
+          removeOnComplete: keep,
+          removeOnFail: false,
+          ...(delay > 0 ? { delay } : {}),
+        }),
       );
     },
     async close() {
@@ -206,6 +247,22 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       return replayed;
     },
   };
+}
+
+// Now on the queue's clock; a clock that returns no finite time reads as the system's.
+function nowOf(clock: Clock): number {
+  const now = clock.now();
+  return Number.isFinite(now) ? now : Date.now();
+}
+
+// The `at` of enqueue options, when it is a time.
+function timeOf(options: EnqueueOptions | undefined): number | undefined {
+  try {
+    const at = options?.at;
+    return typeof at === 'number' && Number.isFinite(at) ? at : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 // BullMQ's failedReason for a job that stalled more than maxStalledCount times.
@@ -241,6 +298,8 @@ const QUEUE_RULES = {
   name: aString(),
   prefix: aString(),
   concurrency: wholeNumber(),
+  accountConcurrency: wholeNumber(),
+  accountDeferMs: wholeNumber(1, 60_000),
   capacity: {
     expected: 'a whole number from 1, or Infinity for no bound',
     read: (value: unknown) =>

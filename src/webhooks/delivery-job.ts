@@ -36,7 +36,8 @@ export function jobField(
 export function readJob(job: DeliveryJob): DeliveryJob | string {
   try {
     if (typeof job !== 'object' || job === null) return 'The job is not an object.';
-    const { id, subscriptionId, endpointUrl, body, attempts, firstAttemptAt, replay } = job;
+    const { id, subscriptionId, endpointUrl, body, attempts, firstAttemptAt, replay, accountCode } =
+      job;
     const copy = {
       id,
       subscriptionId,
@@ -45,6 +46,8 @@ export function readJob(job: DeliveryJob): DeliveryJob | string {
       attempts,
       ...(firstAttemptAt === undefined ? {} : { firstAttemptAt }),
       ...(replay === undefined || replay === 0 ? {} : { replay }),
+      // Kept on the job of a retry, so that it is shared out under its account again.
+      ...(typeof accountCode === 'string' ? { accountCode } : {}),
     };
     return jobProblem(copy) ?? copy;
   } catch (error) {

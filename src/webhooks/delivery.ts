@@ -39,6 +39,12 @@ export interface DeliveryJob {
    * the first replay, … A queue holds one job per message, subscription and replay.
    */
   readonly replay?: number;
+  /**
+   * The account the message belongs to: queues share their workers fairly between accounts by
+   * it. Absent, a queue reads the envelope's `accountId`; a job that tells neither is of no
+   * account (one share for all such jobs).
+   */
+  readonly accountCode?: string;
 }
 
 /**

@@ -1,5 +1,5 @@
 /** The default transport of deliveries: one POST through the SSRF guard's lookup. @module */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { DeliveryTransportError } from '../errors/delivery-transport-error.js';
@@ -100,8 +100,8 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
           agent,
         },
         (res) => {
-          res.resume();
           res.on('error', () => undefined);
+          discardBody(res);
           resolve({ status: res.statusCode ?? 0, headers: flatten(res.headers) });
         },
       );
@@ -127,6 +127,29 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
       });
       req.end(request.body);
     });
+}
+
+/**
+ * The most bytes of a response body read before its connection is closed: the body is not kept,
+ * it is read only so that a short one leaves the keep-alive connection for the next delivery.
+ */
+export const RESPONSE_BODY_CAP = 64 * 1024;
+
+/**
+ * Read the body to its end and drop it, or close the connection as soon as it is, or announces
+ * being, longer than {@link RESPONSE_BODY_CAP}: an endless or huge body costs no more than that.
+ */
+function discardBody(res: IncomingMessage): void {
+  const announced = Number(res.headers['content-length']);
+  if (announced > RESPONSE_BODY_CAP) {
+    res.destroy();
+    return;
+  }
+  let read = 0;
+  res.on('data', (chunk: Buffer) => {
+    read += chunk.length;
+    if (read > RESPONSE_BODY_CAP) res.destroy();
+  });
 }
 
 function flatten(headers: IncomingHttpHeaders): Record<string, string | undefined> {

@@ -6,6 +6,7 @@ import type {
   AttemptRecord,
   ChangeListener,
   DeliveryClaim,
+  DeliveryKey,
   DeliveryLogEntry,
   DeliveryStatus,
   OutboxDelivery,
@@ -65,6 +66,8 @@ const keyOf = (accountCode: string, id: string): string => JSON.stringify([accou
  * ```
  */
 export class MemorySubscriptionRepository implements SubscriptionRepository {
+  /** Memory is this process's alone. */
+  readonly exclusive = true;
   readonly #accounts = new Map<string, Map<string, StoredSubscription>>();
   // Secrets and changes by account and id (see `keyOf`): ids are unique only within an account.
   readonly #secrets = new Map<string, HeldSecret[]>();
@@ -316,7 +319,10 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     const due: HeldDelivery[] = [];
     for (const delivery of this.#pending) {
       if (delivery.nextAttemptAt > claim.dueBy) continue;
-      if (claim.ignoreLeases !== true && delivery.leaseUntil > claim.dueBy) continue;
+      if (claim.ignoreLeases === true) {
+        // Taken by an earlier batch of the same sweep: once per sweep.
+        if (delivery.leaseUntil === claim.leaseUntil) continue;
+      } else if (delivery.leaseUntil > claim.dueBy) continue;
       due.push(delivery);
     }
     due.sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
@@ -324,6 +330,17 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       delivery.leaseUntil = claim.leaseUntil;
       return pendingOf(delivery);
     });
+  }
+
+  async releaseDeliveries(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void> {
+    for (const { accountCode, messageId, subscriptionId } of deliveries) {
+      const delivery = this.#messages
+        .get(keyOf(accountCode, messageId))
+        ?.deliveries.get(subscriptionId);
+      if (delivery?.status === 'pending' && delivery.leaseUntil === leaseUntil) {
+        delivery.leaseUntil = delivery.nextAttemptAt;
+      }
+    }
   }
 
   async replay(

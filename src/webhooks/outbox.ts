@@ -1,16 +1,20 @@
 /**
  * The outbox of the webhook service: a message and its pending deliveries are on record before
  * any job is queued; sweeps hand the queue what is due and no queue holds (at start, and on a
- * timer that does not keep the process alive); replays set failed deliveries pending again, the
- * first at once and the rest paced (see docs/webhook-service.md).
+ * timer that does not keep the process alive); a queue with no room leaves the rest to the
+ * sweeps, their leases given back, and a sweep follows as soon as it has room again; replays set
+ * failed deliveries pending again, the first at once and the rest paced (see
+ * docs/webhook-service.md).
  * @module
  */
 import type { Clock } from '../clock.js';
+import { isApiConventionsError } from '../errors/index.js';
 import { PeriodicSweep } from '../internal/periodic-sweep.js';
 import { type DeliveryJob, deliveryJob } from './delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { SubscriptionIndex } from './subscription-index.js';
 import type {
+  DeliveryKey,
   OutboxMessage,
   PendingDelivery,
   ReplayResult,
@@ -20,6 +24,9 @@ import type {
 
 /** The most pending deliveries one sweep statement takes. @internal */
 export const SWEEP_BATCH = 500;
+
+// The due time of a claim that takes every pending delivery, due or not: later than any delivery.
+const EVERY_DELIVERY = Number.MAX_SAFE_INTEGER;
 
 /** What the outbox works with. @internal */
 export interface OutboxSettings {
@@ -39,29 +46,34 @@ export interface OutboxSettings {
   readonly onError: (error: unknown) => void;
 }
 
+/** A job to hand the queue, and when it is due (absent: now). */
+interface Handed {
+  readonly job: DeliveryJob;
+  readonly at?: number;
+}
+
+/** How handing jobs to the queue went: all taken, some left out for want of room, or refused. */
+type Handing = 'taken' | 'full' | 'refused';
+
 /** The service's outbox. @internal */
 export class Outbox {
   readonly #settings: OutboxSettings;
   readonly #sweeps: PeriodicSweep;
-  // The first sweep is the start's: it takes every due delivery whatever its lease.
+  // Until a sweep has gone through every batch, sweeps are the start's: they take every due
+  // delivery whatever its lease (what a predecessor's memory queue held is gone).
   #starting = true;
+  // A sweep is promised for when the queue has room again.
+  #awaitingRoom = false;
 
   constructor(settings: OutboxSettings) {
     this.#settings = settings;
-    this.#sweeps = new PeriodicSweep(
-      () => {
-        const ignoreLeases = this.#starting;
-        this.#starting = false;
-        return this.#sweep(ignoreLeases);
-      },
-      settings.intervalMs,
-      settings.onError,
-    );
+    this.#sweeps = new PeriodicSweep(() => this.#sweep(), settings.intervalMs, settings.onError);
   }
 
   /**
    * Sweep once, taking every due delivery whatever its lease (what a predecessor's memory queue
-   * held is gone), then start the timer.
+   * held is gone), on a repository this process has alone every pending one, each queued for its
+   * time; then start the timer.
    */
   async start(): Promise<void> {
     await this.#sweeps.sweep();
@@ -74,8 +86,9 @@ export class Outbox {
   }
 
   /**
-   * Record a message and its deliveries, then queue them. Resolves once they are on record: a
-   * job the queue refuses is left to the sweeps (and told to `onError`).
+   * Record a message and its deliveries, then queue them. Resolves once they are on record,
+   * without waiting for room in the queue: a job the queue has no room for is left to the sweeps,
+   * and one it refuses is told to `onError` and left to the sweeps.
    */
   async publish(
     message: OutboxMessage,
@@ -83,12 +96,17 @@ export class Outbox {
   ): Promise<void> {
     if (subscriptions.length === 0) return;
     const { repository, leaseMs } = this.#settings;
+    const leaseUntil = message.createdAt + leaseMs;
     await repository.recordMessage(
       message,
       subscriptions.map((s) => ({ subscriptionId: s.id, endpointUrl: s.endpointUrl })),
-      { leaseUntil: message.createdAt + leaseMs },
+      { leaseUntil },
     );
-    await this.#enqueue(subscriptions.map((s) => deliveryJob(message, s)));
+    const { accountCode } = message;
+    await this.#hand(
+      subscriptions.map((s) => ({ job: { ...deliveryJob(message, s), accountCode } })),
+      leaseUntil,
+    );
   }
 
   /**
@@ -100,22 +118,40 @@ export class Outbox {
     return this.#sweeps.sweep();
   }
 
-  async #sweep(ignoreLeases: boolean): Promise<number> {
+  async #sweep(): Promise<number> {
     const { repository, clock, leaseMs } = this.#settings;
+    const starting = this.#starting;
+    // Alone on the data, the start takes the pending deliveries that are not due yet as well: a
+    // retry leased by the dead predecessor is queued for its time, not left until its lease.
+    const everyOne = starting && repository.exclusive === true;
+    // One lease for the whole sweep: a claim ignoring leases skips what an earlier batch took by
+    // it. Its random fraction of a millisecond sets it apart from every other lease (another
+    // sweep's, a publish's at the same millisecond), which that claim must take.
+    const leaseUntil = clock.now() + leaseMs + (starting ? Math.random() * 0.5 + 0.25 : 0);
     let handed = 0;
     for (;;) {
-      const now = clock.now();
       const batch = await repository.claimDeliveries({
-        dueBy: now,
-        leaseUntil: now + leaseMs,
+        dueBy: everyOne ? EVERY_DELIVERY : clock.now(),
+        leaseUntil,
         limit: SWEEP_BATCH,
-        ...(ignoreLeases ? { ignoreLeases } : {}),
+        ...(starting ? { ignoreLeases: true } : {}),
       });
-      // Each delivery is claimed once per sweep: taken again only after its lease.
-      ignoreLeases = false;
-      if (!(await this.#enqueue(batch.map((p) => this.#jobOf(p))))) return handed;
+      const now = clock.now();
+      const handing = await this.#hand(
+        batch.map((p) => ({
+          job: this.#jobOf(p),
+          ...(p.nextAttemptAt > now ? { at: p.nextAttemptAt } : {}),
+        })),
+        leaseUntil,
+      );
+      // Left out for want of room (given back, swept again once there is room), or refused.
+      if (handing !== 'taken') return handed;
       handed += batch.length;
-      if (batch.length < SWEEP_BATCH || this.#sweeps.closed) return handed;
+      if (batch.length < SWEEP_BATCH) {
+        if (starting) this.#starting = false;
+        return handed;
+      }
+      if (this.#sweeps.closed) return handed;
     }
   }
 
@@ -140,16 +176,62 @@ export class Outbox {
 
   /** Queue jobs in turn; a refusal ends the run (the rest wait for their lease). */
   async #enqueue(jobs: readonly DeliveryJob[]): Promise<boolean> {
-    const { queue } = this.#settings;
-    for (const job of jobs) {
+    return (await this.#hand(jobs.map((job) => ({ job })))) === 'taken';
+  }
+
+  /**
+   * Offer jobs to the queue in turn (a queue without `offer` is enqueued to). Once it has no room,
+   * the rest are given back (their lease `leaseUntil` released, when known and the repository can)
+   * for a sweep once it has room; a refusal (closed, unreachable) is told to `onError` and ends
+   * the run, the rest left for their lease.
+   */
+  async #hand(jobs: readonly Handed[], leaseUntil?: number): Promise<Handing> {
+    const { queue, onError } = this.#settings;
+    for (let i = 0; i < jobs.length; i++) {
+      const { job, at } = jobs[i] as Handed;
+      const options = at === undefined ? undefined : { at };
+      let taken: boolean;
       try {
-        await queue.enqueue(job);
+        taken =
+          queue.offer === undefined
+            ? await queue.enqueue(job, options).then(() => true)
+            : await queue.offer(job, options);
       } catch (error) {
-        this.#settings.onError(error);
-        return false;
+        onError(error);
+        // A queue of a bound of its own (the Redis queue's capacity) says full by refusing.
+        if (!(isApiConventionsError(error) && error.code === 'queue_full')) return 'refused';
+        taken = false;
+      }
+      if (!taken) {
+        await this.#giveBack(jobs.slice(i), leaseUntil);
+        return 'full';
       }
     }
-    return true;
+    return 'taken';
+  }
+
+  /** Release the lease of jobs the queue had no room for, and sweep again once it has room. */
+  async #giveBack(jobs: readonly Handed[], leaseUntil: number | undefined): Promise<void> {
+    const { repository, queue, onError } = this.#settings;
+    if (leaseUntil !== undefined && repository.releaseDeliveries !== undefined) {
+      try {
+        await repository.releaseDeliveries(
+          jobs.map(({ job }) => keyOf(job)),
+          leaseUntil,
+        );
+      } catch (error) {
+        onError(error); // left for their lease
+      }
+    }
+    if (queue.room === undefined || this.#awaitingRoom || this.#sweeps.closed) return;
+    this.#awaitingRoom = true;
+    queue
+      .room()
+      .then(() => {
+        this.#awaitingRoom = false;
+        return this.#sweeps.closed ? 0 : this.#sweeps.sweepAgain();
+      })
+      .catch(onError);
   }
 
   /** The job of a pending delivery: to the subscription's endpoint now, if this instance holds it. */
@@ -159,15 +241,26 @@ export class Outbox {
       held !== undefined && held.accountCode === pending.accountCode
         ? held.endpointUrl
         : pending.endpointUrl;
-    const { messageId, subscriptionId, body, attempts, firstAttemptAt, replay } = pending;
+    const { accountCode, messageId, subscriptionId, body, attempts, firstAttemptAt, replay } =
+      pending;
     return {
       id: messageId,
       subscriptionId,
       endpointUrl,
       body,
       attempts,
+      accountCode,
       ...(firstAttemptAt === undefined ? {} : { firstAttemptAt }),
       ...(replay > 0 ? { replay } : {}),
     };
   }
+}
+
+/** The delivery a job of the outbox is of. */
+function keyOf(job: DeliveryJob): DeliveryKey {
+  return {
+    accountCode: job.accountCode as string,
+    messageId: job.id,
+    subscriptionId: job.subscriptionId,
+  };
 }

@@ -146,10 +146,21 @@ export interface DeliveryClaim {
   /** At most this many, those due first first. */
   readonly limit: number;
   /**
-   * Take them whatever their lease: for an instance starting with a memory queue, whose
+   * Take them whatever their lease, except those leased until exactly `leaseUntil` (an earlier
+   * batch of the same sweep took them): for an instance starting with a memory queue, whose
    * predecessor's queue held some and is gone.
    */
   readonly ignoreLeases?: boolean;
+}
+
+/** One pending delivery, by its message and subscription. */
+export interface DeliveryKey {
+  /** The message's account. */
+  readonly accountCode: string;
+  /** The message id. */
+  readonly messageId: string;
+  /** The subscription. */
+  readonly subscriptionId: string;
 }
 
 /**
@@ -249,6 +260,13 @@ export interface SubscriptionRepository {
    * Left out where nothing is at rest (memory).
    */
   readonly secretsAtRest?: 'encrypted' | 'plain';
+  /**
+   * Whether this process is the only one on the data (memory; PGlite, one process per folder):
+   * every lease on it at start was this process's predecessor's, whose queue is gone, so the
+   * service takes every pending delivery at start, due or not, each queued for its time. Left out
+   * or false: the data is shared (a PostgreSQL server), and another instance's leases are kept.
+   */
+  readonly exclusive?: boolean;
   /**
    * Store a new subscription with its first signing secret, unless the account holds
    * `maxPerAccount` already.
@@ -362,6 +380,12 @@ export interface SubscriptionRepository {
    * same delivery, unless one ignores leases.
    */
   claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]>;
+  /**
+   * Give back the lease of pending deliveries a queue had no room for: each still leased until
+   * `leaseUntil` (this caller's lease) is left to the next sweep from its due time. Left out, such
+   * deliveries wait for their lease to pass.
+   */
+  releaseDeliveries?(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void>;
   /**
    * Set failed deliveries pending again, in a new replay round, paced per subscription (see
    * {@link ReplayPlan}). Replays at once, of one subscription or of messages to it, never

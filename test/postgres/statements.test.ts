@@ -78,6 +78,7 @@ const PARAMS: Record<keyof Statements, unknown[]> = {
   ],
   claimDeliveries: [ms, ms + 300_000, 500],
   claimDeliveriesIgnoringLeases: [ms, ms + 300_000, 500],
+  releaseDeliveries: [['ACME', 'ACME'], ['m', 'n'], ['a', 'b'], ms + 300_000],
   replayPacesOfMessage: ['ACME', 'm'],
   replayPacesOfSubscription: ['ACME', 'a'],
   replayMessage: ['ACME', 'm', ms, 100, ms + 300_000, 100, ['a', 'b']],

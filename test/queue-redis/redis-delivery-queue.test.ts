@@ -215,6 +215,77 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
     }
   });
 
+  it('holds one account to its share of the workers: its jobs beyond it are put back unattempted, another account’s run', async () => {
+    const held: Array<() => void> = [];
+    const started: string[] = [];
+    let wake: () => void = () => undefined;
+    const changed = () => wake();
+    const until = async (condition: () => boolean) => {
+      while (!condition()) await new Promise<void>((resolve) => (wake = resolve));
+    };
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name: 'shares',
+      concurrency: 4,
+      accountConcurrency: 1,
+      accountDeferMs: 20,
+      deliverer: {
+        // The hostile account's attempts hang until released; the other's end at once.
+        attempt: (j) =>
+          new Promise((resolve) => {
+            started.push(j.id);
+            changed();
+            const report = {
+              id: j.id,
+              subscriptionId: j.subscriptionId,
+              endpointUrl: j.endpointUrl,
+              attempt: 1,
+              at: 0,
+              outcome: 'delivered' as const,
+            };
+            if (j.accountCode === 'hostile') held.push(() => resolve({ done: true, report }));
+            else resolve({ done: true, report });
+          }),
+      },
+    });
+    try {
+      for (const id of ['h1', 'h2', 'h3'])
+        await queue.enqueue({ ...job(id), accountCode: 'hostile' });
+      // Of no account field: the envelope's accountId tells it.
+      for (const id of ['g1', 'g2']) {
+        await queue.enqueue({ ...job(id), body: JSON.stringify({ id, accountId: 'good' }) });
+      }
+      await until(() => started.includes('g1') && started.includes('g2'));
+      // The other account's jobs ran while the hostile one held a single worker.
+      expect(started.filter((id) => id.startsWith('h'))).toHaveLength(1);
+      expect(held).toHaveLength(1);
+      // Released one at a time, the hostile jobs run in turn, each once.
+      while (started.filter((id) => id.startsWith('h')).length < 3) {
+        held.shift()?.();
+        await until(
+          () => held.length > 0 || started.filter((id) => id.startsWith('h')).length === 3,
+        );
+      }
+      for (const release of held.splice(0)) release();
+      expect(started.sort()).toEqual(['g1', 'g2', 'h1', 'h2', 'h3']);
+    } finally {
+      for (const release of held.splice(0)) release();
+      await queue.close();
+    }
+  });
+
+  it('keeps a job enqueued for a later time delayed in Redis until then', async () => {
+    const producer = createRedisDeliveryQueue({ bullmq, connection: connection(), name: 'later' });
+    try {
+      await producer.enqueue(job('later'), { at: Date.now() + 3_600_000 });
+      await producer.enqueue(job('now'), { at: Date.now() - 1_000 });
+      expect(await producer.counts()).toMatchObject({ delayed: 1, waiting: 1 });
+    } finally {
+      await producer.close();
+    }
+  });
+
   it('refuses a concurrency or capacity below 1, saying which bounds it got', () => {
     const count = 'must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
     const bound = 'must be a whole number from 1, or Infinity for no bound';

@@ -224,6 +224,37 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
       expect((await claimable(repository, T0 + 2 * LEASE)).length).toBe(2);
     });
 
+    test('ignoring leases takes each delivery once per claim lease: a later batch of the same sweep skips what an earlier took', async (repository) => {
+      const message = aMessage({ createdAt: T0 });
+      await repository.recordMessage(message, [to('a'), to('b'), to('c')], {
+        leaseUntil: T0 + LEASE,
+      });
+      const sweep = { dueBy: T0, leaseUntil: T0 + LEASE + 0.5, limit: 2, ignoreLeases: true };
+      const first = await repository.claimDeliveries(sweep);
+      const second = await repository.claimDeliveries(sweep);
+      expect(first).toHaveLength(2);
+      expect(keys([...first, ...second]).sort()).toEqual(
+        ['a', 'b', 'c'].map((id) => `acme/${message.id}/${id}`),
+      );
+      expect(await repository.claimDeliveries(sweep)).toEqual([]);
+    });
+
+    test('releaseDeliveries gives back the lease it names, from the due time; another lease is kept', async (repository) => {
+      const message = aMessage({ createdAt: T0 });
+      await repository.recordMessage(message, [to('a'), to('b')], { leaseUntil: T0 + LEASE });
+      const key = (subscriptionId: string) => ({
+        accountCode: 'acme',
+        messageId: message.id,
+        subscriptionId,
+      });
+      expect(repository.releaseDeliveries).toBeTypeOf('function');
+      // Another lease than the delivery's: nothing changes.
+      await repository.releaseDeliveries?.([key('a'), key('b')], T0 + LEASE + 1);
+      expect(await claimable(repository, T0)).toEqual([]);
+      await repository.releaseDeliveries?.([key('a')], T0 + LEASE);
+      expect(keys(await claimable(repository, T0))).toEqual([`acme/${message.id}/a`]);
+    });
+
     test('takes the due deliveries of every account', async (repository) => {
       await repository.recordMessage(aMessage(), [to('a')], { leaseUntil: T0 });
       await repository.recordMessage(aMessage({ accountCode: 'globex' }), [to('a')], {

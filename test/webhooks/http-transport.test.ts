@@ -6,7 +6,12 @@ import { createServer as createHttpServer, Agent as HttpAgent } from 'node:http'
 import { Agent as HttpsAgent } from 'node:https';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpTransport, type WebhookTransport } from '../../src/index.js';
+import {
+  createDeliverer,
+  generateWebhookSecret,
+  httpTransport,
+  type WebhookTransport,
+} from '../../src/index.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 let receiver: WebhookReceiver;
@@ -182,6 +187,76 @@ describe('httpTransport', () => {
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('reads at most about 64 KiB of a body that never ends or announces 1 GB, then closes the connection; the attempt is delivered', async () => {
+    const CAP = 64 * 1024;
+    for (const announced of [undefined, 1_000_000_000]) {
+      // The receiver counts what it wrote until its connection closed, writing only as fast as
+      // it is read (what the sockets buffer in between aside).
+      let written = 0;
+      let closed: () => void = () => undefined;
+      const done = new Promise<void>((resolve) => {
+        closed = resolve;
+      });
+      const server = createHttpServer((req, res) => {
+        req.resume();
+        res.on('close', () => closed());
+        res.writeHead(200, announced === undefined ? {} : { 'content-length': String(announced) });
+        const pour = () => {
+          while (!res.destroyed) {
+            written += 16 * 1024;
+            if (!res.write(Buffer.alloc(16 * 1024))) {
+              res.once('drain', pour);
+              return;
+            }
+          }
+        };
+        pour();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as { port: number };
+      try {
+        const deliverer = createDeliverer({
+          secrets: () => [generateWebhookSecret()],
+          transport: httpTransport({ allow: ['127.0.0.1'] }),
+          // Long: only the cap can close the connection during the test.
+          timeoutMs: 600_000,
+        });
+        const step = await deliverer.attempt({
+          id: 'msg_1',
+          subscriptionId: 'sub',
+          endpointUrl: `http://127.0.0.1:${port}/in`,
+          body: '{}',
+          attempts: 0,
+        });
+        expect(step.report?.outcome).toBe('delivered');
+        await done;
+        // At most the cap read, plus what the two sockets' buffers held: far below what an
+        // endless read would take.
+        expect(written).toBeLessThan(CAP + 16 * 1024 * 1024);
+      } finally {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    }
+  });
+
+  it('reads a short body to its end and keeps the connection for the next delivery', async () => {
+    const agent = countingAgent(new HttpAgent({ keepAlive: true }));
+    const transport = httpTransport({ allow: ['127.0.0.1'], agent: { http: agent } });
+    receiver.respond((_, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('x'.repeat(1024));
+      return undefined;
+    });
+    try {
+      for (let i = 0; i < 3; i++)
+        expect((await post(transport, `${receiver.url}/in`)).status).toBe(200);
+      expect(agent.sockets).toHaveLength(1);
+    } finally {
+      receiver.respond(() => ({ status: 204 }));
+      agent.destroy();
     }
   });
 

@@ -246,6 +246,118 @@ describe('MemoryDeliveryQueue', () => {
     expect(await queue.close()).toEqual([]);
   });
 
+  it('shares the workers between accounts: never more than an account’s share in flight, and a job of an account under its share starts whenever a worker is free', async () => {
+    // Steps: enqueue a job of one of four accounts, or end one attempt in flight.
+    const step = fc.oneof(
+      fc.record({ enqueue: fc.integer({ min: 0, max: 3 }) }),
+      fc.record({ settle: fc.nat() }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
+        fc.array(step, { minLength: 1, maxLength: 60 }),
+        async (concurrency, accountConcurrency, steps) => {
+          const clock = new FakeClock(0);
+          const { deliverer, pending, attempts } = scriptedDeliverer(() => 0, clock);
+          const queue = new MemoryDeliveryQueue({
+            deliverer,
+            clock,
+            concurrency,
+            ...(accountConcurrency === undefined ? {} : { accountConcurrency }),
+          });
+          // The share as documented: the option, else a quarter of the workers, at least 1.
+          const share = accountConcurrency ?? Math.max(1, Math.floor(concurrency / 4));
+          const accountOfId = new Map<string, string>();
+          const enqueued = new Map<string, number>();
+          let n = 0;
+          for (const s of steps) {
+            if ('enqueue' in s) {
+              const account = `account-${s.enqueue}`;
+              const j = job(n++);
+              accountOfId.set(j.id, account);
+              enqueued.set(account, (enqueued.get(account) ?? 0) + 1);
+              // Half of them tell their account only through the envelope.
+              await queue.enqueue(
+                n % 2 === 0
+                  ? { ...j, accountCode: account }
+                  : { ...j, body: JSON.stringify({ accountId: account }) },
+              );
+            } else if (pending.length > 0) {
+              pending.splice(s.settle % pending.length, 1)[0]!.settle();
+            }
+            await tick();
+            const count = (ids: readonly string[]) => {
+              const by = new Map<string, number>();
+              for (const id of ids) {
+                const account = accountOfId.get(id)!;
+                by.set(account, (by.get(account) ?? 0) + 1);
+              }
+              return by;
+            };
+            const inFlight = count(pending.map((p) => p.job.id));
+            const started = count(attempts);
+            expect(pending.length).toBeLessThanOrEqual(concurrency);
+            for (const held of inFlight.values()) expect(held).toBeLessThanOrEqual(share);
+            if (pending.length < concurrency) {
+              // A worker is free: no account under its share has a job that has not started.
+              for (const [account, total] of enqueued) {
+                if ((inFlight.get(account) ?? 0) < share) {
+                  expect(total - (started.get(account) ?? 0)).toBe(0);
+                }
+              }
+            }
+          }
+          while (pending.length > 0) {
+            pending.shift()!.settle();
+            await tick();
+          }
+          expect(attempts).toHaveLength(n);
+          expect(await queue.close()).toEqual([]);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
+  it('50 jobs waiting for their retry add no listener warning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      // Each attempt asks a retry an hour away, waited on real timers (the default sleep).
+      let made = 0;
+      const deliverer: Deliverer = {
+        attempt: async (j) => {
+          made += 1;
+          return {
+            done: false,
+            job: { ...j, attempts: 1 },
+            at: Date.now() + 3_600_000,
+            report: {
+              id: j.id,
+              subscriptionId: j.subscriptionId,
+              endpointUrl: j.endpointUrl,
+              attempt: 1,
+              at: 0,
+              outcome: 'retry',
+            },
+          };
+        },
+      };
+      const queue = new MemoryDeliveryQueue({ deliverer, concurrency: 50 });
+      for (let n = 0; n < 50; n++) await queue.enqueue(job(n));
+      while (made < 50) await tick();
+      await tick();
+      expect(await queue.close()).toHaveLength(50);
+      await tick();
+      expect(warnings.map((w) => w.name)).not.toContain('MaxListenersExceededWarning');
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('refuses a capacity or concurrency below 1', () => {
     const deliverer: Deliverer = { attempt: async () => ({}) as DeliveryStep };
     for (const options of [{ capacity: 0 }, { concurrency: 1.5 }]) {
