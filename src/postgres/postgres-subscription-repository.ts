@@ -564,12 +564,16 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     const limit = count(claim.limit);
     if (limit === 0 || Number.isNaN(claim.dueBy)) return [];
     const rows = await this.#rows<PendingRow>(
-      claim.ignoreLeases === true
-        ? this.#sql.claimDeliveriesIgnoringLeases
-        : this.#sql.claimDeliveries,
+      claim.released === true ? this.#sql.claimReleasedDeliveries : this.#sql.claimDeliveries,
       [claim.dueBy, claim.leaseUntil, limit],
     );
     return rows.map(toPending);
+  }
+
+  async releaseLeases(dueBy: number): Promise<number> {
+    if (Number.isNaN(dueBy)) return 0;
+    const [row] = await this.#rows<{ released: number }>(this.#sql.releaseLeases, [dueBy]);
+    return Number(row?.released ?? 0);
   }
 
   async releaseDeliveries(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void> {

@@ -4,6 +4,7 @@
  * row lock orders the writers until they commit), changes the subscription and notifies in the same
  * statement, so that no connection is held between statements. @module
  */
+import { RELEASED_LEASE } from '../webhooks/subscription-repository.js';
 
 /** The columns a subscription is read from, in the order `changeOfTuple` in rows.ts reads them. */
 const COLUMNS = `account_code, id, endpoint_url, events, property_ids, status, created_at,
@@ -28,7 +29,8 @@ export interface Statements {
   readonly deleteAttemptsBefore: string;
   readonly recordMessage: string;
   readonly claimDeliveries: string;
-  readonly claimDeliveriesIgnoringLeases: string;
+  readonly claimReleasedDeliveries: string;
+  readonly releaseLeases: string;
   readonly replayPacesOfMessage: string;
   readonly replayPacesOfSubscription: string;
   readonly releaseDeliveries: string;
@@ -290,12 +292,20 @@ export function statements(s: string, channel: string): Statements {
     // one it leased meanwhile is re-read at its new version and left: two claims at once never
     // take the same delivery.
     claimDeliveries: claim(s, 'd.next_attempt_ms <= $1::float8 AND d.lease_until_ms <= $1::float8'),
-    // Ignoring leases, except this claim's own: an earlier batch of the same sweep took it, and
-    // each delivery is taken once per sweep.
-    claimDeliveriesIgnoringLeases: claim(
+    // $1 due by, $2 lease until, $3 at most this many: only deliveries whose lease releaseLeases
+    // gave back (the start of a process alone on its data), due or not yet.
+    claimReleasedDeliveries: claim(
       s,
-      'd.next_attempt_ms <= $1::float8 AND d.lease_until_ms <> $2::float8',
+      `d.next_attempt_ms <= $1::float8 AND d.lease_until_ms = ${RELEASED_LEASE}::float8`,
     ),
+    // $1 due by: every pending delivery due by then has its lease given back, whoever held it.
+    releaseLeases: `WITH released AS (
+        UPDATE ${s}.deliveries AS d SET lease_until_ms = ${RELEASED_LEASE}::float8
+        WHERE d.status = 'pending' AND d.next_attempt_ms <= $1::float8
+          AND d.lease_until_ms <> ${RELEASED_LEASE}::float8
+        RETURNING 1
+      )
+      SELECT count(*)::integer AS released FROM released`,
     // $1 accounts, $2 message ids, $3 subscription ids, $4 the lease given back: only where it is
     // still that lease (a delivery taken by another claim since keeps the other's).
     releaseDeliveries: `UPDATE ${s}.deliveries AS d SET lease_until_ms = d.next_attempt_ms

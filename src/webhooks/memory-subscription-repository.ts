@@ -20,6 +20,7 @@ import type {
   SubscriptionPage,
   SubscriptionRepository,
 } from './subscription-repository.js';
+import { RELEASED_LEASE } from './subscription-repository.js';
 
 /** One delivery a message owes, as the outbox holds it. */
 interface HeldDelivery {
@@ -319,10 +320,13 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     const due: HeldDelivery[] = [];
     for (const delivery of this.#pending) {
       if (delivery.nextAttemptAt > claim.dueBy) continue;
-      if (claim.ignoreLeases === true) {
-        // Taken by an earlier batch of the same sweep: once per sweep.
-        if (delivery.leaseUntil === claim.leaseUntil) continue;
-      } else if (delivery.leaseUntil > claim.dueBy) continue;
+      if (
+        claim.released === true
+          ? delivery.leaseUntil !== RELEASED_LEASE
+          : delivery.leaseUntil > claim.dueBy
+      ) {
+        continue;
+      }
       due.push(delivery);
     }
     due.sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
@@ -330,6 +334,16 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       delivery.leaseUntil = claim.leaseUntil;
       return pendingOf(delivery);
     });
+  }
+
+  async releaseLeases(dueBy: number): Promise<number> {
+    let released = 0;
+    for (const delivery of this.#pending) {
+      if (delivery.nextAttemptAt > dueBy || delivery.leaseUntil === RELEASED_LEASE) continue;
+      delivery.leaseUntil = RELEASED_LEASE;
+      released += 1;
+    }
+    return released;
   }
 
   async releaseDeliveries(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void> {

@@ -25,7 +25,7 @@ import type {
 /** The most pending deliveries one sweep statement takes. @internal */
 export const SWEEP_BATCH = 500;
 
-// The due time of a claim that takes every pending delivery, due or not: later than any delivery.
+// The due time that takes every pending delivery, due or not: later than any delivery.
 const EVERY_DELIVERY = Number.MAX_SAFE_INTEGER;
 
 /** What the outbox works with. @internal */
@@ -59,9 +59,9 @@ type Handing = 'taken' | 'full' | 'refused';
 export class Outbox {
   readonly #settings: OutboxSettings;
   readonly #sweeps: PeriodicSweep;
-  // Until a sweep has gone through every batch, sweeps are the start's: they take every due
-  // delivery whatever its lease (what a predecessor's memory queue held is gone).
-  #starting = true;
+  // Alone on the data, sweeps take the deliveries whose lease the start gave back, due or not,
+  // until one has gone through them all.
+  #takingOver = false;
   // A sweep is promised for when the queue has room again.
   #awaitingRoom = false;
 
@@ -71,10 +71,20 @@ export class Outbox {
   }
 
   /**
-   * Sweep once, taking every due delivery whatever its lease (what a predecessor's memory queue
-   * held is gone), on a repository this process has alone every pending one, each queued for its
-   * time; then start the timer.
+   * Take over what a predecessor's queue held, which is gone: give back the lease of every due
+   * pending delivery, or of every pending one where this process is alone on the data (those then
+   * queued for their time). Called once, before this process records or claims anything, so that
+   * no lease it gives back is its own.
    */
+  async takeOver(): Promise<void> {
+    const { repository, clock } = this.#settings;
+    if (repository.releaseLeases === undefined) return;
+    const alone = repository.exclusive === true;
+    await repository.releaseLeases(alone ? EVERY_DELIVERY : clock.now());
+    this.#takingOver = alone;
+  }
+
+  /** Sweep once (every due delivery no queue holds; after `takeOver`, what it gave back), then start the timer. */
   async start(): Promise<void> {
     await this.#sweeps.sweep();
     this.#sweeps.start();
@@ -119,39 +129,44 @@ export class Outbox {
   }
 
   async #sweep(): Promise<number> {
+    let handed = 0;
+    if (this.#takingOver) {
+      const given = await this.#pass(true);
+      handed += given.handed;
+      if (!given.complete) return handed;
+      this.#takingOver = false;
+    }
+    return handed + (await this.#pass(false)).handed;
+  }
+
+  /**
+   * Claim a batch at a time and hand it to the queue, until a batch is short or the queue full:
+   * the due deliveries whose lease passed, or (`released`) those `takeOver` gave back, due or not,
+   * each queued for its time.
+   */
+  async #pass(released: boolean): Promise<{ handed: number; complete: boolean }> {
     const { repository, clock, leaseMs } = this.#settings;
-    const starting = this.#starting;
-    // Alone on the data, the start takes the pending deliveries that are not due yet as well: a
-    // retry leased by the dead predecessor is queued for its time, not left until its lease.
-    const everyOne = starting && repository.exclusive === true;
-    // One lease for the whole sweep: a claim ignoring leases skips what an earlier batch took by
-    // it. Its random fraction of a millisecond sets it apart from every other lease (another
-    // sweep's, a publish's at the same millisecond), which that claim must take.
-    const leaseUntil = clock.now() + leaseMs + (starting ? Math.random() * 0.5 + 0.25 : 0);
     let handed = 0;
     for (;;) {
-      const batch = await repository.claimDeliveries({
-        dueBy: everyOne ? EVERY_DELIVERY : clock.now(),
-        leaseUntil,
-        limit: SWEEP_BATCH,
-        ...(starting ? { ignoreLeases: true } : {}),
-      });
       const now = clock.now();
+      const batch = await repository.claimDeliveries({
+        dueBy: released ? EVERY_DELIVERY : now,
+        leaseUntil: now + leaseMs,
+        limit: SWEEP_BATCH,
+        ...(released ? { released } : {}),
+      });
       const handing = await this.#hand(
         batch.map((p) => ({
           job: this.#jobOf(p),
           ...(p.nextAttemptAt > now ? { at: p.nextAttemptAt } : {}),
         })),
-        leaseUntil,
+        now + leaseMs,
       );
       // Left out for want of room (given back, swept again once there is room), or refused.
-      if (handing !== 'taken') return handed;
+      if (handing !== 'taken') return { handed, complete: false };
       handed += batch.length;
-      if (batch.length < SWEEP_BATCH) {
-        if (starting) this.#starting = false;
-        return handed;
-      }
-      if (this.#sweeps.closed) return handed;
+      if (batch.length < SWEEP_BATCH) return { handed, complete: true };
+      if (this.#sweeps.closed) return { handed, complete: false };
     }
   }
 

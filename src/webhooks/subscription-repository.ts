@@ -137,20 +137,26 @@ export interface PendingDelivery {
   readonly nextAttemptAt: number;
 }
 
+/**
+ * The lease of a delivery whose lease {@link SubscriptionRepository.releaseLeases} gave back: long
+ * past, so any claim takes it once due, and unlike any lease a claim or a record writes. @internal
+ */
+export const RELEASED_LEASE = -1;
+
 /** Which pending deliveries {@link SubscriptionRepository.claimDeliveries} takes. */
 export interface DeliveryClaim {
   /** Those due at or before this time, in ms. */
   readonly dueBy: number;
-  /** Left to the taker until this time: no other claim takes them before, unless it ignores leases. */
+  /** Left to the taker until this time: no other claim takes them before (see `releaseLeases`). */
   readonly leaseUntil: number;
   /** At most this many, those due first first. */
   readonly limit: number;
   /**
-   * Take them whatever their lease, except those leased until exactly `leaseUntil` (an earlier
-   * batch of the same sweep took them): for an instance starting with a memory queue, whose
-   * predecessor's queue held some and is gone.
+   * Take only deliveries whose lease {@link SubscriptionRepository.releaseLeases} gave back, due
+   * by `dueBy` or not yet: the start of a process alone on its data queues each for its time.
+   * Every other lease, a released one once claimed included, is left alone.
    */
-  readonly ignoreLeases?: boolean;
+  readonly released?: boolean;
 }
 
 /** One pending delivery, by its message and subscription. */
@@ -263,8 +269,9 @@ export interface SubscriptionRepository {
   /**
    * Whether this process is the only one on the data (memory; PGlite, one process per folder):
    * every lease on it at start was this process's predecessor's, whose queue is gone, so the
-   * service takes every pending delivery at start, due or not, each queued for its time. Left out
-   * or false: the data is shared (a PostgreSQL server), and another instance's leases are kept.
+   * service gives back every pending delivery's lease at start and takes each, due or not, queued
+   * for its time. Left out or false: the data is shared (a PostgreSQL server), and the start takes
+   * back only the due ones; another instance's retries not yet due keep their lease.
    */
   readonly exclusive?: boolean;
   /**
@@ -375,9 +382,9 @@ export interface SubscriptionRepository {
     options: { readonly leaseUntil: number },
   ): Promise<void>;
   /**
-   * Take pending deliveries that are due and whose lease has passed, lease them to the caller and
-   * return them with their message's body: the redelivery sweep. Two claims at once never take the
-   * same delivery, unless one ignores leases.
+   * Take pending deliveries that are due and whose lease has passed (or, for a `released`
+   * claim, whose lease was given back), lease them to the caller and return them with their
+   * message's body: the redelivery sweep. Two claims at once never take the same delivery.
    */
   claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]>;
   /**
@@ -386,6 +393,15 @@ export interface SubscriptionRepository {
    * deliveries wait for their lease to pass.
    */
   releaseDeliveries?(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void>;
+  /**
+   * Give back the lease of every pending delivery due by `dueBy`, whoever holds it: a claim takes
+   * it as if no queue held it (`released` claims take only these). The webhook service calls it
+   * once as it starts, before it records or claims anything: what its predecessor's queue held is
+   * gone (every pending delivery where this process is alone on the data, those due on a shared
+   * server). Left out, a start takes only what is due and unleased.
+   * @returns how many leases it gave back
+   */
+  releaseLeases?(dueBy: number): Promise<number>;
   /**
    * Set failed deliveries pending again, in a new replay round, paced per subscription (see
    * {@link ReplayPlan}). Replays at once, of one subscription or of messages to it, never

@@ -257,6 +257,8 @@ class Service implements WebhookService {
         this.#settings.onError(error);
       }
     }
+    // Before this process records or claims anything: every lease given back is a predecessor's.
+    await this.#outbox.takeOver();
     await this.#mirror.start();
     await this.#checkSecrets();
     if (pollIntervalMs > 0 && !this.#closed && this.#timer === undefined) {

@@ -103,15 +103,9 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
       expect(await repository.deliveryStatus('acme', message.id, 'b')).toBe('pending');
       // Leased: no claim takes them before the lease, whatever their due time.
       expect(await claimable(repository, T0 + LEASE - 1)).toEqual([]);
-      // Not due before createdAt, even ignoring leases.
-      expect(
-        await repository.claimDeliveries({
-          dueBy: T0 + 999,
-          leaseUntil: T0 + LEASE,
-          limit: 10,
-          ignoreLeases: true,
-        }),
-      ).toEqual([]);
+      // Not due before createdAt, even with its lease given back.
+      expect(await repository.releaseLeases?.(T0 + 999)).toBe(0);
+      expect(await claimable(repository, T0 + 999)).toEqual([]);
       const taken = await claimable(repository, T0 + LEASE);
       expect([...taken].sort((x, y) => x.subscriptionId.localeCompare(y.subscriptionId))).toEqual(
         ['a', 'b'].map((id) => ({
@@ -208,35 +202,58 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
       expect(keys(await claimable(repository, T0 + LEASE))).toEqual([`acme/${message.id}/a`]);
     });
 
-    test('ignoring leases takes those due whatever their lease, and leases them', async (repository) => {
+    test('releaseLeases gives back the lease of every pending delivery due by then, whoever held it; a claim takes each once', async (repository) => {
       const due = aMessage({ createdAt: T0 });
       const later = aMessage({ createdAt: T0 + MINUTE });
-      await repository.recordMessage(due, [to('a')], { leaseUntil: T0 + LEASE });
+      await repository.recordMessage(due, [to('a'), to('b')], { leaseUntil: T0 + LEASE });
       await repository.recordMessage(later, [to('a')], { leaseUntil: T0 + LEASE });
-      const taken = await repository.claimDeliveries({
+      expect(repository.releaseLeases).toBeTypeOf('function');
+      expect(await repository.releaseLeases?.(T0)).toBe(2);
+      // Given back already: counted once.
+      expect(await repository.releaseLeases?.(T0)).toBe(0);
+      const first = await repository.claimDeliveries({
+        dueBy: T0,
+        leaseUntil: T0 + 2 * LEASE,
+        limit: 1,
+      });
+      const second = await repository.claimDeliveries({
         dueBy: T0,
         leaseUntil: T0 + 2 * LEASE,
         limit: 10,
-        ignoreLeases: true,
       });
-      expect(keys(taken)).toEqual([`acme/${due.id}/a`]);
+      expect(keys([...first, ...second]).sort()).toEqual([`acme/${due.id}/a`, `acme/${due.id}/b`]);
+      // The one not due keeps its lease; the claimed ones hold the claim's.
+      expect(await claimable(repository, T0 + LEASE - 1)).toEqual([]);
       expect(keys(await claimable(repository, T0 + LEASE))).toEqual([`acme/${later.id}/a`]);
-      expect((await claimable(repository, T0 + 2 * LEASE)).length).toBe(2);
+      expect((await claimable(repository, T0 + 2 * LEASE)).length).toBe(3);
     });
 
-    test('ignoring leases takes each delivery once per claim lease: a later batch of the same sweep skips what an earlier took', async (repository) => {
-      const message = aMessage({ createdAt: T0 });
-      await repository.recordMessage(message, [to('a'), to('b'), to('c')], {
+    test('a released claim takes only deliveries whose lease was given back, due or not, each once; a record after the release keeps its lease', async (repository) => {
+      const due = aMessage({ createdAt: T0 });
+      const later = aMessage({ createdAt: T0 + 10 * MINUTE });
+      await repository.recordMessage(due, [to('a'), to('b')], { leaseUntil: T0 + LEASE });
+      await repository.recordMessage(later, [to('a')], { leaseUntil: T0 + 10 * MINUTE + LEASE });
+      expect(await repository.releaseLeases?.(Number.MAX_SAFE_INTEGER)).toBe(3);
+      // Recorded after the release (this process's own publish): not the predecessor's.
+      const own = aMessage({ createdAt: T0 });
+      await repository.recordMessage(own, [to('c')], { leaseUntil: T0 + LEASE });
+      const sweep = {
+        dueBy: Number.MAX_SAFE_INTEGER,
         leaseUntil: T0 + LEASE,
-      });
-      const sweep = { dueBy: T0, leaseUntil: T0 + LEASE + 0.5, limit: 2, ignoreLeases: true };
+        limit: 2,
+        released: true,
+      };
       const first = await repository.claimDeliveries(sweep);
       const second = await repository.claimDeliveries(sweep);
       expect(first).toHaveLength(2);
       expect(keys([...first, ...second]).sort()).toEqual(
-        ['a', 'b', 'c'].map((id) => `acme/${message.id}/${id}`),
+        [`acme/${due.id}/a`, `acme/${due.id}/b`, `acme/${later.id}/a`].sort(),
       );
       expect(await repository.claimDeliveries(sweep)).toEqual([]);
+      // The not-yet-due one comes back with its due time, for the queue to wait for it.
+      expect([...first, ...second].find((p) => p.messageId === later.id)?.nextAttemptAt).toBe(
+        T0 + 10 * MINUTE,
+      );
     });
 
     test('releaseDeliveries gives back the lease it names, from the due time; another lease is kept', async (repository) => {

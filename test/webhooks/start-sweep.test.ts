@@ -132,6 +132,61 @@ describe.each(Object.keys(repositories))('the start sweep on %s', (name) => {
   });
 });
 
+describe.each(Object.keys(repositories))(
+  'the start on %s takes over only its predecessor’s leases',
+  (name) => {
+    it('publishes made while the start sweep runs are queued once, by the publish; the predecessor’s deliveries once, by the sweep', async () => {
+      const inner = await (repositories[name] as () => Promise<SubscriptionRepository>)();
+      const clock = new FakeClock(START);
+      // The process that dies, holding 30 deliveries in its queue.
+      const first = heldQueue();
+      const a = closing({ repository: inner, clock, queue: first.make });
+      for (let i = 0; i < 3; i++) await subscribe(a.service, `https://hooks.example.com/${i}`);
+      for (let i = 0; i < 10; i++) {
+        await a.service.publish({ accountCode: 'ACME', kind: 'reservation/created' });
+      }
+      await a.service.close();
+      // The next process's sweeps claim only once its own publishes are on record, the worst order:
+      // a sweep that took whatever its lease would take those too, and queue them a second time.
+      let recorded!: () => void;
+      const ownPublishes = new Promise<void>((resolve) => {
+        recorded = resolve;
+      });
+      const repository = new Proxy(inner, {
+        get(target, property) {
+          // Read on the repository itself: its getters read private fields.
+          const value = Reflect.get(target, property, target);
+          if (property === 'claimDeliveries') {
+            return async (claim: Parameters<SubscriptionRepository['claimDeliveries']>[0]) => {
+              await ownPublishes;
+              return target.claimDeliveries(claim);
+            };
+          }
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const second = recordingQueue();
+      const b = closing({ repository, clock, queue: second.make });
+      await b.service.start();
+      const own: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        own.push(
+          (await b.service.publish({ accountCode: 'ACME', kind: 'reservation/created' })).id,
+        );
+      }
+      recorded();
+      await b.service.redeliver();
+      const handed = second.jobs.map(({ job }) => `${job.id} ${job.subscriptionId}`);
+      // Every delivery once: the 30 the dead process held and the 30 of this process's publishes.
+      expect(handed).toHaveLength(60);
+      expect(new Set(handed).size).toBe(60);
+      expect(new Set(second.jobs.map(({ job }) => job.id))).toEqual(
+        new Set([...first.held.jobs.map((job) => job.id), ...own]),
+      );
+    });
+  },
+);
+
 describe('a real restart on the memory repository', () => {
   it('sends a retry that falls due after the restart at its due time, not after the dead process’s lease', async () => {
     const receiver = await startHoldingReceiver({ retryAfterSeconds: 1 });
