@@ -251,17 +251,16 @@ export {
   createSubscription,
   INVALID_SUBSCRIPTION_REQUEST,
 } from './webhooks/create-subscription.js';
+export { createDeliverer, deliver, deliveryJob } from './webhooks/delivery.js';
 export type {
   AttemptOutcome,
-  Deliverer,
   DeliveryAttempt,
   DeliveryFailure,
-  DeliveryJob,
-  DeliveryOptions,
-  DeliveryStep,
-} from './webhooks/delivery.js';
-export { createDeliverer, deliver, deliveryJob } from './webhooks/delivery.js';
+} from './webhooks/delivery-attempt.js';
+export type { DeliveryJob } from './webhooks/delivery-job.js';
+export type { DeliveryOptions } from './webhooks/delivery-options.js';
 export type { DeliveryQueue, EnqueueOptions } from './webhooks/delivery-queue.js';
+export type { Deliverer, DeliveryStep } from './webhooks/delivery-step.js';
 export type {
   EndpointUrlError,
   EndpointUrlErrorCode,
@@ -392,18 +391,20 @@ export type {
   SubscriptionPage,
   SubscriptionRepository,
 } from './webhooks/subscription-repository.js';
+export type { SubscriptionRequestOptions } from './webhooks/subscription-request.js';
+export {
+  subscriptionRequestDefaults,
+  validateSubscriptionRequest,
+} from './webhooks/subscription-request.js';
 export type {
   SubscriptionRequestErrorCode,
   SubscriptionRequestIssue,
-  SubscriptionRequestOptions,
   SubscriptionRequestResult,
-} from './webhooks/subscription-request.js';
+} from './webhooks/subscription-request-result.js';
 export {
   subscriptionBodyErrorCodes,
-  subscriptionRequestDefaults,
   subscriptionRequestErrorCodes,
-  validateSubscriptionRequest,
-} from './webhooks/subscription-request.js';
+} from './webhooks/subscription-request-result.js';
 export type {
   HeaderSource,
   VerifyWebhookOptions,

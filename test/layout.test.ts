@@ -1,6 +1,6 @@
 /**
- * The layout: what each folder of src/ may import. Core folders never import edge folders; the
- * table below is the map in docs/development.md.
+ * The layout: what each folder of src/ may import, and no import circle between any two files.
+ * Core folders never import edge folders; the table below is the map in docs/development.md.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -71,6 +71,66 @@ function wrongImports(file: string, text: string): string[] {
   return wrong;
 }
 
+/**
+ * The file import graph of some sources (path -> text): each file -> the files it imports,
+ * re-exports or imports dynamically, type imports included. A relative specifier is resolved
+ * against the importing file, `.js` read as `.ts`, a folder as its `index.ts`; packages and files
+ * outside the sources are left out.
+ */
+function importGraph(sources: ReadonlyMap<string, string>): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const [file, text] of sources) {
+    const targets = new Set<string>();
+    for (const spec of imports(text)) {
+      if (!spec.startsWith('.')) continue;
+      const path = resolve(dirname(file), spec);
+      const target = [path.replace(/\.js$/, '.ts'), `${path}.ts`, join(path, 'index.ts')].find(
+        (candidate) => sources.has(candidate),
+      );
+      if (target !== undefined && target !== file) targets.add(target);
+    }
+    graph.set(file, [...targets]);
+  }
+  return graph;
+}
+
+/**
+ * The import circles of a graph: its strongly connected components of two files or more
+ * (Tarjan's algorithm), each sorted, in the order of their first file.
+ */
+function importCircles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  const visit = (file: string): void => {
+    order.set(file, order.size);
+    low.set(file, order.get(file) as number);
+    stack.push(file);
+    onStack.add(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!order.has(next)) {
+        visit(next);
+        low.set(file, Math.min(low.get(file) as number, low.get(next) as number));
+      } else if (onStack.has(next)) {
+        low.set(file, Math.min(low.get(file) as number, order.get(next) as number));
+      }
+    }
+    if (low.get(file) !== order.get(file)) return;
+    const component: string[] = [];
+    let member: string | undefined;
+    do {
+      member = stack.pop() as string;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== file);
+    if (component.length > 1) circles.push(component.sort());
+  };
+  for (const file of graph.keys()) if (!order.has(file)) visit(file);
+  return circles.sort((a, b) => (a[0] as string).localeCompare(b[0] as string));
+}
+
 const files = sourceFiles(SRC);
 
 describe('layout', () => {
@@ -96,5 +156,46 @@ describe('layout', () => {
       'limits/example.ts imports the package express',
     ]);
     expect(wrongImports(file, "import { z } from '../internal/describe.js';\n")).toEqual([]);
+  });
+
+  it('no two files of src/ import each other, directly or through others (type imports included)', () => {
+    const graph = importGraph(new Map(files.map((file) => [file, readFileSync(file, 'utf8')])));
+    const circles = importCircles(graph).map((circle) =>
+      circle.map((file) => relative(SRC, file)).join(', '),
+    );
+    expect(circles).toEqual([]);
+  });
+
+  it('the circle check finds a circle, through a type import, a re-export or a dynamic import', () => {
+    const graph = (sources: Record<string, string>) =>
+      importGraph(new Map(Object.entries(sources).map(([file, text]) => [`/src/${file}`, text])));
+    // a -> b -> c -> a, with d hanging off it and e on its own.
+    const circled = graph({
+      'a.ts': "import type { B } from './b.js';\n",
+      'b.ts': "export {\n  c,\n} from './deep/c.js';\n",
+      'deep/c.ts': "const a = await import('../a.js');\n",
+      'd.ts': "import { a } from './a.js';\nimport { e } from './e';\n",
+      'e.ts': "import { readFileSync } from 'node:fs';\n",
+    });
+    expect(importCircles(circled)).toEqual([['/src/a.ts', '/src/b.ts', '/src/deep/c.ts']]);
+    // Two circles, one through a folder's index.
+    const two = graph({
+      'a.ts': "import { b } from './b.js';\n",
+      'b.ts': "import { a } from './a.js';\n",
+      'c/index.ts': "import { d } from '../d.js';\n",
+      'd.ts': "import { c } from './c/index.js';\n",
+    });
+    expect(importCircles(two)).toEqual([
+      ['/src/a.ts', '/src/b.ts'],
+      ['/src/c/index.ts', '/src/d.ts'],
+    ]);
+    // The same files in a line and a diamond, and a file that imports itself: no circle.
+    const none = graph({
+      'a.ts': "import { b } from './b.js';\nimport { c } from './deep/c.js';\n",
+      'b.ts': "import type { C } from './deep/c.js';\n",
+      'deep/c.ts': "import { d } from '../d.js';\nexport * from './c.js';\n",
+      'd.ts': "import { x } from 'some-package';\n",
+    });
+    expect(importCircles(none)).toEqual([]);
   });
 });

@@ -4,8 +4,8 @@
  * @module
  */
 import { channel } from 'node:diagnostics_channel';
-import type { AdmittedDecision, Decision } from './decision.js';
-import type { OutageMode } from './outage.js';
+import type { AdmittedDecision, Decision } from './decision-types.js';
+import type { OutageMode } from './outage-mode.js';
 import type { LimitStore, RefusalReason } from './store.js';
 
 /**

@@ -8,7 +8,8 @@ import { describe } from '../internal/describe.js';
 import { aBoolean, checkValue } from '../internal/options.js';
 import { decisionChannel, reportApplyFailure } from './channels.js';
 import { checkCost, costOf } from './cost.js';
-import { type Decision, toDecision, toShadowDecision } from './decision.js';
+import { toDecision, toShadowDecision } from './decision.js';
+import type { Decision } from './decision-types.js';
 import {
   checkRequest,
   type LimitRequest,
@@ -19,7 +20,8 @@ import type { ResourceScope, RuleEffect } from './limit-rule.js';
 import { type LimiterConfig, readLimiterOptions } from './limiter-options.js';
 import type { MemoryStore } from './memory/store.js';
 import { observeDecision } from './observe-decision.js';
-import { type OutageEvent, type OutageHandler, type OutageMode, outageHandler } from './outage.js';
+import { type OutageEvent, type OutageHandler, outageHandler } from './outage.js';
+import type { OutageMode } from './outage-mode.js';
 import { OverrideGroups } from './override-groups.js';
 import type { OverrideSource } from './overrides.js';
 import type { Policy } from './policy.js';
@@ -42,9 +44,15 @@ import type {
   SyncLimitStore,
 } from './store.js';
 
-export type { AdmittedDecision, Decision, RefusedDecision, ShadowRefusal } from './decision.js';
+export type {
+  AdmittedDecision,
+  Decision,
+  RefusedDecision,
+  ShadowRefusal,
+} from './decision-types.js';
 export type { LimitRequest } from './limit-request.js';
-export type { OutageEvent, OutageMode } from './outage.js';
+export type { OutageEvent } from './outage.js';
+export type { OutageMode } from './outage-mode.js';
 export type { ResetRequest } from './reset-scope.js';
 export type { ShadowOption } from './shadow.js';
 export type { ResetOutcome } from './store.js';

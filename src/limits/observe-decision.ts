@@ -3,7 +3,8 @@
  * @module
  */
 import { type DecisionMessage, type DecisionRequest, decisionChannel } from './channels.js';
-import { type AdmittedDecision, type Decision, holdsLease } from './decision.js';
+import { holdsLease } from './decision.js';
+import type { AdmittedDecision, Decision } from './decision-types.js';
 
 /**
  * Publish the decision once it is made, and answer it as it is (a promise: one with the same

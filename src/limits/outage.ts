@@ -5,25 +5,11 @@
 import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
 import { reportApplyFailure } from './channels.js';
-import {
-  admittedUnlimited,
-  type Decision,
-  refusedUnavailable,
-  toDecision,
-  toShadowDecision,
-} from './decision.js';
+import { admittedUnlimited, refusedUnavailable, toDecision, toShadowDecision } from './decision.js';
+import type { Decision } from './decision-types.js';
 import { MemoryStore } from './memory/store.js';
+import type { OutageMode } from './outage-mode.js';
 import type { LimitStore, Plan, SyncLimitStore } from './store.js';
-
-/**
- * What a limiter does when its asynchronous store's `apply` rejects (docs/limits.md):
- * - `'reject'`: `check` rejects with the store's error; the caller (middleware: `failure`) decides.
- * - `'open'`: admitted unlimited (no statuses, no lease), the outage reported.
- * - `'closed'`: refused with reason `unavailable` and `outageRetryAfterSeconds`: a 503, never 429.
- * - `'fallback'`: decided by a local {@link SyncLimitStore} (`fallbackStore`, a {@link MemoryStore}
- *   by default), limited per process.
- */
-export type OutageMode = 'reject' | 'open' | 'closed' | 'fallback';
 
 /** What a limiter tells `onOutage`: the store's error and what was done about it. */
 export interface OutageEvent {

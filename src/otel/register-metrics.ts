@@ -15,7 +15,7 @@ import {
   limitsChannels,
   type StoreFailureMessage,
 } from '../limits/channels.js';
-import type { AdmittedDecision } from '../limits/decision.js';
+import type { AdmittedDecision } from '../limits/decision-types.js';
 import {
   type DeliveryAttemptMessage,
   type DeliveryEndMessage,

@@ -15,7 +15,7 @@ import {
   wholeNumber,
   withMethods,
 } from '../internal/options.js';
-import type { DeliveryAttempt } from '../webhooks/delivery.js';
+import type { DeliveryAttempt } from '../webhooks/delivery-attempt.js';
 import { markPlainChanges } from '../webhooks/plain-changes.js';
 import {
   type aesGcmSecretCipher,

@@ -1,5 +1,5 @@
 /** Rows as the repository reads them, made into the webhook model's objects. @module */
-import type { DeliveryAttempt } from '../webhooks/delivery.js';
+import type { DeliveryAttempt } from '../webhooks/delivery-attempt.js';
 import type {
   DisabledReason,
   StoredSubscription,

@@ -14,8 +14,9 @@ import {
   withMethods,
 } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
-import type { Deliverer, DeliveryJob, DeliveryStep } from '../webhooks/delivery.js';
+import type { DeliveryJob } from '../webhooks/delivery-job.js';
 import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery-queue.js';
+import type { Deliverer, DeliveryStep } from '../webhooks/delivery-step.js';
 import { defaultAccountConcurrency, jobAccount } from '../webhooks/job-account.js';
 
 /** The parts of the `bullmq` module the queue uses: pass `await import('bullmq')`. */

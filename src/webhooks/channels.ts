@@ -5,7 +5,7 @@
  * @module
  */
 import { channel } from 'node:diagnostics_channel';
-import type { DeliveryAttempt, DeliveryFailure } from './delivery.js';
+import type { DeliveryAttempt, DeliveryFailure } from './delivery-attempt.js';
 
 /**
  * The names of webhook delivery's diagnostics channels, all under `api-conventions:webhooks:`.

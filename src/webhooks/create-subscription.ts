@@ -15,11 +15,9 @@ import {
 } from '../internal/options.js';
 import type { Subscription } from './subscription.js';
 import type { SubscriptionIndex } from './subscription-index.js';
-import type {
-  SubscriptionRequestIssue,
-  SubscriptionRequestOptions,
-} from './subscription-request.js';
+import type { SubscriptionRequestOptions } from './subscription-request.js';
 import { SUBSCRIPTION_RULES, validateSubscriptionRequest } from './subscription-request.js';
+import type { SubscriptionRequestIssue } from './subscription-request-result.js';
 
 /** The problem code of a refused create request. */
 export const INVALID_SUBSCRIPTION_REQUEST = 'invalid_subscription_request';

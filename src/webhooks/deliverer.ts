@@ -4,15 +4,11 @@ import { isApiConventionsError } from '../errors/index.js';
 import { isSecretCipherError } from '../errors/secret-cipher-error.js';
 import { parseRetryAfter } from '../http/retry-after.js';
 import { reportAttempt } from './channels.js';
-import type {
-  AttemptOutcome,
-  Deliverer,
-  DeliveryAttempt,
-  DeliveryJob,
-  DeliveryOptions,
-  DeliveryStep,
-} from './delivery.js';
+import type { AttemptOutcome, DeliveryAttempt } from './delivery-attempt.js';
+import type { DeliveryJob } from './delivery-job.js';
 import { jobField, readJob, scheduleSpent } from './delivery-job.js';
+import type { DeliveryOptions } from './delivery-options.js';
+import type { Deliverer, DeliveryStep } from './delivery-step.js';
 import type { TransportResponse, WebhookTransport } from './http-transport.js';
 import type { RetrySchedule } from './retry-schedule.js';
 import { nextAttempt } from './retry-schedule.js';

@@ -1,6 +1,35 @@
-/** A delivery job as an attempt reads it, and whether the schedule allows one. @module */
-import type { DeliveryJob } from './delivery.js';
+/**
+ * A delivery job: what it holds, how an attempt reads it, and whether the schedule allows one.
+ * @module
+ */
 import type { RetrySchedule } from './retry-schedule.js';
+
+/** One message on its way to one subscription; plain JSON, so a durable queue can hold it. */
+export interface DeliveryJob {
+  /** The message id (`webhook-id`), the same on every attempt. */
+  readonly id: string;
+  /** The subscription it goes to. */
+  readonly subscriptionId: string;
+  /** Where it goes. */
+  readonly endpointUrl: string;
+  /** The exact body. */
+  readonly body: string;
+  /** Attempts started so far, those lost when their process died included (0 for a new job). */
+  readonly attempts: number;
+  /** When the first attempt started, in ms (absent before it). */
+  readonly firstAttemptAt?: number;
+  /**
+   * Which replay of the message to the subscription this is: absent or 0 for the publish, 1 for
+   * the first replay, … A queue holds one job per message, subscription and replay.
+   */
+  readonly replay?: number;
+  /**
+   * The account the message belongs to: queues share their workers fairly between accounts by
+   * it. Absent, a queue reads the envelope's `accountId`; a job that tells neither is of no
+   * account (one share for all such jobs).
+   */
+  readonly accountCode?: string;
+}
 
 /** Why a job may not be attempted again: every attempt started (some lost in crashes), or too old. */
 export function scheduleSpent(

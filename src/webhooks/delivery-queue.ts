@@ -1,5 +1,5 @@
 /** The delivery queue's interface: what the webhook service and the outbox hand jobs to. @module */
-import type { DeliveryJob } from './delivery.js';
+import type { DeliveryJob } from './delivery-job.js';
 
 /** How a job is queued. */
 export interface EnqueueOptions {

@@ -2,7 +2,6 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { aClock, type Clock, systemClock } from '../clock.js';
 import { ConfigurationError } from '../errors/index.js';
-import type { SecretCipherError } from '../errors/secret-cipher-error.js';
 import { isArray } from '../internal/describe.js';
 import {
   aFunction,
@@ -15,168 +14,14 @@ import {
 } from '../internal/options.js';
 import { MAX_TIMER_MS } from '../internal/timers.js';
 import { WebhookDeliverer } from './deliverer.js';
+import type { DeliveryAttempt } from './delivery-attempt.js';
+import type { DeliveryJob } from './delivery-job.js';
+import type { DeliveryOptions } from './delivery-options.js';
+import type { Deliverer } from './delivery-step.js';
 import type { WebhookTransport } from './http-transport.js';
 import { httpTransport } from './http-transport.js';
 import type { RetrySchedule } from './retry-schedule.js';
 import { retrySchedule } from './retry-schedule.js';
-
-/** One message on its way to one subscription; plain JSON, so a durable queue can hold it. */
-export interface DeliveryJob {
-  /** The message id (`webhook-id`), the same on every attempt. */
-  readonly id: string;
-  /** The subscription it goes to. */
-  readonly subscriptionId: string;
-  /** Where it goes. */
-  readonly endpointUrl: string;
-  /** The exact body. */
-  readonly body: string;
-  /** Attempts started so far, those lost when their process died included (0 for a new job). */
-  readonly attempts: number;
-  /** When the first attempt started, in ms (absent before it). */
-  readonly firstAttemptAt?: number;
-  /**
-   * Which replay of the message to the subscription this is: absent or 0 for the publish, 1 for
-   * the first replay, … A queue holds one job per message, subscription and replay.
-   */
-  readonly replay?: number;
-  /**
-   * The account the message belongs to: queues share their workers fairly between accounts by
-   * it. Absent, a queue reads the envelope's `accountId`; a job that tells neither is of no
-   * account (one share for all such jobs).
-   */
-  readonly accountCode?: string;
-}
-
-/**
- * How an attempt ended. `lost`: the queue gave up on the job without an attempt finishing (a
- * BullMQ queue fails a job whose worker died during it more often than its `maxStalledCount`); the
- * job is kept for replay by the queue, not delivered.
- */
-export type AttemptOutcome = 'delivered' | 'retry' | 'disabled' | 'failed' | 'lost';
-
-/**
- * Why a delivery was given up. `no_secret`: the subscription has no secret (deleted, disabled,
- * unknown); `secret_unreadable`: it has secrets, but none can be decrypted with the configured
- * keys (the repository's `secretKeys` are not those the secrets were stored with), so nothing is
- * sent; the delivery can be replayed once the keys are right or the secret is rotated.
- */
-export type DeliveryFailure =
-  | 'attempts_exhausted'
-  | 'max_age'
-  | 'forbidden_address'
-  | 'no_secret'
-  | 'secret_unreadable'
-  | 'invalid_job'
-  | 'gone';
-
-/** One attempt, as reported to `onAttempt`: log it, or store it as the delivery log. */
-export interface DeliveryAttempt {
-  /** The message id (`webhook-id`). */
-  readonly id: string;
-  /** The subscription. */
-  readonly subscriptionId: string;
-  /** The endpoint. */
-  readonly endpointUrl: string;
-  /** Which attempt this was, from 1 (counted afresh in each replay). */
-  readonly attempt: number;
-  /** The replay the attempt belongs to: absent for the publish's attempts, from 1 for replays. */
-  readonly replay?: number;
-  /** When it started, in ms. */
-  readonly at: number;
-  /**
-   * How long the request took, in ms, from sending it to its answer or failure (0 on a clock that
-   * did not move); absent when no request was sent.
-   */
-  readonly durationMs?: number;
-  /** The receiver's status, when it answered. */
-  readonly status?: number;
-  /** Why no answer came (`timeout`, `connection_failed`, `forbidden_address`, ...). */
-  readonly error?: {
-    /** Stable code. */
-    readonly code: string;
-    /** What happened. */
-    readonly message: string;
-  };
-  /** What follows. */
-  readonly outcome: AttemptOutcome;
-  /** For `retry`: when the next attempt is due, in ms. */
-  readonly nextAttemptAt?: number;
-  /** For `failed` and `disabled`: why (`invalid_job` for an id or secret signing refuses). */
-  readonly reason?: DeliveryFailure;
-}
-
-/** What a queue does with a job after an attempt. */
-export type DeliveryStep =
-  | {
-      /** Delivered, disabled (410) or failed for good: nothing more to do. */
-      readonly done: true;
-      /** The report of the last attempt. */
-      readonly report: DeliveryAttempt;
-    }
-  | {
-      /** Try again later. */
-      readonly done: false;
-      /** The job with its attempts counted, to run again at `at`. */
-      readonly job: DeliveryJob;
-      /** When, in ms. */
-      readonly at: number;
-      /** The report of the attempt. */
-      readonly report: DeliveryAttempt;
-    }
-  | {
-      /**
-       * Not attempted: the subscription's receiver asked every delivery to wait (a 429 or 503
-       * with Retry-After to another one); the job runs again at `at`, its attempts unchanged.
-       */
-      readonly done: false;
-      /** The job as it was. */
-      readonly job: DeliveryJob;
-      /** When, in ms. */
-      readonly at: number;
-      /** No attempt, no report. */
-      readonly report?: undefined;
-      /** Marks the deferral. */
-      readonly deferred: true;
-    };
-
-/** How deliveries are made. */
-export interface DeliveryOptions {
-  /**
-   * Read at each attempt, so rotation applies at once; none ends the job (`no_secret`), and so
-   * does a throw, except a {@link SecretCipherError} (secrets there but unreadable), which ends it
-   * `secret_unreadable`.
-   */
-  secrets: (
-    subscriptionId: string,
-  ) => readonly string[] | undefined | Promise<readonly string[] | undefined>;
-  /** Sends the POST. @defaultValue {@link httpTransport}() with the SSRF guard and no allow-list */
-  transport?: WebhookTransport;
-  /** The timeout of one attempt, in ms, at most 2^31 - 1 (what timers hold). @defaultValue 15000 */
-  timeoutMs?: number;
-  /** The retry schedule. @defaultValue {@link retrySchedule}() */
-  schedule?: RetrySchedule;
-  /** @defaultValue {@link systemClock} */
-  clock?: Clock;
-  /** Uniform draws in [0, 1) for the jitter (one that throws draws 0). @defaultValue `Math.random` */
-  random?: () => number;
-  /** Told of every attempt and its outcome. Errors it throws are ignored. */
-  onAttempt?: (attempt: DeliveryAttempt) => void | Promise<void>;
-  /** Told when a receiver answers 410 Gone: disable the subscription here. */
-  onGone?: (subscriptionId: string) => void | Promise<void>;
-  /** Extra request headers (a user agent): valid HTTP header names and string values. */
-  headers?: Readonly<Record<string, string>>;
-}
-
-/** Runs attempts. */
-export interface Deliverer {
-  /** Make the next attempt of a job. Never rejects: every failure is a step. */
-  attempt(job: DeliveryJob): Promise<DeliveryStep>;
-  /**
-   * Report a job the queue gave up on (outcome `lost`) to `onAttempt`. Never rejects.
-   * @param job - as the queue holds it (`attempts`: those started, lost ones included)
-   */
-  lost?(job: DeliveryJob, error: { code: string; message: string }): Promise<DeliveryAttempt>;
-}
 
 /**
  * Make a deliverer.

@@ -1,5 +1,5 @@
 /** The account a delivery job is shared out under, for queues that share workers fairly. @module */
-import type { DeliveryJob } from './delivery.js';
+import type { DeliveryJob } from './delivery-job.js';
 
 /**
  * The job's `accountCode`, else its envelope's `accountId` (what the webhook service writes),

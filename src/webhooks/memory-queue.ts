@@ -11,8 +11,9 @@ import {
 } from '../internal/options.js';
 import type { Sleep } from '../internal/timers.js';
 import { abortableSleep, timerSleep } from '../internal/timers.js';
-import type { Deliverer, DeliveryJob, DeliveryStep } from './delivery.js';
+import type { DeliveryJob } from './delivery-job.js';
 import type { DeliveryQueue, EnqueueOptions } from './delivery-queue.js';
+import type { Deliverer, DeliveryStep } from './delivery-step.js';
 import { defaultAccountConcurrency, jobAccount } from './job-account.js';
 
 /** How the memory queue behaves. */

@@ -1,5 +1,5 @@
 /** The in-memory subscription repository: for tests and one process that may forget. @module */
-import type { DeliveryAttempt } from './delivery.js';
+import type { DeliveryAttempt } from './delivery-attempt.js';
 import type { StoredSubscription, Subscription } from './subscription.js';
 import type {
   AttemptQuery,

@@ -10,7 +10,8 @@
 import type { Clock } from '../clock.js';
 import { isApiConventionsError } from '../errors/index.js';
 import { PeriodicSweep } from '../internal/periodic-sweep.js';
-import { type DeliveryJob, deliveryJob } from './delivery.js';
+import { deliveryJob } from './delivery.js';
+import type { DeliveryJob } from './delivery-job.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { SubscriptionIndex } from './subscription-index.js';
 import type {

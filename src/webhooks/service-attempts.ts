@@ -8,8 +8,8 @@ import { createHash } from 'node:crypto';
 import type { ResponseParts } from '../http/problem-details.js';
 import { problemResponse } from '../http/problem-details.js';
 import { cursorNavigation } from '../pagination/links.js';
-import type { AttemptOutcome } from './delivery.js';
-import type { OperationRequest, ServiceContext } from './service-handlers.js';
+import type { AttemptOutcome } from './delivery-attempt.js';
+import type { OperationRequest, ServiceContext } from './service-context.js';
 import { serviceProblem, subscriptionNotFound } from './service-problems.js';
 import type { AttemptQuery } from './subscription-repository.js';
 

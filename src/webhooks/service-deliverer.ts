@@ -6,8 +6,10 @@
  * @module
  */
 import type { Clock } from '../clock.js';
-import type { Deliverer, DeliveryAttempt, DeliveryJob, DeliveryStep } from './delivery.js';
 import { createDeliverer } from './delivery.js';
+import type { DeliveryAttempt } from './delivery-attempt.js';
+import type { DeliveryJob } from './delivery-job.js';
+import type { Deliverer, DeliveryStep } from './delivery-step.js';
 import type { WebhookServiceDeliveryOptions, WebhookServiceDisabled } from './service-options.js';
 import type { DisabledReason } from './subscription.js';
 import type { SubscriptionIndex } from './subscription-index.js';

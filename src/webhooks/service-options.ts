@@ -17,8 +17,9 @@ import {
 } from '../internal/options.js';
 import { MAX_TIMER_MS } from '../internal/timers.js';
 import type { CursorSecret } from '../pagination/cursor-codec.js';
-import type { Deliverer, DeliveryOptions } from './delivery.js';
+import type { DeliveryOptions } from './delivery-options.js';
 import type { DeliveryQueue } from './delivery-queue.js';
+import type { Deliverer } from './delivery-step.js';
 import type { EndpointUrlOptions } from './endpoint-url.js';
 import type { EventCatalog } from './event-catalog.js';
 import type { DisabledReason, StoredSubscription } from './subscription.js';

@@ -9,7 +9,7 @@
 import type { ResponseParts } from '../http/problem-details.js';
 import { readJsonBody } from './request-body.js';
 import { parseDateTime } from './service-attempts.js';
-import type { OperationRequest, ServiceContext } from './service-handlers.js';
+import type { OperationRequest, ServiceContext } from './service-context.js';
 import { messageNotFound, serviceProblem, subscriptionNotFound } from './service-problems.js';
 import { pointer } from './subscription-body.js';
 import type { ReplayResult } from './subscription-repository.js';

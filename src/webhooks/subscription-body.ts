@@ -9,7 +9,7 @@ import type {
   SubscriptionRequestErrorCode,
   SubscriptionRequestIssue,
   SubscriptionRequestResult,
-} from './subscription-request.js';
+} from './subscription-request-result.js';
 
 /** What the body is checked against: the options, read once. @internal */
 export interface BodySettings {

@@ -20,7 +20,7 @@ import type { SubscriptionChanges } from './subscription-repository.js';
 import type {
   SubscriptionRequestErrorCode,
   SubscriptionRequestIssue,
-} from './subscription-request.js';
+} from './subscription-request-result.js';
 
 /** Codes a change has beside those of the create validation. */
 export const subscriptionPatchErrorCodes = ['empty_change', 'invalid_status'] as const;

@@ -4,7 +4,7 @@
  * account: none of one account can read, change or delete a subscription of another. @module
  */
 import type { SecretCipherError } from '../errors/secret-cipher-error.js';
-import type { AttemptOutcome, DeliveryAttempt } from './delivery.js';
+import type { AttemptOutcome, DeliveryAttempt } from './delivery-attempt.js';
 import type {
   DisabledReason,
   StoredSubscription,

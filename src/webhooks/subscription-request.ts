@@ -9,73 +9,11 @@ import {
   worded,
 } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
-import type { EndpointUrlErrorCode, EndpointUrlOptions } from './endpoint-url.js';
-import { endpointUrlErrorCodes, endpointUrlPolicy } from './endpoint-url.js';
-import type { EventCatalog, EventCatalogErrorCode } from './event-catalog.js';
-import { eventCatalogErrorCodes } from './event-catalog.js';
-import type { EventPatternErrorCode } from './event-kind.js';
-import { eventPatternErrorCodes } from './event-kind.js';
-import type { SubscriptionRequest } from './subscription.js';
+import type { EndpointUrlOptions } from './endpoint-url.js';
+import { endpointUrlPolicy } from './endpoint-url.js';
+import type { EventCatalog } from './event-catalog.js';
 import { validateBody } from './subscription-body.js';
-
-/** Codes about the shape of the body, before any field's own rules. */
-export const subscriptionBodyErrorCodes = [
-  'body_not_object',
-  'unknown_field',
-  'missing_field',
-  'wrong_type',
-  'empty_array',
-  'too_many_elements',
-  'duplicate_element',
-  'invalid_property_id',
-  'property_id_too_long',
-  'lone_surrogate',
-] as const;
-
-/**
- * The codes a {@link SubscriptionRequestIssue} carries: the body's, the pattern parser's, the
- * catalog's and the endpointUrl policy's. A test pins it: renaming one is a breaking change.
- */
-export const subscriptionRequestErrorCodes = [
-  ...subscriptionBodyErrorCodes,
-  ...eventPatternErrorCodes,
-  ...eventCatalogErrorCodes,
-  ...endpointUrlErrorCodes,
-] as const;
-
-/** A code of {@link subscriptionRequestErrorCodes}. */
-export type SubscriptionRequestErrorCode =
-  | (typeof subscriptionBodyErrorCodes)[number]
-  | EventPatternErrorCode
-  | EventCatalogErrorCode
-  | EndpointUrlErrorCode;
-
-/** One thing wrong with a request body. */
-export interface SubscriptionRequestIssue {
-  /** Stable code. */
-  readonly code: SubscriptionRequestErrorCode;
-  /** JSON pointer (RFC 6901) to the offending value: `/events/2`, or `''` for the whole body. */
-  readonly path: string;
-  /** What is wrong and what to change. */
-  readonly message: string;
-  /** The nearest known event pattern, when a catalog refused one. */
-  readonly suggestion?: string;
-}
-
-/** The validated request, or every issue found. */
-export type SubscriptionRequestResult =
-  | {
-      /** Valid. */
-      readonly ok: true;
-      /** The request, with the URL normalised. */
-      readonly value: SubscriptionRequest;
-    }
-  | {
-      /** Refused. */
-      readonly ok: false;
-      /** Every issue found, in body order. */
-      readonly issues: readonly SubscriptionRequestIssue[];
-    };
+import type { SubscriptionRequestResult } from './subscription-request-result.js';
 
 /** Bounds and policies of the validation. */
 export interface SubscriptionRequestOptions {

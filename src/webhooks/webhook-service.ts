@@ -18,13 +18,9 @@ import { endpointUrlPolicy } from './endpoint-url.js';
 import { MemoryDeliveryQueue } from './memory-queue.js';
 import { Outbox } from './outbox.js';
 import { createWebhookMessage } from './payload.js';
+import type { AuditCursor, OperationRequest, ServiceContext } from './service-context.js';
 import { serviceDeliverer } from './service-deliverer.js';
-import {
-  type AuditCursor,
-  type OperationRequest,
-  operations,
-  type ServiceContext,
-} from './service-handlers.js';
+import { operations } from './service-handlers.js';
 import {
   readServiceOptions,
   type ServiceSettings,
