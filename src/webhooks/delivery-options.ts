@@ -7,7 +7,7 @@ import type { Clock, systemClock } from '../clock.js';
 import type { SecretCipherError } from '../errors/secret-cipher-error.js';
 import type { DeliveryAttempt } from './delivery-attempt.js';
 import type { httpTransport, WebhookTransport } from './http-transport.js';
-import type { RetrySchedule, retrySchedule } from './retry-schedule.js';
+import type { RetrySchedule, RetryScheduleOptions, retrySchedule } from './retry-schedule.js';
 
 /** How deliveries are made. */
 export interface DeliveryOptions {
@@ -23,8 +23,11 @@ export interface DeliveryOptions {
   transport?: WebhookTransport;
   /** The timeout of one attempt, in ms, at most 2^31 - 1 (what timers hold). @defaultValue 15000 */
   timeoutMs?: number;
-  /** The retry schedule. @defaultValue {@link retrySchedule}() */
-  schedule?: RetrySchedule;
+  /**
+   * The retry schedule: one from {@link retrySchedule}, or its options (those left out take their
+   * defaults). @defaultValue {@link retrySchedule}()
+   */
+  schedule?: RetrySchedule | RetryScheduleOptions;
   /** @defaultValue {@link systemClock} */
   clock?: Clock;
   /** Uniform draws in [0, 1) for the jitter (one that throws draws 0). @defaultValue `Math.random` */

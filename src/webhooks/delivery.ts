@@ -5,7 +5,6 @@ import { ConfigurationError } from '../errors/index.js';
 import { isArray } from '../internal/describe.js';
 import {
   aFunction,
-  anything,
   INVALID,
   type Rule,
   readOptions,
@@ -20,8 +19,7 @@ import type { DeliveryOptions } from './delivery-options.js';
 import type { Deliverer } from './delivery-step.js';
 import type { WebhookTransport } from './http-transport.js';
 import { httpTransport } from './http-transport.js';
-import type { RetrySchedule } from './retry-schedule.js';
-import { retrySchedule } from './retry-schedule.js';
+import { retrySchedule, SCHEDULE_OPTION } from './retry-schedule.js';
 
 /**
  * Make a deliverer.
@@ -85,7 +83,7 @@ const DELIVERY_RULES = {
   transport: aFunction<WebhookTransport>('sends a request (see httpTransport)'),
   // Timers fire at once beyond 2^31 - 1 ms: a longer timeout would time every attempt out.
   timeoutMs: wholeNumber(1, MAX_TIMER_MS),
-  schedule: anything('a RetrySchedule from retrySchedule()') as Rule<RetrySchedule>,
+  schedule: SCHEDULE_OPTION,
   clock: aClock,
   random: aFunction<() => number>('draws a number in [0, 1)'),
   onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),

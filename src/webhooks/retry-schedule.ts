@@ -1,5 +1,12 @@
 /** The retry schedule: exponential backoff with jitter, bounded in attempts and age. @module */
-import { finiteNumber, readOptions, wholeNumber } from '../internal/options.js';
+import {
+  finiteNumber,
+  INVALID,
+  optionsOf,
+  type Rule,
+  readOptions,
+  wholeNumber,
+} from '../internal/options.js';
 
 /** The shape of the schedule. */
 export interface RetryScheduleOptions {
@@ -61,6 +68,33 @@ const SCHEDULE_RULES = {
   jitter: finiteNumber(0, 1),
 };
 
+const SCHEDULE_EXAMPLE = '{ maxAttempts: 5 }';
+const SCHEDULE_DEFAULTS = {
+  initialDelayMs: 5_000,
+  factor: 4,
+  maxDelayMs: 6 * 3_600_000,
+  maxAttempts: 8,
+  maxAgeMs: 24 * 3_600_000,
+  jitter: 0.5,
+};
+const SCHEDULE_FIELDS = optionsOf(SCHEDULE_RULES, SCHEDULE_EXAMPLE);
+
+/**
+ * The rule of a `schedule` option elsewhere (the deliverer's, the service's `delivery`): a
+ * schedule from {@link retrySchedule}, or its options, read by the same rules (a misspelt key is
+ * refused with the nearest name, as at the top level) and completed with the defaults. @internal
+ */
+export const SCHEDULE_OPTION: Rule<RetrySchedule> = {
+  expected: `a RetrySchedule from retrySchedule(), or its options such as ${SCHEDULE_EXAMPLE}`,
+  read(value, name) {
+    const fields = SCHEDULE_FIELDS.read(value, name);
+    if (fields === INVALID) return INVALID;
+    // Checked already: what is left out takes its default, as in retrySchedule().
+    const given = Object.entries(fields).filter(([, field]) => field !== undefined);
+    return Object.freeze({ ...SCHEDULE_DEFAULTS, ...Object.fromEntries(given) });
+  },
+};
+
 /**
  * Check and complete a schedule; every option has a default.
  * @throws ConfigurationError `invalid_option` for a value out of range
@@ -71,15 +105,8 @@ const SCHEDULE_RULES = {
  */
 export function retrySchedule(options: RetryScheduleOptions = {}): RetrySchedule {
   const schedule = readOptions(options, 'retrySchedule', SCHEDULE_RULES, {
-    defaults: {
-      initialDelayMs: 5_000,
-      factor: 4,
-      maxDelayMs: 6 * 3_600_000,
-      maxAttempts: 8,
-      maxAgeMs: 24 * 3_600_000,
-      jitter: 0.5,
-    },
-    example: '{ maxAttempts: 5 }',
+    defaults: SCHEDULE_DEFAULTS,
+    example: SCHEDULE_EXAMPLE,
   }) satisfies RetrySchedule;
   return Object.freeze(schedule);
 }

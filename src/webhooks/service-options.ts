@@ -22,6 +22,7 @@ import type { DeliveryQueue } from './delivery-queue.js';
 import type { Deliverer } from './delivery-step.js';
 import type { EndpointUrlOptions } from './endpoint-url.js';
 import type { EventCatalog } from './event-catalog.js';
+import { SCHEDULE_OPTION } from './retry-schedule.js';
 import type { DisabledReason, StoredSubscription } from './subscription.js';
 import type { SubscriptionRepository } from './subscription-repository.js';
 import { SUBSCRIPTION_RULES } from './subscription-request.js';
@@ -174,9 +175,7 @@ const BASE_PATH: Rule<string> = {
 const DELIVERY = optionsOf(
   {
     transport: aFunction<NonNullable<DeliveryOptions['transport']>>('sends a request'),
-    schedule: anything('a RetrySchedule from retrySchedule()') as Rule<
-      NonNullable<DeliveryOptions['schedule']>
-    >,
+    schedule: SCHEDULE_OPTION,
     timeoutMs: wholeNumber(1, MAX_TIMER_MS),
     headers: anything('extra request headers') as Rule<NonNullable<DeliveryOptions['headers']>>,
     onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),
