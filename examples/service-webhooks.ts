@@ -18,7 +18,7 @@ import {
   generateWebhookSecret,
   httpTransport,
   type Identity,
-  isConfigurationError,
+  isInvalidRequestError,
   problemDetails,
   problemResponse,
   type ResponseParts,
@@ -196,7 +196,7 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
         if (error instanceof DeliveryQueueError) {
           return problem(503, error.code, 'Deliveries not accepted', error.message);
         }
-        if (!isConfigurationError(error)) throw error;
+        if (!isInvalidRequestError(error)) throw error;
         return problem(
           400,
           'invalid_test_event',

@@ -5,9 +5,11 @@
  * @module
  */
 
-import { ConfigurationError } from '../errors/index.js';
+import { ConfigurationError, InvalidRequestError, isConfigurationError } from '../errors/index.js';
 import type { ResponseParts } from '../http/problem-details.js';
 import { createRateLimitGate, type RateLimitGate } from '../http/rate-limit-gate.js';
+import { describe } from '../internal/describe.js';
+import { LONE_SURROGATE } from '../internal/lone-surrogate.js';
 import { createCursorCodec } from '../pagination/cursor-codec.js';
 import { cursorValidator } from '../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../pagination/page-number-validator.js';
@@ -15,9 +17,10 @@ import { pageSizePresets } from '../pagination/page-size-presets.js';
 import { AttemptRetention } from './attempt-retention.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import { endpointUrlPolicy } from './endpoint-url.js';
+import { parseEventKind } from './event-kind.js';
 import { MemoryDeliveryQueue } from './memory-queue.js';
 import { Outbox } from './outbox.js';
-import { createWebhookMessage } from './payload.js';
+import { createWebhookMessage, type WebhookMessage } from './payload.js';
 import type { AuditCursor, OperationRequest, ServiceContext } from './service-context.js';
 import { serviceDeliverer } from './service-deliverer.js';
 import { operations } from './service-handlers.js';
@@ -72,8 +75,9 @@ export interface WebhookService {
    * delivery per subscription are recorded in the repository in one transaction (the outbox),
    * then queued. Resolves once they are on record; a job the queue then refuses (closed, full,
    * unreachable) is told to `onError` and queued again by a later sweep, never lost.
-   * @throws ConfigurationError `invalid_option` for an event that is no object, has no account
-   *   code, a malformed kind or property id, or data JSON cannot hold
+   * @throws InvalidRequestError `invalid_event`, with the `pointer` of the field at fault, for an
+   *   event that is no object, has no account code, a malformed kind or property id (or a lone
+   *   surrogate in one), or data JSON cannot hold; nothing is recorded
    * @throws the repository's error when the message could not be recorded (nothing was queued)
    */
   publish(event: PublishEvent): Promise<PublishResult>;
@@ -308,10 +312,19 @@ class Service implements WebhookService {
     const { accountCode, kind, propertyId, data } = readEvent(event);
     await this.start();
     const createdAt = this.#settings.clock.now();
-    const message = createWebhookMessage(
-      { accountCode, kind, ...(propertyId === undefined ? {} : { propertyId }), data },
-      { clock: { now: () => createdAt } },
-    );
+    let message: WebhookMessage;
+    try {
+      message = createWebhookMessage(
+        { accountCode, kind, ...(propertyId === undefined ? {} : { propertyId }), data },
+        { clock: { now: () => createdAt } },
+      );
+    } catch (error) {
+      // The fields are checked and the envelope is the default one: what is left is the data
+      // (a cycle, a BigInt, a getter that throws).
+      throw isConfigurationError(error) && error.cause !== undefined
+        ? invalidEvent('/data', `The event's data must be a JSON value: ${error.message}`, error)
+        : error;
+    }
     const matches = this.#index.match({ accountCode, kind, propertyId });
     await this.#outbox.publish(
       {
@@ -426,31 +439,55 @@ function closedError(): ConfigurationError {
   );
 }
 
-/** An event read once, each field checked. */
+/** An event read once, each field checked: bad data is the caller's input, refused with its pointer. */
 function readEvent(event: PublishEvent): PublishEvent {
   let read: PublishEvent;
   try {
+    if (typeof event !== 'object' || event === null) throw new TypeError('not an object');
     const { accountCode, kind, propertyId, data } = event;
     read = { accountCode, kind, propertyId, data };
   } catch (cause) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'publish() needs an event { accountCode, kind, propertyId?, data? } of plain data.',
-      { cause },
+    throw invalidEvent(
+      '',
+      `publish() needs an event { accountCode, kind, propertyId?, data? } of plain data, got ${describe(event)}.`,
+      cause,
     );
   }
-  if (typeof read.accountCode !== 'string' || read.accountCode === '') {
-    throw new ConfigurationError(
-      'invalid_option',
-      'The event accountCode must be the non-empty code of the account the event belongs to.',
+  if (
+    typeof read.accountCode !== 'string' ||
+    read.accountCode === '' ||
+    hasLoneSurrogate(read.accountCode)
+  ) {
+    throw invalidEvent(
+      '/accountCode',
+      `The event's accountCode must be the non-empty code of the account the event belongs to (well-formed Unicode), got ${describe(read.accountCode)}.`,
+    );
+  }
+  const kind = parseEventKind(read.kind);
+  if (!kind.ok || hasLoneSurrogate(read.kind as string)) {
+    throw invalidEvent(
+      '/kind',
+      `The event's kind must be <topic>/<event> (for example folio/created): ${kind.ok ? 'it holds a lone UTF-16 surrogate' : kind.error.message}`,
     );
   }
   const { propertyId } = read;
-  if (propertyId !== undefined && (typeof propertyId !== 'string' || propertyId === '')) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'The event propertyId must be a non-empty string, or left out for an account-level event.',
+  if (
+    propertyId !== undefined &&
+    (typeof propertyId !== 'string' || propertyId === '' || hasLoneSurrogate(propertyId))
+  ) {
+    throw invalidEvent(
+      '/propertyId',
+      `The event's propertyId must be a non-empty string (well-formed Unicode), or left out for an account-level event; got ${describe(propertyId)}.`,
     );
   }
   return read;
+}
+
+const hasLoneSurrogate = (text: string): boolean => LONE_SURROGATE.test(text);
+
+function invalidEvent(pointer: string, message: string, cause?: unknown): InvalidRequestError {
+  return new InvalidRequestError('invalid_event', message, {
+    pointer,
+    ...(cause === undefined ? {} : { cause }),
+  });
 }

@@ -292,18 +292,30 @@ describe('createWebhookService: nasty input gets problem details', () => {
     expect((await call(service, 'GET', '/v1/subscriptions')).status).toBe(200);
   });
 
-  it('publish refuses bad events with typed errors', async () => {
+  it('publish refuses bad events as input (InvalidRequestError invalid_event) with the pointer of the field at fault', async () => {
     const { service } = setup();
-    for (const event of [
-      { accountCode: '', kind: 'a/b' },
-      { accountCode: 'ACME', kind: 'not a kind' },
-      { accountCode: 'ACME', kind: 'a/b', propertyId: '' },
-      { accountCode: 'ACME', kind: 'a/b', data: 10n },
-      null,
-    ]) {
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    const cases: Array<[unknown, string]> = [
+      [null, ''],
+      [42, ''],
+      [{ accountCode: '', kind: 'a/b' }, '/accountCode'],
+      [{ accountCode: 7, kind: 'a/b' }, '/accountCode'],
+      [{ accountCode: 'AC\uD800ME', kind: 'a/b' }, '/accountCode'],
+      [{ accountCode: 'ACME', kind: 'not a kind' }, '/kind'],
+      [{ accountCode: 'ACME', kind: 'a/*' }, '/kind'],
+      [{ accountCode: 'ACME' }, '/kind'],
+      [{ accountCode: 'ACME', kind: 'a/b', propertyId: '' }, '/propertyId'],
+      [{ accountCode: 'ACME', kind: 'a/b', propertyId: 5 }, '/propertyId'],
+      [{ accountCode: 'ACME', kind: 'a/b', propertyId: '\uDC00' }, '/propertyId'],
+      [{ accountCode: 'ACME', kind: 'a/b', data: 10n }, '/data'],
+      [{ accountCode: 'ACME', kind: 'a/b', data: cycle }, '/data'],
+    ];
+    for (const [event, pointer] of cases) {
       await expect(service.publish(event as never)).rejects.toMatchObject({
-        name: 'ConfigurationError',
-        code: 'invalid_option',
+        name: 'InvalidRequestError',
+        code: 'invalid_event',
+        pointer,
       });
     }
   });
