@@ -1,6 +1,7 @@
 /**
  * The layout: what each folder of src/ may import, and no import circle between any two files.
  * Core folders never import edge folders; the table below is the map in docs/development.md.
+ * And no `as unknown as` without a comment that says why no correct typing can replace it.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -131,6 +132,23 @@ function importCircles(graph: ReadonlyMap<string, readonly string[]>): string[][
   return circles.sort((a, b) => (a[0] as string).localeCompare(b[0] as string));
 }
 
+/** The lines of a source text with an `as unknown as` that no comment explains (1-based). */
+function unexplainedCasts(text: string): number[] {
+  const lines = text.split('\n');
+  const found: number[] = [];
+  lines.forEach((line, i) => {
+    if (!/\bas unknown as\b/.test(line)) return;
+    const before = (lines[i - 1] ?? '').trim();
+    const explained =
+      /\/\/|\/\*/.test(line) ||
+      before.startsWith('//') ||
+      before.startsWith('*') ||
+      before.endsWith('*/');
+    if (!explained) found.push(i + 1);
+  });
+  return found;
+}
+
 const files = sourceFiles(SRC);
 
 describe('layout', () => {
@@ -197,5 +215,26 @@ describe('layout', () => {
       'd.ts': "import { x } from 'some-package';\n",
     });
     expect(importCircles(none)).toEqual([]);
+  });
+
+  it('every `as unknown as` in src/ has a comment on its line or the line before saying why', () => {
+    const unexplained = files.flatMap((file) =>
+      unexplainedCasts(readFileSync(file, 'utf8')).map((line) => `${relative(SRC, file)}:${line}`),
+    );
+    expect(unexplained).toEqual([]);
+  });
+
+  it('the cast check finds a cast with no comment, and passes one with a comment', () => {
+    expect(unexplainedCasts('const a = 1;\nconst b = a as unknown as string;\n')).toEqual([2]);
+    // A comment two lines up, or code on the line before, explains nothing.
+    expect(unexplainedCasts('// why\nconst a = 1;\nconst b = a as unknown as string;\n')).toEqual([
+      3,
+    ]);
+    expect(unexplainedCasts('const b = x as unknown as string; // why\n')).toEqual([]);
+    expect(
+      unexplainedCasts('  // why it cannot go\n  const b = x as unknown as string;\n'),
+    ).toEqual([]);
+    expect(unexplainedCasts('/** why */\nconst b = x as unknown as string;\n')).toEqual([]);
+    expect(unexplainedCasts('const b = x as string;\nconst c = y as unknown;\n')).toEqual([]);
   });
 });

@@ -265,17 +265,28 @@ export function createLimiter<
   const shadow = shadowPolicies(config.shadow, named);
   const overrides =
     config.overrides === undefined ? undefined : new OverrideGroups(config.overrides, groups);
-  return new LimitEngine(config, select, onOutage, shadow, overrides) as unknown as Limiter<
-    S,
-    AccountTypeOf<P>
-  >;
+  // The reader checks the store's methods and hands back the same object; with none given, S is
+  // its default, MemoryStore, which is what the reader makes.
+  const store = config.store as S;
+  return new LimitEngine<S, AccountTypeOf<P>>(config, store, select, onOutage, shadow, overrides);
 }
+
+/** What a limiter's `check` and `peek` answer with the store `S`. */
+type DecisionOf<S extends LimitStore> = S extends SyncLimitStore ? Decision : Promise<Decision>;
+
+/** What a limiter's `reset` answers with the store `S`. */
+type ResetOf<S extends LimitStore> = S extends SyncLimitStore
+  ? ResetOutcome
+  : Promise<ResetOutcome>;
 
 const NO_RESOURCES: readonly ResourceScope[] = Object.freeze([]);
 
-/** The limiter: `check` in named steps, each request read into locals and no object of its own. */
-class LimitEngine implements Limiter {
-  readonly store: LimitStore;
+/**
+ * The limiter: `check` in named steps, each request read into locals and no object of its own.
+ * Generic over what {@link Limiter} is: the store's kind gives the kind of answer.
+ */
+class LimitEngine<S extends LimitStore, T extends string> implements Limiter<S, T> {
+  readonly store: S;
   readonly outage: OutageMode;
   readonly #clock: Clock;
   readonly #maxIdLength: number;
@@ -289,12 +300,13 @@ class LimitEngine implements Limiter {
 
   constructor(
     config: LimiterConfig,
+    store: S,
     select: Selector,
     onOutage: OutageHandler | undefined,
     shadow: ShadowPolicies | undefined,
     overrides: OverrideGroups | undefined,
   ) {
-    this.store = config.store;
+    this.store = store;
     this.outage = onOutage?.mode ?? 'reject';
     this.#clock = config.clock;
     this.#maxIdLength = config.maxIdLength;
@@ -307,18 +319,23 @@ class LimitEngine implements Limiter {
     // into one object made here. Any other store may keep it past apply() and gets a new one.
     // Shadow mode marks its plans: they are made afresh.
     this.#reused =
-      isPlainMemoryStore(config.store) && shadow === undefined ? new ReusablePlan() : undefined;
+      isPlainMemoryStore(store) && shadow === undefined ? new ReusablePlan() : undefined;
   }
 
   // Fields, so that `limiter.check` works apart from its limiter, as the closure it replaces did.
-  readonly check = (input: LimitRequest, options?: CheckOptions): Decision | Promise<Decision> =>
+  readonly check = (input: LimitRequest<T>, options?: CheckOptions): DecisionOf<S> =>
     this.#decide(input, options, false);
 
-  readonly peek = (input: LimitRequest, options?: PeekOptions): Decision | Promise<Decision> =>
+  readonly peek = (input: LimitRequest<T>, options?: PeekOptions): DecisionOf<S> =>
     this.#decide(input, options, true);
 
-  readonly reset = (input: ResetRequest): ResetOutcome | Promise<ResetOutcome> => {
-    const store = this.store;
+  readonly reset = (input: ResetRequest<T>): ResetOf<S> => this.#reset(input);
+
+  // The overload says what the body does: a synchronous store's answer is a value, any other's
+  // a promise (`store.synchronous` tells them apart at run time, where a type cannot follow).
+  #reset(input: ResetRequest): ResetOf<S>;
+  #reset(input: ResetRequest): ResetOutcome | Promise<ResetOutcome> {
+    const store: LimitStore = this.store;
     if (typeof store.reset !== 'function') {
       throw new ConfigurationError(
         'invalid_option',
@@ -335,8 +352,15 @@ class LimitEngine implements Limiter {
     return Promise.all(scopes.map((scope) => reset(scope))).then((outcomes) => ({
       cleared: outcomes.reduce((sum, o) => sum + o.cleared, 0),
     }));
-  };
+  }
 
+  // The overload says what #apply does: a synchronous store decides at once, any other in a
+  // promise.
+  #decide(
+    input: LimitRequest,
+    options: CheckOptions | PeekOptions | undefined,
+    peek: boolean,
+  ): DecisionOf<S>;
   #decide(
     input: LimitRequest,
     options: CheckOptions | PeekOptions | undefined,
@@ -454,7 +478,7 @@ class LimitEngine implements Limiter {
   }
 
   #apply(plan: Plan, now: number, statuses: boolean): Decision | Promise<Decision> {
-    const store = this.store;
+    const store: LimitStore = this.store;
     if (store.synchronous) {
       // Called directly, not through #toDecision: the memory store's path stays as it was.
       const outcome = store.apply(plan, now);

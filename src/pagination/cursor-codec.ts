@@ -369,13 +369,16 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 function parsePayload(bytes: Uint8Array): Payload | undefined {
   try {
     const value: unknown = JSON.parse(UTF8.decode(bytes));
-    if (typeof value !== 'object' || value === null) return undefined;
-    const payload = value as Record<string, unknown>;
-    if (payload.v !== 1 || !Object.hasOwn(payload, 's')) return undefined;
-    if (payload.e !== undefined && typeof payload.e !== 'number') return undefined;
-    if (payload.b !== undefined && typeof payload.b !== 'string') return undefined;
-    return payload as unknown as Payload;
+    return isPayload(value) ? value : undefined;
   } catch {
     return undefined;
   }
+}
+
+function isPayload(value: unknown): value is Payload {
+  if (typeof value !== 'object' || value === null) return false;
+  const payload = value as Record<string, unknown>;
+  if (payload.v !== 1 || !Object.hasOwn(payload, 's')) return false;
+  if (payload.e !== undefined && typeof payload.e !== 'number') return false;
+  return payload.b === undefined || typeof payload.b === 'string';
 }

@@ -252,6 +252,8 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       name = `api_conventions_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
       names.set(text, name);
     }
+    // A cast that cannot go: SqlDatabase declares only query(text, params), which PGlite and test
+    // doubles give too; names are used only on a pg pool, whose Pool and PoolClient take a config.
     return (await (db as unknown as NamedQuery).query({ name, text, values: params })).rows as R[];
   }
 

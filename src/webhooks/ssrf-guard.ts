@@ -51,7 +51,7 @@ export interface SsrfGuard {
  */
 export function ssrfGuard(options: SsrfGuardOptions = {}): SsrfGuard {
   const allowed = addressAllowList(options.allow);
-  const resolve = options.lookup ?? (dnsLookup as unknown as DnsLookup);
+  const resolve: DnsLookup = options.lookup ?? dnsLookup;
   const refusal = (address: string): string | undefined =>
     allowed.allows(address) ? undefined : forbiddenAddressRange(address);
   const lookup: ConnectLookup = (hostname, lookupOptions, callback) => {

@@ -329,8 +329,9 @@ export class SubscriptionIndex {
   }
 }
 
-function checkShape(subscription: Subscription): void {
-  const s = subscription as unknown as Record<string, unknown>;
+// Read as unknown: a subscription given from JavaScript may be anything.
+function checkShape(subscription: unknown): void {
+  const s = subscription as Record<string, unknown>;
   // A leaf holds one subscription, an array or a Set of them: a subscription that is itself an
   // array or a Set would be taken for a leaf.
   const problem =
