@@ -579,7 +579,7 @@ function ownTimes(w: Writer): void {
 
 /** Step 4: whether to refuse, the policy that names the refusal, and Retry-After. */
 function refuse(w: Writer): void {
-  const { work, v, emit } = w;
+  const { work, sections, v, emit } = w;
   // On a tie the policy whose own limit frees up last names the refusal, then the later one in
   // plan order (the more specific limit); Retry-After as store.ts announcedSeconds counts it.
   const costed = w.costArg > 0;
@@ -594,10 +594,14 @@ function refuse(w: Writer): void {
     const [w, b] = [v('W', j), v('B', j)];
     for (const x of choices) {
       if (x === '' && shadow?.[k] === true) continue;
-      // A block frees a policy at its end; a cost above one may need more room, later.
-      const blockedAt = costed
-        ? `  if ${b} > t then ${x}blocked = true; if not (cost > 1 and ${w} > ${b}) then at = ${b} end end`
-        : `  if ${b} > t then at, ${x}blocked = ${b}, true end`;
+      // A block frees a policy at its end, or later when its own limit needs more room: a cost
+      // above one, or a window or rate an override lowered since the block was announced.
+      const throttle = sections[j]!.policy.kind === 'concurrency';
+      const blockedAt = !throttle
+        ? `  if ${b} > t then ${x}blocked = true; if not (${w} > ${b}) then at = ${b} end end`
+        : costed
+          ? `  if ${b} > t then ${x}blocked = true; if not (cost > 1 and ${w} > ${b}) then at = ${b} end end`
+          : `  if ${b} > t then at, ${x}blocked = ${b}, true end`;
       emit(
         'do',
         `  local at = ${w}`,

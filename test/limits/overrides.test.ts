@@ -308,3 +308,33 @@ describe('a limiter with overrides', () => {
     expect(limiter.check(request)).toMatchObject({ allowed: false, policy: { name: 'two (x2)' } });
   });
 });
+
+describe('a block announced before an override lowered the limits', () => {
+  it('answers the truthful Retry-After under the lowered limits, and a retry at that time is admitted (Errors, "Rate limit exceeded": the seconds the client waits)', async () => {
+    const { clock, overrides, limiter } = setup(301);
+    const live = {
+      ...who,
+      accountType: 'live' as const,
+      method: 'GET',
+      path: '/booking/v1/reservations',
+    };
+    // 200 at once fill the Live second (and the rate's burst); the 201st is refused and blocks.
+    for (let i = 0; i < 200; i++) {
+      const d = await limiter.check(live);
+      expect(d.allowed).toBe(true);
+      if (d.allowed) d.release();
+    }
+    const first = await limiter.check(live);
+    expect(first).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
+    // Halved: 50 a second on average, a burst of 100, with the 200 taken carried over.
+    overrides.set({ clientId: who.clientId }, { multiplier: 0.5 });
+    const blocked = await limiter.check(live);
+    expect(blocked.allowed).toBe(false);
+    if (blocked.allowed) return;
+    expect(blocked.reason).toBe('blocked');
+    // Not the block's 1 s: the halved rate has no room for 2 s more.
+    expect(blocked.retryAfterSeconds).toBe(3);
+    clock.advance(blocked.retryAfterSeconds * 1_000);
+    expect((await limiter.check(live)).allowed).toBe(true);
+  });
+});

@@ -53,7 +53,13 @@ export class OverrideOracle {
     for (const [i, own] of owns.entries()) {
       const until = this.#blocked[i]!;
       if (until > t) blocked = true;
-      const at = until > t ? (cost > 1 && own > until ? own : until) : own;
+      // Blocked, a limit admits at its block's end, or later when its own limit needs more room
+      // (a cost above one; a window or rate lowered since the block): the Retry-After returned is
+      // "the number of seconds the client waits before the next request" (Errors, "Rate limit
+      // exceeded"), so a retry at the time it announces is admitted. A throttle's own time is its
+      // configured answer, not when a place frees up: its block alone counts for one request.
+      const later = own > until && (cost > 1 || list[i]!.kind !== 'concurrency');
+      const at = until > t && !later ? until : own;
       if (at > t && (at > latest || (at === latest && own >= latestOwn))) {
         latest = at;
         latestOwn = own;

@@ -57,8 +57,10 @@ export function refusingPolicy(w: Work, n: number, t: number, lazy: boolean, cos
     w.own[k] = own;
     const until = m[s] as number;
     if (until > t) blocked = true;
-    // A block frees a policy at its end; a cost above one may need more room, later.
-    const at = until > t ? (cost > 1 && own > until ? own : until) : own;
+    // A block frees a policy at its end, or later when its own limit needs more room: a cost
+    // above one, or a window or rate an override lowered since the block was announced.
+    const later = own > until && (cost > 1 || w.policies[k]!.kind !== 'concurrency');
+    const at = until > t && !later ? until : own;
     if (at > t && (at > earliest || (at === earliest && own >= refusingOwn))) {
       earliest = at;
       refusingOwn = own;
