@@ -21,6 +21,7 @@ export type {
   ConfigurationErrorCode,
   ErrorOptions,
   InvalidRequestErrorCode,
+  InvalidRequestErrorOptions,
 } from './errors/index.js';
 // Errors
 export {

@@ -18,6 +18,7 @@ export {
 export {
   InvalidRequestError,
   type InvalidRequestErrorCode,
+  type InvalidRequestErrorOptions,
   invalidRequestErrorCodes,
   isInvalidRequestError,
 } from './invalid-request-error.js';
