@@ -10,7 +10,9 @@ import {
   PostgresSubscriptionRepository,
   type SqlDatabase,
 } from '../../src/postgres/index.js';
+import { MemorySubscriptionRepository } from '../../src/webhooks/memory-subscription-repository.js';
 import type { Subscription } from '../../src/webhooks/subscription.js';
+import type { SubscriptionRepository } from '../../src/webhooks/subscription-repository.js';
 import { PostgresServer } from '../support/postgres-server.js';
 
 /** Which database a test body runs on. */
@@ -58,6 +60,15 @@ export class TestDatabases {
       schema: this.schema(),
       ...options,
     });
+  }
+
+  /** A maker of a fresh repository for each backend, by name: memory, PGlite and PostgreSQL. */
+  repositories(): Record<string, () => Promise<SubscriptionRepository>> {
+    return {
+      memory: async () => new MemorySubscriptionRepository(),
+      PGlite: () => this.open('pglite'),
+      PostgreSQL: () => this.open('pg'),
+    };
   }
 }
 

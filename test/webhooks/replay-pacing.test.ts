@@ -10,7 +10,6 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   FakeClock,
-  MemorySubscriptionRepository,
   type PendingDelivery,
   retrySchedule,
   type SubscriptionRepository,
@@ -30,11 +29,7 @@ const databases = new TestDatabases();
 beforeAll(() => databases.start());
 afterAll(() => databases.stop());
 
-const repositories: Record<string, () => Promise<SubscriptionRepository>> = {
-  memory: async () => new MemorySubscriptionRepository(),
-  PGlite: () => databases.open('pglite'),
-  PostgreSQL: () => databases.open('pg'),
-};
+const repositories = databases.repositories();
 
 /** When each replayed delivery was due: the first due time seen of each round of a delivery. */
 class DueTimes {

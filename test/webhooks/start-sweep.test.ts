@@ -33,11 +33,7 @@ const databases = new TestDatabases();
 beforeAll(() => databases.start());
 afterAll(() => databases.stop());
 
-const repositories: Record<string, () => Promise<SubscriptionRepository>> = {
-  memory: async () => new MemorySubscriptionRepository(),
-  PGlite: () => databases.open('pglite'),
-  PostgreSQL: () => databases.open('pg'),
-};
+const repositories = databases.repositories();
 
 const closing = closingSetup();
 

@@ -4,8 +4,6 @@
  * every endpoint, and bad input answered with problem details.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SubscriptionRepository } from '../../src/index.js';
-import { MemorySubscriptionRepository } from '../../src/index.js';
 import { TestDatabases } from '../postgres/databases.js';
 import { exchange } from '../support/fetch-echo.js';
 import { type MountedServer, mountedServers } from '../support/fetch-mount-suite.js';
@@ -15,11 +13,7 @@ const databases = new TestDatabases();
 beforeAll(() => databases.start());
 afterAll(() => databases.stop());
 
-const repositories: Record<string, () => Promise<SubscriptionRepository>> = {
-  memory: async () => new MemorySubscriptionRepository(),
-  PGlite: () => databases.open('pglite'),
-  PostgreSQL: () => databases.open('pg'),
-};
+const repositories = databases.repositories();
 
 describe.each(Object.keys(repositories))('the webhook service on %s', (name) => {
   let servers: MountedServer[] = [];

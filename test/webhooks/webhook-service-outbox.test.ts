@@ -12,7 +12,6 @@ import {
   DeliveryQueueError,
   FakeClock,
   MemoryDeliveryQueue,
-  MemorySubscriptionRepository,
   retrySchedule,
   type SubscriptionRepository,
   type WebhookServiceDisabled,
@@ -33,11 +32,7 @@ const databases = new TestDatabases();
 beforeAll(() => databases.start());
 afterAll(() => databases.stop());
 
-const repositories: Record<string, () => Promise<SubscriptionRepository>> = {
-  memory: async () => new MemorySubscriptionRepository(),
-  PGlite: () => databases.open('pglite'),
-  PostgreSQL: () => databases.open('pg'),
-};
+const repositories = databases.repositories();
 
 const closing = closingSetup();
 
