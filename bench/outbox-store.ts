@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { PostgresSubscriptionRepository } from '../src/postgres/index.js';
 import { statements } from '../src/postgres/statements.js';
-import type { DeliveryAttempt } from '../src/webhooks/delivery-attempt.js';
+import type { DeliveryAttempt } from '../src/webhooks/delivery/attempt.js';
 import { PostgresServer } from '../test/support/postgres-server.js';
 
 const CALLS = Number(process.env.OUTBOX_BENCH_CALLS ?? 2_000);

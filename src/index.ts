@@ -234,56 +234,60 @@ export type {
 export { paginationErrorCodes, paginationProblem } from './pagination/pagination-error.js';
 // The query readers stay internal: validators take the query as frameworks hand it over.
 export type { QueryInput } from './pagination/query-input.js';
-export type { AddressAllowList } from './webhooks/address-allow-list.js';
+export type { AddressAllowList } from './webhooks/delivery/address-allow-list.js';
 // Webhook delivery
-export { addressAllowList } from './webhooks/address-allow-list.js';
-export type {
-  DeliveryAttemptMessage,
-  DeliveryEndMessage,
-  DeliveryEndOutcome,
-} from './webhooks/channels.js';
-export { webhookChannels } from './webhooks/channels.js';
-// Webhooks
-export type {
-  CreateSubscriptionOptions,
-  CreateSubscriptionOutcome,
-} from './webhooks/create-subscription.js';
-export {
-  createSubscription,
-  INVALID_SUBSCRIPTION_REQUEST,
-} from './webhooks/create-subscription.js';
-export { createDeliverer, deliver, deliveryJob } from './webhooks/delivery.js';
+export { addressAllowList } from './webhooks/delivery/address-allow-list.js';
 export type {
   AttemptOutcome,
   DeliveryAttempt,
   DeliveryFailure,
-} from './webhooks/delivery-attempt.js';
-export type { DeliveryJob } from './webhooks/delivery-job.js';
-export type { DeliveryOptions } from './webhooks/delivery-options.js';
-export type { DeliveryQueue, EnqueueOptions } from './webhooks/delivery-queue.js';
-export type { Deliverer, DeliveryStep } from './webhooks/delivery-step.js';
+} from './webhooks/delivery/attempt.js';
 export type {
-  EndpointUrlError,
-  EndpointUrlErrorCode,
-  EndpointUrlOptions,
-  EndpointUrlResult,
-} from './webhooks/endpoint-url.js';
-export {
-  checkEndpointUrl,
-  DEFAULT_MAX_ENDPOINT_URL_LENGTH,
-  endpointUrlErrorCodes,
-} from './webhooks/endpoint-url.js';
+  DeliveryAttemptMessage,
+  DeliveryEndMessage,
+  DeliveryEndOutcome,
+} from './webhooks/delivery/channels.js';
+export { webhookChannels } from './webhooks/delivery/channels.js';
+export { createDeliverer, deliver, deliveryJob } from './webhooks/delivery/create-deliverer.js';
+export { forbiddenAddressRange } from './webhooks/delivery/forbidden-address.js';
+export type {
+  HttpTransportOptions,
+  TransportRequest,
+  TransportResponse,
+  WebhookTransport,
+} from './webhooks/delivery/http-transport.js';
+export { httpTransport, RESPONSE_BODY_CAP } from './webhooks/delivery/http-transport.js';
+export type { DeliveryJob } from './webhooks/delivery/job.js';
+export type { MemoryDeliveryQueueOptions } from './webhooks/delivery/memory-queue.js';
+export { MemoryDeliveryQueue } from './webhooks/delivery/memory-queue.js';
+export type { DeliveryOptions } from './webhooks/delivery/options.js';
+export type { DeliveryQueue, EnqueueOptions } from './webhooks/delivery/queue.js';
+export type {
+  FailedAttempt,
+  RetryDecision,
+  RetrySchedule,
+  RetryScheduleOptions,
+} from './webhooks/delivery/retry-schedule.js';
+export { backoffDelay, nextAttempt, retrySchedule } from './webhooks/delivery/retry-schedule.js';
+export type {
+  ConnectLookup,
+  DnsLookup,
+  SsrfGuard,
+  SsrfGuardOptions,
+} from './webhooks/delivery/ssrf-guard.js';
+export { literalHostRefusal, ssrfGuard } from './webhooks/delivery/ssrf-guard.js';
+export type { Deliverer, DeliveryStep } from './webhooks/delivery/step.js';
 export type {
   EventCatalog,
   EventCatalogDefinition,
   EventCatalogError,
   EventCatalogErrorCode,
-} from './webhooks/event-catalog.js';
+} from './webhooks/events/event-catalog.js';
 export {
   defineEventCatalog,
   eventCatalogErrorCodes,
   exampleEventCatalog,
-} from './webhooks/event-catalog.js';
+} from './webhooks/events/event-catalog.js';
 export type {
   EventKindPattern,
   EventPattern,
@@ -291,7 +295,7 @@ export type {
   EventPatternErrorCode,
   EventPatternResult,
   TopicWildcardPattern,
-} from './webhooks/event-kind.js';
+} from './webhooks/events/event-kind.js';
 export {
   eventPatternErrorCodes,
   MAX_EVENT_PART_LENGTH,
@@ -299,40 +303,14 @@ export {
   parseEventKind,
   parseEventPattern,
   patternSelects,
-} from './webhooks/event-kind.js';
-export { forbiddenAddressRange } from './webhooks/forbidden-address.js';
-export type {
-  HttpTransportOptions,
-  TransportRequest,
-  TransportResponse,
-  WebhookTransport,
-} from './webhooks/http-transport.js';
-export { httpTransport, RESPONSE_BODY_CAP } from './webhooks/http-transport.js';
-export type { MemoryDeliveryQueueOptions } from './webhooks/memory-queue.js';
-export { MemoryDeliveryQueue } from './webhooks/memory-queue.js';
-// nearest-name.ts and subscription-leaf.ts are internal: the catalog, the index and the memory
-// store's option check use them.
-export { MemorySubscriptionRepository } from './webhooks/memory-subscription-repository.js';
+} from './webhooks/events/event-kind.js';
 export type {
   WebhookEnvelope,
   WebhookEvent,
   WebhookMessage,
   WebhookMessageOptions,
-} from './webhooks/payload.js';
-export { createWebhookMessage, defaultEnvelope } from './webhooks/payload.js';
-export type {
-  FailedAttempt,
-  RetryDecision,
-  RetrySchedule,
-  RetryScheduleOptions,
-} from './webhooks/retry-schedule.js';
-export { backoffDelay, nextAttempt, retrySchedule } from './webhooks/retry-schedule.js';
-export type {
-  AesGcmSecretCipherOptions,
-  SecretCipher,
-  SecretKey,
-} from './webhooks/secret-cipher.js';
-export { aesGcmSecretCipher } from './webhooks/secret-cipher.js';
+} from './webhooks/events/payload.js';
+export { createWebhookMessage, defaultEnvelope } from './webhooks/events/payload.js';
 // plain-changes.ts, request-body.ts, service-deliverer.ts, service-handlers.ts, service-routes.ts
 // and subscription-mirror.ts are the service's internals: createWebhookService is the API.
 export type {
@@ -340,11 +318,24 @@ export type {
   WebhookServiceDisabled,
   WebhookServiceLimits,
   WebhookServiceOptions,
-} from './webhooks/service-options.js';
-export { webhookServiceDefaults } from './webhooks/service-options.js';
-export type { WebhookServiceProblemCode } from './webhooks/service-problems.js';
-export { webhookServiceProblemCodes } from './webhooks/service-problems.js';
-export type { SignInput, WebhookHeaders } from './webhooks/signature.js';
+} from './webhooks/service/options.js';
+export { webhookServiceDefaults } from './webhooks/service/options.js';
+export type { WebhookServiceProblemCode } from './webhooks/service/problems.js';
+export { webhookServiceProblemCodes } from './webhooks/service/problems.js';
+export type {
+  PublishEvent,
+  PublishResult,
+  WebhookService,
+  WebhookServiceStats,
+} from './webhooks/service/webhook-service.js';
+export { createWebhookService } from './webhooks/service/webhook-service.js';
+export type {
+  AesGcmSecretCipherOptions,
+  SecretCipher,
+  SecretKey,
+} from './webhooks/signing/secret-cipher.js';
+export { aesGcmSecretCipher } from './webhooks/signing/secret-cipher.js';
+export type { SignInput, WebhookHeaders } from './webhooks/signing/signature.js';
 // signatureDigest stays internal: sign and verify are the API.
 export {
   generateWebhookSecret,
@@ -352,25 +343,21 @@ export {
   WEBHOOK_SECRET_BYTES,
   WEBHOOK_SECRET_PREFIX,
   webhookSecretKey,
-} from './webhooks/signature.js';
+} from './webhooks/signing/signature.js';
 export type {
-  ConnectLookup,
-  DnsLookup,
-  SsrfGuard,
-  SsrfGuardOptions,
-} from './webhooks/ssrf-guard.js';
-export { literalHostRefusal, ssrfGuard } from './webhooks/ssrf-guard.js';
-export type {
-  DisabledReason,
-  StoredSubscription,
-  Subscription,
-  SubscriptionRequest,
-  SubscriptionStatus,
-} from './webhooks/subscription.js';
-export type { SubscriptionEvent, SubscriptionIndexStats } from './webhooks/subscription-index.js';
-export { SubscriptionIndex } from './webhooks/subscription-index.js';
-export type { SubscriptionPatchIssue } from './webhooks/subscription-patch.js';
-export { subscriptionPatchErrorCodes } from './webhooks/subscription-patch.js';
+  HeaderSource,
+  VerifyWebhookOptions,
+  WebhookVerification,
+  WebhookVerificationErrorCode,
+} from './webhooks/signing/verify.js';
+export {
+  DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
+  verifyWebhook,
+  webhookVerificationErrorCodes,
+} from './webhooks/signing/verify.js';
+// nearest-name.ts and subscription-leaf.ts are internal: the catalog, the index and the memory
+// store's option check use them.
+export { MemorySubscriptionRepository } from './webhooks/store/memory-repository.js';
 export type {
   AttemptQuery,
   AttemptRecord,
@@ -387,40 +374,56 @@ export type {
   ReplayResult,
   ReplaySelection,
   SigningSecretsOptions,
-  SubscriptionChange,
-  SubscriptionChanges,
   SubscriptionPage,
   SubscriptionRepository,
-} from './webhooks/subscription-repository.js';
-export type { SubscriptionRequestOptions } from './webhooks/subscription-request.js';
+} from './webhooks/store/repository.js';
+// Webhooks
+export type {
+  CreateSubscriptionOptions,
+  CreateSubscriptionOutcome,
+} from './webhooks/subscriptions/create-subscription.js';
+export {
+  createSubscription,
+  INVALID_SUBSCRIPTION_REQUEST,
+} from './webhooks/subscriptions/create-subscription.js';
+export type {
+  EndpointUrlError,
+  EndpointUrlErrorCode,
+  EndpointUrlOptions,
+  EndpointUrlResult,
+} from './webhooks/subscriptions/endpoint-url.js';
+export {
+  checkEndpointUrl,
+  DEFAULT_MAX_ENDPOINT_URL_LENGTH,
+  endpointUrlErrorCodes,
+} from './webhooks/subscriptions/endpoint-url.js';
+export type {
+  DisabledReason,
+  StoredSubscription,
+  Subscription,
+  SubscriptionChange,
+  SubscriptionChanges,
+  SubscriptionRequest,
+  SubscriptionStatus,
+} from './webhooks/subscriptions/subscription.js';
+export type {
+  SubscriptionEvent,
+  SubscriptionIndexStats,
+} from './webhooks/subscriptions/subscription-index.js';
+export { SubscriptionIndex } from './webhooks/subscriptions/subscription-index.js';
+export type { SubscriptionPatchIssue } from './webhooks/subscriptions/subscription-patch.js';
+export { subscriptionPatchErrorCodes } from './webhooks/subscriptions/subscription-patch.js';
+export type { SubscriptionRequestOptions } from './webhooks/subscriptions/subscription-request.js';
 export {
   subscriptionRequestDefaults,
   validateSubscriptionRequest,
-} from './webhooks/subscription-request.js';
+} from './webhooks/subscriptions/subscription-request.js';
 export type {
   SubscriptionRequestErrorCode,
   SubscriptionRequestIssue,
   SubscriptionRequestResult,
-} from './webhooks/subscription-request-result.js';
+} from './webhooks/subscriptions/subscription-request-result.js';
 export {
   subscriptionBodyErrorCodes,
   subscriptionRequestErrorCodes,
-} from './webhooks/subscription-request-result.js';
-export type {
-  HeaderSource,
-  VerifyWebhookOptions,
-  WebhookVerification,
-  WebhookVerificationErrorCode,
-} from './webhooks/verify.js';
-export {
-  DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
-  verifyWebhook,
-  webhookVerificationErrorCodes,
-} from './webhooks/verify.js';
-export type {
-  PublishEvent,
-  PublishResult,
-  WebhookService,
-  WebhookServiceStats,
-} from './webhooks/webhook-service.js';
-export { createWebhookService } from './webhooks/webhook-service.js';
+} from './webhooks/subscriptions/subscription-request-result.js';

@@ -29,6 +29,15 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   postgres: ['errors', 'internal', 'clock.ts', 'webhooks'],
   otel: ['errors', 'internal', 'clock.ts', 'limits', 'webhooks'],
 };
+// The rooms of webhooks/ -> the rooms each may import, besides itself (every file is in a room).
+const WEBHOOK_ROOMS: Readonly<Record<string, readonly string[]>> = {
+  signing: [],
+  delivery: ['signing'],
+  events: ['signing'],
+  subscriptions: ['events', 'delivery'],
+  store: ['subscriptions', 'events', 'delivery'],
+  service: ['store', 'subscriptions', 'events', 'delivery', 'signing'],
+};
 // Packages the core may import: Node's own modules and the one runtime dependency.
 const CORE_PACKAGES = /^(node:.+|ipaddr\.js)$/;
 
@@ -55,15 +64,34 @@ function imports(text: string): string[] {
   return [...statics, ...bare, ...dynamics].map((m) => m[1] as string);
 }
 
-/** The imports of one file that the table forbids. */
+/** The room of webhooks/ a file is in (`webhooks/<room>/…`), or `undefined` outside webhooks/. */
+function room(file: string): string | undefined {
+  const [folder, inner, ...rest] = relative(SRC, file).split('/');
+  if (folder !== 'webhooks') return undefined;
+  return rest.length === 0 ? '' : inner;
+}
+
+/** The imports of one file that the tables forbid. */
 function wrongImports(file: string, text: string): string[] {
   const from = area(file);
   const wrong: string[] = [];
   for (const spec of imports(text)) {
     if (spec.startsWith('.')) {
-      const to = area(resolve(dirname(file), spec.replace(/\.js$/, '.ts')));
+      const target = resolve(dirname(file), spec.replace(/\.js$/, '.ts'));
+      const to = area(target);
       if (to !== from && !(MAY_IMPORT[from] ?? []).includes(to)) {
         wrong.push(`${relative(SRC, file)} imports ${spec} (${from} -> ${to})`);
+      }
+      const [fromRoom, toRoom] = [room(file), room(target)];
+      if (
+        fromRoom !== undefined &&
+        toRoom !== undefined &&
+        toRoom !== fromRoom &&
+        !(WEBHOOK_ROOMS[fromRoom] ?? []).includes(toRoom)
+      ) {
+        wrong.push(
+          `${relative(SRC, file)} imports ${spec} (webhooks/${fromRoom} -> webhooks/${toRoom})`,
+        );
       }
     } else if (CORE.includes(from) && !CORE_PACKAGES.test(spec)) {
       wrong.push(`${relative(SRC, file)} imports the package ${spec}`);
@@ -156,6 +184,11 @@ describe('layout', () => {
     expect(new Set(files.map(area))).toEqual(new Set(Object.keys(MAY_IMPORT)));
   });
 
+  it('every file of webhooks/ is in one of its rooms', () => {
+    const rooms = new Set(files.map(room).filter((r) => r !== undefined));
+    expect(rooms).toEqual(new Set(Object.keys(WEBHOOK_ROOMS)));
+  });
+
   it('no folder imports one it may not (core folders never import edge folders)', () => {
     const wrong = files.flatMap((file) => wrongImports(file, readFileSync(file, 'utf8')));
     expect(wrong).toEqual([]);
@@ -166,14 +199,31 @@ describe('layout', () => {
     expect(wrongImports(file, "import { x } from '../adapters/express.js';\n")).toEqual([
       'limits/example.ts imports ../adapters/express.js (limits -> adapters)',
     ]);
-    expect(wrongImports(file, "export {\n  y,\n} from '../webhooks/delivery.js';\n")).toHaveLength(
-      1,
-    );
+    expect(
+      wrongImports(file, "export {\n  y,\n} from '../webhooks/delivery/create-deliverer.js';\n"),
+    ).toHaveLength(1);
     expect(wrongImports(file, "const m = await import('../redis/index.js');\n")).toHaveLength(1);
     expect(wrongImports(file, "import express from 'express';\n")).toEqual([
       'limits/example.ts imports the package express',
     ]);
     expect(wrongImports(file, "import { z } from '../internal/describe.js';\n")).toEqual([]);
+  });
+
+  it('the check catches a webhooks room importing one above it, and passes one below', () => {
+    const signing = join(SRC, 'webhooks/signing/example.ts');
+    expect(wrongImports(signing, "import type { Job } from '../delivery/job.js';\n")).toEqual([
+      'webhooks/signing/example.ts imports ../delivery/job.js (webhooks/signing -> webhooks/delivery)',
+    ]);
+    const subscriptions = join(SRC, 'webhooks/subscriptions/example.ts');
+    expect(wrongImports(subscriptions, "import { x } from '../store/outbox.js';\n")).toHaveLength(
+      1,
+    );
+    expect(wrongImports(subscriptions, "import { y } from '../delivery/attempt.js';\n")).toEqual(
+      [],
+    );
+    expect(
+      wrongImports(join(SRC, 'webhooks/loose.ts'), "import { y } from './delivery/attempt.js';\n"),
+    ).toHaveLength(1);
   });
 
   it('no two files of src/ import each other, directly or through others (type imports included)', () => {

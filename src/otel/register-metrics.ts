@@ -20,7 +20,7 @@ import {
   type DeliveryAttemptMessage,
   type DeliveryEndMessage,
   webhookChannels,
-} from '../webhooks/channels.js';
+} from '../webhooks/delivery/channels.js';
 
 /** Options of {@link registerMetrics}: where the instruments come from. Give one or neither. */
 export interface MetricsOptions {

@@ -3,7 +3,7 @@
  * with backoff after it is lost; on PGlite, its own `listen()`. @module
  */
 import { type Sleep, timerSleep } from '../internal/timers.js';
-import type { ChangeListener } from '../webhooks/subscription-repository.js';
+import type { ChangeListener } from '../webhooks/store/repository.js';
 import {
   checkOut,
   type DatabaseKind,

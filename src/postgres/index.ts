@@ -21,8 +21,8 @@ export type {
   AesGcmSecretCipherOptions,
   SecretCipher,
   SecretKey,
-} from '../webhooks/secret-cipher.js';
-export { aesGcmSecretCipher } from '../webhooks/secret-cipher.js';
+} from '../webhooks/signing/secret-cipher.js';
+export { aesGcmSecretCipher } from '../webhooks/signing/secret-cipher.js';
 export type { DataFolderLock } from './data-folder-lock.js';
 export { lockDataFolder } from './data-folder-lock.js';
 export type { Migration, MigrationReport } from './migrations.js';

@@ -15,16 +15,15 @@ import {
   wholeNumber,
   withMethods,
 } from '../internal/options.js';
-import type { DeliveryAttempt } from '../webhooks/delivery-attempt.js';
-import { markPlainChanges } from '../webhooks/plain-changes.js';
+import type { DeliveryAttempt } from '../webhooks/delivery/attempt.js';
 import {
   type aesGcmSecretCipher,
   cipherOf,
   SECRET_KEYS,
   type SecretCipher,
   type SecretKey,
-} from '../webhooks/secret-cipher.js';
-import type { StoredSubscription, Subscription } from '../webhooks/subscription.js';
+} from '../webhooks/signing/secret-cipher.js';
+import { markPlainChanges } from '../webhooks/store/plain-changes.js';
 import type {
   AttemptQuery,
   AttemptRecord,
@@ -40,11 +39,15 @@ import type {
   ReplayResult,
   ReplaySelection,
   SigningSecretsOptions,
-  SubscriptionChange,
-  SubscriptionChanges,
   SubscriptionPage,
   SubscriptionRepository,
-} from '../webhooks/subscription-repository.js';
+} from '../webhooks/store/repository.js';
+import type {
+  StoredSubscription,
+  Subscription,
+  SubscriptionChange,
+  SubscriptionChanges,
+} from '../webhooks/subscriptions/subscription.js';
 import { LISTEN_BACKOFF, listenForChanges } from './change-listener.js';
 import { type DataFolderLock, localDataDir, shareDataFolderLock } from './data-folder-lock.js';
 import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js';

@@ -1,15 +1,12 @@
 /** Rows as the repository reads them, made into the webhook model's objects. @module */
-import type { DeliveryAttempt } from '../webhooks/delivery-attempt.js';
+import type { DeliveryAttempt } from '../webhooks/delivery/attempt.js';
+import type { DeliveryLogEntry, PendingDelivery } from '../webhooks/store/repository.js';
 import type {
   DisabledReason,
   StoredSubscription,
-  SubscriptionStatus,
-} from '../webhooks/subscription.js';
-import type {
-  DeliveryLogEntry,
-  PendingDelivery,
   SubscriptionChange,
-} from '../webhooks/subscription-repository.js';
+  SubscriptionStatus,
+} from '../webhooks/subscriptions/subscription.js';
 
 /** A row of the subscriptions table. */
 export interface SubscriptionRow {

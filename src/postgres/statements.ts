@@ -4,7 +4,7 @@
  * row lock orders the writers until they commit), changes the subscription and notifies in the same
  * statement, so that no connection is held between statements. @module
  */
-import { RELEASED_LEASE } from '../webhooks/subscription-repository.js';
+import { RELEASED_LEASE } from '../webhooks/store/repository.js';
 
 /** The columns a subscription is read from, in the order `changeOfTuple` in rows.ts reads them. */
 const COLUMNS = `account_code, id, endpoint_url, events, property_ids, status, created_at,

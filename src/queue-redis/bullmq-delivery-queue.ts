@@ -14,10 +14,10 @@ import {
   withMethods,
 } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
-import type { DeliveryJob } from '../webhooks/delivery-job.js';
-import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery-queue.js';
-import type { Deliverer, DeliveryStep } from '../webhooks/delivery-step.js';
-import { defaultAccountConcurrency, jobAccount } from '../webhooks/job-account.js';
+import type { DeliveryJob } from '../webhooks/delivery/job.js';
+import { defaultAccountConcurrency, jobAccount } from '../webhooks/delivery/job-account.js';
+import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery/queue.js';
+import type { Deliverer, DeliveryStep } from '../webhooks/delivery/step.js';
 
 /** The parts of the `bullmq` module the queue uses: pass `await import('bullmq')`. */
 export type BullMQModule = Pick<typeof BullMQ, 'Queue' | 'Worker' | 'DelayedError'>;

@@ -10,9 +10,9 @@ import {
   PostgresSubscriptionRepository,
   type SqlDatabase,
 } from '../../src/postgres/index.js';
-import { MemorySubscriptionRepository } from '../../src/webhooks/memory-subscription-repository.js';
-import type { Subscription } from '../../src/webhooks/subscription.js';
-import type { SubscriptionRepository } from '../../src/webhooks/subscription-repository.js';
+import { MemorySubscriptionRepository } from '../../src/webhooks/store/memory-repository.js';
+import type { SubscriptionRepository } from '../../src/webhooks/store/repository.js';
+import type { Subscription } from '../../src/webhooks/subscriptions/subscription.js';
 import { PostgresServer } from '../support/postgres-server.js';
 
 /** Which database a test body runs on. */

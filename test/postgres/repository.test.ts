@@ -7,8 +7,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isConfigurationError } from '../../src/errors/index.js';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
-import { MemorySubscriptionRepository } from '../../src/webhooks/memory-subscription-repository.js';
-import type { SubscriptionRepository } from '../../src/webhooks/subscription-repository.js';
+import { MemorySubscriptionRepository } from '../../src/webhooks/store/memory-repository.js';
+import type { SubscriptionRepository } from '../../src/webhooks/store/repository.js';
 import { DATABASES, subscription, TestDatabases } from './databases.js';
 
 const dbs = new TestDatabases();

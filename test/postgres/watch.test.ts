@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
-import type { ChangeListener } from '../../src/webhooks/subscription-repository.js';
+import type { ChangeListener } from '../../src/webhooks/store/repository.js';
 import { DATABASES, subscription, TestDatabases } from './databases.js';
 
 const dbs = new TestDatabases();

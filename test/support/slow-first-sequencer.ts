@@ -13,8 +13,8 @@ const slowest = [
   'test/queue-redis/redis-delivery-queue.test.ts',
   'test/examples/service.test.ts',
   'test/examples/hostile-input.test.ts',
-  'test/webhooks/instances.test.ts',
-  'test/webhooks/instances-bullmq.test.ts',
+  'test/webhooks/service/instances.test.ts',
+  'test/webhooks/service/instances-bullmq.test.ts',
   'test/postgres/contract.test.ts',
 ];
 

@@ -1,6 +1,6 @@
 /**
  * One webhook service instance as a process of its own, for the tests that run several on one
- * database (test/webhooks/instances.test.ts). Run with tsx; configured by the environment:
+ * database (test/webhooks/service/instances.test.ts). Run with tsx; configured by the environment:
  *
  * - `INSTANCE`: its name, also the `application_name` of its connections (a test finds its
  *   backends in `pg_stat_activity` by it);

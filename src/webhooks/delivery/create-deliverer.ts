@@ -1,0 +1,126 @@
+/** Delivery of a signed message to one subscription (see docs/delivery.md). @module */
+import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { aClock, type Clock, systemClock } from '../../clock.js';
+import { ConfigurationError } from '../../errors/index.js';
+import { isArray } from '../../internal/describe.js';
+import {
+  aFunction,
+  INVALID,
+  type Rule,
+  readOptions,
+  requiredValue,
+  wholeNumber,
+} from '../../internal/options.js';
+import { MAX_TIMER_MS } from '../../internal/timers.js';
+import type { DeliveryAttempt } from './attempt.js';
+import type { WebhookTransport } from './http-transport.js';
+import { httpTransport } from './http-transport.js';
+import type { DeliveryJob } from './job.js';
+import type { DeliveryOptions } from './options.js';
+import { retrySchedule, SCHEDULE_OPTION } from './retry-schedule.js';
+import type { Deliverer } from './step.js';
+import { WebhookDeliverer } from './webhook-deliverer.js';
+
+/**
+ * Make a deliverer.
+ * @throws ConfigurationError `invalid_option` for a missing secrets function, a bad timeout or
+ * extra headers that HTTP cannot carry
+ * @example
+ * ```ts
+ * const deliverer = createDeliverer({
+ *   secrets: (id) => secretsById.get(id),
+ *   onAttempt: (a) => log.info(a),
+ *   onGone: (id) => disable(id),
+ * });
+ * ```
+ */
+export function createDeliverer(options: DeliveryOptions): Deliverer {
+  const read = readOptions(options, 'createDeliverer', DELIVERY_RULES, {
+    defaults: {
+      timeoutMs: 15_000,
+      schedule: retrySchedule(),
+      clock: systemClock,
+      random: Math.random,
+    },
+    required: true,
+    example: '{ secrets: (subscriptionId) => [secret] }',
+  });
+  const secrets = requiredValue(DELIVERY_RULES.secrets, read.secrets, 'secrets');
+  // Made only when none is given: the default transport holds keep-alive agents of its own.
+  const transport = read.transport ?? httpTransport();
+  return new WebhookDeliverer({ ...read, secrets, transport });
+}
+
+// Extra headers node would refuse at every attempt (CR/LF, bad names): refused once, up front.
+const HEADERS: Rule<Readonly<Record<string, string>>> = {
+  expected: 'HTTP header names mapped to string values without control characters (CR, LF, NUL)',
+  read(value, name) {
+    if (typeof value !== 'object' || value === null || isArray(value)) return INVALID;
+    const headers: Record<string, string> = Object.create(null);
+    try {
+      for (const [header, text] of Object.entries(value)) {
+        validateHeaderName(header);
+        if (typeof text !== 'string') throw new TypeError(`the value of ${header} is not a string`);
+        validateHeaderValue(header, text);
+        headers[header] = text;
+      }
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new ConfigurationError(
+        'invalid_option',
+        `${name} must be ${HEADERS.expected}, got an object in which ${why}.`,
+        { cause: error },
+      );
+    }
+    return headers;
+  },
+};
+
+const DELIVERY_RULES = {
+  secrets: aFunction<DeliveryOptions['secrets']>(
+    'gives the secrets to sign with: (subscriptionId) => string[]',
+  ),
+  transport: aFunction<WebhookTransport>('sends a request (see httpTransport)'),
+  // Timers fire at once beyond 2^31 - 1 ms: a longer timeout would time every attempt out.
+  timeoutMs: wholeNumber(1, MAX_TIMER_MS),
+  schedule: SCHEDULE_OPTION,
+  clock: aClock,
+  random: aFunction<() => number>('draws a number in [0, 1)'),
+  onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),
+  onGone: aFunction<NonNullable<DeliveryOptions['onGone']>>('takes a subscription id'),
+  headers: HEADERS,
+};
+
+/** A new job for a message and a subscription, with no attempt made. */
+export function deliveryJob(
+  message: { readonly id: string; readonly body: string },
+  subscription: { readonly id: string; readonly endpointUrl: string },
+): DeliveryJob {
+  return {
+    id: message.id,
+    subscriptionId: subscription.id,
+    endpointUrl: subscription.endpointUrl,
+    body: message.body,
+    attempts: 0,
+  };
+}
+
+/**
+ * Deliver one job to the end: attempt, wait as the schedule says, attempt again, until it is
+ * delivered, disabled or given up. For a service, prefer a queue; this is the loop without one.
+ * @param sleep - waits a number of ms (inject one that advances a fake clock in tests)
+ * @returns the report of the last attempt
+ */
+export async function deliver(
+  deliverer: Deliverer,
+  job: DeliveryJob,
+  sleep: (ms: number) => Promise<void>,
+  clock: Clock = systemClock,
+): Promise<DeliveryAttempt> {
+  let step = await deliverer.attempt(job);
+  while (!step.done) {
+    await sleep(Math.max(0, step.at - clock.now()));
+    step = await deliverer.attempt(step.job);
+  }
+  return step.report;
+}

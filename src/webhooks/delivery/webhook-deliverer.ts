@@ -1,0 +1,237 @@
+/** The attempts of a deliverer: sign, send, decide from the answer what follows, report. @module */
+import type { Clock } from '../../clock.js';
+import { isApiConventionsError } from '../../errors/index.js';
+import { isSecretCipherError } from '../../errors/secret-cipher-error.js';
+import { parseRetryAfter } from '../../http/retry-after.js';
+import type { WebhookHeaders } from '../signing/signature.js';
+import { signWebhook } from '../signing/signature.js';
+import type { AttemptOutcome, DeliveryAttempt } from './attempt.js';
+import { reportAttempt } from './channels.js';
+import type { TransportResponse, WebhookTransport } from './http-transport.js';
+import type { DeliveryJob } from './job.js';
+import { jobField, readJob, scheduleSpent } from './job.js';
+import type { DeliveryOptions } from './options.js';
+import type { RetrySchedule } from './retry-schedule.js';
+import { nextAttempt } from './retry-schedule.js';
+import type { Deliverer, DeliveryStep } from './step.js';
+
+/** A deliverer's options, read and checked once. @internal */
+export interface DelivererSettings {
+  readonly secrets: DeliveryOptions['secrets'];
+  readonly transport: WebhookTransport;
+  readonly timeoutMs: number;
+  readonly schedule: RetrySchedule;
+  readonly clock: Clock;
+  readonly random: () => number;
+  readonly onAttempt: DeliveryOptions['onAttempt'];
+  readonly onGone: DeliveryOptions['onGone'];
+  readonly headers: Readonly<Record<string, string>> | undefined;
+}
+
+/** The fields every report of an attempt carries; the ending adds the outcome. */
+type Base = Omit<DeliveryAttempt, 'outcome'>;
+
+/** What an attempt adds to the report's base. */
+type Ending = Partial<DeliveryAttempt> & { readonly outcome: AttemptOutcome };
+
+/** Why no answer came. */
+interface Failure {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** The receiver's answer, or why there was none. */
+type Answer = (
+  | { readonly response: TransportResponse; readonly error?: undefined }
+  | { readonly response?: undefined; readonly error: Failure }
+) & { readonly durationMs: number };
+
+/** Runs the attempts of jobs; never rejects. @internal */
+export class WebhookDeliverer implements Deliverer {
+  readonly #settings: DelivererSettings;
+
+  constructor(settings: DelivererSettings) {
+    this.#settings = settings;
+  }
+
+  async lost(input: DeliveryJob, error: { code: string; message: string }) {
+    const at = this.#settings.clock.now();
+    const job = readJob(input);
+    return this.#report({
+      ...reportBase(job, input, at),
+      attempt: typeof job === 'string' ? 0 : job.attempts,
+      error: { code: String(error?.code), message: String(error?.message) },
+      outcome: 'lost',
+    });
+  }
+
+  async attempt(input: DeliveryJob): Promise<DeliveryStep> {
+    const at = this.#settings.clock.now();
+    const job = readJob(input);
+    const base = reportBase(job, input, at);
+    if (typeof job === 'string') {
+      // A job no attempt can deliver (a queue holding something else): fail it once, no retry.
+      const error = { code: 'invalid_job', message: job };
+      return this.#done(base, { error, outcome: 'failed', reason: 'invalid_job' });
+    }
+    // Attempts lost in crashes are counted by the queue: the schedule bounds them too.
+    const spent = scheduleSpent(this.#settings.schedule, job, at);
+    if (spent !== undefined) return this.#done(base, notAttempted(job, spent));
+    const signed = await this.#sign(job, at);
+    if ('outcome' in signed) return this.#done(base, signed);
+    return this.#follow(job, base, await this.#send(job, signed));
+  }
+
+  /** The signature headers, or the ending of a job that cannot be signed. */
+  async #sign(job: DeliveryJob, at: number): Promise<WebhookHeaders | Ending> {
+    let secrets: readonly string[] | undefined;
+    try {
+      secrets = await this.#settings.secrets(job.subscriptionId);
+    } catch (caught) {
+      // Secrets that exist but that no configured key decrypts: said so, not as none at all.
+      if (isSecretCipherError(caught)) {
+        const error = { code: caught.code, message: caught.message };
+        return { error, outcome: 'failed', reason: 'secret_unreadable' };
+      }
+      secrets = undefined;
+    }
+    if (secrets === undefined || secrets === null || secrets.length === 0) {
+      return { outcome: 'failed', reason: 'no_secret' };
+    }
+    try {
+      return signWebhook({ id: job.id, timestamp: Math.floor(at / 1000), body: job.body }, secrets);
+    } catch (caught) {
+      // A malformed id or secret fails every attempt alike: no retry.
+      const error = isApiConventionsError(caught)
+        ? { code: caught.code, message: caught.message }
+        : { code: 'invalid_job', message: String(caught) };
+      return { error, outcome: 'failed', reason: 'invalid_job' };
+    }
+  }
+
+  async #send(job: DeliveryJob, signature: WebhookHeaders): Promise<Answer> {
+    const { transport, headers, timeoutMs, clock } = this.#settings;
+    const started = clock.now();
+    // A clock set backwards during the request reads as no time rather than a negative one.
+    const took = () => Math.max(0, clock.now() - started);
+    try {
+      const response = await transport({
+        url: job.endpointUrl,
+        headers: {
+          'user-agent': 'api-conventions-webhooks',
+          ...headers,
+          'content-type': 'application/json',
+          ...signature,
+        },
+        body: job.body,
+        timeoutMs,
+      });
+      return { response, durationMs: took() };
+    } catch (caught) {
+      const durationMs = took();
+      if (isApiConventionsError(caught)) {
+        return { error: { code: caught.code, message: caught.message }, durationMs };
+      }
+      const message = caught instanceof Error ? caught.message : String(caught);
+      return { error: { code: 'connection_failed', message }, durationMs };
+    }
+  }
+
+  /** What the answer means: done, or the job to retry and when. */
+  async #follow(job: DeliveryJob, base: Base, answer: Answer): Promise<DeliveryStep> {
+    const { error, response, durationMs } = answer;
+    if (error?.code === 'forbidden_address') {
+      return this.#done(base, {
+        durationMs,
+        error,
+        outcome: 'failed',
+        reason: 'forbidden_address',
+      });
+    }
+    const status = response?.status;
+    const answered =
+      status === undefined ? { durationMs, error: error as Failure } : { durationMs, status };
+    if (status !== undefined && status >= 200 && status <= 299) {
+      return this.#done(base, { ...answered, outcome: 'delivered' });
+    }
+    if (status === 410) {
+      try {
+        await this.#settings.onGone?.(job.subscriptionId);
+      } catch {
+        // Reported as disabled all the same: the receiver said it wants no more.
+      }
+      return this.#done(base, { ...answered, outcome: 'disabled', reason: 'gone' });
+    }
+    const firstAttemptAt = job.firstAttemptAt ?? base.at;
+    const decision = nextAttempt(this.#settings.schedule, {
+      attempts: base.attempt,
+      firstAttemptAt,
+      now: base.at,
+      retryAfterMs: retryAfterOf(response, base.at),
+      random: this.#draw(),
+    });
+    if (!decision.retry) {
+      return this.#done(base, { ...answered, outcome: 'failed', reason: decision.reason });
+    }
+    const report = { ...answered, outcome: 'retry', nextAttemptAt: decision.at } as const;
+    return {
+      done: false,
+      job: { ...job, attempts: base.attempt, firstAttemptAt },
+      at: decision.at,
+      report: await this.#report({ ...base, ...report }),
+    };
+  }
+
+  async #done(base: Base, ending: Ending): Promise<DeliveryStep> {
+    return { done: true, report: await this.#report({ ...base, ...ending }) };
+  }
+
+  async #report(attempt: DeliveryAttempt): Promise<DeliveryAttempt> {
+    reportAttempt(attempt);
+    try {
+      await this.#settings.onAttempt?.(attempt);
+    } catch {
+      // A failing logger must not change what happens to the delivery.
+    }
+    return attempt;
+  }
+
+  #draw(): number {
+    try {
+      return this.#settings.random();
+    } catch {
+      return 0; // the full backoff: never sooner than the schedule allows
+    }
+  }
+}
+
+function reportBase(job: DeliveryJob | string, input: DeliveryJob, at: number): Base {
+  const replay = typeof job === 'string' ? undefined : job.replay;
+  return {
+    id: jobField(job, input, 'id'),
+    subscriptionId: jobField(job, input, 'subscriptionId'),
+    endpointUrl: jobField(job, input, 'endpointUrl'),
+    attempt: typeof job === 'string' ? 1 : job.attempts + 1,
+    ...(replay === undefined ? {} : { replay }),
+    at,
+  };
+}
+
+function notAttempted(job: DeliveryJob, spent: 'attempts_exhausted' | 'max_age'): Ending {
+  return {
+    attempt: job.attempts,
+    error: {
+      code: 'not_attempted',
+      message: `${job.attempts} attempts were started, the last ones lost when their process died; the schedule allows no more (${spent}).`,
+    },
+    outcome: 'failed',
+    reason: spent,
+  };
+}
+
+function retryAfterOf(response: TransportResponse | undefined, at: number): number | undefined {
+  const status = response?.status;
+  return status === 429 || status === 503
+    ? parseRetryAfter(response?.headers['retry-after'], at)
+    : undefined;
+}

@@ -1,0 +1,500 @@
+/**
+ * The webhook subscription service as a web-standard fetch handler: the subscription API on a
+ * repository, an index kept in step with it, and publishing through a delivery queue (see
+ * docs/webhook-service.md).
+ * @module
+ */
+
+import {
+  ConfigurationError,
+  InvalidRequestError,
+  isConfigurationError,
+} from '../../errors/index.js';
+import type { ResponseParts } from '../../http/problem-details.js';
+import { createRateLimitGate, type RateLimitGate } from '../../http/rate-limit-gate.js';
+import { describe } from '../../internal/describe.js';
+import { LONE_SURROGATE } from '../../internal/lone-surrogate.js';
+import { createCursorCodec } from '../../pagination/cursor-codec.js';
+import { cursorValidator } from '../../pagination/cursor-validator.js';
+import { pageNumberValidator } from '../../pagination/page-number-validator.js';
+import { pageSizePresets } from '../../pagination/page-size-presets.js';
+import { MemoryDeliveryQueue } from '../delivery/memory-queue.js';
+import type { DeliveryQueue } from '../delivery/queue.js';
+import { parseEventKind } from '../events/event-kind.js';
+import { createWebhookMessage, type WebhookMessage } from '../events/payload.js';
+import { AttemptRetention } from '../store/attempt-retention.js';
+import { Outbox } from '../store/outbox.js';
+import { SubscriptionMirror } from '../store/subscription-mirror.js';
+import { endpointUrlPolicy } from '../subscriptions/endpoint-url.js';
+import {
+  SubscriptionIndex,
+  type SubscriptionIndexStats,
+} from '../subscriptions/subscription-index.js';
+import { subscriptionRequestDefaults } from '../subscriptions/subscription-request.js';
+import type { AuditCursor, OperationRequest, ServiceContext } from './context.js';
+import { operations } from './handlers.js';
+import {
+  readServiceOptions,
+  type ServiceSettings,
+  type WebhookServiceLimits,
+  type WebhookServiceOptions,
+} from './options.js';
+import { internalError, serviceProblem } from './problems.js';
+import { serviceDeliverer } from './recorded-deliverer.js';
+import { matchRoute } from './routes.js';
+
+/** An event to publish. */
+export interface PublishEvent {
+  /** The account it belongs to. */
+  readonly accountCode: string;
+  /** Its kind, `<topic>/<event>`. */
+  readonly kind: string;
+  /** The property it concerns; absent for an account-level event. */
+  readonly propertyId?: string | undefined;
+  /** What happened; any JSON value. */
+  readonly data?: unknown;
+}
+
+/** What {@link WebhookService.publish} did. */
+export interface PublishResult {
+  /** The message id (`webhook-id`). */
+  readonly id: string;
+  /** The subscriptions a delivery was recorded (and queued) for. */
+  readonly deliveries: readonly string[];
+}
+
+/** What the service's index holds, and the repository revision it has applied. */
+export interface WebhookServiceStats extends SubscriptionIndexStats {
+  /** The revision of the last change applied to the index. */
+  revision: number;
+}
+
+/** The webhook subscription service. */
+export interface WebhookService {
+  /**
+   * Answer one API request. Never rejects: a failure is answered 500 with problem details and
+   * told to `onError`. Before {@link WebhookService.start} it starts the service first. Bound to
+   * its service: pass it on as it is (`app.mount('/', service.fetch)`, `Bun.serve({ fetch })`).
+   */
+  readonly fetch: (request: Request) => Promise<Response>;
+  /**
+   * Deliver an event to each enabled subscription that matches it: the message and one pending
+   * delivery per subscription are recorded in the repository in one transaction (the outbox),
+   * then queued. Resolves once they are on record; a job the queue then refuses (closed, full,
+   * unreachable) is told to `onError` and queued again by a later sweep, never lost.
+   * @throws InvalidRequestError `invalid_event`, with the `pointer` of the field at fault, for an
+   *   event that is no object, has no account code, a malformed kind or property id (or a lone
+   *   surrogate in one), or data JSON cannot hold; nothing is recorded
+   * @throws the repository's error when the message could not be recorded (nothing was queued)
+   */
+  publish(event: PublishEvent): Promise<PublishResult>;
+  /**
+   * Queue the pending deliveries that are due and no queue holds (the timer of
+   * `redeliveryIntervalMs` calls it too; start calls it once for every due delivery).
+   * @returns how many it queued
+   */
+  redeliver(): Promise<number>;
+  /**
+   * Load the index from the repository and listen for changes; warns once when secrets are stored
+   * unencrypted. Idempotent; a failed start may be tried again.
+   */
+  start(): Promise<void>;
+  /** Stop listening and close the queue; the repository stays open (it is the caller's). */
+  close(): Promise<void>;
+  /** What the index holds, for tests and metrics. */
+  stats(): WebhookServiceStats;
+  /**
+   * Delete the delivery attempts older than `attemptRetentionMs`, 1,000 a statement, until none
+   * is left (the timer of `attemptRetentionIntervalMs` calls it too).
+   * @returns how many it deleted
+   */
+  deleteExpiredAttempts(): Promise<number>;
+}
+
+/**
+ * Make the webhook service.
+ * @throws ConfigurationError `invalid_option` for a missing repository or identify, or a bad option
+ * @example
+ * ```ts
+ * const service = createWebhookService({
+ *   repository: new MemorySubscriptionRepository(),
+ *   identify: (request) => {
+ *     const account = request.headers.get('x-account');
+ *     return account === null ? undefined : { clientId: 'app', accountCode: account };
+ *   },
+ * });
+ * await service.start();
+ * const response = await service.fetch(new Request('http://localhost/v1/subscriptions'));
+ * ```
+ */
+export function createWebhookService(options: WebhookServiceOptions): WebhookService {
+  return new Service(readServiceOptions(options));
+}
+
+/** What the gate hands to `identify`: the request, and what `identify` answered for it. */
+interface GateRequest {
+  readonly request: Request;
+  identity?: unknown;
+}
+
+class Service implements WebhookService {
+  readonly #settings: ServiceSettings;
+  readonly #index = new SubscriptionIndex();
+  readonly #mirror: SubscriptionMirror;
+  readonly #queue: DeliveryQueue;
+  readonly #context: ServiceContext;
+  readonly #gate: RateLimitGate<GateRequest> | undefined;
+  #starting: Promise<void> | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  readonly #retention: AttemptRetention;
+  readonly #outbox: Outbox;
+  #warned = false;
+  #closed = false;
+
+  constructor(settings: ServiceSettings) {
+    this.#settings = settings;
+    const { repository, clock, onError } = settings;
+    this.#mirror = new SubscriptionMirror(repository, this.#index, onError);
+    const settle = () => this.#mirror.catchUp().catch(onError);
+    const deliverer = serviceDeliverer({
+      repository,
+      index: this.#index,
+      clock,
+      delivery: settings.delivery,
+      leaseMs: settings.redeliveryLeaseMs,
+      disableAfterMs: settings.disableAfterMs,
+      disableMinMessages: settings.disableMinMessages,
+      onDisabled: settings.onDisabled,
+      onError,
+      started: () => this.start().catch(onError),
+      catchUp: settle,
+    });
+    this.#queue =
+      settings.queue === undefined
+        ? new MemoryDeliveryQueue({ deliverer, clock })
+        : settings.queue(deliverer);
+    this.#outbox = new Outbox({
+      repository,
+      queue: this.#queue,
+      index: this.#index,
+      clock,
+      intervalMs: settings.redeliveryIntervalMs,
+      leaseMs: settings.redeliveryLeaseMs,
+      replayInlineLimit: settings.replayInlineLimit,
+      replayPaceMs: settings.replayPaceMs,
+      onError,
+    });
+    this.#retention = new AttemptRetention({
+      repository,
+      clock,
+      retentionMs: settings.attemptRetentionMs,
+      intervalMs: settings.attemptRetentionIntervalMs,
+      onError,
+    });
+    const codec = createCursorCodec<AuditCursor>({ signingKey: settings.cursorKey, clock });
+    const { endpointUrl, catalog, generateId, basePath } = settings;
+    this.#context = {
+      repository,
+      clock,
+      body: {
+        ...subscriptionRequestDefaults,
+        checkUrl: endpointUrlPolicy(endpointUrl),
+        catalog,
+      },
+      create: {
+        ...(endpointUrl === undefined ? {} : { endpointUrl }),
+        ...(catalog === undefined ? {} : { catalog }),
+        clock,
+        generateId,
+        collectionPath: `${basePath}/v1/subscriptions`,
+      },
+      maxPerAccount: settings.maxSubscriptionsPerAccount,
+      maxBodyBytes: settings.maxBodyBytes,
+      graceMs: settings.secretGracePeriodMs,
+      collectionPath: `${basePath}/v1/subscriptions`,
+      // Offsets stay exact integers: the last page number times the largest size is safe.
+      pages: pageNumberValidator({ maxPageNumber: Math.floor(Number.MAX_SAFE_INTEGER / 200) }),
+      cursors: cursorValidator({ codec, sizes: pageSizePresets.analyticalData }),
+      codec,
+      settle,
+      replay: (accountCode, selection) => this.#outbox.replay(accountCode, selection),
+      replayPaceMs: settings.replayPaceMs,
+    };
+    const { limiter, identify } = settings;
+    if (settings.limits !== undefined && limiter === undefined) {
+      throw new ConfigurationError(
+        'invalid_option',
+        'createWebhookService: limits applies only with a limiter; pass limiter: createLimiter({ ... }) as well, or leave limits out.',
+      );
+    }
+    this.#gate =
+      limiter === undefined
+        ? undefined
+        : createRateLimitGate<GateRequest>({
+            ...(settings.limits as WebhookServiceLimits | undefined),
+            limiter,
+            identify: (gated) => {
+              const identity = identify(gated.request);
+              gated.identity = identity;
+              return identity;
+            },
+            anonymous: 'refuse',
+            onError: (event) => onError(event.error),
+          });
+  }
+
+  start(): Promise<void> {
+    if (this.#closed) return Promise.reject(closedError());
+    this.#starting ??= this.#begin().catch((error: unknown) => {
+      this.#starting = undefined;
+      throw error;
+    });
+    return this.#starting;
+  }
+
+  async #begin(): Promise<void> {
+    const { repository, onWarning, pollIntervalMs } = this.#settings;
+    if (repository.secretsAtRest === 'plain' && !this.#warned) {
+      this.#warned = true;
+      try {
+        onWarning(
+          'api-conventions webhook service: signing secrets are stored unencrypted in the repository. Give the repository an encryption key (32 bytes, from configuration) to store them with AES-256-GCM.',
+        );
+      } catch (error) {
+        this.#settings.onError(error);
+      }
+    }
+    // Before this process records or claims anything: every lease given back is a predecessor's.
+    await this.#outbox.takeOver();
+    await this.#mirror.start();
+    await this.#checkSecrets();
+    if (pollIntervalMs > 0 && !this.#closed && this.#timer === undefined) {
+      this.#timer = setInterval(() => this.#mirror.signal(), pollIntervalMs);
+      this.#timer.unref?.();
+    }
+    this.#retention.start();
+    // Not awaited: the sweep may wait for room in the queue, whose attempts wait for the start.
+    this.#outbox.start().catch(this.#settings.onError);
+  }
+
+  /**
+   * Tell `onError` of each subscription none of whose secrets the repository's keys can read:
+   * every delivery to it would fail `secret_unreadable` (keys changed or missing since).
+   */
+  async #checkSecrets(): Promise<void> {
+    const { repository, clock, onError } = this.#settings;
+    if (repository.unreadableSecrets === undefined) return;
+    try {
+      for (const error of await repository.unreadableSecrets(clock.now())) onError(error);
+    } catch (error) {
+      onError(error);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#retention.close();
+    await this.#outbox.close();
+    await this.#mirror.close();
+    await this.#queue.close();
+  }
+
+  deleteExpiredAttempts(): Promise<number> {
+    return this.#retention.sweep();
+  }
+
+  async redeliver(): Promise<number> {
+    await this.start();
+    return this.#outbox.sweep();
+  }
+
+  stats(): WebhookServiceStats {
+    return { ...this.#index.stats(), revision: this.#mirror.revision };
+  }
+
+  async publish(event: PublishEvent): Promise<PublishResult> {
+    const { accountCode, kind, propertyId, data } = readEvent(event);
+    await this.start();
+    const createdAt = this.#settings.clock.now();
+    let message: WebhookMessage;
+    try {
+      message = createWebhookMessage(
+        { accountCode, kind, ...(propertyId === undefined ? {} : { propertyId }), data },
+        { clock: { now: () => createdAt } },
+      );
+    } catch (error) {
+      // The fields are checked and the envelope is the default one: what is left is the data
+      // (a cycle, a BigInt, a getter that throws).
+      throw isConfigurationError(error) && error.cause !== undefined
+        ? invalidEvent('/data', `The event's data must be a JSON value: ${error.message}`, error)
+        : error;
+    }
+    const matches = this.#index.match({ accountCode, kind, propertyId });
+    await this.#outbox.publish(
+      {
+        accountCode,
+        id: message.id,
+        kind,
+        ...(propertyId === undefined ? {} : { propertyId }),
+        body: message.body,
+        createdAt,
+      },
+      matches,
+    );
+    return { id: message.id, deliveries: matches.map((s) => s.id) };
+  }
+
+  readonly fetch = (request: Request): Promise<Response> => this.#respond(request);
+
+  async #respond(request: Request): Promise<Response> {
+    let parts: ResponseParts;
+    try {
+      parts = await this.#answer(request);
+    } catch (error) {
+      this.#settings.onError(error);
+      parts = internalError();
+    }
+    return new Response(parts.body === '' || request.method === 'HEAD' ? null : parts.body, {
+      status: parts.status,
+      headers: parts.headers,
+    });
+  }
+
+  async #answer(request: Request): Promise<ResponseParts> {
+    const unready = await this.#ready();
+    if (unready !== undefined) return unready;
+    const url = new URL(request.url);
+    const gate = this.#gate;
+    if (gate === undefined) return this.#identified(request, url, await this.#identify(request));
+    const gated: GateRequest = { request };
+    const verdict = await gate.check(gated, request.method, url.pathname, (g) =>
+      g.request.headers.get(gate.trackingIdHeader),
+    );
+    if (verdict.response !== undefined) return verdict.response;
+    try {
+      const parts = await this.#identified(request, url, await gated.identity);
+      return { ...parts, headers: { ...parts.headers, ...verdict.headers } };
+    } finally {
+      verdict.release();
+    }
+  }
+
+  /** Started, or the 503 that says why not. */
+  async #ready(): Promise<ResponseParts | undefined> {
+    if (this.#closed) return unavailable('The service is shutting down; try another instance.');
+    try {
+      await this.start();
+      return undefined;
+    } catch (error) {
+      this.#settings.onError(error);
+      return unavailable('The service could not load its subscriptions; try again shortly.');
+    }
+  }
+
+  /** The identity of a request outside the gate; a throwing identify is a failure to attribute. */
+  async #identify(request: Request): Promise<unknown> {
+    try {
+      return await this.#settings.identify(request);
+    } catch (error) {
+      this.#settings.onError(error);
+      return NOT_ATTRIBUTED;
+    }
+  }
+
+  async #identified(request: Request, url: URL, identity: unknown): Promise<ResponseParts> {
+    if (identity === NOT_ATTRIBUTED) {
+      return serviceProblem(500, 'request_not_attributed', 'The request could not be attributed', {
+        detail: 'The service failed to tell who sent this request, so it was not processed.',
+      });
+    }
+    const accountCode = accountOf(identity);
+    if (accountCode === undefined) {
+      return serviceProblem(401, 'unauthenticated', 'Authentication required', {
+        detail: 'This service serves identified clients only; send your credentials.',
+      });
+    }
+    const route = matchRoute(request.method, url.pathname, this.#settings.basePath);
+    if (!route.ok) return route.response;
+    const input: OperationRequest = { request, url, accountCode, id: route.id };
+    return operations[route.operation](this.#context, input);
+  }
+}
+
+const NOT_ATTRIBUTED = Symbol('not attributed');
+
+/** The account code of an identity, or `undefined` when it names none. */
+function accountOf(identity: unknown): string | undefined {
+  if (typeof identity !== 'object' || identity === null) return undefined;
+  const { accountCode } = identity as { accountCode?: unknown };
+  return typeof accountCode === 'string' && accountCode !== '' ? accountCode : undefined;
+}
+
+function unavailable(detail: string): ResponseParts {
+  return serviceProblem(503, 'service_unavailable', 'Service unavailable', {
+    detail,
+    headers: { 'retry-after': '1' },
+  });
+}
+
+function closedError(): ConfigurationError {
+  return new ConfigurationError(
+    'invalid_option',
+    'The webhook service is closed; make a new one with createWebhookService().',
+  );
+}
+
+/** An event read once, each field checked: bad data is the caller's input, refused with its pointer. */
+function readEvent(event: PublishEvent): PublishEvent {
+  let read: PublishEvent;
+  try {
+    if (typeof event !== 'object' || event === null) throw new TypeError('not an object');
+    const { accountCode, kind, propertyId, data } = event;
+    read = { accountCode, kind, propertyId, data };
+  } catch (cause) {
+    throw invalidEvent(
+      '',
+      `publish() needs an event { accountCode, kind, propertyId?, data? } of plain data, got ${describe(event)}.`,
+      cause,
+    );
+  }
+  if (
+    typeof read.accountCode !== 'string' ||
+    read.accountCode === '' ||
+    hasLoneSurrogate(read.accountCode)
+  ) {
+    throw invalidEvent(
+      '/accountCode',
+      `The event's accountCode must be the non-empty code of the account the event belongs to (well-formed Unicode), got ${describe(read.accountCode)}.`,
+    );
+  }
+  const kind = parseEventKind(read.kind);
+  if (!kind.ok || hasLoneSurrogate(read.kind as string)) {
+    throw invalidEvent(
+      '/kind',
+      `The event's kind must be <topic>/<event> (for example folio/created): ${kind.ok ? 'it holds a lone UTF-16 surrogate' : kind.error.message}`,
+    );
+  }
+  const { propertyId } = read;
+  if (
+    propertyId !== undefined &&
+    (typeof propertyId !== 'string' || propertyId === '' || hasLoneSurrogate(propertyId))
+  ) {
+    throw invalidEvent(
+      '/propertyId',
+      `The event's propertyId must be a non-empty string (well-formed Unicode), or left out for an account-level event; got ${describe(propertyId)}.`,
+    );
+  }
+  return read;
+}
+
+const hasLoneSurrogate = (text: string): boolean => LONE_SURROGATE.test(text);
+
+function invalidEvent(pointer: string, message: string, cause?: unknown): InvalidRequestError {
+  return new InvalidRequestError('invalid_event', message, {
+    pointer,
+    ...(cause === undefined ? {} : { cause }),
+  });
+}

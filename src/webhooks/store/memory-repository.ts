@@ -1,0 +1,540 @@
+/** The in-memory subscription repository: for tests and one process that may forget. @module */
+import type { DeliveryAttempt } from '../delivery/attempt.js';
+import type {
+  StoredSubscription,
+  Subscription,
+  SubscriptionChange,
+  SubscriptionChanges,
+} from '../subscriptions/subscription.js';
+import type {
+  AttemptQuery,
+  AttemptRecord,
+  ChangeListener,
+  DeliveryClaim,
+  DeliveryKey,
+  DeliveryLogEntry,
+  DeliveryStatus,
+  OutboxDelivery,
+  OutboxMessage,
+  PendingDelivery,
+  ReplayPlan,
+  ReplayResult,
+  ReplaySelection,
+  SubscriptionPage,
+  SubscriptionRepository,
+} from './repository.js';
+import { RELEASED_LEASE } from './repository.js';
+
+/** One delivery a message owes, as the outbox holds it. */
+interface HeldDelivery {
+  readonly message: OutboxMessage;
+  readonly subscriptionId: string;
+  readonly endpointUrl: string;
+  status: DeliveryStatus;
+  attempts: number;
+  firstAttemptAt: number | undefined;
+  replay: number;
+  nextAttemptAt: number;
+  leaseUntil: number;
+  /** The failing streak of its subscription in which it last failed (counted once in it). */
+  failedInStreak: number | undefined;
+}
+
+/** A subscription's failing streak: `streak` numbers it, so a delivery is counted once in each. */
+interface HeldHealth {
+  streak: number;
+  failingSince: number | undefined;
+  failedMessages: number;
+}
+
+interface HeldSecret {
+  readonly secret: string;
+  readonly createdAt: number;
+  expiresAt: number | undefined;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** One key for an account and an id: JSON keeps any two pairs apart. */
+const keyOf = (accountCode: string, id: string): string => JSON.stringify([accountCode, id]);
+
+/**
+ * Subscriptions, secrets and the delivery log in this process's memory; a restart forgets them.
+ * Changes are told to this process's watchers at once.
+ * @example
+ * ```ts
+ * const service = createWebhookService({
+ *   repository: new MemorySubscriptionRepository(),
+ *   identify: (request) => ({ clientId: 'c', accountCode: 'ACME' }),
+ * });
+ * ```
+ */
+export class MemorySubscriptionRepository implements SubscriptionRepository {
+  /** Memory is this process's alone. */
+  readonly exclusive = true;
+  readonly #accounts = new Map<string, Map<string, StoredSubscription>>();
+  // Secrets and changes by account and id (see `keyOf`): ids are unique only within an account.
+  readonly #secrets = new Map<string, HeldSecret[]>();
+  // The newest change of each id, deletes kept, so that changesSince tells every instance of them.
+  readonly #changes = new Map<string, SubscriptionChange>();
+  readonly #logs = new Map<string, DeliveryLogEntry[]>();
+  // The last sequence of an account whose log retention emptied.
+  readonly #lastSequence = new Map<string, number>();
+  readonly #listeners = new Set<ChangeListener>();
+  // The outbox: messages by account and id, each with its deliveries by subscription id.
+  readonly #messages = new Map<
+    string,
+    { readonly message: OutboxMessage; readonly deliveries: Map<string, HeldDelivery> }
+  >();
+  readonly #pending = new Set<HeldDelivery>();
+  readonly #health = new Map<string, HeldHealth>();
+  // Each subscription's replay pacing: the paced-until time of its replayed deliveries (ReplayPlan).
+  readonly #replayPaces = new Map<string, number>();
+  #streaks = 0;
+  #revision = 0;
+
+  async create(
+    subscription: Subscription,
+    secret: string,
+    options: { readonly at: number; readonly maxPerAccount: number },
+  ): Promise<StoredSubscription | undefined> {
+    const held = this.#accounts.get(subscription.accountCode) ?? new Map();
+    if (held.size >= options.maxPerAccount) return undefined;
+    this.#accounts.set(subscription.accountCode, held);
+    const stored = this.#record({
+      ...copy(subscription),
+      status: 'enabled',
+      updatedAt: iso(options.at),
+      revision: 0,
+    });
+    held.set(stored.id, stored);
+    this.#secrets.set(keyOf(stored.accountCode, stored.id), [
+      { secret, createdAt: options.at, expiresAt: undefined },
+    ]);
+    return stored;
+  }
+
+  async get(accountCode: string, id: string): Promise<StoredSubscription | undefined> {
+    return this.#accounts.get(accountCode)?.get(id);
+  }
+
+  async list(
+    accountCode: string,
+    page: { readonly offset: number; readonly limit: number },
+  ): Promise<SubscriptionPage> {
+    // A Map keeps insertion order, and an update keeps a subscription's place: creation order.
+    const held = [...(this.#accounts.get(accountCode)?.values() ?? [])];
+    return { items: held.slice(page.offset, page.offset + page.limit), totalItems: held.length };
+  }
+
+  async update(
+    accountCode: string,
+    id: string,
+    changes: SubscriptionChanges,
+    at: number,
+  ): Promise<StoredSubscription | undefined> {
+    const held = this.#accounts.get(accountCode);
+    const current = held?.get(id);
+    if (held === undefined || current === undefined) return undefined;
+    const { propertyIds: _, disabledReason: __, disabledAt: ___, ...rest } = current;
+    const propertyIds =
+      changes.propertyIds === undefined ? current.propertyIds : changes.propertyIds;
+    const status = changes.status ?? current.status;
+    if (changes.status === 'enabled') this.#health.delete(keyOf(accountCode, id));
+    const next = this.#record({
+      ...rest,
+      ...(changes.endpointUrl === undefined ? {} : { endpointUrl: changes.endpointUrl }),
+      ...(changes.events === undefined ? {} : { events: Object.freeze([...changes.events]) }),
+      ...(propertyIds === null || propertyIds === undefined
+        ? {}
+        : { propertyIds: Object.freeze([...propertyIds]) }),
+      status,
+      ...(status === 'enabled'
+        ? {}
+        : changes.status === 'disabled'
+          ? { disabledReason: changes.disabledReason ?? 'requested', disabledAt: iso(at) }
+          : {
+              disabledReason: current.disabledReason ?? 'requested',
+              disabledAt: current.disabledAt ?? current.updatedAt,
+            }),
+      updatedAt: iso(at),
+    });
+    held.set(id, next);
+    return next;
+  }
+
+  async delete(accountCode: string, id: string, _at: number): Promise<boolean> {
+    const held = this.#accounts.get(accountCode);
+    if (held === undefined || !held.delete(id)) return false;
+    if (held.size === 0) this.#accounts.delete(accountCode);
+    this.#secrets.delete(keyOf(accountCode, id));
+    this.#health.delete(keyOf(accountCode, id));
+    this.#announce({ revision: ++this.#revision, id, accountCode });
+    return true;
+  }
+
+  async rotateSecret(
+    accountCode: string,
+    id: string,
+    secret: string,
+    options: { readonly at: number; readonly graceMs: number },
+  ): Promise<boolean> {
+    const secrets = this.#accounts.get(accountCode)?.has(id)
+      ? this.#secrets.get(keyOf(accountCode, id))
+      : undefined;
+    if (secrets === undefined) return false;
+    const until = options.at + options.graceMs;
+    for (const held of secrets) {
+      if (held.expiresAt === undefined || held.expiresAt > until) held.expiresAt = until;
+    }
+    secrets.unshift({ secret, createdAt: options.at, expiresAt: undefined });
+    // Expired secrets sign nothing again: they are dropped here rather than kept for ever.
+    this.#secrets.set(
+      keyOf(accountCode, id),
+      secrets.filter((s) => s.expiresAt === undefined || s.expiresAt > options.at),
+    );
+    return true;
+  }
+
+  async signingSecrets(accountCode: string, id: string, at: number): Promise<readonly string[]> {
+    if (!this.#accounts.get(accountCode)?.has(id)) return [];
+    return (this.#secrets.get(keyOf(accountCode, id)) ?? [])
+      .filter((s) => s.expiresAt === undefined || s.expiresAt > at)
+      .map((s) => s.secret);
+  }
+
+  async changesSince(revision: number, limit: number): Promise<readonly SubscriptionChange[]> {
+    const after: SubscriptionChange[] = [];
+    for (const change of this.#changes.values()) if (change.revision > revision) after.push(change);
+    return after.sort((a, b) => a.revision - b.revision).slice(0, limit);
+  }
+
+  async watch(listener: ChangeListener): Promise<() => Promise<void>> {
+    this.#listeners.add(listener);
+    listener.onReconnect();
+    return async () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  async recordAttempt(
+    accountCode: string,
+    attempt: DeliveryAttempt,
+    options: { readonly leaseUntil?: number } = {},
+  ): Promise<AttemptRecord> {
+    const log = this.#logs.get(accountCode) ?? [];
+    this.#logs.set(accountCode, log);
+    // The error is copied too: the caller's object may change afterwards, the log must not.
+    const entry = Object.freeze({
+      ...attempt,
+      ...(attempt.error === undefined ? {} : { error: Object.freeze({ ...attempt.error }) }),
+      sequence: (log.at(-1)?.sequence ?? this.#lastSequence.get(accountCode) ?? 0) + 1,
+    });
+    log.push(entry);
+    const delivery = this.#messages
+      .get(keyOf(accountCode, attempt.id))
+      ?.deliveries.get(attempt.subscriptionId);
+    const live = this.#accounts.get(accountCode)?.has(attempt.subscriptionId) === true;
+    const health = live ? this.#streak(keyOf(accountCode, attempt.subscriptionId)) : undefined;
+    if (health !== undefined && attempt.durationMs !== undefined) {
+      if (attempt.outcome === 'delivered') {
+        health.streak = ++this.#streaks;
+        health.failingSince = undefined;
+        health.failedMessages = 0;
+      } else {
+        health.failingSince ??= attempt.at;
+        if (delivery !== undefined && delivery.failedInStreak !== health.streak) {
+          delivery.failedInStreak = health.streak;
+          health.failedMessages += 1;
+        } else if (delivery === undefined) {
+          health.failedMessages += 1;
+        }
+      }
+    }
+    if (
+      delivery !== undefined &&
+      delivery.status === 'pending' &&
+      delivery.replay === (attempt.replay ?? 0)
+    ) {
+      this.#move(delivery, attempt, options.leaseUntil);
+    }
+    return {
+      entry,
+      health:
+        health?.failingSince === undefined
+          ? { failedMessages: 0 }
+          : { failingSince: health.failingSince, failedMessages: health.failedMessages },
+    };
+  }
+
+  /** A delivery after an attempt of its round. */
+  #move(delivery: HeldDelivery, attempt: DeliveryAttempt, leaseUntil: number | undefined): void {
+    if (attempt.outcome === 'retry') {
+      const next = attempt.nextAttemptAt ?? attempt.at;
+      delivery.attempts = Math.max(delivery.attempts, attempt.attempt);
+      delivery.firstAttemptAt ??= attempt.at;
+      delivery.nextAttemptAt = next;
+      delivery.leaseUntil = leaseUntil ?? next;
+      return;
+    }
+    delivery.status = attempt.outcome === 'delivered' ? 'delivered' : 'failed';
+    this.#pending.delete(delivery);
+  }
+
+  #streak(key: string): HeldHealth {
+    let health = this.#health.get(key);
+    if (health === undefined) {
+      health = { streak: ++this.#streaks, failingSince: undefined, failedMessages: 0 };
+      this.#health.set(key, health);
+    }
+    return health;
+  }
+
+  async recordMessage(
+    message: OutboxMessage,
+    deliveries: readonly OutboxDelivery[],
+    options: { readonly leaseUntil: number },
+  ): Promise<void> {
+    const key = keyOf(message.accountCode, message.id);
+    if (this.#messages.has(key)) return;
+    const kept = Object.freeze({ ...message });
+    const held = new Map<string, HeldDelivery>();
+    for (const { subscriptionId, endpointUrl } of deliveries) {
+      if (held.has(subscriptionId)) continue;
+      const delivery: HeldDelivery = {
+        message: kept,
+        subscriptionId,
+        endpointUrl,
+        status: 'pending',
+        attempts: 0,
+        firstAttemptAt: undefined,
+        replay: 0,
+        nextAttemptAt: message.createdAt,
+        leaseUntil: options.leaseUntil,
+        failedInStreak: undefined,
+      };
+      held.set(subscriptionId, delivery);
+      this.#pending.add(delivery);
+    }
+    this.#messages.set(key, { message: kept, deliveries: held });
+  }
+
+  async claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]> {
+    const due: HeldDelivery[] = [];
+    for (const delivery of this.#pending) {
+      if (delivery.nextAttemptAt > claim.dueBy) continue;
+      if (
+        claim.released === true
+          ? delivery.leaseUntil !== RELEASED_LEASE
+          : delivery.leaseUntil > claim.dueBy
+      ) {
+        continue;
+      }
+      due.push(delivery);
+    }
+    due.sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
+    return due.slice(0, claim.limit).map((delivery) => {
+      delivery.leaseUntil = claim.leaseUntil;
+      return pendingOf(delivery);
+    });
+  }
+
+  async releaseLeases(dueBy: number): Promise<number> {
+    let released = 0;
+    for (const delivery of this.#pending) {
+      if (delivery.nextAttemptAt > dueBy || delivery.leaseUntil === RELEASED_LEASE) continue;
+      delivery.leaseUntil = RELEASED_LEASE;
+      released += 1;
+    }
+    return released;
+  }
+
+  async releaseDeliveries(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void> {
+    for (const { accountCode, messageId, subscriptionId } of deliveries) {
+      const delivery = this.#messages
+        .get(keyOf(accountCode, messageId))
+        ?.deliveries.get(subscriptionId);
+      if (delivery?.status === 'pending' && delivery.leaseUntil === leaseUntil) {
+        delivery.leaseUntil = delivery.nextAttemptAt;
+      }
+    }
+  }
+
+  async replay(
+    accountCode: string,
+    selection: ReplaySelection,
+    plan: ReplayPlan,
+  ): Promise<ReplayResult> {
+    const live = this.#accounts.get(accountCode);
+    const enabled = (id: string) => live?.get(id)?.status === 'enabled';
+    let chosen: HeldDelivery[];
+    let found = true;
+    if ('messageId' in selection) {
+      const held = this.#messages.get(keyOf(accountCode, selection.messageId));
+      found = held !== undefined;
+      chosen = [...(held?.deliveries.values() ?? [])].filter(
+        (d) => d.status === 'failed' && enabled(d.subscriptionId),
+      );
+    } else {
+      chosen = [];
+      if (enabled(selection.subscriptionId)) {
+        for (const { message, deliveries } of this.#messages.values()) {
+          if (message.accountCode !== accountCode || message.createdAt < selection.since) continue;
+          const delivery = deliveries.get(selection.subscriptionId);
+          if (delivery?.status === 'failed') chosen.push(delivery);
+        }
+      }
+    }
+    chosen.sort((a, b) => a.message.createdAt - b.message.createdAt);
+    return this.#pace(accountCode, chosen, plan, found);
+  }
+
+  /**
+   * Set the chosen deliveries (oldest message first) pending in their next round, each due as its
+   * subscription's pacing says (see {@link ReplayPlan}), and move that pacing on.
+   */
+  #pace(
+    accountCode: string,
+    chosen: readonly HeldDelivery[],
+    plan: ReplayPlan,
+    found: boolean,
+  ): ReplayResult {
+    // Per subscription: its paced-until time before the call (no earlier than now), and how many
+    // of the call's deliveries it has had so far.
+    const starts = new Map<string, { readonly start: number; k: number }>();
+    const due: PendingDelivery[] = [];
+    let pacedUntil: number | undefined;
+    for (const delivery of chosen) {
+      const key = keyOf(accountCode, delivery.subscriptionId);
+      let pace = starts.get(key);
+      if (pace === undefined) {
+        pace = { start: Math.max(this.#replayPaces.get(key) ?? plan.at, plan.at), k: 0 };
+        starts.set(key, pace);
+      }
+      pace.k += 1;
+      const at = Math.max(plan.at, pace.start + (pace.k - plan.inline) * plan.paceMs);
+      const now = at <= plan.at && due.length < plan.inline;
+      Object.assign(delivery, {
+        status: 'pending',
+        attempts: 0,
+        firstAttemptAt: undefined,
+        replay: delivery.replay + 1,
+        nextAttemptAt: at,
+        leaseUntil: now ? plan.leaseUntil : at,
+      });
+      this.#pending.add(delivery);
+      if (now) due.push(pendingOf(delivery));
+      else pacedUntil = Math.max(pacedUntil ?? at, at);
+    }
+    for (const [key, { start, k }] of starts) this.#replayPaces.set(key, start + k * plan.paceMs);
+    return {
+      found,
+      total: chosen.length,
+      due,
+      ...(pacedUntil === undefined ? {} : { pacedUntil }),
+    };
+  }
+
+  async deliveryStatus(
+    accountCode: string,
+    messageId: string,
+    subscriptionId: string,
+  ): Promise<DeliveryStatus | undefined> {
+    return this.#messages.get(keyOf(accountCode, messageId))?.deliveries.get(subscriptionId)
+      ?.status;
+  }
+
+  async deleteMessagesBefore(at: number, limit: number): Promise<number> {
+    let deleted = 0;
+    for (const [key, { message, deliveries }] of this.#messages) {
+      if (deleted >= limit) break;
+      if (message.createdAt >= at) continue;
+      if ([...deliveries.values()].some((d) => d.status === 'pending')) continue;
+      this.#messages.delete(key);
+      deleted += 1;
+    }
+    return deleted;
+  }
+
+  async attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]> {
+    const log = this.#logs.get(accountCode) ?? [];
+    const { beforeSequence, subscriptionId, outcomes, since, until } = query;
+    const found: DeliveryLogEntry[] = [];
+    // The log is in ascending sequences: read from its end.
+    for (let i = log.length - 1; i >= 0 && found.length < query.limit; i--) {
+      const entry = log[i] as DeliveryLogEntry;
+      if (beforeSequence !== undefined && entry.sequence >= beforeSequence) continue;
+      if (subscriptionId !== undefined && entry.subscriptionId !== subscriptionId) continue;
+      if (outcomes !== undefined && !outcomes.includes(entry.outcome)) continue;
+      if (since !== undefined && entry.at < since) continue;
+      if (until !== undefined && entry.at >= until) continue;
+      found.push(entry);
+    }
+    return found;
+  }
+
+  async deleteAttemptsBefore(at: number, limit: number): Promise<number> {
+    let deleted = 0;
+    for (const [accountCode, log] of this.#logs) {
+      if (deleted >= limit) break;
+      const kept = log.filter((entry) => entry.at >= at || ++deleted > limit);
+      deleted = Math.min(deleted, limit);
+      // The last sequence stays known, so that the next one still grows past it.
+      if (kept.length === 0 && log.length > 0)
+        this.#lastSequence.set(accountCode, log.at(-1)!.sequence);
+      this.#logs.set(accountCode, kept);
+    }
+    return deleted;
+  }
+
+  /** Stamp the next revision on a subscription, keep the change and tell the watchers. */
+  #record(subscription: StoredSubscription): StoredSubscription {
+    const stored = Object.freeze({ ...subscription, revision: ++this.#revision });
+    this.#announce({
+      revision: stored.revision,
+      id: stored.id,
+      accountCode: stored.accountCode,
+      subscription: stored,
+    });
+    return stored;
+  }
+
+  #announce(change: SubscriptionChange): void {
+    this.#changes.set(keyOf(change.accountCode, change.id), change);
+    for (const listener of this.#listeners) {
+      try {
+        listener.onChange(change.revision);
+      } catch {
+        // A listener's failure is its own; the change is kept.
+      }
+    }
+  }
+}
+
+function pendingOf(delivery: HeldDelivery): PendingDelivery {
+  const { message, subscriptionId, endpointUrl, attempts, firstAttemptAt, replay } = delivery;
+  return {
+    accountCode: message.accountCode,
+    messageId: message.id,
+    subscriptionId,
+    endpointUrl,
+    body: message.body,
+    attempts,
+    ...(firstAttemptAt === undefined ? {} : { firstAttemptAt }),
+    replay,
+    nextAttemptAt: delivery.nextAttemptAt,
+  };
+}
+
+/** A plain copy with frozen arrays: what a caller passed can change afterwards, this cannot. */
+function copy(subscription: Subscription): Subscription {
+  const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = subscription;
+  return {
+    id,
+    accountCode,
+    endpointUrl,
+    events: Object.freeze([...events]),
+    ...(propertyIds === undefined ? {} : { propertyIds: Object.freeze([...propertyIds]) }),
+    createdAt,
+  };
+}
