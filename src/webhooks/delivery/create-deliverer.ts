@@ -13,6 +13,7 @@ import {
 } from '../../internal/options.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
 import type { DeliveryAttempt } from './attempt.js';
+import type { DeliveryHooks } from './hooks.js';
 import type { WebhookTransport } from './http-transport.js';
 import { httpTransport } from './http-transport.js';
 import type { DeliveryJob } from './job.js';
@@ -35,7 +36,39 @@ import { WebhookDeliverer } from './webhook-deliverer.js';
  * ```
  */
 export function createDeliverer(options: DeliveryOptions): Deliverer {
-  const read = readOptions(options, 'createDeliverer', DELIVERY_RULES, {
+  const { secrets, onAttempt, onGone, ...read } = readDelivery(options);
+  const hooks: DeliveryHooks = {
+    secrets: requiredValue(DELIVERY_RULES.secrets, secrets, 'secrets'),
+    gone: onGone,
+    // Told the attempt alone, as the option says, not the job the record hook is given too.
+    recorded: onAttempt && ((attempt) => onAttempt(attempt)),
+  };
+  return new WebhookDeliverer(withTransport(read), hooks);
+}
+
+/**
+ * How a deliverer sends, as `createDeliverer` takes it; left out or `undefined`, the default.
+ * @internal
+ */
+export type DelivererOptions = {
+  readonly [K in 'transport' | 'timeoutMs' | 'schedule' | 'clock' | 'random' | 'headers']?:
+    | DeliveryOptions[K]
+    | undefined;
+};
+
+/**
+ * A deliverer whose steps are the given hooks (the webhook service's), its other options read and
+ * checked as `createDeliverer` reads them.
+ * @throws ConfigurationError `invalid_option` as `createDeliverer`
+ * @internal
+ */
+export function hookedDeliverer(options: DelivererOptions, hooks: DeliveryHooks): Deliverer {
+  return new WebhookDeliverer(withTransport(readDelivery(options)), hooks);
+}
+
+/** The options read once, the defaults filled in. */
+function readDelivery(options: DeliveryOptions | DelivererOptions) {
+  return readOptions(options, 'createDeliverer', DELIVERY_RULES, {
     defaults: {
       timeoutMs: 15_000,
       schedule: retrySchedule(),
@@ -45,10 +78,13 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
     required: true,
     example: '{ secrets: (subscriptionId) => [secret] }',
   });
-  const secrets = requiredValue(DELIVERY_RULES.secrets, read.secrets, 'secrets');
-  // Made only when none is given: the default transport holds keep-alive agents of its own.
-  const transport = read.transport ?? httpTransport();
-  return new WebhookDeliverer({ ...read, secrets, transport });
+}
+
+/** The settings with a transport: made only when none is given (it holds keep-alive agents). */
+function withTransport<S extends { readonly transport: WebhookTransport | undefined }>(
+  read: S,
+): S & { readonly transport: WebhookTransport } {
+  return { ...read, transport: read.transport ?? httpTransport() };
 }
 
 // Extra headers node would refuse at every attempt (CR/LF, bad names): refused once, up front.

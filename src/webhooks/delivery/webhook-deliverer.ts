@@ -1,4 +1,8 @@
-/** The attempts of a deliverer: sign, send, decide from the answer what follows, report. @module */
+/**
+ * The attempts of a deliverer: sign, send, decide from the answer what follows, report; the steps
+ * its owner takes are its hooks.
+ * @module
+ */
 import type { Clock } from '../../clock.js';
 import { isApiConventionsError } from '../../errors/index.js';
 import { isSecretCipherError } from '../../errors/secret-cipher-error.js';
@@ -7,24 +11,21 @@ import type { WebhookHeaders } from '../signing/signature.js';
 import { signWebhook } from '../signing/signature.js';
 import type { AttemptOutcome, DeliveryAttempt } from './attempt.js';
 import { reportAttempt } from './channels.js';
+import type { DeliveryHooks } from './hooks.js';
 import type { TransportResponse, WebhookTransport } from './http-transport.js';
 import type { DeliveryJob } from './job.js';
 import { jobField, readJob, scheduleSpent } from './job.js';
-import type { DeliveryOptions } from './options.js';
 import type { RetrySchedule } from './retry-schedule.js';
 import { nextAttempt } from './retry-schedule.js';
 import type { Deliverer, DeliveryStep } from './step.js';
 
-/** A deliverer's options, read and checked once. @internal */
+/** How a deliverer sends, read and checked once. @internal */
 export interface DelivererSettings {
-  readonly secrets: DeliveryOptions['secrets'];
   readonly transport: WebhookTransport;
   readonly timeoutMs: number;
   readonly schedule: RetrySchedule;
   readonly clock: Clock;
   readonly random: () => number;
-  readonly onAttempt: DeliveryOptions['onAttempt'];
-  readonly onGone: DeliveryOptions['onGone'];
   readonly headers: Readonly<Record<string, string>> | undefined;
 }
 
@@ -46,18 +47,32 @@ type Answer = (
   | { readonly response?: undefined; readonly error: Failure }
 ) & { readonly durationMs: number };
 
-/** Runs the attempts of jobs; never rejects. @internal */
+/** The status or the failure of an attempt that was sent, and how long it took. */
+type Answered =
+  | { readonly durationMs: number; readonly status: number }
+  | { readonly durationMs: number; readonly error: Failure };
+
+/**
+ * Runs the attempts of jobs; never rejects. What its owner does (secrets, a 410, the record of an
+ * attempt, subscriptions that wait) it asks of its hooks.
+ * @internal
+ */
 export class WebhookDeliverer implements Deliverer {
   readonly #settings: DelivererSettings;
+  readonly #hooks: DeliveryHooks;
 
-  constructor(settings: DelivererSettings) {
+  constructor(settings: DelivererSettings, hooks: DeliveryHooks) {
     this.#settings = settings;
+    this.#hooks = hooks;
   }
 
-  async lost(input: DeliveryJob, error: { code: string; message: string }) {
+  async lost(
+    input: DeliveryJob,
+    error: { code: string; message: string },
+  ): Promise<DeliveryAttempt> {
     const at = this.#settings.clock.now();
     const job = readJob(input);
-    return this.#report({
+    return this.#report(input, {
       ...reportBase(job, input, at),
       attempt: typeof job === 'string' ? 0 : job.attempts,
       error: { code: String(error?.code), message: String(error?.message) },
@@ -68,25 +83,37 @@ export class WebhookDeliverer implements Deliverer {
   async attempt(input: DeliveryJob): Promise<DeliveryStep> {
     const at = this.#settings.clock.now();
     const job = readJob(input);
-    const base = reportBase(job, input, at);
     if (typeof job === 'string') {
       // A job no attempt can deliver (a queue holding something else): fail it once, no retry.
       const error = { code: 'invalid_job', message: job };
-      return this.#done(base, { error, outcome: 'failed', reason: 'invalid_job' });
+      const base = reportBase(job, input, at);
+      return this.#done(input, base, { error, outcome: 'failed', reason: 'invalid_job' });
     }
+    const until = this.#waitUntil(job.subscriptionId, at);
+    if (until !== undefined) return { done: false, job: input, at: until, deferred: true };
+    const base = reportBase(job, input, at);
     // Attempts lost in crashes are counted by the queue: the schedule bounds them too.
     const spent = scheduleSpent(this.#settings.schedule, job, at);
-    if (spent !== undefined) return this.#done(base, notAttempted(job, spent));
+    if (spent !== undefined) return this.#done(input, base, notAttempted(job, spent));
     const signed = await this.#sign(job, at);
-    if ('outcome' in signed) return this.#done(base, signed);
-    return this.#follow(job, base, await this.#send(job, signed));
+    if ('outcome' in signed) return this.#done(input, base, signed);
+    return this.#follow(job, input, base, await this.#send(job, signed));
+  }
+
+  /** Until when the subscription's deliveries wait, when its receiver asked them to. */
+  #waitUntil(subscriptionId: string, now: number): number | undefined {
+    try {
+      return this.#hooks.waitUntil?.(subscriptionId, now);
+    } catch {
+      return undefined; // a hook that fails holds nothing back
+    }
   }
 
   /** The signature headers, or the ending of a job that cannot be signed. */
   async #sign(job: DeliveryJob, at: number): Promise<WebhookHeaders | Ending> {
     let secrets: readonly string[] | undefined;
     try {
-      secrets = await this.#settings.secrets(job.subscriptionId);
+      secrets = await this.#hooks.secrets(job.subscriptionId);
     } catch (caught) {
       // Secrets that exist but that no configured key decrypts: said so, not as none at all.
       if (isSecretCipherError(caught)) {
@@ -138,29 +165,39 @@ export class WebhookDeliverer implements Deliverer {
   }
 
   /** What the answer means: done, or the job to retry and when. */
-  async #follow(job: DeliveryJob, base: Base, answer: Answer): Promise<DeliveryStep> {
-    const { error, response, durationMs } = answer;
-    if (error?.code === 'forbidden_address') {
-      return this.#done(base, {
-        durationMs,
-        error,
-        outcome: 'failed',
-        reason: 'forbidden_address',
-      });
-    }
-    const status = response?.status;
-    const answered =
-      status === undefined ? { durationMs, error: error as Failure } : { durationMs, status };
-    if (status !== undefined && status >= 200 && status <= 299) {
-      return this.#done(base, { ...answered, outcome: 'delivered' });
-    }
-    if (status === 410) {
-      try {
-        await this.#settings.onGone?.(job.subscriptionId);
-      } catch {
-        // Reported as disabled all the same: the receiver said it wants no more.
+  async #follow(
+    job: DeliveryJob,
+    input: DeliveryJob,
+    base: Base,
+    answer: Answer,
+  ): Promise<DeliveryStep> {
+    const { response, durationMs } = answer;
+    let answered: Answered;
+    if (answer.error !== undefined) {
+      const { error } = answer;
+      if (error.code === 'forbidden_address') {
+        return this.#done(input, base, {
+          durationMs,
+          error,
+          outcome: 'failed',
+          reason: 'forbidden_address',
+        });
       }
-      return this.#done(base, { ...answered, outcome: 'disabled', reason: 'gone' });
+      answered = { durationMs, error };
+    } else {
+      const { status } = answer.response;
+      if (status >= 200 && status <= 299) {
+        return this.#done(input, base, { durationMs, status, outcome: 'delivered' });
+      }
+      if (status === 410) {
+        try {
+          await this.#hooks.gone?.(job.subscriptionId);
+        } catch {
+          // Reported as disabled all the same: the receiver said it wants no more.
+        }
+        return this.#done(input, base, { durationMs, status, outcome: 'disabled', reason: 'gone' });
+      }
+      answered = { durationMs, status };
     }
     const firstAttemptAt = job.firstAttemptAt ?? base.at;
     const decision = nextAttempt(this.#settings.schedule, {
@@ -171,27 +208,32 @@ export class WebhookDeliverer implements Deliverer {
       random: this.#draw(),
     });
     if (!decision.retry) {
-      return this.#done(base, { ...answered, outcome: 'failed', reason: decision.reason });
+      return this.#done(input, base, { ...answered, outcome: 'failed', reason: decision.reason });
     }
-    const report = { ...answered, outcome: 'retry', nextAttemptAt: decision.at } as const;
-    return {
-      done: false,
-      job: { ...job, attempts: base.attempt, firstAttemptAt },
-      at: decision.at,
-      report: await this.#report({ ...base, ...report }),
-    };
+    const at = decision.at;
+    const report = await this.#report(input, {
+      ...base,
+      ...answered,
+      outcome: 'retry',
+      nextAttemptAt: at,
+    });
+    return { done: false, job: { ...job, attempts: base.attempt, firstAttemptAt }, at, report };
   }
 
-  async #done(base: Base, ending: Ending): Promise<DeliveryStep> {
-    return { done: true, report: await this.#report({ ...base, ...ending }) };
+  async #done(input: DeliveryJob, base: Base, ending: Ending): Promise<DeliveryStep> {
+    return { done: true, report: await this.#report(input, { ...base, ...ending }) };
   }
 
-  async #report(attempt: DeliveryAttempt): Promise<DeliveryAttempt> {
+  /**
+   * Publishes the attempt on its channel and has it recorded: the record is written before the
+   * queue is told the step.
+   */
+  async #report(input: DeliveryJob, attempt: DeliveryAttempt): Promise<DeliveryAttempt> {
     reportAttempt(attempt);
     try {
-      await this.#settings.onAttempt?.(attempt);
+      await this.#hooks.recorded?.(attempt, input);
     } catch {
-      // A failing logger must not change what happens to the delivery.
+      // A failing record or logger must not change what happens to the delivery.
     }
     return attempt;
   }

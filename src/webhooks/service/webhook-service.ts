@@ -18,6 +18,7 @@ import { createCursorCodec } from '../../pagination/cursor-codec.js';
 import { cursorValidator } from '../../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../../pagination/page-number-validator.js';
 import { pageSizePresets } from '../../pagination/page-size-presets.js';
+import { hookedDeliverer } from '../delivery/create-deliverer.js';
 import { MemoryDeliveryQueue } from '../delivery/memory-queue.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { parseEventKind } from '../events/event-kind.js';
@@ -32,6 +33,7 @@ import {
 } from '../subscriptions/subscription-index.js';
 import { subscriptionRequestDefaults } from '../subscriptions/subscription-request.js';
 import type { AuditCursor, OperationRequest, ServiceContext } from './context.js';
+import { serviceDeliveryHooks } from './delivery-hooks.js';
 import { operations } from './handlers.js';
 import {
   readServiceOptions,
@@ -40,7 +42,6 @@ import {
   type WebhookServiceOptions,
 } from './options.js';
 import { internalError, serviceProblem } from './problems.js';
-import { serviceDeliverer } from './recorded-deliverer.js';
 import { matchRoute } from './routes.js';
 
 /** An event to publish. */
@@ -156,11 +157,13 @@ class Service implements WebhookService {
     const { repository, clock, onError } = settings;
     this.#mirror = new SubscriptionMirror(repository, this.#index, onError);
     const settle = () => this.#mirror.catchUp().catch(onError);
-    const deliverer = serviceDeliverer({
+    // The deliverer createDeliverer makes, its steps the service's hooks.
+    const { onAttempt, ...delivery } = settings.delivery;
+    const hooks = serviceDeliveryHooks({
       repository,
       index: this.#index,
       clock,
-      delivery: settings.delivery,
+      onAttempt,
       leaseMs: settings.redeliveryLeaseMs,
       disableAfterMs: settings.disableAfterMs,
       disableMinMessages: settings.disableMinMessages,
@@ -169,6 +172,7 @@ class Service implements WebhookService {
       started: () => this.start().catch(onError),
       catchUp: settle,
     });
+    const deliverer = hookedDeliverer({ ...delivery, clock }, hooks);
     this.#queue =
       settings.queue === undefined
         ? new MemoryDeliveryQueue({ deliverer, clock })

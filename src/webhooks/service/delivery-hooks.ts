@@ -1,0 +1,161 @@
+/**
+ * The webhook service's steps of a delivery, given to the deliverer as its hooks: it signs with the
+ * repository's secrets of subscriptions the index holds, records every attempt (which moves its
+ * delivery in the outbox), holds back a subscription's deliveries while its receiver asks to wait,
+ * and disables a subscription whose endpoint answers 410 or fails without a success for too long.
+ * @module
+ */
+import type { Clock } from '../../clock.js';
+import type { DeliveryAttempt } from '../delivery/attempt.js';
+import type { DeliveryHooks } from '../delivery/hooks.js';
+import type { DeliveryJob } from '../delivery/job.js';
+import type { DeliveryOptions } from '../delivery/options.js';
+import type { EndpointHealth, SubscriptionRepository } from '../store/repository.js';
+import type { DisabledReason } from '../subscriptions/subscription.js';
+import type { SubscriptionIndex } from '../subscriptions/subscription-index.js';
+import type { WebhookServiceDisabled } from './options.js';
+
+/** What the service's hooks work with. @internal */
+export interface ServiceDeliveryHooksSettings {
+  readonly repository: SubscriptionRepository;
+  readonly index: SubscriptionIndex;
+  readonly clock: Clock;
+  /** The user's `delivery.onAttempt`: told of an attempt once it is on record. */
+  readonly onAttempt: DeliveryOptions['onAttempt'] | undefined;
+  /** How long a retry waiting in a queue is left to it past its time, in ms. */
+  readonly leaseMs: number;
+  /** A failing streak this long (ms) … */
+  readonly disableAfterMs: number;
+  /** … over at least this many messages disables the subscription. */
+  readonly disableMinMessages: number;
+  /** Told of a subscription the service disabled. */
+  readonly onDisabled: ((event: WebhookServiceDisabled) => void | Promise<void>) | undefined;
+  /** Told of a write the log or a disable could not make. */
+  readonly onError: (error: unknown) => void;
+  /** Resolves once the service has started (its index loaded); never rejects. */
+  readonly started: () => Promise<void>;
+  /** Brings the index up to the repository's latest revision; never rejects. */
+  readonly catchUp: () => Promise<void>;
+}
+
+/**
+ * Make the hooks. A deleted or disabled subscription has no secret here (the index no longer holds
+ * it), so a job still queued for it ends `no_secret`, recorded like any attempt: its delivery is
+ * failed, and can be replayed once the subscription is enabled again. Secrets the repository
+ * cannot read are told to `onError` at each attempt that meets them; when none of a
+ * subscription's can be read the job ends `secret_unreadable`.
+ * @internal
+ */
+export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): DeliveryHooks {
+  const { repository, index, clock, onAttempt, onError } = settings;
+  // Subscriptions whose receiver asked to wait (429 or 503), until when (ms).
+  const paused = new Map<string, number>();
+  // Subscriptions this instance is disabling: one disable, one onDisabled, per streak.
+  const disabling = new Set<string>();
+  const disable = async (id: string, reason: DisabledReason): Promise<void> => {
+    const held = index.get(id);
+    if (held === undefined || disabling.has(id)) return;
+    disabling.add(id);
+    try {
+      const at = clock.now();
+      const stored = await repository.update(
+        held.accountCode,
+        id,
+        { status: 'disabled', disabledReason: reason },
+        at,
+      );
+      await settings.catchUp();
+      if (stored !== undefined) await settings.onDisabled?.({ subscription: stored, reason, at });
+    } catch (error) {
+      onError(error);
+    } finally {
+      disabling.delete(id);
+    }
+  };
+  const failing = (health: EndpointHealth, at: number): boolean =>
+    health.failingSince !== undefined &&
+    at - health.failingSince >= settings.disableAfterMs &&
+    health.failedMessages >= settings.disableMinMessages;
+  // A receiver that asked one delivery to wait asks them all: its other jobs wait too, each put
+  // back in the queue (no worker waits on it).
+  const pause = (attempt: DeliveryAttempt): void => {
+    const { subscriptionId, status, nextAttemptAt } = attempt;
+    if ((status === 429 || status === 503) && nextAttemptAt !== undefined) {
+      paused.set(subscriptionId, Math.max(paused.get(subscriptionId) ?? 0, nextAttemptAt));
+    } else if (attempt.outcome === 'delivered') {
+      paused.delete(subscriptionId);
+    }
+  };
+  return {
+    async secrets(id) {
+      // A job may wait in a durable queue across a restart, or come from an instance whose change
+      // this one has not applied yet: the index is loaded, and caught up once, before a miss counts.
+      await settings.started();
+      let held = index.get(id);
+      if (held === undefined) {
+        await settings.catchUp();
+        held = index.get(id);
+      }
+      if (held === undefined) return undefined;
+      try {
+        // Unreadable secrets beside readable ones are skipped (the others sign) and told.
+        return await repository.signingSecrets(held.accountCode, id, clock.now(), {
+          onUnreadable: onError,
+        });
+      } catch (error) {
+        onError(error);
+        throw error;
+      }
+    },
+    gone: (id) => disable(id, 'endpoint_gone'),
+    async recorded(attempt, job) {
+      pause(attempt);
+      const accountCode = accountOf(job, index);
+      if (accountCode !== undefined) {
+        try {
+          const leaseUntil =
+            attempt.nextAttemptAt === undefined
+              ? undefined
+              : attempt.nextAttemptAt + settings.leaseMs;
+          const { health } = await repository.recordAttempt(
+            accountCode,
+            attempt,
+            leaseUntil === undefined ? {} : { leaseUntil },
+          );
+          if (failing(health, attempt.at)) {
+            await disable(attempt.subscriptionId, 'endpoint_failing');
+          }
+        } catch (error) {
+          onError(error);
+        }
+      }
+      // Last, and what it throws the deliverer ignores: a failing logger changes nothing.
+      await onAttempt?.(attempt);
+    },
+    waitUntil(id, now) {
+      const until = paused.get(id);
+      if (until === undefined || until > now) return until;
+      paused.delete(id);
+      return undefined;
+    },
+  };
+}
+
+/**
+ * The account of a job: from the index while it holds the subscription, else from the message's
+ * envelope (`accountId`), which the service writes; a job that tells none is not logged.
+ */
+function accountOf(job: DeliveryJob, index: SubscriptionIndex): string | undefined {
+  try {
+    const held = index.get(job.subscriptionId);
+    if (held !== undefined) return held.accountCode;
+    const envelope: unknown = JSON.parse(job.body);
+    if (typeof envelope !== 'object' || envelope === null || !('accountId' in envelope)) {
+      return undefined;
+    }
+    const account = envelope.accountId;
+    return typeof account === 'string' && account !== '' ? account : undefined;
+  } catch {
+    return undefined;
+  }
+}
