@@ -214,12 +214,6 @@ class Service implements WebhookService {
       replayPaceMs: settings.replayPaceMs,
     };
     const { limiter, identify } = settings;
-    if (settings.limits !== undefined && limiter === undefined) {
-      throw new ConfigurationError(
-        'invalid_option',
-        'createWebhookService: limits applies only with a limiter; pass limiter: createLimiter({ ... }) as well, or leave limits out.',
-      );
-    }
     this.#gate =
       limiter === undefined
         ? undefined

@@ -331,7 +331,9 @@ describe('createWebhookService: the subscription API', () => {
     const plain = setup({ limiter, clock });
     const without = await call(plain.service, 'GET', '/v1/subscriptions');
     expect(without.headers.get('ratelimit')).toBeNull();
-    expect(() => setup({ limits: { rateLimitHeaders: true } })).toThrow(/only with a limiter/);
+    expect(() => setup({ limits: { rateLimitHeaders: true } })).toThrow(
+      'limits must be given only with a limiter (pass limiter: createLimiter({ ... }) as well, or leave limits out), got an object.',
+    );
     expect(() => setup({ limiter, limits: { failure: 'sometimes' as 'open' } })).toThrow(
       /limits\.failure/,
     );
