@@ -5,9 +5,10 @@
  * @module
  */
 
-import { ConfigurationError } from '../../errors/index.js';
+import type { ConfigurationError } from '../../errors/index.js';
 import type { ResponseParts } from '../../http/problem-details.js';
 import { createRateLimitGate, type RateLimitGate } from '../../http/rate-limit-gate.js';
+import { invalidValue, oneOf, worded } from '../../internal/options.js';
 import { createCursorCodec } from '../../pagination/cursor-codec.js';
 import { cursorValidator } from '../../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../../pagination/page-number-validator.js';
@@ -418,9 +419,12 @@ function unavailable(detail: string): ResponseParts {
   });
 }
 
+// Read as "closed": a closed service stays closed.
+const OPEN = worded(
+  oneOf('open'),
+  'open (a closed service stays closed: make a new one with createWebhookService())',
+);
+
 function closedError(): ConfigurationError {
-  return new ConfigurationError(
-    'invalid_option',
-    'The webhook service is closed; make a new one with createWebhookService().',
-  );
+  return invalidValue(OPEN, 'closed', 'the webhook service');
 }

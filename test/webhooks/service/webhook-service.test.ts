@@ -391,6 +391,12 @@ describe('createWebhookService: the subscription API', () => {
     const closed = await call(service, 'GET', '/v1/subscriptions');
     expect(closed.status).toBe(503);
     expect(closed.body.code).toBe('service_unavailable');
+    await expect(service.start()).rejects.toMatchObject({
+      name: 'ConfigurationError',
+      code: 'invalid_option',
+      message:
+        'the webhook service must be open (a closed service stays closed: make a new one with createWebhookService()), got "closed".',
+    });
   });
 
   it('warns once at start when the repository stores secrets in plain text', async () => {
