@@ -190,9 +190,10 @@ const TIMESTAMP = worded(wholeNumber(0), 'whole seconds since the epoch, a whole
 /**
  * Sign a message with every secret in force: the headers to send with the body.
  * @param secrets - one secret, or several while rotating (the new one and the old one)
- * @throws ConfigurationError `invalid_webhook_secret` for a malformed secret or none,
- * `invalid_option` for an input that is no object, an id with spaces or commas, a timestamp that
- * is no whole number, or a body that is neither a string nor a Uint8Array
+ * @throws ConfigurationError `invalid_webhook_secret` for a malformed secret or none (shown by its
+ * length, never its text), `invalid_option` for an input that is no object or whose fields cannot
+ * be read (a getter that throws), an id with spaces or commas, a timestamp that is no whole number,
+ * or a body that is neither a string nor a Uint8Array
  * @example
  * ```ts
  * const headers = signWebhook({ id: 'msg_1', timestamp: 1614265330, body }, [secret]);
