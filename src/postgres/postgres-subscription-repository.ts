@@ -3,12 +3,12 @@ import { createHash } from 'node:crypto';
  * The subscription repository on PostgreSQL: a pg Pool on a server, or PGlite (embedded
  * PostgreSQL) on one machine, through the same SQL (see docs/postgres.md). @module
  */
-import { ConfigurationError } from '../errors/index.js';
 import { isSecretCipherError, SecretCipherError } from '../errors/secret-cipher-error.js';
 import {
   aBoolean,
   aFunction,
   INVALID,
+  invalidValue,
   type Rule,
   readOptions,
   requiredValue,
@@ -145,6 +145,16 @@ const RULES = {
 
 const OWNER = 'PostgresSubscriptionRepository.open';
 
+// Never read: the refusals of a cipher beside keys, and of re-encrypting without keys.
+const CIPHER_ALONE: Rule<never> = {
+  expected: 'left out when secretKeys is given (pass the keys alone)',
+  read: () => INVALID,
+};
+const KEYS_TO_REENCRYPT: Rule<never> = {
+  expected: `given to ${OWNER} (newest first) for reencryptSecrets()`,
+  read: () => INVALID,
+};
+
 /** A pg Pool's or client's query with a statement name (pg prepares it once per connection). */
 interface NamedQuery {
   query(config: { name: string; text: string; values: unknown[] }): Promise<SqlResult>;
@@ -191,10 +201,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     });
     this.#database = requiredValue(RULES.database, read.database, 'database');
     if (read.secretKeys !== undefined && read.cipher !== undefined) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `${OWNER} takes secretKeys or cipher, not both; pass the keys alone.`,
-      );
+      throw invalidValue(CIPHER_ALONE, read.cipher, 'cipher');
     }
     this.#cipher =
       read.cipher ?? (read.secretKeys === undefined ? undefined : cipherOf(read.secretKeys));
@@ -666,12 +673,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
    */
   async reencryptSecrets(): Promise<number> {
     const cipher = this.#cipher;
-    if (cipher === undefined) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `reencryptSecrets needs keys: pass secretKeys (newest first) to ${OWNER}.`,
-      );
-    }
+    if (cipher === undefined) throw invalidValue(KEYS_TO_REENCRYPT, undefined, 'secretKeys');
     let done = 0;
     let after = 0;
     for (;;) {

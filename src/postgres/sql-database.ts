@@ -3,7 +3,7 @@
  * instance both satisfy it as they are. Where one connection is needed (a migration's
  * transaction, the LISTEN connection), the kind is told by its methods. @module
  */
-import { ConfigurationError } from '../errors/index.js';
+import { checkValue, INVALID, type Rule } from '../internal/options.js';
 
 /** What a query answers: its rows, one object per row keyed by column name. */
 export interface SqlResult {
@@ -88,21 +88,20 @@ export function databaseKind(value: unknown): DatabaseKind | undefined {
   return undefined;
 }
 
+const POOLED_CLIENT: Rule<SqlClient> = {
+  expected: 'a client with query() and release() (pass a pg Pool, not a pg Client)',
+  read: (value) =>
+    typeof value === 'object' &&
+    value !== null &&
+    hasMethod(value, 'query') &&
+    hasMethod(value, 'release')
+      ? (value as SqlClient)
+      : INVALID,
+};
+
 /** Check a pooled connection out, with a clear error for a `connect()` that gives no client. */
 export async function checkOut(pool: SqlPool): Promise<SqlClient> {
-  const client: unknown = await pool.connect();
-  if (
-    typeof client !== 'object' ||
-    client === null ||
-    !hasMethod(client, 'query') ||
-    !hasMethod(client, 'release')
-  ) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'database.connect() gave no client with query() and release(); pass a pg Pool, not a pg Client.',
-    );
-  }
-  return client as SqlClient;
+  return checkValue(POOLED_CLIENT, await pool.connect(), 'database.connect()');
 }
 
 /**

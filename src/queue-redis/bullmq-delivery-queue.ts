@@ -2,11 +2,12 @@
 import type * as BullMQ from 'bullmq';
 import { aClock, type Clock, systemClock } from '../clock.js';
 import { DeliveryQueueError } from '../errors/delivery-queue-error.js';
+import { isArray } from '../internal/describe.js';
 import { LONE_SURROGATE } from '../internal/lone-surrogate.js';
 import {
-  anything,
   aString,
   INVALID,
+  optionsOf,
   type Rule,
   readOptions,
   requiredValue,
@@ -103,7 +104,6 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       keep: 1000,
       accountDeferMs: 250,
       clock: systemClock,
-      workerOptions: {},
     },
     required: true,
     example: "{ bullmq: await import('bullmq'), connection }",
@@ -113,10 +113,10 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   const accountConcurrency = read.accountConcurrency ?? defaultAccountConcurrency(concurrency);
   // Attempts in flight in this process, by account.
   const inFlight = new Map<string, number>();
-  const workerOptions = readOptions(read.workerOptions, 'worker', WORKER_RULES, {
-    defaults: { maxStalledCount: MAX_STALLED_COUNT },
-    example: '{ lockDuration: 30_000 }',
-  });
+  const workerOptions = {
+    maxStalledCount: MAX_STALLED_COUNT,
+    ...definedOnly(read.workerOptions ?? {}),
+  };
   const base = {
     connection: requiredValue(QUEUE_RULES.connection, read.connection, 'connection'),
     ...(read.prefix === undefined ? {} : { prefix: read.prefix }),
@@ -292,9 +292,26 @@ const BULLMQ: Rule<BullMQModule> = {
       : INVALID,
 };
 
+// ioredis options (BullMQ's to check, there are many) or an ioredis instance.
+const CONNECTION: Rule<BullMQ.ConnectionOptions> = {
+  expected:
+    'ioredis options such as { host, port, maxRetriesPerRequest: null }, or an ioredis instance',
+  read: (value) =>
+    typeof value === 'object' && value !== null && !isArray(value)
+      ? (value as BullMQ.ConnectionOptions)
+      : INVALID,
+};
+
+// Options BullMQ would throw on or take silently, refused up front.
+const WORKER_RULES = {
+  lockDuration: wholeNumber(1),
+  stalledInterval: wholeNumber(1),
+  maxStalledCount: wholeNumber(0),
+};
+
 const QUEUE_RULES = {
   bullmq: BULLMQ,
-  connection: anything('BullMQ connection options') as Rule<BullMQ.ConnectionOptions>,
+  connection: CONNECTION,
   deliverer: withMethods<Deliverer>(['attempt'], 'a Deliverer from createDeliverer()'),
   name: aString(),
   prefix: aString(),
@@ -309,15 +326,8 @@ const QUEUE_RULES = {
         : INVALID,
   },
   clock: aClock,
-  workerOptions: anything('worker options') as Rule<unknown>,
+  workerOptions: optionsOf(WORKER_RULES, '{ lockDuration: 30_000 }'),
   keep: wholeNumber(0),
-};
-
-// Options BullMQ would throw on or take silently, refused up front.
-const WORKER_RULES = {
-  lockDuration: wholeNumber(1),
-  stalledInterval: wholeNumber(1),
-  maxStalledCount: wholeNumber(0),
 };
 
 function definedOnly<T extends object>(options: T): { [K in keyof T]?: Exclude<T[K], undefined> } {

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isConfigurationError } from '../../src/errors/index.js';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
+import { aesGcmSecretCipher } from '../../src/webhooks/signing/secret-cipher.js';
 import { MemorySubscriptionRepository } from '../../src/webhooks/store/memory-repository.js';
 import type { SubscriptionRepository } from '../../src/webhooks/store/repository.js';
 import { DATABASES, subscription, TestDatabases } from './databases.js';
@@ -253,6 +254,28 @@ describe('PostgresSubscriptionRepository options', () => {
     await refused({ database, reconnectDelayMs: 0 }, /reconnectDelayMs must be a whole number/);
     await refused({ database, schemaa: 'x' }, /no option "schemaa"; did you mean "schema"/);
     await refused({ database, preparedStatements: 'yes' }, /preparedStatements must be/);
+    const cipher = aesGcmSecretCipher({ keys: [{ id: 'k1', key: Buffer.alloc(32) }] });
+    await refused(
+      { database, secretKeys: [{ id: 'k1', key: Buffer.alloc(32) }], cipher },
+      /^cipher must be left out when secretKeys is given \(pass the keys alone\), got an object\.$/,
+    );
+  });
+
+  it('refuses a pool whose connect() gives no client, naming it', async () => {
+    for (const [client, got] of [
+      [{}, 'an object'],
+      [null, 'null'],
+      [{ query: async () => ({ rows: [] }) }, 'an object'],
+    ] as const) {
+      const database = { query: async () => ({ rows: [] }), connect: async () => client };
+      const error = await PostgresSubscriptionRepository.open({
+        database: database as never,
+      }).catch((e) => e);
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect(error.message).toBe(
+        `database.connect() must be a client with query() and release() (pass a pg Pool, not a pg Client), got ${got}.`,
+      );
+    }
   });
 
   it('on a pool, prepares each statement once per connection by name, unless told not to', async () => {

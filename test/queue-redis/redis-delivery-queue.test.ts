@@ -968,13 +968,15 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
     const ms = 'must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
     const count = 'must be a whole number from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
     for (const [workerOptions, message] of [
-      [{ lockDuration: 0 }, `lockDuration ${ms}, got 0.`],
-      [{ stalledInterval: 2.5 }, `stalledInterval ${ms}, got 2.5.`],
-      [{ maxStalledCount: -1 }, `maxStalledCount ${count}, got -1.`],
-      [{ maxStalledCount: Number.NaN }, `maxStalledCount ${count}, got NaN.`],
+      [{ lockDuration: 0 }, `workerOptions.lockDuration ${ms}, got 0.`],
+      [{ stalledInterval: 2.5 }, `workerOptions.stalledInterval ${ms}, got 2.5.`],
+      [{ maxStalledCount: -1 }, `workerOptions.maxStalledCount ${count}, got -1.`],
+      [{ maxStalledCount: Number.NaN }, `workerOptions.maxStalledCount ${count}, got NaN.`],
+      [null, 'workerOptions must be an object such as { lockDuration: 30_000 }, got null.'],
+      [[], 'workerOptions must be an object such as { lockDuration: 30_000 }, got an array.'],
       [
-        null,
-        'worker options must be an object such as { lockDuration: 30_000 }, or left out, got null.',
+        { lockDuraton: 30_000 },
+        'workerOptions has no option "lockDuraton"; did you mean "lockDuration"? Its options are lockDuration, stalledInterval, maxStalledCount.',
       ],
     ] as const) {
       const error = thrown(() =>
@@ -986,6 +988,22 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
       );
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');
       expect((error as Error).message).toBe(message);
+    }
+  });
+
+  it('refuses a connection that is no object, in the one wording', () => {
+    const expected =
+      'connection must be ioredis options such as { host, port, maxRetriesPerRequest: null }, or an ioredis instance';
+    for (const [given, got] of [
+      ['redis://127.0.0.1:6379', '"redis://127.0.0.1:6379"'],
+      [null, 'null'],
+      [[], 'an array'],
+      [6379, '6379'],
+      [undefined, 'undefined'],
+    ] as const) {
+      const error = thrown(() => createRedisDeliveryQueue({ bullmq, connection: given as never }));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+      expect((error as Error).message).toBe(`${expected}, got ${got}.`);
     }
   });
 });

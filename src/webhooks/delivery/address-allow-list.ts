@@ -60,3 +60,15 @@ const ALLOW_LIST = worded(
   listOf(RANGE),
   "an array of addresses and CIDR ranges, such as ['127.0.0.1', '10.0.0.0/8'], even for one entry",
 );
+
+/**
+ * The rule of an `allow` option (the SSRF guard's, the transport's, the endpoint URL policy's):
+ * each entry checked as {@link addressAllowList} checks it, the list kept as written. @internal
+ */
+export const ALLOW_OPTION: Rule<readonly string[]> = worded(
+  listOf<string>({
+    ...RANGE,
+    read: (entry, name) => (RANGE.read(entry, name) === INVALID ? INVALID : (entry as string)),
+  }),
+  ALLOW_LIST.expected,
+);

@@ -1,18 +1,9 @@
 /** Delivery of a signed message to one subscription (see docs/delivery.md). @module */
-import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { aClock, type Clock, systemClock } from '../../clock.js';
-import { ConfigurationError } from '../../errors/index.js';
-import { isArray } from '../../internal/describe.js';
-import {
-  aFunction,
-  INVALID,
-  type Rule,
-  readOptions,
-  requiredValue,
-  wholeNumber,
-} from '../../internal/options.js';
+import { aFunction, readOptions, requiredValue, wholeNumber } from '../../internal/options.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
 import type { DeliveryAttempt } from './attempt.js';
+import { EXTRA_HEADERS } from './extra-headers.js';
 import type { DeliveryHooks } from './hooks.js';
 import type { WebhookTransport } from './http-transport.js';
 import { httpTransport } from './http-transport.js';
@@ -87,31 +78,6 @@ function withTransport<S extends { readonly transport: WebhookTransport | undefi
   return { ...read, transport: read.transport ?? httpTransport() };
 }
 
-// Extra headers node would refuse at every attempt (CR/LF, bad names): refused once, up front.
-const HEADERS: Rule<Readonly<Record<string, string>>> = {
-  expected: 'HTTP header names mapped to string values without control characters (CR, LF, NUL)',
-  read(value, name) {
-    if (typeof value !== 'object' || value === null || isArray(value)) return INVALID;
-    const headers: Record<string, string> = Object.create(null);
-    try {
-      for (const [header, text] of Object.entries(value)) {
-        validateHeaderName(header);
-        if (typeof text !== 'string') throw new TypeError(`the value of ${header} is not a string`);
-        validateHeaderValue(header, text);
-        headers[header] = text;
-      }
-    } catch (error) {
-      const why = error instanceof Error ? error.message : String(error);
-      throw new ConfigurationError(
-        'invalid_option',
-        `${name} must be ${HEADERS.expected}, got an object in which ${why}.`,
-        { cause: error },
-      );
-    }
-    return headers;
-  },
-};
-
 const DELIVERY_RULES = {
   secrets: aFunction<DeliveryOptions['secrets']>(
     'gives the secrets to sign with: (subscriptionId) => string[]',
@@ -124,7 +90,7 @@ const DELIVERY_RULES = {
   random: aFunction<() => number>('draws a number in [0, 1)'),
   onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),
   onGone: aFunction<NonNullable<DeliveryOptions['onGone']>>('takes a subscription id'),
-  headers: HEADERS,
+  headers: EXTRA_HEADERS,
 };
 
 /** A new job for a message and a subscription, with no attempt made. */

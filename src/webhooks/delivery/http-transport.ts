@@ -4,8 +4,10 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { DeliveryTransportError } from '../../errors/delivery-transport-error.js';
 import { ApiConventionsError } from '../../errors/index.js';
+import { INVALID, optionsOf, type Rule, readOptions, withMethods } from '../../internal/options.js';
+import { isInstance } from '../../internal/read-once.js';
 import type { SsrfGuard, SsrfGuardOptions } from './ssrf-guard.js';
-import { literalHostRefusal, ssrfGuard } from './ssrf-guard.js';
+import { literalHostRefusal, SSRF_GUARD_RULES, ssrfGuard } from './ssrf-guard.js';
 
 /** One POST to send. */
 export interface TransportRequest {
@@ -49,20 +51,45 @@ export interface HttpTransportOptions extends SsrfGuardOptions {
   };
 }
 
+const AGENT: Rule<HttpAgent> = {
+  expected: 'an http.Agent such as new https.Agent({ keepAlive: true })',
+  read: (value) => (isInstance(value, HttpAgent) ? value : INVALID),
+};
+
+const TRANSPORT_RULES = {
+  ...SSRF_GUARD_RULES,
+  guard: withMethods<SsrfGuard>(['refusal', 'lookup'], 'an SsrfGuard from ssrfGuard()'),
+  agent: optionsOf(
+    { http: AGENT, https: AGENT },
+    '{ https: new https.Agent({ keepAlive: true }) }',
+  ),
+};
+
 /**
  * The default transport: node:http(s) behind the SSRF guard.
- * @throws ConfigurationError `invalid_address_allow_list` for a bad allow-list entry
+ * @throws ConfigurationError `invalid_address_allow_list` for a bad allow-list entry,
+ * `invalid_option` for options that are no object, a misspelt one (`agent`'s too), a guard or
+ * lookup that is no such thing, or an agent that is no `http.Agent`
  * @example
  * ```ts
  * const transport = httpTransport({ allow: ['127.0.0.1'] }); // a local receiver in tests
  * ```
  */
 export function httpTransport(options: HttpTransportOptions = {}): WebhookTransport {
-  const guard = options.guard ?? ssrfGuard(options);
+  const read = readOptions(options, 'httpTransport', TRANSPORT_RULES, {
+    example: "{ allow: ['127.0.0.1'] }",
+  });
+  const { allow, lookup, agent } = read;
+  const guard =
+    read.guard ??
+    ssrfGuard({
+      ...(allow === undefined ? {} : { allow }),
+      ...(lookup === undefined ? {} : { lookup }),
+    });
   // A socket opened under another guard (a wider allow-list) would carry requests unchecked.
   const agents = {
-    http: options.agent?.http ?? new HttpAgent({ keepAlive: true, timeout: 5_000 }),
-    https: options.agent?.https ?? new HttpsAgent({ keepAlive: true, timeout: 5_000 }),
+    http: agent?.http ?? new HttpAgent({ keepAlive: true, timeout: 5_000 }),
+    https: agent?.https ?? new HttpsAgent({ keepAlive: true, timeout: 5_000 }),
   };
   return (request) =>
     new Promise<TransportResponse>((resolve, reject) => {

@@ -3,7 +3,8 @@ import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns';
 import ipaddr from 'ipaddr.js';
 import { ForbiddenAddressError } from '../../errors/forbidden-address-error.js';
-import { addressAllowList } from './address-allow-list.js';
+import { aFunction, readOptions } from '../../internal/options.js';
+import { ALLOW_OPTION, addressAllowList } from './address-allow-list.js';
 import { forbiddenAddressRange } from './forbidden-address.js';
 
 /** A DNS lookup as `node:dns` `lookup` with `{ all: true }` calls it. */
@@ -40,9 +41,16 @@ export interface SsrfGuard {
   readonly lookup: ConnectLookup;
 }
 
+/** The rules of {@link SsrfGuardOptions}. @internal */
+export const SSRF_GUARD_RULES = {
+  allow: ALLOW_OPTION,
+  lookup: aFunction<DnsLookup>('resolves as dns.lookup does with { all: true }'),
+};
+
 /**
  * Make the guard.
- * @throws ConfigurationError `invalid_address_allow_list` for an entry that is no address or range
+ * @throws ConfigurationError `invalid_address_allow_list` for an entry that is no address or range,
+ * `invalid_option` for options that are no object, a misspelt one or a lookup that is no function
  * @example
  * ```ts
  * const guard = ssrfGuard({ allow: ['127.0.0.1'] });
@@ -50,8 +58,12 @@ export interface SsrfGuard {
  * ```
  */
 export function ssrfGuard(options: SsrfGuardOptions = {}): SsrfGuard {
-  const allowed = addressAllowList(options.allow);
-  const resolve: DnsLookup = options.lookup ?? dnsLookup;
+  const read = readOptions(options, 'ssrfGuard', SSRF_GUARD_RULES, {
+    defaults: { allow: [], lookup: dnsLookup as DnsLookup },
+    example: "{ allow: ['127.0.0.1'] }",
+  });
+  const allowed = addressAllowList(read.allow);
+  const resolve = read.lookup;
   const refusal = (address: string): string | undefined =>
     allowed.allows(address) ? undefined : forbiddenAddressRange(address);
   const lookup: ConnectLookup = (hostname, lookupOptions, callback) => {

@@ -1,6 +1,15 @@
 /** An optional catalog of the topics and events a service publishes. @module */
-import { ConfigurationError } from '../../errors/index.js';
+import { isArray } from '../../internal/describe.js';
 import { nearestName } from '../../internal/nearest-name.js';
+import {
+  checkValue,
+  INVALID,
+  invalidValue,
+  listOf,
+  type Rule,
+  withFields,
+  worded,
+} from '../../internal/options.js';
 import type { EventPattern } from './event-kind.js';
 import { parseEventPattern } from './event-kind.js';
 
@@ -39,65 +48,96 @@ export interface EventCatalog {
   check(pattern: EventPattern): EventCatalogError | undefined;
 }
 
+const CODE = 'invalid_event_catalog';
+
+// Every name a topic or event may have: the event-kind grammar, its parts checked one by one.
+const TOPIC: Rule<string> = {
+  expected: 'a topic name of 1 to 64 lower-case letters, digits and inner hyphens, such as folio',
+  code: CODE,
+  read(value) {
+    if (typeof value !== 'string') return INVALID;
+    const parsed = parseEventPattern(`${value}/*`);
+    return parsed.ok && parsed.value.topic === value ? value : INVALID;
+  },
+};
+
+const EVENT: Rule<string> = {
+  expected:
+    "an event name of 1 to 64 lower-case letters, digits and inner hyphens, such as created (write '*' in place of the list for any event)",
+  code: CODE,
+  read(value) {
+    if (typeof value !== 'string') return INVALID;
+    const parsed = parseEventPattern(`topic/${value}`);
+    return parsed.ok && parsed.value.type === 'kind' && parsed.value.event === value
+      ? value
+      : INVALID;
+  },
+};
+
+// Never read: the refusal of an event listed a second time.
+const LISTED_ONCE: Rule<string> = {
+  expected: 'an event not listed before it',
+  code: CODE,
+  read: () => INVALID,
+};
+
+const EVENT_LIST = worded(
+  listOf(EVENT, 1),
+  "a non-empty array of event names such as ['created'], or '*' for any event of the topic",
+  CODE,
+);
+
+const TOPIC_EVENTS: Rule<readonly string[] | '*'> = {
+  expected: EVENT_LIST.expected,
+  code: CODE,
+  read(value, name) {
+    if (value === '*') return '*';
+    const list = EVENT_LIST.read(value, name);
+    if (list === INVALID) return INVALID;
+    list.forEach((event, index) => {
+      if (list.indexOf(event) !== index)
+        throw invalidValue(LISTED_ONCE, event, `${name}[${index}]`);
+    });
+    return Object.freeze(list);
+  },
+};
+
+// A catalog that knows no topic would refuse every subscription, suggesting nothing.
+const DEFINITION: Rule<Readonly<Record<string, unknown>>> = {
+  expected:
+    "an object mapping at least one topic to its events, such as { folio: ['created'], reservation: '*' } (leave the catalog out to accept any well-formed kind)",
+  code: CODE,
+  read(value, name) {
+    if (typeof value !== 'object' || value === null || isArray(value)) return INVALID;
+    let topics: string[];
+    try {
+      topics = Object.keys(value);
+    } catch {
+      return INVALID; // a Proxy that will not tell its keys
+    }
+    if (topics.length === 0) return INVALID;
+    // Each topic's events read once; a getter that throws is refused as no plain data.
+    return withFields(topics, DEFINITION.expected, CODE).read(value, name);
+  },
+};
+
 /**
  * Make a catalog of known topics and events. Topic and event names follow the event-kind grammar.
- * @throws ConfigurationError `invalid_event_catalog` when the definition is no object, there is
- * no topic, a name is not a string or not well formed, a topic has no events, or an event is
- * listed twice
+ * @throws ConfigurationError `invalid_event_catalog` when the definition is no object or cannot be
+ * read (a getter that throws), there is no topic, a name is not a string or not well formed, a
+ * topic has no events, or an event is listed twice; the message names the value at fault
+ * (`definition.folio[1]`)
  * @example
  * ```ts
  * const catalog = defineEventCatalog({ folio: ['created', 'charges-changed'], reservation: '*' });
  * ```
  */
 export function defineEventCatalog(definition: EventCatalogDefinition): EventCatalog {
-  if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) {
-    throw new ConfigurationError(
-      'invalid_event_catalog',
-      `An event catalog is defined by an object mapping each topic to its events, such as { folio: ['created'], reservation: '*' }; got ${definition === null || definition === undefined ? String(definition) : Array.isArray(definition) ? 'an array' : `a ${typeof definition}`}.`,
-    );
-  }
+  const fields = checkValue(DEFINITION, definition, 'defineEventCatalog definition');
   const events = new Map<string, readonly string[] | '*'>();
-  for (const [topic, list] of Object.entries(definition)) {
-    if (list === '*') {
-      checkName(`${topic}/*`, 'topic');
-      events.set(topic, '*');
-      continue;
-    }
-    if (!Array.isArray(list) || list.length === 0) {
-      throw new ConfigurationError(
-        'invalid_event_catalog',
-        `Topic "${topic}" needs a non-empty list of events, or '*' when its events are not enumerated.`,
-      );
-    }
-    for (const [at, event] of list.entries()) {
-      // Event kinds are strings: a number listed here could never be subscribed to.
-      if (typeof event !== 'string') {
-        const what =
-          event === null || event === undefined
-            ? String(event)
-            : `${typeof event === 'object' ? 'an' : 'a'} ${typeof event}`;
-        const example = typeof event === 'number' ? String(event) : 'created';
-        throw new ConfigurationError(
-          'invalid_event_catalog',
-          `Topic "${topic}" lists ${what} at position ${at}; list event names as strings, such as '${example}'.`,
-        );
-      }
-      checkName(`${topic}/${event}`, 'kind');
-    }
-    if (new Set(list).size !== list.length) {
-      throw new ConfigurationError(
-        'invalid_event_catalog',
-        `Topic "${topic}" lists an event twice.`,
-      );
-    }
-    events.set(topic, Object.freeze([...list]));
-  }
-  if (events.size === 0) {
-    // A catalog that knows no topic would refuse every subscription, suggesting nothing.
-    throw new ConfigurationError(
-      'invalid_event_catalog',
-      "An event catalog needs at least one topic, such as { folio: ['created'] }; leave the catalog out to accept any well-formed kind.",
-    );
+  for (const [topic, list] of Object.entries(fields)) {
+    checkValue(TOPIC, topic, 'definition topic');
+    events.set(topic, checkValue(TOPIC_EVENTS, list, `definition.${topic}`));
   }
   const topics = Object.freeze([...events.keys()]);
   return Object.freeze({
@@ -141,22 +181,6 @@ function nearestKind(
   const known = events.get(topic);
   if (known === undefined || known === '*') return `${topic}/*`;
   return `${topic}/${nearestName(event, known) ?? '*'}`;
-}
-
-function checkName(pattern: string, type: EventPattern['type']): void {
-  const parsed = parseEventPattern(pattern);
-  if (!parsed.ok) {
-    throw new ConfigurationError(
-      'invalid_event_catalog',
-      `The catalog entry "${pattern}" is not well formed: ${parsed.error.message}`,
-    );
-  }
-  if (parsed.value.type !== type) {
-    throw new ConfigurationError(
-      'invalid_event_catalog',
-      `The catalog entry "${pattern}" must name an event; write '*' in place of the list instead.`,
-    );
-  }
 }
 
 /**

@@ -1,9 +1,18 @@
 /** The payload envelope, serialised once so that every attempt sends the same bytes. @module */
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../../clock.js';
-import { systemClock } from '../../clock.js';
-import { ConfigurationError } from '../../errors/index.js';
-import { isWebhookId, WEBHOOK_ID_RULE } from '../signing/signature.js';
+import { aClock, type Clock, systemClock } from '../../clock.js';
+import { InvalidRequestError } from '../../errors/index.js';
+import { describe, isArray } from '../../internal/describe.js';
+import { LONE_SURROGATE } from '../../internal/lone-surrogate.js';
+import {
+  aFunction,
+  checkValue,
+  INVALID,
+  type Rule,
+  type Rules,
+  readOptions,
+} from '../../internal/options.js';
+import { WEBHOOK_ID } from '../signing/signature.js';
 import { parseEventKind } from './event-kind.js';
 
 /** An event that occurred, to be sent to the subscriptions that match it. */
@@ -71,12 +80,43 @@ export function defaultEnvelope(event: WebhookEvent, id: string, at: number): We
   };
 }
 
+/** A clock reading that a `Date` (and so an ISO 8601 time) can hold. @internal */
+export const DATE_TIME: Rule<number> = {
+  expected: 'a time in ms that a Date can hold (a finite number within ±8.64e15)',
+  read: (value) =>
+    typeof value === 'number' && !Number.isNaN(new Date(value).getTime()) ? value : INVALID,
+};
+
+const MESSAGE_RULES = {
+  clock: aClock,
+  generateId: aFunction<() => string>('returns a message id'),
+  envelope: aFunction<NonNullable<WebhookMessageOptions['envelope']>>(
+    'maps (event, id, at) to a JSON value',
+  ),
+};
+
+// What an envelope of one's own returns: serialised here, or refused.
+const JSON_VALUE: Rule<string> = {
+  expected: 'a JSON value (no cycle, no BigInt, no getter that throws)',
+  read(value) {
+    try {
+      return JSON.stringify(value) ?? INVALID;
+    } catch {
+      return INVALID;
+    }
+  },
+};
+
 /**
  * Make the message for an event: a new id and the serialised envelope, for every matching
- * subscription.
- * @throws ConfigurationError `invalid_option` for an event that is no object, a malformed kind,
- * an option of the wrong type, an id `signWebhook` would refuse, a clock whose time no Date can
- * hold, or an envelope JSON cannot hold
+ * subscription. The event is data, the options configuration: each is refused as such.
+ * @throws InvalidRequestError `invalid_event`, with the `pointer` of the field at fault, for an
+ * event that is no object, has no account code, a malformed kind or property id (or a lone
+ * surrogate in one), or data JSON cannot hold (with the default envelope)
+ * @throws ConfigurationError `invalid_option` for an option of the wrong type or a misspelt one, an
+ * id `signWebhook` would refuse, a clock whose time no Date can hold, or an envelope of one's own
+ * that returns what JSON cannot hold; what `generateId`, `clock.now()` or `envelope` throw is
+ * passed on as it is
  * @example
  * ```ts
  * const message = createWebhookMessage({ accountCode: 'ACME', kind: 'folio/created', data: { folioId: 'F1' } });
@@ -86,75 +126,117 @@ export function createWebhookMessage(
   event: WebhookEvent,
   options: WebhookMessageOptions = {},
 ): WebhookMessage {
-  if (typeof event !== 'object' || event === null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createWebhookMessage needs an event { accountCode, kind, propertyId?, data? }; got ${kindOf(event)}.`,
-    );
+  const { clock, generateId, envelope } = readOptions(
+    options,
+    'createWebhookMessage',
+    MESSAGE_RULES,
+    {
+      defaults: { clock: systemClock, generateId: defaultId, envelope: defaultEnvelope },
+      example: '{ clock, generateId, envelope }',
+    },
+  );
+  const read = readWebhookEvent(event);
+  const id = checkValue(WEBHOOK_ID, generateId(), 'generateId()');
+  const at = checkValue(DATE_TIME, clock.now(), 'clock.now()');
+  if (envelope !== defaultEnvelope) {
+    return { id, body: checkValue(JSON_VALUE, envelope(read, id, at), 'envelope(event, id, at)') };
   }
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'The options of createWebhookMessage must be an object { clock?, generateId?, envelope? }, or left out.',
-    );
-  }
-  const { clock = systemClock, generateId = defaultId, envelope = defaultEnvelope } = options;
-  for (const [name, value] of [
-    ['generateId', generateId],
-    ['envelope', envelope],
-    ['clock.now', typeof clock === 'object' && clock !== null ? clock.now : undefined],
-  ] as const) {
-    if (typeof value !== 'function') {
-      throw new ConfigurationError(
-        'invalid_option',
-        `${name} must be a function; leave it out for the default.`,
-      );
-    }
-  }
-  const kind = parseEventKind(event.kind);
-  if (!kind.ok) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `The event kind is invalid: ${kind.error.message}`,
-    );
-  }
-  const id: unknown = generateId();
-  if (!isWebhookId(id)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `generateId must return a message id signWebhook accepts, ${WEBHOOK_ID_RULE}; got ${typeof id === 'string' ? JSON.stringify(id.slice(0, 64)) : kindOf(id)}.`,
-    );
-  }
-  const at: unknown = clock.now();
-  // The envelope states the time as ISO 8601, which only a time a Date can hold has.
-  if (typeof at !== 'number' || Number.isNaN(new Date(at).getTime())) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `clock.now() must return a time in ms that a Date can hold (a finite number within ±8.64e15), got ${typeof at === 'number' ? String(at) : kindOf(at)}.`,
-    );
-  }
-  let body: string | undefined;
+  // The default envelope holds checked strings and the data: what JSON refuses is the data.
   try {
-    body = JSON.stringify(envelope(event, id, at));
-  } catch (error) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `The envelope cannot be serialised as JSON: ${error instanceof Error ? error.message : String(error)}.`,
-      { cause: error },
-    );
+    return { id, body: JSON.stringify(defaultEnvelope(read, id, at)) };
+  } catch (cause) {
+    throw invalidEvent(EVENT_RULES.data, read.data, 'data', cause);
   }
-  if (body === undefined) {
-    throw new ConfigurationError('invalid_option', 'The envelope must be a JSON value.');
-  }
-  return { id, body };
 }
 
 function defaultId(): string {
   return `msg_${randomUUID()}`;
 }
 
-function kindOf(value: unknown): string {
-  if (value === null || value === undefined) return String(value);
-  const type = typeof value;
-  return `${type === 'object' ? 'an' : 'a'} ${type}`;
+const hasLoneSurrogate = (text: string): boolean => LONE_SURROGATE.test(text);
+
+// The rules of an event's fields; `data` is checked by serialising it.
+const EVENT_RULES = {
+  accountCode: {
+    expected: 'the non-empty code of the account the event belongs to (well-formed Unicode)',
+    read: (value: unknown) =>
+      typeof value === 'string' && value !== '' && !hasLoneSurrogate(value) ? value : INVALID,
+  },
+  kind: {
+    expected:
+      'an event kind <topic>/<event> of lower-case letters, digits and inner hyphens, such as folio/created (no wildcard; well-formed Unicode)',
+    read: (value: unknown) =>
+      parseEventKind(value).ok && !hasLoneSurrogate(value as string) ? (value as string) : INVALID,
+  },
+  propertyId: {
+    expected: 'a non-empty string (well-formed Unicode), or left out for an account-level event',
+    read: (value: unknown) =>
+      typeof value === 'string' && value !== '' && !hasLoneSurrogate(value) ? value : INVALID,
+  },
+  data: {
+    expected: 'a JSON value (no cycle, no BigInt, no getter that throws), or left out',
+    read: (value: unknown) => value,
+  },
+} satisfies Rules;
+
+const EVENT_EXPECTED = 'an object { accountCode, kind, propertyId?, data? } of plain data';
+
+/**
+ * An event read once, each field checked: the event is data given per call, so a bad one is an
+ * `InvalidRequestError` (`invalid_event`) with the JSON pointer of the field at fault.
+ * @internal
+ */
+export function readWebhookEvent(event: unknown): {
+  readonly accountCode: string;
+  readonly kind: string;
+  readonly propertyId?: string;
+  readonly data: unknown;
+} {
+  if (typeof event !== 'object' || event === null || isArray(event)) throw refusedEvent(event);
+  let fields: Record<keyof typeof EVENT_RULES, unknown>;
+  try {
+    const { accountCode, kind, propertyId, data } = event as Record<string, unknown>;
+    fields = { accountCode, kind, propertyId, data };
+  } catch (cause) {
+    throw refusedEvent(event, cause);
+  }
+  const accountCode = eventField('accountCode', fields.accountCode);
+  const kind = eventField('kind', fields.kind);
+  const { propertyId, data } = fields;
+  return {
+    accountCode,
+    kind,
+    ...(propertyId === undefined ? {} : { propertyId: eventField('propertyId', propertyId) }),
+    data,
+  };
+}
+
+function refusedEvent(event: unknown, cause?: unknown): InvalidRequestError {
+  return new InvalidRequestError(
+    'invalid_event',
+    `event must be ${EVENT_EXPECTED}, got ${describe(event)}.`,
+    { pointer: '', ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
+function eventField<K extends 'accountCode' | 'kind' | 'propertyId'>(
+  key: K,
+  value: unknown,
+): string {
+  const read = EVENT_RULES[key].read(value);
+  if (read === INVALID) throw invalidEvent(EVENT_RULES[key], value, key);
+  return read;
+}
+
+function invalidEvent(
+  rule: Rule<unknown>,
+  value: unknown,
+  key: string,
+  cause?: unknown,
+): InvalidRequestError {
+  return new InvalidRequestError(
+    'invalid_event',
+    `event.${key} must be ${rule.expected}, got ${describe(value)}.`,
+    { pointer: `/${key}`, ...(cause === undefined ? {} : { cause }) },
+  );
 }

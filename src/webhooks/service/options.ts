@@ -1,13 +1,12 @@
 /** The options of the webhook service, read once by the one options reader. @module */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../../clock.js';
-import { ConfigurationError } from '../../errors/index.js';
 import { GATE_RULES } from '../../http/gate-options.js';
 import type { CheckingLimiter, Identity, RateLimitOptions } from '../../http/rate-limit-gate.js';
 import {
   aFunction,
-  anything,
   INVALID,
+  invalidValue,
   optionsOf,
   type Rule,
   readOptions,
@@ -15,13 +14,16 @@ import {
   wholeNumber,
   withMethods,
 } from '../../internal/options.js';
+import { isInstance } from '../../internal/read-once.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
 import type { CursorSecret } from '../../pagination/cursor-codec.js';
+import { EXTRA_HEADERS } from '../delivery/extra-headers.js';
 import type { DeliveryOptions } from '../delivery/options.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { SCHEDULE_OPTION } from '../delivery/retry-schedule.js';
 import type { Deliverer } from '../delivery/step.js';
 import type { EventCatalog } from '../events/event-catalog.js';
+import { secretRule, secretSize } from '../signing/secret-rule.js';
 import type { SubscriptionRepository } from '../store/repository.js';
 import type { EndpointUrlOptions } from '../subscriptions/endpoint-url.js';
 import type { DisabledReason, StoredSubscription } from '../subscriptions/subscription.js';
@@ -82,7 +84,8 @@ export interface WebhookServiceOptions {
   /** Where the routes are mounted: `''` serves `/v1/subscriptions`. @defaultValue `''` */
   basePath?: string;
   /**
-   * Signs the audit log's cursors, at least 32 bytes; give the same key to every instance.
+   * Signs the audit log's cursors, at least 32 bytes (a refusal tells its size, never the key);
+   * give the same key to every instance.
    * @defaultValue a random key: cursors hold on this instance until it restarts
    */
   cursorKey?: CursorSecret;
@@ -177,12 +180,39 @@ const DELIVERY = optionsOf(
     transport: aFunction<NonNullable<DeliveryOptions['transport']>>('sends a request'),
     schedule: SCHEDULE_OPTION,
     timeoutMs: wholeNumber(1, MAX_TIMER_MS),
-    headers: anything('extra request headers') as Rule<NonNullable<DeliveryOptions['headers']>>,
+    headers: EXTRA_HEADERS,
     onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),
     random: aFunction<() => number>('draws a number in [0, 1)'),
   },
   '{ transport, timeoutMs: 15000 }',
 );
+
+const CURSOR_KEY_BYTES = 32;
+
+// The bytes of a key, or -1 for what is no key.
+const keyBytes = (value: unknown): number =>
+  typeof value === 'string'
+    ? Buffer.byteLength(value)
+    : isInstance(value, Uint8Array)
+      ? value.length
+      : -1;
+
+// A key: a refusal tells its size, never the key.
+const CURSOR_KEY = secretRule<CursorSecret>(
+  {
+    expected: `a string or Uint8Array of at least ${CURSOR_KEY_BYTES} bytes (leave it out for a random one)`,
+    read: (value) => (keyBytes(value) >= CURSOR_KEY_BYTES ? (value as CursorSecret) : INVALID),
+  },
+  (value) =>
+    typeof value === 'string' ? `a string of ${keyBytes(value)} bytes` : secretSize(value),
+);
+
+// Never read: the refusal of limits given without a limiter to apply them.
+const LIMITS_ALONE: Rule<never> = {
+  expected:
+    'given only with a limiter (pass limiter: createLimiter({ ... }) as well, or leave limits out)',
+  read: () => INVALID,
+};
 
 const SERVICE_RULES = {
   repository: withMethods<SubscriptionRepository>(
@@ -216,7 +246,7 @@ const SERVICE_RULES = {
   maxBodyBytes: wholeNumber(1, 2 ** 30),
   secretGracePeriodMs: wholeNumber(0),
   basePath: BASE_PATH,
-  cursorKey: anything('a key of at least 32 bytes') as Rule<CursorSecret>,
+  cursorKey: CURSOR_KEY,
   onError: aFunction<(error: unknown) => void>('takes an error'),
   onWarning: aFunction<(message: string) => void>('takes a message'),
   pollIntervalMs: wholeNumber(0, MAX_TIMER_MS),
@@ -286,11 +316,8 @@ export function readServiceOptions(options: WebhookServiceOptions) {
   });
   const repository = requiredValue(SERVICE_RULES.repository, read.repository, 'repository');
   const identify = requiredValue(SERVICE_RULES.identify, read.identify, 'identify');
-  if (read.cursorKey !== undefined && !isKey(read.cursorKey)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'cursorKey must be a string or Uint8Array of at least 32 bytes; leave it out for a random one.',
-    );
+  if (read.limits !== undefined && read.limiter === undefined) {
+    throw invalidValue(LIMITS_ALONE, read.limits, 'limits');
   }
   return {
     ...read,
@@ -299,9 +326,6 @@ export function readServiceOptions(options: WebhookServiceOptions) {
     cursorKey: read.cursorKey ?? randomBytes(32),
   };
 }
-
-const isKey = (value: unknown): value is CursorSecret =>
-  typeof value === 'string' || value instanceof Uint8Array;
 
 function reportOnConsole(error: unknown): void {
   console.error('api-conventions webhook service:', error);

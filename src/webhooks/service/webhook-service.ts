@@ -5,15 +5,10 @@
  * @module
  */
 
-import {
-  ConfigurationError,
-  InvalidRequestError,
-  isConfigurationError,
-} from '../../errors/index.js';
+import type { ConfigurationError } from '../../errors/index.js';
 import type { ResponseParts } from '../../http/problem-details.js';
 import { createRateLimitGate, type RateLimitGate } from '../../http/rate-limit-gate.js';
-import { describe } from '../../internal/describe.js';
-import { LONE_SURROGATE } from '../../internal/lone-surrogate.js';
+import { invalidValue, oneOf, worded } from '../../internal/options.js';
 import { createCursorCodec } from '../../pagination/cursor-codec.js';
 import { cursorValidator } from '../../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../../pagination/page-number-validator.js';
@@ -21,8 +16,7 @@ import { pageSizePresets } from '../../pagination/page-size-presets.js';
 import { hookedDeliverer } from '../delivery/create-deliverer.js';
 import { MemoryDeliveryQueue } from '../delivery/memory-queue.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
-import { parseEventKind } from '../events/event-kind.js';
-import { createWebhookMessage, type WebhookMessage } from '../events/payload.js';
+import { createWebhookMessage, readWebhookEvent } from '../events/payload.js';
 import { AttemptRetention } from '../store/attempt-retention.js';
 import { Outbox } from '../store/outbox.js';
 import { SubscriptionMirror } from '../store/subscription-mirror.js';
@@ -225,12 +219,6 @@ class Service implements WebhookService {
       replayPaceMs: settings.replayPaceMs,
     };
     const { limiter, identify } = settings;
-    if (settings.limits !== undefined && limiter === undefined) {
-      throw new ConfigurationError(
-        'invalid_option',
-        'createWebhookService: limits applies only with a limiter; pass limiter: createLimiter({ ... }) as well, or leave limits out.',
-      );
-    }
     this.#gate =
       limiter === undefined
         ? undefined
@@ -320,22 +308,14 @@ class Service implements WebhookService {
   }
 
   async publish(event: PublishEvent): Promise<PublishResult> {
-    const { accountCode, kind, propertyId, data } = readEvent(event);
+    const { accountCode, kind, propertyId, data } = readWebhookEvent(event);
     await this.start();
     const createdAt = this.#settings.clock.now();
-    let message: WebhookMessage;
-    try {
-      message = createWebhookMessage(
-        { accountCode, kind, ...(propertyId === undefined ? {} : { propertyId }), data },
-        { clock: { now: () => createdAt } },
-      );
-    } catch (error) {
-      // The fields are checked and the envelope is the default one: what is left is the data
-      // (a cycle, a BigInt, a getter that throws).
-      throw isConfigurationError(error) && error.cause !== undefined
-        ? invalidEvent('/data', `The event's data must be a JSON value: ${error.message}`, error)
-        : error;
-    }
+    // Checked already but for the data, which createWebhookMessage refuses as the event's.
+    const message = createWebhookMessage(
+      { accountCode, kind, ...(propertyId === undefined ? {} : { propertyId }), data },
+      { clock: { now: () => createdAt } },
+    );
     const matches = this.#index.match({ accountCode, kind, propertyId });
     await this.#outbox.publish(
       {
@@ -443,62 +423,12 @@ function unavailable(detail: string): ResponseParts {
   });
 }
 
+// Read as "closed": a closed service stays closed.
+const OPEN = worded(
+  oneOf('open'),
+  'open (a closed service stays closed: make a new one with createWebhookService())',
+);
+
 function closedError(): ConfigurationError {
-  return new ConfigurationError(
-    'invalid_option',
-    'The webhook service is closed; make a new one with createWebhookService().',
-  );
-}
-
-/** An event read once, each field checked: bad data is the caller's input, refused with its pointer. */
-function readEvent(event: PublishEvent): PublishEvent {
-  let read: PublishEvent;
-  try {
-    if (typeof event !== 'object' || event === null) throw new TypeError('not an object');
-    const { accountCode, kind, propertyId, data } = event;
-    read = { accountCode, kind, propertyId, data };
-  } catch (cause) {
-    throw invalidEvent(
-      '',
-      `publish() needs an event { accountCode, kind, propertyId?, data? } of plain data, got ${describe(event)}.`,
-      cause,
-    );
-  }
-  if (
-    typeof read.accountCode !== 'string' ||
-    read.accountCode === '' ||
-    hasLoneSurrogate(read.accountCode)
-  ) {
-    throw invalidEvent(
-      '/accountCode',
-      `The event's accountCode must be the non-empty code of the account the event belongs to (well-formed Unicode), got ${describe(read.accountCode)}.`,
-    );
-  }
-  const kind = parseEventKind(read.kind);
-  if (!kind.ok || hasLoneSurrogate(read.kind as string)) {
-    throw invalidEvent(
-      '/kind',
-      `The event's kind must be <topic>/<event> (for example folio/created): ${kind.ok ? 'it holds a lone UTF-16 surrogate' : kind.error.message}`,
-    );
-  }
-  const { propertyId } = read;
-  if (
-    propertyId !== undefined &&
-    (typeof propertyId !== 'string' || propertyId === '' || hasLoneSurrogate(propertyId))
-  ) {
-    throw invalidEvent(
-      '/propertyId',
-      `The event's propertyId must be a non-empty string (well-formed Unicode), or left out for an account-level event; got ${describe(propertyId)}.`,
-    );
-  }
-  return read;
-}
-
-const hasLoneSurrogate = (text: string): boolean => LONE_SURROGATE.test(text);
-
-function invalidEvent(pointer: string, message: string, cause?: unknown): InvalidRequestError {
-  return new InvalidRequestError('invalid_event', message, {
-    pointer,
-    ...(cause === undefined ? {} : { cause }),
-  });
+  return invalidValue(OPEN, 'closed', 'the webhook service');
 }

@@ -3,17 +3,18 @@
  * decrypting, so that keys can be rotated (see docs/postgres.md). @module
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { ConfigurationError } from '../../errors/configuration-error.js';
 import { SecretCipherError } from '../../errors/secret-cipher-error.js';
-import { describe } from '../../internal/describe.js';
 import {
   INVALID,
+  invalidValue,
   listOf,
   optionsOf,
   type Rule,
   readOptions,
   requiredValue,
 } from '../../internal/options.js';
+import { isInstance } from '../../internal/read-once.js';
+import { secretRule, secretSize } from './secret-rule.js';
 
 /**
  * Turns a signing secret into the text a repository stores, and back. `context` (the account and
@@ -63,30 +64,34 @@ const keyIdRule: Rule<string> = {
 };
 
 // A refused key is described by its length only: the message must never show key material.
-const keyRule: Rule<Buffer> = {
-  expected: `${KEY_BYTES} bytes: a Buffer, or a base64 string of ${KEY_BYTES} random bytes (openssl rand -base64 32)`,
-  read(value, name) {
-    let bytes: Buffer | undefined;
-    let given: string;
-    if (value instanceof Uint8Array) {
-      bytes = Buffer.from(value);
-      given = `${value.length} bytes`;
-    } else if (typeof value === 'string') {
-      const text = value.trim();
-      bytes = BASE64.test(text) ? Buffer.from(text, 'base64') : undefined;
-      given =
-        bytes === undefined
-          ? `a string of ${value.length} characters that is not base64`
-          : `base64 of ${bytes.length} bytes`;
-    } else {
-      given = describe(typeof value === 'object' ? value : typeof value);
-    }
-    if (bytes?.length === KEY_BYTES) return bytes;
-    throw new ConfigurationError(
-      'invalid_option',
-      `${name} must be ${KEY_BYTES} bytes: a Buffer, or a base64 string of ${KEY_BYTES} random bytes (openssl rand -base64 32), got ${given}.`,
-    );
+const keyRule: Rule<Buffer> = secretRule(
+  {
+    expected: `${KEY_BYTES} bytes: a Buffer, or a base64 string of ${KEY_BYTES} random bytes (openssl rand -base64 32)`,
+    read(value) {
+      const bytes = keyBytes(value);
+      return bytes?.length === KEY_BYTES ? bytes : INVALID;
+    },
   },
+  (value) => {
+    if (typeof value !== 'string') return secretSize(value);
+    const bytes = keyBytes(value);
+    return bytes === undefined
+      ? `a string of ${value.length} characters that is not base64`
+      : `base64 of ${bytes.length} bytes`;
+  },
+);
+
+function keyBytes(value: unknown): Buffer | undefined {
+  if (isInstance(value, Uint8Array)) return Buffer.from(value);
+  if (typeof value !== 'string') return undefined;
+  const text = value.trim();
+  return BASE64.test(text) ? Buffer.from(text, 'base64') : undefined;
+}
+
+// Two keys of one id: a stored secret would name a key that is not the one that encrypted it.
+const uniqueKeyId: Rule<string> = {
+  expected: 'an id no earlier key has (give each key an id of its own)',
+  read: () => INVALID,
 };
 
 /**
@@ -109,10 +114,7 @@ export const SECRET_KEYS: Rule<readonly { readonly id: string; readonly key: Buf
       }));
       read.forEach(({ id }, index) => {
         if (read.findIndex((other) => other.id === id) !== index) {
-          throw new ConfigurationError(
-            'invalid_option',
-            `${name}[${index}].id ${describe(id)} is used by an earlier key; give each key an id of its own.`,
-          );
+          throw invalidValue(uniqueKeyId, id, `${name}[${index}].id`);
         }
       });
       return read;
@@ -150,7 +152,7 @@ export function cipherOf(
 ): SecretCipher {
   const byId = new Map(keys.map(({ id, key }) => [id, key]));
   const [newest] = keys;
-  if (newest === undefined) throw new ConfigurationError('invalid_option', 'keys is empty.');
+  if (newest === undefined) throw invalidValue(SECRET_KEYS, keys, 'keys');
   const { id: keyId, key } = newest;
   return Object.freeze({
     keyId,

@@ -1,6 +1,17 @@
 /** Signing per the Standard Webhooks specification, one signature per secret. @module */
 import { createHmac, randomBytes } from 'node:crypto';
-import { ConfigurationError } from '../../errors/index.js';
+import {
+  aFunction,
+  checkValue,
+  INVALID,
+  listOf,
+  type Rule,
+  wholeNumber,
+  withFields,
+  worded,
+} from '../../internal/options.js';
+import { isInstance } from '../../internal/read-once.js';
+import { secretRule, secretSize } from './secret-rule.js';
 
 /** The prefix of a webhook secret. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
@@ -42,6 +53,17 @@ const MAX_BASE64_LENGTH = Math.ceil(WEBHOOK_SECRET_BYTES.max / 3) * 4;
 const MAX_ID_LENGTH = 256;
 const GENERATED_SECRET_BYTES = 32;
 
+const RANDOM_SOURCE = aFunction<(size: number) => Uint8Array>(
+  'returns that many random bytes, (size) => Uint8Array, such as crypto.randomBytes',
+);
+
+// The bytes become the secret: a refusal shows their number only.
+const RANDOM_KEY = secretRule<Uint8Array>({
+  expected: `a Uint8Array of the ${GENERATED_SECRET_BYTES} bytes asked for`,
+  read: (value) =>
+    isInstance(value, Uint8Array) && value.length === GENERATED_SECRET_BYTES ? value : INVALID,
+});
+
 /**
  * A new random secret, `whsec_` and 32 random bytes in base64.
  * @param bytes - called with 32, returns exactly 32 random bytes. @defaultValue `crypto.randomBytes`
@@ -53,52 +75,73 @@ const GENERATED_SECRET_BYTES = 32;
  * ```
  */
 export function generateWebhookSecret(bytes: (size: number) => Uint8Array = randomBytes): string {
-  if (typeof bytes !== 'function') {
-    throw new ConfigurationError(
-      'invalid_option',
-      `generateWebhookSecret takes a source of random bytes, (size) => Uint8Array, such as crypto.randomBytes; got ${typeName(bytes)}.`,
-    );
-  }
-  const key: unknown = bytes(GENERATED_SECRET_BYTES);
-  if (!(key instanceof Uint8Array) || key.length !== GENERATED_SECRET_BYTES) {
-    const got = key instanceof Uint8Array ? `${key.length} bytes` : typeName(key);
-    throw new ConfigurationError(
-      'invalid_option',
-      `The random source given to generateWebhookSecret must return a Uint8Array of the ${GENERATED_SECRET_BYTES} bytes asked for; got ${got}.`,
-    );
-  }
+  const source = checkValue(RANDOM_SOURCE, bytes, 'generateWebhookSecret bytes');
+  const key = checkValue(
+    RANDOM_KEY,
+    source(GENERATED_SECRET_BYTES),
+    'generateWebhookSecret bytes(32)',
+  );
   return `${WEBHOOK_SECRET_PREFIX}${Buffer.from(key).toString('base64')}`;
 }
+
+// A refused secret shows its length only, after the prefix when it has one.
+function secretLength(value: unknown): string {
+  if (typeof value !== 'string' || !value.startsWith(WEBHOOK_SECRET_PREFIX)) {
+    return secretSize(value);
+  }
+  return `${WEBHOOK_SECRET_PREFIX} and ${value.length - WEBHOOK_SECRET_PREFIX.length} characters`;
+}
+
+/** One webhook secret read into its key bytes. @internal */
+export const WEBHOOK_SECRET: Rule<Buffer> = secretRule(
+  {
+    expected: `${WEBHOOK_SECRET_PREFIX} and the base64 of ${WEBHOOK_SECRET_BYTES.min} to ${WEBHOOK_SECRET_BYTES.max} random bytes (${MIN_BASE64_LENGTH} to ${MAX_BASE64_LENGTH} characters; generateWebhookSecret() makes one)`,
+    code: 'invalid_webhook_secret',
+    read(value) {
+      if (typeof value !== 'string') return INVALID;
+      const text = value.startsWith(WEBHOOK_SECRET_PREFIX)
+        ? value.slice(WEBHOOK_SECRET_PREFIX.length)
+        : value;
+      if (text.length < MIN_BASE64_LENGTH || text.length > MAX_BASE64_LENGTH) return INVALID;
+      const size = (text.length / 4) * 3 - (text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0);
+      if (
+        !BASE64.test(text) ||
+        size < WEBHOOK_SECRET_BYTES.min ||
+        size > WEBHOOK_SECRET_BYTES.max
+      ) {
+        return INVALID;
+      }
+      return Buffer.from(text, 'base64');
+    },
+  },
+  secretLength,
+);
+
+const SECRET_LIST = worded(
+  listOf(WEBHOOK_SECRET, 1),
+  'a non-empty array of webhook secrets (two while rotating: the new one and the old one)',
+);
+
+/**
+ * The secrets to sign or verify with, each read into its key bytes: one secret, or several while
+ * rotating. @internal
+ */
+export const WEBHOOK_SECRETS: Rule<Buffer[]> = {
+  expected: `a webhook secret (${WEBHOOK_SECRET_PREFIX}…), or a non-empty array of them (two while rotating: the new one and the old one)`,
+  code: 'invalid_webhook_secret',
+  read: (value, name) =>
+    typeof value === 'string'
+      ? [checkValue(WEBHOOK_SECRET, value, name)]
+      : SECRET_LIST.read(value, name),
+};
 
 /**
  * The key bytes of a secret, written `whsec_<base64>` (the prefix may be left out).
  * @throws ConfigurationError `invalid_webhook_secret` when it is not base64 of 24 to 64 bytes
+ *   (the message gives its length, never the secret)
  */
 export function webhookSecretKey(secret: string): Buffer {
-  if (typeof secret !== 'string') {
-    throw new ConfigurationError(
-      'invalid_webhook_secret',
-      `A webhook secret must be a string such as ${WEBHOOK_SECRET_PREFIX}<base64>; got ${typeof secret}.`,
-    );
-  }
-  const text = secret.startsWith(WEBHOOK_SECRET_PREFIX)
-    ? secret.slice(WEBHOOK_SECRET_PREFIX.length)
-    : secret;
-  const expected = `A webhook secret is ${WEBHOOK_SECRET_PREFIX} followed by the base64 of ${WEBHOOK_SECRET_BYTES.min} to ${WEBHOOK_SECRET_BYTES.max} random bytes`;
-  if (text.length < MIN_BASE64_LENGTH || text.length > MAX_BASE64_LENGTH) {
-    throw new ConfigurationError(
-      'invalid_webhook_secret',
-      `${expected} (${MIN_BASE64_LENGTH} to ${MAX_BASE64_LENGTH} characters); this one has ${text.length}. Make one with generateWebhookSecret().`,
-    );
-  }
-  const size = (text.length / 4) * 3 - (text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0);
-  if (!BASE64.test(text) || size < WEBHOOK_SECRET_BYTES.min || size > WEBHOOK_SECRET_BYTES.max) {
-    throw new ConfigurationError(
-      'invalid_webhook_secret',
-      `${expected}; make one with generateWebhookSecret().`,
-    );
-  }
-  return Buffer.from(text, 'base64');
+  return checkValue(WEBHOOK_SECRET, secret, 'webhook secret');
 }
 
 /** The raw HMAC-SHA256 of `id.timestamp.body` under a key (the input checked by the caller). */
@@ -122,74 +165,53 @@ export function isWebhookId(id: unknown): id is string {
 /** What a valid `webhook-id` is, for messages that refuse one. */
 export const WEBHOOK_ID_RULE = `1 to ${MAX_ID_LENGTH} visible ASCII characters without spaces or commas, such as msg_2KWPBgLlAfxdpx2AI54pPJ85f4W`;
 
+/** A `webhook-id`: {@link isWebhookId}. @internal */
+export const WEBHOOK_ID: Rule<string> = {
+  expected: WEBHOOK_ID_RULE,
+  read: (value) => (isWebhookId(value) ? value : INVALID),
+};
+
+/**
+ * A body to sign or verify: the raw bytes, never the parsed JSON. `ArrayBuffer.isView` first: a
+ * Proxy of bytes passes `instanceof` but is no bytes to hash. @internal
+ */
+export const RAW_BODY: Rule<string | Uint8Array> = {
+  expected:
+    'the raw body as sent, a string or a Uint8Array such as a Buffer (not the parsed JSON: serialising it again changes the bytes; wrap an ArrayBuffer with new Uint8Array(arrayBuffer))',
+  read: (value) =>
+    typeof value === 'string' || (ArrayBuffer.isView(value) && isInstance(value, Uint8Array))
+      ? value
+      : INVALID,
+};
+
+const SIGN_INPUT = withFields(['id', 'timestamp', 'body'], 'an object { id, timestamp, body }');
+const TIMESTAMP = worded(wholeNumber(0), 'whole seconds since the epoch, a whole number from 0');
+
 /**
  * Sign a message with every secret in force: the headers to send with the body.
  * @param secrets - one secret, or several while rotating (the new one and the old one)
- * @throws ConfigurationError `invalid_webhook_secret` for a malformed secret or none,
- * `invalid_option` for an input that is no object, an id with spaces or commas, a timestamp that
- * is no whole number, or a body that is neither a string nor a Uint8Array
+ * @throws ConfigurationError `invalid_webhook_secret` for a malformed secret or none (shown by its
+ * length, never its text), `invalid_option` for an input that is no object or whose fields cannot
+ * be read (a getter that throws), an id with spaces or commas, a timestamp that is no whole number,
+ * or a body that is neither a string nor a Uint8Array
  * @example
  * ```ts
  * const headers = signWebhook({ id: 'msg_1', timestamp: 1614265330, body }, [secret]);
  * ```
  */
 export function signWebhook(input: SignInput, secrets: string | readonly string[]): WebhookHeaders {
-  const list = typeof secrets === 'string' ? [secrets] : secrets;
-  if (!Array.isArray(list) || list.length === 0) {
-    throw new ConfigurationError(
-      'invalid_webhook_secret',
-      'Sign with at least one secret (two while rotating: the new one and the old one).',
-    );
-  }
-  if (typeof input !== 'object' || input === null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `signWebhook needs { id, timestamp, body }; got ${typeName(input)}.`,
-    );
-  }
+  const keys = checkValue(WEBHOOK_SECRETS, secrets, 'secrets');
   // Each field read once: what is checked is what is signed.
-  const { id, timestamp, body } = input;
-  if (!isWebhookId(id)) {
-    throw new ConfigurationError('invalid_option', `The webhook id must be ${WEBHOOK_ID_RULE}.`);
-  }
-  if (!Number.isSafeInteger(timestamp) || timestamp < 0) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `The webhook timestamp must be whole seconds since the epoch, got ${String(timestamp)}.`,
-    );
-  }
-  if (typeof body !== 'string' && !(body instanceof Uint8Array)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `Sign the body exactly as it is sent, a string or a Uint8Array such as a Buffer (wrap an ArrayBuffer with new Uint8Array(arrayBuffer)); got ${typeName(body)}.`,
-    );
-  }
-  const signed = { id, timestamp, body };
-  const signatures = list.map(
-    (secret) => `v1,${signatureDigest(webhookSecretKey(secret), signed).toString('base64')}`,
-  );
+  const fields = checkValue(SIGN_INPUT, input, 'signWebhook input');
+  const signed = {
+    id: checkValue(WEBHOOK_ID, fields.id, 'input.id'),
+    timestamp: checkValue(TIMESTAMP, fields.timestamp, 'input.timestamp'),
+    body: checkValue(RAW_BODY, fields.body, 'input.body'),
+  };
+  const signatures = keys.map((key) => `v1,${signatureDigest(key, signed).toString('base64')}`);
   return {
-    'webhook-id': id,
-    'webhook-timestamp': String(timestamp),
+    'webhook-id': signed.id,
+    'webhook-timestamp': String(signed.timestamp),
     'webhook-signature': signatures.join(' '),
   };
-}
-
-// Its type or class, never the value itself: a secret must not reach a log.
-function typeName(value: unknown): string {
-  if (value === undefined || value === null) return String(value);
-  if (typeof value === 'function') return 'a function';
-  let name: string = typeof value;
-  if (typeof value === 'object') {
-    name = Array.isArray(value) ? 'array' : 'object';
-    try {
-      const className = Object.getPrototypeOf(value)?.constructor?.name;
-      if (typeof className === 'string' && className !== '' && className !== 'Object') {
-        name = className;
-      }
-    } catch {
-      // A Proxy that refuses to say: it is an object.
-    }
-  }
-  return `${'aeiouAEIOU'.includes(name.charAt(0)) ? 'an' : 'a'} ${name}`;
 }

@@ -1,19 +1,18 @@
 /** Verification for receivers of Standard Webhooks deliveries. @module */
 import { timingSafeEqual } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../../clock.js';
-import { ConfigurationError } from '../../errors/index.js';
-import { describe, isArray } from '../../internal/describe.js';
+import { isArray } from '../../internal/describe.js';
 import {
-  anything,
+  checkValue,
   finiteNumber,
   INVALID,
-  listOf,
   type Rule,
   readOptions,
+  requiredValue,
   worded,
 } from '../../internal/options.js';
-import { isInstance, readSafely } from '../../internal/read-once.js';
-import { signatureDigest, webhookSecretKey } from './signature.js';
+import { readSafely } from '../../internal/read-once.js';
+import { RAW_BODY, signatureDigest, WEBHOOK_SECRETS } from './signature.js';
 
 /** Codes of a refused delivery. */
 export const webhookVerificationErrorCodes = [
@@ -70,31 +69,15 @@ export type HeaderSource =
 // A bound on the signatures read from one header: a real sender rotates two or three secrets.
 const MAX_SIGNATURES = 16;
 const SECONDS = /^[0-9]{1,15}$/;
-const NO_SECRET =
-  'Verify with at least one secret (two while rotating): { secrets: [newSecret, oldSecret] }.';
-
-// A secret alone reads as a list of one; each is read once, and none is refused as such.
-const SECRETS: Rule<string[]> = {
-  expected: 'a list of whsec_ secrets',
-  code: 'invalid_webhook_secret',
-  read(value, name) {
-    const list = typeof value === 'string' ? [value] : value;
-    if (!isArray(list)) return INVALID;
-    if (readSafely(list, 'length') === 0) {
-      throw new ConfigurationError('invalid_webhook_secret', NO_SECRET);
-    }
-    return SECRET_LIST.read(list, name) as string[] | typeof INVALID;
-  },
-};
-
-const SECRET_LIST = listOf(worded(anything(), 'a whsec_ secret', 'invalid_webhook_secret')) as Rule<
-  string[]
->;
-
 const VERIFY_RULES = {
-  secrets: SECRETS,
+  secrets: WEBHOOK_SECRETS,
   clock: aClock,
   toleranceSeconds: worded(finiteNumber(0), 'a number of seconds >= 0'),
+};
+// NaN compares false with everything: every timestamp would pass, replays included.
+const CLOCK_READING: Rule<number> = {
+  expected: 'a finite time in ms',
+  read: (value) => (typeof value === 'number' && Number.isFinite(value) ? value : INVALID),
 };
 const MISSING_HEADERS =
   'The request needs the webhook-id, webhook-timestamp and webhook-signature headers.';
@@ -120,19 +103,13 @@ export function verifyWebhook(
 ): WebhookVerification {
   // Options of another kind hold no secret, and are refused as such.
   const given = typeof options === 'object' && options !== null && !isArray(options) ? options : {};
-  const { secrets, clock, toleranceSeconds } = readOptions(given, 'verifyWebhook', VERIFY_RULES, {
+  const read = readOptions(given, 'verifyWebhook', VERIFY_RULES, {
     defaults: { clock: systemClock, toleranceSeconds: DEFAULT_WEBHOOK_TOLERANCE_SECONDS },
     example: '{ secrets: [secret] }',
   });
-  if (secrets === undefined) throw new ConfigurationError('invalid_webhook_secret', NO_SECRET);
-  const keys = secrets.map(webhookSecretKey);
-  // `ArrayBuffer.isView` first: a Proxy of bytes passes `instanceof` but is no bytes to hash.
-  if (typeof body !== 'string' && !(ArrayBuffer.isView(body) && isInstance(body, Uint8Array))) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'Verify the raw body as received (a string or a Buffer), not the parsed JSON: parsing and serialising again changes the bytes.',
-    );
-  }
+  const { clock, toleranceSeconds } = read;
+  const keys = requiredValue(VERIFY_RULES.secrets, read.secrets, 'secrets');
+  const raw = checkValue(RAW_BODY, body, 'verifyWebhook body');
   if (typeof headers !== 'object' || headers === null) {
     return refuse('missing_header', MISSING_HEADERS);
   }
@@ -146,15 +123,7 @@ export function verifyWebhook(
     return refuse('invalid_timestamp', 'webhook-timestamp must be whole seconds since the epoch.');
   }
   const timestamp = Number(stamp);
-  const clockNow = clock.now();
-  if (typeof clockNow !== 'number' || !Number.isFinite(clockNow)) {
-    // NaN compares false with everything: every timestamp would pass, replays included.
-    throw new ConfigurationError(
-      'invalid_option',
-      `clock.now() must return a finite time in ms, got ${typeof clockNow === 'object' || typeof clockNow === 'function' ? describe(clockNow) : String(clockNow)}.`,
-    );
-  }
-  const now = Math.floor(clockNow / 1000);
+  const now = Math.floor(checkValue(CLOCK_READING, clock.now(), 'clock.now()') / 1000);
   if (now - timestamp > toleranceSeconds) {
     return refuse(
       'timestamp_too_old',
@@ -167,7 +136,7 @@ export function verifyWebhook(
       `The delivery is signed ${timestamp - now} s in the future; at most ${toleranceSeconds} s are accepted.`,
     );
   }
-  const expected = keys.map((key) => signatureDigest(key, { id, timestamp, body }));
+  const expected = keys.map((key) => signatureDigest(key, { id, timestamp, body: raw }));
   let matched = false;
   for (const candidate of signature.split(' ').slice(0, MAX_SIGNATURES)) {
     const comma = candidate.indexOf(',');

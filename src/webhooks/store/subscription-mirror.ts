@@ -3,7 +3,8 @@
  * once, in revision order, by one catch-up at a time (see docs/webhook-service.md).
  * @module
  */
-import { ConfigurationError } from '../../errors/index.js';
+import { describe } from '../../internal/describe.js';
+import { INVALID, invalidValue, type Rule } from '../../internal/options.js';
 import type { SubscriptionChange } from '../subscriptions/subscription.js';
 import {
   replacePlainSubscription,
@@ -11,6 +12,14 @@ import {
 } from '../subscriptions/subscription-index.js';
 import { isPlainChanges } from './plain-changes.js';
 import type { SubscriptionRepository } from './repository.js';
+
+// Never read: the refusal reported when two accounts hold one id.
+const UNIQUE_ID: Rule<string> = {
+  expected:
+    "an id no other account's subscription has: only the first is matched (make generateId return ids unique across accounts; the default, a UUID, is)",
+  code: 'duplicate_subscription_id',
+  read: () => INVALID,
+};
 
 /** How many changes one read of `changesSince` asks for. */
 const PAGE = 10_000;
@@ -130,9 +139,10 @@ export class SubscriptionMirror {
     if (held !== undefined && held.accountCode !== change.accountCode) {
       if (change.subscription?.status === 'enabled') {
         this.#onError(
-          new ConfigurationError(
-            'duplicate_subscription_id',
-            `Subscription id "${change.id}" is held by two accounts; only the first is matched. Make generateId return ids unique across accounts (the default, a UUID, is).`,
+          invalidValue(
+            UNIQUE_ID,
+            change.id,
+            `subscription.id of account ${describe(change.accountCode)}`,
           ),
         );
       }

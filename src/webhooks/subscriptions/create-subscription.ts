@@ -1,7 +1,6 @@
 /** The create-subscription operation: 201 with the subscription, or every error. @module */
 import { randomUUID } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../../clock.js';
-import { ConfigurationError } from '../../errors/index.js';
 import type { ProblemDetails, ResponseParts } from '../../http/problem-details.js';
 import { problemDetails, problemResponse } from '../../http/problem-details.js';
 import {
@@ -13,6 +12,7 @@ import {
   withMethods,
   worded,
 } from '../../internal/options.js';
+import { DATE_TIME } from '../events/payload.js';
 import type { Subscription } from './subscription.js';
 import type { SubscriptionIndex } from './subscription-index.js';
 import type { SubscriptionRequestOptions } from './subscription-request.js';
@@ -76,6 +76,8 @@ const CREATE_RULES = {
   collectionPath: worded(aString(Number.MAX_SAFE_INTEGER, 0), 'a path such as /v1/subscriptions'),
 };
 
+const NEW_ID = worded(aString(Number.MAX_SAFE_INTEGER), 'a non-empty string');
+
 const ACCOUNT_CODE = worded(
   aString(Number.MAX_SAFE_INTEGER),
   'the non-empty code of the authenticated account',
@@ -133,20 +135,8 @@ export function createSubscription(
     });
     return { ok: false, status: errorStatus, issues, problem, response: problemResponse(problem) };
   }
-  const id = generateId();
-  if (typeof id !== 'string' || id === '') {
-    throw new ConfigurationError(
-      'invalid_option',
-      `generateId must return a non-empty string, got ${String(id)}.`,
-    );
-  }
-  const createdAt = new Date(clock.now());
-  if (Number.isNaN(createdAt.getTime())) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'clock.now() must return a time in ms that a Date can hold (a finite number within ±8.64e15).',
-    );
-  }
+  const id = checkValue(NEW_ID, generateId(), 'generateId()');
+  const createdAt = new Date(checkValue(DATE_TIME, clock.now(), 'clock.now()'));
   const subscription: Subscription = Object.freeze({
     id,
     accountCode,

@@ -2,14 +2,15 @@
 import ipaddr from 'ipaddr.js';
 import {
   aBoolean,
-  anything,
+  INVALID,
+  optionsOf,
   type Rule,
   readOptions,
   wholeNumber,
   worded,
 } from '../../internal/options.js';
 import type { AddressAllowList } from '../delivery/address-allow-list.js';
-import { addressAllowList } from '../delivery/address-allow-list.js';
+import { ALLOW_OPTION, addressAllowList } from '../delivery/address-allow-list.js';
 import { forbiddenAddressRange } from '../delivery/forbidden-address.js';
 
 /** Codes of the errors {@link checkEndpointUrl} returns. */
@@ -66,11 +67,30 @@ export type EndpointUrlResult =
     };
 
 const ENDPOINT_URL_RULES = {
-  // Parsed and checked by addressAllowList, with its own code.
-  allow: anything('an allow-list') as Rule<readonly string[]>,
+  // Each entry checked as addressAllowList checks it, with its own code.
+  allow: ALLOW_OPTION,
   // NaN or a string would compare false with every length and let any URL through.
   maxLength: worded(wholeNumber(), wholeNumber().expected, 'invalid_limit'),
   allowHttp: aBoolean,
+};
+
+const ENDPOINT_URL_EXAMPLE = "{ allowHttp: true, allow: ['10.0.0.0/8'] }";
+const ENDPOINT_URL_FIELDS = optionsOf(ENDPOINT_URL_RULES, ENDPOINT_URL_EXAMPLE);
+
+/**
+ * The rule of an `endpointUrl` option elsewhere (the service's, `validateSubscriptionRequest`'s,
+ * `createSubscription`'s): its keys read by the same rules as {@link endpointUrlPolicy} reads them
+ * (a misspelt key refused with the nearest name, each value named `endpointUrl.key`), the options
+ * given back checked and frozen. @internal
+ */
+export const ENDPOINT_URL_OPTION: Rule<EndpointUrlOptions> = {
+  expected: ENDPOINT_URL_FIELDS.expected,
+  read(value, name) {
+    const fields = ENDPOINT_URL_FIELDS.read(value, name);
+    if (fields === INVALID) return INVALID;
+    const given = Object.entries(fields).filter(([, field]) => field !== undefined);
+    return Object.freeze(Object.fromEntries(given)) as EndpointUrlOptions;
+  },
 };
 
 /**
@@ -78,8 +98,9 @@ const ENDPOINT_URL_RULES = {
  * not resolved here: a delivery must check the resolved addresses again with
  * {@link forbiddenAddressRange}.
  * @param input - the URL; anything that is not a string is `url_invalid`
- * @throws ConfigurationError `invalid_option` when `options` is not an object or cannot be read,
- * `invalid_limit` when `maxLength` is not a whole number of at least 1, and
+ * @throws ConfigurationError `invalid_option` when `options` is not an object or cannot be read, or
+ * for a misspelt option or an `allowHttp` that is not a boolean, `invalid_limit` when `maxLength`
+ * is not a whole number of at least 1, and
  * `invalid_address_allow_list` when `allow` is not an array or holds a bad entry, whatever the input
  * @example
  * ```ts
@@ -104,7 +125,7 @@ export function endpointUrlPolicy(
 ): (input: unknown) => EndpointUrlResult {
   const { allow, maxLength, allowHttp } = readOptions(options, 'endpointUrl', ENDPOINT_URL_RULES, {
     defaults: { maxLength: DEFAULT_MAX_ENDPOINT_URL_LENGTH, allowHttp: false },
-    example: '{ allowHttp: true }',
+    example: ENDPOINT_URL_EXAMPLE,
   });
   const allowed = addressAllowList(allow);
   return (input) => check(input, maxLength, allowHttp, allowed);

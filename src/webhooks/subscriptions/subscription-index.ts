@@ -1,6 +1,8 @@
 /** The account-scoped subscription index (see docs/webhooks.md). @module */
-import { ConfigurationError } from '../../errors/index.js';
-import { readSafely } from '../../internal/read-once.js';
+import { isConfigurationError } from '../../errors/index.js';
+import { describe, isArray } from '../../internal/describe.js';
+import { checkValue, INVALID, invalidValue, type Rule, worded } from '../../internal/options.js';
+import { isInstance, readSafely } from '../../internal/read-once.js';
 import { parseEventKind, parseEventPattern } from '../events/event-kind.js';
 import type { Subscription } from './subscription.js';
 import type { SubscriptionLeaf } from './subscription-leaf.js';
@@ -111,10 +113,7 @@ export class SubscriptionIndex {
   add(subscription: Subscription): void {
     this.#check(subscription);
     if (this.#byId.has(subscription.id)) {
-      throw new ConfigurationError(
-        'duplicate_subscription_id',
-        `A subscription with id "${subscription.id}" is held already; use replace() to change it.`,
-      );
+      throw invalidValue(NOT_HELD, subscription.id, 'subscription.id');
     }
     this.#insert(frozenData(subscription));
   }
@@ -265,12 +264,7 @@ export class SubscriptionIndex {
     for (let at = 0; at < events.length; at++) {
       const text = events[at]!;
       if (this.#patterns.has(text)) continue;
-      const parsed = parseEventPattern(text);
-      if (parsed.ok) continue;
-      throw new ConfigurationError(
-        'invalid_subscription',
-        `Subscription "${subscription.id}" has an invalid pattern at events[${at}]: ${parsed.error.message} Validate requests with validateSubscriptionRequest().`,
-      );
+      checkValue(PATTERN, text, `${nameOf(subscription)}.events[${at}]`);
     }
   }
 
@@ -329,32 +323,81 @@ export class SubscriptionIndex {
   }
 }
 
-// Read as unknown: a subscription given from JavaScript may be anything.
+const CODE = 'invalid_subscription';
+
+// A leaf holds one subscription, an array or a Set of them: a subscription that is itself an
+// array or a Set would be taken for a leaf.
+const SUBSCRIPTION: Rule<Readonly<Record<string, unknown>>> = {
+  expected: 'a plain object { id, accountCode, events, propertyIds? }, not an array or a Set',
+  code: CODE,
+  read: (value) =>
+    typeof value === 'object' && value !== null && !isArray(value) && !isInstance(value, Set)
+      ? (value as Record<string, unknown>)
+      : INVALID,
+};
+
+const ID: Rule<string> = {
+  expected: 'a non-empty string',
+  code: CODE,
+  read: (value) => (typeof value === 'string' && value !== '' ? value : INVALID),
+};
+
+const ACCOUNT_CODE: Rule<string> = {
+  expected: 'a string',
+  code: CODE,
+  read: (value) => (typeof value === 'string' ? value : INVALID),
+};
+
+const STRINGS: Rule<readonly string[]> = {
+  expected: 'an array of strings',
+  code: CODE,
+  read: (value) => (allStrings(value) ? (value as readonly string[]) : INVALID),
+};
+
+const PROPERTY_IDS = worded(STRINGS, 'an array of strings, or left out');
+
+const PATTERN: Rule<string> = {
+  expected:
+    'a well-formed pattern, <topic>/<event> or <topic>/* (validate requests with validateSubscriptionRequest())',
+  code: CODE,
+  read: (value) => (parseEventPattern(value).ok ? (value as string) : INVALID),
+};
+
+// Never read: the refusals that depend on what the index holds or how the fields are held.
+const NOT_HELD: Rule<string> = {
+  expected: 'an id no held subscription has (change a held one with replace())',
+  code: 'duplicate_subscription_id',
+  read: () => INVALID,
+};
+
+const PLAIN: Rule<Subscription> = {
+  expected:
+    'a plain object holding its id, accountCode, events and propertyIds (and their elements) as data, not getters',
+  code: CODE,
+  read: () => INVALID,
+};
+
+const nameOf = (subscription: Subscription): string => `subscription ${describe(subscription.id)}`;
+
+// Read as unknown: a subscription given from JavaScript may be anything; a getter that throws is
+// no plain data.
 function checkShape(subscription: unknown): void {
-  const s = subscription as Record<string, unknown>;
-  // A leaf holds one subscription, an array or a Set of them: a subscription that is itself an
-  // array or a Set would be taken for a leaf.
-  const problem =
-    typeof s !== 'object' || s === null
-      ? 'is not an object'
-      : Array.isArray(s) || s instanceof Set
-        ? 'must be a plain object, not an array or a Set'
-        : typeof s.id !== 'string' || s.id === ''
-          ? 'needs a non-empty string id'
-          : typeof s.accountCode !== 'string'
-            ? 'needs a string accountCode'
-            : !allStrings(s.events)
-              ? 'needs events, an array of strings'
-              : s.propertyIds !== undefined && !allStrings(s.propertyIds)
-                ? 'needs propertyIds to be absent or an array of strings'
-                : undefined;
-  if (problem !== undefined) {
-    throw new ConfigurationError('invalid_subscription', `The subscription ${problem}.`);
+  const s = checkValue(SUBSCRIPTION, subscription, 'subscription');
+  try {
+    const { id, accountCode, events, propertyIds } = s;
+    checkValue(ID, id, 'subscription.id');
+    const name = `subscription ${describe(id)}`;
+    checkValue(ACCOUNT_CODE, accountCode, `${name}.accountCode`);
+    checkValue(STRINGS, events, `${name}.events`);
+    if (propertyIds !== undefined) checkValue(PROPERTY_IDS, propertyIds, `${name}.propertyIds`);
+  } catch (error) {
+    if (isConfigurationError(error)) throw error;
+    throw invalidValue(PLAIN, subscription, 'subscription');
   }
 }
 
 function allStrings(list: unknown): boolean {
-  if (!Array.isArray(list)) return false;
+  if (!isArray(list)) return false;
   for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') return false;
   return true;
 }
@@ -402,12 +445,7 @@ function frozenData(subscription: Subscription): Subscription {
     (subscription.propertyIds === undefined || plain(subscription, 'propertyIds')) &&
     plainElements(subscription.events) &&
     (subscription.propertyIds === undefined || plainElements(subscription.propertyIds));
-  if (!data) {
-    throw new ConfigurationError(
-      'invalid_subscription',
-      `The subscription "${String(subscription.id)}" must hold its id, accountCode, events and propertyIds as plain data, not getters; pass a plain object.`,
-    );
-  }
+  if (!data) throw invalidValue(PLAIN, subscription, nameOf(subscription));
   return subscription;
 }
 

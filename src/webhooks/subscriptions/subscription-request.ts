@@ -1,17 +1,9 @@
 /** Validation of the create-subscription request body; nothing throws on bad input. @module */
-import {
-  anything,
-  INVALID,
-  type Rule,
-  type Rules,
-  readOptions,
-  wholeNumber,
-  worded,
-} from '../../internal/options.js';
+import { INVALID, type Rules, readOptions, wholeNumber, worded } from '../../internal/options.js';
 import { readSafely } from '../../internal/read-once.js';
 import type { EventCatalog } from '../events/event-catalog.js';
 import type { EndpointUrlOptions } from './endpoint-url.js';
-import { endpointUrlPolicy } from './endpoint-url.js';
+import { ENDPOINT_URL_OPTION, endpointUrlPolicy } from './endpoint-url.js';
 import { validateBody } from './subscription-body.js';
 import type { SubscriptionRequestResult } from './subscription-request-result.js';
 
@@ -43,8 +35,8 @@ const BOUND = worded(wholeNumber(), wholeNumber().expected, 'invalid_limit');
 
 /** The rules of {@link SubscriptionRequestOptions}. @internal */
 export const SUBSCRIPTION_RULES = {
-  // Read by endpointUrlPolicy, which refuses a bad maxLength or allow-list.
-  endpointUrl: anything('endpointUrl options') as Rule<EndpointUrlOptions>,
+  // Its keys read as endpointUrlPolicy reads them, so that a misspelt one is refused here too.
+  endpointUrl: ENDPOINT_URL_OPTION,
   catalog: {
     expected:
       "an event catalog made by defineEventCatalog(), such as defineEventCatalog({ folio: ['created'] }) (leave it out to accept any well-formed kind)",

@@ -490,18 +490,37 @@ describe('deliver', () => {
     ).not.toThrow();
   });
 
-  it('refuses extra headers that HTTP cannot carry (CR/LF, bad names, non-strings) when it is made', () => {
-    for (const headers of [
-      { 'user-agent': 'agent\r\nx-injected: 1' },
-      { 'x-nul': 'a\u0000b' },
-      { 'bad name': 'x' },
-      { '': 'x' },
-      { 'x-number': 42 },
-      'user-agent: x',
-    ]) {
+  it('refuses extra headers that HTTP cannot carry (CR/LF, bad names, non-strings) when it is made, naming the one at fault', () => {
+    const NAME =
+      "headers name must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~) such as user-agent";
+    const VALUE = 'must be a string without control characters (CR, LF, NUL)';
+    const OBJECT =
+      "headers must be an object of HTTP header names and string values, such as { 'user-agent': 'acme-webhooks/1.0' }";
+    const throwing = Object.defineProperty({}, 'x-trace', {
+      enumerable: true,
+      get() {
+        throw new Error('boom');
+      },
+    });
+    for (const [headers, message] of [
+      [
+        { 'user-agent': 'agent\r\nx-injected: 1' },
+        `headers.user-agent ${VALUE}, got "agent\\r\\nx-injected: 1".`,
+      ],
+      [{ 'x-nul': 'a\u0000b' }, `headers.x-nul ${VALUE}, got "a\\u0000b".`],
+      [{ 'bad name': 'x' }, `${NAME}, got "bad name".`],
+      [{ '': 'x' }, `${NAME}, got "".`],
+      [{ 'x-number': 42 }, `headers.x-number ${VALUE}, got 42.`],
+      [{ 'x-nan': Number.NaN }, `headers.x-nan ${VALUE}, got NaN.`],
+      [{ 'x-null': null }, `headers.x-null ${VALUE}, got null.`],
+      ['user-agent: x', `${OBJECT}, got "user-agent: x".`],
+      [['user-agent', 'x'], `${OBJECT}, got an array.`],
+      [null, `${OBJECT}, got null.`],
+      [throwing, 'Reading headers threw; pass plain data.'],
+    ] as const) {
       const error = thrown(() => createDeliverer({ secrets: () => [secret], headers } as never));
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-      expect((error as Error).message).toContain('headers');
+      expect((error as Error).message).toBe(message);
     }
   });
 

@@ -10,8 +10,11 @@ import {
   createDeliverer,
   generateWebhookSecret,
   httpTransport,
+  isConfigurationError,
+  ssrfGuard,
   type WebhookTransport,
 } from '../../../src/index.js';
+import { thrown } from '../../support/thrown.js';
 import { startReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
 
 let receiver: WebhookReceiver;
@@ -289,5 +292,81 @@ describe('httpTransport', () => {
     } finally {
       await reset.close();
     }
+  });
+});
+
+describe('httpTransport options', () => {
+  const AGENT = 'must be an http.Agent such as new https.Agent({ keepAlive: true })';
+  it.each([
+    [
+      'a misspelt option',
+      { alow: ['127.0.0.1'] },
+      'httpTransport has no option "alow"; did you mean "allow"? Its options are allow, lookup, guard, agent.',
+    ],
+    [
+      'a misspelt agent',
+      { agent: { htps: new HttpsAgent() } },
+      'agent has no option "htps"; did you mean "https"? Its options are http, https.',
+    ],
+    [
+      'agents that are no object',
+      { agent: 'keep-alive' },
+      'agent must be an object such as { https: new https.Agent({ keepAlive: true }) }, got "keep-alive".',
+    ],
+    [
+      'an agent that is no http.Agent',
+      { agent: { http: {} } },
+      `agent.http ${AGENT}, got an object.`,
+    ],
+    ['an agent that is null', { agent: { https: null } }, `agent.https ${AGENT}, got null.`],
+    [
+      'a guard without lookup()',
+      { guard: { refusal: () => undefined } },
+      'guard must be an SsrfGuard from ssrfGuard() with refusal() and lookup(), got an object.',
+    ],
+    [
+      'a lookup that is no function',
+      { lookup: 'dns' },
+      'lookup must be a function that resolves as dns.lookup does with { all: true }, got "dns".',
+    ],
+    [
+      'options that are an array',
+      [],
+      "httpTransport options must be an object such as { allow: ['127.0.0.1'] }, or left out, got an array.",
+    ],
+  ])('refuses %s with invalid_option, in the one wording', (_, options, message) => {
+    const error = thrown(() => httpTransport(options as never));
+    expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    expect((error as Error).message).toBe(message);
+  });
+
+  it('refuses an agent whose getter throws as no plain data', () => {
+    const agent = Object.defineProperty({}, 'https', {
+      enumerable: true,
+      get() {
+        throw new Error('boom');
+      },
+    });
+    const error = thrown(() => httpTransport({ agent } as never));
+    expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    expect((error as Error).message).toBe('Reading the agent options threw; pass plain data.');
+  });
+
+  it('refuses a bad allow-list entry with its own code, as ssrfGuard does', () => {
+    for (const make of [
+      () => httpTransport({ allow: ['127.0.0.1', 'localhost'] }),
+      () => ssrfGuard({ allow: ['127.0.0.1', 'localhost'] }),
+    ]) {
+      const error = thrown(make);
+      expect(isConfigurationError(error) && error.code).toBe('invalid_address_allow_list');
+      expect((error as Error).message).toBe(
+        'allow[1] must be an IP address or CIDR range such as 127.0.0.1 or 10.0.0.0/8, got "localhost".',
+      );
+    }
+    const typo = thrown(() => ssrfGuard({ lookp: () => undefined } as never));
+    expect(isConfigurationError(typo) && typo.code).toBe('invalid_option');
+    expect((typo as Error).message).toBe(
+      'ssrfGuard has no option "lookp"; did you mean "lookup"? Its options are allow, lookup.',
+    );
   });
 });

@@ -63,26 +63,58 @@ describe('event catalog', () => {
     expect(exampleEventCatalog.check(pattern('folio/closed'))?.code).toBe('unknown_event');
   });
 
+  const DEFINITION =
+    "defineEventCatalog definition must be an object mapping at least one topic to its events, such as { folio: ['created'], reservation: '*' } (leave the catalog out to accept any well-formed kind)";
+  const TOPIC =
+    'definition topic must be a topic name of 1 to 64 lower-case letters, digits and inner hyphens, such as folio';
+  const LIST =
+    "must be a non-empty array of event names such as ['created'], or '*' for any event of the topic";
+  const EVENT =
+    "must be an event name of 1 to 64 lower-case letters, digits and inner hyphens, such as created (write '*' in place of the list for any event)";
   it.each([
-    [{}, /at least one topic/],
-    [{ Folio: ['created'] }, /not well formed/],
-    [{ folio: ['Created'] }, /not well formed/],
-    [{ folio: [] }, /non-empty list/],
-    [{ folio: ['created', 'created'] }, /twice/],
-    [{ folio: ['*'] }, /must name an event/],
-    [{ folio: ['a/b'] }, /not well formed/],
-    [null, /an object mapping each topic to its events.*got null/],
-    [undefined, /an object mapping each topic to its events.*got undefined/],
-    [['folio/created'], /an object mapping each topic to its events.*got an array/],
-    ['folio', /an object mapping each topic to its events.*got a string/],
-    [{ folio: [5, 'created'] }, /Topic "folio" lists a number at position 0; .* such as '5'/],
-    [{ folio: ['created', null] }, /Topic "folio" lists null at position 1/],
-    [{ folio: ['created', { name: 'closed' }] }, /lists an object at position 1/],
+    [{}, `${DEFINITION}, got an object.`],
+    [{ Folio: ['created'] }, `${TOPIC}, got "Folio".`],
+    [{ '*': ['created'] }, `${TOPIC}, got "*".`],
+    [{ 'a/b': '*' }, `${TOPIC}, got "a/b".`],
+    [{ folio: ['Created'] }, `definition.folio[0] ${EVENT}, got "Created".`],
+    [{ folio: [] }, `definition.folio ${LIST}, got an array.`],
+    [{ folio: 'created' }, `definition.folio ${LIST}, got "created".`],
+    [{ folio: null }, `definition.folio ${LIST}, got null.`],
+    [
+      { folio: ['created', 'created'] },
+      'definition.folio[1] must be an event not listed before it, got "created".',
+    ],
+    [{ folio: ['*'] }, `definition.folio[0] ${EVENT}, got "*".`],
+    [{ folio: ['a/b'] }, `definition.folio[0] ${EVENT}, got "a/b".`],
+    [null, `${DEFINITION}, got null.`],
+    [undefined, `${DEFINITION}, got undefined.`],
+    [['folio/created'], `${DEFINITION}, got an array.`],
+    ['folio', `${DEFINITION}, got "folio".`],
+    [{ folio: [5, 'created'] }, `definition.folio[0] ${EVENT}, got 5.`],
+    [{ folio: [Number.NaN] }, `definition.folio[0] ${EVENT}, got NaN.`],
+    [{ folio: ['created', null] }, `definition.folio[1] ${EVENT}, got null.`],
+    [{ folio: ['created', { name: 'closed' }] }, `definition.folio[1] ${EVENT}, got an object.`],
   ])('refuses the definition %j with a ConfigurationError', (definition, message) => {
     const caught = thrown(() => defineEventCatalog(definition as never));
     expect(isConfigurationError(caught)).toBe(true);
     expect((caught as { code: string }).code).toBe('invalid_event_catalog');
-    expect((caught as Error).message).toMatch(message);
+    expect((caught as Error).message).toBe(message);
+  });
+
+  it("refuses a definition whose getter throws as no plain data, the getter's error as the cause", () => {
+    const boom = new Error('boom');
+    const definition = Object.defineProperty({}, 'folio', {
+      enumerable: true,
+      get() {
+        throw boom;
+      },
+    });
+    const caught = thrown(() => defineEventCatalog(definition as never));
+    expect(isConfigurationError(caught) && caught.code).toBe('invalid_event_catalog');
+    expect((caught as Error).message).toBe(
+      'Reading defineEventCatalog definition threw; pass plain data.',
+    );
+    expect((caught as Error).cause).toBe(boom);
   });
 
   it('accepts only string event names, so that every kind it lists can be subscribed to', () => {

@@ -223,6 +223,9 @@ describe('createWebhookService: the same on every instance', () => {
     });
     expect([first.status, second.status]).toEqual([201, 201]);
     expect(errors.map((e) => (e as { code?: string }).code)).toContain('duplicate_subscription_id');
+    expect(errors.map((e) => (e as Error).message)).toContain(
+      `subscription.id of account "OTHER" must be an id no other account's subscription has: only the first is matched (make generateId return ids unique across accounts; the default, a UUID, is), got "same-id".`,
+    );
     const publishTo = (accountCode: string) =>
       service.publish({ accountCode, kind: 'reservation/created' });
     expect((await publishTo('ACME')).deliveries).toEqual(['same-id']);

@@ -296,26 +296,45 @@ describe('createWebhookService: nasty input gets problem details', () => {
     const { service } = setup();
     const cycle: Record<string, unknown> = {};
     cycle.self = cycle;
-    const cases: Array<[unknown, string]> = [
-      [null, ''],
-      [42, ''],
-      [{ accountCode: '', kind: 'a/b' }, '/accountCode'],
-      [{ accountCode: 7, kind: 'a/b' }, '/accountCode'],
-      [{ accountCode: 'AC\uD800ME', kind: 'a/b' }, '/accountCode'],
-      [{ accountCode: 'ACME', kind: 'not a kind' }, '/kind'],
-      [{ accountCode: 'ACME', kind: 'a/*' }, '/kind'],
-      [{ accountCode: 'ACME' }, '/kind'],
-      [{ accountCode: 'ACME', kind: 'a/b', propertyId: '' }, '/propertyId'],
-      [{ accountCode: 'ACME', kind: 'a/b', propertyId: 5 }, '/propertyId'],
-      [{ accountCode: 'ACME', kind: 'a/b', propertyId: '\uDC00' }, '/propertyId'],
-      [{ accountCode: 'ACME', kind: 'a/b', data: 10n }, '/data'],
-      [{ accountCode: 'ACME', kind: 'a/b', data: cycle }, '/data'],
+    const EVENT = 'event must be an object { accountCode, kind, propertyId?, data? } of plain data';
+    const ACCOUNT =
+      'event.accountCode must be the non-empty code of the account the event belongs to (well-formed Unicode)';
+    const KIND =
+      'event.kind must be an event kind <topic>/<event> of lower-case letters, digits and inner hyphens, such as folio/created (no wildcard; well-formed Unicode)';
+    const PROPERTY =
+      'event.propertyId must be a non-empty string (well-formed Unicode), or left out for an account-level event';
+    const DATA =
+      'event.data must be a JSON value (no cycle, no BigInt, no getter that throws), or left out';
+    const cases: Array<[unknown, string, string]> = [
+      [null, '', `${EVENT}, got null.`],
+      [42, '', `${EVENT}, got 42.`],
+      [['ACME'], '', `${EVENT}, got an array.`],
+      [{ accountCode: '', kind: 'a/b' }, '/accountCode', `${ACCOUNT}, got "".`],
+      [{ accountCode: 7, kind: 'a/b' }, '/accountCode', `${ACCOUNT}, got 7.`],
+      [
+        { accountCode: 'AC\uD800ME', kind: 'a/b' },
+        '/accountCode',
+        `${ACCOUNT}, got "AC\\ud800ME".`,
+      ],
+      [{ accountCode: 'ACME', kind: 'not a kind' }, '/kind', `${KIND}, got "not a kind".`],
+      [{ accountCode: 'ACME', kind: 'a/*' }, '/kind', `${KIND}, got "a/*".`],
+      [{ accountCode: 'ACME' }, '/kind', `${KIND}, got undefined.`],
+      [{ accountCode: 'ACME', kind: 'a/b', propertyId: '' }, '/propertyId', `${PROPERTY}, got "".`],
+      [{ accountCode: 'ACME', kind: 'a/b', propertyId: 5 }, '/propertyId', `${PROPERTY}, got 5.`],
+      [
+        { accountCode: 'ACME', kind: 'a/b', propertyId: '\uDC00' },
+        '/propertyId',
+        `${PROPERTY}, got "\\udc00".`,
+      ],
+      [{ accountCode: 'ACME', kind: 'a/b', data: 10n }, '/data', `${DATA}, got 10n.`],
+      [{ accountCode: 'ACME', kind: 'a/b', data: cycle }, '/data', `${DATA}, got an object.`],
     ];
-    for (const [event, pointer] of cases) {
+    for (const [event, pointer, message] of cases) {
       await expect(service.publish(event as never)).rejects.toMatchObject({
         name: 'InvalidRequestError',
         code: 'invalid_event',
         pointer,
+        message,
       });
     }
   });
@@ -342,9 +361,170 @@ describe('createWebhookService: nasty input gets problem details', () => {
       );
     }
   });
+
+  const throwingGetter = (key: string, fields: object = {}) =>
+    Object.defineProperty({ ...fields }, key, {
+      enumerable: true,
+      get() {
+        throw new Error('boom');
+      },
+    });
+  const ENDPOINT_URL =
+    "endpointUrl must be an object such as { allowHttp: true, allow: ['10.0.0.0/8'] }";
+  const DELIVERY = 'delivery must be an object such as { transport, timeoutMs: 15000 }';
+  const CURSOR_KEY =
+    'cursorKey must be a string or Uint8Array of at least 32 bytes (leave it out for a random one)';
+  const HEADER_VALUE = 'must be a string without control characters (CR, LF, NUL)';
+
+  it.each([
+    [
+      'a misspelt endpointUrl option',
+      { endpointUrl: { allowHttp: true, alowList: [] } },
+      'invalid_option',
+      'endpointUrl has no option "alowList"; did you mean "allow"? Its options are allow, maxLength, allowHttp.',
+    ],
+    [
+      'a misspelt delivery option',
+      { delivery: { timeout: 5000 } },
+      'invalid_option',
+      'delivery has no option "timeout"; did you mean "timeoutMs"? Its options are transport, schedule, timeoutMs, headers, onAttempt, random.',
+    ],
+    [
+      'a misspelt schedule option in delivery',
+      { delivery: { schedule: { maxAttemps: 3 } } },
+      'invalid_option',
+      'delivery.schedule has no option "maxAttemps"; did you mean "maxAttempts"? Its options are initialDelayMs, factor, maxDelayMs, maxAttempts, maxAgeMs, jitter.',
+    ],
+    [
+      'endpointUrl as an array',
+      { endpointUrl: [] },
+      'invalid_option',
+      `${ENDPOINT_URL}, got an array.`,
+    ],
+    [
+      'endpointUrl as a string',
+      { endpointUrl: 'https://hooks.example.com' },
+      'invalid_option',
+      `${ENDPOINT_URL}, got "https://hooks.example.com".`,
+    ],
+    ['endpointUrl as null', { endpointUrl: null }, 'invalid_option', `${ENDPOINT_URL}, got null.`],
+    [
+      'an endpointUrl maxLength of NaN',
+      { endpointUrl: { maxLength: Number.NaN } },
+      'invalid_limit',
+      'endpointUrl.maxLength must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER), got NaN.',
+    ],
+    [
+      'an endpointUrl allow-list entry that is no address',
+      { endpointUrl: { allow: ['127.0.0.1', 'intranet'] } },
+      'invalid_address_allow_list',
+      'endpointUrl.allow[1] must be an IP address or CIDR range such as 127.0.0.1 or 10.0.0.0/8, got "intranet".',
+    ],
+    [
+      'an endpointUrl whose getter throws',
+      { endpointUrl: throwingGetter('allowHttp') },
+      'invalid_option',
+      'Reading the endpointUrl options threw; pass plain data.',
+    ],
+    ['delivery as an array', { delivery: [] }, 'invalid_option', `${DELIVERY}, got an array.`],
+    ['delivery as null', { delivery: null }, 'invalid_option', `${DELIVERY}, got null.`],
+    [
+      'a delivery timeout of NaN',
+      { delivery: { timeoutMs: Number.NaN } },
+      'invalid_option',
+      'delivery.timeoutMs must be a whole number from 1 to 2147483647, got NaN.',
+    ],
+    [
+      'a delivery header name with a space',
+      { delivery: { headers: { 'user agent': 'acme' } } },
+      'invalid_option',
+      'delivery.headers name must be an HTTP header name (letters, digits and !#$%&\'*+-.^_`|~) such as user-agent, got "user agent".',
+    ],
+    [
+      'a delivery header value with a line break',
+      { delivery: { headers: { 'user-agent': 'acme\r\nx-injected: 1' } } },
+      'invalid_option',
+      `delivery.headers.user-agent ${HEADER_VALUE}, got "acme\\r\\nx-injected: 1".`,
+    ],
+    [
+      'a delivery header whose getter throws',
+      { delivery: { headers: throwingGetter('user-agent') } },
+      'invalid_option',
+      'Reading delivery.headers threw; pass plain data.',
+    ],
+    [
+      'a short cursorKey',
+      { cursorKey: 'short' },
+      'invalid_option',
+      `${CURSOR_KEY}, got a string of 5 bytes.`,
+    ],
+    [
+      'a cursorKey of 16 bytes',
+      { cursorKey: new Uint8Array(16) },
+      'invalid_option',
+      `${CURSOR_KEY}, got 16 bytes.`,
+    ],
+    [
+      'a cursorKey that is a number',
+      { cursorKey: 42 },
+      'invalid_option',
+      `${CURSOR_KEY}, got a number.`,
+    ],
+    ['a cursorKey that is null', { cursorKey: null }, 'invalid_option', `${CURSOR_KEY}, got null.`],
+    [
+      'limits without a limiter',
+      { limits: { rateLimitHeaders: true } },
+      'invalid_option',
+      'limits must be given only with a limiter (pass limiter: createLimiter({ ... }) as well, or leave limits out), got an object.',
+    ],
+  ])('refuses %s, naming the nested option, in the one wording', (_, options, code, message) => {
+    const error = thrown(() =>
+      serviceSetupUnchecked({
+        repository: new MemorySubscriptionRepository(),
+        identify: () => undefined,
+        ...options,
+      }),
+    );
+    expect(isConfigurationError(error) && error.code).toBe(code);
+    expect((error as Error).message).toBe(message);
+  });
+
+  it('refuses a misspelt limits option with the nearest name, with a limiter', () => {
+    const error = thrown(() =>
+      serviceSetupUnchecked({
+        repository: new MemorySubscriptionRepository(),
+        identify: () => undefined,
+        limiter: createLimiter({ policies: [window(3, '60s')] }),
+        limits: { rateLimitHeader: true },
+      }),
+    );
+    expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    expect((error as Error).message).toBe(
+      'limits has no option "rateLimitHeader"; did you mean "rateLimitHeaders"? Its options are rateLimitHeaders, trackingIdOnAdmitted, trackingIds, trackingIdHeader, failure, failureRetryAfterSeconds.',
+    );
+  });
+
+  it('never shows a cursorKey it refuses', () => {
+    const key = 'a secret that is too short';
+    const error = thrown(() =>
+      serviceSetupUnchecked({
+        repository: new MemorySubscriptionRepository(),
+        identify: () => undefined,
+        cursorKey: key,
+      }),
+    );
+    expect(isConfigurationError(error)).toBe(true);
+    expect((error as Error).message).not.toContain(key);
+  });
 });
 
-import { createWebhookService } from '../../../src/index.js';
+import {
+  createLimiter,
+  createWebhookService,
+  isConfigurationError,
+  window,
+} from '../../../src/index.js';
+import { thrown } from '../../support/thrown.js';
 
 function serviceSetupUnchecked(options: unknown) {
   return createWebhookService(options as never);

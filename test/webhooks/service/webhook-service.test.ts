@@ -331,7 +331,9 @@ describe('createWebhookService: the subscription API', () => {
     const plain = setup({ limiter, clock });
     const without = await call(plain.service, 'GET', '/v1/subscriptions');
     expect(without.headers.get('ratelimit')).toBeNull();
-    expect(() => setup({ limits: { rateLimitHeaders: true } })).toThrow(/only with a limiter/);
+    expect(() => setup({ limits: { rateLimitHeaders: true } })).toThrow(
+      'limits must be given only with a limiter (pass limiter: createLimiter({ ... }) as well, or leave limits out), got an object.',
+    );
     expect(() => setup({ limiter, limits: { failure: 'sometimes' as 'open' } })).toThrow(
       /limits\.failure/,
     );
@@ -389,6 +391,12 @@ describe('createWebhookService: the subscription API', () => {
     const closed = await call(service, 'GET', '/v1/subscriptions');
     expect(closed.status).toBe(503);
     expect(closed.body.code).toBe('service_unavailable');
+    await expect(service.start()).rejects.toMatchObject({
+      name: 'ConfigurationError',
+      code: 'invalid_option',
+      message:
+        'the webhook service must be open (a closed service stays closed: make a new one with createWebhookService()), got "closed".',
+    });
   });
 
   it('warns once at start when the repository stores secrets in plain text', async () => {

@@ -93,7 +93,7 @@ describe('aesGcmSecretCipher', () => {
           { id: 'k', key: key2 },
         ],
       },
-      /keys\[1\]\.id "k" is used by an earlier key/,
+      /^keys\[1\]\.id must be an id no earlier key has \(give each key an id of its own\), got "k"\.$/,
     );
     refused({ keys: [{ id: 'k', key: key1, extra: 1 }] }, /no option "extra"/);
   });

@@ -13,6 +13,13 @@ import {
 } from '../../../src/index.js';
 import { thrown } from '../../support/thrown.js';
 
+const SECRET_EXPECTED =
+  'whsec_ and the base64 of 24 to 64 random bytes (32 to 88 characters; generateWebhookSecret() makes one)';
+const BODY_EXPECTED =
+  'the raw body as sent, a string or a Uint8Array such as a Buffer (not the parsed JSON: serialising it again changes the bytes; wrap an ArrayBuffer with new Uint8Array(arrayBuffer))';
+const WEBHOOK_ID_RULE =
+  '1 to 256 visible ASCII characters without spaces or commas, such as msg_2KWPBgLlAfxdpx2AI54pPJ85f4W';
+
 // The test vector published with the standardwebhooks JavaScript library.
 const VECTOR = {
   secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
@@ -89,9 +96,7 @@ describe('signWebhook', () => {
     // A secret read from a store as something else than text, such as a number.
     const notText = thrown(() => signWebhook({ id: 'm', timestamp: 1, body: '' }, [42 as never]));
     expect(isConfigurationError(notText) && notText.code).toBe('invalid_webhook_secret');
-    expect((notText as Error).message).toBe(
-      'A webhook secret must be a string such as whsec_<base64>; got number.',
-    );
+    expect((notText as Error).message).toBe(`secrets[0] must be ${SECRET_EXPECTED}, got a number.`);
     const secret = generateWebhookSecret();
     for (const input of [
       { id: 'a b', timestamp: 1, body: '' },
@@ -108,16 +113,18 @@ describe('webhook secrets', () => {
   it('refuses a secret of ten million base64 characters by its length, in every function that reads one', () => {
     // Arrange: a secret far longer than the 88 characters of 64 bytes, all of it base64.
     const secret = `${WEBHOOK_SECRET_PREFIX}${'A'.repeat(10_000_000)}`;
-    for (const attempt of [
-      () => webhookSecretKey(secret),
-      () => signWebhook({ id: 'msg_1', timestamp: 1, body: '{}' }, secret),
-      () => verifyWebhook('{}', {}, { secrets: secret }),
-    ]) {
+    for (const [name, attempt] of [
+      ['webhook secret', () => webhookSecretKey(secret)],
+      ['secrets', () => signWebhook({ id: 'msg_1', timestamp: 1, body: '{}' }, secret)],
+      ['secrets', () => verifyWebhook('{}', {}, { secrets: secret })],
+    ] as const) {
       // Act
       const error = thrown(attempt);
-      // Assert
+      // Assert: its length, never its text
       expect(isConfigurationError(error) && error.code).toBe('invalid_webhook_secret');
-      expect((error as Error).message).toContain('32 to 88 characters); this one has 10000000');
+      expect((error as Error).message).toBe(
+        `${name} must be ${SECRET_EXPECTED}, got whsec_ and 10000000 characters.`,
+      );
     }
   });
 
@@ -176,16 +183,22 @@ describe('webhook secrets', () => {
     );
   });
 
+  const SOURCE =
+    'generateWebhookSecret bytes must be a function that returns that many random bytes, (size) => Uint8Array, such as crypto.randomBytes';
+  const BYTES = 'generateWebhookSecret bytes(32) must be a Uint8Array of the 32 bytes asked for';
   it.each([
-    ['a string', 'x', /source of random bytes, \(size\) => Uint8Array.*got a string/],
-    ['a number from the source', () => 5, /Uint8Array of the 32 bytes asked for; got a number/],
-    ['text from the source', () => 'abc', /got a string/],
-    ['16 bytes', () => new Uint8Array(16), /32 bytes asked for; got 16 bytes/],
-    ['100 bytes', () => new Uint8Array(100), /32 bytes asked for; got 100 bytes/],
+    ['a string', 'x', `${SOURCE}, got "x".`],
+    ['null', null, `${SOURCE}, got null.`],
+    ['an array', [], `${SOURCE}, got an array.`],
+    ['a number from the source', () => 5, `${BYTES}, got a number.`],
+    ['text from the source', () => 'abc', `${BYTES}, got a string of 3 characters.`],
+    ['null from the source', () => null, `${BYTES}, got null.`],
+    ['16 bytes', () => new Uint8Array(16), `${BYTES}, got 16 bytes.`],
+    ['100 bytes', () => new Uint8Array(100), `${BYTES}, got 100 bytes.`],
   ])('generateWebhookSecret refuses %s with invalid_option', (_, source, message) => {
     const error = thrown(() => generateWebhookSecret(source as never));
     expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).toBe(message);
   });
 });
 
@@ -193,18 +206,23 @@ describe('signWebhook: what it signs', () => {
   const secret = generateWebhookSecret((n) => new Uint8Array(n).fill(3));
 
   it.each([
-    ['undefined', undefined, /got undefined/],
-    ['null', null, /got null/],
-    ['a parsed object', {}, /got an object/],
-    ['an ArrayBuffer', new ArrayBuffer(3), /new Uint8Array\(arrayBuffer\).*got an ArrayBuffer/],
-    ['a number', 5, /got a number/],
-    ['a DataView', new DataView(new ArrayBuffer(3)), /got a DataView/],
-  ])('refuses a body that is %s with invalid_option, as verifyWebhook does', (_, body, message) => {
+    ['undefined', undefined, 'undefined'],
+    ['null', null, 'null'],
+    ['a parsed object', {}, 'an object'],
+    ['an array', [1], 'an array'],
+    ['an ArrayBuffer', new ArrayBuffer(3), 'an object'],
+    ['a number', 5, '5'],
+    ['NaN', Number.NaN, 'NaN'],
+    ['a DataView', new DataView(new ArrayBuffer(3)), 'an object'],
+  ])('refuses a body that is %s with invalid_option, as verifyWebhook does', (_, body, got) => {
     const error = thrown(() => signWebhook({ id: 'msg_1', timestamp: 1, body } as never, secret));
     expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).toBe(`input.body must be ${BODY_EXPECTED}, got ${got}.`);
     const verifying = thrown(() => verifyWebhook(body as never, {}, { secrets: secret }));
     expect(isConfigurationError(verifying) && verifying.code).toBe('invalid_option');
+    expect((verifying as Error).message).toBe(
+      `verifyWebhook body must be ${BODY_EXPECTED}, got ${got}.`,
+    );
   });
 
   it('accepts exactly the bodies verifyWebhook accepts, and signs a Uint8Array like the string it encodes', () => {
@@ -240,13 +258,66 @@ describe('signWebhook: what it signs', () => {
   });
 
   it.each([
-    ['null', null],
-    ['undefined', undefined],
-    ['a string', 'msg_1'],
-  ])('refuses an input that is %s with invalid_option', (_, input) => {
+    ['null', null, 'null'],
+    ['undefined', undefined, 'undefined'],
+    ['a string', 'msg_1', '"msg_1"'],
+  ])('refuses an input that is %s with invalid_option', (_, input, got) => {
     const error = thrown(() => signWebhook(input as never, secret));
     expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-    expect((error as Error).message).toMatch(/signWebhook needs \{ id, timestamp, body \}/);
+    expect((error as Error).message).toBe(
+      `signWebhook input must be an object { id, timestamp, body }, got ${got}.`,
+    );
+  });
+
+  it('reads each field of the input once, and refuses one whose getter throws as no plain data', () => {
+    const input = Object.defineProperty({ timestamp: 1, body: '' }, 'id', {
+      enumerable: true,
+      get() {
+        throw new Error('boom');
+      },
+    });
+    const error = thrown(() => signWebhook(input as never, secret));
+    expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    expect((error as Error).message).toBe('Reading signWebhook input threw; pass plain data.');
+  });
+
+  it.each([
+    [
+      'id',
+      { id: 'a b', timestamp: 1, body: '' },
+      `input.id must be ${WEBHOOK_ID_RULE}, got "a b".`,
+    ],
+    [
+      'id',
+      { id: ['m'], timestamp: 1, body: '' },
+      `input.id must be ${WEBHOOK_ID_RULE}, got an array.`,
+    ],
+    [
+      'timestamp',
+      { id: 'm', timestamp: Number.NaN, body: '' },
+      'input.timestamp must be whole seconds since the epoch, a whole number from 0, got NaN.',
+    ],
+    [
+      'timestamp',
+      { id: 'm', timestamp: '1', body: '' },
+      'input.timestamp must be whole seconds since the epoch, a whole number from 0, got "1".',
+    ],
+  ])('refuses a bad %s, naming it', (_, input, message) => {
+    const error = thrown(() => signWebhook(input as never, secret));
+    expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+    expect((error as Error).message).toBe(message);
+  });
+
+  it.each([
+    ['no secret', [], 'an array'],
+    ['null', null, 'null'],
+    ['a number', 42, '42'],
+  ])('refuses %s as the secrets with invalid_webhook_secret', (_, secrets, got) => {
+    const error = thrown(() => signWebhook({ id: 'm', timestamp: 1, body: '' }, secrets as never));
+    expect(isConfigurationError(error) && error.code).toBe('invalid_webhook_secret');
+    expect((error as Error).message).toBe(
+      `secrets must be a webhook secret (whsec_…), or a non-empty array of them (two while rotating: the new one and the old one), got ${got}.`,
+    );
   });
 
   it('refuses an id of ten million characters as it refuses any id over 256', () => {

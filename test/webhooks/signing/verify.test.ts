@@ -101,13 +101,30 @@ describe('verifyWebhook', () => {
       verifyWebhook({ type: 'x' } as never, {}, { secrets: generateWebhookSecret() }),
     );
     expect(isConfigurationError(parsed) && (parsed as Error).message).toContain('raw body');
-    expect(isConfigurationError(thrown(() => verifyWebhook('', {}, { secrets: 'nope' })))).toBe(
-      true,
+    const list =
+      'secrets must be a webhook secret (whsec_…), or a non-empty array of them (two while rotating: the new one and the old one)';
+    const one =
+      'must be whsec_ and the base64 of 24 to 64 random bytes (32 to 88 characters; generateWebhookSecret() makes one)';
+    for (const [secrets, message] of [
+      // A secret is shown by its length, never its text.
+      ['nope', `secrets ${one}, got a string of 4 characters.`],
+      [['whsec_nope'], `secrets[0] ${one}, got whsec_ and 4 characters.`],
+      [[], `${list}, got an array.`],
+      [undefined, `${list}, got undefined.`],
+      [null, `${list}, got null.`],
+      [{ 0: 'whsec_x', length: 1 }, `${list}, got an object.`],
+    ] as const) {
+      const error = thrown(() => verifyWebhook('', {}, { secrets: secrets as never }));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_webhook_secret');
+      expect((error as Error).message).toBe(message);
+    }
+    const typo = thrown(() =>
+      verifyWebhook('', {}, { secrets: generateWebhookSecret(), toleranceSecond: 5 } as never),
     );
-    expect(isConfigurationError(thrown(() => verifyWebhook('', {}, { secrets: [] })))).toBe(true);
-    expect(
-      isConfigurationError(thrown(() => verifyWebhook('', {}, { secrets: undefined as never }))),
-    ).toBe(true);
+    expect(isConfigurationError(typo) && typo.code).toBe('invalid_option');
+    expect((typo as Error).message).toBe(
+      'verifyWebhook has no option "toleranceSecond"; did you mean "toleranceSeconds"? Its options are secrets, clock, toleranceSeconds.',
+    );
     for (const toleranceSeconds of [-1, Number.NaN]) {
       const error = thrown(() =>
         verifyWebhook('', {}, { secrets: generateWebhookSecret(), toleranceSeconds }),
@@ -123,14 +140,17 @@ describe('verifyWebhook', () => {
     const secret = generateWebhookSecret();
     // Signed a year before the receiver's time: a replay.
     const headers = signWebhook({ id: 'msg_old', timestamp: T - 365 * 86_400, body: '{}' }, secret);
-    for (const time of [Number.NaN, Number.POSITIVE_INFINITY, '1700000000000' as never]) {
+    for (const [time, got] of [
+      [Number.NaN, 'NaN'],
+      [Number.POSITIVE_INFINITY, 'Infinity'],
+      ['1700000000000' as never, '"1700000000000"'],
+      [null as never, 'null'],
+    ] as const) {
       const error = thrown(() =>
         verifyWebhook('{}', headers, { secrets: secret, clock: { now: () => time } }),
       );
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-      expect((error as Error).message).toBe(
-        `clock.now() must return a finite time in ms, got ${String(time)}.`,
-      );
+      expect((error as Error).message).toBe(`clock.now() must be a finite time in ms, got ${got}.`);
     }
   });
 

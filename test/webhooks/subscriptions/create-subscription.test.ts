@@ -107,14 +107,30 @@ describe('createSubscription', () => {
   });
 
   it.each([
-    [{ errorStatus: 500 }, 'ACME', /errorStatus/],
-    [{ errorStatus: 399 }, 'ACME', /errorStatus/],
-    [{}, '', /accountCode/],
-    [{ generateId: () => '' }, 'ACME', /generateId/],
+    [{ errorStatus: 500 }, 'ACME', 'errorStatus must be a 4xx status from 400 to 499, got 500.'],
+    [{ errorStatus: 399 }, 'ACME', 'errorStatus must be a 4xx status from 400 to 499, got 399.'],
+    [
+      { errorStatus: Number.NaN },
+      'ACME',
+      'errorStatus must be a 4xx status from 400 to 499, got NaN.',
+    ],
+    [{}, '', 'accountCode must be the non-empty code of the authenticated account, got "".'],
+    [{ generateId: () => '' }, 'ACME', 'generateId() must be a non-empty string, got "".'],
+    [{ generateId: () => 7 }, 'ACME', 'generateId() must be a non-empty string, got 7.'],
+    [
+      { endpointUrl: { maxLenght: 10 } },
+      'ACME',
+      'endpointUrl has no option "maxLenght"; did you mean "maxLength"? Its options are allow, maxLength, allowHttp.',
+    ],
+    [
+      { endpointUrl: [] },
+      'ACME',
+      "endpointUrl must be an object such as { allowHttp: true, allow: ['10.0.0.0/8'] }, got an array.",
+    ],
   ])('throws a ConfigurationError for %j with account %j', (options, account, message) => {
-    const caught = thrown(() => createSubscription(body, account, options));
+    const caught = thrown(() => createSubscription(body, account, options as never));
     expect(isConfigurationError(caught)).toBe(true);
-    expect((caught as Error).message).toMatch(message);
+    expect((caught as Error).message).toBe(message);
   });
 
   it('throws a ConfigurationError for options that are null, and for a bad option whatever the body', () => {
@@ -129,13 +145,20 @@ describe('createSubscription', () => {
   });
 
   it('throws a ConfigurationError and stores nothing for a clock whose time no Date can hold', () => {
-    for (const time of [Number.NaN, Number.POSITIVE_INFINITY, 1e20]) {
+    for (const [time, got] of [
+      [Number.NaN, 'NaN'],
+      [Number.POSITIVE_INFINITY, 'Infinity'],
+      [1e20, '100000000000000000000'],
+      ['0', '"0"'],
+    ] as const) {
       const index = new SubscriptionIndex();
       const caught = thrown(() =>
-        createSubscription(body, 'ACME', { index, clock: { now: () => time } }),
+        createSubscription(body, 'ACME', { index, clock: { now: () => time as number } }),
       );
       expect(isConfigurationError(caught) && caught.code).toBe('invalid_option');
-      expect((caught as Error).message).toMatch(/clock\.now\(\)/);
+      expect((caught as Error).message).toBe(
+        `clock.now() must be a time in ms that a Date can hold (a finite number within ±8.64e15), got ${got}.`,
+      );
       expect(index.size).toBe(0);
     }
   });

@@ -49,7 +49,9 @@ function apply(index: SubscriptionIndex, model: Map<string, Subscription>, comma
     expect(index.replace(command.subscription)).toBe(model.get(command.subscription.id));
     model.set(command.subscription.id, command.subscription);
   } else if (model.has(command.subscription.id)) {
-    expect(() => index.add(command.subscription)).toThrow(/held already/);
+    expect(() => index.add(command.subscription)).toThrow(
+      `subscription.id must be an id no held subscription has (change a held one with replace()), got ${JSON.stringify(command.subscription.id)}.`,
+    );
   } else {
     index.add(command.subscription);
     model.set(command.subscription.id, command.subscription);
@@ -304,21 +306,78 @@ describe('SubscriptionIndex: bad input', () => {
   it('refuses a duplicate id and a malformed subscription with a ConfigurationError, changing nothing', () => {
     const index = new SubscriptionIndex();
     index.add({ ...valid });
-    const attempts: [Subscription, RegExp][] = [
-      [{ ...valid }, /held already/],
-      [{ ...valid, id: 'y', events: ['folio'] }, /invalid pattern at events\[0\]/],
-      [{ ...valid, id: 'y', events: 'folio/created' } as never, /events, an array of strings/],
-      [{ ...valid, id: '' }, /non-empty string id/],
-      [{ ...valid, id: 'y', accountCode: 7 } as never, /string accountCode/],
-      [{ ...valid, id: 'y', propertyIds: [1] } as never, /propertyIds/],
-      [null as never, /The subscription is not an object\./],
+    const PATTERN =
+      'must be a well-formed pattern, <topic>/<event> or <topic>/* (validate requests with validateSubscriptionRequest())';
+    const attempts: [Subscription, string, string][] = [
+      [
+        { ...valid },
+        'duplicate_subscription_id',
+        'subscription.id must be an id no held subscription has (change a held one with replace()), got "x".',
+      ],
+      [
+        { ...valid, id: 'y', events: ['folio'] },
+        'invalid_subscription',
+        `subscription "y".events[0] ${PATTERN}, got "folio".`,
+      ],
+      [
+        { ...valid, id: 'y', events: 'folio/created' } as never,
+        'invalid_subscription',
+        'subscription "y".events must be an array of strings, got "folio/created".',
+      ],
+      [
+        { ...valid, id: 'y', events: ['folio/created', Number.NaN] } as never,
+        'invalid_subscription',
+        'subscription "y".events must be an array of strings, got an array.',
+      ],
+      [
+        { ...valid, id: '' },
+        'invalid_subscription',
+        'subscription.id must be a non-empty string, got "".',
+      ],
+      [
+        { ...valid, id: ['y'] } as never,
+        'invalid_subscription',
+        'subscription.id must be a non-empty string, got an array.',
+      ],
+      [
+        { ...valid, id: 'y', accountCode: 7 } as never,
+        'invalid_subscription',
+        'subscription "y".accountCode must be a string, got 7.',
+      ],
+      [
+        { ...valid, id: 'y', propertyIds: [1] } as never,
+        'invalid_subscription',
+        'subscription "y".propertyIds must be an array of strings, or left out, got an array.',
+      ],
+      [
+        null as never,
+        'invalid_subscription',
+        'subscription must be a plain object { id, accountCode, events, propertyIds? }, not an array or a Set, got null.',
+      ],
+      [
+        'x' as never,
+        'invalid_subscription',
+        'subscription must be a plain object { id, accountCode, events, propertyIds? }, not an array or a Set, got "x".',
+      ],
+      [
+        Object.defineProperty({ ...valid, id: 'y' }, 'accountCode', {
+          enumerable: true,
+          get() {
+            throw new Error('boom');
+          },
+        }),
+        'invalid_subscription',
+        'subscription must be a plain object holding its id, accountCode, events and propertyIds (and their elements) as data, not getters, got an object.',
+      ],
     ];
-    for (const [subscription, message] of attempts) {
+    for (const [subscription, code, message] of attempts) {
       const caught = thrown(() => index.add(subscription));
-      expect(isConfigurationError(caught)).toBe(true);
-      expect((caught as Error).message).toMatch(message);
+      expect(isConfigurationError(caught) && caught.code).toBe(code);
+      expect((caught as Error).message).toBe(message);
     }
-    expect(() => index.replace({ ...valid, events: ['x'] })).toThrow(/invalid pattern/);
+    expect(() => index.replace({ ...valid, events: ['x'] })).toThrow(
+      `subscription "x".events[0] ${PATTERN}, got "x".`,
+    );
     expect(index.size).toBe(1);
     expect(index.match({ accountCode: 'acme', kind: 'folio/created' })).toHaveLength(1);
   });
@@ -356,7 +415,9 @@ describe('SubscriptionIndex: bad input', () => {
       expect(index.size).toBe(0);
       expect(index.stats()).toEqual({ subscriptions: 0, accounts: 0, patterns: 0, propertyIds: 0 });
     }
-    expect(() => index.replace(withGetter(8))).toThrow(/plain data/);
+    expect(() => index.replace(withGetter(8))).toThrow(
+      'subscription "g8" must be a plain object holding its id, accountCode, events and propertyIds (and their elements) as data, not getters, got an object.',
+    );
     expect(index.size).toBe(0);
   });
 
@@ -424,9 +485,9 @@ describe('SubscriptionIndex: a refused add or replace changes nothing', () => {
       // Assert
       expect(isConfigurationError(caught) && caught.code).toBe('invalid_subscription');
       expect((caught as Error).message).toBe(
-        'The subscription must be a plain object, not an array or a Set.',
+        `subscription must be a plain object { id, accountCode, events, propertyIds? }, not an array or a Set, got ${Array.isArray(impostor) ? 'an array' : 'an object'}.`,
       );
-      expect(() => index.replace(impostor as never)).toThrow(/not an array or a Set/);
+      expect(() => index.replace(impostor as never)).toThrow((caught as Error).message);
     }
     expect(index.get('x')).toBeUndefined();
     index.add({ ...valid });

@@ -1,0 +1,15 @@
+import { PGlite } from '@electric-sql/pglite';
+let t = performance.now();
+const a = await PGlite.create();
+await a.query('select 1');
+console.log('fresh', (performance.now() - t).toFixed(0));
+const dump = await a.dumpDataDir('none');
+await a.close();
+t = performance.now();
+const b = await PGlite.create({ loadDataDir: dump });
+await b.query('select 1');
+console.log('from dump', (performance.now() - t).toFixed(0), dump.size);
+t = performance.now();
+const c = await PGlite.create();
+await c.query('select 1');
+console.log('fresh again', (performance.now() - t).toFixed(0));
