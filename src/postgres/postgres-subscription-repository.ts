@@ -3,14 +3,15 @@ import { createHash } from 'node:crypto';
  * The subscription repository on PostgreSQL: a pg Pool on a server, or PGlite (embedded
  * PostgreSQL) on one machine, through the same SQL (see docs/postgres.md). @module
  */
-import { ConfigurationError } from '../errors/index.js';
 import { isSecretCipherError, SecretCipherError } from '../errors/secret-cipher-error.js';
 import {
   aBoolean,
   aFunction,
+  conflictingKeys,
   INVALID,
   type Rule,
   readOptions,
+  refused,
   requiredValue,
   wholeNumber,
   withMethods,
@@ -188,9 +189,10 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     });
     this.#database = requiredValue(RULES.database, read.database, 'database');
     if (read.secretKeys !== undefined && read.cipher !== undefined) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `${OWNER} takes secretKeys or cipher, not both; pass the keys alone.`,
+      throw conflictingKeys(
+        `${OWNER} options`,
+        'secretKeys or cipher, not both (pass the keys alone)',
+        ['secretKeys', 'cipher'],
       );
     }
     this.#cipher =
@@ -664,9 +666,10 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   async reencryptSecrets(): Promise<number> {
     const cipher = this.#cipher;
     if (cipher === undefined) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `reencryptSecrets needs keys: pass secretKeys (newest first) to ${OWNER}.`,
+      throw refused(
+        `${OWNER} secretKeys`,
+        'given (newest first) for reencryptSecrets() to encrypt under',
+        undefined,
       );
     }
     let done = 0;

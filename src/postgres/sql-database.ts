@@ -3,7 +3,7 @@
  * instance both satisfy it as they are. Where one connection is needed (a migration's
  * transaction, the LISTEN connection), the kind is told by its methods. @module
  */
-import { ConfigurationError } from '../errors/index.js';
+import { refused } from '../internal/options.js';
 
 /** What a query answers: its rows, one object per row keyed by column name. */
 export interface SqlResult {
@@ -97,9 +97,10 @@ export async function checkOut(pool: SqlPool): Promise<SqlClient> {
     !hasMethod(client, 'query') ||
     !hasMethod(client, 'release')
   ) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'database.connect() gave no client with query() and release(); pass a pg Pool, not a pg Client.',
+    throw refused(
+      'database.connect()',
+      'a client with query() and release() (pass a pg Pool, not a pg Client)',
+      client,
     );
   }
   return client as SqlClient;

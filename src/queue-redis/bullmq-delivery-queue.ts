@@ -7,6 +7,7 @@ import {
   anything,
   aString,
   INVALID,
+  optionsOf,
   type Rule,
   readOptions,
   requiredValue,
@@ -103,7 +104,6 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       keep: 1000,
       accountDeferMs: 250,
       clock: systemClock,
-      workerOptions: {},
     },
     required: true,
     example: "{ bullmq: await import('bullmq'), connection }",
@@ -113,10 +113,10 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   const accountConcurrency = read.accountConcurrency ?? defaultAccountConcurrency(concurrency);
   // Attempts in flight in this process, by account.
   const inFlight = new Map<string, number>();
-  const workerOptions = readOptions(read.workerOptions, 'worker', WORKER_RULES, {
-    defaults: { maxStalledCount: MAX_STALLED_COUNT },
-    example: '{ lockDuration: 30_000 }',
-  });
+  const workerOptions = {
+    ...read.workerOptions,
+    maxStalledCount: read.workerOptions?.maxStalledCount ?? MAX_STALLED_COUNT,
+  };
   const base = {
     connection: requiredValue(QUEUE_RULES.connection, read.connection, 'connection'),
     ...(read.prefix === undefined ? {} : { prefix: read.prefix }),
@@ -292,6 +292,13 @@ const BULLMQ: Rule<BullMQModule> = {
       : INVALID,
 };
 
+// Options BullMQ would throw on or take silently, refused up front.
+const WORKER_RULES = {
+  lockDuration: wholeNumber(1),
+  stalledInterval: wholeNumber(1),
+  maxStalledCount: wholeNumber(0),
+};
+
 const QUEUE_RULES = {
   bullmq: BULLMQ,
   connection: anything('BullMQ connection options') as Rule<BullMQ.ConnectionOptions>,
@@ -309,15 +316,8 @@ const QUEUE_RULES = {
         : INVALID,
   },
   clock: aClock,
-  workerOptions: anything('worker options') as Rule<unknown>,
+  workerOptions: optionsOf(WORKER_RULES, '{ lockDuration: 30_000 }'),
   keep: wholeNumber(0),
-};
-
-// Options BullMQ would throw on or take silently, refused up front.
-const WORKER_RULES = {
-  lockDuration: wholeNumber(1),
-  stalledInterval: wholeNumber(1),
-  maxStalledCount: wholeNumber(0),
 };
 
 function definedOnly<T extends object>(options: T): { [K in keyof T]?: Exclude<T[K], undefined> } {

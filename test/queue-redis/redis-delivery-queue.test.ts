@@ -964,18 +964,20 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
     }
   }, 120_000);
 
-  it('refuses worker options BullMQ would throw on or take silently, saying which it got', () => {
+  it('refuses worker options BullMQ would throw on or take silently, or a misspelt one, saying which it got', () => {
     const ms = 'must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
     const count = 'must be a whole number from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
     for (const [workerOptions, message] of [
-      [{ lockDuration: 0 }, `lockDuration ${ms}, got 0.`],
-      [{ stalledInterval: 2.5 }, `stalledInterval ${ms}, got 2.5.`],
-      [{ maxStalledCount: -1 }, `maxStalledCount ${count}, got -1.`],
-      [{ maxStalledCount: Number.NaN }, `maxStalledCount ${count}, got NaN.`],
+      [{ lockDuration: 0 }, `workerOptions.lockDuration ${ms}, got 0.`],
+      [{ stalledInterval: 2.5 }, `workerOptions.stalledInterval ${ms}, got 2.5.`],
+      [{ maxStalledCount: -1 }, `workerOptions.maxStalledCount ${count}, got -1.`],
+      [{ maxStalledCount: Number.NaN }, `workerOptions.maxStalledCount ${count}, got NaN.`],
+      [null, 'workerOptions must be an object such as { lockDuration: 30_000 }, got null.'],
       [
-        null,
-        'worker options must be an object such as { lockDuration: 30_000 }, or left out, got null.',
+        { lockDuraton: 30_000 },
+        'workerOptions has no option "lockDuraton"; did you mean "lockDuration"? Its options are lockDuration, stalledInterval, maxStalledCount.',
       ],
+      [[], 'workerOptions must be an object such as { lockDuration: 30_000 }, got an array.'],
     ] as const) {
       const error = thrown(() =>
         createRedisDeliveryQueue({
