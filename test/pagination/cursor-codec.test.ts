@@ -363,7 +363,7 @@ describe('cursor codec', () => {
           expect(bounded.decode(bounded.encode(state)).ok).toBe(true);
         } else {
           expect(error).toMatchObject({ code: 'invalid_cursor_state' });
-          expect(error?.message).toMatch(
+          expect((error as Error).message).toMatch(
             new RegExp(
               `^the cursor token length must be at most maxTokenLength \\(${maxTokenLength}\\), the longest decode accepts: put only the position in the cursor state \\(for example the last id\\), or raise maxTokenLength, got \\d+\\.$`,
             ),

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isConfigurationError } from '../../src/errors/index.js';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
+import { checkOut } from '../../src/postgres/sql-database.js';
 import { MemorySubscriptionRepository } from '../../src/webhooks/memory-subscription-repository.js';
 import type { SubscriptionRepository } from '../../src/webhooks/subscription-repository.js';
 import { DATABASES, subscription, TestDatabases } from './databases.js';
@@ -250,9 +251,26 @@ describe('PostgresSubscriptionRepository options', () => {
       { database, secretKeys: [{ id: 'k1', key: Buffer.alloc(32) }], cipher: {} },
       /cipher must be a SecretCipher/,
     );
+    const cipher = { encrypt() {}, decrypt() {}, keyIdOf() {} };
+    await refused(
+      { database, secretKeys: [{ id: 'k1', key: Buffer.alloc(32) }], cipher },
+      /^PostgresSubscriptionRepository\.open options must be an object with secretKeys or cipher, not both \(pass the keys alone\), got one with secretKeys and cipher\.$/,
+    );
     await refused({ database, reconnectDelayMs: 0 }, /reconnectDelayMs must be a whole number/);
     await refused({ database, schemaa: 'x' }, /no option "schemaa"; did you mean "schema"/);
     await refused({ database, preparedStatements: 'yes' }, /preparedStatements must be/);
+  });
+
+  it('refuses a pool whose connect() gives no client with query() and release(), saying what to pass', async () => {
+    const client = { query: async () => ({ rows: [] }) };
+    const pool = { query: client.query, connect: async () => client };
+    const error = await checkOut(pool as never).catch((e: unknown) => e);
+    expect(error).toMatchObject({
+      name: 'ConfigurationError',
+      code: 'invalid_option',
+      message:
+        'database.connect() must be a client with query() and release() (pass a pg Pool, not a pg Client), got an object.',
+    });
   });
 
   it('on a pool, prepares each statement once per connection by name, unless told not to', async () => {

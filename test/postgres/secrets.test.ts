@@ -96,6 +96,9 @@ describe.each(DATABASES)('signing secrets at rest on %s', (name) => {
     expect(await raw(schema)).toEqual([{ secret: 'whsec_plainvalue', key_id: null }]);
     const reencrypt = await plain.reencryptSecrets().catch((e: unknown) => e);
     expect(isConfigurationError(reencrypt)).toBe(true);
+    expect((reencrypt as Error).message).toBe(
+      'PostgresSubscriptionRepository.open secretKeys must be given (newest first) for reencryptSecrets() to encrypt under, got undefined.',
+    );
 
     const keyed = await PostgresSubscriptionRepository.open({
       database: database(),
