@@ -40,8 +40,8 @@ const MAX_ADDRESS_LENGTH = 100;
  * @param address - the address as the framework reports it (`req.ip`, `socket.remoteAddress`)
  * @param options - `ipv6Subnet`
  * @returns the key, at most 43 characters
- * @throws ConfigurationError `invalid_option` for an `ipv6Subnet` that is not a whole number
- *   from 1 to 128
+ * @throws ConfigurationError `invalid_option` for options that are not an object or have an
+ *   unknown key, or an `ipv6Subnet` that is not a whole number from 1 to 128
  * @example
  * ```ts
  * anonymousNetworkKey('2001:db8:1:2::7'); // '2001:db8:1::/56'

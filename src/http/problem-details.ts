@@ -53,7 +53,8 @@ export interface ProblemInit {
  * Build a problem details object.
  * @param init - code, title, status and the optional members
  * @returns a plain object, ready for `JSON.stringify`
- * @throws ConfigurationError `invalid_option` for a bad member (`status` must be 400 to 599)
+ * @throws ConfigurationError `invalid_option` for a bad member (`status` must be 400 to 599) or
+ *   an unknown one (named with the nearest member)
  * @example
  * ```ts
  * problemDetails({ code: 'page_size_too_large', title: 'Page size too large', status: 400 });

@@ -184,7 +184,8 @@ export interface Limiter<S extends LimitStore = LimitStore, T extends string = s
    * @param options - whether an admitted decision reports its statuses, and the request's cost
    * @throws InvalidRequestError when the request cannot be attributed (empty ids, wrong types)
    * @throws ConfigurationError `invalid_option` for options that are not
-   *   `{ statuses?: boolean, cost?: number }` or cannot be read, or a clock reading that is not
+   *   `{ statuses?: boolean, cost?: number }` (an unknown key is named with the nearest one) or
+   *   cannot be read, or a clock reading that is not
    *   milliseconds from 0 to 8.64e15; `invalid_cost` for a cost that is not a whole number from 1;
    *   `cost_above_limit` for a cost above a window's limit or a rate's burst of the request
    */
@@ -198,7 +199,8 @@ export interface Limiter<S extends LimitStore = LimitStore, T extends string = s
    * cleared. An admitted peek's `release` does nothing.
    * @param request - who would send it and what it would ask for
    * @param options - the cost of the request asked about
-   * @throws InvalidRequestError and ConfigurationError as `check` does
+   * @throws InvalidRequestError and ConfigurationError as `check` does (its options are
+   *   `{ cost?: number }`: a peek always reports statuses)
    * @example
    * ```ts
    * const now = limiter.peek({ clientId, accountCode, method: 'GET', path: '/booking/v1/offers' });

@@ -92,7 +92,8 @@ export const MAX_MULTIPLIER = 1000;
  *   could not have (empty, too long, not a string)
  * @throws ConfigurationError `invalid_override` for anything but exactly one of a preset name and a
  *   multiplier above 0 and at most 1000, or an expiry that is not a time after `now`;
- *   `unknown_preset` for a preset name the source does not have
+ *   `unknown_preset` for a preset name the source does not have; `invalid_option` for an override
+ *   that is not an object or has an unknown key
  * @internal
  */
 export function overrideEntry(

@@ -66,8 +66,8 @@ export interface PageNumberNavigation {
 /**
  * The links and end-of-data indicator of a page-number page. Give `hasMore`, `totalItems` or both.
  * @param input - the request URL, the page, and what is known about the rest
- * @throws ConfigurationError `invalid_option` for a bad input, URL (`http:/reservations` too) or
- * numbers, or neither `hasMore` nor `totalItems`
+ * @throws ConfigurationError `invalid_option` for a bad input (an unknown key is named with the
+ * nearest one), URL (`http:/reservations` too) or numbers, or neither `hasMore` nor `totalItems`
  * @example
  * ```ts
  * const nav = pageNumberNavigation({ url: req.url, pageNumber: 2, pageSize: 20, hasMore: true });
@@ -143,8 +143,9 @@ export interface CursorNavigation {
 /**
  * The links and end-of-data indicator of a cursor page.
  * @param input - the request URL, the limit and the neighbouring cursors
- * @throws ConfigurationError `invalid_option` for a bad input, URL or numbers, or a cursor that is
- * not a non-empty string (leave `nextCursor` out at the end, not `null` or `""`)
+ * @throws ConfigurationError `invalid_option` for a bad input (an unknown key is named with the
+ * nearest one), URL or numbers, or a cursor that is not a non-empty string (leave `nextCursor` out
+ * at the end, not `null` or `""`)
  * @example
  * ```ts
  * const nav = cursorNavigation({ url: req.url, limit: 50, nextCursor: codec.encode({ after: last.id }) });
