@@ -6,6 +6,7 @@ import {
   readOptions,
   refused,
   requiredValue,
+  unreadable,
   wholeNumber,
 } from '../internal/options.js';
 
@@ -89,6 +90,8 @@ const aString: Rule<string> = {
 
 const aStatus = wholeNumber(400, 599);
 
+const A_PROBLEM = 'a problem details object';
+
 /** A plain object (or one without a prototype): members a class or a Map holds are not data. */
 const extensionMembers: Rule<Record<string, unknown>> = {
   expected: 'a plain object of extension members',
@@ -122,14 +125,18 @@ const RESERVED = new Set(['type', 'title', 'status', 'code', 'detail', 'instance
 // Copied as own data members: an assignment to `problem.__proto__` (a member JSON.parse makes from
 // a client's body) would replace the problem's prototype and drop the member instead.
 function copyExtensions(problem: ProblemDetails, members: Record<string, unknown>): void {
-  for (const name of Object.keys(members)) {
-    if (RESERVED.has(name)) continue;
-    Object.defineProperty(problem, name, {
-      value: members[name],
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+  try {
+    for (const name of Object.keys(members)) {
+      if (RESERVED.has(name)) continue;
+      Object.defineProperty(problem, name, {
+        value: members[name],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+  } catch (cause) {
+    throw unreadable('extensions', extensionMembers.expected, members, cause);
   }
 }
 
@@ -150,9 +157,15 @@ export interface ResponseParts {
  */
 export function problemResponse(problem: ProblemDetails): ResponseParts {
   if (typeof problem !== 'object' || problem === null) {
-    throw refused('problemResponse() problem', 'a problem details object', problem);
+    throw refused('problemResponse() problem', A_PROBLEM, problem);
   }
-  const status = checkValue(aStatus, problem.status, 'problemResponse() problem.status');
+  let given: unknown;
+  try {
+    given = problem.status;
+  } catch (cause) {
+    throw unreadable('problemResponse() problem', A_PROBLEM, problem, cause);
+  }
+  const status = checkValue(aStatus, given, 'problemResponse() problem.status');
   let body: string | undefined;
   let cause: unknown;
   try {

@@ -177,6 +177,26 @@ describe('problem details (RFC 9457)', () => {
         () => problemResponse(problemDetails({ ...base, extensions: { n: 1n } })),
         'problemResponse() problem must be an object JSON.stringify writes (keep extension members to JSON values), got an object.',
       ],
+      [
+        () =>
+          problemDetails({
+            ...base,
+            extensions: {
+              get member(): never {
+                throw new Error('boom');
+              },
+            },
+          }),
+        'extensions must be a plain object of extension members, got an object that threw when read.',
+      ],
+      [
+        () => {
+          const { proxy, revoke } = Proxy.revocable({}, {});
+          revoke();
+          return problemResponse(proxy as never);
+        },
+        'problemResponse() problem must be a problem details object, got an object that threw when read.',
+      ],
     ];
     for (const [attempt, message] of cases) {
       expect(thrown(attempt)).toMatchObject({ code: 'invalid_option', message });
