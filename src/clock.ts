@@ -1,6 +1,5 @@
 /** Time as the library sees it: an injected {@link Clock}, so tests never sleep. @module */
-import { ConfigurationError } from './errors/index.js';
-import { checkValue, finiteNumber, withMethods, worded } from './internal/options.js';
+import { checkValue, finiteNumber, refused, withMethods, worded } from './internal/options.js';
 
 /** A source of the current time in milliseconds since the Unix epoch. */
 export interface Clock {
@@ -43,7 +42,7 @@ export class FakeClock implements Clock {
    * @throws ConfigurationError `invalid_option` for any other start
    */
   constructor(start = 0) {
-    this.#now = checkValue(CLOCK_TIME, start, 'FakeClock start');
+    this.#now = checkValue(aClockTime, start, 'FakeClock start');
   }
 
   /** The current fake time, in milliseconds. */
@@ -57,7 +56,7 @@ export class FakeClock implements Clock {
    * @throws ConfigurationError `invalid_option` for any other time
    */
   set(ms: number): void {
-    this.#now = checkValue(CLOCK_TIME, ms, 'FakeClock set(ms)');
+    this.#now = checkValue(aClockTime, ms, 'FakeClock set(ms)');
   }
 
   /**
@@ -70,9 +69,11 @@ export class FakeClock implements Clock {
     checkValue(STEP, ms, 'FakeClock.advance(ms)');
     const next = this.#now + ms;
     if (next > MAX_CLOCK_MS) {
-      throw new ConfigurationError(
+      throw refused(
+        'FakeClock.advance(ms)',
+        `at most ${MAX_CLOCK_MS - this.#now}, which takes the time from ${this.#now} to ${MAX_CLOCK_MS} ms, the latest a clock may return (the last instant a Date holds)`,
+        ms,
         'invalid_duration',
-        `FakeClock.advance(${ms}) would take the time from ${this.#now} past ${MAX_CLOCK_MS} ms, the latest time a clock may return (the last instant a Date holds); advance by less, or use set().`,
       );
     }
     this.#now = next;
@@ -80,7 +81,8 @@ export class FakeClock implements Clock {
   }
 }
 
-const CLOCK_TIME = worded(
+/** A time a clock may return, as {@link isClockTime} tells. @internal */
+export const aClockTime = worded(
   finiteNumber(0, MAX_CLOCK_MS),
   `a time a clock may return: milliseconds since the Unix epoch, from 0 to ${MAX_CLOCK_MS} (the range of a Date from 1970 on)`,
 );

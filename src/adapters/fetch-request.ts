@@ -4,7 +4,7 @@
  * @module
  */
 import type { IncomingMessage } from 'node:http';
-import { ConfigurationError } from '../errors/index.js';
+import { refused } from '../internal/options.js';
 
 /** A node request as the frameworks hand it over: Express adds `originalUrl` and `body`. */
 export type BridgedRequest = IncomingMessage & {
@@ -130,9 +130,10 @@ function parsedBody(req: BridgedRequest, contentType: string | null): Uint8Array
     const json = JSON.stringify(body);
     if (typeof json === 'string') return json;
   }
-  throw new ConfigurationError(
-    'invalid_option',
-    `nodeFetchHandler got a ${req.method} request whose body a body parser already read, and neither req.rawBody nor req.body holds bytes, a string or parsed JSON to send on; mount nodeFetchHandler before the body parser (or leave its paths out of it).`,
+  throw refused(
+    `nodeFetchHandler req.body of a ${req.method} request a body parser already read`,
+    'bytes, a string or parsed JSON to send on, or req.rawBody bytes or a string (mount nodeFetchHandler before the body parser, or leave its paths out of it)',
+    body,
   );
 }
 

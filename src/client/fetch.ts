@@ -1,9 +1,7 @@
 /** A `fetch` that retries a 429 after its `Retry-After` (see docs/client.md). @module */
 import { aClock, type Clock, systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors/index.js';
 import { parseRetryAfter } from '../http/retry-after.js';
-import { describe } from '../internal/describe.js';
-import { aFunction, readOptions, wholeNumber, withMethods } from '../internal/options.js';
+import { aFunction, readOptions, refused, wholeNumber, withMethods } from '../internal/options.js';
 import { abortableSleep, type Sleep, timerSleep } from '../internal/timers.js';
 import type { Pacer } from './pacer.js';
 
@@ -116,9 +114,10 @@ export function createRetryingFetch(options?: RetryingFetchOptions): FetchFuncti
       if (!Number.isFinite(now)) {
         // A delay measured from no time is NaN, which no budget comparison would ever stop.
         await response.body?.cancel().catch(() => undefined);
-        throw new ConfigurationError(
-          'invalid_option',
-          `createRetryingFetch: clock.now() must return finite milliseconds, got ${describe(now)}; the wait a Retry-After date asks for cannot be measured.`,
+        throw refused(
+          'createRetryingFetch clock.now()',
+          'finite milliseconds, to measure the wait a Retry-After date asks for',
+          now,
         );
       }
       const announced = parseRetryAfter(response.headers.get('retry-after'), now);

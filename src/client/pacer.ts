@@ -1,11 +1,11 @@
 /** Pacing of the integrator's client under the server's preset (docs/client.md). @module */
 import { aClock, type Clock, systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors/index.js';
 import {
   aFunction,
   anything,
   invalidValue,
   readOptions,
+  refused,
   wholeNumber,
 } from '../internal/options.js';
 import { abortableSleep, type Sleep, timerSleep } from '../internal/timers.js';
@@ -231,10 +231,7 @@ function pacingPreset(source: LimitPreset): {
     else timed.push(policy);
   }
   if (timed.length === 0) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'createPacer: the preset has no window or rate policy to pace by.',
-    );
+    throw refused('createPacer preset', 'a preset with a window or rate policy to pace by', source);
   }
   const globalNames = new Set(timed.map((p) => p.name));
   const rules: LimitRule[] = [];

@@ -4,7 +4,7 @@
  * @module
  */
 import ipaddr from 'ipaddr.js';
-import { checkValue, wholeNumber } from '../internal/options.js';
+import { readOptions, wholeNumber } from '../internal/options.js';
 
 /** The IPv6 prefix length anonymous requests are keyed by unless told: a site's delegation. */
 export const DEFAULT_IPV6_SUBNET = 56;
@@ -40,8 +40,8 @@ const MAX_ADDRESS_LENGTH = 100;
  * @param address - the address as the framework reports it (`req.ip`, `socket.remoteAddress`)
  * @param options - `ipv6Subnet`
  * @returns the key, at most 43 characters
- * @throws ConfigurationError `invalid_option` for an `ipv6Subnet` that is not a whole number
- *   from 1 to 128
+ * @throws ConfigurationError `invalid_option` for options that are not an object or have an
+ *   unknown key, or an `ipv6Subnet` that is not a whole number from 1 to 128
  * @example
  * ```ts
  * anonymousNetworkKey('2001:db8:1:2::7'); // '2001:db8:1::/56'
@@ -53,12 +53,15 @@ export function anonymousNetworkKey(
   address: unknown,
   options?: AnonymousNetworkKeyOptions,
 ): string {
-  const subnet = options?.ipv6Subnet;
-  return networkKey(
-    address,
-    subnet === undefined ? DEFAULT_IPV6_SUBNET : checkValue(IPV6_SUBNET_RULE, subnet, 'ipv6Subnet'),
-  );
+  if (options === undefined) return networkKey(address, DEFAULT_IPV6_SUBNET);
+  const { ipv6Subnet } = readOptions(options, 'anonymousNetworkKey', KEY_RULES, {
+    defaults: { ipv6Subnet: DEFAULT_IPV6_SUBNET },
+    example: '{ ipv6Subnet: 64 }',
+  });
+  return networkKey(address, ipv6Subnet);
 }
+
+const KEY_RULES = { ipv6Subnet: IPV6_SUBNET_RULE };
 
 /**
  * {@link anonymousNetworkKey} with a prefix length already checked. @internal

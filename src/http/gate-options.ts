@@ -1,5 +1,4 @@
 /** The options of every rate limit middleware, read once into the gate's settings. @module */
-import { ConfigurationError } from '../errors/index.js';
 import { describe } from '../internal/describe.js';
 import {
   aBoolean,
@@ -9,10 +8,13 @@ import {
   optionsOf,
   type Rule,
   readOptions,
+  refused,
   requiredValue,
+  unreadable,
   wholeNumber,
   withMethods,
 } from '../internal/options.js';
+import { WITHOUT_STATUSES } from '../limits/cost.js';
 import type { CheckOptions, Decision, LimitRequest } from '../limits/limiter.js';
 import { DEFAULT_IPV6_SUBNET, IPV6_SUBNET_RULE, networkKey } from './anonymous-key.js';
 import type { RateLimitResponseOptions } from './rate-limit-response.js';
@@ -213,9 +215,6 @@ const defaults = {
   rateLimitHeaders: false,
 } as const;
 
-// Without the RateLimit fields nothing reads an admitted decision's statuses.
-const WITHOUT_STATUSES: CheckOptions = Object.freeze({ statuses: false });
-
 /**
  * Read the options of a rate limit middleware.
  * @param options - the options as given
@@ -249,6 +248,7 @@ export function readGateOptions<R>(
     header: read.trackingIdHeader,
     trackingIds: read.trackingIds,
     withFields: read.rateLimitHeaders,
+    // Without the RateLimit fields nothing reads an admitted decision's statuses.
     asked: read.rateLimitHeaders ? undefined : WITHOUT_STATUSES,
     trackingIdOnAdmitted: read.trackingIdOnAdmitted,
   };
@@ -267,9 +267,10 @@ function anonymousKey<R>(
   const subnet = anonymous?.ipv6Subnet;
   if (key !== undefined) {
     if (subnet !== undefined) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `anonymous.ipv6Subnet (${subnet}) applies to the default key, and anonymous.key is given: return anonymousNetworkKey(address, { ipv6Subnet: ${subnet} }) from anonymous.key, or leave one of them out.`,
+      throw refused(
+        'anonymous.ipv6Subnet',
+        `left out beside anonymous.key, as it applies to the default key only (return anonymousNetworkKey(address, { ipv6Subnet: ${subnet} }) from anonymous.key instead)`,
+        subnet,
       );
     }
     return key;
@@ -289,16 +290,13 @@ function oneSourceOfFailure(
   try {
     outage = limiter.outage;
   } catch (cause) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'Reading limiter.outage threw; pass a limiter made by createLimiter().',
-      { cause },
-    );
+    throw unreadable('limiter', GATE_RULES.limiter.expected, limiter, cause);
   }
   if (outage !== undefined && outage !== 'reject') {
-    throw new ConfigurationError(
-      'invalid_option',
-      `The limiter decides store outages itself (outage: ${describe(outage)}) and failure is ${describe(failure)}: decide in one place. Leave failure out, or create the limiter without outage (it then leaves outages to the middleware).`,
+    throw refused(
+      'failure',
+      `left out beside a limiter that decides store outages itself (its outage is ${describe(outage)}): decide in one place, or create the limiter without outage, which leaves outages to the middleware`,
+      failure,
     );
   }
   return failure;

@@ -3,8 +3,8 @@
  * are methods, handed to {@link proceed} without a closure.
  * @module
  */
-import { ConfigurationError, isInvalidRequestError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
+import { isInvalidRequestError } from '../errors/index.js';
+import { refused } from '../internal/options.js';
 import { RequestFields } from '../limits/limit-request.js';
 import type {
   AdmittedDecision,
@@ -193,7 +193,7 @@ export class GateRun<R> implements GateVerdict {
     if (decision?.allowed === true && typeof decision.release === 'function') {
       return this.#admit(decision);
     }
-    if (!isRefusal(decision)) return this.#fail(unreadable(decision), 'limiter');
+    if (!isRefusal(decision)) return this.#fail(notADecision(decision), 'limiter');
     const id = this.#settledId();
     const { header } = this.#gate;
     // No limit of the client was reached: the limiter could not check (outage: 'closed').
@@ -305,21 +305,22 @@ export class GateRun<R> implements GateVerdict {
  */
 function isRefusal(decision: unknown): decision is RefusedDecision {
   if (typeof decision !== 'object' || decision === null) return false;
-  const refused = decision as RefusedDecision;
-  if (refused.allowed !== false) return false;
-  const seconds = refused.retryAfterSeconds;
+  const refusal = decision as RefusedDecision;
+  if (refusal.allowed !== false) return false;
+  const seconds = refusal.retryAfterSeconds;
   return (
     typeof seconds === 'number' &&
     seconds >= 1 &&
-    typeof refused.reason === 'string' &&
-    Number.isFinite(refused.now) &&
-    Array.isArray(refused.statuses)
+    typeof refusal.reason === 'string' &&
+    Number.isFinite(refusal.now) &&
+    Array.isArray(refusal.statuses)
   );
 }
 
-function unreadable(decision: unknown): ConfigurationError {
-  return new ConfigurationError(
-    'invalid_option',
-    `limiter.check() gave ${describe(decision)}, not a decision the middleware can use: an admitted one has allowed: true and release(), a refused one allowed: false, retryAfterSeconds >= 1, reason, statuses and a finite now. Check the limiter and what its store's apply() returns.`,
+function notADecision(decision: unknown): Error {
+  return refused(
+    'limiter.check()',
+    "a decision the middleware can use (an admitted one has allowed: true and release(), a refused one allowed: false, retryAfterSeconds >= 1, reason, statuses and a finite now; check the limiter and what its store's apply() returns)",
+    decision,
   );
 }

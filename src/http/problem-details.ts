@@ -1,6 +1,14 @@
 /** Problem details (RFC 9457): every 4xx body but the 429's, which is `text/plain`. @module */
-import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
+import {
+  checkValue,
+  INVALID,
+  type Rule,
+  readOptions,
+  refused,
+  requiredValue,
+  unreadable,
+  wholeNumber,
+} from '../internal/options.js';
 
 /** The media type of a problem details body. */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -46,82 +54,89 @@ export interface ProblemInit {
  * Build a problem details object.
  * @param init - code, title, status and the optional members
  * @returns a plain object, ready for `JSON.stringify`
- * @throws ConfigurationError `invalid_option` for a bad member (`status` must be 400 to 599)
+ * @throws ConfigurationError `invalid_option` for a bad member (`status` must be 400 to 599) or
+ *   an unknown one (named with the nearest member)
  * @example
  * ```ts
  * problemDetails({ code: 'page_size_too_large', title: 'Page size too large', status: 400 });
  * ```
  */
 export function problemDetails(init: ProblemInit): ProblemDetails {
-  if (typeof init !== 'object' || init === null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `problemDetails() needs { code, title, status }, got ${describe(init)}.`,
-    );
-  }
   // Each member read once: what is checked is what is written.
-  const { code, title, status, detail, instance, typeBase, extensions } = init;
-  checkString(code, 'code', false);
-  checkString(title, 'title', false);
-  checkString(detail, 'detail', true);
-  checkString(instance, 'instance', true);
-  checkString(typeBase, 'typeBase', true);
-  checkStatus(status, 'problemDetails() status');
+  const read = readOptions(init, 'problemDetails()', PROBLEM_RULES, {
+    required: true,
+    example: '{ code, title, status }',
+  });
+  const code = requiredValue(aString, read.code, 'code');
+  const title = requiredValue(aString, read.title, 'title');
+  const status = requiredValue(aStatus, read.status, 'status');
   // Core members first, in a fixed shape; extensions are copied after and never replace one.
   const problem: ProblemDetails = {
-    type: `${typeBase ?? DEFAULT_PROBLEM_TYPE_BASE}${code}`,
+    type: `${read.typeBase ?? DEFAULT_PROBLEM_TYPE_BASE}${code}`,
     title,
     status,
     code,
   };
-  if (detail !== undefined) problem.detail = detail;
-  if (instance !== undefined) problem.instance = instance;
-  if (extensions !== undefined) copyExtensions(problem, extensions);
+  if (read.detail !== undefined) problem.detail = read.detail;
+  if (read.instance !== undefined) problem.instance = read.instance;
+  if (read.extensions !== undefined) copyExtensions(problem, read.extensions);
   return problem;
 }
+
+const aString: Rule<string> = {
+  expected: 'a string',
+  read: (value) => (typeof value === 'string' ? value : INVALID),
+};
+
+const aStatus = wholeNumber(400, 599);
+
+const A_PROBLEM = 'a problem details object';
+
+/** A plain object (or one without a prototype): members a class or a Map holds are not data. */
+const extensionMembers: Rule<Record<string, unknown>> = {
+  expected: 'a plain object of extension members',
+  read(value) {
+    if (typeof value !== 'object' || value === null) return INVALID;
+    let prototype: unknown;
+    try {
+      prototype = Object.getPrototypeOf(value);
+    } catch {
+      return INVALID;
+    }
+    return prototype === Object.prototype || prototype === null
+      ? (value as Record<string, unknown>)
+      : INVALID;
+  },
+};
+
+const PROBLEM_RULES = {
+  code: aString,
+  title: aString,
+  status: aStatus,
+  detail: aString,
+  instance: aString,
+  typeBase: aString,
+  extensions: extensionMembers,
+};
 
 // Members an extension may not set (RFC 9457 section 3.1, and the library's `code`).
 const RESERVED = new Set(['type', 'title', 'status', 'code', 'detail', 'instance']);
 
-function checkString(value: unknown, name: string, optional: boolean): void {
-  if (typeof value === 'string' || (optional && value === undefined)) return;
-  throw new ConfigurationError(
-    'invalid_option',
-    `problemDetails() ${name} must be a string${optional ? ' when given' : ''}, got ${describe(value)}.`,
-  );
-}
-
-function checkStatus(status: unknown, what: string): asserts status is number {
-  if (!Number.isInteger(status) || (status as number) < 400 || (status as number) > 599) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `${what} must be a whole number from 400 to 599, got ${describe(status)}.`,
-    );
-  }
-}
-
 // Copied as own data members: an assignment to `problem.__proto__` (a member JSON.parse makes from
 // a client's body) would replace the problem's prototype and drop the member instead.
-function copyExtensions(problem: ProblemDetails, extensions: unknown): void {
-  const prototype =
-    typeof extensions === 'object' && extensions !== null
-      ? Object.getPrototypeOf(extensions)
-      : undefined;
-  if (prototype !== Object.prototype && prototype !== null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `problemDetails() extensions must be a plain object of extension members when given, got ${describe(extensions)}.`,
-    );
-  }
-  const members = extensions as Record<string, unknown>;
-  for (const name of Object.keys(members)) {
-    if (RESERVED.has(name)) continue;
-    Object.defineProperty(problem, name, {
-      value: members[name],
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+function copyExtensions(problem: ProblemDetails, members: Record<string, unknown>): void {
+  try {
+    for (const name of Object.keys(members)) {
+      if (RESERVED.has(name)) continue;
+      Object.defineProperty(problem, name, {
+        value: members[name],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+  } catch (cause) {
+    throw unreadable('extensions', extensionMembers.expected, members, cause);
   }
 }
 
@@ -142,13 +157,15 @@ export interface ResponseParts {
  */
 export function problemResponse(problem: ProblemDetails): ResponseParts {
   if (typeof problem !== 'object' || problem === null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `problemResponse() needs a problem details object, got ${describe(problem)}.`,
-    );
+    throw refused('problemResponse() problem', A_PROBLEM, problem);
   }
-  const { status } = problem;
-  checkStatus(status, 'problemResponse() problem.status');
+  let given: unknown;
+  try {
+    given = problem.status;
+  } catch (cause) {
+    throw unreadable('problemResponse() problem', A_PROBLEM, problem, cause);
+  }
+  const status = checkValue(aStatus, given, 'problemResponse() problem.status');
   let body: string | undefined;
   let cause: unknown;
   try {
@@ -158,10 +175,12 @@ export function problemResponse(problem: ProblemDetails): ResponseParts {
   }
   // A member's toJSON may also make the whole problem undefined.
   if (typeof body !== 'string') {
-    throw new ConfigurationError(
+    throw refused(
+      'problemResponse() problem',
+      'an object JSON.stringify writes (keep extension members to JSON values)',
+      problem,
       'invalid_option',
-      `problemResponse() cannot write the problem as JSON${cause instanceof Error ? ` (${cause.message})` : ''}; keep extension members to JSON values.`,
-      cause === undefined ? undefined : { cause },
+      cause,
     );
   }
   return {

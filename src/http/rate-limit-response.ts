@@ -3,9 +3,7 @@
  * admitted responses. Pure: the time comes from the decision.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
-import { aBoolean, aFunction, anything, readOptions } from '../internal/options.js';
+import { aBoolean, aFunction, anything, readOptions, refused } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
 import type { AdmittedDecision, RefusedDecision } from '../limits/limiter.js';
 import type { Policy } from '../limits/policy.js';
@@ -215,9 +213,10 @@ function checkDecision(decision: unknown, allowed: boolean, caller: string): voi
     decision === null ||
     readSafely(decision, 'allowed') !== allowed
   ) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `${caller}() needs ${allowed ? 'an admitted' : 'a refused'} decision from the limiter (allowed: ${allowed}), got ${describe(decision)}.`,
+    throw refused(
+      `${caller}() decision`,
+      `${allowed ? 'an admitted' : 'a refused'} decision from the limiter (allowed: ${allowed})`,
+      decision,
     );
   }
 }

@@ -1,7 +1,5 @@
 /** A request's tracking id: the incoming one when well-formed, else a new one. @module */
-import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
-import { checkValue, INVALID, type Rule } from '../internal/options.js';
+import { checkValue, INVALID, invalidValue, type Rule, refused } from '../internal/options.js';
 
 /** The default name of the tracking id header (the specification's neutral name). */
 export const DEFAULT_TRACKING_ID_HEADER = 'Service-Tracking-Id';
@@ -110,14 +108,15 @@ export function resolveTrackingId(
 ): string {
   if (isWellFormedTrackingId(incoming)) return incoming;
   const made = source();
-  if (!isWellFormedTrackingId(made)) {
-    throw new ConfigurationError(
-      'invalid_tracking_id',
-      `The tracking id source returned ${describe(made)}; it must return 1 to 128 letters, digits, '.', '_', ':' or '-'.`,
-    );
-  }
+  if (!isWellFormedTrackingId(made)) throw invalidValue(MADE_ID, made, 'the tracking id source()');
   return made;
 }
+
+const MADE_ID: Rule<string> = {
+  expected: "a tracking id of 1 to 128 letters, digits, '.', '_', ':' or '-'",
+  code: 'invalid_tracking_id',
+  read: (value) => (isWellFormedTrackingId(value) ? value : INVALID),
+};
 
 /**
  * A configured header name, checked (see {@link headerName}), in lower case.
@@ -135,9 +134,11 @@ export const headerName: Rule<string> = {
     if (typeof value !== 'string' || !HEADER_NAME.test(value)) return INVALID;
     const lower = value.toLowerCase();
     if (RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
-      throw new ConfigurationError(
+      throw refused(
+        name,
+        'a header name with no meaning of its own in HTTP, such as "X-Request-Id"',
+        value,
         'invalid_header_name',
-        `${name} ${describe(value)} is a header with a meaning of its own in HTTP; name the tracking id header something else, such as "X-Request-Id".`,
       );
     }
     return lower;

@@ -63,10 +63,8 @@ export function readOptions<
   if (options === undefined && settings.required !== true) options = {};
   if (typeof options !== 'object' || options === null || isArray(options)) {
     const example = settings.example ?? `{ ${names[0]}: … }`;
-    throw new ConfigurationError(
-      'invalid_option',
-      `${owner} options must be an object such as ${example}${settings.required === true ? '' : ', or left out'}, got ${describe(options)}.`,
-    );
+    const orLeftOut = settings.required === true ? '' : ', or left out';
+    throw refused(`${owner} options`, `an object such as ${example}${orLeftOut}`, options);
   }
   const given = readGiven(options, owner, names);
   const defaults = (settings.defaults ?? {}) as Record<string, unknown>;
@@ -102,11 +100,7 @@ function readGiven(options: object, owner: string, names: readonly string[]): un
       given[i] = (options as Record<string, unknown>)[names[i] as string];
     }
   } catch (cause) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `Reading the ${owner} options threw; pass plain data.`,
-      { cause },
-    );
+    throw unreadable(`${owner} options`, 'plain data', options, cause);
   }
   for (const key of keys) {
     if (!names.includes(key)) throw unknownOption(owner, key, names);
@@ -121,6 +115,75 @@ function unknownOption(owner: string, key: string, names: readonly string[]): Co
     'invalid_option',
     `${owner} has no option ${describe(key)}; did you mean "${nearest}"? Its options are ${names.join(', ')}.`,
   );
+}
+
+/**
+ * The error for a refused value, in the one wording: "`name` must be `expected`, got `value`."
+ * (the value as {@link describe} shows it). For a refusal no rule can word: a value refused for
+ * what another option says, a value a callback returned.
+ * @param name - what the value is (e.g. `maxKeys`, `clock.now()`)
+ * @param expected - what it must be, finishing "`name` must be …"
+ * @param value - the value refused
+ * @param code - the error's code @defaultValue `invalid_option`
+ * @param cause - what was thrown in finding the value wrong, when something was
+ */
+export function refused(
+  name: string,
+  expected: string,
+  value: unknown,
+  code?: ConfigurationErrorCode,
+  cause?: unknown,
+): ConfigurationError {
+  return mustBe(name, expected, describe(value), code, cause);
+}
+
+/**
+ * The error for a value whose reading threw (a getter, a proxy): "`name` must be `expected`, got
+ * `value` that threw when read.", with what was thrown as its cause.
+ * @param name - what was being read (e.g. `createLimiter options`, `store`)
+ * @param expected - what it must be (e.g. `plain data`)
+ * @param value - the object whose reading threw
+ * @param cause - what the reading threw
+ * @param code - the error's code @defaultValue `invalid_option`
+ */
+export function unreadable(
+  name: string,
+  expected: string,
+  value: unknown,
+  cause: unknown,
+  code?: ConfigurationErrorCode,
+): ConfigurationError {
+  return mustBe(name, expected, `${describe(value)} that threw when read`, code, cause);
+}
+
+/**
+ * The error for options whose keys do not go together: "`name` must be an object with
+ * `expected`, got one with `given`." (`neither` when none of them is given).
+ * @param name - the options (e.g. `createLimiter options`)
+ * @param expected - the keys that must be given (e.g. `exactly one of preset and policies`)
+ * @param given - the keys among them that were given
+ * @param code - the error's code @defaultValue `invalid_option`
+ */
+export function conflictingKeys(
+  name: string,
+  expected: string,
+  given: readonly string[],
+  code?: ConfigurationErrorCode,
+): ConfigurationError {
+  const got = given.length === 0 ? 'neither' : given.join(' and ');
+  return mustBe(name, `an object with ${expected}`, `one with ${got}`, code);
+}
+
+/** The one wording: "`name` must be `expected`, got `got`.". */
+function mustBe(
+  name: string,
+  expected: string,
+  got: string,
+  code: ConfigurationErrorCode = 'invalid_option',
+  cause?: unknown,
+): ConfigurationError {
+  const message = `${name} must be ${expected}, got ${got}.`;
+  return new ConfigurationError(code, message, cause === undefined ? undefined : { cause });
 }
 
 /**
@@ -139,10 +202,7 @@ export function invalidValue(
   value: unknown,
   name: string,
 ): ConfigurationError {
-  return new ConfigurationError(
-    rule.code ?? 'invalid_option',
-    `${name} must be ${rule.expected}, got ${describe(value)}.`,
-  );
+  return refused(name, rule.expected, value, rule.code);
 }
 
 /** A rule with another wording or code; the reading stays. */
@@ -241,9 +301,9 @@ export function aString(maxLength = 1024, minLength = 1): Rule<string> {
  * @param what - what the object is, for the message (e.g. `a LimitStore`)
  */
 export function withMethods<T extends object>(methods: readonly string[], what: string): Rule<T> {
-  const names = methods.map((m) => `${m}()`).join(' and ');
+  const expected = `${what} with ${methods.map((m) => `${m}()`).join(' and ')}`;
   return {
-    expected: `${what} with ${names}`,
+    expected,
     read(value, name) {
       if ((typeof value !== 'object' && typeof value !== 'function') || value === null) {
         return INVALID;
@@ -253,13 +313,7 @@ export function withMethods<T extends object>(methods: readonly string[], what: 
         try {
           member = (value as Record<string, unknown>)[method];
         } catch (cause) {
-          throw new ConfigurationError(
-            'invalid_option',
-            `Reading ${name}.${method} threw; pass ${what}.`,
-            {
-              cause,
-            },
-          );
+          throw unreadable(name, expected, value, cause);
         }
         if (typeof member !== 'function') return INVALID;
       }
@@ -287,21 +341,12 @@ export function listOf<T>(item: Rule<T>, minLength = 0): Rule<T[]> {
       try {
         const { length } = value;
         if (length > MAX_LIST_LENGTH) {
-          throw new ConfigurationError(
-            item.code ?? 'invalid_option',
-            `${name} holds ${length} elements; it must hold at most ${MAX_LIST_LENGTH}.`,
-          );
+          throw refused(`${name}.length`, `at most ${MAX_LIST_LENGTH}`, length, item.code);
         }
         elements = Array.from({ length }, (_, index) => value[index]);
       } catch (cause) {
         if (cause instanceof ConfigurationError) throw cause;
-        throw new ConfigurationError(
-          item.code ?? 'invalid_option',
-          `Reading ${name} threw; pass ${rule.expected}.`,
-          {
-            cause,
-          },
-        );
+        throw unreadable(name, rule.expected, value, cause, item.code);
       }
       if (elements.length < minLength) return INVALID;
       return elements.map((element, index) => checkValue(item, element, `${name}[${index}]`));
@@ -331,11 +376,7 @@ export function withFields<K extends string>(
       try {
         for (const key of keys) fields[key] = (value as Record<K, unknown>)[key];
       } catch (cause) {
-        throw new ConfigurationError(
-          code ?? 'invalid_option',
-          `Reading ${name} threw; pass plain data.`,
-          { cause },
-        );
+        throw unreadable(name, expected, value, cause, code);
       }
       return fields;
     },

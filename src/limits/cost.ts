@@ -1,44 +1,56 @@
 /**
- * The cost of a check or a peek: how many admissions a request counts at once, read from the
- * options and checked against the request's policies before anything is decided.
+ * The options of a check or a peek (whether an admitted decision reports its statuses, and the
+ * request's cost), read by the one options reader, and the cost checked against the request's
+ * policies before anything is decided.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
+import { aBoolean, readOptions, refused, wholeNumber, worded } from '../internal/options.js';
 import type { Policy } from './policy.js';
 import type { Plan } from './store.js';
 
+/** The admissions a request counts at once, refused as `invalid_cost`. */
+const aCost = worded(
+  wholeNumber(1),
+  'a whole number from 1 (the admissions the request counts; leave it out for 1)',
+  'invalid_cost',
+);
+
+const CHECK_RULES = { statuses: aBoolean, cost: aCost };
+
+const PEEK_RULES = { cost: aCost };
+
 /**
- * The `cost` of a verb's options: a whole number from 1 (1 when absent).
- * @throws ConfigurationError `invalid_option` for options that are not an object or cannot be
- *   read, `invalid_cost` for a cost that is not a whole number from 1
+ * The options of a check without statuses, as the middleware passes them on every request: known
+ * to the limiter, which reads them without the reader.
  * @internal
  */
-export function costOf(options: unknown, verb: 'check' | 'peek'): number {
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `${verb}() options must be an object such as { cost: 2 }, got ${describe(options)}.`,
-    );
+export const WITHOUT_STATUSES: { readonly statuses: false } = Object.freeze({ statuses: false });
+
+/** What a check or a peek is asked: statuses (always for a peek) and the cost. @internal */
+export interface VerbOptions {
+  readonly statuses: boolean;
+  readonly cost: number;
+}
+
+/**
+ * The options of `check` (`{ statuses, cost }`) or `peek` (`{ cost }`), each read once.
+ * @throws ConfigurationError `invalid_option` for options that are not an object, an unknown key
+ *   or a read that throws, or a `statuses` that is not a boolean; `invalid_cost` for a cost that
+ *   is not a whole number from 1
+ * @internal
+ */
+export function readVerbOptions(options: unknown, peek: boolean): VerbOptions {
+  if (peek) {
+    const { cost } = readOptions(options, 'peek()', PEEK_RULES, {
+      defaults: { cost: 1 },
+      example: '{ cost: 2 }',
+    });
+    return { statuses: true, cost };
   }
-  let cost: unknown;
-  try {
-    ({ cost } = options as { readonly cost?: unknown });
-  } catch (cause) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `Reading the ${verb}() options threw; pass plain data.`,
-      { cause },
-    );
-  }
-  if (cost === undefined || cost === 1) return 1;
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
-    throw new ConfigurationError(
-      'invalid_cost',
-      `${verb}() cost must be a whole number from 1 (the admissions the request counts), got ${describe(cost)}; leave it out for 1.`,
-    );
-  }
-  return cost;
+  return readOptions(options, 'check()', CHECK_RULES, {
+    defaults: { statuses: true, cost: 1 },
+    example: '{ statuses: false }',
+  });
 }
 
 /**
@@ -54,9 +66,12 @@ export function checkCost(plan: Plan, cost: number): void {
       const most = mostAtOnce(policy);
       if (cost > most) {
         const what = policy.kind === 'rate' ? 'burst' : 'limit';
-        throw new ConfigurationError(
+        const of = scope.resource === '' ? '' : ` of ${scope.resource}`;
+        throw refused(
+          'cost',
+          `at most the ${what} ${most} of the policy "${policy.name}"${of}, or the request could never be admitted: send it as parts of cost ${most} or less, or raise the policy's ${what}`,
+          cost,
           'cost_above_limit',
-          `cost ${cost} is above the ${what} ${most} of the policy "${policy.name}"${scope.resource === '' ? '' : ` of ${scope.resource}`}, so the request could never be admitted; send it as parts of cost ${most} or less, or raise the policy's ${what}.`,
         );
       }
     }

@@ -2,9 +2,7 @@
  * Durations for policies: a number of milliseconds, or a string such as `'60s'`, `'5 min'`, `'1h'`.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
-import type { Rule } from '../internal/options.js';
+import { checkValue, INVALID, type Rule, refused } from '../internal/options.js';
 
 /** A duration: milliseconds as a number, or a number with a unit (`ms`, `s`, `min`/`m`, `h`). */
 export type Duration = number | `${number}${DurationUnit}` | `${number} ${DurationUnit}`;
@@ -36,29 +34,31 @@ const MAX_DURATION_STRING = 64;
  * @throws ConfigurationError `invalid_duration` when it is not a positive whole number of ms
  */
 export function toMilliseconds(duration: Duration, what = 'duration'): number {
-  let ms: number;
-  let why = '';
-  if (typeof duration === 'number') {
-    ms = duration;
-  } else if (typeof duration === 'string') {
+  return checkValue(aDuration, duration, what);
+}
+
+/** What a duration must be. */
+const EXPECTED =
+  "a whole number of milliseconds >= 1 (a number, or a string such as '60s', '5 min', '1h')";
+
+/** The milliseconds of a duration, or {@link INVALID}; a decimal string that is no whole number of them is refused as such. */
+function readDuration(duration: unknown, what: string): number | typeof INVALID {
+  let ms: unknown = duration;
+  if (typeof duration === 'string') {
     const text = duration.trim();
     const match = text.length <= MAX_DURATION_STRING ? DURATION.exec(text) : null;
-    if (match === null) ms = Number.NaN;
-    else {
-      const exact = exactMilliseconds(match[1] as string, match[2] ?? '', match[3] as string);
-      ms = exact ?? Number.NaN;
-      if (exact === undefined) why = ', which is not a whole number of milliseconds';
+    if (match === null) return INVALID;
+    ms = exactMilliseconds(match[1] as string, match[2] ?? '', match[3] as string);
+    if (ms === undefined) {
+      throw refused(
+        what,
+        "a whole number of milliseconds >= 1 (a decimal string such as '1.5s' too, when it comes to whole milliseconds)",
+        duration,
+        'invalid_duration',
+      );
     }
-  } else {
-    ms = Number.NaN;
   }
-  if (!Number.isSafeInteger(ms) || ms < 1) {
-    throw new ConfigurationError(
-      'invalid_duration',
-      `${what} must be a whole number of milliseconds >= 1 (a number, or a string such as '60s', '5 min', '1h'), got ${describe(duration)}${why}.`,
-    );
-  }
-  return ms;
+  return Number.isSafeInteger(ms) && (ms as number) >= 1 ? (ms as number) : INVALID;
 }
 
 /**
@@ -79,12 +79,7 @@ function exactMilliseconds(whole: string, fraction: string, unit: string): numbe
  * @throws ConfigurationError `invalid_duration` for anything else
  */
 export function formatDuration(ms: number): string {
-  if (typeof ms !== 'number' || !Number.isFinite(ms)) {
-    throw new ConfigurationError(
-      'invalid_duration',
-      `formatDuration needs a finite number of milliseconds, got ${describe(ms)}.`,
-    );
-  }
+  checkValue(FINITE_MS, ms, 'formatDuration(ms)');
   if (ms % 60_000 === 0 && ms >= 300_000) return `${ms / 60_000} min`;
   if (ms % 1_000 === 0) return `${ms / 1_000} s`;
   return `${ms} ms`;
@@ -95,7 +90,13 @@ export function formatDuration(ms: number): string {
  * @internal
  */
 export const aDuration: Rule<number> = {
-  expected: 'a duration',
+  expected: EXPECTED,
   code: 'invalid_duration',
-  read: (value, name) => toMilliseconds(value as Duration, name),
+  read: readDuration,
+};
+
+const FINITE_MS: Rule<number> = {
+  expected: 'a finite number of milliseconds',
+  code: 'invalid_duration',
+  read: (value) => (typeof value === 'number' && Number.isFinite(value) ? value : INVALID),
 };

@@ -3,15 +3,15 @@
  * limits" and "Throttling").
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
 import {
-  anything,
   checkValue,
+  conflictingKeys,
   INVALID,
   listOf,
+  oneOf,
   type Rule,
   readOptions,
+  refused,
   withFields,
   worded,
 } from '../internal/options.js';
@@ -248,7 +248,18 @@ const ruleList: Rule<RuleFields[]> = worded(
   'an array',
 );
 
-const exemptNames = listOf(worded(anything(), 'a policy name', 'invalid_route_rule'));
+/** The names a rule's `exempt` may give: those of the preset's own policies. */
+function exemptNames(presetPolicies: readonly Policy[]): Rule<string[]> {
+  const names = presetPolicies.map((p) => p.name);
+  const expected =
+    names.length === 0
+      ? 'the name of a policy of the preset, which has none'
+      : `the name of a policy of the preset, ${oneOf(...names).expected}`;
+  return worded(
+    listOf(worded(oneOf(...names), expected, 'invalid_route_rule')),
+    'an array of policy names',
+  );
+}
 
 /** {@link compileLimitRules} of a list read by {@link readLimitRules}. @internal */
 export function compileRuleList(
@@ -281,12 +292,15 @@ function compileRule(
 ): CompiledRule {
   const { route, policies, exempt, caseInsensitiveIds } = rule;
   const ownPolicies = policies === undefined ? [] : copyPolicies(policies, `${at}.policies`);
-  const names = exempt === undefined ? [] : checkValue(exemptNames, exempt, `${at}.exempt`);
-  const exemptPositions = names.map((name) => positionOf(name, presetPolicies, at));
+  const names =
+    exempt === undefined ? [] : checkValue(exemptNames(presetPolicies), exempt, `${at}.exempt`);
+  const exemptPositions = names.map((name) => presetPolicies.findIndex((p) => p.name === name));
   if (ownPolicies.length === 0 && exemptPositions.length === 0) {
-    throw new ConfigurationError(
+    throw conflictingKeys(
+      at,
+      'a non-empty policies, a non-empty exempt or both',
+      [],
       'invalid_route_rule',
-      `${at} has neither policies nor exemptions; give it one or drop it.`,
     );
   }
   return {
@@ -302,15 +316,6 @@ function compileRule(
   };
 }
 
-function positionOf(name: unknown, presetPolicies: readonly Policy[], at: string): number {
-  const position = presetPolicies.findIndex((p) => p.name === name);
-  if (position !== -1) return position;
-  throw new ConfigurationError(
-    'invalid_route_rule',
-    `${at}.exempt names ${describe(name)}, which is not a policy of the preset; use one of ${presetPolicies.map((p) => JSON.stringify(p.name)).join(', ')}.`,
-  );
-}
-
 // Two rules with policies on one route would count one resource under two policy lists.
 function checkOneCountPerRoute(table: RouteTable<CompiledRule>, where: string): void {
   const seen = new Map<string, number>();
@@ -319,9 +324,11 @@ function checkOneCountPerRoute(table: RouteTable<CompiledRule>, where: string): 
     const canonical = parseRoutePattern(rule.route).canonical;
     const earlier = seen.get(canonical);
     if (earlier !== undefined) {
-      throw new ConfigurationError(
+      throw refused(
+        `${where}: rules[${index}].route`,
+        `a route no earlier rule with policies counts (rules[${earlier}] counts ${canonical}: put all its policies in one rule)`,
+        rule.route,
         'invalid_route_rule',
-        `${where}: rules[${earlier}] and rules[${index}] both count ${canonical}; put all its policies in one rule.`,
       );
     }
     seen.set(canonical, index);

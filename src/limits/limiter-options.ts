@@ -3,7 +3,6 @@
  * @module
  */
 import { aClock, systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors/index.js';
 import {
   aFunction,
   anything,
@@ -11,6 +10,7 @@ import {
   oneOf,
   type Rule,
   readOptions,
+  unreadable,
   wholeNumber,
   withMethods,
 } from '../internal/options.js';
@@ -37,11 +37,7 @@ const aFallbackStore: Rule<SyncLimitStore> = {
     try {
       ({ synchronous } = store);
     } catch (cause) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `Reading ${name}.synchronous threw; pass a synchronous store (a MemoryStore).`,
-        { cause },
-      );
+      throw unreadable(name, syncStore.expected, store, cause);
     }
     return synchronous === true ? store : INVALID;
   },

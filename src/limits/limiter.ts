@@ -2,12 +2,10 @@
  * The engine: `request -> plan -> store -> decision`. See docs/limits.md.
  * @module
  */
-import { type Clock, isClockTime, MAX_CLOCK_MS, systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
-import { aBoolean, checkValue } from '../internal/options.js';
+import { aClockTime, type Clock, isClockTime, systemClock } from '../clock.js';
+import { invalidValue, refused } from '../internal/options.js';
 import { decisionChannel, reportApplyFailure } from './channels.js';
-import { checkCost, costOf } from './cost.js';
+import { checkCost, readVerbOptions, WITHOUT_STATUSES } from './cost.js';
 import { toDecision, toShadowDecision } from './decision.js';
 import type { Decision } from './decision-types.js';
 import {
@@ -186,7 +184,8 @@ export interface Limiter<S extends LimitStore = LimitStore, T extends string = s
    * @param options - whether an admitted decision reports its statuses, and the request's cost
    * @throws InvalidRequestError when the request cannot be attributed (empty ids, wrong types)
    * @throws ConfigurationError `invalid_option` for options that are not
-   *   `{ statuses?: boolean, cost?: number }` or cannot be read, or a clock reading that is not
+   *   `{ statuses?: boolean, cost?: number }` (an unknown key is named with the nearest one) or
+   *   cannot be read, or a clock reading that is not
    *   milliseconds from 0 to 8.64e15; `invalid_cost` for a cost that is not a whole number from 1;
    *   `cost_above_limit` for a cost above a window's limit or a rate's burst of the request
    */
@@ -200,7 +199,8 @@ export interface Limiter<S extends LimitStore = LimitStore, T extends string = s
    * cleared. An admitted peek's `release` does nothing.
    * @param request - who would send it and what it would ask for
    * @param options - the cost of the request asked about
-   * @throws InvalidRequestError and ConfigurationError as `check` does
+   * @throws InvalidRequestError and ConfigurationError as `check` does (its options are
+   *   `{ cost?: number }`: a peek always reports statuses)
    * @example
    * ```ts
    * const now = limiter.peek({ clientId, accountCode, method: 'GET', path: '/booking/v1/offers' });
@@ -336,10 +336,12 @@ class LimitEngine<S extends LimitStore, T extends string> implements Limiter<S, 
   #reset(input: ResetRequest): ResetOf<S>;
   #reset(input: ResetRequest): ResetOutcome | Promise<ResetOutcome> {
     const store: LimitStore = this.store;
-    if (typeof store.reset !== 'function') {
-      throw new ConfigurationError(
-        'invalid_option',
-        "The limiter's store has no reset(); use a MemoryStore or a RedisStore, or give your store a reset(scope) method (see LimitStore).",
+    const { reset: given } = store;
+    if (typeof given !== 'function') {
+      throw refused(
+        "the limiter's store.reset",
+        'a reset(scope) method, as a MemoryStore and a RedisStore have (see LimitStore)',
+        given,
       );
     }
     const scopes = resetScopes(input, this.#maxIdLength, this.#select);
@@ -383,8 +385,10 @@ class LimitEngine<S extends LimitStore, T extends string> implements Limiter<S, 
     }
     checkRequest(clientId, accountCode, accountType, method, path, this.#maxIdLength);
     // A peek reports the statuses: they are what it is asked for.
-    const statuses = options === undefined || peek || wantsStatuses(options);
-    const cost = options === undefined ? 1 : costOf(options, peek ? 'peek' : 'check');
+    let statuses = true;
+    let cost = 1;
+    if (options === WITHOUT_STATUSES && !peek) statuses = false;
+    else if (options !== undefined) ({ statuses, cost } = readVerbOptions(options, peek));
     // The clock before the plan is written (a clock that calls check() again cannot overwrite
     // it), and before an override's expiry is read against it.
     const now = this.#now();
@@ -411,12 +415,7 @@ class LimitEngine<S extends LimitStore, T extends string> implements Limiter<S, 
 
   #now(): number {
     const now = this.#clock.now();
-    if (!isClockTime(now)) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `clock.now() must return milliseconds since the Unix epoch, a number from 0 to ${MAX_CLOCK_MS} (the range of a Date from 1970 on), got ${describe(now)}.`,
-      );
-    }
+    if (!isClockTime(now)) throw invalidValue(aClockTime, now, 'clock.now()');
     return now;
   }
 
@@ -510,25 +509,4 @@ function activeOf(group: PolicyGroup, effect: RuleEffect | undefined): readonly 
   return effect === undefined || effect.active.length === group.active.length
     ? group.active
     : effect.active;
-}
-
-// Read without an object of their own: the middleware passes them per request.
-function wantsStatuses(options: CheckOptions): boolean {
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `check() options must be an object such as { statuses: false }, got ${describe(options)}.`,
-    );
-  }
-  let statuses: unknown;
-  try {
-    ({ statuses } = options);
-  } catch (cause) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'Reading the check() options threw; pass plain data.',
-      { cause },
-    );
-  }
-  return statuses === undefined || statuses === true || checkValue(aBoolean, statuses, 'statuses');
 }

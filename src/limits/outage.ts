@@ -2,8 +2,7 @@
  * What a limiter does when its store has an outage: the modes, and their handler.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
+import { refused } from '../internal/options.js';
 import { reportApplyFailure } from './channels.js';
 import { admittedUnlimited, refusedUnavailable, toDecision, toShadowDecision } from './decision.js';
 import type { Decision } from './decision-types.js';
@@ -44,17 +43,19 @@ export function outageHandler(
 ): OutageHandler | undefined {
   const { outage: mode, fallbackStore } = options;
   if (fallbackStore !== undefined && mode !== 'fallback') {
-    throw new ConfigurationError(
-      'invalid_option',
-      `fallbackStore is used only with outage: 'fallback'; set outage: 'fallback' or leave fallbackStore out (outage is ${describe(mode)}).`,
+    throw refused(
+      'outage',
+      '"fallback" when fallbackStore is given (or leave fallbackStore out)',
+      mode,
     );
   }
   if (mode === 'reject') return undefined;
   if (store.synchronous) {
     // A synchronous store answers at once and has no outage: a throw there is a bug, passed on.
-    throw new ConfigurationError(
-      'invalid_option',
-      `outage: ${JSON.stringify(mode)} applies to an asynchronous store (the RedisStore); the memory store has no outage, so leave outage out.`,
+    throw refused(
+      'outage',
+      '"reject" or left out with a synchronous store such as the MemoryStore, which has no outage (the other modes apply to an asynchronous store, the RedisStore)',
+      mode,
     );
   }
   const report = reporter(store, options.onOutage);

@@ -5,9 +5,19 @@
  * @module
  */
 import { aClock, type Clock, isClockTime, MAX_CLOCK_MS, systemClock } from '../clock.js';
-import { ConfigurationError, InvalidRequestError } from '../errors/index.js';
-import { describe } from '../internal/describe.js';
-import { INVALID, readOptions } from '../internal/options.js';
+import { InvalidRequestError } from '../errors/index.js';
+import { describe, isArray } from '../internal/describe.js';
+import {
+  checkValue,
+  conflictingKeys,
+  INVALID,
+  oneOf,
+  type Rule,
+  readOptions,
+  refused,
+  unreadable,
+  worded,
+} from '../internal/options.js';
 import { checkedPreset } from './policy-selector.js';
 import type { LimitPreset } from './presets.js';
 
@@ -82,7 +92,8 @@ export const MAX_MULTIPLIER = 1000;
  *   could not have (empty, too long, not a string)
  * @throws ConfigurationError `invalid_override` for anything but exactly one of a preset name and a
  *   multiplier above 0 and at most 1000, or an expiry that is not a time after `now`;
- *   `unknown_preset` for a preset name the source does not have
+ *   `unknown_preset` for a preset name the source does not have; `invalid_option` for an override
+ *   that is not an object or has an unknown key
  * @internal
  */
 export function overrideEntry(
@@ -96,23 +107,24 @@ export function overrideEntry(
     required: true,
     example: '{ multiplier: 2 } or { preset: "live", expiresAt: new Date("2030-01-01") }',
   });
-  const { preset, multiplier } = read;
+  const { preset, multiplier, expiresAt } = read;
   if ((preset === undefined) === (multiplier === undefined)) {
-    throw new ConfigurationError(
+    throw conflictingKeys(
+      'override',
+      'exactly one of preset (a preset name) and multiplier (a number such as 2)',
+      preset === undefined ? [] : ['preset', 'multiplier'],
       'invalid_override',
-      `An override gives exactly one of preset (a preset name) and multiplier (a number such as 2), got ${preset === undefined ? 'neither' : 'both'}.`,
     );
   }
-  if (preset !== undefined && !presets.has(preset)) {
-    const known = [...presets.keys()].map((n) => JSON.stringify(n));
-    throw new ConfigurationError(
-      'unknown_preset',
-      known.length === 0
-        ? `The override names the preset ${describe(preset)}, but this source has no presets; give the source presets: { name: preset }, or override with a multiplier.`
-        : `The override names the preset ${describe(preset)}, which this source does not have; use one of ${known.join(', ')}.`,
+  if (preset !== undefined) checkValue(presetNameOf(presets), preset, 'preset');
+  if (expiresAt !== undefined && expiresAt <= now) {
+    throw refused(
+      'expiresAt',
+      `a time after now (${new Date(now).toISOString()}; leave it out for an override until removed)`,
+      new Date(expiresAt).toISOString(),
+      'invalid_override',
     );
   }
-  const expiresAt = read.expiresAt === undefined ? undefined : expiryOf(read.expiresAt, now);
   return {
     clientId,
     ...(accountCode === undefined ? {} : { accountCode }),
@@ -124,37 +136,44 @@ export function overrideEntry(
 const OVERRIDE_FIELDS = {
   preset: {
     expected: 'a preset name (a non-empty string)',
-    code: 'invalid_override' as const,
-    read: (value: unknown) => (typeof value === 'string' && value.length > 0 ? value : INVALID),
-  },
+    code: 'invalid_override',
+    read: (value) => (typeof value === 'string' && value.length > 0 ? value : INVALID),
+  } satisfies Rule<string>,
   multiplier: {
     expected: `a number above 0 and at most ${MAX_MULTIPLIER}, such as 2 or 0.5`,
-    code: 'invalid_override' as const,
-    read: (value: unknown) =>
+    code: 'invalid_override',
+    read: (value) =>
       typeof value === 'number' && value > 0 && value <= MAX_MULTIPLIER ? value : INVALID,
-  },
+  } satisfies Rule<number>,
   expiresAt: {
-    expected: 'a Date or milliseconds since the Unix epoch',
-    code: 'invalid_override' as const,
-    read: (value: unknown) => value,
-  },
+    expected: `a Date or milliseconds since the Unix epoch, from 0 to ${MAX_CLOCK_MS}`,
+    code: 'invalid_override',
+    read(value) {
+      const ms = typeof value === 'object' && value !== null ? timeOfDate(value) : value;
+      return isClockTime(ms) ? ms : INVALID;
+    },
+  } satisfies Rule<number>,
 };
 
-function expiryOf(value: unknown, now: number): number {
-  const ms = value instanceof Date ? value.getTime() : value;
-  if (!isClockTime(ms)) {
-    throw new ConfigurationError(
-      'invalid_override',
-      `expiresAt must be a Date or milliseconds since the Unix epoch, from 0 to ${MAX_CLOCK_MS}, got ${describe(value)}.`,
-    );
+/** The time a `Date` holds, read by `Date`'s own method; {@link INVALID} for any other object. */
+function timeOfDate(value: object): number | typeof INVALID {
+  try {
+    return Date.prototype.getTime.call(value);
+  } catch {
+    return INVALID;
   }
-  if (ms <= now) {
-    throw new ConfigurationError(
-      'invalid_override',
-      `expiresAt ${new Date(ms).toISOString()} has passed (it is now ${new Date(now).toISOString()}); give a later time, or leave it out for an override until removed.`,
-    );
-  }
-  return ms;
+}
+
+/** The names of a source's presets, refused as `unknown_preset`. */
+function presetNameOf(presets: ReadonlyMap<string, LimitPreset>): Rule<string> {
+  const names = [...presets.keys()];
+  return worded(
+    oneOf(...names),
+    names.length === 0
+      ? 'the name of a preset of the source, which has none (give the source presets: { name: preset }, or override with a multiplier)'
+      : `the name of a preset of the source, ${oneOf(...names).expected}`,
+    'unknown_preset',
+  );
 }
 
 /**
@@ -302,33 +321,31 @@ export interface MemoryOverridesOptions {
   clock?: Clock;
 }
 
+const PRESETS_BY_NAME = 'an object of presets by name, such as { ...presets.byAccountType }';
+
 /**
- * The presets option of a source, read into a map.
- * @throws ConfigurationError `invalid_option` for anything but an object of presets
+ * The `presets` option of a source: an object of presets by name, each checked as a limiter
+ * checks a preset, read into a map.
  * @internal
  */
-export function presetMap(value: unknown, owner: string): Map<string, LimitPreset> {
-  const presets = new Map<string, LimitPreset>();
-  if (value === undefined) return presets;
-  const notPresets = (cause?: unknown) =>
-    new ConfigurationError(
-      'invalid_option',
-      `${owner} presets must be an object of presets by name, such as { ...presets.byAccountType }, got ${describe(value)}.`,
-      cause === undefined ? undefined : { cause },
-    );
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw notPresets();
-  let entries: Array<[string, unknown]>;
-  try {
-    entries = Object.entries(value);
-  } catch (cause) {
-    throw notPresets(cause);
-  }
-  for (const [name, preset] of entries) {
-    const { label, policies, rules } = checkedPreset(preset, `${owner} presets.${name}`);
-    presets.set(name, Object.freeze({ name: label, policies, rules }) as LimitPreset);
-  }
-  return presets;
-}
+export const presetsByName: Rule<Map<string, LimitPreset>> = {
+  expected: PRESETS_BY_NAME,
+  read(value, name) {
+    if (typeof value !== 'object' || value === null || isArray(value)) return INVALID;
+    let entries: Array<[string, unknown]>;
+    try {
+      entries = Object.entries(value);
+    } catch (cause) {
+      throw unreadable(name, PRESETS_BY_NAME, value, cause);
+    }
+    const presets = new Map<string, LimitPreset>();
+    for (const [key, preset] of entries) {
+      const { label, policies, rules } = checkedPreset(preset, `${name}.${key}`);
+      presets.set(key, Object.freeze({ name: label, policies, rules }) as LimitPreset);
+    }
+    return presets;
+  },
+};
 
 /**
  * Overrides held in this process: set and removed at once, seen by every limiter given this
@@ -356,13 +373,10 @@ export class MemoryOverrides implements OverrideSource {
     const read = readOptions(
       options,
       'MemoryOverrides',
-      {
-        presets: { expected: 'an object of presets by name', read: (v: unknown) => v },
-        clock: aClock,
-      },
+      { presets: presetsByName, clock: aClock },
       { defaults: { clock: systemClock } },
     );
-    this.#presets = presetMap(read.presets, 'MemoryOverrides');
+    this.#presets = read.presets ?? new Map();
     this.#clock = read.clock;
   }
 

@@ -3,9 +3,18 @@
  * and a selector that picks a group of them per request without reading any configuration again.
  * @module
  */
-import { ConfigurationError, InvalidRequestError } from '../errors/index.js';
+import { InvalidRequestError } from '../errors/index.js';
 import { describe, isArray } from '../internal/describe.js';
-import { checkValue, INVALID, oneOf, type Rule, withFields } from '../internal/options.js';
+import {
+  checkValue,
+  conflictingKeys,
+  INVALID,
+  oneOf,
+  type Rule,
+  refused,
+  unreadable,
+  withFields,
+} from '../internal/options.js';
 import { type LimitRequest, RequestFields } from './limit-request.js';
 import { type CompiledRules, compileRuleList, readLimitRules } from './limit-rule.js';
 import { copyPolicies, type Policy, policyListIdentity } from './policy.js';
@@ -58,10 +67,8 @@ export function policySelector(
   groups: PolicyGroups,
 ): Selector {
   if ((preset === undefined) === (policies === undefined)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'Give exactly one of `preset` and `policies` to createLimiter.',
-    );
+    const given = preset === undefined ? [] : ['preset', 'policies'];
+    throw conflictingKeys('createLimiter options', 'exactly one of preset and policies', given);
   }
   if (policies !== undefined) return listSelector(policies, groups);
   const single = aPreset.read(preset, 'preset');
@@ -106,7 +113,7 @@ export class PolicyGroups {
   #add(list: unknown, where: string): PolicyGroup {
     const copies = copyPolicies(list, where);
     if (copies.length === 0) {
-      throw new ConfigurationError('invalid_policy', 'A limiter needs at least one policy.');
+      throw refused(where, 'an array of at least one policy', list, 'invalid_policy');
     }
     this.#name(copies);
     const identity = policyListIdentity(copies);
@@ -188,12 +195,7 @@ export function checkedPreset(value: unknown, where: string): PresetFields {
 
 function presetsByType(preset: unknown, groups: PolicyGroups): Map<string, PolicyGroup> {
   const entries = presetEntries(preset);
-  if (entries === undefined || entries.length === 0) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `preset must be a LimitPreset or presets by account type, got ${describe(preset)}.`,
-    );
-  }
+  if (entries === undefined || entries.length === 0) throw refused('preset', PRESETS, preset);
   const byType = new Map<string, PolicyGroup>();
   for (const [type, value] of entries) {
     const member = checkValue(aPreset, value, `preset.${type}`);
@@ -208,10 +210,8 @@ function presetEntries(value: unknown): Array<[string, unknown]> | undefined {
   try {
     return Object.entries(value);
   } catch (cause) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'Reading the presets by account type threw; pass a plain object such as presets.byAccountType.',
-      { cause },
-    );
+    throw unreadable('preset', PRESETS, value, cause);
   }
 }
+
+const PRESETS = 'a LimitPreset or presets by account type such as presets.byAccountType';

@@ -2,13 +2,14 @@
  * Limit policies as plain data, made by {@link window}, {@link rate} and {@link concurrency}.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
-import { describe, isArray } from '../internal/describe.js';
+import { isArray } from '../internal/describe.js';
 import {
   checkValue,
   INVALID,
   type Rule,
   readOptions,
+  refused,
+  unreadable,
   wholeNumber,
   worded,
 } from '../internal/options.js';
@@ -125,13 +126,9 @@ export function window(
  */
 export function rate(perSecond: number, burst: number, options: PolicyOptions = {}): RatePolicy {
   const { name } = readOptions(options, 'rate', NAMED);
-  const problem = rateProblem(perSecond);
-  if (problem !== undefined) throw new ConfigurationError('invalid_rate', `rate ${problem}.`);
+  checkValue(ratePerSecond, perSecond, 'rate perSecond');
   checkValue(limitCount, burst, 'rate burst');
-  const burstProblem = burstToleranceProblem(perSecond, burst);
-  if (burstProblem !== undefined) {
-    throw new ConfigurationError('invalid_rate', `rate ${burstProblem}.`);
-  }
+  checkBurstTolerance(perSecond, burst, 'rate burst', 'invalid_rate');
   return Object.freeze({
     kind: 'rate',
     name: name ?? `${perSecond} per s average, burst ${burst}`,
@@ -180,30 +177,23 @@ export function checkPolicies(policies: readonly unknown[]): readonly Policy[] {
 
 /** {@link checkPolicies}, with messages naming `where`, e.g. `preset live: rules[2].policies`. @internal */
 export function copyPolicies(policies: unknown, where: string): readonly Policy[] {
-  if (!isArray(policies)) {
-    throw new ConfigurationError(
-      'invalid_policy',
-      `${where} must be an array, got ${describe(policies)}.`,
-    );
-  }
+  if (!isArray(policies)) throw refused(where, POLICY_LIST, policies, 'invalid_policy');
   let length: number;
   try {
     length = policies.length;
   } catch (cause) {
-    throw new ConfigurationError(
-      'invalid_policy',
-      `Reading ${where} threw; pass an array of policies made with window(), rate() or concurrency().`,
-      { cause },
-    );
+    throw unreadable(where, POLICY_LIST, policies, cause, 'invalid_policy');
   }
   const copies: Policy[] = [];
   const seen = new Set<string>();
   for (let index = 0; index < length; index++) {
     const copy = copyPolicy(policies, index, where);
     if (seen.has(copy.name)) {
-      throw new ConfigurationError(
+      throw refused(
+        `${where}[${index}].name`,
+        'a name no other policy of the list has (the 429 body uses it to say which limit was hit)',
+        copy.name,
         'duplicate_policy_name',
-        `Two policies are named ${JSON.stringify(copy.name)}; give each a distinct name (the 429 body uses it to say which limit was hit).`,
       );
     }
     seen.add(copy.name);
@@ -211,6 +201,9 @@ export function copyPolicies(policies: unknown, where: string): readonly Policy[
   }
   return Object.freeze(copies);
 }
+
+const A_POLICY = 'a policy made with window(), rate() or concurrency()';
+const POLICY_LIST = 'an array of policies made with window(), rate() or concurrency()';
 
 /** The fields each kind of policy has besides `kind` and `name`, in the order a copy holds them. */
 const FIELDS = {
@@ -228,9 +221,14 @@ interface ReadPolicy {
 }
 
 function readPolicy(list: readonly unknown[], index: number, where: string): ReadPolicy {
+  let value: unknown;
   try {
-    const value = list[index];
-    if (typeof value !== 'object' || value === null) return { value, kind: undefined, fields: {} };
+    value = list[index];
+  } catch (cause) {
+    throw unreadable(where, POLICY_LIST, list, cause, 'invalid_policy');
+  }
+  if (typeof value !== 'object' || value === null) return { value, kind: undefined, fields: {} };
+  try {
     const source = value as Record<string, unknown>;
     const kind = source.kind;
     if (kind !== 'window' && kind !== 'rate' && kind !== 'concurrency') {
@@ -240,51 +238,25 @@ function readPolicy(list: readonly unknown[], index: number, where: string): Rea
     for (const key of FIELDS[kind]) fields[key] = source[key];
     return { value, kind, fields };
   } catch (cause) {
-    throw new ConfigurationError(
-      'invalid_policy',
-      `Reading ${where}[${index}] threw; make each policy with window(), rate() or concurrency().`,
-      { cause },
-    );
+    throw unreadable(`${where}[${index}]`, A_POLICY, value, cause, 'invalid_policy');
   }
 }
 
 function copyPolicy(list: readonly unknown[], index: number, where: string): Policy {
   const at = `${where}[${index}]`;
   const { value, kind, fields } = readPolicy(list, index, where);
-  if (kind === undefined) {
-    throw new ConfigurationError(
-      'invalid_policy',
-      `${at} is not a policy; make it with window(), rate() or concurrency(), got ${describe(value)}.`,
-    );
-  }
-  const count = (field: string): number => {
-    const got = fields[field];
-    const read = limitCount.read(got, field);
-    if (read !== INVALID) return read;
-    throw new ConfigurationError(
-      'invalid_policy',
-      `${at} is not a valid ${kind} policy: ${field} must be ${limitCount.expected}, got ${describe(got)}; make it with window(), rate() or concurrency().`,
-    );
-  };
-  const { name } = fields;
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new ConfigurationError(
-      'invalid_policy',
-      `${at} is not a valid ${kind} policy: name must be a non-empty string, got ${describe(name)}; make it with window(), rate() or concurrency().`,
-    );
-  }
+  if (kind === undefined) throw refused(at, A_POLICY, value, 'invalid_policy');
+  const count = (field: string): number => checkValue(fieldCount, fields[field], `${at}.${field}`);
+  const name = checkValue(fieldName, fields.name, `${at}.name`);
   // Object literals in one field order per kind: every copy of a kind has one shape.
   switch (kind) {
     case 'window':
       return Object.freeze({ kind, name, limit: count('limit'), windowMs: count('windowMs') });
     case 'rate': {
-      const { perSecond } = fields;
-      const problem = rateProblem(perSecond);
-      if (problem !== undefined) throw notKept(at, problem);
+      const perSecond = checkValue(fieldPerSecond, fields.perSecond, `${at}.perSecond`);
       const burst = count('burst');
-      const burstProblem = burstToleranceProblem(perSecond as number, burst);
-      if (burstProblem !== undefined) throw notKept(at, burstProblem);
-      return Object.freeze({ kind, name, perSecond: perSecond as number, burst });
+      checkBurstTolerance(perSecond, burst, `${at}.burst`, 'invalid_policy');
+      return Object.freeze({ kind, name, perSecond, burst });
     }
     case 'concurrency':
       return Object.freeze({
@@ -297,27 +269,35 @@ function copyPolicy(list: readonly unknown[], index: number, where: string): Pol
   }
 }
 
-function notKept(at: string, problem: string): ConfigurationError {
-  return new ConfigurationError('invalid_policy', `${at} is not a valid rate policy: ${problem}.`);
-}
+/** A rate a policy can keep: its emission interval `1000 / perSecond` is a time in ms a clock holds. */
+const ratePerSecond: Rule<number> = {
+  expected: `a number > 0 whose emission interval (1000 / perSecond) is from ${MIN_EMISSION_INTERVAL_MS} ms to ${MAX_RATE_SPAN_MS} ms (perSecond from about 1.16e-13 to ${1000 / MIN_EMISSION_INTERVAL_MS})`,
+  code: 'invalid_rate',
+  read(value) {
+    if (typeof value !== 'number' || !(value > 0)) return INVALID;
+    const interval = 1000 / value;
+    return interval >= MIN_EMISSION_INTERVAL_MS && interval <= MAX_RATE_SPAN_MS ? value : INVALID;
+  },
+};
 
-/** Why `perSecond` is no rate a policy can keep, or undefined when it is one. */
-function rateProblem(perSecond: unknown): string | undefined {
-  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond <= 0) {
-    return `perSecond must be a finite number > 0, got ${describe(perSecond)}`;
-  }
-  const interval = 1000 / perSecond;
-  if (!(interval >= MIN_EMISSION_INTERVAL_MS && interval <= MAX_RATE_SPAN_MS)) {
-    return `perSecond ${perSecond} gives an emission interval (1000 / perSecond) of ${interval} ms; it must be from ${MIN_EMISSION_INTERVAL_MS} ms to ${MAX_RATE_SPAN_MS} ms, so perSecond from about 1.16e-13 to ${1000 / MIN_EMISSION_INTERVAL_MS}`;
-  }
-  return undefined;
-}
-
-/** Why a burst of `burst` at `perSecond` (a rate that passed {@link rateProblem}) cannot be kept. */
-function burstToleranceProblem(perSecond: number, burst: number): string | undefined {
+/**
+ * Refuse a burst whose tolerance at `perSecond` (a rate {@link ratePerSecond} reads) is longer
+ * than a clock's times.
+ */
+function checkBurstTolerance(
+  perSecond: number,
+  burst: number,
+  name: string,
+  code: 'invalid_rate' | 'invalid_policy',
+): void {
   const tolerance = (burst - 1) * (1000 / perSecond);
-  if (tolerance <= MAX_RATE_SPAN_MS) return undefined;
-  return `burst ${burst} at ${perSecond} per second gives a burst tolerance ((burst - 1) * 1000 / perSecond) of ${tolerance} ms; it must be at most ${MAX_RATE_SPAN_MS} ms: lower the burst or raise perSecond`;
+  if (tolerance <= MAX_RATE_SPAN_MS) return;
+  throw refused(
+    name,
+    `a burst whose tolerance ((burst - 1) * 1000 / perSecond) is at most ${MAX_RATE_SPAN_MS} ms at ${perSecond} per second: lower the burst or raise perSecond`,
+    burst,
+    code,
+  );
 }
 
 /** A limit, a burst or a maximum: a whole number >= 1, refused as `invalid_limit`. @internal */
@@ -336,6 +316,15 @@ const policyName: Rule<string> = {
 };
 
 const NAMED = { name: policyName };
+
+/** The fields of a policy made by hand, refused as `invalid_policy`. */
+const fieldCount = worded(limitCount, limitCount.expected, 'invalid_policy');
+const fieldPerSecond = worded(ratePerSecond, ratePerSecond.expected, 'invalid_policy');
+const fieldName: Rule<string> = {
+  expected: 'a non-empty string',
+  code: 'invalid_policy',
+  read: (value) => (typeof value === 'string' && value.length > 0 ? value : INVALID),
+};
 
 const CONCURRENCY_RULES = { name: policyName, leaseTtl: aDuration, retryAfter: aDuration };
 

@@ -5,6 +5,7 @@
  */
 
 import { ConfigurationError } from '../errors/index.js';
+import { checkValue, INVALID, type Rule } from '../internal/options.js';
 import { PathScanner, READ_DOTS, SEGMENT_STRIDE } from './canonical-path.js';
 
 /** One segment of a {@link RoutePattern}. */
@@ -53,14 +54,45 @@ const NAME_PART = /[A-Za-z0-9_]/;
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
 const HEX_DIGIT = /[0-9A-Fa-f]/;
 
-function fail(route: string, index: number, reason: string): never {
-  // Control characters would break the caret's alignment, so they are shown as `?`.
-  let shown = '';
-  for (const ch of route) shown += ch < ' ' || ch === '\u007f' ? '?' : ch;
-  throw new ConfigurationError(
-    'invalid_route_pattern',
-    `invalid route pattern at column ${index + 1}: ${reason}\n  ${shown}\n  ${' '.repeat(index)}^`,
-  );
+/** Where and why a pattern is wrong, thrown by the parser and worded by {@link readRoutePattern}. */
+class PatternProblem {
+  constructor(
+    readonly index: number,
+    readonly reason: string,
+  ) {}
+}
+
+function fail(index: number, reason: string): never {
+  throw new PatternProblem(index, reason);
+}
+
+const aPatternString: Rule<string> = {
+  expected: "a route pattern such as 'GET /booking/v*/offers'",
+  code: 'invalid_route_pattern',
+  read: (value) => (typeof value === 'string' ? value : INVALID),
+};
+
+/**
+ * {@link parseRoutePattern} of an option, with messages naming it.
+ * @param route - the pattern as given
+ * @param name - the option, e.g. `rules[2].route`
+ * @internal
+ */
+export function readRoutePattern(route: unknown, name: string): RoutePattern {
+  const text = checkValue(aPatternString, route, name);
+  try {
+    return parse(text);
+  } catch (problem) {
+    if (!(problem instanceof PatternProblem)) throw problem;
+    const { index, reason } = problem;
+    // Control characters would break the caret's alignment, so they are shown as `?`.
+    let shown = '';
+    for (const ch of text) shown += ch < ' ' || ch === '\u007f' ? '?' : ch;
+    throw new ConfigurationError(
+      'invalid_route_pattern',
+      `${name} must be a route pattern, got one wrong at column ${index + 1}: ${reason}.\n  ${shown}\n  ${' '.repeat(index)}^`,
+    );
+  }
 }
 
 function characterName(ch: string): string {
@@ -84,21 +116,18 @@ function characterName(ch: string): string {
  * ```
  */
 export function parseRoutePattern(route: string): RoutePattern {
-  if (typeof route !== 'string') {
-    throw new ConfigurationError(
-      'invalid_route_pattern',
-      `a route pattern must be a string such as 'GET /booking/v*/offers', got ${typeof route}`,
-    );
-  }
+  return readRoutePattern(route, 'parseRoutePattern(route)');
+}
+
+function parse(route: string): RoutePattern {
   let i = 0;
   const n = route.length;
   if (route[0] === '*') i = 1;
   else while (i < n && /[A-Za-z]/.test(route[i]!)) i++;
-  if (i === 0) fail(route, 0, 'expected a method such as GET or PATCH, or * for any method');
+  if (i === 0) fail(0, 'expected a method such as GET or PATCH, or * for any method');
   const method = route.slice(0, i).toUpperCase();
   if (route[i] !== ' ') {
     fail(
-      route,
       i,
       i >= n
         ? 'expected one space and a path after the method'
@@ -106,37 +135,37 @@ export function parseRoutePattern(route: string): RoutePattern {
     );
   }
   i++;
-  if (route[i] !== '/') fail(route, i, 'the path must start with /');
+  if (route[i] !== '/') fail(i, 'the path must start with /');
   const segments: RouteSegment[] = [];
   const params: string[] = [];
   if (i + 1 === n) return finish(route, method, segments, params);
   while (i < n) {
     // route[i] is the '/' before a segment.
     const start = i + 1;
-    if (start >= n) fail(route, i, 'remove the trailing slash: canonical paths have none');
-    if (route[start] === '/') fail(route, start, 'empty segment: canonical paths have no //');
+    if (start >= n) fail(i, 'remove the trailing slash: canonical paths have none');
+    if (route[start] === '/') fail(start, 'empty segment: canonical paths have no //');
     i = start;
     if (route[i] === '{') {
       i++;
       if (i >= n || !NAME_START.test(route[i]!)) {
-        fail(route, i, 'a parameter name starts with a letter or _, as in {id}');
+        fail(i, 'a parameter name starts with a letter or _, as in {id}');
       }
       while (i < n && NAME_PART.test(route[i]!)) i++;
       if (route[i] !== '}') {
-        fail(route, i, 'a parameter name holds letters, digits and _ only, and ends with }');
+        fail(i, 'a parameter name holds letters, digits and _ only, and ends with }');
       }
       const name = route.slice(start + 1, i);
-      if (name === '__proto__') fail(route, start + 1, 'the parameter name __proto__ is reserved');
-      if (params.includes(name)) fail(route, start + 1, `the parameter {${name}} appears twice`);
+      if (name === '__proto__') fail(start + 1, 'the parameter name __proto__ is reserved');
+      if (params.includes(name)) fail(start + 1, `the parameter {${name}} appears twice`);
       i++;
-      if (i < n && route[i] !== '/') fail(route, i, 'a parameter takes a whole segment');
+      if (i < n && route[i] !== '/') fail(i, 'a parameter takes a whole segment');
       params.push(name);
       segments.push({ kind: 'param', name });
       continue;
     }
     if ((route[i] === 'v' || route[i] === 'V') && route[i + 1] === '*') {
       if (i + 2 < n && route[i + 2] !== '/') {
-        fail(route, i + 2, 'v* takes a whole segment');
+        fail(i + 2, 'v* takes a whole segment');
       }
       i += 2;
       segments.push({ kind: 'version' });
@@ -146,7 +175,7 @@ export function parseRoutePattern(route: string): RoutePattern {
       const ch = route[i]!;
       if (ch === '%') {
         if (!HEX_DIGIT.test(route[i + 1] ?? '') || !HEX_DIGIT.test(route[i + 2] ?? '')) {
-          fail(route, i, "'%' must start a percent-encoding such as %2F");
+          fail(i, "'%' must start a percent-encoding such as %2F");
         }
         i += 3;
         continue;
@@ -155,12 +184,11 @@ export function parseRoutePattern(route: string): RoutePattern {
         i++;
         continue;
       }
-      fail(route, i, literalReason(ch));
+      fail(i, literalReason(ch));
     }
     const literal = canonicalLiteral(route.slice(start, i));
     if (literal === undefined) {
       fail(
-        route,
         start,
         'this segment can never match: dot segments and control characters are removed or refused by canonicalisation',
       );

@@ -4,13 +4,13 @@
  * @module
  */
 
-import { ConfigurationError } from '../errors/index.js';
 import {
   aBoolean,
   anything,
   checkValue,
   invalidValue,
   listOf,
+  refused,
   withFields,
   worded,
 } from '../internal/options.js';
@@ -28,7 +28,7 @@ import {
   SEGMENT_VERSION,
   TOO_LONG,
 } from './canonical-path.js';
-import { literalHash, parseRoutePattern, type RoutePattern } from './route-pattern.js';
+import { literalHash, type RoutePattern, readRoutePattern } from './route-pattern.js';
 
 /** What a rule must carry: its route pattern; the rest is the caller's, handed back with each match. */
 export interface RouteRule {
@@ -206,22 +206,14 @@ function parseRule(
   const { route, caseInsensitiveIds } = checkValue(routeFields, rule, name);
   if (typeof route !== 'string') throw invalidValue(routeFields, rule, name);
   const fold = checkValue(aFlag, caseInsensitiveIds ?? false, `${name}.caseInsensitiveIds`);
-  let pattern: RoutePattern;
-  try {
-    pattern = parseRoutePattern(route);
-  } catch (error) {
-    if (error instanceof ConfigurationError) {
-      throw new ConfigurationError(error.code, `${name}.route: ${error.message}`, {
-        cause: error,
-      });
-    }
-    throw error;
-  }
+  const pattern = readRoutePattern(route, `${name}.route`);
   const shortest = shortestMatch(pattern);
   if (shortest > maxPathLength) {
-    throw new ConfigurationError(
+    throw refused(
+      `${name}.route`,
+      `a route that some path of at most maxPathLength (${maxPathLength}) characters matches once canonical (every path this one matches has at least ${shortest}: shorten the route or raise maxPathLength)`,
+      route,
       'invalid_route_rule',
-      `${name}.route can never match: every path it matches is at least ${shortest} characters long once canonical, and paths longer than maxPathLength (${maxPathLength}) match nothing; shorten the route or raise maxPathLength.`,
     );
   }
   return { pattern, fold };

@@ -3,8 +3,7 @@
  * mode, marked on the plans of the limiter (docs/limits.md, "Shadow mode").
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
-import { aString, listOf, type Rule } from '../internal/options.js';
+import { aString, checkValue, listOf, oneOf, type Rule, worded } from '../internal/options.js';
 import type { ResourceScope } from './limit-rule.js';
 import type { Policy } from './policy.js';
 import type { PlanScope } from './store.js';
@@ -93,13 +92,14 @@ export function shadowPolicies(
   if (option === undefined || option === false) return undefined;
   if (option === true) return new ShadowPolicies(true, new Set());
   if (known !== undefined) {
-    const unknown = option.find((name) => !known.has(name));
-    if (unknown !== undefined) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `shadow names the policy ${JSON.stringify(unknown)}, which the limiter does not have; name some of ${[...known].map((n) => JSON.stringify(n)).join(', ')}, or give shadow: true for all of them.`,
-      );
-    }
+    const names = oneOf(...known);
+    const aName = worded(
+      names,
+      `the name of a policy of the limiter, ${names.expected} (or shadow: true for all of them)`,
+    );
+    option.forEach((name, index) => {
+      checkValue(aName, name, `shadow[${index}]`);
+    });
   }
   return new ShadowPolicies(false, new Set(option));
 }

@@ -6,8 +6,7 @@
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { type Attributes, type Meter, type MeterProvider, metrics } from '@opentelemetry/api';
-import { ConfigurationError } from '../errors/index.js';
-import { readOptions, withMethods } from '../internal/options.js';
+import { conflictingKeys, readOptions, withMethods } from '../internal/options.js';
 import {
   type DecisionMessage,
   type LeaseExpiryMessage,
@@ -90,10 +89,10 @@ export function registerMetrics(options?: MetricsOptions): () => void {
     example: '{ meterProvider }',
   });
   if (read.meter !== undefined && read.meterProvider !== undefined) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'registerMetrics takes a meter or a meterProvider, not both; leave one out.',
-    );
+    throw conflictingKeys('registerMetrics options', 'a meter or a meterProvider, not both', [
+      'meter',
+      'meterProvider',
+    ]);
   }
   const meter =
     read.meter ?? (read.meterProvider ?? metrics.getMeterProvider()).getMeter(METER_NAME);

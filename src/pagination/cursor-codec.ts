@@ -5,12 +5,13 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../clock.js';
-import { ConfigurationError } from '../errors/index.js';
 import {
+  anything,
   INVALID,
   listOf,
   type Rule,
   readOptions,
+  refused,
   requiredValue,
   wholeNumber,
   worded,
@@ -77,8 +78,9 @@ export interface CursorCodec<S = unknown> {
    * @param state - any JSON-serialisable value
    * @param options - the query to bind the cursor to
    * @throws ConfigurationError `invalid_cursor_state` when JSON cannot represent the state or the
-   * token would be too long; `invalid_option` when the clock returns no finite time (with `ttlMs`),
-   * or the query cannot be bound (a cycle, or more than 100,000 values)
+   * token would be too long; `invalid_option` for options that are not `{ query }`, when the clock
+   * returns no finite time (with `ttlMs`), or the query cannot be bound (a cycle, or more than
+   * 100,000 values)
    */
   encode(state: S, options?: CursorBindingOptions): string;
   /**
@@ -108,9 +110,10 @@ const SECRET: Rule<Buffer> = {
           : undefined;
     if (bytes === undefined) return INVALID;
     if (bytes.length < MIN_SECRET_BYTES) {
-      throw new ConfigurationError(
-        'invalid_option',
-        `${name} must be ${SECRET.expected}, got ${bytes.length} bytes.`,
+      throw refused(
+        `${name} length in bytes`,
+        `at least ${MIN_SECRET_BYTES} (crypto.randomBytes(32) makes a key)`,
+        bytes.length,
       );
     }
     return bytes;
@@ -134,6 +137,10 @@ const CODEC_RULES = {
     read: (value) => (typeof value === 'string' ? value : INVALID),
   }),
   maxTokenLength: wholeNumber(),
+};
+
+const BINDING_RULES = {
+  query: anything('the query as the framework parsed it') as Rule<QueryInput>,
 };
 
 /** A codec's settings, read once from its options. */
@@ -193,7 +200,7 @@ function encodeCursor(
   state: unknown,
   options: CursorBindingOptions | undefined,
 ): string {
-  const query = options?.query;
+  const { query } = readOptions(options, 'encode()', BINDING_RULES, { example: '{ query }' });
   const bound = query === undefined ? undefined : bindingOf(settings, query);
   // JSON.stringify escapes lone surrogates, so these bytes are the one UTF-8 spelling of json.
   const payload = Buffer.from(serialise(state, expiryOf(settings), bound), 'utf8');
@@ -201,9 +208,11 @@ function encodeCursor(
   const token = `${encodeBase64Url(payload)}.${encodeBase64Url(signature)}`;
   // decode refuses longer tokens: issuing one would end the client's listing with a 400.
   if (token.length > settings.maxTokenLength) {
-    throw new ConfigurationError(
+    throw refused(
+      'the cursor token length',
+      `at most maxTokenLength (${settings.maxTokenLength}), the longest decode accepts: put only the position in the cursor state (for example the last id), or raise maxTokenLength`,
+      token.length,
       'invalid_cursor_state',
-      `cursor state is too large: the token would be ${token.length} characters, and decode accepts at most ${settings.maxTokenLength} (maxTokenLength). Put only the position in the cursor (for example the last id), or raise maxTokenLength.`,
     );
   }
   return token;
@@ -213,21 +222,18 @@ function expiryOf({ ttlMs, clock }: CodecSettings): number | undefined {
   if (ttlMs === undefined) return undefined;
   const now = clock.now();
   // NaN would be written as null, and every cursor of this codec refused as malformed.
-  if (!Number.isFinite(now)) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createCursorCodec: clock.now() must return finite milliseconds, got ${String(now)}.`,
-    );
-  }
+  if (!Number.isFinite(now))
+    throw refused('createCursorCodec clock.now()', 'finite milliseconds', now);
   return now + ttlMs;
 }
 
 function bindingOf(settings: CodecSettings, query: QueryInput): string {
   const pairs = queryPairs(query, settings.exclude);
   if (!pairs.ok) {
-    throw new ConfigurationError(
-      'invalid_option',
-      `createCursorCodec: encode cannot bind the cursor to this query, as ${pairs.problem}. Pass the query as the framework parsed it (strings, arrays and plain objects, none inside itself), or list ${JSON.stringify(pairs.parameter)} in bindingExclude.`,
+    throw refused(
+      'the encode() query',
+      `a query as the framework parsed it, strings, arrays and plain objects, none inside itself (${pairs.problem}), or list ${JSON.stringify(pairs.parameter)} in bindingExclude`,
+      query,
     );
   }
   return binding(settings.signingKey, pairs.pairs);
@@ -338,16 +344,20 @@ function serialise(
   try {
     json = JSON.stringify(state);
   } catch (cause) {
-    throw new ConfigurationError(
+    throw refused(
+      'cursor state',
+      'JSON-serialisable (no BigInt, no cycles)',
+      state,
       'invalid_cursor_state',
-      'cursor state must be JSON-serialisable (no BigInt, no cycles).',
-      { cause },
+      cause,
     );
   }
   if (json === undefined) {
-    throw new ConfigurationError(
+    throw refused(
+      'cursor state',
+      'a JSON value (an object, array, string, number, boolean or null)',
+      state,
       'invalid_cursor_state',
-      `cursor state must be a JSON value (an object, array, string, number, boolean or null), got ${typeof state}.`,
     );
   }
   const e = expiresAt === undefined ? '' : `,"e":${JSON.stringify(expiresAt)}`;

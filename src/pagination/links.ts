@@ -3,18 +3,23 @@
  * only when the caller has one: counting a large table on every page is not free.
  * @module
  */
-import { ConfigurationError } from '../errors/index.js';
-import { describe, isArray } from '../internal/describe.js';
+import { isArray } from '../internal/describe.js';
 import {
   aBoolean,
   aString,
   checkValue,
+  conflictingKeys,
   INVALID,
   invalidValue,
   type Rule,
+  readOptions,
+  refused,
+  requiredValue,
+  unreadable,
   wholeNumber,
   worded,
 } from '../internal/options.js';
+import { isInstance } from '../internal/read-once.js';
 
 /** Links to neighbouring pages; a link is absent when there is no such page (or it is unknown). */
 export interface PageLinks {
@@ -61,8 +66,8 @@ export interface PageNumberNavigation {
 /**
  * The links and end-of-data indicator of a page-number page. Give `hasMore`, `totalItems` or both.
  * @param input - the request URL, the page, and what is known about the rest
- * @throws ConfigurationError `invalid_option` for a bad input, URL (`http:/reservations` too) or
- * numbers, or neither `hasMore` nor `totalItems`
+ * @throws ConfigurationError `invalid_option` for a bad input (an unknown key is named with the
+ * nearest one), URL (`http:/reservations` too) or numbers, or neither `hasMore` nor `totalItems`
  * @example
  * ```ts
  * const nav = pageNumberNavigation({ url: req.url, pageNumber: 2, pageSize: 20, hasMore: true });
@@ -70,22 +75,25 @@ export interface PageNumberNavigation {
  * ```
  */
 export function pageNumberNavigation(input: PageNumberPageInput): PageNumberNavigation {
-  checkValue(PAGE_NUMBER_INPUT, input, 'pageNumberNavigation input');
-  const { pageNumber, pageSize, hasMore, totalItems } = input;
-  checkValue(COUNT, pageNumber, 'pageNumber');
-  checkValue(COUNT, pageSize, 'pageSize');
-  if (totalItems !== undefined) checkValue(TOTAL, totalItems, 'totalItems');
-  if (hasMore !== undefined) checkValue(aBoolean, hasMore, 'hasMore');
+  const read = readOptions(input, 'pageNumberNavigation', PAGE_NUMBER_RULES, {
+    required: true,
+    example: '{ url, pageNumber, pageSize, hasMore }',
+  });
+  const url = requiredValue(REQUEST_URL, read.url, 'url');
+  const pageNumber = requiredValue(COUNT, read.pageNumber, 'pageNumber');
+  const pageSize = requiredValue(COUNT, read.pageSize, 'pageSize');
+  const { hasMore, totalItems } = read;
   if (hasMore === undefined && totalItems === undefined) {
-    throw new ConfigurationError(
-      'invalid_option',
-      'pageNumberNavigation: give hasMore (whether another page follows), totalItems, or both.',
+    throw conflictingKeys(
+      'pageNumberNavigation options',
+      'hasMore (whether another page follows), totalItems or both',
+      [],
     );
   }
   const lastPage =
     totalItems === undefined ? undefined : Math.max(1, Math.ceil(totalItems / pageSize));
   const endOfData = hasMore === undefined ? pageNumber >= (lastPage as number) : !hasMore;
-  const link = linkBuilder(input.url);
+  const link = linkBuilder(url);
   const at = (page: number) => link({ pageNumber: String(page), pageSize: String(pageSize) });
   const links: { -readonly [K in keyof PageLinks]: PageLinks[K] } = { first: at(1) };
   if (pageNumber > 1)
@@ -135,8 +143,9 @@ export interface CursorNavigation {
 /**
  * The links and end-of-data indicator of a cursor page.
  * @param input - the request URL, the limit and the neighbouring cursors
- * @throws ConfigurationError `invalid_option` for a bad input, URL or numbers, or a cursor that is
- * not a non-empty string (leave `nextCursor` out at the end, not `null` or `""`)
+ * @throws ConfigurationError `invalid_option` for a bad input (an unknown key is named with the
+ * nearest one), URL or numbers, or a cursor that is not a non-empty string (leave `nextCursor` out
+ * at the end, not `null` or `""`)
  * @example
  * ```ts
  * const nav = cursorNavigation({ url: req.url, limit: 50, nextCursor: codec.encode({ after: last.id }) });
@@ -144,13 +153,14 @@ export interface CursorNavigation {
  * ```
  */
 export function cursorNavigation(input: CursorPageInput): CursorNavigation {
-  checkValue(CURSOR_INPUT, input, 'cursorNavigation input');
-  const { limit, nextCursor, prevCursor, totalItems } = input;
-  checkValue(COUNT, limit, 'limit');
-  if (totalItems !== undefined) checkValue(TOTAL, totalItems, 'totalItems');
-  if (nextCursor !== undefined) checkValue(CURSOR, nextCursor, 'nextCursor');
-  if (prevCursor !== undefined) checkValue(CURSOR, prevCursor, 'prevCursor');
-  const link = linkBuilder(input.url);
+  const read = readOptions(input, 'cursorNavigation', CURSOR_RULES, {
+    required: true,
+    example: '{ url, limit, nextCursor }',
+  });
+  const url = requiredValue(REQUEST_URL, read.url, 'url');
+  const limit = requiredValue(COUNT, read.limit, 'limit');
+  const { nextCursor, prevCursor, totalItems } = read;
+  const link = linkBuilder(url);
   const at = (cursor: string | undefined) => link({ cursor, limit: String(limit) });
   const links: { -readonly [K in keyof PageLinks]: PageLinks[K] } = { first: at(undefined) };
   if (prevCursor !== undefined) links.prev = at(prevCursor);
@@ -173,24 +183,20 @@ export function cursorNavigation(input: CursorPageInput): CursorNavigation {
  */
 export function formatLinkHeader(links: Readonly<Record<string, string | undefined>>): string {
   checkValue(LINKS, links, 'formatLinkHeader links');
-  return Object.entries(links)
-    .filter((entry): entry is [string, string] => entry[1] !== undefined)
+  let entries: [string, unknown][];
+  try {
+    entries = Object.entries(links);
+  } catch (cause) {
+    throw unreadable('formatLinkHeader links', LINKS.expected, links, cause);
+  }
+  return entries
+    .filter((entry) => entry[1] !== undefined)
     .map(([rel, url]) => {
       // A `>`, quote, space or line break would end the link or the header early and let the
       // rest of the value be read as other links, parameters or header lines.
-      if (typeof url !== 'string' || !LINK_TARGET.test(url)) {
-        throw new ConfigurationError(
-          'invalid_option',
-          `formatLinkHeader: the ${JSON.stringify(rel)} link must be a URL in ASCII without spaces, quotes or < > (percent-encode them, as new URL(...).href does), got ${describe(url)}.`,
-        );
-      }
-      if (!RELATION_TYPE.test(rel)) {
-        throw new ConfigurationError(
-          'invalid_option',
-          `formatLinkHeader: a relation must be a name such as "next" (visible ASCII, no quotes or backslashes), got ${JSON.stringify(rel)}.`,
-        );
-      }
-      return `<${url}>; rel="${rel}"`;
+      const target = checkValue(LINK_URL, url, `formatLinkHeader links[${JSON.stringify(rel)}]`);
+      checkValue(RELATION, rel, 'formatLinkHeader relation');
+      return `<${target}>; rel="${rel}"`;
     })
     .join(', ');
 }
@@ -227,10 +233,12 @@ function linkBuilder(url: string | URL): (params: Record<string, string | undefi
   try {
     base = relative ? new URL(url, PLACEHOLDER_ORIGIN) : new URL(url);
   } catch (cause) {
-    throw new ConfigurationError(
+    throw refused(
+      'url',
+      'an absolute URL or a path such as /reservations?status=open',
+      String(url),
       'invalid_option',
-      `url must be an absolute URL or a path such as /reservations?status=open, got ${describe(String(url))}.`,
-      { cause },
+      cause,
     );
   }
   return (params) => {
@@ -255,8 +263,6 @@ function anObject(example: string): Rule<object> {
   };
 }
 
-const PAGE_NUMBER_INPUT = anObject('{ url, pageNumber, pageSize, hasMore }');
-const CURSOR_INPUT = anObject('{ url, limit, nextCursor }');
 const LINKS = anObject("{ first: '/a?page=1', next: '/a?page=2' }");
 const COUNT = wholeNumber(1);
 const TOTAL = wholeNumber(0);
@@ -266,7 +272,30 @@ const CURSOR = worded(
 );
 const REQUEST_URL: Rule<string | URL> = {
   expected: 'a string or a URL (the request URL, such as req.url)',
-  read: (value) => (typeof value === 'string' || value instanceof URL ? value : INVALID),
+  read: (value) => (typeof value === 'string' || isInstance(value, URL) ? value : INVALID),
+};
+const LINK_URL: Rule<string> = {
+  expected:
+    'a URL in ASCII without spaces, quotes or < > (percent-encode them, as new URL(...).href does)',
+  read: (value) => (typeof value === 'string' && LINK_TARGET.test(value) ? value : INVALID),
+};
+const RELATION: Rule<string> = {
+  expected: 'a name such as "next" (visible ASCII, no quotes or backslashes)',
+  read: (value) => (typeof value === 'string' && RELATION_TYPE.test(value) ? value : INVALID),
+};
+const PAGE_NUMBER_RULES = {
+  url: REQUEST_URL,
+  pageNumber: COUNT,
+  pageSize: COUNT,
+  hasMore: aBoolean,
+  totalItems: TOTAL,
+};
+const CURSOR_RULES = {
+  url: REQUEST_URL,
+  limit: COUNT,
+  nextCursor: CURSOR,
+  prevCursor: CURSOR,
+  totalItems: TOTAL,
 };
 const SLASHED_URL = worded(
   REQUEST_URL,

@@ -11,13 +11,7 @@ import {
   type RedisOverridesErrorCode,
 } from '../errors/redis-overrides-error.js';
 import { describe } from '../internal/describe.js';
-import {
-  aFunction,
-  anything,
-  invalidValue,
-  readOptions,
-  wholeNumber,
-} from '../internal/options.js';
+import { aFunction, invalidValue, readOptions, wholeNumber } from '../internal/options.js';
 import { MAX_TIMER_MS } from '../internal/timers.js';
 import {
   type LimitOverride,
@@ -27,7 +21,7 @@ import {
   type OverrideTarget,
   overrideEntry,
   overrideTarget,
-  presetMap,
+  presetsByName,
 } from '../limits/overrides.js';
 import type { LimitPreset } from '../limits/presets.js';
 import {
@@ -91,7 +85,7 @@ export interface OverridesRefresh {
 const RULES = {
   client: aScriptClient,
   prefix: keyPrefix,
-  presets: anything('an object of presets by name'),
+  presets: presetsByName,
   clock: aClock,
   refreshMs: wholeNumber(10, 1_000),
   timeoutMs: wholeNumber(1, MAX_TIMER_MS),
@@ -168,7 +162,7 @@ export class RedisOverrides implements OverrideSource {
     });
     const { client } = read;
     if (client === undefined) throw invalidValue(RULES.client, client, 'client');
-    this.#presets = presetMap(read.presets, 'RedisOverrides');
+    this.#presets = read.presets ?? new Map();
     this.#clock = read.clock;
     this.#key = overridesKey(read.prefix);
     this.#onError = read.onError;

@@ -1,6 +1,5 @@
 /** The options of {@link RedisStore}, their rules and defaults. @module */
 import { randomInt } from 'node:crypto';
-import { ConfigurationError } from '../errors/index.js';
 import type { RedisStoreError } from '../errors/redis-store-error.js';
 import { LONE_SURROGATE } from '../internal/lone-surrogate.js';
 import {
@@ -10,10 +9,12 @@ import {
   oneOf,
   type Rule,
   readOptions,
+  refused,
   wholeNumber,
   withMethods,
   worded,
 } from '../internal/options.js';
+import { readSafely } from '../internal/read-once.js';
 import { MAX_TIMER_MS } from '../internal/timers.js';
 import type { RedisScriptClient } from './redis-client.js';
 
@@ -113,9 +114,9 @@ const RULES = {
 // What an outage does is no longer the store's to decide: these name where it is decided now.
 const REMOVED_OPTIONS: Readonly<Record<string, string>> = {
   failMode:
-    "RedisStore has no option failMode any more: the store reports an outage (apply rejects with a RedisStoreError) and never decides it. Decide in one place: the middleware's failure option ('open' or 'closed', a 503) or createLimiter's outage option ('open', 'closed', 'fallback' or 'reject').",
+    "left out, as RedisStore has no option failMode any more: the store reports an outage (apply rejects with a RedisStoreError) and never decides it; decide in one place, the middleware's failure option ('open' or 'closed', a 503) or createLimiter's outage option ('open', 'closed', 'fallback' or 'reject')",
   failClosedRetryAfterSeconds:
-    "RedisStore has no option failClosedRetryAfterSeconds any more: set the Retry-After of an outage where it is decided, createLimiter's outageRetryAfterSeconds (with outage: 'closed') or the middleware's failureRetryAfterSeconds (with failure: 'closed').",
+    "left out, as RedisStore has no option failClosedRetryAfterSeconds any more: set the Retry-After of an outage where it is decided, createLimiter's outageRetryAfterSeconds (with outage: 'closed') or the middleware's failureRetryAfterSeconds (with failure: 'closed')",
 };
 
 /** The store's options as read. */
@@ -149,13 +150,13 @@ export function readStoreSettings(options: unknown) {
 
 function refuseRemovedOptions(options: unknown): void {
   if (typeof options !== 'object' || options === null) return;
-  for (const [name, message] of Object.entries(REMOVED_OPTIONS)) {
+  for (const [name, expected] of Object.entries(REMOVED_OPTIONS)) {
     let given: boolean;
     try {
       given = Object.hasOwn(options, name);
     } catch {
       return; // readOptions reports options that cannot be read.
     }
-    if (given) throw new ConfigurationError('invalid_option', message);
+    if (given) throw refused(name, expected, readSafely(options, name));
   }
 }

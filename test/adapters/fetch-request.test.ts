@@ -146,7 +146,12 @@ describe('a body that a body parser read first', () => {
     expect(received.status).toBe(500);
     expect(failures).toHaveLength(1);
     expect(failures[0]).toMatchObject({ phase: 'request', outcome: 'answered' });
-    expect(String(failures[0]?.error)).toContain('mount nodeFetchHandler before the body parser');
+    expect(failures[0]?.error).toMatchObject({
+      name: 'ConfigurationError',
+      code: 'invalid_option',
+      message:
+        'nodeFetchHandler req.body of a POST request a body parser already read must be bytes, a string or parsed JSON to send on, or req.rawBody bytes or a string (mount nodeFetchHandler before the body parser, or leave its paths out of it), got an object.',
+    });
   });
 });
 

@@ -9,6 +9,7 @@ import {
   timerSleep,
 } from '../../src/client/index.js';
 import { FakeClock, isConfigurationError } from '../../src/index.js';
+import { describe as describeValue } from '../../src/internal/describe.js';
 import { thrown } from '../support/thrown.js';
 
 /** A fetch that answers from a script and records what it was sent. */
@@ -330,8 +331,8 @@ describe('createRetryingFetch', () => {
             expect((outcome as Response).status).toBe(429);
           } else {
             expect(isConfigurationError(outcome) && outcome.code).toBe('invalid_option');
-            expect((outcome as Error).message).toContain(
-              'createRetryingFetch: clock.now() must return finite milliseconds, got ',
+            expect((outcome as Error).message).toBe(
+              `createRetryingFetch clock.now() must be finite milliseconds, to measure the wait a Retry-After date asks for, got ${describeValue(reading)}.`,
             );
             expect(sent).toHaveLength(1);
             expect(waits).toEqual([]);

@@ -365,6 +365,11 @@ describe('createPacer', () => {
     for (const options of cases) {
       expect(isConfigurationError(thrown(() => createPacer(options)))).toBe(true);
     }
+    expect(thrown(() => createPacer({ preset: presetOf([concurrency(3)]) }))).toMatchObject({
+      code: 'invalid_option',
+      message:
+        'createPacer preset must be a preset with a window or rate policy to pace by, got an object.',
+    });
   });
 
   it('throws a ConfigurationError, not a TypeError, for options that are not an object or a sleep that is not a function', () => {

@@ -7,6 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { anonymousNetworkKey, isConfigurationError } from '../../src/index.js';
+import { describe as describeValue } from '../../src/internal/describe.js';
 import { thrown } from '../support/thrown.js';
 
 const MAPPED_PREFIX = 0xffffn << 32n; // ::ffff:0:0/96
@@ -180,9 +181,25 @@ describe('anonymousNetworkKey', () => {
     for (const ipv6Subnet of [0, 129, 56.5, Number.NaN, '56' as unknown as number]) {
       const error = thrown(() => anonymousNetworkKey('2001:db8::1', { ipv6Subnet }));
       expect(isConfigurationError(error)).toBe(true);
-      expect((error as Error).message).toMatch(
-        /^ipv6Subnet must be a whole number from 1 to 128, got /,
+      expect((error as Error).message).toBe(
+        `ipv6Subnet must be a whole number from 1 to 128, got ${describeValue(ipv6Subnet)}.`,
       );
     }
+  });
+
+  it('refuses options with a misspelt key, or that are not an object, naming what to give', () => {
+    expect(
+      thrown(() => anonymousNetworkKey('2001:db8::1', { ipv6subnet: 64 } as never)),
+    ).toMatchObject({
+      code: 'invalid_option',
+      message:
+        'anonymousNetworkKey has no option "ipv6subnet"; did you mean "ipv6Subnet"? Its options are ipv6Subnet.',
+    });
+    expect(thrown(() => anonymousNetworkKey('2001:db8::1', 64 as never))).toMatchObject({
+      code: 'invalid_option',
+      message:
+        'anonymousNetworkKey options must be an object such as { ipv6Subnet: 64 }, or left out, got 64.',
+    });
+    expect(anonymousNetworkKey('2001:db8::1', {})).toBe(anonymousNetworkKey('2001:db8::1'));
   });
 });

@@ -131,4 +131,75 @@ describe('problem details (RFC 9457)', () => {
       expect(isConfigurationError(error) && error.code, String(attempt)).toBe('invalid_option');
     }
   });
+
+  it('says what to give instead, in the one wording, and refuses a misspelt member with the nearest name', () => {
+    const base = { code: 'x', title: 'X', status: 400 };
+    const cases: [() => unknown, string][] = [
+      [
+        () => problemDetails({ ...base, detial: 'Page 3 of 2.' } as never),
+        'problemDetails() has no option "detial"; did you mean "detail"? Its options are code, title, status, detail, instance, typeBase, extensions.',
+      ],
+      [
+        () => problemDetails(undefined as never),
+        'problemDetails() options must be an object such as { code, title, status }, got undefined.',
+      ],
+      [
+        () => problemDetails({ ...base, status: 200 }),
+        'status must be a whole number from 400 to 599, got 200.',
+      ],
+      [
+        () => problemDetails({ ...base, code: undefined as never }),
+        'code must be a string, got undefined.',
+      ],
+      [
+        () => problemDetails({ ...base, extensions: new Map() as never }),
+        'extensions must be a plain object of extension members, got an object.',
+      ],
+      [
+        () =>
+          problemDetails({
+            ...base,
+            get title(): string {
+              throw new Error('boom');
+            },
+          }),
+        'problemDetails() options must be plain data, got an object that threw when read.',
+      ],
+      [
+        () => problemResponse(null as never),
+        'problemResponse() problem must be a problem details object, got null.',
+      ],
+      [
+        () => problemResponse({ type: 't', title: 'T', status: 'abc' as never }),
+        'problemResponse() problem.status must be a whole number from 400 to 599, got "abc".',
+      ],
+      [
+        () => problemResponse(problemDetails({ ...base, extensions: { n: 1n } })),
+        'problemResponse() problem must be an object JSON.stringify writes (keep extension members to JSON values), got an object.',
+      ],
+      [
+        () =>
+          problemDetails({
+            ...base,
+            extensions: {
+              get member(): never {
+                throw new Error('boom');
+              },
+            },
+          }),
+        'extensions must be a plain object of extension members, got an object that threw when read.',
+      ],
+      [
+        () => {
+          const { proxy, revoke } = Proxy.revocable({}, {});
+          revoke();
+          return problemResponse(proxy as never);
+        },
+        'problemResponse() problem must be a problem details object, got an object that threw when read.',
+      ],
+    ];
+    for (const [attempt, message] of cases) {
+      expect(thrown(attempt)).toMatchObject({ code: 'invalid_option', message });
+    }
+  });
 });

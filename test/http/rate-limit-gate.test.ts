@@ -936,7 +936,9 @@ describe('rate limit gate: requests identify cannot attribute, and outages decid
         anonymous: { key: () => 'k', ipv6Subnet: 64 },
       }),
     );
-    expect((both as Error).message).toContain('anonymousNetworkKey(address, { ipv6Subnet: 64 })');
+    expect((both as Error).message).toBe(
+      'anonymous.ipv6Subnet must be left out beside anonymous.key, as it applies to the default key only (return anonymousNetworkKey(address, { ipv6Subnet: 64 }) from anonymous.key instead), got 64.',
+    );
   });
 
   it('takes the anonymous account type and key from the options, and refuses with 401 when asked', async () => {
@@ -1085,5 +1087,94 @@ describe('rate limit gate: requests identify cannot attribute, and outages decid
     }
     // Without failure, the limiter's own decision stands.
     expect(() => createRateLimitGate({ limiter: deciding, identify })).not.toThrow();
+    expect(
+      thrown(() => createRateLimitGate({ limiter: deciding, identify, failure: 'open' })),
+    ).toMatchObject({
+      message:
+        'failure must be left out beside a limiter that decides store outages itself (its outage is "closed"): decide in one place, or create the limiter without outage, which leaves outages to the middleware, got "open".',
+    });
+  });
+
+  it.each<[string, unknown, string]>([
+    [
+      'a misspelt anonymous key',
+      { kye: () => 'k' },
+      'anonymous has no option "kye"; did you mean "key"? Its options are accountType, key, ipv6Subnet.',
+    ],
+    [
+      'a misspelt anonymous prefix length',
+      { ipv6subnet: 64 },
+      'anonymous has no option "ipv6subnet"; did you mean "ipv6Subnet"? Its options are accountType, key, ipv6Subnet.',
+    ],
+    [
+      'an array',
+      [() => 'k'],
+      'anonymous must be "refuse" or an object such as { accountType?, key?, ipv6Subnet? }, got an array.',
+    ],
+    [
+      'a string other than refuse',
+      'refused',
+      'anonymous must be "refuse" or an object such as { accountType?, key?, ipv6Subnet? }, got "refused".',
+    ],
+    [
+      'NaN',
+      Number.NaN,
+      'anonymous must be "refuse" or an object such as { accountType?, key?, ipv6Subnet? }, got NaN.',
+    ],
+    [
+      'an object whose getter throws',
+      {
+        get key(): never {
+          throw new Error('boom');
+        },
+      },
+      'anonymous options must be plain data, got an object that threw when read.',
+    ],
+    [
+      'a proxy whose keys throw',
+      new Proxy(
+        {},
+        {
+          ownKeys() {
+            throw new Error('boom');
+          },
+        },
+      ),
+      'anonymous options must be plain data, got an object that threw when read.',
+    ],
+    [
+      'a prefix length that is a string',
+      { ipv6Subnet: '64' },
+      'anonymous.ipv6Subnet must be a whole number from 1 to 128, got "64".',
+    ],
+  ])('refuses anonymous options with %s, naming what to give', (_, anonymous, message) => {
+    expect(
+      thrown(() => createRateLimitGate({ limiter: limiterOf(), identify, anonymous } as never)),
+    ).toMatchObject({ name: 'ConfigurationError', code: 'invalid_option', message });
+  });
+
+  it('refuses a misspelt option and a limiter whose outage cannot be read, naming what to give', () => {
+    expect(
+      thrown(() =>
+        createRateLimitGate({ limiter: limiterOf(), identify, failur: 'closed' } as never),
+      ),
+    ).toMatchObject({
+      code: 'invalid_option',
+      message:
+        'The rate limit middleware has no option "failur"; did you mean "failure"? Its options are limiter, identify, onIdentifyError, anonymous, skip, failure, failureRetryAfterSeconds, onError, trackingIdOnAdmitted, trackingIds, trackingIdHeader, rateLimitHeaders.',
+    });
+    const limiter = {
+      check: () => ({ allowed: true }) as never,
+      get outage(): string {
+        throw new Error('boom');
+      },
+    };
+    expect(
+      thrown(() => createRateLimitGate({ limiter, identify, failure: 'closed' })),
+    ).toMatchObject({
+      code: 'invalid_option',
+      message:
+        'limiter must be a limiter made by createLimiter() with check(), got an object that threw when read.',
+    });
   });
 });

@@ -298,7 +298,15 @@ describe('rate limit response (429)', () => {
     ]) {
       const reserved = thrown(() => rateLimitResponseParts(decision, { trackingIdHeader: name }));
       expect(isConfigurationError(reserved) && reserved.code, name).toBe('invalid_header_name');
+      expect((reserved as Error).message).toBe(
+        `trackingIdHeader must be a header name with no meaning of its own in HTTP, such as "X-Request-Id", got "${name}".`,
+      );
     }
+    expect(thrown(() => rateLimitResponseParts({ allowed: true } as never))).toMatchObject({
+      code: 'invalid_option',
+      message:
+        'rateLimitResponseParts() decision must be a refused decision from the limiter (allowed: false), got an object.',
+    });
     const badSource = thrown(() => rateLimitResponseParts(decision, { trackingIds: () => 'a b' }));
     expect(isConfigurationError(badSource) && badSource.code).toBe('invalid_tracking_id');
   });

@@ -39,5 +39,8 @@ describe('tracking id', () => {
     expect(resolveTrackingId(undefined)).not.toBe(resolveTrackingId(undefined));
     const error = thrown(() => resolveTrackingId(undefined, () => ''));
     expect(isConfigurationError(error) && error.code).toBe('invalid_tracking_id');
+    expect((error as Error).message).toBe(
+      `the tracking id source() must be a tracking id of 1 to 128 letters, digits, '.', '_', ':' or '-', got "".`,
+    );
   });
 });

@@ -6,12 +6,16 @@ import {
   aFunction,
   aString,
   checkValue,
+  conflictingKeys,
   finiteNumber,
   listOf,
+  MAX_LIST_LENGTH,
   oneOf,
   optionsOf,
   readOptions,
+  refused,
   requiredValue,
+  unreadable,
   wholeNumber,
   withFields,
   withMethods,
@@ -90,11 +94,13 @@ describe('readOptions', () => {
       },
     };
     expect(message(() => readOptions(options, 'make', rules))).toBe(
-      'Reading the make options threw; pass plain data.',
+      'make options must be plain data, got an object that threw when read.',
     );
     const { proxy, revoke } = Proxy.revocable({}, {});
     revoke();
-    expect(message(() => readOptions(proxy, 'make', rules))).toMatch(/must be an object|threw/);
+    expect(message(() => readOptions(proxy, 'make', rules))).toBe(
+      'make options must be plain data, got an object that threw when read.',
+    );
   });
 
   it('never throws anything but a ConfigurationError, whatever the options', () => {
@@ -183,7 +189,7 @@ describe('rules', () => {
     expect(isConfigurationError(throwing)).toBe(true);
     expect(throwing).toMatchObject({
       code: 'invalid_route_rule',
-      message: 'Reading rows[0] threw; pass plain data.',
+      message: 'rows[0] must be a row, got an object that threw when read.',
     });
   });
 });
@@ -215,6 +221,131 @@ describe('optionsOf', () => {
     );
     expect(message(() => readOptions({ inner: { sise: 3 } }, 'make', nested))).toBe(
       'inner has no option "sise"; did you mean "size"? Its options are size, log.',
+    );
+  });
+});
+
+describe('optionsOf, given what no options object is', () => {
+  const nested = { inner: optionsOf({ size: wholeNumber(1, 9), log: aBoolean }, '{ size: 3 }') };
+  const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+  revoke();
+
+  it.each<[string, unknown, string]>([
+    ['an array', [3], 'inner must be an object such as { size: 3 }, got an array.'],
+    ['a string', 'size=3', 'inner must be an object such as { size: 3 }, got "size=3".'],
+    ['NaN', Number.NaN, 'inner must be an object such as { size: 3 }, got NaN.'],
+    ['null', null, 'inner must be an object such as { size: 3 }, got null.'],
+    [
+      'a misspelt key beside a right one',
+      { size: 3, lgo: true },
+      'inner has no option "lgo"; did you mean "log"? Its options are size, log.',
+    ],
+    [
+      'NaN for a value',
+      { size: Number.NaN },
+      'inner.size must be a whole number from 1 to 9, got NaN.',
+    ],
+    [
+      'a getter that throws',
+      {
+        get size(): number {
+          throw new Error('boom');
+        },
+      },
+      'inner options must be plain data, got an object that threw when read.',
+    ],
+    [
+      'a proxy whose keys throw',
+      new Proxy(
+        {},
+        {
+          ownKeys() {
+            throw new Error('boom');
+          },
+        },
+      ),
+      'inner options must be plain data, got an object that threw when read.',
+    ],
+    [
+      'a revoked proxy',
+      revoked,
+      'inner options must be plain data, got an object that threw when read.',
+    ],
+  ])('refuses %s in the one wording', (_, inner, expected) => {
+    expect(message(() => readOptions({ inner }, 'make', nested))).toBe(expected);
+  });
+
+  it('reads a proxy that answers plainly as the object it stands for', () => {
+    const inner = new Proxy({ size: 4 }, {});
+    expect(readOptions({ inner }, 'make', nested).inner).toEqual({ size: 4, log: undefined });
+  });
+});
+
+describe('the refusals a rule cannot word', () => {
+  it('refused words a value as every rule does, with the code and cause given', () => {
+    const cause = new Error('boom');
+    expect(refused('clock.now()', 'finite milliseconds', Number.NaN)).toMatchObject({
+      name: 'ConfigurationError',
+      code: 'invalid_option',
+      message: 'clock.now() must be finite milliseconds, got NaN.',
+    });
+    const error = refused('cost', 'at most 5', 7, 'cost_above_limit', cause);
+    expect(error).toMatchObject({
+      code: 'cost_above_limit',
+      message: 'cost must be at most 5, got 7.',
+    });
+    expect(error.cause).toBe(cause);
+    expect(refused('name', 'a string', 'x'.repeat(100)).message).toBe(
+      `name must be a string, got "${'x'.repeat(64)}…".`,
+    );
+  });
+
+  it('unreadable says the value threw when read, and keeps what it threw', () => {
+    const cause = new Error('boom');
+    const error = unreadable('store', 'a LimitStore', {}, cause, 'invalid_policy');
+    expect(error).toMatchObject({
+      code: 'invalid_policy',
+      message: 'store must be a LimitStore, got an object that threw when read.',
+    });
+    expect(error.cause).toBe(cause);
+  });
+
+  it('conflictingKeys names the keys given together, or neither', () => {
+    expect(conflictingKeys('make options', 'exactly one of a and b', []).message).toBe(
+      'make options must be an object with exactly one of a and b, got one with neither.',
+    );
+    expect(
+      conflictingKeys('make options', 'at most one of a and b', ['a', 'b'], 'invalid_override'),
+    ).toMatchObject({
+      code: 'invalid_override',
+      message: 'make options must be an object with at most one of a and b, got one with a and b.',
+    });
+  });
+
+  it('withMethods and listOf word a read that throws, and a list too long to copy', () => {
+    const store = {
+      get apply(): never {
+        throw new Error('boom');
+      },
+    };
+    expect(message(() => checkValue(withMethods(['apply'], 'a LimitStore'), store, 'store'))).toBe(
+      'store must be a LimitStore with apply(), got an object that threw when read.',
+    );
+    const long = new Proxy([], {
+      get: (target, key) => (key === 'length' ? MAX_LIST_LENGTH + 1 : Reflect.get(target, key)),
+    });
+    expect(message(() => checkValue(listOf(wholeNumber()), long, 'sizes'))).toBe(
+      `sizes.length must be at most ${MAX_LIST_LENGTH}, got ${MAX_LIST_LENGTH + 1}.`,
+    );
+    const throwing = new Proxy([], {
+      get(target, key) {
+        if (key === 'length') throw new Error('boom');
+        return Reflect.get(target, key);
+      },
+    });
+    const sizes = listOf({ expected: 'a size', read: (value) => value });
+    expect(message(() => checkValue(sizes, throwing, 'sizes'))).toBe(
+      'sizes must be an array of sizes, got an array that threw when read.',
     );
   });
 });

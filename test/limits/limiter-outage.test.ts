@@ -185,7 +185,7 @@ describe('limiter outage option', () => {
     [
       'a fallback store without fallback',
       { outage: 'open', fallbackStore: new MemoryStore() },
-      /only with outage: 'fallback'/,
+      /^outage must be "fallback" when fallbackStore is given \(or leave fallbackStore out\), got "open"\.$/,
     ],
     [
       'an asynchronous fallback store',
@@ -209,7 +209,7 @@ describe('limiter outage option', () => {
 
   it('refuses an outage mode with the memory store, which has no outage', () => {
     expect(() => createLimiter({ policies: [window(5, '1s')], outage: 'open' })).toThrow(
-      /memory store has no outage/,
+      'outage must be "reject" or left out with a synchronous store such as the MemoryStore, which has no outage (the other modes apply to an asynchronous store, the RedisStore), got "open".',
     );
     expect(createLimiter({ policies: [window(5, '1s')], outage: 'reject' }).outage).toBe('reject');
   });

@@ -80,8 +80,18 @@ describe('MemoryOverrides', () => {
     [{ clientId: 'c', accountCode: '' }, { multiplier: 2 }, 'invalid_account_code', /accountCode/],
     [{ clientId: 7 }, { multiplier: 2 }, 'invalid_client_id', /got 7/],
     [null, { multiplier: 2 }, 'invalid_request', /target must be an object/],
-    [{ clientId: 'c' }, {}, 'invalid_override', /exactly one of preset .* got neither/],
-    [{ clientId: 'c' }, { multiplier: 2, preset: 'live' }, 'invalid_override', /got both/],
+    [
+      { clientId: 'c' },
+      {},
+      'invalid_override',
+      /^override must be an object with exactly one of preset \(a preset name\) and multiplier \(a number such as 2\), got one with neither\.$/,
+    ],
+    [
+      { clientId: 'c' },
+      { multiplier: 2, preset: 'live' },
+      'invalid_override',
+      /, got one with preset and multiplier\.$/,
+    ],
     [{ clientId: 'c' }, { multiplier: -1 }, 'invalid_override', /above 0 and at most 1000/],
     [{ clientId: 'c' }, { multiplier: 0 }, 'invalid_override', /above 0/],
     [{ clientId: 'c' }, { multiplier: Number.NaN }, 'invalid_override', /above 0/],
@@ -92,9 +102,14 @@ describe('MemoryOverrides', () => {
       { clientId: 'c' },
       { preset: 'gold' },
       'unknown_preset',
-      /use one of "live", "development", "trial"/,
+      /^preset must be the name of a preset of the source, one of "live", "development", "trial", got "gold"\.$/,
     ],
-    [{ clientId: 'c' }, { multiplier: 2, expiresAt: 500 }, 'invalid_override', /has passed/],
+    [
+      { clientId: 'c' },
+      { multiplier: 2, expiresAt: 500 },
+      'invalid_override',
+      /^expiresAt must be a time after now \(1970-01-01T00:00:01\.000Z; leave it out for an override until removed\), got "1970-01-01T00:00:00\.500Z"\.$/,
+    ],
     [
       { clientId: 'c' },
       { multiplier: 2, expiresAt: 'tomorrow' },
@@ -121,7 +136,114 @@ describe('MemoryOverrides', () => {
     const overrides = new MemoryOverrides();
     const error = thrown(() => overrides.set({ clientId: 'c' }, { preset: 'live' }));
     expect(error).toMatchObject({ code: 'unknown_preset' });
-    expect((error as Error).message).toMatch(/give the source presets/);
+    expect((error as Error).message).toBe(
+      'preset must be the name of a preset of the source, which has none (give the source presets: { name: preset }, or override with a multiplier), got "live".',
+    );
+  });
+
+  it.each<[string, unknown, string, string]>([
+    [
+      'a misspelt key',
+      { multipler: 2 },
+      'invalid_option',
+      'override has no option "multipler"; did you mean "multiplier"? Its options are preset, multiplier, expiresAt.',
+    ],
+    [
+      'a misspelt expiry',
+      { multiplier: 2, expireAt: 5_000 },
+      'invalid_option',
+      'override has no option "expireAt"; did you mean "expiresAt"? Its options are preset, multiplier, expiresAt.',
+    ],
+    [
+      'an array',
+      [2],
+      'invalid_option',
+      'override options must be an object such as { multiplier: 2 } or { preset: "live", expiresAt: new Date("2030-01-01") }, got an array.',
+    ],
+    [
+      'a getter that throws',
+      {
+        get multiplier(): number {
+          throw new Error('boom');
+        },
+      },
+      'invalid_option',
+      'override options must be plain data, got an object that threw when read.',
+    ],
+    [
+      'an expiry that is a proxy of a Date',
+      { multiplier: 2, expiresAt: new Proxy(new Date(5_000), {}) },
+      'invalid_override',
+      'expiresAt must be a Date or milliseconds since the Unix epoch, from 0 to 8640000000000000, got an object.',
+    ],
+    [
+      'an expiry that is an invalid Date',
+      { multiplier: 2, expiresAt: new Date(Number.NaN) },
+      'invalid_override',
+      'expiresAt must be a Date or milliseconds since the Unix epoch, from 0 to 8640000000000000, got an object.',
+    ],
+    [
+      'a multiplier that is NaN',
+      { multiplier: Number.NaN },
+      'invalid_override',
+      'multiplier must be a number above 0 and at most 1000, such as 2 or 0.5, got NaN.',
+    ],
+  ])('refuses an override that is %s, naming what to give', (_, override, code, message) => {
+    const { overrides } = setup(1_000);
+    const error = thrown(() => overrides.set({ clientId: 'c' }, override as never));
+    expect(error).toMatchObject({ code, message });
+    expect(overrides.list()).toEqual([]);
+  });
+
+  it('takes an expiry from a Date subclass by the time it holds', () => {
+    const { overrides } = setup(1_000);
+    class Deadline extends Date {
+      override getTime(): number {
+        throw new Error('never asked');
+      }
+    }
+    const entry = overrides.set(
+      { clientId: 'c' },
+      { multiplier: 2, expiresAt: new Deadline(9_000) },
+    );
+    expect(entry.expiresAt).toBe(9_000);
+  });
+
+  it.each<[string, unknown, string]>([
+    [
+      'a misspelt key',
+      { preset: { live: presets.live } },
+      'MemoryOverrides has no option "preset"; did you mean "presets"? Its options are presets, clock.',
+    ],
+    [
+      'presets that are an array',
+      { presets: [presets.live] },
+      'presets must be an object of presets by name, such as { ...presets.byAccountType }, got an array.',
+    ],
+    [
+      'presets whose keys cannot be read',
+      {
+        presets: new Proxy(
+          {},
+          {
+            ownKeys() {
+              throw new Error('boom');
+            },
+          },
+        ),
+      },
+      'presets must be an object of presets by name, such as { ...presets.byAccountType }, got an object that threw when read.',
+    ],
+    [
+      'a preset that is not one',
+      { presets: { gold: 'live' } },
+      'presets.gold must be a LimitPreset, got "live".',
+    ],
+  ])('refuses MemoryOverrides options with %s, naming what to give', (_, options, message) => {
+    expect(thrown(() => new MemoryOverrides(options as never))).toMatchObject({
+      code: 'invalid_option',
+      message,
+    });
   });
 
   it('checks its presets when made', () => {

@@ -149,7 +149,7 @@ describe('policy factories', () => {
       'window limit must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER), got 10n.',
     );
     expect(messageOf(() => checkPolicies([{ kind: 'leaky-bucket', name: 'x' }]))).toBe(
-      'policies[0] is not a policy; make it with window(), rate() or concurrency(), got an object.',
+      'policies[0] must be a policy made with window(), rate() or concurrency(), got an object.',
     );
   });
 });
@@ -179,8 +179,11 @@ describe('rate range', () => {
           if (keepable) expect(caught).toBeUndefined();
           else {
             expect(isConfigurationError(caught) && caught.code).toBe('invalid_rate');
-            expect((caught as Error).message).toMatch(
-              /(emission interval|burst tolerance) .* must be (from 0\.001 ms to|at most) 8640000000000000 ms/,
+            const rateKept = Number.isFinite(interval) && interval >= 0.001 && interval <= 8.64e15;
+            expect((caught as Error).message).toBe(
+              rateKept
+                ? `rate burst must be a burst whose tolerance ((burst - 1) * 1000 / perSecond) is at most 8640000000000000 ms at ${perSecond} per second: lower the burst or raise perSecond, got ${burst}.`
+                : `rate perSecond must be a number > 0 whose emission interval (1000 / perSecond) is from 0.001 ms to 8640000000000000 ms (perSecond from about 1.16e-13 to 1000000), got ${perSecond}.`,
             );
           }
         },
@@ -192,9 +195,15 @@ describe('rate range', () => {
     const slow = { kind: 'rate', name: 'slow', perSecond: 1e-306, burst: 1 };
     const caught = thrown(() => checkPolicies([slow]));
     expect(isConfigurationError(caught) && caught.code).toBe('invalid_policy');
-    expect((caught as Error).message).toMatch(
-      /^policies\[0\] is not a valid rate policy: perSecond 1e-306 gives an emission interval/,
+    expect((caught as Error).message).toBe(
+      'policies[0].perSecond must be a number > 0 whose emission interval (1000 / perSecond) is from 0.001 ms to 8640000000000000 ms (perSecond from about 1.16e-13 to 1000000), got 1e-306.',
     );
+    const wide = { kind: 'rate', name: 'wide', perSecond: 1e-9, burst: 10_000 };
+    expect(thrown(() => checkPolicies([wide]))).toMatchObject({
+      code: 'invalid_policy',
+      message:
+        'policies[0].burst must be a burst whose tolerance ((burst - 1) * 1000 / perSecond) is at most 8640000000000000 ms at 1e-9 per second: lower the burst or raise perSecond, got 10000.',
+    });
   });
 });
 
@@ -375,7 +384,9 @@ describe('durations', () => {
     for (const text of ['1.0005s', '0.5ms', '0.0000001h']) {
       const caught = thrown(() => toMilliseconds(text as never));
       expect(isConfigurationError(caught) && caught.code).toBe('invalid_duration');
-      expect((caught as Error).message).toMatch(/, which is not a whole number of milliseconds\.$/);
+      expect((caught as Error).message).toBe(
+        `duration must be a whole number of milliseconds >= 1 (a decimal string such as '1.5s' too, when it comes to whole milliseconds), got "${text}".`,
+      );
     }
     expect(codeOf(() => toMilliseconds(`1${'0'.repeat(80)}s` as never))).toBe('invalid_duration');
     expect(codeOf(() => toMilliseconds('9007199254740.992s'))).toBe('invalid_duration');

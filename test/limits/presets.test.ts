@@ -88,7 +88,7 @@ describe('preset factories refuse options they cannot use, naming the option', (
       'options that are a revoked proxy',
       () => livePreset(revokedProxy() as never),
       'invalid_option',
-      /^Reading the livePreset options threw/,
+      /^livePreset options must be plain data, got an object that threw when read\.$/,
     ],
     [
       'exempt routes given as one string',

@@ -16,6 +16,7 @@ import {
   rate,
   window,
 } from '../../src/index.js';
+import { describe as describeValue } from '../../src/internal/describe.js';
 import { HostileReadError, hostileValue, hostileVariant } from '../support/hostile.js';
 
 const request = { clientId: 'c', accountCode: 'ACME', method: 'GET', path: '/booking/v1/x' };
@@ -63,9 +64,12 @@ describe('cost', () => {
     // Assert: the message names what to change; the limiter counted nothing.
     expect(error).toMatchObject({ name: 'ConfigurationError', code });
     expect(peekError).toMatchObject({ name: 'ConfigurationError', code });
-    expect(error!.message).toMatch(
-      code === 'invalid_cost' ? /whole number from 1/ : /parts of cost 5/,
+    expect(error!.message).toBe(
+      code === 'invalid_cost'
+        ? `cost must be a whole number from 1 (the admissions the request counts; leave it out for 1), got ${describeValue(cost)}.`
+        : `cost must be at most the limit 5 of the policy "global: 5 per 1 s", or the request could never be admitted: send it as parts of cost 5 or less, or raise the policy's limit, got ${cost}.`,
     );
+    expect(peekError!.message).toBe(error!.message);
     const status = l.peek(request).statuses.map((s) => s.remaining);
     expect(status).toEqual([5, 200, 5]);
   });
@@ -74,7 +78,9 @@ describe('cost', () => {
     const live = createLimiter({ preset: presets.live, clock: new FakeClock(0) });
     const error = thrown(() => live.check(booking, { cost: 21 }));
     expect(error?.code).toBe('cost_above_limit');
-    expect(error?.message).toContain('of PATCH /booking/v*/bookings/{id} id=B1');
+    expect(error?.message).toBe(
+      'cost must be at most the limit 20 of the policy "resource PATCH /booking/v*/bookings/{id}: 20 per 5 min" of PATCH /booking/v*/bookings/{id} id=B1, or the request could never be admitted: send it as parts of cost 20 or less, or raise the policy\'s limit, got 21.',
+    );
   });
 
   it('a throttle counts a costly request once: 3 in flight of a throttle of 3, each of cost 4', () => {
@@ -116,6 +122,36 @@ describe('options and scopes that are not what they should be', () => {
     },
   );
 
+  it.each<[string, object, string, string]>([
+    [
+      'cost misspelt',
+      { cots: 2 },
+      'check() has no option "cots"; did you mean "cost"? Its options are statuses, cost.',
+      'peek() has no option "cots"; did you mean "cost"? Its options are cost.',
+    ],
+    [
+      'statuses, which a peek always reports',
+      { statuses: false },
+      '',
+      'peek() has no option "statuses"; did you mean "cost"? Its options are cost.',
+    ],
+  ])(
+    'check and peek options with %s: the key refused with the nearest name, nothing counted',
+    (_, options, checkMessage, peekMessage) => {
+      const l = limiter();
+      const checked = thrown(() => ended(l.check(request, options)));
+      if (checkMessage === '') expect(checked).toBeUndefined();
+      else expect(checked).toMatchObject({ code: 'invalid_option', message: checkMessage });
+      expect(thrown(() => l.peek(request, options))).toMatchObject({
+        code: 'invalid_option',
+        message: peekMessage,
+      });
+      expect(l.peek(request).statuses.map((s) => s.remaining)).toEqual(
+        checkMessage === '' ? [4, 199, 5] : [5, 200, 5],
+      );
+    },
+  );
+
   it.each([
     [{ clientId: '', accountCode: 'ACME' }, 'invalid_client_id'],
     [{ clientId: 'c', accountCode: '' }, 'invalid_account_code'],
@@ -148,7 +184,8 @@ describe('options and scopes that are not what they should be', () => {
     expect(thrown(() => l.reset({ clientId: 'c', accountCode: 'ACME' }))).toMatchObject({
       name: 'ConfigurationError',
       code: 'invalid_option',
-      message: expect.stringContaining('MemoryStore or a RedisStore'),
+      message:
+        "the limiter's store.reset must be a reset(scope) method, as a MemoryStore and a RedisStore have (see LimitStore), got undefined.",
     });
   });
 

@@ -301,7 +301,9 @@ describe('registerMetrics: registration', () => {
       expect(isConfigurationError(error)).toBe(true);
       expect((error as { code: string }).code).toBe('invalid_option');
     }
-    expect((both as Error).message).toContain('not both');
+    expect((both as Error).message).toBe(
+      'registerMetrics options must be an object with a meter or a meterProvider, not both, got one with meter and meterProvider.',
+    );
     expect((wrong as Error).message).toContain('getMeter()');
     expect((unknown as Error).message).toContain('meterProvider');
     expect(channels.map((name) => hasSubscribers(name))).toEqual(channels.map(() => false));

@@ -362,10 +362,12 @@ describe('cursor codec', () => {
         if (error === undefined) {
           expect(bounded.decode(bounded.encode(state)).ok).toBe(true);
         } else {
-          expect(error).toMatchObject({
-            code: 'invalid_cursor_state',
-            message: expect.stringContaining(`at most ${maxTokenLength} (maxTokenLength)`),
-          });
+          expect(error).toMatchObject({ code: 'invalid_cursor_state' });
+          expect((error as Error).message).toMatch(
+            new RegExp(
+              `^the cursor token length must be at most maxTokenLength \\(${maxTokenLength}\\), the longest decode accepts: put only the position in the cursor state \\(for example the last id\\), or raise maxTokenLength, got \\d+\\.$`,
+            ),
+          );
         }
       }),
     );
@@ -376,7 +378,11 @@ describe('cursor codec', () => {
 
   it('refuses at encode a state whose toJSON gives nothing, instead of issuing a malformed cursor', () => {
     const state = { toJSON: () => undefined };
-    expect(thrown(() => codec.encode(state))).toMatchObject({ code: 'invalid_cursor_state' });
+    expect(thrown(() => codec.encode(state))).toMatchObject({
+      code: 'invalid_cursor_state',
+      message:
+        'cursor state must be a JSON value (an object, array, string, number, boolean or null), got an object.',
+    });
   });
 
   it('with a clock that returns NaN, expires cursors at decode and refuses to issue them', () => {
@@ -384,7 +390,41 @@ describe('cursor codec', () => {
     const token = createCursorCodec({ signingKey: keyA, ttlMs: 1000, clock }).encode('state');
     const broken = createCursorCodec({ signingKey: keyA, ttlMs: 1000, clock: { now: () => NaN } });
     expect(broken.decode(token)).toMatchObject({ ok: false, code: 'cursor_expired' });
-    expect(thrown(() => broken.encode('state'))).toMatchObject({ code: 'invalid_option' });
+    expect(thrown(() => broken.encode('state'))).toMatchObject({
+      code: 'invalid_option',
+      message: 'createCursorCodec clock.now() must be finite milliseconds, got NaN.',
+    });
+  });
+
+  it.each<[string, unknown, string]>([
+    [
+      'a misspelt query',
+      { qurey: 'status=open' },
+      'encode() has no option "qurey"; did you mean "query"? Its options are query.',
+    ],
+    ['null', null, 'encode() options must be an object such as { query }, or left out, got null.'],
+    [
+      'a query string',
+      'status=open',
+      'encode() options must be an object such as { query }, or left out, got "status=open".',
+    ],
+    [
+      'options that cannot be read',
+      new Proxy(
+        {},
+        {
+          ownKeys() {
+            throw new Error('boom');
+          },
+        },
+      ),
+      'encode() options must be plain data, got an object that threw when read.',
+    ],
+  ])('refuses encode options that are %s, naming what to give', (_, options, message) => {
+    expect(thrown(() => codec.encode('s', options as never))).toMatchObject({
+      code: 'invalid_option',
+      message,
+    });
   });
 
   it('decodes a bound cursor with null options as one without a query, without throwing', () => {

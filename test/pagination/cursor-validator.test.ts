@@ -129,6 +129,33 @@ describe('cursorValidator', () => {
   it('refuses unusable configuration with a ConfigurationError', () => {
     const attempt = () => cursorValidator({ sizes: { defaultSize: 600, maxSize: 500 } });
     expect(isConfigurationError(thrown(attempt))).toBe(true);
+    expect(thrown(attempt)).toMatchObject({
+      code: 'invalid_limit',
+      message: 'sizes.defaultSize must be a whole number from 1 to maxSize (500), got 600.',
+    });
+  });
+
+  it.each<[string, unknown, string]>([
+    [
+      'sizes with a misspelt key',
+      { sizes: { defaultSize: 50, maxsize: 500 } },
+      'sizes has no option "maxsize"; did you mean "maxSize"? Its options are defaultSize, maxSize.',
+    ],
+    [
+      'sizes that are an array',
+      { sizes: [50, 500] },
+      'sizes options must be an object such as { defaultSize: 20, maxSize: 200 }, got an array.',
+    ],
+    [
+      'a misspelt sizes',
+      { size: { defaultSize: 50, maxSize: 500 } },
+      'cursorValidator has no option "size"; did you mean "sizes"? Its options are status, typeBase, sizes, codec, maxCursorLength.',
+    ],
+  ])('refuses %s with the nearest name or what to give', (_, options, message) => {
+    expect(thrown(() => cursorValidator(options as never))).toMatchObject({
+      code: 'invalid_option',
+      message,
+    });
   });
 
   it('throws a ConfigurationError at construction for options that are not an object, or a codec without decode', () => {

@@ -268,30 +268,62 @@ describe('cursorNavigation', () => {
 
 describe('arguments that are not objects', () => {
   it('throws a ConfigurationError naming the function and what to pass', () => {
+    const pageNumber =
+      'pageNumberNavigation options must be an object such as { url, pageNumber, pageSize, hasMore }';
+    const cursor = 'cursorNavigation options must be an object such as { url, limit, nextCursor }';
+    const links =
+      "formatLinkHeader links must be an object such as { first: '/a?page=1', next: '/a?page=2' }";
     const cases: [() => unknown, string][] = [
-      [
-        () => pageNumberNavigation(null as never),
-        'pageNumberNavigation input must be an object such as { url, pageNumber, pageSize, hasMore }',
-      ],
-      [() => pageNumberNavigation('/a' as never), 'pageNumberNavigation input must be an object'],
-      [
-        () => cursorNavigation(undefined as never),
-        'cursorNavigation input must be an object such as { url, limit, nextCursor }',
-      ],
-      [() => cursorNavigation([] as never), 'cursorNavigation input must be an object'],
-      [
-        () => formatLinkHeader(null as never),
-        "formatLinkHeader links must be an object such as { first: '/a?page=1', next: '/a?page=2' }",
-      ],
-      [() => formatLinkHeader('</a>' as never), 'formatLinkHeader links must be an object'],
-      [() => formatLinkHeader(['/a'] as never), 'formatLinkHeader links must be an object'],
+      [() => pageNumberNavigation(null as never), `${pageNumber}, got null.`],
+      [() => pageNumberNavigation('/a' as never), `${pageNumber}, got "/a".`],
+      [() => cursorNavigation(undefined as never), `${cursor}, got undefined.`],
+      [() => cursorNavigation([] as never), `${cursor}, got an array.`],
+      [() => formatLinkHeader(null as never), `${links}, got null.`],
+      [() => formatLinkHeader('</a>' as never), `${links}, got "</a>".`],
+      [() => formatLinkHeader(['/a'] as never), `${links}, got an array.`],
     ];
     for (const [attempt, message] of cases) {
       expect(thrown(attempt)).toMatchObject({
         name: 'ConfigurationError',
         code: 'invalid_option',
-        message: expect.stringContaining(message),
+        message,
       });
+    }
+  });
+
+  it('refuses a misspelt key with the nearest name, and a page without hasMore or totalItems', () => {
+    const cases: [() => unknown, string][] = [
+      [
+        () =>
+          pageNumberNavigation({ url: '/a', pageNumber: 1, pageSize: 2, hasmore: true } as never),
+        'pageNumberNavigation has no option "hasmore"; did you mean "hasMore"? Its options are url, pageNumber, pageSize, hasMore, totalItems.',
+      ],
+      [
+        () => cursorNavigation({ url: '/a', limit: 5, nextcursor: 'x' } as never),
+        'cursorNavigation has no option "nextcursor"; did you mean "nextCursor"? Its options are url, limit, nextCursor, prevCursor, totalItems.',
+      ],
+      [
+        () => pageNumberNavigation({ url: '/a', pageNumber: 1, pageSize: 2 }),
+        'pageNumberNavigation options must be an object with hasMore (whether another page follows), totalItems or both, got one with neither.',
+      ],
+      [
+        () =>
+          pageNumberNavigation({ url: '/a', pageNumber: Number.NaN, pageSize: 2, hasMore: true }),
+        'pageNumber must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER), got NaN.',
+      ],
+      [
+        () =>
+          cursorNavigation({
+            get url(): string {
+              throw new Error('boom');
+            },
+            limit: 5,
+          }),
+        'cursorNavigation options must be plain data, got an object that threw when read.',
+      ],
+    ];
+    for (const [attempt, message] of cases) {
+      expect(thrown(attempt)).toMatchObject({ code: 'invalid_option', message });
     }
   });
 });
@@ -318,6 +350,15 @@ describe('formatLinkHeader', () => {
     for (const links of attempts) {
       expect(thrown(() => formatLinkHeader(links))).toMatchObject({ code: 'invalid_option' });
     }
+    const url =
+      'must be a URL in ASCII without spaces, quotes or < > (percent-encode them, as new URL(...).href does)';
+    expect(thrown(() => formatLinkHeader({ next: '/a b' }))).toMatchObject({
+      message: `formatLinkHeader links["next"] ${url}, got "/a b".`,
+    });
+    expect(thrown(() => formatLinkHeader({ 'x"y': '/a' }))).toMatchObject({
+      message:
+        'formatLinkHeader relation must be a name such as "next" (visible ASCII, no quotes or backslashes), got "x\\"y".',
+    });
   });
 
   it('writes every link the navigation helpers build, whatever the request URL', () => {

@@ -485,7 +485,21 @@ describe('RedisOverrides options', () => {
       [{ client, refreshMs: 1001 }, 'invalid_option', /refreshMs/],
       [{ client, refreshMs: 2.5 }, 'invalid_option', /refreshMs/],
       [{ client, prefix: 'a{b' }, 'invalid_option', /prefix/],
-      [{ client, presets: 'live' }, 'invalid_option', /presets must be an object of presets/],
+      [
+        { client, presets: 'live' },
+        'invalid_option',
+        /^presets must be an object of presets by name, such as \{ \.\.\.presets\.byAccountType \}, got "live"\.$/,
+      ],
+      [
+        { client, presets: { gold: 'live' } },
+        'invalid_option',
+        /^presets\.gold must be a LimitPreset, got "live"\.$/,
+      ],
+      [
+        { client, preset: {} },
+        'invalid_option',
+        /^RedisOverrides has no option "preset"; did you mean "presets"\?/,
+      ],
       [{ client, refreshMS: 100 }, 'invalid_option', /did you mean "refreshMs"/],
       [{ client, onError: 1 }, 'invalid_option', /onError/],
       [{ client, clock: {} }, 'invalid_option', /clock/],

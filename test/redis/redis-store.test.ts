@@ -1606,13 +1606,13 @@ describe('RedisStore replies', () => {
     [
       'failMode',
       { failMode: 'open' },
-      /no option failMode any more.*failure option.*outage option/,
+      /^failMode must be left out, as RedisStore has no option failMode any more: the store reports an outage \(apply rejects with a RedisStoreError\) and never decides it; decide in one place, the middleware's failure option \('open' or 'closed', a 503\) or createLimiter's outage option \('open', 'closed', 'fallback' or 'reject'\), got "open"\.$/,
     ],
-    ['failMode', { failMode: 'reject' }, /no option failMode any more/],
+    ['failMode', { failMode: 'reject' }, /^failMode must be left out, .*, got "reject"\.$/],
     [
       'failClosedRetryAfterSeconds',
       { failClosedRetryAfterSeconds: 3 },
-      /outageRetryAfterSeconds.*failureRetryAfterSeconds/,
+      /^failClosedRetryAfterSeconds must be left out, as RedisStore has no option failClosedRetryAfterSeconds any more: set the Retry-After of an outage where it is decided, createLimiter's outageRetryAfterSeconds \(with outage: 'closed'\) or the middleware's failureRetryAfterSeconds \(with failure: 'closed'\), got 3\.$/,
     ],
     ['a misspelt option', { timeoutMS: 50 }, /no option "timeoutMS"; did you mean "timeoutMs"\?/],
   ])(
