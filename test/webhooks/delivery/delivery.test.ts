@@ -516,7 +516,10 @@ describe('deliver', () => {
       ['user-agent: x', `${OBJECT}, got "user-agent: x".`],
       [['user-agent', 'x'], `${OBJECT}, got an array.`],
       [null, `${OBJECT}, got null.`],
-      [throwing, 'Reading headers threw; pass plain data.'],
+      [
+        throwing,
+        "headers must be an object of HTTP header names and string values, such as { 'user-agent': 'acme-webhooks/1.0' }, got an object that threw when read.",
+      ],
     ] as const) {
       const error = thrown(() => createDeliverer({ secrets: () => [secret], headers } as never));
       expect(isConfigurationError(error) && error.code).toBe('invalid_option');

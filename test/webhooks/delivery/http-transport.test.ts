@@ -349,7 +349,9 @@ describe('httpTransport options', () => {
     });
     const error = thrown(() => httpTransport({ agent } as never));
     expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-    expect((error as Error).message).toBe('Reading the agent options threw; pass plain data.');
+    expect((error as Error).message).toBe(
+      'agent options must be plain data, got an object that threw when read.',
+    );
   });
 
   it('refuses a bad allow-list entry with its own code, as ssrfGuard does', () => {

@@ -112,7 +112,7 @@ describe('event catalog', () => {
     const caught = thrown(() => defineEventCatalog(definition as never));
     expect(isConfigurationError(caught) && caught.code).toBe('invalid_event_catalog');
     expect((caught as Error).message).toBe(
-      'Reading defineEventCatalog definition threw; pass plain data.',
+      "defineEventCatalog definition must be an object mapping at least one topic to its events, such as { folio: ['created'], reservation: '*' } (leave the catalog out to accept any well-formed kind), got an object that threw when read.",
     );
     expect((caught as Error).cause).toBe(boom);
   });

@@ -424,7 +424,7 @@ describe('createWebhookService: nasty input gets problem details', () => {
       'an endpointUrl whose getter throws',
       { endpointUrl: throwingGetter('allowHttp') },
       'invalid_option',
-      'Reading the endpointUrl options threw; pass plain data.',
+      'endpointUrl options must be plain data, got an object that threw when read.',
     ],
     ['delivery as an array', { delivery: [] }, 'invalid_option', `${DELIVERY}, got an array.`],
     ['delivery as null', { delivery: null }, 'invalid_option', `${DELIVERY}, got null.`],
@@ -450,7 +450,7 @@ describe('createWebhookService: nasty input gets problem details', () => {
       'a delivery header whose getter throws',
       { delivery: { headers: throwingGetter('user-agent') } },
       'invalid_option',
-      'Reading delivery.headers threw; pass plain data.',
+      "delivery.headers must be an object of HTTP header names and string values, such as { 'user-agent': 'acme-webhooks/1.0' }, got an object that threw when read.",
     ],
     [
       'a short cursorKey',

@@ -278,7 +278,9 @@ describe('signWebhook: what it signs', () => {
     });
     const error = thrown(() => signWebhook(input as never, secret));
     expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-    expect((error as Error).message).toBe('Reading signWebhook input threw; pass plain data.');
+    expect((error as Error).message).toBe(
+      'signWebhook input must be an object { id, timestamp, body }, got an object that threw when read.',
+    );
   });
 
   it.each([
