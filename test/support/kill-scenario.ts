@@ -8,7 +8,9 @@
  * Nothing sleeps: each step waits for a condition (attempts held, copies received), with a
  * deadline after which the test says what it waited for.
  */
+
 import { DeliveryLedger, REFUSING_ENDPOINT } from './delivery-ledger.js';
+import { eventually } from './eventually.js';
 import { type HoldingReceiver, startHoldingReceiver } from './holding-receiver.js';
 import type { InstanceProcess } from './instance-process.js';
 
@@ -34,8 +36,6 @@ export interface KillOutcome {
 /** A scenario's bound: starts, kills and restarts take seconds each, the last deliveries up to 45 s. */
 export const KILL_TEST_TIMEOUT_MS = 120_000;
 
-/** What a condition may take before the test fails saying what it waited for. */
-const DEADLINE_MS = 30_000;
 /** What the instances may take, after the last kill, to deliver everything due. */
 const SETTLE_MS = 45_000;
 /** The Retry-After of the refusing endpoint, in seconds: longer than a restart takes. */
@@ -46,18 +46,9 @@ export function startKillReceiver(): Promise<HoldingReceiver> {
   return startHoldingReceiver({ retryAfterSeconds: RETRY_AFTER_S });
 }
 
-/** Poll `check` until it holds; fails after `deadlineMs`, saying what was awaited. */
-async function until(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  deadlineMs = DEADLINE_MS,
-): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${deadlineMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** Poll `check` until it holds; fails after the guard (see `eventually`), saying what was awaited. */
+const until = (what: string, check: () => boolean | Promise<boolean>): Promise<boolean> =>
+  eventually(what, check, 10);
 
 /** The `x-sender` of an instance's deliveries (see webhook-instance.ts). */
 const senderOf = (instance: InstanceProcess) => `${instance.name}/${instance.child.pid}`;

@@ -13,6 +13,7 @@ import {
   type WebhookService,
   type WebhookServiceOptions,
 } from '../../src/index.js';
+import { eventually } from './eventually.js';
 
 export const START = 1_700_000_000_000;
 
@@ -130,13 +131,9 @@ export async function call(
   return { status: response.status, headers: response.headers, text, body: parsed };
 }
 
-/** Wait for a condition, polling between turns of the event loop, with a deadline. */
+/** Wait for a condition, polling between turns of the event loop (see `eventually`). */
 export async function until(condition: () => boolean, what = 'the condition'): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
+  await eventually(what, condition, 1);
 }
 
 /** A valid create body. */
