@@ -28,7 +28,7 @@ import {
   who,
 } from '../support/redis-equivalence.js';
 
-const twinsOf = equivalence();
+const { twins: twinsOf } = equivalence();
 const log = new ChannelLog();
 afterEach(log.stop);
 
@@ -105,7 +105,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
         fc.array(fc.oneof(decide, releaseStep), { maxLength: 120, size: 'max' }),
         async (steps) => {
           // Arrange
-          const twins = await twinsOf.stores(kind, {
+          const twins = await twinsOf(kind, {
             memory: new MemoryStore({ sweepInterval: 0 }),
           });
           expiries.splice(0);

@@ -16,7 +16,7 @@ import {
 } from '../../src/index.js';
 import { equivalence, pairs, routes, variants, who } from '../support/redis-equivalence.js';
 
-const twinsOf = equivalence();
+const { twins: twinsOf } = equivalence();
 
 /** One step of the model-based property: a request, a lease given back, or the clock moved. */
 type Command =
@@ -112,7 +112,7 @@ describe.each(variants)('RedisStore with %s, against a memory store model', (kin
         async (steps) => {
           // Arrange: one fake clock for both limiters, and a third limiter that only shows the
           // scopes a request's plan touches.
-          const twins = await twinsOf.limiters(kind, presets.byAccountType, { leases: true });
+          const twins = await twinsOf(kind, { preset: presets.byAccountType, leases: true });
           const { clock } = twins;
           let planned: Plan | undefined;
           const planner = new MemoryStore();

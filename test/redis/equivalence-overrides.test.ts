@@ -18,7 +18,7 @@ import {
   who,
 } from '../support/redis-equivalence.js';
 
-const twinsOf = equivalence();
+const { twins: twinsOf } = equivalence();
 
 const multipliers = [1, 0.5, 2, 3] as const;
 
@@ -127,7 +127,7 @@ describe.each(variants)('RedisStore with %s, under overridden limits', (kind) =>
   it('the Redis store and the memory store give identical decisions (invariant 5): plans whose limits are overridden (PlanScope.state) and back, multi-scope, of any cost, with peeks, releases, resets and retries at Retry-After', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { maxLength: 250, size: 'max' }), async (steps) => {
-        const twins = await twinsOf.stores(kind);
+        const twins = await twinsOf(kind);
         await twins.run(steps, planOf, 5_000_000);
       }),
       { numRuns: 40 },
@@ -148,7 +148,7 @@ describe.each(variants)('RedisStore with %s, under overridden limits', (kind) =>
           { maxLength: 40 },
         ),
         async (steps) => {
-          const twins = await twinsOf.stores(kind);
+          const twins = await twinsOf(kind);
           await twins.run(
             steps,
             (s, i) => {
@@ -171,10 +171,10 @@ describe.each(variants)('RedisStore with %s and maxBatch, under overridden limit
         turnsOf(step, { pause: 30_000, steps: 25, turns: 6 }),
         fc.integer({ min: 2, max: 8 }),
         async (turns, maxBatch) => {
-          const twins = await twinsOf.stores(kind, { maxBatch });
+          const twins = await twinsOf(kind, { maxBatch });
           // Every shape's scripts loaded first: a call sent again with EVAL after NOSCRIPT runs
           // after the calls sent meanwhile.
-          await twinsOf.warm(kind, twins.redis, warmPlans(), [
+          await twins.warm(warmPlans(), [
             { cost: 1, statuses: true },
             { cost: 1, statuses: false },
             { cost: 2, statuses: true },

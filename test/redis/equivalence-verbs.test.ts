@@ -25,7 +25,7 @@ import {
   who,
 } from '../support/redis-equivalence.js';
 
-const twinsOf = equivalence();
+const { twins: twinsOf } = equivalence();
 
 /** A step of the limiter sequences: a check or a peek of some cost, or a reset. */
 const limiterStep = fc.oneof(
@@ -110,7 +110,7 @@ describe.each(variants)('RedisStore with %s: peek, reset and cost', (kind) => {
     async (_, preset: LimitPreset) => {
       await fc.assert(
         fc.asyncProperty(fc.array(limiterStep, { maxLength: 300, size: 'max' }), async (steps) => {
-          const twins = await twinsOf.limiters(kind, preset);
+          const twins = await twinsOf(kind, { preset });
           // Act and assert, step by step
           for (const step of steps) {
             const [clientId, accountCode] = pairs[step.who]!;
@@ -127,7 +127,7 @@ describe.each(variants)('RedisStore with %s: peek, reset and cost', (kind) => {
             const [method, path] = routes[step.route]!;
             const request = { clientId, accountCode, method, path };
             if (step.kind === 'peek') {
-              await twins.peek(request, { cost: step.cost });
+              await twins.check(request, { cost: step.cost }, 'peek');
               continue;
             }
             const decision = await twins.check(request, {
@@ -146,7 +146,7 @@ describe.each(variants)('RedisStore with %s: peek, reset and cost', (kind) => {
   it('the Redis store and the memory store give identical decisions (invariant 5): multi-scope plans of any cost, peeks, releases and resets of a client and account or of a resource', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(storeStep, { maxLength: 250, size: 'max' }), async (steps) => {
-        const twins = await twinsOf.stores(kind);
+        const twins = await twinsOf(kind);
         await twins.run(steps, planOf, 5_000_000);
       }),
       { numRuns: 30 },
@@ -159,12 +159,10 @@ describe.each(variants)('RedisStore with %s: peek, reset and cost', (kind) => {
         turnsOf(storeStep, { pause: 30_000, steps: 25, turns: 6 }),
         fc.integer({ min: 2, max: 8 }),
         async (turns, maxBatch) => {
-          const twins = await twinsOf.stores(kind, { maxBatch });
+          const twins = await twinsOf(kind, { maxBatch });
           // Every variant's scripts loaded first: a call sent again with EVAL after NOSCRIPT runs
           // after the calls sent meanwhile.
-          await twinsOf.warm(
-            kind,
-            twins.redis,
+          await twins.warm(
             plansOf('warm', 'warm'),
             [1, 2].flatMap((cost) =>
               [true, false].flatMap((statuses) => [

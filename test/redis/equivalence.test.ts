@@ -25,7 +25,7 @@ import {
   who,
 } from '../support/redis-equivalence.js';
 
-const twinsOf = equivalence();
+const { twins: twinsOf } = equivalence();
 
 describe.each(variants)('RedisStore with %s', (kind) => {
   it.each([
@@ -66,7 +66,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
         );
       await fc.assert(
         fc.asyncProperty(steps, async (steps) => {
-          const twins = await twinsOf.limiters(kind, preset);
+          const twins = await twinsOf(kind, { preset });
           const { clock } = twins;
           let retryAt: number | undefined;
           for (const step of steps) {
@@ -141,7 +141,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
           { maxLength: 300, size: 'max' },
         ),
         async (steps) => {
-          const twins = await twinsOf.stores(kind);
+          const twins = await twinsOf(kind);
           await twins.run(
             steps,
             (step) => ({ ...plans[step.who]![step.route]!, statuses: step.statuses }),
@@ -172,7 +172,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
             concurrency(max, { name: 'c', leaseTtl: ttl, retryAfter: 1_500 }),
           ];
           const plan: Plan = { scopes: [scope('c', 'a', '', policies, [0, 1])] };
-          const twins = await twinsOf.stores(kind);
+          const twins = await twinsOf(kind);
           await twins.run(steps, () => plan, 0);
         },
       ),
@@ -193,7 +193,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
         async (max, steps) => {
           const policies = [concurrency(max, { name: 'c', leaseTtl: 3_000, retryAfter: 1_000 })];
           const plan: Plan = { scopes: [scope('c', 'a', '', policies, [0])] };
-          const twins = await twinsOf.stores(kind);
+          const twins = await twinsOf(kind);
           await twins.run(steps, () => plan, 0);
         },
       ),
@@ -229,7 +229,7 @@ describe.each(variants)('RedisStore with %s', (kind) => {
           );
           const all = account.map((_, i) => i);
           const actives = [all, all.filter((i) => i !== 21), all.filter((i) => i % 3 !== 0), []];
-          const twins = await twinsOf.stores(kind);
+          const twins = await twinsOf(kind);
           // Act and assert, step by step
           await twins.run(
             steps,
@@ -270,6 +270,7 @@ const large = [
   ...Array.from({ length: 20 }, (_, i) => window(2 + (i % 5), 300 + 150 * i, { name: `w${i}` })),
   concurrency(2, { name: 'large throttle', leaseTtl: '1h', retryAfter: 1_000 }),
 ];
+const everyLarge = large.map((_, i) => i);
 const shapes = (c: string, a: string): Plan[] => [
   { scopes: [scope(c, a, '', live, [0, 1, 2, 3])] },
   { scopes: [scope(c, a, '', live, [0, 1, 2])] },
@@ -287,17 +288,7 @@ const shapes = (c: string, a: string): Plan[] => [
   },
   { scopes: [scope(c, a, '', small, [0, 1])] },
   { scopes: [scope(c, a, '', small, [1])] },
-  {
-    scopes: [
-      scope(
-        c,
-        a,
-        '',
-        large,
-        large.map((_, i) => i),
-      ),
-    ],
-  },
+  { scopes: [scope(c, a, '', large, everyLarge)] },
 ];
 const shapePlans = pairs.map(([c, a]) => shapes(c, a));
 
@@ -317,11 +308,8 @@ describe.each(variants)('RedisStore with %s and maxBatch', (kind) => {
         fc.integer({ min: 2, max: 12 }),
         async (turns, maxBatch) => {
           // Arrange: every shape's scripts loaded first, the lone one and the one of several.
-          const twins = await twinsOf.stores(kind, { maxBatch });
-          await twinsOf.warm(kind, twins.redis, shapes('warm', 'warm'), [
-            { statuses: true },
-            { statuses: false },
-          ]);
+          const twins = await twinsOf(kind, { maxBatch });
+          await twins.warm(shapes('warm', 'warm'), [{ statuses: true }, { statuses: false }]);
           await twins.runTurns(
             turns,
             (step) => ({ ...shapePlans[step.who]![step.route]!, statuses: step.statuses }),

@@ -18,14 +18,12 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect } from 'vitest';
 import {
   type AccountPresets,
-  type AsyncLimitStore,
   type CheckOptions,
   concurrency,
   createLimiter,
   type Decision,
   FakeClock,
   type LeaseToken,
-  type Limiter,
   type LimitPreset,
   type LimitRequest,
   MemoryStore,
@@ -35,7 +33,6 @@ import {
   type Policy,
   type ResetRequest,
   type StoreOutcome,
-  type SyncLimitStore,
 } from '../../src/index.js';
 import { RedisStore } from '../../src/redis/index.js';
 import { comparable } from './limits.js';
@@ -88,7 +85,7 @@ export const who = fc.integer({ min: 0, max: pairs.length - 1 });
 
 /** A step that gives back a lease taken earlier: `pick` modulo the leases held. */
 export const releaseStep = fc.record({ kind: fc.constant('release' as const), pick: fc.nat() });
-type ReleaseStep = typeof releaseStep extends fc.Arbitrary<infer T> ? T : never;
+type ReleaseStep = { readonly kind: 'release'; readonly pick: number };
 
 /** A step that resets a pair of {@link pairs}, or one resource of theirs. */
 export const resetStep = (resources: readonly string[]) =>
@@ -97,30 +94,31 @@ export const resetStep = (resources: readonly string[]) =>
     who,
     resource: fc.option(fc.constantFrom(...resources), { nil: undefined }),
   });
-type ResetStep = ReturnType<typeof resetStep> extends fc.Arbitrary<infer T> ? T : never;
+type ResetStep = {
+  readonly kind: 'reset';
+  readonly who: number;
+  readonly resource?: string | undefined;
+};
 
 /**
  * A decision step: after `gap` ms, or with `retry` at that offset from the instant the latest
  * refusal announced (never back); `times` decisions at that instant, each lease given back at once
  * (awaited) with `release`, else held for the release steps.
  */
-export interface DecisionStep {
+interface DecisionStep {
   readonly kind?: string;
   readonly gap: number;
   readonly retry?: number | undefined;
   readonly times?: number;
   readonly release?: boolean;
 }
-
-/** The decision steps of a sequence. */
+type Step = DecisionStep | ReleaseStep | ResetStep;
 type Decisions<S> = Exclude<S, ReleaseStep | ResetStep>;
-
-type Turns<S> = readonly { readonly pause: number; readonly turn: readonly S[] }[];
 
 /** Turns of a batched store: a pause, then steps sent none awaited before the next. */
 export const turnsOf = <S>(
   step: fc.Arbitrary<S>,
-  max: { pause: number; steps: number; turns: number },
+  max: Record<'pause' | 'steps' | 'turns', number>,
 ) =>
   fc.array(
     fc.record({
@@ -130,28 +128,20 @@ export const turnsOf = <S>(
     { minLength: 1, maxLength: max.turns },
   );
 
-const isRelease = (s: object): s is ReleaseStep => 'kind' in s && s.kind === 'release';
-const isReset = (s: object): s is ResetStep => 'kind' in s && s.kind === 'reset';
-
 /**
  * What the script of a plan depends on, told apart at least as finely as the store does: the
  * content of its policy lists, which scopes share a client and account, their resources, positions
  * and shadow marks, and the plan's variant.
  */
 function shapes(): (plan: Plan) => string {
-  const byList = new WeakMap<readonly Policy[], number>();
-  const byContent = new Map<string, number>();
-  const listOf = (policies: readonly Policy[]): number => {
-    let id = byList.get(policies);
-    if (id === undefined) {
-      const content = JSON.stringify(policies, (_, v: unknown) =>
-        typeof v === 'number' ? `${v}` : v,
-      );
-      id = byContent.get(content) ?? byContent.size;
-      byContent.set(content, id);
-      byList.set(policies, id);
+  const lists = new WeakMap<readonly Policy[], string>();
+  const listOf = (policies: readonly Policy[]): string => {
+    let list = lists.get(policies);
+    if (list === undefined) {
+      list = JSON.stringify(policies, (_, v: unknown) => (typeof v === 'number' ? `${v}` : v));
+      lists.set(policies, list);
     }
-    return id;
+    return list;
   };
   return ({ peek, cost, statuses, shadow, scopes }) =>
     JSON.stringify([
@@ -159,7 +149,7 @@ function shapes(): (plan: Plan) => string {
       ...scopes.map((s) => [
         scopes.findIndex((o) => o.clientId === s.clientId && o.accountCode === s.accountCode),
         listOf(s.policies),
-        s.state === undefined ? -1 : listOf(s.state),
+        s.state === undefined ? null : listOf(s.state),
         s.resource,
         s.active,
         s.shadow ?? null,
@@ -167,26 +157,81 @@ function shapes(): (plan: Plan) => string {
     ]);
 }
 
-/** Decisions sent to both sides; the Redis side's compared when settled. */
-class Compared {
+/** A decision of each limiter, the Redis one once answered. */
+interface Twin {
+  readonly expected: Decision;
+  actual?: Decision;
+}
+
+/** A lease both sides took, the Redis one once answered; through the limiters, their decisions. */
+interface Held extends Partial<Twin> {
+  readonly memory: LeaseToken;
+  redis?: LeaseToken | undefined;
+}
+
+/**
+ * The memory store and a fresh Redis store driven alike, or a limiter of `preset` on each; the
+ * leases both hold.
+ */
+export class Twins {
+  readonly clock: FakeClock;
+  held: Held[] = [];
+  readonly #limiters;
+  readonly #once: (key: string) => boolean;
+  readonly #shapeOf: (plan: Plan) => string;
   #queue: [Promise<unknown>, unknown, string][] = [];
   #fresh = false;
   #count = 0;
+  /** The memory lease of the latest decision through the limiters, and the Redis reply. */
+  #last: [LeaseToken | undefined, Promise<StoreOutcome> | undefined] = [undefined, undefined];
 
-  /** @param isNew - whether a plan's shape is new to the server (and now it is not) */
+  /**
+   * @param once - whether a key (a shape's) is new to the server for this variant; now it is not
+   * @param options - with `leases`, the memory limiter's store notes each lease (a limiter on the
+   *   memory store itself reuses its plans)
+   */
   constructor(
     readonly redis: RedisStore,
-    readonly isNew: (plan: Plan) => boolean,
-  ) {}
+    readonly memory: MemoryStore,
+    once: (key: string) => boolean,
+    shapeOf: (plan: Plan) => string,
+    options: { preset?: LimitPreset | AccountPresets; start?: number; leases?: boolean },
+  ) {
+    this.#once = once;
+    this.#shapeOf = shapeOf;
+    const clock = new FakeClock(options.start ?? 1_000_000);
+    this.clock = clock;
+    const { preset } = options;
+    const last = this.#last;
+    const noting = {
+      synchronous: true as const,
+      apply(plan: Plan, now: number) {
+        const outcome = memory.apply(plan, now);
+        last[0] = outcome.allowed ? outcome.lease : undefined;
+        return outcome;
+      },
+      release: (lease: LeaseToken) => memory.release(lease),
+    };
+    const sending = {
+      synchronous: false as const,
+      apply: (plan: Plan, now: number) => (last[1] = this.#send(plan, now)),
+      release: (lease: LeaseToken) => redis.release(lease),
+      reset: redis.reset.bind(redis),
+    };
+    this.#limiters = preset && {
+      memory: createLimiter({ preset, clock, store: options.leases ? noting : memory }),
+      redis: createLimiter({ preset, clock, store: sending }),
+    };
+  }
 
   /** Send `plan` to the Redis store, noting a shape new to the server. */
-  protected send(plan: Plan, now: number): Promise<StoreOutcome> {
-    if (this.isNew(plan)) this.#fresh = true;
+  #send(plan: Plan, now: number): Promise<StoreOutcome> {
+    if (this.#once(this.#shapeOf(plan))) this.#fresh = true;
     return this.redis.apply(plan, now);
   }
 
-  /** Compare `actual` with `expected` when settled; settle now after a new shape. */
-  protected async compare(actual: Promise<unknown>, expected: unknown, at: number): Promise<void> {
+  /** Compare `actual` with `expected` when settled; settle at once after a new shape. */
+  async #compare(actual: Promise<unknown>, expected: unknown, at: number): Promise<void> {
     // Awaited when settled; until then a failure must not count as unhandled.
     actual.catch(() => undefined);
     this.#queue.push([actual, expected, `decision ${++this.#count} at ${at}`]);
@@ -196,65 +241,52 @@ class Compared {
   /** Compare every decision sent so far (toEqual, without its cost when strictly deep-equal). */
   async settle(): Promise<void> {
     this.#fresh = false;
-    const queue = this.#queue;
-    this.#queue = [];
-    for (const [actual, expected, what] of queue) {
+    for (const [actual, expected, what] of this.#queue.splice(0)) {
       const value = await actual;
       if (!isDeepStrictEqual(value, expected)) expect(value, what).toEqual(expected);
     }
   }
-}
 
-/** A lease both stores took: the Redis one once its decision is answered. */
-interface HeldLease {
-  readonly memory: LeaseToken;
-  redis?: LeaseToken | undefined;
-}
-
-/** The memory store and a fresh Redis store, driven alike; the leases both hold. */
-export class StoreTwins extends Compared {
-  readonly held: HeldLease[] = [];
-
-  constructor(
-    redis: RedisStore,
-    isNew: (plan: Plan) => boolean,
-    readonly memory: MemoryStore,
-  ) {
-    super(redis, isNew);
-  }
-
-  /** Decide `plan` at `t` on both, nothing awaited but a new shape; the memory store's outcome. */
-  async #decide(plan: Plan, t: number, batched: boolean) {
+  /** Decide `plan` at `t` on both stores, nothing awaited but a new shape; the memory outcome. */
+  async #decide(plan: Plan, t: number, batched = false) {
     const outcome = this.memory.apply(plan, t);
-    const lease: HeldLease | undefined =
+    const lease: Held | undefined =
       outcome.allowed && outcome.lease ? { memory: outcome.lease } : undefined;
     // A batched store's scripts are loaded beforehand: its turn goes out whole.
-    const sent = batched ? this.redis.apply(plan, t) : this.send(plan, t);
+    const sent = batched ? this.redis.apply(plan, t) : this.#send(plan, t);
     const actual = sent.then((o) => {
       if (lease !== undefined && o.allowed) lease.redis = o.lease;
       return comparableOutcome(o);
     });
-    const compared = this.compare(actual, comparableOutcome(outcome), t);
+    const compared = this.#compare(actual, comparableOutcome(outcome), t);
     if (!batched) await compared;
     return { outcome, lease };
   }
 
-  /** Give back a lease on both once its decision is answered; the Redis release's promise. */
-  async #giveBack(lease: HeldLease): Promise<void> {
-    if (lease.redis === undefined) await this.settle();
-    this.memory.release(lease.memory);
-    return this.redis.release(lease.redis!);
+  /**
+   * A held lease, `pick` modulo their number, once every decision is answered (one the Redis
+   * store refused, or admitted without a lease, holds none); undefined for none.
+   */
+  async pick(pick: number): Promise<Held | undefined> {
+    await this.settle();
+    this.held = this.held.filter((h) => h.redis !== undefined);
+    return this.held.length === 0 ? undefined : this.held[pick % this.held.length];
   }
 
-  /** Give back a held lease on both: still held, given back already, or expired. */
-  give(pick: number): Promise<void> {
-    const { held } = this;
-    return held.length === 0 ? Promise.resolve() : this.#giveBack(held[pick % held.length]!);
+  /** Give back a held lease on both stores; the Redis release's promise. */
+  releaseLeases(held: Held): Promise<void> {
+    this.memory.release(held.memory);
+    return this.redis.release(held.redis!);
   }
 
-  #reset(step: ResetStep): Promise<unknown> {
-    const [clientId, accountCode] = pairs[step.who]!;
-    const { resource } = step;
+  /** Give back a held lease on both (still held, given back already, or expired), awaited. */
+  async give(pick: number): Promise<void> {
+    const held = this.held.length === 0 ? undefined : await this.pick(pick);
+    if (held !== undefined) await this.releaseLeases(held);
+  }
+
+  #reset({ who, resource }: ResetStep): Promise<unknown> {
+    const [clientId, accountCode] = pairs[who]!;
     const target =
       resource === undefined ? { clientId, accountCode } : { clientId, accountCode, resource };
     this.memory.reset(target);
@@ -262,7 +294,7 @@ export class StoreTwins extends Compared {
   }
 
   /** Run steps one by one from `start`, each decision of `plan(step, i)`; then compare them all. */
-  async run<S extends DecisionStep | ReleaseStep | ResetStep>(
+  async run<S extends Step>(
     steps: readonly S[],
     plan: (step: Decisions<S>, i: number) => Plan,
     start: number,
@@ -270,8 +302,8 @@ export class StoreTwins extends Compared {
     let t = start;
     let retryAt: number | undefined;
     for (const step of steps) {
-      if (isRelease(step)) await this.give(step.pick);
-      else if (isReset(step)) await this.#reset(step);
+      if (step.kind === 'release') await this.give((step as ReleaseStep).pick);
+      else if (step.kind === 'reset') await this.#reset(step as ResetStep);
       else {
         const s = step as Decisions<S>;
         t =
@@ -279,10 +311,13 @@ export class StoreTwins extends Compared {
             ? Math.max(t, retryAt + s.retry)
             : t + s.gap;
         for (let i = 0; i < (s.times ?? 1); i++) {
-          const { outcome, lease } = await this.#decide(plan(s, i), t, false);
+          const { outcome, lease } = await this.#decide(plan(s, i), t);
           if (!outcome.allowed) retryAt = t + outcome.retryAfterSeconds * 1000;
-          if (lease !== undefined && s.release === true) await this.#giveBack(lease);
-          else if (lease !== undefined) this.held.push(lease);
+          if (lease !== undefined && s.release !== true) this.held.push(lease);
+          else if (lease !== undefined) {
+            await this.settle();
+            await this.releaseLeases(lease);
+          }
         }
       }
     }
@@ -292,24 +327,26 @@ export class StoreTwins extends Compared {
   /**
    * Run turns on a batched store from `start`: a turn's decisions, releases and resets in order,
    * none awaited before the next; then each decision compared, and the leases both took held for
-   * the turns after.
+   * the turns after (a release gives back one still held, given back already, or expired).
    */
-  async runTurns<S extends DecisionStep | ReleaseStep | ResetStep>(
-    turns: Turns<S>,
+  async runTurns<S extends Step>(
+    turns: readonly { readonly pause: number; readonly turn: readonly S[] }[],
     plan: (step: Decisions<S>) => Plan,
     start: number,
   ): Promise<void> {
     let t = start;
     for (const { pause, turn } of turns) {
       t += pause;
-      const taken: Promise<{ lease: HeldLease | undefined }>[] = [];
+      const taken: Promise<{ lease: Held | undefined }>[] = [];
       const others: Promise<unknown>[] = [];
       for (const step of turn) {
-        if (isRelease(step)) others.push(this.give(step.pick));
-        else if (isReset(step)) others.push(this.#reset(step));
-        else {
+        if (step.kind === 'reset') others.push(this.#reset(step as ResetStep));
+        else if (step.kind !== 'release') {
           t += (step as Decisions<S>).gap;
           taken.push(this.#decide(plan(step as Decisions<S>), t, true));
+        } else if (this.held.length > 0) {
+          const { pick } = step as ReleaseStep;
+          others.push(this.releaseLeases(this.held[pick % this.held.length]!));
         }
       }
       const leases = await Promise.all(taken);
@@ -318,134 +355,85 @@ export class StoreTwins extends Compared {
       for (const { lease } of leases) if (lease !== undefined) this.held.push(lease);
     }
   }
-}
 
-/** A decision of each limiter: the Redis one, and with `leases` both leases, once answered. */
-export interface DecisionTwin {
-  readonly expected: Decision;
-  actual?: Decision;
-  readonly memoryLease?: LeaseToken | undefined;
-  redisLease?: LeaseToken | undefined;
-}
-
-/** A limiter on the memory store and one on a fresh Redis store, on one fake clock. */
-export class LimiterTwins extends Compared {
-  readonly clock: FakeClock;
-  /** With `leases`: the decisions that took one, in order. */
-  held: DecisionTwin[] = [];
-  readonly #memory: Limiter<SyncLimitStore>;
-  readonly #redis: Limiter<AsyncLimitStore>;
-  #last: { memory?: LeaseToken | undefined; redis?: Promise<StoreOutcome> } = {};
-  readonly #keeper: MemoryStore | undefined;
-
-  constructor(
-    redis: RedisStore,
-    isNew: (plan: Plan) => boolean,
-    preset: LimitPreset | AccountPresets,
-    start: number,
-    leases: boolean,
-  ) {
-    super(redis, isNew);
-    this.clock = new FakeClock(start);
-    const last = () => this.#last;
-    // A limiter on a plain memory store reuses its plans: wrapped only when the leases are wanted.
-    this.#keeper = leases ? new MemoryStore() : undefined;
-    const keeper = this.#keeper;
-    const memory: SyncLimitStore =
-      keeper === undefined
-        ? new MemoryStore()
-        : {
-            synchronous: true,
-            apply(plan, now) {
-              const outcome = keeper.apply(plan, now);
-              last().memory = outcome.allowed ? outcome.lease : undefined;
-              return outcome;
-            },
-            release: (lease) => keeper.release(lease),
-            reset: (target) => keeper.reset(target),
-          };
-    const store: AsyncLimitStore = {
-      synchronous: false,
-      apply: (plan, now) => {
-        const sent = this.send(plan, now);
-        last().redis = sent;
-        return sent;
-      },
-      release: (lease) => this.redis.release(lease),
-      reset: (target) => this.redis.reset(target),
-    };
-    this.#memory = createLimiter({ preset, clock: this.clock, store: memory });
-    this.#redis = createLimiter({ preset, clock: this.clock, store });
-  }
-
-  /** Check on both at the clock's time; the memory limiter's decision, the Redis one when answered. */
-  check(request: LimitRequest, options?: CheckOptions): Promise<DecisionTwin> {
-    this.#last = {};
-    const expected = this.#memory.check(request, options);
-    return this.#twin(expected, this.#redis.check(request, options));
-  }
-
-  /** Peek on both, as {@link LimiterTwins.check}. */
-  peek(request: LimitRequest, options?: PeekOptions): Promise<DecisionTwin> {
-    this.#last = {};
-    const expected = this.#memory.peek(request, options);
-    return this.#twin(expected, this.#redis.peek(request, options));
-  }
-
-  async #twin(expected: Decision, decided: Promise<Decision>): Promise<DecisionTwin> {
-    const { memory, redis } = this.#last;
-    const twin: DecisionTwin = { expected, memoryLease: memory };
-    const actual = Promise.all([decided, redis]).then(([d, o]) => {
+  /**
+   * Check (or peek) on both limiters at the clock's time: the memory limiter's decision, and the
+   * Redis one once answered. With `leases`, an admission that took one is held.
+   */
+  async check(
+    request: LimitRequest,
+    options?: CheckOptions | PeekOptions,
+    verb: 'check' | 'peek' = 'check',
+  ): Promise<Twin> {
+    const limiters = this.#limiters!;
+    this.#last.fill(undefined);
+    const expected = limiters.memory[verb](request, options);
+    const decided = limiters.redis[verb](request, options);
+    const [memory, sent] = this.#last;
+    const twin: Twin & Partial<Held> = memory === undefined ? { expected } : { memory, expected };
+    if (memory !== undefined) this.held.push(twin as Held);
+    const actual = Promise.all([decided, sent]).then(([d, o]) => {
       twin.actual = d;
-      twin.redisLease = o?.allowed ? o.lease : undefined;
+      twin.redis = o?.allowed ? o.lease : undefined;
       return comparable(d);
     });
-    if (memory !== undefined) this.held.push(twin);
-    await this.compare(actual, comparable(expected), this.clock.now());
+    await this.#compare(actual, comparable(expected), this.clock.now());
     return twin;
   }
 
   /** Give back an admitted decision's leases on both through the decisions, not awaited. */
-  async release(twin: DecisionTwin): Promise<void> {
+  async release(twin: Partial<Twin>): Promise<void> {
     // A refusal holds nothing; the Redis decision is compared with it all the same.
-    if (!twin.expected.allowed) return;
+    if (!twin.expected!.allowed) return;
     if (twin.actual === undefined) await this.settle();
-    twin.expected.release();
+    twin.expected!.release();
     if (twin.actual!.allowed) twin.actual!.release();
   }
 
-  /**
-   * A decision of {@link LimiterTwins.held}, `pick` modulo their number, once every decision is
-   * answered (one the Redis store refused, or admitted without a lease, holds none).
-   */
-  async pick(pick: number): Promise<DecisionTwin | undefined> {
-    await this.settle();
-    this.held = this.held.filter((h) => h.redisLease !== undefined);
-    return this.held.length === 0 ? undefined : this.held[pick % this.held.length];
-  }
-
-  /** Give back a held decision's leases on both stores directly; the Redis release's promise. */
-  releaseLeases(twin: DecisionTwin): Promise<void> {
-    this.#keeper!.release(twin.memoryLease!);
-    return this.redis.release(twin.redisLease!);
-  }
-
-  /** Reset on both, awaited. */
+  /** Reset on both limiters, awaited. */
   async reset(target: ResetRequest): Promise<void> {
-    this.#memory.reset(target);
-    await this.#redis.reset(target);
+    this.#limiters!.memory.reset(target);
+    await this.#limiters!.redis.reset(target);
+  }
+
+  /**
+   * Load the scripts of a batched store's plans, `plans` under each of `variants`, once per file
+   * and variant: four at once, to clients of their own, two alone (nothing, then one, in Redis) and
+   * two together. A call sent again with EVAL after NOSCRIPT runs after the calls sent meanwhile.
+   */
+  async warm(
+    plans: readonly Plan[],
+    variants: readonly Pick<Plan, 'cost' | 'peek' | 'statuses'>[],
+  ) {
+    for (const [i, plan] of plans.entries()) {
+      for (const variant of variants) {
+        const group = [0, 1, 2, 3].map((w) => ({
+          ...plan,
+          ...variant,
+          scopes: plan.scopes.map((s) => ({
+            ...s,
+            clientId: `warm-${i}-${w}`,
+            accountCode: 'warm',
+          })),
+        }));
+        if (!this.#once(`batched ${this.#shapeOf(group[0]!)}`)) continue;
+        await Promise.all(group.map((p) => this.redis.apply(p, 0)));
+      }
+    }
   }
 }
 
 /**
  * Connect both clients, for the file that calls it, to a database of the shared server of its own;
- * returns the makers of fresh Redis stores and of the twins the properties drive.
+ * returns the makers of fresh Redis stores, and of twins on them.
  */
 export function equivalence() {
   let redis: SharedRedis;
   const clients = new Map<ClientKind, TestClient>();
-  // By variant: the plan shapes whose scripts this file had the server load, and the warm-ups done.
-  const known = new Map<Variant, Set<string>>(variants.map((v) => [v, new Set()]));
+  // The scripts this file had the server load, by variant: both fixed ones, and plan shapes.
+  const known = new Set<string>();
+  const once = (variant: Variant) => (key: string) =>
+    known.size < known.add(`${variant}: ${key}`).size;
   const shapeOf = shapes();
   let run = 0;
 
@@ -461,7 +449,7 @@ export function equivalence() {
 
   /**
    * A store on a key prefix of its own, timed by the caller's clock; with `maxBatch`, sending the
-   * decisions of one turn together. The first of a variant loads both scripts.
+   * decisions of one turn together.
    */
   async function store(variant: Variant, maxBatch = 1): Promise<RedisStore> {
     const text = variant === 'ioredis, in text';
@@ -479,7 +467,7 @@ export function equivalence() {
       },
     });
     // Both scripts loaded first, so that no NOSCRIPT fallback reorders a release and a decision.
-    if (once(variant, 'both scripts')) {
+    if (once(variant)('both scripts')) {
       const warm: Plan = {
         scopes: [scope('warm', 'warm', '', [concurrency(1, { name: 'w' })], [0])],
       };
@@ -489,69 +477,24 @@ export function equivalence() {
     return store;
   }
 
-  /** Whether `name` is new for `variant` in this file (now it is not). */
-  const once = (variant: Variant, name: string): boolean => {
-    const done = known.get(variant)!;
-    if (done.has(name)) return false;
-    done.add(name);
-    return true;
-  };
+  /**
+   * A memory store (a default one unless given) and a fresh Redis store of `variant`, or with
+   * `preset` a limiter on each, on a clock at `start`.
+   */
+  async function twins(
+    variant: Variant,
+    options: {
+      maxBatch?: number;
+      memory?: MemoryStore;
+      preset?: LimitPreset | AccountPresets;
+      start?: number;
+      leases?: boolean;
+    } = {},
+  ): Promise<Twins> {
+    const redis = await store(variant, options.maxBatch);
+    const memory = options.memory ?? new MemoryStore();
+    return new Twins(redis, memory, once(variant), shapeOf, options);
+  }
 
-  /** Whether a plan's shape is new to the server for `variant` (and now it is not). */
-  const isNew = (variant: Variant) => (plan: Plan) => once(variant, shapeOf(plan));
-
-  return {
-    store,
-
-    /** A memory store (a default one unless given) and a fresh Redis store of `variant`. */
-    stores: async (variant: Variant, options: { maxBatch?: number; memory?: MemoryStore } = {}) =>
-      new StoreTwins(
-        await store(variant, options.maxBatch),
-        isNew(variant),
-        options.memory ?? new MemoryStore(),
-      ),
-
-    /** Limiters of `preset` on the memory store and a fresh Redis store, on a clock at `start`. */
-    limiters: async (
-      variant: Variant,
-      preset: LimitPreset | AccountPresets,
-      options: { start?: number; leases?: boolean } = {},
-    ) =>
-      new LimiterTwins(
-        await store(variant),
-        isNew(variant),
-        preset,
-        options.start ?? 1_000_000,
-        options.leases === true,
-      ),
-
-    /**
-     * Load the scripts of a batched store's plans, `plans` under each of `variants`, once per
-     * variant in the file: four at once, to clients of their own, two alone (nothing, then one,
-     * in Redis) and two together. A call sent again with EVAL after NOSCRIPT runs after the calls
-     * sent meanwhile (docs/redis.md).
-     */
-    warm: async (
-      variant: Variant,
-      redis: RedisStore,
-      plans: readonly Plan[],
-      variants: readonly Pick<Plan, 'cost' | 'peek' | 'statuses'>[],
-    ) => {
-      if (!once(variant, `warm ${JSON.stringify([plans.map(shapeOf), variants])}`)) return;
-      for (const [i, plan] of plans.entries()) {
-        for (const v of variants) {
-          const warm = [0, 1, 2, 3].map((w) => ({
-            ...plan,
-            ...v,
-            scopes: plan.scopes.map((s) => ({
-              ...s,
-              clientId: `warm-${i}-${w}`,
-              accountCode: 'warm',
-            })),
-          }));
-          await Promise.all(warm.map((p) => redis.apply(p, 0)));
-        }
-      }
-    },
-  };
+  return { store, twins };
 }
