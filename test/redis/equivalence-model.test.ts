@@ -191,8 +191,8 @@ describe.each(variants)('RedisStore with %s, against a memory store model', (kin
     );
     // The clock went back behind the latest decision, and decisions were compared there.
     expect(comparedBehind).toBeGreaterThan(0);
-    // 300 sequences of up to 200 steps, some checks repeated up to 201 times at one instant, each
-    // check a round trip to Redis: 20 s to 80 s on a 2-core machine, by the sizes fast-check draws
-    // and what else runs. The suite's 60 s would fail it by its draw, not by a decision.
+    // 300 sequences of up to 200 steps, some checks repeated up to 201 times at one instant: 5 s
+    // to 50 s on a 2-core machine, by the sizes fast-check draws and what else runs. The suite's
+    // 60 s would fail it by its draw, not by a decision.
   }, 240_000);
 });

@@ -134,11 +134,16 @@ export const turnsOf = <S>(
  * and shadow marks, and the plan's variant.
  */
 function shapes(): (plan: Plan) => string {
-  const lists = new WeakMap<readonly Policy[], string>();
-  const listOf = (policies: readonly Policy[]): string => {
+  const lists = new WeakMap<readonly Policy[], number>();
+  const contents = new Map<string, number>();
+  const listOf = (policies: readonly Policy[]): number => {
     let list = lists.get(policies);
     if (list === undefined) {
-      list = JSON.stringify(policies, (_, v: unknown) => (typeof v === 'number' ? `${v}` : v));
+      const content = JSON.stringify(policies, (_, v: unknown) =>
+        typeof v === 'number' ? `${v}` : v,
+      );
+      list = contents.get(content) ?? contents.size;
+      contents.set(content, list);
       lists.set(policies, list);
     }
     return list;
@@ -169,11 +174,22 @@ interface Held extends Partial<Twin> {
   redis?: LeaseToken | undefined;
 }
 
-/**
- * The memory store and a fresh Redis store driven alike, or a limiter of `preset` on each; the
- * leases both hold.
- */
+/** What twins are made of besides the Redis store. */
+export interface TwinsOptions {
+  /** The memory store; a default one unless given. */
+  readonly memory?: MemoryStore;
+  /** The Redis store's; 1 unless given. */
+  readonly maxBatch?: number;
+  /** A limiter of `preset` on each store, on one fake clock at `start` (1,000,000 unless given). */
+  readonly preset?: LimitPreset | AccountPresets;
+  readonly start?: number;
+  /** The memory limiter's store notes each lease (a limiter on the memory store itself reuses plans). */
+  readonly leases?: boolean;
+}
+
+/** The memory store and a fresh Redis store driven alike, or a limiter on each; the leases both hold. */
 export class Twins {
+  readonly memory: MemoryStore;
   readonly clock: FakeClock;
   held: Held[] = [];
   readonly #limiters;
@@ -187,21 +203,19 @@ export class Twins {
 
   /**
    * @param once - whether a key (a shape's) is new to the server for this variant; now it is not
-   * @param options - with `leases`, the memory limiter's store notes each lease (a limiter on the
-   *   memory store itself reuses its plans)
+   * @param shapeOf - the key of a plan's script
    */
   constructor(
     readonly redis: RedisStore,
-    readonly memory: MemoryStore,
     once: (key: string) => boolean,
     shapeOf: (plan: Plan) => string,
-    options: { preset?: LimitPreset | AccountPresets; start?: number; leases?: boolean },
+    { memory = new MemoryStore(), preset, start = 1_000_000, leases }: TwinsOptions,
   ) {
     this.#once = once;
     this.#shapeOf = shapeOf;
-    const clock = new FakeClock(options.start ?? 1_000_000);
+    this.memory = memory;
+    const clock = new FakeClock(start);
     this.clock = clock;
-    const { preset } = options;
     const last = this.#last;
     const noting = {
       synchronous: true as const,
@@ -219,7 +233,7 @@ export class Twins {
       reset: redis.reset.bind(redis),
     };
     this.#limiters = preset && {
-      memory: createLimiter({ preset, clock, store: options.leases ? noting : memory }),
+      memory: createLimiter({ preset, clock, store: leases === true ? noting : memory }),
       redis: createLimiter({ preset, clock, store: sending }),
     };
   }
@@ -477,24 +491,9 @@ export function equivalence() {
     return store;
   }
 
-  /**
-   * A memory store (a default one unless given) and a fresh Redis store of `variant`, or with
-   * `preset` a limiter on each, on a clock at `start`.
-   */
-  async function twins(
-    variant: Variant,
-    options: {
-      maxBatch?: number;
-      memory?: MemoryStore;
-      preset?: LimitPreset | AccountPresets;
-      start?: number;
-      leases?: boolean;
-    } = {},
-  ): Promise<Twins> {
-    const redis = await store(variant, options.maxBatch);
-    const memory = options.memory ?? new MemoryStore();
-    return new Twins(redis, memory, once(variant), shapeOf, options);
-  }
+  /** The memory store and a fresh Redis store of `variant`, or a limiter on each. */
+  const twins = async (variant: Variant, options: TwinsOptions = {}) =>
+    new Twins(await store(variant, options.maxBatch), once(variant), shapeOf, options);
 
   return { store, twins };
 }
