@@ -11,7 +11,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   concurrency,
   type LeaseExpiryMessage,
-  type LeaseToken,
   limitsChannels,
   MemoryStore,
   type Plan,
@@ -21,13 +20,15 @@ import {
 import { ChannelLog } from '../support/channel-log.js';
 import {
   comparableOutcome,
-  equivalenceStores,
+  equivalence,
   pairs,
+  releaseStep,
   scope,
   variants,
+  who,
 } from '../support/redis-equivalence.js';
 
-const freshStore = equivalenceStores();
+const { twins: twinsOf } = equivalence();
 const log = new ChannelLog();
 afterEach(log.stop);
 
@@ -93,31 +94,27 @@ describe.each(variants)('RedisStore with %s', (kind) => {
     const decide = fc.record({
       kind: fc.constant('decide' as const),
       gap: fc.constantFrom(0, 1, 300, 700, 1_000, 2_600),
-      who: fc.integer({ min: 0, max: pairs.length - 1 }),
+      who,
       route: fc.integer({ min: 0, max: 4 }),
       statuses: fc.boolean(),
       cost: fc.constantFrom(1, 1, 2),
     });
-    const give = fc.record({ kind: fc.constant('give' as const), pick: fc.nat() });
     const expiries = log.listen<LeaseExpiryMessage>(limitsChannels.leaseExpiry);
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.oneof(decide, give), { maxLength: 120, size: 'max' }),
+        fc.array(fc.oneof(decide, releaseStep), { maxLength: 120, size: 'max' }),
         async (steps) => {
           // Arrange
-          const memory = new MemoryStore({ sweepInterval: 0 });
-          const redis = await freshStore(kind);
+          const twins = await twinsOf(kind, {
+            memory: new MemoryStore({ sweepInterval: 0 }),
+          });
           expiries.splice(0);
-          const taken: [LeaseToken, LeaseToken][] = [];
           let t = 10_000;
           // Act and assert, step by step
           for (const step of steps) {
-            if (step.kind === 'give') {
-              // Any lease taken so far: still held, given back already, or dropped expired.
-              if (taken.length === 0) continue;
-              const [m, r] = taken[step.pick % taken.length]!;
-              memory.release(m);
-              await redis.release(r);
+            // Any lease taken so far: still held, given back already, or dropped expired.
+            if (step.kind === 'release') {
+              await twins.give(step.pick);
               continue;
             }
             t += step.gap;
@@ -126,17 +123,17 @@ describe.each(variants)('RedisStore with %s', (kind) => {
               statuses: step.statuses,
               cost: step.cost,
             };
-            const expected = memory.apply(plan, t);
+            const expected = twins.memory.apply(plan, t);
             await published();
             const fromMemory = drain(expiries);
-            const actual = await redis.apply(plan, t);
+            const actual = await twins.redis.apply(plan, t);
             await published();
             const fromRedis = drain(expiries);
             expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
             expect(fromRedis).toEqual(fromMemory);
             for (const message of fromRedis) expect(message.foundAt).toBe(t);
             if (expected.allowed && actual.allowed && expected.lease && actual.lease) {
-              taken.push([expected.lease, actual.lease]);
+              twins.held.push({ memory: expected.lease, redis: actual.lease });
             }
           }
         },

@@ -5,27 +5,20 @@
  * resets included, one by one and in batches.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import {
-  concurrency,
-  type LeaseToken,
-  MemoryStore,
-  type Plan,
-  type Policy,
-  rate,
-  type StoreOutcome,
-  window,
-} from '../../src/index.js';
-import type { RedisStore } from '../../src/redis/index.js';
+import { describe, it } from 'vitest';
+import { concurrency, type Plan, type Policy, rate, window } from '../../src/index.js';
 import { override, overrideScope } from '../support/override-lists.js';
 import {
-  comparableOutcome,
-  equivalenceStores,
+  equivalence,
   pairs,
+  releaseStep,
+  resetStep,
+  turnsOf,
   variants,
+  who,
 } from '../support/redis-equivalence.js';
 
-const freshStore = equivalenceStores();
+const { twins: twinsOf } = equivalence();
 
 const multipliers = [1, 0.5, 2, 3] as const;
 
@@ -93,7 +86,7 @@ const step = fc.oneof(
         fc.integer({ min: 1, max: 900 }),
         fc.integer({ min: 901, max: 30_000 }),
       ),
-      who: fc.integer({ min: 0, max: pairs.length - 1 }),
+      who,
       route: fc.integer({ min: 0, max: 3 }),
       // 0 the default lists; 1 to 3 overrides by 0.5, 2 and 3.
       accountList: fc.integer({ min: 0, max: multipliers.length - 1 }),
@@ -105,58 +98,20 @@ const step = fc.oneof(
       retry: fc.option(fc.integer({ min: -2, max: 1 }), { nil: undefined, freq: 4 }),
     }),
   },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat() }) },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      kind: fc.constant('reset' as const),
-      who: fc.integer({ min: 0, max: pairs.length - 1 }),
-      resource: fc.option(fc.constantFrom('PUT /r/{1}', 'PUT /r/{2}'), { nil: undefined }),
-    }),
-  },
+  { weight: 2, arbitrary: releaseStep },
+  { weight: 1, arbitrary: resetStep(['PUT /r/{1}', 'PUT /r/{2}']) },
 );
 
 type Step = typeof step extends fc.Arbitrary<infer T> ? T : never;
 type ApplyStep = Extract<Step, { kind: 'apply' }>;
 
-function planOf(s: ApplyStep, c: string, a: string): Plan {
+function planOf(s: ApplyStep): Plan {
+  const [c, a] = pairs[s.who]!;
   const scopes = scopesOf(c, a, s.route, s.accountList, s.resourceList);
   const cost = Math.min(s.cost, costCap(scopes));
   return s.peek
     ? { scopes, statuses: s.statuses, cost, peek: true }
     : { scopes, statuses: s.statuses, cost };
-}
-
-/** The memory store and a Redis store, and the leases both hold. */
-interface Pair {
-  readonly memory: MemoryStore;
-  readonly redis: RedisStore;
-  readonly held: [LeaseToken, LeaseToken][];
-}
-
-/** Reset both stores alike; the Redis reset's promise. */
-function resetBoth(stores: Pair, s: Extract<Step, { kind: 'reset' }>): Promise<unknown> {
-  const [clientId, accountCode] = pairs[s.who]!;
-  const target =
-    s.resource === undefined
-      ? { clientId, accountCode }
-      : { clientId, accountCode, resource: s.resource };
-  stores.memory.reset(target);
-  return stores.redis.reset(target);
-}
-
-/** Give back one held lease on both stores; the Redis release's promise. */
-function releaseBoth(stores: Pair, pick: number): Promise<unknown> {
-  if (stores.held.length === 0) return Promise.resolve();
-  const [m, r] = stores.held[pick % stores.held.length]!;
-  stores.memory.release(m);
-  return stores.redis.release(r);
-}
-
-function keepLeases(stores: Pair, expected: StoreOutcome, actual: StoreOutcome): void {
-  if (expected.allowed && expected.lease && actual.allowed && actual.lease) {
-    stores.held.push([expected.lease, actual.lease]);
-  }
 }
 
 /** Live-like lists: the store's hot shapes, overridden. */
@@ -172,28 +127,8 @@ describe.each(variants)('RedisStore with %s, under overridden limits', (kind) =>
   it('the Redis store and the memory store give identical decisions (invariant 5): plans whose limits are overridden (PlanScope.state) and back, multi-scope, of any cost, with peeks, releases, resets and retries at Retry-After', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { maxLength: 250, size: 'max' }), async (steps) => {
-        // Arrange
-        const stores: Pair = { memory: new MemoryStore(), redis: await freshStore(kind), held: [] };
-        let t = 5_000_000;
-        let retryAt: number | undefined;
-        // Act and assert, step by step
-        for (const s of steps) {
-          if (s.kind === 'release') await releaseBoth(stores, s.pick);
-          else if (s.kind === 'reset') await resetBoth(stores, s);
-          else {
-            t =
-              s.retry !== undefined && retryAt !== undefined
-                ? Math.max(t, retryAt + s.retry)
-                : t + s.gap;
-            const [c, a] = pairs[s.who]!;
-            const plan = planOf(s, c, a);
-            const expected = stores.memory.apply(plan, t);
-            const actual = await stores.redis.apply(plan, t);
-            expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
-            if (!expected.allowed) retryAt = t + expected.retryAfterSeconds * 1000;
-            keepLeases(stores, expected, actual);
-          }
-        }
+        const twins = await twinsOf(kind);
+        await twins.run(steps, planOf, 5_000_000);
       }),
       { numRuns: 40 },
     );
@@ -213,23 +148,15 @@ describe.each(variants)('RedisStore with %s, under overridden limits', (kind) =>
           { maxLength: 40 },
         ),
         async (steps) => {
-          const memory = new MemoryStore();
-          const redis = await freshStore(kind);
-          let t = 1_000_000;
-          for (const s of steps) {
-            t += s.gap;
-            const scopes = [overrideScope('c', 'a', '', liveLists[s.list]!, liveLike)];
-            for (let i = 0; i < s.times; i++) {
-              const plan: Plan = s.peek && i === 0 ? { scopes, peek: true } : { scopes };
-              const expected = memory.apply(plan, t);
-              const actual = await redis.apply(plan, t);
-              expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
-              if (s.release && expected.allowed && expected.lease && actual.allowed) {
-                memory.release(expected.lease);
-                if (actual.lease) await redis.release(actual.lease);
-              }
-            }
-          }
+          const twins = await twinsOf(kind);
+          await twins.run(
+            steps,
+            (s, i) => {
+              const scopes = [overrideScope('c', 'a', '', liveLists[s.list]!, liveLike)];
+              return s.peek && i === 0 ? { scopes, peek: true } : { scopes };
+            },
+            1_000_000,
+          );
         },
       ),
       { numRuns: 15 },
@@ -238,51 +165,26 @@ describe.each(variants)('RedisStore with %s, under overridden limits', (kind) =>
 });
 
 describe.each(variants)('RedisStore with %s and maxBatch, under overridden limits', (kind) => {
-  let warmed = false;
-
   it('the Redis store and the memory store give identical decisions (invariant 5): overridden plans of any cost and peeks in batches, with releases and resets between them', async () => {
-    const turn = fc.array(step, { minLength: 1, maxLength: 25 });
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ pause: fc.integer({ min: 0, max: 30_000 }), turn }), {
-          minLength: 1,
-          maxLength: 6,
-        }),
+        turnsOf(step, { pause: 30_000, steps: 25, turns: 6 }),
         fc.integer({ min: 2, max: 8 }),
         async (turns, maxBatch) => {
-          const stores: Pair = {
-            memory: new MemoryStore(),
-            redis: await freshStore(kind, maxBatch),
-            held: [],
-          };
-          // Every shape's scripts loaded first, once: a call sent again with EVAL after NOSCRIPT
-          // runs after the calls sent meanwhile.
-          if (!warmed) await warm(stores.redis);
-          warmed = true;
-          let t = 5_000_000;
-          for (const { pause, turn } of turns) {
-            t += pause;
-            // Act: the turn's decisions, releases and resets in order, none awaited before the next.
-            const expected: StoreOutcome[] = [];
-            const actual: Promise<StoreOutcome>[] = [];
-            const others: Promise<unknown>[] = [];
-            for (const s of turn) {
-              if (s.kind === 'release') others.push(releaseBoth(stores, s.pick));
-              else if (s.kind === 'reset') others.push(resetBoth(stores, s));
-              else {
-                t += s.gap;
-                const [c, a] = pairs[s.who]!;
-                const plan = planOf(s, c, a);
-                expected.push(stores.memory.apply(plan, t));
-                actual.push(stores.redis.apply(plan, t));
-              }
-            }
-            // Assert: each decision as the memory store made it.
-            const outcomes = await Promise.all(actual);
-            await Promise.all(others);
-            expect(outcomes.map(comparableOutcome)).toEqual(expected.map(comparableOutcome));
-            for (const [i, e] of expected.entries()) keepLeases(stores, e, outcomes[i]!);
-          }
+          const twins = await twinsOf(kind, { maxBatch });
+          // Every shape's scripts loaded first: a call sent again with EVAL after NOSCRIPT runs
+          // after the calls sent meanwhile.
+          await twins.warm(warmPlans(), [
+            { cost: 1, statuses: true },
+            { cost: 1, statuses: false },
+            { cost: 2, statuses: true },
+            { cost: 2, statuses: false },
+            { cost: 1, peek: true, statuses: true },
+            { cost: 2, peek: true, statuses: true },
+          ]);
+          // Act and assert: the turn's decisions, releases and resets in order, none awaited
+          // before the next; each decision as the memory store made it.
+          await twins.runTurns(turns, planOf, 5_000_000);
         },
       ),
       { numRuns: 30 },
@@ -290,28 +192,16 @@ describe.each(variants)('RedisStore with %s and maxBatch, under overridden limit
   }, 240_000);
 });
 
-/** Load the script of every plan shape the batched property draws, alone and in a batch. */
-async function warm(redis: RedisStore): Promise<void> {
+/** Every plan shape the batched property draws. */
+function warmPlans(): Plan[] {
+  const plans: Plan[] = [];
   for (let route = 0; route < 4; route++) {
     for (let accountList = 0; accountList < multipliers.length; accountList++) {
       for (let resourceList = 0; resourceList < multipliers.length; resourceList++) {
         if (route < 2 && resourceList > 0) continue;
-        for (const [cost, peek, statuses] of [
-          [1, false, true],
-          [1, false, false],
-          [2, false, true],
-          [2, false, false],
-          [1, true, true],
-          [2, true, true],
-        ] as const) {
-          const w = [0, 1, 2, 3].map((n): Plan => {
-            const scopes = scopesOf(`warm-${n}`, 'warm', route, accountList, resourceList);
-            return peek ? { scopes, cost, peek, statuses } : { scopes, cost, statuses };
-          });
-          // Four at once: two go alone (nothing, then one, in Redis), two together.
-          await Promise.all(w.map((plan) => redis.apply(plan, 0)));
-        }
+        plans.push({ scopes: scopesOf('warm', 'warm', route, accountList, resourceList) });
       }
     }
   }
+  return plans;
 }

@@ -3,50 +3,29 @@
  * arrival sequence on a fake clock, with both Redis clients, against a real redis-server.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import {
   concurrency,
-  createLimiter,
-  FakeClock,
-  type LeaseToken,
   type LimitPreset,
-  MemoryStore,
   type Plan,
   type Policy,
   presets,
-  type StoreOutcome,
+  rate,
   window,
 } from '../../src/index.js';
-import type { RedisStore } from '../../src/redis/index.js';
 import { arbitraryGaps, burstyGaps } from '../support/arrivals.js';
-import { comparable } from '../support/limits.js';
 import {
-  comparableOutcome,
-  equivalenceStores,
+  equivalence,
   pairs,
+  releaseStep,
   routes,
   scope,
+  turnsOf,
   variants,
+  who,
 } from '../support/redis-equivalence.js';
 
-const freshStore = equivalenceStores();
-
-/** Apply one plan to both stores at t, expect the same outcome, then release both or neither. */
-async function expectSameOutcome(
-  memory: MemoryStore,
-  redis: RedisStore,
-  plan: Plan,
-  t: number,
-  release: boolean,
-): Promise<void> {
-  const expected = memory.apply(plan, t);
-  const actual = await redis.apply(plan, t);
-  expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
-  if (release) {
-    if (expected.allowed && expected.lease) memory.release(expected.lease);
-    if (actual.allowed && actual.lease) await redis.release(actual.lease);
-  }
-}
+const { twins: twinsOf } = equivalence();
 
 describe.each(variants)('RedisStore with %s', (kind) => {
   it.each([
@@ -55,8 +34,9 @@ describe.each(variants)('RedisStore with %s', (kind) => {
   ] as const)(
     'the Redis store and the memory store give identical decisions (invariant 5): %s preset with its resource rules and exemptions, through createLimiter',
     async (_, preset: LimitPreset, numRuns) => {
-      await fc.assert(
-        fc.asyncProperty(
+      const at = <T>(list: readonly T[], i: number) => list[i % list.length]!;
+      const steps = fc
+        .tuple(
           fc.oneof(
             arbitraryGaps(250),
             burstyGaps().map((g) => g.slice(0, 600)),
@@ -73,34 +53,37 @@ describe.each(variants)('RedisStore with %s', (kind) => {
           }),
           // Decisions with and without statuses (as the middleware asks without RateLimit fields).
           fc.array(fc.boolean(), { minLength: 1, maxLength: 600 }),
-          async (gaps, who, releases, retryOffsets, paths, statuses) => {
-            // Arrange
-            const clock = new FakeClock(1_000_000);
-            const memory = createLimiter({ preset, clock, store: new MemoryStore() });
-            const redis = createLimiter({ preset, clock, store: await freshStore(kind) });
-            let retryAt: number | undefined;
-            // Act and assert, step by step
-            for (const [i, gap] of gaps.entries()) {
-              // Sometimes retry just before, at or after the instant the last refusal announced.
-              const offset = retryOffsets[i % retryOffsets.length];
-              if (offset !== undefined && retryAt !== undefined) {
-                clock.set(Math.max(clock.now(), retryAt + offset));
-              } else clock.advance(gap);
-              const [clientId, accountCode] = pairs[who[i % who.length]!]!;
-              const [method, path] = routes[paths[i % paths.length]!]!;
-              const request = { clientId, accountCode, method, path };
-              const options = { statuses: statuses[i % statuses.length]! };
-              const expected = memory.check(request, options);
-              const actual = await redis.check(request, options);
-              expect(comparable(actual)).toEqual(comparable(expected));
-              retryAt = expected.allowed ? retryAt : expected.retryAt;
-              if (releases[i % releases.length]) {
-                if (expected.allowed) expected.release();
-                if (actual.allowed) actual.release();
-              }
-            }
-          },
-        ),
+        )
+        .map(([gaps, who, releases, retryOffsets, paths, statuses]) =>
+          gaps.map((gap, i) => ({
+            gap,
+            who: at(who, i),
+            release: at(releases, i),
+            retry: at(retryOffsets, i),
+            route: at(paths, i),
+            statuses: at(statuses, i),
+          })),
+        );
+      await fc.assert(
+        fc.asyncProperty(steps, async (steps) => {
+          const twins = await twinsOf(kind, { preset });
+          const { clock } = twins;
+          let retryAt: number | undefined;
+          for (const step of steps) {
+            // Sometimes retry just before, at or after the instant the last refusal announced.
+            if (step.retry !== undefined && retryAt !== undefined) {
+              clock.set(Math.max(clock.now(), retryAt + step.retry));
+            } else clock.advance(step.gap);
+            const [clientId, accountCode] = pairs[step.who]!;
+            const [method, path] = routes[step.route]!;
+            const request = { clientId, accountCode, method, path };
+            const decision = await twins.check(request, { statuses: step.statuses });
+            const { expected } = decision;
+            retryAt = expected.allowed ? retryAt : expected.retryAt;
+            if (step.release) await twins.release(decision);
+          }
+          await twins.settle();
+        }),
         { numRuns },
       );
     },
@@ -148,37 +131,22 @@ describe.each(variants)('RedisStore with %s', (kind) => {
               fc.integer({ min: 1, max: 2_000 }),
               fc.integer({ min: 2_001, max: 400_000 }),
             ),
-            who: fc.integer({ min: 0, max: pairs.length - 1 }),
+            who,
             route: fc.integer({ min: 0, max: 4 }),
             release: fc.boolean(),
+            // Sometimes retry just before, at or after the instant the last refusal announced.
             retry: fc.option(fc.integer({ min: -3, max: 1 }), { nil: undefined }),
             statuses: fc.boolean(),
           }),
           { maxLength: 300, size: 'max' },
         ),
         async (steps) => {
-          // Arrange
-          const memory = new MemoryStore();
-          const redis = await freshStore(kind);
-          let t = 5_000_000;
-          let retryAt: number | undefined;
-          // Act and assert, step by step
-          for (const step of steps) {
-            // Sometimes retry just before, at or after the instant the last refusal announced.
-            t =
-              step.retry !== undefined && retryAt !== undefined
-                ? Math.max(t, retryAt + step.retry)
-                : t + step.gap;
-            const plan = { ...plans[step.who]![step.route]!, statuses: step.statuses };
-            const expected = memory.apply(plan, t);
-            const actual = await redis.apply(plan, t);
-            expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
-            if (!expected.allowed) retryAt = t + expected.retryAfterSeconds * 1000;
-            if (step.release) {
-              if (expected.allowed && expected.lease) memory.release(expected.lease);
-              if (actual.allowed && actual.lease) await redis.release(actual.lease);
-            }
-          }
+          const twins = await twinsOf(kind);
+          await twins.run(
+            steps,
+            (step) => ({ ...plans[step.who]![step.route]!, statuses: step.statuses }),
+            5_000_000,
+          );
         },
       ),
       { numRuns: 40 },
@@ -199,19 +167,13 @@ describe.each(variants)('RedisStore with %s', (kind) => {
           size: 'max',
         }),
         async ({ perSecond, burst, max, ttl }, steps) => {
-          const { rate } = await import('../../src/index.js');
           const policies = [
             rate(perSecond, burst, { name: 'r' }),
             concurrency(max, { name: 'c', leaseTtl: ttl, retryAfter: 1_500 }),
           ];
           const plan: Plan = { scopes: [scope('c', 'a', '', policies, [0, 1])] };
-          const memory = new MemoryStore();
-          const redis = await freshStore(kind);
-          let t = 0;
-          for (const step of steps) {
-            t += step.gap;
-            await expectSameOutcome(memory, redis, plan, t, step.release);
-          }
+          const twins = await twinsOf(kind);
+          await twins.run(steps, () => plan, 0);
         },
       ),
       { numRuns: 40 },
@@ -223,34 +185,16 @@ describe.each(variants)('RedisStore with %s', (kind) => {
       kind: fc.constant('take' as const),
       gap: fc.constantFrom(0, 0, 1, 400, 2_500),
     });
-    const give = fc.record({ kind: fc.constant('give' as const), pick: fc.nat() });
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 4 }),
-        fc.array(fc.oneof(take, give), { maxLength: 120, size: 'max' }),
+        // A release gives back any lease taken so far: still held, given back already, or expired.
+        fc.array(fc.oneof(take, releaseStep), { maxLength: 120, size: 'max' }),
         async (max, steps) => {
           const policies = [concurrency(max, { name: 'c', leaseTtl: 3_000, retryAfter: 1_000 })];
           const plan: Plan = { scopes: [scope('c', 'a', '', policies, [0])] };
-          const memory = new MemoryStore();
-          const redis = await freshStore(kind);
-          const taken: [LeaseToken, LeaseToken][] = [];
-          let t = 0;
-          for (const step of steps) {
-            if (step.kind === 'take') {
-              t += step.gap;
-              const expected = memory.apply(plan, t);
-              const actual = await redis.apply(plan, t);
-              expect(comparableOutcome(actual)).toEqual(comparableOutcome(expected));
-              if (expected.allowed && actual.allowed && expected.lease && actual.lease) {
-                taken.push([expected.lease, actual.lease]);
-              }
-            } else if (taken.length > 0) {
-              // Any lease taken so far: still held, given back already, or expired.
-              const [m, r] = taken[step.pick % taken.length]!;
-              memory.release(m);
-              await redis.release(r);
-            }
-          }
+          const twins = await twinsOf(kind);
+          await twins.run(steps, () => plan, 0);
         },
       ),
       { numRuns: 40 },
@@ -272,7 +216,6 @@ describe.each(variants)('RedisStore with %s', (kind) => {
         async (steps) => {
           // Arrange: 23 policies on the account and 6 on a resource (the script keeps them in a
           // table), and a plan that names the resource scope twice (one key, one state).
-          const { rate } = await import('../../src/index.js');
           const account: Policy[] = [
             ...Array.from({ length: 20 }, (_, i) =>
               window(2 + (i % 5), 300 + 150 * i, { name: `w${i}` }),
@@ -286,20 +229,20 @@ describe.each(variants)('RedisStore with %s', (kind) => {
           );
           const all = account.map((_, i) => i);
           const actives = [all, all.filter((i) => i !== 21), all.filter((i) => i % 3 !== 0), []];
-          const memory = new MemoryStore();
-          const redis = await freshStore(kind);
-          let t = 0;
+          const twins = await twinsOf(kind);
           // Act and assert, step by step
-          for (const step of steps) {
-            t += step.gap;
-            const scopes = [
-              scope('c', 'a', '', account, actives[step.exempt]!),
-              scope('c', 'a', 'PUT /r/{1}', resource, [0, 2, 5]),
-            ];
-            if (step.twice) scopes.push(scope('c', 'a', 'PUT /r/{1}', resource, [1, 5]));
-            const plan: Plan = { scopes };
-            await expectSameOutcome(memory, redis, plan, t, step.release);
-          }
+          await twins.run(
+            steps,
+            (step) => {
+              const scopes = [
+                scope('c', 'a', '', account, actives[step.exempt]!),
+                scope('c', 'a', 'PUT /r/{1}', resource, [0, 2, 5]),
+              ];
+              if (step.twice) scopes.push(scope('c', 'a', 'PUT /r/{1}', resource, [1, 5]));
+              return { scopes };
+            },
+            0,
+          );
         },
       ),
       { numRuns: 30 },
@@ -327,6 +270,7 @@ const large = [
   ...Array.from({ length: 20 }, (_, i) => window(2 + (i % 5), 300 + 150 * i, { name: `w${i}` })),
   concurrency(2, { name: 'large throttle', leaseTtl: '1h', retryAfter: 1_000 }),
 ];
+const everyLarge = large.map((_, i) => i);
 const shapes = (c: string, a: string): Plan[] => [
   { scopes: [scope(c, a, '', live, [0, 1, 2, 3])] },
   { scopes: [scope(c, a, '', live, [0, 1, 2])] },
@@ -344,23 +288,9 @@ const shapes = (c: string, a: string): Plan[] => [
   },
   { scopes: [scope(c, a, '', small, [0, 1])] },
   { scopes: [scope(c, a, '', small, [1])] },
-  {
-    scopes: [
-      scope(
-        c,
-        a,
-        '',
-        large,
-        large.map((_, i) => i),
-      ),
-    ],
-  },
+  { scopes: [scope(c, a, '', large, everyLarge)] },
 ];
-const shapePlans = [
-  ['client-1', 'ACME'],
-  ['client-1', 'OTHER'],
-  ['client-{2}', '%7B'],
-].map(([c, a]) => shapes(c!, a!));
+const shapePlans = pairs.map(([c, a]) => shapes(c, a));
 
 describe.each(variants)('RedisStore with %s and maxBatch', (kind) => {
   it('the Redis store and the memory store give identical decisions (invariant 5): decisions of several shapes and releases interleaved in one turn, batches full and not', async () => {
@@ -371,65 +301,20 @@ describe.each(variants)('RedisStore with %s and maxBatch', (kind) => {
       route: fc.integer({ min: 0, max: 6 }),
       statuses: fc.boolean(),
     });
-    const release = fc.record({ kind: fc.constant('release' as const), pick: fc.nat() });
-    const turn = fc.array(fc.oneof({ weight: 3, arbitrary: decision }, release), {
-      minLength: 1,
-      maxLength: 30,
-    });
+    const step = fc.oneof({ weight: 3, arbitrary: decision }, releaseStep);
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ pause: fc.integer({ min: 0, max: 90_000 }), turn }), {
-          minLength: 1,
-          maxLength: 8,
-        }),
+        turnsOf(step, { pause: 90_000, steps: 30, turns: 8 }),
         fc.integer({ min: 2, max: 12 }),
         async (turns, maxBatch) => {
-          // Arrange
-          const memory = new MemoryStore();
-          const redis = await freshStore(kind, maxBatch);
-          // Every shape's scripts loaded first, the lone one and the one of several: a call sent
-          // again with EVAL after NOSCRIPT runs after the calls sent meanwhile (docs/redis.md).
-          // Four at once: two go alone (nothing, then one, in Redis), two together.
-          for (const i of shapes('warm', 'warm').keys()) {
-            for (const statuses of [true, false]) {
-              const warm = [0, 1, 2, 3].map((w) => ({
-                ...shapes(`warm-${i}-${w}`, 'warm')[i]!,
-                statuses,
-              }));
-              await Promise.all(warm.map((plan) => redis.apply(plan, 0)));
-            }
-          }
-          const held: [LeaseToken, LeaseToken][] = [];
-          let t = 5_000_000;
-          for (const { pause, turn } of turns) {
-            t += pause;
-            // Act: the turn's decisions and releases, in order, none awaited before the next.
-            const expected: StoreOutcome[] = [];
-            const actual: Promise<StoreOutcome>[] = [];
-            const released: Promise<void>[] = [];
-            for (const step of turn) {
-              if (step.kind === 'release') {
-                if (held.length === 0) continue;
-                // Any lease taken in an earlier turn: still held, given back already, or expired.
-                const [m, r] = held[step.pick % held.length]!;
-                memory.release(m);
-                released.push(redis.release(r));
-                continue;
-              }
-              t += step.gap;
-              const plan = { ...shapePlans[step.who]![step.route]!, statuses: step.statuses };
-              expected.push(memory.apply(plan, t));
-              actual.push(redis.apply(plan, t));
-            }
-            // Assert: each decision as the memory store made it.
-            const outcomes = await Promise.all(actual);
-            await Promise.all(released);
-            expect(outcomes.map(comparableOutcome)).toEqual(expected.map(comparableOutcome));
-            for (const [i, e] of expected.entries()) {
-              const a = outcomes[i]!;
-              if (e.allowed && e.lease && a.allowed && a.lease) held.push([e.lease, a.lease]);
-            }
-          }
+          // Arrange: every shape's scripts loaded first, the lone one and the one of several.
+          const twins = await twinsOf(kind, { maxBatch });
+          await twins.warm(shapes('warm', 'warm'), [{ statuses: true }, { statuses: false }]);
+          await twins.runTurns(
+            turns,
+            (step) => ({ ...shapePlans[step.who]![step.route]!, statuses: step.statuses }),
+            5_000_000,
+          );
         },
       ),
       { numRuns: 100 },

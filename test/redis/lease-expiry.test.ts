@@ -14,11 +14,11 @@ import {
   window,
 } from '../../src/index.js';
 import { ChannelLog } from '../support/channel-log.js';
-import { equivalenceStores, variants } from '../support/redis-equivalence.js';
+import { equivalence, variants } from '../support/redis-equivalence.js';
 import { connect, type TestClient } from '../support/redis-server.js';
 import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 
-const freshStore = equivalenceStores();
+const { store: freshStore } = equivalence();
 const log = new ChannelLog();
 afterEach(log.stop);
 

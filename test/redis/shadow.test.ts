@@ -12,10 +12,10 @@ import {
   presets,
 } from '../../src/index.js';
 import { comparable } from '../support/limits.js';
-import { equivalenceStores, pairs, routes, variants } from '../support/redis-equivalence.js';
+import { equivalence, pairs, routes, variants } from '../support/redis-equivalence.js';
 import { shadowSuite } from '../support/shadow-suite.js';
 
-const freshStore = equivalenceStores();
+const { store: freshStore } = equivalence();
 
 shadowSuite('the Redis store', () => freshStore('ioredis'), 40);
 
