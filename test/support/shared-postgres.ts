@@ -2,9 +2,9 @@
  * The PostgreSQL server a test run shares (started once by postgres-global-setup.ts): each file
  * creates a database of its own, empty, and drops it when done, so that files running at the same
  * time never see each other's schemas, rows or notifications. Only for files that leave the server
- * running: a file that stops or restarts its server, ends backends of other databases, or changes
- * or reads server-wide settings or counters, starts its own with `PostgresServer.start()`. A query
- * of a server-wide view (`pg_stat_activity`) names the file's database.
+ * running: a file that stops or restarts its server, ends backends of other databases, changes a
+ * server-wide setting or reads server-wide counters starts its own with `PostgresServer.start()`.
+ * A query of a server-wide view (`pg_stat_activity`) names the file's database.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
