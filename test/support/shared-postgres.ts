@@ -1,7 +1,9 @@
 /**
  * The PostgreSQL server a test run shares (started once by postgres-global-setup.ts): each file
  * creates a database of its own, empty, and drops it when done, so that files running at the same
- * time never see each other's schemas, rows or notifications. Only for files that leave the server
+ * time never see each other's schemas, rows or notifications. The drop never ends a connection: a
+ * database still in use once PostgreSQL has waited its five seconds for the file's last
+ * connections to close is left to the server's teardown. Only for files that leave the server
  * running: a file that stops or restarts its server, ends backends of other databases, changes a
  * server-wide setting or reads server-wide counters starts its own with `PostgresServer.start()`.
  * A query of a server-wide view (`pg_stat_activity`) names the file's database.
@@ -19,7 +21,7 @@ export interface SharedPostgres {
   readonly database: string;
   /** Another empty database of the file's, dropped with the first: its URL. */
   createDatabase(): Promise<string>;
-  /** Drop the file's databases, ending any connection still open to them. */
+  /** Drop the file's databases once their connections are closed, or leave them to the teardown. */
   release(): Promise<void>;
 }
 
@@ -44,6 +46,9 @@ async function ready(status: string): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** "database is being accessed by other users": DROP DATABASE found connections still open. */
+const IN_USE = '55006';
 
 /** Run `sql` on the server's database `postgres`, on a connection of its own. */
 async function administer(adminUrl: string, sql: string): Promise<void> {
@@ -76,7 +81,11 @@ export async function sharedPostgres(): Promise<SharedPostgres> {
     createDatabase: async () => (await create()).url,
     release: async () => {
       for (const name of names.splice(0)) {
-        await administer(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        // DROP DATABASE waits for the connections that are closing; one of a pool that has just
+        // ended may still be. Ending them instead would fail whoever still holds them.
+        await administer(adminUrl, `DROP DATABASE IF EXISTS ${name}`).catch((error: unknown) => {
+          if ((error as { code?: string }).code !== IN_USE) throw error;
+        });
       }
     },
   };
