@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoService } from '../../examples/service.js';
 import { verifyWebhook } from '../../src/index.js';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
-import { PostgresServer } from '../support/postgres-server.js';
+import { sharedPostgres } from '../support/shared-postgres.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const LIVE = { 'x-api-key': 'live-demo-key', 'content-type': 'application/json' };
@@ -224,17 +224,17 @@ describe('reference service across a restart', () => {
   });
 
   it('keeps them on a PostgreSQL server with DATABASE_URL', async () => {
-    const server = await PostgresServer.start();
+    const postgres = await sharedPostgres();
     try {
       const start = () =>
         startDemoService({
           port: 0,
-          databaseUrl: server.url,
+          databaseUrl: postgres.url,
           allow: ['127.0.0.1'],
           onWarning: () => undefined,
         });
       const first = await start();
-      expect(first.storage).toBe(`PostgreSQL at ${server.url}`);
+      expect(first.storage).toBe(`PostgreSQL at ${postgres.url}`);
       expect(first.secretsAtRest).toBe('plain');
       const created = await call(first.url, '/v1/subscriptions', {
         endpointUrl: `${receiver.url}/server`,
@@ -257,7 +257,7 @@ describe('reference service across a restart', () => {
         await second.close();
       }
     } finally {
-      await server.stop();
+      await postgres.release();
     }
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The two databases the PostgreSQL repository runs on, for tests that run one body on both: a pg
- * Pool on a real server of the file's own, and PGlite in memory. Each test takes a schema of its
- * own, so that tests share a database without seeing each other's rows.
+ * Pool on a database of the file's own on the run's shared PostgreSQL server
+ * (test/support/shared-postgres.ts), and PGlite in memory. Each test takes a schema of its own, so
+ * that tests share a database without seeing each other's rows.
  */
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
@@ -13,7 +14,7 @@ import {
 import { MemorySubscriptionRepository } from '../../src/webhooks/store/memory-repository.js';
 import type { SubscriptionRepository } from '../../src/webhooks/store/repository.js';
 import type { Subscription } from '../../src/webhooks/subscriptions/subscription.js';
-import { PostgresServer } from '../support/postgres-server.js';
+import { type SharedPostgres, sharedPostgres } from '../support/shared-postgres.js';
 
 /** Which database a test body runs on. */
 export type DatabaseName = 'pg' | 'pglite';
@@ -22,20 +23,21 @@ export const DATABASES: readonly DatabaseName[] = ['pg', 'pglite'];
 
 /** One file's databases: started in `beforeAll`, closed in `afterAll`. */
 export class TestDatabases {
-  server: PostgresServer | undefined;
+  /** The file's database on the shared server. */
+  postgres: SharedPostgres | undefined;
   pool: pg.Pool | undefined;
   lite: PGlite | undefined;
   #schemas = 0;
 
   async start(): Promise<void> {
-    [this.server, this.lite] = await Promise.all([PostgresServer.start(), PGlite.create()]);
-    this.pool = new pg.Pool({ connectionString: this.server.url, max: 20 });
+    [this.postgres, this.lite] = await Promise.all([sharedPostgres(), PGlite.create()]);
+    this.pool = new pg.Pool({ connectionString: this.postgres.url, max: 20 });
   }
 
   async stop(): Promise<void> {
     await this.pool?.end();
     await this.lite?.close();
-    await this.server?.stop();
+    await this.postgres?.release();
   }
 
   /** The database as the repository takes it: both kinds satisfy SqlDatabase as they are. */

@@ -86,10 +86,9 @@ describe('migrations', () => {
   );
 
   it('lets repositories on separate pools migrate one fresh database at once, each migration once', async () => {
-    const server = dbs.server;
-    if (server === undefined) throw new Error('no server');
-    await server.query('CREATE DATABASE concurrent_start');
-    const url = server.url.replace(/\/postgres$/, '/concurrent_start');
+    const postgres = dbs.postgres;
+    if (postgres === undefined) throw new Error('no server');
+    const url = await postgres.createDatabase();
     const pools = Array.from({ length: 8 }, () => new pg.Pool({ connectionString: url, max: 2 }));
     try {
       const repos = await Promise.all(

@@ -279,10 +279,10 @@ describe('PostgresSubscriptionRepository options', () => {
   });
 
   it('on a pool, prepares each statement once per connection by name, unless told not to', async () => {
-    const server = dbs.server!;
+    const postgres = dbs.postgres!;
     const prepared = async (preparedStatements: boolean) => {
       // One connection, so that the prepared statements read are the repository's.
-      const pool = new pg.Pool({ connectionString: server.url, max: 1 });
+      const pool = new pg.Pool({ connectionString: postgres.url, max: 1 });
       try {
         const repository = await PostgresSubscriptionRepository.open({
           database: pool,

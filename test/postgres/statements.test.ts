@@ -2,23 +2,24 @@
  * The repository's statements as a real server plans them on a fresh schema, whose tables were
  * never analysed: each one's estimated cost stays under the server's `jit_above_cost`, so that no
  * call is JIT-compiled (a compilation costs more than the statement: 13 to 20 ms for a create).
- * PGlite has no JIT; the server of the file is a real PostgreSQL with its defaults (JIT on).
+ * PGlite has no JIT; the run's shared server is a real PostgreSQL with its defaults (JIT on), on
+ * which the file has a database of its own.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
 import { type Statements, statements } from '../../src/postgres/statements.js';
-import { PostgresServer } from '../support/postgres-server.js';
+import { type SharedPostgres, sharedPostgres } from '../support/shared-postgres.js';
 
-let server: PostgresServer;
+let postgres: SharedPostgres;
 let pool: pg.Pool;
 beforeAll(async () => {
-  server = await PostgresServer.start();
-  pool = new pg.Pool({ connectionString: server.url, max: 2 });
+  postgres = await sharedPostgres();
+  pool = new pg.Pool({ connectionString: postgres.url, max: 2 });
 });
 afterAll(async () => {
-  await pool.end();
-  await server.stop();
+  await pool?.end();
+  await postgres?.release();
 });
 
 const at = '2026-01-01T00:00:00.000Z';

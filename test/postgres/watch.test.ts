@@ -80,7 +80,8 @@ describe.each(DATABASES)('watch on %s', (name) => {
     await repo.close();
     if (name === 'pg') {
       // The connections are closed, not given back to the pool still listening.
-      const listening = `SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN ${repo.channel}'`;
+      const listening = `SELECT pid FROM pg_stat_activity
+        WHERE datname = current_database() AND query = 'LISTEN ${repo.channel}'`;
       const pool = dbs.database('pg');
       await until(async () => (await pool.query(listening)).rows.length === 0, 'no LISTEN left');
     }
@@ -97,7 +98,8 @@ describe('watch on a pg Pool when the listening connection is killed', () => {
     await until(() => heard.revisions.includes(1), 'the first change');
 
     const pool = dbs.database('pg');
-    const listening = `SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN ${repo.channel}'`;
+    const listening = `SELECT pid FROM pg_stat_activity
+      WHERE datname = current_database() AND query = 'LISTEN ${repo.channel}'`;
     const { rows } = await pool.query(listening);
     expect(rows).toHaveLength(1);
     const { pid } = rows[0] as { pid: number };

@@ -92,6 +92,8 @@ async function runOrExplain(file: string, args: readonly string[]): Promise<stri
 export interface PostgresServerOptions {
   /** The port. @defaultValue a free port, never 5432 */
   port?: number;
+  /** How many connections it takes at once. @defaultValue PostgreSQL's, 100 */
+  maxConnections?: number;
 }
 
 /** Servers of this process still running: stopped at exit should a test not stop its own. */
@@ -111,6 +113,8 @@ export class PostgresServer {
     readonly dataDir: string,
     /** The folder of its Unix socket and log. */
     readonly socketDir: string,
+    /** How many connections it takes at once, or undefined for PostgreSQL's default. */
+    readonly maxConnections: number | undefined,
   ) {}
 
   /** Initialise a fresh data folder and start a server on a free port (or the one given). */
@@ -119,7 +123,7 @@ export class PostgresServer {
     if (port === machinePort) throw new Error(`port ${machinePort} is the machine's own server`);
     const dataDir = await mkdtemp(join(tmpdir(), 'pg-data-'));
     const socketDir = await mkdtemp(join(tmpdir(), 'pg-sock-'));
-    const server = new PostgresServer(port, dataDir, socketDir);
+    const server = new PostgresServer(port, dataDir, socketDir, options.maxConnections);
     try {
       await server.#initialise();
       await server.restart();
@@ -132,7 +136,12 @@ export class PostgresServer {
 
   /** The connection URL (trust authentication, user and database `postgres`). */
   get url(): string {
-    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+    return PostgresServer.urlOf(this.port);
+  }
+
+  /** The connection URL of a server started on `port`, before it is up. */
+  static urlOf(port: number): string {
+    return `postgres://postgres@127.0.0.1:${port}/postgres`;
   }
 
   /** Whether the server is running. */
@@ -162,6 +171,7 @@ export class PostgresServer {
       `-k ${this.socketDir}`,
       '-c listen_addresses=127.0.0.1',
       '-c fsync=off -c synchronous_commit=off -c full_page_writes=off',
+      ...(this.maxConnections === undefined ? [] : [`-c max_connections=${this.maxConnections}`]),
     ].join(' ');
     const log = join(this.socketDir, 'server.log');
     const args = ['-w', '-D', this.dataDir, '-l', log, '-o', settings, 'start'];

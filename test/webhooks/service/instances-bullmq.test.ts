@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryJob } from '../../../src/index.js';
 import { verifyWebhook } from '../../../src/index.js';
 import { type InstanceProcess, InstanceProcesses } from '../../support/instance-process.js';
-import { PostgresServer } from '../../support/postgres-server.js';
+import { type SharedPostgres, sharedPostgres } from '../../support/shared-postgres.js';
 import { type SharedRedis, sharedRedis } from '../../support/shared-redis.js';
 import {
   type ReceivedDelivery,
@@ -35,7 +35,7 @@ const RETRY_AFTER_S = 2;
 const DEADLINE_MS = 20_000;
 
 const processes = new InstanceProcesses();
-let server: PostgresServer | undefined;
+let postgres: SharedPostgres | undefined;
 let redis: SharedRedis | undefined;
 let receiver: WebhookReceiver | undefined;
 /** The test's view of the instance's queue: it inspects jobs, it runs none (no worker). */
@@ -44,15 +44,15 @@ let a: InstanceProcess;
 
 const env = (more: Record<string, string> = {}): Record<string, string> => ({
   ...more,
-  DATABASE_URL: (server as PostgresServer).url,
+  DATABASE_URL: (postgres as SharedPostgres).url,
   SCHEMA,
   SECRET_KEY,
   REDIS_URL: `redis://127.0.0.1:${(redis as SharedRedis).port}/${(redis as SharedRedis).db}`,
 });
 
 beforeAll(async () => {
-  [server, redis, receiver] = await Promise.all([
-    PostgresServer.start(),
+  [postgres, redis, receiver] = await Promise.all([
+    sharedPostgres(),
     sharedRedis(),
     startReceiver(),
   ]);
@@ -73,7 +73,7 @@ afterAll(async () => {
       await receiver?.close();
       await redis?.release();
     } finally {
-      await server?.stop();
+      await postgres?.release();
     }
   }
 });

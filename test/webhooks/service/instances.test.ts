@@ -1,6 +1,7 @@
 /**
  * The webhook service the same on every instance, and kept across a restart: real processes
- * (test/support/webhook-instance.ts) on one real PostgreSQL, delivering to a real receiver.
+ * (test/support/webhook-instance.ts) on one real PostgreSQL, delivering to a real receiver. The
+ * server is the file's own, not the run's shared one: the file restarts it and ends its backends.
  *
  * A change made on A reaches B: each check polls B from A's answer until it holds, with a guard
  * that fails a change that never arrives; the times seen are printed at the end of the file (how

@@ -24,20 +24,20 @@ import {
   killedSeveralTimes,
   startKillReceiver,
 } from '../../support/kill-scenario.js';
-import { PostgresServer } from '../../support/postgres-server.js';
+import { type SharedPostgres, sharedPostgres } from '../../support/shared-postgres.js';
 import { type SharedRedis, sharedRedis } from '../../support/shared-redis.js';
 
 const SECRET_KEY = randomBytes(32).toString('base64');
 
 const processes = new InstanceProcesses();
-let server: PostgresServer | undefined;
+let postgres: SharedPostgres | undefined;
 const redises: SharedRedis[] = [];
 const receivers: HoldingReceiver[] = [];
 /** Each scenario's figures, printed at the end. */
 const notes: string[] = [];
 
 beforeAll(async () => {
-  server = await PostgresServer.start();
+  postgres = await sharedPostgres();
 });
 
 afterAll(async () => {
@@ -49,7 +49,7 @@ afterAll(async () => {
       await Promise.all(receivers.map((r) => r.close()));
       await Promise.all(redises.map((r) => r.release()));
     } finally {
-      await server?.stop();
+      await postgres?.release();
     }
   }
   console.log(`kill (BullMQ on PostgreSQL and Redis): ${notes.join('\n')}`);
@@ -69,7 +69,7 @@ async function onPostgresAndRedis(
   receivers.push(receiver);
   const env = {
     ...more,
-    DATABASE_URL: (server as PostgresServer).url,
+    DATABASE_URL: (postgres as SharedPostgres).url,
     SCHEMA: schema,
     SECRET_KEY,
     REDIS_URL: `redis://127.0.0.1:${redis.port}/${redis.db}`,

@@ -27,7 +27,7 @@ const databases = new TestDatabases();
 let pool: pg.Pool;
 beforeAll(async () => {
   await databases.start();
-  pool = new pg.Pool({ connectionString: databases.server?.url, max: 10 });
+  pool = new pg.Pool({ connectionString: databases.postgres?.url, max: 10 });
 });
 afterAll(async () => {
   await pool.end();
