@@ -26,8 +26,12 @@ export default defineConfig({
           name: 'suite',
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...deadlines],
-          // One redis-server for these files, shared by those that leave it running.
-          globalSetup: ['test/support/redis-global-setup.ts'],
+          // One redis-server for these files, shared by those that leave it running; the run's
+          // folder of the PGlite template, which files copy or load instead of a fresh initdb.
+          globalSetup: [
+            'test/support/redis-global-setup.ts',
+            'test/support/pglite-global-setup.ts',
+          ],
           // Files in one worker share the modules they import instead of loading them again: a
           // third less CPU. Tests keep no state in modules; each file sets up its own.
           isolate: false,

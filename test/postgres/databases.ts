@@ -1,9 +1,10 @@
 /**
  * The two databases the PostgreSQL repository runs on, for tests that run one body on both: a pg
- * Pool on a real server of the file's own, and PGlite in memory. Each test takes a schema of its
- * own, so that tests share a database without seeing each other's rows.
+ * Pool on a real server of the file's own, and PGlite in memory (loaded from the run's template,
+ * pglite-template.ts). Each test takes a schema of its own, so that tests share a database without
+ * seeing each other's rows.
  */
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import {
   type PostgresRepositoryOptions,
@@ -13,6 +14,7 @@ import {
 import { MemorySubscriptionRepository } from '../../src/webhooks/store/memory-repository.js';
 import type { SubscriptionRepository } from '../../src/webhooks/store/repository.js';
 import type { Subscription } from '../../src/webhooks/subscriptions/subscription.js';
+import { pgliteInMemory } from '../support/pglite-template.js';
 import { PostgresServer } from '../support/postgres-server.js';
 
 /** Which database a test body runs on. */
@@ -28,7 +30,7 @@ export class TestDatabases {
   #schemas = 0;
 
   async start(): Promise<void> {
-    [this.server, this.lite] = await Promise.all([PostgresServer.start(), PGlite.create()]);
+    [this.server, this.lite] = await Promise.all([PostgresServer.start(), pgliteInMemory()]);
     this.pool = new pg.Pool({ connectionString: this.server.url, max: 20 });
   }
 
