@@ -27,10 +27,12 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...deadlines],
           // One redis-server and one PostgreSQL server for these files, shared by those that
-          // leave them running: each file takes a database of its own.
+          // leave them running: each file takes a database of its own; and the run's folder of
+          // the PGlite template, which files copy or load instead of a fresh initdb.
           globalSetup: [
             'test/support/redis-global-setup.ts',
             'test/support/postgres-global-setup.ts',
+            'test/support/pglite-global-setup.ts',
           ],
           // Files in one worker share the modules they import instead of loading them again: a
           // third less CPU. Tests keep no state in modules; each file sets up its own.

@@ -5,11 +5,11 @@
  * Real processes started as `npm run demo` starts them.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { DemoProcesses, serving } from '../support/demo-process.js';
+import { demoDataDir } from '../support/pglite-template.js';
 
 const LIVE = { 'x-api-key': 'live-demo-key', 'content-type': 'application/json' };
 const processes = new DemoProcesses();
@@ -34,7 +34,7 @@ async function listed(url: string): Promise<string[]> {
 
 describe('reference service: one process per DATA_DIR', () => {
   it('a second service on the folder exits non-zero naming it; the first keeps every subscription it acknowledged, also after a SIGKILL and a restart', async () => {
-    const folder = await mkdtemp(join(tmpdir(), 'demo-data-'));
+    const folder = await demoDataDir();
     folders.push(folder);
     const env: NodeJS.ProcessEnv = {
       ...process.env,

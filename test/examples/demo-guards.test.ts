@@ -4,21 +4,21 @@
  * their account's key only; and the request timeouts the README states, as the server holds them.
  */
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DemoOptions, type DemoService, startDemoService } from '../../examples/service.js';
 import { ownPortTransport } from '../../examples/service-own-port.js';
 import { FakeClock, ForbiddenAddressError } from '../../src/index.js';
 import { call, DEV, deliveryLog, LIVE } from '../support/demo-service.js';
+import { demoDataDir } from '../support/pglite-template.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const folders: string[] = [];
 /** The demo as `npm run demo` starts it: no allow-list of the operator's unless given. */
 async function startDemo(options: DemoOptions = {}): Promise<DemoService> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'demo-data-'));
+  const dataDir = await demoDataDir();
   folders.push(dataDir);
   return startDemoService({ port: 0, dataDir, onWarning: () => undefined, ...options });
 }

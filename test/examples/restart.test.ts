@@ -4,66 +4,28 @@
  * pending, in embedded PostgreSQL in DATA_DIR between two real processes, and on a PostgreSQL
  * server with DATABASE_URL.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoService } from '../../examples/service.js';
 import { verifyWebhook } from '../../src/index.js';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
+import { type DemoProcess, DemoProcesses, serving } from '../support/demo-process.js';
+import { demoDataDir } from '../support/pglite-template.js';
 import { sharedPostgres } from '../support/shared-postgres.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const LIVE = { 'x-api-key': 'live-demo-key', 'content-type': 'application/json' };
+const processes = new DemoProcesses();
 
 /** A demo started as `npm run demo` starts it, with its output kept. */
-interface DemoProcess {
-  readonly url: string;
-  readonly stdout: () => string;
-  readonly stderr: () => string;
-  /** SIGTERM, and the exit code. */
-  stop(): Promise<number | null>;
-  /** SIGKILL: the process ends at once, its memory queue with it. */
-  kill(): Promise<void>;
-}
-
 async function startProcess(env: NodeJS.ProcessEnv): Promise<DemoProcess> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'examples/service.ts'], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = once(child, 'exit');
-  await new Promise<void>((resolve, reject) => {
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-      if (stdout.includes('Press Ctrl+C to stop.')) resolve();
-    });
-    exited.then(() => reject(new Error(`the demo exited: ${stderr}`)));
-  });
-  return {
-    url: /on (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(stdout)?.[1] as string,
-    stdout: () => stdout,
-    stderr: () => stderr,
-    stop: async () => {
-      child.kill('SIGTERM');
-      const [code] = await exited;
-      return code as number | null;
-    },
-    kill: async () => {
-      child.kill('SIGKILL');
-      await exited;
-    },
-  };
+  const started = await processes.start(env);
+  if (!serving(started)) throw new Error(`the demo exited: ${started.stderr}`);
+  return started;
 }
 
 async function call(url: string, path: string, body?: unknown) {
@@ -92,13 +54,14 @@ beforeAll(async () => {
   receiver = await startReceiver();
 });
 afterAll(async () => {
+  await processes.stopAll();
   await receiver.close();
   await Promise.all(folders.map((f) => rm(f, { recursive: true, force: true })));
 });
 
 describe('reference service across a restart', () => {
   it('keeps subscriptions, secrets (encrypted at rest) and the delivery log in DATA_DIR between two processes', async () => {
-    const folder = await mkdtemp(join(tmpdir(), 'demo-data-'));
+    const folder = await demoDataDir();
     folders.push(folder);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -167,7 +130,7 @@ describe('reference service across a restart', () => {
   });
 
   it('a delivery in flight when the process is killed is sent again by the next one, with the same webhook-id and body: on record before it was queued, it outlives the memory queue', async () => {
-    const folder = await mkdtemp(join(tmpdir(), 'demo-data-'));
+    const folder = await demoDataDir();
     folders.push(folder);
     const env: NodeJS.ProcessEnv = {
       ...process.env,

@@ -6,11 +6,10 @@
  * keys read). Real processes, one after the other on one port.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type DemoProcess, DemoProcesses, serving } from '../support/demo-process.js';
+import { demoDataDir } from '../support/pglite-template.js';
 import { freePort } from '../support/ports.js';
 
 const LIVE = { 'x-api-key': 'live-demo-key', 'content-type': 'application/json' };
@@ -58,7 +57,7 @@ async function start(env: NodeJS.ProcessEnv): Promise<DemoProcess> {
 
 describe('reference service: WEBHOOK_SECRET_KEYS that cannot read the secrets', () => {
   it('says so on stderr at start, fails deliveries secret_unreadable, and recovers with a rotation', async () => {
-    const folder = await mkdtemp(join(tmpdir(), 'demo-data-'));
+    const folder = await demoDataDir();
     folders.push(folder);
     // One port for both processes: the subscription's endpoint is the demo's own receiver.
     const port = String(await freePort());

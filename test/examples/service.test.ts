@@ -1,20 +1,25 @@
 /** The demo service: its limits over real HTTP, and the process that stops cleanly on SIGTERM. */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { curlLines, type DemoOptions, startDemoService } from '../../examples/service.js';
 import { FakeClock } from '../../src/index.js';
+import { DemoProcesses, serving } from '../support/demo-process.js';
 import { send } from '../support/http-client.js';
+import { demoDataDir } from '../support/pglite-template.js';
 
+const processes = new DemoProcesses();
 const folders: string[] = [];
-afterAll(() => Promise.all(folders.map((f) => rm(f, { recursive: true, force: true }))));
+afterAll(async () => {
+  await processes.stopAll();
+  await Promise.all(folders.map((f) => rm(f, { recursive: true, force: true })));
+});
 
-/** A fresh folder for the demo's embedded PostgreSQL. */
+/** A folder for the demo's embedded PostgreSQL, copied from the run's PGlite template. */
 async function dataDir(): Promise<string> {
-  const folder = await mkdtemp(join(tmpdir(), 'demo-data-'));
+  const folder = await demoDataDir();
   folders.push(folder);
   return folder;
 }
@@ -93,36 +98,29 @@ describe('demo service (npm run demo)', () => {
     }
   });
 
-  it('runs as a process that says where it keeps its data, warns once that secrets are stored plain, prints the curl lines and stops cleanly on SIGTERM', async () => {
-    const folder = await dataDir();
+  it('runs as a process on a DATA_DIR that does not exist yet (created, its database initialised and migrated), says where it keeps its data, warns once that secrets are stored plain, prints the curl lines and stops cleanly on SIGTERM', async () => {
+    // The first start as a reader makes it: nothing in the folder, not even the folder.
+    const parent = await mkdtemp(join(tmpdir(), 'demo-data-'));
+    folders.push(parent);
+    const folder = join(parent, 'data');
     const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', DATA_DIR: folder };
     for (const name of ['DATABASE_URL', 'REDIS_URL', 'WEBHOOK_SECRET_KEYS']) delete env[name];
-    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/service.ts'], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    let errors = '';
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => {
-      errors += chunk;
-    });
-    child.stdout.setEncoding('utf8');
-    await new Promise<void>((resolve) => {
-      child.stdout.on('data', (chunk: string) => {
-        output += chunk;
-        if (output.includes('Press Ctrl+C to stop.')) resolve();
-      });
-    });
-    const url = /on (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(output)?.[1] as string;
-    expect(output).toContain(`embedded PostgreSQL (PGlite) in ${join(folder, 'pglite')}`);
-    expect(errors.match(/signing secrets are stored unencrypted/g)).toHaveLength(1);
-    expect(errors).toContain('WEBHOOK_SECRET_KEYS=');
+    const started = await processes.start(env);
+    if (!serving(started)) throw new Error(`the demo did not start: ${started.stderr}`);
+    const { url } = started;
+    expect(started.stdout()).toContain(`embedded PostgreSQL (PGlite) in ${join(folder, 'pglite')}`);
+    expect(existsSync(join(folder, 'pglite', 'PG_VERSION'))).toBe(true);
+    expect(started.stdout()).toContain(
+      `curl -i -H 'x-api-key: live-demo-key' ${url}/booking/v1/reservations`,
+    );
+    expect(started.stderr().match(/signing secrets are stored unencrypted/g)).toHaveLength(1);
+    expect(started.stderr()).toContain('WEBHOOK_SECRET_KEYS=');
     expect((await send(url, '/booking/v1/offers', { 'x-api-key': 'live-demo-key' })).status).toBe(
       200,
     );
-    child.kill('SIGTERM');
-    const [code] = await once(child, 'exit');
-    expect(code).toBe(0);
+    // An empty list from the repository: the migrations made its tables in the new database.
+    const listed = await send(url, '/v1/subscriptions', { 'x-api-key': 'live-demo-key' });
+    expect([listed.status, JSON.parse(listed.body).totalItems]).toEqual([200, 0]);
+    expect(await started.stop()).toBe(0);
   });
 });

@@ -1,13 +1,13 @@
 /** The README's walk-through of the reference service, its curl lines run as a reader runs them. */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type DemoService, startDemoService } from '../../examples/service.js';
 import { FakeClock } from '../../src/index.js';
 import { deliveryLog, disabledLog } from '../support/demo-service.js';
+import { demoDataDir } from '../support/pglite-template.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -92,7 +92,7 @@ describe('README walk-through (npm run demo)', () => {
       // Numbered 1 to 22, then 23 to 25 after the restart: the prose and the hints cite them.
       expect([...walk.keys()]).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
       expect([...afterRestart.keys()]).toEqual([23, 24, 25]);
-      const dataDir = await mkdtemp(join(tmpdir(), 'demo-data-'));
+      const dataDir = await demoDataDir();
       // A clock that stays put: the burst of step 16 falls in one second however slow curl is.
       const clock = new FakeClock(Date.now());
       const delivered = deliveryLog();

@@ -18,6 +18,7 @@ import {
   PostgresSubscriptionRepository,
 } from '../../src/postgres/index.js';
 import { DataFolderHolders } from '../support/data-folder-holders.js';
+import { pgliteFolder, pgliteInMemory } from '../support/pglite-template.js';
 
 const holders = new DataFolderHolders();
 const folders: string[] = [];
@@ -29,6 +30,11 @@ async function aFolder(): Promise<string> {
   const parent = await mkdtemp(join(tmpdir(), 'data-folder-'));
   folders.push(parent);
   return join(parent, 'pglite');
+}
+
+/** A fresh folder as PGlite initialised it (the run's template, copied): for PGlite to open. */
+async function aPGliteFolder(): Promise<string> {
+  return pgliteFolder(await aFolder());
 }
 
 /** No process has this pid: above the largest pid Linux gives (2^22). */
@@ -186,7 +192,7 @@ describe('lockDataFolder', () => {
 
 describe('the repository on PGlite in a folder', () => {
   it('open takes the folder when its caller did not, and close gives it up', async () => {
-    const folder = await aFolder();
+    const folder = await aPGliteFolder();
     const database = new PGlite(folder);
     try {
       const repository = await PostgresSubscriptionRepository.open({ database });
@@ -203,7 +209,7 @@ describe('the repository on PGlite in a folder', () => {
   });
 
   it('open shares the lock its caller took before new PGlite; the caller releases it', async () => {
-    const folder = await aFolder();
+    const folder = await aPGliteFolder();
     const lock = await lockDataFolder(folder);
     const database = new PGlite(folder);
     const repository = await PostgresSubscriptionRepository.open({ database });
@@ -217,7 +223,7 @@ describe('the repository on PGlite in a folder', () => {
   });
 
   it('open refuses a folder another process holds, naming the folder and that pid', async () => {
-    const folder = await aFolder();
+    const folder = await aPGliteFolder();
     const holder = await holders.start(folder);
     expect(holder.answer.held).toBe(true);
     const database = new PGlite(folder);
@@ -238,7 +244,7 @@ describe('the repository on PGlite in a folder', () => {
     expect(localDataDir({ dataDir: 'opfs-ahp://app' })).toBeUndefined();
     expect(localDataDir({ dataDir: 'file:///srv/data' })).toBe('/srv/data');
     expect(localDataDir({ dataDir: './data' })).toBe('./data');
-    const memory = new PGlite('memory://');
+    const memory = await pgliteInMemory('memory://');
     expect(localDataDir(memory)).toBeUndefined();
     await memory.close();
   });

@@ -1,10 +1,11 @@
 /**
  * The two databases the PostgreSQL repository runs on, for tests that run one body on both: a pg
  * Pool on a database of the file's own on the run's shared PostgreSQL server
- * (test/support/shared-postgres.ts), and PGlite in memory. Each test takes a schema of its own, so
- * that tests share a database without seeing each other's rows.
+ * (test/support/shared-postgres.ts), and PGlite in memory (loaded from the run's template,
+ * pglite-template.ts). Each test takes a schema of its own, so that tests share a database without
+ * seeing each other's rows.
  */
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import {
   type PostgresRepositoryOptions,
@@ -14,6 +15,7 @@ import {
 import { MemorySubscriptionRepository } from '../../src/webhooks/store/memory-repository.js';
 import type { SubscriptionRepository } from '../../src/webhooks/store/repository.js';
 import type { Subscription } from '../../src/webhooks/subscriptions/subscription.js';
+import { pgliteInMemory } from '../support/pglite-template.js';
 import { type SharedPostgres, sharedPostgres } from '../support/shared-postgres.js';
 
 /** Which database a test body runs on. */
@@ -30,7 +32,7 @@ export class TestDatabases {
   #schemas = 0;
 
   async start(): Promise<void> {
-    [this.postgres, this.lite] = await Promise.all([sharedPostgres(), PGlite.create()]);
+    [this.postgres, this.lite] = await Promise.all([sharedPostgres(), pgliteInMemory()]);
     this.pool = new pg.Pool({ connectionString: this.postgres.url, max: 20 });
   }
 

@@ -3,9 +3,8 @@
  * each answers whether it holds the folder, and holds it until released or killed. Every process
  * started is stopped by `stopAll()`.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
+import { ChildProcesses } from './child-processes.js';
 
 /** What a holder answered once it tried the lock. */
 export interface HolderAnswer {
@@ -30,44 +29,32 @@ const ENTRY = 'test/support/data-folder-holder.ts';
 
 /** Starts holders and stops them all at the end. */
 export class DataFolderHolders {
-  readonly #children = new Set<ChildProcess>();
+  readonly #children = new ChildProcesses();
 
   async start(folder: string): Promise<Holder> {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, folder], {
-      stdio: ['pipe', 'pipe', 'inherit'],
+    const started = this.#children.start(ENTRY, {
+      args: [folder],
+      stdin: 'pipe',
+      stderr: 'inherit',
     });
-    this.#children.add(child);
-    const exited = once(child, 'exit').then(([code]) => {
-      this.#children.delete(child);
-      return code as number | null;
-    });
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    const line = await Promise.race([
-      once(lines, 'line').then(([text]) => text as string),
-      exited.then((code) => `{"held":false,"code":"exited ${code}"}`),
-    ]);
-    const answer = JSON.parse(line) as HolderAnswer;
+    const line = await started.waitFor(/^.*\n/);
+    const answer = JSON.parse(
+      line?.[0] ?? `{"held":false,"code":"exited ${await started.exited}"}`,
+    ) as HolderAnswer;
     return {
-      child,
+      child: started.child,
       answer,
       release: async () => {
-        child.stdin?.end();
-        return exited;
+        started.child.stdin?.end();
+        return started.exited;
       },
       kill: async () => {
-        child.kill('SIGKILL');
-        await exited;
+        await started.stop('SIGKILL');
       },
     };
   }
 
-  async stopAll(): Promise<void> {
-    await Promise.all(
-      [...this.#children].map(async (child) => {
-        const exited = once(child, 'exit');
-        child.kill('SIGKILL');
-        await exited;
-      }),
-    );
+  stopAll(): Promise<void> {
+    return this.#children.stopAll();
   }
 }

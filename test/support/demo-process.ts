@@ -3,8 +3,8 @@
  * port, its output kept, stopped with SIGTERM or killed with SIGKILL. A process that exits before
  * it serves is answered with its exit code and output instead. `stopAll()` leaves none behind.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
+import { ChildProcesses } from './child-processes.js';
 
 /** A demo process that serves. */
 export interface DemoProcess {
@@ -27,62 +27,29 @@ export interface DemoExit {
 
 /** Starts demo processes and stops them all at the end. */
 export class DemoProcesses {
-  readonly #children = new Set<ChildProcess>();
+  readonly #children = new ChildProcesses();
 
   /** Start one with this environment; resolves once it serves, or with how it exited. */
   async start(env: NodeJS.ProcessEnv): Promise<DemoProcess | DemoExit> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/service.ts'], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.#children.add(child);
-    let stdout = '';
-    let stderr = '';
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    // 'close' follows the end of the output streams as well as the exit.
-    const closed = once(child, 'close');
-    const exited = once(child, 'exit').then(([code]) => {
-      this.#children.delete(child);
-      return code as number | null;
-    });
-    const serving = new Promise<boolean>((resolve) => {
-      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-        stdout += chunk;
-        if (stdout.includes('Press Ctrl+C to stop.')) resolve(true);
-      });
-      exited.then(() => resolve(false));
-    });
-    if (!(await serving)) {
-      const code = await exited;
-      await closed;
-      return { code, stdout, stderr };
+    const started = this.#children.start('examples/service.ts', { env });
+    const served = await started.waitFor(/Press Ctrl\+C to stop\./);
+    if (served === undefined) {
+      return { code: await started.exited, stdout: started.stdout(), stderr: started.stderr() };
     }
     return {
-      url: /on (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(stdout)?.[1] as string,
-      child,
-      stdout: () => stdout,
-      stderr: () => stderr,
-      stop: async () => {
-        child.kill('SIGTERM');
-        return exited;
-      },
+      url: /on (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(started.stdout())?.[1] as string,
+      child: started.child,
+      stdout: started.stdout,
+      stderr: started.stderr,
+      stop: () => started.stop('SIGTERM'),
       kill: async () => {
-        child.kill('SIGKILL');
-        await exited;
+        await started.stop('SIGKILL');
       },
     };
   }
 
-  async stopAll(): Promise<void> {
-    await Promise.all(
-      [...this.#children].map(async (child) => {
-        const exited = once(child, 'exit');
-        child.kill('SIGKILL');
-        await exited;
-      }),
-    );
+  stopAll(): Promise<void> {
+    return this.#children.stopAll();
   }
 }
 

@@ -2,13 +2,12 @@
  * Driving the reference service (examples/service.ts) over real HTTP in tests: started on a
  * temporary folder, called with fetch or with raw bytes, its delivery attempts awaited.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect } from 'vitest';
 import { type DemoOptions, type DemoService, startDemoService } from '../../examples/service.js';
 import type { DeliveryAttempt, WebhookServiceDisabled } from '../../src/index.js';
+import { demoDataDir } from './pglite-template.js';
 
 /** The headers of the Live demo client's JSON requests. */
 export const LIVE = { 'x-api-key': 'live-demo-key', 'content-type': 'application/json' };
@@ -16,14 +15,14 @@ export const LIVE = { 'x-api-key': 'live-demo-key', 'content-type': 'application
 export const DEV = { 'x-api-key': 'dev-demo-key', 'content-type': 'application/json' };
 
 /**
- * Starts demos on free ports, each with its embedded PostgreSQL in a fresh temporary folder, and
- * removes the folders afterwards (`afterAll(cleanup)`).
+ * Starts demos on free ports, each with its embedded PostgreSQL in a temporary folder of its own
+ * (copied from the run's PGlite template), and removes the folders afterwards (`afterAll(cleanup)`).
  */
 export function demoStarter() {
   const folders: string[] = [];
   return {
     async start(options: DemoOptions = {}): Promise<DemoService> {
-      const dataDir = await mkdtemp(join(tmpdir(), 'demo-data-'));
+      const dataDir = await demoDataDir();
       folders.push(dataDir);
       // The tests' receivers listen on ports of their own: allowed as WEBHOOK_ALLOW=127.0.0.1 does.
       return startDemoService({

@@ -3,9 +3,9 @@
  * calls to them over real HTTP. Every process started is tracked, so that `stopAll()` in an
  * `afterAll` leaves none behind, whether the tests passed or not.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import type { PublishEvent, PublishResult, WebhookServiceStats } from '../../src/index.js';
+import { type Child, ChildProcesses } from './child-processes.js';
 
 /** An answer of an instance, its body parsed when it is JSON. */
 export interface InstanceAnswer {
@@ -41,54 +41,33 @@ const ENTRY = 'test/support/webhook-instance.ts';
 
 /** Starts instances and stops them all at the end. */
 export class InstanceProcesses {
-  readonly #children = new Set<ChildProcess>();
+  readonly #children = new ChildProcesses();
 
   /**
    * Start one instance with this environment (see webhook-instance.ts) and wait until it serves.
    * @param name - its name, also its connections' `application_name`
    */
   async start(name: string, env: Record<string, string>): Promise<InstanceProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY], {
+    const started = this.#children.start(ENTRY, {
       env: { ...process.env, ...env, INSTANCE: name },
       // The instance exits when its stdin ends: it never outlives this process.
-      stdio: ['pipe', 'pipe', 'inherit'],
+      stdin: 'pipe',
+      stderr: 'inherit',
     });
-    this.#children.add(child);
-    const exited = once(child, 'exit').then(([code]) => {
-      this.#children.delete(child);
-      return code as number | null;
-    });
-    const port = await new Promise<number>((resolve, reject) => {
-      let output = '';
-      child.stdout?.setEncoding('utf8');
-      child.stdout?.on('data', (chunk: string) => {
-        output += chunk;
-        const match = /^listening ([0-9]+)$/m.exec(output);
-        if (match !== null) resolve(Number(match[1]));
-      });
-      void exited.then((code) => reject(new Error(`instance ${name} exited with ${code}`)));
-    });
-    return instance(name, `http://127.0.0.1:${port}`, child, exited);
+    const listening = await started.waitFor(/^listening ([0-9]+)$/m);
+    if (listening === undefined) {
+      throw new Error(`instance ${name} exited with ${await started.exited}`);
+    }
+    return instance(name, `http://127.0.0.1:${listening[1]}`, started);
   }
 
   /** Kill every instance still running and wait for each to exit. */
-  async stopAll(): Promise<void> {
-    await Promise.all(
-      [...this.#children].map(async (child) => {
-        const exited = once(child, 'exit');
-        child.kill('SIGKILL');
-        await exited;
-      }),
-    );
+  stopAll(): Promise<void> {
+    return this.#children.stopAll();
   }
 }
 
-function instance(
-  name: string,
-  url: string,
-  child: ChildProcess,
-  exited: Promise<number | null>,
-): InstanceProcess {
+function instance(name: string, url: string, started: Child): InstanceProcess {
   const call = async (
     method: string,
     path: string,
@@ -119,14 +98,11 @@ function instance(
   return {
     name,
     url,
-    child,
+    child: started.child,
     call,
     publish: (event) => expectOk(call('POST', '/test/publish', { body: event }), 'publish'),
     stats: () => expectOk(call('GET', '/test/stats'), 'stats'),
     errors: () => expectOk(call('GET', '/test/errors'), 'errors'),
-    async stop(signal) {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
-    },
+    stop: (signal) => started.stop(signal),
   };
 }

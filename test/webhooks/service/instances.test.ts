@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../../src/index.js';
 import { type InstanceProcess, InstanceProcesses } from '../../support/instance-process.js';
+import { pgliteFolder } from '../../support/pglite-template.js';
 import { PostgresServer } from '../../support/postgres-server.js';
 import {
   type ReceivedDelivery,
@@ -38,7 +39,10 @@ let receiver: WebhookReceiver;
 let a: InstanceProcess;
 let b: InstanceProcess;
 let dataDir: string | undefined;
-/** The first instance on PGlite: started with the others, as PGlite's first start is long. */
+/**
+ * The first instance on PGlite, its folder copied from the run's template: started with the others,
+ * as PGlite's start is long.
+ */
 let lite: InstanceProcess;
 /** What each bound took, in ms, by check. */
 const timings: Record<string, number[]> = {};
@@ -54,6 +58,7 @@ const pgEnv = (): Record<string, string> => ({
 beforeAll(async () => {
   const startLite = async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'pglite-instance-'));
+    await pgliteFolder(dataDir);
     return processes.start('P', { DATA_DIR: dataDir, SECRET_KEY });
   };
   [server, receiver, lite] = await Promise.all([

@@ -9,11 +9,10 @@
  * scenarios are in test/support/kill-scenario.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { HoldingReceiver } from '../../support/holding-receiver.js';
 import { InstanceProcesses } from '../../support/instance-process.js';
 import {
@@ -23,6 +22,7 @@ import {
   killedSeveralTimes,
   startKillReceiver,
 } from '../../support/kill-scenario.js';
+import { pgliteFolder } from '../../support/pglite-template.js';
 
 const SECRET_KEY = randomBytes(32).toString('base64');
 
@@ -31,16 +31,6 @@ const folders: string[] = [];
 const receivers: HoldingReceiver[] = [];
 /** Each scenario's figures, printed at the end. */
 const notes: string[] = [];
-
-/** A data folder PGlite has initialised, which each test copies: a fresh one takes seconds. */
-let template: string;
-
-beforeAll(async () => {
-  template = await mkdtemp(join(tmpdir(), 'pglite-kill-'));
-  folders.push(template);
-  const lite = await PGlite.create(template);
-  await lite.close();
-});
 
 afterAll(async () => {
   // Each step runs whatever the one before did.
@@ -54,13 +44,14 @@ afterAll(async () => {
 });
 
 /**
- * One instance on a data folder of its own, and a receiver.
+ * One instance on a data folder of its own (copied from the run's PGlite template: a fresh one
+ * takes seconds), and a receiver.
  * @param env - more settings of the instance
  */
 async function onPGlite(env: Record<string, string> = {}): Promise<KillSetup> {
   const folder = await mkdtemp(join(tmpdir(), 'pglite-kill-'));
   folders.push(folder);
-  await cp(template, folder, { recursive: true });
+  await pgliteFolder(folder);
   const receiver = await startKillReceiver();
   receivers.push(receiver);
   return {

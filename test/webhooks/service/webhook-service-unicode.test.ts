@@ -8,13 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SubscriptionRepository } from '../../../src/index.js';
 import { MemorySubscriptionRepository, validateSubscriptionRequest } from '../../../src/index.js';
 import { TestDatabases } from '../../postgres/databases.js';
+import { pgliteInMemory } from '../../support/pglite-template.js';
 import { call, serviceSetup, subscriptionBody } from '../../support/webhook-service.js';
 
 const databases = new TestDatabases();
 // PGlite alone: the file needs no PostgreSQL server.
 beforeAll(async () => {
-  const { PGlite } = await import('@electric-sql/pglite');
-  databases.lite = await PGlite.create();
+  databases.lite = await pgliteInMemory();
 });
 afterAll(() => databases.stop());
 
