@@ -10,11 +10,13 @@
  * default initdb settings): `PGlite.create()` in memory or on a fresh folder makes the same
  * database. A test about a fresh folder (the first start of the service) opens one.
  */
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import { inject } from 'vitest';
 
@@ -30,8 +32,9 @@ const WAIT_MS = 180_000;
 /** The template, made first if no file made it yet. */
 async function template(): Promise<Template> {
   const root = inject('pgliteTemplate');
-  if (root === undefined)
+  if (root === undefined) {
     throw new Error('no PGlite template folder: pglite-global-setup.ts did not run');
+  }
   const made: Template = { folder: join(root, 'pgdata'), dump: join(root, 'pgdata.tar') };
   const ready = join(root, 'ready');
   const failed = join(root, 'failed');
@@ -97,7 +100,9 @@ export async function pgliteFolder(folder: string): Promise<string> {
   if (existsSync(folder) && readdirSync(folder).length > 0) {
     throw new Error(`${folder} is not empty: the template goes into a missing or empty folder`);
   }
-  cpSync(source, folder, { recursive: true });
+  await mkdir(folder, { recursive: true });
+  // cp copies the thousand files of the folder in a tenth of the time fs.cpSync takes.
+  await promisify(execFile)('cp', ['-R', `${source}/.`, folder]);
   return folder;
 }
 
