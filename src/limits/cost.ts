@@ -4,7 +4,14 @@
  * policies before anything is decided.
  * @module
  */
-import { aBoolean, readOptions, refused, wholeNumber, worded } from '../internal/options.js';
+import {
+  aBoolean,
+  checkValue,
+  readOptions,
+  refused,
+  wholeNumber,
+  worded,
+} from '../internal/options.js';
 import type { Policy } from './policy.js';
 import type { Plan } from './store.js';
 
@@ -40,6 +47,46 @@ export interface VerbOptions {
  * @internal
  */
 export function readVerbOptions(options: unknown, peek: boolean): VerbOptions {
+  // On every check that passes options: a plain object of known keys is read without the
+  // reader's lists (each key still read once, each value by the reader's rules); any other
+  // object goes to the reader, which names what is wrong.
+  const known = knownKeysOnly(options, peek);
+  if (known !== undefined) {
+    let statuses: unknown;
+    let cost: unknown;
+    try {
+      if (!peek) statuses = known.statuses;
+      cost = known.cost;
+    } catch {
+      return readVerbOptionsAll(options, peek);
+    }
+    return {
+      statuses: peek || statuses === undefined ? true : checkValue(aBoolean, statuses, 'statuses'),
+      cost: cost === undefined ? 1 : checkValue(aCost, cost, 'cost'),
+    };
+  }
+  return readVerbOptionsAll(options, peek);
+}
+
+/** The options as a record when every key they enumerate is one the verb takes; else undefined. */
+function knownKeysOnly(
+  options: unknown,
+  peek: boolean,
+): { readonly statuses?: unknown; readonly cost?: unknown } | undefined {
+  if (typeof options !== 'object' || options === null) return undefined;
+  try {
+    // Array.isArray throws on a revoked proxy: inside the try, as the keys are.
+    if (Array.isArray(options)) return undefined;
+    for (const key in options) {
+      if (key !== 'cost' && (peek || key !== 'statuses')) return undefined;
+    }
+  } catch {
+    return undefined;
+  }
+  return options;
+}
+
+function readVerbOptionsAll(options: unknown, peek: boolean): VerbOptions {
   if (peek) {
     const { cost } = readOptions(options, 'peek()', PEEK_RULES, {
       defaults: { cost: 1 },

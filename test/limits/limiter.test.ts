@@ -1249,3 +1249,43 @@ describe('limiter: requests read once', () => {
     });
   });
 });
+
+describe('limiter: check() options, read on every call', () => {
+  const make = () => createLimiter({ preset: presets.live, clock: new FakeClock(0) });
+  const req = { clientId: 'c', accountCode: 'a', method: 'GET', path: '/booking/v1/offers' };
+
+  it('reads each option once, whatever shape the object has', () => {
+    const reads: string[] = [];
+    const options = {
+      get statuses() {
+        reads.push('statuses');
+        return false;
+      },
+      get cost() {
+        reads.push('cost');
+        return 2;
+      },
+    };
+    const decision = make().check(req, options);
+    expect(decision.allowed).toBe(true);
+    expect(decision.statuses).toEqual([]);
+    expect(reads.sort()).toEqual(['cost', 'statuses']);
+  });
+
+  it('refuses an unknown key with the nearest name, and a bad value in the one wording', () => {
+    const limiter = make();
+    expect(() => limiter.check(req, { statuses: true, cots: 2 } as never)).toThrow(
+      /^check\(\) has no option "cots"; did you mean "cost"\?/,
+    );
+    expect(() => limiter.check(req, { statuses: 'yes' } as never)).toThrow(
+      'statuses must be true or false, got "yes".',
+    );
+    expect(() => limiter.peek(req, { statuses: false } as never)).toThrow(
+      /^peek\(\) has no option "statuses"/,
+    );
+    // An inherited key is the object's too: it goes to the reader, which reads own keys only.
+    const inherited = Object.create({ cost: 3 }) as { statuses?: boolean };
+    inherited.statuses = false;
+    expect(limiter.check(req, inherited).allowed).toBe(true);
+  });
+});
