@@ -14,6 +14,7 @@ import { startDemoService } from '../../examples/service.js';
 import { verifyWebhook } from '../../src/index.js';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
 import { type DemoProcess, DemoProcesses, serving } from '../support/demo-process.js';
+import { GUARD_MS } from '../support/eventually.js';
 import { demoDataDir } from '../support/pglite-template.js';
 import { sharedPostgres } from '../support/shared-postgres.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -40,7 +41,7 @@ async function call(url: string, path: string, body?: unknown) {
 
 /** The account's delivery log once it holds `count` entries (a delivery is logged after it ends). */
 async function logOf(url: string, count: number) {
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + GUARD_MS;
   for (;;) {
     const log = await call(url, '/v1/audit-logs');
     if (log.body.items.length >= count || Date.now() > deadline) return log.body.items;

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type DemoProcess, DemoProcesses, serving } from '../support/demo-process.js';
+import { GUARD_MS } from '../support/eventually.js';
 import { demoDataDir } from '../support/pglite-template.js';
 import { freePort } from '../support/ports.js';
 
@@ -30,7 +31,7 @@ async function call(url: string, path: string, body?: unknown) {
 
 /** Poll a condition between turns, with a generous guard against a hang (no timing asserted). */
 async function until<T>(read: () => Promise<T> | T, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + GUARD_MS;
   for (;;) {
     const value = await read();
     if (done(value) || Date.now() > deadline) return value;

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
 import type { ChangeListener } from '../../src/webhooks/store/repository.js';
+import { eventually } from '../support/eventually.js';
 import { DATABASES, subscription, TestDatabases } from './databases.js';
 
 const dbs = new TestDatabases();
@@ -14,14 +15,9 @@ afterAll(() => dbs.stop());
 
 const LIMITS = { at: 0, maxPerAccount: 10 };
 
-/** Wait for a condition, with a deadline (no timing is asserted). */
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** Wait for a condition (see `eventually`; no timing is asserted). */
+const until = (condition: () => boolean | Promise<boolean>, what: string): Promise<boolean> =>
+  eventually(what, condition, 10);
 
 /** A listener that keeps what it is told. */
 function recorder(): ChangeListener & { revisions: number[]; reconnects: number } {

@@ -16,6 +16,7 @@ import * as bullmq from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryJob } from '../../../src/index.js';
 import { verifyWebhook } from '../../../src/index.js';
+import { eventually } from '../../support/eventually.js';
 import { type InstanceProcess, InstanceProcesses } from '../../support/instance-process.js';
 import { type SharedPostgres, sharedPostgres } from '../../support/shared-postgres.js';
 import { type SharedRedis, sharedRedis } from '../../support/shared-redis.js';
@@ -31,8 +32,6 @@ const SECRET_KEY = randomBytes(32).toString('base64');
 const QUEUE_NAME = 'webhook-deliveries';
 /** The receiver's `Retry-After` on the first attempt, in seconds. */
 const RETRY_AFTER_S = 2;
-/** How long a condition may take to hold (process starts and a retry due in two seconds). */
-const DEADLINE_MS = 20_000;
 
 const processes = new InstanceProcesses();
 let postgres: SharedPostgres | undefined;
@@ -78,16 +77,9 @@ afterAll(async () => {
   }
 });
 
-/** Poll `check` until it gives a value; fails after the deadline, saying `what` was awaited. */
-async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + DEADLINE_MS;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${DEADLINE_MS} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** Poll `check` until it gives a value (see `eventually`), saying `what` was awaited. */
+const until = <T>(what: string, check: () => Promise<T | undefined>): Promise<T> =>
+  eventually(what, check, 10);
 
 /** The requests the receiver got for message `id`, in order. */
 const requestsOf = (id: string): ReceivedDelivery[] =>

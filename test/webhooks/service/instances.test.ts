@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../../src/index.js';
+import { eventually, GUARD_MS } from '../../support/eventually.js';
 import { type InstanceProcess, InstanceProcesses } from '../../support/instance-process.js';
 import { pgliteFolder } from '../../support/pglite-template.js';
 import { PostgresServer } from '../../support/postgres-server.js';
@@ -24,12 +25,6 @@ import {
   type WebhookReceiver,
 } from '../../support/webhook-receiver.js';
 
-/**
- * How long a change on one instance is waited for on another before the test fails: a guard against
- * a change that never arrives, not a speed claim (how fast changes arrive is measured by the
- * webhook-store benchmark, bench/store-sync.ts, and printed here).
- */
-const GUARD_MS = 30_000;
 const SCHEMA = 'instances';
 const SECRET_KEY = randomBytes(32).toString('base64');
 
@@ -131,16 +126,11 @@ async function create(on: InstanceProcess, account: string, path: string) {
 const matches = async (on: InstanceProcess, account: string, id: string) =>
   (await on.publish(event(account))).deliveries.includes(id);
 
-/** The delivery of message `id` the receiver got, waited for with a deadline. */
-async function delivery(id: string): Promise<ReceivedDelivery> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const found = receiver.received.find((d) => d.headers['webhook-id'] === id);
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`no delivery of message ${id}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
+/** The delivery of message `id` the receiver got, waited for (see `eventually`). */
+const delivery = (id: string): Promise<ReceivedDelivery> =>
+  eventually(`a delivery of message ${id}`, () =>
+    receiver.received.find((d) => d.headers['webhook-id'] === id),
+  );
 
 /** The pid of an instance's LISTEN backend, found by its application name; undefined while none. */
 async function listenBackend(name: string): Promise<string | undefined> {
@@ -328,14 +318,11 @@ describe('a restart keeps subscriptions, secrets and the delivery log', () => {
    * oldest first (the audit log is newest first).
    */
   async function logOnceItHolds(on: InstanceProcess, account: string, count: number) {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
+    return eventually(`the log of ${account} holding ${count}`, async () => {
       const log = await on.call('GET', '/v1/audit-logs', { account });
       expect(log.status).toBe(200);
-      if (log.body.items.length >= count) return log.body.items.reverse();
-      if (Date.now() > deadline) throw new Error(`the log of ${account} holds no ${count}`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+      return log.body.items.length >= count ? log.body.items.reverse() : undefined;
+    });
   }
 
   /**
