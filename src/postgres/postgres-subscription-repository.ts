@@ -8,9 +8,9 @@ import {
   aBoolean,
   aFunction,
   INVALID,
-  invalidValue,
   type Rule,
   readOptions,
+  refused,
   requiredValue,
   wholeNumber,
   withMethods,
@@ -145,15 +145,9 @@ const RULES = {
 
 const OWNER = 'PostgresSubscriptionRepository.open';
 
-// Never read: the refusals of a cipher beside keys, and of re-encrypting without keys.
-const CIPHER_ALONE: Rule<never> = {
-  expected: 'left out when secretKeys is given (pass the keys alone)',
-  read: () => INVALID,
-};
-const KEYS_TO_REENCRYPT: Rule<never> = {
-  expected: `given to ${OWNER} (newest first) for reencryptSecrets()`,
-  read: () => INVALID,
-};
+// What a value must be, for the refusals of a cipher beside keys, and of re-encrypting without keys.
+const CIPHER_ALONE = 'left out when secretKeys is given (pass the keys alone)';
+const KEYS_TO_REENCRYPT = `given to ${OWNER} (newest first) for reencryptSecrets()`;
 
 /** A pg Pool's or client's query with a statement name (pg prepares it once per connection). */
 interface NamedQuery {
@@ -201,7 +195,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     });
     this.#database = requiredValue(RULES.database, read.database, 'database');
     if (read.secretKeys !== undefined && read.cipher !== undefined) {
-      throw invalidValue(CIPHER_ALONE, read.cipher, 'cipher');
+      throw refused('cipher', CIPHER_ALONE, read.cipher);
     }
     this.#cipher =
       read.cipher ?? (read.secretKeys === undefined ? undefined : cipherOf(read.secretKeys));
@@ -673,7 +667,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
    */
   async reencryptSecrets(): Promise<number> {
     const cipher = this.#cipher;
-    if (cipher === undefined) throw invalidValue(KEYS_TO_REENCRYPT, undefined, 'secretKeys');
+    if (cipher === undefined) throw refused('secretKeys', KEYS_TO_REENCRYPT, undefined);
     let done = 0;
     let after = 0;
     for (;;) {

@@ -4,9 +4,9 @@ import { nearestName } from '../../internal/nearest-name.js';
 import {
   checkValue,
   INVALID,
-  invalidValue,
   listOf,
   type Rule,
+  refused,
   withFields,
   worded,
 } from '../../internal/options.js';
@@ -74,12 +74,8 @@ const EVENT: Rule<string> = {
   },
 };
 
-// Never read: the refusal of an event listed a second time.
-const LISTED_ONCE: Rule<string> = {
-  expected: 'an event not listed before it',
-  code: CODE,
-  read: () => INVALID,
-};
+// What a value must be, for the refusal of an event listed a second time.
+const LISTED_ONCE = 'an event not listed before it';
 
 const EVENT_LIST = worded(
   listOf(EVENT, 1),
@@ -96,7 +92,7 @@ const TOPIC_EVENTS: Rule<readonly string[] | '*'> = {
     if (list === INVALID) return INVALID;
     list.forEach((event, index) => {
       if (list.indexOf(event) !== index)
-        throw invalidValue(LISTED_ONCE, event, `${name}[${index}]`);
+        throw refused(`${name}[${index}]`, LISTED_ONCE, event, CODE);
     });
     return Object.freeze(list);
   },

@@ -6,10 +6,10 @@ import type { CheckingLimiter, Identity, RateLimitOptions } from '../../http/rat
 import {
   aFunction,
   INVALID,
-  invalidValue,
   optionsOf,
   type Rule,
   readOptions,
+  refused,
   requiredValue,
   wholeNumber,
   withMethods,
@@ -207,12 +207,9 @@ const CURSOR_KEY = secretRule<CursorSecret>(
     typeof value === 'string' ? `a string of ${keyBytes(value)} bytes` : secretSize(value),
 );
 
-// Never read: the refusal of limits given without a limiter to apply them.
-const LIMITS_ALONE: Rule<never> = {
-  expected:
-    'given only with a limiter (pass limiter: createLimiter({ ... }) as well, or leave limits out)',
-  read: () => INVALID,
-};
+// What a value must be, for the refusal of limits given without a limiter to apply them.
+const LIMITS_ALONE =
+  'given only with a limiter (pass limiter: createLimiter({ ... }) as well, or leave limits out)';
 
 const SERVICE_RULES = {
   repository: withMethods<SubscriptionRepository>(
@@ -317,7 +314,7 @@ export function readServiceOptions(options: WebhookServiceOptions) {
   const repository = requiredValue(SERVICE_RULES.repository, read.repository, 'repository');
   const identify = requiredValue(SERVICE_RULES.identify, read.identify, 'identify');
   if (read.limits !== undefined && read.limiter === undefined) {
-    throw invalidValue(LIMITS_ALONE, read.limits, 'limits');
+    throw refused('limits', LIMITS_ALONE, read.limits);
   }
   return {
     ...read,

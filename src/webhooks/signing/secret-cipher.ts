@@ -11,6 +11,7 @@ import {
   optionsOf,
   type Rule,
   readOptions,
+  refused,
   requiredValue,
 } from '../../internal/options.js';
 import { isInstance } from '../../internal/read-once.js';
@@ -89,10 +90,7 @@ function keyBytes(value: unknown): Buffer | undefined {
 }
 
 // Two keys of one id: a stored secret would name a key that is not the one that encrypted it.
-const uniqueKeyId: Rule<string> = {
-  expected: 'an id no earlier key has (give each key an id of its own)',
-  read: () => INVALID,
-};
+const uniqueKeyId = 'an id no earlier key has (give each key an id of its own)';
 
 /**
  * The rule of a list of keys, newest first, each read and checked (used by the repositories'
@@ -114,7 +112,7 @@ export const SECRET_KEYS: Rule<readonly { readonly id: string; readonly key: Buf
       }));
       read.forEach(({ id }, index) => {
         if (read.findIndex((other) => other.id === id) !== index) {
-          throw invalidValue(uniqueKeyId, id, `${name}[${index}].id`);
+          throw refused(`${name}[${index}].id`, uniqueKeyId, id);
         }
       });
       return read;

@@ -4,7 +4,7 @@
  * @module
  */
 import { describe } from '../../internal/describe.js';
-import { INVALID, invalidValue, type Rule } from '../../internal/options.js';
+import { refused } from '../../internal/options.js';
 import type { SubscriptionChange } from '../subscriptions/subscription.js';
 import {
   replacePlainSubscription,
@@ -13,13 +13,9 @@ import {
 import { isPlainChanges } from './plain-changes.js';
 import type { SubscriptionRepository } from './repository.js';
 
-// Never read: the refusal reported when two accounts hold one id.
-const UNIQUE_ID: Rule<string> = {
-  expected:
-    "an id no other account's subscription has: only the first is matched (make generateId return ids unique across accounts; the default, a UUID, is)",
-  code: 'duplicate_subscription_id',
-  read: () => INVALID,
-};
+// What a value must be, for the refusal reported when two accounts hold one id.
+const UNIQUE_ID =
+  "an id no other account's subscription has: only the first is matched (make generateId return ids unique across accounts; the default, a UUID, is)";
 
 /** How many changes one read of `changesSince` asks for. */
 const PAGE = 10_000;
@@ -139,10 +135,11 @@ export class SubscriptionMirror {
     if (held !== undefined && held.accountCode !== change.accountCode) {
       if (change.subscription?.status === 'enabled') {
         this.#onError(
-          invalidValue(
+          refused(
+            `subscription.id of account ${describe(change.accountCode)}`,
             UNIQUE_ID,
             change.id,
-            `subscription.id of account ${describe(change.accountCode)}`,
+            'duplicate_subscription_id',
           ),
         );
       }

@@ -1,7 +1,7 @@
 /** The account-scoped subscription index (see docs/webhooks.md). @module */
 import { isConfigurationError } from '../../errors/index.js';
 import { describe, isArray } from '../../internal/describe.js';
-import { checkValue, INVALID, invalidValue, type Rule, worded } from '../../internal/options.js';
+import { checkValue, INVALID, type Rule, refused, worded } from '../../internal/options.js';
 import { isInstance, readSafely } from '../../internal/read-once.js';
 import { parseEventKind, parseEventPattern } from '../events/event-kind.js';
 import type { Subscription } from './subscription.js';
@@ -113,7 +113,7 @@ export class SubscriptionIndex {
   add(subscription: Subscription): void {
     this.#check(subscription);
     if (this.#byId.has(subscription.id)) {
-      throw invalidValue(NOT_HELD, subscription.id, 'subscription.id');
+      throw refused('subscription.id', NOT_HELD, subscription.id, 'duplicate_subscription_id');
     }
     this.#insert(frozenData(subscription));
   }
@@ -363,19 +363,11 @@ const PATTERN: Rule<string> = {
   read: (value) => (parseEventPattern(value).ok ? (value as string) : INVALID),
 };
 
-// Never read: the refusals that depend on what the index holds or how the fields are held.
-const NOT_HELD: Rule<string> = {
-  expected: 'an id no held subscription has (change a held one with replace())',
-  code: 'duplicate_subscription_id',
-  read: () => INVALID,
-};
+// What a value must be, for the refusals that depend on what the index holds or how the fields are held.
+const NOT_HELD = 'an id no held subscription has (change a held one with replace())';
 
-const PLAIN: Rule<Subscription> = {
-  expected:
-    'a plain object holding its id, accountCode, events and propertyIds (and their elements) as data, not getters',
-  code: CODE,
-  read: () => INVALID,
-};
+const PLAIN =
+  'a plain object holding its id, accountCode, events and propertyIds (and their elements) as data, not getters';
 
 const nameOf = (subscription: Subscription): string => `subscription ${describe(subscription.id)}`;
 
@@ -392,7 +384,7 @@ function checkShape(subscription: unknown): void {
     if (propertyIds !== undefined) checkValue(PROPERTY_IDS, propertyIds, `${name}.propertyIds`);
   } catch (error) {
     if (isConfigurationError(error)) throw error;
-    throw invalidValue(PLAIN, subscription, 'subscription');
+    throw refused('subscription', PLAIN, subscription, CODE);
   }
 }
 
@@ -445,7 +437,7 @@ function frozenData(subscription: Subscription): Subscription {
     (subscription.propertyIds === undefined || plain(subscription, 'propertyIds')) &&
     plainElements(subscription.events) &&
     (subscription.propertyIds === undefined || plainElements(subscription.propertyIds));
-  if (!data) throw invalidValue(PLAIN, subscription, nameOf(subscription));
+  if (!data) throw refused(nameOf(subscription), PLAIN, subscription, CODE);
   return subscription;
 }
 
