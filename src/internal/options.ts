@@ -174,8 +174,12 @@ export function conflictingKeys(
   return mustBe(name, `an object with ${expected}`, `one with ${got}`, code);
 }
 
-/** The one wording: "`name` must be `expected`, got `got`.". */
-function mustBe(
+/**
+ * The one wording: "`name` must be `expected`, got `got`.", with the value already shown as `got`
+ * (for a value that must not be shown by `describe`, such as a secret shown by its size).
+ * @param code - the error's code @defaultValue `invalid_option`
+ */
+export function mustBe(
   name: string,
   expected: string,
   got: string,

@@ -2,9 +2,8 @@
  * Rules for secrets (webhook secrets, keys): a refusal describes the value by its type and size,
  * never by its text, so that no message carries key material into a log. @module
  */
-import { ConfigurationError } from '../../errors/index.js';
 import { describe } from '../../internal/describe.js';
-import { INVALID, type Rule } from '../../internal/options.js';
+import { INVALID, mustBe, type Rule } from '../../internal/options.js';
 import { isInstance } from '../../internal/read-once.js';
 
 /**
@@ -35,10 +34,7 @@ export function secretRule<T>(
     read(value, name) {
       const read = rule.read(value, name);
       if (read !== INVALID) return read;
-      throw new ConfigurationError(
-        rule.code ?? 'invalid_option',
-        `${name} must be ${rule.expected}, got ${given(value)}.`,
-      );
+      throw mustBe(name, rule.expected, given(value), rule.code);
     },
   };
 }
