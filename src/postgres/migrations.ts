@@ -179,6 +179,11 @@ export const MIGRATIONS: readonly Migration[] = [
       `COMMENT ON COLUMN ${s}.replay_paces.paced_until_ms IS 'the paced-until time of the replays to the subscription (ms): each replayed delivery moves it one replay pace on, from now at the latest; a replayed delivery is due at once only while it is less than replayInlineLimit paces ahead'`,
     ],
   },
+  {
+    version: 5,
+    name: 'group commit: the attempts of a batch recorded in one call, one after the other',
+    statements: (s) => [recordAttempts(s)],
+  },
 ];
 
 /** The key of the advisory lock that migrations of `schema` take. */
@@ -239,4 +244,105 @@ async function lockAndRead(tx: SqlDatabase, schema: string, s: string): Promise<
 /** A plain identifier (checked by the options) in double quotes. */
 export function quoteIdentifier(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * `record_attempts`: the attempts of a batch, each as one attempt alone would be recorded, in the
+ * batch's order, in one call and so in one transaction: its entry in the delivery log; its
+ * delivery, locked first (`held`), so that attempts at once of one message count it once; the
+ * subscription's failing streak; the delivery moved when it is pending in the attempt's round (a
+ * retry pending again, due at its next attempt and leased until `leases_until_ms` or then), and
+ * marked as counted in the streak. The subscription's row is written only when its health
+ * changes: a delivery to a healthy endpoint locks nothing but its own delivery. Each attempt sees
+ * what the ones before it in the batch wrote, as if they had been recorded one by one. One row per
+ * attempt: its position in the batch (from 1), its sequence in the log, and the streak after it.
+ * A later version of these steps replaces the function in a migration of its own.
+ */
+function recordAttempts(s: string): string {
+  // Whether the attempt moves its delivery: pending, and in the attempt's replay round.
+  const round = `(d.status = 'pending' AND d.replay = coalesce(item.replay, 0))`;
+  return `CREATE FUNCTION ${s}.record_attempts(
+      account_codes text[], message_ids text[], subscription_ids text[], endpoint_urls text[],
+      attempt_numbers integer[], at_ms float8[], statuses integer[], error_codes text[],
+      error_messages text[], outcomes text[], next_attempt_ms float8[], reasons text[],
+      durations_ms float8[], replays integer[], leases_until_ms float8[])
+    RETURNS TABLE (out_n bigint, out_sequence bigint, out_failing_since_ms float8,
+      out_failed_messages integer)
+    LANGUAGE plpgsql ROWS 16 SET jit = off AS $body$
+    DECLARE
+      item record;
+    BEGIN
+      FOR item IN
+        SELECT * FROM unnest(account_codes, message_ids, subscription_ids, endpoint_urls,
+          attempt_numbers, at_ms, statuses, error_codes, error_messages, outcomes,
+          next_attempt_ms, reasons, durations_ms, replays, leases_until_ms)
+          WITH ORDINALITY AS x(account_code, message_id, subscription_id, endpoint_url, attempt,
+            at_ms, status, error_code, error_message, outcome, next_attempt_ms, reason,
+            duration_ms, replay, lease_until_ms, n)
+        ORDER BY x.n
+      LOOP
+        RETURN QUERY WITH entry AS (
+          INSERT INTO ${s}.delivery_log (account_code, message_id, subscription_id,
+            endpoint_url, attempt, at_ms, status, error_code, error_message, outcome,
+            next_attempt_ms, reason, duration_ms, replay)
+          VALUES (item.account_code, item.message_id, item.subscription_id, item.endpoint_url,
+            item.attempt, item.at_ms, item.status, item.error_code, item.error_message,
+            item.outcome, item.next_attempt_ms, item.reason, item.duration_ms, item.replay)
+          RETURNING delivery_log.sequence
+        ), held AS (
+          SELECT d.failed_streak FROM ${s}.deliveries AS d
+          WHERE d.account_code = item.account_code AND d.message_id = item.message_id
+            AND d.subscription_id = item.subscription_id
+          FOR UPDATE
+        ), health AS (
+          UPDATE ${s}.subscriptions AS t SET
+            streak = t.streak + CASE WHEN item.outcome = 'delivered' THEN 1 ELSE 0 END,
+            failing_since_ms = CASE WHEN item.outcome = 'delivered' THEN NULL
+              ELSE coalesce(t.failing_since_ms, item.at_ms) END,
+            failed_messages = CASE WHEN item.outcome = 'delivered' THEN 0
+              WHEN EXISTS (SELECT 1 FROM held WHERE held.failed_streak = t.streak)
+                THEN t.failed_messages
+              ELSE t.failed_messages + 1 END
+          WHERE t.account_code = item.account_code AND t.id = item.subscription_id
+            AND t.deleted_at IS NULL AND item.duration_ms IS NOT NULL
+            AND CASE WHEN item.outcome = 'delivered' THEN t.failing_since_ms IS NOT NULL
+              ELSE t.failing_since_ms IS NULL
+                OR NOT EXISTS (SELECT 1 FROM held WHERE held.failed_streak = t.streak) END
+          RETURNING t.streak, t.failing_since_ms, t.failed_messages
+        ), moved AS (
+          UPDATE ${s}.deliveries AS d SET
+            status = CASE WHEN NOT ${round} THEN d.status
+              WHEN item.outcome = 'retry' THEN 'pending'
+              WHEN item.outcome = 'delivered' THEN 'delivered' ELSE 'failed' END,
+            attempts = CASE WHEN ${round} AND item.outcome = 'retry'
+              THEN greatest(d.attempts, item.attempt) ELSE d.attempts END,
+            first_attempt_ms = CASE WHEN ${round} AND item.outcome = 'retry'
+              THEN coalesce(d.first_attempt_ms, item.at_ms) ELSE d.first_attempt_ms END,
+            next_attempt_ms = CASE WHEN ${round} AND item.outcome = 'retry'
+              THEN coalesce(item.next_attempt_ms, item.at_ms) ELSE d.next_attempt_ms END,
+            lease_until_ms = CASE WHEN ${round} AND item.outcome = 'retry'
+              THEN coalesce(item.lease_until_ms, item.next_attempt_ms, item.at_ms)
+              ELSE d.lease_until_ms END,
+            failed_streak = CASE WHEN item.outcome <> 'delivered' AND h.streak IS NOT NULL
+              THEN h.streak ELSE d.failed_streak END
+          FROM (SELECT 1 FROM held LIMIT 1) AS locked
+            LEFT JOIN (SELECT streak FROM health LIMIT 1) AS h ON true
+          -- By the key, not a join to held: only the primary key serves it, whatever the
+          -- statistics of the partial index on pending deliveries say.
+          WHERE d.account_code = item.account_code AND d.message_id = item.message_id
+            AND d.subscription_id = item.subscription_id
+            AND (${round} OR (item.outcome <> 'delivered' AND h.streak IS NOT NULL))
+        )
+        SELECT item.n, entry.sequence, kept.failing_since_ms, kept.failed_messages
+        FROM entry LEFT JOIN LATERAL (
+          SELECT health.failing_since_ms, health.failed_messages FROM health
+          UNION ALL
+          SELECT t.failing_since_ms, t.failed_messages FROM ${s}.subscriptions AS t
+          WHERE t.account_code = item.account_code AND t.id = item.subscription_id
+            AND t.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM health)
+          LIMIT 1
+        ) AS kept ON true;
+      END LOOP;
+    END
+    $body$`;
 }

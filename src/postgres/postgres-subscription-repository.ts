@@ -4,10 +4,12 @@ import { createHash } from 'node:crypto';
  * PostgreSQL) on one machine, through the same SQL (see docs/postgres.md). @module
  */
 import { isSecretCipherError, SecretCipherError } from '../errors/secret-cipher-error.js';
+import { GroupCommit } from '../internal/group-commit.js';
 import {
   aBoolean,
   aFunction,
   INVALID,
+  optionsOf,
   type Rule,
   readOptions,
   refused,
@@ -53,7 +55,8 @@ import { type DataFolderLock, localDataDir, shareDataFolderLock } from './data-f
 import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js';
 import {
   type AttemptRow,
-  attemptParams,
+  type AttemptToRecord,
+  attemptColumns,
   changeOfTuple,
   type PendingRow,
   type SubscriptionRow,
@@ -115,6 +118,29 @@ export interface PostgresRepositoryOptions {
    * @defaultValue true
    */
   readonly preparedStatements?: boolean;
+  /**
+   * How writes made at the same time share one statement: the messages that `recordMessage`
+   * calls in flight record, and the attempts of `recordAttempt` calls in flight (see
+   * docs/postgres.md, "Group commit"). Each call still resolves only once its own rows are
+   * committed, and a batch that fails rejects its own calls, each with the error.
+   */
+  readonly groupCommit?: GroupCommitOptions;
+}
+
+/** How {@link PostgresRepositoryOptions.groupCommit} forms batches. */
+export interface GroupCommitOptions {
+  /** The most writes one statement takes. @defaultValue 100 */
+  readonly maxBatch?: number;
+  /**
+   * How long a batch forming while another is in flight waits for more writes, in ms; a write
+   * made while nothing is in flight never waits. @defaultValue 0 (it goes as soon as a batch may)
+   */
+  readonly maxWaitMs?: number;
+  /**
+   * Batches of one kind in flight at once; the rest wait for one to end and then go together.
+   * @defaultValue 2 on a pg Pool, 1 on PGlite (which runs one statement at a time)
+   */
+  readonly concurrency?: number;
 }
 
 const SCHEMA = /^[a-z_][a-z0-9_]{0,47}$/;
@@ -141,7 +167,18 @@ const RULES = {
   reconnectDelayMs: wholeNumber(1, 60_000),
   maxReconnectDelayMs: wholeNumber(1, 3_600_000),
   preparedStatements: aBoolean,
+  groupCommit: optionsOf(
+    {
+      maxBatch: wholeNumber(1, 10_000),
+      maxWaitMs: wholeNumber(0, 1_000),
+      concurrency: wholeNumber(1, 64),
+    },
+    '{ maxBatch: 100, maxWaitMs: 1 }',
+  ),
 };
+
+/** The most writes a batch takes, by default. */
+const MAX_BATCH = 100;
 
 const OWNER = 'PostgresSubscriptionRepository.open';
 
@@ -152,6 +189,13 @@ const KEYS_TO_REENCRYPT = `given to ${OWNER} (newest first) for reencryptSecrets
 /** A pg Pool's or client's query with a statement name (pg prepares it once per connection). */
 interface NamedQuery {
   query(config: { name: string; text: string; values: unknown[] }): Promise<SqlResult>;
+}
+
+/** A message to record, with its deliveries and their lease. */
+interface MessageToRecord {
+  readonly message: OutboxMessage;
+  readonly deliveries: readonly OutboxDelivery[];
+  readonly leaseUntil: number;
 }
 
 /** A bound of a page or a read, as the memory repository's `slice` takes it. */
@@ -186,6 +230,8 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly #names: Map<string, string> | undefined;
   #migration: MigrationReport | undefined;
   #lock: DataFolderLock | undefined;
+  readonly #messages: GroupCommit<MessageToRecord, void>;
+  readonly #attempts: GroupCommit<AttemptToRecord, AttemptRecord>;
 
   private constructor(options: PostgresRepositoryOptions | undefined) {
     const read = readOptions(options, OWNER, RULES, {
@@ -210,6 +256,21 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       reconnectDelayMs: read.reconnectDelayMs,
       maxReconnectDelayMs: Math.max(read.reconnectDelayMs, read.maxReconnectDelayMs),
     };
+    const batches = {
+      maxBatch: read.groupCommit?.maxBatch ?? MAX_BATCH,
+      maxWaitMs: read.groupCommit?.maxWaitMs ?? 0,
+      concurrency: read.groupCommit?.concurrency ?? (this.#database.kind === 'pool' ? 2 : 1),
+    };
+    this.#messages = new GroupCommit({
+      ...batches,
+      write: (batch) => this.#recordMessages(batch),
+      // A statement inserts a message once: the same id again goes in the next batch.
+      keyOf: ({ message }) => JSON.stringify([message.accountCode, message.id]),
+    });
+    this.#attempts = new GroupCommit({
+      ...batches,
+      write: (batch) => this.#recordAttempts(batch),
+    });
   }
 
   /**
@@ -395,7 +456,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     options: { readonly at: number; readonly graceMs: number },
   ): Promise<boolean> {
     const [stored, keyId] = this.#seal(accountCode, id, secret);
-    const [row] = await this.#rows<{ rotated: number }>(this.#sql.rotateSecret, [
+    const rows = await this.#rows(this.#sql.rotateSecret, [
       accountCode,
       id,
       stored,
@@ -403,7 +464,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       options.at,
       options.at + options.graceMs,
     ]);
-    return Number(row?.rotated ?? 0) > 0;
+    return rows.length > 0;
   }
 
   /**
@@ -500,28 +561,36 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return unwatch;
   }
 
-  async recordAttempt(
+  recordAttempt(
     accountCode: string,
     attempt: DeliveryAttempt,
     options: { readonly leaseUntil?: number } = {},
   ): Promise<AttemptRecord> {
-    const [row] = await this.#rows<{
+    return this.#attempts.add({ accountCode, attempt, leaseUntil: options.leaseUntil ?? null });
+  }
+
+  /** A batch of attempts, recorded one after the other in one call (`record_attempts`). */
+  async #recordAttempts(batch: readonly AttemptToRecord[]): Promise<AttemptRecord[]> {
+    const rows = await this.#rows<{
+      n: string | number;
       sequence: string | number;
       failing_since_ms: number | null;
       failed_messages: number | null;
-    }>(this.#sql.recordAttempt, [
-      accountCode,
-      ...attemptParams(attempt),
-      options.leaseUntil ?? null,
-    ]);
-    const failingSince = row?.failing_since_ms ?? null;
-    return {
-      entry: { ...attempt, sequence: Number(row?.sequence) },
-      health:
-        failingSince === null
-          ? { failedMessages: 0 }
-          : { failingSince, failedMessages: Number(row?.failed_messages ?? 0) },
-    };
+    }>(this.#sql.recordAttempts, attemptColumns(batch));
+    const byPosition = new Map(rows.map((row) => [Number(row.n), row]));
+    return batch.map(({ attempt }, i) => {
+      const row = byPosition.get(i + 1);
+      if (row === undefined)
+        throw new Error(`record_attempts answered no row for attempt ${i + 1}`);
+      const failingSince = row.failing_since_ms;
+      return {
+        entry: { ...attempt, sequence: Number(row.sequence) },
+        health:
+          failingSince === null
+            ? { failedMessages: 0 }
+            : { failingSince, failedMessages: Number(row.failed_messages ?? 0) },
+      };
+    });
   }
 
   async attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]> {
@@ -548,22 +617,60 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return Number(row?.deleted ?? 0);
   }
 
-  async recordMessage(
+  recordMessage(
     message: OutboxMessage,
     deliveries: readonly OutboxDelivery[],
     options: { readonly leaseUntil: number },
   ): Promise<void> {
-    await this.#rows(this.#sql.recordMessage, [
-      message.accountCode,
-      message.id,
-      message.kind,
-      message.propertyId ?? null,
-      message.body,
-      message.createdAt,
-      deliveries.map((d) => d.subscriptionId),
-      deliveries.map((d) => d.endpointUrl),
-      options.leaseUntil,
+    return this.#messages.add({ message, deliveries, leaseUntil: options.leaseUntil });
+  }
+
+  /** A batch of messages and their deliveries, in one statement. */
+  async #recordMessages(batch: readonly MessageToRecord[]): Promise<void[]> {
+    const n = batch.length;
+    const [accounts, ids, kinds, properties, bodies, created, leases] = Array.from(
+      { length: 7 },
+      () => new Array<unknown>(n),
+    ) as unknown[][] as [
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+    ];
+    const positions: number[] = [];
+    const subscriptions: string[] = [];
+    const endpoints: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const { message, deliveries, leaseUntil } = batch[i] as MessageToRecord;
+      accounts[i] = message.accountCode;
+      ids[i] = message.id;
+      kinds[i] = message.kind;
+      properties[i] = message.propertyId ?? null;
+      bodies[i] = message.body;
+      created[i] = message.createdAt;
+      leases[i] = leaseUntil;
+      for (const delivery of deliveries) {
+        positions.push(i + 1);
+        subscriptions.push(delivery.subscriptionId);
+        endpoints.push(delivery.endpointUrl);
+      }
+    }
+    await this.#rows(this.#sql.recordMessages, [
+      accounts,
+      ids,
+      kinds,
+      properties,
+      bodies,
+      created,
+      leases,
+      positions,
+      subscriptions,
+      endpoints,
     ]);
+    return new Array<undefined>(n).fill(undefined);
   }
 
   async claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]> {

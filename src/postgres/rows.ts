@@ -158,21 +158,37 @@ export function toPending(row: PendingRow): PendingDelivery {
   };
 }
 
-/** The parameters of the delivery log's insert, in its order ($2 to $14). */
-export function attemptParams(attempt: DeliveryAttempt): unknown[] {
-  return [
-    attempt.id,
-    attempt.subscriptionId,
-    attempt.endpointUrl,
-    attempt.attempt,
-    attempt.at,
-    attempt.status ?? null,
-    attempt.error?.code ?? null,
-    attempt.error?.message ?? null,
-    attempt.outcome,
-    attempt.nextAttemptAt ?? null,
-    attempt.reason ?? null,
-    attempt.durationMs ?? null,
-    attempt.replay ?? null,
-  ];
+/** An attempt to record, with its account and the lease of a retry. */
+export interface AttemptToRecord {
+  readonly accountCode: string;
+  readonly attempt: DeliveryAttempt;
+  readonly leaseUntil: number | null;
+}
+
+/** The parameters of `record_attempts` for a batch: one array per field, in its order. */
+export function attemptColumns(batch: readonly AttemptToRecord[]): unknown[][] {
+  const columns: unknown[][] = Array.from({ length: 15 }, () => new Array(batch.length));
+  batch.forEach(({ accountCode, attempt, leaseUntil }, i) => {
+    const values = [
+      accountCode,
+      attempt.id,
+      attempt.subscriptionId,
+      attempt.endpointUrl,
+      attempt.attempt,
+      attempt.at,
+      attempt.status ?? null,
+      attempt.error?.code ?? null,
+      attempt.error?.message ?? null,
+      attempt.outcome,
+      attempt.nextAttemptAt ?? null,
+      attempt.reason ?? null,
+      attempt.durationMs ?? null,
+      attempt.replay ?? null,
+      leaseUntil,
+    ];
+    values.forEach((value, c) => {
+      (columns[c] as unknown[])[i] = value;
+    });
+  });
+  return columns;
 }

@@ -24,10 +24,10 @@ export interface Statements {
   readonly rotateSecret: string;
   readonly signingSecrets: string;
   readonly changesSince: string;
-  readonly recordAttempt: string;
+  readonly recordAttempts: string;
   readonly attempts: string;
   readonly deleteAttemptsBefore: string;
-  readonly recordMessage: string;
+  readonly recordMessages: string;
   readonly claimDeliveries: string;
   readonly claimReleasedDeliveries: string;
   readonly releaseLeases: string;
@@ -49,8 +49,6 @@ export interface Statements {
  */
 export function statements(s: string, channel: string): Statements {
   const notify = `pg_notify('${channel}', sub.revision::text)`;
-  // Whether an attempt moves its delivery: pending, and in the attempt's replay round.
-  const round = `(d.status = 'pending' AND d.replay = coalesce($14::integer, 0))`;
   const live = `SELECT 1 FROM ${s}.subscriptions
       WHERE account_code = $1::text AND id = $2::text AND deleted_at IS NULL`;
   return {
@@ -159,8 +157,16 @@ export function statements(s: string, channel: string): Statements {
       SELECT sub.revision, ${notify} FROM sub`,
     // $3 secret, $4 key id, $5 at, $6 at + grace. Secrets are only inserted: an older one stops
     // signing at the earliest retire_older_ms of the newer ones; those that no longer sign at $5
-    // are dropped. The subscription's row lock orders rotations of one subscription.
-    rotateSecret: `WITH sub AS (${live} FOR UPDATE
+    // are dropped. A rotation is a change: it takes a revision and is announced, so that every
+    // instance drops the secrets it holds of the subscription as it applies the change. The
+    // subscription's row lock orders rotations of one subscription.
+    rotateSecret: `WITH rev AS (
+        UPDATE ${s}.revision SET value = value + 1 WHERE EXISTS (${live}) RETURNING value
+      ), sub AS (
+        UPDATE ${s}.subscriptions AS t SET revision = rev.value
+        FROM rev
+        WHERE t.account_code = $1::text AND t.id = $2::text AND t.deleted_at IS NULL
+        RETURNING t.revision
       ), added AS (
         INSERT INTO ${s}.signing_secrets
           (account_code, subscription_id, secret, key_id, created_ms, retire_older_ms)
@@ -174,7 +180,7 @@ export function statements(s: string, channel: string): Statements {
             WHERE n.account_code = o.account_code AND n.subscription_id = o.subscription_id
               AND n.sequence > o.sequence AND n.retire_older_ms <= $5::float8))
       )
-      SELECT count(*)::integer AS rotated FROM sub`,
+      SELECT 1 AS rotated, ${notify} FROM sub`,
     // $3 at.
     signingSecrets: `SELECT o.secret, o.key_id FROM ${s}.signing_secrets AS o
       WHERE o.account_code = $1::text AND o.subscription_id = $2::text AND EXISTS (${live})
@@ -189,70 +195,13 @@ export function statements(s: string, channel: string): Statements {
         AS changes
       FROM (SELECT ${COLUMNS} FROM ${s}.subscriptions
             WHERE revision > $1::bigint ORDER BY revision LIMIT $2::bigint) AS page`,
-    // $2 to $13 the attempt (see attemptParams in rows.ts), $14 its replay or NULL, $15 the lease
-    // of a retry or NULL. One statement: the log's entry; the delivery, locked first (`held`), so
-    // that attempts at once of one message count it once; the subscription's failing streak; the
-    // delivery moved when it is pending in the attempt's round, and marked as counted in the
-    // streak. The subscription's row is written only when its health changes: a delivery to a
-    // healthy endpoint locks nothing but its own delivery.
-    recordAttempt: `WITH entry AS (
-        INSERT INTO ${s}.delivery_log (account_code, message_id, subscription_id,
-          endpoint_url, attempt, at_ms, status, error_code, error_message, outcome,
-          next_attempt_ms, reason, duration_ms, replay)
-        VALUES ($1::text, $2::text, $3::text, $4::text, $5::integer, $6::float8, $7::integer,
-          $8::text, $9::text, $10::text, $11::float8, $12::text, $13::float8, $14::integer)
-        RETURNING sequence
-      ), held AS (
-        SELECT d.account_code, d.message_id, d.subscription_id, d.failed_streak
-        FROM ${s}.deliveries AS d
-        WHERE d.account_code = $1::text AND d.message_id = $2::text AND d.subscription_id = $3::text
-        FOR UPDATE
-      ), health AS (
-        UPDATE ${s}.subscriptions AS t SET
-          streak = t.streak + CASE WHEN $10::text = 'delivered' THEN 1 ELSE 0 END,
-          failing_since_ms = CASE WHEN $10::text = 'delivered' THEN NULL
-            ELSE coalesce(t.failing_since_ms, $6::float8) END,
-          failed_messages = CASE WHEN $10::text = 'delivered' THEN 0
-            WHEN EXISTS (SELECT 1 FROM held WHERE held.failed_streak = t.streak)
-              THEN t.failed_messages
-            ELSE t.failed_messages + 1 END
-        WHERE t.account_code = $1::text AND t.id = $3::text AND t.deleted_at IS NULL
-          AND $13::float8 IS NOT NULL
-          AND CASE WHEN $10::text = 'delivered' THEN t.failing_since_ms IS NOT NULL
-            ELSE t.failing_since_ms IS NULL
-              OR NOT EXISTS (SELECT 1 FROM held WHERE held.failed_streak = t.streak) END
-        RETURNING t.streak, t.failing_since_ms, t.failed_messages
-      ), moved AS (
-        UPDATE ${s}.deliveries AS d SET
-          status = CASE WHEN NOT ${round} THEN d.status
-            WHEN $10::text = 'retry' THEN 'pending'
-            WHEN $10::text = 'delivered' THEN 'delivered' ELSE 'failed' END,
-          attempts = CASE WHEN ${round} AND $10::text = 'retry'
-            THEN greatest(d.attempts, $5::integer) ELSE d.attempts END,
-          first_attempt_ms = CASE WHEN ${round} AND $10::text = 'retry'
-            THEN coalesce(d.first_attempt_ms, $6::float8) ELSE d.first_attempt_ms END,
-          next_attempt_ms = CASE WHEN ${round} AND $10::text = 'retry'
-            THEN coalesce($11::float8, $6::float8) ELSE d.next_attempt_ms END,
-          lease_until_ms = CASE WHEN ${round} AND $10::text = 'retry'
-            THEN coalesce($15::float8, $11::float8, $6::float8) ELSE d.lease_until_ms END,
-          failed_streak = CASE WHEN $10::text <> 'delivered' AND h.streak IS NOT NULL
-            THEN h.streak ELSE d.failed_streak END
-        FROM (SELECT 1 FROM held LIMIT 1) AS locked
-          LEFT JOIN (SELECT streak FROM health LIMIT 1) AS h ON true
-        -- By the key's parameters, not a join to held: only the primary key serves it, whatever
-        -- the statistics of the partial index on pending deliveries say.
-        WHERE d.account_code = $1::text AND d.message_id = $2::text AND d.subscription_id = $3::text
-          AND (${round} OR ($10::text <> 'delivered' AND h.streak IS NOT NULL))
-      )
-      SELECT entry.sequence, kept.failing_since_ms, kept.failed_messages
-      FROM entry LEFT JOIN LATERAL (
-        SELECT failing_since_ms, failed_messages FROM health
-        UNION ALL
-        SELECT failing_since_ms, failed_messages FROM ${s}.subscriptions
-        WHERE account_code = $1::text AND id = $3::text AND deleted_at IS NULL
-          AND NOT EXISTS (SELECT 1 FROM health)
-        LIMIT 1
-      ) AS kept ON true`,
+    // $1 to $15 the arrays of a batch of attempts, one element each (see attemptColumns in
+    // rows.ts): the schema's record_attempts (see migrations.ts), one row per attempt.
+    recordAttempts: `SELECT out_n AS n, out_sequence AS sequence,
+        out_failing_since_ms AS failing_since_ms, out_failed_messages AS failed_messages
+      FROM ${s}.record_attempts($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[],
+        $6::float8[], $7::integer[], $8::text[], $9::text[], $10::text[], $11::float8[],
+        $12::text[], $13::float8[], $14::integer[], $15::float8[])`,
     // $2 before this sequence, $3 subscription or NULL, $4 outcomes or NULL, $5 since or NULL,
     // $6 until or NULL, $7 limit. Newest first.
     attempts: `SELECT * FROM ${s}.delivery_log
@@ -269,22 +218,31 @@ export function statements(s: string, channel: string): Statements {
         DELETE FROM ${s}.delivery_log WHERE sequence IN (SELECT sequence FROM old) RETURNING 1
       )
       SELECT count(*)::integer AS deleted FROM gone`,
-    // $1 account, $2 message id, $3 kind, $4 property or NULL, $5 body, $6 created ms,
-    // $7 subscription ids, $8 their endpoints, $9 lease. One statement, so one transaction: the
-    // message and its deliveries, or nothing when the account has the message id already (the
-    // deliveries' foreign key is checked at the statement's end, the message inserted by then).
-    recordMessage: `WITH message AS (
+    // A batch of messages: $1 accounts, $2 message ids, $3 kinds, $4 properties (NULL for
+    // none), $5 bodies, $6 created ms, $7 leases; their deliveries: $8 the position of each one's
+    // message in the batch (from 1), $9 subscription ids, $10 endpoints. One statement, so one
+    // transaction: each message and its deliveries, or nothing of a message the account has
+    // already (the deliveries' foreign key is checked at the statement's end, the messages
+    // inserted by then). The batch holds a message id of an account once.
+    recordMessages: `WITH batch AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+          $6::float8[], $7::float8[])
+          WITH ORDINALITY AS b(account_code, id, kind, property_id, body, created_ms, lease_until_ms, n)
+      ), message AS (
         INSERT INTO ${s}.messages (account_code, id, kind, property_id, body, created_ms)
-        VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::float8)
+        SELECT account_code, id, kind, property_id, body, created_ms FROM batch ORDER BY n
         ON CONFLICT (account_code, id) DO NOTHING
         RETURNING account_code, id, created_ms
       ), owed AS (
         INSERT INTO ${s}.deliveries (account_code, message_id, subscription_id, endpoint_url,
           published_ms, next_attempt_ms, lease_until_ms)
         SELECT message.account_code, message.id, o.subscription_id, o.endpoint_url,
-          message.created_ms, message.created_ms, $9::float8
-        FROM message, unnest($7::text[], $8::text[]) WITH ORDINALITY AS o(subscription_id, endpoint_url, n)
-        ORDER BY o.n
+          message.created_ms, message.created_ms, batch.lease_until_ms
+        FROM unnest($8::bigint[], $9::text[], $10::text[]) WITH ORDINALITY
+            AS o(n, subscription_id, endpoint_url, k)
+          JOIN batch ON batch.n = o.n
+          JOIN message ON message.account_code = batch.account_code AND message.id = batch.id
+        ORDER BY o.k
         ON CONFLICT DO NOTHING
       )
       SELECT count(*)::integer AS recorded FROM message`,

@@ -93,10 +93,27 @@ export function subscriptionChangesContract(test: RepositoryTest): void {
       expect(await repository.signingSecrets('acme', id, T0)).toEqual([]);
     });
 
-    test('rotating is no change of the subscription: get answers as before', async (repository) => {
+    test('rotating changes no field of the subscription, but is a change: a higher revision, told by changesSince', async (repository) => {
       const stored = await created(repository, aSubscription());
+      const other = await created(repository, aSubscription());
       await repository.rotateSecret('acme', stored.id, 'next', { at: T0 + 1, graceMs: 10 });
-      expect(await repository.get('acme', stored.id)).toEqual(stored);
+      const after = await repository.get('acme', stored.id);
+      expect(after).toEqual({ ...stored, revision: after?.revision });
+      expect(after?.revision).toBeGreaterThan(other.revision);
+      expect(await repository.changesSince(other.revision, 10)).toEqual([
+        { revision: after?.revision, id: stored.id, accountCode: 'acme', subscription: after },
+      ]);
+    });
+
+    test('a rotation refused (another account, no such id) is no change', async (repository) => {
+      const stored = await created(repository, aSubscription());
+      expect(await repository.rotateSecret('globex', stored.id, 'x', { at: T0, graceMs: 0 })).toBe(
+        false,
+      );
+      expect(await repository.rotateSecret('acme', 'none', 'x', { at: T0, graceMs: 0 })).toBe(
+        false,
+      );
+      expect(await repository.changesSince(stored.revision, 10)).toEqual([]);
     });
   });
 

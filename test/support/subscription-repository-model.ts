@@ -203,6 +203,8 @@ export class SubscriptionRepositoryModel {
       if (old.until === undefined || old.until > until) old.until = until;
     }
     held.secrets.unshift({ secret, until: undefined });
+    // A rotation is a change: the subscription takes the next revision (stamped by the caller).
+    this.#changed(id, accountCode, false);
     return true;
   }
 

@@ -135,10 +135,19 @@ class Run {
         const [account, id] = this.target(step);
         const options = { at, graceMs: step.graceMs };
         const secret = `whsec_r${index}`;
+        const rotated = model.rotateSecret(account, id, secret, options);
         expect(
           await repository.rotateSecret(account, id, secret, options),
           `rotate ${account} ${id}`,
-        ).toBe(model.rotateSecret(account, id, secret, options));
+        ).toBe(rotated);
+        // A rotation is a change: the subscription takes a new revision, higher than any before.
+        if (rotated) {
+          const after = await repository.get(account, id);
+          expect(unstamped(after), `rotate ${account} ${id} changes no field`).toEqual(
+            unstamped(model.get(account, id)),
+          );
+          if (after !== undefined) this.#stamp(after);
+        }
         return;
       }
       case 'secrets': {

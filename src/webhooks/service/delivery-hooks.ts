@@ -11,7 +11,7 @@ import type { DeliveryHooks } from '../delivery/hooks.js';
 import type { DeliveryJob } from '../delivery/job.js';
 import type { DeliveryOptions } from '../delivery/options.js';
 import type { EndpointHealth, SubscriptionRepository } from '../store/repository.js';
-import type { DisabledReason } from '../subscriptions/subscription.js';
+import type { DisabledReason, Subscription } from '../subscriptions/subscription.js';
 import type { SubscriptionIndex } from '../subscriptions/subscription-index.js';
 import type { WebhookServiceDisabled } from './options.js';
 
@@ -86,6 +86,7 @@ export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): De
       paused.delete(subscriptionId);
     }
   };
+  const cache = new SecretCache();
   return {
     async secrets(id) {
       // A job may wait in a durable queue across a restart, or come from an instance whose change
@@ -96,12 +97,24 @@ export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): De
         await settings.catchUp();
         held = index.get(id);
       }
-      if (held === undefined) return undefined;
+      if (held === undefined) {
+        cache.drop(id);
+        return undefined;
+      }
+      const kept = cache.get(held);
+      if (kept !== undefined) return kept;
+      let unreadable = false;
       try {
         // Unreadable secrets beside readable ones are skipped (the others sign) and told.
-        return await repository.signingSecrets(held.accountCode, id, clock.now(), {
-          onUnreadable: onError,
+        const secrets = await repository.signingSecrets(held.accountCode, id, clock.now(), {
+          onUnreadable: (error) => {
+            unreadable = true;
+            onError(error);
+          },
         });
+        // Told at each attempt that meets them: a subscription with unreadable secrets is not kept.
+        if (!unreadable) cache.keep(held, secrets);
+        return secrets;
       } catch (error) {
         onError(error);
         throw error;
@@ -157,5 +170,49 @@ function accountOf(job: DeliveryJob, index: SubscriptionIndex): string | undefin
     return typeof account === 'string' && account !== '' ? account : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** The most subscriptions whose secret an instance keeps; past it, the longest kept goes. */
+const SECRETS_KEPT = 10_000;
+
+/**
+ * The signing secrets of subscriptions, kept per version of the subscription the index holds:
+ * every change the index applies (a rotation is one: it takes a revision and is announced) puts a
+ * new version in its place, so a secret kept is never used once the index has applied the change
+ * that rotated it, as fast as it applies any other change. Only a lone
+ * secret is kept: it is the newest, which signs until the next rotation. While a rotation's grace
+ * lasts (older secrets beside it, each signing until its own end), the secrets are read at each
+ * attempt, so that none signs past its end.
+ */
+class SecretCache {
+  readonly #kept = new Map<
+    string,
+    { readonly version: Subscription; readonly secrets: readonly string[] }
+  >();
+
+  /** The secrets kept of this version of the subscription, if any. */
+  get(version: Subscription): readonly string[] | undefined {
+    const kept = this.#kept.get(version.id);
+    return kept?.version === version ? kept.secrets : undefined;
+  }
+
+  /** Keep the secrets read for this version of the subscription, when there is one alone. */
+  keep(version: Subscription, secrets: readonly string[]): void {
+    const { id } = version;
+    if (secrets.length !== 1) {
+      this.#kept.delete(id);
+      return;
+    }
+    if (this.#kept.size >= SECRETS_KEPT && !this.#kept.has(id)) {
+      const oldest = this.#kept.keys().next();
+      if (oldest.done !== true) this.#kept.delete(oldest.value);
+    }
+    this.#kept.set(id, { version, secrets: Object.freeze([...secrets]) });
+  }
+
+  /** Forget the subscription: the index no longer holds it. */
+  drop(id: string): void {
+    this.#kept.delete(id);
   }
 }

@@ -179,10 +179,12 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     secret: string,
     options: { readonly at: number; readonly graceMs: number },
   ): Promise<boolean> {
-    const secrets = this.#accounts.get(accountCode)?.has(id)
-      ? this.#secrets.get(keyOf(accountCode, id))
-      : undefined;
-    if (secrets === undefined) return false;
+    const held = this.#accounts.get(accountCode);
+    const current = held?.get(id);
+    const secrets = current === undefined ? undefined : this.#secrets.get(keyOf(accountCode, id));
+    if (held === undefined || current === undefined || secrets === undefined) return false;
+    // A change like any other: a revision, announced, so that cached secrets are dropped.
+    held.set(id, this.#record(current));
     const until = options.at + options.graceMs;
     for (const held of secrets) {
       if (held.expiresAt === undefined || held.expiresAt > until) held.expiresAt = until;

@@ -280,7 +280,9 @@ export interface SubscriptionRepository {
   delete(accountCode: string, id: string, at: number): Promise<boolean>;
   /**
    * Give the account's subscription a new signing secret. Every secret it had keeps signing until
-   * `at + graceMs` (an earlier expiry stays), the new one from now on.
+   * `at + graceMs` (an earlier expiry stays), the new one from now on. A rotation is a change: the
+   * subscription takes the next revision (its fields stay as they are, `updatedAt` too) and
+   * `changesSince` and `watch` tell it, so that instances drop the secrets they hold of it.
    * @returns whether there was such a subscription
    */
   rotateSecret(

@@ -1,0 +1,147 @@
+/**
+ * Group commit: writes that callers make at the same time share one statement. A write arriving
+ * when nothing is in flight goes at once; one arriving while batches are in flight joins the batch
+ * that is forming, which closes when it is full or after a short wait, or waits for a batch to end
+ * when as many are in flight as allowed. Each caller's promise settles with its own result once
+ * its batch has committed, or with the batch's error: a failed batch fails its own callers only,
+ * and the next one goes as if nothing happened. @module
+ */
+import { type Sleep, timerSleep } from './timers.js';
+
+/** How a {@link GroupCommit} forms its batches. @internal */
+export interface GroupCommitSettings<I, R> {
+  /**
+   * Write a batch in one statement (one transaction), answering one result per item in their
+   * order; rejects to fail every item of the batch.
+   */
+  readonly write: (items: readonly I[]) => Promise<readonly R[]>;
+  /** The most items a batch holds. */
+  readonly maxBatch: number;
+  /**
+   * How long a batch forming while another is in flight waits for more items, in ms; 0: it goes
+   * as soon as a batch may. A write when nothing is in flight never waits.
+   */
+  readonly maxWaitMs: number;
+  /** Batches in flight at once. */
+  readonly concurrency: number;
+  /**
+   * Items with one key never share a batch: a later one waits for the next, in arrival order (a
+   * statement cannot insert or move one row twice). Left out: every item may share.
+   */
+  readonly keyOf?: ((item: I) => string) | undefined;
+  /** The wait of a forming batch. @defaultValue a real timer */
+  readonly sleep?: Sleep | undefined;
+}
+
+/** An item waiting for its batch, with its caller's promise. */
+interface Waiting<I, R> {
+  readonly item: I;
+  readonly resolve: (result: R) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Batches writes that arrive together. @internal */
+export class GroupCommit<I, R> {
+  readonly #settings: GroupCommitSettings<I, R>;
+  readonly #sleep: Sleep;
+  #queue: Waiting<I, R>[] = [];
+  #inFlight = 0;
+  // A forming batch is waiting for more items.
+  #forming = false;
+  #batches = 0;
+  #items = 0;
+
+  constructor(settings: GroupCommitSettings<I, R>) {
+    this.#settings = settings;
+    this.#sleep = settings.sleep ?? timerSleep;
+  }
+
+  /** Write `item` with whatever else is written at the time; settles once its batch did. */
+  add(item: I): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.#queue.push({ item, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  /** Batches written and the items they held, since the start: how well writes were grouped. */
+  get stats(): { readonly batches: number; readonly items: number } {
+    return { batches: this.#batches, items: this.#items };
+  }
+
+  /** Send batches while items wait and a batch may go. */
+  #pump(): void {
+    const { concurrency, maxBatch, maxWaitMs } = this.#settings;
+    while (this.#queue.length > 0 && this.#inFlight < concurrency) {
+      if (this.#inFlight > 0 && maxWaitMs > 0 && this.#queue.length < maxBatch) {
+        // Others are in flight: let more join, up to the wait.
+        if (!this.#forming) {
+          this.#forming = true;
+          this.#sleep(maxWaitMs).then(
+            () => this.#formed(),
+            () => this.#formed(),
+          );
+        }
+        return;
+      }
+      this.#send(this.#take());
+    }
+  }
+
+  #formed(): void {
+    this.#forming = false;
+    if (this.#queue.length > 0 && this.#inFlight < this.#settings.concurrency) {
+      this.#send(this.#take());
+    }
+    this.#pump();
+  }
+
+  /** The next batch: items in arrival order, up to the most, none sharing a key. */
+  #take(): Waiting<I, R>[] {
+    const { maxBatch, keyOf } = this.#settings;
+    if (keyOf === undefined) return this.#queue.splice(0, maxBatch);
+    const batch: Waiting<I, R>[] = [];
+    const left: Waiting<I, R>[] = [];
+    const keys = new Set<string>();
+    for (const waiting of this.#queue) {
+      let key: string;
+      try {
+        key = keyOf(waiting.item);
+      } catch (error) {
+        waiting.reject(error);
+        continue;
+      }
+      if (batch.length < maxBatch && !keys.has(key)) {
+        keys.add(key);
+        batch.push(waiting);
+      } else {
+        left.push(waiting);
+      }
+    }
+    this.#queue = left;
+    return batch;
+  }
+
+  #send(batch: readonly Waiting<I, R>[]): void {
+    if (batch.length === 0) return;
+    this.#inFlight += 1;
+    this.#batches += 1;
+    this.#items += batch.length;
+    new Promise<readonly R[]>((resolve) => resolve(this.#settings.write(batch.map((w) => w.item))))
+      .then((results) => {
+        if (results.length !== batch.length) {
+          throw new Error(
+            `a batch of ${batch.length} writes answered ${results.length} results; each write needs one`,
+          );
+        }
+        for (let i = 0; i < batch.length; i++) batch[i]?.resolve(results[i] as R);
+      })
+      .catch((error: unknown) => {
+        for (const waiting of batch) waiting.reject(error);
+      })
+      .finally(() => {
+        this.#inFlight -= 1;
+        this.#pump();
+      });
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * Group commit, against what it promises its callers: each write settles once, with its own result
+ * when its batch committed and with the batch's error when it failed (a failed batch fails its own
+ * writes only, and the next goes as if nothing happened); a batch holds at most `maxBatch` writes,
+ * never two of one key, and no more than `concurrency` are in flight; a write made while nothing is
+ * in flight goes at once, without waiting for a timer; writes of one key are written in the order
+ * they were made. The statements are held open by the test, and timers fire only when it says.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { GroupCommit } from '../../src/internal/group-commit.js';
+
+/** A batch handed to `write`, held open until the test settles it. */
+interface Written {
+  readonly items: readonly Item[];
+  readonly settle: (fail: boolean) => void;
+}
+
+interface Item {
+  readonly n: number;
+  readonly key: string;
+}
+
+/** The harness: a group commit whose writes and waits the test settles by hand. */
+function harness(options: { maxBatch: number; maxWaitMs: number; concurrency: number }) {
+  const written: Written[] = [];
+  const open: Written[] = [];
+  const timers: Array<() => void> = [];
+  const group = new GroupCommit<Item, string>({
+    ...options,
+    keyOf: (item) => item.key,
+    sleep: () => new Promise<void>((resolve) => timers.push(resolve)),
+    write: (items) =>
+      new Promise((resolve, reject) => {
+        const batch: Written = {
+          items,
+          settle: (fail) =>
+            fail ? reject(new Error('batch failed')) : resolve(items.map((i) => `done ${i.n}`)),
+        };
+        written.push(batch);
+        open.push(batch);
+      }),
+  });
+  return { group, written, open, timers };
+}
+
+/** Let every promise callback that is ready run. */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+type Step =
+  | { readonly op: 'add'; readonly key: number }
+  | { readonly op: 'end'; readonly which: number; readonly fail: boolean }
+  | { readonly op: 'timers' };
+
+const steps = fc.array(
+  fc.oneof(
+    { weight: 4, arbitrary: fc.record({ op: fc.constant('add' as const), key: fc.nat(3) }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        op: fc.constant('end' as const),
+        which: fc.nat(),
+        fail: fc.boolean(),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('timers' as const) }) },
+  ),
+  { maxLength: 60 },
+);
+
+describe('GroupCommit', () => {
+  it('settles each write once, with its own result or its own batch’s error, within the bounds', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 0, max: 2 }),
+        fc.integer({ min: 1, max: 3 }),
+        steps,
+        async (maxBatch, maxWaitMs, concurrency, script) => {
+          const { group, written, open, timers } = harness({ maxBatch, maxWaitMs, concurrency });
+          const outcomes = new Map<number, { result?: string; error?: unknown; count: number }>();
+          const failedItems = new Set<number>();
+          let made = 0;
+          const add = async (key: number) => {
+            const n = made++;
+            const inFlightBefore = open.length;
+            const writtenBefore = written.length;
+            const outcome = { count: 0 } as { result?: string; error?: unknown; count: number };
+            outcomes.set(n, outcome);
+            group.add({ n, key: `k${key}` }).then(
+              (result) => {
+                outcome.count += 1;
+                outcome.result = result;
+              },
+              (error: unknown) => {
+                outcome.count += 1;
+                outcome.error = error;
+              },
+            );
+            // Nothing in flight and nothing waiting: it goes at once, no timer needed.
+            if (inFlightBefore === 0 && writtenBefore === written.length) {
+              const queuedBefore = n - written.reduce((sum, b) => sum + b.items.length, 0);
+              if (queuedBefore === 0) {
+                expect(written.length, `write ${n} alone goes at once`).toBe(writtenBefore + 1);
+                expect(written.at(-1)?.items.map((i) => i.n)).toEqual([n]);
+              }
+            }
+          };
+          for (const step of script) {
+            if (step.op === 'add') await add(step.key);
+            else if (step.op === 'timers') {
+              for (const fire of timers.splice(0)) fire();
+            } else if (open.length > 0) {
+              const [batch] = open.splice(step.which % open.length, 1);
+              if (step.fail) for (const item of batch!.items) failedItems.add(item.n);
+              batch!.settle(step.fail);
+            }
+            await settle();
+            expect(open.length, 'batches in flight').toBeLessThanOrEqual(concurrency);
+          }
+          // Drain: end every batch, fire every timer, until all is written.
+          for (let guard = 0; guard < 10_000; guard++) {
+            await settle();
+            if (open.length > 0) open.shift()!.settle(false);
+            else if (timers.length > 0) for (const fire of timers.splice(0)) fire();
+            else break;
+            expect(open.length).toBeLessThanOrEqual(concurrency);
+          }
+          await settle();
+          // Each write was written exactly once, in a batch within the bounds.
+          const all = written.flatMap((b) => b.items.map((i) => i.n)).sort((a, b) => a - b);
+          expect(all).toEqual(Array.from({ length: made }, (_, i) => i));
+          for (const batch of written) {
+            expect(batch.items.length).toBeGreaterThan(0);
+            expect(batch.items.length).toBeLessThanOrEqual(maxBatch);
+            const keys = batch.items.map((i) => i.key);
+            expect(new Set(keys).size, 'no key twice in a batch').toBe(keys.length);
+          }
+          // Writes of one key went in the order they were made.
+          const order = written.flatMap((b) => b.items);
+          for (const key of ['k0', 'k1', 'k2', 'k3']) {
+            const ns = order.filter((i) => i.key === key).map((i) => i.n);
+            expect(ns).toEqual([...ns].sort((a, b) => a - b));
+          }
+          // Each settled once: its own result, or the error of its own batch.
+          for (const [n, outcome] of outcomes) {
+            expect(outcome.count, `write ${n} settles once`).toBe(1);
+            if (failedItems.has(n)) {
+              expect((outcome.error as Error).message).toBe('batch failed');
+            } else {
+              expect(outcome.result).toBe(`done ${n}`);
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('groups the writes made while a batch is in flight into the next one', async () => {
+    const { group, written, open } = harness({ maxBatch: 10, maxWaitMs: 0, concurrency: 1 });
+    const results = [1, 2, 3, 4].map((n) => group.add({ n, key: `k${n}` }));
+    await settle();
+    expect(written.map((b) => b.items.map((i) => i.n))).toEqual([[1]]);
+    open.shift()!.settle(false);
+    await settle();
+    expect(written.map((b) => b.items.map((i) => i.n))).toEqual([[1], [2, 3, 4]]);
+    open.shift()!.settle(false);
+    expect(await Promise.all(results)).toEqual(['done 1', 'done 2', 'done 3', 'done 4']);
+    expect(group.stats).toEqual({ batches: 2, items: 4 });
+  });
+
+  it('a batch forming while another is in flight waits for the timer, or goes once full', async () => {
+    const { group, written, timers } = harness({ maxBatch: 3, maxWaitMs: 2, concurrency: 2 });
+    void group.add({ n: 1, key: 'a' });
+    void group.add({ n: 2, key: 'b' });
+    await settle();
+    expect(written.map((b) => b.items.map((i) => i.n))).toEqual([[1]]);
+    expect(timers).toHaveLength(1);
+    void group.add({ n: 3, key: 'c' });
+    void group.add({ n: 4, key: 'd' });
+    await settle();
+    expect(written.map((b) => b.items.map((i) => i.n))).toEqual([[1], [2, 3, 4]]);
+    void group.add({ n: 5, key: 'e' });
+    timers.shift()!();
+    await settle();
+    // Both slots are taken: the fifth waits for a batch to end, not for the timer.
+    expect(written).toHaveLength(2);
+  });
+
+  it('a write whose batch answers the wrong number of results is refused, not given another’s', async () => {
+    const group = new GroupCommit<number, number>({
+      maxBatch: 5,
+      maxWaitMs: 0,
+      concurrency: 1,
+      write: async () => [1],
+    });
+    const first = group.add(1);
+    const [second, third] = [group.add(2), group.add(3)];
+    expect(await first).toBe(1);
+    await expect(second).rejects.toThrow('a batch of 2 writes answered 1 results');
+    await expect(third).rejects.toThrow('a batch of 2 writes answered 1 results');
+  });
+
+  it('a write that throws at once fails its batch, and the next batch goes', async () => {
+    let calls = 0;
+    const group = new GroupCommit<number, number>({
+      maxBatch: 5,
+      maxWaitMs: 0,
+      concurrency: 1,
+      write: (items) => {
+        calls += 1;
+        if (calls === 1) throw new Error('no connection');
+        return Promise.resolve(items.map((i) => i * 10));
+      },
+    });
+    await expect(group.add(1)).rejects.toThrow('no connection');
+    expect(await group.add(2)).toBe(20);
+  });
+});
