@@ -121,28 +121,29 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     connection: requiredValue(QUEUE_RULES.connection, read.connection, 'connection'),
     ...(read.prefix === undefined ? {} : { prefix: read.prefix }),
   };
-  const queue = new bullmq.Queue<DeliveryJob>(name, base);
+  const queue = new bullmq.Queue<StoredJob>(name, base);
   const worker =
     deliverer === undefined
       ? undefined
-      : new bullmq.Worker<DeliveryJob>(
+      : new bullmq.Worker<StoredJob>(
           name,
           async (job, token) => {
             const { data } = job;
             const account = jobAccount(data);
             const running = inFlight.get(account) ?? 0;
+            const taken = takenJob(job, clock.now());
             if (account !== '' && running >= accountConcurrency) {
-              // The account holds its share of the workers: back to Redis, no attempt made.
-              await job.moveToDelayed(nowOf(clock) + accountDeferMs, token);
+              // The account holds its share of the workers: back to Redis, no attempt made, and
+              // recorded as none (BullMQ counted the taking).
+              await putBack(job, recordOf(taken.job, job), nowOf(clock) + accountDeferMs, token);
               throw new bullmq.DelayedError();
             }
             inFlight.set(account, running + 1);
             let step: DeliveryStep;
             try {
-              // Recorded before the attempt: if this process dies during it, the next run counts it.
-              const start = started(data, clock.now());
-              if (start !== undefined) await job.updateData(start);
-              step = await deliverer.attempt(data);
+              // A job stored without `startsCounted` is counted as it was: written before the attempt.
+              if (taken.before !== undefined) await job.updateData(taken.before);
+              step = await deliverer.attempt(taken.job);
             } finally {
               const left = (inFlight.get(account) ?? 1) - 1;
               if (left > 0) inFlight.set(account, left);
@@ -152,12 +153,12 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
             // The next attempt waits in Redis, not in this process: a restart loses nothing. The
             // job keeps its account, whatever the deliverer copied.
             const { accountCode } = data;
-            await job.updateData(
-              typeof accountCode === 'string' ? { ...step.job, accountCode } : step.job,
-            );
+            const next = typeof accountCode === 'string' ? { ...step.job, accountCode } : step.job;
             // A clock that returns NaN must not make the retry due at once.
             const later = clock.now();
-            await job.moveToDelayed(
+            await putBack(
+              job,
+              recordOf(next, job),
               Number.isFinite(later) ? Math.max(step.at, later) : step.at,
               token,
             );
@@ -176,7 +177,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       message: `${errorMessage(error)}; the job is kept in the failed set: replay it with retryFailed().`,
     };
     // A deliverer of one's own may lack lost(), or throw or reject in it: never unhandled.
-    (async () => deliverer.lost?.(job.data, lost))().catch(() => undefined);
+    (async () => deliverer.lost?.(reported(job), lost))().catch(() => undefined);
   });
   let closed = false;
 
@@ -188,7 +189,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
           'The delivery queue is closed (the service is shutting down); enqueue to a running queue.',
         );
       }
-      let data: DeliveryJob;
+      let data: StoredJob;
       let jobId: string;
       try {
         // Read once, as the JSON Redis will hold: the id is derived from the data stored.
@@ -211,7 +212,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       const at = timeOf(options);
       const delay = at === undefined ? 0 : Math.max(0, Math.ceil(at - nowOf(clock)));
       await redis(() =>
-        queue.add(JOB_NAME, data, {
+        queue.add(JOB_NAME, isJobObject(data) ? { ...data, startsCounted: 0 } : data, {
           jobId,
           removeOnComplete: keep,
           removeOnFail: false,
@@ -228,14 +229,15 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     counts: () => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed'),
     async failed() {
       const jobs = await queue.getFailed();
-      return jobs.reverse().map((job) => job.data);
+      return jobs.reverse().map(reported);
     },
     async retryFailed() {
       let replayed = 0;
       for (const job of await queue.getFailed()) {
-        const { firstAttemptAt: _, ...data } = job.data;
-        // Reset first: dying between the calls leaves a failed job, not a spent replay.
-        await job.updateData({ ...data, attempts: 0 });
+        const { firstAttemptAt: _, startsCounted: __, ...data } = job.data;
+        // Reset first: dying between the calls leaves a failed job, not a spent replay. BullMQ's
+        // count of takings starts again from 0 too.
+        await job.updateData({ ...data, attempts: 0, startsCounted: 0 });
         try {
           await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
         } catch (caught) {
@@ -269,17 +271,133 @@ function timeOf(options: EnqueueOptions | undefined): number | undefined {
 // BullMQ's failedReason for a job that stalled more than maxStalledCount times.
 const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
 
-// Undefined for data no attempt can be made of (the deliverer fails it as invalid_job).
-function started(job: DeliveryJob, now: number): DeliveryJob | undefined {
-  if (typeof job !== 'object' || job === null || !Number.isSafeInteger(job.attempts)) {
-    return undefined;
+/**
+ * A job as the queue stores it: the deliverer's job and the count of takings its attempts account
+ * for. BullMQ counts each time a worker takes a job (`attemptsStarted`: a stalled job taken again
+ * and a job back from the delayed set included); the takings after `startsCounted` that no write
+ * recorded were attempts lost with their process, so no write is needed before an attempt.
+ */
+type StoredJob = DeliveryJob & {
+  /**
+   * The job's `attemptsStarted` when `attempts` (and `firstAttemptAt`) were written: the takings
+   * up to it are counted, attempts or deferrals alike. Absent on jobs stored before it was kept.
+   */
+  readonly startsCounted?: number;
+};
+
+/** What the processor reads of a BullMQ job: its data and counters. */
+type TakenBullJob = Pick<BullMQ.Job<StoredJob>, 'data' | 'attemptsStarted' | 'timestamp' | 'opts'>;
+
+/** A job taken by the worker, as the deliverer is given it. */
+interface Taken {
+  /** Its `attempts`: those started before this taking, lost ones included. */
+  readonly job: DeliveryJob;
+  /** For a job stored without `startsCounted`: written before the attempt, as it was counted then. */
+  readonly before?: StoredJob;
+}
+
+/**
+ * The job a taking attempts: its recorded attempts plus the takings since the record, each one an
+ * attempt whose process died before it could write (a deferral writes before it lets go).
+ */
+function takenJob(job: TakenBullJob, now: number): Taken {
+  const { data } = job;
+  // Data no attempt can be made of: the deliverer fails it as invalid_job.
+  if (!isJobObject(data) || !Number.isSafeInteger(data.attempts)) return { job: data };
+  const { startsCounted, ...stored } = data;
+  const starts = job.attemptsStarted; // this taking included
+  const known = Number.isSafeInteger(starts) && starts >= 1;
+  if (
+    !(
+      known &&
+      Number.isSafeInteger(startsCounted) &&
+      startsCounted! >= 0 &&
+      startsCounted! < starts
+    )
+  ) {
+    // Stored before `startsCounted` was kept, its attempts counted by a write before each (or its
+    // count reset behind the queue's back): counted that way once, and kept from then on.
+    const first = stored.firstAttemptAt ?? (Number.isFinite(now) ? now : undefined);
+    const before = {
+      ...stored,
+      attempts: stored.attempts + 1,
+      ...(first === undefined ? {} : { firstAttemptAt: first }),
+      ...(known ? { startsCounted: starts } : {}),
+    };
+    return { job: stored, before };
   }
-  const first = job.firstAttemptAt ?? (Number.isFinite(now) ? now : undefined);
+  const lost = starts - 1 - startsCounted!;
+  if (lost === 0) return { job: stored };
+  // The first attempt died unwritten: it started no earlier than the job was due.
+  const firstAttemptAt = stored.firstAttemptAt ?? dueAt(job, now);
   return {
-    ...job,
-    attempts: job.attempts + 1,
-    ...(first === undefined ? {} : { firstAttemptAt: first }),
+    job: {
+      ...stored,
+      attempts: stored.attempts + lost,
+      ...(firstAttemptAt === undefined ? {} : { firstAttemptAt }),
+    },
   };
+}
+
+/**
+ * When a job was first due (added, plus the delay it was added with), no later than now: a lower
+ * bound of its first attempt, so the schedule's max age gives up no later than it would have.
+ */
+function dueAt(job: TakenBullJob, now: number): number | undefined {
+  const delay = Number(job.opts?.delay ?? 0);
+  const due = job.timestamp + (Number.isFinite(delay) && delay > 0 ? delay : 0);
+  if (!Number.isFinite(due)) return Number.isFinite(now) ? now : undefined;
+  return Number.isFinite(now) ? Math.min(due, now) : due;
+}
+
+/**
+ * The data to store with a job put back to Redis (a retry or a deferral): its `attempts` count
+ * every taking so far, this one included, whether it attempted or not.
+ */
+function recordOf(
+  next: DeliveryJob,
+  job: Pick<BullMQ.Job<StoredJob>, 'attemptsStarted'>,
+): StoredJob | undefined {
+  if (!isJobObject(next) || !Number.isSafeInteger(next.attempts)) return undefined;
+  const starts = job.attemptsStarted;
+  const { startsCounted: _, ...rest } = next as StoredJob;
+  return Number.isSafeInteger(starts) && starts >= 1 ? { ...rest, startsCounted: starts } : rest;
+}
+
+/**
+ * Put a job back to the delayed set with its record: both commands sent at once (one round trip;
+ * BullMQ's public API has no single command that writes the data and moves the job). Redis runs
+ * them in the order sent on the worker's connection, the record first. A record that does not
+ * land loses no attempt: the taking it would have counted is then counted as one.
+ */
+async function putBack(
+  job: Pick<BullMQ.Job<StoredJob>, 'updateData' | 'moveToDelayed'>,
+  record: StoredJob | undefined,
+  at: number,
+  token: string | undefined,
+): Promise<void> {
+  const [, moved] = await Promise.allSettled([
+    record === undefined ? undefined : job.updateData(record),
+    job.moveToDelayed(at, token),
+  ]);
+  if (moved.status === 'rejected') throw moved.reason;
+}
+
+/**
+ * A job as BullMQ holds it, for a report or a view: its attempts those started, lost ones
+ * included (the taking that failed a job for stalling too often attempted nothing).
+ */
+function reported(job: BullMQ.Job<StoredJob>): DeliveryJob {
+  const { data } = job;
+  if (!isJobObject(data) || !Number.isSafeInteger(data.attempts)) return data;
+  const { startsCounted, ...stored } = data;
+  const starts = job.attemptsStarted - (job.failedReason === STALLED_TOO_OFTEN ? 1 : 0);
+  if (!(Number.isSafeInteger(startsCounted) && Number.isSafeInteger(starts))) return stored;
+  return { ...stored, attempts: stored.attempts + Math.max(0, starts - startsCounted!) };
+}
+
+function isJobObject(value: unknown): value is StoredJob {
+  return typeof value === 'object' && value !== null && !isArray(value);
 }
 
 const BULLMQ: Rule<BullMQModule> = {

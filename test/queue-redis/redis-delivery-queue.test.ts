@@ -20,6 +20,7 @@ import {
   verifyWebhook,
 } from '../../src/index.js';
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
+import { eventually } from '../support/eventually.js';
 import { freePort } from '../support/ports.js';
 import { RedisServer } from '../support/redis-server.js';
 import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
@@ -961,6 +962,108 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
       expect((await second.exited)[0]).toBe(0);
     } finally {
       await Promise.all([queue.close(), events.close()]);
+    }
+  }, 120_000);
+
+  it('writes nothing before an attempt, and counts one its process died in: a retry, a kill during attempt 2, then attempt 3', async () => {
+    const run = `unwritten-${randomUUID().slice(0, 8)}`;
+    const name = `crashes-${run}`;
+    const id = `${run}-0`;
+    const inspect = new bullmq.Queue(name, { connection: connection() });
+    const stored = async () => (await inspect.getJob(`${id}|sub-1`))!;
+    const env = { QUEUE_NAME: name, RUN: run };
+    try {
+      // A 500 (a retry, moved to Redis), then the request held open: the process dies in it.
+      const answers: Array<{ status: number } | undefined> = [{ status: 500 }];
+      receiver.respond(() => {
+        wake();
+        return answers.shift();
+      });
+      const from = receiver.received.length;
+      const first = service({ ...env, ENQUEUE: '1' });
+      await until(() => first.reports.length === 1);
+      expect(first.reports.map((r) => [r.outcome, r.attempt])).toEqual([['retry', 1]]);
+      // Its hour is up: made due now rather than waited for.
+      await eventually('the retry delayed in Redis', async () => (await stored()).isDelayed());
+      await (await stored()).promote();
+      await until(() => receiver.received.length - from === 2);
+      // In flight: taken twice by BullMQ, its data as the retry wrote it, nothing since.
+      const held = await stored();
+      expect(held.attemptsStarted).toBe(2);
+      expect(held.data).toMatchObject({
+        attempts: 1,
+        startsCounted: 1,
+        firstAttemptAt: first.reports[0]!.at,
+      });
+      await kill(first);
+      answer();
+      const second = service(env);
+      await until(() => second.reports.length === 1);
+      expect(second.reports.map((r) => [r.id, r.outcome, r.attempt])).toEqual([
+        [id, 'delivered', 3],
+      ]);
+      second.child.kill('SIGTERM');
+      expect((await second.exited)[0]).toBe(0);
+    } finally {
+      await inspect.close();
+    }
+  }, 120_000);
+
+  it('counts no attempt for the times an account at its share put a job back, across a kill of the process', async () => {
+    const run = `deferred-${randomUUID().slice(0, 8)}`;
+    const name = `crashes-${run}`;
+    const ids = [`${run}-0`, `${run}-1`];
+    const inspect = new bullmq.Queue(name, { connection: connection() });
+    const stored = async (id: string) => (await inspect.getJob(`${id}|sub-1`))!;
+    // One worker for the account: of its two jobs, one is attempted (held open), the other put
+    // back a minute each time it is taken.
+    const env = {
+      QUEUE_NAME: name,
+      RUN: run,
+      ACCOUNT: 'acme',
+      ACCOUNT_CONCURRENCY: '1',
+      ACCOUNT_DEFER_MS: '60000',
+    };
+    try {
+      hold();
+      const from = receiver.received.length;
+      const first = service({ ...env, ENQUEUE: '2' });
+      await until(() => receiver.received.length > from);
+      const attempted = String(receiver.received[from]!.headers['webhook-id']);
+      const deferred = ids.find((id) => id !== attempted)!;
+      // Taken three times, put back each time: made due again rather than waited for.
+      for (let taken = 1; taken <= 3; taken++) {
+        // Delayed first, then read: the record lands before the move.
+        const job = await eventually(`taking ${taken} put back`, async () => {
+          if (!(await (await stored(deferred)).isDelayed())) return false;
+          const job = await stored(deferred);
+          return job.attemptsStarted === taken && job;
+        });
+        expect(job.data).toMatchObject({ attempts: 0, startsCounted: taken });
+        if (taken < 3) await job.promote();
+      }
+      await kill(first);
+      answer();
+      // A process where the account's two jobs run side by side.
+      const second = service({ ...env, ACCOUNT_CONCURRENCY: '2' });
+      await (await stored(deferred)).promote();
+      const delivered = () => second.reports.filter((r) => r.outcome === 'delivered');
+      await until(() => delivered().length === 2);
+      expect(
+        delivered()
+          .map((r) => [r.id, r.attempt])
+          .sort(),
+      ).toEqual(
+        [
+          [attempted, 2],
+          [deferred, 1],
+        ].sort(),
+      );
+      expect(receiver.received.length - from).toBe(3);
+      second.child.kill('SIGTERM');
+      expect((await second.exited)[0]).toBe(0);
+    } finally {
+      await inspect.close();
     }
   }, 120_000);
 
