@@ -412,6 +412,53 @@ function ratios(entries: readonly Entry[]) {
   return out;
 }
 
+/** The targets of the summary's figures: at least, or (`cpuPerDeliveryVsBare`) at most. */
+const SUMMARY_TARGETS = {
+  bullmqVsBareBullmq: { atLeast: 0.7 },
+  cpuPerDeliveryVsBare: { atMost: 2 },
+  publishesPerSecond64: { atLeast: 15_000 },
+  publishP99Ms64: { atMost: 10 },
+  pgliteMemoryVsMemory: { atLeast: 0.3 },
+} as const;
+
+/**
+ * The figures to read first, each beside its target (absent where its contenders did not run):
+ * the service through BullMQ against the bare BullMQ worker (deliveries/s, median of the rounds'
+ * ratios) and its CPU per delivery as a multiple of the worker's; publishes per second on the
+ * suite's PostgreSQL 16 and 64 at a time, with the p99 at 64; the memory queue on PGlite in memory
+ * against the memory queue without records.
+ */
+function summarize(
+  vsFloor: ReturnType<typeof ratios>,
+  outbox: Record<string, PublishCost>,
+): Record<string, { value: number; target: string; met: boolean }> {
+  const postgres = outbox['postgresql (pg Pool)'];
+  const figures: Record<string, number | undefined> = {
+    bullmqVsBareBullmq: vsFloor.bullmq?.ofRounds,
+    cpuPerDeliveryVsBare:
+      vsFloor.bullmq === undefined ? undefined : round(1 / vsFloor.bullmq.ofCpuPerDelivery),
+    publishesPerSecond16: postgres?.publishLoaded.perSecond,
+    publishesPerSecond64: postgres?.publishLoaded64.perSecond,
+    publishP99Ms64: postgres?.publishLoaded64.p99Ms,
+    pgliteMemoryVsMemory: vsFloor.pgliteInMemory?.ofRounds,
+  };
+  const out: Record<string, { value: number; target: string; met: boolean }> = {};
+  for (const [name, value] of Object.entries(figures)) {
+    if (value === undefined) continue;
+    const target = SUMMARY_TARGETS[name as keyof typeof SUMMARY_TARGETS] as
+      | { atLeast?: number; atMost?: number }
+      | undefined;
+    if (target === undefined) {
+      out[name] = { value, target: 'none', met: true };
+    } else if (target.atLeast !== undefined) {
+      out[name] = { value, target: `>= ${target.atLeast}`, met: value >= target.atLeast };
+    } else {
+      out[name] = { value, target: `<= ${target.atMost}`, met: value <= (target.atMost ?? 0) };
+    }
+  }
+  return out;
+}
+
 /** The outbox's cost per published event on each repository (bench/outbox-cost.ts). */
 async function outboxCost(
   postgres: PostgresServer,
@@ -462,7 +509,10 @@ export async function run(): Promise<Record<string, unknown>> {
 
     const outbox =
       process.env.DELIVERIES_BENCH_OUTBOX === '0' ? {} : await outboxCost(postgres, receiver.url);
+    const summary = summarize(vsFloor, outbox);
+    console.error(`summary: ${JSON.stringify(summary)}`);
     return {
+      summary,
       workload: {
         deliveriesPerRun: { bullmq: BULLMQ_DELIVERIES, pglite: PGLITE_DELIVERIES },
         warmUp: WARM_UP,

@@ -2,7 +2,7 @@
  * The outbox's cost per published event: the latency of `publish()` on a service whose queue
  * drops every job, so that what is timed is publish's own work (the index's match, the message,
  * and, with the outbox, the record of the message and its deliveries in one transaction), one
- * call at a time and `IN_FLIGHT` at a time; and the latency of one `recordMessage` call of the
+ * call at a time, 16 and 64 at a time; and the latency of one `recordMessage` call of the
  * repository. Before the outbox, the same publish() recorded nothing: the figures of that build
  * are in docs/benchmarks.md.
  */
@@ -11,15 +11,18 @@ import { eventOf, ourService } from './delivery-contenders.js';
 import type { Backend } from './store-backends.js';
 import { type CallFigures, measureCalls } from './support.js';
 
-/** Publishes at once in the loaded measure: the publishers of one instance under load. */
+/** Publishes at once in the loaded measures: the publishers of one instance under load, and more. */
 const IN_FLIGHT = 16;
+const IN_FLIGHT_HIGH = 64;
 
 /** The cost figures of one repository. */
 export interface PublishCost {
   /** publish(), one at a time. */
   readonly publish: CallFigures;
-  /** publish(), `IN_FLIGHT` at a time. */
+  /** publish(), `IN_FLIGHT` (16) at a time. */
   readonly publishLoaded: CallFigures;
+  /** publish(), `IN_FLIGHT_HIGH` (64) at a time. */
+  readonly publishLoaded64: CallFigures;
   /** recordMessage of one message with one delivery, one at a time. */
   readonly recordMessage: CallFigures;
 }
@@ -48,6 +51,7 @@ export async function measurePublishCost(
     await measureCalls(Math.ceil(calls / 10), 1, publish);
     const one = await measureCalls(calls, 1, publish);
     const loaded = await measureCalls(calls * 2, IN_FLIGHT, publish);
+    const loaded64 = await measureCalls(calls * 4, IN_FLIGHT_HIGH, publish);
     if (contender.errors() > 0) throw new Error(`${backend.name}: publish reported failures`);
     const { repository } = backend;
     const { items } = await repository.list('A0', { offset: 0, limit: 10 });
@@ -69,6 +73,7 @@ export async function measurePublishCost(
     return {
       publish: one,
       publishLoaded: loaded,
+      publishLoaded64: loaded64,
       recordMessage: await measureCalls(calls, 1, recordOne),
     };
   } finally {

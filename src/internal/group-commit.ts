@@ -1,8 +1,10 @@
 /**
  * Group commit: writes that callers make at the same time share one statement. A write arriving
- * when nothing is in flight goes at once; one arriving while batches are in flight joins the batch
- * that is forming, which closes when it is full or after a short wait, or waits for a batch to end
- * when as many are in flight as allowed. Each caller's promise settles with its own result once
+ * when nothing is in flight goes at the end of the current turn of the event loop, with every
+ * write made in that turn (no timer: the answers that arrived together, or that piled up while an
+ * embedded database held the thread, go together); one arriving while batches are in flight joins
+ * the batch that is forming, which closes when it is full or after a short wait, or waits for a
+ * batch to end when as many are in flight as allowed. Each caller's promise settles with its own result once
  * its batch has committed, or with the batch's error: a failed batch fails its own callers only,
  * and the next one goes as if nothing happened. @module
  */
@@ -19,7 +21,7 @@ export interface GroupCommitSettings<I, R> {
   readonly maxBatch: number;
   /**
    * How long a batch forming while another is in flight waits for more items, in ms; 0: it goes
-   * as soon as a batch may. A write when nothing is in flight never waits.
+   * as soon as a batch may. A write when nothing is in flight waits for no timer.
    */
   readonly maxWaitMs: number;
   /** Batches in flight at once. */
@@ -29,8 +31,17 @@ export interface GroupCommitSettings<I, R> {
    * statement cannot insert or move one row twice). Left out: every item may share.
    */
   readonly keyOf?: ((item: I) => string) | undefined;
+  /**
+   * After a batch of more than one fails, write each of its items alone, so that an item the
+   * statement refuses fails its own caller only: for writes that are safe to repeat (one that
+   * committed though its answer was lost changes nothing the second time). Left out: a failed
+   * batch fails every item with its error.
+   */
+  readonly retryAlone?: boolean | undefined;
   /** The wait of a forming batch. @defaultValue a real timer */
   readonly sleep?: Sleep | undefined;
+  /** Runs `fn` at the end of the current turn. @defaultValue `setImmediate` */
+  readonly endOfTurn?: ((fn: () => void) => void) | undefined;
 }
 
 /** An item waiting for its batch, with its caller's promise. */
@@ -44,16 +55,20 @@ interface Waiting<I, R> {
 export class GroupCommit<I, R> {
   readonly #settings: GroupCommitSettings<I, R>;
   readonly #sleep: Sleep;
+  readonly #endOfTurn: (fn: () => void) => void;
   #queue: Waiting<I, R>[] = [];
   #inFlight = 0;
   // A forming batch is waiting for more items.
   #forming = false;
+  // A batch goes at the end of the turn.
+  #turnEnding = false;
   #batches = 0;
   #items = 0;
 
   constructor(settings: GroupCommitSettings<I, R>) {
     this.#settings = settings;
     this.#sleep = settings.sleep ?? timerSleep;
+    this.#endOfTurn = settings.endOfTurn ?? endOfTurn;
   }
 
   /** Write `item` with whatever else is written at the time; settles once its batch did. */
@@ -73,6 +88,18 @@ export class GroupCommit<I, R> {
   #pump(): void {
     const { concurrency, maxBatch, maxWaitMs } = this.#settings;
     while (this.#queue.length > 0 && this.#inFlight < concurrency) {
+      if (this.#inFlight === 0 && this.#queue.length < maxBatch) {
+        // Nothing in flight: the writes of this turn go together at its end.
+        if (!this.#turnEnding) {
+          this.#turnEnding = true;
+          this.#endOfTurn(() => {
+            this.#turnEnding = false;
+            if (this.#queue.length > 0 && this.#inFlight < concurrency) this.#send(this.#take());
+            this.#pump();
+          });
+        }
+        return;
+      }
       if (this.#inFlight > 0 && maxWaitMs > 0 && this.#queue.length < maxBatch) {
         // Others are in flight: let more join, up to the wait.
         if (!this.#forming) {
@@ -122,26 +149,49 @@ export class GroupCommit<I, R> {
     return batch;
   }
 
+  /** Write a batch and give each item its result; rejects with the batch's error. */
+  #write(batch: readonly Waiting<I, R>[]): Promise<void> {
+    return new Promise<readonly R[]>((resolve) =>
+      resolve(this.#settings.write(batch.map((w) => w.item))),
+    ).then((results) => {
+      if (results.length !== batch.length) {
+        throw new Error(
+          `a batch of ${batch.length} writes answered ${results.length} results; each write needs one`,
+        );
+      }
+      for (let i = 0; i < batch.length; i++) batch[i]?.resolve(results[i] as R);
+    });
+  }
+
   #send(batch: readonly Waiting<I, R>[]): void {
     if (batch.length === 0) return;
     this.#inFlight += 1;
     this.#batches += 1;
     this.#items += batch.length;
-    new Promise<readonly R[]>((resolve) => resolve(this.#settings.write(batch.map((w) => w.item))))
-      .then((results) => {
-        if (results.length !== batch.length) {
-          throw new Error(
-            `a batch of ${batch.length} writes answered ${results.length} results; each write needs one`,
-          );
-        }
-        for (let i = 0; i < batch.length; i++) batch[i]?.resolve(results[i] as R);
-      })
+    this.#write(batch)
       .catch((error: unknown) => {
-        for (const waiting of batch) waiting.reject(error);
+        if (this.#settings.retryAlone !== true || batch.length === 1) {
+          for (const waiting of batch) waiting.reject(error);
+          return undefined;
+        }
+        // One after the other: the batch's slot stays taken until each has its answer.
+        return batch.reduce(
+          (previous, waiting) =>
+            previous.then(() =>
+              this.#write([waiting]).catch((alone: unknown) => waiting.reject(alone)),
+            ),
+          Promise.resolve(),
+        );
       })
       .finally(() => {
         this.#inFlight -= 1;
         this.#pump();
       });
   }
+}
+
+/** `setImmediate` where the runtime has it (after the I/O of this turn), else a timer of 0. */
+function endOfTurn(fn: () => void): void {
+  if (typeof setImmediate === 'function') setImmediate(fn);
+  else setTimeout(fn, 0);
 }

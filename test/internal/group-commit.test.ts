@@ -3,8 +3,8 @@
  * when its batch committed and with the batch's error when it failed (a failed batch fails its own
  * writes only, and the next goes as if nothing happened); a batch holds at most `maxBatch` writes,
  * never two of one key, and no more than `concurrency` are in flight; a write made while nothing is
- * in flight goes at once, without waiting for a timer; writes of one key are written in the order
- * they were made. The statements are held open by the test, and timers fire only when it says.
+ * in flight goes at the end of the turn, without waiting for a timer, with the other writes of that
+ * turn; writes of one key are written in the order they were made. The statements are held open by the test, and timers fire only when it says.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -85,6 +85,7 @@ describe('GroupCommit', () => {
             const n = made++;
             const inFlightBefore = open.length;
             const writtenBefore = written.length;
+            const waiting = n - written.reduce((sum, b) => sum + b.items.length, 0);
             const outcome = { count: 0 } as { result?: string; error?: unknown; count: number };
             outcomes.set(n, outcome);
             group.add({ n, key: `k${key}` }).then(
@@ -97,13 +98,13 @@ describe('GroupCommit', () => {
                 outcome.error = error;
               },
             );
-            // Nothing in flight and nothing waiting: it goes at once, no timer needed.
-            if (inFlightBefore === 0 && writtenBefore === written.length) {
-              const queuedBefore = n - written.reduce((sum, b) => sum + b.items.length, 0);
-              if (queuedBefore === 0) {
-                expect(written.length, `write ${n} alone goes at once`).toBe(writtenBefore + 1);
-                expect(written.at(-1)?.items.map((i) => i.n)).toEqual([n]);
-              }
+            // Nothing in flight and nothing waiting: it goes at the end of the turn, no timer needed.
+            if (inFlightBefore === 0 && waiting === 0) {
+              await settle();
+              expect(written.length, `write ${n} alone goes at the turn's end`).toBe(
+                writtenBefore + 1,
+              );
+              expect(written.at(-1)?.items.map((i) => i.n)).toEqual([n]);
             }
           };
           for (const step of script) {
@@ -123,7 +124,7 @@ describe('GroupCommit', () => {
             await settle();
             if (open.length > 0) open.shift()!.settle(false);
             else if (timers.length > 0) for (const fire of timers.splice(0)) fire();
-            else break;
+            else if ([...outcomes.values()].every((o) => o.count > 0)) break;
             expect(open.length).toBeLessThanOrEqual(concurrency);
           }
           await settle();
@@ -157,25 +158,87 @@ describe('GroupCommit', () => {
     );
   });
 
-  it('groups the writes made while a batch is in flight into the next one', async () => {
+  it('with retryAlone, a write the statement refuses fails its own caller only: the others of its batch go alone and succeed', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }), { maxLength: 6 }),
+        async (maxBatch, turns) => {
+          const batches: number[][] = [];
+          const group = new GroupCommit<{ n: number; poisoned: boolean }, number>({
+            maxBatch,
+            maxWaitMs: 0,
+            concurrency: 1,
+            retryAlone: true,
+            write: async (items) => {
+              batches.push(items.map((i) => i.n));
+              if (items.some((i) => i.poisoned)) throw new Error('refused');
+              return items.map((i) => i.n * 10);
+            },
+          });
+          let n = 0;
+          const calls: Array<{ n: number; poisoned: boolean; outcome: Promise<unknown> }> = [];
+          for (const turn of turns) {
+            for (const poisoned of turn) {
+              const item = { n: n++, poisoned };
+              calls.push({
+                ...item,
+                outcome: group.add(item).then(
+                  (value) => ({ value }),
+                  (error: unknown) => ({ error }),
+                ),
+              });
+            }
+            await settle();
+          }
+          for (const call of calls) {
+            const outcome = await call.outcome;
+            expect(outcome, `write ${call.n}`).toEqual(
+              call.poisoned ? { error: new Error('refused') } : { value: call.n * 10 },
+            );
+          }
+          for (const batch of batches) expect(batch.length).toBeLessThanOrEqual(maxBatch);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('writes made in one turn go together at its end; those made while it is in flight, in the next', async () => {
     const { group, written, open } = harness({ maxBatch: 10, maxWaitMs: 0, concurrency: 1 });
-    const results = [1, 2, 3, 4].map((n) => group.add({ n, key: `k${n}` }));
+    const first = [1, 2].map((n) => group.add({ n, key: `k${n}` }));
+    expect(written).toHaveLength(0);
     await settle();
-    expect(written.map((b) => b.items.map((i) => i.n))).toEqual([[1]]);
+    expect(written.map((b) => b.items.map((i) => i.n))).toEqual([[1, 2]]);
+    const next = [3, 4, 5].map((n) => group.add({ n, key: `k${n}` }));
+    await settle();
+    expect(written).toHaveLength(1);
     open.shift()!.settle(false);
     await settle();
-    expect(written.map((b) => b.items.map((i) => i.n))).toEqual([[1], [2, 3, 4]]);
+    await settle();
+    expect(written.map((b) => b.items.map((i) => i.n))).toEqual([
+      [1, 2],
+      [3, 4, 5],
+    ]);
     open.shift()!.settle(false);
-    expect(await Promise.all(results)).toEqual(['done 1', 'done 2', 'done 3', 'done 4']);
-    expect(group.stats).toEqual({ batches: 2, items: 4 });
+    expect(await Promise.all([...first, ...next])).toEqual([
+      'done 1',
+      'done 2',
+      'done 3',
+      'done 4',
+      'done 5',
+    ]);
+    expect(group.stats).toEqual({ batches: 2, items: 5 });
   });
 
   it('a batch forming while another is in flight waits for the timer, or goes once full', async () => {
     const { group, written, timers } = harness({ maxBatch: 3, maxWaitMs: 2, concurrency: 2 });
     void group.add({ n: 1, key: 'a' });
-    void group.add({ n: 2, key: 'b' });
     await settle();
     expect(written.map((b) => b.items.map((i) => i.n))).toEqual([[1]]);
+    void group.add({ n: 2, key: 'b' });
+    await settle();
+    expect(written).toHaveLength(1);
     expect(timers).toHaveLength(1);
     void group.add({ n: 3, key: 'c' });
     void group.add({ n: 4, key: 'd' });
@@ -188,6 +251,20 @@ describe('GroupCommit', () => {
     expect(written).toHaveLength(2);
   });
 
+  it('a timer that fires with nothing in flight sends what waits', async () => {
+    const { group, written, open, timers } = harness({ maxBatch: 5, maxWaitMs: 2, concurrency: 2 });
+    void group.add({ n: 1, key: 'a' });
+    await settle();
+    void group.add({ n: 2, key: 'b' });
+    await settle();
+    expect(timers).toHaveLength(1);
+    open.shift()!.settle(false);
+    await settle();
+    await settle();
+    // The first ended: nothing in flight, so the second went at the turn's end, not for the timer.
+    expect(written.map((b) => b.items.map((i) => i.n))).toEqual([[1], [2]]);
+  });
+
   it('a write whose batch answers the wrong number of results is refused, not given another’s', async () => {
     const group = new GroupCommit<number, number>({
       maxBatch: 5,
@@ -195,9 +272,8 @@ describe('GroupCommit', () => {
       concurrency: 1,
       write: async () => [1],
     });
-    const first = group.add(1);
+    expect(await group.add(1)).toBe(1);
     const [second, third] = [group.add(2), group.add(3)];
-    expect(await first).toBe(1);
     await expect(second).rejects.toThrow('a batch of 2 writes answered 1 results');
     await expect(third).rejects.toThrow('a batch of 2 writes answered 1 results');
   });

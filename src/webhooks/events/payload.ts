@@ -155,12 +155,16 @@ function defaultId(): string {
 
 const hasLoneSurrogate = (text: string): boolean => LONE_SURROGATE.test(text);
 
+// An identifier a database can keep as text: well-formed, and no NUL (PostgreSQL's text refuses it).
+const storableId = (value: unknown): value is string =>
+  typeof value === 'string' && value !== '' && !hasLoneSurrogate(value) && !value.includes('\0');
+
 // The rules of an event's fields; `data` is checked by serialising it.
 const EVENT_RULES = {
   accountCode: {
-    expected: 'the non-empty code of the account the event belongs to (well-formed Unicode)',
-    read: (value: unknown) =>
-      typeof value === 'string' && value !== '' && !hasLoneSurrogate(value) ? value : INVALID,
+    expected:
+      'the non-empty code of the account the event belongs to (well-formed Unicode, no NUL character)',
+    read: (value: unknown) => (storableId(value) ? value : INVALID),
   },
   kind: {
     expected:
@@ -169,9 +173,9 @@ const EVENT_RULES = {
       parseEventKind(value).ok && !hasLoneSurrogate(value as string) ? (value as string) : INVALID,
   },
   propertyId: {
-    expected: 'a non-empty string (well-formed Unicode), or left out for an account-level event',
-    read: (value: unknown) =>
-      typeof value === 'string' && value !== '' && !hasLoneSurrogate(value) ? value : INVALID,
+    expected:
+      'a non-empty string (well-formed Unicode, no NUL character), or left out for an account-level event',
+    read: (value: unknown) => (storableId(value) ? value : INVALID),
   },
   data: {
     expected: 'a JSON value (no cycle, no BigInt, no getter that throws), or left out',

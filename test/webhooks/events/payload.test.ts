@@ -58,7 +58,7 @@ describe('createWebhookMessage', () => {
       'without an account code',
       { kind: 'folio/created' },
       '/accountCode',
-      'event.accountCode must be the non-empty code of the account the event belongs to (well-formed Unicode), got undefined.',
+      'event.accountCode must be the non-empty code of the account the event belongs to (well-formed Unicode, no NUL character), got undefined.',
     ],
     [
       'a wildcard kind',
@@ -76,7 +76,7 @@ describe('createWebhookMessage', () => {
       'an empty property id',
       { accountCode: 'A', kind: 'folio/x', propertyId: '' },
       '/propertyId',
-      'event.propertyId must be a non-empty string (well-formed Unicode), or left out for an account-level event, got "".',
+      'event.propertyId must be a non-empty string (well-formed Unicode, no NUL character), or left out for an account-level event, got "".',
     ],
   ])(
     'refuses an event %s as input: InvalidRequestError invalid_event with its pointer',

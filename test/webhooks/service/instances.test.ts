@@ -267,10 +267,14 @@ describe('two instances on one PostgreSQL', () => {
     expect(await listenBackend('B')).toBeDefined();
   });
 
-  it('a rotate on A: B’s deliveries carry the old and the new signature', async () => {
+  it('a rotate on A: B’s deliveries carry the old and the new signature, though B kept the old secret', async () => {
     const { subscription, at } = await create(a, 'T5', 't5');
     await within('create on A, matched on B', at, () => matches(b, 'T5', subscription.id));
     const oldSecret: string = subscription.secret;
+    // B signs once before the rotation: it keeps the lone secret of this version of the subscription.
+    const before = await delivery((await b.publish(event('T5'))).id);
+    expect(String(before.headers['webhook-signature']).split(' ')).toHaveLength(1);
+    expect(verifyWebhook(before.body, before.headers, { secrets: oldSecret }).ok).toBe(true);
     const rotated = await a.call('POST', `/v1/subscriptions/${subscription.id}/secret/rotate`, {
       account: 'T5',
     });

@@ -298,11 +298,11 @@ describe('createWebhookService: nasty input gets problem details', () => {
     cycle.self = cycle;
     const EVENT = 'event must be an object { accountCode, kind, propertyId?, data? } of plain data';
     const ACCOUNT =
-      'event.accountCode must be the non-empty code of the account the event belongs to (well-formed Unicode)';
+      'event.accountCode must be the non-empty code of the account the event belongs to (well-formed Unicode, no NUL character)';
     const KIND =
       'event.kind must be an event kind <topic>/<event> of lower-case letters, digits and inner hyphens, such as folio/created (no wildcard; well-formed Unicode)';
     const PROPERTY =
-      'event.propertyId must be a non-empty string (well-formed Unicode), or left out for an account-level event';
+      'event.propertyId must be a non-empty string (well-formed Unicode, no NUL character), or left out for an account-level event';
     const DATA =
       'event.data must be a JSON value (no cycle, no BigInt, no getter that throws), or left out';
     const cases: Array<[unknown, string, string]> = [
@@ -315,6 +315,16 @@ describe('createWebhookService: nasty input gets problem details', () => {
         { accountCode: 'AC\uD800ME', kind: 'a/b' },
         '/accountCode',
         `${ACCOUNT}, got "AC\\ud800ME".`,
+      ],
+      [
+        { accountCode: 'AC\u0000ME', kind: 'a/b' },
+        '/accountCode',
+        `${ACCOUNT}, got "AC\\u0000ME".`,
+      ],
+      [
+        { accountCode: 'ACME', kind: 'a/b', propertyId: 'MUC\u0000' },
+        '/propertyId',
+        `${PROPERTY}, got "MUC\\u0000".`,
       ],
       [{ accountCode: 'ACME', kind: 'not a kind' }, '/kind', `${KIND}, got "not a kind".`],
       [{ accountCode: 'ACME', kind: 'a/*' }, '/kind', `${KIND}, got "a/*".`],
