@@ -248,13 +248,16 @@ export function quoteIdentifier(name: string): string {
 
 /**
  * `record_attempts`: the attempts of a batch, each as one attempt alone would be recorded, in the
- * batch's order, in one call and so in one transaction: its entry in the delivery log; its
+ * batch's order for each subscription (the subscriptions in one order, so that batches at once
+ * never wait on each other in a circle), in one call and so in one transaction; a batch that
+ * moves no subscription's health (every attempt delivered, to endpoints with no failing streak,
+ * each delivery once) in one pass. Each attempt: its entry in the delivery log; its
  * delivery, locked first (`held`), so that attempts at once of one message count it once; the
  * subscription's failing streak; the delivery moved when it is pending in the attempt's round (a
  * retry pending again, due at its next attempt and leased until `leases_until_ms` or then), and
  * marked as counted in the streak. The subscription's row is written only when its health
  * changes: a delivery to a healthy endpoint locks nothing but its own delivery. Each attempt sees
- * what the ones before it in the batch wrote, as if they had been recorded one by one. One row per
+ * what the ones before it of its subscription wrote, as if they had been recorded one by one. One row per
  * attempt: its position in the batch (from 1), its sequence in the log, and the streak after it.
  * A later version of these steps replaces the function in a migration of its own.
  */
@@ -272,6 +275,60 @@ function recordAttempts(s: string): string {
     DECLARE
       item record;
     BEGIN
+      -- Every attempt delivered, to an endpoint with no failing streak, each delivery once: the
+      -- health of no subscription moves, so the batch is recorded in one pass, its deliveries
+      -- locked in key order first.
+      IF (SELECT bool_and(o.outcome = 'delivered') FROM unnest(outcomes) AS o(outcome))
+        AND (SELECT count(*) = count(DISTINCT (k.a, k.m, k.s))
+          FROM unnest(account_codes, message_ids, subscription_ids) AS k(a, m, s))
+        AND NOT EXISTS (
+          SELECT 1 FROM unnest(account_codes, subscription_ids) AS k(a, s)
+          JOIN ${s}.subscriptions AS t ON t.account_code = k.a AND t.id = k.s
+          WHERE t.deleted_at IS NULL AND t.failing_since_ms IS NOT NULL)
+      THEN
+        RETURN QUERY WITH batch AS (
+          SELECT * FROM unnest(account_codes, message_ids, subscription_ids, endpoint_urls,
+            attempt_numbers, at_ms, statuses, error_codes, error_messages, outcomes,
+            next_attempt_ms, reasons, durations_ms, replays)
+            WITH ORDINALITY AS x(account_code, message_id, subscription_id, endpoint_url, attempt,
+              at_ms, status, error_code, error_message, outcome, next_attempt_ms, reason,
+              duration_ms, replay, n)
+        ), held AS (
+          SELECT d.account_code, d.message_id, d.subscription_id FROM ${s}.deliveries AS d
+          JOIN batch AS b ON d.account_code = b.account_code AND d.message_id = b.message_id
+            AND d.subscription_id = b.subscription_id
+          ORDER BY d.account_code COLLATE "C", d.message_id COLLATE "C",
+            d.subscription_id COLLATE "C"
+          FOR UPDATE OF d
+        ), entry AS (
+          INSERT INTO ${s}.delivery_log (account_code, message_id, subscription_id,
+            endpoint_url, attempt, at_ms, status, error_code, error_message, outcome,
+            next_attempt_ms, reason, duration_ms, replay)
+          SELECT b.account_code, b.message_id, b.subscription_id, b.endpoint_url, b.attempt,
+            b.at_ms, b.status, b.error_code, b.error_message, b.outcome, b.next_attempt_ms,
+            b.reason, b.duration_ms, b.replay
+          FROM batch AS b ORDER BY b.n
+          RETURNING delivery_log.sequence, delivery_log.account_code, delivery_log.message_id,
+            delivery_log.subscription_id
+        ), moved AS (
+          UPDATE ${s}.deliveries AS d SET status = 'delivered'
+          FROM batch AS b, held AS h
+          WHERE d.account_code = b.account_code AND d.message_id = b.message_id
+            AND d.subscription_id = b.subscription_id
+            AND h.account_code = b.account_code AND h.message_id = b.message_id
+            AND h.subscription_id = b.subscription_id
+            AND d.status = 'pending' AND d.replay = coalesce(b.replay, 0)
+        )
+        SELECT b.n, e.sequence, t.failing_since_ms, t.failed_messages
+        FROM batch AS b
+        JOIN entry AS e ON e.account_code = b.account_code AND e.message_id = b.message_id
+          AND e.subscription_id = b.subscription_id
+        LEFT JOIN ${s}.subscriptions AS t ON t.account_code = b.account_code
+          AND t.id = b.subscription_id AND t.deleted_at IS NULL;
+        RETURN;
+      END IF;
+      -- One by one, in the batch's order for each subscription, the subscriptions in one order:
+      -- batches at once take their rows in the same order.
       FOR item IN
         SELECT * FROM unnest(account_codes, message_ids, subscription_ids, endpoint_urls,
           attempt_numbers, at_ms, statuses, error_codes, error_messages, outcomes,
@@ -279,7 +336,7 @@ function recordAttempts(s: string): string {
           WITH ORDINALITY AS x(account_code, message_id, subscription_id, endpoint_url, attempt,
             at_ms, status, error_code, error_message, outcome, next_attempt_ms, reason,
             duration_ms, replay, lease_until_ms, n)
-        ORDER BY x.n
+        ORDER BY x.account_code COLLATE "C", x.subscription_id COLLATE "C", x.n
       LOOP
         RETURN QUERY WITH entry AS (
           INSERT INTO ${s}.delivery_log (account_code, message_id, subscription_id,

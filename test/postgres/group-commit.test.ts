@@ -4,14 +4,20 @@
  * whose answer was lost. Against the outbox's promise: a publish resolves only once its message
  * and deliveries are committed (so a crash after it loses nothing: each is read back the moment it
  * resolves), and a publish whose rows were not recorded is told to its caller, never dropped in
- * silence; a failed batch fails its own publishes only, and the next batch goes.
+ * silence; a failed batch fails its own publishes only, and the next batch goes. And attempts
+ * recorded in one batch leave what the memory repository leaves recording them one by one.
  */
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createWebhookService } from '../../src/index.js';
+import {
+  createWebhookService,
+  type DeliveryAttempt,
+  MemorySubscriptionRepository,
+} from '../../src/index.js';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
 import { type SharedPostgres, sharedPostgres } from '../support/shared-postgres.js';
+import { T0 } from '../support/subscription-repository-fixtures.js';
 
 let postgres: SharedPostgres;
 let pool: pg.Pool;
@@ -155,5 +161,93 @@ it('a publish resolves only with its rows committed; one not recorded is refused
       },
     ),
     { numRuns: 25 },
+  );
+});
+
+type Outcome = 'delivered' | 'retry' | 'failed';
+
+it('attempts recorded in one batch leave what recording them one by one leaves, in the batch’s order for each subscription', async () => {
+  const attempt = fc.record({
+    subscription: fc.nat(2),
+    message: fc.nat(3),
+    outcome: fc.constantFrom<Outcome>('delivered', 'delivered', 'retry', 'failed'),
+    sent: fc.boolean(),
+  });
+  await fc.assert(
+    fc.asyncProperty(fc.array(attempt, { minLength: 1, maxLength: 12 }), async (batch) => {
+      const schema = `group_commit_${++schemas}`;
+      const postgresRepository = await PostgresSubscriptionRepository.open({
+        database: pool,
+        schema,
+      });
+      const memory = new MemorySubscriptionRepository();
+      try {
+        const subscriptions = ['s0', 's1', 's2'];
+        const messages = ['m0', 'm1', 'm2', 'm3'];
+        for (const repository of [postgresRepository, memory]) {
+          for (const id of subscriptions) {
+            await repository.create(
+              {
+                id,
+                accountCode: 'ACME',
+                endpointUrl: `https://hooks.example.com/${id}`,
+                events: ['folio/*'],
+                createdAt: new Date(T0).toISOString(),
+              },
+              `whsec_${id}`,
+              { at: T0, maxPerAccount: 10 },
+            );
+          }
+          for (const id of messages) {
+            await repository.recordMessage(
+              { accountCode: 'ACME', id, kind: 'folio/created', body: '{}', createdAt: T0 },
+              subscriptions.map((s) => ({
+                subscriptionId: s,
+                endpointUrl: `https://hooks.example.com/${s}`,
+              })),
+              { leaseUntil: T0 + 60_000 },
+            );
+          }
+        }
+        const attempts = batch.map((a, i): DeliveryAttempt => {
+          const base = {
+            id: messages[a.message]!,
+            subscriptionId: subscriptions[a.subscription]!,
+            endpointUrl: `https://hooks.example.com/${subscriptions[a.subscription]}`,
+            attempt: 1,
+            at: T0 + 1_000 * (i + 1),
+            ...(a.sent ? { durationMs: 5 } : {}),
+          };
+          if (a.outcome === 'delivered')
+            return { ...base, durationMs: 5, status: 204, outcome: 'delivered' };
+          if (a.outcome === 'retry') {
+            return { ...base, status: 500, outcome: 'retry', nextAttemptAt: base.at + 60_000 };
+          }
+          return { ...base, status: 500, outcome: 'failed', reason: 'attempts_exhausted' };
+        });
+        // One turn: one batch on PostgreSQL; one by one on the memory repository (the model).
+        const together = await Promise.all(
+          attempts.map((a) => postgresRepository.recordAttempt('ACME', a)),
+        );
+        const oneByOne = [];
+        for (const a of attempts) oneByOne.push(await memory.recordAttempt('ACME', a));
+        // Each attempt's health is its subscription's after it: the same only within one
+        // subscription's order, which the batch keeps.
+        expect(together.map((r) => r.health)).toEqual(oneByOne.map((r) => r.health));
+        for (const m of messages) {
+          for (const s of subscriptions) {
+            expect(await postgresRepository.deliveryStatus('ACME', m, s), `${m} to ${s}`).toBe(
+              await memory.deliveryStatus('ACME', m, s),
+            );
+          }
+        }
+        const logged = await postgresRepository.attempts('ACME', { limit: 100 });
+        expect(logged).toHaveLength(attempts.length);
+      } finally {
+        await postgresRepository.close();
+        await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+      }
+    }),
+    { numRuns: 40 },
   );
 });
