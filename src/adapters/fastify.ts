@@ -11,7 +11,7 @@ import {
   type RateLimitOptions,
 } from '../http/rate-limit-gate.js';
 import { checkValue, oneOf } from '../internal/options.js';
-import { filledRoutePath } from '../limits/route-path.js';
+import { routePathReader } from './fastify-route.js';
 import { clientGone, firstValue, holdUntilClosed } from './node-response.js';
 
 export { type FastifyFetchOptions, fastifyFetchPlugin } from './fastify-fetch.js';
@@ -58,10 +58,9 @@ export const fastifyRateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = 
   }
   const readTrackingId = (request: FastifyRequest) =>
     firstValue(request.headers[gate.trackingIdHeader]);
+  const routePath = byRoute ? routePathReader() : undefined;
   fastify.addHook('onRequest', (request, reply, hookDone) => {
-    const path =
-      (byRoute ? filledRoutePath(request.routeOptions.url, request.params) : undefined) ??
-      request.url;
+    const path = routePath?.(request) ?? request.url;
     const verdict = gate.check(request, request.method, path, readTrackingId);
     if (verdict instanceof Promise) verdict.then((v) => settle(v, request, reply, hookDone));
     else settle(verdict, request, reply, hookDone);

@@ -42,12 +42,15 @@ export function writeFields(
   statuses: readonly PolicyStatus[],
   refusal?: { readonly retryAfterSeconds: number; readonly policy: Policy | undefined },
 ): RateLimitFields {
-  const policies: string[] = [];
-  const states: string[] = [];
-  for (const status of statuses) {
+  // Indexed twice below; any other iterable is walked once, as a for-of would.
+  const list = Array.isArray(statuses) ? statuses : [...statuses];
+  const made: PolicyText[] = [];
+  let states = '';
+  for (let i = 0; i < list.length; i++) {
+    const status = list[i] as PolicyStatus;
     const { policy } = status;
-    const name = sfString(policy.name);
-    policies.push(`${name};${quota(policy)}`);
+    const text = policyText(policy);
+    made.push(text);
     let remaining = wholeAtLeast(status.remaining, 0);
     let reset = wholeAtLeast(Math.ceil(finite(status.resetAfterMs) / 1000), 0);
     if (refusal !== undefined) {
@@ -55,9 +58,68 @@ export function writeFields(
       reset =
         remaining === 0 ? refusal.retryAfterSeconds : Math.min(reset, refusal.retryAfterSeconds);
     }
-    states.push(`${name};r=${remaining};t=${reset}`);
+    // Only the two numbers change from response to response: the rest is made once per policy.
+    const state = `${text.state}${remaining};t=${reset}`;
+    states = i === 0 ? state : `${states}, ${state}`;
   }
-  return { 'ratelimit-policy': policies.join(', '), ratelimit: states.join(', ') };
+  return { 'ratelimit-policy': policyList(made), ratelimit: states };
+}
+
+/** What a policy writes in the two fields whatever its state, made once per frozen policy. */
+interface PolicyText {
+  /** The policy written. */
+  readonly policy: Policy;
+  /** Kept: the policy is frozen, so this text is its text for as long as it lives. */
+  readonly kept: boolean;
+  /** Its `RateLimit-Policy` item: `"name";q=<quota>;w=<window>`. */
+  readonly item: string;
+  /** Its `RateLimit` item up to the remaining count: `"name";r=`. */
+  readonly state: string;
+  /** The `RateLimit-Policy` values of the lists that start with this policy, as made. */
+  readonly lists: Array<{ readonly policies: readonly Policy[]; readonly value: string }>;
+}
+
+// A limiter's policies are frozen plain data, the same objects from decision to decision: what
+// they write cannot change, and is kept as long as they live. Any other policy is written anew.
+const texts = new WeakMap<Policy, PolicyText>();
+
+/** The most `RateLimit-Policy` values kept per first policy: one per route rule and preset. */
+const MAX_LISTS = 64;
+
+function policyText(policy: Policy): PolicyText {
+  let text = texts.get(policy);
+  if (text !== undefined) return text;
+  const name = sfString(policy.name);
+  const kept = Object.isFrozen(policy);
+  text = { policy, kept, item: `${name};${quota(policy)}`, state: `${name};r=`, lists: [] };
+  if (kept) texts.set(policy, text);
+  return text;
+}
+
+/** The `RateLimit-Policy` value of these policies: made once per list of frozen policies. */
+function policyList(made: readonly PolicyText[]): string {
+  const n = made.length;
+  if (n === 0) return '';
+  const first = made[0] as PolicyText;
+  for (const list of first.lists) {
+    if (list.policies.length === n && samePolicies(list.policies, made)) return list.value;
+  }
+  let value = first.item;
+  let kept = first.kept;
+  for (let i = 1; i < n; i++) {
+    const text = made[i] as PolicyText;
+    value += `, ${text.item}`;
+    kept &&= text.kept;
+  }
+  if (kept && first.lists.length < MAX_LISTS) {
+    first.lists.push({ policies: made.map((text) => text.policy), value });
+  }
+  return value;
+}
+
+function samePolicies(policies: readonly Policy[], made: readonly PolicyText[]): boolean {
+  for (let i = 0; i < policies.length; i++) if (policies[i] !== made[i]?.policy) return false;
+  return true;
 }
 
 /** The most statuses read from a decision made elsewhere: far more than any preset applies. */

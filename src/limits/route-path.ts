@@ -12,8 +12,17 @@ const PLAIN_LITERAL = /^[^:*()%?#;\\]*$/;
 
 type RouteShape = ReadonlyArray<{ readonly literal: string } | { readonly param: string }>;
 
+/**
+ * Fills one route's path from the parameters a router captured: the path, percent-encoded, or
+ * `undefined` when it cannot be filled (see {@link filledRoutePath}).
+ * @internal
+ */
+export type RoutePathFiller = (params: unknown) => string | undefined;
+
 // Bounded by the routes the application registered.
-const shapes = new Map<string, RouteShape | null>();
+const fillers = new Map<string, RoutePathFiller>();
+
+const NOT_FILLED: RoutePathFiller = () => undefined;
 
 /**
  * The matched route's path with its parameters filled in, each percent-encoded, or `undefined`
@@ -24,25 +33,44 @@ const shapes = new Map<string, RouteShape | null>();
  * @internal
  */
 export function filledRoutePath(route: unknown, params: unknown): string | undefined {
-  if (typeof route !== 'string') return undefined;
-  let shape = shapes.get(route);
-  if (shape === undefined) {
-    shape = routeShape(route);
-    shapes.set(route, shape);
+  return routePathFiller(route)(params);
+}
+
+/**
+ * What {@link filledRoutePath} answers for `route`, as a function of the parameters: read the
+ * route once, fill it per request. A route without parameters is one path, made once.
+ * @internal
+ */
+export function routePathFiller(route: unknown): RoutePathFiller {
+  if (typeof route !== 'string') return NOT_FILLED;
+  let filler = fillers.get(route);
+  if (filler === undefined) {
+    filler = fillerOf(routeShape(route));
+    fillers.set(route, filler);
   }
-  if (shape === null) return undefined;
-  const values = params as Record<string, unknown> | null | undefined;
-  let path = '';
-  for (const segment of shape) {
-    if ('literal' in segment) {
-      path += `/${segment.literal}`;
-      continue;
+  return filler;
+}
+
+function fillerOf(shape: RouteShape | null): RoutePathFiller {
+  if (shape === null) return NOT_FILLED;
+  if (shape.every((segment) => 'literal' in segment)) {
+    const path = shape.map((segment) => `/${(segment as { literal: string }).literal}`).join('');
+    return () => path;
+  }
+  return (params) => {
+    const values = params as Record<string, unknown> | null | undefined;
+    let path = '';
+    for (const segment of shape) {
+      if ('literal' in segment) {
+        path += `/${segment.literal}`;
+        continue;
+      }
+      const value = values?.[segment.param];
+      if (typeof value !== 'string' || value === '') return undefined;
+      path += `/${encodeURIComponent(value)}`;
     }
-    const value = values?.[segment.param];
-    if (typeof value !== 'string' || value === '') return undefined;
-    path += `/${encodeURIComponent(value)}`;
-  }
-  return path;
+    return path;
+  };
 }
 
 function routeShape(route: string): RouteShape | null {
