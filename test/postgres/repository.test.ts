@@ -254,6 +254,20 @@ describe('PostgresSubscriptionRepository options', () => {
     await refused({ database, reconnectDelayMs: 0 }, /reconnectDelayMs must be a whole number/);
     await refused({ database, schemaa: 'x' }, /no option "schemaa"; did you mean "schema"/);
     await refused({ database, preparedStatements: 'yes' }, /preparedStatements must be/);
+    await refused(
+      { database, groupCommit: { maxBatch: 0 } },
+      /^groupCommit\.maxBatch must be a whole number from 1 to 10000, got 0\.$/,
+    );
+    await refused({ database, groupCommit: { maxWaitMs: -1 } }, /groupCommit\.maxWaitMs must be/);
+    await refused(
+      { database, groupCommit: { concurrency: 1.5 } },
+      /groupCommit\.concurrency must be/,
+    );
+    await refused({ database, groupCommit: 'fast' }, /groupCommit must be/);
+    await refused(
+      { database, groupCommit: { maxBatc: 3 } },
+      /^groupCommit has no option "maxBatc"; did you mean "maxBatch"\?/,
+    );
     const cipher = aesGcmSecretCipher({ keys: [{ id: 'k1', key: Buffer.alloc(32) }] });
     await refused(
       { database, secretKeys: [{ id: 'k1', key: Buffer.alloc(32) }], cipher },
