@@ -22,8 +22,7 @@ export function routePathReader(): (request: FastifyRequest) => string | undefin
   const fillers = new WeakMap<object, RoutePathFiller>();
   return (request) => {
     if (contextKey === undefined) contextKey = routeContextKey(request);
-    const context =
-      contextKey === null ? undefined : (request as unknown as Record<symbol, unknown>)[contextKey];
+    const context: unknown = contextKey === null ? undefined : Reflect.get(request, contextKey);
     if (typeof context !== 'object' || context === null) {
       return routePathFiller(request.routeOptions.url)(request.params);
     }
@@ -39,7 +38,7 @@ export function routePathReader(): (request: FastifyRequest) => string | undefin
 function routeContextKey(request: FastifyRequest): symbol | null {
   for (const key of Object.getOwnPropertySymbols(request)) {
     if (key.description !== 'fastify.context') continue;
-    const context: unknown = (request as unknown as Record<symbol, unknown>)[key];
+    const context: unknown = Reflect.get(request, key);
     if (typeof context === 'object' && context !== null && 'config' in context) return key;
   }
   return null;
