@@ -19,12 +19,20 @@ export const PINNED =
   spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' }).status ===
     0;
 
-/** Start `bench/<file>` with its arguments in a process of its own, with IPC. */
-export function startService(file: string, args: readonly string[]): ChildProcess {
+/**
+ * Start `bench/<file>` with its arguments in a process of its own, with IPC; `nodeArgs` go to
+ * node before the file (`--cpu-prof`, for one).
+ */
+export function startService(
+  file: string,
+  args: readonly string[],
+  nodeArgs: readonly string[] = [],
+): ChildProcess {
   const path = join(import.meta.dirname, file);
   const stdio = ['ignore', 'inherit', 'inherit', 'ipc'] as const;
-  if (!PINNED) return fork(path, args, { execArgv: ['--import', 'tsx'], stdio: [...stdio] });
-  return spawn('taskset', ['-c', '1', process.execPath, '--import', 'tsx', path, ...args], {
+  const execArgv = [...nodeArgs, '--import', 'tsx'];
+  if (!PINNED) return fork(path, args, { execArgv, stdio: [...stdio] });
+  return spawn('taskset', ['-c', '1', process.execPath, ...execArgv, path, ...args], {
     stdio: [...stdio],
   });
 }
@@ -49,12 +57,30 @@ export async function stopService(child: ChildProcess): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
 }
 
-/** Load `url` for `seconds` with the benchmark's clients: GET, keep-alive, one header. */
-export async function load(url: string, seconds: number): Promise<autocannon.Result> {
+/** What a load may set besides its URL and duration; each left out keeps the default. */
+export interface LoadOptions {
+  /** Connections kept open. @defaultValue {@link CONNECTIONS} */
+  readonly connections?: number;
+  /** @defaultValue `{ 'x-client': 'bench-client' }` */
+  readonly headers?: Record<string, string>;
+  /** Requests in turn on each connection, each with its method, path, body or `setupRequest`. */
+  readonly requests?: autocannon.Request[];
+}
+
+/**
+ * Load `url` for `seconds` with the benchmark's clients: GET, keep-alive, one header, unless
+ * `options` say otherwise.
+ */
+export async function load(
+  url: string,
+  seconds: number,
+  options: LoadOptions = {},
+): Promise<autocannon.Result> {
   return autocannon({
     url,
-    connections: CONNECTIONS,
+    connections: options.connections ?? CONNECTIONS,
     duration: seconds,
-    headers: { 'x-client': 'bench-client' },
+    headers: options.headers ?? { 'x-client': 'bench-client' },
+    ...(options.requests === undefined ? {} : { requests: options.requests }),
   });
 }
