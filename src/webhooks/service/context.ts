@@ -12,6 +12,7 @@ import type { PaginationValidation } from '../../pagination/pagination-error.js'
 import type { QueryInput } from '../../pagination/query-input.js';
 import type { ReplayResult, ReplaySelection, SubscriptionRepository } from '../store/repository.js';
 import type { CreateSubscriptionOptions } from '../subscriptions/create-subscription.js';
+import type { StoredSubscription } from '../subscriptions/subscription.js';
 import type { BodySettings } from '../subscriptions/subscription-body.js';
 
 /** What the operations work with. @internal */
@@ -27,8 +28,12 @@ export interface ServiceContext {
   readonly pages: (query: QueryInput) => PaginationValidation<PageNumberQuery>;
   readonly cursors: (query: QueryInput) => PaginationValidation<CursorQuery<AuditCursor>>;
   readonly codec: CursorCodec<AuditCursor>;
-  /** Bring this instance's index up to its own write before answering. */
-  readonly settle: () => Promise<void>;
+  /**
+   * Bring this instance's index up to its own write before answering: the subscription the write
+   * answered, when it answered one (applied at once when it is the next revision), else a
+   * catch-up.
+   */
+  readonly settle: (stored?: StoredSubscription) => Promise<void>;
   /** Set failed deliveries pending again, queue the first, pace the rest. */
   readonly replay: (accountCode: string, selection: ReplaySelection) => Promise<ReplayResult>;
   /** The interval between two paced replay deliveries, in ms. */

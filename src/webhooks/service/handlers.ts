@@ -67,7 +67,7 @@ async function create(context: ServiceContext, input: OperationRequest): Promise
       detail: `This account holds ${context.maxPerAccount} subscriptions, the most it may; delete one it no longer needs first.`,
     });
   }
-  await context.settle();
+  await context.settle(stored);
   return json(
     201,
     { ...subscriptionView(stored), secret },
@@ -119,7 +119,7 @@ async function change(context: ServiceContext, input: OperationRequest): Promise
   const { repository, clock } = context;
   const stored = await repository.update(input.accountCode, input.id, patch.value, clock.now());
   if (stored === undefined) return subscriptionNotFound(input.id);
-  await context.settle();
+  await context.settle(stored);
   return json(200, subscriptionView(stored));
 }
 
@@ -140,6 +140,9 @@ async function rotate(context: ServiceContext, input: OperationRequest): Promise
     graceMs: context.graceMs,
   });
   if (!rotated) return subscriptionNotFound(input.id);
+  // A rotation is a change: applied before the answer, so that this instance signs with the new
+  // secret from its next attempt on.
+  await context.settle();
   const previousSecretsExpireAt = new Date(at + context.graceMs).toISOString();
   return json(200, { secret, previousSecretsExpireAt }, { 'cache-control': 'no-store' });
 }

@@ -21,6 +21,7 @@ import { AttemptRetention } from '../store/attempt-retention.js';
 import { Outbox } from '../store/outbox.js';
 import { SubscriptionMirror } from '../store/subscription-mirror.js';
 import { endpointUrlPolicy } from '../subscriptions/endpoint-url.js';
+import type { StoredSubscription } from '../subscriptions/subscription.js';
 import {
   SubscriptionIndex,
   type SubscriptionIndexStats,
@@ -150,7 +151,7 @@ class Service implements WebhookService {
     this.#settings = settings;
     const { repository, clock, onError } = settings;
     this.#mirror = new SubscriptionMirror(repository, this.#index, onError);
-    const settle = () => this.#mirror.catchUp().catch(onError);
+    const settle = (stored?: StoredSubscription) => this.#mirror.settle(stored).catch(onError);
     // The deliverer createDeliverer makes, its steps the service's hooks.
     const { onAttempt, ...delivery } = settings.delivery;
     const hooks = serviceDeliveryHooks({

@@ -5,7 +5,7 @@
  */
 import { describe } from '../../internal/describe.js';
 import { refused } from '../../internal/options.js';
-import type { SubscriptionChange } from '../subscriptions/subscription.js';
+import type { StoredSubscription, SubscriptionChange } from '../subscriptions/subscription.js';
 import {
   replacePlainSubscription,
   type SubscriptionIndex,
@@ -63,7 +63,17 @@ export class SubscriptionMirror {
    */
   signal(revision?: number): void {
     if (this.#closed || (revision !== undefined && revision <= this.#revision)) return;
-    this.catchUp().catch(this.#onError);
+    if (revision === undefined) {
+      this.catchUp().catch(this.#onError);
+      return;
+    }
+    // The notification of this instance's own write may come before the write's answer (PGlite
+    // calls back while it runs the statement): looked at again at the end of the turn, by when
+    // `settle` has applied it, so that it costs no read.
+    endOfTurn(() => {
+      if (this.#closed || revision <= this.#revision) return;
+      this.catchUp().catch(this.#onError);
+    });
   }
 
   /**
@@ -85,6 +95,33 @@ export class SubscriptionMirror {
         return this.catchUp();
       });
     return this.#next;
+  }
+
+  /**
+   * Bring the index up to this instance's own write, `stored` as the repository answered it:
+   * applied at once when it is the next revision and no catch-up is under way (no read of the
+   * repository; its notification then finds it applied), else by a catch-up.
+   */
+  settle(stored: StoredSubscription | undefined): Promise<void> {
+    if (
+      stored !== undefined &&
+      !this.#closed &&
+      this.#running === undefined &&
+      stored.revision === this.#revision + 1
+    ) {
+      this.#apply(
+        {
+          revision: stored.revision,
+          id: stored.id,
+          accountCode: stored.accountCode,
+          subscription: stored,
+        },
+        false,
+      );
+      this.#revision = stored.revision;
+      return Promise.resolve();
+    }
+    return this.catchUp();
   }
 
   /** Stop listening; changes are no longer applied. */
@@ -160,6 +197,12 @@ export class SubscriptionMirror {
       this.#onError(error);
     }
   }
+}
+
+/** Runs `fn` at the end of this turn of the event loop (a timer of 0 where there is no setImmediate). */
+function endOfTurn(fn: () => void): void {
+  if (typeof setImmediate === 'function') setImmediate(fn);
+  else setTimeout(fn, 0);
 }
 
 /** Resolves on a later turn of the event loop, after pending I/O callbacks and ticks have run. */

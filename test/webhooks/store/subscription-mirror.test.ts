@@ -101,3 +101,84 @@ describe('SubscriptionMirror over many pages', () => {
     expect(mirror.revision).toBe(COUNT);
   });
 });
+
+describe("SubscriptionMirror and this instance's own writes", () => {
+  const subscription = (id: string, accountCode = 'A') => ({
+    id,
+    accountCode,
+    endpointUrl: 'https://hooks.example.com/in',
+    events: ['reservation/*'],
+    createdAt: new Date(T0).toISOString(),
+  });
+
+  it('applies its own write at once when it is the next revision, reading nothing; else catches up', async () => {
+    const repository = new MemorySubscriptionRepository();
+    let reads = 0;
+    const counting = repositoryWith(repository, {
+      changesSince: (revision: number, limit: number) => {
+        reads += 1;
+        return repository.changesSince(revision, limit);
+      },
+    });
+    const index = new SubscriptionIndex();
+    const mirror = new SubscriptionMirror(counting, index, () => undefined);
+    await mirror.catchUp();
+    const first = reads;
+    const a = await repository.create(subscription('a'), 'whsec_a', { at: T0, maxPerAccount: 9 });
+    await mirror.settle(a);
+    expect(reads).toBe(first);
+    expect(index.get('a')?.endpointUrl).toBe('https://hooks.example.com/in');
+    expect(mirror.revision).toBe(a!.revision);
+    const changed = await repository.update(
+      'A',
+      'a',
+      { endpointUrl: 'https://hooks.example.com/other' },
+      T0,
+    );
+    await mirror.settle(changed);
+    expect(reads).toBe(first);
+    expect(index.get('a')?.endpointUrl).toBe('https://hooks.example.com/other');
+    // Another writer's change came in between: not the next revision, so a catch-up reads both.
+    await repository.create(subscription('b'), 'whsec_b', { at: T0, maxPerAccount: 9 });
+    const c = await repository.create(subscription('c'), 'whsec_c', { at: T0, maxPerAccount: 9 });
+    await mirror.settle(c);
+    expect(reads).toBe(first + 1);
+    expect([index.get('b')?.id, index.get('c')?.id]).toEqual(['b', 'c']);
+    // A disabled subscription answered by its write leaves the index.
+    const disabled = await repository.update('A', 'c', { status: 'disabled' }, T0);
+    await mirror.settle(disabled);
+    expect(index.get('c')).toBeUndefined();
+    expect(reads).toBe(first + 1);
+    // No subscription answered (a delete): a catch-up.
+    await repository.delete('A', 'b', T0);
+    await mirror.settle(undefined);
+    expect(index.get('b')).toBeUndefined();
+    expect(reads).toBe(first + 2);
+  });
+
+  it('while a catch-up is under way, its own write waits for one after it', async () => {
+    const repository = new MemorySubscriptionRepository();
+    let release: (() => void) | undefined;
+    const gated = repositoryWith(repository, {
+      changesSince: async (revision: number, limit: number) => {
+        await new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        return repository.changesSince(revision, limit);
+      },
+    });
+    const index = new SubscriptionIndex();
+    const mirror = new SubscriptionMirror(gated, index, () => undefined);
+    const running = mirror.catchUp();
+    const a = await repository.create(subscription('a'), 'whsec_a', { at: T0, maxPerAccount: 9 });
+    const settled = mirror.settle(a);
+    release?.();
+    await running;
+    // The pass under way may have read before the write: the write is applied by the next one.
+    await new Promise((resolve) => setImmediate(resolve));
+    release?.();
+    await settled;
+    expect(index.get('a')?.id).toBe('a');
+    expect(mirror.revision).toBe(a!.revision);
+  });
+});
