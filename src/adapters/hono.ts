@@ -35,13 +35,20 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
   return async (c, next) => {
     const pending = gate.check(c, c.req.method, pathAsSent(c.req.url), readTrackingId);
     const verdict = pending instanceof Promise ? await pending : pending;
-    const { response } = verdict;
+    const { response, headers } = verdict;
     if (response !== undefined) {
       return new Response(response.body, { status: response.status, headers: response.headers });
     }
-    for (const name in verdict.headers) c.header(name, verdict.headers[name]);
+    // Set with `c.header`, so that they are in `c.res` for the middlewares after this one, and set
+    // again after the handler where Hono dropped them.
+    let withHeaders = false;
+    for (const name in headers) {
+      withHeaders = true;
+      c.header(name, headers[name]);
+    }
     if (!verdict.holdsLease) {
       await next();
+      if (withHeaders) keepHeaders(c, headers);
       return;
     }
     const node = nodeBindings(c.env);
@@ -54,10 +61,25 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
     }
     try {
       await next();
+      if (withHeaders) keepHeaders(c, headers);
     } finally {
       verdict.release();
     }
   };
+}
+
+/**
+ * Hono 4 drops the headers set with `c.header` before the handler when the handler returns a
+ * `Response` of its own rather than one made with `c.text`, `c.json` and the like: those missing
+ * from the response are set again (`c.header` copies a response whose headers are immutable).
+ * A header the handler set itself is kept as it set it.
+ */
+function keepHeaders<E extends Env>(
+  c: Context<E>,
+  headers: Readonly<Record<string, string>>,
+): void {
+  const kept = c.res.headers;
+  for (const name in headers) if (!kept.has(name)) c.header(name, headers[name]);
 }
 
 // On @hono/node-server the lease is given back when the node response or its connection closes.

@@ -65,6 +65,49 @@ export function writeFields(
   return { 'ratelimit-policy': policyList(made), ratelimit: states };
 }
 
+/**
+ * The fields of a store's compact statuses: `policies[k]` with `values[2k]` remaining and
+ * `values[2k + 1]` ms to reset, as {@link writeFields} writes the statuses made of them. The text
+ * of a frozen list of frozen policies is kept with the list, so that an admission looks its
+ * policies up once rather than each policy and then the list. @internal
+ */
+export function writeCompactFields(
+  policies: readonly Policy[],
+  values: readonly number[],
+): RateLimitFields {
+  const n = policies.length;
+  let list = listTexts.get(policies);
+  if (list === undefined) {
+    const made: PolicyText[] = [];
+    let kept = Object.isFrozen(policies);
+    for (let i = 0; i < n; i++) {
+      const text = policyText(policies[i] as Policy);
+      made.push(text);
+      kept &&= text.kept;
+    }
+    list = { value: policyList(made), states: made.map((text) => text.state) };
+    if (kept) listTexts.set(policies, list);
+  }
+  const { states } = list;
+  let written = '';
+  for (let i = 0; i < n; i++) {
+    const remaining = wholeAtLeast(values[2 * i], 0);
+    const reset = wholeAtLeast(Math.ceil(finite(values[2 * i + 1]) / 1000), 0);
+    const state = `${states[i]}${remaining};t=${reset}`;
+    written = i === 0 ? state : `${written}, ${state}`;
+  }
+  return { 'ratelimit-policy': list.value, ratelimit: written };
+}
+
+/** A frozen list's `RateLimit-Policy` value and each policy's `RateLimit` item up to `r=`. */
+interface ListText {
+  readonly value: string;
+  readonly states: readonly string[];
+}
+
+// Kept per frozen list of frozen policies, as long as the list lives.
+const listTexts = new WeakMap<readonly Policy[], ListText>();
+
 /** What a policy writes in the two fields whatever its state, made once per frozen policy. */
 interface PolicyText {
   /** The policy written. */

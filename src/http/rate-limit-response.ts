@@ -5,6 +5,7 @@
  */
 import { aBoolean, aFunction, anything, readOptions, refused } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
+import { compactStatuses } from '../limits/decision.js';
 import type { AdmittedDecision, RefusedDecision } from '../limits/limiter.js';
 import type { Policy } from '../limits/policy.js';
 import { formatHttpDate } from './http-date.js';
@@ -13,6 +14,7 @@ import {
   type RateLimitFields,
   readPolicy,
   readStatuses,
+  writeCompactFields,
   writeFields,
 } from './rate-limit-fields.js';
 import {
@@ -168,7 +170,15 @@ export function admittedParts(
   withFields: boolean,
 ): Record<string, string> {
   const headers: Record<string, string> = header === undefined ? {} : { [header]: trackingId };
-  if (withFields) addFields(headers, writeFields(decision.statuses));
+  if (!withFields) return headers;
+  // A decision of this library's limiter: its fields from the store's compact statuses.
+  const compact = compactStatuses(decision);
+  addFields(
+    headers,
+    compact === undefined
+      ? writeFields(decision.statuses)
+      : writeCompactFields(compact.policies, compact.values),
+  );
   return headers;
 }
 

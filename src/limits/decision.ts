@@ -72,6 +72,15 @@ export function holdsLease(decision: AdmittedDecision): boolean {
   return Admitted.holdsLease(decision);
 }
 
+/**
+ * The compact data a decision of this module builds its `statuses` from, the same policies and
+ * numbers, for a reader that would only walk them (the RateLimit fields); `undefined` for any other
+ * decision. @internal
+ */
+export function compactStatuses(decision: object): OutcomeStatuses | undefined {
+  return WithStatuses.compact(decision);
+}
+
 /** Statuses built from an outcome's compact data on first read: most callers never read them. */
 abstract class WithStatuses {
   #statuses: readonly PolicyStatus[] | undefined;
@@ -79,6 +88,10 @@ abstract class WithStatuses {
 
   constructor(outcome: OutcomeStatuses) {
     this.#outcome = outcome;
+  }
+
+  static compact(decision: object): OutcomeStatuses | undefined {
+    return #outcome in decision ? decision.#outcome : undefined;
   }
 
   get statuses(): readonly PolicyStatus[] {

@@ -9,7 +9,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { honoRateLimit } from '../../src/adapters/hono.js';
-import { concurrency, createLimiter, FakeClock, type Identity } from '../../src/index.js';
+import { concurrency, createLimiter, FakeClock, type Identity, presets } from '../../src/index.js';
 import { adapterSuite, expectFullThrottle, type StartServer } from '../support/adapter-suite.js';
 import { trackConnections } from '../support/http-client.js';
 import { listen } from '../support/listen.js';
@@ -106,6 +106,63 @@ describe('Hono adapter on a Fetch-API runtime (no node request underneath)', () 
       expect(response.status).toBe(200);
       expect(await response.text()).toBe('ok');
       expectFullThrottle(limiter, clock, 'c1', 1);
+    }
+  });
+});
+
+describe('Hono adapter: the tracking id and the RateLimit fields on every admitted response', () => {
+  // Hono 4.13 drops headers set with `c.header` before the handler when the handler returns a
+  // Response of its own; the middleware's must reach the client whatever the handler returns.
+  const app = () => {
+    const hono = new Hono();
+    hono.use(
+      honoRateLimit({
+        limiter: createLimiter({ preset: presets.live }),
+        identify: () => identity,
+        rateLimitHeaders: true,
+        trackingIdOnAdmitted: true,
+      }),
+    );
+    hono.get('/text', (c) => c.text('ok'));
+    hono.get('/raw', () => new Response('raw', { headers: { 'x-own': 'handler' } }));
+    hono.get('/redirect', () => Response.redirect('http://127.0.0.1/elsewhere', 302));
+    hono.get('/own-field', (c) => {
+      c.header('ratelimit', 'set by the handler');
+      return c.text('ok');
+    });
+    return hono;
+  };
+  const paths = ['/text', '/raw', '/redirect', '/own-field'] as const;
+
+  function expectHeaders(path: string, headers: Headers): void {
+    expect(headers.get('ratelimit-policy'), path).toMatch(/^"global: 200 per 1 s";q=200;w=1, /);
+    if (path === '/own-field') expect(headers.get('ratelimit'), path).toBe('set by the handler');
+    else expect(headers.get('ratelimit'), path).toMatch(/^"global: 200 per 1 s";r=\d+;t=\d+, /);
+    expect(headers.get('service-tracking-id'), path).toMatch(/\S/);
+    if (path === '/raw') expect(headers.get('x-own')).toBe('handler');
+    if (path === '/redirect') expect(headers.get('location')).toBe('http://127.0.0.1/elsewhere');
+  }
+
+  it('on @hono/node-server over HTTP, whether the handler uses c.text or returns a Response', async () => {
+    const server = await listen(createAdaptorServer({ fetch: app().fetch }) as Server);
+    try {
+      for (const path of paths) {
+        const response = await fetch(`${server.url}${path}`, { redirect: 'manual' });
+        expect(response.status, path).toBe(path === '/redirect' ? 302 : 200);
+        expectHeaders(path, response.headers);
+        await response.arrayBuffer();
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('on a Fetch-API runtime, whether the handler uses c.text or returns a Response', async () => {
+    const hono = app();
+    for (const path of paths) {
+      const response = await hono.fetch(new Request(`http://localhost${path}`));
+      expect(response.status, path).toBe(path === '/redirect' ? 302 : 200);
+      expectHeaders(path, response.headers);
     }
   });
 });

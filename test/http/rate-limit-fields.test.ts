@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { writeFields } from '../../src/http/rate-limit-fields.js';
+import { writeCompactFields, writeFields } from '../../src/http/rate-limit-fields.js';
 import {
   concurrency,
   createLimiter,
@@ -14,6 +14,7 @@ import {
   rate,
   window,
 } from '../../src/index.js';
+import { compactStatuses } from '../../src/limits/decision.js';
 import { request } from '../support/limits.js';
 
 // The oracle, from draft-ietf-httpapi-ratelimit-headers-10 and RFC 9651 as docs/http.md words
@@ -53,8 +54,9 @@ const expected = (statuses: readonly PolicyStatus[]) => ({
     .join(', '),
 });
 
+// A policy's name is never only spaces (the policy factories refuse one).
 const policyName = fc.oneof(
-  fc.string({ minLength: 1, maxLength: 30 }),
+  fc.string({ minLength: 1, maxLength: 30 }).filter((name) => name.trim() !== ''),
   fc.constantFrom('global: 3500 per 60 s', 'say "hi" \\ é', 'tab\there', '日本'),
 );
 const policyOf: fc.Arbitrary<Policy> = fc.oneof(
@@ -141,5 +143,59 @@ describe('RateLimit fields written by the middleware', () => {
     expect(writeFields(second!.statuses)['ratelimit-policy']).toBe(
       writeFields(first!.statuses)['ratelimit-policy'],
     );
+  });
+
+  it("writes a store's compact statuses as their statuses: any policies, frozen or not, in lists frozen or not, again and again", () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(policyOf, { minLength: 1, maxLength: 6, selector: (p) => p.name }),
+        fc.boolean(),
+        fc.array(
+          fc.tuple(
+            fc.array(fc.nat(), { minLength: 0, maxLength: 6 }),
+            fc.array(fc.tuple(count, count), { minLength: 6, maxLength: 6 }),
+            fc.boolean(),
+          ),
+          { minLength: 1, maxLength: 12 },
+        ),
+        (pool, freezePolicies, responses) => {
+          const policiesOf = pool.map((policy) =>
+            freezePolicies ? Object.freeze({ ...policy }) : { ...policy },
+          );
+          // One list object per distinct pick, reused as a limiter reuses its lists.
+          const lists = new Map<string, Policy[]>();
+          for (const [picks, states, freezeList] of responses) {
+            const chosen = [...new Set(picks.map((i) => policiesOf[i % policiesOf.length]!))];
+            const key = `${chosen.map((p) => p.name).join('\n')}|${freezeList}`;
+            let list = lists.get(key);
+            if (list === undefined) {
+              list = freezeList ? (Object.freeze(chosen) as Policy[]) : chosen;
+              lists.set(key, list);
+            }
+            const values = list.flatMap((_, k) => states[k] as [number, number]);
+            const statuses = list.map((policy, k) => ({
+              policy,
+              remaining: values[2 * k] as number,
+              resetAfterMs: values[2 * k + 1] as number,
+            }));
+            expect(writeCompactFields(list, values)).toEqual(expected(statuses));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("reads a limiter's admissions compactly, to the same fields as their statuses; a decision made elsewhere has none", () => {
+    const limiter = createLimiter({ preset: presets.live });
+    for (let i = 0; i < 3; i++) {
+      const decision = limiter.check({ ...request, clientId: `c${i % 2}` });
+      const compact = compactStatuses(decision);
+      expect(compact).toBeDefined();
+      expect(writeCompactFields(compact!.policies, compact!.values)).toEqual(
+        expected(decision.statuses),
+      );
+    }
+    expect(compactStatuses({ allowed: true, statuses: [] })).toBeUndefined();
   });
 });
