@@ -271,7 +271,12 @@ function recordAttempts(s: string): string {
       durations_ms float8[], replays integer[], leases_until_ms float8[])
     RETURNS TABLE (out_n bigint, out_sequence bigint, out_failing_since_ms float8,
       out_failed_messages integer)
-    LANGUAGE plpgsql ROWS 16 SET jit = off AS $body$
+    LANGUAGE plpgsql ROWS 16
+    -- Each attempt finds its delivery and subscription by key: an index lookup per row, whatever
+    -- the statistics say (a hash join over a batch read the whole deliveries table, a cost that
+    -- grew with the table); no JIT compilation either, which costs more than the statements.
+    SET jit = off SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+    AS $body$
     DECLARE
       item record;
     BEGIN
