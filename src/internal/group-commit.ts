@@ -8,7 +8,7 @@
  * its batch has committed, or with the batch's error: a failed batch fails its own callers only,
  * and the next one goes as if nothing happened. @module
  */
-import { type Sleep, timerSleep } from './timers.js';
+import { endOfTurn, type Sleep, timerSleep } from './timers.js';
 
 /** How a {@link GroupCommit} forms its batches. @internal */
 export interface GroupCommitSettings<I, R> {
@@ -188,10 +188,4 @@ export class GroupCommit<I, R> {
         this.#pump();
       });
   }
-}
-
-/** `setImmediate` where the runtime has it (after the I/O of this turn), else a timer of 0. */
-function endOfTurn(fn: () => void): void {
-  if (typeof setImmediate === 'function') setImmediate(fn);
-  else setTimeout(fn, 0);
 }

@@ -55,3 +55,12 @@ export function abortableSleep(sleep: Sleep, ms: number, signal?: AbortSignal): 
     );
   });
 }
+
+/**
+ * Run `fn` at the end of this turn of the event loop, after the I/O callbacks of the turn:
+ * `setImmediate` where the runtime has it, else a timer of 0.
+ */
+export function endOfTurn(fn: () => void): void {
+  if (typeof setImmediate === 'function') setImmediate(fn);
+  else setTimeout(fn, 0);
+}

@@ -232,7 +232,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly #names: Map<string, string> | undefined;
   #migration: MigrationReport | undefined;
   #lock: DataFolderLock | undefined;
-  readonly #messages: GroupCommit<MessageToRecord, void>;
+  readonly #messages: GroupCommit<MessageToRecord, undefined>;
   readonly #attempts: GroupCommit<AttemptToRecord, AttemptRecord>;
 
   private constructor(options: PostgresRepositoryOptions | undefined) {
@@ -631,20 +631,16 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   }
 
   /** A batch of messages and their deliveries, in one statement. */
-  async #recordMessages(batch: readonly MessageToRecord[]): Promise<void[]> {
+  async #recordMessages(batch: readonly MessageToRecord[]): Promise<undefined[]> {
     const n = batch.length;
-    const [accounts, ids, kinds, properties, bodies, created, leases] = Array.from(
-      { length: 7 },
-      () => new Array<unknown>(n),
-    ) as unknown[][] as [
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-    ];
+    const column = () => new Array<unknown>(n);
+    const accounts = column();
+    const ids = column();
+    const kinds = column();
+    const properties = column();
+    const bodies = column();
+    const created = column();
+    const leases = column();
     const positions: number[] = [];
     const subscriptions: string[] = [];
     const endpoints: string[] = [];

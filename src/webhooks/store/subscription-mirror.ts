@@ -5,6 +5,7 @@
  */
 import { describe } from '../../internal/describe.js';
 import { refused } from '../../internal/options.js';
+import { endOfTurn } from '../../internal/timers.js';
 import type { StoredSubscription, SubscriptionChange } from '../subscriptions/subscription.js';
 import {
   replacePlainSubscription,
@@ -199,13 +200,7 @@ export class SubscriptionMirror {
   }
 }
 
-/** Runs `fn` at the end of this turn of the event loop (a timer of 0 where there is no setImmediate). */
-function endOfTurn(fn: () => void): void {
-  if (typeof setImmediate === 'function') setImmediate(fn);
-  else setTimeout(fn, 0);
-}
-
 /** Resolves on a later turn of the event loop, after pending I/O callbacks and ticks have run. */
 function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+  return new Promise((resolve) => endOfTurn(resolve));
 }
