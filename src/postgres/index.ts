@@ -27,7 +27,10 @@ export type { DataFolderLock } from './data-folder-lock.js';
 export { lockDataFolder } from './data-folder-lock.js';
 export type { Migration, MigrationReport } from './migrations.js';
 export { MIGRATIONS } from './migrations.js';
-export type { PostgresRepositoryOptions } from './postgres-subscription-repository.js';
+export type {
+  GroupCommitOptions,
+  PostgresRepositoryOptions,
+} from './postgres-subscription-repository.js';
 export { PostgresSubscriptionRepository } from './postgres-subscription-repository.js';
 export type {
   SqlClient,
