@@ -9,29 +9,7 @@ import Fastify, { type FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { fastifyRateLimit } from '../../src/adapters/fastify.js';
 import { routePathReader } from '../../src/adapters/fastify-route.js';
-import {
-  type CheckingLimiter,
-  createLimiter,
-  FakeClock,
-  type LimitRequest,
-  presets,
-} from '../../src/index.js';
-import { rawRequest } from '../support/real-routers.js';
-
-/** A real limiter that records the path of each request it checks; no limit ever refuses. */
-function recordingLimiter(): { limiter: CheckingLimiter; seen: string[] } {
-  const seen: string[] = [];
-  const clock = new FakeClock(Date.UTC(2026, 0, 1));
-  const real = createLimiter({ preset: presets.live, clock });
-  const limiter: CheckingLimiter = {
-    check(request: LimitRequest, options) {
-      seen.push(request.path);
-      clock.advance(3_600_000);
-      return real.check(request, options);
-    },
-  };
-  return { limiter, seen };
-}
+import { rawRequest, recordingLimiter } from '../support/real-routers.js';
 
 /** The getter of `key` on `object`'s prototype chain. */
 function getterOf(object: object, key: string): () => unknown {

@@ -10,21 +10,13 @@
 import fc from 'fast-check';
 import type { FastifyServerOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type CheckingLimiter,
-  compileRoutes,
-  createLimiter,
-  FakeClock,
-  type LimitRequest,
-  liveResourceLimits,
-  liveThrottleExemptRoutes,
-  presets,
-} from '../../src/index.js';
+import { compileRoutes, liveResourceLimits, liveThrottleExemptRoutes } from '../../src/index.js';
 import {
   type AppRoute,
   type Gate,
   type RealApp,
   rawRequest,
+  recordingLimiter,
   startExpress,
   startFastify,
   startHono,
@@ -197,18 +189,8 @@ const frameworks: Array<[string, Start]> = [
 ];
 
 describe.each(frameworks)('%s routes no spelling differently from the limiter', (_, start) => {
-  // The paths the adapter hands the limiter, in order; the limiter itself is the real one, on a
-  // clock that moves an hour between requests so that no limit refuses.
-  const seen: string[] = [];
-  const clock = new FakeClock(Date.UTC(2026, 0, 1));
-  const real = createLimiter({ preset: presets.live, clock });
-  const limiter: CheckingLimiter = {
-    check(request: LimitRequest, options) {
-      seen.push(request.path);
-      clock.advance(3_600_000);
-      return real.check(request, options);
-    },
-  };
+  // The paths the adapter hands the limiter, in order, to the real limiter.
+  const { limiter, seen } = recordingLimiter();
   let app: RealApp;
   beforeAll(async () => {
     app = await start(routes, { limiter, identity: { clientId: 'c1', accountCode: 'ACME' } });

@@ -15,7 +15,15 @@ import { expressRateLimit } from '../../src/adapters/express.js';
 import { fastifyRateLimit } from '../../src/adapters/fastify.js';
 import { honoRateLimit } from '../../src/adapters/hono.js';
 import { koaRateLimit } from '../../src/adapters/koa.js';
-import type { Identity, RateLimitOptions } from '../../src/index.js';
+import {
+  type CheckingLimiter,
+  createLimiter,
+  FakeClock,
+  type Identity,
+  type LimitRequest,
+  presets,
+  type RateLimitOptions,
+} from '../../src/index.js';
 import { listen } from './listen.js';
 
 /** One route of the application: method, and path with `:name` parameters. */
@@ -204,4 +212,22 @@ export function rawRequest(port: number, method: string, target: string): RawExc
     ),
   );
   return { status, socket };
+}
+
+/**
+ * A real limiter that records the path of each request it checks, in order; its clock moves an
+ * hour between requests, so that no limit ever refuses.
+ */
+export function recordingLimiter(): { limiter: CheckingLimiter; seen: string[] } {
+  const seen: string[] = [];
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const real = createLimiter({ preset: presets.live, clock });
+  const limiter: CheckingLimiter = {
+    check(request: LimitRequest, options) {
+      seen.push(request.path);
+      clock.advance(3_600_000);
+      return real.check(request, options);
+    },
+  };
+  return { limiter, seen };
 }
