@@ -94,8 +94,7 @@ export class GroupCommit<I, R> {
           this.#turnEnding = true;
           this.#endOfTurn(() => {
             this.#turnEnding = false;
-            if (this.#queue.length > 0 && this.#inFlight < concurrency) this.#send(this.#take());
-            this.#pump();
+            this.#sendNow();
           });
         }
         return;
@@ -104,10 +103,11 @@ export class GroupCommit<I, R> {
         // Others are in flight: let more join, up to the wait.
         if (!this.#forming) {
           this.#forming = true;
-          this.#sleep(maxWaitMs).then(
-            () => this.#formed(),
-            () => this.#formed(),
-          );
+          const formed = () => {
+            this.#forming = false;
+            this.#sendNow();
+          };
+          this.#sleep(maxWaitMs).then(formed, formed);
         }
         return;
       }
@@ -115,8 +115,8 @@ export class GroupCommit<I, R> {
     }
   }
 
-  #formed(): void {
-    this.#forming = false;
+  /** The wait of a batch is over: send it if a batch may go, then go on as usual. */
+  #sendNow(): void {
     if (this.#queue.length > 0 && this.#inFlight < this.#settings.concurrency) {
       this.#send(this.#take());
     }

@@ -58,6 +58,8 @@ import {
   type AttemptToRecord,
   attemptColumns,
   changeOfTuple,
+  type MessageToRecord,
+  messageColumns,
   type PendingRow,
   type SubscriptionRow,
   toLogEntry,
@@ -191,13 +193,6 @@ const KEYS_TO_REENCRYPT = `given to ${OWNER} (newest first) for reencryptSecrets
 /** A pg Pool's or client's query with a statement name (pg prepares it once per connection). */
 interface NamedQuery {
   query(config: { name: string; text: string; values: unknown[] }): Promise<SqlResult>;
-}
-
-/** A message to record, with its deliveries and their lease. */
-interface MessageToRecord {
-  readonly message: OutboxMessage;
-  readonly deliveries: readonly OutboxDelivery[];
-  readonly leaseUntil: number;
 }
 
 /** A bound of a page or a read, as the memory repository's `slice` takes it. */
@@ -632,46 +627,8 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
 
   /** A batch of messages and their deliveries, in one statement. */
   async #recordMessages(batch: readonly MessageToRecord[]): Promise<undefined[]> {
-    const n = batch.length;
-    const column = () => new Array<unknown>(n);
-    const accounts = column();
-    const ids = column();
-    const kinds = column();
-    const properties = column();
-    const bodies = column();
-    const created = column();
-    const leases = column();
-    const positions: number[] = [];
-    const subscriptions: string[] = [];
-    const endpoints: string[] = [];
-    for (let i = 0; i < n; i++) {
-      const { message, deliveries, leaseUntil } = batch[i] as MessageToRecord;
-      accounts[i] = message.accountCode;
-      ids[i] = message.id;
-      kinds[i] = message.kind;
-      properties[i] = message.propertyId ?? null;
-      bodies[i] = message.body;
-      created[i] = message.createdAt;
-      leases[i] = leaseUntil;
-      for (const delivery of deliveries) {
-        positions.push(i + 1);
-        subscriptions.push(delivery.subscriptionId);
-        endpoints.push(delivery.endpointUrl);
-      }
-    }
-    await this.#rows(this.#sql.recordMessages, [
-      accounts,
-      ids,
-      kinds,
-      properties,
-      bodies,
-      created,
-      leases,
-      positions,
-      subscriptions,
-      endpoints,
-    ]);
-    return new Array<undefined>(n).fill(undefined);
+    await this.#rows(this.#sql.recordMessages, messageColumns(batch));
+    return new Array<undefined>(batch.length).fill(undefined);
   }
 
   async claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]> {

@@ -1,6 +1,11 @@
 /** Rows as the repository reads them, made into the webhook model's objects. @module */
 import type { DeliveryAttempt } from '../webhooks/delivery/attempt.js';
-import type { DeliveryLogEntry, PendingDelivery } from '../webhooks/store/repository.js';
+import type {
+  DeliveryLogEntry,
+  OutboxDelivery,
+  OutboxMessage,
+  PendingDelivery,
+} from '../webhooks/store/repository.js';
 import type {
   DisabledReason,
   StoredSubscription,
@@ -189,6 +194,39 @@ export function attemptColumns(batch: readonly AttemptToRecord[]): unknown[][] {
     values.forEach((value, c) => {
       (columns[c] as unknown[])[i] = value;
     });
+  });
+  return columns;
+}
+
+/** A message to record, with its deliveries and their lease. */
+export interface MessageToRecord {
+  readonly message: OutboxMessage;
+  readonly deliveries: readonly OutboxDelivery[];
+  readonly leaseUntil: number;
+}
+
+/**
+ * The parameters of `recordMessages` for a batch: one array per field of the messages, in its
+ * order, then the deliveries' message positions (from 1), subscriptions and endpoints.
+ */
+export function messageColumns(batch: readonly MessageToRecord[]): unknown[][] {
+  const columns: unknown[][] = Array.from({ length: 10 }, () => []);
+  batch.forEach(({ message, deliveries, leaseUntil }, i) => {
+    const values = [
+      message.accountCode,
+      message.id,
+      message.kind,
+      message.propertyId ?? null,
+      message.body,
+      message.createdAt,
+      leaseUntil,
+    ];
+    for (let c = 0; c < values.length; c++) (columns[c] as unknown[]).push(values[c]);
+    for (const delivery of deliveries) {
+      (columns[7] as unknown[]).push(i + 1);
+      (columns[8] as unknown[]).push(delivery.subscriptionId);
+      (columns[9] as unknown[]).push(delivery.endpointUrl);
+    }
   });
   return columns;
 }

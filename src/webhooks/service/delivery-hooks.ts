@@ -11,7 +11,11 @@ import type { DeliveryHooks } from '../delivery/hooks.js';
 import type { DeliveryJob } from '../delivery/job.js';
 import type { DeliveryOptions } from '../delivery/options.js';
 import type { EndpointHealth, SubscriptionRepository } from '../store/repository.js';
-import type { DisabledReason, Subscription } from '../subscriptions/subscription.js';
+import type {
+  DisabledReason,
+  StoredSubscription,
+  Subscription,
+} from '../subscriptions/subscription.js';
 import type { SubscriptionIndex } from '../subscriptions/subscription-index.js';
 import type { WebhookServiceDisabled } from './options.js';
 
@@ -34,8 +38,11 @@ export interface ServiceDeliveryHooksSettings {
   readonly onError: (error: unknown) => void;
   /** Resolves once the service has started (its index loaded); never rejects. */
   readonly started: () => Promise<void>;
-  /** Brings the index up to the repository's latest revision; never rejects. */
-  readonly catchUp: () => Promise<void>;
+  /**
+   * Brings the index up to the repository's latest revision, or to this instance's own write
+   * (`stored`, applied as answered when it is the next revision); never rejects.
+   */
+  readonly catchUp: (stored?: StoredSubscription) => Promise<void>;
 }
 
 /**
@@ -64,7 +71,7 @@ export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): De
         { status: 'disabled', disabledReason: reason },
         at,
       );
-      await settings.catchUp();
+      await settings.catchUp(stored);
       if (stored !== undefined) await settings.onDisabled?.({ subscription: stored, reason, at });
     } catch (error) {
       onError(error);
