@@ -305,6 +305,18 @@ export {
   patternSelects,
 } from './webhooks/events/event-kind.js';
 export type {
+  AttemptExhaustedData,
+  AttemptFailingData,
+  AttemptRecoveredData,
+  OperationalEventKind,
+  SubscriptionDisabledData,
+} from './webhooks/events/operational-events.js';
+// withOperationalTopic and the message ids of operational events are the service's internals.
+export {
+  OPERATIONAL_TOPIC,
+  operationalEventKinds,
+} from './webhooks/events/operational-events.js';
+export type {
   WebhookEnvelope,
   WebhookEvent,
   WebhookMessage,
@@ -407,6 +419,7 @@ export type {
   SubscriptionStatus,
 } from './webhooks/subscriptions/subscription.js';
 export type {
+  MatchOptions,
   SubscriptionEvent,
   SubscriptionIndexStats,
 } from './webhooks/subscriptions/subscription-index.js';

@@ -2,7 +2,8 @@
  * The webhook service's steps of a delivery, given to the deliverer as its hooks: it signs with the
  * repository's secrets of subscriptions the index holds, records every attempt (which moves its
  * delivery in the outbox), holds back a subscription's deliveries while its receiver asks to wait,
- * and disables a subscription whose endpoint answers 410 or fails without a success for too long.
+ * disables a subscription whose endpoint answers 410 or fails without a success for too long, and
+ * raises the operational events of what it recorded.
  * @module
  */
 import type { Clock } from '../../clock.js';
@@ -10,6 +11,7 @@ import type { DeliveryAttempt } from '../delivery/attempt.js';
 import type { DeliveryHooks } from '../delivery/hooks.js';
 import type { DeliveryJob } from '../delivery/job.js';
 import type { DeliveryOptions } from '../delivery/options.js';
+import { isOperationalBody } from '../events/operational-events.js';
 import type { EndpointHealth, SubscriptionRepository } from '../store/repository.js';
 import type {
   DisabledReason,
@@ -17,6 +19,7 @@ import type {
   Subscription,
 } from '../subscriptions/subscription.js';
 import type { SubscriptionIndex } from '../subscriptions/subscription-index.js';
+import { attemptFacts, disabledFact, type OperationalFact } from './operational-facts.js';
 import type { WebhookServiceDisabled } from './options.js';
 
 /** What the service's hooks work with. @internal */
@@ -34,6 +37,11 @@ export interface ServiceDeliveryHooksSettings {
   readonly disableMinMessages: number;
   /** Told of a subscription the service disabled. */
   readonly onDisabled: ((event: WebhookServiceDisabled) => void | Promise<void>) | undefined;
+  /**
+   * Publishes an operational event once the fact it tells is on record (rejects when it could not
+   * be recorded: told to `onError`).
+   */
+  readonly raise: (fact: OperationalFact) => Promise<void>;
   /** Told of a write the log or a disable could not make. */
   readonly onError: (error: unknown) => void;
   /** Resolves once the service has started (its index loaded); never rejects. */
@@ -72,13 +80,18 @@ export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): De
         at,
       );
       await settings.catchUp(stored);
-      if (stored !== undefined) await settings.onDisabled?.({ subscription: stored, reason, at });
+      if (stored === undefined) return;
+      const fact = disabledFact(stored);
+      if (fact !== undefined) await raise(fact);
+      await settings.onDisabled?.({ subscription: stored, reason, at });
     } catch (error) {
       onError(error);
     } finally {
       disabling.delete(id);
     }
   };
+  // Told to onError, never thrown: the fact it tells is on record, the delivery goes on.
+  const raise = (fact: OperationalFact): Promise<void> => settings.raise(fact).catch(onError);
   const failing = (health: EndpointHealth, at: number): boolean =>
     health.failingSince !== undefined &&
     at - health.failingSince >= settings.disableAfterMs &&
@@ -137,11 +150,16 @@ export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): De
             attempt.nextAttemptAt === undefined
               ? undefined
               : attempt.nextAttemptAt + settings.leaseMs;
-          const { health } = await repository.recordAttempt(
+          const record = await repository.recordAttempt(
             accountCode,
             attempt,
             leaseUntil === undefined ? {} : { leaseUntil },
           );
+          const { health } = record;
+          // No operational event about the delivery of one: an endpoint failing them raises none.
+          if (!operational(attempt, job)) {
+            for (const fact of attemptFacts(accountCode, attempt, record)) await raise(fact);
+          }
           if (failing(health, attempt.at)) {
             await disable(attempt.subscriptionId, 'endpoint_failing');
           }
@@ -159,6 +177,16 @@ export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): De
       return undefined;
     },
   };
+}
+
+/** Whether the job is of an operational event (read with care: it may be no job at all). */
+function operational(attempt: DeliveryAttempt, job: DeliveryJob): boolean {
+  try {
+    const body: unknown = job.body;
+    return typeof body === 'string' && isOperationalBody(attempt.id, body);
+  } catch {
+    return false;
+  }
 }
 
 /**

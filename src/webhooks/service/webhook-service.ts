@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { ConfigurationError } from '../../errors/index.js';
+import { type ConfigurationError, InvalidRequestError } from '../../errors/index.js';
 import type { ResponseParts } from '../../http/problem-details.js';
 import { createRateLimitGate, type RateLimitGate } from '../../http/rate-limit-gate.js';
 import { invalidValue, oneOf, worded } from '../../internal/options.js';
@@ -16,6 +16,12 @@ import { pageSizePresets } from '../../pagination/page-size-presets.js';
 import { hookedDeliverer } from '../delivery/create-deliverer.js';
 import { MemoryDeliveryQueue } from '../delivery/memory-queue.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
+import {
+  isOperationalKind,
+  OPERATIONAL_TOPIC,
+  operationalMessageId,
+  withOperationalTopic,
+} from '../events/operational-events.js';
 import { createWebhookMessage, readWebhookEvent } from '../events/payload.js';
 import { AttemptRetention } from '../store/attempt-retention.js';
 import { Outbox } from '../store/outbox.js';
@@ -30,6 +36,7 @@ import { subscriptionRequestDefaults } from '../subscriptions/subscription-reque
 import type { AuditCursor, OperationRequest, ServiceContext } from './context.js';
 import { serviceDeliveryHooks } from './delivery-hooks.js';
 import { operations } from './handlers.js';
+import type { OperationalFact } from './operational-facts.js';
 import {
   readServiceOptions,
   type ServiceSettings,
@@ -80,7 +87,8 @@ export interface WebhookService {
    * unreachable) is told to `onError` and queued again by a later sweep, never lost.
    * @throws InvalidRequestError `invalid_event`, with the `pointer` of the field at fault, for an
    *   event that is no object, has no account code, a malformed kind or property id (or a lone
-   *   surrogate in one), or data JSON cannot hold; nothing is recorded
+   *   surrogate in one), a kind of the service's own topic `operational`, or data JSON cannot
+   *   hold; nothing is recorded
    * @throws the repository's error when the message could not be recorded (nothing was queued)
    */
   publish(event: PublishEvent): Promise<PublishResult>;
@@ -163,6 +171,7 @@ class Service implements WebhookService {
       disableAfterMs: settings.disableAfterMs,
       disableMinMessages: settings.disableMinMessages,
       onDisabled: settings.onDisabled,
+      raise: (fact) => this.#raise(fact),
       onError,
       started: () => this.start().catch(onError),
       catchUp: settle,
@@ -191,7 +200,10 @@ class Service implements WebhookService {
       onError,
     });
     const codec = createCursorCodec<AuditCursor>({ signingKey: settings.cursorKey, clock });
-    const { endpointUrl, catalog, generateId, basePath } = settings;
+    const { endpointUrl, generateId, basePath } = settings;
+    // The service's own topic is known beside the platform's: any subscription may name it.
+    const catalog =
+      settings.catalog === undefined ? undefined : withOperationalTopic(settings.catalog);
     this.#context = {
       repository,
       clock,
@@ -310,6 +322,7 @@ class Service implements WebhookService {
 
   async publish(event: PublishEvent): Promise<PublishResult> {
     const { accountCode, kind, propertyId, data } = readWebhookEvent(event);
+    if (isOperationalKind(kind)) throw operationalRefused(kind);
     await this.start();
     const createdAt = this.#settings.clock.now();
     // Checked already but for the data, which createWebhookMessage refuses as the event's.
@@ -318,7 +331,43 @@ class Service implements WebhookService {
       { clock: { now: () => createdAt } },
     );
     const matches = this.#index.match({ accountCode, kind, propertyId });
-    await this.#outbox.publish(
+    await this.#record(message, { accountCode, kind, propertyId, createdAt }, matches);
+    return { id: message.id, deliveries: matches.map((s) => s.id) };
+  }
+
+  /**
+   * Publish an operational event through the outbox, to every subscription of the account that
+   * names it, whatever its properties, except the one it is about. Its id is the fact's: a fact
+   * raised again (by another instance, or after a failed try) records nothing new.
+   */
+  async #raise(fact: OperationalFact): Promise<void> {
+    const { accountCode, kind, about, data } = fact;
+    const createdAt = this.#settings.clock.now();
+    const id = operationalMessageId(accountCode, kind, fact.fact);
+    const message = createWebhookMessage(
+      { accountCode, kind, data },
+      { clock: { now: () => createdAt }, generateId: () => id },
+    );
+    const matches = this.#index.match(
+      { accountCode, kind },
+      { everyProperty: true, except: about },
+    );
+    await this.#record(message, { accountCode, kind, createdAt }, matches);
+  }
+
+  /** Record a message and its deliveries in the outbox, then queue them. */
+  #record(
+    message: { readonly id: string; readonly body: string },
+    event: {
+      readonly accountCode: string;
+      readonly kind: string;
+      readonly propertyId?: string | undefined;
+      readonly createdAt: number;
+    },
+    matches: readonly { readonly id: string; readonly endpointUrl: string }[],
+  ): Promise<void> {
+    const { accountCode, kind, propertyId, createdAt } = event;
+    return this.#outbox.publish(
       {
         accountCode,
         id: message.id,
@@ -329,7 +378,6 @@ class Service implements WebhookService {
       },
       matches,
     );
-    return { id: message.id, deliveries: matches.map((s) => s.id) };
   }
 
   readonly fetch = (request: Request): Promise<Response> => this.#respond(request);
@@ -415,6 +463,14 @@ function accountOf(identity: unknown): string | undefined {
   if (typeof identity !== 'object' || identity === null) return undefined;
   const { accountCode } = identity as { accountCode?: unknown };
   return typeof accountCode === 'string' && accountCode !== '' ? accountCode : undefined;
+}
+
+function operationalRefused(kind: string): InvalidRequestError {
+  return new InvalidRequestError(
+    'invalid_event',
+    `event.kind must be a kind of the platform's own topics, got "${kind}": the topic ${OPERATIONAL_TOPIC} is the webhook service's, which publishes its events itself.`,
+    { pointer: '/kind' },
+  );
 }
 
 function unavailable(detail: string): ResponseParts {

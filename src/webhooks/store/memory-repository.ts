@@ -14,6 +14,7 @@ import type {
   DeliveryKey,
   DeliveryLogEntry,
   DeliveryStatus,
+  EndpointHealth,
   OutboxDelivery,
   OutboxMessage,
   PendingDelivery,
@@ -238,8 +239,12 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       ?.deliveries.get(attempt.subscriptionId);
     const live = this.#accounts.get(accountCode)?.has(attempt.subscriptionId) === true;
     const health = live ? this.#streak(keyOf(accountCode, attempt.subscriptionId)) : undefined;
+    let ended: EndpointHealth | undefined;
     if (health !== undefined && attempt.durationMs !== undefined) {
       if (attempt.outcome === 'delivered') {
+        if (health.failingSince !== undefined) {
+          ended = { failingSince: health.failingSince, failedMessages: health.failedMessages };
+        }
         health.streak = ++this.#streaks;
         health.failingSince = undefined;
         health.failedMessages = 0;
@@ -266,6 +271,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
         health?.failingSince === undefined
           ? { failedMessages: 0 }
           : { failingSince: health.failingSince, failedMessages: health.failedMessages },
+      ...(ended === undefined ? {} : { ended }),
     };
   }
 

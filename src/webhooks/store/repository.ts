@@ -50,6 +50,12 @@ export interface AttemptRecord {
   readonly entry: DeliveryLogEntry;
   /** The endpoint's failing streak after it. */
   readonly health: EndpointHealth;
+  /**
+   * For a delivered attempt that ended a failing streak: the streak as it stood before it (its
+   * `failingSince` set). Left out otherwise, and by a repository that does not tell it (the
+   * service then raises no `operational/attempt-recovered`).
+   */
+  readonly ended?: EndpointHealth;
 }
 
 /** A published message as the outbox keeps it. */

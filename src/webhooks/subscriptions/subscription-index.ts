@@ -18,6 +18,18 @@ export interface SubscriptionEvent {
   readonly propertyId?: string | undefined;
 }
 
+/** How {@link SubscriptionIndex.match} chooses, besides the event. */
+export interface MatchOptions {
+  /**
+   * The event is of the account as a whole, for every subscription whatever its `propertyIds`
+   * (the service's operational events). Left out: an event without a property matches only
+   * subscriptions without `propertyIds`.
+   */
+  readonly everyProperty?: boolean;
+  /** Leave out the subscription with this id (the one an operational event is about). */
+  readonly except?: string;
+}
+
 /** What a {@link SubscriptionIndex} holds. */
 export interface SubscriptionIndexStats {
   /** Subscriptions held. */
@@ -174,8 +186,16 @@ export class SubscriptionIndex {
   /**
    * Every subscription that must receive the event, each once, in no particular order. Only the
    * event's account is searched. Never throws: a malformed event matches nothing.
+   * @param options - `everyProperty`: match whatever the subscriptions' `propertyIds`; `except`:
+   *   leave out the subscription with this id
    */
-  match(event: SubscriptionEvent): Subscription[] {
+  match(event: SubscriptionEvent, options: MatchOptions = {}): Subscription[] {
+    const out = this.#match(event, options.everyProperty === true);
+    const { except } = options;
+    return except === undefined ? out : out.filter((subscription) => subscription.id !== except);
+  }
+
+  #match(event: SubscriptionEvent, everyProperty: boolean): Subscription[] {
     const out: Subscription[] = [];
     if (typeof event !== 'object' || event === null) return out;
     const accountCode = readSafely(event, 'accountCode');
@@ -201,6 +221,18 @@ export class SubscriptionIndex {
     }
     appendLeaf(account.everyProperty.get(key), out);
     appendLeaf(account.everyProperty.get(topicKey), out);
+    if (everyProperty) {
+      // A subscription of several properties is under each of them: each is kept once.
+      const named = new Set<Subscription>();
+      for (const leaves of account.byProperty.values()) {
+        const found: Subscription[] = [];
+        appendLeaf(leaves.get(key), found);
+        appendLeaf(leaves.get(topicKey), found);
+        for (const subscription of found) named.add(subscription);
+      }
+      out.push(...named);
+      return out;
+    }
     const property = typeof propertyId === 'string' ? this.#properties.get(propertyId) : undefined;
     if (property !== undefined) {
       const leaves = account.byProperty.get(property.number);
