@@ -158,7 +158,11 @@ describe('operational events: the oracle', () => {
           for (const job of seen) {
             const event = JSON.parse(job.body);
             if (!event.type.startsWith('operational/')) continue;
-            const kept = published.get(event.id) ?? { type: event.type, data: event.data, to: [] };
+            const kept = published.get(event.id) ?? {
+              type: event.type,
+              data: event.data,
+              to: [] as string[],
+            };
             kept.to.push(job.subscriptionId);
             published.set(event.id, kept);
           }
