@@ -22,7 +22,7 @@ export type { OpenedRepository, OpenRepository } from './subscription-repository
 
 /** What a create must store: the subscription, enabled, changed at `at`. */
 function storedFrom(subscription: Subscription, at: number): Omit<StoredSubscription, 'revision'> {
-  return { ...subscription, status: 'enabled', updatedAt: iso(at) };
+  return { signatureType: 'hmac-sha256', ...subscription, status: 'enabled', updatedAt: iso(at) };
 }
 
 /** Declares the contract's tests for a repository that `open` gives fresh and empty. */
