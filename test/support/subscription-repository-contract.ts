@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { StoredSubscription, Subscription, SubscriptionRepository } from '../../src/index.js';
 import { subscriptionChangesContract } from './subscription-repository-contract-changes.js';
 import { subscriptionOutboxContract } from './subscription-repository-contract-outbox.js';
+import { subscriptionSettingsContract } from './subscription-repository-contract-settings.js';
 import {
   aSubscription,
   created,
@@ -289,5 +290,6 @@ export function subscriptionRepositoryContract(name: string, open: OpenRepositor
 
     subscriptionChangesContract(test);
     subscriptionOutboxContract(test);
+    subscriptionSettingsContract(test);
   });
 }
