@@ -411,6 +411,7 @@ export {
 } from './webhooks/subscriptions/endpoint-url.js';
 export type {
   DisabledReason,
+  SignatureType,
   StoredSubscription,
   Subscription,
   SubscriptionChange,
@@ -418,6 +419,8 @@ export type {
   SubscriptionRequest,
   SubscriptionStatus,
 } from './webhooks/subscriptions/subscription.js';
+export { signatureTypes } from './webhooks/subscriptions/subscription.js';
+export { subscriptionFieldLimits } from './webhooks/subscriptions/subscription-fields.js';
 export type {
   MatchOptions,
   SubscriptionEvent,

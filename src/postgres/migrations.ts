@@ -184,6 +184,22 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'group commit: the attempts of a batch recorded in one call, one after the other',
     statements: (s) => [recordAttempts(s)],
   },
+  {
+    version: 6,
+    name: 'subscriptions: description, rate limit, delivery headers, metadata, signature type',
+    statements: (s) => [
+      `ALTER TABLE ${s}.subscriptions
+        ADD COLUMN description text,
+        ADD COLUMN rate_limit integer CHECK (rate_limit BETWEEN 1 AND 10000),
+        ADD COLUMN headers jsonb,
+        ADD COLUMN metadata jsonb,
+        ADD COLUMN signature_type text CHECK (signature_type IN ('hmac-sha256', 'ed25519'))`,
+      `COMMENT ON COLUMN ${s}.subscriptions.rate_limit IS 'deliveries per second; NULL: no limit of its own'`,
+      `COMMENT ON COLUMN ${s}.subscriptions.headers IS 'request headers sent with every delivery, name to value; NULL: none'`,
+      `COMMENT ON COLUMN ${s}.subscriptions.metadata IS 'its owner''s data, key to value, never sent; NULL: none'`,
+      `COMMENT ON COLUMN ${s}.subscriptions.signature_type IS 'NULL: hmac-sha256 (rows from before the column)'`,
+    ],
+  },
 ];
 
 /** The key of the advisory lock that migrations of `schema` take. */

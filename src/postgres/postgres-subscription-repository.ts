@@ -200,6 +200,10 @@ function count(value: number): number {
   return Number.isNaN(value) ? 0 : Math.max(0, Math.min(Math.trunc(value), 2 ** 62));
 }
 
+/** A record as JSON text for a jsonb column, or NULL. */
+const jsonOrNull = (record: Readonly<Record<string, string>> | null | undefined): string | null =>
+  record === undefined || record === null ? null : JSON.stringify(record);
+
 /** The text the cipher binds a secret to: its account and subscription. */
 const secretContext = (accountCode: string, id: string): string =>
   JSON.stringify([accountCode, id]);
@@ -383,6 +387,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     options: { readonly at: number; readonly maxPerAccount: number },
   ): Promise<StoredSubscription | undefined> {
     const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = subscription;
+    const { description, rateLimit, headers, metadata, signatureType } = subscription;
     const [stored, keyId] = this.#seal(accountCode, id, secret);
     // As memory's `size >= maxPerAccount`: 2.5 holds 3, NaN refuses nothing.
     const limit = Number.isNaN(options.maxPerAccount) ? MAX_INT : options.maxPerAccount;
@@ -399,6 +404,11 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       keyId,
       options.at,
       max,
+      description ?? null,
+      rateLimit ?? null,
+      jsonOrNull(headers),
+      jsonOrNull(metadata),
+      signatureType ?? 'hmac-sha256',
     ]);
     return row === undefined ? undefined : toSubscription(row);
   }
@@ -440,6 +450,15 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       changes.status ?? null,
       new Date(at).toISOString(),
       changes.disabledReason ?? null,
+      changes.description !== undefined,
+      changes.description ?? null,
+      changes.rateLimit !== undefined,
+      changes.rateLimit ?? null,
+      changes.headers !== undefined,
+      jsonOrNull(changes.headers),
+      changes.metadata !== undefined,
+      jsonOrNull(changes.metadata),
+      changes.signatureType ?? null,
     ]);
     return row === undefined ? undefined : toSubscription(row);
   }

@@ -8,6 +8,7 @@ import type {
 } from '../webhooks/store/repository.js';
 import type {
   DisabledReason,
+  SignatureType,
   StoredSubscription,
   SubscriptionChange,
   SubscriptionStatus,
@@ -28,6 +29,12 @@ export interface SubscriptionRow {
   readonly deleted_at: string | null;
   readonly disabled_reason: DisabledReason | null;
   readonly disabled_at: string | null;
+  readonly description: string | null;
+  readonly rate_limit: number | null;
+  // jsonb, parsed by the driver.
+  readonly headers: Readonly<Record<string, string>> | null;
+  readonly metadata: Readonly<Record<string, string>> | null;
+  readonly signature_type: SignatureType | null;
 }
 
 /** A pending delivery with its message's body, as claims and replays return them. */
@@ -69,6 +76,8 @@ export function toSubscription(row: SubscriptionRow): StoredSubscription {
     endpointUrl: row.endpoint_url,
     events: Object.freeze([...row.events]),
     ...(row.property_ids === null ? {} : { propertyIds: Object.freeze([...row.property_ids]) }),
+    ...settings(row.description, row.rate_limit, row.headers, row.metadata),
+    signatureType: row.signature_type ?? 'hmac-sha256',
     createdAt: row.created_at,
     status: row.status,
     ...disabled(row.disabled_reason, row.disabled_at),
@@ -83,6 +92,21 @@ function disabled(
   at: string | null,
 ): Pick<StoredSubscription, 'disabledReason' | 'disabledAt'> {
   return reason === null || at === null ? {} : { disabledReason: reason, disabledAt: at };
+}
+
+/** The optional settings of a row, those it has (not NULL); the records copied and frozen. */
+function settings(
+  description: string | null,
+  rateLimit: number | null,
+  headers: Readonly<Record<string, string>> | null,
+  metadata: Readonly<Record<string, string>> | null,
+): Pick<StoredSubscription, 'description' | 'rateLimit' | 'headers' | 'metadata'> {
+  return {
+    ...(description === null ? {} : { description }),
+    ...(rateLimit === null ? {} : { rateLimit }),
+    ...(headers === null ? {} : { headers: Object.freeze({ ...headers }) }),
+    ...(metadata === null ? {} : { metadata: Object.freeze({ ...metadata }) }),
+  };
 }
 
 /**
@@ -103,25 +127,50 @@ export function changeOfTuple(tuple: readonly unknown[]): SubscriptionChange {
   const createdAt = tuple[6] as string;
   // A subscription never changed holds one string for both times, not two equal ones.
   const updatedAt = tuple[7] === createdAt ? createdAt : (tuple[7] as string);
+  const signatureType = (tuple[16] as SignatureType | null) ?? 'hmac-sha256';
   const base: StoredSubscription =
     propertyIds === null
-      ? { id, accountCode, endpointUrl, events, createdAt, status, updatedAt, revision }
+      ? {
+          id,
+          accountCode,
+          endpointUrl,
+          events,
+          signatureType,
+          createdAt,
+          status,
+          updatedAt,
+          revision,
+        }
       : {
           id,
           accountCode,
           endpointUrl,
           events,
           propertyIds: Object.freeze(propertyIds),
+          signatureType,
           createdAt,
           status,
           updatedAt,
           revision,
         };
-  // Only disabled ones (few) take the shape with a reason.
+  // Only those with settings or disabled (fewer) take the shapes with them.
+  const hasSettings =
+    tuple[12] !== null || tuple[13] !== null || tuple[14] !== null || tuple[15] !== null;
+  const withSettings = hasSettings
+    ? {
+        ...base,
+        ...settings(
+          tuple[12] as string | null,
+          tuple[13] as number | null,
+          tuple[14] as Record<string, string> | null,
+          tuple[15] as Record<string, string> | null,
+        ),
+      }
+    : base;
   const subscription =
     tuple[10] === null
-      ? base
-      : { ...base, ...disabled(tuple[10] as DisabledReason, tuple[11] as string | null) };
+      ? withSettings
+      : { ...withSettings, ...disabled(tuple[10] as DisabledReason, tuple[11] as string | null) };
   return Object.freeze({ revision, id, accountCode, subscription: Object.freeze(subscription) });
 }
 

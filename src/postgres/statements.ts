@@ -8,7 +8,8 @@ import { RELEASED_LEASE } from '../webhooks/store/repository.js';
 
 /** The columns a subscription is read from, in the order `changeOfTuple` in rows.ts reads them. */
 const COLUMNS = `account_code, id, endpoint_url, events, property_ids, status, created_at,
-  updated_at, revision, deleted_at, disabled_reason, disabled_at`;
+  updated_at, revision, deleted_at, disabled_reason, disabled_at, description, rate_limit, headers,
+  metadata, signature_type`;
 
 /** The columns a pending delivery is read from (`toPending` in rows.ts), with its message's body. */
 const PENDING = `d.account_code, d.message_id, d.subscription_id, d.endpoint_url, m.body, d.attempts,
@@ -53,7 +54,8 @@ export function statements(s: string, channel: string): Statements {
       WHERE account_code = $1::text AND id = $2::text AND deleted_at IS NULL`;
   return {
     // $1 account, $2 id, $3 endpoint, $4 events, $5 property ids, $6 created, $7 updated,
-    // $8 secret, $9 key id, $10 secret created ms, $11 maxPerAccount.
+    // $8 secret, $9 key id, $10 secret created ms, $11 maxPerAccount, $12 description, $13 rate
+    // limit, $14 headers and $15 metadata (JSON text, or NULL), $16 signature type.
     // `guard` spares a revision in the common refusal, from the account's count of live
     // subscriptions as the statement's snapshot reads it; the accounts row, locked and re-read at
     // its latest version, makes the refusal atomic. An id the account holds is replaced, as in
@@ -78,10 +80,14 @@ export function statements(s: string, channel: string): Statements {
       ), sub AS (
         INSERT INTO ${s}.subscriptions AS t (${COLUMNS}, created_revision)
         SELECT $1::text, $2::text, $3::text, $4::text[], $5::text[], 'enabled', $6::text,
-          $7::text, rev.value, NULL, NULL, NULL, rev.value
+          $7::text, rev.value, NULL, NULL, NULL, $12::text, $13::integer, $14::text::jsonb,
+          $15::text::jsonb, $16::text, rev.value
         FROM (SELECT value FROM rev LIMIT 1) AS rev, (SELECT FROM account LIMIT 1) AS account
         ON CONFLICT (account_code, id) DO UPDATE SET endpoint_url = excluded.endpoint_url,
           events = excluded.events, property_ids = excluded.property_ids, status = 'enabled',
+          description = excluded.description, rate_limit = excluded.rate_limit,
+          headers = excluded.headers, metadata = excluded.metadata,
+          signature_type = excluded.signature_type,
           created_at = excluded.created_at, updated_at = excluded.updated_at,
           revision = excluded.revision, deleted_at = NULL, disabled_reason = NULL,
           disabled_at = NULL, created_revision = CASE WHEN t.deleted_at IS NULL THEN t.created_revision
@@ -109,7 +115,9 @@ export function statements(s: string, channel: string): Statements {
       ) AS page ON true
       ORDER BY page.created_revision`,
     // $3 endpoint or NULL, $4 events or NULL, $5 whether property ids change, $6 them, $7 status
-    // or NULL, $8 updated, $9 the reason of a disable or NULL. Disabling keeps why and when,
+    // or NULL, $8 updated, $9 the reason of a disable or NULL; for each of description ($10,
+    // $11), rate limit ($12, $13), headers ($14, $15) and metadata ($16, $17), whether it changes
+    // and its new value (NULL removes it); $18 signature type or NULL. Disabling keeps why and when,
     // enabling clears them and starts the endpoint's failing streak afresh; a change that leaves
     // the status keeps them.
     update: `WITH rev AS (
@@ -120,6 +128,11 @@ export function statements(s: string, channel: string): Statements {
           events = coalesce($4::text[], t.events),
           property_ids = CASE WHEN $5::boolean THEN $6::text[] ELSE t.property_ids END,
           status = coalesce($7::text, t.status),
+          description = CASE WHEN $10::boolean THEN $11::text ELSE t.description END,
+          rate_limit = CASE WHEN $12::boolean THEN $13::integer ELSE t.rate_limit END,
+          headers = CASE WHEN $14::boolean THEN $15::text::jsonb ELSE t.headers END,
+          metadata = CASE WHEN $16::boolean THEN $17::text::jsonb ELSE t.metadata END,
+          signature_type = coalesce($18::text, t.signature_type),
           disabled_reason = CASE
             WHEN coalesce($7::text, t.status) = 'enabled' THEN NULL
             WHEN $7::text = 'disabled' THEN coalesce($9::text, 'requested')

@@ -24,6 +24,7 @@ describe.each(DATABASES)('PostgresSubscriptionRepository on %s', (name) => {
     const created = await repo.create(subscription('ACME', 'b'), 'whsec_b', LIMITS);
     expect(created).toEqual({
       ...subscription('ACME', 'b'),
+      signatureType: 'hmac-sha256',
       status: 'enabled',
       updatedAt: new Date(1_000).toISOString(),
       revision: 1,

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { StoredSubscription, Subscription, SubscriptionRepository } from '../../src/index.js';
 import { subscriptionChangesContract } from './subscription-repository-contract-changes.js';
 import { subscriptionOutboxContract } from './subscription-repository-contract-outbox.js';
+import { subscriptionSettingsContract } from './subscription-repository-contract-settings.js';
 import {
   aSubscription,
   created,
@@ -22,7 +23,7 @@ export type { OpenedRepository, OpenRepository } from './subscription-repository
 
 /** What a create must store: the subscription, enabled, changed at `at`. */
 function storedFrom(subscription: Subscription, at: number): Omit<StoredSubscription, 'revision'> {
-  return { ...subscription, status: 'enabled', updatedAt: iso(at) };
+  return { signatureType: 'hmac-sha256', ...subscription, status: 'enabled', updatedAt: iso(at) };
 }
 
 /** Declares the contract's tests for a repository that `open` gives fresh and empty. */
@@ -289,5 +290,6 @@ export function subscriptionRepositoryContract(name: string, open: OpenRepositor
 
     subscriptionChangesContract(test);
     subscriptionOutboxContract(test);
+    subscriptionSettingsContract(test);
   });
 }

@@ -47,14 +47,35 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 /** The copy of a subscription the repository must keep: later changes to the input do not reach it. */
 function kept(subscription: Subscription): Subscription {
   const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = subscription;
+  const { description, rateLimit, headers, metadata, signatureType } = subscription;
   return {
     id,
     accountCode,
     endpointUrl,
     events: [...events],
     ...(propertyIds === undefined ? {} : { propertyIds: [...propertyIds] }),
+    ...(description === undefined ? {} : { description }),
+    ...(rateLimit === undefined ? {} : { rateLimit }),
+    ...(headers === undefined ? {} : { headers: { ...headers } }),
+    ...(metadata === undefined ? {} : { metadata: { ...metadata } }),
+    ...(signatureType === undefined ? {} : { signatureType }),
     createdAt,
   };
+}
+
+/** "A field left out keeps its value", `null` removes it: the settings after a change. */
+function changedSettings(
+  current: Unstamped,
+  changes: SubscriptionChanges,
+): Partial<Pick<Unstamped, 'description' | 'rateLimit' | 'headers' | 'metadata'>> {
+  const out: Record<string, unknown> = {};
+  for (const name of ['description', 'rateLimit', 'headers', 'metadata'] as const) {
+    const value = changes[name] === undefined ? current[name] : changes[name];
+    if (value !== undefined && value !== null) {
+      out[name] = typeof value === 'object' ? { ...value } : value;
+    }
+  }
+  return out;
 }
 
 /** The model: every account's subscriptions, secrets and delivery log, and the order of changes. */
@@ -92,6 +113,8 @@ export class SubscriptionRepositoryModel {
     if (account.subscriptions.size >= options.maxPerAccount) return undefined;
     const current: Unstamped = {
       ...kept(subscription),
+      // "defaulting to hmac-sha256"
+      signatureType: subscription.signatureType ?? 'hmac-sha256',
       status: 'enabled',
       updatedAt: iso(options.at),
     };
@@ -151,7 +174,8 @@ export class SubscriptionRepositoryModel {
   ): Unstamped | undefined {
     const held = this.#held(accountCode, id);
     if (held === undefined) return undefined;
-    const { propertyIds: before, disabledReason, disabledAt, ...rest } = held.current;
+    const { propertyIds: before, disabledReason, disabledAt, ...all } = held.current;
+    const { description: _, rateLimit: __, headers: ___, metadata: ____, ...rest } = all;
     const propertyIds = changes.propertyIds === undefined ? before : changes.propertyIds;
     const status = changes.status ?? rest.status;
     // Disabling keeps why (`requested` unless told) and when; enabling clears both; a change that
@@ -172,6 +196,8 @@ export class SubscriptionRepositoryModel {
       ...(propertyIds === null || propertyIds === undefined
         ? {}
         : { propertyIds: [...propertyIds] }),
+      ...changedSettings(held.current, changes),
+      ...(changes.signatureType === undefined ? {} : { signatureType: changes.signatureType }),
       status,
       ...disabled,
       updatedAt: iso(at),

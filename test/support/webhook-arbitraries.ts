@@ -76,3 +76,55 @@ export function linearScan(
 
 export const ids = (subscriptions: readonly Subscription[]): string[] =>
   subscriptions.map((s) => s.id).sort();
+
+/** The header names a subscription may not set (any case): the documented list, and `webhook-*`. */
+export const FORBIDDEN_HEADERS = [
+  'host',
+  'content-length',
+  'content-type',
+  'connection',
+  'transfer-encoding',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'upgrade',
+  'expect',
+] as const;
+
+const forbidden = (name: string): boolean =>
+  (FORBIDDEN_HEADERS as readonly string[]).includes(name.toLowerCase()) ||
+  name.toLowerCase().startsWith('webhook-');
+
+// RFC 9110: token = 1*tchar; field-value visible ASCII, spaces and tabs inside only.
+const headerNameArb = fc.stringMatching(/^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,24}$/);
+const headerValueArb = fc.stringMatching(/^(?:[!-~](?:[ \t!-~]{0,60}[!-~])?)?$/);
+
+/**
+ * Valid delivery headers of a subscription: at most 20, names tokens unique in any case and not
+ * forbidden, values visible ASCII (under 4 KiB together by construction).
+ */
+export const validHeaders: fc.Arbitrary<Record<string, string>> = fc
+  .uniqueArray(
+    fc.tuple(
+      headerNameArb.filter((name) => !forbidden(name)),
+      headerValueArb,
+    ),
+    {
+      selector: ([name]) => name.toLowerCase(),
+      maxLength: 20,
+    },
+  )
+  .map((entries) => Object.fromEntries(entries));
+
+/** A forbidden header name in any mix of cases. */
+export const forbiddenHeaderName: fc.Arbitrary<string> = fc
+  .tuple(
+    fc.oneof(
+      fc.constantFrom(...FORBIDDEN_HEADERS),
+      headerNameArb.map((tail) => `webhook-${tail}`),
+    ),
+    fc.infiniteStream(fc.boolean()),
+  )
+  .map(([name, upper]) =>
+    [...name].map((c) => (upper.next().value ? c.toUpperCase() : c.toLowerCase())).join(''),
+  );

@@ -9,7 +9,8 @@ import type { DeliveryJob } from './job.js';
 
 /**
  * The steps of a delivery that its owner takes. The deliverer calls each at most once per attempt,
- * in this order: `waitUntil`, `secrets`, `gone`, `recorded`; `lost` reports call `recorded` alone.
+ * in this order: `waitUntil`, `secrets`, `headers`, `gone`, `recorded`; `lost` reports call
+ * `recorded` alone.
  * @internal
  */
 export interface DeliveryHooks {
@@ -21,6 +22,14 @@ export interface DeliveryHooks {
   readonly secrets: (
     subscriptionId: string,
   ) => readonly string[] | undefined | Promise<readonly string[] | undefined>;
+  /**
+   * The subscription's own request headers, read at each attempt after its secrets: sent after the
+   * deliverer's `headers` (replacing one of the same name, in any case), before `content-type` and
+   * the signature headers, which always win. One that throws reads as none.
+   */
+  readonly headers?:
+    | ((subscriptionId: string) => Readonly<Record<string, string>> | undefined)
+    | undefined;
   /**
    * The subscription's endpoint answered 410 Gone: awaited before the attempt is recorded. What it
    * throws is ignored (the attempt is `disabled` all the same).

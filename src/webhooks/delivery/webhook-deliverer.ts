@@ -97,7 +97,8 @@ export class WebhookDeliverer implements Deliverer {
     if (spent !== undefined) return this.#done(input, base, notAttempted(job, spent));
     const signed = await this.#sign(job, at);
     if ('outcome' in signed) return this.#done(input, base, signed);
-    return this.#follow(job, input, base, await this.#send(job, signed));
+    const own = this.#subscriptionHeaders(job.subscriptionId);
+    return this.#follow(job, input, base, await this.#send(job, signed, own));
   }
 
   /** Until when the subscription's deliveries wait, when its receiver asked them to. */
@@ -136,7 +137,20 @@ export class WebhookDeliverer implements Deliverer {
     }
   }
 
-  async #send(job: DeliveryJob, signature: WebhookHeaders): Promise<Answer> {
+  /** The subscription's own headers, when it has some. */
+  #subscriptionHeaders(subscriptionId: string): Readonly<Record<string, string>> | undefined {
+    try {
+      return this.#hooks.headers?.(subscriptionId);
+    } catch {
+      return undefined; // a hook that fails adds nothing
+    }
+  }
+
+  async #send(
+    job: DeliveryJob,
+    signature: WebhookHeaders,
+    own: Readonly<Record<string, string>> | undefined,
+  ): Promise<Answer> {
     const { transport, headers, timeoutMs, clock } = this.#settings;
     const started = clock.now();
     // A clock set backwards during the request reads as no time rather than a negative one.
@@ -145,8 +159,9 @@ export class WebhookDeliverer implements Deliverer {
       const response = await transport({
         url: job.endpointUrl,
         headers: {
-          'user-agent': 'api-conventions-webhooks',
-          ...headers,
+          ...(own === undefined
+            ? { 'user-agent': 'api-conventions-webhooks', ...headers }
+            : overlaid({ 'user-agent': 'api-conventions-webhooks', ...headers }, own)),
           'content-type': 'application/json',
           ...signature,
         },
@@ -245,6 +260,29 @@ export class WebhookDeliverer implements Deliverer {
       return 0; // the full backoff: never sooner than the schedule allows
     }
   }
+}
+
+/**
+ * `below` with `above` over it: a name of `above` replaces the same name of `below` in any case
+ * (HTTP names are case-insensitive; both would be sent otherwise). Values that are no strings
+ * (a row edited by hand) are left out.
+ */
+function overlaid(
+  below: Readonly<Record<string, string>>,
+  above: Readonly<Record<string, string>>,
+): Record<string, string> {
+  const names = Object.keys(above);
+  const replaced = new Set(names.map((name) => name.toLowerCase()));
+  // No prototype: a header named __proto__ is a header like any other.
+  const out: Record<string, string> = Object.create(null);
+  for (const name of Object.keys(below)) {
+    if (!replaced.has(name.toLowerCase())) out[name] = below[name] as string;
+  }
+  for (const name of names) {
+    const value = above[name];
+    if (typeof value === 'string') out[name] = value;
+  }
+  return out;
 }
 
 function reportBase(job: DeliveryJob | string, input: DeliveryJob, at: number): Base {

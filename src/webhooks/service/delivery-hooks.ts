@@ -140,6 +140,9 @@ export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): De
         throw error;
       }
     },
+    // Read from the index after `secrets` (which caught it up): a change of the headers applied
+    // to the index is sent from the next attempt on.
+    headers: (id) => index.get(id)?.headers,
     gone: (id) => disable(id, 'endpoint_gone'),
     async recorded(attempt, job) {
       pause(attempt);

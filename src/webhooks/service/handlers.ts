@@ -36,13 +36,19 @@ export const operations: Readonly<Record<Operation, Handler>> = {
 /** A subscription as the API shows it: never its account, revision or secrets. @internal */
 export function subscriptionView(stored: StoredSubscription) {
   const { id, endpointUrl, events, propertyIds, status, createdAt, updatedAt } = stored;
-  const { disabledReason, disabledAt } = stored;
+  const { disabledReason, disabledAt, description, rateLimit, headers, metadata } = stored;
   return {
     id,
     endpointUrl,
     events,
     // Left out when it covers every property: the specification's "omission acts as a wildcard".
     ...(propertyIds === undefined ? {} : { propertyIds }),
+    // The optional settings, each when set.
+    ...(description === undefined ? {} : { description }),
+    ...(rateLimit === undefined ? {} : { rateLimit }),
+    ...(headers === undefined ? {} : { headers }),
+    ...(metadata === undefined ? {} : { metadata }),
+    signatureType: stored.signatureType,
     status,
     // Why and when, while disabled.
     ...(status === 'disabled' && disabledReason !== undefined ? { disabledReason } : {}),

@@ -104,6 +104,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     this.#accounts.set(subscription.accountCode, held);
     const stored = this.#record({
       ...copy(subscription),
+      signatureType: subscription.signatureType ?? 'hmac-sha256',
       status: 'enabled',
       updatedAt: iso(options.at),
       revision: 0,
@@ -143,12 +144,14 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     const status = changes.status ?? current.status;
     if (changes.status === 'enabled') this.#health.delete(keyOf(accountCode, id));
     const next = this.#record({
-      ...rest,
+      ...withoutRemoved(rest, changes),
       ...(changes.endpointUrl === undefined ? {} : { endpointUrl: changes.endpointUrl }),
       ...(changes.events === undefined ? {} : { events: Object.freeze([...changes.events]) }),
       ...(propertyIds === null || propertyIds === undefined
         ? {}
         : { propertyIds: Object.freeze([...propertyIds]) }),
+      ...settingsOf(changes),
+      ...(changes.signatureType === undefined ? {} : { signatureType: changes.signatureType }),
       status,
       ...(status === 'enabled'
         ? {}
@@ -543,6 +546,33 @@ function copy(subscription: Subscription): Subscription {
     endpointUrl,
     events: Object.freeze([...events]),
     ...(propertyIds === undefined ? {} : { propertyIds: Object.freeze([...propertyIds]) }),
+    ...settingsOf(subscription),
     createdAt,
   };
+}
+
+type Settings = Pick<Subscription, 'description' | 'rateLimit' | 'headers' | 'metadata'>;
+
+/** The optional settings a create or a change sets (not `null`), copied and frozen. */
+function settingsOf(from: SubscriptionChanges | Subscription): Settings {
+  const { description, rateLimit, headers, metadata } = from;
+  return {
+    ...(description === undefined || description === null ? {} : { description }),
+    ...(rateLimit === undefined || rateLimit === null ? {} : { rateLimit }),
+    ...(headers === undefined || headers === null
+      ? {}
+      : { headers: Object.freeze({ ...headers }) }),
+    ...(metadata === undefined || metadata === null
+      ? {}
+      : { metadata: Object.freeze({ ...metadata }) }),
+  };
+}
+
+/** The subscription without the settings a change removes (`null`). */
+function withoutRemoved<S extends Settings>(current: S, changes: SubscriptionChanges): S {
+  const kept = { ...current };
+  for (const name of ['description', 'rateLimit', 'headers', 'metadata'] as const) {
+    if (changes[name] === null) delete kept[name];
+  }
+  return kept;
 }

@@ -1,15 +1,27 @@
 /** The body of a create-subscription request read field by field, every issue reported. @module */
 import { isArray } from '../../internal/describe.js';
-import { LONE_SURROGATE } from '../../internal/lone-surrogate.js';
 import { readSafely, UNREADABLE } from '../../internal/read-once.js';
 import type { EventCatalog } from '../events/event-catalog.js';
 import { parseEventPattern } from '../events/event-kind.js';
+import {
+  issue,
+  kindOf,
+  loneSurrogateIssue,
+  ownField,
+  ownKeys,
+  pointer,
+  UNREADABLE_VALUE,
+  unreadableIssue,
+} from './body-reading.js';
 import type { EndpointUrlResult } from './endpoint-url.js';
+import { readNewFields } from './subscription-fields.js';
 import type {
-  SubscriptionRequestErrorCode,
   SubscriptionRequestIssue,
   SubscriptionRequestResult,
 } from './subscription-request-result.js';
+
+// Read by the PATCH validation and the service from here, beside the fields' own readers.
+export { kindOf, ownField, ownKeys, pointer } from './body-reading.js';
 
 /** What the body is checked against: the options, read once. @internal */
 export interface BodySettings {
@@ -20,7 +32,16 @@ export interface BodySettings {
   readonly maxPropertyIdLength: number;
 }
 
-const FIELDS = ['endpointUrl', 'events', 'propertyIds'];
+const FIELDS = [
+  'endpointUrl',
+  'events',
+  'propertyIds',
+  'description',
+  'rateLimit',
+  'headers',
+  'metadata',
+  'signatureType',
+];
 
 /** Validate a parsed body under settings already checked. @internal */
 export function validateBody(body: unknown, settings: BodySettings): SubscriptionRequestResult {
@@ -30,7 +51,7 @@ export function validateBody(body: unknown, settings: BodySettings): Subscriptio
     issues.push({
       code: 'body_not_object',
       path: '',
-      message: `The body must be a JSON object with endpointUrl, events and optional propertyIds; got ${kindOf(body)}.`,
+      message: `The body must be a JSON object with endpointUrl, events and optional propertyIds, description, rateLimit, headers, metadata and signatureType; got ${kindOf(body)}.`,
     });
     return { ok: false, issues };
   }
@@ -40,7 +61,7 @@ export function validateBody(body: unknown, settings: BodySettings): Subscriptio
     issues.push({
       code: 'body_not_object',
       path: '',
-      message: `The body must be a JSON object with endpointUrl, events and optional propertyIds; got ${UNREADABLE_VALUE}.`,
+      message: `The body must be a JSON object with endpointUrl, events and optional propertyIds, description, rateLimit, headers, metadata and signatureType; got ${UNREADABLE_VALUE}.`,
     });
     return { ok: false, issues };
   }
@@ -57,12 +78,17 @@ export function validateBody(body: unknown, settings: BodySettings): Subscriptio
     issues,
     (value, path) => propertyIdIssue(value, path, settings.maxPropertyIdLength),
   );
+  const more = readNewFields(fields, keys, issues);
   if (issues.length > 0 || endpointUrl === undefined || events === undefined)
     return { ok: false, issues };
   return {
     ok: true,
-    value:
-      propertyIds === undefined ? { endpointUrl, events } : { endpointUrl, events, propertyIds },
+    value: {
+      endpointUrl,
+      events,
+      ...(propertyIds === undefined ? {} : { propertyIds }),
+      ...more,
+    },
   };
 }
 
@@ -238,23 +264,6 @@ function validateList(
   return issues.length === before ? Object.freeze(checked) : undefined;
 }
 
-// A lone UTF-16 surrogate is refused: UTF-8 cannot carry it, so the backends would disagree
-// (memory keeps it, PostgreSQL and PGlite store U+FFFD) and a URL would be rewritten silently.
-function loneSurrogateIssue(
-  value: string,
-  path: string,
-  what: string,
-): SubscriptionRequestIssue | undefined {
-  const found = LONE_SURROGATE.exec(value);
-  if (found === null) return undefined;
-  const unit = value.charCodeAt(found.index).toString(16).toUpperCase();
-  return {
-    code: 'lone_surrogate',
-    path,
-    message: `${what} must be well-formed Unicode; this one has half of a surrogate pair (\\u${unit}) alone at position ${found.index}: send the whole character or remove it.`,
-  };
-}
-
 function eventIssue(
   value: string,
   path: string,
@@ -293,53 +302,4 @@ function propertyIdIssue(
     }
   }
   return undefined;
-}
-
-// One shape, one member order, for every issue.
-function issue(
-  code: SubscriptionRequestErrorCode,
-  path: string,
-  message: string,
-): SubscriptionRequestIssue {
-  return { code, path, message };
-}
-
-/** RFC 6901: "~" is written "~0" and "/" is written "~1". @internal */
-export function pointer(key: string): string {
-  return `/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
-}
-
-/** The kind of a value, never the value itself: the message goes back to its sender. @internal */
-export function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
-
-// A body parsed from JSON has no getters and no Proxies; one that does is answered, not thrown.
-const UNREADABLE_VALUE =
-  'a value that cannot be read (a getter or Proxy that throws); send the parsed JSON';
-
-function unreadableIssue(path: string, expected: string): SubscriptionRequestIssue {
-  return { code: 'wrong_type', path, message: `${expected}; got ${UNREADABLE_VALUE}.` };
-}
-
-/** The own keys of a parsed body, or `undefined` when listing them throws. @internal */
-export function ownKeys(fields: object): string[] | undefined {
-  try {
-    return Object.keys(fields);
-  } catch {
-    return undefined;
-  }
-}
-
-/** An own field, read once: undefined when absent (or inherited), UNREADABLE when a read throws. @internal */
-export function ownField(fields: object, name: string): unknown {
-  let own: boolean;
-  try {
-    own = Object.hasOwn(fields, name);
-  } catch {
-    return UNREADABLE;
-  }
-  return own ? readSafely(fields, name) : undefined;
 }

@@ -16,7 +16,7 @@ import {
   readEventsField,
   readPropertyIdsField,
 } from './subscription-body.js';
-
+import { readNewChanges } from './subscription-fields.js';
 import type {
   SubscriptionRequestErrorCode,
   SubscriptionRequestIssue,
@@ -42,12 +42,23 @@ export type SubscriptionPatchResult =
   | { readonly ok: true; readonly value: SubscriptionChanges }
   | { readonly ok: false; readonly issues: readonly SubscriptionPatchIssue[] };
 
-const FIELDS = ['endpointUrl', 'events', 'propertyIds', 'status'];
+const FIELDS = [
+  'endpointUrl',
+  'events',
+  'propertyIds',
+  'status',
+  'description',
+  'rateLimit',
+  'headers',
+  'metadata',
+  'signatureType',
+];
 const STATUSES: readonly SubscriptionStatus[] = ['enabled', 'disabled'];
 
 /**
  * Validate a parsed PATCH body: an object with at least one of endpointUrl, events, propertyIds
- * (`null`: every property again) and status (`enabled` or `disabled`).
+ * (`null`: every property again), status (`enabled` or `disabled`), description, rateLimit,
+ * headers, metadata (each `null` to remove it) and signatureType.
  * @internal
  */
 export function validateSubscriptionPatch(
@@ -84,10 +95,7 @@ export function validateSubscriptionPatch(
     }
   }
   const changes: {
-    endpointUrl?: string;
-    events?: readonly string[];
-    propertyIds?: readonly string[] | null;
-    status?: SubscriptionStatus;
+    -readonly [K in keyof SubscriptionChanges]: SubscriptionChanges[K];
   } = {};
   if (keys.includes('endpointUrl')) {
     const url = readEndpointUrlField(fields, settings, fieldIssues);
@@ -104,6 +112,7 @@ export function validateSubscriptionPatch(
       if (ids !== undefined) changes.propertyIds = ids;
     }
   }
+  Object.assign(changes, readNewChanges(fields, keys, fieldIssues));
   issues.push(...fieldIssues);
   if (keys.includes('status')) {
     const status = ownField(fields, 'status');

@@ -25,6 +25,18 @@ export const subscriptionBodyErrorCodes = [
   'invalid_property_id',
   'property_id_too_long',
   'lone_surrogate',
+  'nul_character',
+  'description_too_long',
+  'invalid_rate_limit',
+  'too_many_headers',
+  'invalid_header_name',
+  'forbidden_header',
+  'duplicate_header',
+  'invalid_header_value',
+  'headers_too_large',
+  'invalid_metadata_key',
+  'metadata_too_large',
+  'invalid_signature_type',
 ] as const;
 
 /**

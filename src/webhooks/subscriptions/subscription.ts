@@ -8,7 +8,29 @@ export interface SubscriptionRequest {
   readonly events: readonly string[];
   /** The properties covered; absent means every current and future property of the account. */
   readonly propertyIds?: readonly string[];
+  /** A note of its owner's, at most 256 characters; never sent. */
+  readonly description?: string;
+  /**
+   * The most deliveries per second its endpoint takes, a whole number from 1 to 10,000; absent:
+   * no limit of its own.
+   */
+  readonly rateLimit?: number;
+  /**
+   * Request headers sent with every delivery to it, name to value, as given (see
+   * docs/webhook-service.md for the names refused).
+   */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Its owner's own data, key to value; stored and returned, never sent. */
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** How its deliveries are to be signed. @defaultValue `'hmac-sha256'` */
+  readonly signatureType?: SignatureType;
 }
+
+/** How a subscription's deliveries are signed: HMAC-SHA256 (the default), or Ed25519. */
+export type SignatureType = 'hmac-sha256' | 'ed25519';
+
+/** The signature types a subscription may name, the default first. */
+export const signatureTypes: readonly SignatureType[] = Object.freeze(['hmac-sha256', 'ed25519']);
 
 /** A stored subscription of one account. Treat it as immutable: the index freezes what it holds. */
 export interface Subscription extends SubscriptionRequest {
@@ -31,6 +53,8 @@ export type DisabledReason = 'requested' | 'endpoint_failing' | 'endpoint_gone';
 
 /** A subscription as a repository holds it: with its status, last change and revision. */
 export interface StoredSubscription extends Subscription {
+  /** How its deliveries are to be signed: `'hmac-sha256'` unless its request named another. */
+  readonly signatureType: SignatureType;
   /** `enabled` receives events; `disabled` does not. */
   readonly status: SubscriptionStatus;
   /** Why it is disabled; only while `status` is `disabled`. */
@@ -62,6 +86,16 @@ export interface SubscriptionChanges {
   readonly status?: SubscriptionStatus;
   /** Why it is disabled, with `status: 'disabled'`. @defaultValue `'requested'` */
   readonly disabledReason?: DisabledReason;
+  /** A new description, or `null` to remove it. */
+  readonly description?: string | null;
+  /** A new rate limit, or `null` to remove it. */
+  readonly rateLimit?: number | null;
+  /** New delivery headers, replacing the whole set, or `null` to remove them all. */
+  readonly headers?: Readonly<Record<string, string>> | null;
+  /** New metadata, replacing the whole set, or `null` to remove it. */
+  readonly metadata?: Readonly<Record<string, string>> | null;
+  /** A new signature type. */
+  readonly signatureType?: SignatureType;
 }
 
 /**

@@ -294,6 +294,26 @@ describe('two instances on one PostgreSQL', () => {
       expect(verifyWebhook(got.body, got.headers, { secrets: secret }).ok).toBe(true);
     }
   });
+
+  it('a PATCH of the headers on A: B’s next deliveries send the new headers', async () => {
+    const { subscription, at } = await create(a, 'T6', 't6');
+    await within('create on A, matched on B', at, () => matches(b, 'T6', subscription.id));
+    const patched = await a.call('PATCH', `/v1/subscriptions/${subscription.id}`, {
+      account: 'T6',
+      body: { headers: { 'X-Team': 'billing' }, description: 'patched on A' },
+    });
+    const since = performance.now();
+    expect(patched.status).toBe(200);
+    await within('PATCH of headers on A, sent by B', since, async () => {
+      const { id } = await b.publish(event('T6'));
+      return (await delivery(id)).headers['x-team'] === 'billing';
+    });
+    const read = await b.call('GET', `/v1/subscriptions/${subscription.id}`, { account: 'T6' });
+    expect(read.body).toMatchObject({
+      headers: { 'X-Team': 'billing' },
+      description: 'patched on A',
+    });
+  });
 });
 
 describe('a restart keeps subscriptions, secrets and the delivery log', () => {

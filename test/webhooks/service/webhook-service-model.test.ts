@@ -86,6 +86,8 @@ const view = (s: ModelSubscription) => ({
   endpointUrl: s.endpointUrl,
   events: s.events,
   ...(s.propertyIds === undefined ? {} : { propertyIds: s.propertyIds }),
+  // None named on create: the default.
+  signatureType: 'hmac-sha256',
   status: s.status,
   // A subscription disabled by its owner says so, and since when.
   ...(s.status === 'disabled' ? { disabledReason: 'requested', disabledAt: s.disabledAt } : {}),

@@ -27,6 +27,7 @@ describe('createWebhookService: the subscription API', () => {
       endpointUrl: 'https://hooks.example.com/in',
       events: ['reservation/*'],
       propertyIds: ['BER'],
+      signatureType: 'hmac-sha256',
       status: 'enabled',
       createdAt: iso,
       updatedAt: iso,

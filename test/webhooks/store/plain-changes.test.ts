@@ -18,6 +18,7 @@ function change(revision: number, id: string, events: string[]): SubscriptionCha
     accountCode: 'ACME',
     endpointUrl: 'https://hooks.example.com/in',
     events: Object.freeze(events),
+    signatureType: 'hmac-sha256',
     createdAt: '2026-01-01T00:00:00.000Z',
     status: 'enabled',
     updatedAt: '2026-01-01T00:00:00.000Z',
