@@ -3,6 +3,7 @@ import { aClock, type Clock, systemClock } from '../../clock.js';
 import { aFunction, readOptions, requiredValue, wholeNumber } from '../../internal/options.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
 import type { DeliveryAttempt } from './attempt.js';
+import { ENDPOINT_PAUSE_OPTION, pauseWithinAge } from './endpoint-pause.js';
 import { EXTRA_HEADERS } from './extra-headers.js';
 import type { DeliveryHooks } from './hooks.js';
 import type { WebhookTransport } from './http-transport.js';
@@ -15,8 +16,8 @@ import { WebhookDeliverer } from './webhook-deliverer.js';
 
 /**
  * Make a deliverer.
- * @throws ConfigurationError `invalid_option` for a missing secrets function, a bad timeout or
- * extra headers that HTTP cannot carry
+ * @throws ConfigurationError `invalid_option` for a missing secrets function, a bad timeout, a
+ * `maxEndpointPauseMs` above the schedule's `maxAgeMs` or extra headers that HTTP cannot carry
  * @example
  * ```ts
  * const deliverer = createDeliverer({
@@ -42,9 +43,14 @@ export function createDeliverer(options: DeliveryOptions): Deliverer {
  * @internal
  */
 export type DelivererOptions = {
-  readonly [K in 'transport' | 'timeoutMs' | 'schedule' | 'clock' | 'random' | 'headers']?:
-    | DeliveryOptions[K]
-    | undefined;
+  readonly [K in
+    | 'transport'
+    | 'timeoutMs'
+    | 'schedule'
+    | 'maxEndpointPauseMs'
+    | 'clock'
+    | 'random'
+    | 'headers']?: DeliveryOptions[K] | undefined;
 };
 
 /**
@@ -59,7 +65,7 @@ export function hookedDeliverer(options: DelivererOptions, hooks: DeliveryHooks)
 
 /** The options read once, the defaults filled in. */
 function readDelivery(options: DeliveryOptions | DelivererOptions) {
-  return readOptions(options, 'createDeliverer', DELIVERY_RULES, {
+  const read = readOptions(options, 'createDeliverer', DELIVERY_RULES, {
     defaults: {
       timeoutMs: 15_000,
       schedule: retrySchedule(),
@@ -69,6 +75,11 @@ function readDelivery(options: DeliveryOptions | DelivererOptions) {
     required: true,
     example: '{ secrets: (subscriptionId) => [secret] }',
   });
+  const { maxEndpointPauseMs, schedule } = read;
+  return {
+    ...read,
+    maxEndpointPauseMs: pauseWithinAge(maxEndpointPauseMs, schedule, 'maxEndpointPauseMs'),
+  };
 }
 
 /** The settings with a transport: made only when none is given (it holds keep-alive agents). */
@@ -86,6 +97,7 @@ const DELIVERY_RULES = {
   // Timers fire at once beyond 2^31 - 1 ms: a longer timeout would time every attempt out.
   timeoutMs: wholeNumber(1, MAX_TIMER_MS),
   schedule: SCHEDULE_OPTION,
+  maxEndpointPauseMs: ENDPOINT_PAUSE_OPTION,
   clock: aClock,
   random: aFunction<() => number>('draws a number in [0, 1)'),
   onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),

@@ -28,6 +28,12 @@ export interface DeliveryOptions {
    * defaults). @defaultValue {@link retrySchedule}()
    */
   schedule?: RetrySchedule | RetryScheduleOptions;
+  /**
+   * The longest wait a receiver's `Retry-After` may ask for, in ms (with 429, 502, 503 or 504): a
+   * longer one, a misprinted ten years, waits this long and the delivery is tried again within its
+   * schedule. At most the schedule's `maxAgeMs`. @defaultValue 3600000 (1 h)
+   */
+  maxEndpointPauseMs?: number;
   /** @defaultValue {@link systemClock} */
   clock?: Clock;
   /** Uniform draws in [0, 1) for the jitter (one that throws draws 0). @defaultValue `Math.random` */

@@ -18,7 +18,11 @@ export interface RetryScheduleOptions {
   maxDelayMs?: number;
   /** Attempts in all, the first one included. @defaultValue 8 */
   maxAttempts?: number;
-  /** No attempt starts later than this after the first one, in ms. @defaultValue 24 hours */
+  /**
+   * No attempt starts later than this after the first one, in ms: a wait that would end later ends
+   * at it, and the delivery is given up (`max_age`) only once no attempt can start within it.
+   * @defaultValue 24 hours
+   */
   maxAgeMs?: number;
   /**
    * A wait `d` becomes a uniform draw in `[(1 - jitter) d, d]`, so that receivers back from an
@@ -41,7 +45,7 @@ export type RetryDecision =
   | {
       /** Give up. */
       readonly retry: false;
-      /** Every attempt made, or the next one would start too late. */
+      /** Every attempt made, or its max age is up: no later attempt can start within it. */
       readonly reason: 'attempts_exhausted' | 'max_age';
     };
 
@@ -53,7 +57,10 @@ export interface FailedAttempt {
   readonly firstAttemptAt: number;
   /** Now, in ms. */
   readonly now: number;
-  /** The receiver's Retry-After as a delay in ms, when it sent one with 429 or 503. */
+  /**
+   * The wait the receiver asked for, in ms, in place of the backoff: its Retry-After with 429, 502,
+   * 503 or 504, already bounded by the deliverer's `maxEndpointPauseMs`.
+   */
   readonly retryAfterMs?: number | undefined;
   /** A uniform draw in [0, 1). */
   readonly random: number;
@@ -121,7 +128,12 @@ export function backoffDelay(schedule: RetrySchedule, attempts: number): number 
   return Math.min(schedule.maxDelayMs, Math.round(delay));
 }
 
-/** Decide what follows a failed attempt: when to try again, or to give up. */
+/**
+ * Decide what follows a failed attempt: when to try again, or to give up. A wait that would start
+ * the next attempt later than `maxAgeMs` after the first ends at `maxAgeMs` instead: a delivery is
+ * given up for its age (`max_age`) only once its max age is up, never while an attempt can still
+ * start within it.
+ */
 export function nextAttempt(schedule: RetrySchedule, failed: FailedAttempt): RetryDecision {
   if (failed.attempts >= schedule.maxAttempts)
     return { retry: false, reason: 'attempts_exhausted' };
@@ -132,7 +144,10 @@ export function nextAttempt(schedule: RetrySchedule, failed: FailedAttempt): Ret
     failed.retryAfterMs !== undefined
       ? failed.retryAfterMs // the receiver said when it can take the delivery: no sooner
       : Math.round(backoff * (1 - schedule.jitter * random));
-  const at = failed.now + delay;
-  if (at - failed.firstAttemptAt > schedule.maxAgeMs) return { retry: false, reason: 'max_age' };
-  return { retry: true, at };
+  const age = failed.now - failed.firstAttemptAt;
+  if (age + delay <= schedule.maxAgeMs) return { retry: true, at: failed.now + delay };
+  // The wait outlasts the delivery: its last attempt starts at its max age, if that is still ahead.
+  const left = schedule.maxAgeMs - age;
+  if (left <= 0) return { retry: false, reason: 'max_age' };
+  return { retry: true, at: failed.now + left };
 }

@@ -26,8 +26,8 @@ export type DeliveryStep =
     }
   | {
       /**
-       * Not attempted: the subscription's receiver asked every delivery to wait (a 429 or 503
-       * with Retry-After to another one); the job runs again at `at`, its attempts unchanged.
+       * Not attempted: the subscription's receiver asked every delivery to wait (a 429, 502, 503
+       * or 504 to another one); the job runs again at `at`, its attempts unchanged.
        */
       readonly done: false;
       /** The job as it was. */

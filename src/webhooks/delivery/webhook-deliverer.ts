@@ -6,11 +6,11 @@
 import type { Clock } from '../../clock.js';
 import { isApiConventionsError } from '../../errors/index.js';
 import { isSecretCipherError } from '../../errors/secret-cipher-error.js';
-import { parseRetryAfter } from '../../http/retry-after.js';
 import type { WebhookHeaders } from '../signing/signature.js';
 import { signWebhook } from '../signing/signature.js';
 import type { AttemptOutcome, DeliveryAttempt } from './attempt.js';
 import { reportAttempt } from './channels.js';
+import { requestedPause } from './endpoint-pause.js';
 import type { DeliveryHooks } from './hooks.js';
 import type { TransportResponse, WebhookTransport } from './http-transport.js';
 import type { DeliveryJob } from './job.js';
@@ -24,6 +24,8 @@ export interface DelivererSettings {
   readonly transport: WebhookTransport;
   readonly timeoutMs: number;
   readonly schedule: RetrySchedule;
+  /** The longest wait a receiver's Retry-After may ask for, in ms. */
+  readonly maxEndpointPauseMs: number;
   readonly clock: Clock;
   readonly random: () => number;
   readonly headers: Readonly<Record<string, string>> | undefined;
@@ -219,7 +221,7 @@ export class WebhookDeliverer implements Deliverer {
       attempts: base.attempt,
       firstAttemptAt,
       now: base.at,
-      retryAfterMs: retryAfterOf(response, base.at),
+      retryAfterMs: requestedPause(response, base.at, this.#settings.maxEndpointPauseMs),
       random: this.#draw(),
     });
     if (!decision.retry) {
@@ -307,11 +309,4 @@ function notAttempted(job: DeliveryJob, spent: 'attempts_exhausted' | 'max_age')
     outcome: 'failed',
     reason: spent,
   };
-}
-
-function retryAfterOf(response: TransportResponse | undefined, at: number): number | undefined {
-  const status = response?.status;
-  return status === 429 || status === 503
-    ? parseRetryAfter(response?.headers['retry-after'], at)
-    : undefined;
 }

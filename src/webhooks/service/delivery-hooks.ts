@@ -8,6 +8,7 @@
  */
 import type { Clock } from '../../clock.js';
 import type { DeliveryAttempt } from '../delivery/attempt.js';
+import { slowsDown } from '../delivery/endpoint-pause.js';
 import type { DeliveryHooks } from '../delivery/hooks.js';
 import type { DeliveryJob } from '../delivery/job.js';
 import type { DeliveryOptions } from '../delivery/options.js';
@@ -63,7 +64,7 @@ export interface ServiceDeliveryHooksSettings {
  */
 export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): DeliveryHooks {
   const { repository, index, clock, onAttempt, onError } = settings;
-  // Subscriptions whose receiver asked to wait (429 or 503), until when (ms).
+  // Subscriptions whose receiver asked to slow down (429, 502, 503, 504), until when (ms).
   const paused = new Map<string, number>();
   // Subscriptions this instance is disabling: one disable, one onDisabled, per streak.
   const disabling = new Set<string>();
@@ -97,10 +98,11 @@ export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): De
     at - health.failingSince >= settings.disableAfterMs &&
     health.failedMessages >= settings.disableMinMessages;
   // A receiver that asked one delivery to wait asks them all: its other jobs wait too, each put
-  // back in the queue (no worker waits on it).
+  // back in the queue (no worker waits on it), until that delivery's next attempt (its Retry-After
+  // within maxEndpointPauseMs, or else the schedule's wait).
   const pause = (attempt: DeliveryAttempt): void => {
     const { subscriptionId, status, nextAttemptAt } = attempt;
-    if ((status === 429 || status === 503) && nextAttemptAt !== undefined) {
+    if (slowsDown(status) && nextAttemptAt !== undefined) {
       paused.set(subscriptionId, Math.max(paused.get(subscriptionId) ?? 0, nextAttemptAt));
     } else if (attempt.outcome === 'delivered') {
       paused.delete(subscriptionId);

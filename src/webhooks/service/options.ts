@@ -17,10 +17,11 @@ import {
 import { isInstance } from '../../internal/read-once.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
 import type { CursorSecret } from '../../pagination/cursor-codec.js';
+import { ENDPOINT_PAUSE_OPTION, pauseWithinAge } from '../delivery/endpoint-pause.js';
 import { EXTRA_HEADERS } from '../delivery/extra-headers.js';
 import type { DeliveryOptions } from '../delivery/options.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
-import { SCHEDULE_OPTION } from '../delivery/retry-schedule.js';
+import { retrySchedule, SCHEDULE_OPTION } from '../delivery/retry-schedule.js';
 import type { Deliverer } from '../delivery/step.js';
 import type { EventCatalog } from '../events/event-catalog.js';
 import { secretRule, secretSize } from '../signing/secret-rule.js';
@@ -32,7 +33,7 @@ import { SUBSCRIPTION_RULES } from '../subscriptions/subscription-request.js';
 /** How the service delivers: the options of `createDeliverer` it does not set itself. */
 export type WebhookServiceDeliveryOptions = Pick<
   DeliveryOptions,
-  'transport' | 'schedule' | 'timeoutMs' | 'headers' | 'onAttempt' | 'random'
+  'transport' | 'schedule' | 'maxEndpointPauseMs' | 'timeoutMs' | 'headers' | 'onAttempt' | 'random'
 >;
 
 /** What `onDisabled` is told: the subscription the service disabled, why and when. */
@@ -65,7 +66,10 @@ export interface WebhookServiceOptions {
   limits?: WebhookServiceLimits;
   /** Makes the delivery queue from the service's deliverer. @defaultValue a `MemoryDeliveryQueue` */
   queue?: (deliverer: Deliverer) => DeliveryQueue;
-  /** Transport, retry schedule, timeout, extra headers and `onAttempt` of deliveries. */
+  /**
+   * Transport, retry schedule, the bound on a receiver's `Retry-After` (`maxEndpointPauseMs`),
+   * timeout, extra headers and `onAttempt` of deliveries.
+   */
   delivery?: WebhookServiceDeliveryOptions;
   /** Refuse event patterns the catalog does not know. @defaultValue any well-formed pattern */
   catalog?: EventCatalog;
@@ -179,6 +183,7 @@ const DELIVERY = optionsOf(
   {
     transport: aFunction<NonNullable<DeliveryOptions['transport']>>('sends a request'),
     schedule: SCHEDULE_OPTION,
+    maxEndpointPauseMs: ENDPOINT_PAUSE_OPTION,
     timeoutMs: wholeNumber(1, MAX_TIMER_MS),
     headers: EXTRA_HEADERS,
     onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),
@@ -316,6 +321,8 @@ export function readServiceOptions(options: WebhookServiceOptions) {
   if (read.limits !== undefined && read.limiter === undefined) {
     throw refused('limits', LIMITS_ALONE, read.limits);
   }
+  const { schedule, maxEndpointPauseMs } = read.delivery;
+  pauseWithinAge(maxEndpointPauseMs, schedule ?? retrySchedule(), 'delivery.maxEndpointPauseMs');
   return {
     ...read,
     repository,

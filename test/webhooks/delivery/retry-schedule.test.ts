@@ -108,16 +108,19 @@ describe('retrySchedule', () => {
         },
       ),
     );
+  });
+
+  it('ends a wait that would pass maxAgeMs at it, and gives up (max_age) only once no attempt can start within it', () => {
+    // "maxAgeMs: no attempt starts later than this after the first one".
     const short = retrySchedule({ maxAgeMs: 60_000 });
-    expect(
-      nextAttempt(short, {
-        attempts: 1,
-        firstAttemptAt: 0,
-        now: 0,
-        retryAfterMs: 60_001,
-        random: 0,
-      }),
-    ).toEqual({ retry: false, reason: 'max_age' });
+    const decide = (now: number, retryAfterMs?: number) =>
+      nextAttempt(short, { attempts: 1, firstAttemptAt: 0, now, retryAfterMs, random: 0 });
+    expect(decide(0, 60_001)).toEqual({ retry: true, at: 60_000 });
+    expect(decide(59_999, 10 * 365 * 86_400_000)).toEqual({ retry: true, at: 60_000 });
+    expect(decide(59_999)).toEqual({ retry: true, at: 60_000 });
+    expect(decide(60_000, 1)).toEqual({ retry: false, reason: 'max_age' });
+    expect(decide(60_000)).toEqual({ retry: false, reason: 'max_age' });
+    expect(decide(60_000, 0)).toEqual({ retry: true, at: 60_000 });
   });
 
   it('keeps a wait within its bounds when the random source misbehaves (NaN, below 0, above 1)', () => {
