@@ -81,7 +81,7 @@ export class WebhookDeliverer implements Deliverer {
   }
 
   async attempt(input: DeliveryJob): Promise<DeliveryStep> {
-    let at = this.#settings.clock.now();
+    const at = this.#settings.clock.now();
     const job = readJob(input);
     if (typeof job === 'string') {
       // A job no attempt can deliver (a queue holding something else): fail it once, no retry.
@@ -96,11 +96,9 @@ export class WebhookDeliverer implements Deliverer {
       return this.#done(input, reportBase(job, input, at), notAttempted(job, spent));
     }
     let until = this.#waitUntil(job.subscriptionId, at);
-    if (until !== undefined && typeof until !== 'number') {
-      until = await settled(until);
-      // The answer took a round trip: the attempt is made, and reported, at the time it starts.
-      at = this.#settings.clock.now();
-    }
+    // An answer that takes a round trip: the attempt is still reported at `at`, the time it was
+    // let go at (a rate counts it then).
+    if (until !== undefined && typeof until !== 'number') until = await settled(until);
     if (until !== undefined) return { done: false, job: input, at: until, deferred: true };
     const base = reportBase(job, input, at);
     const signed = await this.#sign(job, at);

@@ -43,7 +43,7 @@ export type WebhookServiceDeliveryOptions = Pick<
    * @defaultValue a new `MemoryStore`
    * @example
    * ```ts
-   * delivery: { rateLimitStore: new RedisStore({ client: redis, timeSource: 'clock', prefix: 'rates:' }) }
+   * delivery: { rateLimitStore: new RedisStore({ client: ioredisClient(redis), timeSource: 'clock', prefix: 'rates:' }) }
    * ```
    */
   rateLimitStore?: LimitStore;
