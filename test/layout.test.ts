@@ -18,7 +18,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   limits: ['errors', 'internal', 'clock.ts'],
   http: ['errors', 'internal', 'clock.ts', 'limits'],
   pagination: ['errors', 'internal', 'clock.ts', 'http'],
-  webhooks: ['errors', 'internal', 'clock.ts', 'http', 'pagination'],
+  webhooks: ['errors', 'internal', 'clock.ts', 'limits', 'http', 'pagination'],
   // Edges: each public subpath, over the core.
   'index.ts': CORE,
   testing: ['errors', 'internal', 'clock.ts'],

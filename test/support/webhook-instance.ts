@@ -17,7 +17,10 @@
  * - `LOCK_DURATION_MS`, `STALLED_INTERVAL_MS` (with `REDIS_URL`): the BullMQ worker's
  *   `lockDuration` and `stalledInterval`, so that a killed worker's jobs run again within seconds;
  * - `REDELIVERY_INTERVAL_MS`, `REDELIVERY_LEASE_MS`: the service's `redeliveryIntervalMs` and
- *   `redeliveryLeaseMs` (passed only when set).
+ *   `redeliveryLeaseMs` (passed only when set);
+ * - `RATE_REDIS_URL` (`redis://host:port/db`): subscriptions' `rateLimit` counted on that Redis
+ *   (`delivery.rateLimitStore`: a `RedisStore` timed by the service's clock), shared with every
+ *   instance given the same; without it, in this process's memory.
  *
  * Its deliveries carry `x-sender: <INSTANCE>/<pid>`. It serves the service's API over node:http
  * on 127.0.0.1 through `nodeFetchHandler`, identifying accounts by the `x-account` header, and
@@ -37,6 +40,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import * as bullmq from 'bullmq';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { nodeFetchHandler } from '../../src/adapters/node.js';
 import {
@@ -47,6 +51,7 @@ import {
 } from '../../src/index.js';
 import { PostgresSubscriptionRepository, type SqlDatabase } from '../../src/postgres/index.js';
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
+import { ioredisClient, RedisStore } from '../../src/redis/index.js';
 import { StallingQueue } from './stalling-queue.js';
 
 const name = process.env.INSTANCE ?? 'instance';
@@ -100,6 +105,19 @@ const repository = await PostgresSubscriptionRepository.open({
     : { secretKeys: [{ id: 'test', key: process.env.SECRET_KEY }] }),
 });
 
+const rateRedis =
+  process.env.RATE_REDIS_URL === undefined ? undefined : new Redis(process.env.RATE_REDIS_URL);
+rateRedis?.on('error', noteError);
+const rateLimitStore =
+  rateRedis === undefined
+    ? undefined
+    : new RedisStore({
+        client: ioredisClient(rateRedis),
+        prefix: 'rates:',
+        timeSource: 'clock',
+        timeoutMs: 2_000,
+      });
+
 let tookFirstJob: () => void = () => undefined;
 const firstJobTaken = new Promise<void>((resolve) => {
   tookFirstJob = resolve;
@@ -127,6 +145,7 @@ const service = createWebhookService({
     timeoutMs: 10_000,
     // Which process sent an attempt: the kill tests tell a killed one's attempts from the others'.
     headers: { 'x-sender': `${name}/${process.pid}` },
+    ...(rateLimitStore === undefined ? {} : { rateLimitStore }),
   },
   // Only notifications keep this instance in step: no poll hides a missed one.
   pollIntervalMs: 0,
@@ -223,6 +242,7 @@ process.once('SIGTERM', () => {
     await repository.close();
     await pool?.end();
     await lite?.close();
+    rateRedis?.disconnect();
   };
   stop().then(
     () => process.exit(0),

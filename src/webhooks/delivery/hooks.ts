@@ -45,9 +45,14 @@ export interface DeliveryHooks {
     | ((attempt: DeliveryAttempt, job: DeliveryJob) => void | Promise<void>)
     | undefined;
   /**
-   * A time after `now` (ms) until which every delivery to the subscription waits (its receiver
-   * asked to), or `undefined` to attempt now. A job that waits is deferred: no attempt, no report,
-   * its attempts unchanged. One that throws reads as `undefined`.
+   * A time after `now` (ms) until which the job waits (its receiver asked every delivery to wait,
+   * or the subscription's rate is spent), or `undefined` to attempt now; a promise of either when
+   * the answer needs a store across the network (answer synchronously when it does not: no
+   * promise is made then). A job that waits is deferred: no attempt, no report, its attempts
+   * unchanged. Asked only of a job the schedule still allows an attempt of, so a job about to end
+   * takes no turn of a rate. One that throws or rejects reads as `undefined`.
    */
-  readonly waitUntil?: ((subscriptionId: string, now: number) => number | undefined) | undefined;
+  readonly waitUntil?:
+    | ((subscriptionId: string, now: number) => number | undefined | Promise<number | undefined>)
+    | undefined;
 }

@@ -91,20 +91,29 @@ export class WebhookDeliverer implements Deliverer {
       const base = reportBase(job, input, at);
       return this.#done(input, base, { error, outcome: 'failed', reason: 'invalid_job' });
     }
-    const until = this.#waitUntil(job.subscriptionId, at);
+    // Attempts lost in crashes are counted by the queue: the schedule bounds them too. Before the
+    // wait: a job that ends here takes no turn of its subscription's rate.
+    const spent = scheduleSpent(this.#settings.schedule, job, at);
+    if (spent !== undefined) {
+      return this.#done(input, reportBase(job, input, at), notAttempted(job, spent));
+    }
+    let until = this.#waitUntil(job.subscriptionId, at);
+    // An answer that takes a round trip: the attempt is still reported at `at`, the time it was
+    // let go at (a rate counts it then).
+    if (until !== undefined && typeof until !== 'number') until = await settled(until);
     if (until !== undefined) return { done: false, job: input, at: until, deferred: true };
     const base = reportBase(job, input, at);
-    // Attempts lost in crashes are counted by the queue: the schedule bounds them too.
-    const spent = scheduleSpent(this.#settings.schedule, job, at);
-    if (spent !== undefined) return this.#done(input, base, notAttempted(job, spent));
     const signed = await this.#sign(job, at);
     if ('outcome' in signed) return this.#done(input, base, signed);
     const own = this.#subscriptionHeaders(job.subscriptionId);
     return this.#follow(job, input, base, await this.#send(job, signed, own));
   }
 
-  /** Until when the subscription's deliveries wait, when its receiver asked them to. */
-  #waitUntil(subscriptionId: string, now: number): number | undefined {
+  /** Until when the job waits: its receiver asked to, or its subscription's rate is spent. */
+  #waitUntil(
+    subscriptionId: string,
+    now: number,
+  ): number | undefined | Promise<number | undefined> {
     try {
       return this.#hooks.waitUntil?.(subscriptionId, now);
     } catch {
@@ -285,6 +294,18 @@ function overlaid(
     if (typeof value === 'string') out[name] = value;
   }
   return out;
+}
+
+/** The time a promised wait ends; one that rejects holds nothing back. */
+async function settled(
+  until: Promise<number | undefined> | number | undefined,
+): Promise<number | undefined> {
+  try {
+    const at = await until;
+    return typeof at === 'number' ? at : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function reportBase(job: DeliveryJob | string, input: DeliveryJob, at: number): Base {

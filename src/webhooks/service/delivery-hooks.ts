@@ -1,9 +1,9 @@
 /**
  * The webhook service's steps of a delivery, given to the deliverer as its hooks: it signs with the
  * repository's secrets of subscriptions the index holds, records every attempt (which moves its
- * delivery in the outbox), holds back a subscription's deliveries while its receiver asks to wait,
- * disables a subscription whose endpoint answers 410 or fails without a success for too long, and
- * raises the operational events of what it recorded.
+ * delivery in the outbox), holds back a subscription's deliveries while its receiver asks to wait
+ * or its rate is spent, disables a subscription whose endpoint answers 410 or fails without a
+ * success for too long, and raises the operational events of what it recorded.
  * @module
  */
 import type { Clock } from '../../clock.js';
@@ -21,6 +21,7 @@ import type {
 } from '../subscriptions/subscription.js';
 import type { SubscriptionIndex } from '../subscriptions/subscription-index.js';
 import { attemptFacts, disabledFact, type OperationalFact } from './operational-facts.js';
+import type { DeliveryRates } from './delivery-rate.js';
 import type { WebhookServiceDisabled } from './options.js';
 
 /** What the service's hooks work with. @internal */
@@ -52,6 +53,8 @@ export interface ServiceDeliveryHooksSettings {
    * (`stored`, applied as answered when it is the next revision); never rejects.
    */
   readonly catchUp: (stored?: StoredSubscription) => Promise<void>;
+  /** Keeps the `rateLimit` of subscriptions that have one. */
+  readonly rates: DeliveryRates;
 }
 
 /**
@@ -175,11 +178,16 @@ export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): De
       // Last, and what it throws the deliverer ignores: a failing logger changes nothing.
       await onAttempt?.(attempt);
     },
+    // A pause first: a delivery its receiver holds back takes no turn of the rate. A subscription
+    // with no rate costs one lookup in the index, and no promise.
     waitUntil(id, now) {
       const until = paused.get(id);
-      if (until === undefined || until > now) return until;
-      paused.delete(id);
-      return undefined;
+      if (until !== undefined) {
+        if (until > now) return until;
+        paused.delete(id);
+      }
+      const rate = index.get(id)?.rateLimit;
+      return rate === undefined ? undefined : settings.rates.until(id, rate);
     },
   };
 }

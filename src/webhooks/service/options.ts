@@ -16,6 +16,7 @@ import {
 } from '../../internal/options.js';
 import { isInstance } from '../../internal/read-once.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
+import type { LimitStore } from '../../limits/store.js';
 import type { CursorSecret } from '../../pagination/cursor-codec.js';
 import { ENDPOINT_PAUSE_OPTION, pauseWithinAge } from '../delivery/endpoint-pause.js';
 import { EXTRA_HEADERS } from '../delivery/extra-headers.js';
@@ -34,7 +35,20 @@ import { SUBSCRIPTION_RULES } from '../subscriptions/subscription-request.js';
 export type WebhookServiceDeliveryOptions = Pick<
   DeliveryOptions,
   'transport' | 'schedule' | 'maxEndpointPauseMs' | 'timeoutMs' | 'headers' | 'onAttempt' | 'random'
->;
+> & {
+  /**
+   * Where the deliveries of subscriptions with a `rateLimit` are counted: a `MemoryStore` holds
+   * the rate on one instance; a `RedisStore` made with `timeSource: 'clock'` (and the service's
+   * clock) holds it across every instance that shares it. A store that cannot decide lets the
+   * delivery go, told to `onError` (see docs/webhook-service.md, "Rate per subscription").
+   * @defaultValue a new `MemoryStore`
+   * @example
+   * ```ts
+   * delivery: { rateLimitStore: new RedisStore({ client: ioredisClient(redis), timeSource: 'clock', prefix: 'rates:' }) }
+   * ```
+   */
+  rateLimitStore?: LimitStore;
+};
 
 /** What `onDisabled` is told: the subscription the service disabled, why and when. */
 export interface WebhookServiceDisabled {
@@ -188,6 +202,10 @@ const DELIVERY = optionsOf(
     headers: EXTRA_HEADERS,
     onAttempt: aFunction<NonNullable<DeliveryOptions['onAttempt']>>('takes a DeliveryAttempt'),
     random: aFunction<() => number>('draws a number in [0, 1)'),
+    rateLimitStore: withMethods<LimitStore>(
+      ['apply', 'release'],
+      "a LimitStore (a MemoryStore, or a RedisStore with timeSource: 'clock')",
+    ),
   },
   '{ transport, timeoutMs: 15000 }',
 );

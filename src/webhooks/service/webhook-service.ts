@@ -35,6 +35,7 @@ import {
 import { subscriptionRequestDefaults } from '../subscriptions/subscription-request.js';
 import type { AuditCursor, OperationRequest, ServiceContext } from './context.js';
 import { serviceDeliveryHooks } from './delivery-hooks.js';
+import { DeliveryRates } from './delivery-rate.js';
 import { operations } from './handlers.js';
 import type { OperationalFact } from './operational-facts.js';
 import {
@@ -161,7 +162,8 @@ class Service implements WebhookService {
     this.#mirror = new SubscriptionMirror(repository, this.#index, onError);
     const settle = (stored?: StoredSubscription) => this.#mirror.settle(stored).catch(onError);
     // The deliverer createDeliverer makes, its steps the service's hooks.
-    const { onAttempt, ...delivery } = settings.delivery;
+    const { onAttempt, rateLimitStore, ...delivery } = settings.delivery;
+    const rates = new DeliveryRates({ store: rateLimitStore, clock, onError });
     const hooks = serviceDeliveryHooks({
       repository,
       index: this.#index,
@@ -175,6 +177,7 @@ class Service implements WebhookService {
       onError,
       started: () => this.start().catch(onError),
       catchUp: settle,
+      rates,
     });
     const deliverer = hookedDeliverer({ ...delivery, clock }, hooks);
     this.#queue =

@@ -397,7 +397,7 @@ describe('createWebhookService: nasty input gets problem details', () => {
       'a misspelt delivery option',
       { delivery: { timeout: 5000 } },
       'invalid_option',
-      'delivery has no option "timeout"; did you mean "timeoutMs"? Its options are transport, schedule, maxEndpointPauseMs, timeoutMs, headers, onAttempt, random.',
+      'delivery has no option "timeout"; did you mean "timeoutMs"? Its options are transport, schedule, maxEndpointPauseMs, timeoutMs, headers, onAttempt, random, rateLimitStore.',
     ],
     [
       'a misspelt schedule option in delivery',
