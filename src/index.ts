@@ -324,6 +324,7 @@ export type { WebhookServiceProblemCode } from './webhooks/service/problems.js';
 export { webhookServiceProblemCodes } from './webhooks/service/problems.js';
 export type {
   PublishEvent,
+  PublishOptions,
   PublishResult,
   WebhookService,
   WebhookServiceStats,
@@ -367,6 +368,8 @@ export type {
   DeliveryLogEntry,
   DeliveryStatus,
   EndpointHealth,
+  KeptMessage,
+  MessageKey,
   OutboxDelivery,
   OutboxMessage,
   PendingDelivery,

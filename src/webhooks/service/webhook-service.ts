@@ -8,7 +8,7 @@
 import type { ConfigurationError } from '../../errors/index.js';
 import type { ResponseParts } from '../../http/problem-details.js';
 import { createRateLimitGate, type RateLimitGate } from '../../http/rate-limit-gate.js';
-import { invalidValue, oneOf, worded } from '../../internal/options.js';
+import { invalidValue, oneOf, refused, worded } from '../../internal/options.js';
 import { createCursorCodec } from '../../pagination/cursor-codec.js';
 import { cursorValidator } from '../../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../../pagination/page-number-validator.js';
@@ -30,6 +30,7 @@ import { subscriptionRequestDefaults } from '../subscriptions/subscription-reque
 import type { AuditCursor, OperationRequest, ServiceContext } from './context.js';
 import { serviceDeliveryHooks } from './delivery-hooks.js';
 import { operations } from './handlers.js';
+import { fingerprintOf, idempotencyKeyReused, readIdempotencyKey } from './idempotency.js';
 import {
   readServiceOptions,
   type ServiceSettings,
@@ -49,6 +50,16 @@ export interface PublishEvent {
   readonly propertyId?: string | undefined;
   /** What happened; any JSON value. */
   readonly data?: unknown;
+}
+
+/** How {@link WebhookService.publish} publishes. */
+export interface PublishOptions {
+  /**
+   * Publish at most once: within `idempotencyWindowMs` of the first publish of the account with
+   * this key, another answers the first message's result and records and delivers nothing new,
+   * also on another instance at the same moment. 1 to 255 visible ASCII characters (`!` to `~`).
+   */
+  readonly idempotencyKey?: string | undefined;
 }
 
 /** What {@link WebhookService.publish} did. */
@@ -78,12 +89,29 @@ export interface WebhookService {
    * delivery per subscription are recorded in the repository in one transaction (the outbox),
    * then queued. Resolves once they are on record; a job the queue then refuses (closed, full,
    * unreachable) is told to `onError` and queued again by a later sweep, never lost.
+   *
+   * With an `idempotencyKey`, the same account and key within `idempotencyWindowMs` answers the
+   * first message's result and records and delivers nothing new, also when instances on one
+   * repository publish it at the same moment; a key that has expired publishes a new message.
    * @throws InvalidRequestError `invalid_event`, with the `pointer` of the field at fault, for an
    *   event that is no object, has no account code, a malformed kind or property id (or a lone
    *   surrogate in one), or data JSON cannot hold; nothing is recorded
+   * @throws InvalidRequestError `invalid_idempotency_key` (pointer `/idempotencyKey`) for a key
+   *   that is no string of 1 to 255 visible ASCII characters; nothing is recorded
+   * @throws InvalidRequestError `idempotency_key_reused` (pointer `/idempotencyKey`) when the key
+   *   holds a message of another kind, property or data (its id is in the message); nothing is
+   *   recorded
+   * @throws ConfigurationError `invalid_option` for options that are no object, or a misspelt one
    * @throws the repository's error when the message could not be recorded (nothing was queued)
+   * @example
+   * ```ts
+   * const result = await service.publish(
+   *   { accountCode: 'ACME', kind: 'folio/created', data: { folioId: 'F1' } },
+   *   { idempotencyKey: 'folio-F1-created' },
+   * );
+   * ```
    */
-  publish(event: PublishEvent): Promise<PublishResult>;
+  publish(event: PublishEvent, options?: PublishOptions): Promise<PublishResult>;
   /**
    * Queue the pending deliveries that are due and no queue holds (the timer of
    * `redeliveryIntervalMs` calls it too; start calls it once for every due delivery).
@@ -308,8 +336,9 @@ class Service implements WebhookService {
     return { ...this.#index.stats(), revision: this.#mirror.revision };
   }
 
-  async publish(event: PublishEvent): Promise<PublishResult> {
+  async publish(event: PublishEvent, options?: PublishOptions): Promise<PublishResult> {
     const { accountCode, kind, propertyId, data } = readWebhookEvent(event);
+    const idempotencyKey = readIdempotencyKey(options);
     await this.start();
     const createdAt = this.#settings.clock.now();
     // Checked already but for the data, which createWebhookMessage refuses as the event's.
@@ -318,18 +347,28 @@ class Service implements WebhookService {
       { clock: { now: () => createdAt } },
     );
     const matches = this.#index.match({ accountCode, kind, propertyId });
-    await this.#outbox.publish(
-      {
-        accountCode,
-        id: message.id,
-        kind,
-        ...(propertyId === undefined ? {} : { propertyId }),
-        body: message.body,
-        createdAt,
-      },
-      matches,
-    );
-    return { id: message.id, deliveries: matches.map((s) => s.id) };
+    const outboxMessage = {
+      accountCode,
+      id: message.id,
+      kind,
+      ...(propertyId === undefined ? {} : { propertyId }),
+      body: message.body,
+      createdAt,
+    };
+    if (idempotencyKey === undefined) {
+      await this.#outbox.publish(outboxMessage, matches);
+      return { id: message.id, deliveries: matches.map((s) => s.id) };
+    }
+    const fingerprint = fingerprintOf(kind, propertyId, data);
+    const kept = await this.#outbox.publish(outboxMessage, matches, {
+      key: idempotencyKey,
+      fingerprint,
+      expiresAt: createdAt + this.#settings.idempotencyWindowMs,
+    });
+    if (kept === undefined) throw keysNotKept();
+    if (kept.fingerprint !== fingerprint)
+      throw idempotencyKeyReused(idempotencyKey, kept.messageId);
+    return { id: kept.messageId, deliveries: kept.deliveries };
   }
 
   readonly fetch = (request: Request): Promise<Response> => this.#respond(request);
@@ -432,4 +471,13 @@ const OPEN = worded(
 
 function closedError(): ConfigurationError {
   return invalidValue(OPEN, 'closed', 'the webhook service');
+}
+
+/** A repository that answered a keyed message with nothing keeps no idempotency keys. */
+function keysNotKept(): ConfigurationError {
+  return refused(
+    'repository.recordMessage(message, deliveries, { key })',
+    'the message the idempotency key holds (a repository that keeps keys: see SubscriptionRepository.recordMessage)',
+    undefined,
+  );
 }
