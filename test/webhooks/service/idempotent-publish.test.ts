@@ -24,6 +24,7 @@ import {
   call,
   closingSetup,
   heldQueue,
+  repositoryWith,
   START,
   serviceSetup,
   subscriptionBody,
@@ -176,6 +177,24 @@ describe('publish with an idempotency key', () => {
     expect((text as Error).message).toBe(
       'publish options must be an object such as { idempotencyKey: \'order-1234-created\' }, or left out, got "k".',
     );
+  });
+
+  it('deletes the keys that have expired with the attempts, and a deleted key publishes anew', async () => {
+    const repository = new MemorySubscriptionRepository();
+    const at: number[] = [];
+    const counting = repositoryWith(repository, {
+      deleteExpiredKeys: (now: number, limit: number) => {
+        at.push(now);
+        return repository.deleteExpiredKeys(now, limit);
+      },
+    });
+    const made = setup({ repository: counting, idempotencyWindowMs: 1_000 });
+    const first = await made.service.publish(event(), { idempotencyKey: 'k' });
+    made.clock.advance(1_000);
+    await made.service.deleteExpiredAttempts();
+    expect(at).toEqual([START + 1_000]);
+    expect(await repository.deleteExpiredKeys(START + 1_000, 10)).toBe(0);
+    expect((await made.service.publish(event(), { idempotencyKey: 'k' })).id).not.toBe(first.id);
   });
 
   it('defaults the window to 24 h', () => {
