@@ -27,6 +27,7 @@ const PUBLISH_RULES = { idempotencyKey: anything() };
  * @internal
  */
 export function readIdempotencyKey(options: unknown): string | undefined {
+  if (options === undefined) return undefined;
   const { idempotencyKey } = readOptions(options, 'publish', PUBLISH_RULES, {
     example: "{ idempotencyKey: 'order-1234-created' }",
   });
