@@ -61,9 +61,13 @@ describe('two instances on one PostgreSQL', () => {
             { accountCode: 'ACME', kind: 'reservation/created', data: { key } },
             { idempotencyKey: key },
           );
-        const answers = await Promise.all(
-          keys.map((key) => Promise.all([publish(a.service, key), publish(b.service, key)])),
-        );
+        // B takes the keys in the reverse order: batches of the two meet in opposite orders.
+        const [onA, onB] = await Promise.all([
+          Promise.all(keys.map((key) => publish(a.service, key))),
+          Promise.all([...keys].reverse().map((key) => publish(b.service, key))),
+        ]);
+        onB.reverse();
+        const answers = onA.map((fromA, i) => [fromA, onB[i]] as const);
         for (const [fromA, fromB] of answers) {
           expect(fromB).toEqual(fromA);
           expect(fromA?.deliveries).toEqual([created.body.id]);
