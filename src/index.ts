@@ -336,6 +336,7 @@ export type { WebhookServiceProblemCode } from './webhooks/service/problems.js';
 export { webhookServiceProblemCodes } from './webhooks/service/problems.js';
 export type {
   PublishEvent,
+  PublishOptions,
   PublishResult,
   WebhookService,
   WebhookServiceStats,
@@ -379,6 +380,8 @@ export type {
   DeliveryLogEntry,
   DeliveryStatus,
   EndpointHealth,
+  KeptMessage,
+  MessageKey,
   OutboxDelivery,
   OutboxMessage,
   PendingDelivery,

@@ -3,6 +3,7 @@ import {
   ApiConventionsError,
   ConfigurationError,
   configurationErrorCodes,
+  invalidRequestErrorCodes,
   isApiConventionsError,
   isConfigurationError,
 } from '../src/index.js';
@@ -31,6 +32,20 @@ describe('errors', () => {
       'invalid_redis_client',
       'invalid_webhook_secret',
       'invalid_address_allow_list',
+    ]);
+  });
+
+  it('pins the catalogue of invalid request error codes', () => {
+    expect([...invalidRequestErrorCodes]).toEqual([
+      'invalid_request',
+      'invalid_client_id',
+      'invalid_account_code',
+      'invalid_account_type',
+      'invalid_method',
+      'invalid_path',
+      'invalid_event',
+      'invalid_idempotency_key',
+      'idempotency_key_reused',
     ]);
   });
 

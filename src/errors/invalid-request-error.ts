@@ -1,6 +1,6 @@
 /**
  * The error thrown when a request handed to the limiter cannot be attributed, or an event handed
- * to the webhook service's `publish` is malformed. @module
+ * to the webhook service's `publish` is malformed or reuses an idempotency key. @module
  */
 import { ApiConventionsError, type ErrorOptions, errorName } from './api-conventions-error.js';
 
@@ -13,6 +13,8 @@ export const invalidRequestErrorCodes = [
   'invalid_method',
   'invalid_path',
   'invalid_event',
+  'invalid_idempotency_key',
+  'idempotency_key_reused',
 ] as const;
 
 /** A code of {@link InvalidRequestError}. */

@@ -28,9 +28,10 @@ export interface GroupCommitSettings<I, R> {
   readonly concurrency: number;
   /**
    * Items with one key never share a batch: a later one waits for the next, in arrival order (a
-   * statement cannot insert or move one row twice). Left out: every item may share.
+   * statement cannot insert or move one row twice). An item of several keys shares none of them.
+   * Left out: every item may share.
    */
-  readonly keyOf?: ((item: I) => string) | undefined;
+  readonly keyOf?: ((item: I) => string | readonly string[]) | undefined;
   /**
    * After a batch of more than one fails, write each of its items alone, so that an item the
    * statement refuses fails its own caller only: for writes that are safe to repeat (one that
@@ -131,19 +132,18 @@ export class GroupCommit<I, R> {
     const left: Waiting<I, R>[] = [];
     const keys = new Set<string>();
     for (const waiting of this.#queue) {
-      let key: string;
+      let key: string | readonly string[];
       try {
         key = keyOf(waiting.item);
       } catch (error) {
         waiting.reject(error);
         continue;
       }
-      if (batch.length < maxBatch && !keys.has(key)) {
-        keys.add(key);
-        batch.push(waiting);
-      } else {
-        left.push(waiting);
-      }
+      const goes = batch.length < maxBatch && free(keys, key);
+      // A key of one left out is kept from the batch too: a later item never overtakes it.
+      if (typeof key === 'string') keys.add(key);
+      else for (const one of key) keys.add(one);
+      (goes ? batch : left).push(waiting);
     }
     this.#queue = left;
     return batch;
@@ -188,4 +188,9 @@ export class GroupCommit<I, R> {
         this.#pump();
       });
   }
+}
+
+/** Whether no key of an item is taken yet. */
+function free(taken: ReadonlySet<string>, key: string | readonly string[]): boolean {
+  return typeof key === 'string' ? !taken.has(key) : key.every((one) => !taken.has(one));
 }

@@ -200,6 +200,28 @@ export const MIGRATIONS: readonly Migration[] = [
       `COMMENT ON COLUMN ${s}.subscriptions.signature_type IS 'NULL: hmac-sha256 (rows from before the column)'`,
     ],
   },
+  {
+    version: 7,
+    name: 'idempotent publish: the message each idempotency key of an account holds',
+    statements: (s) => [
+      // Apart from the messages, which retention deletes on its own time: a key holds its message
+      // until it expires, whatever became of the message. The primary key is what makes
+      // publishes with one key at once record one message: the second waits on the first's row.
+      `CREATE TABLE ${s}.idempotency_keys (
+        account_code text NOT NULL,
+        key text NOT NULL,
+        message_id text NOT NULL,
+        fingerprint text NOT NULL,
+        subscription_ids text[] NOT NULL,
+        created_ms double precision NOT NULL,
+        expires_ms double precision NOT NULL,
+        PRIMARY KEY (account_code, key))`,
+      `COMMENT ON COLUMN ${s}.idempotency_keys.fingerprint IS 'what the message is of (kind, property, data): a publish with the key and another fingerprint is refused'`,
+      `COMMENT ON COLUMN ${s}.idempotency_keys.subscription_ids IS 'the deliveries the first publish answered, answered again to every publish with the key'`,
+      `COMMENT ON COLUMN ${s}.idempotency_keys.expires_ms IS 'from then on (ms) a publish with the key records a new message, which takes the row over'`,
+      `CREATE INDEX idempotency_keys_expiry ON ${s}.idempotency_keys (expires_ms)`,
+    ],
+  },
 ];
 
 /** The key of the advisory lock that migrations of `schema` take. */

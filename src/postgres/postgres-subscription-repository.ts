@@ -34,6 +34,8 @@ import type {
   DeliveryKey,
   DeliveryLogEntry,
   DeliveryStatus,
+  KeptMessage,
+  MessageKey,
   OutboxDelivery,
   OutboxMessage,
   PendingDelivery,
@@ -58,10 +60,12 @@ import {
   type AttemptToRecord,
   attemptColumns,
   changeOfTuple,
+  type KeptRow,
   type MessageToRecord,
   messageColumns,
   type PendingRow,
   type SubscriptionRow,
+  toKept,
   toLogEntry,
   toPending,
   toSubscription,
@@ -231,7 +235,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly #names: Map<string, string> | undefined;
   #migration: MigrationReport | undefined;
   #lock: DataFolderLock | undefined;
-  readonly #messages: GroupCommit<MessageToRecord, undefined>;
+  readonly #messages: GroupCommit<MessageToRecord, KeptMessage | undefined>;
   readonly #attempts: GroupCommit<AttemptToRecord, AttemptRecord>;
 
   private constructor(options: PostgresRepositoryOptions | undefined) {
@@ -265,8 +269,12 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     this.#messages = new GroupCommit({
       ...batches,
       write: (batch) => this.#recordMessages(batch),
-      // A statement inserts a message once: the same id again goes in the next batch.
-      keyOf: ({ message }) => JSON.stringify([message.accountCode, message.id]),
+      // A statement inserts a message once, and takes an idempotency key once: the same id, or
+      // the same key, again goes in the next batch.
+      keyOf: ({ message, key }) => {
+        const id = JSON.stringify([message.accountCode, message.id]);
+        return key === undefined ? id : [id, JSON.stringify([message.accountCode, null, key.key])];
+      },
       // Recording a message again changes nothing: after a failed batch, each goes alone, so that
       // a message the server refuses fails its own publish only.
       retryAlone: true,
@@ -639,15 +647,37 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   recordMessage(
     message: OutboxMessage,
     deliveries: readonly OutboxDelivery[],
-    options: { readonly leaseUntil: number },
-  ): Promise<void> {
-    return this.#messages.add({ message, deliveries, leaseUntil: options.leaseUntil });
+    options: { readonly leaseUntil: number; readonly key?: MessageKey | undefined },
+  ): Promise<KeptMessage | undefined> {
+    const { leaseUntil, key } = options;
+    return this.#messages.add(
+      key === undefined
+        ? { message, deliveries, leaseUntil }
+        : { message, deliveries, leaseUntil, key },
+    );
   }
 
-  /** A batch of messages and their deliveries, in one statement. */
-  async #recordMessages(batch: readonly MessageToRecord[]): Promise<undefined[]> {
-    await this.#rows(this.#sql.recordMessages, messageColumns(batch));
-    return new Array<undefined>(batch.length).fill(undefined);
+  /**
+   * A batch of messages and their deliveries, in one statement; one with a keyed message among
+   * them in the statement that takes keys too (a batch without keeps its plain statement).
+   */
+  async #recordMessages(batch: readonly MessageToRecord[]): Promise<(KeptMessage | undefined)[]> {
+    const answers = new Array<KeptMessage | undefined>(batch.length).fill(undefined);
+    if (!batch.some((item) => item.key !== undefined)) {
+      await this.#rows(this.#sql.recordMessages, messageColumns(batch));
+      return answers;
+    }
+    const rows = await this.#rows<KeptRow>(
+      this.#sql.recordKeyedMessages,
+      messageColumns(batch, true),
+    );
+    for (const row of rows) answers[Number(row.n) - 1] = toKept(row);
+    batch.forEach((item, i) => {
+      if (item.key !== undefined && answers[i] === undefined) {
+        throw new Error(`recordKeyedMessages answered no row for keyed message ${i + 1}`);
+      }
+    });
+    return answers;
   }
 
   async claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]> {
@@ -736,6 +766,15 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
 
   async deleteMessagesBefore(at: number, limit: number): Promise<number> {
     const [row] = await this.#rows<{ deleted: number }>(this.#sql.deleteMessagesBefore, [
+      at,
+      count(limit),
+    ]);
+    return Number(row?.deleted ?? 0);
+  }
+
+  async deleteExpiredKeys(at: number, limit: number): Promise<number> {
+    if (Number.isNaN(at)) return 0;
+    const [row] = await this.#rows<{ deleted: number }>(this.#sql.deleteExpiredKeys, [
       at,
       count(limit),
     ]);

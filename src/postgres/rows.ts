@@ -2,6 +2,8 @@
 import type { DeliveryAttempt } from '../webhooks/delivery/attempt.js';
 import type {
   DeliveryLogEntry,
+  KeptMessage,
+  MessageKey,
   OutboxDelivery,
   OutboxMessage,
   PendingDelivery,
@@ -247,20 +249,27 @@ export function attemptColumns(batch: readonly AttemptToRecord[]): unknown[][] {
   return columns;
 }
 
-/** A message to record, with its deliveries and their lease. */
+/** A message to record, with its deliveries, their lease, and its idempotency key if any. */
 export interface MessageToRecord {
   readonly message: OutboxMessage;
   readonly deliveries: readonly OutboxDelivery[];
   readonly leaseUntil: number;
+  readonly key?: MessageKey | undefined;
 }
 
 /**
  * The parameters of `recordMessages` for a batch: one array per field of the messages, in its
- * order, then the deliveries' message positions (from 1), subscriptions and endpoints.
+ * order, then the deliveries' message positions (from 1), subscriptions and endpoints; `keyed`,
+ * for `recordKeyedMessages`, then the messages' keys (null for none), fingerprints and expiry times.
  */
-export function messageColumns(batch: readonly MessageToRecord[]): unknown[][] {
-  const columns: unknown[][] = Array.from({ length: 10 }, () => []);
-  batch.forEach(({ message, deliveries, leaseUntil }, i) => {
+export function messageColumns(batch: readonly MessageToRecord[], keyed = false): unknown[][] {
+  const columns: unknown[][] = Array.from({ length: keyed ? 13 : 10 }, () => []);
+  batch.forEach(({ message, deliveries, leaseUntil, key }, i) => {
+    if (keyed) {
+      (columns[10] as unknown[]).push(key?.key ?? null);
+      (columns[11] as unknown[]).push(key?.fingerprint ?? null);
+      (columns[12] as unknown[]).push(key?.expiresAt ?? null);
+    }
     const values = [
       message.accountCode,
       message.id,
@@ -278,4 +287,21 @@ export function messageColumns(batch: readonly MessageToRecord[]): unknown[][] {
     }
   });
   return columns;
+}
+
+/** A row of `recordKeyedMessages`: a keyed message's position, and the message its key holds. */
+export interface KeptRow {
+  readonly n: string | number;
+  readonly message_id: string;
+  readonly fingerprint: string;
+  readonly subscription_ids: readonly string[];
+}
+
+/** The message a key holds, as a row of `recordKeyedMessages` tells it. */
+export function toKept(row: KeptRow): KeptMessage {
+  return {
+    messageId: row.message_id,
+    fingerprint: row.fingerprint,
+    deliveries: Object.freeze([...row.subscription_ids]),
+  };
 }

@@ -29,6 +29,8 @@ export interface Statements {
   readonly attempts: string;
   readonly deleteAttemptsBefore: string;
   readonly recordMessages: string;
+  readonly recordKeyedMessages: string;
+  readonly deleteExpiredKeys: string;
   readonly claimDeliveries: string;
   readonly claimReleasedDeliveries: string;
   readonly releaseLeases: string;
@@ -50,6 +52,8 @@ export interface Statements {
  */
 export function statements(s: string, channel: string): Statements {
   const notify = `pg_notify('${channel}', sub.revision::text)`;
+  // An idempotency key's row has expired by the created time of the message publishing with it.
+  const expired = 't.expires_ms <= excluded.created_ms';
   const live = `SELECT 1 FROM ${s}.subscriptions
       WHERE account_code = $1::text AND id = $2::text AND deleted_at IS NULL`;
   return {
@@ -259,6 +263,75 @@ export function statements(s: string, channel: string): Statements {
         ON CONFLICT DO NOTHING
       )
       SELECT count(*)::integer AS recorded FROM message`,
+    // A batch of messages of which some have an idempotency key: $1 to $10 as recordMessages,
+    // then $11 the keys (NULL for none), $12 fingerprints, $13 expiry times (ms). A key takes its
+    // message (inserted, or taking over an expired row) unless it holds one that has not expired
+    // by the message's created time: then the update leaves the row as it is, and the message is
+    // not recorded. ON CONFLICT waits for a row another transaction is inserting and then reads
+    // its committed version, so publishes with one key at once record one message, and every
+    // one returns the row as it stands. Keys are taken in one order, so that batches at once never
+    // wait on each other in a circle; the batch holds a key of an account once. One row per keyed
+    // message: its position, and the message the key holds.
+    recordKeyedMessages: `WITH batch AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+          $6::float8[], $7::float8[], $11::text[], $12::text[], $13::float8[])
+          WITH ORDINALITY AS b(account_code, id, kind, property_id, body, created_ms, lease_until_ms,
+            key, fingerprint, expires_ms, n)
+      ), owes AS (
+        SELECT * FROM unnest($8::bigint[], $9::text[], $10::text[]) WITH ORDINALITY
+          AS o(n, subscription_id, endpoint_url, k)
+      ), keyed AS (
+        INSERT INTO ${s}.idempotency_keys AS t (account_code, key, message_id, fingerprint,
+          subscription_ids, created_ms, expires_ms)
+        SELECT b.account_code, b.key, b.id, b.fingerprint,
+          coalesce((SELECT array_agg(o.subscription_id ORDER BY o.k) FROM owes AS o
+            WHERE o.n = b.n), '{}'::text[]),
+          b.created_ms, b.expires_ms
+        FROM batch AS b WHERE b.key IS NOT NULL
+        ORDER BY b.account_code COLLATE "C", b.key COLLATE "C"
+        ON CONFLICT (account_code, key) DO UPDATE SET
+          message_id = CASE WHEN ${expired} THEN excluded.message_id ELSE t.message_id END,
+          fingerprint = CASE WHEN ${expired} THEN excluded.fingerprint ELSE t.fingerprint END,
+          subscription_ids = CASE WHEN ${expired} THEN excluded.subscription_ids
+            ELSE t.subscription_ids END,
+          created_ms = CASE WHEN ${expired} THEN excluded.created_ms ELSE t.created_ms END,
+          expires_ms = CASE WHEN ${expired} THEN excluded.expires_ms ELSE t.expires_ms END
+        RETURNING t.account_code, t.key, t.message_id, t.fingerprint, t.subscription_ids
+      ), message AS (
+        INSERT INTO ${s}.messages (account_code, id, kind, property_id, body, created_ms)
+        SELECT b.account_code, b.id, b.kind, b.property_id, b.body, b.created_ms FROM batch AS b
+        WHERE b.key IS NULL OR EXISTS (
+          SELECT 1 FROM keyed WHERE keyed.account_code = b.account_code AND keyed.key = b.key
+            AND keyed.message_id = b.id)
+        ORDER BY b.n
+        ON CONFLICT (account_code, id) DO NOTHING
+        RETURNING account_code, id, created_ms
+      ), owed AS (
+        INSERT INTO ${s}.deliveries (account_code, message_id, subscription_id, endpoint_url,
+          published_ms, next_attempt_ms, lease_until_ms)
+        SELECT message.account_code, message.id, o.subscription_id, o.endpoint_url,
+          message.created_ms, message.created_ms, batch.lease_until_ms
+        FROM owes AS o
+          JOIN batch ON batch.n = o.n
+          JOIN message ON message.account_code = batch.account_code AND message.id = batch.id
+        ORDER BY o.k
+        ON CONFLICT DO NOTHING
+      )
+      SELECT b.n, keyed.message_id, keyed.fingerprint, keyed.subscription_ids
+      FROM batch AS b
+      JOIN keyed ON keyed.account_code = b.account_code AND keyed.key = b.key`,
+    // $1 expired by this time (ms), $2 at most this many: one bounded batch of retention. A key
+    // a publish holds is skipped (it is being taken over).
+    deleteExpiredKeys: `WITH old AS (
+        SELECT account_code, key FROM ${s}.idempotency_keys WHERE expires_ms <= $1::float8
+        LIMIT $2::bigint
+        FOR UPDATE SKIP LOCKED
+      ), gone AS (
+        DELETE FROM ${s}.idempotency_keys AS k USING old
+        WHERE k.account_code = old.account_code AND k.key = old.key AND k.expires_ms <= $1::float8
+        RETURNING 1
+      )
+      SELECT count(*)::integer AS deleted FROM gone`,
     // $1 due by, $2 lease until, $3 at most this many. Rows another claim holds are skipped, and
     // one it leased meanwhile is re-read at its new version and left: two claims at once never
     // take the same delivery.

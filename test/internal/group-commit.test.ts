@@ -293,4 +293,29 @@ describe('GroupCommit', () => {
     await expect(group.add(1)).rejects.toThrow('no connection');
     expect(await group.add(2)).toBe(20);
   });
+
+  it('an item of several keys shares none of them with another of its batch, and none overtakes it', async () => {
+    const written: string[][][] = [];
+    const group = new GroupCommit<readonly string[], number>({
+      maxBatch: 10,
+      maxWaitMs: 0,
+      concurrency: 1,
+      keyOf: (keys) => keys,
+      write: (items) => {
+        written.push(items.map((keys) => [...keys]));
+        return Promise.resolve(items.map(() => 0));
+      },
+    });
+    await Promise.all(
+      [['id1', 'key1'], ['id2', 'key1'], ['id3', 'key2'], ['id2'], ['id4']].map((keys) =>
+        group.add(keys),
+      ),
+    );
+    // The second waits for key1; the fourth, of the second's id, waits behind it.
+    expect(written).toEqual([
+      [['id1', 'key1'], ['id3', 'key2'], ['id4']],
+      [['id2', 'key1']],
+      [['id2']],
+    ]);
+  });
 });

@@ -45,6 +45,7 @@ describe('migrations', () => {
         'accounts',
         'deliveries',
         'delivery_log',
+        'idempotency_keys',
         'messages',
         'migrations',
         'replay_paces',

@@ -175,6 +175,127 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
     });
   });
 
+  describe('recordMessage with an idempotency key', () => {
+    const DAY = 24 * 60 * MINUTE;
+    /** The key `order-1` of a message published at `createdAt`, held for a day. */
+    const keyOf = (createdAt: number, fingerprint = 'f1', key = 'order-1') => ({
+      key,
+      fingerprint,
+      expiresAt: createdAt + DAY,
+    });
+
+    test('a key the account does not hold takes the message, its deliveries recorded, and answers it', async (repository) => {
+      const message = aMessage();
+      const kept = await repository.recordMessage(message, [to('a'), to('b')], {
+        leaseUntil: T0,
+        key: keyOf(T0),
+      });
+      expect(kept).toEqual({ messageId: message.id, fingerprint: 'f1', deliveries: ['a', 'b'] });
+      expect(keys(await claimable(repository, T0)).sort()).toEqual([
+        `acme/${message.id}/a`,
+        `acme/${message.id}/b`,
+      ]);
+    });
+
+    test('a key that holds a message until after createdAt answers that message and records nothing, whatever the fingerprint', async (repository) => {
+      const first = aMessage();
+      await repository.recordMessage(first, [to('a')], { leaseUntil: T0, key: keyOf(T0) });
+      for (const fingerprint of ['f1', 'f2']) {
+        const again = aMessage({ createdAt: T0 + DAY - 1 });
+        const kept = await repository.recordMessage(again, [to('a'), to('b')], {
+          leaseUntil: T0,
+          key: keyOf(again.createdAt, fingerprint),
+        });
+        expect(kept).toEqual({ messageId: first.id, fingerprint: 'f1', deliveries: ['a'] });
+        expect(await repository.deliveryStatus('acme', again.id, 'a')).toBeUndefined();
+        expect(await repository.replay('acme', { messageId: again.id }, plan())).toMatchObject({
+          found: false,
+        });
+      }
+      expect(keys(await claimable(repository, T0 + DAY))).toEqual([`acme/${first.id}/a`]);
+    });
+
+    test('a key expired by createdAt takes the new message, which is recorded; the old one stays', async (repository) => {
+      const first = aMessage();
+      await repository.recordMessage(first, [to('a')], { leaseUntil: T0, key: keyOf(T0) });
+      const later = aMessage({ createdAt: T0 + DAY });
+      const kept = await repository.recordMessage(later, [to('b')], {
+        leaseUntil: T0 + DAY,
+        key: keyOf(later.createdAt, 'f2'),
+      });
+      expect(kept).toEqual({ messageId: later.id, fingerprint: 'f2', deliveries: ['b'] });
+      expect(await repository.deliveryStatus('acme', first.id, 'a')).toBe('pending');
+      expect(await repository.deliveryStatus('acme', later.id, 'b')).toBe('pending');
+      // And the new message holds the key for its own window.
+      const third = aMessage({ createdAt: T0 + DAY + 1 });
+      expect(
+        await repository.recordMessage(third, [], { leaseUntil: T0, key: keyOf(third.createdAt) }),
+      ).toEqual(kept);
+    });
+
+    test('a message owing no delivery takes the key all the same, and is kept', async (repository) => {
+      const message = aMessage();
+      const kept = await repository.recordMessage(message, [], { leaseUntil: T0, key: keyOf(T0) });
+      expect(kept).toEqual({ messageId: message.id, fingerprint: 'f1', deliveries: [] });
+      expect(await repository.replay('acme', { messageId: message.id }, plan())).toMatchObject({
+        found: true,
+      });
+    });
+
+    test('keys are the account’s own, and a message without a key answers undefined', async (repository) => {
+      const acme = aMessage();
+      const globex = aMessage({ accountCode: 'globex' });
+      await repository.recordMessage(acme, [to('a')], { leaseUntil: T0, key: keyOf(T0) });
+      const kept = await repository.recordMessage(globex, [to('a')], {
+        leaseUntil: T0,
+        key: keyOf(T0),
+      });
+      expect(kept?.messageId).toBe(globex.id);
+      expect(await repository.recordMessage(aMessage(), [to('a')], { leaseUntil: T0 })).toBe(
+        undefined,
+      );
+    });
+
+    test('recordings at once with one key record one message, and every one answers it', async (repository) => {
+      const messages = Array.from({ length: 8 }, () => aMessage());
+      const answers = await Promise.all(
+        messages.map((message, i) =>
+          repository.recordMessage(message, [to(`s${i}`)], { leaseUntil: T0, key: keyOf(T0) }),
+        ),
+      );
+      const winner = answers[0];
+      expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1);
+      expect(messages.map((m) => m.id)).toContain(winner?.messageId);
+      const taken = await claimable(repository, T0);
+      expect(keys(taken)).toEqual([`acme/${winner?.messageId}/${winner?.deliveries[0]}`]);
+    });
+
+    test('deleteExpiredKeys deletes the keys expired by at, at most limit; a deleted key is free again', async (repository) => {
+      if (repository.deleteExpiredKeys === undefined) return;
+      const messages = [0, 1, 2].map((i) => aMessage({ createdAt: T0 + i }));
+      for (const [i, message] of messages.entries()) {
+        await repository.recordMessage(message, [], {
+          leaseUntil: T0,
+          key: keyOf(message.createdAt, 'f1', `k${i}`),
+        });
+      }
+      expect(await repository.deleteExpiredKeys(T0 + DAY + 1, 1)).toBe(1);
+      expect(await repository.deleteExpiredKeys(T0 + DAY + 1, 10)).toBe(1);
+      expect(await repository.deleteExpiredKeys(T0 + DAY + 1, 10)).toBe(0);
+      // k2 is held still, even by a message published before it expired.
+      const again = aMessage({ createdAt: T0 });
+      expect(
+        (await repository.recordMessage(again, [], { leaseUntil: T0, key: keyOf(T0, 'f', 'k2') }))
+          ?.messageId,
+      ).toBe(messages[2]?.id);
+      // k0 is free: a message published before its old expiry takes it.
+      expect(
+        (await repository.recordMessage(again, [], { leaseUntil: T0, key: keyOf(T0, 'f', 'k0') }))
+          ?.messageId,
+      ).toBe(again.id);
+    });
+  });
+
   describe('claimDeliveries', () => {
     test('takes those due at or before dueBy whose lease has passed, those due first first, at most limit', async (repository) => {
       const times = [T0 + 3_000, T0 + 1_000, T0 + 2_000, T0 + 4_000];

@@ -150,6 +150,13 @@ export interface WebhookServiceOptions {
   replayInlineLimit?: number;
   /** The interval between two paced replay deliveries, in ms. @defaultValue 100 */
   replayPaceMs?: number;
+  /**
+   * How long an idempotency key of an account holds the first message published with it, in ms:
+   * within it, a publish with the key answers that message and records nothing (see
+   * `publish`). A key holds for the window in force when its message was recorded.
+   * @defaultValue 86400000 (24 h)
+   */
+  idempotencyWindowMs?: number;
 }
 
 /** The rate limit middleware's options that the service's limits take. */
@@ -281,6 +288,7 @@ const SERVICE_RULES = {
   ),
   replayInlineLimit: wholeNumber(0),
   replayPaceMs: wholeNumber(0),
+  idempotencyWindowMs: wholeNumber(1),
 };
 
 /** The defaults of {@link WebhookServiceOptions}. */
@@ -311,6 +319,8 @@ export const webhookServiceDefaults = Object.freeze({
   replayInlineLimit: 100,
   /** The interval between two paced replay deliveries (10 a second). */
   replayPaceMs: 100,
+  /** How long an idempotency key holds its first message (24 h). */
+  idempotencyWindowMs: 24 * 60 * 60 * 1000,
 });
 
 /** The options as the service runs on them. @internal */

@@ -8,7 +8,7 @@
 import { type ConfigurationError, InvalidRequestError } from '../../errors/index.js';
 import type { ResponseParts } from '../../http/problem-details.js';
 import { createRateLimitGate, type RateLimitGate } from '../../http/rate-limit-gate.js';
-import { invalidValue, oneOf, worded } from '../../internal/options.js';
+import { invalidValue, oneOf, refused, worded } from '../../internal/options.js';
 import { createCursorCodec } from '../../pagination/cursor-codec.js';
 import { cursorValidator } from '../../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../../pagination/page-number-validator.js';
@@ -25,6 +25,7 @@ import {
 import { createWebhookMessage, readWebhookEvent } from '../events/payload.js';
 import { AttemptRetention } from '../store/attempt-retention.js';
 import { Outbox } from '../store/outbox.js';
+import type { KeptMessage, MessageKey } from '../store/repository.js';
 import { SubscriptionMirror } from '../store/subscription-mirror.js';
 import { endpointUrlPolicy } from '../subscriptions/endpoint-url.js';
 import type { StoredSubscription } from '../subscriptions/subscription.js';
@@ -37,6 +38,7 @@ import type { AuditCursor, OperationRequest, ServiceContext } from './context.js
 import { serviceDeliveryHooks } from './delivery-hooks.js';
 import { DeliveryRates } from './delivery-rate.js';
 import { operations } from './handlers.js';
+import { fingerprintOf, idempotencyKeyReused, readIdempotencyKey } from './idempotency.js';
 import type { OperationalFact } from './operational-facts.js';
 import {
   readServiceOptions,
@@ -57,6 +59,16 @@ export interface PublishEvent {
   readonly propertyId?: string | undefined;
   /** What happened; any JSON value. */
   readonly data?: unknown;
+}
+
+/** How {@link WebhookService.publish} publishes. */
+export interface PublishOptions {
+  /**
+   * Publish at most once: within `idempotencyWindowMs` of the first publish of the account with
+   * this key, another answers the first message's result and records and delivers nothing new,
+   * also on another instance at the same moment. 1 to 255 visible ASCII characters (`!` to `~`).
+   */
+  readonly idempotencyKey?: string | undefined;
 }
 
 /** What {@link WebhookService.publish} did. */
@@ -86,13 +98,30 @@ export interface WebhookService {
    * delivery per subscription are recorded in the repository in one transaction (the outbox),
    * then queued. Resolves once they are on record; a job the queue then refuses (closed, full,
    * unreachable) is told to `onError` and queued again by a later sweep, never lost.
+   *
+   * With an `idempotencyKey`, the same account and key within `idempotencyWindowMs` answers the
+   * first message's result and records and delivers nothing new, also when instances on one
+   * repository publish it at the same moment; a key that has expired publishes a new message.
    * @throws InvalidRequestError `invalid_event`, with the `pointer` of the field at fault, for an
    *   event that is no object, has no account code, a malformed kind or property id (or a lone
    *   surrogate in one), a kind of the service's own topic `operational`, or data JSON cannot
    *   hold; nothing is recorded
+   * @throws InvalidRequestError `invalid_idempotency_key` (pointer `/idempotencyKey`) for a key
+   *   that is no string of 1 to 255 visible ASCII characters; nothing is recorded
+   * @throws InvalidRequestError `idempotency_key_reused` (pointer `/idempotencyKey`) when the key
+   *   holds a message of another kind, property or data (its id is in the message); nothing is
+   *   recorded
+   * @throws ConfigurationError `invalid_option` for options that are no object, or a misspelt one
    * @throws the repository's error when the message could not be recorded (nothing was queued)
+   * @example
+   * ```ts
+   * const result = await service.publish(
+   *   { accountCode: 'ACME', kind: 'folio/created', data: { folioId: 'F1' } },
+   *   { idempotencyKey: 'folio-F1-created' },
+   * );
+   * ```
    */
-  publish(event: PublishEvent): Promise<PublishResult>;
+  publish(event: PublishEvent, options?: PublishOptions): Promise<PublishResult>;
   /**
    * Queue the pending deliveries that are due and no queue holds (the timer of
    * `redeliveryIntervalMs` calls it too; start calls it once for every due delivery).
@@ -323,9 +352,10 @@ class Service implements WebhookService {
     return { ...this.#index.stats(), revision: this.#mirror.revision };
   }
 
-  async publish(event: PublishEvent): Promise<PublishResult> {
+  async publish(event: PublishEvent, options?: PublishOptions): Promise<PublishResult> {
     const { accountCode, kind, propertyId, data } = readWebhookEvent(event);
     if (isOperationalKind(kind)) throw operationalRefused(kind);
+    const idempotencyKey = readIdempotencyKey(options);
     await this.start();
     const createdAt = this.#settings.clock.now();
     // Checked already but for the data, which createWebhookMessage refuses as the event's.
@@ -334,8 +364,26 @@ class Service implements WebhookService {
       { clock: { now: () => createdAt } },
     );
     const matches = this.#index.match({ accountCode, kind, propertyId });
-    await this.#record(message, { accountCode, kind, propertyId, createdAt }, matches);
-    return { id: message.id, deliveries: matches.map((s) => s.id) };
+    const fingerprint =
+      idempotencyKey === undefined ? undefined : fingerprintOf(kind, propertyId, data);
+    const kept = await this.#record(
+      message,
+      { accountCode, kind, propertyId, createdAt },
+      matches,
+      idempotencyKey === undefined || fingerprint === undefined
+        ? undefined
+        : {
+            key: idempotencyKey,
+            fingerprint,
+            expiresAt: createdAt + this.#settings.idempotencyWindowMs,
+          },
+    );
+    if (idempotencyKey === undefined)
+      return { id: message.id, deliveries: matches.map((s) => s.id) };
+    if (kept === undefined) throw keysNotKept();
+    if (kept.fingerprint !== fingerprint)
+      throw idempotencyKeyReused(idempotencyKey, kept.messageId);
+    return { id: kept.messageId, deliveries: kept.deliveries };
   }
 
   /**
@@ -368,7 +416,8 @@ class Service implements WebhookService {
       readonly createdAt: number;
     },
     matches: readonly { readonly id: string; readonly endpointUrl: string }[],
-  ): Promise<void> {
+    key?: MessageKey,
+  ): Promise<KeptMessage | undefined> {
     const { accountCode, kind, propertyId, createdAt } = event;
     return this.#outbox.publish(
       {
@@ -380,6 +429,7 @@ class Service implements WebhookService {
         createdAt,
       },
       matches,
+      key,
     );
   }
 
@@ -491,4 +541,13 @@ const OPEN = worded(
 
 function closedError(): ConfigurationError {
   return invalidValue(OPEN, 'closed', 'the webhook service');
+}
+
+/** A repository that answered a keyed message with nothing keeps no idempotency keys. */
+function keysNotKept(): ConfigurationError {
+  return refused(
+    'repository.recordMessage(message, deliveries, { key })',
+    'the message the idempotency key holds (a repository that keeps keys: see SubscriptionRepository.recordMessage)',
+    undefined,
+  );
 }

@@ -1,7 +1,8 @@
 /**
  * Retention of the delivery log: attempts older than the retention period are deleted in bounded
  * batches, on a timer that does not keep the process alive and on demand; then the messages as
- * old that owe no pending delivery, with their deliveries.
+ * old that owe no pending delivery, with their deliveries; then the idempotency keys that have
+ * expired.
  * @module
  */
 import type { Clock } from '../../clock.js';
@@ -63,6 +64,12 @@ export class AttemptRetention {
     // Messages go with their attempts, once they owe no pending delivery.
     while (!this.#sweeps.closed) {
       const batch = await repository.deleteMessagesBefore(before, ATTEMPT_DELETE_BATCH);
+      if (batch < ATTEMPT_DELETE_BATCH) break;
+    }
+    // A key that has expired answers nothing again: a publish with it takes its row over anyway.
+    const now = clock.now();
+    while (repository.deleteExpiredKeys !== undefined && !this.#sweeps.closed) {
+      const batch = await repository.deleteExpiredKeys(now, ATTEMPT_DELETE_BATCH);
       if (batch < ATTEMPT_DELETE_BATCH) break;
     }
     return deleted;

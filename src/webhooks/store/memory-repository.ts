@@ -15,6 +15,8 @@ import type {
   DeliveryLogEntry,
   DeliveryStatus,
   EndpointHealth,
+  KeptMessage,
+  MessageKey,
   OutboxDelivery,
   OutboxMessage,
   PendingDelivery,
@@ -88,6 +90,8 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     { readonly message: OutboxMessage; readonly deliveries: Map<string, HeldDelivery> }
   >();
   readonly #pending = new Set<HeldDelivery>();
+  // Idempotency keys by account and key: the message each holds, until it expires.
+  readonly #keys = new Map<string, KeptMessage & { readonly expiresAt: number }>();
   readonly #health = new Map<string, HeldHealth>();
   // Each subscription's replay pacing: the paced-until time of its replayed deliveries (ReplayPlan).
   readonly #replayPaces = new Map<string, number>();
@@ -304,8 +308,42 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
   async recordMessage(
     message: OutboxMessage,
     deliveries: readonly OutboxDelivery[],
-    options: { readonly leaseUntil: number },
-  ): Promise<void> {
+    options: { readonly leaseUntil: number; readonly key?: MessageKey | undefined },
+  ): Promise<KeptMessage | undefined> {
+    const { key } = options;
+    if (key === undefined) {
+      this.#keep(message, deliveries, options.leaseUntil);
+      return undefined;
+    }
+    const keyed = keyOf(message.accountCode, key.key);
+    const held = this.#keys.get(keyed);
+    if (held !== undefined && held.expiresAt > message.createdAt) {
+      const { expiresAt: _, ...kept } = held;
+      return kept;
+    }
+    this.#keep(message, deliveries, options.leaseUntil);
+    const kept: KeptMessage = {
+      messageId: message.id,
+      fingerprint: key.fingerprint,
+      deliveries: Object.freeze(deliveries.map((d) => d.subscriptionId)),
+    };
+    this.#keys.set(keyed, { ...kept, expiresAt: key.expiresAt });
+    return kept;
+  }
+
+  async deleteExpiredKeys(at: number, limit: number): Promise<number> {
+    let deleted = 0;
+    for (const [key, held] of this.#keys) {
+      if (deleted >= limit) break;
+      if (held.expiresAt > at) continue;
+      this.#keys.delete(key);
+      deleted += 1;
+    }
+    return deleted;
+  }
+
+  /** Keep a message and its deliveries, unless the account has its id already. */
+  #keep(message: OutboxMessage, deliveries: readonly OutboxDelivery[], leaseUntil: number): void {
     const key = keyOf(message.accountCode, message.id);
     if (this.#messages.has(key)) return;
     const kept = Object.freeze({ ...message });
@@ -321,7 +359,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
         firstAttemptAt: undefined,
         replay: 0,
         nextAttemptAt: message.createdAt,
-        leaseUntil: options.leaseUntil,
+        leaseUntil,
         failedInStreak: undefined,
       };
       held.set(subscriptionId, delivery);

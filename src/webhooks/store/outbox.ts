@@ -16,6 +16,8 @@ import type { DeliveryQueue } from '../delivery/queue.js';
 import type { SubscriptionIndex } from '../subscriptions/subscription-index.js';
 import type {
   DeliveryKey,
+  KeptMessage,
+  MessageKey,
   OutboxMessage,
   PendingDelivery,
   ReplayResult,
@@ -99,25 +101,32 @@ export class Outbox {
   /**
    * Record a message and its deliveries, then queue them. Resolves once they are on record,
    * without waiting for room in the queue: a job the queue has no room for is left to the sweeps,
-   * and one it refuses is told to `onError` and left to the sweeps.
+   * and one it refuses is told to `onError` and left to the sweeps. With an idempotency `key`, the
+   * message is recorded (deliveries or none) unless the key holds one already, and only a message
+   * recorded now is queued.
+   * @returns with `key`, the message the key holds (see `recordMessage`); without, `undefined`
    */
   async publish(
     message: OutboxMessage,
     subscriptions: readonly { readonly id: string; readonly endpointUrl: string }[],
-  ): Promise<void> {
-    if (subscriptions.length === 0) return;
+    key?: MessageKey,
+  ): Promise<KeptMessage | undefined> {
+    if (subscriptions.length === 0 && key === undefined) return undefined;
     const { repository, leaseMs } = this.#settings;
     const leaseUntil = message.createdAt + leaseMs;
-    await repository.recordMessage(
+    const kept = await repository.recordMessage(
       message,
       subscriptions.map((s) => ({ subscriptionId: s.id, endpointUrl: s.endpointUrl })),
-      { leaseUntil },
+      key === undefined ? { leaseUntil } : { leaseUntil, key },
     );
+    // Another message holds the key: this one was not recorded.
+    if (kept !== undefined && kept.messageId !== message.id) return kept;
     const { accountCode } = message;
     await this.#hand(
       subscriptions.map((s) => ({ job: { ...deliveryJob(message, s), accountCode } })),
       leaseUntil,
     );
+    return kept;
   }
 
   /**

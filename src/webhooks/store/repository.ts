@@ -74,6 +74,29 @@ export interface OutboxMessage {
   readonly createdAt: number;
 }
 
+/**
+ * The idempotency key a message is published with: the account's key holds the first message
+ * published with it until `expiresAt`, and a publish with it meanwhile records nothing.
+ */
+export interface MessageKey {
+  /** The key, 1 to 255 visible ASCII characters. */
+  readonly key: string;
+  /** What the message is of (its kind, property and data), to tell a reuse of the key apart. */
+  readonly fingerprint: string;
+  /** Until when, in ms, the key holds this message (its `createdAt` plus the window). */
+  readonly expiresAt: number;
+}
+
+/** The message an account's idempotency key holds, as the publish that recorded it answered. */
+export interface KeptMessage {
+  /** Its id. */
+  readonly messageId: string;
+  /** The fingerprint it was published with. */
+  readonly fingerprint: string;
+  /** The subscriptions a delivery was recorded for, in the order given. */
+  readonly deliveries: readonly string[];
+}
+
 /** One delivery a message owes: the subscription it goes to and where. */
 export interface OutboxDelivery {
   /** The subscription. */
@@ -350,12 +373,19 @@ export interface SubscriptionRepository {
    * The outbox: keep the message and one pending delivery per subscription, due at its
    * `createdAt` and leased until `leaseUntil`, all in one transaction, before any is queued.
    * Recording the account's message id again changes nothing.
+   *
+   * With `key`: unless the account's key holds a message that has not expired by the message's
+   * `createdAt`, the key takes this message (and its deliveries, none too), in the same
+   * transaction; otherwise nothing is recorded. Atomic across instances: of publishes with one key
+   * at once, one message is recorded and every call answers it.
+   * @returns with `key`, the message the key holds afterwards (this one when it was recorded);
+   *   without, `undefined`
    */
   recordMessage(
     message: OutboxMessage,
     deliveries: readonly OutboxDelivery[],
-    options: { readonly leaseUntil: number },
-  ): Promise<void>;
+    options: { readonly leaseUntil: number; readonly key?: MessageKey | undefined },
+  ): Promise<KeptMessage | undefined>;
   /**
    * Take pending deliveries that are due and whose lease has passed (or, for a `released`
    * claim, whose lease was given back), lease them to the caller and return them with their
@@ -395,6 +425,12 @@ export interface SubscriptionRepository {
    * @returns how many it deleted
    */
   deleteMessagesBefore(at: number, limit: number): Promise<number>;
+  /**
+   * Delete at most `limit` idempotency keys, of every account, that expired by `at` (ms):
+   * retention, in bounded batches. Left out, expired keys stay until a publish reuses them.
+   * @returns how many it deleted
+   */
+  deleteExpiredKeys?(at: number, limit: number): Promise<number>;
   /** Release what the repository holds (connections it opened); the caller's own stay open. */
   close?(): Promise<void>;
 }
