@@ -20,8 +20,8 @@ import type {
   Subscription,
 } from '../subscriptions/subscription.js';
 import type { SubscriptionIndex } from '../subscriptions/subscription-index.js';
-import { attemptFacts, disabledFact, type OperationalFact } from './operational-facts.js';
 import type { DeliveryRates } from './delivery-rate.js';
+import { attemptFacts, disabledFact, type OperationalFact } from './operational-facts.js';
 import type { WebhookServiceDisabled } from './options.js';
 
 /** What the service's hooks work with. @internal */
