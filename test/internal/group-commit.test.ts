@@ -52,7 +52,7 @@ type Step =
   | { readonly op: 'end'; readonly which: number; readonly fail: boolean }
   | { readonly op: 'timers' };
 
-const steps = fc.array(
+const steps: fc.Arbitrary<Step[]> = fc.array(
   fc.oneof(
     { weight: 4, arbitrary: fc.record({ op: fc.constant('add' as const), key: fc.nat(3) }) },
     {
