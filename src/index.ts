@@ -344,6 +344,14 @@ export {
   WEBHOOK_SECRET_PREFIX,
   webhookSecretKey,
 } from './webhooks/signing/signature.js';
+export type { WebhookKeyPair } from './webhooks/signing/signing-key.js';
+// ed25519Signature, isEd25519Signature and signedContent stay internal: sign and verify are the API.
+export {
+  generateWebhookKeyPair,
+  WEBHOOK_PUBLIC_KEY_PREFIX,
+  WEBHOOK_SIGNING_KEY_PREFIX,
+  webhookPublicKeyOf,
+} from './webhooks/signing/signing-key.js';
 export type {
   HeaderSource,
   VerifyWebhookOptions,
