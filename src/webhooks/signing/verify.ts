@@ -156,6 +156,31 @@ export function verifyWebhook(
     );
   }
   const raw = checkValue(RAW_BODY, body, 'verifyWebhook body');
+  return verifyWith({ secrets: keys, publicKeys, clock, toleranceSeconds }, raw, headers);
+}
+
+/** The keys and settings of {@link verifyWebhook}, read once. @internal */
+export interface VerifySettings {
+  /** HMAC keys of the secrets. */
+  readonly secrets: readonly Buffer[];
+  /** ed25519 public keys. */
+  readonly publicKeys: readonly KeyObject[];
+  /** The receiver's clock. */
+  readonly clock: Clock;
+  /** The tolerance, in seconds. */
+  readonly toleranceSeconds: number;
+}
+
+/**
+ * {@link verifyWebhook} with its settings read before (a receiver reads its keys once, not on
+ * every request); `body` is the raw body, checked by the caller. @internal
+ */
+export function verifyWith(
+  settings: VerifySettings,
+  raw: string | Uint8Array,
+  headers: HeaderSource,
+): WebhookVerification {
+  const { secrets: keys, publicKeys, clock, toleranceSeconds } = settings;
   if (typeof headers !== 'object' || headers === null) {
     return refuse('missing_header', MISSING_HEADERS);
   }
