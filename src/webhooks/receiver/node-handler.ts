@@ -30,13 +30,16 @@ async function serve(
     return write(res, core.methodNotAllowed());
   }
   const body = await readBody(req, core.maxBodyBytes);
-  if (body === 'too_large') return write(res, core.bodyTooLarge(), true);
-  if (body === 'unreadable') return write(res, core.bodyUnreadable(), true);
+  if (body === 'too_large') {
+    // The rest is read and dropped, so that the sender gets to read the answer.
+    req.resume();
+    return write(res, core.bodyTooLarge());
+  }
+  if (body === 'unreadable') return write(res, core.bodyUnreadable());
   write(res, await core.receive(body, req.headers));
 }
 
-// Read up to `limit` bytes: past it, the rest is left unread and the connection closed after the
-// answer, so that a large body costs neither memory nor the time to read it.
+// Read up to `limit` bytes and keep no more: a large body costs no memory.
 function readBody(
   req: IncomingMessage,
   limit: number,
@@ -67,8 +70,7 @@ function readBody(
   });
 }
 
-function write(res: ServerResponse, parts: ResponseParts, close = false): void {
+function write(res: ServerResponse, parts: ResponseParts): void {
   if (res.headersSent || res.destroyed) return;
-  const headers = close ? { ...parts.headers, connection: 'close' } : parts.headers;
-  res.writeHead(parts.status, headers).end(parts.body);
+  res.writeHead(parts.status, parts.headers).end(parts.body);
 }
