@@ -38,6 +38,27 @@ const BASE64_64 = /^[A-Za-z0-9+/]{86}==$/;
 const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
+// Reading a key into OpenSSL costs far more than a signature with it (an ed25519 private key
+// derives its public point: about 15 times a signature), and the deliverer reads its keys at
+// every attempt: the keys read last are kept, by their text, a bounded number of each kind.
+const CACHED_KEYS = 1024;
+const privateKeys = new Map<string, KeyObject>();
+const publicKeys = new Map<string, KeyObject>();
+
+function cached(
+  cache: Map<string, KeyObject>,
+  text: string,
+  read: () => KeyObject | typeof INVALID,
+): KeyObject | typeof INVALID {
+  const found = cache.get(text);
+  if (found !== undefined) return found;
+  const key = read();
+  if (key === INVALID) return INVALID;
+  if (cache.size >= CACHED_KEYS) cache.delete(cache.keys().next().value as string);
+  cache.set(text, key);
+  return key;
+}
+
 function privateKeyOf(seed: Uint8Array): KeyObject {
   return createPrivateKey({
     key: Buffer.concat([PKCS8_PREFIX, seed]),
@@ -67,13 +88,15 @@ export const WEBHOOK_SIGNING_KEY: Rule<KeyObject> = secretRule(
       if (typeof value !== 'string' || !value.startsWith(WEBHOOK_SIGNING_KEY_PREFIX)) {
         return INVALID;
       }
-      const text = value.slice(WEBHOOK_SIGNING_KEY_PREFIX.length);
-      if (BASE64_32.test(text)) return privateKeyOf(Buffer.from(text, 'base64'));
-      if (!BASE64_64.test(text)) return INVALID;
-      // The seed and its public key: taken only when the public half is the seed's own.
-      const pair = Buffer.from(text, 'base64');
-      const key = privateKeyOf(pair.subarray(0, SEED_BYTES));
-      return rawPublicKey(key).equals(pair.subarray(SEED_BYTES)) ? key : INVALID;
+      return cached(privateKeys, value, () => {
+        const text = value.slice(WEBHOOK_SIGNING_KEY_PREFIX.length);
+        if (BASE64_32.test(text)) return privateKeyOf(Buffer.from(text, 'base64'));
+        if (!BASE64_64.test(text)) return INVALID;
+        // The seed and its public key: taken only when the public half is the seed's own.
+        const pair = Buffer.from(text, 'base64');
+        const key = privateKeyOf(pair.subarray(0, SEED_BYTES));
+        return rawPublicKey(key).equals(pair.subarray(SEED_BYTES)) ? key : INVALID;
+      });
     },
   },
   keyLength(WEBHOOK_SIGNING_KEY_PREFIX),
@@ -88,17 +111,19 @@ export const WEBHOOK_PUBLIC_KEY: Rule<KeyObject> = secretRule(
       if (typeof value !== 'string' || !value.startsWith(WEBHOOK_PUBLIC_KEY_PREFIX)) {
         return INVALID;
       }
-      const text = value.slice(WEBHOOK_PUBLIC_KEY_PREFIX.length);
-      if (!BASE64_32.test(text)) return INVALID;
-      try {
-        return createPublicKey({
-          key: Buffer.concat([SPKI_PREFIX, Buffer.from(text, 'base64')]),
-          format: 'der',
-          type: 'spki',
-        });
-      } catch {
-        return INVALID;
-      }
+      return cached(publicKeys, value, () => {
+        const text = value.slice(WEBHOOK_PUBLIC_KEY_PREFIX.length);
+        if (!BASE64_32.test(text)) return INVALID;
+        try {
+          return createPublicKey({
+            key: Buffer.concat([SPKI_PREFIX, Buffer.from(text, 'base64')]),
+            format: 'der',
+            type: 'spki',
+          });
+        } catch {
+          return INVALID;
+        }
+      });
     },
   },
   (value) =>
