@@ -117,9 +117,13 @@ export type WebhookReceiverProblemCode = (typeof webhookReceiverProblemCodes)[nu
 
 /** The defaults of {@link WebhookReceiverOptions}. */
 export const webhookReceiverDefaults: {
+  /** How far the timestamp may be from now, in seconds. */
   readonly toleranceSeconds: 300;
+  /** How long a handled id is remembered, in seconds: a day. */
   readonly seenTtlSeconds: 86_400;
+  /** How long a claim holds while handle runs, in seconds. */
   readonly claimSeconds: 120;
+  /** The largest body read: 1 MiB. */
   readonly maxBodyBytes: 1_048_576;
 } = {
   toleranceSeconds: DEFAULT_WEBHOOK_TOLERANCE_SECONDS,

@@ -4,7 +4,6 @@
  * The contract, and the memory store. @module
  */
 import { aClock, type Clock, systemClock } from '../../clock.js';
-import type { MaybePromise } from '../../http/maybe-promise.js';
 import { readOptions, wholeNumber } from '../../internal/options.js';
 
 /**
@@ -23,11 +22,11 @@ export interface WebhookSeenStore {
    * Claim an id for `claimMs`: `claimed` when neither a claim nor a handled mark holds it, else
    * what holds it. A claim neither completed nor released lapses after `claimMs`.
    */
-  claim(id: string, claimMs: number): MaybePromise<WebhookClaim>;
+  claim(id: string, claimMs: number): WebhookClaim | Promise<WebhookClaim>;
   /** Mark a claimed id handled, for `ttlMs`: claims within that time find it `handled`. */
-  complete(id: string, ttlMs: number): MaybePromise<void>;
+  complete(id: string, ttlMs: number): void | Promise<void>;
   /** Give a claim back (the handler failed), so that a retry of the id can claim it. */
-  release(id: string): MaybePromise<void>;
+  release(id: string): void | Promise<void>;
 }
 
 /** Options of {@link memorySeenStore}. */
@@ -43,7 +42,10 @@ export interface MemorySeenStoreOptions {
 }
 
 /** The defaults of {@link memorySeenStore}. */
-export const memorySeenStoreDefaults: { readonly maxIds: 100_000 } = { maxIds: 100_000 };
+export const memorySeenStoreDefaults: {
+  /** The most ids held. */
+  readonly maxIds: 100_000;
+} = { maxIds: 100_000 };
 
 const RULES = { maxIds: wholeNumber(1), clock: aClock };
 // Ended entries looked at per call, from the oldest: memory is reclaimed as the store is used,
