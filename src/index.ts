@@ -323,6 +323,27 @@ export type {
   WebhookMessageOptions,
 } from './webhooks/events/payload.js';
 export { createWebhookMessage, defaultEnvelope } from './webhooks/events/payload.js';
+export type { NodeWebhookListener } from './webhooks/receiver/node-handler.js';
+export type {
+  ReceivedWebhook,
+  WebhookReceiverErrorEvent,
+  WebhookReceiverOptions,
+  WebhookReceiverPhase,
+  WebhookReceiverProblemCode,
+} from './webhooks/receiver/receive.js';
+export {
+  webhookReceiverDefaults,
+  webhookReceiverProblemCodes,
+} from './webhooks/receiver/receive.js';
+export type {
+  MemorySeenStoreOptions,
+  WebhookClaim,
+  WebhookSeenStore,
+} from './webhooks/receiver/seen-store.js';
+export { memorySeenStore, memorySeenStoreDefaults } from './webhooks/receiver/seen-store.js';
+// fetch-handler.ts and node-handler.ts serve the receiver: createWebhookReceiver is the API.
+export type { WebhookReceiver } from './webhooks/receiver/webhook-receiver.js';
+export { createWebhookReceiver } from './webhooks/receiver/webhook-receiver.js';
 // plain-changes.ts, request-body.ts, service-deliverer.ts, service-handlers.ts, service-routes.ts
 // and subscription-mirror.ts are the service's internals: createWebhookService is the API.
 export type {
@@ -357,6 +378,14 @@ export {
   WEBHOOK_SECRET_PREFIX,
   webhookSecretKey,
 } from './webhooks/signing/signature.js';
+export type { WebhookKeyPair } from './webhooks/signing/signing-key.js';
+// ed25519Signature, isEd25519Signature and signedContent stay internal: sign and verify are the API.
+export {
+  generateWebhookKeyPair,
+  WEBHOOK_PUBLIC_KEY_PREFIX,
+  WEBHOOK_SIGNING_KEY_PREFIX,
+  webhookPublicKeyOf,
+} from './webhooks/signing/signing-key.js';
 export type {
   HeaderSource,
   VerifyWebhookOptions,

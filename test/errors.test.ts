@@ -32,6 +32,8 @@ describe('errors', () => {
       'invalid_redis_client',
       'invalid_webhook_secret',
       'invalid_address_allow_list',
+      'invalid_webhook_signing_key',
+      'invalid_webhook_public_key',
     ]);
   });
 

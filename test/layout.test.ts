@@ -24,7 +24,8 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   testing: ['errors', 'internal', 'clock.ts'],
   client: ['errors', 'internal', 'clock.ts', 'limits', 'http'],
   adapters: ['errors', 'internal', 'clock.ts', 'limits', 'http'],
-  redis: ['errors', 'internal', 'clock.ts', 'limits'],
+  // webhooks: the receiver's seen-store contract, which the Redis seen-store fulfils.
+  redis: ['errors', 'internal', 'clock.ts', 'limits', 'webhooks'],
   'queue-redis': ['errors', 'internal', 'clock.ts', 'webhooks'],
   postgres: ['errors', 'internal', 'clock.ts', 'webhooks'],
   otel: ['errors', 'internal', 'clock.ts', 'limits', 'webhooks'],
@@ -37,6 +38,7 @@ const WEBHOOK_ROOMS: Readonly<Record<string, readonly string[]>> = {
   subscriptions: ['events', 'delivery'],
   store: ['subscriptions', 'events', 'delivery'],
   service: ['store', 'subscriptions', 'events', 'delivery', 'signing'],
+  receiver: ['signing'],
 };
 // Packages the core may import: Node's own modules and the one runtime dependency.
 const CORE_PACKAGES = /^(node:.+|ipaddr\.js)$/;

@@ -33,6 +33,9 @@ export const configurationErrorCodes = [
   // src/webhooks: delivery (a malformed whsec_ secret, a bad SSRF allow-list entry)
   'invalid_webhook_secret',
   'invalid_address_allow_list',
+  // src/webhooks/signing/signing-key.ts: a malformed whsk_ signing key or whpk_ public key
+  'invalid_webhook_signing_key',
+  'invalid_webhook_public_key',
 ] as const;
 
 /** A code of {@link ConfigurationError}. */

@@ -26,6 +26,8 @@ export type {
 export { ioredisClient, nodeRedisClient } from './redis-client.js';
 export type { OverridesRefresh, RedisOverridesOptions } from './redis-overrides.js';
 export { RedisOverrides } from './redis-overrides.js';
+export type { RedisSeenStoreOptions } from './redis-seen-store.js';
+export { redisSeenStore } from './redis-seen-store.js';
 export { RedisStore } from './redis-store.js';
 export type { RedisStoreOptions, Timer } from './store-options.js';
 // The scripts and the state layout are internal: documented in docs/redis-store.md.

@@ -17,7 +17,7 @@ export interface DeliveryHooks {
   /**
    * The signing secrets of a subscription, read at each attempt. None ends the job `no_secret`,
    * and so does a throw, except a `SecretCipherError` (secrets there but unreadable), which ends
-   * it `secret_unreadable`.
+   * it `secret_unreadable`. Secrets (`whsec_…`) and signing keys (`whsk_…`) alike.
    */
   readonly secrets: (
     subscriptionId: string,

@@ -14,7 +14,8 @@ export interface DeliveryOptions {
   /**
    * Read at each attempt, so rotation applies at once; none ends the job (`no_secret`), and so
    * does a throw, except a {@link SecretCipherError} (secrets there but unreadable), which ends it
-   * `secret_unreadable`.
+   * `secret_unreadable`. Each is a secret (`whsec_…`, a `v1` signature) or a signing key
+   * (`whsk_…`, a `v1a` signature), in any mix.
    */
   secrets: (
     subscriptionId: string,

@@ -1,5 +1,8 @@
-/** Signing per the Standard Webhooks specification, one signature per secret. @module */
-import { createHmac, randomBytes } from 'node:crypto';
+/**
+ * Signing per the Standard Webhooks specification, one signature per key: `v1` (HMAC-SHA256) for
+ * each `whsec_` secret, `v1a` (ed25519) for each `whsk_` signing key. @module
+ */
+import { createHmac, type KeyObject, randomBytes } from 'node:crypto';
 import {
   aFunction,
   checkValue,
@@ -12,6 +15,11 @@ import {
 } from '../../internal/options.js';
 import { isInstance } from '../../internal/read-once.js';
 import { secretRule, secretSize } from './secret-rule.js';
+import {
+  ed25519Signature,
+  WEBHOOK_SIGNING_KEY,
+  WEBHOOK_SIGNING_KEY_PREFIX,
+} from './signing-key.js';
 
 /** The prefix of a webhook secret. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
@@ -30,7 +38,10 @@ export type WebhookHeaders = {
   readonly 'webhook-id': string;
   /** The signing time, in whole seconds since the Unix epoch. */
   readonly 'webhook-timestamp': string;
-  /** Space-separated `v1,<base64>` signatures, one per secret. */
+  /**
+   * Space-separated signatures, one per key: `v1,<base64>` for a secret, `v1a,<base64>` for a
+   * signing key.
+   */
   readonly 'webhook-signature': string;
 };
 
@@ -187,20 +198,53 @@ export const RAW_BODY: Rule<string | Uint8Array> = {
 const SIGN_INPUT = withFields(['id', 'timestamp', 'body'], 'an object { id, timestamp, body }');
 const TIMESTAMP = worded(wholeNumber(0), 'whole seconds since the epoch, a whole number from 0');
 
+/** A key read for signing: a secret's HMAC key bytes, or a signing key's ed25519 private key. */
+type SigningKey = Buffer | KeyObject;
+
+// One key of either kind, told apart by its prefix as the specification means it to be.
+const SIGNING_KEY: Rule<SigningKey> = {
+  expected: `a webhook secret (${WEBHOOK_SECRET_PREFIX}…) or a signing key (${WEBHOOK_SIGNING_KEY_PREFIX}…)`,
+  code: 'invalid_webhook_secret',
+  read: (value, name) =>
+    typeof value === 'string' && value.startsWith(WEBHOOK_SIGNING_KEY_PREFIX)
+      ? checkValue(WEBHOOK_SIGNING_KEY, value, name)
+      : checkValue(WEBHOOK_SECRET, value, name),
+};
+
+const SIGNING_KEY_LIST = worded(
+  listOf(SIGNING_KEY, 1),
+  `a non-empty array of webhook secrets (${WEBHOOK_SECRET_PREFIX}…) or signing keys (${WEBHOOK_SIGNING_KEY_PREFIX}…), two while rotating: the new one and the old one`,
+);
+
+/** The keys to sign with, each read: one, or several while rotating. @internal */
+export const SIGNING_KEYS: Rule<SigningKey[]> = {
+  expected: `a webhook secret (${WEBHOOK_SECRET_PREFIX}…) or signing key (${WEBHOOK_SIGNING_KEY_PREFIX}…), or a non-empty array of them (two while rotating: the new one and the old one)`,
+  code: 'invalid_webhook_secret',
+  read: (value, name) =>
+    typeof value === 'string'
+      ? [checkValue(SIGNING_KEY, value, name)]
+      : SIGNING_KEY_LIST.read(value, name),
+};
+
 /**
- * Sign a message with every secret in force: the headers to send with the body.
- * @param secrets - one secret, or several while rotating (the new one and the old one)
- * @throws ConfigurationError `invalid_webhook_secret` for a malformed secret or none (shown by its
- * length, never its text), `invalid_option` for an input that is no object or whose fields cannot
- * be read (a getter that throws), an id with spaces or commas, a timestamp that is no whole number,
- * or a body that is neither a string nor a Uint8Array
+ * Sign a message with every key in force: the headers to send with the body. Each `whsec_` secret
+ * adds a `v1` signature (HMAC-SHA256), each `whsk_` signing key a `v1a` one (ed25519), in the
+ * order given; a rotation from one kind to the other signs with both for a while.
+ * @param keys - one secret or signing key, or several while rotating (the new one and the old one)
+ * @throws ConfigurationError `invalid_webhook_secret` for a malformed secret or no key,
+ * `invalid_webhook_signing_key` for a malformed signing key (either shown by its length, never its
+ * text), `invalid_option` for an input that is no object or whose fields cannot be read (a getter
+ * that throws), an id with spaces or commas, a timestamp that is no whole number, or a body that is
+ * neither a string nor a Uint8Array
  * @example
  * ```ts
  * const headers = signWebhook({ id: 'msg_1', timestamp: 1614265330, body }, [secret]);
+ * // During a move to asymmetric signatures: both a v1 and a v1a signature.
+ * signWebhook({ id: 'msg_1', timestamp: 1614265330, body }, [signingKey, secret]);
  * ```
  */
-export function signWebhook(input: SignInput, secrets: string | readonly string[]): WebhookHeaders {
-  const keys = checkValue(WEBHOOK_SECRETS, secrets, 'secrets');
+export function signWebhook(input: SignInput, keys: string | readonly string[]): WebhookHeaders {
+  const read = checkValue(SIGNING_KEYS, keys, 'secrets');
   // Each field read once: what is checked is what is signed.
   const fields = checkValue(SIGN_INPUT, input, 'signWebhook input');
   const signed = {
@@ -208,7 +252,11 @@ export function signWebhook(input: SignInput, secrets: string | readonly string[
     timestamp: checkValue(TIMESTAMP, fields.timestamp, 'input.timestamp'),
     body: checkValue(RAW_BODY, fields.body, 'input.body'),
   };
-  const signatures = keys.map((key) => `v1,${signatureDigest(key, signed).toString('base64')}`);
+  const signatures = read.map((key) =>
+    Buffer.isBuffer(key)
+      ? `v1,${signatureDigest(key, signed).toString('base64')}`
+      : `v1a,${ed25519Signature(key, signed).toString('base64')}`,
+  );
   return {
     'webhook-id': signed.id,
     'webhook-timestamp': String(signed.timestamp),

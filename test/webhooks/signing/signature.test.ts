@@ -318,7 +318,7 @@ describe('signWebhook: what it signs', () => {
     const error = thrown(() => signWebhook({ id: 'm', timestamp: 1, body: '' }, secrets as never));
     expect(isConfigurationError(error) && error.code).toBe('invalid_webhook_secret');
     expect((error as Error).message).toBe(
-      `secrets must be a webhook secret (whsec_…), or a non-empty array of them (two while rotating: the new one and the old one), got ${got}.`,
+      `secrets must be a webhook secret (whsec_…) or signing key (whsk_…), or a non-empty array of them (two while rotating: the new one and the old one), got ${got}.`,
     );
   });
 

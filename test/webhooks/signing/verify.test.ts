@@ -110,7 +110,7 @@ describe('verifyWebhook', () => {
       ['nope', `secrets ${one}, got a string of 4 characters.`],
       [['whsec_nope'], `secrets[0] ${one}, got whsec_ and 4 characters.`],
       [[], `${list}, got an array.`],
-      [undefined, `${list}, got undefined.`],
+      [undefined, `${list}, unless publicKeys holds a public key, got undefined.`],
       [null, `${list}, got null.`],
       [{ 0: 'whsec_x', length: 1 }, `${list}, got an object.`],
     ] as const) {
@@ -123,7 +123,7 @@ describe('verifyWebhook', () => {
     );
     expect(isConfigurationError(typo) && typo.code).toBe('invalid_option');
     expect((typo as Error).message).toBe(
-      'verifyWebhook has no option "toleranceSecond"; did you mean "toleranceSeconds"? Its options are secrets, clock, toleranceSeconds.',
+      'verifyWebhook has no option "toleranceSecond"; did you mean "toleranceSeconds"? Its options are secrets, publicKeys, clock, toleranceSeconds.',
     );
     for (const toleranceSeconds of [-1, Number.NaN]) {
       const error = thrown(() =>

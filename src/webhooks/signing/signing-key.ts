@@ -1,0 +1,211 @@
+/**
+ * Asymmetric Standard Webhooks signatures (`v1a`, ed25519): the key pair, its text forms
+ * `whsk_` (the signing key) and `whpk_` (the public key), and the signature itself. @module
+ */
+import {
+  createPrivateKey,
+  createPublicKey,
+  type KeyObject,
+  randomBytes,
+  sign,
+  verify,
+} from 'node:crypto';
+import { aFunction, checkValue, INVALID, type Rule } from '../../internal/options.js';
+import { isInstance } from '../../internal/read-once.js';
+import { secretRule, secretSize } from './secret-rule.js';
+
+/** The prefix of a signing key (an ed25519 private key): `whsk_`. */
+export const WEBHOOK_SIGNING_KEY_PREFIX = 'whsk_';
+
+/** The prefix of a public key (an ed25519 public key): `whpk_`. */
+export const WEBHOOK_PUBLIC_KEY_PREFIX = 'whpk_';
+
+/** A signing key and the public key that verifies what it signs. */
+export interface WebhookKeyPair {
+  /** `whsk_` and the base64 of the 32-byte ed25519 seed: kept by the sender, never shown. */
+  readonly signingKey: string;
+  /** `whpk_` and the base64 of the 32-byte ed25519 public key: handed to receivers. */
+  readonly publicKey: string;
+}
+
+const SEED_BYTES = 32;
+// Base64 of 32 bytes: 43 characters and one `=`; of 64 bytes (seed and public key, as some
+// senders store the pair): 86 and two.
+const BASE64_32 = /^[A-Za-z0-9+/]{43}=$/;
+const BASE64_64 = /^[A-Za-z0-9+/]{86}==$/;
+// The DER of an ed25519 key with the raw bytes at the end (RFC 8410): PKCS#8 for the seed, SPKI
+// for the public key.
+const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+// Reading a key into OpenSSL costs far more than a signature with it (an ed25519 private key
+// derives its public point: about 15 times a signature), and the deliverer reads its keys at
+// every attempt: the keys read last are kept, by their text, a bounded number of each kind.
+const CACHED_KEYS = 1024;
+const privateKeys = new Map<string, KeyObject>();
+const publicKeys = new Map<string, KeyObject>();
+
+function cached(
+  cache: Map<string, KeyObject>,
+  text: string,
+  read: () => KeyObject | typeof INVALID,
+): KeyObject | typeof INVALID {
+  const found = cache.get(text);
+  if (found !== undefined) return found;
+  const key = read();
+  if (key === INVALID) return INVALID;
+  if (cache.size >= CACHED_KEYS) cache.delete(cache.keys().next().value as string);
+  cache.set(text, key);
+  return key;
+}
+
+function privateKeyOf(seed: Uint8Array): KeyObject {
+  return createPrivateKey({
+    key: Buffer.concat([PKCS8_PREFIX, seed]),
+    format: 'der',
+    type: 'pkcs8',
+  });
+}
+
+function rawPublicKey(key: KeyObject): Buffer {
+  return createPublicKey(key).export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX.length);
+}
+
+// A refused key shows its prefix and its length only: never key material in a message.
+function keyLength(prefix: string): (value: unknown) => string {
+  return (value) =>
+    typeof value === 'string' && value.startsWith(prefix)
+      ? `${prefix} and ${value.length - prefix.length} characters`
+      : secretSize(value);
+}
+
+/** A `whsk_` signing key read into the private key that signs. @internal */
+export const WEBHOOK_SIGNING_KEY: Rule<KeyObject> = secretRule(
+  {
+    expected: `${WEBHOOK_SIGNING_KEY_PREFIX} and the base64 of a 32-byte ed25519 seed (44 characters; generateWebhookKeyPair() makes one)`,
+    code: 'invalid_webhook_signing_key',
+    read(value) {
+      if (typeof value !== 'string' || !value.startsWith(WEBHOOK_SIGNING_KEY_PREFIX)) {
+        return INVALID;
+      }
+      return cached(privateKeys, value, () => {
+        const text = value.slice(WEBHOOK_SIGNING_KEY_PREFIX.length);
+        if (BASE64_32.test(text)) return privateKeyOf(Buffer.from(text, 'base64'));
+        if (!BASE64_64.test(text)) return INVALID;
+        // The seed and its public key: taken only when the public half is the seed's own.
+        const pair = Buffer.from(text, 'base64');
+        const key = privateKeyOf(pair.subarray(0, SEED_BYTES));
+        return rawPublicKey(key).equals(pair.subarray(SEED_BYTES)) ? key : INVALID;
+      });
+    },
+  },
+  keyLength(WEBHOOK_SIGNING_KEY_PREFIX),
+);
+
+/** A `whpk_` public key read into the key that verifies. @internal */
+export const WEBHOOK_PUBLIC_KEY: Rule<KeyObject> = secretRule(
+  {
+    expected: `${WEBHOOK_PUBLIC_KEY_PREFIX} and the base64 of a 32-byte ed25519 public key (44 characters; webhookPublicKeyOf(signingKey) gives it)`,
+    code: 'invalid_webhook_public_key',
+    read(value) {
+      if (typeof value !== 'string' || !value.startsWith(WEBHOOK_PUBLIC_KEY_PREFIX)) {
+        return INVALID;
+      }
+      return cached(publicKeys, value, () => {
+        const text = value.slice(WEBHOOK_PUBLIC_KEY_PREFIX.length);
+        if (!BASE64_32.test(text)) return INVALID;
+        try {
+          return createPublicKey({
+            key: Buffer.concat([SPKI_PREFIX, Buffer.from(text, 'base64')]),
+            format: 'der',
+            type: 'spki',
+          });
+        } catch {
+          return INVALID;
+        }
+      });
+    },
+  },
+  (value) =>
+    // The signing key in place of the public one: a mistake worth naming, as the key is secret.
+    typeof value === 'string' && value.startsWith(WEBHOOK_SIGNING_KEY_PREFIX)
+      ? `a signing key (${WEBHOOK_SIGNING_KEY_PREFIX}…), which must stay with the sender: give webhookPublicKeyOf(signingKey)`
+      : keyLength(WEBHOOK_PUBLIC_KEY_PREFIX)(value),
+);
+
+const RANDOM_SOURCE = aFunction<(size: number) => Uint8Array>(
+  'returns that many random bytes, (size) => Uint8Array, such as crypto.randomBytes',
+);
+
+const RANDOM_SEED = secretRule<Uint8Array>({
+  expected: `a Uint8Array of the ${SEED_BYTES} bytes asked for`,
+  read: (value) => (isInstance(value, Uint8Array) && value.length === SEED_BYTES ? value : INVALID),
+});
+
+/**
+ * A new ed25519 key pair for `v1a` signatures: the sender signs with `signingKey`, receivers
+ * verify with `publicKey`.
+ * @param bytes - called with 32, returns exactly 32 random bytes (the seed).
+ *   @defaultValue `crypto.randomBytes`
+ * @throws ConfigurationError `invalid_option` when `bytes` is not a function or does not return
+ *   a Uint8Array of the 32 bytes asked for
+ * @example
+ * ```ts
+ * const { signingKey, publicKey } = generateWebhookKeyPair();
+ * // signingKey: 'whsk_...' (keep it secret), publicKey: 'whpk_...' (give it to the receiver)
+ * ```
+ */
+export function generateWebhookKeyPair(
+  bytes: (size: number) => Uint8Array = randomBytes,
+): WebhookKeyPair {
+  const source = checkValue(RANDOM_SOURCE, bytes, 'generateWebhookKeyPair bytes');
+  const seed = checkValue(RANDOM_SEED, source(SEED_BYTES), 'generateWebhookKeyPair bytes(32)');
+  const key = privateKeyOf(seed);
+  return {
+    signingKey: `${WEBHOOK_SIGNING_KEY_PREFIX}${Buffer.from(seed).toString('base64')}`,
+    publicKey: `${WEBHOOK_PUBLIC_KEY_PREFIX}${rawPublicKey(key).toString('base64')}`,
+  };
+}
+
+/**
+ * The public key (`whpk_…`) of a signing key (`whsk_…`), to hand to receivers.
+ * @throws ConfigurationError `invalid_webhook_signing_key` when it is not `whsk_` and the base64
+ *   of a 32-byte seed (the message gives its length, never the key)
+ * @example
+ * ```ts
+ * webhookPublicKeyOf(process.env.WEBHOOK_SIGNING_KEY!); // 'whpk_...'
+ * ```
+ */
+export function webhookPublicKeyOf(signingKey: string): string {
+  const key = checkValue(WEBHOOK_SIGNING_KEY, signingKey, 'signing key');
+  return `${WEBHOOK_PUBLIC_KEY_PREFIX}${rawPublicKey(key).toString('base64')}`;
+}
+
+/** The ed25519 signature of `id.timestamp.body` (the input checked by the caller). @internal */
+export function ed25519Signature(
+  key: KeyObject,
+  content: { readonly id: string; readonly timestamp: number; readonly body: string | Uint8Array },
+): Buffer {
+  return sign(null, signedContent(content), key);
+}
+
+/** Whether `signature` is the ed25519 signature of `id.timestamp.body` under `key`. @internal */
+export function isEd25519Signature(
+  key: KeyObject,
+  content: Buffer,
+  signature: Uint8Array,
+): boolean {
+  return signature.length === 64 && verify(null, content, key, signature);
+}
+
+/** The bytes a signature covers: `{id}.{timestamp}.{body}`. @internal */
+export function signedContent(content: {
+  readonly id: string;
+  readonly timestamp: number;
+  readonly body: string | Uint8Array;
+}): Buffer {
+  const head = `${content.id}.${content.timestamp}.`;
+  return typeof content.body === 'string'
+    ? Buffer.from(head + content.body, 'utf8')
+    : Buffer.concat([Buffer.from(head, 'utf8'), content.body]);
+}
