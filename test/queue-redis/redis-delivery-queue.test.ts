@@ -605,6 +605,8 @@ describe('createRedisDeliveryQueue (BullMQ): restarts, outages and hostile jobs'
           maxAgeMs: Number.MAX_SAFE_INTEGER,
           maxDelayMs: Number.MAX_SAFE_INTEGER,
         }),
+        // The receiver's pause bounded by the schedule alone: the date is honoured as given.
+        maxEndpointPauseMs: Number.MAX_SAFE_INTEGER,
       }),
     });
     const inspect = view(name);
