@@ -24,8 +24,10 @@ import {
   type ResponseParts,
   type SubscriptionRepository,
   verifyWebhook,
+  WEBHOOK_SIGNING_KEY_PREFIX,
   type WebhookService,
   type WebhookServiceDisabled,
+  webhookPublicKeyOf,
 } from '../src/index.js';
 import { createRedisDeliveryQueue } from '../src/queue-redis/index.js';
 import { ownPortApi, ownPortTransport } from './service-own-port.js';
@@ -62,10 +64,14 @@ export interface DemoWebhooksOptions {
   onError?: ((error: unknown) => void) | undefined;
 }
 
-/** What the demo receiver got: the message id, whether it verified, and the payload. */
+/**
+ * What the demo receiver got: the message id, whether it verified, the schemes of its signatures
+ * (`v1` HMAC, `v1a` ed25519) and the payload.
+ */
 export interface ReceivedDelivery {
   readonly id: string;
   readonly verified: boolean;
+  readonly schemes: readonly string[];
   readonly body: unknown;
 }
 
@@ -75,8 +81,15 @@ export interface DemoWebhooks {
   readonly service: WebhookService;
   /** What to mount for `/v1/subscriptions...` and `/v1/audit-logs`: the service, port-checked. */
   readonly api: FetchHandler;
-  /** POST /v1/test-events: check the body, publish the event, 202 with what was queued. */
-  emit(body: unknown, accountCode: string): Promise<ResponseParts>;
+  /**
+   * POST /v1/test-events: check the body, publish the event, 202 with what was queued. With an
+   * `Idempotency-Key` header the publish is idempotent: the same key answers the first message.
+   */
+  emit(
+    body: unknown,
+    accountCode: string,
+    idempotencyKey?: string | readonly string[],
+  ): Promise<ResponseParts>;
   /** POST /demo/receiver: verify a delivery as a receiver would, and keep it for GET. */
   receive(raw: string, headers: IncomingHttpHeaders): Promise<ResponseParts>;
   /** POST /demo/receiver/gone: a receiver taken down, answering 410 Gone to every delivery. */
@@ -144,7 +157,10 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
     options.accounts.map((account) => [account, []]),
   );
 
-  /** The secrets that sign for the subscriptions of the account a payload names. */
+  /**
+   * The secrets (`whsec_`) and signing keys (`whsk_`) that sign for the subscriptions of the account
+   * a payload names: a receiver holds the secrets, and the public keys of the signing keys.
+   */
   const secretsOf = async (raw: string): Promise<string[]> => {
     let account: unknown;
     try {
@@ -169,7 +185,7 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
     service,
     api,
 
-    async emit(body, accountCode) {
+    async emit(body, accountCode, idempotencyKey) {
       const issues = testEventIssues(body);
       if (issues.length > 0) {
         return problemResponse(
@@ -185,18 +201,30 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
       const input = (body ?? {}) as Record<string, unknown>;
       const kind = (input.kind as string | undefined) ?? 'reservation/created';
       try {
-        const published = await service.publish({
-          accountCode,
-          kind,
-          propertyId: input.propertyId as string | undefined,
-          data: Object.hasOwn(input, 'data') ? input.data : { test: true },
-        });
+        const published = await service.publish(
+          {
+            accountCode,
+            kind,
+            propertyId: input.propertyId as string | undefined,
+            data: Object.hasOwn(input, 'data') ? input.data : { test: true },
+          },
+          // A header sent twice is a key of its own, which the service refuses as any other.
+          idempotencyKey === undefined ? undefined : { idempotencyKey: String(idempotencyKey) },
+        );
         return json(202, { id: published.id, kind, deliveries: published.deliveries });
       } catch (error) {
         if (error instanceof DeliveryQueueError) {
           return problem(503, error.code, 'Deliveries not accepted', error.message);
         }
         if (!isInvalidRequestError(error)) throw error;
+        if (error.code === 'idempotency_key_reused' || error.code === 'invalid_idempotency_key') {
+          return problem(
+            error.code === 'idempotency_key_reused' ? 409 : 400,
+            error.code,
+            'Idempotency key not usable',
+            error.message,
+          );
+        }
         return problem(
           400,
           'invalid_test_event',
@@ -207,11 +235,24 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
     },
 
     async receive(raw, headers) {
-      const secrets = await secretsOf(raw);
+      const keys = await secretsOf(raw);
+      const secrets = keys.filter((key) => !key.startsWith(WEBHOOK_SIGNING_KEY_PREFIX));
+      const publicKeys = keys
+        .filter((key) => key.startsWith(WEBHOOK_SIGNING_KEY_PREFIX))
+        .map(webhookPublicKeyOf);
       const verdict = verifyWebhook(raw, headers, {
-        secrets: secrets.length === 0 ? [generateWebhookSecret()] : secrets,
+        secrets:
+          secrets.length === 0 && publicKeys.length === 0 ? [generateWebhookSecret()] : secrets,
+        publicKeys,
         clock,
       });
+      const schemes = [
+        ...new Set(
+          String(headers['webhook-signature'] ?? '')
+            .split(' ')
+            .map((entry) => entry.split(',')[0] ?? ''),
+        ),
+      ];
       let body: unknown = raw;
       try {
         body = JSON.parse(raw);
@@ -219,10 +260,10 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
         // kept as text
       }
       const kept = received.get(accountOf(body));
-      kept?.push({ id: String(headers['webhook-id']), verified: verdict.ok, body });
+      kept?.push({ id: String(headers['webhook-id']), verified: verdict.ok, schemes, body });
       if (kept !== undefined && kept.length > 50) kept.shift();
       console.log(
-        `demo receiver: delivery ${String(headers['webhook-id'])} ${verdict.ok ? 'verified' : `refused (${verdict.code})`}`,
+        `demo receiver: delivery ${String(headers['webhook-id'])} ${verdict.ok ? `verified (${schemes.join(', ')})` : `refused (${verdict.code})`}`,
       );
       return verdict.ok
         ? { status: 204, headers: {}, body: '' }

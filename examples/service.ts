@@ -125,7 +125,11 @@ async function route(
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   if (path === '/v1/test-events' && method === 'POST') {
     const body = await readJson(req, res);
-    return write(res, body.ok ? await webhooks.emit(body.value, account) : body.reply);
+    const idempotencyKey = req.headers['idempotency-key'];
+    return write(
+      res,
+      body.ok ? await webhooks.emit(body.value, account, idempotencyKey) : body.reply,
+    );
   }
   if (method === 'GET' && /^\/booking\/v[^/]+\/reservations$/.test(path)) {
     json(res, 200, { items: [{ id: 'R-1001' }, { id: 'R-1002' }] });

@@ -85,13 +85,16 @@ function shellSession(url: () => string) {
 
 describe('README walk-through (npm run demo)', () => {
   it.skipIf(!hasCurl)(
-    'runs as written: create, refuse, list, read, change, rotate, delete, deliver and verify, the delivery log by cursor, a gone endpoint disabled and replayed, a burst, a client limited, peeked at, reset, raised by an override and back to its defaults, and counted in /metrics, and a restart that keeps them',
+    'runs as written: create, refuse, list, read, change, rotate, delete, deliver and verify, the delivery log by cursor, a gone endpoint disabled and replayed, a burst, a client limited, peeked at, reset, raised by an override and back to its defaults, and counted in /metrics, and a restart that keeps them, then an ed25519 subscription verified, an idempotent publish, an operational event and a rate-limited subscription',
     async () => {
-      expect(blocks).toHaveLength(2);
-      const [walk = new Map(), afterRestart = new Map()] = blocks.map(stepsOf);
-      // Numbered 1 to 22, then 23 to 25 after the restart: the prose and the hints cite them.
+      expect(blocks).toHaveLength(3);
+      const [walk = new Map(), afterRestart = new Map(), features = new Map()] =
+        blocks.map(stepsOf);
+      // Numbered 1 to 22, then 23 to 25 after the restart, then 26 to 34 for receivers and
+      // operators: the prose and the hints cite them.
       expect([...walk.keys()]).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
       expect([...afterRestart.keys()]).toEqual([23, 24, 25]);
+      expect([...features.keys()]).toEqual(Array.from({ length: 9 }, (_, i) => i + 26));
       const dataDir = await demoDataDir();
       // A clock that stays put: the burst of step 16 falls in one second however slow curl is.
       const clock = new FakeClock(Date.now());
@@ -349,6 +352,58 @@ describe('README walk-through (npm run demo)', () => {
         await delivered.waitFor(5);
         const [after] = jsonLines(await run(afterRestart, 25));
         expect(after?.items).toEqual([expect.objectContaining({ verified: true })]);
+
+        // Step 26: an ed25519 subscription answers its public key, never a secret.
+        const [signedWithKey] = jsonLines(await run(features, 26));
+        expect(signedWithKey).toMatchObject({
+          events: ['reservation/cancelled'],
+          signatureType: 'ed25519',
+        });
+        expect(signedWithKey?.publicKey).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/);
+        expect(signedWithKey).not.toHaveProperty('secret');
+        // Step 27: the cancellation at MUC goes to it alone; step 28: verified with the public key.
+        const [cancelled] = jsonLines(await run(features, 27));
+        expect(cancelled?.deliveries).toEqual([signedWithKey?.id]);
+        await delivered.waitFor(6);
+        expect((await run(features, 28)).trim()).toBe('"verified":true,"schemes":["v1a"]');
+
+        // Step 29: the key answers the first message twice, then refuses other data with a 409.
+        const [first, again, reused] = jsonLines(await run(features, 29));
+        expect(first).toMatchObject({
+          kind: 'folio/charges-changed',
+          deliveries: [goneCreated?.id],
+        });
+        expect(again).toEqual(first);
+        expect(reused).toMatchObject({ status: 409, code: 'idempotency_key_reused' });
+        await delivered.waitFor(7);
+
+        // Step 30: the gone receiver's subscription disabled by a folio event; step 31: the
+        // operational event about it, received by the subscription to operational/*.
+        const [folio] = jsonLines(await run(features, 30));
+        expect(folio?.deliveries).toHaveLength(2);
+        await disabled.waitFor(2);
+        const goneAgain = disabled.entries[1]?.subscription.id;
+        expect(folio?.deliveries).toContain(goneAgain);
+        await delivered.waitFor(10); // the folio event twice (a 410), the operational event once
+        expect((await run(features, 31)).trim()).toBe(
+          `"type":"operational/subscription-disabled","data":{"subscriptionId":"${goneAgain}","reason":"endpoint_gone"}}`,
+        );
+
+        // Step 32: three check-ins to a subscription of one a second; step 33: one attempt, the
+        // others held (the clock stays put); step 34: one more each second, a second apart.
+        expect((await run(features, 32)).trim()).toBe('202 202 202');
+        await delivered.waitFor(11);
+        const at = clock.now();
+        expect((await run(features, 33)).trim()).toBe(`"at":${at}`);
+        clock.advance(1_000);
+        await delivered.waitFor(12);
+        clock.advance(1_000);
+        await delivered.waitFor(13);
+        expect((await run(features, 34)).trim().split('\n')).toEqual([
+          `"at":${at + 2_000}`,
+          `"at":${at + 1_000}`,
+          `"at":${at}`,
+        ]);
         // No command failed (curl -i writes its progress meter there when its output is no terminal).
         expect(shell.stderr()).not.toMatch(/^(curl: \(|bash: )/m);
       } finally {
