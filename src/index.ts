@@ -417,7 +417,9 @@ export type {
   ReplayPlan,
   ReplayResult,
   ReplaySelection,
+  RotateSecretOptions,
   SigningSecretsOptions,
+  StoreSubscriptionOptions,
   SubscriptionPage,
   SubscriptionRepository,
 } from './webhooks/store/repository.js';

@@ -222,6 +222,16 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX idempotency_keys_expiry ON ${s}.idempotency_keys (expires_ms)`,
     ],
   },
+  {
+    version: 9,
+    name: 'subscriptions: the public key of an ed25519 signing key',
+    statements: (s) => [
+      // The signing key (whsk_) is a secret like any other, in signing_secrets; its public key is
+      // not, and reads show it without reading (or decrypting) the secrets.
+      `ALTER TABLE ${s}.subscriptions ADD COLUMN public_key text`,
+      `COMMENT ON COLUMN ${s}.subscriptions.public_key IS 'whpk_ public key of the newest signing key when it is an ed25519 one (whsk_); NULL: an HMAC secret (whsec_)'`,
+    ],
+  },
 ];
 
 /** The key of the advisory lock that migrations of `schema` take. */

@@ -42,7 +42,9 @@ import type {
   ReplayPlan,
   ReplayResult,
   ReplaySelection,
+  RotateSecretOptions,
   SigningSecretsOptions,
+  StoreSubscriptionOptions,
   SubscriptionPage,
   SubscriptionRepository,
 } from '../webhooks/store/repository.js';
@@ -392,7 +394,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   async create(
     subscription: Subscription,
     secret: string,
-    options: { readonly at: number; readonly maxPerAccount: number },
+    options: StoreSubscriptionOptions,
   ): Promise<StoredSubscription | undefined> {
     const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = subscription;
     const { description, rateLimit, headers, metadata, signatureType } = subscription;
@@ -417,6 +419,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       jsonOrNull(headers),
       jsonOrNull(metadata),
       signatureType ?? 'hmac-sha256',
+      options.publicKey ?? null,
     ]);
     return row === undefined ? undefined : toSubscription(row);
   }
@@ -480,7 +483,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     accountCode: string,
     id: string,
     secret: string,
-    options: { readonly at: number; readonly graceMs: number },
+    options: RotateSecretOptions,
   ): Promise<boolean> {
     const [stored, keyId] = this.#seal(accountCode, id, secret);
     const rows = await this.#rows(this.#sql.rotateSecret, [
@@ -490,6 +493,9 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       keyId,
       options.at,
       options.at + options.graceMs,
+      options.publicKey ?? null,
+      options.signatureType ?? null,
+      new Date(options.at).toISOString(),
     ]);
     return rows.length > 0;
   }

@@ -37,6 +37,7 @@ export interface SubscriptionRow {
   readonly headers: Readonly<Record<string, string>> | null;
   readonly metadata: Readonly<Record<string, string>> | null;
   readonly signature_type: SignatureType | null;
+  readonly public_key: string | null;
 }
 
 /** A pending delivery with its message's body, as claims and replays return them. */
@@ -80,6 +81,7 @@ export function toSubscription(row: SubscriptionRow): StoredSubscription {
     ...(row.property_ids === null ? {} : { propertyIds: Object.freeze([...row.property_ids]) }),
     ...settings(row.description, row.rate_limit, row.headers, row.metadata),
     signatureType: row.signature_type ?? 'hmac-sha256',
+    ...(row.public_key === null ? {} : { publicKey: row.public_key }),
     createdAt: row.created_at,
     status: row.status,
     ...disabled(row.disabled_reason, row.disabled_at),
@@ -169,10 +171,12 @@ export function changeOfTuple(tuple: readonly unknown[]): SubscriptionChange {
         ),
       }
     : base;
+  const keyed =
+    tuple[17] === null ? withSettings : { ...withSettings, publicKey: tuple[17] as string };
   const subscription =
     tuple[10] === null
-      ? withSettings
-      : { ...withSettings, ...disabled(tuple[10] as DisabledReason, tuple[11] as string | null) };
+      ? keyed
+      : { ...keyed, ...disabled(tuple[10] as DisabledReason, tuple[11] as string | null) };
   return Object.freeze({ revision, id, accountCode, subscription: Object.freeze(subscription) });
 }
 

@@ -9,7 +9,7 @@ import { RELEASED_LEASE } from '../webhooks/store/repository.js';
 /** The columns a subscription is read from, in the order `changeOfTuple` in rows.ts reads them. */
 const COLUMNS = `account_code, id, endpoint_url, events, property_ids, status, created_at,
   updated_at, revision, deleted_at, disabled_reason, disabled_at, description, rate_limit, headers,
-  metadata, signature_type`;
+  metadata, signature_type, public_key`;
 
 /** The columns a pending delivery is read from (`toPending` in rows.ts), with its message's body. */
 const PENDING = `d.account_code, d.message_id, d.subscription_id, d.endpoint_url, m.body, d.attempts,
@@ -59,7 +59,8 @@ export function statements(s: string, channel: string): Statements {
   return {
     // $1 account, $2 id, $3 endpoint, $4 events, $5 property ids, $6 created, $7 updated,
     // $8 secret, $9 key id, $10 secret created ms, $11 maxPerAccount, $12 description, $13 rate
-    // limit, $14 headers and $15 metadata (JSON text, or NULL), $16 signature type.
+    // limit, $14 headers and $15 metadata (JSON text, or NULL), $16 signature type, $17 the
+    // public key of an ed25519 signing key (or NULL).
     // `guard` spares a revision in the common refusal, from the account's count of live
     // subscriptions as the statement's snapshot reads it; the accounts row, locked and re-read at
     // its latest version, makes the refusal atomic. An id the account holds is replaced, as in
@@ -85,13 +86,13 @@ export function statements(s: string, channel: string): Statements {
         INSERT INTO ${s}.subscriptions AS t (${COLUMNS}, created_revision)
         SELECT $1::text, $2::text, $3::text, $4::text[], $5::text[], 'enabled', $6::text,
           $7::text, rev.value, NULL, NULL, NULL, $12::text, $13::integer, $14::text::jsonb,
-          $15::text::jsonb, $16::text, rev.value
+          $15::text::jsonb, $16::text, $17::text, rev.value
         FROM (SELECT value FROM rev LIMIT 1) AS rev, (SELECT FROM account LIMIT 1) AS account
         ON CONFLICT (account_code, id) DO UPDATE SET endpoint_url = excluded.endpoint_url,
           events = excluded.events, property_ids = excluded.property_ids, status = 'enabled',
           description = excluded.description, rate_limit = excluded.rate_limit,
           headers = excluded.headers, metadata = excluded.metadata,
-          signature_type = excluded.signature_type,
+          signature_type = excluded.signature_type, public_key = excluded.public_key,
           created_at = excluded.created_at, updated_at = excluded.updated_at,
           revision = excluded.revision, deleted_at = NULL, disabled_reason = NULL,
           disabled_at = NULL, created_revision = CASE WHEN t.deleted_at IS NULL THEN t.created_revision
@@ -172,15 +173,22 @@ export function statements(s: string, channel: string): Statements {
         WHERE account_code = $1::text AND subscription_id = $2::text AND EXISTS (SELECT 1 FROM sub)
       )
       SELECT sub.revision, ${notify} FROM sub`,
-    // $3 secret, $4 key id, $5 at, $6 at + grace. Secrets are only inserted: an older one stops
-    // signing at the earliest retire_older_ms of the newer ones; those that no longer sign at $5
-    // are dropped. A rotation is a change: it takes a revision and is announced, so that every
-    // instance drops the secrets it holds of the subscription as it applies the change. The
-    // subscription's row lock orders rotations of one subscription.
+    // $3 secret, $4 key id, $5 at, $6 at + grace, $7 the new public key or NULL, $8 the new
+    // signature type or NULL (it stays), $9 at as text (updated_at when the type changes).
+    // Secrets are only inserted: an older one stops signing at the earliest retire_older_ms of the
+    // newer ones; those that no longer sign at $5 are dropped. A rotation is a change: it takes a
+    // revision and is announced, so that every instance drops the secrets it holds of the
+    // subscription as it applies the change. The subscription's row lock orders rotations of one
+    // subscription.
     rotateSecret: `WITH rev AS (
         UPDATE ${s}.revision SET value = value + 1 WHERE EXISTS (${live}) RETURNING value
       ), sub AS (
-        UPDATE ${s}.subscriptions AS t SET revision = rev.value
+        UPDATE ${s}.subscriptions AS t SET revision = rev.value, public_key = $7::text,
+          signature_type = coalesce($8::text, t.signature_type),
+          updated_at = CASE
+            WHEN coalesce($8::text, t.signature_type, 'hmac-sha256')
+              = coalesce(t.signature_type, 'hmac-sha256') THEN t.updated_at
+            ELSE $9::text END
         FROM rev
         WHERE t.account_code = $1::text AND t.id = $2::text AND t.deleted_at IS NULL
         RETURNING t.revision

@@ -44,6 +44,7 @@ const PARAMS: Record<keyof Statements, unknown[]> = {
     '{"X-Team":"billing"}',
     '{"owner":"ops"}',
     'hmac-sha256',
+    null,
   ],
   get: ['ACME', 'a'],
   list: ['ACME', 0, 20],
@@ -68,7 +69,7 @@ const PARAMS: Record<keyof Statements, unknown[]> = {
     'ed25519',
   ],
   delete: ['ACME', 'a', at],
-  rotateSecret: ['ACME', 'a', 'whsec_2', null, ms, ms + 1_000],
+  rotateSecret: ['ACME', 'a', 'whsk_2', null, ms, ms + 1_000, 'whpk_2', 'ed25519', at],
   signingSecrets: ['ACME', 'a', ms],
   changesSince: [0, 10_000],
   recordAttempts: [

@@ -55,6 +55,62 @@ export function subscriptionChangesContract(test: RepositoryTest): void {
       expect(await signing(T0 + 5_100)).toEqual(['s3']);
     });
 
+    test('an ed25519 subscription keeps its whsk_ key as a secret, its public key shown by get, list and the change feed', async (repository) => {
+      const subscription = aSubscription({ signatureType: 'ed25519' });
+      const stored = await created(repository, subscription, {
+        secret: 'whsk_key1',
+        publicKey: 'whpk_key1',
+      });
+      expect(stored).toMatchObject({ signatureType: 'ed25519', publicKey: 'whpk_key1' });
+      expect(await repository.signingSecrets('acme', stored.id, T0)).toEqual(['whsk_key1']);
+      expect((await repository.get('acme', stored.id))?.publicKey).toBe('whpk_key1');
+      const page = await repository.list('acme', { offset: 0, limit: 10 });
+      expect(page.items.find((s) => s.id === stored.id)?.publicKey).toBe('whpk_key1');
+      const changes = await repository.changesSince(0, 1_000);
+      expect(changes.find((c) => c.id === stored.id)?.subscription?.publicKey).toBe('whpk_key1');
+      // An HMAC subscription has none.
+      const hmac = await created(repository, aSubscription());
+      expect(hmac.publicKey).toBeUndefined();
+      expect((await repository.get('acme', hmac.id))?.publicKey).toBeUndefined();
+    });
+
+    test('a rotation sets the public key of the new key (none for an HMAC secret) and the type it names, updatedAt moving only with the type', async (repository) => {
+      const stored = await created(repository, aSubscription(), { secret: 'whsec_old' });
+      const get = async () => {
+        const found = await repository.get('acme', stored.id);
+        if (found === undefined) throw new Error('gone');
+        return found;
+      };
+      const at = T0 + HOUR;
+      const to = { at, graceMs: HOUR, publicKey: 'whpk_a', signatureType: 'ed25519' } as const;
+      expect(await repository.rotateSecret('acme', stored.id, 'whsk_a', to)).toBe(true);
+      const switched = await get();
+      expect(switched).toMatchObject({ signatureType: 'ed25519', publicKey: 'whpk_a' });
+      expect(switched.updatedAt).toBe(new Date(at).toISOString());
+      expect(switched.revision).toBeGreaterThan(stored.revision);
+      expect(await repository.signingSecrets('acme', stored.id, at)).toEqual([
+        'whsk_a',
+        'whsec_old',
+      ]);
+      // Same type: a new public key, updatedAt stays.
+      const again = { ...to, at: at + 10, publicKey: 'whpk_b' };
+      expect(await repository.rotateSecret('acme', stored.id, 'whsk_b', again)).toBe(true);
+      expect(await get()).toMatchObject({ publicKey: 'whpk_b', updatedAt: switched.updatedAt });
+      // Back to HMAC: no public key.
+      const back = { at: at + 20, graceMs: HOUR, signatureType: 'hmac-sha256' } as const;
+      expect(await repository.rotateSecret('acme', stored.id, 'whsec_c', back)).toBe(true);
+      const hmac = await get();
+      expect(hmac.signatureType).toBe('hmac-sha256');
+      expect(hmac.publicKey).toBeUndefined();
+      expect(hmac.updatedAt).toBe(new Date(at + 20).toISOString());
+      expect(await repository.signingSecrets('acme', stored.id, at + 20)).toEqual([
+        'whsec_c',
+        'whsk_b',
+        'whsk_a',
+        'whsec_old',
+      ]);
+    });
+
     test('a grace of 0 ends the old secrets at once', async (repository) => {
       const stored = await created(repository, aSubscription(), { secret: 'old' });
       await repository.rotateSecret('acme', stored.id, 'new', { at: T0 + 10, graceMs: 0 });

@@ -76,7 +76,7 @@ export function withRepository(
 export async function created(
   repository: SubscriptionRepository,
   subscription: Subscription,
-  options: { at?: number; secret?: string; maxPerAccount?: number } = {},
+  options: { at?: number; secret?: string; maxPerAccount?: number; publicKey?: string } = {},
 ): Promise<StoredSubscription> {
   const stored = await repository.create(
     subscription,
@@ -84,6 +84,7 @@ export async function created(
     {
       at: options.at ?? T0,
       maxPerAccount: options.maxPerAccount ?? 100,
+      ...(options.publicKey === undefined ? {} : { publicKey: options.publicKey }),
     },
   );
   if (stored === undefined) throw new Error(`create refused ${subscription.id}`);

@@ -7,8 +7,9 @@ import type { ResponseParts } from '../../http/problem-details.js';
 import { problemResponse } from '../../http/problem-details.js';
 import { pageNumberNavigation } from '../../pagination/links.js';
 import { generateWebhookSecret } from '../signing/signature.js';
+import { generateWebhookKeyPair } from '../signing/signing-key.js';
 import { createSubscription } from '../subscriptions/create-subscription.js';
-import type { StoredSubscription } from '../subscriptions/subscription.js';
+import type { SignatureType, StoredSubscription } from '../subscriptions/subscription.js';
 import { validateSubscriptionPatch } from '../subscriptions/subscription-patch.js';
 import { auditLogs, subscriptionAttempts } from './attempts.js';
 import type { OperationRequest, ServiceContext } from './context.js';
@@ -26,14 +27,18 @@ export const operations: Readonly<Record<Operation, Handler>> = {
   read,
   change,
   delete: remove,
-  rotate,
+  rotate: rotateSecret,
   auditLogs,
   attempts: subscriptionAttempts,
   replaySubscription,
   replayMessage,
 };
 
-/** A subscription as the API shows it: never its account, revision or secrets. @internal */
+/**
+ * A subscription as the API shows it: never its account, revision or secrets; the public key of an
+ * ed25519 one, which is no secret.
+ * @internal
+ */
 export function subscriptionView(stored: StoredSubscription) {
   const { id, endpointUrl, events, propertyIds, status, createdAt, updatedAt } = stored;
   const { disabledReason, disabledAt, description, rateLimit, headers, metadata } = stored;
@@ -49,6 +54,7 @@ export function subscriptionView(stored: StoredSubscription) {
     ...(headers === undefined ? {} : { headers }),
     ...(metadata === undefined ? {} : { metadata }),
     signatureType: stored.signatureType,
+    ...(stored.publicKey === undefined ? {} : { publicKey: stored.publicKey }),
     status,
     // Why and when, while disabled.
     ...(status === 'disabled' && disabledReason !== undefined ? { disabledReason } : {}),
@@ -63,10 +69,11 @@ async function create(context: ServiceContext, input: OperationRequest): Promise
   if (!body.ok) return body.response;
   const outcome = createSubscription(body.value, input.accountCode, context.create);
   if (!outcome.ok) return outcome.response;
-  const secret = generateWebhookSecret();
-  const stored = await context.repository.create(outcome.subscription, secret, {
+  const key = newSecret(outcome.subscription.signatureType ?? 'hmac-sha256');
+  const stored = await context.repository.create(outcome.subscription, key.secret, {
     at: Date.parse(outcome.subscription.createdAt),
     maxPerAccount: context.maxPerAccount,
+    publicKey: key.publicKey,
   });
   if (stored === undefined) {
     return serviceProblem(409, 'subscription_limit_reached', 'Too many subscriptions', {
@@ -74,9 +81,10 @@ async function create(context: ServiceContext, input: OperationRequest): Promise
     });
   }
   await context.settle(stored);
+  // An ed25519 subscription's view shows its public key; its signing key never leaves the service.
   return json(
     201,
-    { ...subscriptionView(stored), secret },
+    { ...subscriptionView(stored), ...key.shown },
     {
       location: `${context.collectionPath}/${encodeURIComponent(stored.id)}`,
       'cache-control': 'no-store',
@@ -123,10 +131,29 @@ async function change(context: ServiceContext, input: OperationRequest): Promise
     return invalidBody('invalid_subscription_change', 'Invalid subscription change', patch.issues);
   }
   const { repository, clock } = context;
-  const stored = await repository.update(input.accountCode, input.id, patch.value, clock.now());
-  if (stored === undefined) return subscriptionNotFound(input.id);
+  const { accountCode, id } = input;
+  const at = clock.now();
+  // The type is never changed alone: a change of type is a rotation to a secret of the new type
+  // (the old one signs on through the grace, so receivers can move), a change to the same type
+  // changes nothing.
+  const { signatureType, ...others } = patch.value;
+  let rotated: Rotation | undefined;
+  if (signatureType !== undefined) {
+    const current = await repository.get(accountCode, id);
+    if (current === undefined) return subscriptionNotFound(id);
+    if (current.signatureType !== signatureType) {
+      rotated = await rotate(context, accountCode, id, signatureType, at);
+      if (rotated === undefined) return subscriptionNotFound(id);
+    }
+  }
+  const stored =
+    Object.keys(others).length === 0
+      ? await repository.get(accountCode, id)
+      : await repository.update(accountCode, id, others, at);
+  if (stored === undefined) return subscriptionNotFound(id);
   await context.settle(stored);
-  return json(200, subscriptionView(stored));
+  if (rotated === undefined) return json(200, subscriptionView(stored));
+  return json(200, { ...subscriptionView(stored), ...rotated }, { 'cache-control': 'no-store' });
 }
 
 async function remove(context: ServiceContext, input: OperationRequest): Promise<ResponseParts> {
@@ -138,19 +165,67 @@ async function remove(context: ServiceContext, input: OperationRequest): Promise
   return { status: 204, headers: {}, body: '' };
 }
 
-async function rotate(context: ServiceContext, input: OperationRequest): Promise<ResponseParts> {
-  const secret = generateWebhookSecret();
-  const at = context.clock.now();
-  const rotated = await context.repository.rotateSecret(input.accountCode, input.id, secret, {
-    at,
-    graceMs: context.graceMs,
-  });
-  if (!rotated) return subscriptionNotFound(input.id);
+async function rotateSecret(
+  context: ServiceContext,
+  input: OperationRequest,
+): Promise<ResponseParts> {
+  const { accountCode, id } = input;
+  // A new secret of the subscription's type: an HMAC secret, or an ed25519 key pair.
+  const current = await context.repository.get(accountCode, id);
+  const rotated =
+    current === undefined
+      ? undefined
+      : await rotate(context, accountCode, id, current.signatureType, context.clock.now());
+  if (rotated === undefined) return subscriptionNotFound(id);
   // A rotation is a change: applied before the answer, so that this instance signs with the new
   // secret from its next attempt on.
   await context.settle();
-  const previousSecretsExpireAt = new Date(at + context.graceMs).toISOString();
-  return json(200, { secret, previousSecretsExpireAt }, { 'cache-control': 'no-store' });
+  return json(200, rotated, { 'cache-control': 'no-store' });
+}
+
+/** What a rotation answers once: the new secret or public key, and the end of the old ones. */
+type Rotation = NewSecret['shown'] & { readonly previousSecretsExpireAt: string };
+
+/**
+ * Rotate the subscription to a new secret of `type` (which it takes): its secrets so far sign on
+ * until the grace ends.
+ * @returns what to answer, or `undefined` when there is no such subscription
+ */
+async function rotate(
+  context: ServiceContext,
+  accountCode: string,
+  id: string,
+  type: SignatureType,
+  at: number,
+): Promise<Rotation | undefined> {
+  const key = newSecret(type);
+  const rotated = await context.repository.rotateSecret(accountCode, id, key.secret, {
+    at,
+    graceMs: context.graceMs,
+    publicKey: key.publicKey,
+    signatureType: type,
+  });
+  if (!rotated) return undefined;
+  return { ...key.shown, previousSecretsExpireAt: new Date(at + context.graceMs).toISOString() };
+}
+
+/** A new secret: what the repository keeps, and what the answer shows once. */
+interface NewSecret {
+  /** An HMAC secret (`whsec_…`) or an ed25519 signing key (`whsk_…`): kept, encrypted at rest. */
+  readonly secret: string;
+  /** The public key of a signing key (`whpk_…`), kept beside it. */
+  readonly publicKey: string | undefined;
+  /** The HMAC secret, or the public key: never the signing key. */
+  readonly shown: { readonly secret: string } | { readonly publicKey: string };
+}
+
+function newSecret(type: SignatureType): NewSecret {
+  if (type === 'hmac-sha256') {
+    const secret = generateWebhookSecret();
+    return { secret, publicKey: undefined, shown: { secret } };
+  }
+  const { signingKey, publicKey } = generateWebhookKeyPair();
+  return { secret: signingKey, publicKey, shown: { publicKey } };
 }
 
 function json(

@@ -23,6 +23,8 @@ import type {
   ReplayPlan,
   ReplayResult,
   ReplaySelection,
+  RotateSecretOptions,
+  StoreSubscriptionOptions,
   SubscriptionPage,
   SubscriptionRepository,
 } from './repository.js';
@@ -101,7 +103,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
   async create(
     subscription: Subscription,
     secret: string,
-    options: { readonly at: number; readonly maxPerAccount: number },
+    options: StoreSubscriptionOptions,
   ): Promise<StoredSubscription | undefined> {
     const held = this.#accounts.get(subscription.accountCode) ?? new Map();
     if (held.size >= options.maxPerAccount) return undefined;
@@ -109,6 +111,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     const stored = this.#record({
       ...copy(subscription),
       signatureType: subscription.signatureType ?? 'hmac-sha256',
+      ...(options.publicKey === undefined ? {} : { publicKey: options.publicKey }),
       status: 'enabled',
       updatedAt: iso(options.at),
       revision: 0,
@@ -185,14 +188,24 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     accountCode: string,
     id: string,
     secret: string,
-    options: { readonly at: number; readonly graceMs: number },
+    options: RotateSecretOptions,
   ): Promise<boolean> {
     const held = this.#accounts.get(accountCode);
     const current = held?.get(id);
     const secrets = current === undefined ? undefined : this.#secrets.get(keyOf(accountCode, id));
     if (held === undefined || current === undefined || secrets === undefined) return false;
     // A change like any other: a revision, announced, so that cached secrets are dropped.
-    held.set(id, this.#record(current));
+    const { publicKey: _, ...rest } = current;
+    const { signatureType = current.signatureType } = options;
+    held.set(
+      id,
+      this.#record({
+        ...rest,
+        ...(options.publicKey === undefined ? {} : { publicKey: options.publicKey }),
+        signatureType,
+        ...(signatureType === current.signatureType ? {} : { updatedAt: iso(options.at) }),
+      }),
+    );
     const until = options.at + options.graceMs;
     for (const held of secrets) {
       if (held.expiresAt === undefined || held.expiresAt > until) held.expiresAt = until;

@@ -6,6 +6,7 @@
 import type { SecretCipherError } from '../../errors/secret-cipher-error.js';
 import type { AttemptOutcome, DeliveryAttempt } from '../delivery/attempt.js';
 import type {
+  SignatureType,
   StoredSubscription,
   Subscription,
   SubscriptionChange,
@@ -16,6 +17,31 @@ import type {
 export interface SigningSecretsOptions {
   /** Told of each secret that cannot be read while others of the subscription can. */
   readonly onUnreadable?: (error: SecretCipherError) => void;
+}
+
+/** How {@link SubscriptionRepository.create} stores a subscription. */
+export interface StoreSubscriptionOptions {
+  /** The time of the change, in ms (its `updatedAt`). */
+  readonly at: number;
+  /** The most subscriptions the account may hold. */
+  readonly maxPerAccount: number;
+  /** For an ed25519 signing key (`whsk_…`): its public key (`whpk_…`), kept beside it. */
+  readonly publicKey?: string | undefined;
+}
+
+/** How {@link SubscriptionRepository.rotateSecret} rotates. */
+export interface RotateSecretOptions {
+  /** Now, in ms: the new secret signs from then on. */
+  readonly at: number;
+  /** How long (ms) every older secret keeps signing. */
+  readonly graceMs: number;
+  /** For an ed25519 signing key (`whsk_…`): its public key (`whpk_…`), kept beside it. */
+  readonly publicKey?: string | undefined;
+  /**
+   * The type the new secret signs with, which the subscription takes with it (a change of type
+   * is a rotation to a secret of the new type). Left out: the type stays.
+   */
+  readonly signatureType?: SignatureType | undefined;
 }
 
 /** One page of an account's subscriptions, in the order they were created. */
@@ -273,14 +299,17 @@ export interface SubscriptionRepository {
   /**
    * Store a new subscription with its first signing secret, unless the account holds
    * `maxPerAccount` already.
+   * @param secret - an HMAC secret (`whsec_…`) or an ed25519 signing key (`whsk_…`), kept as
+   *   secrets are (encrypted at rest where the repository encrypts)
    * @param options - `at`: the time of the change, in ms (its `updatedAt`); `maxPerAccount`: the
-   *   most subscriptions the account may hold
+   *   most subscriptions the account may hold; `publicKey`: for a `whsk_` key, its public key
+   *   (`whpk_…`), kept beside it and returned as the subscription's `publicKey`
    * @returns the stored subscription, or `undefined` when the account holds `maxPerAccount` already
    */
   create(
     subscription: Subscription,
     secret: string,
-    options: { readonly at: number; readonly maxPerAccount: number },
+    options: StoreSubscriptionOptions,
   ): Promise<StoredSubscription | undefined>;
   /** The account's subscription with this id, or `undefined` (also for another account's id). */
   get(accountCode: string, id: string): Promise<StoredSubscription | undefined>;
@@ -310,15 +339,19 @@ export interface SubscriptionRepository {
   /**
    * Give the account's subscription a new signing secret. Every secret it had keeps signing until
    * `at + graceMs` (an earlier expiry stays), the new one from now on. A rotation is a change: the
-   * subscription takes the next revision (its fields stay as they are, `updatedAt` too) and
-   * `changesSince` and `watch` tell it, so that instances drop the secrets they hold of it.
+   * subscription takes the next revision and `changesSince` and `watch` tell it, so that instances
+   * drop the secrets they hold of it. Its `publicKey` becomes `options.publicKey` (removed when
+   * left out: the new secret is an HMAC one); with `options.signatureType` it takes that type, and
+   * `updatedAt` becomes `at` when the type changes. Its other fields stay as they are, `updatedAt`
+   * too.
+   * @param secret - an HMAC secret (`whsec_…`) or an ed25519 signing key (`whsk_…`)
    * @returns whether there was such a subscription
    */
   rotateSecret(
     accountCode: string,
     id: string,
     secret: string,
-    options: { readonly at: number; readonly graceMs: number },
+    options: RotateSecretOptions,
   ): Promise<boolean>;
   /**
    * The secrets that sign for the subscription at time `at`, newest first (none when deleted).

@@ -55,6 +55,12 @@ export type DisabledReason = 'requested' | 'endpoint_failing' | 'endpoint_gone';
 export interface StoredSubscription extends Subscription {
   /** How its deliveries are to be signed: `'hmac-sha256'` unless its request named another. */
   readonly signatureType: SignatureType;
+  /**
+   * The public key (`whpk_…`) of its newest signing key, while that key is an ed25519 one (`whsk_…`,
+   * `v1a` signatures): public, shown on reads; kept beside the key, which never leaves the
+   * repository. Absent for a subscription whose newest secret is an HMAC one (`whsec_…`).
+   */
+  readonly publicKey?: string;
   /** `enabled` receives events; `disabled` does not. */
   readonly status: SubscriptionStatus;
   /** Why it is disabled; only while `status` is `disabled`. */

@@ -112,10 +112,15 @@ const event = (accountCode: string) => ({
 });
 
 /** Create a subscription on `on`; its answer's body (with the secret) and when it came. */
-async function create(on: InstanceProcess, account: string, path: string) {
+async function create(
+  on: InstanceProcess,
+  account: string,
+  path: string,
+  fields: Record<string, unknown> = {},
+) {
   const created = await on.call('POST', '/v1/subscriptions', {
     account,
-    body: { endpointUrl: `${receiver.url}/${path}`, events: ['reservation/*'] },
+    body: { endpointUrl: `${receiver.url}/${path}`, events: ['reservation/*'], ...fields },
   });
   const at = performance.now();
   expect(created.status).toBe(201);
@@ -292,6 +297,35 @@ describe('two instances on one PostgreSQL', () => {
     expect(got.path).toBe('/t5');
     for (const secret of [oldSecret, newSecret]) {
       expect(verifyWebhook(got.body, got.headers, { secrets: secret }).ok).toBe(true);
+    }
+  });
+
+  it('an ed25519 rotate on A: B’s deliveries carry a v1a signature by the new key beside the old', async () => {
+    const { subscription, at } = await create(a, 'T7', 't7', { signatureType: 'ed25519' });
+    await within('create on A, matched on B', at, () => matches(b, 'T7', subscription.id));
+    const oldKey: string = subscription.publicKey;
+    expect(oldKey.startsWith('whpk_')).toBe(true);
+    const before = await delivery((await b.publish(event('T7'))).id);
+    expect(String(before.headers['webhook-signature']).split(' ')).toHaveLength(1);
+    expect(verifyWebhook(before.body, before.headers, { publicKeys: oldKey }).ok).toBe(true);
+    const rotated = await a.call('POST', `/v1/subscriptions/${subscription.id}/secret/rotate`, {
+      account: 'T7',
+    });
+    const since = performance.now();
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toBeUndefined();
+    const newKey: string = rotated.body.publicKey;
+    expect(newKey).not.toBe(oldKey);
+    let last: ReceivedDelivery | undefined;
+    await within('ed25519 rotate on A, both signatures from B', since, async () => {
+      const { id } = await b.publish(event('T7'));
+      last = await delivery(id);
+      return String(last.headers['webhook-signature']).split(' ').length === 2;
+    });
+    const got = last as ReceivedDelivery;
+    expect(String(got.headers['webhook-signature'])).toMatch(/^v1a,\S+ v1a,\S+$/);
+    for (const key of [oldKey, newKey]) {
+      expect(verifyWebhook(got.body, got.headers, { publicKeys: key }).ok).toBe(true);
     }
   });
 

@@ -11,6 +11,7 @@ import {
   type DeliveryAttempt,
   httpTransport,
   MemorySubscriptionRepository,
+  verifyWebhook,
   type WebhookServiceOptions,
 } from '../../../src/index.js';
 import { eventLog } from '../../support/demo-service.js';
@@ -265,7 +266,7 @@ describe('the headers of a subscription over real HTTP', () => {
     expect(sent['user-agent']).toBe('acme-hooks/2');
   });
 
-  it('a subscription created with ed25519 is delivered, signed with its secret as before', async () => {
+  it('a subscription created with ed25519 is delivered signed v1a, verified with its public key', async () => {
     const { receiver, service } = await start();
     const created = await call(service, 'POST', '/v1/subscriptions', {
       body: {
@@ -275,8 +276,12 @@ describe('the headers of a subscription over real HTTP', () => {
       },
     });
     expect(created.body.signatureType).toBe('ed25519');
+    expect(created.body).not.toHaveProperty('secret');
     await service.publish({ accountCode: 'ACME', kind: 'reservation/created' });
     await receiver.waitFor(1);
-    expect(receiver.received[0]!.headers['webhook-signature']).toMatch(/^v1,/);
+    const [delivery] = receiver.received;
+    expect(delivery!.headers['webhook-signature']).toMatch(/^v1a,\S+$/);
+    const publicKeys = [created.body.publicKey];
+    expect(verifyWebhook(delivery!.body, delivery!.headers, { publicKeys }).ok).toBe(true);
   });
 });
