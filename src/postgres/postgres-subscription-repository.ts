@@ -609,6 +609,8 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       sequence: string | number;
       failing_since_ms: number | null;
       failed_messages: number | null;
+      ended_since_ms: number | null;
+      ended_messages: number | null;
     }>(this.#sql.recordAttempts, attemptColumns(batch));
     const byPosition = new Map(rows.map((row) => [Number(row.n), row]));
     return batch.map(({ attempt }, i) => {
@@ -616,12 +618,18 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       if (row === undefined)
         throw new Error(`record_attempts answered no row for attempt ${i + 1}`);
       const failingSince = row.failing_since_ms;
+      const endedSince = row.ended_since_ms;
       return {
         entry: { ...attempt, sequence: Number(row.sequence) },
         health:
           failingSince === null
             ? { failedMessages: 0 }
             : { failingSince, failedMessages: Number(row.failed_messages ?? 0) },
+        ...(endedSince === null
+          ? {}
+          : {
+              ended: { failingSince: endedSince, failedMessages: Number(row.ended_messages ?? 0) },
+            }),
       };
     });
   }

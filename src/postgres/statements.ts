@@ -223,7 +223,8 @@ export function statements(s: string, channel: string): Statements {
     // $1 to $15 the arrays of a batch of attempts, one element each (see attemptColumns in
     // rows.ts): the schema's record_attempts (see migrations.ts), one row per attempt.
     recordAttempts: `SELECT out_n AS n, out_sequence AS sequence,
-        out_failing_since_ms AS failing_since_ms, out_failed_messages AS failed_messages
+        out_failing_since_ms AS failing_since_ms, out_failed_messages AS failed_messages,
+        out_ended_since_ms AS ended_since_ms, out_ended_messages AS ended_messages
       FROM ${s}.record_attempts($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[],
         $6::float8[], $7::integer[], $8::text[], $9::text[], $10::text[], $11::float8[],
         $12::text[], $13::float8[], $14::integer[], $15::float8[])`,

@@ -234,6 +234,8 @@ it('attempts recorded in one batch leave what recording them one by one leaves, 
         // Each attempt's health is its subscription's after it: the same only within one
         // subscription's order, which the batch keeps.
         expect(together.map((r) => r.health)).toEqual(oneByOne.map((r) => r.health));
+        // And the streak each delivered attempt ended, as it stood before it.
+        expect(together.map((r) => r.ended)).toEqual(oneByOne.map((r) => r.ended));
         for (const m of messages) {
           for (const s of subscriptions) {
             expect(await postgresRepository.deliveryStatus('ACME', m, s), `${m} to ${s}`).toBe(

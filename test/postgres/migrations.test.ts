@@ -1,7 +1,8 @@
 /**
  * Migrations and concurrent writers on a real PostgreSQL: a fresh schema, a second run that applies
- * nothing, repositories starting together on one fresh database (each migration applied once),
- * and revisions that commit in order under concurrent writers from a pool.
+ * nothing, older schemas with their rows brought to the last, repositories starting together on
+ * one fresh database (each migration applied once), and revisions that commit in order under
+ * concurrent writers from a pool.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,6 +84,46 @@ describe('migrations', () => {
       expect(await repository.get('ACME', 'on')).not.toHaveProperty('disabledReason');
       const [due] = await repository.claimDeliveries({ dueBy: 1000, leaseUntil: 2000, limit: 10 });
       expect(due).toMatchObject({ messageId: 'm', subscriptionId: 'on', nextAttemptAt: 1000 });
+    },
+  );
+
+  it.each(['pg', 'pglite'] as const)(
+    'brings a schema at version 7 with an endpoint failing to the last on %s: the delivered attempt that ends the streak tells it',
+    async (name) => {
+      const schema = dbs.schema();
+      const database = dbs.database(name);
+      await migrate(databaseKind(database)!, schema, MIGRATIONS.slice(0, 7));
+      const s = `"${schema}"`;
+      // The rows version 7 leaves after a failed attempt of m1 at 2000.
+      await database.query(`INSERT INTO ${s}.subscriptions (account_code, id, endpoint_url, events,
+          status, created_at, updated_at, revision, created_revision, failing_since_ms,
+          failed_messages)
+        VALUES ('ACME', 'x', 'https://hooks.example.com/x', '{folio/created}', 'enabled',
+          '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', 1, 1, 2000, 1)`);
+      await database.query(`INSERT INTO ${s}.messages (account_code, id, kind, body, created_ms)
+        VALUES ('ACME', 'm2', 'folio/created', '{}', 1000)`);
+      await database.query(`INSERT INTO ${s}.deliveries (account_code, message_id,
+          subscription_id, endpoint_url, published_ms, next_attempt_ms)
+        VALUES ('ACME', 'm2', 'x', 'https://hooks.example.com/x', 1000, 1000)`);
+      const repository = await PostgresSubscriptionRepository.open({ database, schema });
+      try {
+        expect(repository.migration).toEqual({ applied: [8], version: LAST });
+        const record = await repository.recordAttempt('ACME', {
+          id: 'm2',
+          subscriptionId: 'x',
+          endpointUrl: 'https://hooks.example.com/x',
+          attempt: 1,
+          at: 3_000,
+          status: 204,
+          durationMs: 5,
+          outcome: 'delivered',
+        });
+        expect(record.ended).toEqual({ failingSince: 2_000, failedMessages: 1 });
+        expect(record.health).toEqual({ failedMessages: 0 });
+        expect(await repository.deliveryStatus('ACME', 'm2', 'x')).toBe('delivered');
+      } finally {
+        await repository.close();
+      }
     },
   );
 

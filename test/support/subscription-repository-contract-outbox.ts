@@ -614,6 +614,53 @@ export function subscriptionOutboxContract(test: RepositoryTest): void {
       expect(next.health).toEqual({ failingSince: T0 + 2 * MINUTE, failedMessages: 1 });
     });
 
+    test('a delivered attempt that ends a streak tells the streak as it stood; one that ends none tells nothing', async (repository) => {
+      const [a] = await subscriptions(repository, 1);
+      const [m1, m2, m3] = [aMessage(), aMessage(), aMessage()];
+      for (const m of [m1, m2, m3]) {
+        await repository.recordMessage(m, [to(a!)], { leaseUntil: T0 });
+      }
+      const failed = [
+        await repository.recordAttempt('acme', failedSend(m1.id, a!, { at: T0 + 5 })),
+        await repository.recordAttempt('acme', failedSend(m2.id, a!, { at: T0 + MINUTE })),
+      ];
+      for (const record of failed) expect(record).not.toHaveProperty('ended');
+      const recovered = await repository.recordAttempt(
+        'acme',
+        deliveredSend(m3.id, a!, { at: T0 + 2 * MINUTE }),
+      );
+      expect(recovered.ended).toEqual({ failingSince: T0 + 5, failedMessages: 2 });
+      expect(recovered.health).toEqual({ failedMessages: 0 });
+      const healthy = await repository.recordAttempt(
+        'acme',
+        deliveredSend(m1.id, a!, { attempt: 2, at: T0 + 3 * MINUTE }),
+      );
+      expect(healthy).not.toHaveProperty('ended');
+    });
+
+    test('attempts recorded at once each tell the streak they ended, if any', async (repository) => {
+      const [a, b, c] = await subscriptions(repository, 3);
+      const [m1, m2, m3] = [aMessage(), aMessage(), aMessage()];
+      for (const m of [m1, m2, m3]) {
+        await repository.recordMessage(m, [to(a!), to(b!), to(c!)], { leaseUntil: T0 });
+      }
+      await repository.recordAttempt('acme', failedSend(m1.id, a!, { at: T0 }));
+      await repository.recordAttempt('acme', failedSend(m2.id, a!, { at: T0 + 1 }));
+      const [endsA, healthyB, failsC, endsC] = await Promise.all([
+        repository.recordAttempt('acme', deliveredSend(m3.id, a!, { at: T0 + MINUTE })),
+        repository.recordAttempt('acme', deliveredSend(m3.id, b!, { at: T0 + MINUTE })),
+        repository.recordAttempt('acme', failedSend(m1.id, c!, { at: T0 + MINUTE })),
+        repository.recordAttempt('acme', deliveredSend(m2.id, c!, { at: T0 + MINUTE + 1 })),
+      ]);
+      expect(endsA?.ended).toEqual({ failingSince: T0, failedMessages: 2 });
+      expect(healthyB).not.toHaveProperty('ended');
+      expect(failsC).not.toHaveProperty('ended');
+      expect(endsC?.ended).toEqual({ failingSince: T0 + MINUTE, failedMessages: 1 });
+      for (const record of [endsA, healthyB, endsC]) {
+        expect(record?.health).toEqual({ failedMessages: 0 });
+      }
+    });
+
     test('each subscription has its own streak, in each account', async (repository) => {
       const [a, b] = await subscriptions(repository, 2);
       await created(repository, aSubscription({ id: a!, accountCode: 'globex' }));

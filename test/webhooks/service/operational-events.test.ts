@@ -3,9 +3,10 @@
  * when the service disables a subscription, `attempt-exhausted` when a delivery is given up,
  * `attempt-failing` after the third failed attempt of a message, `attempt-recovered` at the first
  * success after a failing streak; to every subscription of the account that names them, never to
- * the one they are about, and none about the delivery of an operational event.
+ * the one they are about, and none about the delivery of an operational event. `attempt-recovered`
+ * on PGlite too, whose repository tells the streak a success ended.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type DeliveryJob,
   exampleEventCatalog,
@@ -15,6 +16,8 @@ import {
   type TransportRequest,
   verifyWebhook,
 } from '../../../src/index.js';
+import { TestDatabases } from '../../postgres/databases.js';
+import { pgliteInMemory } from '../../support/pglite-template.js';
 import { startReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
 import {
   call,
@@ -236,6 +239,51 @@ describe('operational events', () => {
     });
     expect(misspelt.status).toBe(400);
     expect(JSON.stringify(misspelt.body)).toContain('operational/attempt-failing');
+  });
+});
+
+describe('operational events on PGlite', () => {
+  const databases = new TestDatabases();
+  // PGlite alone: the file needs no PostgreSQL server.
+  beforeAll(async () => {
+    databases.lite = await pgliteInMemory();
+  });
+  afterAll(() => databases.stop());
+
+  it('attempt-recovered at the first success after a failing streak, with when it started and its messages; none for a success without one', async () => {
+    const repository = await databases.open('pglite');
+    try {
+      const h = await harness({ repository });
+      const a = await h.subscribe('a.example.com', ['reservation/*']);
+      const watcher = await h.subscribe('w.example.com', ['operational/attempt-recovered']);
+      h.statuses.set('a.example.com', 500);
+      const first = await reservation(h.made);
+      const second = await reservation(h.made);
+      const failingSince = h.made.clock.now();
+      await h.run((job) => job.id === first.id);
+      h.made.clock.advance(1_000);
+      await h.run((job) => job.id === second.id);
+      expect(h.operational()).toEqual([]);
+      h.statuses.set('a.example.com', 200);
+      await h.run((job) => job.id === first.id);
+      const events = h.operational();
+      expect(events.map(({ job }) => job.subscriptionId)).toEqual([watcher]);
+      expect(events[0]!.event).toMatchObject({
+        type: 'operational/attempt-recovered',
+        accountId: 'ACME',
+        data: {
+          subscriptionId: a,
+          messageId: first.id,
+          failingSince: new Date(failingSince).toISOString(),
+          failedMessages: 2,
+        },
+      });
+      await h.run((job) => job.id === second.id);
+      expect(h.operational()).toHaveLength(1);
+      expect(h.made.errors).toEqual([]);
+    } finally {
+      await repository.close();
+    }
   });
 });
 
