@@ -385,9 +385,12 @@ describe('README walk-through (npm run demo)', () => {
         const goneAgain = disabled.entries[1]?.subscription.id;
         expect(folio?.deliveries).toContain(goneAgain);
         await delivered.waitFor(10); // the folio event twice (a 410), the operational event once
-        expect((await run(features, 31)).trim()).toBe(
-          `"type":"operational/subscription-disabled","data":{"subscriptionId":"${goneAgain}","reason":"endpoint_gone"}}`,
+        const told = (await run(features, 31)).trim();
+        expect(told.split('\n')).toHaveLength(1);
+        expect(told).toMatch(
+          /^"type":"operational\/subscription-disabled","accountId":"LIVE-ACME",/,
         );
+        expect(told).toContain(`"data":{"subscriptionId":"${goneAgain}","reason":"endpoint_gone"}`);
 
         // Step 32: three check-ins to a subscription of one a second; step 33: one attempt, the
         // others held (the clock stays put); step 34: one more each second, a second apart.

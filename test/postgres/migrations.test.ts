@@ -107,7 +107,7 @@ describe('migrations', () => {
         VALUES ('ACME', 'm2', 'x', 'https://hooks.example.com/x', 1000, 1000)`);
       const repository = await PostgresSubscriptionRepository.open({ database, schema });
       try {
-        expect(repository.migration).toEqual({ applied: [8], version: LAST });
+        expect(repository.migration).toEqual({ applied: [8, 9], version: LAST });
         const record = await repository.recordAttempt('ACME', {
           id: 'm2',
           subscriptionId: 'x',
