@@ -41,7 +41,7 @@ export const FAILING_ATTEMPT = 3;
  * message to a subscription, `attempt-exhausted` when its delivery is given up for its schedule
  * (`attempts_exhausted`, `max_age`), `attempt-recovered` at the success that ended a failing
  * streak. Each once per message, subscription and round (a replay is a round of its own); a
- * streak is told by its start. @internal
+ * streak is told by its start and the attempt that ended it. @internal
  */
 export function attemptFacts(
   accountCode: string,
@@ -74,7 +74,9 @@ export function attemptFacts(
     facts.push({
       ...about,
       kind: 'operational/attempt-recovered',
-      fact: [subscriptionId, failingSince],
+      // A streak is ended by one delivered attempt on record: told by its start and that attempt,
+      // so that two streaks that started at one instant are two facts.
+      fact: [subscriptionId, failingSince, messageId, round, attempt.attempt],
       data: {
         subscriptionId,
         messageId,

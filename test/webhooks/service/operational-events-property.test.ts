@@ -175,7 +175,26 @@ describe('operational events: the oracle', () => {
           await made.service.close();
         }
       }),
-      { numRuns: 100 },
+      {
+        numRuns: 100,
+        examples: [
+          // Two failing streaks of one subscription that start at one instant: two recoveries.
+          [
+            [
+              { op: 'publish' },
+              { op: 'run', pick: 0, status: 200 },
+              { op: 'publish' },
+              { op: 'run', pick: 0, status: 410 },
+              { op: 'run', pick: 1, status: 200 },
+              { op: 'run', pick: 4, status: 500 },
+              { op: 'run', pick: 20, status: 200 },
+              { op: 'run', pick: 0, status: 200 },
+              { op: 'run', pick: 17, status: 500 },
+              { op: 'run', pick: 0, status: 200 },
+            ],
+          ],
+        ],
+      },
     );
   });
 });
