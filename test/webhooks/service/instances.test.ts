@@ -301,15 +301,15 @@ describe('two instances on one PostgreSQL', () => {
   });
 
   it('an ed25519 rotate on A: B’s deliveries carry a v1a signature by the new key beside the old', async () => {
-    const { subscription, at } = await create(a, 'T7', 't7', { signatureType: 'ed25519' });
-    await within('create on A, matched on B', at, () => matches(b, 'T7', subscription.id));
+    const { subscription, at } = await create(a, 'T8', 't8', { signatureType: 'ed25519' });
+    await within('create on A, matched on B', at, () => matches(b, 'T8', subscription.id));
     const oldKey: string = subscription.publicKey;
     expect(oldKey.startsWith('whpk_')).toBe(true);
-    const before = await delivery((await b.publish(event('T7'))).id);
+    const before = await delivery((await b.publish(event('T8'))).id);
     expect(String(before.headers['webhook-signature']).split(' ')).toHaveLength(1);
     expect(verifyWebhook(before.body, before.headers, { publicKeys: oldKey }).ok).toBe(true);
     const rotated = await a.call('POST', `/v1/subscriptions/${subscription.id}/secret/rotate`, {
-      account: 'T7',
+      account: 'T8',
     });
     const since = performance.now();
     expect(rotated.status).toBe(200);
@@ -318,7 +318,7 @@ describe('two instances on one PostgreSQL', () => {
     expect(newKey).not.toBe(oldKey);
     let last: ReceivedDelivery | undefined;
     await within('ed25519 rotate on A, both signatures from B', since, async () => {
-      const { id } = await b.publish(event('T7'));
+      const { id } = await b.publish(event('T8'));
       last = await delivery(id);
       return String(last.headers['webhook-signature']).split(' ').length === 2;
     });
