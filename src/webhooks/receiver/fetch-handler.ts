@@ -4,6 +4,7 @@
  * @module
  */
 import type { ResponseParts } from '../../http/problem-details.js';
+import { readBounded, TOO_LARGE, UNREADABLE } from '../../internal/read-bounded.js';
 import type { WebhookReceiverCore } from './receive.js';
 
 /** Read the request's body, answer it. @internal */
@@ -24,31 +25,9 @@ async function readBody(
 ): Promise<Uint8Array | 'too_large' | 'unreadable'> {
   const declared = Number(request.headers.get('content-length') ?? '0');
   if (declared > limit) return 'too_large';
-  if (request.body === null) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => undefined);
-        return 'too_large';
-      }
-      chunks.push(value);
-    }
-  } catch {
-    return 'unreadable';
-  }
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return body;
+  const body = await readBounded(request, limit);
+  if (body === TOO_LARGE) return 'too_large';
+  return body === UNREADABLE ? 'unreadable' : body;
 }
 
 function toResponse(parts: ResponseParts): Response {

@@ -4,6 +4,7 @@
  * @module
  */
 import type { ResponseParts } from '../../http/problem-details.js';
+import { readBounded, TOO_LARGE, UNREADABLE } from '../../internal/read-bounded.js';
 import { serviceProblem } from './problems.js';
 
 /** The body, parsed, or the problem response that refuses it. @internal */
@@ -54,47 +55,6 @@ export function isJsonMediaType(header: string | null): boolean {
   if (slash <= 0) return false;
   const subtype = essence.slice(slash + 1);
   return essence === 'application/json' || (subtype.endsWith('+json') && subtype.length > 5);
-}
-
-const TOO_LARGE = Symbol('too large');
-const UNREADABLE = Symbol('unreadable');
-
-// Counted chunk by chunk: a body sent without Content-Length (chunked) is bounded all the same.
-async function readBounded(
-  request: Request,
-  maxBytes: number,
-): Promise<Uint8Array | typeof TOO_LARGE | typeof UNREADABLE> {
-  const stream = request.body;
-  if (stream === null) return new Uint8Array(0);
-  let reader: ReadableStreamDefaultReader<Uint8Array>;
-  try {
-    reader = stream.getReader();
-  } catch {
-    return UNREADABLE; // read before, by whoever handed the request on
-  }
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > maxBytes) {
-        reader.cancel().catch(() => undefined);
-        return TOO_LARGE;
-      }
-      chunks.push(value);
-    }
-  } catch {
-    return UNREADABLE;
-  }
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return bytes;
 }
 
 const refused = (response: ResponseParts): BodyReading => ({ ok: false, response });
