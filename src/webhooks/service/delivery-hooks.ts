@@ -187,7 +187,7 @@ export function serviceDeliveryHooks(settings: ServiceDeliveryHooksSettings): De
         paused.delete(id);
       }
       const rate = index.get(id)?.rateLimit;
-      return rate === undefined ? undefined : settings.rates.until(id, rate);
+      return rate === undefined ? undefined : settings.rates.until(id, rate, now);
     },
   };
 }

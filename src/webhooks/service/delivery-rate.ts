@@ -28,8 +28,6 @@ type RateLimiter = Limiter<LimitStore>;
 export interface DeliveryRatesSettings {
   /** Where the admissions are kept: a MemoryStore (one instance) or a RedisStore timed by the caller. */
   readonly store: LimitStore | undefined;
-  /** The deliveries' clock. */
-  readonly clock: Clock;
   /** Told of a decision the store could not make (the delivery goes all the same). */
   readonly onError: (error: unknown) => void;
 }
@@ -43,6 +41,9 @@ export interface DeliveryRatesSettings {
 export class DeliveryRates {
   readonly #store: LimitStore;
   readonly #clock: Clock;
+  // The time of the attempt being decided, on the limiter's clock: set before each check, so that
+  // the rate counts a delivery at the very time its attempt is reported at.
+  #at = 0;
   readonly #onError: (error: unknown) => void;
   readonly #limiters = new Map<number, RateLimiter>();
   // A store that times decisions by its own clock is told once, then passed by.
@@ -50,7 +51,7 @@ export class DeliveryRates {
 
   constructor(settings: DeliveryRatesSettings) {
     this.#store = settings.store ?? new MemoryStore();
-    this.#clock = { now: () => settings.clock.now() * SCALE };
+    this.#clock = { now: () => this.#at };
     this.#onError = settings.onError;
   }
 
@@ -61,11 +62,17 @@ export class DeliveryRates {
    * delivery for ever.
    * @param subscriptionId - the subscription
    * @param rate - its `rateLimit`, whole deliveries per second
+   * @param at - the attempt's time (ms on the deliveries' clock): the time the rate counts it at
    */
-  until(subscriptionId: string, rate: number): number | undefined | Promise<number | undefined> {
+  until(
+    subscriptionId: string,
+    rate: number,
+    at: number,
+  ): number | undefined | Promise<number | undefined> {
     if (this.#ownTime) return undefined;
     let decision: Decision | Promise<Decision>;
-    const now = this.#clock.now();
+    const now = at * SCALE;
+    this.#at = now;
     try {
       // The rate is part of the key: a changed rate counts afresh (docs/webhook-service.md).
       decision = this.#limiter(rate).check(

@@ -192,7 +192,7 @@ class Service implements WebhookService {
     const settle = (stored?: StoredSubscription) => this.#mirror.settle(stored).catch(onError);
     // The deliverer createDeliverer makes, its steps the service's hooks.
     const { onAttempt, rateLimitStore, ...delivery } = settings.delivery;
-    const rates = new DeliveryRates({ store: rateLimitStore, clock, onError });
+    const rates = new DeliveryRates({ store: rateLimitStore, onError });
     const hooks = serviceDeliveryHooks({
       repository,
       index: this.#index,
