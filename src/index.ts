@@ -353,6 +353,7 @@ export type {
   WebhookServiceOptions,
 } from './webhooks/service/options.js';
 export { webhookServiceDefaults } from './webhooks/service/options.js';
+export type { PortalToken, PortalTokenRequest } from './webhooks/service/portal-token.js';
 export type { WebhookServiceProblemCode } from './webhooks/service/problems.js';
 export { webhookServiceProblemCodes } from './webhooks/service/problems.js';
 export type {

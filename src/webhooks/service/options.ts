@@ -107,6 +107,13 @@ export interface WebhookServiceOptions {
    * @defaultValue a random key: cursors hold on this instance until it restarts
    */
   cursorKey?: CursorSecret;
+  /**
+   * Signs portal tokens (`service.portalToken()`), at least 32 bytes (a refusal tells its size,
+   * never the key); give the same key to every instance. Without it the service issues no portal
+   * token and takes none: a bearer token that starts `portal.` is answered 401.
+   * @defaultValue none
+   */
+  portalKey?: CursorSecret;
   /** Told of every failure the service survived. @defaultValue one line on `console.error` */
   onError?: (error: unknown) => void;
   /** Told once at start when secrets are stored unencrypted. @defaultValue `console.warn` */
@@ -228,13 +235,19 @@ const keyBytes = (value: unknown): number =>
       : -1;
 
 // A key: a refusal tells its size, never the key.
-const CURSOR_KEY = secretRule<CursorSecret>(
-  {
-    expected: `a string or Uint8Array of at least ${CURSOR_KEY_BYTES} bytes (leave it out for a random one)`,
-    read: (value) => (keyBytes(value) >= CURSOR_KEY_BYTES ? (value as CursorSecret) : INVALID),
-  },
-  (value) =>
-    typeof value === 'string' ? `a string of ${keyBytes(value)} bytes` : secretSize(value),
+const signingKey = (leftOut: string) =>
+  secretRule<CursorSecret>(
+    {
+      expected: `a string or Uint8Array of at least ${CURSOR_KEY_BYTES} bytes (${leftOut})`,
+      read: (value) => (keyBytes(value) >= CURSOR_KEY_BYTES ? (value as CursorSecret) : INVALID),
+    },
+    (value) =>
+      typeof value === 'string' ? `a string of ${keyBytes(value)} bytes` : secretSize(value),
+  );
+
+const CURSOR_KEY = signingKey('leave it out for a random one');
+const PORTAL_KEY = signingKey(
+  'crypto.randomBytes(32) makes one; leave it out to issue no portal tokens',
 );
 
 // What a value must be, for the refusal of limits given without a limiter to apply them.
@@ -274,6 +287,7 @@ const SERVICE_RULES = {
   secretGracePeriodMs: wholeNumber(0),
   basePath: BASE_PATH,
   cursorKey: CURSOR_KEY,
+  portalKey: PORTAL_KEY,
   onError: aFunction<(error: unknown) => void>('takes an error'),
   onWarning: aFunction<(message: string) => void>('takes a message'),
   pollIntervalMs: wholeNumber(0, MAX_TIMER_MS),

@@ -10,6 +10,9 @@ import type { SubscriptionPatchIssue } from '../subscriptions/subscription-patch
 export const webhookServiceProblemCodes = [
   'unauthenticated',
   'request_not_attributed',
+  'portal_token_invalid',
+  'portal_token_expired',
+  'portal_read_only',
   'route_not_found',
   'method_not_allowed',
   'unsupported_media_type',

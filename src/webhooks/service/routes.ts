@@ -38,6 +38,11 @@ const AUDIT_LOGS: Readonly<Record<string, Operation>> = { GET: 'auditLogs' };
 const ATTEMPTS: Readonly<Record<string, Operation>> = { GET: 'attempts' };
 const REPLAY_SUBSCRIPTION: Readonly<Record<string, Operation>> = { POST: 'replaySubscription' };
 const REPLAY_MESSAGE: Readonly<Record<string, Operation>> = { POST: 'replayMessage' };
+/** The paths without an id, and their routes. */
+const FIXED: Readonly<Record<string, Readonly<Record<string, Operation>>>> = {
+  '/v1/subscriptions': COLLECTION,
+  '/v1/audit-logs': AUDIT_LOGS,
+};
 /** The routes under a subscription's path. */
 const SUBRESOURCES: Readonly<Record<string, Readonly<Record<string, Operation>>>> = {
   '': ITEM,
@@ -54,8 +59,8 @@ const SUBRESOURCES: Readonly<Record<string, Readonly<Record<string, Operation>>>
 export function matchRoute(method: string, pathname: string, basePath: string): RouteMatch {
   if (!pathname.startsWith(basePath)) return notFound(pathname);
   const rest = pathname.slice(basePath.length);
-  if (rest === '/v1/subscriptions') return byMethod(COLLECTION, method, '');
-  if (rest === '/v1/audit-logs') return byMethod(AUDIT_LOGS, method, '');
+  const fixed = Object.hasOwn(FIXED, rest) ? FIXED[rest] : undefined;
+  if (fixed !== undefined) return byMethod(fixed, method, '');
   for (const [prefix, subresources, missing] of ITEMS) {
     if (!rest.startsWith(prefix)) continue;
     const tail = rest.slice(prefix.length);
@@ -83,6 +88,29 @@ const ITEMS = [
   ['/v1/subscriptions/', SUBRESOURCES, subscriptionNotFound],
   ['/v1/messages/', MESSAGE_SUBRESOURCES, messageNotFound],
 ] as const;
+
+/** One route of the table: its method, its path (an item's id written `{id}`) and operation. @internal */
+export interface RouteEntry {
+  readonly method: string;
+  readonly path: string;
+  readonly operation: Operation;
+}
+
+/** Every route {@link matchRoute} answers, from the tables it matches by. @internal */
+export function routeTable(): RouteEntry[] {
+  const entries: RouteEntry[] = [];
+  const add = (path: string, routes: Readonly<Record<string, Operation>>) => {
+    for (const [method, operation] of Object.entries(routes)) {
+      entries.push({ method, path, operation });
+    }
+  };
+  for (const [path, routes] of Object.entries(FIXED)) add(path, routes);
+  for (const [prefix, subresources] of ITEMS) {
+    for (const [after, routes] of Object.entries(subresources))
+      add(`${prefix}{id}${after}`, routes);
+  }
+  return entries;
+}
 
 // An id is one segment: `%2F` in it is part of the id, not a separator.
 function decodeId(encoded: string): string | undefined {

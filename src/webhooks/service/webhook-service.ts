@@ -46,6 +46,13 @@ import {
   type WebhookServiceLimits,
   type WebhookServiceOptions,
 } from './options.js';
+import {
+  PORTAL_TOKEN_PREFIX,
+  type PortalClaims,
+  type PortalToken,
+  type PortalTokenRequest,
+  PortalTokens,
+} from './portal-token.js';
 import { internalError, serviceProblem } from './problems.js';
 import { matchRoute } from './routes.js';
 
@@ -143,6 +150,24 @@ export interface WebhookService {
    * @returns how many it deleted
    */
   deleteExpiredAttempts(): Promise<number>;
+  /**
+   * Issue a portal token: a bearer token that acts as one account on this service's API until it
+   * expires, signed with `portalKey` and stored nowhere (see docs/webhook-service.md, "Portal
+   * tokens"). A request with `Authorization: Bearer <token>` is that account without `identify`
+   * being asked, limited under the client id `portal:<accountCode>`; a read-only token's changes
+   * (POST, PATCH, DELETE) are answered 403 `portal_read_only`.
+   * @returns the token, the portal link `{basePath}/portal#token=<token>` (the token in the
+   *   fragment, which never reaches a server) and when it expires (ms, the service's clock)
+   * @throws ConfigurationError `invalid_option` when the service has no `portalKey`, or for a
+   *   request that is no `{ accountCode, ttlSeconds?, readOnly? }` (an empty account code, a ttl
+   *   that is no whole number of seconds from 1 to 604800)
+   * @example
+   * ```ts
+   * const { url } = service.portalToken({ accountCode: 'ACME', ttlSeconds: 900, readOnly: true });
+   * // Hand `url` to the account's signed-in user (a redirect, a link in your dashboard).
+   * ```
+   */
+  portalToken(request: PortalTokenRequest): PortalToken;
 }
 
 /**
@@ -165,9 +190,13 @@ export function createWebhookService(options: WebhookServiceOptions): WebhookSer
   return new Service(readServiceOptions(options));
 }
 
-/** What the gate hands to `identify`: the request, and what `identify` answered for it. */
+/**
+ * What the gate hands to `identify`: the request, the portal token's claims when it carries one,
+ * and what `identify` answered for it.
+ */
 interface GateRequest {
   readonly request: Request;
+  readonly portal: PortalClaims | undefined;
   identity?: unknown;
 }
 
@@ -182,6 +211,7 @@ class Service implements WebhookService {
   #timer: ReturnType<typeof setInterval> | undefined;
   readonly #retention: AttemptRetention;
   readonly #outbox: Outbox;
+  readonly #portal: PortalTokens | undefined;
   #warned = false;
   #closed = false;
 
@@ -263,6 +293,8 @@ class Service implements WebhookService {
       replay: (accountCode, selection) => this.#outbox.replay(accountCode, selection),
       replayPaceMs: settings.replayPaceMs,
     };
+    this.#portal =
+      settings.portalKey === undefined ? undefined : new PortalTokens(settings.portalKey, clock);
     const { limiter, identify } = settings;
     this.#gate =
       limiter === undefined
@@ -271,7 +303,9 @@ class Service implements WebhookService {
             ...(settings.limits as WebhookServiceLimits | undefined),
             limiter,
             identify: (gated) => {
-              const identity = identify(gated.request);
+              // A portal token is the account it names; the platform's identify never sees it.
+              const identity =
+                gated.portal === undefined ? identify(gated.request) : portalIdentity(gated.portal);
               gated.identity = identity;
               return identity;
             },
@@ -433,6 +467,11 @@ class Service implements WebhookService {
     );
   }
 
+  portalToken(request: PortalTokenRequest): PortalToken {
+    if (this.#portal === undefined) throw noPortalKey();
+    return this.#portal.issue(request, this.#settings.basePath);
+  }
+
   readonly fetch = (request: Request): Promise<Response> => this.#respond(request);
 
   async #respond(request: Request): Promise<Response> {
@@ -453,15 +492,22 @@ class Service implements WebhookService {
     const unready = await this.#ready();
     if (unready !== undefined) return unready;
     const url = new URL(request.url);
+    const bearer = this.#bearer(request);
+    if (bearer !== undefined && !bearer.ok) return bearer.response;
+    const portal = bearer?.claims;
     const gate = this.#gate;
-    if (gate === undefined) return this.#identified(request, url, await this.#identify(request));
-    const gated: GateRequest = { request };
+    if (gate === undefined) {
+      const identity =
+        portal === undefined ? await this.#identify(request) : portalIdentity(portal);
+      return this.#identified(request, url, identity, portal);
+    }
+    const gated: GateRequest = { request, portal };
     const verdict = await gate.check(gated, request.method, url.pathname, (g) =>
       g.request.headers.get(gate.trackingIdHeader),
     );
     if (verdict.response !== undefined) return verdict.response;
     try {
-      const parts = await this.#identified(request, url, await gated.identity);
+      const parts = await this.#identified(request, url, await gated.identity, portal);
       return { ...parts, headers: { ...parts.headers, ...verdict.headers } };
     } finally {
       verdict.release();
@@ -480,6 +526,43 @@ class Service implements WebhookService {
     }
   }
 
+  /**
+   * The portal token a request carries as `Authorization: Bearer portal.…`: its claims, or the
+   * 401 that refuses it; `undefined` for a request with no portal token (`identify` tells who it
+   * is). The answers never show the token.
+   */
+  #bearer(
+    request: Request,
+  ):
+    | { readonly ok: true; readonly claims: PortalClaims }
+    | { readonly ok: false; readonly response: ResponseParts }
+    | undefined {
+    const token = bearerToken(request.headers.get('authorization'));
+    if (token === undefined || !token.startsWith(PORTAL_TOKEN_PREFIX)) return undefined;
+    const verified = this.#portal?.verify(token);
+    if (verified?.ok === true) return verified;
+    if (verified?.reason === 'expired') {
+      return {
+        ok: false,
+        response: portalRefused(
+          'portal_token_expired',
+          'Portal session expired',
+          'The portal session expired; open the portal again from your account to start a new one.',
+        ),
+      };
+    }
+    return {
+      ok: false,
+      response: portalRefused(
+        'portal_token_invalid',
+        'Portal token invalid',
+        this.#portal === undefined
+          ? 'This service takes no portal tokens; open the portal again from your account.'
+          : 'The portal token is not one this service issued, or it was changed; open the portal again from your account.',
+      ),
+    };
+  }
+
   /** The identity of a request outside the gate; a throwing identify is a failure to attribute. */
   async #identify(request: Request): Promise<unknown> {
     try {
@@ -490,7 +573,12 @@ class Service implements WebhookService {
     }
   }
 
-  async #identified(request: Request, url: URL, identity: unknown): Promise<ResponseParts> {
+  async #identified(
+    request: Request,
+    url: URL,
+    identity: unknown,
+    portal: PortalClaims | undefined,
+  ): Promise<ResponseParts> {
     if (identity === NOT_ATTRIBUTED) {
       return serviceProblem(500, 'request_not_attributed', 'The request could not be attributed', {
         detail: 'The service failed to tell who sent this request, so it was not processed.',
@@ -504,12 +592,55 @@ class Service implements WebhookService {
     }
     const route = matchRoute(request.method, url.pathname, this.#settings.basePath);
     if (!route.ok) return route.response;
+    if (portal?.readOnly === true && !READING_METHODS.has(request.method)) return readOnlyRefused();
     const input: OperationRequest = { request, url, accountCode, id: route.id };
     return operations[route.operation](this.#context, input);
   }
 }
 
 const NOT_ATTRIBUTED = Symbol('not attributed');
+
+// What a read-only portal token may ask: every other method of a route changes something.
+const READING_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
+
+/** The token of an `Authorization: Bearer <token>` header (the scheme in any case), if any. */
+function bearerToken(header: string | null): string | undefined {
+  if (header === null) return undefined;
+  const match = /^bearer +(\S+)$/i.exec(header);
+  return match?.[1];
+}
+
+/** Who a portal token's requests are: its account, counted under a client id of its own. */
+function portalIdentity(claims: PortalClaims): { clientId: string; accountCode: string } {
+  return { clientId: `portal:${claims.accountCode}`, accountCode: claims.accountCode };
+}
+
+function portalRefused(
+  code: 'portal_token_invalid' | 'portal_token_expired',
+  title: string,
+  detail: string,
+): ResponseParts {
+  return serviceProblem(401, code, title, {
+    detail,
+    headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+  });
+}
+
+function readOnlyRefused(): ResponseParts {
+  return serviceProblem(403, 'portal_read_only', 'Read-only portal session', {
+    detail:
+      'This portal session is read-only: it reads subscriptions and deliveries but changes nothing. Ask for a portal session that may make changes.',
+  });
+}
+
+/** portalToken() on a service made without the key that signs them. */
+function noPortalKey(): ConfigurationError {
+  return refused(
+    'portalKey',
+    'given to createWebhookService to issue portal tokens (a string or Uint8Array of at least 32 bytes, such as crypto.randomBytes(32), the same on every instance)',
+    undefined,
+  );
+}
 
 /** The account code of an identity, or `undefined` when it names none. */
 function accountOf(identity: unknown): string | undefined {
