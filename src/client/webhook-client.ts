@@ -4,14 +4,7 @@
  * as `WebhookApiError`.
  * @module
  */
-import {
-  aFunction,
-  anything,
-  INVALID,
-  type Rule,
-  readOptions,
-  requiredValue,
-} from '../internal/options.js';
+import { aFunction, INVALID, type Rule, readOptions, requiredValue } from '../internal/options.js';
 import { cursorPages } from './cursor-iterator.js';
 import { createRetryingFetch, type FetchFunction, type RetryingFetchOptions } from './fetch.js';
 import { pageNumberPages } from './page-number-iterator.js';
@@ -153,9 +146,13 @@ const CLIENT_RULES = {
   baseUrl: BASE_URL,
   headers: HEADERS,
   fetch: aFunction<FetchFunction>('sends a request as fetch does'),
-  retry: anything('the options of createRetryingFetch, such as { maxRetries: 5 }') as Rule<
-    Omit<RetryingFetchOptions, 'fetch'>
-  >,
+  retry: {
+    expected: 'the options of createRetryingFetch but fetch, such as { maxRetries: 5 }',
+    read: (value) =>
+      typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? (value as Omit<RetryingFetchOptions, 'fetch'>)
+        : INVALID,
+  } satisfies Rule<Omit<RetryingFetchOptions, 'fetch'>>,
 };
 
 /**

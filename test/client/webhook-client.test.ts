@@ -435,6 +435,12 @@ describe('createWebhookClient: options and portability', () => {
     expect(() => createWebhookClient({ baseUrl: 'https://a', headers: 'x' as never })).toThrow(
       /headers must be/,
     );
+    expect(() => createWebhookClient({ baseUrl: 'https://a', retry: 5 as never })).toThrow(
+      /retry must be/,
+    );
+    expect(() => createWebhookClient({ baseUrl: 'https://a', retry: { maxRetries: -1 } })).toThrow(
+      ConfigurationError,
+    );
   });
 
   it('imports no node: module, so that it runs in browsers and workers', () => {
