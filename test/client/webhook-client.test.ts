@@ -443,7 +443,7 @@ describe('createWebhookClient: options and portability', () => {
     );
   });
 
-  it('imports no node: module, so that it runs in browsers and workers', () => {
+  it('src/client imports no node: module of its own, so that it can run in browsers and workers', () => {
     const dir = resolve(import.meta.dirname, '../../src/client');
     for (const file of readdirSync(dir)) {
       expect(readFileSync(join(dir, file), 'utf8'), file).not.toMatch(/from ['"]node:/);
