@@ -251,6 +251,25 @@ for (const [name, build] of Object.entries(adapters)) {
   }
 }
 
+// The webhook client from the client subpath throws the service's problem as a WebhookApiError.
+for (const [label, client] of [
+  ['esm', esmClient],
+  ['cjs', cjsClient],
+]) {
+  const webhooks = client.createWebhookClient({
+    baseUrl: 'https://api.example.com',
+    fetch: async () =>
+      new Response(JSON.stringify({ status: 404, code: 'subscription_not_found', title: 'x' }), {
+        status: 404,
+        headers: { 'content-type': 'application/problem+json' },
+      }),
+  });
+  const error = await webhooks.subscriptions.get('x').catch((caught) => caught);
+  if (!client.isWebhookApiError(error) || error.code !== 'subscription_not_found') {
+    throw new Error(`${label} createWebhookClient: ${error}`);
+  }
+}
+
 // The pacing client from the client subpath spaces requests under a preset with a fake clock.
 for (const [label, client] of [
   ['esm', esmClient],

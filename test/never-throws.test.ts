@@ -9,7 +9,7 @@
  *   the right kind (docs/http.md: "for any input, even a hand-made decision"), `rateLimitFields`,
  *   `parseRetryAfter`, `parseHttpDate`, `isWellFormedTrackingId`;
  * - errors: `isApiConventionsError`, `isConfigurationError`, `isInvalidRequestError`,
- *   `isPaginationClientError` ("anything caught");
+ *   `isPaginationClientError`, `isWebhookApiError` ("anything caught");
  * - limits: `canonicalPath` and `RouteTable.match` for any request input, `MemoryStore.release`
  *   whatever the value, and the message helpers `describe` and `isArray` (internal);
  * - pagination: the validators of `pageNumberValidator` and `cursorValidator`, `CursorCodec.decode`,
@@ -22,7 +22,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isPaginationClientError } from '../src/client/index.js';
+import { isPaginationClientError, isWebhookApiError } from '../src/client/index.js';
 import {
   admittedHeaders,
   canonicalPath,
@@ -271,6 +271,7 @@ describe('the 429 builders never throw for a decision of the right kind', () => 
     isConfigurationError,
     isInvalidRequestError,
     isPaginationClientError,
+    isWebhookApiError,
   };
   for (const [name, guard] of Object.entries(guards)) {
     it(`${name} answers a boolean for anything`, () => {
