@@ -12,7 +12,6 @@ import { invalidValue, oneOf, refused, worded } from '../../internal/options.js'
 import { createCursorCodec } from '../../pagination/cursor-codec.js';
 import { cursorValidator } from '../../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../../pagination/page-number-validator.js';
-import { pageSizePresets } from '../../pagination/page-size-presets.js';
 import { hookedDeliverer } from '../delivery/create-deliverer.js';
 import { MemoryDeliveryQueue } from '../delivery/memory-queue.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
@@ -39,15 +38,18 @@ import { serviceDeliveryHooks } from './delivery-hooks.js';
 import { DeliveryRates } from './delivery-rate.js';
 import { operations } from './handlers.js';
 import { fingerprintOf, idempotencyKeyReused, readIdempotencyKey } from './idempotency.js';
+import { openApiDocument } from './openapi.js';
 import type { OperationalFact } from './operational-facts.js';
 import {
   readServiceOptions,
+  SERVICE_CURSORS,
+  SERVICE_PAGES,
   type ServiceSettings,
   type WebhookServiceLimits,
   type WebhookServiceOptions,
 } from './options.js';
 import { internalError, serviceProblem } from './problems.js';
-import { matchRoute } from './routes.js';
+import { isAnonymous, matchRoute } from './routes.js';
 
 /** An event to publish. */
 export interface PublishEvent {
@@ -233,6 +235,7 @@ class Service implements WebhookService {
     });
     const codec = createCursorCodec<AuditCursor>({ signingKey: settings.cursorKey, clock });
     const { endpointUrl, generateId, basePath } = settings;
+    let document: string | undefined;
     // The service's own topic is known beside the platform's: any subscription may name it.
     const catalog =
       settings.catalog === undefined ? undefined : withOperationalTopic(settings.catalog);
@@ -255,13 +258,16 @@ class Service implements WebhookService {
       maxBodyBytes: settings.maxBodyBytes,
       graceMs: settings.secretGracePeriodMs,
       collectionPath: `${basePath}/v1/subscriptions`,
-      // Offsets stay exact integers: the last page number times the largest size is safe.
-      pages: pageNumberValidator({ maxPageNumber: Math.floor(Number.MAX_SAFE_INTEGER / 200) }),
-      cursors: cursorValidator({ codec, sizes: pageSizePresets.analyticalData }),
+      pages: pageNumberValidator(SERVICE_PAGES),
+      cursors: cursorValidator({ codec, ...SERVICE_CURSORS }),
       codec,
       settle,
       replay: (accountCode, selection) => this.#outbox.replay(accountCode, selection),
       replayPaceMs: settings.replayPaceMs,
+      openApi: () => {
+        document ??= JSON.stringify(openApiDocument(settings));
+        return document;
+      },
     };
     const { limiter, identify } = settings;
     this.#gate =
@@ -450,9 +456,11 @@ class Service implements WebhookService {
   }
 
   async #answer(request: Request): Promise<ResponseParts> {
+    const url = new URL(request.url);
+    const open = this.#anonymous(request, url);
+    if (open !== undefined) return open;
     const unready = await this.#ready();
     if (unready !== undefined) return unready;
-    const url = new URL(request.url);
     const gate = this.#gate;
     if (gate === undefined) return this.#identified(request, url, await this.#identify(request));
     const gated: GateRequest = { request };
@@ -466,6 +474,16 @@ class Service implements WebhookService {
     } finally {
       verdict.release();
     }
+  }
+
+  /**
+   * The answer of an anonymous route (the OpenAPI document): no identify, no limiter, no start
+   * (it reads nothing the service loads); `undefined` for any other request.
+   */
+  #anonymous(request: Request, url: URL): Promise<ResponseParts> | undefined {
+    const route = matchRoute(request.method, url.pathname, this.#settings.basePath);
+    if (!route.ok || !isAnonymous(route.operation)) return undefined;
+    return operations[route.operation](this.#context, { request, url, accountCode: '', id: '' });
   }
 
   /** Started, or the 503 that says why not. */
