@@ -49,7 +49,7 @@ import {
   type WebhookServiceOptions,
 } from './options.js';
 import { internalError, serviceProblem } from './problems.js';
-import { isAnonymous, matchRoute } from './routes.js';
+import { isAnonymous, matchRoute, type RouteMatch } from './routes.js';
 
 /** An event to publish. */
 export interface PublishEvent {
@@ -457,33 +457,28 @@ class Service implements WebhookService {
 
   async #answer(request: Request): Promise<ResponseParts> {
     const url = new URL(request.url);
-    const open = this.#anonymous(request, url);
-    if (open !== undefined) return open;
+    // Matched once, answered after identify; an anonymous route (the OpenAPI document) at once:
+    // no identify, no limiter, no start (it reads nothing the service loads).
+    const route = matchRoute(request.method, url.pathname, this.#settings.basePath);
+    if (route.ok && isAnonymous(route.operation)) {
+      return operations[route.operation](this.#context, { request, url, accountCode: '', id: '' });
+    }
     const unready = await this.#ready();
     if (unready !== undefined) return unready;
     const gate = this.#gate;
-    if (gate === undefined) return this.#identified(request, url, await this.#identify(request));
+    if (gate === undefined)
+      return this.#identified(request, url, route, await this.#identify(request));
     const gated: GateRequest = { request };
     const verdict = await gate.check(gated, request.method, url.pathname, (g) =>
       g.request.headers.get(gate.trackingIdHeader),
     );
     if (verdict.response !== undefined) return verdict.response;
     try {
-      const parts = await this.#identified(request, url, await gated.identity);
+      const parts = await this.#identified(request, url, route, await gated.identity);
       return { ...parts, headers: { ...parts.headers, ...verdict.headers } };
     } finally {
       verdict.release();
     }
-  }
-
-  /**
-   * The answer of an anonymous route (the OpenAPI document): no identify, no limiter, no start
-   * (it reads nothing the service loads); `undefined` for any other request.
-   */
-  #anonymous(request: Request, url: URL): Promise<ResponseParts> | undefined {
-    const route = matchRoute(request.method, url.pathname, this.#settings.basePath);
-    if (!route.ok || !isAnonymous(route.operation)) return undefined;
-    return operations[route.operation](this.#context, { request, url, accountCode: '', id: '' });
   }
 
   /** Started, or the 503 that says why not. */
@@ -508,7 +503,12 @@ class Service implements WebhookService {
     }
   }
 
-  async #identified(request: Request, url: URL, identity: unknown): Promise<ResponseParts> {
+  async #identified(
+    request: Request,
+    url: URL,
+    route: RouteMatch,
+    identity: unknown,
+  ): Promise<ResponseParts> {
     if (identity === NOT_ATTRIBUTED) {
       return serviceProblem(500, 'request_not_attributed', 'The request could not be attributed', {
         detail: 'The service failed to tell who sent this request, so it was not processed.',
@@ -520,7 +520,6 @@ class Service implements WebhookService {
         detail: 'This service serves identified clients only; send your credentials.',
       });
     }
-    const route = matchRoute(request.method, url.pathname, this.#settings.basePath);
     if (!route.ok) return route.response;
     const input: OperationRequest = { request, url, accountCode, id: route.id };
     return operations[route.operation](this.#context, input);

@@ -1,4 +1,5 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   ConfigurationError,
@@ -59,6 +60,36 @@ describe('webhookServiceOpenApi: the webhook service OpenAPI 3.1 document', () =
     const catalog = defineEventCatalog({ folio: ['created', 'closed'], reservation: '*' });
     const limiter = createLimiter({ policies: [window(3, '60s')], clock: new FakeClock(START) });
     await expectValid(webhookServiceOpenApi({ basePath: '/a/b', catalog, limiter }));
+  });
+
+  it('property: for any base path, body size and subscription limit, the document is valid, served where the service serves it, and tells those values', async () => {
+    const segment = fc.stringMatching(/^[A-Za-z0-9._~-]{1,12}$/);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(segment, { maxLength: 3 }).map((parts) => parts.map((p) => `/${p}`).join('')),
+        fc.integer({ min: 1, max: 2 ** 30 }),
+        fc.integer({ min: 1, max: 100_000 }),
+        async (basePath, maxBodyBytes, maxSubscriptionsPerAccount) => {
+          const options = { basePath, maxBodyBytes, maxSubscriptionsPerAccount };
+          const document: Doc = webhookServiceOpenApi(options);
+          await expectValid(document);
+          expect(document.servers).toEqual([{ url: basePath === '' ? '/' : basePath }]);
+          const body = document.paths['/v1/subscriptions'].post.requestBody.description;
+          expect(body).toContain(`${maxBodyBytes} bytes`);
+          expect(document.components.schemas.SubscriptionRequest.description).toContain(
+            `${maxSubscriptionsPerAccount} subscriptions`,
+          );
+          const { service } = setup(options);
+          const served = await service.fetch(
+            new Request(`http://api.test${basePath}/v1/openapi.json`),
+          );
+          expect(served.status).toBe(200);
+          expect(await served.json()).toEqual(document);
+          await service.close();
+        },
+      ),
+      { numRuns: 15 },
+    );
   });
 
   it('lists every route of the route table, and no other', () => {
