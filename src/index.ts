@@ -344,6 +344,11 @@ export { memorySeenStore, memorySeenStoreDefaults } from './webhooks/receiver/se
 // fetch-handler.ts and node-handler.ts serve the receiver: createWebhookReceiver is the API.
 export type { WebhookReceiver } from './webhooks/receiver/webhook-receiver.js';
 export { createWebhookReceiver } from './webhooks/receiver/webhook-receiver.js';
+export {
+  type OpenApiDocument,
+  type WebhookServiceOpenApiOptions,
+  webhookServiceOpenApi,
+} from './webhooks/service/openapi.js';
 // plain-changes.ts, request-body.ts, service-deliverer.ts, service-handlers.ts, service-routes.ts
 // and subscription-mirror.ts are the service's internals: createWebhookService is the API.
 export type {

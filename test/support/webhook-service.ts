@@ -14,6 +14,7 @@ import {
   type WebhookServiceOptions,
 } from '../../src/index.js';
 import { eventually } from './eventually.js';
+import { checkAnswer } from './openapi-check.js';
 
 export const START = 1_700_000_000_000;
 
@@ -96,7 +97,10 @@ export interface Answer {
   readonly body: any;
 }
 
-/** One request through `service.fetch`, its body read and parsed when it is JSON. */
+/**
+ * One request through `service.fetch`, its body read and parsed when it is JSON. The answer is
+ * checked against the OpenAPI document the service serves: one it does not describe throws.
+ */
 export async function call(
   service: WebhookService,
   method: string,
@@ -122,6 +126,11 @@ export async function call(
   } as RequestInit);
   const response = await service.fetch(request);
   const text = await response.text();
+  await checkAnswer(service, method, path, {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    text,
+  });
   let parsed: unknown;
   try {
     parsed = text === '' ? undefined : JSON.parse(text);

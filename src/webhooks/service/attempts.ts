@@ -13,8 +13,15 @@ import type { AttemptQuery } from '../store/repository.js';
 import type { OperationRequest, ServiceContext } from './context.js';
 import { serviceProblem, subscriptionNotFound } from './problems.js';
 
-/** The outcomes an `outcome` filter may name. */
-const OUTCOMES: readonly AttemptOutcome[] = ['delivered', 'retry', 'failed', 'disabled', 'lost'];
+/** The outcomes an `outcome` filter may name: every outcome, each listed from the type. @internal */
+export const ATTEMPT_OUTCOMES = Object.keys({
+  delivered: true,
+  retry: true,
+  failed: true,
+  disabled: true,
+  lost: true,
+} satisfies Record<AttemptOutcome, true>) as AttemptOutcome[];
+const OUTCOMES: readonly AttemptOutcome[] = ATTEMPT_OUTCOMES;
 
 /** An RFC 3339 date-time, as `since` and `until` take it. */
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;

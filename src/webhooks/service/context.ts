@@ -38,6 +38,8 @@ export interface ServiceContext {
   readonly replay: (accountCode: string, selection: ReplaySelection) => Promise<ReplayResult>;
   /** The interval between two paced replay deliveries, in ms. */
   readonly replayPaceMs: number;
+  /** The API's OpenAPI document as JSON text, made on first use. */
+  readonly openApi: () => string;
 }
 
 /**

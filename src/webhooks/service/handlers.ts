@@ -32,6 +32,11 @@ export const operations: Readonly<Record<Operation, Handler>> = {
   attempts: subscriptionAttempts,
   replaySubscription,
   replayMessage,
+  openApi: async (context) => ({
+    status: 200,
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+    body: context.openApi(),
+  }),
 };
 
 /**

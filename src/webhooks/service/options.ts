@@ -18,6 +18,7 @@ import { isInstance } from '../../internal/read-once.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
 import type { LimitStore } from '../../limits/store.js';
 import type { CursorSecret } from '../../pagination/cursor-codec.js';
+import { pageSizePresets } from '../../pagination/page-size-presets.js';
 import { ENDPOINT_PAUSE_OPTION, pauseWithinAge } from '../delivery/endpoint-pause.js';
 import { EXTRA_HEADERS } from '../delivery/extra-headers.js';
 import type { DeliveryOptions } from '../delivery/options.js';
@@ -336,6 +337,34 @@ export const webhookServiceDefaults = Object.freeze({
   /** How long an idempotency key holds its first message (24 h). */
   idempotencyWindowMs: 24 * 60 * 60 * 1000,
 });
+
+/**
+ * How the subscription list pages (business data, by page number): offsets stay exact integers,
+ * the last page number times the largest size is safe. @internal
+ */
+export const SERVICE_PAGES = Object.freeze({
+  sizes: pageSizePresets.businessData,
+  maxPageNumber: Math.floor(Number.MAX_SAFE_INTEGER / pageSizePresets.businessData.maxSize),
+});
+
+/** How the attempt listings page (analytical data, by cursor). @internal */
+export const SERVICE_CURSORS = Object.freeze({
+  sizes: pageSizePresets.analyticalData,
+  maxCursorLength: 4096,
+});
+
+/**
+ * Read the options for the OpenAPI document: those of the service, repository and identify
+ * not needed.
+ * @throws ConfigurationError `invalid_option` for any bad option
+ * @internal
+ */
+export function readOpenApiOptions(options: Partial<WebhookServiceOptions>) {
+  return readOptions(options, 'webhookServiceOpenApi', SERVICE_RULES, {
+    defaults: webhookServiceDefaults,
+    example: "{ basePath: '/webhooks' }",
+  });
+}
 
 /** The options as the service runs on them. @internal */
 export type ServiceSettings = ReturnType<typeof readServiceOptions>;

@@ -110,13 +110,16 @@ function accepted(
   };
 }
 
-/** The codes of a replay body's issues. */
-type ReplayIssueCode =
-  | 'invalid_type'
-  | 'unknown_member'
-  | 'required'
-  | 'invalid_date_time'
-  | 'in_future';
+/** The codes of a replay body's issues. @internal */
+export const replayIssueCodes = [
+  'invalid_type',
+  'unknown_member',
+  'required',
+  'invalid_date_time',
+  'in_future',
+] as const;
+
+type ReplayIssueCode = (typeof replayIssueCodes)[number];
 
 function invalidReplay(code: ReplayIssueCode, pointer: string, message: string): ResponseParts {
   return serviceProblem(400, 'invalid_replay', 'Invalid replay', {

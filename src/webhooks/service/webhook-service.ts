@@ -12,7 +12,6 @@ import { invalidValue, oneOf, refused, worded } from '../../internal/options.js'
 import { createCursorCodec } from '../../pagination/cursor-codec.js';
 import { cursorValidator } from '../../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../../pagination/page-number-validator.js';
-import { pageSizePresets } from '../../pagination/page-size-presets.js';
 import { hookedDeliverer } from '../delivery/create-deliverer.js';
 import { MemoryDeliveryQueue } from '../delivery/memory-queue.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
@@ -39,9 +38,12 @@ import { serviceDeliveryHooks } from './delivery-hooks.js';
 import { DeliveryRates } from './delivery-rate.js';
 import { operations } from './handlers.js';
 import { fingerprintOf, idempotencyKeyReused, readIdempotencyKey } from './idempotency.js';
+import { openApiDocument } from './openapi.js';
 import type { OperationalFact } from './operational-facts.js';
 import {
   readServiceOptions,
+  SERVICE_CURSORS,
+  SERVICE_PAGES,
   type ServiceSettings,
   type WebhookServiceLimits,
   type WebhookServiceOptions,
@@ -54,7 +56,7 @@ import {
   PortalTokens,
 } from './portal-token.js';
 import { internalError, serviceProblem } from './problems.js';
-import { matchRoute } from './routes.js';
+import { isAnonymous, matchRoute, type RouteMatch } from './routes.js';
 
 /** An event to publish. */
 export interface PublishEvent {
@@ -263,6 +265,7 @@ class Service implements WebhookService {
     });
     const codec = createCursorCodec<AuditCursor>({ signingKey: settings.cursorKey, clock });
     const { endpointUrl, generateId, basePath } = settings;
+    let document: string | undefined;
     // The service's own topic is known beside the platform's: any subscription may name it.
     const catalog =
       settings.catalog === undefined ? undefined : withOperationalTopic(settings.catalog);
@@ -285,13 +288,16 @@ class Service implements WebhookService {
       maxBodyBytes: settings.maxBodyBytes,
       graceMs: settings.secretGracePeriodMs,
       collectionPath: `${basePath}/v1/subscriptions`,
-      // Offsets stay exact integers: the last page number times the largest size is safe.
-      pages: pageNumberValidator({ maxPageNumber: Math.floor(Number.MAX_SAFE_INTEGER / 200) }),
-      cursors: cursorValidator({ codec, sizes: pageSizePresets.analyticalData }),
+      pages: pageNumberValidator(SERVICE_PAGES),
+      cursors: cursorValidator({ codec, ...SERVICE_CURSORS }),
       codec,
       settle,
       replay: (accountCode, selection) => this.#outbox.replay(accountCode, selection),
       replayPaceMs: settings.replayPaceMs,
+      openApi: () => {
+        document ??= JSON.stringify(openApiDocument(settings));
+        return document;
+      },
     };
     this.#portal =
       settings.portalKey === undefined ? undefined : new PortalTokens(settings.portalKey, clock);
@@ -489,9 +495,15 @@ class Service implements WebhookService {
   }
 
   async #answer(request: Request): Promise<ResponseParts> {
+    const url = new URL(request.url);
+    // Matched once, answered after identify; an anonymous route (the OpenAPI document) at once:
+    // no identify, no limiter, no start (it reads nothing the service loads).
+    const route = matchRoute(request.method, url.pathname, this.#settings.basePath);
+    if (route.ok && isAnonymous(route.operation)) {
+      return operations[route.operation](this.#context, { request, url, accountCode: '', id: '' });
+    }
     const unready = await this.#ready();
     if (unready !== undefined) return unready;
-    const url = new URL(request.url);
     const bearer = this.#bearer(request);
     if (bearer !== undefined && !bearer.ok) return bearer.response;
     const portal = bearer?.claims;
@@ -499,7 +511,7 @@ class Service implements WebhookService {
     if (gate === undefined) {
       const identity =
         portal === undefined ? await this.#identify(request) : portalIdentity(portal);
-      return this.#identified(request, url, identity, portal);
+      return this.#identified(request, url, route, identity, portal);
     }
     const gated: GateRequest = { request, portal };
     const verdict = await gate.check(gated, request.method, url.pathname, (g) =>
@@ -507,7 +519,7 @@ class Service implements WebhookService {
     );
     if (verdict.response !== undefined) return verdict.response;
     try {
-      const parts = await this.#identified(request, url, await gated.identity, portal);
+      const parts = await this.#identified(request, url, route, await gated.identity, portal);
       return { ...parts, headers: { ...parts.headers, ...verdict.headers } };
     } finally {
       verdict.release();
@@ -576,6 +588,7 @@ class Service implements WebhookService {
   async #identified(
     request: Request,
     url: URL,
+    route: RouteMatch,
     identity: unknown,
     portal: PortalClaims | undefined,
   ): Promise<ResponseParts> {
@@ -590,7 +603,6 @@ class Service implements WebhookService {
         detail: 'This service serves identified clients only; send your credentials.',
       });
     }
-    const route = matchRoute(request.method, url.pathname, this.#settings.basePath);
     if (!route.ok) return route.response;
     if (portal?.readOnly === true && !READING_METHODS.has(request.method)) return readOnlyRefused();
     const input: OperationRequest = { request, url, accountCode, id: route.id };

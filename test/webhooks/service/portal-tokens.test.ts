@@ -181,11 +181,11 @@ describe('a request with Authorization: Bearer <portal token>', () => {
     });
     const id = created.body.id as string;
     const readOnly = service.portalToken({ accountCode: 'ACME', readOnly: true }).token;
-    const routes = routeTable();
+    const routes = routeTable;
     expect(routes.some((route) => route.method !== 'GET')).toBe(true);
     for (const route of routes) {
       const path = route.path.replace('{id}', encodeURIComponent(id));
-      const changing = route.method !== 'GET' && route.method !== 'HEAD';
+      const changing = route.method !== 'GET';
       const answer = await call(service, route.method, path, {
         ...bearer(readOnly),
         ...(changing ? { body: {} } : {}),

@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestDatabases } from '../../postgres/databases.js';
-import { exchange } from '../../support/fetch-echo.js';
+import { type Exchanged, type Sending, exchange as send } from '../../support/fetch-echo.js';
 import { type MountedServer, mountedServers } from '../../support/fetch-mount-suite.js';
+import { checkAnswer } from '../../support/openapi-check.js';
 import { serviceSetup, subscriptionBody } from '../../support/webhook-service.js';
 
 const databases = new TestDatabases();
@@ -19,6 +20,21 @@ describe.each(Object.keys(repositories))('the webhook service on %s', (name) => 
   let servers: MountedServer[] = [];
   const failures: unknown[] = [];
   let setup: ReturnType<typeof serviceSetup>;
+  // Every answer checked against the OpenAPI document the service serves.
+  const exchange = async (
+    base: string,
+    path: string,
+    sending: Sending = {},
+  ): Promise<Exchanged> => {
+    const answer = await send(base, path, sending);
+    const contentType = answer.headers['content-type'];
+    await checkAnswer(setup.service, sending.method ?? 'GET', path, {
+      status: answer.status,
+      contentType: contentType ?? null,
+      text: answer.body,
+    });
+    return answer;
+  };
   beforeAll(async () => {
     setup = serviceSetup({ repository: await repositories[name]!() });
     servers = await mountedServers(setup.service, { onError: (e) => failures.push(e) });
