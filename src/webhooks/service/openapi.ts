@@ -71,6 +71,9 @@ const STATUS: Readonly<
   Record<WebhookServiceProblemCode | PaginationErrorCode | ExtraCode, number>
 > = {
   unauthenticated: 401,
+  portal_token_invalid: 401,
+  portal_token_expired: 401,
+  portal_read_only: 403,
   request_not_attributed: 500,
   route_not_found: 404,
   method_not_allowed: 405,
@@ -99,6 +102,8 @@ type Code = keyof typeof STATUS;
 /** What every request can be answered, whatever its route (a limiter adds its own). */
 const EVERY_REQUEST: readonly Code[] = [
   'unauthenticated',
+  'portal_token_invalid',
+  'portal_token_expired',
   'request_not_attributed',
   'internal_error',
   'service_unavailable',
@@ -154,6 +159,8 @@ export function routeProblemCodes(route: Route, settings: DocumentSettings): Cod
   const codes: Code[] = [...EVERY_REQUEST, ...(settings.limiter === undefined ? [] : LIMITER)];
   if (route.query !== undefined) codes.push(...QUERY_CODES[route.query]);
   if (route.body !== undefined) codes.push(...BODY_CODES, BODY_PROBLEM[route.body]);
+  // A portal token that only reads is refused every change.
+  if (route.method !== 'GET') codes.push('portal_read_only');
   codes.push(...route.problems);
   return [...new Set(codes)].sort((a, b) => STATUS[a] - STATUS[b]);
 }
@@ -193,13 +200,17 @@ export function openApiDocument(settings: DocumentSettings): OpenApiDocument {
           type: 'http',
           scheme: 'bearer',
           description:
-            "The credentials the deployment's `identify` reads to tell the account of a request; a request it names no account for is answered 401 `unauthenticated`.",
+            "The credentials the deployment's `identify` reads to tell the account of a request (a request it names no account for is answered 401 `unauthenticated`), or a portal token (`Authorization: Bearer portal.…`, minted by `portalToken`: 401 `portal_token_invalid` or `portal_token_expired` when it does not hold, 403 `portal_read_only` for a change with a read-only one).",
         },
       },
       parameters: parameters(),
       schemas: schemas(settings),
       responses: {
-        unauthenticated: problemAnswer('Not identified', ['unauthenticated']),
+        unauthenticated: problemAnswer('Not identified', [
+          'unauthenticated',
+          'portal_token_invalid',
+          'portal_token_expired',
+        ]),
         route_not_found: problemAnswer('No such path', ['route_not_found']),
         method_not_allowed: {
           ...problemAnswer('The path does not answer this method', ['method_not_allowed']),

@@ -198,15 +198,23 @@ const REPOSITORY_METHODS = [
 ];
 
 const BASE_PATH: Rule<string> = {
-  expected: "'' or a path that starts with / and does not end with one, such as /webhooks",
+  expected:
+    "'' or a path that starts with / and does not end with one, without . or .. segments, such as /webhooks",
   read: (value) =>
     value === '' ||
     (typeof value === 'string' &&
       value.length <= 1024 &&
-      /^(\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+$/.test(value))
+      /^(\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+$/.test(value) &&
+      !value.split('/').some(isDotSegment))
       ? value
       : INVALID,
 };
+
+/** `.` or `..`, as sent or percent-encoded: a URL's path never holds one, so no request would match. */
+function isDotSegment(segment: string): boolean {
+  const plain = segment.replace(/%2e/gi, '.');
+  return plain === '.' || plain === '..';
+}
 
 const DELIVERY = optionsOf(
   {

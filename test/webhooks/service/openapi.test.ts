@@ -63,7 +63,10 @@ describe('webhookServiceOpenApi: the webhook service OpenAPI 3.1 document', () =
   });
 
   it('property: for any base path, body size and subscription limit, the document is valid, served where the service serves it, and tells those values', async () => {
-    const segment = fc.stringMatching(/^[A-Za-z0-9._~-]{1,12}$/);
+    // Dot segments are refused as a base path (a URL's path never holds one).
+    const segment = fc
+      .stringMatching(/^[A-Za-z0-9._~-]{1,12}$/)
+      .filter((part) => part !== '.' && part !== '..');
     await fc.assert(
       fc.asyncProperty(
         fc.array(segment, { maxLength: 3 }).map((parts) => parts.map((p) => `/${p}`).join('')),

@@ -360,6 +360,11 @@ describe('createWebhookService: nasty input gets problem details', () => {
       { repository: {}, identify },
       { repository, identify, basePath: 'x' },
       { repository, identify, basePath: '/x/' },
+      // A URL's path never holds a dot segment (they are resolved): no request would match.
+      { repository, identify, basePath: '/.' },
+      { repository, identify, basePath: '/a/..' },
+      { repository, identify, basePath: '/%2E/b' },
+      { repository, identify, basePath: '/.%2e' },
       { repository, identify, maxBodyBytes: 0 },
       { repository, identify, cursorKey: 'short' },
       { repository, identify, pollIntervalMs: -1 },
