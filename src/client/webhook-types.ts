@@ -138,7 +138,12 @@ export interface WebhookAttempt {
   /** The receiver's status, when it answered. */
   readonly status?: number;
   /** Why no answer came. */
-  readonly error?: { readonly code: string; readonly message: string };
+  readonly error?: {
+    /** What failed, e.g. `timeout`, `forbidden_address`. */
+    readonly code: string;
+    /** What happened, in words. */
+    readonly message: string;
+  };
   /** What followed. */
   readonly outcome: WebhookAttemptOutcome;
   /** For `retry`: when the next attempt is due, in ms. */
