@@ -7,6 +7,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.js';
+import { LONE_SURROGATE } from '../../internal/lone-surrogate.js';
 import { aBoolean, INVALID, readOptions, refused, wholeNumber } from '../../internal/options.js';
 import { decodeBase64Url, encodeBase64Url } from '../../pagination/base64url.js';
 
@@ -56,7 +57,6 @@ const MAX_TOKEN_LENGTH = 4096;
 const MAC_BYTES = 32;
 // The MAC covers this context too: a cursor signed with the same key is no portal token.
 const SIGNATURE_CONTEXT = 'api-conventions.portal-token.v1\0';
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const REQUEST_RULES = {
   accountCode: {
