@@ -4,6 +4,7 @@
  * The contract, and the memory store. @module
  */
 import { aClock, type Clock, systemClock } from '../../clock.js';
+import { setBounded } from '../../internal/bounded-map.js';
 import { readOptions, wholeNumber } from '../../internal/options.js';
 
 /**
@@ -73,14 +74,7 @@ export function memorySeenStore(options?: MemorySeenStoreOptions): WebhookSeenSt
   });
   // Insertion order is the order of the last write: the oldest entries come first.
   const entries = new Map<string, Entry>();
-  const put = (id: string, entry: Entry): void => {
-    entries.delete(id);
-    entries.set(id, entry);
-    if (entries.size > maxIds) {
-      const oldest = entries.keys().next();
-      if (oldest.done !== true) entries.delete(oldest.value);
-    }
-  };
+  const put = (id: string, entry: Entry): void => setBounded(entries, id, entry, maxIds);
   const sweep = (now: number): void => {
     let steps = 0;
     for (const [id, entry] of entries) {

@@ -7,6 +7,7 @@
  * @module
  */
 import type { Clock } from '../../clock.js';
+import { setBounded } from '../../internal/bounded-map.js';
 import type { DeliveryAttempt } from '../delivery/attempt.js';
 import { slowsDown } from '../delivery/endpoint-pause.js';
 import type { DeliveryHooks } from '../delivery/hooks.js';
@@ -221,7 +222,7 @@ function accountOf(job: DeliveryJob, index: SubscriptionIndex): string | undefin
   }
 }
 
-/** The most subscriptions whose secret an instance keeps; past it, the longest kept goes. */
+/** The most subscriptions whose secret an instance keeps; past it, the one kept longest ago goes. */
 const SECRETS_KEPT = 10_000;
 
 /**
@@ -252,11 +253,7 @@ class SecretCache {
       this.#kept.delete(id);
       return;
     }
-    if (this.#kept.size >= SECRETS_KEPT && !this.#kept.has(id)) {
-      const oldest = this.#kept.keys().next();
-      if (oldest.done !== true) this.#kept.delete(oldest.value);
-    }
-    this.#kept.set(id, { version, secrets: Object.freeze([...secrets]) });
+    setBounded(this.#kept, id, { version, secrets: Object.freeze([...secrets]) }, SECRETS_KEPT);
   }
 
   /** Forget the subscription: the index no longer holds it. */

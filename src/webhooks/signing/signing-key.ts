@@ -10,6 +10,7 @@ import {
   sign,
   verify,
 } from 'node:crypto';
+import { setBounded } from '../../internal/bounded-map.js';
 import { aFunction, checkValue, INVALID, type Rule } from '../../internal/options.js';
 import { isInstance } from '../../internal/read-once.js';
 import { secretRule, secretSize } from './secret-rule.js';
@@ -54,8 +55,7 @@ function cached(
   if (found !== undefined) return found;
   const key = read();
   if (key === INVALID) return INVALID;
-  if (cache.size >= CACHED_KEYS) cache.delete(cache.keys().next().value as string);
-  cache.set(text, key);
+  setBounded(cache, text, key, CACHED_KEYS);
   return key;
 }
 
