@@ -142,19 +142,23 @@ async function change(context: ServiceContext, input: OperationRequest): Promise
   // (the old one signs on through the grace, so receivers can move), a change to the same type
   // changes nothing.
   const { signatureType, ...others } = patch.value;
+  let current: StoredSubscription | undefined;
   let rotated: Rotation | undefined;
   if (signatureType !== undefined) {
-    const current = await repository.get(accountCode, id);
+    current = await repository.get(accountCode, id);
     if (current === undefined) return subscriptionNotFound(id);
     if (current.signatureType !== signatureType) {
       rotated = await rotate(context, accountCode, id, signatureType, at);
       if (rotated === undefined) return subscriptionNotFound(id);
     }
   }
+  // Nothing else to change: the subscription as read, unless a rotation changed it since.
   const stored =
-    Object.keys(others).length === 0
-      ? await repository.get(accountCode, id)
-      : await repository.update(accountCode, id, others, at);
+    Object.keys(others).length > 0
+      ? await repository.update(accountCode, id, others, at)
+      : rotated === undefined && current !== undefined
+        ? current
+        : await repository.get(accountCode, id);
   if (stored === undefined) return subscriptionNotFound(id);
   await context.settle(stored);
   if (rotated === undefined) return json(200, subscriptionView(stored));
