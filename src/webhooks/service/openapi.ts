@@ -29,7 +29,7 @@ import {
 } from './options.js';
 import type { WebhookServiceProblemCode } from './problems.js';
 import { replayIssueCodes } from './replay.js';
-import { MAX_ID_LENGTH, type Route, type RouteAnswer, routeTable } from './routes.js';
+import { isReading, MAX_ID_LENGTH, type Route, type RouteAnswer, routeTable } from './routes.js';
 
 /** An OpenAPI 3.1 document, as JSON. */
 export type OpenApiDocument = Readonly<Record<string, unknown>>;
@@ -160,7 +160,7 @@ export function routeProblemCodes(route: Route, settings: DocumentSettings): Cod
   if (route.query !== undefined) codes.push(...QUERY_CODES[route.query]);
   if (route.body !== undefined) codes.push(...BODY_CODES, BODY_PROBLEM[route.body]);
   // A portal token that only reads is refused every change.
-  if (route.method !== 'GET') codes.push('portal_read_only');
+  if (!isReading(route.method)) codes.push('portal_read_only');
   codes.push(...route.problems);
   return [...new Set(codes)].sort((a, b) => STATUS[a] - STATUS[b]);
 }

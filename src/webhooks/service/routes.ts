@@ -227,9 +227,22 @@ export function matchRoute(method: string, pathname: string, basePath: string): 
   return notFound(pathname);
 }
 
+// Read from the table once, not at every request.
+const ANONYMOUS: ReadonlySet<Operation> = new Set(
+  routeTable.filter((route) => route.anonymous === true).map((route) => route.operation),
+);
+
 /** Whether the route an operation is on is answered without `identify`. @internal */
 export function isAnonymous(operation: Operation): boolean {
-  return routeTable.some((route) => route.operation === operation && route.anonymous === true);
+  return ANONYMOUS.has(operation);
+}
+
+/**
+ * Whether a method only reads (GET, and HEAD answered as GET): every other method of a route
+ * changes something, which a read-only portal token may not ask. @internal
+ */
+export function isReading(method: string): boolean {
+  return method === 'GET' || method === 'HEAD';
 }
 
 // An id is one segment: `%2F` in it is part of the id, not a separator.

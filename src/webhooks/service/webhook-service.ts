@@ -56,7 +56,7 @@ import {
   PortalTokens,
 } from './portal-token.js';
 import { internalError, serviceProblem } from './problems.js';
-import { isAnonymous, matchRoute, type RouteMatch } from './routes.js';
+import { isAnonymous, isReading, matchRoute, type RouteMatch } from './routes.js';
 
 /** An event to publish. */
 export interface PublishEvent {
@@ -604,16 +604,13 @@ class Service implements WebhookService {
       });
     }
     if (!route.ok) return route.response;
-    if (portal?.readOnly === true && !READING_METHODS.has(request.method)) return readOnlyRefused();
+    if (portal?.readOnly === true && !isReading(request.method)) return readOnlyRefused();
     const input: OperationRequest = { request, url, accountCode, id: route.id };
     return operations[route.operation](this.#context, input);
   }
 }
 
 const NOT_ATTRIBUTED = Symbol('not attributed');
-
-// What a read-only portal token may ask: every other method of a route changes something.
-const READING_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 
 /** The token of an `Authorization: Bearer <token>` header (the scheme in any case), if any. */
 function bearerToken(header: string | null): string | undefined {
