@@ -48,6 +48,8 @@ export interface DemoWebhooksOptions {
   ownPort?: (() => number) | undefined;
   /** Signs the delivery log's cursors. @defaultValue a random key */
   cursorKey?: string | undefined;
+  /** Signs portal tokens (at least 32 bytes): the portal's links hold until a restart. */
+  portalKey: Uint8Array;
   /** The accounts whose deliveries the receiver keeps (the demo clients'). */
   accounts: readonly string[];
   /** BullMQ on this Redis connection instead of the memory queue. */
@@ -140,6 +142,7 @@ export function createDemoWebhooks(options: DemoWebhooksOptions): DemoWebhooks {
       onDisabled?.(event);
     },
     ...(options.cursorKey === undefined ? {} : { cursorKey: options.cursorKey }),
+    portalKey: options.portalKey,
     ...(onWarning === undefined ? {} : { onWarning }),
     ...(onError === undefined ? {} : { onError }),
     ...(redis === undefined

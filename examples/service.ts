@@ -12,6 +12,7 @@
  * serves /metrics (Prometheus text); it is counted by no client's limits. REDIS_URL puts the limits, the overrides and the delivery queue on Redis. It
  * prints the curl lines to try; Ctrl+C stops it.
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
@@ -75,8 +76,36 @@ export interface DemoService {
   readonly secretsAtRest: 'encrypted' | 'plain';
   /** The node:http server (its timeouts, for a reader). */
   readonly server: Server;
+  /** A portal link for an account: the page at `/portal`, its token in the fragment. */
+  portalLink(accountCode: string, options?: { readOnly?: boolean }): DemoPortalLink;
   /** Stop serving, close every connection, the queue and the database. */
   close(): Promise<void>;
+}
+
+/** A portal link, as `POST /demo/portal-link` answers it. */
+export interface DemoPortalLink {
+  /** `http://127.0.0.1:port/portal#token=…`. */
+  readonly url: string;
+  /** When the token stops being accepted (ISO 8601). */
+  readonly expiresAt: string;
+  readonly readOnly: boolean;
+}
+
+/** The link of a portal token for an account, read-only with `?readOnly=true`. */
+function portalLink(
+  webhooks: DemoWebhooks,
+  origin: string,
+  accountCode: string,
+  query: URLSearchParams | { readOnly?: boolean } = {},
+): DemoPortalLink {
+  const readOnly =
+    query instanceof URLSearchParams ? query.get('readOnly') === 'true' : query.readOnly === true;
+  const token = webhooks.service.portalToken({ accountCode, ttlSeconds: 3600, readOnly });
+  return {
+    url: `${origin}${token.url}`,
+    expiresAt: new Date(token.expiresAt).toISOString(),
+    readOnly,
+  };
 }
 
 /** The demo client of an API key, own keys only (`__proto__` or `toString` are no API keys). */
@@ -93,6 +122,13 @@ const unknownKey = () =>
     'Unknown API key',
     `Send one x-api-key header: ${Object.keys(demoClients).join(' or ')}.`,
   );
+
+/** The portal page's paths (the service serves them; the page's API requests carry its token). */
+const isPortalPath = (path: string): boolean => path === '/portal' || path.startsWith('/portal/');
+
+/** Whether a request carries a portal token, which the webhook service checks instead of a key. */
+const hasPortalToken = (req: IncomingMessage): boolean =>
+  req.headers.authorization?.startsWith('Bearer portal.') === true;
 
 /** Paths the library's webhook service answers. */
 const isWebhookApi = (path: string): boolean =>
@@ -123,6 +159,11 @@ async function route(
   const account = (clientOf(req) as Identity).accountCode;
   // HEAD is a GET without the body (node:http leaves the body out).
   const method = req.method === 'HEAD' ? 'GET' : req.method;
+  if (path === '/demo/portal-link' && method === 'POST') {
+    // What a platform does for its signed-in customer: a portal link for the account, for an hour.
+    json(res, 201, portalLink(webhooks, url.origin, account, url.searchParams));
+    return;
+  }
   if (path === '/v1/test-events' && method === 'POST') {
     const body = await readJson(req, res);
     const idempotencyKey = req.headers['idempotency-key'];
@@ -309,6 +350,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     ownPort: options.allow === undefined ? () => ownPort : undefined,
     accounts: Object.values(demoClients).map((client) => client.accountCode),
     cursorKey: options.cursorKey,
+    portalKey: randomBytes(32),
     redis: queueRedis === undefined ? undefined : { bullmq, connection: queueRedis },
     onDelivery: options.onDelivery,
     onDisabled: options.onDisabled,
@@ -371,6 +413,11 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     if (isAdminPath(url.pathname)) {
       return void admin.serve(req, res, url).then((parts) => write(res, parts), fail(req, res));
     }
+    // The portal page and the OpenAPI document are public; a portal token is the service's to check.
+    if (isPortalPath(url.pathname) || url.pathname === '/v1/openapi.json') {
+      return void serveWebhookApi(req, res);
+    }
+    if (isWebhookApi(url.pathname) && hasPortalToken(req)) return void serveWebhookApi(req, res);
     if (clientOf(req) === undefined) return write(res, unknownKey());
     // The library's webhook API, behind the limits of its own gate.
     if (isWebhookApi(url.pathname)) return void serveWebhookApi(req, res);
@@ -398,6 +445,8 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     storage: storage.where,
     secretsAtRest: storage.repository.secretsAtRest,
     server,
+    portalLink: (accountCode, linkOptions) =>
+      portalLink(webhooks, origin, accountCode, linkOptions),
     close: async () => {
       await new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
@@ -448,6 +497,10 @@ async function main(): Promise<void> {
       : `Limits and the delivery queue on Redis at ${redisUrl}.`,
   );
   console.log(curlLines(service.url, { adminKeyFromEnv: adminKey !== undefined }));
+  const portal = service.portalLink(demoClients['live-demo-key']?.accountCode ?? 'LIVE-ACME');
+  console.log(
+    `\nThe subscription portal of the Live demo account, until ${portal.expiresAt} (open it in a browser):\n  ${portal.url}`,
+  );
   const stop = (signal: string) => {
     console.log(`\n${signal}: stopping the demo service.`);
     service.close().then(

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type DemoService, startDemoService } from '../../examples/service.js';
 import { FakeClock } from '../../src/index.js';
+import { launchChromium } from '../support/browser.js';
 import { deliveryLog, disabledLog } from '../support/demo-service.js';
 import { demoDataDir } from '../support/pglite-template.js';
 
@@ -85,16 +86,16 @@ function shellSession(url: () => string) {
 
 describe('README walk-through (npm run demo)', () => {
   it.skipIf(!hasCurl)(
-    'runs as written: create, refuse, list, read, change, rotate, delete, deliver and verify, the delivery log by cursor, a gone endpoint disabled and replayed, a burst, a client limited, peeked at, reset, raised by an override and back to its defaults, and counted in /metrics, and a restart that keeps them, then an ed25519 subscription verified, an idempotent publish, an operational event and a rate-limited subscription',
+    'runs as written: create, refuse, list, read, change, rotate, delete, deliver and verify, the delivery log by cursor, a gone endpoint disabled and replayed, a burst, a client limited, peeked at, reset, raised by an override and back to its defaults, and counted in /metrics, and a restart that keeps them, then an ed25519 subscription verified, an idempotent publish, an operational event and a rate-limited subscription, and the portal opened at the link the demo gives',
     async () => {
       expect(blocks).toHaveLength(3);
       const [walk = new Map(), afterRestart = new Map(), features = new Map()] =
         blocks.map(stepsOf);
-      // Numbered 1 to 22, then 23 to 25 after the restart, then 26 to 34 for receivers and
+      // Numbered 1 to 22, then 23 to 25 after the restart, then 26 to 35 for receivers and
       // operators: the prose and the hints cite them.
       expect([...walk.keys()]).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
       expect([...afterRestart.keys()]).toEqual([23, 24, 25]);
-      expect([...features.keys()]).toEqual(Array.from({ length: 9 }, (_, i) => i + 26));
+      expect([...features.keys()]).toEqual(Array.from({ length: 10 }, (_, i) => i + 26));
       const dataDir = await demoDataDir();
       // A clock that stays put: the burst of step 16 falls in one second however slow curl is.
       const clock = new FakeClock(Date.now());
@@ -407,6 +408,26 @@ describe('README walk-through (npm run demo)', () => {
           `"at":${at + 1_000}`,
           `"at":${at}`,
         ]);
+        // Step 35: a portal link for the Live account, opened in Chromium: the page lists the
+        // subscriptions of the walk-through, each endpoint a link to its view.
+        const [link] = jsonLines(await run(features, 35));
+        expect(link?.url).toMatch(
+          /^http:\/\/127\.0\.0\.1:[0-9]+\/portal#token=portal\.[^.]+\.[^.]+$/,
+        );
+        expect(link).toMatchObject({ readOnly: false });
+        const browser = await launchChromium();
+        try {
+          const page = await browser.newPage();
+          await page.goto(link?.url);
+          const table = page.getByRole('table', { name: 'Subscriptions', exact: true });
+          await table
+            .getByRole('link', { name: `${service.url}/demo/receiver` })
+            .first()
+            .waitFor();
+          expect(await table.locator('tbody tr').count()).toBeGreaterThan(3);
+        } finally {
+          await browser.close();
+        }
         // No command failed (curl -i writes its progress meter there when its output is no terminal).
         expect(shell.stderr()).not.toMatch(/^(curl: \(|bash: )/m);
       } finally {

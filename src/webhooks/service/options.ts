@@ -31,6 +31,7 @@ import type { SubscriptionRepository } from '../store/repository.js';
 import type { EndpointUrlOptions } from '../subscriptions/endpoint-url.js';
 import type { DisabledReason, StoredSubscription } from '../subscriptions/subscription.js';
 import { SUBSCRIPTION_RULES } from '../subscriptions/subscription-request.js';
+import { DEFAULT_PORTAL_FRAME_ANCESTORS, PORTAL_FRAME_ANCESTORS } from './portal-page.js';
 
 /** How the service delivers: the options of `createDeliverer` it does not set itself. */
 export type WebhookServiceDeliveryOptions = Pick<
@@ -115,6 +116,12 @@ export interface WebhookServiceOptions {
    * @defaultValue none
    */
   portalKey?: CursorSecret;
+  /**
+   * Who may show the portal page in a frame: the `frame-ancestors` sources of its
+   * Content-Security-Policy, such as `['https://app.example.com']` for the platform's dashboard.
+   * @defaultValue `["'none'"]`: no page may frame it
+   */
+  portalFrameAncestors?: readonly string[];
   /** Told of every failure the service survived. @defaultValue one line on `console.error` */
   onError?: (error: unknown) => void;
   /** Told once at start when secrets are stored unencrypted. @defaultValue `console.warn` */
@@ -297,6 +304,7 @@ const SERVICE_RULES = {
   basePath: BASE_PATH,
   cursorKey: CURSOR_KEY,
   portalKey: PORTAL_KEY,
+  portalFrameAncestors: PORTAL_FRAME_ANCESTORS,
   onError: aFunction<(error: unknown) => void>('takes an error'),
   onWarning: aFunction<(message: string) => void>('takes a message'),
   pollIntervalMs: wholeNumber(0, MAX_TIMER_MS),
@@ -324,6 +332,8 @@ export const webhookServiceDefaults = Object.freeze({
   secretGracePeriodMs: 24 * 60 * 60 * 1000,
   /** The routes' prefix. */
   basePath: '',
+  /** Who may frame the portal page: nobody. */
+  portalFrameAncestors: DEFAULT_PORTAL_FRAME_ANCESTORS,
   /** The safety-net catch-up of the index (30 s). */
   pollIntervalMs: 30_000,
   /** How long delivery attempts are kept (30 days). */

@@ -48,6 +48,7 @@ import {
   type WebhookServiceLimits,
   type WebhookServiceOptions,
 } from './options.js';
+import { PortalPage } from './portal-page.js';
 import {
   PORTAL_TOKEN_PREFIX,
   type PortalClaims,
@@ -214,6 +215,7 @@ class Service implements WebhookService {
   readonly #retention: AttemptRetention;
   readonly #outbox: Outbox;
   readonly #portal: PortalTokens | undefined;
+  readonly #portalPage: PortalPage | undefined;
   #warned = false;
   #closed = false;
 
@@ -301,6 +303,11 @@ class Service implements WebhookService {
     };
     this.#portal =
       settings.portalKey === undefined ? undefined : new PortalTokens(settings.portalKey, clock);
+    // The page is served where its tokens are taken: with a portalKey.
+    this.#portalPage =
+      settings.portalKey === undefined
+        ? undefined
+        : new PortalPage(basePath, settings.portalFrameAncestors);
     const { limiter, identify } = settings;
     this.#gate =
       limiter === undefined
@@ -496,6 +503,12 @@ class Service implements WebhookService {
 
   async #answer(request: Request): Promise<ResponseParts> {
     const url = new URL(request.url);
+    const page = this.#portalPage?.answer(
+      request.method,
+      url.pathname,
+      request.headers.get('if-none-match'),
+    );
+    if (page !== undefined) return page;
     // Matched once, answered after identify; an anonymous route (the OpenAPI document) at once:
     // no identify, no limiter, no start (it reads nothing the service loads).
     const route = matchRoute(request.method, url.pathname, this.#settings.basePath);
