@@ -53,6 +53,7 @@ export type {
   WebhookAttemptOutcome,
   WebhookAttemptPage,
   WebhookAttemptQuery,
+  WebhookDeliveryFailure,
   WebhookDisabledReason,
   WebhookMessageReplay,
   WebhookPageLinks,

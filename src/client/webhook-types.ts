@@ -104,18 +104,40 @@ export interface UpdateWebhookSubscription {
   signatureType?: WebhookSignatureType;
 }
 
-/** The answer of a secret rotation: the new `secret`, or the new `publicKey` of an ed25519 one. */
-export interface RotatedWebhookSecret {
-  /** The new `whsec_` secret of an `hmac-sha256` subscription. */
-  readonly secret?: string;
-  /** The new public key of an ed25519 subscription. */
-  readonly publicKey?: string;
-  /** When the previous secrets stop signing (ISO 8601). */
-  readonly previousSecretsExpireAt: string;
-}
+/**
+ * The answer of a secret rotation: the new `secret` of an `hmac-sha256` subscription, or the new
+ * `publicKey` of an ed25519 one; never both, never neither.
+ */
+export type RotatedWebhookSecret =
+  | {
+      /** The new `whsec_` secret of an `hmac-sha256` subscription. */
+      readonly secret: string;
+      /** Absent: an `hmac-sha256` subscription has no public key. */
+      readonly publicKey?: never;
+      /** When the previous secrets stop signing (ISO 8601). */
+      readonly previousSecretsExpireAt: string;
+    }
+  | {
+      /** Absent: the secret of an ed25519 subscription is never shown. */
+      readonly secret?: never;
+      /** The new public key (`whpk_…`) of an ed25519 subscription. */
+      readonly publicKey: string;
+      /** When the previous secrets stop signing (ISO 8601). */
+      readonly previousSecretsExpireAt: string;
+    };
 
 /** How an attempt ended. */
 export type WebhookAttemptOutcome = 'delivered' | 'retry' | 'disabled' | 'failed' | 'lost';
+
+/** Why a delivery was given up (the `reason` of a `failed` or `disabled` attempt). */
+export type WebhookDeliveryFailure =
+  | 'attempts_exhausted'
+  | 'max_age'
+  | 'forbidden_address'
+  | 'no_secret'
+  | 'secret_unreadable'
+  | 'invalid_job'
+  | 'gone';
 
 /** One delivery attempt on record. */
 export interface WebhookAttempt {
@@ -149,11 +171,20 @@ export interface WebhookAttempt {
   /** For `retry`: when the next attempt is due, in ms. */
   readonly nextAttemptAt?: number;
   /** For `failed` and `disabled`: why. */
-  readonly reason?: string;
+  readonly reason?: WebhookDeliveryFailure;
 }
 
-/** The navigation links of a page. */
-export type WebhookPageLinks = Readonly<Record<string, string>>;
+/** The navigation links of a page, each a URL of the service. */
+export interface WebhookPageLinks {
+  /** The first page. */
+  readonly first: string;
+  /** The page before, when there is one. */
+  readonly prev?: string;
+  /** The page after, unless this is the last. */
+  readonly next?: string;
+  /** The last page, when the total is known (subscriptions, not attempts). */
+  readonly last?: string;
+}
 
 /** A page of `GET /v1/subscriptions`. */
 export interface WebhookSubscriptionPage {
@@ -167,7 +198,7 @@ export interface WebhookSubscriptionPage {
   readonly totalItems: number;
   /** Whether this is the last page. */
   readonly endOfData: boolean;
-  /** `self`, `next`, ... */
+  /** `first`, and `prev`, `next` and `last` where there are such pages. */
   readonly links: WebhookPageLinks;
 }
 
@@ -181,7 +212,7 @@ export interface WebhookAttemptPage {
   readonly nextCursor: string | null;
   /** Whether this is the last page. */
   readonly endOfData: boolean;
-  /** `self`, `next`, ... */
+  /** `first`, and `prev`, `next` and `last` where there are such pages. */
   readonly links: WebhookPageLinks;
 }
 
