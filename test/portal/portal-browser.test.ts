@@ -169,7 +169,10 @@ describe('the portal in Chromium', () => {
     await dialog.getByLabel('Rate limit').fill('50');
     await dialog.getByLabel('Headers').fill('X-Team: front-desk');
     await dialog.getByLabel('Metadata').fill('owner: ops');
-    if (SCREENSHOTS) await page.screenshot({ path: join(DOCS, 'portal-add.png') });
+    if (SCREENSHOTS) {
+      await page.setViewportSize({ width: 1100, height: 1180 });
+      await page.screenshot({ path: join(DOCS, 'portal-add.png') });
+    }
     await dialog.getByRole('button', { name: 'Create' }).click();
     const secret = dialog.getByLabel('Signing secret');
     await secret.waitFor();
