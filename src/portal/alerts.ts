@@ -44,14 +44,18 @@ export class Alerts {
       return;
     }
     if (problem.code === 'portal_token_invalid') this.#onExpired();
-    const detail = text(problem.detail) ?? text(problem.title) ?? text(problem.message);
     const issues = Array.isArray(problem.errors)
       ? problem.errors.flatMap((issue: unknown) => {
           const message = text((issue as { message?: unknown } | null)?.message);
           return message === undefined ? [] : [message];
         })
       : [];
-    this.say(detail ?? String(error), ...issues);
+    // With its errors listed, the problem's title heads them (its detail repeats them).
+    const headline =
+      issues.length > 0
+        ? (text(problem.title) ?? text(problem.detail))
+        : (text(problem.detail) ?? text(problem.title) ?? text(problem.message));
+    this.say(headline ?? String(error), ...issues);
   }
 
   /**
