@@ -129,6 +129,11 @@ describe('the portal in Chromium', () => {
     await page.getByText('Page 2 of 2 (22 in all)').waitFor();
     expect(await rows(page, 'Subscriptions').count()).toBe(2);
     expect(await page.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await page.getByText('Page 1 of 2 (22 in all)').waitFor();
+    expect(await rows(page, 'Subscriptions').count()).toBe(20);
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByText('Page 2 of 2 (22 in all)').waitFor();
     // The token left the address bar: a copied address holds none.
     expect(page.url()).not.toContain('token=');
     if (SCREENSHOTS) await page.screenshot({ path: join(DOCS, 'portal-list.png') });
@@ -313,6 +318,38 @@ describe('the portal in Chromium', () => {
       trs.map((tr) => tr.querySelectorAll('td')[1]?.textContent),
     );
     expect(outcomes).toEqual(['delivered', 'delivered', 'delivered', 'failed', 'failed', 'failed']);
+    expect(pageErrors.get(page)).toEqual([]);
+    await context.close();
+  });
+
+  it('pages the attempts: 20, then the older ones', async () => {
+    const made = await api().subscriptions.create({
+      endpointUrl: `${receiver.url}/paged`,
+      events: ['reservation/cancelled'],
+    });
+    for (let i = 0; i < 23; i += 1) {
+      await service.publish({ accountCode: ACCOUNT, kind: 'reservation/cancelled', data: { i } });
+    }
+    const onRecord = await eventually('23 attempts on record', async () => {
+      const found = [];
+      for await (const attempt of api().subscriptions.attempts(made.id)) found.push(attempt);
+      return found.length === 23 ? found : undefined;
+    });
+    const { page, context } = await openPortal();
+    await table(page, 'Subscriptions').waitFor();
+    await page.goto(`${origin}/portal#/subscriptions/${encodeURIComponent(made.id)}`);
+    const attempts = rows(page, 'Attempts');
+    await attempts.nth(19).waitFor();
+    const older = page.getByRole('button', { name: 'Older attempts' });
+    await older.waitFor();
+    expect(await attempts.count()).toBe(20);
+    await older.click();
+    await attempts.nth(22).waitFor();
+    await older.waitFor({ state: 'hidden' });
+    const ids = await attempts.evaluateAll((trs) =>
+      trs.map((tr) => tr.querySelectorAll('td')[5]?.textContent),
+    );
+    expect(ids).toEqual(onRecord.map((attempt) => attempt.id));
     expect(pageErrors.get(page)).toEqual([]);
     await context.close();
   });
