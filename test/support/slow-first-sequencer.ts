@@ -5,17 +5,27 @@
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** The longest files, longest first (measured on a 2-core machine). */
+/**
+ * The longest files, longest first (measured on a 2-core machine, `vitest run --reporter=json`):
+ * the files that start processes, servers or databases, and the longest properties.
+ */
 const slowest = [
-  'test/redis/equivalence-model.test.ts',
-  'test/redis/distributed.test.ts',
-  'test/redis/equivalence.test.ts',
-  'test/queue-redis/redis-delivery-queue.test.ts',
-  'test/examples/service.test.ts',
-  'test/examples/hostile-input.test.ts',
-  'test/webhooks/service/instances.test.ts',
-  'test/webhooks/service/instances-bullmq.test.ts',
+  'test/webhooks/service/kill.test.ts',
   'test/postgres/contract.test.ts',
+  'test/postgres/server.test.ts',
+  'test/examples/restart.test.ts',
+  'test/docs-snippets.test.ts',
+  'test/webhooks/service/kill-bullmq.test.ts',
+  'test/examples/reference-service.test.ts',
+  'test/postgres/data-folder-lock.test.ts',
+  'test/queue-redis/redis-delivery-queue.test.ts',
+  'test/redis/equivalence-model.test.ts',
+  'test/postgres/group-commit.test.ts',
+  'test/limits/limiter.test.ts',
+  'test/postgres/secrets.test.ts',
+  'test/webhooks/service/replay-pacing.test.ts',
+  'test/examples/walk-through.test.ts',
+  'test/redis/overrides-processes.test.ts',
 ];
 
 function rank(file: TestSpecification): number {
