@@ -3,7 +3,8 @@
  * pack builds what it ships, and the README's install table of subpaths and their peers.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -16,14 +17,24 @@ describe('package metadata', () => {
     expect(pkg.license).toBe('MIT');
     const license = readFileSync(join(root, 'LICENSE'), 'utf8');
     expect(license).toMatch(/^MIT License\n\nCopyright \(c\) \d{4} api-conventions contributors\n/);
-    const packed = JSON.parse(
-      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
-        cwd: root,
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'ignore'],
-      }),
-    );
-    const files = packed[0].files.map((f: { path: string }) => f.path);
+    // Packed from a folder of the package's own package.json and LICENSE: what npm adds beside
+    // "files" does not depend on dist/, which the package checks may be rebuilding meanwhile.
+    const folder = mkdtempSync(join(tmpdir(), 'pack-'));
+    let packed: { files: { path: string }[] }[];
+    try {
+      copyFileSync(join(root, 'package.json'), join(folder, 'package.json'));
+      copyFileSync(join(root, 'LICENSE'), join(folder, 'LICENSE'));
+      packed = JSON.parse(
+        execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+          cwd: folder,
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        }),
+      );
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+    const files = packed[0]?.files.map((f) => f.path);
     expect(files).toContain('LICENSE');
   });
 
