@@ -249,6 +249,10 @@ export type {
 } from './webhooks/delivery/channels.js';
 export { webhookChannels } from './webhooks/delivery/channels.js';
 export { createDeliverer, deliver, deliveryJob } from './webhooks/delivery/create-deliverer.js';
+export {
+  type FetchTransportOptions,
+  fetchTransport,
+} from './webhooks/delivery/fetch-transport.js';
 export { forbiddenAddressRange } from './webhooks/delivery/forbidden-address.js';
 export type {
   HttpTransportOptions,

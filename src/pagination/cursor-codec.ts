@@ -3,8 +3,8 @@
  * encrypted), with key rotation, expiry and query binding. Token form: docs/pagination.md.
  * @module
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../clock.js';
+import { nodeCrypto } from '../internal/node-builtin.js';
 import {
   anything,
   INVALID,
@@ -281,7 +281,9 @@ function signerOf(
   payload: Uint8Array,
   signature: Uint8Array,
 ): Buffer | undefined {
-  return keys.find((k) => timingSafeEqual(hmac(k, SIGNATURE_CONTEXT, payload), signature));
+  return keys.find((k) =>
+    nodeCrypto('A signed cursor').timingSafeEqual(hmac(k, SIGNATURE_CONTEXT, payload), signature),
+  );
 }
 
 function bindingMismatch(
@@ -331,7 +333,11 @@ function malformed(shape: string): CursorDecoding<never> {
 }
 
 function hmac(key: Buffer, context: string, data: string | Uint8Array): Buffer {
-  return createHmac('sha256', key).update(context).update(data).digest();
+  return nodeCrypto('A signed cursor')
+    .createHmac('sha256', key)
+    .update(context)
+    .update(data)
+    .digest();
 }
 
 // The state is serialised on its own so one JSON cannot write is refused here, not by decode.

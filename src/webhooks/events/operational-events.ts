@@ -4,7 +4,8 @@
  * (see docs/webhook-service.md, "Operational events").
  * @module
  */
-import { createHash } from 'node:crypto';
+
+import { nodeCrypto } from '../../internal/node-builtin.js';
 import { defineEventCatalog, type EventCatalog } from './event-catalog.js';
 import type { EventPattern } from './event-kind.js';
 
@@ -113,7 +114,8 @@ export function operationalMessageId(
   kind: OperationalEventKind,
   fact: readonly (string | number)[],
 ): string {
-  const digest = createHash('sha256')
+  const digest = nodeCrypto('The id of an operational message')
+    .createHash('sha256')
     .update(JSON.stringify([accountCode, kind, ...fact]))
     .digest('base64url');
   return `op_${digest}`;

@@ -4,9 +4,9 @@
  * docs/webhook-service.md, "Idempotent publish").
  * @module
  */
-import { createHash } from 'node:crypto';
 import { InvalidRequestError } from '../../errors/index.js';
 import { describe, isArray } from '../../internal/describe.js';
+import { nodeCrypto } from '../../internal/node-builtin.js';
 import { anything, readOptions } from '../../internal/options.js';
 
 /** The longest idempotency key, in characters. */
@@ -56,7 +56,10 @@ export function readIdempotencyKey(options: unknown): string | undefined {
 export function fingerprintOf(kind: string, propertyId: string | undefined, data: unknown): string {
   const json = JSON.parse(JSON.stringify(data ?? null) ?? 'null') as unknown;
   const canonical = `[${JSON.stringify(kind)},${JSON.stringify(propertyId ?? null)},${canonicalJson(json)}]`;
-  return createHash('sha256').update(canonical).digest('hex');
+  return nodeCrypto('An idempotency fingerprint')
+    .createHash('sha256')
+    .update(canonical)
+    .digest('hex');
 }
 
 /** A JSON value (as JSON.parse gives it) written with the keys of each object sorted. */

@@ -1,5 +1,4 @@
 /** The options of the webhook service, read once by the one options reader. @module */
-import { randomBytes, randomUUID } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../../clock.js';
 import { GATE_RULES } from '../../http/gate-options.js';
 import type { CheckingLimiter, Identity, RateLimitOptions } from '../../http/rate-limit-gate.js';
@@ -14,6 +13,7 @@ import {
   wholeNumber,
   withMethods,
 } from '../../internal/options.js';
+import { randomBytes } from '../../internal/random.js';
 import { isInstance } from '../../internal/read-once.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
 import type { LimitStore } from '../../limits/store.js';
@@ -387,7 +387,7 @@ export function readServiceOptions(options: WebhookServiceOptions) {
     defaults: {
       ...webhookServiceDefaults,
       clock: systemClock as Clock,
-      generateId: randomUUID as () => string,
+      generateId: () => globalThis.crypto.randomUUID(),
       onError: reportOnConsole,
       onWarning: warnOnConsole,
       delivery: {},

@@ -5,9 +5,9 @@
  * read-only. Form: `portal.<payload>.<mac>` (see docs/webhook-service.md, "Portal tokens").
  * @module
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import { LONE_SURROGATE } from '../../internal/lone-surrogate.js';
+import { nodeCrypto } from '../../internal/node-builtin.js';
 import { aBoolean, INVALID, readOptions, refused, wholeNumber } from '../../internal/options.js';
 import { decodeBase64Url, encodeBase64Url } from '../../pagination/base64url.js';
 
@@ -128,7 +128,8 @@ export class PortalTokens {
     const mac = decodeBase64Url(parts[1] as string);
     if (payload === undefined || mac === undefined || mac.length !== MAC_BYTES)
       return INVALID_TOKEN;
-    if (!timingSafeEqual(mac, this.#mac(payload))) return INVALID_TOKEN;
+    if (!nodeCrypto('A portal token').timingSafeEqual(mac, this.#mac(payload)))
+      return INVALID_TOKEN;
     const claims = claimsOf(payload);
     if (claims === undefined) return INVALID_TOKEN;
     // Accepted strictly before its expiry: at expiresAt it is refused.
@@ -137,7 +138,11 @@ export class PortalTokens {
   }
 
   #mac(payload: Buffer): Buffer {
-    return createHmac('sha256', this.#key).update(SIGNATURE_CONTEXT).update(payload).digest();
+    return nodeCrypto('A portal token')
+      .createHmac('sha256', this.#key)
+      .update(SIGNATURE_CONTEXT)
+      .update(payload)
+      .digest();
   }
 }
 

@@ -2,7 +2,8 @@
  * Signing per the Standard Webhooks specification, one signature per key: `v1` (HMAC-SHA256) for
  * each `whsec_` secret, `v1a` (ed25519) for each `whsk_` signing key. @module
  */
-import { createHmac, type KeyObject, randomBytes } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { nodeCrypto } from '../../internal/node-builtin.js';
 import {
   aFunction,
   checkValue,
@@ -13,6 +14,7 @@ import {
   withFields,
   worded,
 } from '../../internal/options.js';
+import { randomBytes } from '../../internal/random.js';
 import { isInstance } from '../../internal/read-once.js';
 import { secretRule, secretSize } from './secret-rule.js';
 import {
@@ -157,7 +159,8 @@ export function webhookSecretKey(secret: string): Buffer {
 
 /** The raw HMAC-SHA256 of `id.timestamp.body` under a key (the input checked by the caller). */
 export function signatureDigest(key: Uint8Array, input: SignInput): Buffer {
-  return createHmac('sha256', key)
+  return nodeCrypto('A v1 signature (signWebhook, verifyWebhook)')
+    .createHmac('sha256', key)
     .update(`${input.id}.${input.timestamp}.`)
     .update(input.body)
     .digest();

@@ -2,16 +2,11 @@
  * Asymmetric Standard Webhooks signatures (`v1a`, ed25519): the key pair, its text forms
  * `whsk_` (the signing key) and `whpk_` (the public key), and the signature itself. @module
  */
-import {
-  createPrivateKey,
-  createPublicKey,
-  type KeyObject,
-  randomBytes,
-  sign,
-  verify,
-} from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { setBounded } from '../../internal/bounded-map.js';
+import { nodeCrypto } from '../../internal/node-builtin.js';
 import { aFunction, checkValue, INVALID, type Rule } from '../../internal/options.js';
+import { randomBytes } from '../../internal/random.js';
 import { isInstance } from '../../internal/read-once.js';
 import { secretRule, secretSize } from './secret-rule.js';
 
@@ -60,7 +55,7 @@ function cached(
 }
 
 function privateKeyOf(seed: Uint8Array): KeyObject {
-  return createPrivateKey({
+  return nodeCrypto('An ed25519 key (whsk_, whpk_)').createPrivateKey({
     key: Buffer.concat([PKCS8_PREFIX, seed]),
     format: 'der',
     type: 'pkcs8',
@@ -68,7 +63,10 @@ function privateKeyOf(seed: Uint8Array): KeyObject {
 }
 
 function rawPublicKey(key: KeyObject): Buffer {
-  return createPublicKey(key).export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX.length);
+  return nodeCrypto('An ed25519 key (whsk_, whpk_)')
+    .createPublicKey(key)
+    .export({ format: 'der', type: 'spki' })
+    .subarray(SPKI_PREFIX.length);
 }
 
 // A refused key shows its prefix and its length only: never key material in a message.
@@ -115,7 +113,7 @@ export const WEBHOOK_PUBLIC_KEY: Rule<KeyObject> = secretRule(
         const text = value.slice(WEBHOOK_PUBLIC_KEY_PREFIX.length);
         if (!BASE64_32.test(text)) return INVALID;
         try {
-          return createPublicKey({
+          return nodeCrypto('An ed25519 key (whsk_, whpk_)').createPublicKey({
             key: Buffer.concat([SPKI_PREFIX, Buffer.from(text, 'base64')]),
             format: 'der',
             type: 'spki',
@@ -186,7 +184,7 @@ export function ed25519Signature(
   key: KeyObject,
   content: { readonly id: string; readonly timestamp: number; readonly body: string | Uint8Array },
 ): Buffer {
-  return sign(null, signedContent(content), key);
+  return nodeCrypto('A v1a signature (signWebhook)').sign(null, signedContent(content), key);
 }
 
 /** Whether `signature` is the ed25519 signature of `id.timestamp.body` under `key`. @internal */
@@ -195,7 +193,10 @@ export function isEd25519Signature(
   content: Buffer,
   signature: Uint8Array,
 ): boolean {
-  return signature.length === 64 && verify(null, content, key, signature);
+  return (
+    signature.length === 64 &&
+    nodeCrypto('A v1a verification (verifyWebhook)').verify(null, content, key, signature)
+  );
 }
 
 /** The bytes a signature covers: `{id}.{timestamp}.{body}`. @internal */

@@ -2,9 +2,10 @@
  * Verification for receivers of Standard Webhooks deliveries: `v1` signatures with `whsec_`
  * secrets, `v1a` signatures with `whpk_` public keys. @module
  */
-import { type KeyObject, timingSafeEqual } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../../clock.js';
 import { isArray } from '../../internal/describe.js';
+import { nodeCrypto } from '../../internal/node-builtin.js';
 import {
   checkValue,
   finiteNumber,
@@ -219,7 +220,11 @@ export function verifyWith(
       const given = Buffer.from(candidate.slice(comma + 1), 'base64');
       for (const digest of expected) {
         // Compare every candidate: the time taken does not depend on which one matches.
-        if (given.length === digest.length && timingSafeEqual(given, digest)) matched = true;
+        if (
+          given.length === digest.length &&
+          nodeCrypto('A v1 verification (verifyWebhook)').timingSafeEqual(given, digest)
+        )
+          matched = true;
       }
     } else if (scheme === 'v1a' && publicKeys.length > 0 && !matched) {
       // A public signature needs no constant time: the first match is enough.
