@@ -384,6 +384,7 @@ export type { SignInput, WebhookHeaders } from './webhooks/signing/signature.js'
 export {
   generateWebhookSecret,
   signWebhook,
+  signWebhookAsync,
   WEBHOOK_SECRET_BYTES,
   WEBHOOK_SECRET_PREFIX,
   webhookSecretKey,
@@ -405,6 +406,7 @@ export type {
 export {
   DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
   verifyWebhook,
+  verifyWebhookAsync,
   webhookVerificationErrorCodes,
 } from './webhooks/signing/verify.js';
 // nearest-name.ts and subscription-leaf.ts are internal: the catalog, the index and the memory

@@ -61,20 +61,17 @@ export function requireNodeBuiltin<K extends keyof NodeBuiltins>(
   return found;
 }
 
-let crypto: typeof NodeCrypto | undefined;
-
 /**
- * `node:crypto`, read once, for the synchronous forms (hashes, HMAC, ed25519 keys, AES-GCM).
+ * `node:crypto`, for the synchronous forms (hashes, HMAC, ed25519 keys, AES-GCM).
  * @param what - what needs it, for the message
  * @throws ConfigurationError `unsupported_runtime` on a runtime without it
  */
 export function nodeCrypto(what: string): typeof NodeCrypto {
-  crypto ??= requireNodeBuiltin(
+  return requireNodeBuiltin(
     'node:crypto',
     what,
     'use the asynchronous form (WebCrypto), or on Cloudflare Workers turn on the nodejs_compat flag',
   );
-  return crypto;
 }
 
 /** The part of a diagnostics channel that the publishers use. */
