@@ -26,7 +26,33 @@ export function decodeBase64(text: string): Uint8Array {
   return bytes;
 }
 
+/**
+ * Encode bytes as base64url without padding (RFC 4648 section 5).
+ * @param bytes - the bytes
+ */
+export function encodeBase64Url(bytes: Uint8Array): string {
+  return encodeBase64(bytes).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+}
+
+/**
+ * Encode bytes as lower-case hex.
+ * @param bytes - the bytes
+ */
+export function encodeHex(bytes: Uint8Array): string {
+  let hex = '';
+  for (const byte of bytes) hex += byte.toString(16).padStart(2, '0');
+  return hex;
+}
+
 const encoder = new TextEncoder();
+
+/**
+ * The UTF-8 bytes of a string.
+ * @param text - the string
+ */
+export function utf8(text: string): Uint8Array {
+  return encoder.encode(text);
+}
 
 /**
  * The UTF-8 bytes of the parts, one after the other.

@@ -5,7 +5,8 @@
  * @module
  */
 
-import { nodeCrypto } from '../../internal/node-builtin.js';
+import { encodeBase64Url } from '../../internal/base64.js';
+import { sha256 } from '../../internal/sha256.js';
 import { defineEventCatalog, type EventCatalog } from './event-catalog.js';
 import type { EventPattern } from './event-kind.js';
 
@@ -114,9 +115,6 @@ export function operationalMessageId(
   kind: OperationalEventKind,
   fact: readonly (string | number)[],
 ): string {
-  const digest = nodeCrypto('The id of an operational message')
-    .createHash('sha256')
-    .update(JSON.stringify([accountCode, kind, ...fact]))
-    .digest('base64url');
+  const digest = encodeBase64Url(sha256(JSON.stringify([accountCode, kind, ...fact])));
   return `op_${digest}`;
 }

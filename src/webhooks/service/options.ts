@@ -2,6 +2,7 @@
 import { aClock, type Clock, systemClock } from '../../clock.js';
 import { GATE_RULES } from '../../http/gate-options.js';
 import type { CheckingLimiter, Identity, RateLimitOptions } from '../../http/rate-limit-gate.js';
+import { utf8 } from '../../internal/base64.js';
 import {
   aFunction,
   INVALID,
@@ -13,7 +14,6 @@ import {
   wholeNumber,
   withMethods,
 } from '../../internal/options.js';
-import { randomBytes } from '../../internal/random.js';
 import { isInstance } from '../../internal/read-once.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
 import type { LimitStore } from '../../limits/store.js';
@@ -238,7 +238,7 @@ const CURSOR_KEY_BYTES = 32;
 // The bytes of a key, or -1 for what is no key.
 const keyBytes = (value: unknown): number =>
   typeof value === 'string'
-    ? Buffer.byteLength(value)
+    ? utf8(value).length
     : isInstance(value, Uint8Array)
       ? value.length
       : -1;
@@ -406,7 +406,6 @@ export function readServiceOptions(options: WebhookServiceOptions) {
     ...read,
     repository,
     identify,
-    cursorKey: read.cursorKey ?? randomBytes(32),
   };
 }
 

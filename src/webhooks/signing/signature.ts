@@ -4,7 +4,7 @@
  */
 import type { KeyObject } from 'node:crypto';
 import { concatBytes, decodeBase64, encodeBase64 } from '../../internal/base64.js';
-import { nodeBuiltin, nodeCrypto } from '../../internal/node-builtin.js';
+import { nodeBuiltin } from '../../internal/node-builtin.js';
 import {
   aFunction,
   checkValue,
@@ -17,6 +17,7 @@ import {
 } from '../../internal/options.js';
 import { randomBytes } from '../../internal/random.js';
 import { isInstance } from '../../internal/read-once.js';
+import { hmacSha256 } from '../../internal/sha256.js';
 import { secretRule, secretSize } from './secret-rule.js';
 import {
   ed25519Signature,
@@ -162,13 +163,9 @@ export function webhookSecretKey(secret: string): Uint8Array {
   return checkValue(WEBHOOK_SECRET, secret, 'webhook secret');
 }
 
-/** The raw HMAC-SHA256 of `id.timestamp.body` under a key (the input checked by the caller). */
-export function signatureDigest(key: Uint8Array, input: SignInput): Buffer {
-  return nodeCrypto('A v1 signature (signWebhook, verifyWebhook)')
-    .createHmac('sha256', key)
-    .update(`${input.id}.${input.timestamp}.`)
-    .update(input.body)
-    .digest();
+/** The raw HMAC-SHA256 of `id.timestamp.body` (the input checked by the caller). */
+export function signatureDigest(key: Uint8Array, input: SignInput): Uint8Array {
+  return hmacSha256(key, `${input.id}.${input.timestamp}.`, input.body);
 }
 
 /** True for an id that can be sent as `webhook-id`: 1 to 256 visible ASCII characters, no comma. */
@@ -280,7 +277,7 @@ export function signWebhook(input: SignInput, keys: string | readonly string[]):
   const signed = signedInput(input, 'signWebhook');
   const signatures = read.map((key) =>
     key instanceof Uint8Array
-      ? `v1,${signatureDigest(key, signed).toString('base64')}`
+      ? `v1,${encodeBase64(signatureDigest(key, signed))}`
       : `v1a,${ed25519Signature(key, signed).toString('base64')}`,
   );
   return headersOf(signed, signatures);

@@ -18,6 +18,7 @@ import {
   worded,
 } from '../../internal/options.js';
 import { readSafely } from '../../internal/read-once.js';
+import { constantTimeEqual } from '../../internal/sha256.js';
 import { RAW_BODY, signatureDigest, WEBHOOK_SECRETS } from './signature.js';
 import {
   isEd25519Signature,
@@ -26,7 +27,7 @@ import {
   WEBHOOK_PUBLIC_KEY_BYTES,
   WEBHOOK_PUBLIC_KEY_PREFIX,
 } from './signing-key.js';
-import { constantTimeEqual, webCryptoEd25519Verify, webCryptoHmac } from './web-crypto.js';
+import { webCryptoEd25519Verify, webCryptoHmac } from './web-crypto.js';
 
 /** Codes of a refused delivery. */
 export const webhookVerificationErrorCodes = [

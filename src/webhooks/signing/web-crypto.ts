@@ -6,6 +6,7 @@
  */
 import type { webcrypto } from 'node:crypto';
 import { concatBytes } from '../../internal/base64.js';
+import { constantTimeEqual } from '../../internal/sha256.js';
 import { PKCS8_PREFIX, type SigningSeed } from './signing-key.js';
 
 const HMAC = { name: 'HMAC', hash: 'SHA-256' } as const;
@@ -90,15 +91,4 @@ export async function webCryptoEd25519Verify(
   } catch {
     return false;
   }
-}
-
-/**
- * Whether two byte strings are equal, in a time that depends on their length only.
- * @internal
- */
-export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let difference = 0;
-  for (let i = 0; i < a.length; i++) difference |= (a[i] as number) ^ (b[i] as number);
-  return difference === 0;
 }
