@@ -47,12 +47,16 @@ const failure = (promise: Promise<unknown>) =>
 describe('fetchTransport', () => {
   it('POSTs the body with the headers, follows no redirect, and answers the status and headers', async () => {
     const { sent, fetch } = recordingFetch(
-      () => new Response('ok', { status: 302, headers: { location: '/elsewhere', 'x-a': 'b' } }),
+      () =>
+        new Response('ok', {
+          status: 302,
+          headers: { 'content-type': 'text/plain', location: '/elsewhere', 'x-a': 'b' },
+        }),
     );
     const answer = await post(fetchTransport({ fetch }), 'https://hooks.example.com/in');
     expect(answer).toEqual({
       status: 302,
-      headers: { 'content-type': 'text/plain;charset=UTF-8', location: '/elsewhere', 'x-a': 'b' },
+      headers: { 'content-type': 'text/plain', location: '/elsewhere', 'x-a': 'b' },
     });
     expect(sent).toHaveLength(1);
     expect(sent[0]?.url).toBe('https://hooks.example.com/in');
