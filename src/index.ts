@@ -393,9 +393,11 @@ export type { WebhookKeyPair } from './webhooks/signing/signing-key.js';
 // ed25519Signature, isEd25519Signature and signedContent stay internal: sign and verify are the API.
 export {
   generateWebhookKeyPair,
+  generateWebhookKeyPairAsync,
   WEBHOOK_PUBLIC_KEY_PREFIX,
   WEBHOOK_SIGNING_KEY_PREFIX,
   webhookPublicKeyOf,
+  webhookPublicKeyOfAsync,
 } from './webhooks/signing/signing-key.js';
 export type {
   HeaderSource,

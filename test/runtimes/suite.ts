@@ -244,7 +244,7 @@ const CASES: readonly Case[] = [
     },
   ],
   [
-    'service: a subscription created, listed and deleted over fetch',
+    'service: subscriptions (HMAC and ed25519) created, listed and deleted over fetch',
     async ({ root, testing }) => {
       const clock = new testing.FakeClock(T0);
       const service = root.createWebhookService({
@@ -276,6 +276,15 @@ const CASES: readonly Case[] = [
         const listed = await call('GET', '/v1/subscriptions?pageNumber=1&pageSize=20');
         same(listed.status, 200, 'listed');
         same(((await listed.json()) as { totalItems: number }).totalItems, 1, 'one listed');
+        const signed = await call('POST', '/v1/subscriptions', {
+          endpointUrl: 'https://hooks.example.com/ed25519',
+          events: ['folio/*'],
+          signatureType: 'ed25519',
+        });
+        same(signed.status, 201, 'an ed25519 subscription created');
+        const made = (await signed.json()) as { id: string; publicKey: string };
+        check(made.publicKey.startsWith('whpk_'), 'its public key');
+        same((await call('DELETE', `/v1/subscriptions/${made.id}`)).status, 204, 'it deleted');
         same((await call('DELETE', `/v1/subscriptions/${id}`)).status, 204, 'deleted');
         const after = await call('GET', '/v1/subscriptions?pageNumber=1&pageSize=20');
         same(((await after.json()) as { totalItems: number }).totalItems, 0, 'none left');

@@ -18,11 +18,11 @@ import {
 import { randomBytes } from '../../internal/random.js';
 import { isInstance } from '../../internal/read-once.js';
 import { hmacSha256 } from '../../internal/sha256.js';
+import type { SigningSeed } from './ed25519-bytes.js';
 import { secretRule, secretSize } from './secret-rule.js';
 import {
   ed25519Signature,
   mismatchedSigningKey,
-  type SigningSeed,
   WEBHOOK_SIGNING_KEY,
   WEBHOOK_SIGNING_KEY_PREFIX,
   WEBHOOK_SIGNING_SEED,

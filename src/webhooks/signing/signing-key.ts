@@ -6,11 +6,13 @@ import type { KeyObject } from 'node:crypto';
 import type { ConfigurationError } from '../../errors/configuration-error.js';
 import { concatBytes, decodeBase64, encodeBase64 } from '../../internal/base64.js';
 import { setBounded } from '../../internal/bounded-map.js';
-import { nodeCrypto } from '../../internal/node-builtin.js';
+import { nodeBuiltin, nodeCrypto } from '../../internal/node-builtin.js';
 import { aFunction, checkValue, INVALID, mustBe, type Rule } from '../../internal/options.js';
 import { randomBytes } from '../../internal/random.js';
 import { isInstance } from '../../internal/read-once.js';
+import { PKCS8_PREFIX, type SigningSeed, SPKI_PREFIX } from './ed25519-bytes.js';
 import { secretRule, secretSize } from './secret-rule.js';
+import { webCryptoPublicKey } from './web-crypto.js';
 
 /** The prefix of a signing key (an ed25519 private key): `whsk_`. */
 export const WEBHOOK_SIGNING_KEY_PREFIX = 'whsk_';
@@ -33,16 +35,6 @@ const BASE64_32 = /^[A-Za-z0-9+/]{43}=$/;
 const BASE64_64 = /^[A-Za-z0-9+/]{86}==$/;
 // The DER of an ed25519 key with the raw bytes at the end (RFC 8410): PKCS#8 for the seed, SPKI
 // for the public key.
-/** @internal */
-export const PKCS8_PREFIX: Uint8Array = fromHex('302e020100300506032b657004220420');
-const SPKI_PREFIX = fromHex('302a300506032b6570032100');
-
-function fromHex(hex: string): Uint8Array {
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++)
-    bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return bytes;
-}
 
 // Reading a key into OpenSSL costs far more than a signature with it (an ed25519 private key
 // derives its public point: about 15 times a signature), and the deliverer reads its keys at
@@ -85,16 +77,6 @@ function keyLength(prefix: string): (value: unknown) => string {
     typeof value === 'string' && value.startsWith(prefix)
       ? `${prefix} and ${value.length - prefix.length} characters`
       : secretSize(value);
-}
-
-/** A `whsk_` signing key's bytes: the seed, and the public half when the text carries one. */
-export interface SigningSeed {
-  /** The 32-byte ed25519 seed. */
-  readonly seed: Uint8Array;
-  /** The public key written after the seed, to be checked against it; undefined when absent. */
-  readonly publicHalf: Uint8Array | undefined;
-  /** How a refusal shows the key: its prefix and length, never its text. */
-  readonly shown: string;
 }
 
 // The form of a signing key, read without any cryptography.
@@ -235,6 +217,28 @@ export function generateWebhookKeyPair(
 }
 
 /**
+ * {@link generateWebhookKeyPair}, in a form that runs on every runtime: through `node:crypto`
+ * where the runtime has it, else through WebCrypto. The same pair for the same seed.
+ * @param bytes - called with 32, returns exactly 32 random bytes (the seed).
+ *   @defaultValue WebCrypto's `crypto.getRandomValues`
+ * @example
+ * ```ts
+ * const { signingKey, publicKey } = await generateWebhookKeyPairAsync();
+ * ```
+ */
+export async function generateWebhookKeyPairAsync(
+  bytes: (size: number) => Uint8Array = randomBytes,
+): Promise<WebhookKeyPair> {
+  if (nodeBuiltin('node:crypto') !== undefined) return generateWebhookKeyPair(bytes);
+  const source = checkValue(RANDOM_SOURCE, bytes, 'generateWebhookKeyPair bytes');
+  const seed = checkValue(RANDOM_SEED, source(SEED_BYTES), 'generateWebhookKeyPair bytes(32)');
+  return {
+    signingKey: `${WEBHOOK_SIGNING_KEY_PREFIX}${encodeBase64(seed)}`,
+    publicKey: `${WEBHOOK_PUBLIC_KEY_PREFIX}${encodeBase64(await webCryptoPublicKey(seed))}`,
+  };
+}
+
+/**
  * The public key (`whpk_…`) of a signing key (`whsk_…`), to hand to receivers.
  * @throws ConfigurationError `invalid_webhook_signing_key` when it is not `whsk_` and the base64
  *   of a 32-byte seed (the message gives its length, never the key)
@@ -246,6 +250,24 @@ export function generateWebhookKeyPair(
 export function webhookPublicKeyOf(signingKey: string): string {
   const key = checkValue(WEBHOOK_SIGNING_KEY, signingKey, 'signing key');
   return `${WEBHOOK_PUBLIC_KEY_PREFIX}${encodeBase64(rawPublicKey(key))}`;
+}
+
+/**
+ * {@link webhookPublicKeyOf}, in a form that runs on every runtime: through `node:crypto` where
+ * the runtime has it, else through WebCrypto.
+ * @example
+ * ```ts
+ * await webhookPublicKeyOfAsync(env.WEBHOOK_SIGNING_KEY); // 'whpk_...'
+ * ```
+ */
+export async function webhookPublicKeyOfAsync(signingKey: string): Promise<string> {
+  if (nodeBuiltin('node:crypto') !== undefined) return webhookPublicKeyOf(signingKey);
+  const read = checkValue(WEBHOOK_SIGNING_SEED, signingKey, 'signing key');
+  const own = await webCryptoPublicKey(read.seed);
+  if (read.publicHalf !== undefined && !sameBytes(own, read.publicHalf)) {
+    throw mismatchedSigningKey(read, 'signing key');
+  }
+  return `${WEBHOOK_PUBLIC_KEY_PREFIX}${encodeBase64(own)}`;
 }
 
 /** The ed25519 signature of `id.timestamp.body` (the input checked by the caller). @internal */

@@ -7,7 +7,7 @@
 import type { webcrypto } from 'node:crypto';
 import { concatBytes } from '../../internal/base64.js';
 import { constantTimeEqual } from '../../internal/sha256.js';
-import { PKCS8_PREFIX, type SigningSeed } from './signing-key.js';
+import { PKCS8_PREFIX, type SigningSeed } from './ed25519-bytes.js';
 
 const HMAC = { name: 'HMAC', hash: 'SHA-256' } as const;
 const ED25519 = { name: 'Ed25519' } as const;

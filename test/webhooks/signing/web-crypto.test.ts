@@ -11,10 +11,13 @@ import {
   createWebhookReceiver,
   FakeClock,
   generateWebhookKeyPair,
+  generateWebhookKeyPairAsync,
   signWebhook,
   signWebhookAsync,
   verifyWebhook,
   verifyWebhookAsync,
+  webhookPublicKeyOf,
+  webhookPublicKeyOfAsync,
 } from '../../../src/index.js';
 import { webCryptoSignWebhook } from '../../../src/webhooks/signing/signature.js';
 import { webCryptoVerifyWebhook } from '../../../src/webhooks/signing/verify.js';
@@ -172,6 +175,25 @@ describe('on a runtime without node:crypto', () => {
     expect((error as ConfigurationError).message).toBe(
       'A v1a signature (signWebhook) needs node:crypto, which this runtime does not have: use the asynchronous form (WebCrypto), or on Cloudflare Workers turn on the nodejs_compat flag.',
     );
+  });
+
+  it('key pairs and public keys come through WebCrypto: the same for the same seed, the same refusals', async () => {
+    const seeds = [new Uint8Array(32).fill(9), Uint8Array.from({ length: 32 }, (_, i) => i)];
+    const expected = seeds.map((seed) => generateWebhookKeyPair(() => seed));
+    const mismatched = `whsk_${base64(Buffer.concat([Buffer.alloc(32, 9), Buffer.alloc(32, 1)]))}`;
+    const syncRefusal = thrown(() => webhookPublicKeyOf(mismatched));
+    withoutNodeModules();
+    for (const [index, seed] of seeds.entries()) {
+      const pair = await generateWebhookKeyPairAsync(() => seed);
+      expect(pair).toEqual(expected[index]);
+      expect(await webhookPublicKeyOfAsync(pair.signingKey)).toBe(pair.publicKey);
+    }
+    const fresh = await generateWebhookKeyPairAsync();
+    expect(await webhookPublicKeyOfAsync(fresh.signingKey)).toBe(fresh.publicKey);
+    expect(await rejection(webhookPublicKeyOfAsync(mismatched))).toEqual(syncRefusal);
+    expect(await rejection(generateWebhookKeyPairAsync(() => new Uint8Array(31)))).toMatchObject({
+      code: 'invalid_option',
+    });
   });
 
   it('the receiver verifies v1 and v1a through WebCrypto', async () => {
