@@ -75,7 +75,8 @@ const TRANSPORT_RULES = {
  * Deno): node:http(s) behind the SSRF guard, which checks every address a name resolves to.
  * @throws ConfigurationError `invalid_address_allow_list` for a bad allow-list entry,
  * `invalid_option` for options that are no object, a misspelt one (`agent`'s too), a guard or
- * lookup that is no such thing, or an agent that is no `http.Agent`
+ * lookup that is no such thing, or an agent that is no `http.Agent`; `unsupported_runtime` on a
+ * runtime without `node:http` or `node:https` (give `fetchTransport()` there)
  * @example
  * ```ts
  * const transport = httpTransport({ allow: ['127.0.0.1'] }); // a local receiver in tests

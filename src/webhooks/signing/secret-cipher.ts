@@ -125,7 +125,8 @@ const RULES = { keys: SECRET_KEYS };
 /**
  * A {@link SecretCipher} with AES-256-GCM: a fresh 96-bit IV per secret, the 128-bit tag checked on
  * every decrypt. Rotate keys by putting a new key first: secrets stored under the older ones still
- * decrypt, and a repository's `reencryptSecrets()` moves them to the new one.
+ * decrypt, and a repository's `reencryptSecrets()` moves them to the new one. Encrypting and
+ * decrypting need `node:crypto` (Node, Bun, Deno, Workers with `nodejs_compat`).
  * @throws ConfigurationError `invalid_option` for no keys, a key that is not 32 bytes, a bad or
  *   repeated key id
  * @example

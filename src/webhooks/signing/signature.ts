@@ -85,7 +85,8 @@ const RANDOM_KEY = secretRule<Uint8Array>({
 
 /**
  * A new random secret, `whsec_` and 32 random bytes in base64.
- * @param bytes - called with 32, returns exactly 32 random bytes. @defaultValue `crypto.randomBytes`
+ * @param bytes - called with 32, returns exactly 32 random bytes.
+ *   @defaultValue WebCrypto's `crypto.getRandomValues`
  * @throws ConfigurationError `invalid_option` when `bytes` is not a function or does not return
  * a Uint8Array of the 32 bytes asked for
  * @example
@@ -258,13 +259,15 @@ function headersOf(signed: SignInput, signatures: readonly string[]): WebhookHea
 /**
  * Sign a message with every key in force: the headers to send with the body. Each `whsec_` secret
  * adds a `v1` signature (HMAC-SHA256), each `whsk_` signing key a `v1a` one (ed25519), in the
- * order given; a rotation from one kind to the other signs with both for a while.
+ * order given; a rotation from one kind to the other signs with both for a while. Secrets sign on
+ * every runtime; a signing key needs `node:crypto`: {@link signWebhookAsync} runs everywhere.
  * @param keys - one secret or signing key, or several while rotating (the new one and the old one)
  * @throws ConfigurationError `invalid_webhook_secret` for a malformed secret or no key,
  * `invalid_webhook_signing_key` for a malformed signing key (either shown by its length, never its
  * text), `invalid_option` for an input that is no object or whose fields cannot be read (a getter
  * that throws), an id with spaces or commas, a timestamp that is no whole number, or a body that is
- * neither a string nor a Uint8Array
+ * neither a string nor a Uint8Array; `unsupported_runtime` for a signing key on a runtime without
+ * `node:crypto`
  * @example
  * ```ts
  * const headers = signWebhook({ id: 'msg_1', timestamp: 1614265330, body }, [secret]);

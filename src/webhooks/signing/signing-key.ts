@@ -193,11 +193,13 @@ const RANDOM_SEED = secretRule<Uint8Array>({
 
 /**
  * A new ed25519 key pair for `v1a` signatures: the sender signs with `signingKey`, receivers
- * verify with `publicKey`.
+ * verify with `publicKey`. Needs `node:crypto`: {@link generateWebhookKeyPairAsync} runs on every
+ * runtime.
  * @param bytes - called with 32, returns exactly 32 random bytes (the seed).
- *   @defaultValue `crypto.randomBytes`
+ *   @defaultValue WebCrypto's `crypto.getRandomValues`
  * @throws ConfigurationError `invalid_option` when `bytes` is not a function or does not return
- *   a Uint8Array of the 32 bytes asked for
+ *   a Uint8Array of the 32 bytes asked for; `unsupported_runtime` on a runtime without
+ *   `node:crypto`
  * @example
  * ```ts
  * const { signingKey, publicKey } = generateWebhookKeyPair();
@@ -239,9 +241,11 @@ export async function generateWebhookKeyPairAsync(
 }
 
 /**
- * The public key (`whpk_…`) of a signing key (`whsk_…`), to hand to receivers.
+ * The public key (`whpk_…`) of a signing key (`whsk_…`), to hand to receivers. Needs
+ * `node:crypto`: {@link webhookPublicKeyOfAsync} runs on every runtime.
  * @throws ConfigurationError `invalid_webhook_signing_key` when it is not `whsk_` and the base64
- *   of a 32-byte seed (the message gives its length, never the key)
+ *   of a 32-byte seed (the message gives its length, never the key); `unsupported_runtime` on a
+ *   runtime without `node:crypto`
  * @example
  * ```ts
  * webhookPublicKeyOf(process.env.WEBHOOK_SIGNING_KEY!); // 'whpk_...'
