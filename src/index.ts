@@ -249,6 +249,10 @@ export type {
 } from './webhooks/delivery/channels.js';
 export { webhookChannels } from './webhooks/delivery/channels.js';
 export { createDeliverer, deliver, deliveryJob } from './webhooks/delivery/create-deliverer.js';
+export {
+  type FetchTransportOptions,
+  fetchTransport,
+} from './webhooks/delivery/fetch-transport.js';
 export { forbiddenAddressRange } from './webhooks/delivery/forbidden-address.js';
 export type {
   HttpTransportOptions,
@@ -380,6 +384,7 @@ export type { SignInput, WebhookHeaders } from './webhooks/signing/signature.js'
 export {
   generateWebhookSecret,
   signWebhook,
+  signWebhookAsync,
   WEBHOOK_SECRET_BYTES,
   WEBHOOK_SECRET_PREFIX,
   webhookSecretKey,
@@ -388,9 +393,11 @@ export type { WebhookKeyPair } from './webhooks/signing/signing-key.js';
 // ed25519Signature, isEd25519Signature and signedContent stay internal: sign and verify are the API.
 export {
   generateWebhookKeyPair,
+  generateWebhookKeyPairAsync,
   WEBHOOK_PUBLIC_KEY_PREFIX,
   WEBHOOK_SIGNING_KEY_PREFIX,
   webhookPublicKeyOf,
+  webhookPublicKeyOfAsync,
 } from './webhooks/signing/signing-key.js';
 export type {
   HeaderSource,
@@ -401,6 +408,7 @@ export type {
 export {
   DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
   verifyWebhook,
+  verifyWebhookAsync,
   webhookVerificationErrorCodes,
 } from './webhooks/signing/verify.js';
 // nearest-name.ts and subscription-leaf.ts are internal: the catalog, the index and the memory

@@ -34,6 +34,7 @@ describe('errors', () => {
       'invalid_address_allow_list',
       'invalid_webhook_signing_key',
       'invalid_webhook_public_key',
+      'unsupported_runtime',
     ]);
   });
 

@@ -36,6 +36,9 @@ export const configurationErrorCodes = [
   // src/webhooks/signing/signing-key.ts: a malformed whsk_ signing key or whpk_ public key
   'invalid_webhook_signing_key',
   'invalid_webhook_public_key',
+  // src/internal/node-builtin.ts: a synchronous form that needs a module of Node's on a runtime
+  // without it (the asynchronous form, through WebCrypto, runs there)
+  'unsupported_runtime',
 ] as const;
 
 /** A code of {@link ConfigurationError}. */

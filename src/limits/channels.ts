@@ -1,9 +1,10 @@
 /**
- * The `node:diagnostics_channel` channels of the limits, their messages and the functions that
+ * The `node:diagnostics_channel` channels (where the runtime has the module: elsewhere nothing is
+ * published) of the limits, their messages and the functions that
  * publish them. No message is built while a channel has no subscriber (docs/observability.md).
  * @module
  */
-import { channel } from 'node:diagnostics_channel';
+import { diagnosticsChannel } from '../internal/node-builtin.js';
 import type { AdmittedDecision, Decision } from './decision-types.js';
 import type { OutageMode } from './outage-mode.js';
 import type { LimitStore, RefusalReason } from './store.js';
@@ -107,10 +108,10 @@ export interface LeaseExpiryMessage {
 }
 
 /** The channel of decisions, published by `observeDecision`. @internal */
-export const decisionChannel = channel(limitsChannels.decision);
-const storeFailures = channel(limitsChannels.storeFailure);
-const leaseReleases = channel(limitsChannels.leaseRelease);
-const leaseExpiries = channel(limitsChannels.leaseExpiry);
+export const decisionChannel = diagnosticsChannel(limitsChannels.decision);
+const storeFailures = diagnosticsChannel(limitsChannels.storeFailure);
+const leaseReleases = diagnosticsChannel(limitsChannels.leaseRelease);
+const leaseExpiries = diagnosticsChannel(limitsChannels.leaseExpiry);
 
 /** Report a store's failure to decide, and what the limiter did. @internal */
 export function reportApplyFailure(store: LimitStore, error: unknown, outage: OutageMode): void {

@@ -6,6 +6,8 @@
  * @module
  */
 
+import { decodeBase64, encodeBase64Url as encode } from '../internal/base64.js';
+
 const ALPHABET = /^[A-Za-z0-9_-]*$/;
 
 /**
@@ -13,7 +15,7 @@ const ALPHABET = /^[A-Za-z0-9_-]*$/;
  * @param bytes - the bytes
  */
 export function encodeBase64Url(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64url');
+  return encode(bytes);
 }
 
 /**
@@ -21,8 +23,9 @@ export function encodeBase64Url(bytes: Uint8Array): string {
  * (padding, characters outside the alphabet, a length of 1 modulo 4, non-zero trailing bits).
  * @param text - the encoded text
  */
-export function decodeBase64Url(text: string): Buffer | undefined {
+export function decodeBase64Url(text: string): Uint8Array | undefined {
   if (text.length % 4 === 1 || !ALPHABET.test(text)) return undefined;
-  const bytes = Buffer.from(text, 'base64url');
-  return bytes.toString('base64url') === text ? bytes : undefined;
+  const padded = text.replaceAll('-', '+').replaceAll('_', '/');
+  const bytes = decodeBase64(padded + '='.repeat((4 - (padded.length % 4)) % 4));
+  return encode(bytes) === text ? bytes : undefined;
 }

@@ -3,8 +3,8 @@
  * encrypted), with key rotation, expiry and query binding. Token form: docs/pagination.md.
  * @module
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../clock.js';
+import { utf8 } from '../internal/base64.js';
 import {
   anything,
   INVALID,
@@ -17,6 +17,7 @@ import {
   worded,
 } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
+import { constantTimeEqual, hmacSha256 } from '../internal/sha256.js';
 import { decodeBase64Url, encodeBase64Url } from './base64url.js';
 import type { PaginationErrorCode } from './pagination-error.js';
 import { type QueryInput, queryPairs } from './query-input.js';
@@ -99,14 +100,14 @@ const SIGNATURE_CONTEXT = 'api-conventions.cursor.v1\0';
 const BINDING_CONTEXT = 'api-conventions.cursor-binding.v1\0';
 
 /** A key as bytes; a refusal names its length, never the secret itself. */
-const SECRET: Rule<Buffer> = {
+const SECRET: Rule<Uint8Array> = {
   expected: `a string or bytes of at least ${MIN_SECRET_BYTES} bytes (crypto.randomBytes(32) makes one)`,
   read(value, name) {
     const bytes =
       typeof value === 'string'
-        ? Buffer.from(value, 'utf8')
+        ? utf8(value)
         : value instanceof Uint8Array
-          ? Buffer.from(value)
+          ? Uint8Array.from(value)
           : undefined;
     if (bytes === undefined) return INVALID;
     if (bytes.length < MIN_SECRET_BYTES) {
@@ -145,9 +146,9 @@ const BINDING_RULES = {
 
 /** A codec's settings, read once from its options. */
 interface CodecSettings {
-  readonly signingKey: Buffer;
+  readonly signingKey: Uint8Array;
   /** The signing key first, then the verification keys. */
-  readonly keys: readonly Buffer[];
+  readonly keys: readonly Uint8Array[];
   readonly ttlMs: number | undefined;
   readonly clock: Clock;
   readonly exclude: ReadonlySet<string>;
@@ -203,7 +204,7 @@ function encodeCursor(
   const { query } = readOptions(options, 'encode()', BINDING_RULES, { example: '{ query }' });
   const bound = query === undefined ? undefined : bindingOf(settings, query);
   // JSON.stringify escapes lone surrogates, so these bytes are the one UTF-8 spelling of json.
-  const payload = Buffer.from(serialise(state, expiryOf(settings), bound), 'utf8');
+  const payload = utf8(serialise(state, expiryOf(settings), bound));
   const signature = hmac(settings.signingKey, SIGNATURE_CONTEXT, payload);
   const token = `${encodeBase64Url(payload)}.${encodeBase64Url(signature)}`;
   // decode refuses longer tokens: issuing one would end the client's listing with a 400.
@@ -239,7 +240,7 @@ function bindingOf(settings: CodecSettings, query: QueryInput): string {
   return binding(settings.signingKey, pairs.pairs);
 }
 
-function binding(key: Buffer, pairs: readonly [string, string][]): string {
+function binding(key: Uint8Array, pairs: readonly [string, string][]): string {
   return encodeBase64Url(
     hmac(key, BINDING_CONTEXT, JSON.stringify(pairs)).subarray(0, BINDING_BYTES),
   );
@@ -277,16 +278,16 @@ function decodeCursor<S>(
 // Signatures are checked over the bytes as sent, not their text: invalid UTF-8 decodes to U+FFFD,
 // so one cursor would have several spellings.
 function signerOf(
-  keys: readonly Buffer[],
+  keys: readonly Uint8Array[],
   payload: Uint8Array,
   signature: Uint8Array,
-): Buffer | undefined {
-  return keys.find((k) => timingSafeEqual(hmac(k, SIGNATURE_CONTEXT, payload), signature));
+): Uint8Array | undefined {
+  return keys.find((k) => constantTimeEqual(hmac(k, SIGNATURE_CONTEXT, payload), signature));
 }
 
 function bindingMismatch(
   settings: CodecSettings,
-  key: Buffer,
+  key: Uint8Array,
   bound: string,
   options: CursorBindingOptions | undefined,
 ): CursorDecoding<never> | undefined {
@@ -330,8 +331,8 @@ function malformed(shape: string): CursorDecoding<never> {
   };
 }
 
-function hmac(key: Buffer, context: string, data: string | Uint8Array): Buffer {
-  return createHmac('sha256', key).update(context).update(data).digest();
+function hmac(key: Uint8Array, context: string, data: string | Uint8Array): Uint8Array {
+  return hmacSha256(key, context, data);
 }
 
 // The state is serialised on its own so one JSON cannot write is refused here, not by decode.

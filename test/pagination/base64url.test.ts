@@ -6,7 +6,9 @@ describe('strict base64url', () => {
   it('round-trips any bytes', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 100 }), (bytes) => {
-        expect(decodeBase64Url(encodeBase64Url(bytes))).toEqual(Buffer.from(bytes));
+        expect(decodeBase64Url(encodeBase64Url(bytes))).toEqual(Uint8Array.from(bytes));
+        // Node's own encoder as the oracle.
+        expect(encodeBase64Url(bytes)).toBe(Buffer.from(bytes).toString('base64url'));
       }),
     );
   });
@@ -22,7 +24,7 @@ describe('strict base64url', () => {
   });
 
   it('refuses padding, the standard alphabet, stray characters and non-zero trailing bits', () => {
-    expect(decodeBase64Url('YQ')).toEqual(Buffer.from('a'));
+    expect(decodeBase64Url('YQ')).toEqual(new TextEncoder().encode('a'));
     for (const text of ['YQ==', 'YQ=', 'Y Q', 'Y+/A', 'YR', 'Y', 'YQ\n', 'Y.Q']) {
       expect(decodeBase64Url(text)).toBeUndefined();
     }

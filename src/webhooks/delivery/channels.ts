@@ -1,10 +1,11 @@
 /**
- * The `node:diagnostics_channel` channels of webhook delivery, their messages and the function
+ * The `node:diagnostics_channel` channels (where the runtime has the module: elsewhere nothing is
+ * published) of webhook delivery, their messages and the function
  * that publishes them. No message is built while a channel has no subscriber
  * (docs/observability.md).
  * @module
  */
-import { channel } from 'node:diagnostics_channel';
+import { diagnosticsChannel } from '../../internal/node-builtin.js';
 import type { DeliveryAttempt, DeliveryFailure } from './attempt.js';
 
 /**
@@ -40,8 +41,8 @@ export interface DeliveryEndMessage {
   readonly attempt: DeliveryAttempt;
 }
 
-const attempts = channel(webhookChannels.attempt);
-const deliveries = channel(webhookChannels.delivery);
+const attempts = diagnosticsChannel(webhookChannels.attempt);
+const deliveries = diagnosticsChannel(webhookChannels.delivery);
 
 /** Publish an attempt's report, and the delivery's end when it needs no more attempts. @internal */
 export function reportAttempt(attempt: DeliveryAttempt): void {

@@ -1,10 +1,12 @@
 /** Delivery of a signed message to one subscription (see docs/delivery.md). @module */
 import { aClock, type Clock, systemClock } from '../../clock.js';
+import { nodeBuiltin } from '../../internal/node-builtin.js';
 import { aFunction, readOptions, requiredValue, wholeNumber } from '../../internal/options.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
 import type { DeliveryAttempt } from './attempt.js';
 import { ENDPOINT_PAUSE_OPTION, pauseWithinAge } from './endpoint-pause.js';
 import { EXTRA_HEADERS } from './extra-headers.js';
+import { fetchTransport } from './fetch-transport.js';
 import type { DeliveryHooks } from './hooks.js';
 import type { WebhookTransport } from './http-transport.js';
 import { httpTransport } from './http-transport.js';
@@ -82,11 +84,22 @@ function readDelivery(options: DeliveryOptions | DelivererOptions) {
   };
 }
 
-/** The settings with a transport: made only when none is given (it holds keep-alive agents). */
+/**
+ * The settings with a transport: made only when none is given (it holds keep-alive agents):
+ * `httpTransport` where the runtime has node:http(s) and node:dns, else `fetchTransport`.
+ */
 function withTransport<S extends { readonly transport: WebhookTransport | undefined }>(
   read: S,
 ): S & { readonly transport: WebhookTransport } {
-  return { ...read, transport: read.transport ?? httpTransport() };
+  return { ...read, transport: read.transport ?? defaultTransport() };
+}
+
+function defaultTransport(): WebhookTransport {
+  const nodeNetwork =
+    nodeBuiltin('node:http') !== undefined &&
+    nodeBuiltin('node:https') !== undefined &&
+    nodeBuiltin('node:dns') !== undefined;
+  return nodeNetwork ? httpTransport() : fetchTransport();
 }
 
 const DELIVERY_RULES = {

@@ -1,9 +1,8 @@
 /** The default transport of deliveries: one POST through the SSRF guard's lookup. @module */
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { DeliveryTransportError } from '../../errors/delivery-transport-error.js';
 import { ApiConventionsError } from '../../errors/index.js';
+import { requireNodeBuiltin } from '../../internal/node-builtin.js';
 import { INVALID, optionsOf, type Rule, readOptions, withMethods } from '../../internal/options.js';
 import { isInstance } from '../../internal/read-once.js';
 import type { SsrfGuard, SsrfGuardOptions } from './ssrf-guard.js';
@@ -51,9 +50,15 @@ export interface HttpTransportOptions extends SsrfGuardOptions {
   };
 }
 
+const FETCH_INSTEAD = 'give the deliveries fetchTransport() instead';
+
+function nodeHttp() {
+  return requireNodeBuiltin('node:http', 'httpTransport', FETCH_INSTEAD);
+}
+
 const AGENT: Rule<HttpAgent> = {
   expected: 'an http.Agent such as new https.Agent({ keepAlive: true })',
-  read: (value) => (isInstance(value, HttpAgent) ? value : INVALID),
+  read: (value) => (isInstance(value, nodeHttp().Agent) ? value : INVALID),
 };
 
 const TRANSPORT_RULES = {
@@ -66,10 +71,12 @@ const TRANSPORT_RULES = {
 };
 
 /**
- * The default transport: node:http(s) behind the SSRF guard.
+ * The default transport on runtimes with `node:http`, `node:https` and `node:dns` (Node, Bun,
+ * Deno): node:http(s) behind the SSRF guard, which checks every address a name resolves to.
  * @throws ConfigurationError `invalid_address_allow_list` for a bad allow-list entry,
  * `invalid_option` for options that are no object, a misspelt one (`agent`'s too), a guard or
- * lookup that is no such thing, or an agent that is no `http.Agent`
+ * lookup that is no such thing, or an agent that is no `http.Agent`; `unsupported_runtime` on a
+ * runtime without `node:http` or `node:https` (give `fetchTransport()` there)
  * @example
  * ```ts
  * const transport = httpTransport({ allow: ['127.0.0.1'] }); // a local receiver in tests
@@ -80,6 +87,8 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
     example: "{ allow: ['127.0.0.1'] }",
   });
   const { allow, lookup, agent } = read;
+  const http = nodeHttp();
+  const https = requireNodeBuiltin('node:https', 'httpTransport', FETCH_INSTEAD);
   const guard =
     read.guard ??
     ssrfGuard({
@@ -88,8 +97,8 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
     });
   // A socket opened under another guard (a wider allow-list) would carry requests unchecked.
   const agents = {
-    http: agent?.http ?? new HttpAgent({ keepAlive: true, timeout: 5_000 }),
-    https: agent?.https ?? new HttpsAgent({ keepAlive: true, timeout: 5_000 }),
+    http: agent?.http ?? new http.Agent({ keepAlive: true, timeout: 5_000 }),
+    https: agent?.https ?? new https.Agent({ keepAlive: true, timeout: 5_000 }),
   };
   return (request) =>
     new Promise<TransportResponse>((resolve, reject) => {
@@ -107,16 +116,16 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
         reject(refused);
         return;
       }
-      const https = url.protocol === 'https:';
-      if (!https && url.protocol !== 'http:') {
+      const secure = url.protocol === 'https:';
+      if (!secure && url.protocol !== 'http:') {
         reject(
           new DeliveryTransportError('connection_failed', `Cannot POST to ${url.protocol} URLs.`),
         );
         return;
       }
       const signal = AbortSignal.timeout(request.timeoutMs);
-      const send = https ? httpsRequest : httpRequest;
-      const agent = https ? agents.https : agents.http;
+      const send = secure ? https.request : http.request;
+      const agent = secure ? agents.https : agents.http;
       const req = send(
         url,
         {

@@ -20,7 +20,10 @@ export interface DeliveryOptions {
   secrets: (
     subscriptionId: string,
   ) => readonly string[] | undefined | Promise<readonly string[] | undefined>;
-  /** Sends the POST. @defaultValue {@link httpTransport}() with the SSRF guard and no allow-list */
+  /**
+   * Sends the POST. @defaultValue {@link httpTransport}() with the SSRF guard and no allow-list,
+   * where the runtime has node:http(s) and node:dns; `fetchTransport()` elsewhere
+   */
   transport?: WebhookTransport;
   /** The timeout of one attempt, in ms, at most 2^31 - 1 (what timers hold). @defaultValue 15000 */
   timeoutMs?: number;

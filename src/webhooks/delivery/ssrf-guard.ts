@@ -1,8 +1,8 @@
 /** The SSRF guard, applied at connection time so that DNS rebinding cannot slip through. @module */
 import type { LookupAddress } from 'node:dns';
-import { lookup as dnsLookup } from 'node:dns';
 import ipaddr from 'ipaddr.js';
 import { ForbiddenAddressError } from '../../errors/forbidden-address-error.js';
+import { requireNodeBuiltin } from '../../internal/node-builtin.js';
 import { aFunction, readOptions } from '../../internal/options.js';
 import { ALLOW_OPTION, addressAllowList } from './address-allow-list.js';
 import { forbiddenAddressRange } from './forbidden-address.js';
@@ -59,11 +59,13 @@ export const SSRF_GUARD_RULES = {
  */
 export function ssrfGuard(options: SsrfGuardOptions = {}): SsrfGuard {
   const read = readOptions(options, 'ssrfGuard', SSRF_GUARD_RULES, {
-    defaults: { allow: [], lookup: dnsLookup as DnsLookup },
+    defaults: { allow: [] },
     example: "{ allow: ['127.0.0.1'] }",
   });
   const allowed = addressAllowList(read.allow);
-  const resolve = read.lookup;
+  const resolve: DnsLookup =
+    read.lookup ??
+    (requireNodeBuiltin('node:dns', 'ssrfGuard', 'give it a lookup').lookup as DnsLookup);
   const refusal = (address: string): string | undefined =>
     allowed.allows(address) ? undefined : forbiddenAddressRange(address);
   const lookup: ConnectLookup = (hostname, lookupOptions, callback) => {
@@ -111,7 +113,7 @@ export function ssrfGuard(options: SsrfGuardOptions = {}): SsrfGuard {
  * @param hostname - `URL.hostname` (IPv6 in brackets)
  */
 export function literalHostRefusal(
-  guard: SsrfGuard,
+  guard: Pick<SsrfGuard, 'refusal'>,
   hostname: string,
 ): ForbiddenAddressError | undefined {
   const literal =

@@ -7,7 +7,7 @@ import type { Clock } from '../../clock.js';
 import { isApiConventionsError } from '../../errors/index.js';
 import { isSecretCipherError } from '../../errors/secret-cipher-error.js';
 import type { WebhookHeaders } from '../signing/signature.js';
-import { signWebhook } from '../signing/signature.js';
+import { signWebhookAsync } from '../signing/signature.js';
 import type { AttemptOutcome, DeliveryAttempt } from './attempt.js';
 import { reportAttempt } from './channels.js';
 import { requestedPause } from './endpoint-pause.js';
@@ -138,7 +138,8 @@ export class WebhookDeliverer implements Deliverer {
       return { outcome: 'failed', reason: 'no_secret' };
     }
     try {
-      return signWebhook({ id: job.id, timestamp: Math.floor(at / 1000), body: job.body }, secrets);
+      const input = { id: job.id, timestamp: Math.floor(at / 1000), body: job.body };
+      return await signWebhookAsync(input, secrets);
     } catch (caught) {
       // A malformed id or secret fails every attempt alike: no retry.
       const error = isApiConventionsError(caught)

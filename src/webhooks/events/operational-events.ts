@@ -4,7 +4,9 @@
  * (see docs/webhook-service.md, "Operational events").
  * @module
  */
-import { createHash } from 'node:crypto';
+
+import { encodeBase64Url } from '../../internal/base64.js';
+import { sha256 } from '../../internal/sha256.js';
 import { defineEventCatalog, type EventCatalog } from './event-catalog.js';
 import type { EventPattern } from './event-kind.js';
 
@@ -113,8 +115,6 @@ export function operationalMessageId(
   kind: OperationalEventKind,
   fact: readonly (string | number)[],
 ): string {
-  const digest = createHash('sha256')
-    .update(JSON.stringify([accountCode, kind, ...fact]))
-    .digest('base64url');
+  const digest = encodeBase64Url(sha256(JSON.stringify([accountCode, kind, ...fact])));
   return `op_${digest}`;
 }

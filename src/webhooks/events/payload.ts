@@ -1,5 +1,4 @@
 /** The payload envelope, serialised once so that every attempt sends the same bytes. @module */
-import { randomUUID } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../../clock.js';
 import { InvalidRequestError } from '../../errors/index.js';
 import { describe, isArray } from '../../internal/describe.js';
@@ -150,7 +149,7 @@ export function createWebhookMessage(
 }
 
 function defaultId(): string {
-  return `msg_${randomUUID()}`;
+  return `msg_${globalThis.crypto.randomUUID()}`;
 }
 
 const hasLoneSurrogate = (text: string): boolean => LONE_SURROGATE.test(text);

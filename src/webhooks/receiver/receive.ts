@@ -18,10 +18,10 @@ import {
 import { WEBHOOK_SECRETS } from '../signing/signature.js';
 import {
   DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
+  deliveryVerifier,
   type HeaderSource,
-  type VerifySettings,
-  verifyWith,
-  WEBHOOK_PUBLIC_KEYS,
+  WEBHOOK_PUBLIC_KEY_BYTES_LIST,
+  type WebhookVerification,
 } from '../signing/verify.js';
 import { memorySeenStore, type WebhookSeenStore } from './seen-store.js';
 
@@ -134,7 +134,7 @@ export const webhookReceiverDefaults: {
 
 const RULES = {
   secrets: WEBHOOK_SECRETS,
-  publicKeys: WEBHOOK_PUBLIC_KEYS,
+  publicKeys: WEBHOOK_PUBLIC_KEY_BYTES_LIST,
   toleranceSeconds: worded(finiteNumber(0), 'a number of seconds >= 0'),
   handle: aFunction<(delivery: ReceivedWebhook) => unknown>('takes the verified delivery'),
   seen: withMethods<WebhookSeenStore>(['claim', 'complete', 'release'], 'a seen-store'),
@@ -152,7 +152,10 @@ const decoder = new TextDecoder('utf-8', { fatal: false });
 export class WebhookReceiverCore {
   /** The largest body a handler reads. */
   readonly maxBodyBytes: number;
-  readonly #verify: VerifySettings;
+  readonly #verify: (
+    raw: Uint8Array,
+    headers: HeaderSource,
+  ) => WebhookVerification | Promise<WebhookVerification>;
   readonly #handle: (delivery: ReceivedWebhook) => unknown;
   readonly #seen: WebhookSeenStore;
   readonly #seenMs: number;
@@ -182,12 +185,13 @@ export class WebhookReceiverCore {
         read.seenTtlSeconds,
       );
     }
-    this.#verify = {
+    // node:crypto where the runtime has it, else WebCrypto.
+    this.#verify = deliveryVerifier({
       secrets,
       publicKeys,
       clock: read.clock,
       toleranceSeconds: read.toleranceSeconds,
-    };
+    });
     this.#handle = requiredValue(RULES.handle, read.handle, 'handle');
     this.#seen = read.seen ?? memorySeenStore({ clock: read.clock });
     this.#seenMs = read.seenTtlSeconds * 1000;
@@ -208,7 +212,7 @@ export class WebhookReceiverCore {
    * @param headers - the request's headers
    */
   async receive(body: Uint8Array, headers: HeaderSource): Promise<ResponseParts> {
-    const verdict = verifyWith(this.#verify, body, headers);
+    const verdict = await this.#verify(body, headers);
     if (!verdict.ok) {
       const late = verdict.code === 'timestamp_too_old' || verdict.code === 'timestamp_too_new';
       return late

@@ -4,9 +4,10 @@
  * outcome and time.
  * @module
  */
-import { createHash } from 'node:crypto';
 import type { ResponseParts } from '../../http/problem-details.js';
 import { problemResponse } from '../../http/problem-details.js';
+import { encodeBase64Url } from '../../internal/base64.js';
+import { sha256 } from '../../internal/sha256.js';
 import { cursorNavigation } from '../../pagination/links.js';
 import type { AttemptOutcome } from '../delivery/attempt.js';
 import type { AttemptQuery } from '../store/repository.js';
@@ -126,7 +127,7 @@ async function listAttempts(
 
 // The cursor's state is signed, not encrypted: it names its account by a digest, not in clear.
 function accountDigest(accountCode: string): string {
-  return createHash('sha256').update(accountCode).digest('base64url').slice(0, 22);
+  return encodeBase64Url(sha256(accountCode)).slice(0, 22);
 }
 
 /** The `outcome`, `since` and `until` filters, or the 400 that names the bad one. */

@@ -7,7 +7,7 @@ import type { ResponseParts } from '../../http/problem-details.js';
 import { problemResponse } from '../../http/problem-details.js';
 import { pageNumberNavigation } from '../../pagination/links.js';
 import { generateWebhookSecret } from '../signing/signature.js';
-import { generateWebhookKeyPair } from '../signing/signing-key.js';
+import { generateWebhookKeyPairAsync } from '../signing/signing-key.js';
 import { createSubscription } from '../subscriptions/create-subscription.js';
 import type { SignatureType, StoredSubscription } from '../subscriptions/subscription.js';
 import { validateSubscriptionPatch } from '../subscriptions/subscription-patch.js';
@@ -74,7 +74,7 @@ async function create(context: ServiceContext, input: OperationRequest): Promise
   if (!body.ok) return body.response;
   const outcome = createSubscription(body.value, input.accountCode, context.create);
   if (!outcome.ok) return outcome.response;
-  const key = newSecret(outcome.subscription.signatureType ?? 'hmac-sha256');
+  const key = await newSecret(outcome.subscription.signatureType ?? 'hmac-sha256');
   const stored = await context.repository.create(outcome.subscription, key.secret, {
     at: Date.parse(outcome.subscription.createdAt),
     maxPerAccount: context.maxPerAccount,
@@ -207,7 +207,7 @@ async function rotate(
   type: SignatureType,
   at: number,
 ): Promise<Rotation | undefined> {
-  const key = newSecret(type);
+  const key = await newSecret(type);
   const rotated = await context.repository.rotateSecret(accountCode, id, key.secret, {
     at,
     graceMs: context.graceMs,
@@ -228,12 +228,13 @@ interface NewSecret {
   readonly shown: { readonly secret: string } | { readonly publicKey: string };
 }
 
-function newSecret(type: SignatureType): NewSecret {
+// The key pair through WebCrypto where the runtime has no node:crypto.
+async function newSecret(type: SignatureType): Promise<NewSecret> {
   if (type === 'hmac-sha256') {
     const secret = generateWebhookSecret();
     return { secret, publicKey: undefined, shown: { secret } };
   }
-  const { signingKey, publicKey } = generateWebhookKeyPair();
+  const { signingKey, publicKey } = await generateWebhookKeyPairAsync();
   return { secret: signingKey, publicKey, shown: { publicKey } };
 }
 

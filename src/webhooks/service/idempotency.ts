@@ -4,10 +4,11 @@
  * docs/webhook-service.md, "Idempotent publish").
  * @module
  */
-import { createHash } from 'node:crypto';
 import { InvalidRequestError } from '../../errors/index.js';
+import { encodeHex } from '../../internal/base64.js';
 import { describe, isArray } from '../../internal/describe.js';
 import { anything, readOptions } from '../../internal/options.js';
+import { sha256 } from '../../internal/sha256.js';
 
 /** The longest idempotency key, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
@@ -56,7 +57,7 @@ export function readIdempotencyKey(options: unknown): string | undefined {
 export function fingerprintOf(kind: string, propertyId: string | undefined, data: unknown): string {
   const json = JSON.parse(JSON.stringify(data ?? null) ?? 'null') as unknown;
   const canonical = `[${JSON.stringify(kind)},${JSON.stringify(propertyId ?? null)},${canonicalJson(json)}]`;
-  return createHash('sha256').update(canonical).digest('hex');
+  return encodeHex(sha256(canonical));
 }
 
 /** A JSON value (as JSON.parse gives it) written with the keys of each object sorted. */

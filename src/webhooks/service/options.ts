@@ -1,8 +1,8 @@
 /** The options of the webhook service, read once by the one options reader. @module */
-import { randomBytes, randomUUID } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../../clock.js';
 import { GATE_RULES } from '../../http/gate-options.js';
 import type { CheckingLimiter, Identity, RateLimitOptions } from '../../http/rate-limit-gate.js';
+import { utf8 } from '../../internal/base64.js';
 import {
   aFunction,
   INVALID,
@@ -245,7 +245,7 @@ const CURSOR_KEY_BYTES = 32;
 // The bytes of a key, or -1 for what is no key.
 const keyBytes = (value: unknown): number =>
   typeof value === 'string'
-    ? Buffer.byteLength(value)
+    ? utf8(value).length
     : isInstance(value, Uint8Array)
       ? value.length
       : -1;
@@ -397,7 +397,7 @@ export function readServiceOptions(options: WebhookServiceOptions) {
     defaults: {
       ...webhookServiceDefaults,
       clock: systemClock as Clock,
-      generateId: randomUUID as () => string,
+      generateId: () => globalThis.crypto.randomUUID(),
       onError: reportOnConsole,
       onWarning: warnOnConsole,
       delivery: {},
@@ -416,7 +416,6 @@ export function readServiceOptions(options: WebhookServiceOptions) {
     ...read,
     repository,
     identify,
-    cursorKey: read.cursorKey ?? randomBytes(32),
   };
 }
 

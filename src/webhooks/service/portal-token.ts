@@ -5,10 +5,11 @@
  * read-only. Form: `portal.<payload>.<mac>` (see docs/webhook-service.md, "Portal tokens").
  * @module
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.js';
+import { utf8 } from '../../internal/base64.js';
 import { LONE_SURROGATE } from '../../internal/lone-surrogate.js';
 import { aBoolean, INVALID, readOptions, refused, wholeNumber } from '../../internal/options.js';
+import { constantTimeEqual, hmacSha256 } from '../../internal/sha256.js';
 import { decodeBase64Url, encodeBase64Url } from '../../pagination/base64url.js';
 
 /** What {@link WebhookService.portalToken} issues a token for. */
@@ -79,11 +80,11 @@ const REQUEST_RULES = {
  * @internal
  */
 export class PortalTokens {
-  readonly #key: Buffer;
+  readonly #key: Uint8Array;
   readonly #clock: Clock;
 
   constructor(key: string | Uint8Array, clock: Clock) {
-    this.#key = typeof key === 'string' ? Buffer.from(key, 'utf8') : Buffer.from(key);
+    this.#key = typeof key === 'string' ? utf8(key) : Uint8Array.from(key);
     this.#clock = clock;
   }
 
@@ -105,10 +106,7 @@ export class PortalTokens {
     if (!Number.isFinite(now)) throw refused('the webhook service clock.now()', 'finite ms', now);
     const expiresAt = now + read.ttlSeconds * 1000;
     // Short names: the token travels in a URL fragment and a header.
-    const payload = Buffer.from(
-      JSON.stringify({ a: read.accountCode, e: expiresAt, r: read.readOnly }),
-      'utf8',
-    );
+    const payload = utf8(JSON.stringify({ a: read.accountCode, e: expiresAt, r: read.readOnly }));
     const token = `${PORTAL_TOKEN_PREFIX}${encodeBase64Url(payload)}.${encodeBase64Url(this.#mac(payload))}`;
     return {
       token,
@@ -128,7 +126,7 @@ export class PortalTokens {
     const mac = decodeBase64Url(parts[1] as string);
     if (payload === undefined || mac === undefined || mac.length !== MAC_BYTES)
       return INVALID_TOKEN;
-    if (!timingSafeEqual(mac, this.#mac(payload))) return INVALID_TOKEN;
+    if (!constantTimeEqual(mac, this.#mac(payload))) return INVALID_TOKEN;
     const claims = claimsOf(payload);
     if (claims === undefined) return INVALID_TOKEN;
     // Accepted strictly before its expiry: at expiresAt it is refused.
@@ -136,18 +134,18 @@ export class PortalTokens {
     return { ok: true, claims };
   }
 
-  #mac(payload: Buffer): Buffer {
-    return createHmac('sha256', this.#key).update(SIGNATURE_CONTEXT).update(payload).digest();
+  #mac(payload: Uint8Array): Uint8Array {
+    return hmacSha256(this.#key, SIGNATURE_CONTEXT, payload);
   }
 }
 
 const INVALID_TOKEN: PortalVerification = { ok: false, reason: 'invalid' };
 
 // The claims of a payload this service signed; anything else reads as no claims.
-function claimsOf(payload: Buffer): PortalClaims | undefined {
+function claimsOf(payload: Uint8Array): PortalClaims | undefined {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(payload.toString('utf8'));
+    parsed = JSON.parse(new TextDecoder().decode(payload));
   } catch {
     return undefined;
   }

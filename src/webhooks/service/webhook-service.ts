@@ -9,7 +9,6 @@ import { type ConfigurationError, InvalidRequestError } from '../../errors/index
 import type { ResponseParts } from '../../http/problem-details.js';
 import { createRateLimitGate, type RateLimitGate } from '../../http/rate-limit-gate.js';
 import { invalidValue, oneOf, refused, worded } from '../../internal/options.js';
-import { createCursorCodec } from '../../pagination/cursor-codec.js';
 import { cursorValidator } from '../../pagination/cursor-validator.js';
 import { pageNumberValidator } from '../../pagination/page-number-validator.js';
 import { hookedDeliverer } from '../delivery/create-deliverer.js';
@@ -33,7 +32,8 @@ import {
   type SubscriptionIndexStats,
 } from '../subscriptions/subscription-index.js';
 import { subscriptionRequestDefaults } from '../subscriptions/subscription-request.js';
-import type { AuditCursor, OperationRequest, ServiceContext } from './context.js';
+import { auditCursorCodec } from './audit-cursors.js';
+import type { OperationRequest, ServiceContext } from './context.js';
 import { serviceDeliveryHooks } from './delivery-hooks.js';
 import { DeliveryRates } from './delivery-rate.js';
 import { operations } from './handlers.js';
@@ -265,7 +265,7 @@ class Service implements WebhookService {
       intervalMs: settings.attemptRetentionIntervalMs,
       onError,
     });
-    const codec = createCursorCodec<AuditCursor>({ signingKey: settings.cursorKey, clock });
+    const codec = auditCursorCodec(settings.cursorKey, clock);
     const { endpointUrl, generateId, basePath } = settings;
     let document: string | undefined;
     // The service's own topic is known beside the platform's: any subscription may name it.

@@ -2,8 +2,8 @@
  * Signing secrets at rest: AES-256-GCM under named keys, the first key encrypting and every key
  * decrypting, so that keys can be rotated (see docs/postgres.md). @module
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { SecretCipherError } from '../../errors/secret-cipher-error.js';
+import { nodeCrypto } from '../../internal/node-builtin.js';
 import {
   INVALID,
   invalidValue,
@@ -125,7 +125,8 @@ const RULES = { keys: SECRET_KEYS };
 /**
  * A {@link SecretCipher} with AES-256-GCM: a fresh 96-bit IV per secret, the 128-bit tag checked on
  * every decrypt. Rotate keys by putting a new key first: secrets stored under the older ones still
- * decrypt, and a repository's `reencryptSecrets()` moves them to the new one.
+ * decrypt, and a repository's `reencryptSecrets()` moves them to the new one. Encrypting and
+ * decrypting need `node:crypto` (Node, Bun, Deno, Workers with `nodejs_compat`).
  * @throws ConfigurationError `invalid_option` for no keys, a key that is not 32 bytes, a bad or
  *   repeated key id
  * @example
@@ -155,8 +156,9 @@ export function cipherOf(
   return Object.freeze({
     keyId,
     encrypt(secret: string, context: string): string {
-      const iv = randomBytes(IV_BYTES);
-      const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
+      const crypto = nodeCrypto('Encrypting a secret');
+      const iv = crypto.randomBytes(IV_BYTES);
+      const cipher = crypto.createCipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
       cipher.setAAD(Buffer.from(context, 'utf8'));
       const sealed = Buffer.concat([
         cipher.update(secret, 'utf8'),
@@ -175,9 +177,14 @@ export function cipherOf(
         );
       }
       try {
-        const decipher = createDecipheriv('aes-256-gcm', found, parts.iv, {
-          authTagLength: TAG_BYTES,
-        });
+        const decipher = nodeCrypto('Decrypting a secret').createDecipheriv(
+          'aes-256-gcm',
+          found,
+          parts.iv,
+          {
+            authTagLength: TAG_BYTES,
+          },
+        );
         decipher.setAAD(Buffer.from(context, 'utf8'));
         decipher.setAuthTag(parts.sealed.subarray(parts.sealed.length - TAG_BYTES));
         const body = parts.sealed.subarray(0, parts.sealed.length - TAG_BYTES);

@@ -2,7 +2,9 @@
  * Signing per the Standard Webhooks specification, one signature per key: `v1` (HMAC-SHA256) for
  * each `whsec_` secret, `v1a` (ed25519) for each `whsk_` signing key. @module
  */
-import { createHmac, type KeyObject, randomBytes } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { concatBytes, decodeBase64, encodeBase64 } from '../../internal/base64.js';
+import { nodeBuiltin } from '../../internal/node-builtin.js';
 import {
   aFunction,
   checkValue,
@@ -13,13 +15,19 @@ import {
   withFields,
   worded,
 } from '../../internal/options.js';
+import { randomBytes } from '../../internal/random.js';
 import { isInstance } from '../../internal/read-once.js';
+import { hmacSha256 } from '../../internal/sha256.js';
+import type { SigningSeed } from './ed25519-bytes.js';
 import { secretRule, secretSize } from './secret-rule.js';
 import {
   ed25519Signature,
+  mismatchedSigningKey,
   WEBHOOK_SIGNING_KEY,
   WEBHOOK_SIGNING_KEY_PREFIX,
+  WEBHOOK_SIGNING_SEED,
 } from './signing-key.js';
+import { webCryptoEd25519Sign, webCryptoHmac } from './web-crypto.js';
 
 /** The prefix of a webhook secret. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
@@ -77,7 +85,8 @@ const RANDOM_KEY = secretRule<Uint8Array>({
 
 /**
  * A new random secret, `whsec_` and 32 random bytes in base64.
- * @param bytes - called with 32, returns exactly 32 random bytes. @defaultValue `crypto.randomBytes`
+ * @param bytes - called with 32, returns exactly 32 random bytes.
+ *   @defaultValue WebCrypto's `crypto.getRandomValues`
  * @throws ConfigurationError `invalid_option` when `bytes` is not a function or does not return
  * a Uint8Array of the 32 bytes asked for
  * @example
@@ -92,7 +101,7 @@ export function generateWebhookSecret(bytes: (size: number) => Uint8Array = rand
     source(GENERATED_SECRET_BYTES),
     'generateWebhookSecret bytes(32)',
   );
-  return `${WEBHOOK_SECRET_PREFIX}${Buffer.from(key).toString('base64')}`;
+  return `${WEBHOOK_SECRET_PREFIX}${encodeBase64(key)}`;
 }
 
 // A refused secret shows its length only, after the prefix when it has one.
@@ -104,7 +113,7 @@ function secretLength(value: unknown): string {
 }
 
 /** One webhook secret read into its key bytes. @internal */
-export const WEBHOOK_SECRET: Rule<Buffer> = secretRule(
+export const WEBHOOK_SECRET: Rule<Uint8Array> = secretRule(
   {
     expected: `${WEBHOOK_SECRET_PREFIX} and the base64 of ${WEBHOOK_SECRET_BYTES.min} to ${WEBHOOK_SECRET_BYTES.max} random bytes (${MIN_BASE64_LENGTH} to ${MAX_BASE64_LENGTH} characters; generateWebhookSecret() makes one)`,
     code: 'invalid_webhook_secret',
@@ -122,7 +131,7 @@ export const WEBHOOK_SECRET: Rule<Buffer> = secretRule(
       ) {
         return INVALID;
       }
-      return Buffer.from(text, 'base64');
+      return decodeBase64(text);
     },
   },
   secretLength,
@@ -137,7 +146,7 @@ const SECRET_LIST = worded(
  * The secrets to sign or verify with, each read into its key bytes: one secret, or several while
  * rotating. @internal
  */
-export const WEBHOOK_SECRETS: Rule<Buffer[]> = {
+export const WEBHOOK_SECRETS: Rule<Uint8Array[]> = {
   expected: `a webhook secret (${WEBHOOK_SECRET_PREFIX}…), or a non-empty array of them (two while rotating: the new one and the old one)`,
   code: 'invalid_webhook_secret',
   read: (value, name) =>
@@ -151,16 +160,13 @@ export const WEBHOOK_SECRETS: Rule<Buffer[]> = {
  * @throws ConfigurationError `invalid_webhook_secret` when it is not base64 of 24 to 64 bytes
  *   (the message gives its length, never the secret)
  */
-export function webhookSecretKey(secret: string): Buffer {
+export function webhookSecretKey(secret: string): Uint8Array {
   return checkValue(WEBHOOK_SECRET, secret, 'webhook secret');
 }
 
-/** The raw HMAC-SHA256 of `id.timestamp.body` under a key (the input checked by the caller). */
-export function signatureDigest(key: Uint8Array, input: SignInput): Buffer {
-  return createHmac('sha256', key)
-    .update(`${input.id}.${input.timestamp}.`)
-    .update(input.body)
-    .digest();
+/** The raw HMAC-SHA256 of `id.timestamp.body` (the input checked by the caller). */
+export function signatureDigest(key: Uint8Array, input: SignInput): Uint8Array {
+  return hmacSha256(key, `${input.id}.${input.timestamp}.`, input.body);
 }
 
 /** True for an id that can be sent as `webhook-id`: 1 to 256 visible ASCII characters, no comma. */
@@ -199,43 +205,69 @@ const SIGN_INPUT = withFields(['id', 'timestamp', 'body'], 'an object { id, time
 const TIMESTAMP = worded(wholeNumber(0), 'whole seconds since the epoch, a whole number from 0');
 
 /** A key read for signing: a secret's HMAC key bytes, or a signing key's ed25519 private key. */
-type SigningKey = Buffer | KeyObject;
+type SigningKey = Uint8Array | KeyObject;
 
-// One key of either kind, told apart by its prefix as the specification means it to be.
-const SIGNING_KEY: Rule<SigningKey> = {
-  expected: `a webhook secret (${WEBHOOK_SECRET_PREFIX}…) or a signing key (${WEBHOOK_SIGNING_KEY_PREFIX}…)`,
-  code: 'invalid_webhook_secret',
-  read: (value, name) =>
-    typeof value === 'string' && value.startsWith(WEBHOOK_SIGNING_KEY_PREFIX)
-      ? checkValue(WEBHOOK_SIGNING_KEY, value, name)
-      : checkValue(WEBHOOK_SECRET, value, name),
-};
+/** A key read for signing through WebCrypto: a secret's key bytes, or a signing key's seed. */
+type SigningMaterial = Uint8Array | SigningSeed;
 
-const SIGNING_KEY_LIST = worded(
-  listOf(SIGNING_KEY, 1),
-  `a non-empty array of webhook secrets (${WEBHOOK_SECRET_PREFIX}…) or signing keys (${WEBHOOK_SIGNING_KEY_PREFIX}…), two while rotating: the new one and the old one`,
-);
+// The keys of either kind, told apart by their prefix as the specification means them to be; a
+// signing key read by `signingKey` (node's private key, or the seed for WebCrypto).
+function signingKeysRule<K>(signingKey: Rule<K>): Rule<(K | Uint8Array)[]> {
+  const one: Rule<K | Uint8Array> = {
+    expected: `a webhook secret (${WEBHOOK_SECRET_PREFIX}…) or a signing key (${WEBHOOK_SIGNING_KEY_PREFIX}…)`,
+    code: 'invalid_webhook_secret',
+    read: (value, name) =>
+      typeof value === 'string' && value.startsWith(WEBHOOK_SIGNING_KEY_PREFIX)
+        ? checkValue(signingKey, value, name)
+        : checkValue(WEBHOOK_SECRET, value, name),
+  };
+  const list = worded(
+    listOf(one, 1),
+    `a non-empty array of webhook secrets (${WEBHOOK_SECRET_PREFIX}…) or signing keys (${WEBHOOK_SIGNING_KEY_PREFIX}…), two while rotating: the new one and the old one`,
+  );
+  return {
+    expected: `a webhook secret (${WEBHOOK_SECRET_PREFIX}…) or signing key (${WEBHOOK_SIGNING_KEY_PREFIX}…), or a non-empty array of them (two while rotating: the new one and the old one)`,
+    code: 'invalid_webhook_secret',
+    read: (value, name) =>
+      typeof value === 'string' ? [checkValue(one, value, name)] : list.read(value, name),
+  };
+}
 
 /** The keys to sign with, each read: one, or several while rotating. @internal */
-export const SIGNING_KEYS: Rule<SigningKey[]> = {
-  expected: `a webhook secret (${WEBHOOK_SECRET_PREFIX}…) or signing key (${WEBHOOK_SIGNING_KEY_PREFIX}…), or a non-empty array of them (two while rotating: the new one and the old one)`,
-  code: 'invalid_webhook_secret',
-  read: (value, name) =>
-    typeof value === 'string'
-      ? [checkValue(SIGNING_KEY, value, name)]
-      : SIGNING_KEY_LIST.read(value, name),
-};
+export const SIGNING_KEYS: Rule<SigningKey[]> = signingKeysRule(WEBHOOK_SIGNING_KEY);
+
+const SIGNING_MATERIALS: Rule<SigningMaterial[]> = signingKeysRule(WEBHOOK_SIGNING_SEED);
+
+// What is signed, each field read once: what is checked is what is signed.
+function signedInput(input: SignInput, name: string): SignInput {
+  const fields = checkValue(SIGN_INPUT, input, `${name} input`);
+  return {
+    id: checkValue(WEBHOOK_ID, fields.id, 'input.id'),
+    timestamp: checkValue(TIMESTAMP, fields.timestamp, 'input.timestamp'),
+    body: checkValue(RAW_BODY, fields.body, 'input.body'),
+  };
+}
+
+function headersOf(signed: SignInput, signatures: readonly string[]): WebhookHeaders {
+  return {
+    'webhook-id': signed.id,
+    'webhook-timestamp': String(signed.timestamp),
+    'webhook-signature': signatures.join(' '),
+  };
+}
 
 /**
  * Sign a message with every key in force: the headers to send with the body. Each `whsec_` secret
  * adds a `v1` signature (HMAC-SHA256), each `whsk_` signing key a `v1a` one (ed25519), in the
- * order given; a rotation from one kind to the other signs with both for a while.
+ * order given; a rotation from one kind to the other signs with both for a while. Secrets sign on
+ * every runtime; a signing key needs `node:crypto`: {@link signWebhookAsync} runs everywhere.
  * @param keys - one secret or signing key, or several while rotating (the new one and the old one)
  * @throws ConfigurationError `invalid_webhook_secret` for a malformed secret or no key,
  * `invalid_webhook_signing_key` for a malformed signing key (either shown by its length, never its
  * text), `invalid_option` for an input that is no object or whose fields cannot be read (a getter
  * that throws), an id with spaces or commas, a timestamp that is no whole number, or a body that is
- * neither a string nor a Uint8Array
+ * neither a string nor a Uint8Array; `unsupported_runtime` for a signing key on a runtime without
+ * `node:crypto`
  * @example
  * ```ts
  * const headers = signWebhook({ id: 'msg_1', timestamp: 1614265330, body }, [secret]);
@@ -245,21 +277,53 @@ export const SIGNING_KEYS: Rule<SigningKey[]> = {
  */
 export function signWebhook(input: SignInput, keys: string | readonly string[]): WebhookHeaders {
   const read = checkValue(SIGNING_KEYS, keys, 'secrets');
-  // Each field read once: what is checked is what is signed.
-  const fields = checkValue(SIGN_INPUT, input, 'signWebhook input');
-  const signed = {
-    id: checkValue(WEBHOOK_ID, fields.id, 'input.id'),
-    timestamp: checkValue(TIMESTAMP, fields.timestamp, 'input.timestamp'),
-    body: checkValue(RAW_BODY, fields.body, 'input.body'),
-  };
+  const signed = signedInput(input, 'signWebhook');
   const signatures = read.map((key) =>
-    Buffer.isBuffer(key)
-      ? `v1,${signatureDigest(key, signed).toString('base64')}`
+    key instanceof Uint8Array
+      ? `v1,${encodeBase64(signatureDigest(key, signed))}`
       : `v1a,${ed25519Signature(key, signed).toString('base64')}`,
   );
-  return {
-    'webhook-id': signed.id,
-    'webhook-timestamp': String(signed.timestamp),
-    'webhook-signature': signatures.join(' '),
-  };
+  return headersOf(signed, signatures);
+}
+
+/**
+ * {@link signWebhook}, in a form that runs on every runtime: through `node:crypto` where the
+ * runtime has it, else through WebCrypto (Cloudflare Workers without `nodejs_compat`, Vercel
+ * Edge). The same headers, the same refusals (as a rejection).
+ * @param keys - one secret or signing key, or several while rotating (the new one and the old one)
+ * @example
+ * ```ts
+ * const headers = await signWebhookAsync({ id: 'msg_1', timestamp: 1614265330, body }, [secret]);
+ * ```
+ */
+export async function signWebhookAsync(
+  input: SignInput,
+  keys: string | readonly string[],
+): Promise<WebhookHeaders> {
+  return nodeBuiltin('node:crypto') === undefined
+    ? webCryptoSignWebhook(input, keys)
+    : signWebhook(input, keys);
+}
+
+/** {@link signWebhook} through WebCrypto. @internal */
+export async function webCryptoSignWebhook(
+  input: SignInput,
+  keys: string | readonly string[],
+): Promise<WebhookHeaders> {
+  const read = checkValue(SIGNING_MATERIALS, keys, 'secrets');
+  const signed = signedInput(input, 'signWebhook');
+  const content = concatBytes([`${signed.id}.${signed.timestamp}.`, signed.body]);
+  const signatures = await Promise.all(
+    read.map(async (key, index) => {
+      if (key instanceof Uint8Array) {
+        return `v1,${encodeBase64(await webCryptoHmac(key, [content]))}`;
+      }
+      const signature = await webCryptoEd25519Sign(key, content);
+      if (signature === undefined) {
+        throw mismatchedSigningKey(key, typeof keys === 'string' ? 'secrets' : `secrets[${index}]`);
+      }
+      return `v1a,${encodeBase64(signature)}`;
+    }),
+  );
+  return headersOf(signed, signatures);
 }

@@ -1,5 +1,4 @@
 /** The create-subscription operation: 201 with the subscription, or every error. @module */
-import { randomUUID } from 'node:crypto';
 import { aClock, type Clock, systemClock } from '../../clock.js';
 import type { ProblemDetails, ResponseParts } from '../../http/problem-details.js';
 import { problemDetails, problemResponse } from '../../http/problem-details.js';
@@ -107,7 +106,7 @@ export function createSubscription(
   const read = readOptions(options, 'createSubscription', CREATE_RULES, {
     defaults: {
       errorStatus: 400,
-      generateId: randomUUID,
+      generateId: () => globalThis.crypto.randomUUID(),
       clock: systemClock,
       collectionPath: '/v1/subscriptions',
     },

@@ -1,0 +1,68 @@
+/**
+ * The package where users run it: each portable subpath's module graph in the build imports none
+ * of Node's modules, and the portable suite (test/runtimes/suite.ts) passes in Node, Bun, Deno and
+ * workerd, each run printing its count of passed cases. workerd runs it without `nodejs_compat`,
+ * and its global scope refuses timers, I/O and random numbers, so the suite's objects made at load
+ * show that making them needs none.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildPortable,
+  entryOf,
+  nodeImportsOf,
+  PORTABLE_SUBPATHS,
+  type PortableBuild,
+  RUNTIMES,
+  runIn,
+} from '../support/runtimes.js';
+import { PORTABLE_CASES } from './suite.js';
+
+let build: PortableBuild | undefined;
+
+function built(): PortableBuild {
+  if (build === undefined) throw new Error('the build failed: see the hook before');
+  return build;
+}
+
+beforeAll(async () => {
+  build = await buildPortable();
+}, 180_000);
+
+afterAll(() => {
+  build?.remove();
+});
+
+describe('the build of the portable subpaths', () => {
+  it.each(PORTABLE_SUBPATHS)(
+    '%s imports none of Node’s modules, anywhere in its graph',
+    (subpath) => {
+      expect(nodeImportsOf(entryOf(built().dist, subpath))).toEqual({});
+    },
+  );
+
+  it('the walk finds Node’s modules where the subpaths say so (node:http, pg’s folder lock)', () => {
+    expect(Object.keys(nodeImportsOf(entryOf(built().dist, './node')))).toContain('node:http');
+    expect(Object.keys(nodeImportsOf(entryOf(built().dist, './postgres')))).toEqual(
+      expect.arrayContaining(['node:crypto', 'node:fs']),
+    );
+  });
+});
+
+describe('the portable suite', () => {
+  it.each(RUNTIMES)(
+    'passes every case in %s',
+    async (runtime) => {
+      const run = await runIn(runtime, built().bundle);
+      const passed = run.results.filter((result) => result.ok).length;
+      console.log(
+        `portable suite in ${runtime} (${run.version}): ${passed} of ${PORTABLE_CASES.length} cases passed`,
+      );
+      expect(
+        run.results.map((result) => result.name),
+        run.output,
+      ).toEqual(PORTABLE_CASES);
+      expect(run.results.filter((result) => !result.ok)).toEqual([]);
+    },
+    180_000,
+  );
+});
