@@ -9,11 +9,11 @@ export const TOO_LARGE = Symbol('too large');
 export const UNREADABLE = Symbol('unreadable');
 
 /**
- * The request's body, at most `maxBytes` of it: counted chunk by chunk, so a body sent without
- * Content-Length (chunked) is bounded all the same. Never rejects. @internal
+ * The body of a request (or a response), at most `maxBytes` of it: counted chunk by chunk, so a
+ * body sent without Content-Length (chunked) is bounded all the same. Never rejects. @internal
  */
 export async function readBounded(
-  request: Request,
+  request: { readonly body: ReadableStream<Uint8Array> | null },
   maxBytes: number,
 ): Promise<Uint8Array | typeof TOO_LARGE | typeof UNREADABLE> {
   const stream = request.body;

@@ -5,6 +5,7 @@
 import { DeliveryTransportError } from '../../errors/delivery-transport-error.js';
 import { ApiConventionsError } from '../../errors/index.js';
 import { aFunction, readOptions } from '../../internal/options.js';
+import { readBounded } from '../../internal/read-bounded.js';
 import { ALLOW_OPTION, addressAllowList } from './address-allow-list.js';
 import { forbiddenAddressRange } from './forbidden-address.js';
 import type { TransportResponse, WebhookTransport } from './http-transport.js';
@@ -103,27 +104,15 @@ function headersOf(response: Response): Record<string, string | undefined> {
   return out;
 }
 
-/** Read the body up to the cap and drop it; a longer one is cancelled. */
+/**
+ * Read the body up to the cap and drop it; a longer one is cancelled. A body that fails to arrive
+ * changes nothing: the status is the answer.
+ */
 async function discardBody(response: Response): Promise<void> {
-  const body = response.body;
-  if (body === null) return;
+  if (response.body === null) return;
   if (Number(response.headers.get('content-length')) > RESPONSE_BODY_CAP) {
-    await body.cancel().catch(() => undefined);
+    await response.body.cancel().catch(() => undefined);
     return;
   }
-  const reader = body.getReader();
-  let read = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      read += value.byteLength;
-      if (read > RESPONSE_BODY_CAP) {
-        await reader.cancel().catch(() => undefined);
-        return;
-      }
-    }
-  } catch {
-    // A body that fails to arrive changes nothing: the status is the answer.
-  }
+  await readBounded(response, RESPONSE_BODY_CAP);
 }
