@@ -48,9 +48,16 @@ export function openDialog(
   const { parentNode, nextSibling } = alerts;
   context.alerts.clear();
   const dialog = h('dialog', { 'aria-labelledby': heading.id }, heading, alerts, ...content);
+  // The page behind is inert while the dialog is open, and hidden from assistive technology (and
+  // from a search by role): its "Delete" is not the dialog's "Delete".
+  const page = document.getElementById('portal');
+  page?.setAttribute('aria-hidden', 'true');
+  page?.setAttribute('inert', '');
   dialog.addEventListener('close', () => {
     context.alerts.clear();
     parentNode?.insertBefore(alerts, nextSibling);
+    page?.removeAttribute('aria-hidden');
+    page?.removeAttribute('inert');
     dialog.remove();
   });
   document.body.append(dialog);

@@ -259,7 +259,10 @@ describe('the portal in Chromium', () => {
     await confirm.waitFor({ state: 'detached' });
     expect((await api().subscriptions.get(made.id)).id).toBe(made.id);
     await page.getByRole('button', { name: 'Delete' }).click();
-    await confirm.getByRole('button', { name: 'Delete' }).click();
+    await confirm.waitFor();
+    // Behind the open dialog the page is hidden: its one "Delete" is the dialog's.
+    expect(await page.getByRole('button', { name: 'Delete' }).count()).toBe(1);
+    await page.getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('heading', { name: 'Subscriptions', exact: true }).waitFor();
     await expect(api().subscriptions.get(made.id)).rejects.toMatchObject({
       status: 404,
