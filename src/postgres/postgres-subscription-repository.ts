@@ -20,6 +20,7 @@ import {
 import type { DeliveryAttempt } from '../webhooks/delivery/attempt.js';
 import {
   type aesGcmSecretCipher,
+  type aesGcmSecretCipherAsync,
   cipherOf,
   SECRET_KEYS,
   type SecretCipher,
@@ -103,7 +104,11 @@ export interface PostgresRepositoryOptions {
    * stored plain and `secretsAtRest` is `'plain'`.
    */
   readonly secretKeys?: readonly SecretKey[];
-  /** A cipher of your own for the secrets at rest, instead of `secretKeys`. */
+  /**
+   * A cipher for the secrets at rest, instead of `secretKeys`: one of your own, or
+   * {@link aesGcmSecretCipherAsync} (the same keys and stored format through WebCrypto). Its
+   * `encrypt` and `decrypt` may answer at once or in a promise; the repository awaits them.
+   */
   readonly cipher?: SecretCipher;
   /**
    * Opens the connection `watch` LISTENs on, for a pool whose connections cannot LISTEN (behind a
