@@ -13,6 +13,7 @@ import {
   aesGcmSecretCipherAsync,
   type PostgresRepositoryOptions,
   PostgresSubscriptionRepository,
+  type SecretCipher,
   type SecretKey,
 } from '../../src/postgres/index.js';
 import { DATABASES, subscription, TestDatabases } from './databases.js';
@@ -251,5 +252,36 @@ describe.each(DATABASES)('signing secrets at rest on %s, between the two forms',
     expect(await both.signingSecrets('ACME', 'a', 0)).toEqual(['whsec_from_sync']);
     expect(await both.signingSecrets('ACME', 'b', 0)).toEqual(['whsec_from_webcrypto']);
     expect(await both.unreadableSecrets(0)).toEqual([]);
+  });
+
+  it("awaits a cipher of one's own that answers in a promise, and throws its failure that is no SecretCipherError", async () => {
+    const schema = dbs.schema();
+    const keys = aesGcmSecretCipherAsync({ keys: [NEW] });
+    let serviceDown = false;
+    // A key service's cipher: it answers later, and may be unreachable.
+    const cipher: SecretCipher = {
+      keyId: keys.keyId,
+      keyIdOf: (stored) => keys.keyIdOf(stored),
+      encrypt: async (secret, context) => keys.encrypt(secret, context),
+      decrypt: async (stored, context) => {
+        if (serviceDown) throw new Error('key service unreachable');
+        return keys.decrypt(stored, context);
+      },
+    };
+    const repo = await PostgresSubscriptionRepository.open({
+      database: dbs.database(name),
+      schema,
+      cipher,
+    });
+    await repo.create(subscription('ACME', 'a'), 'whsec_a', LIMITS);
+    expect(await repo.signingSecrets('ACME', 'a', 0)).toEqual(['whsec_a']);
+    serviceDown = true;
+    const told: SecretCipherError[] = [];
+    const down = await repo
+      .signingSecrets('ACME', 'a', 0, { onUnreadable: (e) => void told.push(e) })
+      .catch((e: unknown) => e);
+    expect(down).toEqual(new Error('key service unreachable'));
+    expect(told).toEqual([]);
+    await expect(repo.unreadableSecrets(0)).rejects.toThrow('key service unreachable');
   });
 });
