@@ -375,10 +375,12 @@ export type {
 export { createWebhookService } from './webhooks/service/webhook-service.js';
 export type {
   AesGcmSecretCipherOptions,
+  AsyncSecretCipher,
   SecretCipher,
   SecretKey,
+  SyncSecretCipher,
 } from './webhooks/signing/secret-cipher.js';
-export { aesGcmSecretCipher } from './webhooks/signing/secret-cipher.js';
+export { aesGcmSecretCipher, aesGcmSecretCipherAsync } from './webhooks/signing/secret-cipher.js';
 export type { SignInput, WebhookHeaders } from './webhooks/signing/signature.js';
 // signatureDigest stays internal: sign and verify are the API.
 export {

@@ -35,6 +35,18 @@ export function encodeBase64Url(bytes: Uint8Array): string {
 }
 
 /**
+ * Decode base64url (RFC 4648 section 5) whose alphabet the caller has checked, with or without
+ * padding, as Node's `Buffer.from(text, 'base64url')` does: a last character that cannot make a
+ * byte on its own is dropped.
+ * @param text - the encoded text, of the characters `A-Z a-z 0-9 - _`
+ */
+export function decodeBase64Url(text: string): Uint8Array {
+  const whole = text.length % 4 === 1 ? text.slice(0, -1) : text;
+  const base64 = whole.replaceAll('-', '+').replaceAll('_', '/');
+  return decodeBase64(base64 + '='.repeat((4 - (base64.length % 4)) % 4));
+}
+
+/**
  * Encode bytes as lower-case hex.
  * @param bytes - the bytes
  */

@@ -19,10 +19,12 @@ export {
 } from '../errors/secret-cipher-error.js';
 export type {
   AesGcmSecretCipherOptions,
+  AsyncSecretCipher,
   SecretCipher,
   SecretKey,
+  SyncSecretCipher,
 } from '../webhooks/signing/secret-cipher.js';
-export { aesGcmSecretCipher } from '../webhooks/signing/secret-cipher.js';
+export { aesGcmSecretCipher, aesGcmSecretCipherAsync } from '../webhooks/signing/secret-cipher.js';
 export type { DataFolderLock } from './data-folder-lock.js';
 export { lockDataFolder } from './data-folder-lock.js';
 export type { Migration, MigrationReport } from './migrations.js';

@@ -20,6 +20,7 @@ import {
 import type { DeliveryAttempt } from '../webhooks/delivery/attempt.js';
 import {
   type aesGcmSecretCipher,
+  type aesGcmSecretCipherAsync,
   cipherOf,
   SECRET_KEYS,
   type SecretCipher,
@@ -103,7 +104,11 @@ export interface PostgresRepositoryOptions {
    * stored plain and `secretsAtRest` is `'plain'`.
    */
   readonly secretKeys?: readonly SecretKey[];
-  /** A cipher of your own for the secrets at rest, instead of `secretKeys`. */
+  /**
+   * A cipher for the secrets at rest, instead of `secretKeys`: one of your own, or
+   * {@link aesGcmSecretCipherAsync} (the same keys and stored format through WebCrypto). Its
+   * `encrypt` and `decrypt` may answer at once or in a promise; the repository awaits them.
+   */
   readonly cipher?: SecretCipher;
   /**
    * Opens the connection `watch` LISTENs on, for a pool whose connections cannot LISTEN (behind a
@@ -336,18 +341,26 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return (await (db as unknown as NamedQuery).query({ name, text, values: params })).rows as R[];
   }
 
-  /** A secret as stored: encrypted under the newest key, or plain; with the key id or null. */
-  #seal(accountCode: string, id: string, secret: string): [string, string | null] {
+  /**
+   * A secret as stored: encrypted under the newest key, or plain; with the key id or null. The
+   * cipher may answer at once or in a promise (aesGcmSecretCipherAsync's, a key service's).
+   */
+  async #seal(accountCode: string, id: string, secret: string): Promise<[string, string | null]> {
     const cipher = this.#cipher;
     if (cipher === undefined) return [secret, null];
-    return [cipher.encrypt(secret, secretContext(accountCode, id)), cipher.keyId];
+    return [await cipher.encrypt(secret, secretContext(accountCode, id)), cipher.keyId];
   }
 
   /**
    * A stored secret as it signs.
    * @throws SecretCipherError naming the subscription when the keys cannot decrypt it
    */
-  #open(accountCode: string, id: string, stored: string, keyId: string | null): string {
+  async #open(
+    accountCode: string,
+    id: string,
+    stored: string,
+    keyId: string | null,
+  ): Promise<string> {
     if (keyId === null) return stored;
     const named = { accountCode, subscriptionId: id };
     const whose = `A signing secret of subscription "${id}" (account "${accountCode}")`;
@@ -359,7 +372,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       );
     }
     try {
-      return this.#cipher.decrypt(stored, secretContext(accountCode, id));
+      return await this.#cipher.decrypt(stored, secretContext(accountCode, id));
     } catch (error) {
       if (!isSecretCipherError(error)) throw error;
       throw new SecretCipherError(error.code, `${whose} cannot be read: ${error.message}`, {
@@ -373,16 +386,16 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
    * The readable ones of a subscription's secrets (newest first), and an error for each other.
    * A cipher's failure that is no SecretCipherError (a key service down) is thrown.
    */
-  #openAll(
+  async #openAll(
     accountCode: string,
     id: string,
     rows: readonly { secret: string; key_id: string | null }[],
-  ): { secrets: string[]; unreadable: SecretCipherError[] } {
+  ): Promise<{ secrets: string[]; unreadable: SecretCipherError[] }> {
     const secrets: string[] = [];
     const unreadable: SecretCipherError[] = [];
     for (const row of rows) {
       try {
-        secrets.push(this.#open(accountCode, id, row.secret, row.key_id));
+        secrets.push(await this.#open(accountCode, id, row.secret, row.key_id));
       } catch (error) {
         if (!(error instanceof SecretCipherError)) throw error;
         unreadable.push(error);
@@ -398,7 +411,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   ): Promise<StoredSubscription | undefined> {
     const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = subscription;
     const { description, rateLimit, headers, metadata, signatureType } = subscription;
-    const [stored, keyId] = this.#seal(accountCode, id, secret);
+    const [stored, keyId] = await this.#seal(accountCode, id, secret);
     // As memory's `size >= maxPerAccount`: 2.5 holds 3, NaN refuses nothing.
     const limit = Number.isNaN(options.maxPerAccount) ? MAX_INT : options.maxPerAccount;
     const max = Math.max(0, Math.min(Math.ceil(limit), MAX_INT));
@@ -485,7 +498,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     secret: string,
     options: RotateSecretOptions,
   ): Promise<boolean> {
-    const [stored, keyId] = this.#seal(accountCode, id, secret);
+    const [stored, keyId] = await this.#seal(accountCode, id, secret);
     const rows = await this.#rows(this.#sql.rotateSecret, [
       accountCode,
       id,
@@ -515,7 +528,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       this.#sql.signingSecrets,
       [accountCode, id, at],
     );
-    const { secrets, unreadable } = this.#openAll(accountCode, id, rows);
+    const { secrets, unreadable } = await this.#openAll(accountCode, id, rows);
     const [newest] = unreadable;
     if (secrets.length === 0 && newest !== undefined) throw newest;
     for (const error of unreadable) {
@@ -555,7 +568,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       for (const held of bySubscription.values()) {
         const [first] = held;
         if (first === undefined) continue;
-        const { secrets, unreadable } = this.#openAll(
+        const { secrets, unreadable } = await this.#openAll(
           first.account_code,
           first.subscription_id,
           held as { secret: string; key_id: string | null }[],
@@ -820,10 +833,15 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       const old: string[] = [];
       const sealed: string[] = [];
       for (const row of rows) {
-        const secret = this.#open(row.account_code, row.subscription_id, row.secret, row.key_id);
+        const secret = await this.#open(
+          row.account_code,
+          row.subscription_id,
+          row.secret,
+          row.key_id,
+        );
         sequences.push(String(row.sequence));
         old.push(row.secret);
-        sealed.push(this.#seal(row.account_code, row.subscription_id, secret)[0]);
+        sealed.push((await this.#seal(row.account_code, row.subscription_id, secret))[0]);
       }
       const keyIds = sealed.map(() => cipher.keyId);
       const { rows: changed } = await this.#database.db.query(this.#sql.reencrypt, [

@@ -22,7 +22,7 @@ export interface PortableModules {
 /**
  * What a module makes when it is loaded: a Worker's global scope refuses timers, I/O and random
  * numbers, so what users make there (a limiter, a Hono app, the service, a receiver, a cursor
- * codec) must be made without any.
+ * codec, a cipher of secrets at rest) must be made without any.
  */
 export function makeAtLoad(modules: PortableModules) {
   const { root, hono, honoAdapter } = modules;
@@ -37,7 +37,8 @@ export function makeAtLoad(modules: PortableModules) {
   });
   const receiver = root.createWebhookReceiver({ secrets: SECRET, handle: () => {} });
   const codec = root.createCursorCodec<{ after: string }>({ signingKey: 'k'.repeat(32) });
-  return { app, service, receiver, codec };
+  const cipher = root.aesGcmSecretCipherAsync({ keys: [{ id: '2026-01', key: SECRET_KEY }] });
+  return { app, service, receiver, codec, cipher };
 }
 
 /** What {@link makeAtLoad} made. */
@@ -58,6 +59,8 @@ const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 // A key pair made once by generateWebhookKeyPair (its derivation needs node:crypto).
 const SIGNING_KEY = 'whsk_CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=';
 const PUBLIC_KEY = 'whpk_/RckOFqgx1tk+3jNYC+h2ZH96/drE8WO1wLqyDXp9hg=';
+// 32 bytes (0 to 31), in base64: a key of the secrets at rest.
+const SECRET_KEY = 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=';
 const LIVE = { clientId: 'app', accountCode: 'ACME', accountType: 'live' } as const;
 
 function check(condition: boolean, what: string): asserts condition {
@@ -290,6 +293,39 @@ const CASES: readonly Case[] = [
         same(((await after.json()) as { totalItems: number }).totalItems, 0, 'none left');
       } finally {
         await service.close();
+      }
+    },
+  ],
+  [
+    'secrets at rest: aesGcmSecretCipherAsync made at load encrypts, decrypts, and refuses a tampered secret',
+    async ({ root }, { cipher }) => {
+      const context = JSON.stringify(['ACME', 'sub_1']);
+      const stored = await cipher.encrypt(SECRET, context);
+      check(stored.startsWith('gcm1.2026-01.'), `the stored form ${stored}`);
+      check(!stored.includes(SECRET.slice(6)), 'the secret shows in its stored form');
+      same(await cipher.decrypt(stored, context), SECRET, 'decrypted');
+      const refusal = async (text: string, under: string) => {
+        const error = await cipher.decrypt(text, under).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        check(root.isSecretCipherError(error), `${String(error)} is no SecretCipherError`);
+        return error.code;
+      };
+      const last = stored.at(-1) === 'A' ? 'B' : 'A';
+      const tampered = `${stored.slice(0, -1)}${last}`;
+      same(await refusal(tampered, context), 'secret_not_authentic', 'a tampered tag');
+      const moved = JSON.stringify(['ACME', 'sub_2']);
+      same(await refusal(stored, moved), 'secret_not_authentic', 'another subscription');
+      // The synchronous form reads the same text where the runtime has node:crypto, and says so
+      // where it does not.
+      const sync = root.aesGcmSecretCipher({ keys: [{ id: '2026-01', key: SECRET_KEY }] });
+      try {
+        same(sync.decrypt(stored, context), SECRET, 'decrypted by the synchronous form');
+        same(await cipher.decrypt(sync.encrypt(SECRET, context), context), SECRET, 'and back');
+      } catch (error) {
+        check(root.isConfigurationError(error), `the synchronous form threw ${String(error)}`);
+        same(error.code, 'unsupported_runtime', 'the synchronous form without node:crypto');
       }
     },
   ],

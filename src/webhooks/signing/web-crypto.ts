@@ -1,8 +1,9 @@
 /**
  * The signatures through WebCrypto, for runtimes without `node:crypto` (Cloudflare Workers without
- * `nodejs_compat`, Vercel Edge, browsers): HMAC-SHA256 for `v1`, ed25519 for `v1a`. Every
- * supported runtime has `crypto.subtle` with both; Node's `node:crypto` is used where present, as
- * its synchronous forms need no import of a key per call. @module
+ * `nodejs_compat`, Vercel Edge, browsers): HMAC-SHA256 for `v1`, ed25519 for `v1a`; and AES-256-GCM
+ * for the secrets at rest. Every supported runtime has `crypto.subtle` with all three; Node's
+ * `node:crypto` is used where present, as its synchronous forms need no import of a key per call.
+ * @module
  */
 import type { webcrypto } from 'node:crypto';
 import { concatBytes } from '../../internal/base64.js';
@@ -11,6 +12,7 @@ import { PKCS8_PREFIX, type SigningSeed } from './ed25519-bytes.js';
 
 const HMAC = { name: 'HMAC', hash: 'SHA-256' } as const;
 const ED25519 = { name: 'Ed25519' } as const;
+const AES_GCM = { name: 'AES-GCM', length: 256 } as const;
 
 function subtle(): webcrypto.SubtleCrypto {
   return globalThis.crypto.subtle as webcrypto.SubtleCrypto;
@@ -91,4 +93,42 @@ export async function webCryptoEd25519Verify(
   } catch {
     return false;
   }
+}
+
+/**
+ * An AES-256-GCM key of 32 bytes, for {@link webCryptoAesGcmSeal} and {@link webCryptoAesGcmOpen}.
+ * @internal
+ */
+export async function webCryptoAesKey(key: Uint8Array): Promise<webcrypto.CryptoKey> {
+  return subtle().importKey('raw', source(key), AES_GCM, false, ['encrypt', 'decrypt']);
+}
+
+/**
+ * The ciphertext of `plain` followed by its 128-bit tag, as `node:crypto`'s `aes-256-gcm` gives
+ * them with `additional` as its AAD.
+ * @internal
+ */
+export async function webCryptoAesGcmSeal(
+  key: webcrypto.CryptoKey,
+  iv: Uint8Array,
+  plain: Uint8Array,
+  additional: Uint8Array,
+): Promise<Uint8Array> {
+  const params = { name: 'AES-GCM', iv: source(iv), additionalData: source(additional) };
+  return new Uint8Array(await subtle().encrypt(params, key, source(plain)));
+}
+
+/**
+ * The plain bytes of a ciphertext followed by its 128-bit tag; rejects when the tag does not
+ * authenticate it with `additional`.
+ * @internal
+ */
+export async function webCryptoAesGcmOpen(
+  key: webcrypto.CryptoKey,
+  iv: Uint8Array,
+  sealed: Uint8Array,
+  additional: Uint8Array,
+): Promise<Uint8Array> {
+  const params = { name: 'AES-GCM', iv: source(iv), additionalData: source(additional) };
+  return new Uint8Array(await subtle().decrypt(params, key, source(sealed)));
 }
