@@ -18,6 +18,14 @@ export function readSafely(source: unknown, key: PropertyKey): unknown {
   }
 }
 
+/**
+ * Whether a value is a Uint8Array (a Buffer too) whose bytes can be read: not a Proxy of one, which
+ * passes `instanceof` but whose `length` and elements throw. @internal
+ */
+export function isBytes(value: unknown): value is Uint8Array {
+  return ArrayBuffer.isView(value) && isInstance(value, Uint8Array);
+}
+
 /** `value instanceof type`, false where the check throws (a Proxy trap, a revoked proxy). @internal */
 export function isInstance<T>(
   value: unknown,

@@ -3,6 +3,7 @@
  * encrypted), with key rotation, expiry and query binding. Token form: docs/pagination.md.
  * @module
  */
+
 import { aClock, type Clock, systemClock } from '../clock.js';
 import { utf8 } from '../internal/base64.js';
 import {
@@ -16,7 +17,7 @@ import {
   wholeNumber,
   worded,
 } from '../internal/options.js';
-import { readSafely } from '../internal/read-once.js';
+import { isBytes, readSafely } from '../internal/read-once.js';
 import { constantTimeEqual, hmacSha256 } from '../internal/sha256.js';
 import { decodeBase64Url, encodeBase64Url } from './base64url.js';
 import type { PaginationErrorCode } from './pagination-error.js';
@@ -104,11 +105,7 @@ const SECRET: Rule<Uint8Array> = {
   expected: `a string or bytes of at least ${MIN_SECRET_BYTES} bytes (crypto.randomBytes(32) makes one)`,
   read(value, name) {
     const bytes =
-      typeof value === 'string'
-        ? utf8(value)
-        : value instanceof Uint8Array
-          ? Uint8Array.from(value)
-          : undefined;
+      typeof value === 'string' ? utf8(value) : isBytes(value) ? Uint8Array.from(value) : undefined;
     if (bytes === undefined) return INVALID;
     if (bytes.length < MIN_SECRET_BYTES) {
       throw refused(

@@ -5,7 +5,7 @@
  */
 import type { ResponseParts } from '../../http/problem-details.js';
 import { checkValue, INVALID, type Rule } from '../../internal/options.js';
-import { isInstance } from '../../internal/read-once.js';
+import { isBytes } from '../../internal/read-once.js';
 import type { HeaderSource } from '../signing/verify.js';
 import { fetchHandler } from './fetch-handler.js';
 import { type NodeWebhookListener, nodeHandler } from './node-handler.js';
@@ -32,7 +32,7 @@ export interface WebhookReceiver {
 
 const BYTES: Rule<Uint8Array> = {
   expected: 'the raw body as received, a Uint8Array such as a Buffer (not the parsed JSON)',
-  read: (value) => (ArrayBuffer.isView(value) && isInstance(value, Uint8Array) ? value : INVALID),
+  read: (value) => (isBytes(value) ? value : INVALID),
 };
 
 /**

@@ -14,7 +14,7 @@ import {
   wholeNumber,
   withMethods,
 } from '../../internal/options.js';
-import { isInstance } from '../../internal/read-once.js';
+import { isBytes } from '../../internal/read-once.js';
 import { MAX_TIMER_MS } from '../../internal/timers.js';
 import type { LimitStore } from '../../limits/store.js';
 import type { CursorSecret } from '../../pagination/cursor-codec.js';
@@ -244,11 +244,7 @@ const CURSOR_KEY_BYTES = 32;
 
 // The bytes of a key, or -1 for what is no key.
 const keyBytes = (value: unknown): number =>
-  typeof value === 'string'
-    ? utf8(value).length
-    : isInstance(value, Uint8Array)
-      ? value.length
-      : -1;
+  typeof value === 'string' ? utf8(value).length : isBytes(value) ? value.length : -1;
 
 // A key: a refusal tells its size, never the key.
 const signingKey = (leftOut: string) =>

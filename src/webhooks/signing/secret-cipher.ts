@@ -24,7 +24,7 @@ import {
   requiredValue,
 } from '../../internal/options.js';
 import { randomBytes } from '../../internal/random.js';
-import { isInstance } from '../../internal/read-once.js';
+import { isBytes } from '../../internal/read-once.js';
 import { secretRule, secretSize } from './secret-rule.js';
 import { webCryptoAesGcmOpen, webCryptoAesGcmSeal, webCryptoAesKey } from './web-crypto.js';
 
@@ -121,7 +121,7 @@ const keyRule: Rule<Uint8Array> = secretRule(
 
 // A copy: the caller's bytes may change after the cipher is made.
 function keyBytes(value: unknown): Uint8Array | undefined {
-  if (isInstance(value, Uint8Array)) return new Uint8Array(value);
+  if (isBytes(value)) return new Uint8Array(value);
   if (typeof value !== 'string') return undefined;
   const text = value.trim();
   return BASE64.test(text) ? decodeBase64(text) : undefined;

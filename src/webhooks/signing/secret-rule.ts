@@ -4,7 +4,7 @@
  */
 import { describe } from '../../internal/describe.js';
 import { INVALID, mustBe, type Rule } from '../../internal/options.js';
-import { isInstance } from '../../internal/read-once.js';
+import { isBytes } from '../../internal/read-once.js';
 
 /**
  * A secret as a refusal shows it: `a string of 12 characters`, `16 bytes`, `a number`, or what
@@ -13,7 +13,7 @@ import { isInstance } from '../../internal/read-once.js';
  */
 export function secretSize(value: unknown): string {
   if (typeof value === 'string') return `a string of ${value.length} characters`;
-  if (isInstance(value, Uint8Array)) return `${value.length} bytes`;
+  if (isBytes(value)) return `${value.length} bytes`;
   if (typeof value === 'number' || typeof value === 'bigint') return `a ${typeof value}`;
   return describe(value);
 }

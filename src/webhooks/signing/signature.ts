@@ -16,7 +16,7 @@ import {
   worded,
 } from '../../internal/options.js';
 import { randomBytes } from '../../internal/random.js';
-import { isInstance } from '../../internal/read-once.js';
+import { isBytes } from '../../internal/read-once.js';
 import { hmacSha256 } from '../../internal/sha256.js';
 import type { SigningSeed } from './ed25519-bytes.js';
 import { secretRule, secretSize } from './secret-rule.js';
@@ -79,8 +79,7 @@ const RANDOM_SOURCE = aFunction<(size: number) => Uint8Array>(
 // The bytes become the secret: a refusal shows their number only.
 const RANDOM_KEY = secretRule<Uint8Array>({
   expected: `a Uint8Array of the ${GENERATED_SECRET_BYTES} bytes asked for`,
-  read: (value) =>
-    isInstance(value, Uint8Array) && value.length === GENERATED_SECRET_BYTES ? value : INVALID,
+  read: (value) => (isBytes(value) && value.length === GENERATED_SECRET_BYTES ? value : INVALID),
 });
 
 /**
@@ -195,10 +194,7 @@ export const WEBHOOK_ID: Rule<string> = {
 export const RAW_BODY: Rule<string | Uint8Array> = {
   expected:
     'the raw body as sent, a string or a Uint8Array such as a Buffer (not the parsed JSON: serialising it again changes the bytes; wrap an ArrayBuffer with new Uint8Array(arrayBuffer))',
-  read: (value) =>
-    typeof value === 'string' || (ArrayBuffer.isView(value) && isInstance(value, Uint8Array))
-      ? value
-      : INVALID,
+  read: (value) => (typeof value === 'string' || isBytes(value) ? value : INVALID),
 };
 
 const SIGN_INPUT = withFields(['id', 'timestamp', 'body'], 'an object { id, timestamp, body }');

@@ -9,7 +9,7 @@ import { setBounded } from '../../internal/bounded-map.js';
 import { nodeBuiltin, nodeCrypto } from '../../internal/node-builtin.js';
 import { aFunction, checkValue, INVALID, mustBe, type Rule } from '../../internal/options.js';
 import { randomBytes } from '../../internal/random.js';
-import { isInstance } from '../../internal/read-once.js';
+import { isBytes } from '../../internal/read-once.js';
 import { PKCS8_PREFIX, type SigningSeed, SPKI_PREFIX } from './ed25519-bytes.js';
 import { secretRule, secretSize } from './secret-rule.js';
 import { webCryptoPublicKey } from './web-crypto.js';
@@ -188,7 +188,7 @@ const RANDOM_SOURCE = aFunction<(size: number) => Uint8Array>(
 
 const RANDOM_SEED = secretRule<Uint8Array>({
   expected: `a Uint8Array of the ${SEED_BYTES} bytes asked for`,
-  read: (value) => (isInstance(value, Uint8Array) && value.length === SEED_BYTES ? value : INVALID),
+  read: (value) => (isBytes(value) && value.length === SEED_BYTES ? value : INVALID),
 });
 
 /**
