@@ -3,9 +3,9 @@
  * @module
  */
 import type { WebhookSubscription, WebhookSubscriptionPage } from '../client/webhook-types.js';
-import { openDialog, type PortalContext, subscriptionHash } from './context.js';
+import { type PortalContext, subscriptionHash } from './context.js';
 import { h, labelledValue, newId, replaceChildren, time } from './dom.js';
-import { SubscriptionForm } from './subscription-form.js';
+import { formDialog, SubscriptionForm } from './subscription-form.js';
 
 const PAGE_SIZE = 20;
 
@@ -103,35 +103,22 @@ function pagerControls(
 
 function addSubscription(context: PortalContext, view: HTMLElement): void {
   const form = new SubscriptionForm(context.catalog());
-  const create = h('button', { type: 'submit' }, 'Create');
-  const cancel = h('button', { type: 'button', value: 'cancel' }, 'Cancel');
-  const element = h('form', {}, form.element, h('div', { class: 'actions' }, create, cancel));
-  const dialog = openDialog(context, 'Add subscription', element);
-  cancel.addEventListener('click', () => dialog.close());
-  element.addEventListener('submit', (event) => {
-    event.preventDefault();
-    create.disabled = true;
-    void context.alerts
-      .run(async () => {
-        const created = await context.client.subscriptions.create(form.createBody());
-        const key =
-          created.secret === undefined
-            ? labelledValue('Public key', created.publicKey ?? '')
-            : labelledValue('Signing secret', created.secret);
-        const done = h('button', { type: 'button', onclick: () => dialog.close() }, 'Done');
-        replaceChildren(
-          element,
-          h('p', {}, 'Subscription created. Copy its secret now: it is not shown again.'),
-          key,
-          h('p', {}, h('a', { href: subscriptionHash(created.id) }, 'Open the subscription')),
-          h('div', { class: 'actions' }, done),
-        );
-        done.focus();
-        context.status.say(`Subscription to ${created.endpointUrl} created.`);
-        void showList(context, view, 1);
-      })
-      .finally(() => {
-        create.disabled = false;
-      });
+  formDialog(context, 'Add subscription', form, 'Create', async (dialog, element) => {
+    const created = await context.client.subscriptions.create(form.createBody());
+    const key =
+      created.secret === undefined
+        ? labelledValue('Public key', created.publicKey ?? '')
+        : labelledValue('Signing secret', created.secret);
+    const done = h('button', { type: 'button', onclick: () => dialog.close() }, 'Done');
+    replaceChildren(
+      element,
+      h('p', {}, 'Subscription created. Copy its secret now: it is not shown again.'),
+      key,
+      h('p', {}, h('a', { href: subscriptionHash(created.id) }, 'Open the subscription')),
+      h('div', { class: 'actions' }, done),
+    );
+    done.focus();
+    context.status.say(`Subscription to ${created.endpointUrl} created.`);
+    void showList(context, view, 1);
   });
 }

@@ -10,6 +10,7 @@ import type {
   WebhookSignatureType,
   WebhookSubscription,
 } from '../client/webhook-types.js';
+import { openDialog, type PortalContext } from './context.js';
 import { field, h, newId } from './dom.js';
 
 /** The form's fields, filled from a subscription when it edits one. */
@@ -165,4 +166,31 @@ function lines(record: Readonly<Record<string, string>> | undefined): string {
   return Object.entries(record ?? {})
     .map(([name, value]) => `${name}: ${value}`)
     .join('\n');
+}
+
+/**
+ * A dialog of the form with its submit button and Cancel: a submit runs `submit` with the alerts
+ * cleared first and its failure shown, the button disabled meanwhile.
+ */
+export function formDialog(
+  context: PortalContext,
+  title: string,
+  form: SubscriptionForm,
+  submitLabel: string,
+  submit: (dialog: HTMLDialogElement, element: HTMLFormElement) => Promise<void>,
+): void {
+  const button = h('button', { type: 'submit' }, submitLabel);
+  const cancel = h('button', { type: 'button' }, 'Cancel');
+  const element = h('form', {}, form.element, h('div', { class: 'actions' }, button, cancel));
+  const dialog = openDialog(context, title, element);
+  cancel.addEventListener('click', () => dialog.close());
+  element.addEventListener('submit', (event) => {
+    event.preventDefault();
+    button.disabled = true;
+    void context.alerts
+      .run(() => submit(dialog, element))
+      .finally(() => {
+        button.disabled = false;
+      });
+  });
 }

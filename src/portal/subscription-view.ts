@@ -10,7 +10,7 @@ import type {
 } from '../client/webhook-types.js';
 import { openDialog, type PortalContext } from './context.js';
 import { type Child, h, labelledValue, newId, replaceChildren, time } from './dom.js';
-import { SubscriptionForm } from './subscription-form.js';
+import { formDialog, SubscriptionForm } from './subscription-form.js';
 
 const ATTEMPTS_PER_PAGE = 20;
 
@@ -147,33 +147,20 @@ function editSubscription(
   keyArea: HTMLElement,
 ): void {
   const form = new SubscriptionForm(context.catalog(), subscription);
-  const save = h('button', { type: 'submit' }, 'Save');
-  const cancel = h('button', { type: 'button' }, 'Cancel');
-  const element = h('form', {}, form.element, h('div', { class: 'actions' }, save, cancel));
-  const dialog = openDialog(context, 'Edit subscription', element);
-  cancel.addEventListener('click', () => dialog.close());
-  element.addEventListener('submit', (event) => {
-    event.preventDefault();
-    save.disabled = true;
-    void context.alerts
-      .run(async () => {
-        const change = form.changeFrom(subscription);
-        if (Object.keys(change).length === 0) {
-          dialog.close();
-          return;
-        }
-        const changed = await context.client.subscriptions.update(subscription.id, change);
-        dialog.close();
-        render(context, view, changed);
-        const area = view.querySelector<HTMLElement>('.key');
-        if (changed.secret !== undefined || change.signatureType !== undefined) {
-          showKey(area ?? keyArea, changed, changed.previousSecretsExpireAt);
-        }
-        context.status.say('Subscription saved.');
-      })
-      .finally(() => {
-        save.disabled = false;
-      });
+  formDialog(context, 'Edit subscription', form, 'Save', async (dialog) => {
+    const change = form.changeFrom(subscription);
+    if (Object.keys(change).length === 0) {
+      dialog.close();
+      return;
+    }
+    const changed = await context.client.subscriptions.update(subscription.id, change);
+    dialog.close();
+    render(context, view, changed);
+    const area = view.querySelector<HTMLElement>('.key');
+    if (changed.secret !== undefined || change.signatureType !== undefined) {
+      showKey(area ?? keyArea, changed, changed.previousSecretsExpireAt);
+    }
+    context.status.say('Subscription saved.');
   });
 }
 
