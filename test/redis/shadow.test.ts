@@ -91,7 +91,29 @@ describe.each(variants)('RedisStore with %s, shadow mode against the memory stor
           }
         },
       ),
-      { numRuns: 40 },
+      {
+        numRuns: 40,
+        // Besides the drawn runs, one that surely escapes and refuses, so that the checks below
+        // never depend on what the draws held: the throttles shadowed, the windows not; 25
+        // requests of a Live client that keep their leases pass its throttle of 20 (escaped),
+        // and 25 of a Development client pass its 5 a second (refused).
+        examples: [
+          [
+            shadowOptions[2],
+            (['live', 'development'] as const).map((type, who) => ({
+              peek: false,
+              gap: 0,
+              who,
+              type,
+              route: 0,
+              cost: 1,
+              times: 25 as const,
+              statuses: true,
+              release: false,
+            })),
+          ],
+        ],
+      },
     );
     expect(seen.escaped).toBeGreaterThan(0);
     expect(seen.refused).toBeGreaterThan(0);
