@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
  * The subscription repository on PostgreSQL: a pg Pool on a server, or PGlite (embedded
  * PostgreSQL) on one machine, through the same SQL (see docs/postgres.md). @module
  */
-import { isSecretCipherError, SecretCipherError } from '../errors/secret-cipher-error.js';
+import type { SecretCipherError } from '../errors/secret-cipher-error.js';
 import { GroupCommit } from '../internal/group-commit.js';
 import {
   aBoolean,
@@ -83,6 +83,7 @@ import {
   type SqlResult,
 } from './sql-database.js';
 import { type Statements, statements } from './statements.js';
+import { StoredSecrets, secretContext } from './stored-secrets.js';
 
 /** How the PostgreSQL repository is set up. */
 export interface PostgresRepositoryOptions {
@@ -215,10 +216,6 @@ function count(value: number): number {
 const jsonOrNull = (record: Readonly<Record<string, string>> | null | undefined): string | null =>
   record === undefined || record === null ? null : JSON.stringify(record);
 
-/** The text the cipher binds a secret to: its account and subscription. */
-const secretContext = (accountCode: string, id: string): string =>
-  JSON.stringify([accountCode, id]);
-
 /**
  * Subscriptions, signing secrets and the delivery log in PostgreSQL, the same on every instance:
  * revisions commit in order, and `watch` hears every instance's changes through LISTEN/NOTIFY.
@@ -233,7 +230,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly secretsAtRest: 'encrypted' | 'plain';
   readonly #database: DatabaseKind;
   readonly #sql: Statements;
-  readonly #cipher: SecretCipher | undefined;
+  readonly #secrets: StoredSecrets;
   readonly #channel: string;
   readonly #schema: string;
   readonly #listen: Omit<Parameters<typeof listenForChanges>[1], 'channel'>;
@@ -255,9 +252,11 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     if (read.secretKeys !== undefined && read.cipher !== undefined) {
       throw refused('cipher', CIPHER_ALONE, read.cipher);
     }
-    this.#cipher =
-      read.cipher ?? (read.secretKeys === undefined ? undefined : cipherOf(read.secretKeys));
-    this.secretsAtRest = this.#cipher === undefined ? 'plain' : 'encrypted';
+    this.#secrets = new StoredSecrets(
+      read.cipher ?? (read.secretKeys === undefined ? undefined : cipherOf(read.secretKeys)),
+      OWNER,
+    );
+    this.secretsAtRest = this.#secrets.atRest;
     this.#schema = read.schema;
     this.#channel = `${read.schema}_changes`;
     this.#sql = statements(quoteIdentifier(read.schema), this.#channel);
@@ -341,69 +340,6 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return (await (db as unknown as NamedQuery).query({ name, text, values: params })).rows as R[];
   }
 
-  /**
-   * A secret as stored: encrypted under the newest key, or plain; with the key id or null. The
-   * cipher may answer at once or in a promise (aesGcmSecretCipherAsync's, a key service's).
-   */
-  async #seal(accountCode: string, id: string, secret: string): Promise<[string, string | null]> {
-    const cipher = this.#cipher;
-    if (cipher === undefined) return [secret, null];
-    return [await cipher.encrypt(secret, secretContext(accountCode, id)), cipher.keyId];
-  }
-
-  /**
-   * A stored secret as it signs.
-   * @throws SecretCipherError naming the subscription when the keys cannot decrypt it
-   */
-  async #open(
-    accountCode: string,
-    id: string,
-    stored: string,
-    keyId: string | null,
-  ): Promise<string> {
-    if (keyId === null) return stored;
-    const named = { accountCode, subscriptionId: id };
-    const whose = `A signing secret of subscription "${id}" (account "${accountCode}")`;
-    if (this.#cipher === undefined) {
-      throw new SecretCipherError(
-        'no_secret_keys',
-        `${whose} is encrypted under key "${keyId}", but ${OWNER} was given no secretKeys; pass the keys it was stored with.`,
-        named,
-      );
-    }
-    try {
-      return await this.#cipher.decrypt(stored, secretContext(accountCode, id));
-    } catch (error) {
-      if (!isSecretCipherError(error)) throw error;
-      throw new SecretCipherError(error.code, `${whose} cannot be read: ${error.message}`, {
-        ...named,
-        cause: error,
-      });
-    }
-  }
-
-  /**
-   * The readable ones of a subscription's secrets (newest first), and an error for each other.
-   * A cipher's failure that is no SecretCipherError (a key service down) is thrown.
-   */
-  async #openAll(
-    accountCode: string,
-    id: string,
-    rows: readonly { secret: string; key_id: string | null }[],
-  ): Promise<{ secrets: string[]; unreadable: SecretCipherError[] }> {
-    const secrets: string[] = [];
-    const unreadable: SecretCipherError[] = [];
-    for (const row of rows) {
-      try {
-        secrets.push(await this.#open(accountCode, id, row.secret, row.key_id));
-      } catch (error) {
-        if (!(error instanceof SecretCipherError)) throw error;
-        unreadable.push(error);
-      }
-    }
-    return { secrets, unreadable };
-  }
-
   async create(
     subscription: Subscription,
     secret: string,
@@ -411,7 +347,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   ): Promise<StoredSubscription | undefined> {
     const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = subscription;
     const { description, rateLimit, headers, metadata, signatureType } = subscription;
-    const [stored, keyId] = await this.#seal(accountCode, id, secret);
+    const [stored, keyId] = await this.#secrets.seal(accountCode, id, secret);
     // As memory's `size >= maxPerAccount`: 2.5 holds 3, NaN refuses nothing.
     const limit = Number.isNaN(options.maxPerAccount) ? MAX_INT : options.maxPerAccount;
     const max = Math.max(0, Math.min(Math.ceil(limit), MAX_INT));
@@ -498,7 +434,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     secret: string,
     options: RotateSecretOptions,
   ): Promise<boolean> {
-    const [stored, keyId] = await this.#seal(accountCode, id, secret);
+    const [stored, keyId] = await this.#secrets.seal(accountCode, id, secret);
     const rows = await this.#rows(this.#sql.rotateSecret, [
       accountCode,
       id,
@@ -528,7 +464,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       this.#sql.signingSecrets,
       [accountCode, id, at],
     );
-    const { secrets, unreadable } = await this.#openAll(accountCode, id, rows);
+    const { secrets, unreadable } = await this.#secrets.openAll(accountCode, id, rows);
     const [newest] = unreadable;
     if (secrets.length === 0 && newest !== undefined) throw newest;
     for (const error of unreadable) {
@@ -568,7 +504,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       for (const held of bySubscription.values()) {
         const [first] = held;
         if (first === undefined) continue;
-        const { secrets, unreadable } = await this.#openAll(
+        const { secrets, unreadable } = await this.#secrets.openAll(
           first.account_code,
           first.subscription_id,
           held as { secret: string; key_id: string | null }[],
@@ -816,7 +752,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
    * @throws SecretCipherError for a secret that no configured key decrypts
    */
   async reencryptSecrets(): Promise<number> {
-    const cipher = this.#cipher;
+    const { cipher } = this.#secrets;
     if (cipher === undefined) throw refused('secretKeys', KEYS_TO_REENCRYPT, undefined);
     let done = 0;
     let after = 0;
@@ -833,7 +769,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       const old: string[] = [];
       const sealed: string[] = [];
       for (const row of rows) {
-        const secret = await this.#open(
+        const secret = await this.#secrets.open(
           row.account_code,
           row.subscription_id,
           row.secret,
@@ -841,7 +777,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
         );
         sequences.push(String(row.sequence));
         old.push(row.secret);
-        sealed.push((await this.#seal(row.account_code, row.subscription_id, secret))[0]);
+        sealed.push((await this.#secrets.seal(row.account_code, row.subscription_id, secret))[0]);
       }
       const keyIds = sealed.map(() => cipher.keyId);
       const { rows: changed } = await this.#database.db.query(this.#sql.reencrypt, [
