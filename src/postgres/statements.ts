@@ -56,6 +56,24 @@ export function statements(s: string, channel: string): Statements {
   const expired = 't.expires_ms <= excluded.created_ms';
   const live = `SELECT 1 FROM ${s}.subscriptions
       WHERE account_code = $1::text AND id = $2::text AND deleted_at IS NULL`;
+  // The deliveries a batch of messages owes ($8 the position of each one's message in the batch,
+  // $9 subscription ids, $10 endpoints), and their insertion for the messages recorded: the CTEs
+  // that recordMessages and recordKeyedMessages share, after their `batch` and `message`.
+  const owes = `owes AS (
+        SELECT * FROM unnest($8::bigint[], $9::text[], $10::text[]) WITH ORDINALITY
+          AS o(n, subscription_id, endpoint_url, k)
+      )`;
+  const owed = `owed AS (
+        INSERT INTO ${s}.deliveries (account_code, message_id, subscription_id, endpoint_url,
+          published_ms, next_attempt_ms, lease_until_ms)
+        SELECT message.account_code, message.id, o.subscription_id, o.endpoint_url,
+          message.created_ms, message.created_ms, batch.lease_until_ms
+        FROM owes AS o
+          JOIN batch ON batch.n = o.n
+          JOIN message ON message.account_code = batch.account_code AND message.id = batch.id
+        ORDER BY o.k
+        ON CONFLICT DO NOTHING
+      )`;
   return {
     // $1 account, $2 id, $3 endpoint, $4 events, $5 property ids, $6 created, $7 updated,
     // $8 secret, $9 key id, $10 secret created ms, $11 maxPerAccount, $12 description, $13 rate
@@ -259,18 +277,7 @@ export function statements(s: string, channel: string): Statements {
         SELECT account_code, id, kind, property_id, body, created_ms FROM batch ORDER BY n
         ON CONFLICT (account_code, id) DO NOTHING
         RETURNING account_code, id, created_ms
-      ), owed AS (
-        INSERT INTO ${s}.deliveries (account_code, message_id, subscription_id, endpoint_url,
-          published_ms, next_attempt_ms, lease_until_ms)
-        SELECT message.account_code, message.id, o.subscription_id, o.endpoint_url,
-          message.created_ms, message.created_ms, batch.lease_until_ms
-        FROM unnest($8::bigint[], $9::text[], $10::text[]) WITH ORDINALITY
-            AS o(n, subscription_id, endpoint_url, k)
-          JOIN batch ON batch.n = o.n
-          JOIN message ON message.account_code = batch.account_code AND message.id = batch.id
-        ORDER BY o.k
-        ON CONFLICT DO NOTHING
-      )
+      ), ${owes}, ${owed}
       SELECT count(*)::integer AS recorded FROM message`,
     // A batch of messages of which some have an idempotency key: $1 to $10 as recordMessages,
     // then $11 the keys (NULL for none), $12 fingerprints, $13 expiry times (ms). A key takes its
@@ -286,10 +293,7 @@ export function statements(s: string, channel: string): Statements {
           $6::float8[], $7::float8[], $11::text[], $12::text[], $13::float8[])
           WITH ORDINALITY AS b(account_code, id, kind, property_id, body, created_ms, lease_until_ms,
             key, fingerprint, expires_ms, n)
-      ), owes AS (
-        SELECT * FROM unnest($8::bigint[], $9::text[], $10::text[]) WITH ORDINALITY
-          AS o(n, subscription_id, endpoint_url, k)
-      ), keyed AS (
+      ), ${owes}, keyed AS (
         INSERT INTO ${s}.idempotency_keys AS t (account_code, key, message_id, fingerprint,
           subscription_ids, created_ms, expires_ms)
         SELECT b.account_code, b.key, b.id, b.fingerprint,
@@ -315,17 +319,7 @@ export function statements(s: string, channel: string): Statements {
         ORDER BY b.n
         ON CONFLICT (account_code, id) DO NOTHING
         RETURNING account_code, id, created_ms
-      ), owed AS (
-        INSERT INTO ${s}.deliveries (account_code, message_id, subscription_id, endpoint_url,
-          published_ms, next_attempt_ms, lease_until_ms)
-        SELECT message.account_code, message.id, o.subscription_id, o.endpoint_url,
-          message.created_ms, message.created_ms, batch.lease_until_ms
-        FROM owes AS o
-          JOIN batch ON batch.n = o.n
-          JOIN message ON message.account_code = batch.account_code AND message.id = batch.id
-        ORDER BY o.k
-        ON CONFLICT DO NOTHING
-      )
+      ), ${owed}
       SELECT b.n, keyed.message_id, keyed.fingerprint, keyed.subscription_ids
       FROM batch AS b
       JOIN keyed ON keyed.account_code = b.account_code AND keyed.key = b.key`,
