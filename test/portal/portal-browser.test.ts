@@ -104,6 +104,9 @@ function api() {
   return createWebhookClient({ baseUrl: origin, headers: { authorization: `Bearer ${token}` } });
 }
 
+/** A subscription's view in the tab, by the link the list gives it (the session kept). */
+const openSubscription = (page: Page, id: string) =>
+  page.goto(`${origin}/portal#/subscriptions/${encodeURIComponent(id)}`);
 const table = (page: Page, name: string) => page.getByRole('table', { name, exact: true });
 const rows = (page: Page, name: string) => table(page, name).locator('tbody tr');
 
@@ -210,7 +213,7 @@ describe('the portal in Chromium', () => {
       metadata: { owner: 'ops' },
       signatureType: 'hmac-sha256',
     });
-    await page.goto(`${origin}/portal#/subscriptions/${encodeURIComponent(stored.id)}`);
+    await openSubscription(page, stored.id);
     await page.getByRole('button', { name: 'Rotate secret' }).waitFor();
     expect(await page.getByText(shown ?? '').count()).toBe(0);
     expect(pageErrors.get(page)).toEqual([]);
@@ -224,7 +227,7 @@ describe('the portal in Chromium', () => {
     });
     const { page, context } = await openPortal();
     await table(page, 'Subscriptions').waitFor();
-    await page.goto(`${origin}/portal#/subscriptions/${encodeURIComponent(made.id)}`);
+    await openSubscription(page, made.id);
     // Edit: the description and the events.
     await page.getByRole('button', { name: 'Edit' }).click();
     const edit = page.getByRole('dialog', { name: 'Edit subscription' });
@@ -291,7 +294,7 @@ describe('the portal in Chromium', () => {
     );
     const { page, context } = await openPortal();
     await table(page, 'Subscriptions').waitFor();
-    await page.goto(`${origin}/portal#/subscriptions/${encodeURIComponent(made.id)}`);
+    await openSubscription(page, made.id);
     const attempts = rows(page, 'Attempts');
     await attempts.nth(2).waitFor();
     const cells = await attempts.evaluateAll((trs) =>
@@ -340,7 +343,7 @@ describe('the portal in Chromium', () => {
     });
     const { page, context } = await openPortal();
     await table(page, 'Subscriptions').waitFor();
-    await page.goto(`${origin}/portal#/subscriptions/${encodeURIComponent(made.id)}`);
+    await openSubscription(page, made.id);
     const attempts = rows(page, 'Attempts');
     await attempts.nth(19).waitFor();
     const older = page.getByRole('button', { name: 'Older attempts' });
@@ -365,7 +368,7 @@ describe('the portal in Chromium', () => {
     const { page, context, token } = await openPortal({ readOnly: true });
     await rows(page, 'Subscriptions').first().waitFor();
     expect(await page.getByRole('button', { name: 'Add subscription' }).count()).toBe(0);
-    await page.goto(`${origin}/portal#/subscriptions/${encodeURIComponent(made.id)}`);
+    await openSubscription(page, made.id);
     await page.getByText(`${receiver.url}/read-only`).waitFor();
     await table(page, 'Attempts').waitFor();
     for (const name of [
@@ -405,7 +408,7 @@ describe('the portal in Chromium', () => {
       void dialog.dismiss();
     });
     await rows(page, 'Subscriptions').first().waitFor();
-    await page.goto(`${origin}/portal#/subscriptions/${encodeURIComponent(made.id)}`);
+    await openSubscription(page, made.id);
     await page.getByText(markup.slice(0, 256), { exact: true }).waitFor();
     await page
       .getByText('note: <iframe src="https://example.com"></iframe>', { exact: true })
