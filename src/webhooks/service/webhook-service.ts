@@ -503,11 +503,7 @@ class Service implements WebhookService {
 
   async #answer(request: Request): Promise<ResponseParts> {
     const url = new URL(request.url);
-    const page = this.#portalPage?.answer(
-      request.method,
-      url.pathname,
-      request.headers.get('if-none-match'),
-    );
+    const page = this.#portalPage?.answer(request.method, url.pathname, request.headers);
     if (page !== undefined) return page;
     // Matched once, answered after identify; an anonymous route (the OpenAPI document) at once:
     // no identify, no limiter, no start (it reads nothing the service loads).
