@@ -91,15 +91,13 @@ export interface DemoPortalLink {
   readonly readOnly: boolean;
 }
 
-/** The link of a portal token for an account, read-only with `?readOnly=true`. */
+/** The link of a portal token for an account, for an hour. */
 function portalLink(
   webhooks: DemoWebhooks,
   origin: string,
   accountCode: string,
-  query: URLSearchParams | { readOnly?: boolean } = {},
+  readOnly: boolean,
 ): DemoPortalLink {
-  const readOnly =
-    query instanceof URLSearchParams ? query.get('readOnly') === 'true' : query.readOnly === true;
   const token = webhooks.service.portalToken({ accountCode, ttlSeconds: 3600, readOnly });
   return {
     url: `${origin}${token.url}`,
@@ -161,7 +159,11 @@ async function route(
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   if (path === '/demo/portal-link' && method === 'POST') {
     // What a platform does for its signed-in customer: a portal link for the account, for an hour.
-    json(res, 201, portalLink(webhooks, url.origin, account, url.searchParams));
+    json(
+      res,
+      201,
+      portalLink(webhooks, url.origin, account, url.searchParams.get('readOnly') === 'true'),
+    );
     return;
   }
   if (path === '/v1/test-events' && method === 'POST') {
@@ -446,7 +448,7 @@ export async function startDemoService(options: DemoOptions = {}): Promise<DemoS
     secretsAtRest: storage.repository.secretsAtRest,
     server,
     portalLink: (accountCode, linkOptions) =>
-      portalLink(webhooks, origin, accountCode, linkOptions),
+      portalLink(webhooks, origin, accountCode, linkOptions?.readOnly === true),
     close: async () => {
       await new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
