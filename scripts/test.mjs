@@ -7,12 +7,13 @@
 // the type-check of bench/ against that build. Their output is printed once the suite is done,
 // each under its name, then every step's outcome and time; the run fails if any step fails.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 
-/** The lowest priority: a check gets a core only when the suite leaves it idle. */
+/**
+ * The lowest priority: a check gets a core only when the suite leaves it idle; once the suite is
+ * done, what remains of the checks has the machine to itself, at any priority.
+ */
 const LOWEST = 19;
-const NORMAL = 0;
 
 /** `npm run <script> -- ...args`, with the npm that runs this script where there is one. */
 function npmRun(script, options, args = []) {
@@ -32,40 +33,8 @@ function prioritise(pid, priority) {
   }
 }
 
-/** The processes below `pid` (Linux: read from /proc; elsewhere none). */
-function descendants(pid) {
-  const children = new Map();
-  let entries = [];
-  try {
-    entries = readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name));
-  } catch {
-    return [];
-  }
-  for (const entry of entries) {
-    try {
-      // The parent is the second field after the command, which is in parentheses.
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
-    } catch {
-      // Exited meanwhile.
-    }
-  }
-  const found = [];
-  for (let next = [pid]; next.length > 0; ) {
-    next = next.flatMap((p) => children.get(p) ?? []);
-    found.push(...next);
-  }
-  return found;
-}
-
-/** Whether the suite is done: from then on the checks run at the normal priority. */
-let suiteDone = false;
-/** The checks running now, by their npm process. */
-const running = new Set();
-
 /**
- * Run one script, at the lowest priority while the suite runs, its output (stdout and stderr, in
+ * Run one script at the lowest priority, its output (stdout and stderr, in
  * order) kept.
  * @returns its name, whether it passed, its output, its time in seconds and its exit code
  */
@@ -73,8 +42,7 @@ function background(script) {
   const began = performance.now();
   const child = npmRun(script, { stdio: ['ignore', 'pipe', 'pipe'] });
   // Before npm has loaded, long before it starts the script: what it starts inherits this.
-  if (!suiteDone) prioritise(child.pid, LOWEST);
-  running.add(child);
+  prioritise(child.pid, LOWEST);
   let output = '';
   const keep = (chunk) => {
     output += chunk;
@@ -84,7 +52,6 @@ function background(script) {
   return new Promise((resolve) => {
     child.once('error', (error) => keep(`${error}\n`));
     child.once('close', (code, signal) => {
-      running.delete(child);
       const seconds = (performance.now() - began) / 1000;
       resolve({ script, ok: code === 0, output, seconds, code: code ?? signal });
     });
@@ -120,10 +87,6 @@ const checks = [
   })(),
 ];
 const unit = await suite('test:unit', `!${DEADLINES}`);
-suiteDone = true;
-for (const child of running) {
-  for (const pid of [child.pid, ...descendants(child.pid)]) prioritise(pid, NORMAL);
-}
 const steps = (await Promise.all(checks)).flat();
 
 // npm's own header (`> api-conventions@... lint`) names each step.
