@@ -2,6 +2,7 @@
  * Asymmetric Standard Webhooks signatures (`v1a`, ed25519): the key pair, its text forms
  * `whsk_` (the signing key) and `whpk_` (the public key), and the signature itself. @module
  */
+
 import type { KeyObject } from 'node:crypto';
 import type { ConfigurationError } from '../../errors/configuration-error.js';
 import { concatBytes, decodeBase64, encodeBase64 } from '../../internal/base64.js';
@@ -10,6 +11,7 @@ import { nodeBuiltin, nodeCrypto } from '../../internal/node-builtin.js';
 import { aFunction, checkValue, INVALID, mustBe, type Rule } from '../../internal/options.js';
 import { randomBytes } from '../../internal/random.js';
 import { isBytes } from '../../internal/read-once.js';
+import { constantTimeEqual } from '../../internal/sha256.js';
 import { PKCS8_PREFIX, type SigningSeed, SPKI_PREFIX } from './ed25519-bytes.js';
 import { secretRule, secretSize } from './secret-rule.js';
 import { webCryptoPublicKey } from './web-crypto.js';
@@ -97,12 +99,6 @@ function publicBytesOf(value: unknown): Uint8Array | typeof INVALID {
   return BASE64_32.test(text) ? decodeBase64(text) : INVALID;
 }
 
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 const SIGNING_KEY_EXPECTED = `${WEBHOOK_SIGNING_KEY_PREFIX} and the base64 of a 32-byte ed25519 seed (44 characters; generateWebhookKeyPair() makes one)`;
 const PUBLIC_KEY_EXPECTED = `${WEBHOOK_PUBLIC_KEY_PREFIX} and the base64 of a 32-byte ed25519 public key (44 characters; webhookPublicKeyOf(signingKey) gives it)`;
 
@@ -126,7 +122,8 @@ export const WEBHOOK_SIGNING_KEY: Rule<KeyObject> = secretRule(
         if (read === INVALID) return INVALID;
         const key = privateKeyOf(read.seed);
         // The seed and its public key: taken only when the public half is the seed's own.
-        return read.publicHalf === undefined || sameBytes(rawPublicKey(key), read.publicHalf)
+        return read.publicHalf === undefined ||
+          constantTimeEqual(rawPublicKey(key), read.publicHalf)
           ? key
           : INVALID;
       });
@@ -268,7 +265,7 @@ export async function webhookPublicKeyOfAsync(signingKey: string): Promise<strin
   if (nodeBuiltin('node:crypto') !== undefined) return webhookPublicKeyOf(signingKey);
   const read = checkValue(WEBHOOK_SIGNING_SEED, signingKey, 'signing key');
   const own = await webCryptoPublicKey(read.seed);
-  if (read.publicHalf !== undefined && !sameBytes(own, read.publicHalf)) {
+  if (read.publicHalf !== undefined && !constantTimeEqual(own, read.publicHalf)) {
     throw mismatchedSigningKey(read, 'signing key');
   }
   return `${WEBHOOK_PUBLIC_KEY_PREFIX}${encodeBase64(own)}`;
