@@ -6,17 +6,11 @@
  * @module
  */
 
-import { decodeBase64, encodeBase64Url as encode } from '../internal/base64.js';
+import { decodeBase64Url as decodeLenient, encodeBase64Url } from '../internal/base64.js';
+
+export { encodeBase64Url };
 
 const ALPHABET = /^[A-Za-z0-9_-]*$/;
-
-/**
- * Encode bytes as base64url without padding.
- * @param bytes - the bytes
- */
-export function encodeBase64Url(bytes: Uint8Array): string {
-  return encode(bytes);
-}
 
 /**
  * Decode canonical base64url, or `undefined` when the text is not the one spelling of some bytes
@@ -25,7 +19,6 @@ export function encodeBase64Url(bytes: Uint8Array): string {
  */
 export function decodeBase64Url(text: string): Uint8Array | undefined {
   if (text.length % 4 === 1 || !ALPHABET.test(text)) return undefined;
-  const padded = text.replaceAll('-', '+').replaceAll('_', '/');
-  const bytes = decodeBase64(padded + '='.repeat((4 - (padded.length % 4)) % 4));
-  return encode(bytes) === text ? bytes : undefined;
+  const bytes = decodeLenient(text);
+  return encodeBase64Url(bytes) === text ? bytes : undefined;
 }
