@@ -3,11 +3,14 @@
  * of Node's modules, and the portable suite (test/runtimes/suite.ts) passes in Node, Bun, Deno and
  * workerd, each run printing its count of passed cases. workerd runs it without `nodejs_compat`,
  * and its global scope refuses timers, I/O and random numbers, so the suite's objects made at load
- * show that making them needs none.
+ * show that making them needs none. The embedded default, the webhook service on PGlite in memory
+ * and on a data folder, passes its suite (test/runtimes/embedded-suite.ts) in Node, Bun and Deno.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  buildEmbedded,
   buildPortable,
+  EMBEDDED_RUNTIMES,
   entryOf,
   nodeImportsOf,
   PORTABLE_SUBPATHS,
@@ -15,9 +18,11 @@ import {
   RUNTIMES,
   runIn,
 } from '../support/runtimes.js';
+import { EMBEDDED_CASES, EMBEDDED_RESULTS_MARKER } from './embedded-suite.js';
 import { PORTABLE_CASES } from './suite.js';
 
 let build: PortableBuild | undefined;
+let embedded: string | undefined;
 
 function built(): PortableBuild {
   if (build === undefined) throw new Error('the build failed: see the hook before');
@@ -26,6 +31,7 @@ function built(): PortableBuild {
 
 beforeAll(async () => {
   build = await buildPortable();
+  embedded = await buildEmbedded(build);
 }, 180_000);
 
 afterAll(() => {
@@ -61,6 +67,26 @@ describe('the portable suite', () => {
         run.results.map((result) => result.name),
         run.output,
       ).toEqual(PORTABLE_CASES);
+      expect(run.results.filter((result) => !result.ok)).toEqual([]);
+    },
+    180_000,
+  );
+});
+
+describe('the embedded default (the service on PGlite)', () => {
+  it.each(EMBEDDED_RUNTIMES)(
+    'passes every case in %s',
+    async (runtime) => {
+      if (embedded === undefined) throw new Error('the build failed: see the hook before');
+      const run = await runIn(runtime, embedded, EMBEDDED_RESULTS_MARKER);
+      const passed = run.results.filter((result) => result.ok).length;
+      console.log(
+        `embedded suite in ${runtime} (${run.version}): ${passed} of ${EMBEDDED_CASES.length} cases passed`,
+      );
+      expect(
+        run.results.map((result) => result.name),
+        run.output,
+      ).toEqual(EMBEDDED_CASES);
       expect(run.results.filter((result) => !result.ok)).toEqual([]);
     },
     180_000,

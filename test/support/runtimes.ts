@@ -2,10 +2,11 @@
  * The runtimes of the portable suite: the package built as tsup.config.ts builds it (ES modules,
  * without declarations), the import graph of each portable subpath in that build, the suite
  * bundled against it, and the bundle run in Node, Bun, Deno and workerd, each from its npm
- * package's platform binary (nothing is downloaded).
+ * package's platform binary (nothing is downloaded); and the embedded suite, bundled against the
+ * same build, run in Node, Bun and Deno.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -23,6 +24,9 @@ export const PORTABLE_SUBPATHS = ['.', './client', './hono', './testing'] as con
 export const RUNTIMES = ['node', 'bun', 'deno', 'workerd'] as const;
 /** One of {@link RUNTIMES}. */
 export type Runtime = (typeof RUNTIMES)[number];
+
+/** The runtimes the embedded default runs in: PGlite needs a file system, which workerd has not. */
+export const EMBEDDED_RUNTIMES = ['node', 'bun', 'deno'] as const;
 
 /** The build and the bundle, in a folder of the run's own. */
 export interface PortableBuild {
@@ -175,6 +179,68 @@ const worker :Workerd.Worker = (
   return { dist, bundle, remove: () => rmSync(base, { recursive: true, force: true }) };
 }
 
+const EMBEDDED_RUNNER = `
+import * as pglite from '@electric-sql/pglite';
+import * as root from 'api-conventions';
+import * as postgres from 'api-conventions/postgres';
+import { EMBEDDED_RESULTS_MARKER, runEmbeddedSuite } from ${JSON.stringify(join(ROOT, 'test/runtimes/embedded-suite.ts'))};
+export async function run() {
+  // A data folder of this run's own, beside the runner.
+  const folder = import.meta.dirname + '/data-' + Date.now() + '-' + Math.random().toString(36).slice(2);
+  const results = await runEmbeddedSuite({ root, postgres, pglite }, folder);
+  return EMBEDDED_RESULTS_MARKER + JSON.stringify(results);
+}
+`;
+
+/**
+ * The embedded suite (test/runtimes/embedded-suite.ts) bundled against the build, PGlite left to
+ * the repository's node_modules as a user's install has it.
+ * @returns the folder of its runner, beside the portable bundle
+ */
+export async function buildEmbedded(portable: PortableBuild): Promise<string> {
+  const folder = join(dirname(portable.bundle), 'embedded');
+  const sources = join(dirname(portable.bundle), 'embedded-sources');
+  mkdirSync(sources, { recursive: true });
+  writeFileSync(join(sources, 'runner.mjs'), EMBEDDED_RUNNER);
+  await build({
+    config: false,
+    entry: { runner: join(sources, 'runner.mjs') },
+    format: ['esm'],
+    outExtension: () => ({ js: '.mjs' }),
+    platform: 'node',
+    target: 'es2022',
+    outDir: folder,
+    dts: false,
+    sourcemap: false,
+    splitting: false,
+    silent: true,
+    // All but PGlite, whose WebAssembly and data files load from its own package.
+    noExternal: [/^(?!@electric-sql\/pglite)/],
+    external: ['@electric-sql/pglite'],
+    esbuildOptions(options) {
+      options.nodePaths = [join(ROOT, 'node_modules')];
+    },
+    esbuildPlugins: [
+      {
+        name: 'api-conventions from the build',
+        setup(plugin) {
+          plugin.onResolve({ filter: /^api-conventions(\/.*)?$/ }, (args) => ({
+            path: entryOf(portable.dist, `.${args.path.slice('api-conventions'.length)}`),
+          }));
+        },
+      },
+    ],
+  });
+  writeFileSync(join(folder, 'script.mjs'), SCRIPT);
+  // What a user's package declares (Deno resolves only declared packages from node_modules).
+  writeFileSync(
+    join(folder, 'package.json'),
+    JSON.stringify({ type: 'module', private: true, dependencies: { '@electric-sql/pglite': '*' } }),
+  );
+  symlinkSync(join(ROOT, 'node_modules'), join(folder, 'node_modules'), 'dir');
+  return folder;
+}
+
 // The binary of an npm package's platform package, or the one its postinstall moved.
 function binaryOf(candidates: readonly (readonly [pkg: string, file: string])[]): string {
   for (const [name, file] of candidates) {
@@ -227,7 +293,16 @@ function commandOf(runtime: Runtime, bundle: string): { file: string; args: stri
           [`@deno/${platform().deno}`, `deno${exe}`],
           ['deno', `deno${exe}`],
         ]),
-        args: ['run', '--no-config', '--no-lock', '--no-remote', '--no-prompt', 'script.mjs'],
+        // A folder with a package.json is a user's project: Deno reads it to resolve the packages
+        // it declares from node_modules (and may run nothing else from there).
+        args: [
+          'run',
+          ...(existsSync(join(bundle, 'package.json')) ? ['--allow-all'] : ['--no-config']),
+          '--no-lock',
+          '--no-remote',
+          '--no-prompt',
+          'script.mjs',
+        ],
       };
     case 'workerd':
       return {
@@ -282,19 +357,22 @@ function exec(
 
 /**
  * Run the bundled suite in a runtime.
- * @param bundle - {@link PortableBuild.bundle}
+ * @param bundle - {@link PortableBuild.bundle}, or the folder {@link buildEmbedded} made
+ * @param marker - what the suite prints before its results
  */
-export async function runIn(runtime: Runtime, bundle: string): Promise<RuntimeRun> {
+export async function runIn(
+  runtime: Runtime,
+  bundle: string,
+  marker: string = RESULTS_MARKER,
+): Promise<RuntimeRun> {
   const { file, args } = commandOf(runtime, bundle);
   const version = (await exec(file, ['--version'], bundle)).stdout.trim().split('\n')[0] ?? '';
   const { stdout, stderr } = await exec(file, args, bundle);
   const output = `${stdout}\n${stderr}`;
-  const line = output.split('\n').find((text) => text.includes(RESULTS_MARKER));
+  const line = output.split('\n').find((text) => text.includes(marker));
   const results =
     line === undefined
       ? []
-      : (JSON.parse(
-          line.slice(line.indexOf(RESULTS_MARKER) + RESULTS_MARKER.length),
-        ) as CaseResult[]);
+      : (JSON.parse(line.slice(line.indexOf(marker) + marker.length)) as CaseResult[]);
   return { runtime, version, results, output };
 }
