@@ -56,7 +56,10 @@ function serviceOn(
 ): Root.WebhookService {
   return root.createWebhookService({
     repository,
-    identify: (request) => ({ clientId: 'app', accountCode: request.headers.get('x-account') ?? '' }),
+    identify: (request) => ({
+      clientId: 'app',
+      accountCode: request.headers.get('x-account') ?? '',
+    }),
     onWarning: () => {},
     delivery: {
       transport: async (request) => {
@@ -96,6 +99,7 @@ const CASES: readonly Case[] = [
           kind: 'reservation/created',
           data: { reservationId: 'R1' },
         });
+        same(published.deliveries, [id], 'the subscription owed a delivery');
         const request = await arrived;
         same(request.url, 'https://hooks.example.com/in', 'the endpoint');
         same(request.headers['webhook-id'], published.id, 'the message id');

@@ -235,7 +235,11 @@ export async function buildEmbedded(portable: PortableBuild): Promise<string> {
   // What a user's package declares (Deno resolves only declared packages from node_modules).
   writeFileSync(
     join(folder, 'package.json'),
-    JSON.stringify({ type: 'module', private: true, dependencies: { '@electric-sql/pglite': '*' } }),
+    JSON.stringify({
+      type: 'module',
+      private: true,
+      dependencies: { '@electric-sql/pglite': '*' },
+    }),
   );
   symlinkSync(join(ROOT, 'node_modules'), join(folder, 'node_modules'), 'dir');
   return folder;
