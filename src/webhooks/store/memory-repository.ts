@@ -6,6 +6,7 @@ import type {
   SubscriptionChange,
   SubscriptionChanges,
 } from '../subscriptions/subscription.js';
+import { keyOf, MemoryOutbox } from './memory-outbox.js';
 import type {
   AttemptQuery,
   AttemptRecord,
@@ -28,22 +29,6 @@ import type {
   SubscriptionPage,
   SubscriptionRepository,
 } from './repository.js';
-import { RELEASED_LEASE } from './repository.js';
-
-/** One delivery a message owes, as the outbox holds it. */
-interface HeldDelivery {
-  readonly message: OutboxMessage;
-  readonly subscriptionId: string;
-  readonly endpointUrl: string;
-  status: DeliveryStatus;
-  attempts: number;
-  firstAttemptAt: number | undefined;
-  replay: number;
-  nextAttemptAt: number;
-  leaseUntil: number;
-  /** The failing streak of its subscription in which it last failed (counted once in it). */
-  failedInStreak: number | undefined;
-}
 
 /** A subscription's failing streak: `streak` numbers it, so a delivery is counted once in each. */
 interface HeldHealth {
@@ -59,9 +44,6 @@ interface HeldSecret {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-/** One key for an account and an id: JSON keeps any two pairs apart. */
-const keyOf = (accountCode: string, id: string): string => JSON.stringify([accountCode, id]);
 
 /**
  * Subscriptions, secrets and the delivery log in this process's memory; a restart forgets them.
@@ -86,17 +68,8 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
   // The last sequence of an account whose log retention emptied.
   readonly #lastSequence = new Map<string, number>();
   readonly #listeners = new Set<ChangeListener>();
-  // The outbox: messages by account and id, each with its deliveries by subscription id.
-  readonly #messages = new Map<
-    string,
-    { readonly message: OutboxMessage; readonly deliveries: Map<string, HeldDelivery> }
-  >();
-  readonly #pending = new Set<HeldDelivery>();
-  // Idempotency keys by account and key: the message each holds, until it expires.
-  readonly #keys = new Map<string, KeptMessage & { readonly expiresAt: number }>();
+  readonly #outbox = new MemoryOutbox();
   readonly #health = new Map<string, HeldHealth>();
-  // Each subscription's replay pacing: the paced-until time of its replayed deliveries (ReplayPlan).
-  readonly #replayPaces = new Map<string, number>();
   #streaks = 0;
   #revision = 0;
 
@@ -254,9 +227,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       sequence: (log.at(-1)?.sequence ?? this.#lastSequence.get(accountCode) ?? 0) + 1,
     });
     log.push(entry);
-    const delivery = this.#messages
-      .get(keyOf(accountCode, attempt.id))
-      ?.deliveries.get(attempt.subscriptionId);
+    const delivery = this.#outbox.delivery(accountCode, attempt.id, attempt.subscriptionId);
     const live = this.#accounts.get(accountCode)?.has(attempt.subscriptionId) === true;
     const health = live ? this.#streak(keyOf(accountCode, attempt.subscriptionId)) : undefined;
     let ended: EndpointHealth | undefined;
@@ -283,7 +254,7 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       delivery.status === 'pending' &&
       delivery.replay === (attempt.replay ?? 0)
     ) {
-      this.#move(delivery, attempt, options.leaseUntil);
+      this.#outbox.afterAttempt(delivery, attempt, options.leaseUntil);
     }
     return {
       entry,
@@ -293,20 +264,6 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
           : { failingSince: health.failingSince, failedMessages: health.failedMessages },
       ...(ended === undefined ? {} : { ended }),
     };
-  }
-
-  /** A delivery after an attempt of its round. */
-  #move(delivery: HeldDelivery, attempt: DeliveryAttempt, leaseUntil: number | undefined): void {
-    if (attempt.outcome === 'retry') {
-      const next = attempt.nextAttemptAt ?? attempt.at;
-      delivery.attempts = Math.max(delivery.attempts, attempt.attempt);
-      delivery.firstAttemptAt ??= attempt.at;
-      delivery.nextAttemptAt = next;
-      delivery.leaseUntil = leaseUntil ?? next;
-      return;
-    }
-    delivery.status = attempt.outcome === 'delivered' ? 'delivered' : 'failed';
-    this.#pending.delete(delivery);
   }
 
   #streak(key: string): HeldHealth {
@@ -323,103 +280,23 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     deliveries: readonly OutboxDelivery[],
     options: { readonly leaseUntil: number; readonly key?: MessageKey | undefined },
   ): Promise<KeptMessage | undefined> {
-    const { key } = options;
-    if (key === undefined) {
-      this.#keep(message, deliveries, options.leaseUntil);
-      return undefined;
-    }
-    const keyed = keyOf(message.accountCode, key.key);
-    const held = this.#keys.get(keyed);
-    if (held !== undefined && held.expiresAt > message.createdAt) {
-      const { expiresAt: _, ...kept } = held;
-      return kept;
-    }
-    this.#keep(message, deliveries, options.leaseUntil);
-    const kept: KeptMessage = {
-      messageId: message.id,
-      fingerprint: key.fingerprint,
-      deliveries: Object.freeze(deliveries.map((d) => d.subscriptionId)),
-    };
-    this.#keys.set(keyed, { ...kept, expiresAt: key.expiresAt });
-    return kept;
+    return this.#outbox.recordMessage(message, deliveries, options);
   }
 
   async deleteExpiredKeys(at: number, limit: number): Promise<number> {
-    let deleted = 0;
-    for (const [key, held] of this.#keys) {
-      if (deleted >= limit) break;
-      if (held.expiresAt > at) continue;
-      this.#keys.delete(key);
-      deleted += 1;
-    }
-    return deleted;
-  }
-
-  /** Keep a message and its deliveries, unless the account has its id already. */
-  #keep(message: OutboxMessage, deliveries: readonly OutboxDelivery[], leaseUntil: number): void {
-    const key = keyOf(message.accountCode, message.id);
-    if (this.#messages.has(key)) return;
-    const kept = Object.freeze({ ...message });
-    const held = new Map<string, HeldDelivery>();
-    for (const { subscriptionId, endpointUrl } of deliveries) {
-      if (held.has(subscriptionId)) continue;
-      const delivery: HeldDelivery = {
-        message: kept,
-        subscriptionId,
-        endpointUrl,
-        status: 'pending',
-        attempts: 0,
-        firstAttemptAt: undefined,
-        replay: 0,
-        nextAttemptAt: message.createdAt,
-        leaseUntil,
-        failedInStreak: undefined,
-      };
-      held.set(subscriptionId, delivery);
-      this.#pending.add(delivery);
-    }
-    this.#messages.set(key, { message: kept, deliveries: held });
+    return this.#outbox.deleteExpiredKeys(at, limit);
   }
 
   async claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]> {
-    const due: HeldDelivery[] = [];
-    for (const delivery of this.#pending) {
-      if (delivery.nextAttemptAt > claim.dueBy) continue;
-      if (
-        claim.released === true
-          ? delivery.leaseUntil !== RELEASED_LEASE
-          : delivery.leaseUntil > claim.dueBy
-      ) {
-        continue;
-      }
-      due.push(delivery);
-    }
-    due.sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
-    return due.slice(0, claim.limit).map((delivery) => {
-      delivery.leaseUntil = claim.leaseUntil;
-      return pendingOf(delivery);
-    });
+    return this.#outbox.claimDeliveries(claim);
   }
 
   async releaseLeases(dueBy: number): Promise<number> {
-    let released = 0;
-    for (const delivery of this.#pending) {
-      if (delivery.nextAttemptAt > dueBy || delivery.leaseUntil === RELEASED_LEASE) continue;
-      delivery.leaseUntil = RELEASED_LEASE;
-      released += 1;
-    }
-    return released;
+    return this.#outbox.releaseLeases(dueBy);
   }
 
   async releaseDeliveries(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void> {
-    for (const { accountCode, messageId, subscriptionId } of deliveries) {
-      const delivery = this.#messages
-        .get(keyOf(accountCode, messageId))
-        ?.deliveries.get(subscriptionId);
-      if (delivery?.status === 'pending' && delivery.leaseUntil === leaseUntil) {
-        delivery.leaseUntil = delivery.nextAttemptAt;
-      }
-    }
+    this.#outbox.releaseDeliveries(deliveries, leaseUntil);
   }
 
   async replay(
@@ -428,73 +305,12 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     plan: ReplayPlan,
   ): Promise<ReplayResult> {
     const live = this.#accounts.get(accountCode);
-    const enabled = (id: string) => live?.get(id)?.status === 'enabled';
-    let chosen: HeldDelivery[];
-    let found = true;
-    if ('messageId' in selection) {
-      const held = this.#messages.get(keyOf(accountCode, selection.messageId));
-      found = held !== undefined;
-      chosen = [...(held?.deliveries.values() ?? [])].filter(
-        (d) => d.status === 'failed' && enabled(d.subscriptionId),
-      );
-    } else {
-      chosen = [];
-      if (enabled(selection.subscriptionId)) {
-        for (const { message, deliveries } of this.#messages.values()) {
-          if (message.accountCode !== accountCode || message.createdAt < selection.since) continue;
-          const delivery = deliveries.get(selection.subscriptionId);
-          if (delivery?.status === 'failed') chosen.push(delivery);
-        }
-      }
-    }
-    chosen.sort((a, b) => a.message.createdAt - b.message.createdAt);
-    return this.#pace(accountCode, chosen, plan, found);
-  }
-
-  /**
-   * Set the chosen deliveries (oldest message first) pending in their next round, each due as its
-   * subscription's pacing says (see {@link ReplayPlan}), and move that pacing on.
-   */
-  #pace(
-    accountCode: string,
-    chosen: readonly HeldDelivery[],
-    plan: ReplayPlan,
-    found: boolean,
-  ): ReplayResult {
-    // Per subscription: its paced-until time before the call (no earlier than now), and how many
-    // of the call's deliveries it has had so far.
-    const starts = new Map<string, { readonly start: number; k: number }>();
-    const due: PendingDelivery[] = [];
-    let pacedUntil: number | undefined;
-    for (const delivery of chosen) {
-      const key = keyOf(accountCode, delivery.subscriptionId);
-      let pace = starts.get(key);
-      if (pace === undefined) {
-        pace = { start: Math.max(this.#replayPaces.get(key) ?? plan.at, plan.at), k: 0 };
-        starts.set(key, pace);
-      }
-      pace.k += 1;
-      const at = Math.max(plan.at, pace.start + (pace.k - plan.inline) * plan.paceMs);
-      const now = at <= plan.at && due.length < plan.inline;
-      Object.assign(delivery, {
-        status: 'pending',
-        attempts: 0,
-        firstAttemptAt: undefined,
-        replay: delivery.replay + 1,
-        nextAttemptAt: at,
-        leaseUntil: now ? plan.leaseUntil : at,
-      });
-      this.#pending.add(delivery);
-      if (now) due.push(pendingOf(delivery));
-      else pacedUntil = Math.max(pacedUntil ?? at, at);
-    }
-    for (const [key, { start, k }] of starts) this.#replayPaces.set(key, start + k * plan.paceMs);
-    return {
-      found,
-      total: chosen.length,
-      due,
-      ...(pacedUntil === undefined ? {} : { pacedUntil }),
-    };
+    return this.#outbox.replay(
+      accountCode,
+      selection,
+      plan,
+      (id) => live?.get(id)?.status === 'enabled',
+    );
   }
 
   async deliveryStatus(
@@ -502,20 +318,11 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
     messageId: string,
     subscriptionId: string,
   ): Promise<DeliveryStatus | undefined> {
-    return this.#messages.get(keyOf(accountCode, messageId))?.deliveries.get(subscriptionId)
-      ?.status;
+    return this.#outbox.delivery(accountCode, messageId, subscriptionId)?.status;
   }
 
   async deleteMessagesBefore(at: number, limit: number): Promise<number> {
-    let deleted = 0;
-    for (const [key, { message, deliveries }] of this.#messages) {
-      if (deleted >= limit) break;
-      if (message.createdAt >= at) continue;
-      if ([...deliveries.values()].some((d) => d.status === 'pending')) continue;
-      this.#messages.delete(key);
-      deleted += 1;
-    }
-    return deleted;
+    return this.#outbox.deleteMessagesBefore(at, limit);
   }
 
   async attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]> {
@@ -571,21 +378,6 @@ export class MemorySubscriptionRepository implements SubscriptionRepository {
       }
     }
   }
-}
-
-function pendingOf(delivery: HeldDelivery): PendingDelivery {
-  const { message, subscriptionId, endpointUrl, attempts, firstAttemptAt, replay } = delivery;
-  return {
-    accountCode: message.accountCode,
-    messageId: message.id,
-    subscriptionId,
-    endpointUrl,
-    body: message.body,
-    attempts,
-    ...(firstAttemptAt === undefined ? {} : { firstAttemptAt }),
-    replay,
-    nextAttemptAt: delivery.nextAttemptAt,
-  };
 }
 
 /** A plain copy with frozen arrays: what a caller passed can change afterwards, this cannot. */
