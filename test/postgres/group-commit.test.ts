@@ -69,12 +69,15 @@ it('a publish resolves only with its rows committed; one not recorded is refused
     fc.asyncProperty(
       fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 5 }),
       fc.array(fc.constantFrom<Fault>('none', 'none', 'before', 'after'), { maxLength: 30 }),
-      async (turns, faults) => {
+      // The defaults, and batches beside one in flight from a few writes on.
+      fc.constantFrom(undefined, { minBatch: 2 }, { concurrency: 3, minBatch: 1 }),
+      async (turns, faults, groupCommit) => {
         const schema = `group_commit_${++schemas}`;
         const { database, arm, statements } = faulty(pool, [...faults]);
         const repository = await PostgresSubscriptionRepository.open({
           database: database as unknown as pg.Pool,
           schema,
+          ...(groupCommit === undefined ? {} : { groupCommit }),
         });
         const service = createWebhookService({
           repository,
