@@ -153,7 +153,8 @@ export interface GroupCommitOptions {
   readonly maxWaitMs?: number;
   /**
    * Batches of one kind in flight at once; the rest wait for one to end and then go together,
-   * unless they are `minBatch` or more. @defaultValue 2
+   * unless they are `minBatch` or more. @defaultValue 2 on a pg Pool, 1 on PGlite (which runs
+   * one statement at a time on this thread)
    */
   readonly concurrency?: number;
   /**
@@ -204,8 +205,8 @@ const RULES = {
 
 /** The most writes a batch takes, by default. */
 const MAX_BATCH = 100;
-/** Batches of one kind in flight, by default. */
-const CONCURRENCY = 2;
+/** Batches of one kind in flight on a pg Pool, by default (one on PGlite). */
+const POOL_CONCURRENCY = 2;
 /** The fewest writes a batch takes to go while another is in flight, by default. */
 const MIN_BATCH = 16;
 
@@ -283,7 +284,9 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     const batches = {
       maxBatch: read.groupCommit?.maxBatch ?? MAX_BATCH,
       maxWaitMs: read.groupCommit?.maxWaitMs ?? 0,
-      concurrency: read.groupCommit?.concurrency ?? CONCURRENCY,
+      // An embedded database runs one statement at a time on this thread: nothing to overlap.
+      concurrency:
+        read.groupCommit?.concurrency ?? (this.#database.kind === 'pool' ? POOL_CONCURRENCY : 1),
       minBatch: read.groupCommit?.minBatch ?? MIN_BATCH,
     };
     this.#messages = new GroupCommit({
