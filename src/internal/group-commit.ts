@@ -7,9 +7,9 @@
  * `minBatch`) at the end of the turn in which it holds that many, or waits for a batch to end when
  * as many are in flight as allowed. With a `minBatch`, the writes of a turn when nothing is in
  * flight are shared among as many batches as may go, each of that many at least, so that the
- * database works on one while this process makes the next. Each caller's promise settles with its own result once
- * its batch has committed, or with the batch's error: a failed batch fails its own callers only,
- * and the next one goes as if nothing happened. @module
+ * database works on one while this process makes the next. Each caller's promise settles with its
+ * own result once its batch has committed, or with the batch's error: a failed batch fails its own
+ * callers only, and the next one goes as if nothing happened. @module
  */
 import { endOfTurn, type Sleep, timerSleep } from './timers.js';
 
