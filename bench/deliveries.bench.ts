@@ -12,6 +12,13 @@
  * 3. the outbox's cost per published event: publish() latency, p50 and p99, with the record, on
  *    PostgreSQL, PGlite and the memory repository (bench/outbox-cost.ts).
  *
+ * Knobs: `DELIVERIES_BENCH_SCALE` scales the runs, `DELIVERIES_BENCH_ROUNDS` (5) sets the rounds,
+ * `DELIVERIES_BENCH_CONTENDERS` names the contenders (comma-separated keys; `none` for none, the
+ * outbox's cost alone), `DELIVERIES_BENCH_OUTBOX=0` leaves out the outbox's cost and
+ * `DELIVERIES_BENCH_OUTBOX=postgres` measures it on PostgreSQL only, and
+ * `DELIVERIES_BENCH_GROUP_COMMIT` (JSON, e.g. `{"concurrency":2}`) is the `groupCommit` option of
+ * the repositories on PostgreSQL.
+ *
  * Deliveries per second run from the first publish to the last delivery's arrival, `PUBLISH_IN_FLIGHT`
  * publishes at a time, `CONCURRENCY` attempts at a time. The contenders take turns in rounds, the
  * order reversed every other round, so that the machine's load meets each alike; the figures are
@@ -20,6 +27,7 @@
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import type { GroupCommitOptions, PostgresRepositoryOptions } from 'api-conventions/postgres';
 import { Redis } from 'ioredis';
 import { PostgresServer } from '../test/support/postgres-server.js';
 import { RedisServer } from '../test/support/redis-server.js';
@@ -33,7 +41,7 @@ import {
   ourService,
   type Setup,
 } from './delivery-contenders.js';
-import { measurePublishCost, type PublishCost } from './outbox-cost.js';
+import { measurePublishCost, type PublishCost, type ServerCpu } from './outbox-cost.js';
 import { treeCpuSeconds } from './process-cpu.js';
 import { ReceiverProcess } from './receiver-process.js';
 import { type Backend, memoryBackend, pgliteBackend, postgresBackend } from './store-backends.js';
@@ -54,6 +62,11 @@ const ROUNDS = Number(process.env.DELIVERIES_BENCH_ROUNDS ?? 5);
 const PUBLISH_IN_FLIGHT = 16;
 /** A run that has not delivered everything by then has lost deliveries. */
 const RUN_TIMEOUT_MS = 300_000;
+/** The `groupCommit` option of the repositories on PostgreSQL, if the knob sets one. */
+const GROUP_COMMIT: Omit<PostgresRepositoryOptions, 'database' | 'schema'> =
+  process.env.DELIVERIES_BENCH_GROUP_COMMIT === undefined
+    ? {}
+    : { groupCommit: JSON.parse(process.env.DELIVERIES_BENCH_GROUP_COMMIT) as GroupCommitOptions };
 /** The target of the service through BullMQ, as a share of the floor's deliveries per second. */
 const TARGET = 0.7;
 
@@ -285,7 +298,12 @@ function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string
       deliveries: BULLMQ_DELIVERIES,
       open: async () =>
         served(
-          await postgresBackend(postgres.url, 'bench_deliveries', CONCURRENCY + PUBLISH_IN_FLIGHT),
+          await postgresBackend(
+            postgres.url,
+            'bench_deliveries',
+            CONCURRENCY + PUBLISH_IN_FLIGHT,
+            GROUP_COMMIT,
+          ),
           {
             key: 'bullmq',
             name: 'ours: BullMQ, PostgreSQL',
@@ -325,11 +343,12 @@ function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string
   ];
 }
 
-/** The contenders `DELIVERIES_BENCH_CONTENDERS` names (comma-separated keys), or all. */
+/** The contenders `DELIVERIES_BENCH_CONTENDERS` names (comma-separated keys, or `none`), or all. */
 function wanted(all: readonly Group[]): Set<string> {
   const keys = all.flatMap((g) => g.keys);
   const named = process.env.DELIVERIES_BENCH_CONTENDERS?.split(',').map((k) => k.trim());
   if (named === undefined) return new Set(keys);
+  if (named.length === 1 && named[0] === 'none') return new Set();
   for (const key of named) {
     if (!keys.includes(key)) throw new Error(`no contender "${key}"; the keys: ${keys.join(', ')}`);
   }
@@ -368,7 +387,7 @@ async function deliveries(
       }
     }
     for (const entry of entries) await runOnce(entry, receiver, probes, WARM_UP);
-    for (let r = 0; r < ROUNDS; r++) {
+    for (let r = 0; r < ROUNDS && entries.length > 0; r++) {
       const order = r % 2 === 0 ? entries : [...entries].reverse();
       console.error(`round ${r + 1} of ${ROUNDS}`);
       for (const entry of order) {
@@ -466,16 +485,29 @@ async function outboxCost(
 ): Promise<Record<string, PublishCost>> {
   console.error('outbox cost per published event (publish() with a queue that drops its jobs):');
   const outbox: Record<string, PublishCost> = {};
+  const server = postmasterPid(postgres);
+  const serverCpu = new Map<string, ServerCpu>([
+    ['postgresql (pg Pool)', () => treeCpuSeconds(server)],
+  ]);
   const opens: Array<() => Promise<Backend>> = [
-    () => postgresBackend(postgres.url, 'bench_outbox', PUBLISH_IN_FLIGHT + 4),
-    () => pgliteBackend('memory'),
-    () => pgliteBackend('folder'),
-    async () => memoryBackend(),
+    () => postgresBackend(postgres.url, 'bench_outbox', PUBLISH_IN_FLIGHT + 4, GROUP_COMMIT),
+    ...(process.env.DELIVERIES_BENCH_OUTBOX === 'postgres'
+      ? []
+      : [
+          () => pgliteBackend('memory'),
+          () => pgliteBackend('folder'),
+          async () => memoryBackend(),
+        ]),
   ];
   for (const open of opens) {
     const backend = await open();
     try {
-      outbox[backend.name] = await measurePublishCost(backend, endpointUrl, OUTBOX_CALLS);
+      outbox[backend.name] = await measurePublishCost(
+        backend,
+        endpointUrl,
+        OUTBOX_CALLS,
+        serverCpu.get(backend.name),
+      );
       console.error(`  ${backend.name.padEnd(22)} ${JSON.stringify(outbox[backend.name])}`);
     } finally {
       await backend.close();

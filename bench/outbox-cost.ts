@@ -9,7 +9,7 @@
 import { createWebhookMessage } from 'api-conventions';
 import { eventOf, ourService } from './delivery-contenders.js';
 import type { Backend } from './store-backends.js';
-import { type CallFigures, measureCalls } from './support.js';
+import { type CallFigures, measureCalls, round } from './support.js';
 
 /** Publishes at once in the loaded measures: the publishers of one instance under load, and more. */
 const IN_FLIGHT = 16;
@@ -25,17 +25,50 @@ export interface PublishCost {
   readonly publishLoaded64: CallFigures;
   /** recordMessage of one message with one delivery, one at a time. */
   readonly recordMessage: CallFigures;
+  /**
+   * CPU time per publish, in microseconds, of this process and of the database server (where it
+   * is a process of its own), 16 and 64 at a time.
+   */
+  readonly cpuUsPerPublish?: {
+    readonly loaded: { readonly node: number; readonly server: number };
+    readonly loaded64: { readonly node: number; readonly server: number };
+  };
+}
+
+/** The CPU seconds used so far by the database server's processes. */
+export type ServerCpu = () => number;
+
+/** `measureCalls`, with the CPU time per call of this process and of the server. */
+async function measureWithCpu(
+  total: number,
+  inFlight: number,
+  call: () => Promise<unknown>,
+  serverCpu: ServerCpu,
+): Promise<{ figures: CallFigures; cpu: { node: number; server: number } }> {
+  const node = process.cpuUsage();
+  const server = serverCpu();
+  const figures = await measureCalls(total, inFlight, call);
+  const used = process.cpuUsage(node);
+  return {
+    figures,
+    cpu: {
+      node: round((used.user + used.system) / total),
+      server: round(((serverCpu() - server) * 1e6) / total),
+    },
+  };
 }
 
 /**
  * Measure on `backend` (a fresh schema or database): a service with one matching subscription per
  * event; warm-up, then `calls` publishes one at a time, twice as many `IN_FLIGHT` at a time, and
- * `calls` records of a message straight into the repository.
+ * `calls` records of a message straight into the repository; with `serverCpu`, the CPU time per
+ * loaded publish too.
  */
 export async function measurePublishCost(
   backend: Backend,
   endpointUrl: string,
   calls: number,
+  serverCpu?: ServerCpu,
 ): Promise<PublishCost> {
   const setup = await ourService({
     key: 'outbox',
@@ -50,8 +83,13 @@ export async function measurePublishCost(
     const publish = () => contender.publish(n++);
     await measureCalls(Math.ceil(calls / 10), 1, publish);
     const one = await measureCalls(calls, 1, publish);
-    const loaded = await measureCalls(calls * 2, IN_FLIGHT, publish);
-    const loaded64 = await measureCalls(calls * 4, IN_FLIGHT_HIGH, publish);
+    const loaded = await measureWithCpu(calls * 2, IN_FLIGHT, publish, serverCpu ?? (() => 0));
+    const loaded64 = await measureWithCpu(
+      calls * 4,
+      IN_FLIGHT_HIGH,
+      publish,
+      serverCpu ?? (() => 0),
+    );
     if (contender.errors() > 0) throw new Error(`${backend.name}: publish reported failures`);
     const { repository } = backend;
     const { items } = await repository.list('A0', { offset: 0, limit: 10 });
@@ -72,9 +110,12 @@ export async function measurePublishCost(
     await measureCalls(Math.ceil(calls / 10), 1, recordOne);
     return {
       publish: one,
-      publishLoaded: loaded,
-      publishLoaded64: loaded64,
+      publishLoaded: loaded.figures,
+      publishLoaded64: loaded64.figures,
       recordMessage: await measureCalls(calls, 1, recordOne),
+      ...(serverCpu === undefined
+        ? {}
+        : { cpuUsPerPublish: { loaded: loaded.cpu, loaded64: loaded64.cpu } }),
     };
   } finally {
     await setup.close();

@@ -8,7 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { MemorySubscriptionRepository, type SubscriptionRepository } from 'api-conventions';
-import { PostgresSubscriptionRepository } from 'api-conventions/postgres';
+import {
+  type PostgresRepositoryOptions,
+  PostgresSubscriptionRepository,
+} from 'api-conventions/postgres';
 import pg from 'pg';
 
 /** A repository to measure, and how to let go of what it holds. */
@@ -27,16 +30,21 @@ export function memoryBackend(): Backend {
   };
 }
 
-/** A pg Pool of `connections` on `url`, the repository on `schema`. */
+/** A pg Pool of `connections` on `url`, the repository on `schema` (with `options`, if any). */
 export async function postgresBackend(
   url: string,
   schema: string,
   connections: number,
+  options: Omit<PostgresRepositoryOptions, 'database' | 'schema'> = {},
 ): Promise<Backend> {
   const pool = new pg.Pool({ connectionString: url, max: connections });
   // An idle connection the server drops (the suite stopping it) is no failure of the workload.
   pool.on('error', () => undefined);
-  const repository = await PostgresSubscriptionRepository.open({ database: pool, schema });
+  const repository = await PostgresSubscriptionRepository.open({
+    ...options,
+    database: pool,
+    schema,
+  });
   return {
     name: 'postgresql (pg Pool)',
     repository,

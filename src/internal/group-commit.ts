@@ -3,10 +3,13 @@
  * when nothing is in flight goes at the end of the current turn of the event loop, with every
  * write made in that turn (no timer: the answers that arrived together, or that piled up while an
  * embedded database held the thread, go together); one arriving while batches are in flight joins
- * the batch that is forming, which closes when it is full or after a short wait, or waits for a
- * batch to end when as many are in flight as allowed. Each caller's promise settles with its own result once
- * its batch has committed, or with the batch's error: a failed batch fails its own callers only,
- * and the next one goes as if nothing happened. @module
+ * the batch that is forming, which closes when it is full, after a short wait, or (with a
+ * `minBatch`) at the end of the turn in which it holds that many, or waits for a batch to end when
+ * as many are in flight as allowed. With a `minBatch`, the writes of a turn when nothing is in
+ * flight are shared among as many batches as may go, each of that many at least, so that the
+ * database works on one while this process makes the next. Each caller's promise settles with its
+ * own result once its batch has committed, or with the batch's error: a failed batch fails its own
+ * callers only, and the next one goes as if nothing happened. @module
  */
 import { endOfTurn, type Sleep, timerSleep } from './timers.js';
 
@@ -26,6 +29,15 @@ export interface GroupCommitSettings<I, R> {
   readonly maxWaitMs: number;
   /** Batches in flight at once. */
   readonly concurrency: number;
+  /**
+   * The fewest items a batch holds to go while another is in flight: it goes at the end of the
+   * turn in which it holds that many (or once full, or after `maxWaitMs` when above 0); fewer wait
+   * for a batch to end. The writes of a turn when nothing is in flight are shared among as many
+   * batches as may go, each of at least this many. Left out: a batch forming while another is in
+   * flight goes when full, after `maxWaitMs`, or (`maxWaitMs` 0) as soon as a batch may, and the
+   * writes of a turn go in one batch up to `maxBatch`.
+   */
+  readonly minBatch?: number | undefined;
   /**
    * Items with one key never share a batch: a later one waits for the next, in arrival order (a
    * statement cannot insert or move one row twice). An item of several keys shares none of them.
@@ -87,47 +99,89 @@ export class GroupCommit<I, R> {
 
   /** Send batches while items wait and a batch may go. */
   #pump(): void {
-    const { concurrency, maxBatch, maxWaitMs } = this.#settings;
+    const { concurrency, maxBatch, maxWaitMs, minBatch } = this.#settings;
     while (this.#queue.length > 0 && this.#inFlight < concurrency) {
       if (this.#inFlight === 0 && this.#queue.length < maxBatch) {
         // Nothing in flight: the writes of this turn go together at its end.
-        if (!this.#turnEnding) {
-          this.#turnEnding = true;
-          this.#endOfTurn(() => {
-            this.#turnEnding = false;
-            this.#sendNow();
-          });
-        }
+        this.#atTurnEnd();
         return;
       }
-      if (this.#inFlight > 0 && maxWaitMs > 0 && this.#queue.length < maxBatch) {
-        // Others are in flight: let more join, up to the wait.
-        if (!this.#forming) {
-          this.#forming = true;
-          const formed = () => {
-            this.#forming = false;
-            this.#sendNow();
-          };
-          this.#sleep(maxWaitMs).then(formed, formed);
+      if (this.#inFlight > 0 && this.#queue.length < maxBatch) {
+        // Others are in flight: enough to be worth a statement of its own goes with the rest of
+        // the turn's writes at its end.
+        if (minBatch !== undefined && this.#queue.length >= minBatch) {
+          this.#atTurnEnd();
+          return;
         }
-        return;
+        // Let more join, up to the wait; or (with a minBatch, no wait) until a batch ends.
+        if (maxWaitMs > 0) {
+          if (!this.#forming) {
+            this.#forming = true;
+            const formed = () => {
+              this.#forming = false;
+              this.#sendNow(true);
+            };
+            this.#sleep(maxWaitMs).then(formed, formed);
+          }
+          return;
+        }
+        if (minBatch !== undefined) return;
       }
       this.#send(this.#take());
     }
   }
 
-  /** The wait of a batch is over: send it if a batch may go, then go on as usual. */
-  #sendNow(): void {
-    if (this.#queue.length > 0 && this.#inFlight < this.#settings.concurrency) {
-      this.#send(this.#take());
+  /** Send what waits at the end of the current turn, once. */
+  #atTurnEnd(): void {
+    if (this.#turnEnding) return;
+    this.#turnEnding = true;
+    this.#endOfTurn(() => {
+      this.#turnEnding = false;
+      this.#sendNow(false);
+    });
+  }
+
+  /**
+   * The turn, or the wait of a batch (`waited`), is over: send what waits if a batch may go (and,
+   * while another is in flight, holds `minBatch` unless it waited), then go on as usual.
+   */
+  #sendNow(waited: boolean): void {
+    const { concurrency, minBatch } = this.#settings;
+    if (this.#queue.length > 0 && this.#inFlight < concurrency) {
+      if (this.#inFlight === 0) {
+        // The writes of the turn, shared among the batches that may go.
+        const share = this.#share();
+        this.#send(this.#take(share));
+        while (
+          minBatch !== undefined &&
+          this.#queue.length >= minBatch &&
+          this.#inFlight < concurrency
+        ) {
+          this.#send(this.#take(share));
+        }
+      } else if (waited || minBatch === undefined || this.#queue.length >= minBatch) {
+        this.#send(this.#take());
+      }
     }
     this.#pump();
   }
 
-  /** The next batch: items in arrival order, up to the most, none sharing a key. */
-  #take(): Waiting<I, R>[] {
-    const { maxBatch, keyOf } = this.#settings;
-    if (keyOf === undefined) return this.#queue.splice(0, maxBatch);
+  /**
+   * The size of each batch the waiting items go in when nothing is in flight: as many batches as
+   * may go, each of `minBatch` at least, up to `maxBatch`; without a `minBatch`, one batch.
+   */
+  #share(): number {
+    const { maxBatch, minBatch, concurrency } = this.#settings;
+    if (minBatch === undefined) return maxBatch;
+    const waiting = this.#queue.length;
+    const batches = Math.max(1, Math.min(concurrency, Math.floor(waiting / minBatch)));
+    return Math.min(maxBatch, Math.ceil(waiting / batches));
+  }
+
+  /** The next batch: items in arrival order, up to `most` (`maxBatch`), none sharing a key. */
+  #take(most = this.#settings.maxBatch): Waiting<I, R>[] {
+    const { keyOf } = this.#settings;
+    if (keyOf === undefined) return this.#queue.splice(0, most);
     const batch: Waiting<I, R>[] = [];
     const left: Waiting<I, R>[] = [];
     const keys = new Set<string>();
@@ -139,7 +193,7 @@ export class GroupCommit<I, R> {
         waiting.reject(error);
         continue;
       }
-      const goes = batch.length < maxBatch && free(keys, key);
+      const goes = batch.length < most && free(keys, key);
       // A key of one left out is kept from the batch too: a later item never overtakes it.
       if (typeof key === 'string') keys.add(key);
       else for (const one of key) keys.add(one);

@@ -146,17 +146,26 @@ export interface GroupCommitOptions {
   /** The most writes one statement takes. @defaultValue 100 */
   readonly maxBatch?: number;
   /**
-   * How long a batch forming while another is in flight waits for more writes, in ms; a write
-   * made while nothing is in flight never waits. @defaultValue 0 (it goes as soon as a batch may)
+   * How long a batch forming while another is in flight waits for more writes before it goes with
+   * fewer than `minBatch`, in ms; a write made while nothing is in flight never waits.
+   * @defaultValue 0 (no wait: fewer than `minBatch` wait for a batch to end)
    */
   readonly maxWaitMs?: number;
   /**
-   * Batches of one kind in flight at once; the rest wait for one to end and then go together.
-   * One keeps the server's work per write lowest (measured on a pg Pool, 16 and 64 writes in
-   * flight: the largest batches); more can shorten the wait of a write when the server has cores
-   * to spare. @defaultValue 1
+   * Batches of one kind in flight at once; the rest wait for one to end and then go together,
+   * unless they are `minBatch` or more. @defaultValue 2 on a pg Pool, 1 on PGlite (which runs
+   * one statement at a time on this thread)
    */
   readonly concurrency?: number;
+  /**
+   * The fewest writes a batch holds to go while another of its kind is in flight (at the end of
+   * the turn in which it holds that many, or once full, or after `maxWaitMs`); fewer wait for a
+   * batch to end, so that a few writes at a time keep to one statement in flight (the server's
+   * work per write lowest), and many keep the server busy on one batch while this process makes
+   * the next. The writes made together while nothing is in flight are shared among as many
+   * batches as may go, each of this many at least. @defaultValue 16
+   */
+  readonly minBatch?: number;
 }
 
 const SCHEMA = /^[a-z_][a-z0-9_]{0,47}$/;
@@ -188,13 +197,18 @@ const RULES = {
       maxBatch: wholeNumber(1, 10_000),
       maxWaitMs: wholeNumber(0, 1_000),
       concurrency: wholeNumber(1, 64),
+      minBatch: wholeNumber(1, 10_000),
     },
-    '{ maxBatch: 100, maxWaitMs: 1 }',
+    '{ maxBatch: 100, concurrency: 2, minBatch: 16 }',
   ),
 };
 
 /** The most writes a batch takes, by default. */
 const MAX_BATCH = 100;
+/** Batches of one kind in flight on a pg Pool, by default (one on PGlite). */
+const POOL_CONCURRENCY = 2;
+/** The fewest writes a batch takes to go while another is in flight, by default. */
+const MIN_BATCH = 16;
 
 const OWNER = 'PostgresSubscriptionRepository.open';
 
@@ -270,7 +284,10 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     const batches = {
       maxBatch: read.groupCommit?.maxBatch ?? MAX_BATCH,
       maxWaitMs: read.groupCommit?.maxWaitMs ?? 0,
-      concurrency: read.groupCommit?.concurrency ?? 1,
+      // An embedded database runs one statement at a time on this thread: nothing to overlap.
+      concurrency:
+        read.groupCommit?.concurrency ?? (this.#database.kind === 'pool' ? POOL_CONCURRENCY : 1),
+      minBatch: read.groupCommit?.minBatch ?? MIN_BATCH,
     };
     this.#messages = new GroupCommit({
       ...batches,

@@ -22,7 +22,12 @@ interface Item {
 }
 
 /** The harness: a group commit whose writes and waits the test settles by hand. */
-function harness(options: { maxBatch: number; maxWaitMs: number; concurrency: number }) {
+function harness(options: {
+  maxBatch: number;
+  maxWaitMs: number;
+  concurrency: number;
+  minBatch?: number | undefined;
+}) {
   const written: Written[] = [];
   const open: Written[] = [];
   const timers: Array<() => void> = [];
@@ -46,6 +51,27 @@ function harness(options: { maxBatch: number; maxWaitMs: number; concurrency: nu
 
 /** Let every promise callback that is ready run. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Note the batches written since the last look (`seen` of them before): whether another was in
+ * flight beside them, and how many writes were waiting when they went (those made, less those
+ * written before them). Batches written in one turn are told apart by their order: the first of a
+ * turn with nothing else open went alone.
+ */
+function noteBatches(
+  written: readonly Written[],
+  open: readonly Written[],
+  seen: number,
+  made: number,
+  notes: Array<{ beside: boolean; waiting: number }>,
+): number {
+  for (let i = seen; i < written.length; i++) {
+    const before = written.slice(0, i).reduce((sum, b) => sum + b.items.length, 0);
+    const stillOpenBefore = open.filter((b) => written.indexOf(b) < i).length;
+    notes.push({ beside: stillOpenBefore > 0, waiting: made - before });
+  }
+  return written.length;
+}
 
 type Step =
   | { readonly op: 'add'; readonly key: number }
@@ -75,9 +101,18 @@ describe('GroupCommit', () => {
         fc.integer({ min: 1, max: 5 }),
         fc.integer({ min: 0, max: 2 }),
         fc.integer({ min: 1, max: 3 }),
+        fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
         steps,
-        async (maxBatch, maxWaitMs, concurrency, script) => {
-          const { group, written, open, timers } = harness({ maxBatch, maxWaitMs, concurrency });
+        async (maxBatch, maxWaitMs, concurrency, minBatch, script) => {
+          const { group, written, open, timers } = harness({
+            maxBatch,
+            maxWaitMs,
+            concurrency,
+            minBatch,
+          });
+          // For each batch: whether another was in flight when it went, and how many waited.
+          const wentBeside: Array<{ beside: boolean; waiting: number }> = [];
+          let seen = 0;
           const outcomes = new Map<number, { result?: string; error?: unknown; count: number }>();
           const failedItems = new Set<number>();
           let made = 0;
@@ -118,14 +153,23 @@ describe('GroupCommit', () => {
             }
             await settle();
             expect(open.length, 'batches in flight').toBeLessThanOrEqual(concurrency);
+            seen = noteBatches(written, open, seen, made, wentBeside);
           }
           // Drain: end every batch, fire every timer, until all is written.
           for (let guard = 0; guard < 10_000; guard++) {
             await settle();
+            seen = noteBatches(written, open, seen, made, wentBeside);
             if (open.length > 0) open.shift()!.settle(false);
             else if (timers.length > 0) for (const fire of timers.splice(0)) fire();
             else if ([...outcomes.values()].every((o) => o.count > 0)) break;
             expect(open.length).toBeLessThanOrEqual(concurrency);
+          }
+          // With a minBatch and no timer, a batch went beside another only with that many waiting
+          // (or a full batch's worth).
+          if (minBatch !== undefined && maxWaitMs === 0) {
+            for (const { beside, waiting } of wentBeside) {
+              if (beside) expect(waiting).toBeGreaterThanOrEqual(Math.min(minBatch, maxBatch));
+            }
           }
           await settle();
           // Each write was written exactly once, in a batch within the bounds.
@@ -249,6 +293,71 @@ describe('GroupCommit', () => {
     await settle();
     // Both slots are taken: the fifth waits for a batch to end, not for the timer.
     expect(written).toHaveLength(2);
+  });
+
+  it('with a minBatch, the writes of a turn are shared among the batches that may go; fewer than minBatch beside a batch in flight wait for it to end', async () => {
+    const { group, written, open } = harness({
+      maxBatch: 100,
+      maxWaitMs: 0,
+      concurrency: 2,
+      minBatch: 3,
+    });
+    const add = (from: number, to: number) => {
+      for (let n = from; n <= to; n++) void group.add({ n, key: `k${n}` });
+    };
+    const sizes = () => written.map((b) => b.items.map((i) => i.n));
+    // Seven in one turn: two batches (of three at least each), as evenly as they split.
+    add(1, 7);
+    await settle();
+    expect(sizes()).toEqual([
+      [1, 2, 3, 4],
+      [5, 6, 7],
+    ]);
+    open.shift()!.settle(false);
+    await settle();
+    // One in flight: two are not worth a statement beside it, with no timer they wait for it.
+    add(8, 9);
+    await settle();
+    expect(written).toHaveLength(2);
+    // A third makes minBatch: they go at the end of the turn.
+    add(10, 10);
+    expect(written).toHaveLength(2);
+    await settle();
+    expect(sizes().at(-1)).toEqual([8, 9, 10]);
+    // Two in flight: a batch's worth more waits for a slot.
+    add(11, 14);
+    await settle();
+    expect(written).toHaveLength(3);
+    open.shift()!.settle(false);
+    await settle();
+    await settle();
+    expect(sizes().at(-1)).toEqual([11, 12, 13, 14]);
+    // Fewer than minBatch with nothing in flight go at the end of the turn, alone.
+    for (const batch of open.splice(0)) batch.settle(false);
+    await settle();
+    add(15, 15);
+    await settle();
+    expect(sizes().at(-1)).toEqual([15]);
+    expect(group.stats).toEqual({ batches: 5, items: 15 });
+  });
+
+  it('with a minBatch and a wait, fewer than minBatch beside a batch in flight go when the timer fires', async () => {
+    const { group, written, timers } = harness({
+      maxBatch: 100,
+      maxWaitMs: 2,
+      concurrency: 2,
+      minBatch: 4,
+    });
+    void group.add({ n: 1, key: 'a' });
+    await settle();
+    void group.add({ n: 2, key: 'b' });
+    void group.add({ n: 3, key: 'c' });
+    await settle();
+    expect(written).toHaveLength(1);
+    expect(timers).toHaveLength(1);
+    timers.shift()!();
+    await settle();
+    expect(written.map((b) => b.items.map((i) => i.n))).toEqual([[1], [2, 3]]);
   });
 
   it('a timer that fires with nothing in flight sends what waits', async () => {

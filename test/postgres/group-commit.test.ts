@@ -7,6 +7,7 @@
  * silence; a failed batch fails its own publishes only, and the next batch goes. And attempts
  * recorded in one batch leave what the memory repository leaves recording them one by one.
  */
+import { PGlite } from '@electric-sql/pglite';
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -69,12 +70,15 @@ it('a publish resolves only with its rows committed; one not recorded is refused
     fc.asyncProperty(
       fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 5 }),
       fc.array(fc.constantFrom<Fault>('none', 'none', 'before', 'after'), { maxLength: 30 }),
-      async (turns, faults) => {
+      // The defaults, and batches beside one in flight from a few writes on.
+      fc.constantFrom(undefined, { minBatch: 2 }, { concurrency: 3, minBatch: 1 }),
+      async (turns, faults, groupCommit) => {
         const schema = `group_commit_${++schemas}`;
         const { database, arm, statements } = faulty(pool, [...faults]);
         const repository = await PostgresSubscriptionRepository.open({
           database: database as unknown as pg.Pool,
           schema,
+          ...(groupCommit === undefined ? {} : { groupCommit }),
         });
         const service = createWebhookService({
           repository,
@@ -252,4 +256,55 @@ it('attempts recorded in one batch leave what recording them one by one leaves, 
     }),
     { numRuns: 40 },
   );
+});
+
+it('by default, many writes made together share two statements on a pool, and one on PGlite (one statement at a time on this thread)', async () => {
+  const messageOf = (n: number) => ({
+    accountCode: 'ACME',
+    id: `msg_${n}`,
+    kind: 'folio/created',
+    body: '{}',
+    createdAt: T0,
+  });
+  const recordForty = (repository: PostgresSubscriptionRepository) =>
+    Promise.all(
+      Array.from({ length: 40 }, (_, n) =>
+        repository.recordMessage(
+          messageOf(n),
+          [{ subscriptionId: 'sub_1', endpointUrl: 'https://hooks.example.com/a' }],
+          { leaseUntil: T0 + 60_000 },
+        ),
+      ),
+    );
+  const schema = `group_commit_${++schemas}`;
+  const { database, arm, statements } = faulty(pool, []);
+  const onPool = await PostgresSubscriptionRepository.open({
+    database: database as unknown as pg.Pool,
+    schema,
+  });
+  try {
+    arm();
+    await recordForty(onPool);
+    expect(statements.map((s) => s.messages)).toEqual([20, 20]);
+  } finally {
+    await onPool.close();
+    await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+  }
+  const pglite = new PGlite();
+  const batches: number[] = [];
+  const query = pglite.query.bind(pglite);
+  // Counted where the repository sends its statements; the rest of PGlite as it is.
+  pglite.query = ((text: string, params?: unknown[]) => {
+    if (text.includes('.messages (account_code'))
+      batches.push((params as unknown[][])[1]?.length ?? 0);
+    return query(text, params);
+  }) as typeof pglite.query;
+  const onPglite = await PostgresSubscriptionRepository.open({ database: pglite });
+  try {
+    await recordForty(onPglite);
+    expect(batches).toEqual([40]);
+  } finally {
+    await onPglite.close();
+    await pglite.close();
+  }
 });

@@ -264,6 +264,10 @@ describe('PostgresSubscriptionRepository options', () => {
       { database, groupCommit: { concurrency: 1.5 } },
       /groupCommit\.concurrency must be/,
     );
+    await refused(
+      { database, groupCommit: { minBatch: 0 } },
+      /^groupCommit\.minBatch must be a whole number from 1 to 10000, got 0\.$/,
+    );
     await refused({ database, groupCommit: 'fast' }, /groupCommit must be/);
     await refused(
       { database, groupCommit: { maxBatc: 3 } },
