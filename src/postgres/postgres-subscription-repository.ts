@@ -62,7 +62,11 @@ import {
   type AttemptRow,
   type AttemptToRecord,
   attemptColumns,
+  type CreateToRecord,
   changeOfTuple,
+  createColumns,
+  createValues,
+  jsonOrNull,
   type KeptRow,
   type MessageToRecord,
   messageColumns,
@@ -212,10 +216,6 @@ function count(value: number): number {
   return Number.isNaN(value) ? 0 : Math.max(0, Math.min(Math.trunc(value), 2 ** 62));
 }
 
-/** A record as JSON text for a jsonb column, or NULL. */
-const jsonOrNull = (record: Readonly<Record<string, string>> | null | undefined): string | null =>
-  record === undefined || record === null ? null : JSON.stringify(record);
-
 /**
  * Subscriptions, signing secrets and the delivery log in PostgreSQL, the same on every instance:
  * revisions commit in order, and `watch` hears every instance's changes through LISTEN/NOTIFY.
@@ -241,6 +241,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   #lock: DataFolderLock | undefined;
   readonly #messages: GroupCommit<MessageToRecord, KeptMessage | undefined>;
   readonly #attempts: GroupCommit<AttemptToRecord, AttemptRecord>;
+  readonly #creates: GroupCommit<CreateToRecord, StoredSubscription | undefined>;
 
   private constructor(options: PostgresRepositoryOptions | undefined) {
     const read = readOptions(options, OWNER, RULES, {
@@ -288,6 +289,15 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     this.#attempts = new GroupCommit({
       ...batches,
       write: (batch) => this.#recordAttempts(batch),
+    });
+    this.#creates = new GroupCommit({
+      ...batches,
+      write: (batch) => this.#createSubscriptions(batch),
+      // One create of an account a statement: its count of subscriptions is read and locked once.
+      keyOf: ({ subscription }) => subscription.accountCode,
+      // A failed batch wrote nothing (one statement): each create goes again alone, so that one
+      // the database refuses fails its own caller only.
+      retryAlone: true,
     });
   }
 
@@ -345,32 +355,43 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     secret: string,
     options: StoreSubscriptionOptions,
   ): Promise<StoredSubscription | undefined> {
-    const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = subscription;
-    const { description, rateLimit, headers, metadata, signatureType } = subscription;
-    const [stored, keyId] = await this.#secrets.seal(accountCode, id, secret);
+    const [stored, keyId] = await this.#secrets.seal(
+      subscription.accountCode,
+      subscription.id,
+      secret,
+    );
     // As memory's `size >= maxPerAccount`: 2.5 holds 3, NaN refuses nothing.
     const limit = Number.isNaN(options.maxPerAccount) ? MAX_INT : options.maxPerAccount;
     const max = Math.max(0, Math.min(Math.ceil(limit), MAX_INT));
-    const [row] = await this.#rows<SubscriptionRow>(this.#sql.create, [
-      accountCode,
-      id,
-      endpointUrl,
-      [...events],
-      propertyIds === undefined ? null : [...propertyIds],
-      createdAt,
-      new Date(options.at).toISOString(),
-      stored,
+    return this.#creates.add({
+      subscription,
+      secret: stored,
       keyId,
-      options.at,
+      at: options.at,
       max,
-      description ?? null,
-      rateLimit ?? null,
-      jsonOrNull(headers),
-      jsonOrNull(metadata),
-      signatureType ?? 'hmac-sha256',
-      options.publicKey ?? null,
-    ]);
-    return row === undefined ? undefined : toSubscription(row);
+      publicKey: options.publicKey ?? null,
+    });
+  }
+
+  /**
+   * A batch of creates, each of another account: one alone in `create`, more in one statement
+   * (`createSubscriptions`, which costs a create alone more but a batch of them far less).
+   */
+  async #createSubscriptions(
+    batch: readonly CreateToRecord[],
+  ): Promise<(StoredSubscription | undefined)[]> {
+    const [one] = batch;
+    if (batch.length === 1 && one !== undefined) {
+      const [row] = await this.#rows<SubscriptionRow>(this.#sql.create, createValues(one));
+      return [row === undefined ? undefined : toSubscription(row)];
+    }
+    const rows = await this.#rows<SubscriptionRow & { n: string | number }>(
+      this.#sql.createSubscriptions,
+      createColumns(batch),
+    );
+    const answers = new Array<StoredSubscription | undefined>(batch.length).fill(undefined);
+    for (const row of rows) answers[Number(row.n) - 1] = toSubscription(row);
+    return answers;
   }
 
   async get(accountCode: string, id: string): Promise<StoredSubscription | undefined> {

@@ -12,6 +12,7 @@ import type {
   DisabledReason,
   SignatureType,
   StoredSubscription,
+  Subscription,
   SubscriptionChange,
   SubscriptionStatus,
 } from '../webhooks/subscriptions/subscription.js';
@@ -216,6 +217,65 @@ export function toPending(row: PendingRow): PendingDelivery {
     replay: row.replay,
     nextAttemptAt: row.next_attempt_ms,
   };
+}
+
+/** A create to write: the subscription, its sealed secret, and the account's bound. */
+export interface CreateToRecord {
+  readonly subscription: Subscription;
+  /** The secret as stored (sealed under the cipher, or plain), and the key that sealed it. */
+  readonly secret: string;
+  readonly keyId: string | null;
+  /** The time of the create, in ms. */
+  readonly at: number;
+  /** The most live subscriptions the account may hold, a whole number. */
+  readonly max: number;
+  readonly publicKey: string | null;
+}
+
+/** A record as JSON text for a jsonb column, or NULL. */
+export const jsonOrNull = (
+  record: Readonly<Record<string, string>> | null | undefined,
+): string | null => (record === undefined || record === null ? null : JSON.stringify(record));
+
+/**
+ * The parameters of `create` for one create; `asJson`, for `createSubscriptions`: its events and
+ * property ids as JSON text (arrays of arrays must all have one length).
+ */
+export function createValues(item: CreateToRecord, asJson = false): unknown[] {
+  const { subscription, secret, keyId, at, max, publicKey } = item;
+  const { accountCode, id, endpointUrl, events, propertyIds, createdAt } = subscription;
+  const { description, rateLimit, headers, metadata, signatureType } = subscription;
+  const list = (values: readonly string[]) => (asJson ? JSON.stringify(values) : [...values]);
+  return [
+    accountCode,
+    id,
+    endpointUrl,
+    list(events),
+    propertyIds === undefined ? null : list(propertyIds),
+    createdAt,
+    new Date(at).toISOString(),
+    secret,
+    keyId,
+    at,
+    max,
+    description ?? null,
+    rateLimit ?? null,
+    jsonOrNull(headers),
+    jsonOrNull(metadata),
+    signatureType ?? 'hmac-sha256',
+    publicKey,
+  ];
+}
+
+/** The parameters of `createSubscriptions` for a batch: one array per parameter of `create`. */
+export function createColumns(batch: readonly CreateToRecord[]): unknown[][] {
+  const columns: unknown[][] = Array.from({ length: 17 }, () => new Array(batch.length));
+  batch.forEach((item, i) => {
+    createValues(item, true).forEach((value, c) => {
+      (columns[c] as unknown[])[i] = value;
+    });
+  });
+  return columns;
 }
 
 /** An attempt to record, with its account and the lease of a retry. */
