@@ -197,6 +197,17 @@ const RULES = {
   ),
 };
 
+/**
+ * Whether `error` is the database's refusal of a statement, its error message as pg and PGlite
+ * give it (severity `ERROR` and the SQLSTATE as `code`): the statement then committed nothing.
+ * Not Node's errors of a lost connection (a `code`, no `severity`), nor a `FATAL` one that ends
+ * the session.
+ */
+function refusedByDatabase(error: unknown): boolean {
+  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
+  return severity === 'ERROR' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}
+
 /** The most writes a batch takes, by default. */
 const MAX_BATCH = 100;
 
@@ -295,9 +306,11 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       write: (batch) => this.#createSubscriptions(batch),
       // One create of an account a statement: its count of subscriptions is read and locked once.
       keyOf: ({ subscription }) => subscription.accountCode,
-      // A failed batch wrote nothing (one statement): each create goes again alone, so that one
-      // the database refuses fails its own caller only.
-      retryAlone: true,
+      // A batch the database refused (an error with a SQLSTATE) wrote nothing: each create goes
+      // again alone, so that the one it refuses fails its own caller only. A batch lost otherwise
+      // (the connection) may have committed: a create again could answer differently (refused at
+      // the account's bound by its own first row), so each fails with the error, as alone.
+      retryAlone: refusedByDatabase,
     });
   }
 
