@@ -66,7 +66,6 @@ import {
   changeOfTuple,
   createColumns,
   createValues,
-  jsonOrNull,
   type KeptRow,
   type MessageToRecord,
   messageColumns,
@@ -76,6 +75,9 @@ import {
   toLogEntry,
   toPending,
   toSubscription,
+  type UpdateToRecord,
+  updateColumns,
+  updateValues,
 } from './rows.js';
 import {
   DATABASE_EXPECTED,
@@ -255,6 +257,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly #messages: GroupCommit<MessageToRecord, KeptMessage | undefined>;
   readonly #attempts: GroupCommit<AttemptToRecord, AttemptRecord>;
   readonly #creates: GroupCommit<CreateToRecord, StoredSubscription | undefined>;
+  readonly #updates: GroupCommit<UpdateToRecord, StoredSubscription | undefined>;
 
   private constructor(options: PostgresRepositoryOptions | undefined) {
     const read = readOptions(options, OWNER, RULES, {
@@ -312,6 +315,14 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       // again alone, so that the one it refuses fails its own caller only. A batch lost otherwise
       // (the connection) may have committed: a create again could answer differently (refused at
       // the account's bound by its own first row), so each fails with the error, as alone.
+      retryAlone: refusedByDatabase,
+    });
+    this.#updates = new GroupCommit({
+      ...batches,
+      write: (batch) => this.#updateSubscriptions(batch),
+      // A statement changes a row once: the same subscription again goes in the next batch.
+      keyOf: ({ accountCode, id }) => JSON.stringify([accountCode, id]),
+      // As creates: again alone only after the database refused the batch.
       retryAlone: refusedByDatabase,
     });
   }
@@ -428,35 +439,34 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     };
   }
 
-  async update(
+  update(
     accountCode: string,
     id: string,
     changes: SubscriptionChanges,
     at: number,
   ): Promise<StoredSubscription | undefined> {
-    const [row] = await this.#rows<SubscriptionRow>(this.#sql.update, [
-      accountCode,
-      id,
-      changes.endpointUrl ?? null,
-      changes.events === undefined ? null : [...changes.events],
-      changes.propertyIds !== undefined,
-      changes.propertyIds === undefined || changes.propertyIds === null
-        ? null
-        : [...changes.propertyIds],
-      changes.status ?? null,
-      new Date(at).toISOString(),
-      changes.disabledReason ?? null,
-      changes.description !== undefined,
-      changes.description ?? null,
-      changes.rateLimit !== undefined,
-      changes.rateLimit ?? null,
-      changes.headers !== undefined,
-      jsonOrNull(changes.headers),
-      changes.metadata !== undefined,
-      jsonOrNull(changes.metadata),
-      changes.signatureType ?? null,
-    ]);
-    return row === undefined ? undefined : toSubscription(row);
+    return this.#updates.add({ accountCode, id, changes, at });
+  }
+
+  /**
+   * A batch of updates, each of another subscription: one alone in `update`, more in one
+   * statement (`updateSubscriptions`).
+   */
+  async #updateSubscriptions(
+    batch: readonly UpdateToRecord[],
+  ): Promise<(StoredSubscription | undefined)[]> {
+    const [one] = batch;
+    if (batch.length === 1 && one !== undefined) {
+      const [row] = await this.#rows<SubscriptionRow>(this.#sql.update, updateValues(one));
+      return [row === undefined ? undefined : toSubscription(row)];
+    }
+    const rows = await this.#rows<SubscriptionRow & { n: string | number }>(
+      this.#sql.updateSubscriptions,
+      updateColumns(batch),
+    );
+    const answers = new Array<StoredSubscription | undefined>(batch.length).fill(undefined);
+    for (const row of rows) answers[Number(row.n) - 1] = toSubscription(row);
+    return answers;
   }
 
   async delete(accountCode: string, id: string, at: number): Promise<boolean> {

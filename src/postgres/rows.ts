@@ -14,6 +14,7 @@ import type {
   StoredSubscription,
   Subscription,
   SubscriptionChange,
+  SubscriptionChanges,
   SubscriptionStatus,
 } from '../webhooks/subscriptions/subscription.js';
 
@@ -272,6 +273,56 @@ export function createColumns(batch: readonly CreateToRecord[]): unknown[][] {
   const columns: unknown[][] = Array.from({ length: 17 }, () => new Array(batch.length));
   batch.forEach((item, i) => {
     createValues(item, true).forEach((value, c) => {
+      (columns[c] as unknown[])[i] = value;
+    });
+  });
+  return columns;
+}
+
+/** An update to write: the subscription, its changes and their time (ms). */
+export interface UpdateToRecord {
+  readonly accountCode: string;
+  readonly id: string;
+  readonly changes: SubscriptionChanges;
+  readonly at: number;
+}
+
+/**
+ * The parameters of `update` for one update; `asJson`, for `updateSubscriptions`: its events and
+ * property ids as JSON text.
+ */
+export function updateValues(item: UpdateToRecord, asJson = false): unknown[] {
+  const { accountCode, id, changes, at } = item;
+  const list = (values: readonly string[]) => (asJson ? JSON.stringify(values) : [...values]);
+  return [
+    accountCode,
+    id,
+    changes.endpointUrl ?? null,
+    changes.events === undefined ? null : list(changes.events),
+    changes.propertyIds !== undefined,
+    changes.propertyIds === undefined || changes.propertyIds === null
+      ? null
+      : list(changes.propertyIds),
+    changes.status ?? null,
+    new Date(at).toISOString(),
+    changes.disabledReason ?? null,
+    changes.description !== undefined,
+    changes.description ?? null,
+    changes.rateLimit !== undefined,
+    changes.rateLimit ?? null,
+    changes.headers !== undefined,
+    jsonOrNull(changes.headers),
+    changes.metadata !== undefined,
+    jsonOrNull(changes.metadata),
+    changes.signatureType ?? null,
+  ];
+}
+
+/** The parameters of `updateSubscriptions` for a batch: one array per parameter of `update`. */
+export function updateColumns(batch: readonly UpdateToRecord[]): unknown[][] {
+  const columns: unknown[][] = Array.from({ length: 18 }, () => new Array(batch.length));
+  batch.forEach((item, i) => {
+    updateValues(item, true).forEach((value, c) => {
       (columns[c] as unknown[])[i] = value;
     });
   });

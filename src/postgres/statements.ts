@@ -22,6 +22,7 @@ export interface Statements {
   readonly get: string;
   readonly list: string;
   readonly update: string;
+  readonly updateSubscriptions: string;
   readonly delete: string;
   readonly rotateSecret: string;
   readonly signingSecrets: string;
@@ -244,6 +245,60 @@ export function statements(s: string, channel: string): Statements {
         RETURNING ${COLUMNS.replaceAll(/(\w+)/g, 't.$1')}
       )
       SELECT sub.*, ${notify} FROM sub`,
+    // A batch of updates, each of another subscription, in one statement: the arrays $1 to $18
+    // of `update`'s parameters, one element per update ($4 events and $6 property ids as JSON
+    // text, or NULL; see updateColumns in rows.ts). Those of a live subscription, as the
+    // statement's snapshot reads it, take the next revisions in the batch's order (the revision
+    // row first, as every change), and each is changed as `update` changes it alone. One row per
+    // subscription changed, with its position `n`.
+    updateSubscriptions: `WITH batch AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[],
+          $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[], $11::text[],
+          $12::boolean[], $13::integer[], $14::boolean[], $15::text[], $16::boolean[], $17::text[],
+          $18::text[])
+          WITH ORDINALITY AS b(account_code, id, endpoint_url, events, property_ids_change,
+            property_ids, status, updated_at, disabled_reason, description_change, description,
+            rate_limit_change, rate_limit, headers_change, headers, metadata_change, metadata,
+            signature_type, n)
+      ), live AS (
+        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k FROM batch AS b
+        WHERE EXISTS (SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
+          AND t.id = b.id AND t.deleted_at IS NULL)
+      ), rev AS (
+        UPDATE ${s}.revision SET value = value + (SELECT count(*) FROM live)
+        WHERE EXISTS (SELECT 1 FROM live) RETURNING value - (SELECT count(*) FROM live) AS base
+      ), sub AS (
+        UPDATE ${s}.subscriptions AS t SET
+          endpoint_url = coalesce(l.endpoint_url, t.endpoint_url),
+          events = CASE WHEN l.events IS NULL THEN t.events
+            ELSE ARRAY(SELECT jsonb_array_elements_text(l.events::jsonb)) END,
+          property_ids = CASE WHEN NOT l.property_ids_change THEN t.property_ids
+            WHEN l.property_ids IS NULL THEN NULL
+            ELSE ARRAY(SELECT jsonb_array_elements_text(l.property_ids::jsonb)) END,
+          status = coalesce(l.status, t.status),
+          description = CASE WHEN l.description_change THEN l.description ELSE t.description END,
+          rate_limit = CASE WHEN l.rate_limit_change THEN l.rate_limit ELSE t.rate_limit END,
+          headers = CASE WHEN l.headers_change THEN l.headers::jsonb ELSE t.headers END,
+          metadata = CASE WHEN l.metadata_change THEN l.metadata::jsonb ELSE t.metadata END,
+          signature_type = coalesce(l.signature_type, t.signature_type),
+          disabled_reason = CASE
+            WHEN coalesce(l.status, t.status) = 'enabled' THEN NULL
+            WHEN l.status = 'disabled' THEN coalesce(l.disabled_reason, 'requested')
+            ELSE coalesce(t.disabled_reason, 'requested') END,
+          disabled_at = CASE
+            WHEN coalesce(l.status, t.status) = 'enabled' THEN NULL
+            WHEN l.status = 'disabled' THEN l.updated_at
+            ELSE coalesce(t.disabled_at, t.updated_at) END,
+          streak = t.streak + CASE WHEN l.status = 'enabled' THEN 1 ELSE 0 END,
+          failing_since_ms = CASE WHEN l.status = 'enabled' THEN NULL ELSE t.failing_since_ms END,
+          failed_messages = CASE WHEN l.status = 'enabled' THEN 0 ELSE t.failed_messages END,
+          updated_at = l.updated_at,
+          revision = rev.base + l.k
+        FROM live AS l, (SELECT base FROM rev LIMIT 1) AS rev
+        WHERE t.account_code = l.account_code AND t.id = l.id AND t.deleted_at IS NULL
+        RETURNING l.n, ${COLUMNS.replaceAll(/(\w+)/g, 't.$1')}
+      )
+      SELECT sub.*, ${notify} FROM sub ORDER BY sub.revision`,
     // The row stays as a tombstone (deleted_at), so that changesSince tells the delete.
     delete: `WITH rev AS (
         UPDATE ${s}.revision SET value = value + 1 WHERE EXISTS (${live}) RETURNING value

@@ -1,11 +1,13 @@
 /**
- * Creates under group commit, on a pg Pool and on PGlite: the creates in flight at once share one
- * statement, each of another account. Against what a create promises its caller, whatever the
- * batches: one that answered is committed with its revision the moment it answers; revisions are
- * distinct, with no gap, and an account's creates take them in the order they were made; an
- * account's bound refuses exactly the creates beyond it, in that order; one the database refuses
- * fails its own caller only, with the database's error, and one whose statement was lost on the way
- * (no answer from the database) fails with that error, nothing of it written; every change is
+ * Creates and updates under group commit, on a pg Pool and on PGlite: the creates in flight at
+ * once share one statement, each of another account, and so do updates, each of another
+ * subscription. Against what a write promises its caller, whatever the batches: one that answered
+ * is committed with its revision the moment it answers; revisions are distinct, with no gap, and
+ * an account's creates (a subscription's updates) take them in the order they were made; an
+ * account's bound refuses exactly the creates beyond it, in that order; an update leaves what the
+ * memory repository leaves making the same updates one by one; one the database refuses fails its
+ * own caller only, with the database's error, and one whose statement was lost on the way (no
+ * answer from the database) fails with that error, nothing of it written; every change is
  * announced to another instance's `watch`. The times come from a fake clock, moved on between
  * turns; the database is the only thing the test waits for.
  */
@@ -13,7 +15,11 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/clock.js';
 import { PostgresSubscriptionRepository, type SqlDatabase } from '../../src/postgres/index.js';
-import type { StoredSubscription } from '../../src/webhooks/subscriptions/subscription.js';
+import { MemorySubscriptionRepository } from '../../src/webhooks/store/memory-repository.js';
+import type {
+  StoredSubscription,
+  SubscriptionChanges,
+} from '../../src/webhooks/subscriptions/subscription.js';
 import { eventually } from '../support/eventually.js';
 import { T0 } from '../support/subscription-repository-fixtures.js';
 import { DATABASES, subscription, TestDatabases } from './databases.js';
@@ -47,15 +53,14 @@ type Outcome =
  * ids each lost statement held are kept. A pg Pool is wrapped; a PGlite keeps its kind (the test
  * replaces its `query` and puts it back).
  */
-function losing(database: SqlDatabase, losses: boolean[]) {
+function losing(database: SqlDatabase, losses: boolean[], writes: (text: string) => boolean) {
   const lost = new Set<string>();
   const inner = database.query.bind(database) as (config: unknown, params?: unknown[]) => unknown;
   // Text and parameters, or a pg config with a statement name (prepared statements on a pool).
   const query = async (config: unknown, params?: unknown[]) => {
     const text = typeof config === 'string' ? config : (config as { text: string }).text;
     const values = params ?? (config as { values?: unknown[] }).values ?? [];
-    const creates = text.startsWith('WITH batch AS') || text.startsWith('WITH guard AS');
-    if (creates && losses.shift() === true) {
+    if (writes(text) && losses.shift() === true) {
       const ids = values[1];
       for (const id of Array.isArray(ids) ? ids : [ids]) lost.add(String(id));
       throw new Error('connection lost before the statement ran');
@@ -84,7 +89,11 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
         async (turns: Call[][], maxPerAccount, losses) => {
           const database = dbs.database(name);
           const schema = dbs.schema();
-          const { query, lost } = losing(database, [...losses]);
+          const { query, lost } = losing(
+            database,
+            [...losses],
+            (text) => text.startsWith('WITH batch AS') || text.startsWith('WITH guard AS'),
+          );
           // PGlite: its own query replaced for the run (it stays an embedded database); a pool:
           // wrapped, as the repository takes any pool.
           const wrapped =
@@ -183,6 +192,144 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
           } finally {
             await stop();
             await watcher.close();
+            await repository.close();
+            if (name === 'pglite') Reflect.deleteProperty(database, 'query');
+            await database.query(`DROP SCHEMA ${schema} CASCADE`);
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
+  });
+  it('every update answers as alone: what one by one leaves, revisions in order per subscription, a refusal its own', async () => {
+    const change: fc.Arbitrary<SubscriptionChanges> = fc.record(
+      {
+        endpointUrl: fc.nat(9).map((i) => `https://hooks.example.com/changed/${i}`),
+        events: fc.subarray(['folio/created', 'folio/*', 'reservation/*'], { minLength: 1 }),
+        propertyIds: fc.option(fc.subarray(['MUC', 'BER', 'HAM']), { nil: null }),
+        status: fc.constantFrom('enabled' as const, 'disabled' as const),
+        disabledReason: fc.constantFrom('requested' as const, 'endpoint_failing' as const),
+        description: fc.option(fc.constantFrom('first', 'second'), { nil: null }),
+        rateLimit: fc.option(fc.integer({ min: 1, max: 100 }), { nil: null }),
+        headers: fc.option(fc.constant({ 'X-Team': 'ops' }), { nil: null }),
+        metadata: fc.option(fc.constant({ owner: 'billing' }), { nil: null }),
+        signatureType: fc.constantFrom('hmac-sha256' as const, 'ed25519' as const),
+      },
+      { requiredKeys: [] },
+    );
+    // Subscriptions s0 to s3 of two accounts; s3 is deleted, s4 never was.
+    const target = fc.record({
+      subscription: fc.nat(4),
+      change,
+      refused: fc.constantFrom(false, false, true),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(target, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 4 }),
+        fc.array(fc.boolean(), { maxLength: 6 }),
+        async (turns, losses) => {
+          const database = dbs.database(name);
+          const schema = dbs.schema();
+          let armed = false;
+          const { query, lost } = losing(
+            database,
+            [...losses],
+            // Once the subscriptions are set up: the updates' statements (delete's too, unused).
+            (text) => armed && (text.startsWith('WITH batch AS') || text.startsWith('WITH rev AS')),
+          );
+          const wrapped =
+            name === 'pglite'
+              ? Object.assign(database, { query })
+              : ({
+                  query,
+                  connect: () => (database as unknown as { connect: () => unknown }).connect(),
+                } as never);
+          const repository = await PostgresSubscriptionRepository.open({
+            database: wrapped,
+            schema,
+          });
+          const model = new MemorySubscriptionRepository();
+          const clock = new FakeClock(T0);
+          const accountOf = (i: number) => (i % 2 === 0 ? 'ACME' : 'BETA');
+          try {
+            for (const r of [repository, model]) {
+              for (let i = 0; i < 4; i++) {
+                await r.create(subscription(accountOf(i), `s${i}`), `whsec_${i}`, {
+                  at: T0,
+                  maxPerAccount: 10,
+                });
+              }
+              await r.delete(accountOf(3), 's3', T0);
+            }
+            const base = (await repository.changesSince(0, 100)).at(-1)?.revision ?? 0;
+            armed = true;
+            let n = 0;
+            const made: Array<{
+              key: string;
+              i: number;
+              refused: boolean;
+              changes: SubscriptionChanges;
+              at: number;
+              outcome: Promise<{ stored?: StoredSubscription | undefined; error?: unknown }>;
+            }> = [];
+            for (const turn of turns) {
+              clock.advance(1_000);
+              const at = clock.now();
+              const outcomes = turn.map(({ subscription: i, change: c, refused }) => {
+                const key = `u${n++}`;
+                // PostgreSQL refuses a NUL in text: the database's own refusal of this update.
+                const changes = refused ? { ...c, description: 'refused\u0000' } : c;
+                const outcome = repository.update(accountOf(i), `s${i}`, changes, at).then(
+                  (stored) => ({ stored }),
+                  (error: unknown) => ({ error }),
+                );
+                return { key, i, refused, changes, at, outcome };
+              });
+              made.push(...outcomes);
+              await Promise.all(outcomes.map((o) => o.outcome));
+            }
+            // The model: the updates one by one in the order made, but those refused or lost.
+            const revisions: number[] = [];
+            const lastOf = new Map<number, number>();
+            for (const { i, refused, changes, at, outcome } of made) {
+              const seen = await outcome;
+              const account = accountOf(i);
+              // A lost statement held this update (its subscription's key in the statement).
+              if (
+                seen.error !== undefined &&
+                (seen.error as Error).message.startsWith('connection lost')
+              ) {
+                expect(lost.has(`s${i}`)).toBe(true);
+                continue;
+              }
+              if (refused) {
+                expect(seen.error, `s${i}`).toMatchObject({ code: '22021' });
+                continue;
+              }
+              expect(seen.error).toBeUndefined();
+              const expected = await model.update(account, `s${i}`, changes, at);
+              if (expected === undefined) {
+                expect(seen.stored).toBeUndefined();
+                continue;
+              }
+              const stored = seen.stored as StoredSubscription;
+              const { revision, ...rest } = stored;
+              const { revision: _modelRevision, ...wanted } = expected;
+              expect(rest).toEqual(wanted);
+              expect(revision).toBeGreaterThan(lastOf.get(i) ?? base);
+              lastOf.set(i, revision);
+              revisions.push(revision);
+            }
+            const sorted = [...revisions].sort((a, b) => a - b);
+            expect(sorted).toEqual(sorted.map((_, k) => base + k + 1));
+            for (let i = 0; i < 5; i++) {
+              const held = await repository.get(accountOf(i), `s${i}`);
+              const { revision: _a, ...got } = held ?? ({} as StoredSubscription);
+              const wantedNow = await model.get(accountOf(i), `s${i}`);
+              const { revision: _b, ...want } = wantedNow ?? ({} as StoredSubscription);
+              expect(got, `s${i}`).toEqual(want);
+            }
+          } finally {
             await repository.close();
             if (name === 'pglite') Reflect.deleteProperty(database, 'query');
             await database.query(`DROP SCHEMA ${schema} CASCADE`);
