@@ -140,11 +140,12 @@ export interface PostgresRepositoryOptions {
   readonly preparedStatements?: boolean;
   /**
    * How writes made at the same time share one statement: the messages that `recordMessage`
-   * calls in flight record, the attempts of `recordAttempt` calls in flight, and the subscriptions
-   * of `create` calls in flight, each of another account (see docs/postgres.md, "Group commit").
-   * Each call still resolves only once its own rows are committed, and a batch that fails rejects
-   * its own calls, each with the error (a batch of creates the database refused goes again one
-   * create at a time first).
+   * calls in flight record, the attempts of `recordAttempt` calls in flight, the subscriptions of
+   * `create` calls in flight (each of another account) and the changes of `update` calls in flight
+   * (each of another subscription; see docs/postgres.md, "Group commit"). Each call still
+   * resolves only once its own rows are committed, and a batch that fails rejects its own calls,
+   * each with the error (a batch of creates or updates the database refused goes again one write
+   * at a time first).
    */
   readonly groupCommit?: GroupCommitOptions;
 }
