@@ -46,11 +46,13 @@ export interface GroupCommitSettings<I, R> {
   readonly keyOf?: ((item: I) => string | readonly string[]) | undefined;
   /**
    * After a batch of more than one fails, write each of its items alone, so that an item the
-   * statement refuses fails its own caller only: for writes that are safe to repeat (one that
-   * committed though its answer was lost changes nothing the second time). Left out: a failed
-   * batch fails every item with its error.
+   * statement refuses fails its own caller only: `true` for writes that are safe to repeat (one
+   * that committed though its answer was lost changes nothing the second time); a function for
+   * the batch's errors after which to (an error by which the database refused the statement, so
+   * that nothing of it committed), the others failing every item. Left out: a failed batch fails
+   * every item with its error.
    */
-  readonly retryAlone?: boolean | undefined;
+  readonly retryAlone?: boolean | ((error: unknown) => boolean) | undefined;
   /** The wait of a forming batch. @defaultValue a real timer */
   readonly sleep?: Sleep | undefined;
   /** Runs `fn` at the end of the current turn. @defaultValue `setImmediate` */
@@ -217,6 +219,18 @@ export class GroupCommit<I, R> {
     });
   }
 
+  /** Whether the items of a batch that failed with `error` go again alone. */
+  #retriesAlone(error: unknown): boolean {
+    const { retryAlone } = this.#settings;
+    if (typeof retryAlone !== 'function') return retryAlone === true;
+    try {
+      return retryAlone(error);
+    } catch {
+      // A test that fails tells nothing: the batch fails its items, as without retries.
+      return false;
+    }
+  }
+
   #send(batch: readonly Waiting<I, R>[]): void {
     if (batch.length === 0) return;
     this.#inFlight += 1;
@@ -224,7 +238,7 @@ export class GroupCommit<I, R> {
     this.#items += batch.length;
     this.#write(batch)
       .catch((error: unknown) => {
-        if (this.#settings.retryAlone !== true || batch.length === 1) {
+        if (batch.length === 1 || !this.#retriesAlone(error)) {
           for (const waiting of batch) waiting.reject(error);
           return undefined;
         }

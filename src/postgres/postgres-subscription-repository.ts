@@ -62,7 +62,10 @@ import {
   type AttemptRow,
   type AttemptToRecord,
   attemptColumns,
+  type CreateToRecord,
   changeOfTuple,
+  createColumns,
+  createValues,
   type KeptRow,
   type MessageToRecord,
   messageColumns,
@@ -72,6 +75,9 @@ import {
   toLogEntry,
   toPending,
   toSubscription,
+  type UpdateToRecord,
+  updateColumns,
+  updateValues,
 } from './rows.js';
 import {
   DATABASE_EXPECTED,
@@ -134,9 +140,12 @@ export interface PostgresRepositoryOptions {
   readonly preparedStatements?: boolean;
   /**
    * How writes made at the same time share one statement: the messages that `recordMessage`
-   * calls in flight record, and the attempts of `recordAttempt` calls in flight (see
-   * docs/postgres.md, "Group commit"). Each call still resolves only once its own rows are
-   * committed, and a batch that fails rejects its own calls, each with the error.
+   * calls in flight record, the attempts of `recordAttempt` calls in flight, the subscriptions of
+   * `create` calls in flight (each of another account) and the changes of `update` calls in flight
+   * (each of another subscription; see docs/postgres.md, "Group commit"). Each call still
+   * resolves only once its own rows are committed, and a batch that fails rejects its own calls,
+   * each with the error (a batch of creates or updates the database refused goes again one write
+   * at a time first).
    */
   readonly groupCommit?: GroupCommitOptions;
 }
@@ -203,6 +212,17 @@ const RULES = {
   ),
 };
 
+/**
+ * Whether `error` is the database's refusal of a statement, its error message as pg and PGlite
+ * give it (severity `ERROR` and the SQLSTATE as `code`): the statement then committed nothing.
+ * Not Node's errors of a lost connection (a `code`, no `severity`), nor a `FATAL` one that ends
+ * the session.
+ */
+function refusedByDatabase(error: unknown): boolean {
+  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
+  return severity === 'ERROR' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}
+
 /** The most writes a batch takes, by default. */
 const MAX_BATCH = 100;
 /** Batches of one kind in flight on a pg Pool, by default (one on PGlite). */
@@ -225,10 +245,6 @@ interface NamedQuery {
 function count(value: number): number {
   return Number.isNaN(value) ? 0 : Math.max(0, Math.min(Math.trunc(value), 2 ** 62));
 }
-
-/** A record as JSON text for a jsonb column, or NULL. */
-const jsonOrNull = (record: Readonly<Record<string, string>> | null | undefined): string | null =>
-  record === undefined || record === null ? null : JSON.stringify(record);
 
 /**
  * Subscriptions, signing secrets and the delivery log in PostgreSQL, the same on every instance:
@@ -255,6 +271,8 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   #lock: DataFolderLock | undefined;
   readonly #messages: GroupCommit<MessageToRecord, KeptMessage | undefined>;
   readonly #attempts: GroupCommit<AttemptToRecord, AttemptRecord>;
+  readonly #creates: GroupCommit<CreateToRecord, StoredSubscription | undefined>;
+  readonly #updates: GroupCommit<UpdateToRecord, StoredSubscription | undefined>;
 
   private constructor(options: PostgresRepositoryOptions | undefined) {
     const read = readOptions(options, OWNER, RULES, {
@@ -305,6 +323,25 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     this.#attempts = new GroupCommit({
       ...batches,
       write: (batch) => this.#recordAttempts(batch),
+    });
+    this.#creates = new GroupCommit({
+      ...batches,
+      write: (batch) => this.#createSubscriptions(batch),
+      // One create of an account a statement: its count of subscriptions is read and locked once.
+      keyOf: ({ subscription }) => subscription.accountCode,
+      // A batch the database refused (an error with a SQLSTATE) wrote nothing: each create goes
+      // again alone, so that the one it refuses fails its own caller only. A batch lost otherwise
+      // (the connection) may have committed: a create again could answer differently (refused at
+      // the account's bound by its own first row), so each fails with the error, as alone.
+      retryAlone: refusedByDatabase,
+    });
+    this.#updates = new GroupCommit({
+      ...batches,
+      write: (batch) => this.#updateSubscriptions(batch),
+      // A statement changes a row once: the same subscription again goes in the next batch.
+      keyOf: ({ accountCode, id }) => JSON.stringify([accountCode, id]),
+      // As creates: again alone only after the database refused the batch.
+      retryAlone: refusedByDatabase,
     });
   }
 
@@ -362,32 +399,43 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     secret: string,
     options: StoreSubscriptionOptions,
   ): Promise<StoredSubscription | undefined> {
-    const { id, accountCode, endpointUrl, events, propertyIds, createdAt } = subscription;
-    const { description, rateLimit, headers, metadata, signatureType } = subscription;
-    const [stored, keyId] = await this.#secrets.seal(accountCode, id, secret);
+    const [stored, keyId] = await this.#secrets.seal(
+      subscription.accountCode,
+      subscription.id,
+      secret,
+    );
     // As memory's `size >= maxPerAccount`: 2.5 holds 3, NaN refuses nothing.
     const limit = Number.isNaN(options.maxPerAccount) ? MAX_INT : options.maxPerAccount;
     const max = Math.max(0, Math.min(Math.ceil(limit), MAX_INT));
-    const [row] = await this.#rows<SubscriptionRow>(this.#sql.create, [
-      accountCode,
-      id,
-      endpointUrl,
-      [...events],
-      propertyIds === undefined ? null : [...propertyIds],
-      createdAt,
-      new Date(options.at).toISOString(),
-      stored,
+    return this.#creates.add({
+      subscription,
+      secret: stored,
       keyId,
-      options.at,
+      at: options.at,
       max,
-      description ?? null,
-      rateLimit ?? null,
-      jsonOrNull(headers),
-      jsonOrNull(metadata),
-      signatureType ?? 'hmac-sha256',
-      options.publicKey ?? null,
-    ]);
-    return row === undefined ? undefined : toSubscription(row);
+      publicKey: options.publicKey ?? null,
+    });
+  }
+
+  /**
+   * A batch of creates, each of another account: one alone in `create`, more in one statement
+   * (`createSubscriptions`, which costs a create alone more but a batch of them far less).
+   */
+  async #createSubscriptions(
+    batch: readonly CreateToRecord[],
+  ): Promise<(StoredSubscription | undefined)[]> {
+    const [one] = batch;
+    if (batch.length === 1 && one !== undefined) {
+      const [row] = await this.#rows<SubscriptionRow>(this.#sql.create, createValues(one));
+      return [row === undefined ? undefined : toSubscription(row)];
+    }
+    const rows = await this.#rows<SubscriptionRow & { n: string | number }>(
+      this.#sql.createSubscriptions,
+      createColumns(batch),
+    );
+    const answers = new Array<StoredSubscription | undefined>(batch.length).fill(undefined);
+    for (const row of rows) answers[Number(row.n) - 1] = toSubscription(row);
+    return answers;
   }
 
   async get(accountCode: string, id: string): Promise<StoredSubscription | undefined> {
@@ -409,35 +457,34 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     };
   }
 
-  async update(
+  update(
     accountCode: string,
     id: string,
     changes: SubscriptionChanges,
     at: number,
   ): Promise<StoredSubscription | undefined> {
-    const [row] = await this.#rows<SubscriptionRow>(this.#sql.update, [
-      accountCode,
-      id,
-      changes.endpointUrl ?? null,
-      changes.events === undefined ? null : [...changes.events],
-      changes.propertyIds !== undefined,
-      changes.propertyIds === undefined || changes.propertyIds === null
-        ? null
-        : [...changes.propertyIds],
-      changes.status ?? null,
-      new Date(at).toISOString(),
-      changes.disabledReason ?? null,
-      changes.description !== undefined,
-      changes.description ?? null,
-      changes.rateLimit !== undefined,
-      changes.rateLimit ?? null,
-      changes.headers !== undefined,
-      jsonOrNull(changes.headers),
-      changes.metadata !== undefined,
-      jsonOrNull(changes.metadata),
-      changes.signatureType ?? null,
-    ]);
-    return row === undefined ? undefined : toSubscription(row);
+    return this.#updates.add({ accountCode, id, changes, at });
+  }
+
+  /**
+   * A batch of updates, each of another subscription: one alone in `update`, more in one
+   * statement (`updateSubscriptions`).
+   */
+  async #updateSubscriptions(
+    batch: readonly UpdateToRecord[],
+  ): Promise<(StoredSubscription | undefined)[]> {
+    const [one] = batch;
+    if (batch.length === 1 && one !== undefined) {
+      const [row] = await this.#rows<SubscriptionRow>(this.#sql.update, updateValues(one));
+      return [row === undefined ? undefined : toSubscription(row)];
+    }
+    const rows = await this.#rows<SubscriptionRow & { n: string | number }>(
+      this.#sql.updateSubscriptions,
+      updateColumns(batch),
+    );
+    const answers = new Array<StoredSubscription | undefined>(batch.length).fill(undefined);
+    for (const row of rows) answers[Number(row.n) - 1] = toSubscription(row);
+    return answers;
   }
 
   async delete(accountCode: string, id: string, at: number): Promise<boolean> {

@@ -12,7 +12,9 @@ import type {
   DisabledReason,
   SignatureType,
   StoredSubscription,
+  Subscription,
   SubscriptionChange,
+  SubscriptionChanges,
   SubscriptionStatus,
 } from '../webhooks/subscriptions/subscription.js';
 
@@ -216,6 +218,115 @@ export function toPending(row: PendingRow): PendingDelivery {
     replay: row.replay,
     nextAttemptAt: row.next_attempt_ms,
   };
+}
+
+/** A create to write: the subscription, its sealed secret, and the account's bound. */
+export interface CreateToRecord {
+  readonly subscription: Subscription;
+  /** The secret as stored (sealed under the cipher, or plain), and the key that sealed it. */
+  readonly secret: string;
+  readonly keyId: string | null;
+  /** The time of the create, in ms. */
+  readonly at: number;
+  /** The most live subscriptions the account may hold, a whole number. */
+  readonly max: number;
+  readonly publicKey: string | null;
+}
+
+/** A record as JSON text for a jsonb column, or NULL. */
+export const jsonOrNull = (
+  record: Readonly<Record<string, string>> | null | undefined,
+): string | null => (record === undefined || record === null ? null : JSON.stringify(record));
+
+/**
+ * The parameters of `create` for one create; `asJson`, for `createSubscriptions`: its events and
+ * property ids as JSON text (arrays of arrays must all have one length).
+ */
+export function createValues(item: CreateToRecord, asJson = false): unknown[] {
+  const { subscription, secret, keyId, at, max, publicKey } = item;
+  const { accountCode, id, endpointUrl, events, propertyIds, createdAt } = subscription;
+  const { description, rateLimit, headers, metadata, signatureType } = subscription;
+  const list = (values: readonly string[]) => (asJson ? JSON.stringify(values) : [...values]);
+  return [
+    accountCode,
+    id,
+    endpointUrl,
+    list(events),
+    propertyIds === undefined ? null : list(propertyIds),
+    createdAt,
+    new Date(at).toISOString(),
+    secret,
+    keyId,
+    at,
+    max,
+    description ?? null,
+    rateLimit ?? null,
+    jsonOrNull(headers),
+    jsonOrNull(metadata),
+    signatureType ?? 'hmac-sha256',
+    publicKey,
+  ];
+}
+
+/** The parameters of `createSubscriptions` for a batch: one array per parameter of `create`. */
+export function createColumns(batch: readonly CreateToRecord[]): unknown[][] {
+  const columns: unknown[][] = Array.from({ length: 17 }, () => new Array(batch.length));
+  batch.forEach((item, i) => {
+    createValues(item, true).forEach((value, c) => {
+      (columns[c] as unknown[])[i] = value;
+    });
+  });
+  return columns;
+}
+
+/** An update to write: the subscription, its changes and their time (ms). */
+export interface UpdateToRecord {
+  readonly accountCode: string;
+  readonly id: string;
+  readonly changes: SubscriptionChanges;
+  readonly at: number;
+}
+
+/**
+ * The parameters of `update` for one update; `asJson`, for `updateSubscriptions`: its events and
+ * property ids as JSON text.
+ */
+export function updateValues(item: UpdateToRecord, asJson = false): unknown[] {
+  const { accountCode, id, changes, at } = item;
+  const list = (values: readonly string[]) => (asJson ? JSON.stringify(values) : [...values]);
+  return [
+    accountCode,
+    id,
+    changes.endpointUrl ?? null,
+    changes.events === undefined ? null : list(changes.events),
+    changes.propertyIds !== undefined,
+    changes.propertyIds === undefined || changes.propertyIds === null
+      ? null
+      : list(changes.propertyIds),
+    changes.status ?? null,
+    new Date(at).toISOString(),
+    changes.disabledReason ?? null,
+    changes.description !== undefined,
+    changes.description ?? null,
+    changes.rateLimit !== undefined,
+    changes.rateLimit ?? null,
+    changes.headers !== undefined,
+    jsonOrNull(changes.headers),
+    changes.metadata !== undefined,
+    jsonOrNull(changes.metadata),
+    changes.signatureType ?? null,
+  ];
+}
+
+/** The parameters of `updateSubscriptions` for a batch: one array per parameter of `update`. */
+export function updateColumns(batch: readonly UpdateToRecord[]): unknown[][] {
+  const columns: unknown[][] = Array.from({ length: 18 }, () => new Array(batch.length));
+  batch.forEach((item, i) => {
+    updateValues(item, true).forEach((value, c) => {
+      (columns[c] as unknown[])[i] = value;
+    });
+  });
+  return columns;
 }
 
 /** An attempt to record, with its account and the lease of a retry. */

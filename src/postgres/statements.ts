@@ -18,9 +18,11 @@ const PENDING = `d.account_code, d.message_id, d.subscription_id, d.endpoint_url
 /** The statements of one schema and its notification channel. */
 export interface Statements {
   readonly create: string;
+  readonly createSubscriptions: string;
   readonly get: string;
   readonly list: string;
   readonly update: string;
+  readonly updateSubscriptions: string;
   readonly delete: string;
   readonly rotateSecret: string;
   readonly signingSecrets: string;
@@ -124,6 +126,75 @@ export function statements(s: string, channel: string): Statements {
         SELECT $1::text, $2::text, $8::text, $9::text, $10::float8 FROM sub
       )
       SELECT sub.*, ${notify} FROM sub`,
+    // A batch of creates, each of another account, in one statement: the arrays $1 to $17 of
+    // `create`'s parameters, one element per create ($4 events and $5 property ids as JSON text,
+    // $5 NULL for every property; see createColumns in rows.ts). Each create is refused or
+    // written as `create` would alone: `guarded` keeps those the account's count lets through, as
+    // the statement's snapshot reads it; they take the next revisions in the batch's order (the
+    // revision row first, as every change), then the accounts rows, locked in one order and re-read
+    // at their latest version. One row per create written, with its position `n`.
+    createSubscriptions: `WITH batch AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+          $6::text[], $7::text[], $8::text[], $9::text[], $10::float8[], $11::integer[],
+          $12::text[], $13::integer[], $14::text[], $15::text[], $16::text[], $17::text[])
+          WITH ORDINALITY AS b(account_code, id, endpoint_url, events, property_ids, created_at,
+            updated_at, secret, key_id, secret_ms, max, description, rate_limit, headers, metadata,
+            signature_type, public_key, n)
+      ), guarded AS (
+        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k, EXISTS (
+            SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
+              AND t.id = b.id AND t.deleted_at IS NULL) AS prior
+        FROM batch AS b
+        WHERE coalesce((SELECT live_subscriptions FROM ${s}.accounts AS a
+          WHERE a.account_code = b.account_code), 0) < b.max
+      ), rev AS (
+        UPDATE ${s}.revision SET value = value + (SELECT count(*) FROM guarded)
+        WHERE EXISTS (SELECT 1 FROM guarded) RETURNING value - (SELECT count(*) FROM guarded) AS base
+      ), account AS (
+        INSERT INTO ${s}.accounts AS a (account_code, live_subscriptions)
+        SELECT g.account_code, 1 FROM guarded AS g WHERE EXISTS (SELECT 1 FROM rev) AND g.max > 0
+        ORDER BY g.account_code COLLATE "C"
+        ON CONFLICT (account_code) DO UPDATE
+          SET live_subscriptions = a.live_subscriptions + (SELECT CASE WHEN g.prior THEN 0 ELSE 1 END
+            FROM guarded AS g WHERE g.account_code = excluded.account_code)
+          WHERE a.live_subscriptions < (SELECT g.max FROM guarded AS g
+            WHERE g.account_code = excluded.account_code)
+        RETURNING a.account_code
+      ), sub AS (
+        INSERT INTO ${s}.subscriptions AS t (${COLUMNS}, created_revision)
+        SELECT g.account_code, g.id, g.endpoint_url,
+          ARRAY(SELECT jsonb_array_elements_text(g.events::jsonb)),
+          CASE WHEN g.property_ids IS NULL THEN NULL
+            ELSE ARRAY(SELECT jsonb_array_elements_text(g.property_ids::jsonb)) END,
+          'enabled', g.created_at, g.updated_at, rev.base + g.k, NULL, NULL, NULL, g.description,
+          g.rate_limit, g.headers::jsonb, g.metadata::jsonb, g.signature_type, g.public_key,
+          rev.base + g.k
+        FROM guarded AS g
+          JOIN account ON account.account_code = g.account_code
+          CROSS JOIN (SELECT base FROM rev LIMIT 1) AS rev
+        ORDER BY g.n
+        ON CONFLICT (account_code, id) DO UPDATE SET endpoint_url = excluded.endpoint_url,
+          events = excluded.events, property_ids = excluded.property_ids, status = 'enabled',
+          description = excluded.description, rate_limit = excluded.rate_limit,
+          headers = excluded.headers, metadata = excluded.metadata,
+          signature_type = excluded.signature_type, public_key = excluded.public_key,
+          created_at = excluded.created_at, updated_at = excluded.updated_at,
+          revision = excluded.revision, deleted_at = NULL, disabled_reason = NULL,
+          disabled_at = NULL, created_revision = CASE WHEN t.deleted_at IS NULL THEN t.created_revision
+            ELSE excluded.created_revision END
+        RETURNING ${COLUMNS}
+      ), cleared AS (
+        DELETE FROM ${s}.signing_secrets AS o USING sub
+        WHERE o.account_code = sub.account_code AND o.subscription_id = sub.id
+      ), secret AS (
+        INSERT INTO ${s}.signing_secrets (account_code, subscription_id, secret, key_id, created_ms)
+        SELECT g.account_code, g.id, g.secret, g.key_id, g.secret_ms
+        FROM guarded AS g JOIN sub ON sub.account_code = g.account_code AND sub.id = g.id
+        ORDER BY g.n
+      )
+      SELECT g.n, sub.*, ${notify}
+      FROM sub JOIN guarded AS g ON g.account_code = sub.account_code AND g.id = sub.id
+      ORDER BY sub.revision`,
     get: `SELECT ${COLUMNS} FROM ${s}.subscriptions
       WHERE account_code = $1::text AND id = $2::text AND deleted_at IS NULL`,
     // One row even past the end (the count), with the page's subscriptions joined to it.
@@ -174,6 +245,60 @@ export function statements(s: string, channel: string): Statements {
         RETURNING ${COLUMNS.replaceAll(/(\w+)/g, 't.$1')}
       )
       SELECT sub.*, ${notify} FROM sub`,
+    // A batch of updates, each of another subscription, in one statement: the arrays $1 to $18
+    // of `update`'s parameters, one element per update ($4 events and $6 property ids as JSON
+    // text, or NULL; see updateColumns in rows.ts). Those of a live subscription, as the
+    // statement's snapshot reads it, take the next revisions in the batch's order (the revision
+    // row first, as every change), and each is changed as `update` changes it alone. One row per
+    // subscription changed, with its position `n`.
+    updateSubscriptions: `WITH batch AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[],
+          $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[], $11::text[],
+          $12::boolean[], $13::integer[], $14::boolean[], $15::text[], $16::boolean[], $17::text[],
+          $18::text[])
+          WITH ORDINALITY AS b(account_code, id, endpoint_url, events, property_ids_change,
+            property_ids, status, updated_at, disabled_reason, description_change, description,
+            rate_limit_change, rate_limit, headers_change, headers, metadata_change, metadata,
+            signature_type, n)
+      ), live AS (
+        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k FROM batch AS b
+        WHERE EXISTS (SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
+          AND t.id = b.id AND t.deleted_at IS NULL)
+      ), rev AS (
+        UPDATE ${s}.revision SET value = value + (SELECT count(*) FROM live)
+        WHERE EXISTS (SELECT 1 FROM live) RETURNING value - (SELECT count(*) FROM live) AS base
+      ), sub AS (
+        UPDATE ${s}.subscriptions AS t SET
+          endpoint_url = coalesce(l.endpoint_url, t.endpoint_url),
+          events = CASE WHEN l.events IS NULL THEN t.events
+            ELSE ARRAY(SELECT jsonb_array_elements_text(l.events::jsonb)) END,
+          property_ids = CASE WHEN NOT l.property_ids_change THEN t.property_ids
+            WHEN l.property_ids IS NULL THEN NULL
+            ELSE ARRAY(SELECT jsonb_array_elements_text(l.property_ids::jsonb)) END,
+          status = coalesce(l.status, t.status),
+          description = CASE WHEN l.description_change THEN l.description ELSE t.description END,
+          rate_limit = CASE WHEN l.rate_limit_change THEN l.rate_limit ELSE t.rate_limit END,
+          headers = CASE WHEN l.headers_change THEN l.headers::jsonb ELSE t.headers END,
+          metadata = CASE WHEN l.metadata_change THEN l.metadata::jsonb ELSE t.metadata END,
+          signature_type = coalesce(l.signature_type, t.signature_type),
+          disabled_reason = CASE
+            WHEN coalesce(l.status, t.status) = 'enabled' THEN NULL
+            WHEN l.status = 'disabled' THEN coalesce(l.disabled_reason, 'requested')
+            ELSE coalesce(t.disabled_reason, 'requested') END,
+          disabled_at = CASE
+            WHEN coalesce(l.status, t.status) = 'enabled' THEN NULL
+            WHEN l.status = 'disabled' THEN l.updated_at
+            ELSE coalesce(t.disabled_at, t.updated_at) END,
+          streak = t.streak + CASE WHEN l.status = 'enabled' THEN 1 ELSE 0 END,
+          failing_since_ms = CASE WHEN l.status = 'enabled' THEN NULL ELSE t.failing_since_ms END,
+          failed_messages = CASE WHEN l.status = 'enabled' THEN 0 ELSE t.failed_messages END,
+          updated_at = l.updated_at,
+          revision = rev.base + l.k
+        FROM live AS l, (SELECT base FROM rev LIMIT 1) AS rev
+        WHERE t.account_code = l.account_code AND t.id = l.id AND t.deleted_at IS NULL
+        RETURNING l.n, ${COLUMNS.replaceAll(/(\w+)/g, 't.$1')}
+      )
+      SELECT sub.*, ${notify} FROM sub ORDER BY sub.revision`,
     // The row stays as a tombstone (deleted_at), so that changesSince tells the delete.
     delete: `WITH rev AS (
         UPDATE ${s}.revision SET value = value + 1 WHERE EXISTS (${live}) RETURNING value

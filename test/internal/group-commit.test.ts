@@ -248,6 +248,87 @@ describe('GroupCommit', () => {
     );
   });
 
+  it('with retryAlone a test of the error, only a batch whose error passes it goes again alone; another fails each of its writes with its error', async () => {
+    type Fault = 'none' | 'refused' | 'lost';
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(
+          fc.array(fc.constantFrom<Fault>('none', 'none', 'refused', 'lost'), {
+            minLength: 1,
+            maxLength: 8,
+          }),
+          { maxLength: 6 },
+        ),
+        async (maxBatch, turns) => {
+          const batches: Array<Array<{ n: number; fault: Fault }>> = [];
+          const group = new GroupCommit<{ n: number; fault: Fault }, number>({
+            maxBatch,
+            maxWaitMs: 0,
+            concurrency: 1,
+            retryAlone: (error) => (error as Error).message === 'refused',
+            write: async (items) => {
+              batches.push([...items]);
+              // A lost write fails its batch whatever else is in it.
+              if (items.some((i) => i.fault === 'lost')) throw new Error('lost');
+              if (items.some((i) => i.fault === 'refused')) throw new Error('refused');
+              return items.map((i) => i.n * 10);
+            },
+          });
+          let n = 0;
+          const calls: Array<{ n: number; fault: Fault; outcome: Promise<unknown> }> = [];
+          for (const turn of turns) {
+            for (const fault of turn) {
+              const item = { n: n++, fault };
+              calls.push({
+                ...item,
+                outcome: group.add(item).then(
+                  (value) => ({ value }),
+                  (error: unknown) => ({ error }),
+                ),
+              });
+            }
+            await settle();
+          }
+          for (const call of calls) {
+            // Its first batch: lost, it fails every write of it; refused, each again alone.
+            const first = batches.find((b) => b.some((i) => i.n === call.n)) ?? [];
+            const expected = first.some((i) => i.fault === 'lost')
+              ? { error: new Error('lost') }
+              : call.fault === 'refused'
+                ? { error: new Error('refused') }
+                : { value: call.n * 10 };
+            expect(await call.outcome, `write ${call.n}`).toEqual(expected);
+            // Written alone after a refused batch of more, never after a lost one.
+            const writes = batches.filter((b) => b.some((i) => i.n === call.n)).length;
+            const again =
+              first.length > 1 &&
+              !first.some((i) => i.fault === 'lost') &&
+              first.some((i) => i.fault === 'refused');
+            expect(writes, `writes of ${call.n}`).toBe(again ? 2 : 1);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a retryAlone test that throws counts as no: the batch fails each of its writes with its error', async () => {
+    const group = new GroupCommit<number, number>({
+      maxBatch: 10,
+      maxWaitMs: 0,
+      concurrency: 1,
+      retryAlone: () => {
+        throw new Error('the test failed');
+      },
+      write: async () => {
+        throw new Error('refused');
+      },
+    });
+    const outcomes = [1, 2].map((n) => group.add(n).catch((error: unknown) => error));
+    expect(await Promise.all(outcomes)).toEqual([new Error('refused'), new Error('refused')]);
+  });
+
   it('writes made in one turn go together at its end; those made while it is in flight, in the next', async () => {
     const { group, written, open } = harness({ maxBatch: 10, maxWaitMs: 0, concurrency: 1 });
     const first = [1, 2].map((n) => group.add({ n, key: `k${n}` }));

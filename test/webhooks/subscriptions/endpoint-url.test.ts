@@ -1,5 +1,6 @@
 // The endpointUrl policy and the classification of forbidden addresses.
 import fc from 'fast-check';
+import ipaddr from 'ipaddr.js';
 import { describe, expect, it } from 'vitest';
 import {
   checkEndpointUrl,
@@ -7,6 +8,7 @@ import {
   forbiddenAddressRange,
   isConfigurationError,
 } from '../../../src/index.js';
+import { isFourPartDecimal } from '../../../src/webhooks/subscriptions/endpoint-url.js';
 import { thrown } from '../../support/thrown.js';
 
 const codesOf = (url: string, options = {}) => {
@@ -179,6 +181,26 @@ describe('forbiddenAddressRange', () => {
       fc.property(fc.ipV4(), (ipv4) => {
         expect(forbiddenAddressRange(`::ffff:${ipv4}`)).toBe(forbiddenAddressRange(ipv4));
       }),
+    );
+  });
+});
+
+describe('isFourPartDecimal', () => {
+  it('answers as ipaddr.IPv4.isValidFourPartDecimal for every host, names and numbers alike', () => {
+    const part = fc.oneof(
+      fc.nat(300).map(String),
+      fc.constantFrom('00', '01', '0x7f', '256', '4294967296', '', 'a', '-1', '1e2'),
+    );
+    const host = fc.oneof(
+      fc.array(part, { minLength: 1, maxLength: 6 }).map((parts) => parts.join('.')),
+      fc.domain(),
+      fc.string(),
+    );
+    fc.assert(
+      fc.property(host, (h) => {
+        expect(isFourPartDecimal(h)).toBe(ipaddr.IPv4.isValidFourPartDecimal(h));
+      }),
+      { numRuns: 2_000 },
     );
   });
 });
