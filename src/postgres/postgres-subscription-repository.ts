@@ -161,8 +161,10 @@ export interface GroupCommitOptions {
    */
   readonly maxWaitMs?: number;
   /**
-   * Batches of one kind in flight at once; the rest wait for one to end and then go together,
-   * unless they are `minBatch` or more. @defaultValue 2 on a pg Pool, 1 on PGlite (which runs
+   * Batches of publishes (of attempts) in flight at once; the rest wait for one to end and then
+   * go together, unless they are `minBatch` or more. Creates and updates go one batch at a time
+   * whatever this says, so that an account's creates (a subscription's updates) take their
+   * revisions in the order they were made. @defaultValue 2 on a pg Pool, 1 on PGlite (which runs
    * one statement at a time on this thread)
    */
   readonly concurrency?: number;
@@ -324,8 +326,12 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       ...batches,
       write: (batch) => this.#recordAttempts(batch),
     });
+    // Creates and updates go one batch at a time whatever `concurrency` says: a second batch in
+    // flight could commit before the first, and an account's creates (a subscription's updates)
+    // take their revisions in the order they were made.
     this.#creates = new GroupCommit({
       ...batches,
+      concurrency: 1,
       write: (batch) => this.#createSubscriptions(batch),
       // One create of an account a statement: its count of subscriptions is read and locked once.
       keyOf: ({ subscription }) => subscription.accountCode,
@@ -337,6 +343,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     });
     this.#updates = new GroupCommit({
       ...batches,
+      concurrency: 1,
       write: (batch) => this.#updateSubscriptions(batch),
       // A statement changes a row once: the same subscription again goes in the next batch.
       keyOf: ({ accountCode, id }) => JSON.stringify([accountCode, id]),
