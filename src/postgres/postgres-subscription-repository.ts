@@ -454,13 +454,13 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     accountCode: string,
     page: { readonly offset: number; readonly limit: number },
   ): Promise<SubscriptionPage> {
-    const rows = await this.#rows<SubscriptionRow & { total_items: string | number }>(
+    const [row] = await this.#rows<{ total_items: string | number; items: string }>(
       this.#sql.list,
       [accountCode, count(page.offset), count(page.limit)],
     );
     return {
-      items: rows.filter((row) => row.id !== null).map(toSubscription),
-      totalItems: Number(rows[0]?.total_items ?? 0),
+      items: (JSON.parse(row?.items ?? '[]') as SubscriptionRow[]).map(toSubscription),
+      totalItems: Number(row?.total_items ?? 0),
     };
   }
 

@@ -197,17 +197,16 @@ export function statements(s: string, channel: string): Statements {
       ORDER BY sub.revision`,
     get: `SELECT ${COLUMNS} FROM ${s}.subscriptions
       WHERE account_code = $1::text AND id = $2::text AND deleted_at IS NULL`,
-    // One row even past the end (the count), with the page's subscriptions joined to it.
-    list: `SELECT total.n AS total_items, page.*
+    // One row even past the end: the count, and the page's subscriptions as one JSON text of
+    // rows (as changesSince: one text is read faster than a row of cells per subscription).
+    list: `SELECT total.n AS total_items,
+        (SELECT coalesce(json_agg(page ORDER BY page.created_revision), '[]')::text
+         FROM (SELECT ${COLUMNS}, created_revision FROM ${s}.subscriptions
+               WHERE account_code = $1::text AND deleted_at IS NULL
+               ORDER BY created_revision
+               OFFSET $2::bigint LIMIT $3::bigint) AS page) AS items
       FROM (SELECT count(*) AS n FROM ${s}.subscriptions
-            WHERE account_code = $1::text AND deleted_at IS NULL) AS total
-      LEFT JOIN LATERAL (
-        SELECT ${COLUMNS}, created_revision FROM ${s}.subscriptions
-        WHERE account_code = $1::text AND deleted_at IS NULL
-        ORDER BY created_revision
-        OFFSET $2::bigint LIMIT $3::bigint
-      ) AS page ON true
-      ORDER BY page.created_revision`,
+            WHERE account_code = $1::text AND deleted_at IS NULL) AS total`,
     // $3 endpoint or NULL, $4 events or NULL, $5 whether property ids change, $6 them, $7 status
     // or NULL, $8 updated, $9 the reason of a disable or NULL; for each of description ($10,
     // $11), rate limit ($12, $13), headers ($14, $15) and metadata ($16, $17), whether it changes
