@@ -11,6 +11,20 @@ const COLUMNS = `account_code, id, endpoint_url, events, property_ids, status, c
   updated_at, revision, deleted_at, disabled_reason, disabled_at, description, rate_limit, headers,
   metadata, signature_type, public_key`;
 
+/**
+ * A create's insert over the tombstone of a deleted subscription of the same id (the table's alias
+ * is `t`): the row made anew, its place in creation order kept only while it was live.
+ */
+const CREATED_OVER_DELETED = `ON CONFLICT (account_code, id) DO UPDATE SET endpoint_url = excluded.endpoint_url,
+          events = excluded.events, property_ids = excluded.property_ids, status = 'enabled',
+          description = excluded.description, rate_limit = excluded.rate_limit,
+          headers = excluded.headers, metadata = excluded.metadata,
+          signature_type = excluded.signature_type, public_key = excluded.public_key,
+          created_at = excluded.created_at, updated_at = excluded.updated_at,
+          revision = excluded.revision, deleted_at = NULL, disabled_reason = NULL,
+          disabled_at = NULL, created_revision = CASE WHEN t.deleted_at IS NULL THEN t.created_revision
+            ELSE excluded.created_revision END`;
+
 /** The columns a pending delivery is read from (`toPending` in rows.ts), with its message's body. */
 const PENDING = `d.account_code, d.message_id, d.subscription_id, d.endpoint_url, m.body, d.attempts,
   d.first_attempt_ms, d.replay, d.next_attempt_ms`;
@@ -108,15 +122,7 @@ export function statements(s: string, channel: string): Statements {
           $7::text, rev.value, NULL, NULL, NULL, $12::text, $13::integer, $14::text::jsonb,
           $15::text::jsonb, $16::text, $17::text, rev.value
         FROM (SELECT value FROM rev LIMIT 1) AS rev, (SELECT FROM account LIMIT 1) AS account
-        ON CONFLICT (account_code, id) DO UPDATE SET endpoint_url = excluded.endpoint_url,
-          events = excluded.events, property_ids = excluded.property_ids, status = 'enabled',
-          description = excluded.description, rate_limit = excluded.rate_limit,
-          headers = excluded.headers, metadata = excluded.metadata,
-          signature_type = excluded.signature_type, public_key = excluded.public_key,
-          created_at = excluded.created_at, updated_at = excluded.updated_at,
-          revision = excluded.revision, deleted_at = NULL, disabled_reason = NULL,
-          disabled_at = NULL, created_revision = CASE WHEN t.deleted_at IS NULL THEN t.created_revision
-            ELSE excluded.created_revision END
+        ${CREATED_OVER_DELETED}
         RETURNING ${COLUMNS}
       ), cleared AS (
         DELETE FROM ${s}.signing_secrets
@@ -173,15 +179,7 @@ export function statements(s: string, channel: string): Statements {
           JOIN account ON account.account_code = g.account_code
           CROSS JOIN (SELECT base FROM rev LIMIT 1) AS rev
         ORDER BY g.n
-        ON CONFLICT (account_code, id) DO UPDATE SET endpoint_url = excluded.endpoint_url,
-          events = excluded.events, property_ids = excluded.property_ids, status = 'enabled',
-          description = excluded.description, rate_limit = excluded.rate_limit,
-          headers = excluded.headers, metadata = excluded.metadata,
-          signature_type = excluded.signature_type, public_key = excluded.public_key,
-          created_at = excluded.created_at, updated_at = excluded.updated_at,
-          revision = excluded.revision, deleted_at = NULL, disabled_reason = NULL,
-          disabled_at = NULL, created_revision = CASE WHEN t.deleted_at IS NULL THEN t.created_revision
-            ELSE excluded.created_revision END
+        ${CREATED_OVER_DELETED}
         RETURNING ${COLUMNS}
       ), cleared AS (
         DELETE FROM ${s}.signing_secrets AS o USING sub

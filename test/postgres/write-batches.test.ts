@@ -53,7 +53,17 @@ type Outcome =
  * ids each lost statement held are kept. A pg Pool is wrapped; a PGlite keeps its kind (the test
  * replaces its `query` and puts it back).
  */
-function losing(database: SqlDatabase, losses: boolean[], writes: (text: string) => boolean) {
+/**
+ * The database with the statements `writes` picks lost while `losses` says so; PGlite keeps its
+ * own object with its query replaced for the run (it stays an embedded database), a pool is
+ * wrapped, as the repository takes any pool.
+ */
+function losing(
+  name: string,
+  database: SqlDatabase,
+  losses: boolean[],
+  writes: (text: string) => boolean,
+) {
   const lost = new Set<string>();
   const inner = database.query.bind(database) as (config: unknown, params?: unknown[]) => unknown;
   // Text and parameters, or a pg config with a statement name (prepared statements on a pool).
@@ -67,7 +77,14 @@ function losing(database: SqlDatabase, losses: boolean[], writes: (text: string)
     }
     return inner(config, params);
   };
-  return { query, lost };
+  const wrapped =
+    name === 'pglite'
+      ? Object.assign(database, { query })
+      : ({
+          query,
+          connect: () => (database as unknown as { connect: () => unknown }).connect(),
+        } as never);
+  return { wrapped, lost };
 }
 
 // The defaults, and batches allowed side by side at once: creates and updates still go one batch
@@ -94,20 +111,12 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
         async (turns: Call[][], maxPerAccount, losses, groupCommit) => {
           const database = dbs.database(name);
           const schema = dbs.schema();
-          const { query, lost } = losing(
+          const { wrapped, lost } = losing(
+            name,
             database,
             [...losses],
             (text) => text.startsWith('WITH batch AS') || text.startsWith('WITH guard AS'),
           );
-          // PGlite: its own query replaced for the run (it stays an embedded database); a pool:
-          // wrapped, as the repository takes any pool.
-          const wrapped =
-            name === 'pglite'
-              ? Object.assign(database, { query })
-              : ({
-                  query,
-                  connect: () => (database as unknown as { connect: () => unknown }).connect(),
-                } as never);
           const repository = await PostgresSubscriptionRepository.open({
             database: wrapped,
             schema,
@@ -238,19 +247,13 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
           const database = dbs.database(name);
           const schema = dbs.schema();
           let armed = false;
-          const { query, lost } = losing(
+          const { wrapped, lost } = losing(
+            name,
             database,
             [...losses],
             // Once the subscriptions are set up: the updates' statements (delete's too, unused).
             (text) => armed && (text.startsWith('WITH batch AS') || text.startsWith('WITH rev AS')),
           );
-          const wrapped =
-            name === 'pglite'
-              ? Object.assign(database, { query })
-              : ({
-                  query,
-                  connect: () => (database as unknown as { connect: () => unknown }).connect(),
-                } as never);
           const repository = await PostgresSubscriptionRepository.open({
             database: wrapped,
             schema,

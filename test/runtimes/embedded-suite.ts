@@ -7,7 +7,7 @@
 import type * as Pglite from '@electric-sql/pglite';
 import type * as Root from '../../src/index.js';
 import type * as Postgres from '../../src/postgres/index.js';
-import type { CaseResult } from './suite.js';
+import { type CaseResult, check, runCases, same } from './suite.js';
 
 /** The modules the suite runs against. */
 export interface EmbeddedModules {
@@ -18,16 +18,6 @@ export interface EmbeddedModules {
 
 /** The marker before the results on a runner's output. */
 export const EMBEDDED_RESULTS_MARKER = 'EMBEDDED-SUITE-RESULTS ';
-
-function check(condition: boolean, what: string): asserts condition {
-  if (!condition) throw new Error(what);
-}
-
-function same(actual: unknown, expected: unknown, what: string): void {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new Error(`${what}: expected ${e}, got ${a}`);
-}
 
 /** A request to the service as the account ACME. */
 function caller(service: Root.WebhookService) {
@@ -162,19 +152,6 @@ export const EMBEDDED_CASES: readonly string[] = CASES.map(([name]) => name);
  * Run every case, each to its end or its first failure.
  * @param folder - an empty folder for the data folder's case
  */
-export async function runEmbeddedSuite(
-  modules: EmbeddedModules,
-  folder: string,
-): Promise<CaseResult[]> {
-  const results: CaseResult[] = [];
-  for (const [name, run] of CASES) {
-    try {
-      await run(modules, folder);
-      results.push({ name, ok: true });
-    } catch (error) {
-      const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      results.push({ name, ok: false, error: text });
-    }
-  }
-  return results;
+export function runEmbeddedSuite(modules: EmbeddedModules, folder: string): Promise<CaseResult[]> {
+  return runCases(CASES, modules, folder);
 }

@@ -63,11 +63,13 @@ const PUBLIC_KEY = 'whpk_/RckOFqgx1tk+3jNYC+h2ZH96/drE8WO1wLqyDXp9hg=';
 const SECRET_KEY = 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=';
 const LIVE = { clientId: 'app', accountCode: 'ACME', accountType: 'live' } as const;
 
-function check(condition: boolean, what: string): asserts condition {
+/** Throw `what` unless the condition holds. */
+export function check(condition: boolean, what: string): asserts condition {
   if (!condition) throw new Error(what);
 }
 
-function same(actual: unknown, expected: unknown, what: string): void {
+/** Throw unless the two are the same as JSON. */
+export function same(actual: unknown, expected: unknown, what: string): void {
   const a = JSON.stringify(actual);
   const e = JSON.stringify(expected);
   if (a !== e) throw new Error(`${what}: expected ${e}, got ${a}`);
@@ -335,14 +337,22 @@ const CASES: readonly Case[] = [
 export const PORTABLE_CASES: readonly string[] = CASES.map(([name]) => name);
 
 /** Run every case, each to its end or its first failure. */
-export async function runPortableSuite(
+export function runPortableSuite(
   modules: PortableModules,
   made: MadeAtLoad,
 ): Promise<CaseResult[]> {
+  return runCases(CASES, modules, made);
+}
+
+/** Run cases in order, each to its end or its first failure, with the same arguments. */
+export async function runCases<A extends unknown[]>(
+  cases: readonly (readonly [name: string, run: (...args: A) => Promise<void> | void])[],
+  ...args: A
+): Promise<CaseResult[]> {
   const results: CaseResult[] = [];
-  for (const [name, run] of CASES) {
+  for (const [name, run] of cases) {
     try {
-      await run(modules, made);
+      await run(...args);
       results.push({ name, ok: true });
     } catch (error) {
       const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
