@@ -4,6 +4,7 @@
  * @module
  */
 import ipaddr from 'ipaddr.js';
+import { isFourPartDecimal } from '../internal/four-part-decimal.js';
 import { readOptions, wholeNumber } from '../internal/options.js';
 
 /** The IPv6 prefix length anonymous requests are keyed by unless told: a site's delegation. */
@@ -71,7 +72,7 @@ export function networkKey(address: unknown, subnet: number): string {
   if (typeof address !== 'string' || address === '' || address.length > MAX_ADDRESS_LENGTH) {
     return UNKNOWN_ADDRESS_KEY;
   }
-  if (ipaddr.IPv4.isValidFourPartDecimal(address)) return address;
+  if (isFourPartDecimal(address)) return address;
   // ipaddr.js reads the loose IPv4 forms (`0xcb.0.113.9`, `3405803785`, `203.0.113.011` as octal)
   // too, alone or as an IPv6 address's tail: each address has one spelling of its IPv4 part here.
   if (!ipaddr.IPv6.isValid(address) || !decimalTail(address)) return UNKNOWN_ADDRESS_KEY;
@@ -90,7 +91,7 @@ function decimalTail(address: string): boolean {
   const zone = address.indexOf('%');
   const bare = zone === -1 ? address : address.slice(0, zone);
   if (!bare.includes('.')) return true;
-  return ipaddr.IPv4.isValidFourPartDecimal(bare.slice(bare.lastIndexOf(':') + 1));
+  return isFourPartDecimal(bare.slice(bare.lastIndexOf(':') + 1));
 }
 
 /** The network of `bits` bits of an address's 16-bit parts, without its zone. */

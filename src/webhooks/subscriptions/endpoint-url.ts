@@ -1,5 +1,5 @@
 /** The endpointUrl policy: https, no userinfo, no non-public address in any spelling. @module */
-import ipaddr from 'ipaddr.js';
+import { isFourPartDecimal } from '../../internal/four-part-decimal.js';
 import {
   aBoolean,
   INVALID,
@@ -209,19 +209,6 @@ function checkHost(host: string, allowed: AddressAllowList): EndpointUrlError | 
     code: 'url_forbidden_host',
     message: `The host ${host} names this machine; webhooks are only sent to public hosts. Write the address instead (127.0.0.1 or [::1]): ${allowBoth('127.0.0.1')}`,
   };
-}
-
-/** Four decimal parts, as the WHATWG parser writes an IPv4 address (no leading zeros). */
-const FOUR_PART_DECIMAL = /^(0|[1-9]\d*)(\.(0|[1-9]\d*)){3}$/;
-
-/**
- * `ipaddr.IPv4.isValidFourPartDecimal`, the form looked at first: that function tries to parse
- * first and throws inside for every name (`hooks.example.com`), which cost several percent of a
- * create's time; a host that is not four decimal parts is no IPv4 address either way.
- * @internal
- */
-export function isFourPartDecimal(host: string): boolean {
-  return FOUR_PART_DECIMAL.test(host) && ipaddr.IPv4.isValidFourPartDecimal(host);
 }
 
 // A local or private receiver needs the same address in two allow-lists: the one this policy

@@ -8,7 +8,7 @@ import {
   forbiddenAddressRange,
   isConfigurationError,
 } from '../../../src/index.js';
-import { isFourPartDecimal } from '../../../src/webhooks/subscriptions/endpoint-url.js';
+import { isFourPartDecimal } from '../../../src/internal/four-part-decimal.js';
 import { thrown } from '../../support/thrown.js';
 
 const codesOf = (url: string, options = {}) => {
