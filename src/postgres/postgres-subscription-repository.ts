@@ -332,7 +332,12 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     this.#creates = new GroupCommit({
       ...batches,
       concurrency: 1,
-      write: (batch) => this.#createSubscriptions(batch),
+      write: (batch) =>
+        this.#writeSubscriptions(
+          batch,
+          { text: this.#sql.create, values: (one) => createValues(one) },
+          { text: this.#sql.createSubscriptions, columns: createColumns },
+        ),
       // One create of an account a statement: its count of subscriptions is read and locked once.
       keyOf: ({ subscription }) => subscription.accountCode,
       // A batch the database refused (an error with a SQLSTATE) wrote nothing: each create goes
@@ -344,7 +349,12 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     this.#updates = new GroupCommit({
       ...batches,
       concurrency: 1,
-      write: (batch) => this.#updateSubscriptions(batch),
+      write: (batch) =>
+        this.#writeSubscriptions(
+          batch,
+          { text: this.#sql.update, values: (one) => updateValues(one) },
+          { text: this.#sql.updateSubscriptions, columns: updateColumns },
+        ),
       // A statement changes a row once: the same subscription again goes in the next batch.
       keyOf: ({ accountCode, id }) => JSON.stringify([accountCode, id]),
       // As creates: again alone only after the database refused the batch.
@@ -425,20 +435,25 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   }
 
   /**
-   * A batch of creates, each of another account: one alone in `create`, more in one statement
-   * (`createSubscriptions`, which costs a create alone more but a batch of them far less).
+   * A batch of creates (of updates) of subscriptions, answered in order: one alone in its own
+   * statement (`alone`: `create`, `update`), more in one statement (`together`:
+   * `createSubscriptions`, `updateSubscriptions`, which cost a write alone more but a batch of
+   * them far less) whose rows tell each write's place `n`; `undefined` for a write that changed
+   * nothing.
    */
-  async #createSubscriptions(
-    batch: readonly CreateToRecord[],
+  async #writeSubscriptions<W>(
+    batch: readonly W[],
+    alone: { readonly text: string; readonly values: (write: W) => unknown[] },
+    together: { readonly text: string; readonly columns: (batch: readonly W[]) => unknown[] },
   ): Promise<(StoredSubscription | undefined)[]> {
     const [one] = batch;
     if (batch.length === 1 && one !== undefined) {
-      const [row] = await this.#rows<SubscriptionRow>(this.#sql.create, createValues(one));
+      const [row] = await this.#rows<SubscriptionRow>(alone.text, alone.values(one));
       return [row === undefined ? undefined : toSubscription(row)];
     }
     const rows = await this.#rows<SubscriptionRow & { n: string | number }>(
-      this.#sql.createSubscriptions,
-      createColumns(batch),
+      together.text,
+      together.columns(batch),
     );
     const answers = new Array<StoredSubscription | undefined>(batch.length).fill(undefined);
     for (const row of rows) answers[Number(row.n) - 1] = toSubscription(row);
@@ -471,27 +486,6 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     at: number,
   ): Promise<StoredSubscription | undefined> {
     return this.#updates.add({ accountCode, id, changes, at });
-  }
-
-  /**
-   * A batch of updates, each of another subscription: one alone in `update`, more in one
-   * statement (`updateSubscriptions`).
-   */
-  async #updateSubscriptions(
-    batch: readonly UpdateToRecord[],
-  ): Promise<(StoredSubscription | undefined)[]> {
-    const [one] = batch;
-    if (batch.length === 1 && one !== undefined) {
-      const [row] = await this.#rows<SubscriptionRow>(this.#sql.update, updateValues(one));
-      return [row === undefined ? undefined : toSubscription(row)];
-    }
-    const rows = await this.#rows<SubscriptionRow & { n: string | number }>(
-      this.#sql.updateSubscriptions,
-      updateColumns(batch),
-    );
-    const answers = new Array<StoredSubscription | undefined>(batch.length).fill(undefined);
-    for (const row of rows) answers[Number(row.n) - 1] = toSubscription(row);
-    return answers;
   }
 
   async delete(accountCode: string, id: string, at: number): Promise<boolean> {

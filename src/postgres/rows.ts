@@ -270,9 +270,21 @@ export function createValues(item: CreateToRecord, asJson = false): unknown[] {
 
 /** The parameters of `createSubscriptions` for a batch: one array per parameter of `create`. */
 export function createColumns(batch: readonly CreateToRecord[]): unknown[][] {
-  const columns: unknown[][] = Array.from({ length: 17 }, () => new Array(batch.length));
+  return columnsOf(batch, 17, (item) => createValues(item, true));
+}
+
+/**
+ * The parameters of a statement for a batch: one array per parameter (`width` of them), each item's
+ * values from `valuesOf` at its place in every array.
+ */
+function columnsOf<T>(
+  batch: readonly T[],
+  width: number,
+  valuesOf: (item: T) => readonly unknown[],
+): unknown[][] {
+  const columns: unknown[][] = Array.from({ length: width }, () => new Array(batch.length));
   batch.forEach((item, i) => {
-    createValues(item, true).forEach((value, c) => {
+    valuesOf(item).forEach((value, c) => {
       (columns[c] as unknown[])[i] = value;
     });
   });
@@ -320,13 +332,7 @@ export function updateValues(item: UpdateToRecord, asJson = false): unknown[] {
 
 /** The parameters of `updateSubscriptions` for a batch: one array per parameter of `update`. */
 export function updateColumns(batch: readonly UpdateToRecord[]): unknown[][] {
-  const columns: unknown[][] = Array.from({ length: 18 }, () => new Array(batch.length));
-  batch.forEach((item, i) => {
-    updateValues(item, true).forEach((value, c) => {
-      (columns[c] as unknown[])[i] = value;
-    });
-  });
-  return columns;
+  return columnsOf(batch, 18, (item) => updateValues(item, true));
 }
 
 /** An attempt to record, with its account and the lease of a retry. */
@@ -338,30 +344,23 @@ export interface AttemptToRecord {
 
 /** The parameters of `record_attempts` for a batch: one array per field, in its order. */
 export function attemptColumns(batch: readonly AttemptToRecord[]): unknown[][] {
-  const columns: unknown[][] = Array.from({ length: 15 }, () => new Array(batch.length));
-  batch.forEach(({ accountCode, attempt, leaseUntil }, i) => {
-    const values = [
-      accountCode,
-      attempt.id,
-      attempt.subscriptionId,
-      attempt.endpointUrl,
-      attempt.attempt,
-      attempt.at,
-      attempt.status ?? null,
-      attempt.error?.code ?? null,
-      attempt.error?.message ?? null,
-      attempt.outcome,
-      attempt.nextAttemptAt ?? null,
-      attempt.reason ?? null,
-      attempt.durationMs ?? null,
-      attempt.replay ?? null,
-      leaseUntil,
-    ];
-    values.forEach((value, c) => {
-      (columns[c] as unknown[])[i] = value;
-    });
-  });
-  return columns;
+  return columnsOf(batch, 15, ({ accountCode, attempt, leaseUntil }) => [
+    accountCode,
+    attempt.id,
+    attempt.subscriptionId,
+    attempt.endpointUrl,
+    attempt.attempt,
+    attempt.at,
+    attempt.status ?? null,
+    attempt.error?.code ?? null,
+    attempt.error?.message ?? null,
+    attempt.outcome,
+    attempt.nextAttemptAt ?? null,
+    attempt.reason ?? null,
+    attempt.durationMs ?? null,
+    attempt.replay ?? null,
+    leaseUntil,
+  ]);
 }
 
 /** A message to record, with its deliveries, their lease, and its idempotency key if any. */
