@@ -94,6 +94,31 @@ const steps: fc.Arbitrary<Step[]> = fc.array(
   { maxLength: 60 },
 );
 
+/**
+ * Each turn's writes added together, the turns one after the other with the group settled between
+ * them: each write made by `itemOf` from its number and its turn's value, with its outcome.
+ */
+async function addTurns<T, I>(
+  group: GroupCommit<I, number>,
+  turns: readonly (readonly T[])[],
+  itemOf: (n: number, value: T) => I,
+): Promise<Array<I & { readonly outcome: Promise<unknown> }>> {
+  let n = 0;
+  const calls: Array<I & { readonly outcome: Promise<unknown> }> = [];
+  for (const turn of turns) {
+    for (const value of turn) {
+      const item = itemOf(n++, value);
+      const outcome = group.add(item).then(
+        (result) => ({ value: result }),
+        (error: unknown) => ({ error }),
+      );
+      calls.push({ ...item, outcome });
+    }
+    await settle();
+  }
+  return calls;
+}
+
 describe('GroupCommit', () => {
   it('settles each write once, with its own result or its own batch’s error, within the bounds', async () => {
     await fc.assert(
@@ -220,21 +245,7 @@ describe('GroupCommit', () => {
               return items.map((i) => i.n * 10);
             },
           });
-          let n = 0;
-          const calls: Array<{ n: number; poisoned: boolean; outcome: Promise<unknown> }> = [];
-          for (const turn of turns) {
-            for (const poisoned of turn) {
-              const item = { n: n++, poisoned };
-              calls.push({
-                ...item,
-                outcome: group.add(item).then(
-                  (value) => ({ value }),
-                  (error: unknown) => ({ error }),
-                ),
-              });
-            }
-            await settle();
-          }
+          const calls = await addTurns(group, turns, (n, poisoned) => ({ n, poisoned }));
           for (const call of calls) {
             const outcome = await call.outcome;
             expect(outcome, `write ${call.n}`).toEqual(
@@ -275,21 +286,7 @@ describe('GroupCommit', () => {
               return items.map((i) => i.n * 10);
             },
           });
-          let n = 0;
-          const calls: Array<{ n: number; fault: Fault; outcome: Promise<unknown> }> = [];
-          for (const turn of turns) {
-            for (const fault of turn) {
-              const item = { n: n++, fault };
-              calls.push({
-                ...item,
-                outcome: group.add(item).then(
-                  (value) => ({ value }),
-                  (error: unknown) => ({ error }),
-                ),
-              });
-            }
-            await settle();
-          }
+          const calls = await addTurns(group, turns, (n, fault) => ({ n, fault }));
           for (const call of calls) {
             // Its first batch: lost, it fails every write of it; refused, each again alone.
             const first = batches.find((b) => b.some((i) => i.n === call.n)) ?? [];

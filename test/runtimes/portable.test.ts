@@ -16,6 +16,7 @@ import {
   PORTABLE_SUBPATHS,
   type PortableBuild,
   RUNTIMES,
+  type RuntimeRun,
   runIn,
 } from '../support/runtimes.js';
 import { EMBEDDED_CASES, EMBEDDED_RESULTS_MARKER } from './embedded-suite.js';
@@ -54,20 +55,24 @@ describe('the build of the portable subpaths', () => {
   });
 });
 
+/** The run's results are the suite's cases, in order, every one passed; the count is printed. */
+function expectEveryCase(label: string, run: RuntimeRun, cases: readonly string[]): void {
+  const passed = run.results.filter((result) => result.ok).length;
+  console.log(
+    `${label} in ${run.runtime} (${run.version}): ${passed} of ${cases.length} cases passed`,
+  );
+  expect(
+    run.results.map((result) => result.name),
+    run.output,
+  ).toEqual(cases);
+  expect(run.results.filter((result) => !result.ok)).toEqual([]);
+}
+
 describe('the portable suite', () => {
   it.each(RUNTIMES)(
     'passes every case in %s',
     async (runtime) => {
-      const run = await runIn(runtime, built().bundle);
-      const passed = run.results.filter((result) => result.ok).length;
-      console.log(
-        `portable suite in ${runtime} (${run.version}): ${passed} of ${PORTABLE_CASES.length} cases passed`,
-      );
-      expect(
-        run.results.map((result) => result.name),
-        run.output,
-      ).toEqual(PORTABLE_CASES);
-      expect(run.results.filter((result) => !result.ok)).toEqual([]);
+      expectEveryCase('portable suite', await runIn(runtime, built().bundle), PORTABLE_CASES);
     },
     180_000,
   );
@@ -79,15 +84,7 @@ describe('the embedded default (the service on PGlite)', () => {
     async (runtime) => {
       if (embedded === undefined) throw new Error('the build failed: see the hook before');
       const run = await runIn(runtime, embedded, EMBEDDED_RESULTS_MARKER);
-      const passed = run.results.filter((result) => result.ok).length;
-      console.log(
-        `embedded suite in ${runtime} (${run.version}): ${passed} of ${EMBEDDED_CASES.length} cases passed`,
-      );
-      expect(
-        run.results.map((result) => result.name),
-        run.output,
-      ).toEqual(EMBEDDED_CASES);
-      expect(run.results.filter((result) => !result.ok)).toEqual([]);
+      expectEveryCase('embedded suite', run, EMBEDDED_CASES);
     },
     180_000,
   );

@@ -129,18 +129,8 @@ export async function buildPortable(): Promise<PortableBuild> {
   writeFileSync(join(sources, 'runner.mjs'), RUNNER);
   writeFileSync(join(sources, 'script.mjs'), SCRIPT);
   writeFileSync(join(sources, 'worker.mjs'), WORKER);
-  await build({
-    config: false,
-    entry: { runner: join(sources, 'runner.mjs') },
-    format: ['esm'],
-    outExtension: () => ({ js: '.mjs' }),
+  await bundleRunner(join(sources, 'runner.mjs'), bundle, dist, {
     platform: 'neutral',
-    target: 'es2022',
-    outDir: bundle,
-    dts: false,
-    sourcemap: false,
-    splitting: false,
-    silent: true,
     noExternal: [/.*/],
     esbuildOptions(options) {
       options.mainFields = ['module', 'main'];
@@ -148,16 +138,6 @@ export async function buildPortable(): Promise<PortableBuild> {
       options.nodePaths = [join(ROOT, 'node_modules')];
       options.conditions = ['workerd', 'worker', 'import', 'default'];
     },
-    esbuildPlugins: [
-      {
-        name: 'api-conventions from the build',
-        setup(plugin) {
-          plugin.onResolve({ filter: /^api-conventions(\/.*)?$/ }, (args) => ({
-            path: entryOf(dist, `.${args.path.slice('api-conventions'.length)}`),
-          }));
-        },
-      },
-    ],
   });
   writeFileSync(join(bundle, 'script.mjs'), SCRIPT);
   writeFileSync(join(bundle, 'worker.mjs'), WORKER);
@@ -177,6 +157,41 @@ const worker :Workerd.Worker = (
 `,
   );
   return { dist, bundle, remove: () => rmSync(base, { recursive: true, force: true }) };
+}
+
+/**
+ * Bundle a runner into `outDir` as `runner.mjs`, `api-conventions` and its subpaths taken from the
+ * build in `dist`; `options` say for which platform and what stays outside.
+ */
+async function bundleRunner(
+  runner: string,
+  outDir: string,
+  dist: string,
+  options: Pick<Options, 'platform' | 'noExternal' | 'external' | 'esbuildOptions'>,
+): Promise<void> {
+  await build({
+    config: false,
+    entry: { runner },
+    format: ['esm'],
+    outExtension: () => ({ js: '.mjs' }),
+    target: 'es2022',
+    outDir,
+    dts: false,
+    sourcemap: false,
+    splitting: false,
+    silent: true,
+    ...options,
+    esbuildPlugins: [
+      {
+        name: 'api-conventions from the build',
+        setup(plugin) {
+          plugin.onResolve({ filter: /^api-conventions(\/.*)?$/ }, (args) => ({
+            path: entryOf(dist, `.${args.path.slice('api-conventions'.length)}`),
+          }));
+        },
+      },
+    ],
+  });
 }
 
 const EMBEDDED_RUNNER = `
@@ -202,34 +217,14 @@ export async function buildEmbedded(portable: PortableBuild): Promise<string> {
   const sources = join(dirname(portable.bundle), 'embedded-sources');
   mkdirSync(sources, { recursive: true });
   writeFileSync(join(sources, 'runner.mjs'), EMBEDDED_RUNNER);
-  await build({
-    config: false,
-    entry: { runner: join(sources, 'runner.mjs') },
-    format: ['esm'],
-    outExtension: () => ({ js: '.mjs' }),
+  await bundleRunner(join(sources, 'runner.mjs'), folder, portable.dist, {
     platform: 'node',
-    target: 'es2022',
-    outDir: folder,
-    dts: false,
-    sourcemap: false,
-    splitting: false,
-    silent: true,
     // All but PGlite, whose WebAssembly and data files load from its own package.
     noExternal: [/^(?!@electric-sql\/pglite)/],
     external: ['@electric-sql/pglite'],
     esbuildOptions(options) {
       options.nodePaths = [join(ROOT, 'node_modules')];
     },
-    esbuildPlugins: [
-      {
-        name: 'api-conventions from the build',
-        setup(plugin) {
-          plugin.onResolve({ filter: /^api-conventions(\/.*)?$/ }, (args) => ({
-            path: entryOf(portable.dist, `.${args.path.slice('api-conventions'.length)}`),
-          }));
-        },
-      },
-    ],
   });
   writeFileSync(join(folder, 'script.mjs'), SCRIPT);
   // What a user's package declares (Deno resolves only declared packages from node_modules).
