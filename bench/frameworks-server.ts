@@ -94,8 +94,11 @@ function expressService(middleware?: RequestHandler): Handler {
 
 /** One variant of the framework's service. */
 async function service(variant: FrameworkVariant): Promise<Handler> {
-  const ours = variant === 'api-conventions' || variant === 'api-conventions, RateLimit fields';
-  const rateLimitHeaders = variant === 'api-conventions, RateLimit fields';
+  const ours = variant.startsWith('api-conventions');
+  const rateLimitHeaders =
+    variant === 'api-conventions, RateLimit fields of every policy'
+      ? 'all'
+      : variant === 'api-conventions, RateLimit fields';
   switch (framework) {
     case 'fastify':
       if (variant === 'bare') return fastifyService();

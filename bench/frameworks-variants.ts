@@ -1,7 +1,8 @@
 /**
  * The services of the framework benchmark, shared by the benchmark and the service it starts:
- * per framework, the framework bare, with this library's limiter (its default headers, and with
- * the RateLimit fields on every response) and with the framework's own rate limiter.
+ * per framework, the framework bare, with this library's limiter (its default headers, with the
+ * RateLimit fields of the nearest policy on every response, and with those of every policy) and
+ * with the framework's own rate limiter.
  */
 
 /** The frameworks compared, each on node:http. */
@@ -14,6 +15,7 @@ export const frameworkVariants = [
   'bare',
   'api-conventions',
   'api-conventions, RateLimit fields',
+  'api-conventions, RateLimit fields of every policy',
   'own limiter',
 ] as const;
 /** One of {@link frameworkVariants}. */

@@ -17,6 +17,7 @@ import {
 import { WITHOUT_STATUSES } from '../limits/cost.js';
 import type { CheckOptions, Decision, LimitRequest } from '../limits/limiter.js';
 import { DEFAULT_IPV6_SUBNET, IPV6_SUBNET_RULE, networkKey } from './anonymous-key.js';
+import { fieldPolicies, fieldsRule, type RateLimitFieldPolicies } from './rate-limit-fields.js';
 import type { RateLimitResponseOptions } from './rate-limit-response.js';
 import {
   DEFAULT_TRACKING_ID_HEADER,
@@ -164,8 +165,8 @@ export interface GateSettings<R> {
   /** The tracking id header, lower case. */
   readonly header: string;
   readonly trackingIds: TrackingIdSource;
-  /** Whether to send the RateLimit fields. */
-  readonly withFields: boolean;
+  /** Which policies the RateLimit fields name, or `false` to send none. */
+  readonly withFields: RateLimitFieldPolicies | false;
   /** What the gate asks the limiter: no statuses when nothing writes them. */
   readonly asked: CheckOptions | undefined;
   readonly trackingIdOnAdmitted: boolean;
@@ -203,7 +204,7 @@ export const GATE_RULES = {
   trackingIdOnAdmitted: aBoolean,
   trackingIds: aFunction<TrackingIdSource>('returns a tracking id'),
   trackingIdHeader: headerName,
-  rateLimitHeaders: aBoolean,
+  rateLimitHeaders: fieldsRule,
 };
 
 const defaults = {
@@ -247,9 +248,9 @@ export function readGateOptions<R>(
     failureRetryAfterSeconds: read.failureRetryAfterSeconds,
     header: read.trackingIdHeader,
     trackingIds: read.trackingIds,
-    withFields: read.rateLimitHeaders,
+    withFields: fieldPolicies(read.rateLimitHeaders),
     // Without the RateLimit fields nothing reads an admitted decision's statuses.
-    asked: read.rateLimitHeaders ? undefined : WITHOUT_STATUSES,
+    asked: read.rateLimitHeaders === false ? WITHOUT_STATUSES : undefined,
     trackingIdOnAdmitted: read.trackingIdOnAdmitted,
   };
 }

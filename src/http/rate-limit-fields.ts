@@ -4,65 +4,94 @@
  * @module
  */
 import { isArray } from '../internal/describe.js';
+import { oneOf } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
 import type { Policy } from '../limits/policy.js';
 import type { PolicyStatus } from '../limits/store.js';
 
 /** The two fields, ready to set. */
 export interface RateLimitFields {
-  /** `RateLimit-Policy`: `"name";q=<quota>;w=<window seconds>` per policy. */
+  /** `RateLimit-Policy`: `"name";q=<quota>;w=<window seconds>` per policy named. */
   readonly 'ratelimit-policy': string;
-  /** `RateLimit`: `"name";r=<remaining>;t=<seconds to reset>` per policy. */
+  /** `RateLimit`: `"name";r=<remaining>;t=<seconds to reset>` per policy named. */
   readonly ratelimit: string;
 }
 
 /**
- * The RateLimit fields of a decision's statuses (what `q`, `w` and `t` hold: docs/http.md). On a
- * refusal, `t` never passes Retry-After and equals it where `r=0`. Never throws: a status that
- * cannot be read is left out.
+ * Which policies the fields name: `'nearest'`, the one closest to being exhausted (the refusing
+ * one on a 429), as the draft allows where one policy is the closest (docs/http.md says which);
+ * `'all'`, every policy that applied, in the limiter's order.
+ */
+export type RateLimitFieldPolicies = 'nearest' | 'all';
+
+/** The `rateLimitHeaders` option: off, on (the nearest policy), or every policy. @internal */
+export const fieldsRule = oneOf(false, true, 'all');
+
+/** What the fields name under a `rateLimitHeaders` value, or `false` for none. @internal */
+export function fieldPolicies(option: boolean | 'all'): RateLimitFieldPolicies | false {
+  if (option === 'all') return 'all';
+  return option ? 'nearest' : false;
+}
+
+/**
+ * The RateLimit fields of a decision's statuses (what `q`, `w` and `t` hold, and which policy
+ * `'nearest'` names: docs/http.md). On a refusal, `t` never passes Retry-After and equals it where
+ * `r=0`. Never throws: a status that cannot be read is left out.
  * @param statuses - every policy that applied, with what remains of it
  * @param refusal - for a 429: the announced Retry-After and the policy that refused
+ * @param policies - which policies the fields name @defaultValue `'nearest'`
  */
 export function rateLimitFields(
   statuses: readonly PolicyStatus[],
   refusal?: { readonly retryAfterSeconds: number; readonly policy: Policy | undefined },
+  policies: RateLimitFieldPolicies = 'nearest',
 ): RateLimitFields {
   const copies = new Map<unknown, Policy>();
   const read = readStatuses(statuses, copies);
-  if (refusal === undefined) return writeFields(read);
+  const which = policies === 'all' ? 'all' : 'nearest';
+  if (refusal === undefined) return writeFields(read, undefined, which);
   const seconds = readSafely(refusal, 'retryAfterSeconds');
-  return writeFields(read, {
+  const refused = {
     retryAfterSeconds: wholeAtLeast(Math.ceil(finite(seconds)), 1),
     policy: copies.get(readSafely(refusal, 'policy')),
-  });
+  };
+  return writeFields(read, refused, which);
 }
 
 /** The middleware's path: an unwritable status is the limiter's failure, and throws. @internal */
 export function writeFields(
   statuses: readonly PolicyStatus[],
-  refusal?: { readonly retryAfterSeconds: number; readonly policy: Policy | undefined },
+  refusal: { readonly retryAfterSeconds: number; readonly policy: Policy | undefined } | undefined,
+  policies: RateLimitFieldPolicies,
 ): RateLimitFields {
   // Indexed twice below; any other iterable is walked once, as a for-of would.
   const list = Array.isArray(statuses) ? statuses : [...statuses];
+  const n = list.length;
   const made: PolicyText[] = [];
-  let states = '';
-  for (let i = 0; i < list.length; i++) {
+  let refusing = -1;
+  for (let i = 0; i < n; i++) {
     const status = list[i] as PolicyStatus;
     const { policy } = status;
-    const text = policyText(policy);
-    made.push(text);
+    made.push(policyText(policy));
     let remaining = wholeAtLeast(status.remaining, 0);
     let reset = wholeAtLeast(Math.ceil(finite(status.resetAfterMs) / 1000), 0);
     if (refusal !== undefined) {
-      if (policy === refusal.policy) remaining = 0;
+      if (policy === refusal.policy) {
+        remaining = 0;
+        if (refusing === -1) refusing = i;
+      }
       reset =
         remaining === 0 ? refusal.retryAfterSeconds : Math.min(reset, refusal.retryAfterSeconds);
     }
-    // Only the two numbers change from response to response: the rest is made once per policy.
-    const state = `${text.state}${remaining};t=${reset}`;
-    states = i === 0 ? state : `${states}, ${state}`;
+    LEFT[i] = remaining;
+    RESETS[i] = reset;
   }
-  return { 'ratelimit-policy': policyList(made), ratelimit: states };
+  if (policies === 'nearest' && n > 0) {
+    const k = refusing !== -1 ? refusing : nearest(made, n);
+    const text = made[k] as PolicyText;
+    return { 'ratelimit-policy': text.item, ratelimit: `${text.state}${LEFT[k]};t=${RESETS[k]}` };
+  }
+  return { 'ratelimit-policy': policyList(made), ratelimit: statesOf(made, n) };
 }
 
 /**
@@ -74,6 +103,7 @@ export function writeFields(
 export function writeCompactFields(
   policies: readonly Policy[],
   values: readonly number[],
+  which: RateLimitFieldPolicies,
 ): RateLimitFields {
   const n = policies.length;
   let list = listTexts.get(policies);
@@ -85,24 +115,69 @@ export function writeCompactFields(
       made.push(text);
       kept &&= text.kept;
     }
-    list = { value: policyList(made), states: made.map((text) => text.state) };
+    list = { value: policyList(made), made };
     if (kept) listTexts.set(policies, list);
   }
-  const { states } = list;
-  let written = '';
+  const { made } = list;
   for (let i = 0; i < n; i++) {
-    const remaining = wholeAtLeast(values[2 * i], 0);
-    const reset = wholeAtLeast(Math.ceil(finite(values[2 * i + 1]) / 1000), 0);
-    const state = `${states[i]}${remaining};t=${reset}`;
-    written = i === 0 ? state : `${written}, ${state}`;
+    LEFT[i] = wholeAtLeast(values[2 * i], 0);
+    RESETS[i] = wholeAtLeast(Math.ceil(finite(values[2 * i + 1]) / 1000), 0);
   }
-  return { 'ratelimit-policy': list.value, ratelimit: written };
+  if (which === 'nearest' && n > 0) {
+    const k = nearest(made, n);
+    const text = made[k] as PolicyText;
+    return { 'ratelimit-policy': text.item, ratelimit: `${text.state}${LEFT[k]};t=${RESETS[k]}` };
+  }
+  return { 'ratelimit-policy': list.value, ratelimit: statesOf(made, n) };
 }
 
-/** A frozen list's `RateLimit-Policy` value and each policy's `RateLimit` item up to `r=`. */
+// What remains of each policy and its seconds to reset, as written: filled by the two writers
+// above for the call at hand (they never call out while it is in use), then read.
+const LEFT: number[] = [];
+const RESETS: number[] = [];
+
+/** The `RateLimit` items of every policy, from {@link LEFT} and {@link RESETS}. */
+function statesOf(made: readonly PolicyText[], n: number): string {
+  let written = '';
+  for (let i = 0; i < n; i++) {
+    // Only the two numbers change from response to response: the rest is made once per policy.
+    const state = `${(made[i] as PolicyText).state}${LEFT[i]};t=${RESETS[i]}`;
+    written = i === 0 ? state : `${written}, ${state}`;
+  }
+  return written;
+}
+
+/**
+ * The policy closest to being exhausted, from {@link LEFT} and {@link RESETS}: of the policies
+ * that count requests over time, the one with the fewest left, the latest reset among those, the
+ * first in order among those. A throttle counts other units (requests in flight), so it is named
+ * only when it has no slot left while every such policy still has some, or when there is no such
+ * policy: then the throttle with the fewest slots left.
+ */
+function nearest(made: readonly PolicyText[], n: number): number {
+  let timed = -1;
+  let throttle = -1;
+  for (let i = 0; i < n; i++) {
+    const left = LEFT[i] as number;
+    if ((made[i] as PolicyText).policy.kind === 'concurrency') {
+      if (throttle === -1 || left < (LEFT[throttle] as number)) throttle = i;
+    } else if (
+      timed === -1 ||
+      left < (LEFT[timed] as number) ||
+      (left === LEFT[timed] && (RESETS[i] as number) > (RESETS[timed] as number))
+    ) {
+      timed = i;
+    }
+  }
+  if (timed === -1) return throttle;
+  if (throttle !== -1 && LEFT[throttle] === 0 && (LEFT[timed] as number) > 0) return throttle;
+  return timed;
+}
+
+/** A frozen list's `RateLimit-Policy` value and each policy's text. */
 interface ListText {
   readonly value: string;
-  readonly states: readonly string[];
+  readonly made: readonly PolicyText[];
 }
 
 // Kept per frozen list of frozen policies, as long as the list lives.

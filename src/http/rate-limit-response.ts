@@ -3,7 +3,7 @@
  * admitted responses. Pure: the time comes from the decision.
  * @module
  */
-import { aBoolean, aFunction, anything, readOptions, refused } from '../internal/options.js';
+import { aFunction, anything, readOptions, refused } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
 import { compactStatuses } from '../limits/decision.js';
 import type { AdmittedDecision, RefusedDecision } from '../limits/limiter.js';
@@ -11,6 +11,9 @@ import type { Policy } from '../limits/policy.js';
 import { formatHttpDate } from './http-date.js';
 import type { ResponseParts } from './problem-details.js';
 import {
+  fieldPolicies,
+  fieldsRule,
+  type RateLimitFieldPolicies,
   type RateLimitFields,
   readPolicy,
   readStatuses,
@@ -37,8 +40,13 @@ export interface RateLimitResponseOptions {
    * @defaultValue {@link DEFAULT_TRACKING_ID_HEADER}
    */
   trackingIdHeader?: string;
-  /** Add the draft-10 `RateLimit-Policy` and `RateLimit` fields. @defaultValue false */
-  rateLimitHeaders?: boolean;
+  /**
+   * Add the draft-10 `RateLimit-Policy` and `RateLimit` fields: `true` names the policy closest
+   * to being exhausted (the refusing one on a 429), `'all'` every policy that applied (see
+   * docs/http.md).
+   * @defaultValue false
+   */
+  rateLimitHeaders?: boolean | 'all';
 }
 
 // 15 digits, the most a Structured Field integer holds, so it can also be the RateLimit `t`.
@@ -85,7 +93,7 @@ export function refusalParts(
   decision: RefusedDecision,
   header: string,
   trackingId: string,
-  withFields: boolean,
+  withFields: RateLimitFieldPolicies | false,
 ): ResponseParts {
   const seconds = wholeSeconds(decision.retryAfterSeconds);
   const now = Number.isFinite(decision.now) ? decision.now : 0;
@@ -97,10 +105,8 @@ export function refusalParts(
     [header]: trackingId,
   };
   if (withFields) {
-    addFields(
-      headers,
-      writeFields(decision.statuses, { retryAfterSeconds: seconds, policy: decision.policy }),
-    );
+    const refusal = { retryAfterSeconds: seconds, policy: decision.policy };
+    addFields(headers, writeFields(decision.statuses, refusal, withFields));
   }
   return { status: 429, headers, body: refusalText(decision, seconds, resumeAt, trackingId) };
 }
@@ -167,7 +173,7 @@ export function admittedParts(
   decision: AdmittedDecision,
   header: string | undefined,
   trackingId: string,
-  withFields: boolean,
+  withFields: RateLimitFieldPolicies | false,
 ): Record<string, string> {
   const headers: Record<string, string> = header === undefined ? {} : { [header]: trackingId };
   if (!withFields) return headers;
@@ -176,8 +182,8 @@ export function admittedParts(
   addFields(
     headers,
     compact === undefined
-      ? writeFields(decision.statuses)
-      : writeCompactFields(compact.policies, compact.values),
+      ? writeFields(decision.statuses, undefined, withFields)
+      : writeCompactFields(compact.policies, compact.values, withFields),
   );
   return headers;
 }
@@ -192,7 +198,7 @@ const optionRules = {
   trackingId: anything('a tracking id header value'),
   trackingIds: aFunction<TrackingIdSource>('returns a tracking id'),
   trackingIdHeader: headerName,
-  rateLimitHeaders: aBoolean,
+  rateLimitHeaders: fieldsRule,
 };
 
 const optionDefaults = {
@@ -203,7 +209,7 @@ const optionDefaults = {
 function resolved(
   options: RateLimitResponseOptions,
   caller: string,
-): { header: string; trackingId: string; withFields: boolean } {
+): { header: string; trackingId: string; withFields: RateLimitFieldPolicies | false } {
   const read = readOptions(options, `${caller}()`, optionRules, {
     defaults: optionDefaults,
     example: '{ trackingId }',
@@ -211,7 +217,7 @@ function resolved(
   return {
     header: read.trackingIdHeader,
     trackingId: resolveTrackingId(read.trackingId as string | null | undefined, read.trackingIds),
-    withFields: read.rateLimitHeaders,
+    withFields: fieldPolicies(read.rateLimitHeaders),
   };
 }
 

@@ -510,10 +510,21 @@ describe('rate limit gate', () => {
       { limiter: limiterOf(), identify, trackingIdHeader: 'Content-Range' },
       { limiter: limiterOf(), identify, trackingIdHeader: 'Vary' },
       { limiter: limiterOf(), identify, trackingIdOnAdmitted: 'no' },
+      { limiter: limiterOf(), identify, rateLimitHeaders: 'nearest' },
+      { limiter: limiterOf(), identify, rateLimitHeaders: 1 },
     ];
     for (const options of cases) {
       expect(isConfigurationError(thrown(() => createRateLimitGate(options as never)))).toBe(true);
     }
+    // What to change, said in the message.
+    expect(
+      thrown(() =>
+        createRateLimitGate({ limiter: limiterOf(), identify, rateLimitHeaders: 'every' } as never),
+      ),
+    ).toMatchObject({
+      code: 'invalid_option',
+      message: expect.stringContaining('one of false, true, "all"'),
+    });
   });
 });
 

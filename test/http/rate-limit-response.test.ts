@@ -172,10 +172,38 @@ describe('rate limit response (429)', () => {
     );
   });
 
-  it('RateLimit fields are well-formed lists, one item per policy, and Retry-After is never earlier than any t', () => {
+  it('RateLimit fields name the refusing policy alone by default, with r=0 and t equal to Retry-After, or the nearest policy when the refusing one is not among the statuses', () => {
     fc.assert(
       fc.property(anyRefusal, (decision) => {
         const parts = rateLimitResponseParts(decision, { rateLimitHeaders: true });
+        const retryAfter = Number(parts.headers['retry-after']);
+        expect(parts.headers.ratelimit === undefined).toBe(decision.statuses.length === 0);
+        if (decision.statuses.length === 0) return;
+        const policies = listItems(parts.headers['ratelimit-policy'] ?? '');
+        const states = listItems(parts.headers.ratelimit ?? '');
+        expect(policies).toHaveLength(1);
+        expect(states).toHaveLength(1);
+        // The same policy in both fields.
+        expect(policies[0]!.split(';')[0]).toBe(states[0]!.split(';')[0]);
+        const [, r, t] = STATE_ITEM.exec(states[0]!) ?? [];
+        expect(Number(t)).toBeLessThanOrEqual(retryAfter);
+        if (Number(r) === 0) expect(Number(t)).toBe(retryAfter);
+        const refusing = decision.statuses.find((s) => s.policy === decision.policy);
+        if (refusing !== undefined) {
+          expect(r).toBe('0');
+          expect(policies[0]).toBe(
+            `"${refusing.policy.name.replace(/["\\]/g, (c) => `\\${c}`).replace(/[^\x20-\x7e]/gu, '?')}";${policies[0]!.split(';').slice(1).join(';')}`,
+          );
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("RateLimit fields with 'all' are well-formed lists, one item per policy, and Retry-After is never earlier than any t", () => {
+    fc.assert(
+      fc.property(anyRefusal, (decision) => {
+        const parts = rateLimitResponseParts(decision, { rateLimitHeaders: 'all' });
         const retryAfter = Number(parts.headers['retry-after']);
         // A list with no member is left out of the message, never sent empty (RFC 9651).
         expect(parts.headers.ratelimit === undefined).toBe(decision.statuses.length === 0);
@@ -209,7 +237,7 @@ describe('rate limit response (429)', () => {
       ],
       1,
     );
-    const parts = rateLimitResponseParts(decision, { rateLimitHeaders: true });
+    const parts = rateLimitResponseParts(decision, { rateLimitHeaders: 'all' });
     expect(parts.headers['ratelimit-policy']).toBe(
       '"huge";q=999999999999999;w=1, "slow";q=1;w=8333333333334',
     );
@@ -441,7 +469,7 @@ describe('rate limit response (429)', () => {
 });
 
 describe('admitted headers', () => {
-  it('report, for any statuses, each policy with what remains (r) and the seconds to a full reset (t)', () => {
+  it("report with 'all', for any statuses, each policy with what remains (r) and the seconds to a full reset (t)", () => {
     fc.assert(
       fc.property(anyStatuses, (statuses) => {
         const decision: AdmittedDecision = {
@@ -450,7 +478,7 @@ describe('admitted headers', () => {
           now: 0,
           release: () => undefined,
         };
-        const headers = admittedHeaders(decision, { rateLimitHeaders: true, trackingId: 'abc' });
+        const headers = admittedHeaders(decision, { rateLimitHeaders: 'all', trackingId: 'abc' });
         // A list with no member is left out of the message, never sent empty (RFC 9651).
         expect(headers.ratelimit === undefined).toBe(statuses.length === 0);
         expect(headers['ratelimit-policy'] === undefined).toBe(statuses.length === 0);
@@ -483,7 +511,13 @@ describe('admitted headers', () => {
     expect(admittedHeaders(decision, { trackingId: 'abc' })).toEqual({
       'service-tracking-id': 'abc',
     });
+    // By default the policy nearest its limit: the throttle has slots left.
     expect(admittedHeaders(decision, { trackingId: 'abc', rateLimitHeaders: true })).toEqual({
+      'service-tracking-id': 'abc',
+      'ratelimit-policy': '"minute";q=10;w=60',
+      ratelimit: '"minute";r=9;t=60',
+    });
+    expect(admittedHeaders(decision, { trackingId: 'abc', rateLimitHeaders: 'all' })).toEqual({
       'service-tracking-id': 'abc',
       'ratelimit-policy': '"minute";q=10;w=60, "throttle";q=4;qu="concurrent-requests"',
       ratelimit: `"minute";r=9;t=60, "throttle";r=3;t=${decision.statuses[1]!.resetAfterMs / 1000}`,
