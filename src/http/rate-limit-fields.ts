@@ -10,12 +10,12 @@ import type { Policy } from '../limits/policy.js';
 import type { PolicyStatus } from '../limits/store.js';
 
 /** The two fields, ready to set. */
-export interface RateLimitFields {
+export type RateLimitFields = {
   /** `RateLimit-Policy`: `"name";q=<quota>;w=<window seconds>` per policy named. */
   readonly 'ratelimit-policy': string;
   /** `RateLimit`: `"name";r=<remaining>;t=<seconds to reset>` per policy named. */
   readonly ratelimit: string;
-}
+};
 
 /**
  * Which policies the fields name: `'nearest'`, the one closest to being exhausted (the refusing
@@ -88,8 +88,7 @@ export function writeFields(
   }
   if (policies === 'nearest' && n > 0) {
     const k = refusing !== -1 ? refusing : nearest(made, n);
-    const text = made[k] as PolicyText;
-    return { 'ratelimit-policy': text.item, ratelimit: `${text.state}${LEFT[k]};t=${RESETS[k]}` };
+    return named(made[k] as PolicyText, LEFT[k] as number, RESETS[k] as number);
   }
   return { 'ratelimit-policy': policyList(made), ratelimit: statesOf(made, n) };
 }
@@ -125,8 +124,7 @@ export function writeCompactFields(
   }
   if (which === 'nearest' && n > 0) {
     const k = nearest(made, n);
-    const text = made[k] as PolicyText;
-    return { 'ratelimit-policy': text.item, ratelimit: `${text.state}${LEFT[k]};t=${RESETS[k]}` };
+    return named(made[k] as PolicyText, LEFT[k] as number, RESETS[k] as number);
   }
   return { 'ratelimit-policy': list.value, ratelimit: statesOf(made, n) };
 }
@@ -135,6 +133,27 @@ export function writeCompactFields(
 // above for the call at hand (they never call out while it is in use), then read.
 const LEFT: number[] = [];
 const RESETS: number[] = [];
+
+/** The most fields kept per policy, one per pair of numbers it was named with. */
+const MAX_NAMED = 4_096;
+
+/**
+ * The fields that name one policy alone, with `left` and `reset`. What remains and the seconds to
+ * reset are small whole numbers that come again and again, so a frozen policy keeps the fields of
+ * each pair (at most {@link MAX_NAMED}), frozen, and a response written with a pair seen before
+ * builds no string and no object.
+ */
+function named(text: PolicyText, left: number, reset: number): RateLimitFields {
+  const key = left <= 0xfffff && reset <= 0xfff ? left * 0x1000 + reset : -1;
+  let fields = key === -1 ? undefined : text.named.get(key);
+  if (fields !== undefined) return fields;
+  fields = Object.freeze({
+    'ratelimit-policy': text.item,
+    ratelimit: `${text.state}${left};t=${reset}`,
+  });
+  if (text.kept && key !== -1 && text.named.size < MAX_NAMED) text.named.set(key, fields);
+  return fields;
+}
 
 /** The `RateLimit` items of every policy, from {@link LEFT} and {@link RESETS}. */
 function statesOf(made: readonly PolicyText[], n: number): string {
@@ -195,6 +214,8 @@ interface PolicyText {
   readonly state: string;
   /** The `RateLimit-Policy` values of the lists that start with this policy, as made. */
   readonly lists: Array<{ readonly policies: readonly Policy[]; readonly value: string }>;
+  /** Its fields when it is the one named, by what remains and the seconds to reset (see {@link named}). */
+  readonly named: Map<number, RateLimitFields>;
 }
 
 // A limiter's policies are frozen plain data, the same objects from decision to decision: what
@@ -209,7 +230,8 @@ function policyText(policy: Policy): PolicyText {
   if (text !== undefined) return text;
   const name = sfString(policy.name);
   const kept = Object.isFrozen(policy);
-  text = { policy, kept, item: `${name};${quota(policy)}`, state: `${name};r=`, lists: [] };
+  const item = `${name};${quota(policy)}`;
+  text = { policy, kept, item, state: `${name};r=`, lists: [], named: new Map() };
   if (kept) texts.set(policy, text);
   return text;
 }

@@ -138,7 +138,8 @@ export function admittedHeaders(
   checkDecision(decision, true, 'admittedHeaders');
   const { header, trackingId, withFields } = resolved(options, 'admittedHeaders');
   const statuses = withFields ? readStatuses(readSafely(decision, 'statuses'), new Map()) : [];
-  return admittedParts({ ...ADMITTED, statuses }, header, trackingId, withFields);
+  // A copy: the caller may change what it is given.
+  return { ...admittedParts({ ...ADMITTED, statuses }, header, trackingId, withFields) };
 }
 
 // The members of an admitted decision that admittedParts does not read.
@@ -174,17 +175,20 @@ export function admittedParts(
   header: string | undefined,
   trackingId: string,
   withFields: RateLimitFieldPolicies | false,
-): Record<string, string> {
+): Readonly<Record<string, string>> {
   const headers: Record<string, string> = header === undefined ? {} : { [header]: trackingId };
   if (!withFields) return headers;
   // A decision of this library's limiter: its fields from the store's compact statuses.
   const compact = compactStatuses(decision);
-  addFields(
-    headers,
+  const fields =
     compact === undefined
       ? writeFields(decision.statuses, undefined, withFields)
-      : writeCompactFields(compact.policies, compact.values, withFields),
-  );
+      : writeCompactFields(compact.policies, compact.values, withFields);
+  // The two fields alone are the headers as they are (kept, and frozen, where they name one policy).
+  if (header === undefined && fields.ratelimit !== '' && fields['ratelimit-policy'] !== '') {
+    return fields;
+  }
+  addFields(headers, fields);
   return headers;
 }
 
