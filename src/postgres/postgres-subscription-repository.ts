@@ -66,6 +66,9 @@ import {
   changeOfTuple,
   createColumns,
   createValues,
+  type DeleteToRecord,
+  deleteColumns,
+  deleteValues,
   type KeptRow,
   type MessageToRecord,
   messageColumns,
@@ -214,6 +217,10 @@ const RULES = {
   ),
 };
 
+/** What a write of one subscription is told apart by: a statement changes a row once. */
+function subscriptionKey({ accountCode, id }: { accountCode: string; id: string }): string {
+  return JSON.stringify([accountCode, id]);
+}
 /**
  * Whether `error` is the database's refusal of a statement, its error message as pg and PGlite
  * give it (severity `ERROR` and the SQLSTATE as `code`): the statement then committed nothing.
@@ -275,6 +282,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly #attempts: GroupCommit<AttemptToRecord, AttemptRecord>;
   readonly #creates: GroupCommit<CreateToRecord, StoredSubscription | undefined>;
   readonly #updates: GroupCommit<UpdateToRecord, StoredSubscription | undefined>;
+  readonly #deletes: GroupCommit<DeleteToRecord, boolean>;
 
   private constructor(options: PostgresRepositoryOptions | undefined) {
     const read = readOptions(options, OWNER, RULES, {
@@ -333,10 +341,12 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       ...batches,
       concurrency: 1,
       write: (batch) =>
-        this.#writeSubscriptions(
+        this.#writeBatch(
           batch,
           { text: this.#sql.create, values: (one) => createValues(one) },
           { text: this.#sql.createSubscriptions, columns: createColumns },
+          toSubscription,
+          undefined,
         ),
       // One create of an account a statement: its count of subscriptions is read and locked once.
       keyOf: ({ subscription }) => subscription.accountCode,
@@ -346,18 +356,35 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       // the account's bound by its own first row), so each fails with the error, as alone.
       retryAlone: refusedByDatabase,
     });
-    this.#updates = new GroupCommit({
+    this.#updates = new GroupCommit<UpdateToRecord, StoredSubscription | undefined>({
       ...batches,
       concurrency: 1,
       write: (batch) =>
-        this.#writeSubscriptions(
+        this.#writeBatch(
           batch,
           { text: this.#sql.update, values: (one) => updateValues(one) },
           { text: this.#sql.updateSubscriptions, columns: updateColumns },
+          toSubscription,
+          undefined,
         ),
       // A statement changes a row once: the same subscription again goes in the next batch.
-      keyOf: ({ accountCode, id }) => JSON.stringify([accountCode, id]),
+      keyOf: subscriptionKey,
       // As creates: again alone only after the database refused the batch.
+      retryAlone: refusedByDatabase,
+    });
+    // Deletes as updates: each of another subscription, their revisions in the order made.
+    this.#deletes = new GroupCommit<DeleteToRecord, boolean>({
+      ...batches,
+      concurrency: 1,
+      write: (batch) =>
+        this.#writeBatch(
+          batch,
+          { text: this.#sql.delete, values: deleteValues },
+          { text: this.#sql.deleteSubscriptions, columns: deleteColumns },
+          () => true,
+          false,
+        ),
+      keyOf: subscriptionKey,
       retryAlone: refusedByDatabase,
     });
   }
@@ -435,28 +462,30 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   }
 
   /**
-   * A batch of creates (of updates) of subscriptions, answered in order: one alone in its own
-   * statement (`alone`: `create`, `update`), more in one statement (`together`:
-   * `createSubscriptions`, `updateSubscriptions`, which cost a write alone more but a batch of
-   * them far less) whose rows tell each write's place `n`; `undefined` for a write that changed
-   * nothing.
+   * A batch of creates (updates, deletes) of subscriptions, answered in order: one alone in its
+   * own statement (`alone`: `create`, `update`, `delete`), more in one statement (`together`:
+   * `createSubscriptions`, `updateSubscriptions`, `deleteSubscriptions`, which cost a write alone
+   * more but a batch of them far less) whose rows tell each write's place `n`. A write's answer is
+   * `answer` of its row, or `none` for a write that changed nothing.
    */
-  async #writeSubscriptions<W>(
+  async #writeBatch<W, A, R>(
     batch: readonly W[],
     alone: { readonly text: string; readonly values: (write: W) => unknown[] },
     together: { readonly text: string; readonly columns: (batch: readonly W[]) => unknown[] },
-  ): Promise<(StoredSubscription | undefined)[]> {
+    answer: (row: R) => A,
+    none: A,
+  ): Promise<A[]> {
     const [one] = batch;
     if (batch.length === 1 && one !== undefined) {
-      const [row] = await this.#rows<SubscriptionRow>(alone.text, alone.values(one));
-      return [row === undefined ? undefined : toSubscription(row)];
+      const [row] = await this.#rows<R>(alone.text, alone.values(one));
+      return [row === undefined ? none : answer(row)];
     }
-    const rows = await this.#rows<SubscriptionRow & { n: string | number }>(
+    const rows = await this.#rows<R & { n: string | number }>(
       together.text,
       together.columns(batch),
     );
-    const answers = new Array<StoredSubscription | undefined>(batch.length).fill(undefined);
-    for (const row of rows) answers[Number(row.n) - 1] = toSubscription(row);
+    const answers = new Array<A>(batch.length).fill(none);
+    for (const row of rows) answers[Number(row.n) - 1] = answer(row);
     return answers;
   }
 
@@ -488,9 +517,8 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return this.#updates.add({ accountCode, id, changes, at });
   }
 
-  async delete(accountCode: string, id: string, at: number): Promise<boolean> {
-    const rows = await this.#rows(this.#sql.delete, [accountCode, id, new Date(at).toISOString()]);
-    return rows.length > 0;
+  delete(accountCode: string, id: string, at: number): Promise<boolean> {
+    return this.#deletes.add({ accountCode, id, at });
   }
 
   async rotateSecret(

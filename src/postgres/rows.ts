@@ -335,6 +335,23 @@ export function updateColumns(batch: readonly UpdateToRecord[]): unknown[][] {
   return columnsOf(batch, 18, (item) => updateValues(item, true));
 }
 
+/** A delete to write: the subscription and its time (ms). */
+export interface DeleteToRecord {
+  readonly accountCode: string;
+  readonly id: string;
+  readonly at: number;
+}
+
+/** The parameters of `delete` for one delete. */
+export function deleteValues({ accountCode, id, at }: DeleteToRecord): unknown[] {
+  return [accountCode, id, new Date(at).toISOString()];
+}
+
+/** The parameters of `deleteSubscriptions` for a batch: one array per field, in its order. */
+export function deleteColumns(batch: readonly DeleteToRecord[]): unknown[][] {
+  return columnsOf(batch, 3, deleteValues);
+}
+
 /** An attempt to record, with its account and the lease of a retry. */
 export interface AttemptToRecord {
   readonly accountCode: string;

@@ -38,6 +38,7 @@ export interface Statements {
   readonly update: string;
   readonly updateSubscriptions: string;
   readonly delete: string;
+  readonly deleteSubscriptions: string;
   readonly rotateSecret: string;
   readonly signingSecrets: string;
   readonly changesSince: string;
@@ -313,6 +314,35 @@ export function statements(s: string, channel: string): Statements {
         WHERE account_code = $1::text AND subscription_id = $2::text AND EXISTS (SELECT 1 FROM sub)
       )
       SELECT sub.revision, ${notify} FROM sub`,
+    // A batch of deletes, each of another subscription, in one statement: the arrays $1 to $3 of
+    // `delete`'s parameters. Those of a live subscription take the next revisions in the batch's
+    // order, as updateSubscriptions; each account's count goes down by its deletes. One row per
+    // subscription deleted, with its position `n`.
+    deleteSubscriptions: `WITH batch AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+          WITH ORDINALITY AS b(account_code, id, deleted_at, n)
+      ), live AS (
+        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k FROM batch AS b
+        WHERE EXISTS (SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
+          AND t.id = b.id AND t.deleted_at IS NULL)
+      ), rev AS (
+        UPDATE ${s}.revision SET value = value + (SELECT count(*) FROM live)
+        WHERE EXISTS (SELECT 1 FROM live) RETURNING value - (SELECT count(*) FROM live) AS base
+      ), sub AS (
+        UPDATE ${s}.subscriptions AS t SET deleted_at = l.deleted_at, revision = rev.base + l.k,
+          streak = t.streak + 1, failing_since_ms = NULL, failed_messages = 0
+        FROM live AS l, (SELECT base FROM rev LIMIT 1) AS rev
+        WHERE t.account_code = l.account_code AND t.id = l.id AND t.deleted_at IS NULL
+        RETURNING l.n, t.account_code, t.id, t.revision
+      ), account AS (
+        UPDATE ${s}.accounts AS a SET live_subscriptions = a.live_subscriptions - c.deleted
+        FROM (SELECT account_code, count(*) AS deleted FROM sub GROUP BY account_code) AS c
+        WHERE a.account_code = c.account_code
+      ), secrets AS (
+        DELETE FROM ${s}.signing_secrets AS o USING sub
+        WHERE o.account_code = sub.account_code AND o.subscription_id = sub.id
+      )
+      SELECT sub.n, sub.revision, ${notify} FROM sub ORDER BY sub.revision`,
     // $3 secret, $4 key id, $5 at, $6 at + grace, $7 the new public key or NULL, $8 the new
     // signature type or NULL (it stays), $9 at as text (updated_at when the type changes).
     // Secrets are only inserted: an older one stops signing at the earliest retire_older_ms of the

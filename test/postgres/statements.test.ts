@@ -108,6 +108,11 @@ const PARAMS: Record<keyof Statements, unknown[]> = {
     ['ed25519', null],
   ],
   delete: ['ACME', 'a', at],
+  deleteSubscriptions: [
+    ['ACME', 'OTHER'],
+    ['a', 'b'],
+    [at, at],
+  ],
   rotateSecret: ['ACME', 'a', 'whsk_2', null, ms, ms + 1_000, 'whpk_2', 'ed25519', at],
   signingSecrets: ['ACME', 'a', ms],
   changesSince: [0, 10_000],

@@ -1,7 +1,7 @@
 /**
- * Creates and updates under group commit, on a pg Pool and on PGlite: the creates in flight at
- * once share one statement, each of another account, and so do updates, each of another
- * subscription. Against what a write promises its caller, whatever the batches: one that answered
+ * Creates, updates and deletes under group commit, on a pg Pool and on PGlite: the creates in
+ * flight at once share one statement, each of another account, and so do updates and deletes,
+ * each of another subscription. Against what a write promises its caller, whatever the batches: one that answered
  * is committed with its revision the moment it answers; revisions are distinct, with no gap, and
  * an account's creates (a subscription's updates) take them in the order they were made; an
  * account's bound refuses exactly the creates beyond it, in that order; an update leaves what the
@@ -339,6 +339,110 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
               const wantedNow = await model.get(accountOf(i), `s${i}`);
               const { revision: _b, ...want } = wantedNow ?? ({} as StoredSubscription);
               expect(got, `s${i}`).toEqual(want);
+            }
+          } finally {
+            await repository.close();
+            if (name === 'pglite') Reflect.deleteProperty(database, 'query');
+            await database.query(`DROP SCHEMA ${schema} CASCADE`);
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
+  });
+  it('every delete answers as alone: a tombstone with a revision, in order, the account counted down, a lost statement its own', async () => {
+    // Subscriptions s0 to s5 of two accounts, three each at a bound of three; s6 never was.
+    const accountOf = (i: number) => (i % 2 === 0 ? 'ACME' : 'BETA');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(fc.nat(6), { minLength: 1, maxLength: 8 }), {
+          minLength: 1,
+          maxLength: 4,
+        }),
+        fc.array(fc.boolean(), { maxLength: 6 }),
+        GROUP_COMMIT,
+        async (turns, losses, groupCommit) => {
+          const database = dbs.database(name);
+          const schema = dbs.schema();
+          let armed = false;
+          const { wrapped, lost } = losing(
+            name,
+            database,
+            [...losses],
+            // Once the subscriptions are set up: the deletes' statements.
+            (text) => armed && (text.startsWith('WITH batch AS') || text.startsWith('WITH rev AS')),
+          );
+          const repository = await PostgresSubscriptionRepository.open({
+            database: wrapped,
+            schema,
+            ...groupCommit,
+          });
+          const model = new MemorySubscriptionRepository();
+          const clock = new FakeClock(T0);
+          const bound = { at: T0, maxPerAccount: 3 };
+          try {
+            for (const r of [repository, model]) {
+              for (let i = 0; i < 6; i++) {
+                await r.create(subscription(accountOf(i), `s${i}`), `whsec_${i}`, bound);
+              }
+            }
+            const base = (await repository.changesSince(0, 100)).at(-1)?.revision ?? 0;
+            armed = true;
+            const made: Array<{ i: number; at: number; outcome: Promise<unknown> }> = [];
+            for (const turn of turns) {
+              clock.advance(1_000);
+              const at = clock.now();
+              // One turn's deletes are made together: they share batches as the group forms them.
+              const outcomes = turn.map((i) => ({
+                i,
+                at,
+                outcome: repository.delete(accountOf(i), `s${i}`, at).then(
+                  (deleted) => ({ deleted }),
+                  (error: unknown) => ({ error }),
+                ),
+              }));
+              made.push(...outcomes);
+              await Promise.all(outcomes.map((o) => o.outcome));
+            }
+            armed = false;
+            // The model: the deletes one by one in the order made, but those whose statement was
+            // lost, which delete nothing.
+            let deletes = 0;
+            for (const { i, at, outcome } of made) {
+              const seen = (await outcome) as { deleted?: boolean; error?: Error };
+              if (seen.error !== undefined) {
+                expect(seen.error.message).toMatch(/^connection lost/);
+                expect(lost.has(`s${i}`)).toBe(true);
+                continue;
+              }
+              const expected = await model.delete(accountOf(i), `s${i}`, at);
+              expect(seen.deleted, `s${i}`).toBe(expected);
+              if (expected) deletes++;
+            }
+            // Each delete that answered true is a tombstone with the next revision, no gap.
+            const changes = await repository.changesSince(base, 100);
+            expect(changes.map((c) => c.revision)).toEqual(
+              Array.from({ length: deletes }, (_, k) => base + k + 1),
+            );
+            expect(changes.every((c) => c.subscription === undefined)).toBe(true);
+            for (let i = 0; i < 7; i++) {
+              const account = accountOf(i);
+              expect(await repository.get(account, `s${i}`), `s${i}`).toEqual(
+                (await model.get(account, `s${i}`)) === undefined ? undefined : expect.anything(),
+              );
+              expect(await repository.signingSecrets(account, `s${i}`, clock.now())).toEqual(
+                await model.signingSecrets(account, `s${i}`, clock.now()),
+              );
+            }
+            // Each account was counted down by its deletes: it takes creates up to the bound again.
+            for (const account of ['ACME', 'BETA']) {
+              const live = (await model.list(account, { offset: 0, limit: 10 })).totalItems;
+              const answers: boolean[] = [];
+              for (let k = 0; k < 4; k++) {
+                const made = subscription(account, `${account}-new-${k}`);
+                answers.push((await repository.create(made, 'whsec_new', bound)) !== undefined);
+              }
+              expect(answers, account).toEqual([0, 1, 2, 3].map((k) => live + k < 3));
             }
           } finally {
             await repository.close();
