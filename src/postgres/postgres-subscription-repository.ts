@@ -73,6 +73,9 @@ import {
   type MessageToRecord,
   messageColumns,
   type PendingRow,
+  type RotationToRecord,
+  rotateColumns,
+  rotateValues,
   type SubscriptionRow,
   toKept,
   toLogEntry,
@@ -283,6 +286,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly #creates: GroupCommit<CreateToRecord, StoredSubscription | undefined>;
   readonly #updates: GroupCommit<UpdateToRecord, StoredSubscription | undefined>;
   readonly #deletes: GroupCommit<DeleteToRecord, boolean>;
+  readonly #rotations: GroupCommit<RotationToRecord, boolean>;
 
   private constructor(options: PostgresRepositoryOptions | undefined) {
     const read = readOptions(options, OWNER, RULES, {
@@ -387,6 +391,21 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       keyOf: subscriptionKey,
       retryAlone: refusedByDatabase,
     });
+    // Rotations as deletes.
+    this.#rotations = new GroupCommit<RotationToRecord, boolean>({
+      ...batches,
+      concurrency: 1,
+      write: (batch) =>
+        this.#writeBatch(
+          batch,
+          { text: this.#sql.rotateSecret, values: rotateValues },
+          { text: this.#sql.rotateSecrets, columns: rotateColumns },
+          () => true,
+          false,
+        ),
+      keyOf: subscriptionKey,
+      retryAlone: refusedByDatabase,
+    });
   }
 
   /**
@@ -462,10 +481,10 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   }
 
   /**
-   * A batch of creates (updates, deletes) of subscriptions, answered in order: one alone in its
-   * own statement (`alone`: `create`, `update`, `delete`), more in one statement (`together`:
-   * `createSubscriptions`, `updateSubscriptions`, `deleteSubscriptions`, which cost a write alone
-   * more but a batch of them far less) whose rows tell each write's place `n`. A write's answer is
+   * A batch of creates (updates, deletes, rotations) of subscriptions, answered in order: one
+   * alone in its own statement (`alone`: `create`, `update`, `delete`, `rotateSecret`), more in
+   * one statement (`together`: `createSubscriptions`, `updateSubscriptions`, `deleteSubscriptions`,
+   * `rotateSecrets`, which cost a write alone more but a batch of them far less) whose rows tell each write's place `n`. A write's answer is
    * `answer` of its row, or `none` for a write that changed nothing.
    */
   async #writeBatch<W, A, R>(
@@ -528,18 +547,16 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     options: RotateSecretOptions,
   ): Promise<boolean> {
     const [stored, keyId] = await this.#secrets.seal(accountCode, id, secret);
-    const rows = await this.#rows(this.#sql.rotateSecret, [
+    return this.#rotations.add({
       accountCode,
       id,
-      stored,
+      secret: stored,
       keyId,
-      options.at,
-      options.at + options.graceMs,
-      options.publicKey ?? null,
-      options.signatureType ?? null,
-      new Date(options.at).toISOString(),
-    ]);
-    return rows.length > 0;
+      at: options.at,
+      graceMs: options.graceMs,
+      publicKey: options.publicKey ?? null,
+      signatureType: options.signatureType ?? null,
+    });
   }
 
   /**

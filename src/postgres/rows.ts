@@ -352,6 +352,40 @@ export function deleteColumns(batch: readonly DeleteToRecord[]): unknown[][] {
   return columnsOf(batch, 3, deleteValues);
 }
 
+/** A rotation to write: the subscription, its new secret as stored, and the rotation's terms. */
+export interface RotationToRecord {
+  readonly accountCode: string;
+  readonly id: string;
+  /** The secret as stored (sealed where the repository has a cipher), and its key's id. */
+  readonly secret: string;
+  readonly keyId: string | null;
+  readonly at: number;
+  readonly graceMs: number;
+  readonly publicKey: string | null;
+  readonly signatureType: string | null;
+}
+
+/** The parameters of `rotateSecret` for one rotation. */
+export function rotateValues(item: RotationToRecord): unknown[] {
+  const { accountCode, id, secret, keyId, at, graceMs, publicKey, signatureType } = item;
+  return [
+    accountCode,
+    id,
+    secret,
+    keyId,
+    at,
+    at + graceMs,
+    publicKey,
+    signatureType,
+    new Date(at).toISOString(),
+  ];
+}
+
+/** The parameters of `rotateSecrets` for a batch: one array per field, in its order. */
+export function rotateColumns(batch: readonly RotationToRecord[]): unknown[][] {
+  return columnsOf(batch, 9, rotateValues);
+}
+
 /** An attempt to record, with its account and the lease of a retry. */
 export interface AttemptToRecord {
   readonly accountCode: string;

@@ -40,6 +40,7 @@ export interface Statements {
   readonly delete: string;
   readonly deleteSubscriptions: string;
   readonly rotateSecret: string;
+  readonly rotateSecrets: string;
   readonly signingSecrets: string;
   readonly changesSince: string;
   readonly recordAttempts: string;
@@ -376,6 +377,48 @@ export function statements(s: string, channel: string): Statements {
               AND n.sequence > o.sequence AND n.retire_older_ms <= $5::float8))
       )
       SELECT 1 AS rotated, ${notify} FROM sub`,
+    // A batch of rotations, each of another subscription, in one statement: the arrays $1 to $9
+    // of `rotateSecret`'s parameters. Those of a live subscription take the next revisions in the
+    // batch's order, as updateSubscriptions, and each adds and drops secrets as `rotateSecret`
+    // alone. One row per subscription rotated, with its position `n`.
+    rotateSecrets: `WITH batch AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[],
+          $6::float8[], $7::text[], $8::text[], $9::text[])
+          WITH ORDINALITY AS b(account_code, id, secret, key_id, at_ms, retire_ms, public_key,
+            signature_type, at_text, n)
+      ), live AS (
+        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k FROM batch AS b
+        WHERE EXISTS (SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
+          AND t.id = b.id AND t.deleted_at IS NULL)
+      ), rev AS (
+        UPDATE ${s}.revision SET value = value + (SELECT count(*) FROM live)
+        WHERE EXISTS (SELECT 1 FROM live) RETURNING value - (SELECT count(*) FROM live) AS base
+      ), sub AS (
+        UPDATE ${s}.subscriptions AS t SET revision = rev.base + l.k, public_key = l.public_key,
+          signature_type = coalesce(l.signature_type, t.signature_type),
+          updated_at = CASE
+            WHEN coalesce(l.signature_type, t.signature_type, 'hmac-sha256')
+              = coalesce(t.signature_type, 'hmac-sha256') THEN t.updated_at
+            ELSE l.at_text END
+        FROM live AS l, (SELECT base FROM rev LIMIT 1) AS rev
+        WHERE t.account_code = l.account_code AND t.id = l.id AND t.deleted_at IS NULL
+        RETURNING l.n, t.revision
+      ), done AS (
+        SELECT l.* FROM live AS l JOIN sub ON sub.n = l.n
+      ), added AS (
+        INSERT INTO ${s}.signing_secrets
+          (account_code, subscription_id, secret, key_id, created_ms, retire_older_ms)
+        SELECT d.account_code, d.id, d.secret, d.key_id, d.at_ms, d.retire_ms FROM done AS d
+        ORDER BY d.n
+      ), dropped AS (
+        DELETE FROM ${s}.signing_secrets AS o USING done AS d
+        WHERE o.account_code = d.account_code AND o.subscription_id = d.id
+          AND (d.retire_ms <= d.at_ms OR EXISTS (
+            SELECT 1 FROM ${s}.signing_secrets AS n
+            WHERE n.account_code = o.account_code AND n.subscription_id = o.subscription_id
+              AND n.sequence > o.sequence AND n.retire_older_ms <= d.at_ms))
+      )
+      SELECT sub.n, sub.revision, ${notify} FROM sub ORDER BY sub.revision`,
     // $3 at.
     signingSecrets: `SELECT o.secret, o.key_id FROM ${s}.signing_secrets AS o
       WHERE o.account_code = $1::text AND o.subscription_id = $2::text AND EXISTS (${live})

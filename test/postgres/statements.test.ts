@@ -114,6 +114,17 @@ const PARAMS: Record<keyof Statements, unknown[]> = {
     [at, at],
   ],
   rotateSecret: ['ACME', 'a', 'whsk_2', null, ms, ms + 1_000, 'whpk_2', 'ed25519', at],
+  rotateSecrets: [
+    ['ACME', 'OTHER'],
+    ['a', 'b'],
+    ['whsk_2', 'whsec_3'],
+    [null, null],
+    [ms, ms],
+    [ms + 1_000, ms],
+    ['whpk_2', null],
+    ['ed25519', null],
+    [at, at],
+  ],
   signingSecrets: ['ACME', 'a', ms],
   changesSince: [0, 10_000],
   recordAttempts: [

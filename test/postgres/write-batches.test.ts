@@ -1,7 +1,7 @@
 /**
- * Creates, updates and deletes under group commit, on a pg Pool and on PGlite: the creates in
- * flight at once share one statement, each of another account, and so do updates and deletes,
- * each of another subscription. Against what a write promises its caller, whatever the batches: one that answered
+ * Creates, updates, deletes and rotations under group commit, on a pg Pool and on PGlite: the
+ * creates in flight at once share one statement, each of another account, and so do updates,
+ * deletes and rotations, each of another subscription. Against what a write promises its caller, whatever the batches: one that answered
  * is committed with its revision the moment it answers; revisions are distinct, with no gap, and
  * an account's creates (a subscription's updates) take them in the order they were made; an
  * account's bound refuses exactly the creates beyond it, in that order; an update leaves what the
@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/clock.js';
 import { PostgresSubscriptionRepository, type SqlDatabase } from '../../src/postgres/index.js';
 import { MemorySubscriptionRepository } from '../../src/webhooks/store/memory-repository.js';
+import type { RotateSecretOptions } from '../../src/webhooks/store/repository.js';
 import type {
   StoredSubscription,
   SubscriptionChanges,
@@ -443,6 +444,132 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
                 answers.push((await repository.create(made, 'whsec_new', bound)) !== undefined);
               }
               expect(answers, account).toEqual([0, 1, 2, 3].map((k) => live + k < 3));
+            }
+          } finally {
+            await repository.close();
+            if (name === 'pglite') Reflect.deleteProperty(database, 'query');
+            await database.query(`DROP SCHEMA ${schema} CASCADE`);
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
+  });
+  it('every rotation answers as alone: the secrets one by one leave, revisions in order, a refusal its own', async () => {
+    // Subscriptions s0 to s3 of two accounts; s3 is deleted, s4 never was.
+    const accountOf = (i: number) => (i % 2 === 0 ? 'ACME' : 'BETA');
+    const rotation = fc.record({
+      subscription: fc.nat(4),
+      graceMs: fc.constantFrom(0, 500, 5_000),
+      ed25519: fc.boolean(),
+      refused: fc.constantFrom(false, false, true),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(rotation, { minLength: 1, maxLength: 8 }), {
+          minLength: 1,
+          maxLength: 4,
+        }),
+        fc.array(fc.boolean(), { maxLength: 6 }),
+        GROUP_COMMIT,
+        async (turns, losses, groupCommit) => {
+          const database = dbs.database(name);
+          const schema = dbs.schema();
+          let armed = false;
+          const { wrapped, lost } = losing(
+            name,
+            database,
+            [...losses],
+            // Once the subscriptions are set up: the rotations' statements.
+            (text) => armed && (text.startsWith('WITH batch AS') || text.startsWith('WITH rev AS')),
+          );
+          const repository = await PostgresSubscriptionRepository.open({
+            database: wrapped,
+            schema,
+            ...groupCommit,
+          });
+          const model = new MemorySubscriptionRepository();
+          const clock = new FakeClock(T0);
+          try {
+            for (const r of [repository, model]) {
+              for (let i = 0; i < 4; i++) {
+                await r.create(subscription(accountOf(i), `s${i}`), `whsec_${i}`, {
+                  at: T0,
+                  maxPerAccount: 10,
+                });
+              }
+              await r.delete(accountOf(3), 's3', T0);
+            }
+            const base = (await repository.changesSince(0, 100)).at(-1)?.revision ?? 0;
+            armed = true;
+            let n = 0;
+            const made: Array<{
+              i: number;
+              secret: string;
+              options: RotateSecretOptions;
+              refused: boolean;
+              outcome: Promise<{ rotated?: boolean; error?: unknown }>;
+            }> = [];
+            for (const turn of turns) {
+              clock.advance(1_000);
+              const at = clock.now();
+              const outcomes = turn.map(({ subscription: i, graceMs, ed25519, refused }) => {
+                const k = n++;
+                // PostgreSQL refuses a NUL in text: the database's own refusal of this rotation.
+                const secret = `${ed25519 ? 'whsk' : 'whsec'}_r${k}${refused ? '\u0000' : ''}`;
+                const options: RotateSecretOptions = ed25519
+                  ? { at, graceMs, publicKey: `whpk_r${k}`, signatureType: 'ed25519' }
+                  : { at, graceMs, signatureType: 'hmac-sha256' };
+                const outcome = repository
+                  .rotateSecret(accountOf(i), `s${i}`, secret, options)
+                  .then(
+                    (rotated) => ({ rotated }),
+                    (error: unknown) => ({ error }),
+                  );
+                return { i, secret, options, refused, outcome };
+              });
+              made.push(...outcomes);
+              await Promise.all(outcomes.map((o) => o.outcome));
+            }
+            armed = false;
+            // The model: the rotations one by one in the order made, but those refused or lost.
+            let rotations = 0;
+            for (const { i, secret, options, refused, outcome } of made) {
+              const seen = await outcome;
+              if (
+                seen.error !== undefined &&
+                (seen.error as Error).message.startsWith('connection lost')
+              ) {
+                expect(lost.has(`s${i}`)).toBe(true);
+                continue;
+              }
+              if (refused) {
+                expect(seen.error, `s${i}`).toMatchObject({ code: '22021' });
+                continue;
+              }
+              expect(seen.error).toBeUndefined();
+              const expected = await model.rotateSecret(accountOf(i), `s${i}`, secret, options);
+              expect(seen.rotated, `s${i}`).toBe(expected);
+              if (expected) rotations++;
+            }
+            // Each rotation took a revision, no gap: the newest on record is the last of them
+            // (a subscription's row keeps its newest revision only).
+            const changes = await repository.changesSince(base, 100);
+            expect(changes.at(-1)?.revision ?? base).toBe(base + rotations);
+            for (let i = 0; i < 5; i++) {
+              const account = accountOf(i);
+              const { revision: _a, ...got } =
+                (await repository.get(account, `s${i}`)) ?? ({} as StoredSubscription);
+              const { revision: _b, ...want } =
+                (await model.get(account, `s${i}`)) ?? ({} as StoredSubscription);
+              expect(got, `s${i}`).toEqual(want);
+              for (const later of [0, 400, 1_000, 6_000]) {
+                const at = clock.now() + later;
+                expect(
+                  await repository.signingSecrets(account, `s${i}`, at),
+                  `s${i} +${later}`,
+                ).toEqual(await model.signingSecrets(account, `s${i}`, at));
+              }
             }
           } finally {
             await repository.close();
