@@ -107,7 +107,7 @@ describe('migrations', () => {
         VALUES ('ACME', 'm2', 'x', 'https://hooks.example.com/x', 1000, 1000)`);
       const repository = await PostgresSubscriptionRepository.open({ database, schema });
       try {
-        expect(repository.migration).toEqual({ applied: [8, 9], version: LAST });
+        expect(repository.migration).toEqual({ applied: [8, 9, 10], version: LAST });
         const record = await repository.recordAttempt('ACME', {
           id: 'm2',
           subscriptionId: 'x',
@@ -127,6 +127,53 @@ describe('migrations', () => {
     },
   );
 
+  it.each(['pg', 'pglite'] as const)(
+    'brings a schema at version 9 with a pending delivery to the last on %s: record_attempts replaced in place, planned once a session, records the attempt',
+    async (name) => {
+      const schema = dbs.schema();
+      const database = dbs.database(name);
+      await migrate(databaseKind(database)!, schema, MIGRATIONS.slice(0, 9));
+      const s = `"${schema}"`;
+      await database.query(`INSERT INTO ${s}.subscriptions (account_code, id, endpoint_url, events,
+          status, created_at, updated_at, revision, created_revision)
+        VALUES ('ACME', 'x', 'https://hooks.example.com/x', '{folio/created}', 'enabled',
+          '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', 1, 1)`);
+      await database.query(`INSERT INTO ${s}.messages (account_code, id, kind, body, created_ms)
+        VALUES ('ACME', 'm', 'folio/created', '{}', 1000)`);
+      await database.query(`INSERT INTO ${s}.deliveries (account_code, message_id,
+          subscription_id, endpoint_url, published_ms, next_attempt_ms)
+        VALUES ('ACME', 'm', 'x', 'https://hooks.example.com/x', 1000, 1000)`);
+      const repository = await PostgresSubscriptionRepository.open({ database, schema });
+      try {
+        expect(repository.migration).toEqual({ applied: [10], version: LAST });
+        const { rows } = await database.query(
+          `SELECT count(*)::integer AS n, min(array_to_string(p.proconfig, ' ')) AS config
+          FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+          WHERE n.nspname = $1 AND p.proname = 'record_attempts'`,
+          [schema],
+        );
+        expect(rows[0]).toEqual({
+          n: 1,
+          config: expect.stringContaining('plan_cache_mode=force_generic_plan'),
+        });
+        const record = await repository.recordAttempt('ACME', {
+          id: 'm',
+          subscriptionId: 'x',
+          endpointUrl: 'https://hooks.example.com/x',
+          attempt: 1,
+          at: 2_000,
+          status: 204,
+          durationMs: 5,
+          outcome: 'delivered',
+        });
+        expect(record.health).toEqual({ failedMessages: 0 });
+        expect(await repository.deliveryStatus('ACME', 'm', 'x')).toBe('delivered');
+      } finally {
+        await repository.close();
+      }
+    },
+  );
+
   it('lets repositories on separate pools migrate one fresh database at once, each migration once', async () => {
     const postgres = dbs.postgres;
     if (postgres === undefined) throw new Error('no server');
@@ -137,7 +184,7 @@ describe('migrations', () => {
         pools.map((database) => PostgresSubscriptionRepository.open({ database })),
       );
       const applied = repos.flatMap((r) => r.migration.applied);
-      expect(applied.sort()).toEqual(MIGRATIONS.map((m) => m.version));
+      expect(applied.sort((a, b) => a - b)).toEqual(MIGRATIONS.map((m) => m.version));
       for (const repo of repos) expect(repo.migration.version).toBe(LAST);
       const pool = pools[0] as pg.Pool;
       const { rows } = await pool.query(

@@ -2,8 +2,10 @@
  * The repository's statements as a real server plans them on a fresh schema, whose tables were
  * never analysed: each one's estimated cost stays under the server's `jit_above_cost`, so that no
  * call is JIT-compiled (a compilation costs more than the statement: 13 to 20 ms for a create).
- * PGlite has no JIT; the run's shared server is a real PostgreSQL with its defaults (JIT on), on
- * which the file has a database of its own.
+ * And `record_attempts` as a server plans it over analysed tables: a batch's deliveries found by
+ * their key, whatever the statistics say of the pending ones. PGlite has no JIT; the run's shared
+ * server is a real PostgreSQL with its defaults (JIT on), on which the file has a database of its
+ * own.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -210,4 +212,84 @@ it('plans every statement under jit_above_cost on a fresh schema, so that none i
   }
   const over = Object.entries(costs).filter(([, value]) => value >= above);
   expect(over, `costs ${JSON.stringify(costs)}, jit_above_cost ${above}`).toEqual([]);
+});
+
+/** Index entries of `schema`'s pending deliveries read so far, as this connection's flushed stats tell. */
+async function pendingEntriesRead(client: pg.PoolClient, schema: string): Promise<number> {
+  // Flushed when the connection goes idle after this statement; read in the next transaction.
+  await client.query('SELECT pg_stat_force_next_flush()');
+  const { rows } = await client.query(
+    `SELECT idx_tup_read::float8 AS n FROM pg_stat_user_indexes
+    WHERE schemaname = $1 AND indexrelname = 'deliveries_pending'`,
+    [schema],
+  );
+  return Number((rows[0] as { n: number }).n);
+}
+
+it('records a batch of delivered attempts by the keys of its deliveries, reading none of the pending ones', async () => {
+  // One connection: the statistics read are those of the session that recorded the attempts.
+  const single = new pg.Pool({ connectionString: postgres.url, max: 1 });
+  const schema = 'pending_reads';
+  const s = `"${schema}"`;
+  try {
+    const repository = await PostgresSubscriptionRepository.open({ database: single, schema });
+    await repository.create(
+      {
+        id: 'a',
+        accountCode: 'ACME',
+        endpointUrl: 'https://hooks.example.com/a',
+        events: ['folio/created'],
+        createdAt: at,
+      },
+      'whsec',
+      { at: ms, maxPerAccount: 10 },
+    );
+    // Analysed when every delivery was delivered: the statistics say none is pending.
+    await single.query(`INSERT INTO ${s}.messages (account_code, id, kind, body, created_ms)
+      SELECT 'ACME', 'old_' || g, 'folio/created', '{}', g FROM generate_series(1, 2000) AS g`);
+    await single.query(`INSERT INTO ${s}.deliveries (account_code, message_id, subscription_id,
+        endpoint_url, status, published_ms, next_attempt_ms)
+      SELECT 'ACME', 'old_' || g, 'a', 'https://hooks.example.com/a', 'delivered', g, g
+      FROM generate_series(1, 2000) AS g`);
+    await single.query(`ANALYZE ${s}.deliveries`);
+    const ids = Array.from({ length: 200 }, (_, i) => `m${i}`);
+    await Promise.all(
+      ids.map((id, i) =>
+        repository.recordMessage(
+          { accountCode: 'ACME', id, kind: 'folio/created', body: '{}', createdAt: ms + i },
+          [{ subscriptionId: 'a', endpointUrl: 'https://hooks.example.com/a' }],
+          { leaseUntil: ms + 300_000 },
+        ),
+      ),
+    );
+    const client = await single.connect();
+    const before = await pendingEntriesRead(client, schema);
+    client.release();
+    // Batches of one and of several, every attempt delivered: the one pass over a batch.
+    const delivered = (id: string, i: number) =>
+      repository.recordAttempt('ACME', {
+        id,
+        subscriptionId: 'a',
+        endpointUrl: 'https://hooks.example.com/a',
+        attempt: 1,
+        at: ms + 1_000 + i,
+        status: 204,
+        durationMs: 5,
+        outcome: 'delivered',
+      });
+    for (let i = 0; i < 8; i++) await delivered(ids[i]!, i);
+    await Promise.all(ids.slice(8, 40).map((id, i) => delivered(id, 8 + i)));
+    for (const id of ids.slice(0, 40)) {
+      expect(await repository.deliveryStatus('ACME', id, 'a')).toBe('delivered');
+    }
+    const again = await single.connect();
+    try {
+      expect(await pendingEntriesRead(again, schema)).toBe(before);
+    } finally {
+      again.release();
+    }
+    await repository.close();
+  } finally {
+    await single.end();
+  }
 });
