@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
 import { link, mkdir, readFile, realpath, unlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { DataFolderError } from '../errors/data-folder-error.js';
 
 /** A data folder this process holds until {@link DataFolderLock.release}. */
@@ -110,12 +110,28 @@ export function localDataDir(database: unknown): string | undefined {
   return path;
 }
 
+/**
+ * The folder's path with links resolved, its parent created where missing. The folder itself is
+ * left to PGlite: a PGlite made just before the repository opens looks, as it starts, for its
+ * folder and creates it when missing, and a folder created here in between (file system calls run
+ * on other threads) would fail its start with EEXIST.
+ */
+async function realFolder(wanted: string): Promise<string> {
+  try {
+    return await realpath(wanted);
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code !== 'ENOENT') throw error;
+  }
+  const parent = dirname(wanted);
+  await mkdir(parent, { recursive: true });
+  return join(await realpath(parent), basename(wanted));
+}
+
 async function take(given: string, share: boolean): Promise<DataFolderLock> {
   const wanted = resolve(given);
   let folder: string;
   try {
-    await mkdir(wanted, { recursive: true });
-    folder = await realpath(wanted);
+    folder = await realFolder(wanted);
   } catch (cause) {
     throw unlockable(wanted, `${wanted} cannot be created or read`, cause);
   }

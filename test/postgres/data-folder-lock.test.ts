@@ -4,6 +4,7 @@
  * process that died, and gives it up on release; the PostgreSQL repository takes it (or shares the
  * one its caller took) when it opens PGlite in a folder. Other processes are real child processes.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,6 +89,29 @@ describe('lockDataFolder', () => {
       expect(error.message).toContain(`this process (pid ${process.pid})`);
     } finally {
       await lock.release();
+    }
+  });
+
+  it('leaves a missing folder to PGlite, which creates it as it starts (EEXIST were it made here meanwhile): only its parent is created, and the path is the same once it exists', async () => {
+    const parent = await mkdtemp(join(tmpdir(), 'data-folder-'));
+    folders.push(parent);
+    const folder = join(parent, 'missing', 'pglite');
+    const lock = await lockDataFolder(folder);
+    try {
+      expect(lock.folder).toBe(folder);
+      expect(existsSync(join(parent, 'missing'))).toBe(true);
+      expect(existsSync(folder)).toBe(false);
+    } finally {
+      await lock.release();
+    }
+    // The documented order: PGlite made, then the repository opened at once, many times over.
+    for (let i = 0; i < 5; i++) {
+      const database = new PGlite(join(parent, `started-${i}`));
+      const held = await lockDataFolder(join(parent, `started-${i}`));
+      await database.waitReady;
+      expect(existsSync(join(parent, `started-${i}`, 'PG_VERSION'))).toBe(true);
+      await held.release();
+      await database.close();
     }
   });
 
