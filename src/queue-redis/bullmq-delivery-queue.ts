@@ -566,7 +566,13 @@ const LONE_SURROGATES_KEPT = new RegExp(`(${LONE_SURROGATE.source})`);
 // encodeURIComponent throws on a lone surrogate: each is written `%u` and four hex digits, which
 // encodeURIComponent never writes, so different ids still never meet.
 function encodeIdPart(value: string): string {
-  return String(value)
+  const text = String(value);
+  try {
+    return encodeURIComponent(text); // every id without a lone surrogate
+  } catch {
+    // A lone surrogate: written as below, the rest encoded around it.
+  }
+  return text
     .split(LONE_SURROGATES_KEPT)
     .map((part, i) =>
       i % 2 === 1 ? `%u${part.charCodeAt(0).toString(16).toUpperCase()}` : encodeURIComponent(part),
