@@ -15,7 +15,6 @@ import {
   withMethods,
 } from '../internal/options.js';
 import { readSafely } from '../internal/read-once.js';
-import { endOfTurn } from '../internal/timers.js';
 import type { DeliveryJob } from '../webhooks/delivery/job.js';
 import { defaultAccountConcurrency, jobAccount } from '../webhooks/delivery/job-account.js';
 import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery/queue.js';
@@ -182,7 +181,6 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     (async () => deliverer.lost?.(reported(job), lost))().catch(() => undefined);
   });
   let closed = false;
-  const adds = new TurnAdds(queue);
 
   return {
     async enqueue(job, options) {
@@ -214,21 +212,18 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       }
       const at = timeOf(options);
       const delay = at === undefined ? 0 : Math.max(0, Math.ceil(at - nowOf(clock)));
-      await adds.add({
-        name: JOB_NAME,
-        data: isJobObject(data) ? { ...data, startsCounted: 0 } : data,
-        opts: {
+      await redis(() =>
+        queue.add(JOB_NAME, isJobObject(data) ? { ...data, startsCounted: 0 } : data, {
           jobId,
           removeOnComplete: keep,
           removeOnFail: false,
           ...(delay > 0 ? { delay } : {}),
-        },
-      });
+        }),
+      );
     },
     async close() {
       closed = true;
       await worker?.close(); // waits for the attempts in flight
-      await adds.settled(); // the adds of enqueues under way go before the connection closes
       await queue.close();
       return []; // everything pending stays in Redis for the next worker
     },
@@ -458,77 +453,6 @@ function definedOnly<T extends object>(options: T): { [K in keyof T]?: Exclude<T
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as {
     [K in keyof T]?: Exclude<T[K], undefined>;
   };
-}
-
-/** A job to add, as BullMQ's `addBulk` takes it. */
-interface BullAdd {
-  readonly name: string;
-  readonly data: StoredJob;
-  readonly opts: BullMQ.JobsOptions;
-}
-
-/** An add waiting for the end of its turn, with its caller's promise. */
-interface WaitingAdd {
-  readonly job: BullAdd;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
-}
-
-/**
- * The adds of one turn of the event loop go to Redis together: one alone as `add`, several as one
- * `addBulk` (one pipeline: one write to Redis, one read of the answers). The jobs of a batch of
- * publishes recorded together are enqueued in the same turn. A bulk that fails is added again one
- * job at a time (adding a job again adds nothing: its id is taken), so that each caller is answered
- * for its own job, a failure as `queue_unavailable`.
- */
-class TurnAdds {
-  readonly #queue: Pick<BullMQ.Queue<StoredJob>, 'add' | 'addBulk'>;
-  #waiting: WaitingAdd[] = [];
-  // Batches sent and not yet answered, for close() to wait on.
-  readonly #inFlight = new Set<Promise<void>>();
-
-  constructor(queue: Pick<BullMQ.Queue<StoredJob>, 'add' | 'addBulk'>) {
-    this.#queue = queue;
-  }
-
-  /** Add `job` with the other adds of this turn; resolves once Redis holds it. */
-  add(job: BullAdd): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      if (this.#waiting.length === 0) endOfTurn(() => this.#send());
-      this.#waiting.push({ job, resolve, reject });
-    });
-  }
-
-  /** Resolves once every add made so far has its answer. */
-  async settled(): Promise<void> {
-    this.#send();
-    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
-  }
-
-  #send(): void {
-    const batch = this.#waiting;
-    if (batch.length === 0) return;
-    this.#waiting = [];
-    const sent = this.#write(batch).finally(() => this.#inFlight.delete(sent));
-    this.#inFlight.add(sent);
-  }
-
-  async #write(batch: readonly WaitingAdd[]): Promise<void> {
-    if (batch.length > 1) {
-      try {
-        await this.#queue.addBulk(batch.map((waiting) => waiting.job));
-        for (const waiting of batch) waiting.resolve();
-        return;
-      } catch {
-        // Each job again on its own, answered on its own.
-      }
-    }
-    await Promise.all(
-      batch.map(({ job, resolve, reject }) =>
-        redis(() => this.#queue.add(job.name, job.data, job.opts)).then(resolve, reject),
-      ),
-    );
-  }
 }
 
 // The job may have been stored all the same (the reply was lost): enqueueing again is safe.
