@@ -5,12 +5,12 @@
 
 /**
  * `value` as JSON stores it: `JSON.parse(JSON.stringify(value))`, which it throws as. An object
- * whose own fields are all strings, numbers, booleans, null, undefined or symbols is copied as JSON would store it: a fresh object of its fields in their
- * order, a number that is not finite as null, -0 as 0, undefined and symbols left out; anything
- * else (an array, an instance of a class, a nested object, a function, a `toJSON`, a BigInt, a
- * field named `__proto__`) goes through the text. Each field is read as `JSON.stringify` reads it; a getter
- * that answers differently each time it is read is read again when the value goes through the
- * text. @internal
+ * (of no class) whose own fields are all strings, numbers, booleans, null, undefined or symbols is
+ * copied as JSON would store it: a fresh object of its fields in their order, a number that is not
+ * finite as null, -0 as 0, undefined and symbols left out. Anything else (an array, an instance of
+ * a class, a nested object, a function, a `toJSON`, a BigInt, a field named `__proto__`) goes
+ * through the text. Each field is read as `JSON.stringify` reads it; only a getter that answers
+ * differently each time is read again, when the value then goes through the text. @internal
  */
 export function jsonForm(value: unknown): unknown {
   const copy = plainCopy(value);
