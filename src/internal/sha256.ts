@@ -4,7 +4,7 @@
  * (cursors, portal tokens, `v1` signatures, fingerprints) on runtimes without it (Cloudflare
  * Workers without `nodejs_compat`, Vercel Edge). WebCrypto has no synchronous form. @module
  */
-import { concatBytes } from './base64.js';
+import { concatBytes, encodeBase64 } from './base64.js';
 import { nodeBuiltin } from './node-builtin.js';
 
 type Part = string | Uint8Array;
@@ -124,6 +124,20 @@ export function hmacSha256(key: Uint8Array, ...parts: Part[]): Uint8Array {
   const hmac = crypto.createHmac('sha256', key);
   for (const part of parts) hmac.update(part);
   return hmac.digest();
+}
+
+/**
+ * The HMAC-SHA256 of the parts as padded base64: {@link hmacSha256}, written by `node:crypto`
+ * itself where the runtime has it.
+ * @param key - the key
+ * @param parts - the message, in parts
+ */
+export function hmacSha256Base64(key: Uint8Array, ...parts: Part[]): string {
+  const crypto = nodeBuiltin('node:crypto');
+  if (crypto === undefined) return encodeBase64(hmacSha256Js(key, concatBytes(parts)));
+  const hmac = crypto.createHmac('sha256', key);
+  for (const part of parts) hmac.update(part);
+  return hmac.digest('base64');
 }
 
 /**

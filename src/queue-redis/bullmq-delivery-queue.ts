@@ -19,6 +19,7 @@ import type { DeliveryJob } from '../webhooks/delivery/job.js';
 import { defaultAccountConcurrency, jobAccount } from '../webhooks/delivery/job-account.js';
 import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery/queue.js';
 import type { Deliverer, DeliveryStep } from '../webhooks/delivery/step.js';
+import { jsonForm } from './json-form.js';
 
 /** The parts of the `bullmq` module the queue uses: pass `await import('bullmq')`. */
 export type BullMQModule = Pick<typeof BullMQ, 'Queue' | 'Worker' | 'DelayedError'>;
@@ -193,7 +194,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       let jobId: string;
       try {
         // Read once, as the JSON Redis will hold: the id is derived from the data stored.
-        data = JSON.parse(JSON.stringify(job)) as DeliveryJob;
+        data = jsonForm(job) as DeliveryJob;
         jobId = bullJobId(data);
       } catch (caught) {
         throw new DeliveryQueueError(
@@ -489,7 +490,13 @@ const LONE_SURROGATES_KEPT = new RegExp(`(${LONE_SURROGATE.source})`);
 // encodeURIComponent throws on a lone surrogate: each is written `%u` and four hex digits, which
 // encodeURIComponent never writes, so different ids still never meet.
 function encodeIdPart(value: string): string {
-  return String(value)
+  const text = String(value);
+  try {
+    return encodeURIComponent(text); // every id without a lone surrogate
+  } catch {
+    // A lone surrogate: written as below, the rest encoded around it.
+  }
+  return text
     .split(LONE_SURROGATES_KEPT)
     .map((part, i) =>
       i % 2 === 1 ? `%u${part.charCodeAt(0).toString(16).toUpperCase()}` : encodeURIComponent(part),

@@ -7,7 +7,14 @@ import { createHash, createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createCursorCodec, FakeClock } from '../../src/index.js';
-import { hmacSha256, hmacSha256Js, sha256, sha256Js } from '../../src/internal/sha256.js';
+import { encodeBase64 } from '../../src/internal/base64.js';
+import {
+  hmacSha256,
+  hmacSha256Base64,
+  hmacSha256Js,
+  sha256,
+  sha256Js,
+} from '../../src/internal/sha256.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -53,6 +60,22 @@ describe('SHA-256 and HMAC-SHA256 without node:crypto', () => {
     );
     expect(hex(hmacSha256(new Uint8Array(3), 'a', 'bc'))).toBe(
       createHmac('sha256', new Uint8Array(3)).update('abc').digest('hex'),
+    );
+    expect(hmacSha256Base64(new Uint8Array(3), 'a', 'bc')).toBe(
+      createHmac('sha256', new Uint8Array(3)).update('abc').digest('base64'),
+    );
+  });
+
+  it('give the HMAC in base64 as encodeBase64 writes the bytes, through node:crypto or without', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 100 }),
+        fc.array(fc.oneof(fc.string({ unit: 'binary' }), fc.uint8Array()), { maxLength: 3 }),
+        (key, parts) => {
+          expect(hmacSha256Base64(key, ...parts)).toBe(encodeBase64(hmacSha256(key, ...parts)));
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

@@ -62,10 +62,13 @@ type Answered =
 export class WebhookDeliverer implements Deliverer {
   readonly #settings: DelivererSettings;
   readonly #hooks: DeliveryHooks;
+  // The headers every request starts with, the configured ones over the user agent: made once.
+  readonly #baseHeaders: Readonly<Record<string, string>>;
 
   constructor(settings: DelivererSettings, hooks: DeliveryHooks) {
     this.#settings = settings;
     this.#hooks = hooks;
+    this.#baseHeaders = { 'user-agent': 'api-conventions-webhooks', ...settings.headers };
   }
 
   async lost(
@@ -163,7 +166,8 @@ export class WebhookDeliverer implements Deliverer {
     signature: WebhookHeaders,
     own: Readonly<Record<string, string>> | undefined,
   ): Promise<Answer> {
-    const { transport, headers, timeoutMs, clock } = this.#settings;
+    const { transport, timeoutMs, clock } = this.#settings;
+    const base = this.#baseHeaders;
     const started = clock.now();
     // A clock set backwards during the request reads as no time rather than a negative one.
     const took = () => Math.max(0, clock.now() - started);
@@ -171,9 +175,7 @@ export class WebhookDeliverer implements Deliverer {
       const response = await transport({
         url: job.endpointUrl,
         headers: {
-          ...(own === undefined
-            ? { 'user-agent': 'api-conventions-webhooks', ...headers }
-            : overlaid({ 'user-agent': 'api-conventions-webhooks', ...headers }, own)),
+          ...(own === undefined ? base : overlaid(base, own)),
           'content-type': 'application/json',
           ...signature,
         },

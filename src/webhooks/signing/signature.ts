@@ -17,7 +17,7 @@ import {
 } from '../../internal/options.js';
 import { randomBytes } from '../../internal/random.js';
 import { isBytes } from '../../internal/read-once.js';
-import { hmacSha256 } from '../../internal/sha256.js';
+import { hmacSha256, hmacSha256Base64 } from '../../internal/sha256.js';
 import type { SigningSeed } from './ed25519-bytes.js';
 import { secretRule, secretSize } from './secret-rule.js';
 import {
@@ -168,6 +168,11 @@ export function signatureDigest(key: Uint8Array, input: SignInput): Uint8Array {
   return hmacSha256(key, `${input.id}.${input.timestamp}.`, input.body);
 }
 
+/** {@link signatureDigest} in base64, as a `v1` signature carries it. */
+function signatureBase64(key: Uint8Array, input: SignInput): string {
+  return hmacSha256Base64(key, `${input.id}.${input.timestamp}.`, input.body);
+}
+
 /** True for an id that can be sent as `webhook-id`: 1 to 256 visible ASCII characters, no comma. */
 export function isWebhookId(id: unknown): id is string {
   if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID_LENGTH) return false;
@@ -232,6 +237,29 @@ function signingKeysRule<K>(signingKey: Rule<K>): Rule<(K | Uint8Array)[]> {
 /** The keys to sign with, each read: one, or several while rotating. @internal */
 export const SIGNING_KEYS: Rule<SigningKey[]> = signingKeysRule(WEBHOOK_SIGNING_KEY);
 
+// The keys of frozen lists of secrets, read once each: such a list reads the same every time (the
+// webhook service hands its deliverer the same frozen list for each attempt of a subscription).
+const FROZEN_KEYS = new WeakMap<readonly string[], readonly SigningKey[]>();
+
+/** The keys to sign with, read (once for a frozen list). */
+function signingKeysOf(keys: string | readonly string[]): readonly SigningKey[] {
+  if (!frozenList(keys)) return checkValue(SIGNING_KEYS, keys, 'secrets');
+  let read = FROZEN_KEYS.get(keys);
+  if (read === undefined) {
+    read = checkValue(SIGNING_KEYS, keys, 'secrets');
+    FROZEN_KEYS.set(keys, read);
+  }
+  return read;
+}
+
+function frozenList(keys: unknown): keys is readonly string[] {
+  try {
+    return Array.isArray(keys) && Object.isFrozen(keys);
+  } catch {
+    return false; // a revoked proxy: read (and refused) as any other value
+  }
+}
+
 const SIGNING_MATERIALS: Rule<SigningMaterial[]> = signingKeysRule(WEBHOOK_SIGNING_SEED);
 
 // What is signed, each field read once: what is checked is what is signed.
@@ -272,11 +300,11 @@ function headersOf(signed: SignInput, signatures: readonly string[]): WebhookHea
  * ```
  */
 export function signWebhook(input: SignInput, keys: string | readonly string[]): WebhookHeaders {
-  const read = checkValue(SIGNING_KEYS, keys, 'secrets');
+  const read = signingKeysOf(keys);
   const signed = signedInput(input, 'signWebhook');
   const signatures = read.map((key) =>
     key instanceof Uint8Array
-      ? `v1,${encodeBase64(signatureDigest(key, signed))}`
+      ? `v1,${signatureBase64(key, signed)}`
       : `v1a,${ed25519Signature(key, signed).toString('base64')}`,
   );
   return headersOf(signed, signatures);

@@ -79,6 +79,21 @@ describe('signWebhook', () => {
     expect(() => new Webhook(generateWebhookSecret()).verify('{}', { ...headers })).toThrow();
   });
 
+  it('signs with a frozen list of secrets as with the same list unfrozen, each time, and refuses a frozen list of a malformed one each time', () => {
+    const secrets = [generateWebhookSecret(), generateWebhookSecret()];
+    const frozen = Object.freeze([...secrets]);
+    for (let i = 0; i < 3; i++) {
+      const input = { id: `msg_${i}`, timestamp: 1_700_000_000 + i, body: `{"n":${i}}` };
+      expect(signWebhook(input, frozen)).toEqual(signWebhook(input, secrets));
+    }
+    const malformed = Object.freeze([secrets[0] as string, 'whsec_abc']);
+    for (let i = 0; i < 2; i++) {
+      const error = thrown(() => signWebhook({ id: 'm', timestamp: 1, body: '' }, malformed));
+      expect(isConfigurationError(error) && error.code).toBe('invalid_webhook_secret');
+      expect((error as Error).message).toMatch(/^secrets\[1\] must be/);
+    }
+  });
+
   it('makes secrets of 32 random bytes with the whsec_ prefix', () => {
     const secret = generateWebhookSecret((n) => new Uint8Array(n).fill(7));
     expect(secret).toBe(`whsec_${Buffer.alloc(32, 7).toString('base64')}`);
