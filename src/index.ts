@@ -55,7 +55,7 @@ export {
   problemDetails,
   problemResponse,
 } from './http/problem-details.js';
-export type { RateLimitFields } from './http/rate-limit-fields.js';
+export type { RateLimitFieldPolicies, RateLimitFields } from './http/rate-limit-fields.js';
 export { rateLimitFields } from './http/rate-limit-fields.js';
 export type {
   AnonymousOptions,

@@ -74,6 +74,18 @@ export function statements(s: string, channel: string): Statements {
   const expired = 't.expires_ms <= excluded.created_ms';
   const live = `SELECT 1 FROM ${s}.subscriptions
       WHERE account_code = $1::text AND id = $2::text AND deleted_at IS NULL`;
+  // Of a batch's writes (`batch`, each of another subscription, its place `n`), those of a live
+  // subscription as the statement's snapshot reads it (`live`, numbered `k` in the batch's order),
+  // and the revision before theirs (`rev.base`): the revision row is taken first, as in every
+  // change, and moved on by as many.
+  const liveBatch = `live AS (
+        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k FROM batch AS b
+        WHERE EXISTS (SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
+          AND t.id = b.id AND t.deleted_at IS NULL)
+      ), rev AS (
+        UPDATE ${s}.revision SET value = value + (SELECT count(*) FROM live)
+        WHERE EXISTS (SELECT 1 FROM live) RETURNING value - (SELECT count(*) FROM live) AS base
+      )`;
   // The deliveries a batch of messages owes ($8 the position of each one's message in the batch,
   // $9 subscription ids, $10 endpoints), and their insertion for the messages recorded: the CTEs
   // that recordMessages and recordKeyedMessages share, after their `batch` and `message`.
@@ -259,14 +271,7 @@ export function statements(s: string, channel: string): Statements {
             property_ids, status, updated_at, disabled_reason, description_change, description,
             rate_limit_change, rate_limit, headers_change, headers, metadata_change, metadata,
             signature_type, n)
-      ), live AS (
-        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k FROM batch AS b
-        WHERE EXISTS (SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
-          AND t.id = b.id AND t.deleted_at IS NULL)
-      ), rev AS (
-        UPDATE ${s}.revision SET value = value + (SELECT count(*) FROM live)
-        WHERE EXISTS (SELECT 1 FROM live) RETURNING value - (SELECT count(*) FROM live) AS base
-      ), sub AS (
+      ), ${liveBatch}, sub AS (
         UPDATE ${s}.subscriptions AS t SET
           endpoint_url = coalesce(l.endpoint_url, t.endpoint_url),
           events = CASE WHEN l.events IS NULL THEN t.events
@@ -322,14 +327,7 @@ export function statements(s: string, channel: string): Statements {
     deleteSubscriptions: `WITH batch AS (
         SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
           WITH ORDINALITY AS b(account_code, id, deleted_at, n)
-      ), live AS (
-        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k FROM batch AS b
-        WHERE EXISTS (SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
-          AND t.id = b.id AND t.deleted_at IS NULL)
-      ), rev AS (
-        UPDATE ${s}.revision SET value = value + (SELECT count(*) FROM live)
-        WHERE EXISTS (SELECT 1 FROM live) RETURNING value - (SELECT count(*) FROM live) AS base
-      ), sub AS (
+      ), ${liveBatch}, sub AS (
         UPDATE ${s}.subscriptions AS t SET deleted_at = l.deleted_at, revision = rev.base + l.k,
           streak = t.streak + 1, failing_since_ms = NULL, failed_messages = 0
         FROM live AS l, (SELECT base FROM rev LIMIT 1) AS rev
@@ -386,14 +384,7 @@ export function statements(s: string, channel: string): Statements {
           $6::float8[], $7::text[], $8::text[], $9::text[])
           WITH ORDINALITY AS b(account_code, id, secret, key_id, at_ms, retire_ms, public_key,
             signature_type, at_text, n)
-      ), live AS (
-        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k FROM batch AS b
-        WHERE EXISTS (SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
-          AND t.id = b.id AND t.deleted_at IS NULL)
-      ), rev AS (
-        UPDATE ${s}.revision SET value = value + (SELECT count(*) FROM live)
-        WHERE EXISTS (SELECT 1 FROM live) RETURNING value - (SELECT count(*) FROM live) AS base
-      ), sub AS (
+      ), ${liveBatch}, sub AS (
         UPDATE ${s}.subscriptions AS t SET revision = rev.base + l.k, public_key = l.public_key,
           signature_type = coalesce(l.signature_type, t.signature_type),
           updated_at = CASE

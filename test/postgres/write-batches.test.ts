@@ -88,6 +88,43 @@ function losing(
   return { wrapped, lost };
 }
 
+/**
+ * A repository on a fresh schema whose subscription writes' statements (`WITH batch AS`,
+ * `WITH rev AS`) are lost as `losses` says once armed, and what drops it and its schema.
+ */
+async function lossyRepository(
+  name: (typeof DATABASES)[number],
+  losses: readonly boolean[],
+  groupCommit: object,
+) {
+  const database = dbs.database(name);
+  const schema = dbs.schema();
+  let armed = false;
+  const { wrapped, lost } = losing(
+    name,
+    database,
+    [...losses],
+    (text) => armed && (text.startsWith('WITH batch AS') || text.startsWith('WITH rev AS')),
+  );
+  const repository = await PostgresSubscriptionRepository.open({
+    database: wrapped,
+    schema,
+    ...groupCommit,
+  });
+  return {
+    repository,
+    lost,
+    arm: (on: boolean) => {
+      armed = on;
+    },
+    drop: async () => {
+      await repository.close();
+      if (name === 'pglite') Reflect.deleteProperty(database, 'query');
+      await database.query(`DROP SCHEMA ${schema} CASCADE`);
+    },
+  };
+}
+
 // The defaults, and batches allowed side by side at once: creates and updates still go one batch
 // at a time, in order.
 const GROUP_COMMIT = fc.constantFrom({}, { groupCommit: { concurrency: 3, minBatch: 1 } });
@@ -245,21 +282,8 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
         fc.array(fc.boolean(), { maxLength: 6 }),
         GROUP_COMMIT,
         async (turns, losses, groupCommit) => {
-          const database = dbs.database(name);
-          const schema = dbs.schema();
-          let armed = false;
-          const { wrapped, lost } = losing(
-            name,
-            database,
-            [...losses],
-            // Once the subscriptions are set up: the updates' statements (delete's too, unused).
-            (text) => armed && (text.startsWith('WITH batch AS') || text.startsWith('WITH rev AS')),
-          );
-          const repository = await PostgresSubscriptionRepository.open({
-            database: wrapped,
-            schema,
-            ...groupCommit,
-          });
+          // Once the subscriptions are set up: the updates' statements (delete's too, unused).
+          const { repository, lost, arm, drop } = await lossyRepository(name, losses, groupCommit);
           const model = new MemorySubscriptionRepository();
           const clock = new FakeClock(T0);
           const accountOf = (i: number) => (i % 2 === 0 ? 'ACME' : 'BETA');
@@ -274,7 +298,7 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
               await r.delete(accountOf(3), 's3', T0);
             }
             const base = (await repository.changesSince(0, 100)).at(-1)?.revision ?? 0;
-            armed = true;
+            arm(true);
             let n = 0;
             const made: Array<{
               key: string;
@@ -342,9 +366,7 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
               expect(got, `s${i}`).toEqual(want);
             }
           } finally {
-            await repository.close();
-            if (name === 'pglite') Reflect.deleteProperty(database, 'query');
-            await database.query(`DROP SCHEMA ${schema} CASCADE`);
+            await drop();
           }
         },
       ),
@@ -363,21 +385,8 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
         fc.array(fc.boolean(), { maxLength: 6 }),
         GROUP_COMMIT,
         async (turns, losses, groupCommit) => {
-          const database = dbs.database(name);
-          const schema = dbs.schema();
-          let armed = false;
-          const { wrapped, lost } = losing(
-            name,
-            database,
-            [...losses],
-            // Once the subscriptions are set up: the deletes' statements.
-            (text) => armed && (text.startsWith('WITH batch AS') || text.startsWith('WITH rev AS')),
-          );
-          const repository = await PostgresSubscriptionRepository.open({
-            database: wrapped,
-            schema,
-            ...groupCommit,
-          });
+          // Once the subscriptions are set up: the deletes' statements.
+          const { repository, lost, arm, drop } = await lossyRepository(name, losses, groupCommit);
           const model = new MemorySubscriptionRepository();
           const clock = new FakeClock(T0);
           const bound = { at: T0, maxPerAccount: 3 };
@@ -388,7 +397,7 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
               }
             }
             const base = (await repository.changesSince(0, 100)).at(-1)?.revision ?? 0;
-            armed = true;
+            arm(true);
             const made: Array<{ i: number; at: number; outcome: Promise<unknown> }> = [];
             for (const turn of turns) {
               clock.advance(1_000);
@@ -405,7 +414,7 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
               made.push(...outcomes);
               await Promise.all(outcomes.map((o) => o.outcome));
             }
-            armed = false;
+            arm(false);
             // The model: the deletes one by one in the order made, but those whose statement was
             // lost, which delete nothing.
             let deletes = 0;
@@ -446,9 +455,7 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
               expect(answers, account).toEqual([0, 1, 2, 3].map((k) => live + k < 3));
             }
           } finally {
-            await repository.close();
-            if (name === 'pglite') Reflect.deleteProperty(database, 'query');
-            await database.query(`DROP SCHEMA ${schema} CASCADE`);
+            await drop();
           }
         },
       ),
@@ -473,21 +480,8 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
         fc.array(fc.boolean(), { maxLength: 6 }),
         GROUP_COMMIT,
         async (turns, losses, groupCommit) => {
-          const database = dbs.database(name);
-          const schema = dbs.schema();
-          let armed = false;
-          const { wrapped, lost } = losing(
-            name,
-            database,
-            [...losses],
-            // Once the subscriptions are set up: the rotations' statements.
-            (text) => armed && (text.startsWith('WITH batch AS') || text.startsWith('WITH rev AS')),
-          );
-          const repository = await PostgresSubscriptionRepository.open({
-            database: wrapped,
-            schema,
-            ...groupCommit,
-          });
+          // Once the subscriptions are set up: the rotations' statements.
+          const { repository, lost, arm, drop } = await lossyRepository(name, losses, groupCommit);
           const model = new MemorySubscriptionRepository();
           const clock = new FakeClock(T0);
           try {
@@ -501,7 +495,7 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
               await r.delete(accountOf(3), 's3', T0);
             }
             const base = (await repository.changesSince(0, 100)).at(-1)?.revision ?? 0;
-            armed = true;
+            arm(true);
             let n = 0;
             const made: Array<{
               i: number;
@@ -531,7 +525,7 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
               made.push(...outcomes);
               await Promise.all(outcomes.map((o) => o.outcome));
             }
-            armed = false;
+            arm(false);
             // The model: the rotations one by one in the order made, but those refused or lost.
             let rotations = 0;
             for (const { i, secret, options, refused, outcome } of made) {
@@ -572,9 +566,7 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
               }
             }
           } finally {
-            await repository.close();
-            if (name === 'pglite') Reflect.deleteProperty(database, 'query');
-            await database.query(`DROP SCHEMA ${schema} CASCADE`);
+            await drop();
           }
         },
       ),
