@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
  * PostgreSQL) on one machine, through the same SQL (see docs/postgres.md). @module
  */
 import type { SecretCipherError } from '../errors/secret-cipher-error.js';
-import { GroupCommit } from '../internal/group-commit.js';
+import { GroupCommit, type GroupCommitSettings } from '../internal/group-commit.js';
 import {
   aBoolean,
   aFunction,
@@ -220,6 +220,23 @@ const RULES = {
   ),
 };
 
+/** One kind of subscription write: its statements, and how its rows answer (see `#writeBatch`). */
+interface SubscriptionWrites<W, A, R> {
+  /** The statement of one write alone, and its parameters. */
+  readonly alone: { readonly text: string; readonly values: (write: W) => unknown[] };
+  /** The statement of a batch, and its parameters as columns. */
+  readonly together: {
+    readonly text: string;
+    readonly columns: (batch: readonly W[]) => unknown[];
+  };
+  /** A write's answer from its row. */
+  readonly answer: (row: R) => A;
+  /** The answer of a write that changed nothing. */
+  readonly none: A;
+  /** What the writes of one statement differ by: the same key again goes in the next batch. */
+  readonly keyOf: (write: W) => string;
+}
+
 /** What a write of one subscription is told apart by: a statement changes a row once. */
 function subscriptionKey({ accountCode, id }: { accountCode: string; id: string }): string {
   return JSON.stringify([accountCode, id]);
@@ -338,73 +355,34 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       ...batches,
       write: (batch) => this.#recordAttempts(batch),
     });
-    // Creates and updates go one batch at a time whatever `concurrency` says: a second batch in
-    // flight could commit before the first, and an account's creates (a subscription's updates)
-    // take their revisions in the order they were made.
-    this.#creates = new GroupCommit({
-      ...batches,
-      concurrency: 1,
-      write: (batch) =>
-        this.#writeBatch(
-          batch,
-          { text: this.#sql.create, values: (one) => createValues(one) },
-          { text: this.#sql.createSubscriptions, columns: createColumns },
-          toSubscription,
-          undefined,
-        ),
+    this.#creates = this.#subscriptionWrites(batches, {
+      alone: { text: this.#sql.create, values: createValues },
+      together: { text: this.#sql.createSubscriptions, columns: createColumns },
+      answer: toSubscription,
+      none: undefined,
       // One create of an account a statement: its count of subscriptions is read and locked once.
       keyOf: ({ subscription }) => subscription.accountCode,
-      // A batch the database refused (an error with a SQLSTATE) wrote nothing: each create goes
-      // again alone, so that the one it refuses fails its own caller only. A batch lost otherwise
-      // (the connection) may have committed: a create again could answer differently (refused at
-      // the account's bound by its own first row), so each fails with the error, as alone.
-      retryAlone: refusedByDatabase,
     });
-    this.#updates = new GroupCommit<UpdateToRecord, StoredSubscription | undefined>({
-      ...batches,
-      concurrency: 1,
-      write: (batch) =>
-        this.#writeBatch(
-          batch,
-          { text: this.#sql.update, values: (one) => updateValues(one) },
-          { text: this.#sql.updateSubscriptions, columns: updateColumns },
-          toSubscription,
-          undefined,
-        ),
-      // A statement changes a row once: the same subscription again goes in the next batch.
+    this.#updates = this.#subscriptionWrites(batches, {
+      alone: { text: this.#sql.update, values: updateValues },
+      together: { text: this.#sql.updateSubscriptions, columns: updateColumns },
+      answer: toSubscription,
+      none: undefined,
       keyOf: subscriptionKey,
-      // As creates: again alone only after the database refused the batch.
-      retryAlone: refusedByDatabase,
     });
-    // Deletes as updates: each of another subscription, their revisions in the order made.
-    this.#deletes = new GroupCommit<DeleteToRecord, boolean>({
-      ...batches,
-      concurrency: 1,
-      write: (batch) =>
-        this.#writeBatch(
-          batch,
-          { text: this.#sql.delete, values: deleteValues },
-          { text: this.#sql.deleteSubscriptions, columns: deleteColumns },
-          () => true,
-          false,
-        ),
+    this.#deletes = this.#subscriptionWrites(batches, {
+      alone: { text: this.#sql.delete, values: deleteValues },
+      together: { text: this.#sql.deleteSubscriptions, columns: deleteColumns },
+      answer: () => true,
+      none: false,
       keyOf: subscriptionKey,
-      retryAlone: refusedByDatabase,
     });
-    // Rotations as deletes.
-    this.#rotations = new GroupCommit<RotationToRecord, boolean>({
-      ...batches,
-      concurrency: 1,
-      write: (batch) =>
-        this.#writeBatch(
-          batch,
-          { text: this.#sql.rotateSecret, values: rotateValues },
-          { text: this.#sql.rotateSecrets, columns: rotateColumns },
-          () => true,
-          false,
-        ),
+    this.#rotations = this.#subscriptionWrites(batches, {
+      alone: { text: this.#sql.rotateSecret, values: rotateValues },
+      together: { text: this.#sql.rotateSecrets, columns: rotateColumns },
+      answer: () => true,
+      none: false,
       keyOf: subscriptionKey,
-      retryAlone: refusedByDatabase,
     });
   }
 
@@ -481,18 +459,38 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   }
 
   /**
-   * A batch of creates (updates, deletes, rotations) of subscriptions, answered in order: one
-   * alone in its own statement (`alone`: `create`, `update`, `delete`, `rotateSecret`), more in
-   * one statement (`together`: `createSubscriptions`, `updateSubscriptions`, `deleteSubscriptions`,
-   * `rotateSecrets`, which cost a write alone more but a batch of them far less) whose rows tell each write's place `n`. A write's answer is
-   * `answer` of its row, or `none` for a write that changed nothing.
+   * The group commit of one kind of subscription write (creates, updates, deletes, rotations).
+   * One batch at a time whatever `concurrency` says: a second batch in flight could commit before
+   * the first, and an account's creates (a subscription's changes) take their revisions in the
+   * order they were made. A batch the database refused (an error with a SQLSTATE) wrote nothing:
+   * each write goes again alone, so that the one it refuses fails its own caller only. A batch
+   * lost otherwise (the connection) may have committed: a write again could answer differently (a
+   * create refused at the account's bound by its own first row), so each fails with the error, as
+   * alone.
+   */
+  #subscriptionWrites<W, A, R>(
+    batches: Pick<GroupCommitSettings<W, A>, 'maxBatch' | 'maxWaitMs' | 'minBatch'>,
+    kind: SubscriptionWrites<W, A, R>,
+  ): GroupCommit<W, A> {
+    return new GroupCommit<W, A>({
+      ...batches,
+      concurrency: 1,
+      write: (batch) => this.#writeBatch(batch, kind),
+      keyOf: kind.keyOf,
+      retryAlone: refusedByDatabase,
+    });
+  }
+
+  /**
+   * A batch of one kind of subscription write, answered in order: one alone in its own statement
+   * (`alone`: `create`, `update`, `delete`, `rotateSecret`), more in one statement (`together`:
+   * `createSubscriptions`, `updateSubscriptions`, `deleteSubscriptions`, `rotateSecrets`, which
+   * cost a write alone more but a batch of them far less) whose rows tell each write's place `n`.
+   * A write's answer is `answer` of its row, or `none` for a write that changed nothing.
    */
   async #writeBatch<W, A, R>(
     batch: readonly W[],
-    alone: { readonly text: string; readonly values: (write: W) => unknown[] },
-    together: { readonly text: string; readonly columns: (batch: readonly W[]) => unknown[] },
-    answer: (row: R) => A,
-    none: A,
+    { alone, together, answer, none }: SubscriptionWrites<W, A, R>,
   ): Promise<A[]> {
     const [one] = batch;
     if (batch.length === 1 && one !== undefined) {

@@ -16,7 +16,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/clock.js';
 import { PostgresSubscriptionRepository, type SqlDatabase } from '../../src/postgres/index.js';
 import { MemorySubscriptionRepository } from '../../src/webhooks/store/memory-repository.js';
-import type { RotateSecretOptions } from '../../src/webhooks/store/repository.js';
+import type {
+  RotateSecretOptions,
+  SubscriptionRepository,
+} from '../../src/webhooks/store/repository.js';
 import type {
   StoredSubscription,
   SubscriptionChanges,
@@ -123,6 +126,28 @@ async function lossyRepository(
       await database.query(`DROP SCHEMA ${schema} CASCADE`);
     },
   };
+}
+
+/** The account of subscription `s<i>`: two accounts, taking turns. */
+const accountOf = (i: number): string => (i % 2 === 0 ? 'ACME' : 'BETA');
+
+/**
+ * Subscriptions s0 to s3 (by {@link accountOf}) made in each repository, s3 then deleted.
+ * @returns the revision after them in the first
+ */
+async function fourWithOneDeleted(
+  ...repositories: readonly SubscriptionRepository[]
+): Promise<number> {
+  for (const r of repositories) {
+    for (let i = 0; i < 4; i++) {
+      await r.create(subscription(accountOf(i), `s${i}`), `whsec_${i}`, {
+        at: T0,
+        maxPerAccount: 10,
+      });
+    }
+    await r.delete(accountOf(3), 's3', T0);
+  }
+  return (await repositories[0]?.changesSince(0, 100))?.at(-1)?.revision ?? 0;
 }
 
 // The defaults, and batches allowed side by side at once: creates and updates still go one batch
@@ -286,18 +311,8 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
           const { repository, lost, arm, drop } = await lossyRepository(name, losses, groupCommit);
           const model = new MemorySubscriptionRepository();
           const clock = new FakeClock(T0);
-          const accountOf = (i: number) => (i % 2 === 0 ? 'ACME' : 'BETA');
           try {
-            for (const r of [repository, model]) {
-              for (let i = 0; i < 4; i++) {
-                await r.create(subscription(accountOf(i), `s${i}`), `whsec_${i}`, {
-                  at: T0,
-                  maxPerAccount: 10,
-                });
-              }
-              await r.delete(accountOf(3), 's3', T0);
-            }
-            const base = (await repository.changesSince(0, 100)).at(-1)?.revision ?? 0;
+            const base = await fourWithOneDeleted(repository, model);
             arm(true);
             let n = 0;
             const made: Array<{
@@ -375,7 +390,6 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
   });
   it('every delete answers as alone: a tombstone with a revision, in order, the account counted down, a lost statement its own', async () => {
     // Subscriptions s0 to s5 of two accounts, three each at a bound of three; s6 never was.
-    const accountOf = (i: number) => (i % 2 === 0 ? 'ACME' : 'BETA');
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.array(fc.nat(6), { minLength: 1, maxLength: 8 }), {
@@ -464,7 +478,6 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
   });
   it('every rotation answers as alone: the secrets one by one leave, revisions in order, a refusal its own', async () => {
     // Subscriptions s0 to s3 of two accounts; s3 is deleted, s4 never was.
-    const accountOf = (i: number) => (i % 2 === 0 ? 'ACME' : 'BETA');
     const rotation = fc.record({
       subscription: fc.nat(4),
       graceMs: fc.constantFrom(0, 500, 5_000),
@@ -485,16 +498,7 @@ describe.each(DATABASES)('creates in batches on %s', (name) => {
           const model = new MemorySubscriptionRepository();
           const clock = new FakeClock(T0);
           try {
-            for (const r of [repository, model]) {
-              for (let i = 0; i < 4; i++) {
-                await r.create(subscription(accountOf(i), `s${i}`), `whsec_${i}`, {
-                  at: T0,
-                  maxPerAccount: 10,
-                });
-              }
-              await r.delete(accountOf(3), 's3', T0);
-            }
-            const base = (await repository.changesSince(0, 100)).at(-1)?.revision ?? 0;
+            const base = await fourWithOneDeleted(repository, model);
             arm(true);
             let n = 0;
             const made: Array<{
