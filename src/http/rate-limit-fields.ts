@@ -62,7 +62,7 @@ export function rateLimitFields(
 export function writeFields(
   statuses: readonly PolicyStatus[],
   refusal: { readonly retryAfterSeconds: number; readonly policy: Policy | undefined } | undefined,
-  policies: RateLimitFieldPolicies,
+  which: RateLimitFieldPolicies,
 ): RateLimitFields {
   // Indexed twice below; any other iterable is walked once, as a for-of would.
   const list = Array.isArray(statuses) ? statuses : [...statuses];
@@ -86,7 +86,7 @@ export function writeFields(
     LEFT[i] = remaining;
     RESETS[i] = reset;
   }
-  if (policies === 'nearest' && n > 0) {
+  if (which === 'nearest' && n > 0) {
     const k = refusing !== -1 ? refusing : nearest(made, n);
     return named(made[k] as PolicyText, LEFT[k] as number, RESETS[k] as number);
   }

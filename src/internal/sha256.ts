@@ -119,11 +119,7 @@ export function sha256(...parts: Part[]): Uint8Array {
  * @param parts - the message, in parts
  */
 export function hmacSha256(key: Uint8Array, ...parts: Part[]): Uint8Array {
-  const crypto = nodeBuiltin('node:crypto');
-  if (crypto === undefined) return hmacSha256Js(key, concatBytes(parts));
-  const hmac = crypto.createHmac('sha256', key);
-  for (const part of parts) hmac.update(part);
-  return hmac.digest();
+  return nodeHmac(key, parts)?.digest() ?? hmacSha256Js(key, concatBytes(parts));
 }
 
 /**
@@ -133,11 +129,18 @@ export function hmacSha256(key: Uint8Array, ...parts: Part[]): Uint8Array {
  * @param parts - the message, in parts
  */
 export function hmacSha256Base64(key: Uint8Array, ...parts: Part[]): string {
+  return (
+    nodeHmac(key, parts)?.digest('base64') ?? encodeBase64(hmacSha256Js(key, concatBytes(parts)))
+  );
+}
+
+/** `node:crypto`'s HMAC-SHA256 of the parts, ready to digest; `undefined` where there is none. */
+function nodeHmac(key: Uint8Array, parts: readonly Part[]) {
   const crypto = nodeBuiltin('node:crypto');
-  if (crypto === undefined) return encodeBase64(hmacSha256Js(key, concatBytes(parts)));
+  if (crypto === undefined) return undefined;
   const hmac = crypto.createHmac('sha256', key);
   for (const part of parts) hmac.update(part);
-  return hmac.digest('base64');
+  return hmac;
 }
 
 /**
