@@ -19,6 +19,11 @@ import { demoDataDir } from '../support/pglite-template.js';
 import { sharedPostgres } from '../support/shared-postgres.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
+/**
+ * Each test starts real processes on PGlite (about 6 s a start on a quiet 2-core machine, WebAssembly
+ * compiled anew in each): 30 s a test there, and several times that when other work keeps it busy.
+ */
+const PROCESS_TEST_TIMEOUT_MS = 240_000;
 const LIVE = { 'x-api-key': 'live-demo-key', 'content-type': 'application/json' };
 const processes = new DemoProcesses();
 
@@ -60,7 +65,7 @@ afterAll(async () => {
   await Promise.all(folders.map((f) => rm(f, { recursive: true, force: true })));
 });
 
-describe('reference service across a restart', () => {
+describe('reference service across a restart', { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it('keeps subscriptions, secrets (encrypted at rest) and the delivery log in DATA_DIR between two processes', async () => {
     const folder = await demoDataDir();
     folders.push(folder);

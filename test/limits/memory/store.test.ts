@@ -24,6 +24,12 @@ import { ExactOracle, type OracleEntry } from '../../support/oracle.js';
 import { thrown } from '../../support/thrown.js';
 
 /**
+ * The timeout of these tests: the properties that grow the arenas past the size that shrinks take
+ * 10 to 13 s each on a quiet 2-core machine, and up to 70 s when other work keeps it busy.
+ */
+const TIMEOUT = { timeout: 240_000 };
+
+/**
  * A limiter on a memory store beside the exact oracle, fed the same requests (counted per client
  * and account): each decision must equal the oracle's, Retry-After and refusing policy included.
  * An admitted request ends at once, or is held to be given back later with `giveBack`.
@@ -71,7 +77,7 @@ class OracleTwin {
   }
 }
 
-describe('MemoryStore', () => {
+describe('MemoryStore', TIMEOUT, () => {
   it('decides synchronously: check returns a decision, not a promise', () => {
     const limiter = createLimiter({ preset: presets.live, clock: new FakeClock(0) });
     const decision = limiter.check(request);
@@ -802,7 +808,7 @@ describe('MemoryStore', () => {
   });
 });
 
-describe('MemoryStore as a state machine, against the exact oracle', () => {
+describe('MemoryStore as a state machine, against the exact oracle', TIMEOUT, () => {
   /**
    * A preset of small numbers: windows, a rate, a throttle with a short lease, a resource rule with
    * a throttle whose lease outlives the window, a route exempt from the longer window (its records
