@@ -71,15 +71,32 @@ const service = createWebhookService({
 await service.start();
 
 // What the service saw of each measured load: each request's time from its arrival to the end of
-// its answer, and the database statements run, by their first words.
+// its answer, and the database statements run, by their first words: those sent with query, and
+// those run prepared (EXECUTE through exec) by the text their name was prepared with.
 let times: number[] = [];
 const statements = new Map<string, number>();
+const statementLabel = (text: string): string => text.replace(/\s+/g, ' ').trim().slice(0, 48);
+const count = (label: string): void => {
+  statements.set(label, (statements.get(label) ?? 0) + 1);
+};
 const query = database.query.bind(database);
 database.query = ((text: string, ...rest: unknown[]) => {
-  const label = text.replace(/\s+/g, ' ').trim().slice(0, 48);
-  statements.set(label, (statements.get(label) ?? 0) + 1);
+  count(statementLabel(text));
   return (query as (text: string, ...rest: unknown[]) => unknown)(text, ...rest);
 }) as typeof database.query;
+const preparedAs = new Map<string, string>();
+const exec = database.exec.bind(database);
+database.exec = ((text: string, ...rest: unknown[]) => {
+  const prepare = /^PREPARE (\w+) AS ([\s\S]*)$/.exec(text);
+  if (prepare !== null) preparedAs.set(prepare[1] ?? '', statementLabel(prepare[2] ?? ''));
+  const execute = /^EXECUTE (\w+)/.exec(text);
+  count(
+    execute === null
+      ? statementLabel(text)
+      : (preparedAs.get(execute[1] ?? '') ?? statementLabel(text)),
+  );
+  return (exec as (text: string, ...rest: unknown[]) => unknown)(text, ...rest);
+}) as typeof database.exec;
 const loopDelay = monitorEventLoopDelay({ resolution: 5 });
 loopDelay.enable();
 

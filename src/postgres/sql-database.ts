@@ -53,6 +53,8 @@ export interface SqlEmbedded extends SqlDatabase {
   transaction<T>(fn: (tx: SqlDatabase) => Promise<T>): Promise<T>;
   /** Call `callback` with each notification's payload on `channel`; resolves to the unlisten. */
   listen(channel: string, callback: (payload: string) => void): Promise<() => Promise<void>>;
+  /** Run statements without parameters through the simple protocol: one result each. */
+  exec?(text: string): Promise<readonly SqlResult[]>;
 }
 
 /** The kinds of database the repository tells apart. */

@@ -81,9 +81,26 @@ function losing(
     }
     return inner(config, params);
   };
+  // PGlite runs a statement whose parameters are plain values as `EXECUTE name(literals)` through
+  // exec, after `PREPARE name AS text`: lost the same way, by the text prepared under that name.
+  const exec = (database as { exec?: (text: string) => Promise<unknown> }).exec?.bind(database);
+  const prepared = new Map<string, string>();
+  const execLosing = async (text: string) => {
+    const prepare = /^PREPARE (\w+) AS ([\s\S]*)$/.exec(text);
+    if (prepare !== null) prepared.set(prepare[1] ?? '', prepare[2] ?? '');
+    const execute = /^EXECUTE (\w+)/.exec(text);
+    const statement = execute === null ? undefined : prepared.get(execute[1] ?? '');
+    if (statement !== undefined && writes(statement) && losses.shift() === true) {
+      // The id is the second parameter, an escape string literal.
+      const literals = [...text.matchAll(/E'((?:[^']|'')*)'/g)].map((m) => m[1] ?? '');
+      lost.add((literals[1] ?? '').replaceAll("''", "'").replaceAll('\\\\', '\\'));
+      throw new Error('connection lost before the statement ran');
+    }
+    return exec?.(text);
+  };
   const wrapped =
     name === 'pglite'
-      ? Object.assign(database, { query })
+      ? Object.assign(database, { query, exec: execLosing })
       : ({
           query,
           connect: () => (database as unknown as { connect: () => unknown }).connect(),
@@ -122,7 +139,10 @@ async function lossyRepository(
     },
     drop: async () => {
       await repository.close();
-      if (name === 'pglite') Reflect.deleteProperty(database, 'query');
+      if (name === 'pglite') {
+        Reflect.deleteProperty(database, 'query');
+        Reflect.deleteProperty(database, 'exec');
+      }
       await database.query(`DROP SCHEMA ${schema} CASCADE`);
     },
   };
@@ -275,7 +295,10 @@ describe.each(DATABASES)('creates in batches on %s', TIMEOUT, (name) => {
             await stop();
             await watcher.close();
             await repository.close();
-            if (name === 'pglite') Reflect.deleteProperty(database, 'query');
+            if (name === 'pglite') {
+              Reflect.deleteProperty(database, 'query');
+              Reflect.deleteProperty(database, 'exec');
+            }
             await database.query(`DROP SCHEMA ${schema} CASCADE`);
           }
         },
