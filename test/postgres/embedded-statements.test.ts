@@ -47,6 +47,9 @@ const TEXT = fc.oneof(
     .map((a) => a.join('')),
 );
 
+/** No lone surrogate (a high one not followed by a low one, or a low one alone). */
+const WELL_FORMED = TEXT.filter((s) => !/\p{Surrogate}/u.test(s));
+
 describe('EmbeddedStatements on PGlite', () => {
   it('answers as the bound statement does, for any string, number, integer and boolean', async () => {
     await db.exec('CREATE TABLE IF NOT EXISTS victims (x int)');
@@ -143,6 +146,34 @@ describe('EmbeddedStatements on PGlite', () => {
 });
 
 describe('PostgresSubscriptionRepository on PGlite', () => {
+  it('reads back what it wrote under any account code and id, quotes and backslashes included', async () => {
+    const repository = await PostgresSubscriptionRepository.open({
+      database: db,
+      schema: 'hostile_ids',
+    });
+    try {
+      await fc.assert(
+        // Well-formed: a lone surrogate is stored as U+FFFD, by either way of sending it.
+        fc.asyncProperty(WELL_FORMED, WELL_FORMED, async (accountCode, id) => {
+          const created = await repository.create(subscription(accountCode, id), 'whsec_x', {
+            at: 1_000,
+            maxPerAccount: 1_000,
+          });
+          expect(created?.accountCode).toBe(accountCode);
+          expect(await repository.get(accountCode, id)).toEqual(created);
+          const page = await repository.list(accountCode, { offset: 0, limit: 1_000 });
+          expect(page.items.filter((s) => s.id === id)).toEqual([created]);
+          expect(page.totalItems).toBe(page.items.length);
+          expect(await repository.delete(accountCode, id, 2_000)).toBe(true);
+          expect(await repository.get(accountCode, id)).toBeUndefined();
+        }),
+        { numRuns: 100 },
+      );
+    } finally {
+      await repository.close();
+    }
+  });
+
   it('prepares the statements it runs with plain parameters, unless told not to', async () => {
     const prepared = async (preparedStatements: boolean, schema: string) => {
       await db.exec('DEALLOCATE ALL');
