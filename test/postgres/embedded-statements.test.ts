@@ -35,6 +35,10 @@ const HOSTILE = [
   '$q$ ) ; SELECT 1; $q$',
   '\\\\',
   '\\n',
+  '"',
+  '{"a", NULL}',
+  'NULL',
+  '',
   'ünïcödé 🎉',
   '\uD800',
 ];
@@ -43,7 +47,9 @@ const TEXT = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }).filter((s) => !s.includes('\u0000')),
   fc.constantFrom(...HOSTILE),
   fc
-    .array(fc.constantFrom("'", '\\', 'E', '$', ';', ')', 'x'), { maxLength: 12 })
+    .array(fc.constantFrom("'", '\\', '"', 'E', '$', ';', ')', '{', '}', ',', ' ', 'NULL', 'x'), {
+      maxLength: 12,
+    })
     .map((a) => a.join('')),
 );
 

@@ -25,6 +25,7 @@ import type {
   SubscriptionChanges,
 } from '../../src/webhooks/subscriptions/subscription.js';
 import { eventually } from '../support/eventually.js';
+import { PreparedTexts } from '../support/prepared-exec.js';
 import { T0 } from '../support/subscription-repository-fixtures.js';
 import { DATABASES, subscription, TestDatabases } from './databases.js';
 
@@ -84,16 +85,12 @@ function losing(
   // PGlite runs a statement whose parameters are plain values as `EXECUTE name(literals)` through
   // exec, after `PREPARE name AS text`: lost the same way, by the text prepared under that name.
   const exec = (database as { exec?: (text: string) => Promise<unknown> }).exec?.bind(database);
-  const prepared = new Map<string, string>();
+  const prepared = new PreparedTexts();
   const execLosing = async (text: string) => {
-    const prepare = /^PREPARE (\w+) AS ([\s\S]*)$/.exec(text);
-    if (prepare !== null) prepared.set(prepare[1] ?? '', prepare[2] ?? '');
-    const execute = /^EXECUTE (\w+)/.exec(text);
-    const statement = execute === null ? undefined : prepared.get(execute[1] ?? '');
-    if (statement !== undefined && writes(statement) && losses.shift() === true) {
-      // The id is the second parameter, an escape string literal.
-      const literals = [...text.matchAll(/E'((?:[^']|'')*)'/g)].map((m) => m[1] ?? '');
-      lost.add((literals[1] ?? '').replaceAll("''", "'").replaceAll('\\\\', '\\'));
+    const run = prepared.read(text);
+    if (run !== undefined && writes(run.statement) && losses.shift() === true) {
+      // The id is the second parameter (a statement with arrays is sent with query).
+      lost.add(String(run.params[1]));
       throw new Error('connection lost before the statement ran');
     }
     return exec?.(text);

@@ -1,0 +1,27 @@
+/**
+ * What a PGlite `exec` call runs when the repository sends a prepared statement: it prepares each
+ * text once (`PREPARE name AS text`) and runs it with `EXECUTE name(literals)`, each parameter a
+ * quoted literal (`E'…'` for a string, `'…'` for a number or boolean) or NULL. Tests that watch
+ * the statements PGlite runs read them through this.
+ */
+
+/** The statements prepared through one database's `exec`, by name. */
+export class PreparedTexts {
+  readonly #texts = new Map<string, string>();
+
+  /**
+   * Note a `PREPARE`, and tell the statement text an `EXECUTE` runs, with its parameters as
+   * strings (`null` for NULL); `undefined` for any other text.
+   */
+  read(text: string): { statement: string; params: (string | null)[] } | undefined {
+    const prepare = /^PREPARE (\w+) AS ([\s\S]*)$/.exec(text);
+    if (prepare !== null) this.#texts.set(prepare[1] ?? '', prepare[2] ?? '');
+    const execute = /^EXECUTE (\w+)(?:\(([\s\S]*)\))?$/.exec(text);
+    const statement = execute === null ? undefined : this.#texts.get(execute[1] ?? '');
+    if (statement === undefined) return undefined;
+    const params = [...(execute?.[2] ?? '').matchAll(/E?'((?:[^']|'')*)'|NULL/g)].map((m) =>
+      m[1] === undefined ? null : m[1].replaceAll("''", "'").replaceAll('\\\\', '\\'),
+    );
+    return { statement, params };
+  }
+}
