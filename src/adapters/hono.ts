@@ -39,19 +39,23 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
     if (response !== undefined) {
       return new Response(response.body, { status: response.status, headers: response.headers });
     }
-    // Set with `c.header`, so that they are in `c.res` for the middlewares after this one, and set
-    // again after the handler where Hono dropped them.
+    const node = nodeBindings(c.env);
+    // On @hono/node-server, set on the node response, written with the handler's response (whose
+    // own headers win); elsewhere with `c.header`, and again after the handler where Hono dropped
+    // them (see docs/middleware.md).
+    const direct = node !== undefined && !node.outgoing.headersSent;
     let withHeaders = false;
     for (const name in headers) {
       withHeaders = true;
-      c.header(name, headers[name]);
+      if (direct) node.outgoing.setHeader(name, headers[name] as string);
+      else c.header(name, headers[name]);
     }
+    const keep = withHeaders && !direct;
     if (!verdict.holdsLease) {
       await next();
-      if (withHeaders) keepHeaders(c, headers);
+      if (keep) keepHeaders(c, headers);
       return;
     }
-    const node = nodeBindings(c.env);
     if (
       node !== undefined ? !holdOnNode(node, verdict.release) : !holdOnSignal(c, verdict.release)
     ) {
@@ -61,7 +65,7 @@ export function honoRateLimit<E extends Env = Env, T extends string = string>(
     }
     try {
       await next();
-      if (withHeaders) keepHeaders(c, headers);
+      if (keep) keepHeaders(c, headers);
     } finally {
       verdict.release();
     }

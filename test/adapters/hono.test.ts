@@ -130,15 +130,43 @@ describe('Hono adapter: the tracking id and the RateLimit fields on every admitt
       c.header('ratelimit', 'set by the handler');
       return c.text('ok');
     });
+    hono.get(
+      '/own-field-raw',
+      () => new Response('raw', { headers: { ratelimit: 'set by the handler' } }),
+    );
+    hono.get('/stream', (c) =>
+      c.body(
+        new ReadableStream({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode('streamed'));
+            controller.close();
+          },
+        }),
+      ),
+    );
+    hono.get('/throws', () => {
+      throw new Error('handler failed');
+    });
+    hono.onError((_error, c) => c.text('failed', 500));
     return hono;
   };
-  const paths = ['/text', '/raw', '/redirect', '/own-field'] as const;
+  const paths = [
+    '/text',
+    '/raw',
+    '/redirect',
+    '/own-field',
+    '/own-field-raw',
+    '/stream',
+    '/throws',
+  ] as const;
+  const statusOf = (path: string) => (path === '/redirect' ? 302 : path === '/throws' ? 500 : 200);
 
   function expectHeaders(path: string, headers: Headers): void {
     // The policy nearest its limit: of the Live preset's, the first with the fewest left.
     expect(headers.get('ratelimit-policy'), path).toBe('"global: 200 per 1 s";q=200;w=1');
-    if (path === '/own-field') expect(headers.get('ratelimit'), path).toBe('set by the handler');
-    else expect(headers.get('ratelimit'), path).toMatch(/^"global: 200 per 1 s";r=\d+;t=\d+$/);
+    if (path.startsWith('/own-field')) {
+      expect(headers.get('ratelimit'), path).toBe('set by the handler');
+    } else expect(headers.get('ratelimit'), path).toMatch(/^"global: 200 per 1 s";r=\d+;t=\d+$/);
     expect(headers.get('service-tracking-id'), path).toMatch(/\S/);
     if (path === '/raw') expect(headers.get('x-own')).toBe('handler');
     if (path === '/redirect') expect(headers.get('location')).toBe('http://127.0.0.1/elsewhere');
@@ -149,7 +177,7 @@ describe('Hono adapter: the tracking id and the RateLimit fields on every admitt
     try {
       for (const path of paths) {
         const response = await fetch(`${server.url}${path}`, { redirect: 'manual' });
-        expect(response.status, path).toBe(path === '/redirect' ? 302 : 200);
+        expect(response.status, path).toBe(statusOf(path));
         expectHeaders(path, response.headers);
         await response.arrayBuffer();
       }
@@ -162,7 +190,7 @@ describe('Hono adapter: the tracking id and the RateLimit fields on every admitt
     const hono = app();
     for (const path of paths) {
       const response = await hono.fetch(new Request(`http://localhost${path}`));
-      expect(response.status, path).toBe(path === '/redirect' ? 302 : 200);
+      expect(response.status, path).toBe(statusOf(path));
       expectHeaders(path, response.headers);
     }
   });
