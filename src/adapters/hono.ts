@@ -12,7 +12,9 @@ export type HonoRateLimitOptions<E extends Env = Env, T extends string = string>
 
 /**
  * Make the Hono middleware. An admitted request's lease is given back when the handler has
- * produced its response, or at once when the client goes away (see docs/middleware.md).
+ * produced its response, or at once when the client goes away. Its headers (the tracking id and
+ * the RateLimit fields, when on) go on the node response on @hono/node-server, so they are not in
+ * `c.res` there; elsewhere they are set with `c.header` (see docs/middleware.md).
  * @param options - limiter, identify, skip, failure mode, onError, tracking id, headers
  * @example
  * ```ts
