@@ -73,8 +73,10 @@ export class EmbeddedStatements {
       if (literal === undefined) return undefined;
       literals.push(literal);
     }
-    const name = this.#names.has(text) ? this.#names.get(text) : await this.#prepare(text);
-    if (name === null || name === undefined) return undefined;
+    // One lookup: a name, null for a text PREPARE refused, undefined for one not yet prepared.
+    let name = this.#names.get(text);
+    if (name === undefined) name = await this.#prepare(text);
+    if (name === null) return undefined;
     const execute =
       literals.length === 0 ? `EXECUTE ${name}` : `EXECUTE ${name}(${literals.join(', ')})`;
     try {
@@ -82,7 +84,6 @@ export class EmbeddedStatements {
     } catch (error) {
       if (sqlState(error) !== UNDEFINED_STATEMENT) throw error;
       // Prepared again once: another user of the database deallocated it.
-      this.#names.delete(text);
       if ((await this.#prepare(text)) === null) return undefined;
       return await this.#run(execute);
     }
