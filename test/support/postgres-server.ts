@@ -94,6 +94,11 @@ export interface PostgresServerOptions {
   port?: number;
   /** How many connections it takes at once. @defaultValue PostgreSQL's, 100 */
   maxConnections?: number;
+  /**
+   * Settings after the suite's own, which they replace (`{ full_page_writes: 'on' }`).
+   * @defaultValue none: fsync, synchronous_commit and full_page_writes off
+   */
+  settings?: Readonly<Record<string, string>>;
 }
 
 /** Servers of this process still running: stopped at exit should a test not stop its own. */
@@ -115,6 +120,8 @@ export class PostgresServer {
     readonly socketDir: string,
     /** How many connections it takes at once, or undefined for PostgreSQL's default. */
     readonly maxConnections: number | undefined,
+    /** Settings after the suite's own. */
+    readonly settings: Readonly<Record<string, string>> = {},
   ) {}
 
   /** Initialise a fresh data folder and start a server on a free port (or the one given). */
@@ -123,7 +130,13 @@ export class PostgresServer {
     if (port === machinePort) throw new Error(`port ${machinePort} is the machine's own server`);
     const dataDir = await mkdtemp(join(tmpdir(), 'pg-data-'));
     const socketDir = await mkdtemp(join(tmpdir(), 'pg-sock-'));
-    const server = new PostgresServer(port, dataDir, socketDir, options.maxConnections);
+    const server = new PostgresServer(
+      port,
+      dataDir,
+      socketDir,
+      options.maxConnections,
+      options.settings,
+    );
     try {
       await server.#initialise();
       await server.restart();
@@ -172,6 +185,7 @@ export class PostgresServer {
       '-c listen_addresses=127.0.0.1',
       '-c fsync=off -c synchronous_commit=off -c full_page_writes=off',
       ...(this.maxConnections === undefined ? [] : [`-c max_connections=${this.maxConnections}`]),
+      ...Object.entries(this.settings).map(([name, value]) => `-c ${name}=${value}`),
     ].join(' ');
     const log = join(this.socketDir, 'server.log');
     const args = ['-w', '-D', this.dataDir, '-l', log, '-o', settings, 'start'];

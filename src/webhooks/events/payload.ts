@@ -56,7 +56,11 @@ export interface WebhookMessage {
 export interface WebhookMessageOptions {
   /** Time of the event. @defaultValue {@link systemClock} */
   clock?: Clock;
-  /** Message ids (`webhook-id`: 1 to 256 visible ASCII, no comma). @defaultValue `msg_` and a UUID */
+  /**
+   * Message ids (`webhook-id`: 1 to 256 visible ASCII, no comma).
+   * @defaultValue `msg_` and a version 7 UUID (RFC 9562) of the clock's time: ids sort by the
+   * millisecond they were made in, so that a database's index of them grows at one end
+   */
   generateId?: () => string;
   /** Another envelope from the event, the id and the time (ms). @defaultValue {@link defaultEnvelope} */
   envelope?: (event: WebhookEvent, id: string, at: number) => unknown;
@@ -130,13 +134,15 @@ export function createWebhookMessage(
     'createWebhookMessage',
     MESSAGE_RULES,
     {
-      defaults: { clock: systemClock, generateId: defaultId, envelope: defaultEnvelope },
+      defaults: { clock: systemClock, envelope: defaultEnvelope },
       example: '{ clock, generateId, envelope }',
     },
   );
   const read = readWebhookEvent(event);
-  const id = checkValue(WEBHOOK_ID, generateId(), 'generateId()');
+  const own =
+    generateId === undefined ? undefined : checkValue(WEBHOOK_ID, generateId(), 'generateId()');
   const at = checkValue(DATE_TIME, clock.now(), 'clock.now()');
+  const id = own ?? timeOrderedId(at);
   if (envelope !== defaultEnvelope) {
     return { id, body: checkValue(JSON_VALUE, envelope(read, id, at), 'envelope(event, id, at)') };
   }
@@ -148,8 +154,20 @@ export function createWebhookMessage(
   }
 }
 
-function defaultId(): string {
-  return `msg_${globalThis.crypto.randomUUID()}`;
+/** The latest millisecond a version 7 UUID holds (48 bits). */
+const MAX_UUID_MS = 2 ** 48 - 1;
+
+/**
+ * The default message id made at `at` (ms): `msg_` and a version 7 UUID (RFC 9562), whose first 48
+ * bits are the Unix time in ms (clamped to 0 and 2^48 - 1), then the version, 12 random bits, the
+ * variant and 62 random bits, all taken from a version 4 UUID (whose variant is the same).
+ */
+function timeOrderedId(at: number): string {
+  const ms = at > 0 ? Math.min(Math.floor(at), MAX_UUID_MS) : 0;
+  const hex = ms.toString(16).padStart(12, '0');
+  // `xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx`: from after its version digit on.
+  const random = globalThis.crypto.randomUUID().slice(15);
+  return `msg_${hex.slice(0, 8)}-${hex.slice(8)}-7${random}`;
 }
 
 const hasLoneSurrogate = (text: string): boolean => LONE_SURROGATE.test(text);

@@ -259,3 +259,72 @@ describe('createWebhookMessage', () => {
     },
   );
 });
+
+// RFC 9562, section 5.7: a version 7 UUID is 48 bits of Unix time in ms (big-endian), the version
+// 0b0111, 12 bits rand_a, the variant 0b10 and 62 bits rand_b, written as 8-4-4-4-12 hex digits.
+describe('the default message id: msg_ and a version 7 UUID of the clock time', () => {
+  const V7 = /^msg_([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  const idAt = (now: number): string =>
+    createWebhookMessage(
+      { accountCode: 'ACME', kind: 'folio/created' },
+      { clock: { now: () => now } },
+    ).id;
+  // The 48-bit time field as the RFC lays it out: the first 12 hex digits, dash removed.
+  const timeOf = (id: string): number => {
+    const [, high, low] = V7.exec(id) ?? [];
+    expect(high, `${id} is no version 7 UUID`).toBeDefined();
+    return Number.parseInt(`${high}${low}`, 16);
+  };
+
+  it('holds the clock time in ms in its first 48 bits, whole ms rounded down, in the id the body names', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 48 - 1 }),
+        fc.double({ min: 0, max: 0.999, noNaN: true }),
+        (ms, part) => {
+          // The clock's reading as a double: a part of a ms may round up to the next one.
+          const now = Math.min(ms + part, 2 ** 48 - 1);
+          const message = createWebhookMessage(
+            { accountCode: 'ACME', kind: 'folio/created' },
+            { clock: { now: () => now } },
+          );
+          expect(timeOf(message.id)).toBe(Math.floor(now));
+          expect(JSON.parse(message.body).id).toBe(message.id);
+        },
+      ),
+    );
+  });
+
+  it('clamps a time the 48 bits cannot hold: before 1970 to 0, after the year 10889 to the last ms', () => {
+    expect(timeOf(idAt(-1))).toBe(0);
+    expect(timeOf(idAt(-8.64e15))).toBe(0);
+    expect(timeOf(idAt(2 ** 48))).toBe(2 ** 48 - 1);
+    expect(timeOf(idAt(8.64e15))).toBe(2 ** 48 - 1);
+  });
+
+  it('sorts ids of different milliseconds by time, byte by byte', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 48 - 2 }),
+        fc.integer({ min: 1, max: 2 ** 48 - 1 }),
+        (a, gap) => {
+          const b = Math.min(a + gap, 2 ** 48 - 1);
+          const [first, second] = [idAt(a), idAt(b)];
+          expect(first < second).toBe(true);
+          expect(Buffer.compare(Buffer.from(first), Buffer.from(second))).toBe(-1);
+        },
+      ),
+    );
+  });
+
+  it('gives ids made in the same millisecond apart by their random bits, each one signWebhook accepts', () => {
+    const at = Date.UTC(2026, 0, 2, 3, 4, 5);
+    const ids = Array.from({ length: 10_000 }, () => idAt(at));
+    expect(new Set(ids).size).toBe(ids.length);
+    const secret = generateWebhookSecret();
+    for (const id of ids.slice(0, 100)) {
+      expect(timeOf(id)).toBe(at);
+      expect(signWebhook({ id, timestamp: 1, body: '{}' }, secret)['webhook-id']).toBe(id);
+    }
+  });
+});
