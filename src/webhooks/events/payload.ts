@@ -157,6 +157,11 @@ export function createWebhookMessage(
 /** The latest millisecond a version 7 UUID holds (48 bits). */
 const MAX_UUID_MS = 2 ** 48 - 1;
 
+// The id's text up to its random digits, for the latest millisecond asked for: the messages of a
+// burst share it, and writing a number in hex is most of an id's cost.
+let prefixMs = -1;
+let prefix = '';
+
 /**
  * The default message id made at `at` (ms): `msg_` and a version 7 UUID (RFC 9562), whose first 48
  * bits are the Unix time in ms (clamped to 0 and 2^48 - 1), then the version, 12 random bits, the
@@ -164,10 +169,13 @@ const MAX_UUID_MS = 2 ** 48 - 1;
  */
 function timeOrderedId(at: number): string {
   const ms = at > 0 ? Math.min(Math.floor(at), MAX_UUID_MS) : 0;
-  const hex = ms.toString(16).padStart(12, '0');
+  if (ms !== prefixMs) {
+    const hex = ms.toString(16).padStart(12, '0');
+    prefix = `msg_${hex.slice(0, 8)}-${hex.slice(8)}-7`;
+    prefixMs = ms;
+  }
   // `xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx`: from after its version digit on.
-  const random = globalThis.crypto.randomUUID().slice(15);
-  return `msg_${hex.slice(0, 8)}-${hex.slice(8)}-7${random}`;
+  return prefix + globalThis.crypto.randomUUID().slice(15);
 }
 
 const hasLoneSurrogate = (text: string): boolean => LONE_SURROGATE.test(text);
