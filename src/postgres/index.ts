@@ -29,11 +29,11 @@ export type { DataFolderLock } from './data-folder-lock.js';
 export { lockDataFolder } from './data-folder-lock.js';
 export type { Migration, MigrationReport } from './migrations.js';
 export { MIGRATIONS } from './migrations.js';
+export { PostgresSubscriptionRepository } from './postgres-subscription-repository.js';
 export type {
   GroupCommitOptions,
   PostgresRepositoryOptions,
-} from './postgres-subscription-repository.js';
-export { PostgresSubscriptionRepository } from './postgres-subscription-repository.js';
+} from './repository-options.js';
 export type {
   SqlClient,
   SqlDatabase,
