@@ -365,14 +365,14 @@ export { webhookServiceDefaults } from './webhooks/service/options.js';
 export type { PortalToken, PortalTokenRequest } from './webhooks/service/portal-token.js';
 export type { WebhookServiceProblemCode } from './webhooks/service/problems.js';
 export { webhookServiceProblemCodes } from './webhooks/service/problems.js';
+export { createWebhookService } from './webhooks/service/webhook-service.js';
 export type {
   PublishEvent,
   PublishOptions,
   PublishResult,
   WebhookService,
   WebhookServiceStats,
-} from './webhooks/service/webhook-service.js';
-export { createWebhookService } from './webhooks/service/webhook-service.js';
+} from './webhooks/service/webhook-service-types.js';
 export type {
   AesGcmSecretCipherOptions,
   AsyncSecretCipher,
