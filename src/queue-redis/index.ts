@@ -5,9 +5,6 @@
  * @module
  */
 
-export type {
-  BullMQModule,
-  RedisDeliveryQueue,
-  RedisDeliveryQueueOptions,
-} from './bullmq-delivery-queue.js';
+export type { RedisDeliveryQueue } from './bullmq-delivery-queue.js';
 export { createRedisDeliveryQueue } from './bullmq-delivery-queue.js';
+export type { BullMQModule, RedisDeliveryQueueOptions } from './redis-queue-options.js';
