@@ -13,13 +13,8 @@
  */
 import { endOfTurn, type Sleep, timerSleep } from './timers.js';
 
-/** How a {@link GroupCommit} forms its batches. @internal */
-export interface GroupCommitSettings<I, R> {
-  /**
-   * Write a batch in one statement (one transaction), answering one result per item in their
-   * order; rejects to fail every item of the batch.
-   */
-  readonly write: (items: readonly I[]) => Promise<readonly R[]>;
+/** How a {@link GroupCommit}'s batches are sized and spaced, whatever it writes. @internal */
+export interface GroupBatching {
   /** The most items a batch holds. */
   readonly maxBatch: number;
   /**
@@ -38,6 +33,15 @@ export interface GroupCommitSettings<I, R> {
    * writes of a turn go in one batch up to `maxBatch`.
    */
   readonly minBatch?: number | undefined;
+}
+
+/** How a {@link GroupCommit} forms its batches. @internal */
+export interface GroupCommitSettings<I, R> extends GroupBatching {
+  /**
+   * Write a batch in one statement (one transaction), answering one result per item in their
+   * order; rejects to fail every item of the batch.
+   */
+  readonly write: (items: readonly I[]) => Promise<readonly R[]>;
   /**
    * Items with one key never share a batch: a later one waits for the next, in arrival order (a
    * statement cannot insert or move one row twice). An item of several keys shares none of them.

@@ -3,7 +3,7 @@
  * PostgreSQL) on one machine, through the same SQL (see docs/postgres.md). @module
  */
 import type { SecretCipherError } from '../errors/secret-cipher-error.js';
-import { GroupCommit, type GroupCommitSettings } from '../internal/group-commit.js';
+import { type GroupBatching, GroupCommit } from '../internal/group-commit.js';
 import { refused } from '../internal/options.js';
 import type { DeliveryAttempt } from '../webhooks/delivery/attempt.js';
 import { cipherOf } from '../webhooks/signing/secret-cipher.js';
@@ -321,7 +321,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
    * alone.
    */
   #subscriptionWrites<W, A, R>(
-    batches: Pick<GroupCommitSettings<W, A>, 'maxBatch' | 'maxWaitMs' | 'minBatch'>,
+    batches: Omit<GroupBatching, 'concurrency'>,
     kind: SubscriptionWrites<W, A, R>,
   ): GroupCommit<W, A> {
     return new GroupCommit<W, A>({

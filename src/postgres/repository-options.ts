@@ -2,6 +2,7 @@
  * The options of `PostgresSubscriptionRepository.open`: what each one is, and the one place
  * that reads them and works out their defaults. @module
  */
+import type { GroupBatching } from '../internal/group-commit.js';
 import {
   aBoolean,
   aFunction,
@@ -161,14 +162,6 @@ const POOL_CONCURRENCY = 2;
 /** The fewest writes a batch takes to go while another is in flight, by default. */
 const MIN_BATCH = 16;
 
-/** How batches of writes form, as {@link GroupCommitOptions} and the defaults give it. @internal */
-export interface BatchSettings {
-  readonly maxBatch: number;
-  readonly maxWaitMs: number;
-  readonly concurrency: number;
-  readonly minBatch: number;
-}
-
 /** What every refusal of an option names. @internal */
 export const OWNER = 'PostgresSubscriptionRepository.open';
 
@@ -191,7 +184,8 @@ export function readRepositoryOptions(options: PostgresRepositoryOptions | undef
   if (read.secretKeys !== undefined && read.cipher !== undefined) {
     throw refused('cipher', CIPHER_ALONE, read.cipher);
   }
-  const batches: BatchSettings = {
+  // How batches of writes form: `groupCommit` with the defaults.
+  const batches: GroupBatching = {
     maxBatch: read.groupCommit?.maxBatch ?? MAX_BATCH,
     maxWaitMs: read.groupCommit?.maxWaitMs ?? 0,
     // An embedded database runs one statement at a time on this thread: nothing to overlap.
