@@ -24,9 +24,7 @@
  * order reversed every other round, so that the machine's load meets each alike; the figures are
  * the medians of the rounds.
  */
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import type { GroupCommitOptions, PostgresRepositoryOptions } from 'api-conventions/postgres';
 import { Redis } from 'ioredis';
 import { PostgresServer } from '../test/support/postgres-server.js';
@@ -250,11 +248,6 @@ function ratio(ours: Entry, floor: Entry, target?: number) {
   };
 }
 
-/** The postmaster's process id, from its data folder. */
-function postmasterPid(server: PostgresServer): number {
-  return Number(readFileSync(join(server.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-}
-
 /** Contenders made together, and how to let go of them and what they stand on. */
 interface Opened {
   readonly setup: Setup;
@@ -364,7 +357,7 @@ async function deliveries(
   const admin = new Redis({ port: redis.port, host: '127.0.0.1' });
   const serverInfo = await admin.info('server');
   const probes = new Probes(admin, {
-    postgres: postmasterPid(postgres),
+    postgres: postgres.processId,
     redis: Number(/process_id:(\d+)/.exec(serverInfo)?.[1] ?? 0),
     receiver: receiver.pid,
   });
@@ -485,7 +478,7 @@ async function outboxCost(
 ): Promise<Record<string, PublishCost>> {
   console.error('outbox cost per published event (publish() with a queue that drops its jobs):');
   const outbox: Record<string, PublishCost> = {};
-  const server = postmasterPid(postgres);
+  const server = postgres.processId;
   const serverCpu = new Map<string, ServerCpu>([
     ['postgresql (pg Pool)', () => treeCpuSeconds(server)],
   ]);

@@ -10,8 +10,6 @@
  * MESSAGE_IDS_BENCH_TURNS turns of each form, 3).
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import pg from 'pg';
 import { createWebhookMessage } from '../src/index.js';
 import { PostgresSubscriptionRepository } from '../src/postgres/index.js';
@@ -48,9 +46,7 @@ const newId: Record<Form, (at: number) => string> = {
 };
 
 const server = await PostgresServer.start({ settings: { full_page_writes: 'on' } });
-const postmaster = Number(
-  readFileSync(join(server.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0],
-);
+const postmaster = server.processId;
 const pool = new pg.Pool({ connectionString: server.url, max: IN_FLIGHT + 4 });
 try {
   const [{ full_page_writes: fullPageWrites }] = (await pool.query('SHOW full_page_writes')).rows;

@@ -162,6 +162,11 @@ export class PostgresServer {
     return this.#running;
   }
 
+  /** The postmaster's process id (the first line of its `postmaster.pid`), while it runs. */
+  get processId(): number {
+    return Number(readFileSync(join(this.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  }
+
   async #initialise(): Promise<void> {
     if (process.getuid?.() === 0) {
       const { uid, gid } = serverUser();
