@@ -8,6 +8,7 @@ import type { DeliveryJob } from '../webhooks/delivery/job.js';
 import { jobAccount } from '../webhooks/delivery/job-account.js';
 import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery/queue.js';
 import type { DeliveryStep } from '../webhooks/delivery/step.js';
+import { AccountSlots, waitingRoom } from './account-slots.js';
 import { jsonForm } from './json-form.js';
 import { type RedisDeliveryQueueOptions, readQueueOptions } from './redis-queue-options.js';
 
@@ -47,8 +48,9 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   const read = readQueueOptions(options);
   const { bullmq, concurrency, capacity, name, keep, clock, deliverer, accountDeferMs } = read;
   const { accountConcurrency } = read;
-  // Attempts in flight in this process, by account.
-  const inFlight = new Map<string, number>();
+  // The account's workers in this process, and its jobs waiting for one.
+  const room = waitingRoom(accountConcurrency, concurrency);
+  const slots = new AccountSlots(accountConcurrency, room, accountDeferMs);
   const workerOptions = {
     maxStalledCount: MAX_STALLED_COUNT,
     ...definedOnly(read.workerOptions ?? {}),
@@ -66,24 +68,24 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
           async (job, token) => {
             const { data } = job;
             const account = jobAccount(data);
-            const running = inFlight.get(account) ?? 0;
             const taken = takenJob(job, clock.now());
-            if (account !== '' && running >= accountConcurrency) {
-              // The account holds its share of the workers: back to Redis, no attempt made, and
-              // recorded as none (BullMQ counted the taking).
-              await putBack(job, recordOf(taken.job, job), nowOf(clock) + accountDeferMs, token);
-              throw new bullmq.DelayedError();
+            if (!slots.take(account)) {
+              // The account holds its share of the workers: this taking attempts nothing and is
+              // recorded as none (BullMQ counted it). The job waits here for one of the account's
+              // workers, or goes back to Redis.
+              const record = recordOf(taken.job, job);
+              if (!(await waitedForWorker(job, slots, account, record, data))) {
+                await putBack(job, record, nowOf(clock) + accountDeferMs, token);
+                throw new bullmq.DelayedError();
+              }
             }
-            inFlight.set(account, running + 1);
             let step: DeliveryStep;
             try {
               // A job stored without `startsCounted` is counted as it was: written before the attempt.
               if (taken.before !== undefined) await job.updateData(taken.before);
               step = await deliverer.attempt(taken.job);
             } finally {
-              const left = (inFlight.get(account) ?? 1) - 1;
-              if (left > 0) inFlight.set(account, left);
-              else inFlight.delete(account);
+              slots.give(account);
             }
             if (step.done) return step.report.outcome;
             // The next attempt waits in Redis, not in this process: a restart loses nothing. The
@@ -158,6 +160,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     },
     async close() {
       closed = true;
+      slots.endWaits(); // jobs waiting for their account's worker go back to Redis
       await worker?.close(); // waits for the attempts in flight
       await queue.close();
       return []; // everything pending stays in Redis for the next worker
@@ -298,6 +301,35 @@ function recordOf(
   const starts = job.attemptsStarted;
   const { startsCounted: _, ...rest } = next as StoredJob;
   return Number.isSafeInteger(starts) && starts >= 1 ? { ...rest, startsCounted: starts } : rest;
+}
+
+/**
+ * Wait in this process for a worker of `account`, which holds its share: `true` once one is
+ * handed over, the job's data then as it was taken (`restored`), so that a process that dies
+ * attempting counts the attempt; `false` when no more of the account's jobs may wait, or the wait
+ * ends without a worker. While it waits, the taking is recorded as none (`record`): a process that
+ * dies then attempted nothing. A record that does not land loses no attempt (the taking is then
+ * counted as one); a restore that does not land gives the worker back and throws, as a put-back
+ * that fails does, so that no attempt runs uncounted.
+ */
+async function waitedForWorker(
+  job: Pick<BullMQ.Job<StoredJob>, 'updateData'>,
+  slots: AccountSlots,
+  account: string,
+  record: StoredJob | undefined,
+  restored: StoredJob,
+): Promise<boolean> {
+  const waiting = slots.wait(account);
+  if (waiting === undefined) return false;
+  if (record !== undefined) await job.updateData(record).catch(() => undefined);
+  if (!(await waiting)) return false;
+  try {
+    if (record !== undefined) await job.updateData(restored);
+  } catch (error) {
+    slots.give(account);
+    throw error;
+  }
+  return true;
 }
 
 /**

@@ -38,13 +38,19 @@ export interface RedisDeliveryQueueOptions {
   concurrency?: number;
   /**
    * Attempts of one account at a time in this process (the job's `accountCode`, else its
-   * envelope's `accountId`): a job of an account at its share is put back, delayed by
-   * `accountDeferMs`, without an attempt, so that the account's endpoints never hold more of this
-   * process's workers. Jobs that tell no account are not held to it.
+   * envelope's `accountId`), so that the account's endpoints never hold more of this process's
+   * workers. A job of an account at its share waits in the process for one of the account's
+   * attempts to end (at most this many of its jobs wait, and never so many that the account holds
+   * more than half of the workers), else it is put back in Redis delayed by `accountDeferMs`;
+   * either way without counting an attempt. Jobs that tell no account are not held to it.
    * @defaultValue a quarter of `concurrency`, at least 1
    */
   accountConcurrency?: number;
-  /** How long a job of an account at its share waits before it is tried again, in ms. @defaultValue 250 */
+  /**
+   * How long a job of an account at its share waits in the process for one of the account's
+   * workers, and, put back in Redis, before it is taken again, in ms.
+   * @defaultValue 250
+   */
   accountDeferMs?: number;
   /** Jobs waiting or delayed at most; beyond, `enqueue` rejects `queue_full`. @defaultValue no bound */
   capacity?: number;

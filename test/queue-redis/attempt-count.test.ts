@@ -26,8 +26,18 @@ type Taking =
   | { kind: 'crash-putting-back'; landed: 0 | 1 }
   /** Not attempted: the subscription's receiver asked every delivery to wait (the deliverer defers). */
   | { kind: 'wait'; crash?: { landed: 0 | 1 } }
-  /** Not attempted: the job's account holds its share of the process's workers (the queue defers). */
-  | { kind: 'share'; crash?: { landed: 0 | 1 } };
+  /**
+   * Not attempted: the job's account holds its share of the process's workers. The job waits in
+   * the process for one, until the queue closes, and goes back to Redis (at once where the
+   * process has no room to wait); or the process dies after `landed` of the job's commands.
+   */
+  | { kind: 'share'; crash?: { landed: 0 | 1 } }
+  /**
+   * The job's account holds its share; the job waits in the process, and the other job's attempt
+   * hands it its worker as it ends (where the process has room to wait; else the job goes back to
+   * Redis). After it, attempted: answered 500 (a retry), or the process dies while the request is out.
+   */
+  | { kind: 'handed'; after: 'retry' | 'crash' };
 
 /** How the job is stored when the run starts. */
 type Start =
@@ -136,9 +146,15 @@ interface Seen {
 
 /**
  * Runs the takings, then one that delivers; answers what was seen and the job's hash. Each taking
- * is a process of its own, as after a crash or a restart (its queue's shares are its own).
+ * is a process of its own, as after a crash or a restart (its queue's shares are its own), with 4
+ * workers (room for one job of the account to wait) or, without `room`, 2 (none).
  */
-async function run(start: Start, takings: readonly Taking[], steps: readonly number[]) {
+async function run(
+  start: Start,
+  takings: readonly Taking[],
+  steps: readonly number[],
+  room = true,
+) {
   const clock = new FakeClock(T0);
   const hashes = new Map<string, Hash>();
   const fake = fakeBullmq(hashes, clock);
@@ -152,24 +168,32 @@ async function run(start: Start, takings: readonly Taking[], steps: readonly num
     accountCode: ACCOUNT,
   };
   let current: { taking: Taking | { kind: 'deliver' }; life: Life } | undefined;
+  // The other job's request, once out: ending it gives back its worker.
+  let otherOut: (end: () => void) => void = () => undefined;
   const deliverer = hookedDeliverer(
     {
       clock,
       random: () => 0,
       schedule: retrySchedule({ maxAttempts: 10_000, maxAgeMs: 365 * 86_400_000 }),
       transport: async (request) => {
-        // The process's other job of the same account holds its worker.
-        if (request.headers['webhook-id'] !== 'msg') return new Promise(() => undefined);
+        // The process's other job of the same account holds its worker until ended.
+        if (request.headers['webhook-id'] !== 'msg') {
+          return new Promise((resolve) => otherOut(() => resolve({ status: 204, headers: {} })));
+        }
         seen.requests.push(clock.now());
         const { taking, life } = current!;
-        if (taking.kind === 'crash') return life.die();
+        if (taking.kind === 'crash' || (taking.kind === 'handed' && taking.after === 'crash')) {
+          return life.die();
+        }
         if (taking.kind === 'crash-putting-back') life.dieAfter(taking.landed);
         return { status: taking.kind === 'deliver' ? 204 : 500, headers: {} };
       },
     },
     {
       secrets: () => ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
-      recorded: (report) => void seen.reports.push({ report, requests: seen.requests.length }),
+      recorded: (report) => {
+        if (report.id === 'msg') seen.reports.push({ report, requests: seen.requests.length });
+      },
       waitUntil: (_subscription, now) => {
         const { taking, life } = current!;
         if (taking.kind !== 'wait') return undefined;
@@ -184,8 +208,10 @@ async function run(start: Start, takings: readonly Taking[], steps: readonly num
       connection: {},
       clock,
       deliverer,
-      concurrency: 4,
+      concurrency: room ? 4 : 2,
       accountConcurrency: 1,
+      // Longer than any run: a wait ends when the worker is handed over or the queue closes.
+      accountDeferMs: 60_000,
     });
   const producer = process();
   if (start.kind === 'enqueued') await producer.enqueue(job);
@@ -208,20 +234,30 @@ async function run(start: Start, takings: readonly Taking[], steps: readonly num
   for (const [n, taking] of all.entries()) {
     clock.set(clock.now() + (steps[n % steps.length] ?? 0));
     const life = new Life();
-    process();
+    const queue = process();
     const processor = fake.processors.at(-1)!;
-    if (taking.kind === 'share') {
+    const held = taking.kind === 'share' || taking.kind === 'handed';
+    const otherEnds = new Promise<() => void>((resolve) => {
+      otherOut = resolve;
+    });
+    if (held) {
       // Another job of the account in flight in this process: this one is over the share.
       current = { taking, life };
       void processor(fake.take('other|sub', life), 'token');
-      if (taking.crash !== undefined) life.dieAfter(taking.crash.landed);
+      if (taking.kind === 'share' && taking.crash !== undefined) {
+        life.dieAfter(taking.crash.landed);
+      }
     }
     current = { taking, life };
     const settled = processor(fake.take('msg|sub', life), 'token').then(
       () => 'settled',
       () => 'settled',
     );
+    // The job waits (where there is room) until the other's attempt ends, or the queue closes.
+    if (taking.kind === 'handed') (await otherEnds)();
+    if (taking.kind === 'share') void queue.close();
     await Promise.race([settled, life.dead]);
+    await queue.close();
   }
   return { seen, hash: hashes.get('msg|sub')! };
 }
@@ -235,6 +271,10 @@ const taking: fc.Arbitrary<Taking> = fc.oneof(
   fc.record({ kind: fc.constant('share' as const) }),
   landed.map((l) => ({ kind: 'wait' as const, crash: { landed: l } })),
   landed.map((l) => ({ kind: 'share' as const, crash: { landed: l } })),
+  fc.constantFrom('retry' as const, 'crash' as const).map((after) => ({
+    kind: 'handed' as const,
+    after,
+  })),
 );
 const start: fc.Arbitrary<Start> = fc.oneof(
   fc.constant({ kind: 'enqueued' as const }),
@@ -254,8 +294,9 @@ describe('the Redis queue counts attempts from its records and BullMQ’s count 
         start,
         fc.array(taking, { maxLength: 12 }),
         fc.array(fc.nat(5_000), { minLength: 1, maxLength: 4 }),
-        async (first, takings, steps) => {
-          const { seen } = await run(first, takings, steps);
+        fc.boolean(),
+        async (first, takings, steps, room) => {
+          const { seen } = await run(first, takings, steps, room);
           // The requirement: attempt n is the n-th request the receiver got (the attempts the
           // job had when it came counted too). A process that dies while it defers a job, before
           // its record lands, cannot be told from one that died attempting: at most one more each.
@@ -294,10 +335,11 @@ describe('the Redis queue counts attempts from its records and BullMQ’s count 
           // the job before it, unrecorded, which reads as an attempt lost earlier still).
           const firstAttempt = takings.findIndex(
             (t) =>
-              ['retry', 'crash', 'crash-putting-back'].includes(t.kind) ||
+              ['retry', 'crash', 'crash-putting-back', 'handed'].includes(t.kind) ||
               ((t.kind === 'wait' || t.kind === 'share') && t.crash !== undefined),
           );
-          if (firstAttempt >= 0 && takings[firstAttempt]!.kind === 'retry') {
+          const first = takings[firstAttempt];
+          if (first?.kind === 'retry' || (first?.kind === 'handed' && first.after === 'retry')) {
             expect(stored.firstAttemptAt).toBe(firstRequest);
           }
         },
@@ -319,6 +361,30 @@ describe('the Redis queue counts attempts from its records and BullMQ’s count 
     expect(deferred.seen.reports.map(({ report: r }) => [r.outcome, r.attempt])).toEqual([
       ['delivered', 1],
     ]);
+  });
+
+  it('attempts a job that waited for its account’s worker in the same taking, counted as one attempt', async () => {
+    const outcomes = (seen: Seen) => seen.reports.map(({ report: r }) => [r.outcome, r.attempt]);
+    // Handed the worker as the other job's attempt ended: attempted in this taking, never put back.
+    const retried = await run({ kind: 'enqueued' }, [{ kind: 'handed', after: 'retry' }], [0]);
+    expect(outcomes(retried.seen)).toEqual([
+      ['retry', 1],
+      ['delivered', 2],
+    ]);
+    expect(retried.hash).toMatchObject({ attemptsStarted: 2, data: { attempts: 1 } });
+    // The process died in that attempt: the taking after it counts it.
+    const died = await run({ kind: 'enqueued' }, [{ kind: 'handed', after: 'crash' }], [0]);
+    expect(outcomes(died.seen)).toEqual([['delivered', 2]]);
+    expect(died.seen.requests).toHaveLength(2);
+    // No room to wait (2 workers, a share of 1): put back unattempted, counted as none.
+    const putBack = await run(
+      { kind: 'enqueued' },
+      [{ kind: 'handed', after: 'retry' }],
+      [0],
+      false,
+    );
+    expect(outcomes(putBack.seen)).toEqual([['delivered', 1]]);
+    expect(putBack.hash).toMatchObject({ attemptsStarted: 2, data: { startsCounted: 1 } });
   });
 
   it('counts a job stored before startsCounted was kept by its attempts, written once before the attempt', async () => {

@@ -276,6 +276,72 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
     }
   });
 
+  it('lets a job of an account at its share wait in the process for its worker, and attempts it as the attempt before ends, never putting it back', async () => {
+    const name = `handed-${randomUUID().slice(0, 8)}`;
+    const inspect = new bullmq.Queue(name, { connection: connection() });
+    let release: () => void = () => undefined;
+    const started: string[] = [];
+    let wake: () => void = () => undefined;
+    const until = async (condition: () => boolean) => {
+      while (!condition()) await new Promise<void>((resolve) => (wake = resolve));
+    };
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name,
+      concurrency: 4,
+      accountConcurrency: 1,
+      // Longer than the test: the job is attempted because the worker is handed over, not after.
+      accountDeferMs: 60_000,
+      deliverer: {
+        attempt: (j) =>
+          new Promise((resolve) => {
+            started.push(j.id);
+            wake();
+            const report = {
+              id: j.id,
+              subscriptionId: j.subscriptionId,
+              endpointUrl: j.endpointUrl,
+              attempt: j.attempts + 1,
+              at: 0,
+              outcome: 'delivered' as const,
+            };
+            if (j.id === 'first') release = () => resolve({ done: true, report });
+            else resolve({ done: true, report });
+          }),
+      },
+    });
+    const stored = async (id: string) => {
+      const jobs = await inspect.getJobs(['active', 'waiting', 'delayed', 'completed']);
+      return jobs.find((j) => j.data.id === id);
+    };
+    try {
+      await queue.enqueue({ ...job('first'), accountCode: 'acme' });
+      await until(() => started.includes('first'));
+      await queue.enqueue({ ...job('second'), accountCode: 'acme' });
+      // Taken and waiting in the process: active, recorded as a taking that attempted nothing.
+      const waiting = await eventually('the second job waits for the worker', async () => {
+        const j = await stored('second');
+        return j !== undefined && (await j.isActive()) && j.data.startsCounted === 1 && j;
+      });
+      expect(waiting.attemptsStarted).toBe(1);
+      expect(started).toEqual(['first']);
+      release();
+      await eventually('the second job delivered', async () =>
+        (await stored('second'))?.isCompleted(),
+      );
+      expect(started).toEqual(['first', 'second']);
+      // Taken once: never put back and taken again. Its data is as it was enqueued.
+      const done = (await stored('second'))!;
+      expect(done.attemptsStarted).toBe(1);
+      expect(done.data).toMatchObject({ attempts: 0, startsCounted: 0 });
+    } finally {
+      release();
+      await queue.close();
+      await inspect.close();
+    }
+  });
+
   it('keeps a job enqueued for a later time delayed in Redis until then', async () => {
     const producer = createRedisDeliveryQueue({ bullmq, connection: connection(), name: 'later' });
     try {
@@ -1059,6 +1125,59 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
         [
           [attempted, 2],
           [deferred, 1],
+        ].sort(),
+      );
+      expect(receiver.received.length - from).toBe(3);
+      second.child.kill('SIGTERM');
+      expect((await second.exited)[0]).toBe(0);
+    } finally {
+      await inspect.close();
+    }
+  }, 120_000);
+
+  it('counts no attempt for a job that waited in the process for its account’s worker when the process was killed', async () => {
+    const run = `waiting-${randomUUID().slice(0, 8)}`;
+    const name = `crashes-${run}`;
+    const ids = [`${run}-0`, `${run}-1`];
+    const inspect = new bullmq.Queue(name, { connection: connection() });
+    const stored = async (id: string) => (await inspect.getJob(`${id}|sub-1`))!;
+    // One worker for the account, room for one more of its jobs to wait: of its two jobs, one is
+    // attempted (held open), the other waits in the process, longer than the test.
+    const env = {
+      QUEUE_NAME: name,
+      RUN: run,
+      ACCOUNT: 'acme',
+      CONCURRENCY: '4',
+      ACCOUNT_CONCURRENCY: '1',
+      ACCOUNT_DEFER_MS: '60000',
+    };
+    try {
+      hold();
+      const from = receiver.received.length;
+      const first = service({ ...env, ENQUEUE: '2' });
+      await until(() => receiver.received.length > from);
+      const attempted = String(receiver.received[from]!.headers['webhook-id']);
+      const waiting = ids.find((id) => id !== attempted)!;
+      const job = await eventually('the other job waits in the process', async () => {
+        const job = await stored(waiting);
+        return (await job.isActive()) && job.data.startsCounted === 1 && job;
+      });
+      expect(job.attemptsStarted).toBe(1);
+      expect(job.data).toMatchObject({ attempts: 0 });
+      await kill(first);
+      answer();
+      // A process where the account's two jobs run side by side.
+      const second = service({ ...env, ACCOUNT_CONCURRENCY: '2' });
+      const delivered = () => second.reports.filter((r) => r.outcome === 'delivered');
+      await until(() => delivered().length === 2);
+      expect(
+        delivered()
+          .map((r) => [r.id, r.attempt])
+          .sort(),
+      ).toEqual(
+        [
+          [attempted, 2],
+          [waiting, 1],
         ].sort(),
       );
       expect(receiver.received.length - from).toBe(3);

@@ -1,0 +1,112 @@
+/**
+ * One account's share of a process's workers, and the jobs of an account at its share that wait
+ * in the process for one of its workers (docs/delivery.md, "On Redis").
+ * @module
+ */
+
+/**
+ * The jobs of one account that may wait at once for its workers: as many as its share, but never
+ * so many that the account holds more than half of the process's workers, running and waiting
+ * together (none where its share alone is half or more). The other accounts keep the rest.
+ * @internal
+ */
+export function waitingRoom(share: number, concurrency: number): number {
+  return Math.max(0, Math.min(share, Math.floor(concurrency / 2) - share));
+}
+
+/** A job waiting for a worker of its account. */
+interface Waiter {
+  readonly resolve: (slot: boolean) => void;
+  readonly timer: ReturnType<typeof setTimeout>;
+}
+
+/** Attempts in flight by account, and the jobs waiting for them to end. */
+interface Account {
+  running: number;
+  readonly waiting: Waiter[];
+}
+
+/**
+ * The workers of each account in this process: at most `share` attempts of an account at once.
+ * A job taken while its account holds its share may wait up to `waitMs` for one of them to end,
+ * at most `room` such jobs per account (see {@link waitingRoom}); the worker that ends hands its
+ * slot to the first one waiting. Jobs of no account (`''`) are not held to a share. One instance
+ * per queue; never throws.
+ * @internal
+ */
+export class AccountSlots {
+  readonly #share: number;
+  readonly #room: number;
+  readonly #waitMs: number;
+  readonly #accounts = new Map<string, Account>();
+
+  /**
+   * @param share - attempts of one account at once, at least 1
+   * @param room - jobs of one account that may wait at once; 0: none waits
+   * @param waitMs - the longest a job waits for one of its account's workers, in ms
+   */
+  constructor(share: number, room: number, waitMs: number) {
+    this.#share = share;
+    this.#room = room;
+    this.#waitMs = waitMs;
+  }
+
+  /** Take a worker of `account` now: `false` when the account holds its share. */
+  take(account: string): boolean {
+    if (account === '') return true;
+    const known = this.#accounts.get(account);
+    if (known === undefined) {
+      this.#accounts.set(account, { running: 1, waiting: [] });
+      return true;
+    }
+    if (known.running >= this.#share) return false;
+    known.running += 1;
+    return true;
+  }
+
+  /**
+   * Wait for a worker of `account`, which holds its share: `true` once one is handed over (the
+   * caller then holds it, as after {@link take}), `false` after `waitMs` without one or when the
+   * waits are ended; `undefined` at once when no more of the account's jobs may wait.
+   */
+  wait(account: string): Promise<boolean> | undefined {
+    const known = this.#accounts.get(account);
+    if (known === undefined || this.#waitMs <= 0 || known.waiting.length >= this.#room) {
+      return undefined;
+    }
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        const at = known.waiting.indexOf(waiter);
+        if (at !== -1) known.waiting.splice(at, 1);
+        resolve(false);
+      }, this.#waitMs);
+      const waiter: Waiter = { resolve, timer };
+      known.waiting.push(waiter);
+    });
+  }
+
+  /** Give back a worker of `account`: to the first job waiting for one, else free. */
+  give(account: string): void {
+    if (account === '') return;
+    const known = this.#accounts.get(account);
+    if (known === undefined) return;
+    const next = known.waiting.shift();
+    if (next !== undefined) {
+      clearTimeout(next.timer);
+      next.resolve(true);
+      return;
+    }
+    known.running -= 1;
+    if (known.running <= 0) this.#accounts.delete(account);
+  }
+
+  /** End every wait without a worker: those jobs go back to Redis (the queue is closing). */
+  endWaits(): void {
+    for (const known of this.#accounts.values()) {
+      for (const waiter of known.waiting.splice(0)) {
+        clearTimeout(waiter.timer);
+        waiter.resolve(false);
+      }
+    }
+  }
+}
