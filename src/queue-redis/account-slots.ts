@@ -39,6 +39,7 @@ export class AccountSlots {
   readonly #room: number;
   readonly #waitMs: number;
   readonly #accounts = new Map<string, Account>();
+  #ended = false;
 
   /**
    * @param share - attempts of one account at once, at least 1
@@ -67,11 +68,17 @@ export class AccountSlots {
   /**
    * Wait for a worker of `account`, which holds its share: `true` once one is handed over (the
    * caller then holds it, as after {@link take}), `false` after `waitMs` without one or when the
-   * waits are ended; `undefined` at once when no more of the account's jobs may wait.
+   * waits are ended; `undefined` at once when no more of the account's jobs may wait, or the
+   * waits were ended for good ({@link endWaits}).
    */
   wait(account: string): Promise<boolean> | undefined {
     const known = this.#accounts.get(account);
-    if (known === undefined || this.#waitMs <= 0 || known.waiting.length >= this.#room) {
+    if (
+      this.#ended ||
+      known === undefined ||
+      this.#waitMs <= 0 ||
+      known.waiting.length >= this.#room
+    ) {
       return undefined;
     }
     return new Promise<boolean>((resolve) => {
@@ -100,8 +107,12 @@ export class AccountSlots {
     if (known.running <= 0) this.#accounts.delete(account);
   }
 
-  /** End every wait without a worker: those jobs go back to Redis (the queue is closing). */
+  /**
+   * End every wait without a worker, and let none start from now on: those jobs go back to Redis
+   * (the queue is closing).
+   */
   endWaits(): void {
+    this.#ended = true;
     for (const known of this.#accounts.values()) {
       for (const waiter of known.waiting.splice(0)) {
         clearTimeout(waiter.timer);
