@@ -1077,44 +1077,42 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
     }
   }, 120_000);
 
-  it('counts no attempt for the times an account at its share put a job back, across a kill of the process', async () => {
-    const run = `deferred-${randomUUID().slice(0, 8)}`;
+  /**
+   * Two jobs of one account, a worker for it, in a process (`env` shapes it): one is attempted and
+   * held open at the receiver; `whileHeld` checks the other, then the process is killed. A process
+   * where the account's two jobs run side by side (after `beforeDelivery`) then delivers the
+   * attempted one as attempt 2 (its attempt died with the process) and the other as attempt 1.
+   */
+  const twoJobsOfOneAccount = async (
+    prefix: string,
+    env: Record<string, string>,
+    whileHeld: (other: string, stored: (id: string) => Promise<bullmq.Job>) => Promise<void>,
+    beforeDelivery: (other: string, stored: (id: string) => Promise<bullmq.Job>) => Promise<void>,
+  ) => {
+    const run = `${prefix}-${randomUUID().slice(0, 8)}`;
     const name = `crashes-${run}`;
     const ids = [`${run}-0`, `${run}-1`];
     const inspect = new bullmq.Queue(name, { connection: connection() });
     const stored = async (id: string) => (await inspect.getJob(`${id}|sub-1`))!;
-    // One worker for the account: of its two jobs, one is attempted (held open), the other put
-    // back a minute each time it is taken.
-    const env = {
+    const shaped = {
       QUEUE_NAME: name,
       RUN: run,
       ACCOUNT: 'acme',
+      ...env,
       ACCOUNT_CONCURRENCY: '1',
-      ACCOUNT_DEFER_MS: '60000',
     };
     try {
       hold();
       const from = receiver.received.length;
-      const first = service({ ...env, ENQUEUE: '2' });
+      const first = service({ ...shaped, ENQUEUE: '2' });
       await until(() => receiver.received.length > from);
       const attempted = String(receiver.received[from]!.headers['webhook-id']);
-      const deferred = ids.find((id) => id !== attempted)!;
-      // Taken three times, put back each time: made due again rather than waited for.
-      for (let taken = 1; taken <= 3; taken++) {
-        // Delayed first, then read: the record lands before the move.
-        const job = await eventually(`taking ${taken} put back`, async () => {
-          if (!(await (await stored(deferred)).isDelayed())) return false;
-          const job = await stored(deferred);
-          return job.attemptsStarted === taken && job;
-        });
-        expect(job.data).toMatchObject({ attempts: 0, startsCounted: taken });
-        if (taken < 3) await job.promote();
-      }
+      const other = ids.find((id) => id !== attempted)!;
+      await whileHeld(other, stored);
       await kill(first);
       answer();
-      // A process where the account's two jobs run side by side.
-      const second = service({ ...env, ACCOUNT_CONCURRENCY: '2' });
-      await (await stored(deferred)).promote();
+      const second = service({ ...shaped, ACCOUNT_CONCURRENCY: '2' });
+      await beforeDelivery(other, stored);
       const delivered = () => second.reports.filter((r) => r.outcome === 'delivered');
       await until(() => delivered().length === 2);
       expect(
@@ -1124,7 +1122,7 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
       ).toEqual(
         [
           [attempted, 2],
-          [deferred, 1],
+          [other, 1],
         ].sort(),
       );
       expect(receiver.received.length - from).toBe(3);
@@ -1133,59 +1131,47 @@ describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
     } finally {
       await inspect.close();
     }
+  };
+
+  it('counts no attempt for the times an account at its share put a job back, across a kill of the process', async () => {
+    // No room to wait (2 workers, a share of 1): the other job is put back a minute each time it
+    // is taken.
+    await twoJobsOfOneAccount(
+      'deferred',
+      { ACCOUNT_DEFER_MS: '60000' },
+      async (deferred, stored) => {
+        // Taken three times, put back each time: made due again rather than waited for.
+        for (let taken = 1; taken <= 3; taken++) {
+          // Delayed first, then read: the record lands before the move.
+          const job = await eventually(`taking ${taken} put back`, async () => {
+            if (!(await (await stored(deferred)).isDelayed())) return false;
+            const job = await stored(deferred);
+            return job.attemptsStarted === taken && job;
+          });
+          expect(job.data).toMatchObject({ attempts: 0, startsCounted: taken });
+          if (taken < 3) await job.promote();
+        }
+      },
+      async (deferred, stored) => (await stored(deferred)).promote(),
+    );
   }, 120_000);
 
   it('counts no attempt for a job that waited in the process for its account’s worker when the process was killed', async () => {
-    const run = `waiting-${randomUUID().slice(0, 8)}`;
-    const name = `crashes-${run}`;
-    const ids = [`${run}-0`, `${run}-1`];
-    const inspect = new bullmq.Queue(name, { connection: connection() });
-    const stored = async (id: string) => (await inspect.getJob(`${id}|sub-1`))!;
-    // One worker for the account, room for one more of its jobs to wait: of its two jobs, one is
-    // attempted (held open), the other waits in the process, longer than the test.
-    const env = {
-      QUEUE_NAME: name,
-      RUN: run,
-      ACCOUNT: 'acme',
-      CONCURRENCY: '4',
-      ACCOUNT_CONCURRENCY: '1',
-      ACCOUNT_DEFER_MS: '60000',
-    };
-    try {
-      hold();
-      const from = receiver.received.length;
-      const first = service({ ...env, ENQUEUE: '2' });
-      await until(() => receiver.received.length > from);
-      const attempted = String(receiver.received[from]!.headers['webhook-id']);
-      const waiting = ids.find((id) => id !== attempted)!;
-      const job = await eventually('the other job waits in the process', async () => {
-        const job = await stored(waiting);
-        return (await job.isActive()) && job.data.startsCounted === 1 && job;
-      });
-      expect(job.attemptsStarted).toBe(1);
-      expect(job.data).toMatchObject({ attempts: 0 });
-      await kill(first);
-      answer();
-      // A process where the account's two jobs run side by side.
-      const second = service({ ...env, ACCOUNT_CONCURRENCY: '2' });
-      const delivered = () => second.reports.filter((r) => r.outcome === 'delivered');
-      await until(() => delivered().length === 2);
-      expect(
-        delivered()
-          .map((r) => [r.id, r.attempt])
-          .sort(),
-      ).toEqual(
-        [
-          [attempted, 2],
-          [waiting, 1],
-        ].sort(),
-      );
-      expect(receiver.received.length - from).toBe(3);
-      second.child.kill('SIGTERM');
-      expect((await second.exited)[0]).toBe(0);
-    } finally {
-      await inspect.close();
-    }
+    // Room for one more of the account's jobs to wait (4 workers, a share of 1), longer than the
+    // test: the other job waits in the process.
+    await twoJobsOfOneAccount(
+      'waiting',
+      { CONCURRENCY: '4', ACCOUNT_DEFER_MS: '60000' },
+      async (waiting, stored) => {
+        const job = await eventually('the other job waits in the process', async () => {
+          const job = await stored(waiting);
+          return (await job.isActive()) && job.data.startsCounted === 1 && job;
+        });
+        expect(job.attemptsStarted).toBe(1);
+        expect(job.data).toMatchObject({ attempts: 0 });
+      },
+      async () => undefined,
+    );
   }, 120_000);
 
   it('refuses worker options BullMQ would throw on or take silently, saying which it got', () => {
