@@ -3,8 +3,8 @@
  * statement afresh, and its extended protocol cannot bind parameters to a statement prepared with
  * SQL's `PREPARE`; so each text is prepared once with `PREPARE` and run with `EXECUTE`, its
  * parameters written as quoted literals through the simple protocol (`exec`). A parameter that is
- * not a plain value (an array, a Buffer, a string holding U+0000) sends the statement the usual
- * way instead. @module
+ * neither a plain value nor a flat array of them (a Buffer, a nested array, a string holding
+ * U+0000) sends the statement the usual way instead. @module
  */
 import { createHash } from 'node:crypto';
 import type { SqlResult } from './sql-database.js';
@@ -31,25 +31,58 @@ const sqlState = (error: unknown): unknown =>
 
 /**
  * A parameter as a quoted literal of unknown type, which takes the type the prepared statement
- * gives its parameter, as a bound parameter does; `undefined` where it is not a plain value.
- * Strings are escape strings (`E'…'`, backslashes and quotes doubled), read the same whatever
- * `standard_conforming_strings` says; numbers are written as `String(n)`, as PGlite's `query`
- * sends them.
+ * gives its parameter, as a bound parameter does; `undefined` where it is not a plain value or a
+ * flat array of plain values. Strings are escape strings (`E'…'`, backslashes and quotes
+ * doubled), read the same whatever `standard_conforming_strings` says; numbers are written as
+ * `String(n)`, as PGlite's `query` sends them; an array is its text form (`{…}`: each string in
+ * double quotes, its backslashes and double quotes escaped with a backslash; `NULL` for null),
+ * written as such a string.
  */
 export function parameterLiteral(value: unknown): string | undefined {
+  if (Array.isArray(value)) {
+    const text = arrayText(value);
+    return text === undefined ? undefined : quoted(text);
+  }
+  const text = plainText(value);
+  return text === undefined ? undefined : text === null ? 'NULL' : quoted(text);
+}
+
+/** A string as an escape string literal. */
+const quoted = (text: string) => `E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+
+/**
+ * A plain value's text, as PostgreSQL reads it for any type the statement gives it: `null` for
+ * SQL's NULL, `undefined` for what is not a plain value. A text cannot hold U+0000: sent the usual
+ * way, it is refused with PostgreSQL's own error.
+ */
+function plainText(value: unknown): string | null | undefined {
   switch (typeof value) {
     case 'string':
-      // A text cannot hold U+0000; sent the usual way, it is refused with PostgreSQL's own error.
-      return value.includes('\u0000')
-        ? undefined
-        : `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+      return value.includes('\u0000') ? undefined : value;
     case 'number':
-      return Number.isFinite(value) ? `'${String(value)}'` : undefined;
+      return Number.isFinite(value) ? String(value) : undefined;
     case 'boolean':
-      return value ? "'true'" : "'false'";
+      return value ? 'true' : 'false';
     default:
-      return value === null || value === undefined ? 'NULL' : undefined;
+      return value === null || value === undefined ? null : undefined;
   }
+}
+
+/** A flat array's text form (`{…}`), or `undefined` where an element is not a plain value. */
+function arrayText(values: readonly unknown[]): string | undefined {
+  let text = '{';
+  for (let i = 0; i < values.length; i++) {
+    const element = plainText(values[i]);
+    if (element === undefined) return undefined;
+    if (i > 0) text += ',';
+    text +=
+      element === null
+        ? 'NULL'
+        : typeof values[i] === 'string'
+          ? `"${element.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`
+          : element;
+  }
+  return `${text}}`;
 }
 
 /** The statements an embedded database holds prepared, by their text. */

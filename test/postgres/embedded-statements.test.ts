@@ -1,8 +1,8 @@
 /**
  * Statements prepared on PGlite and run with their parameters as literals: each answer is the one
  * PostgreSQL gives the same statement with bound parameters (PGlite's `query`), for any text,
- * number and boolean, whatever the text holds; what cannot be written as a literal, or prepared, is
- * left to `query`; a statement deallocated by other code is prepared again.
+ * number and boolean and flat arrays of them, whatever the text holds; what cannot be written as a
+ * literal, or prepared, is left to `query`; a statement deallocated by other code is prepared again.
  */
 import type { PGlite } from '@electric-sql/pglite';
 import fc from 'fast-check';
@@ -78,6 +78,31 @@ describe('EmbeddedStatements on PGlite', () => {
     ]);
   });
 
+  it('answers as the bound statement does for flat arrays of strings, numbers, integers and booleans, nulls among them', async () => {
+    const ARRAYS =
+      'SELECT $1::text[] AS t, $2::float8[] AS d, $3::bigint[] AS n, $4::boolean[] AS b, ' +
+      'cardinality($1::text[]) AS size, array_position($1::text[], NULL) AS first_null';
+    const statements = new EmbeddedStatements(db);
+    const arrayOf = <T>(element: fc.Arbitrary<T>) =>
+      fc.array(fc.option(element, { nil: null }), { maxLength: 6 });
+    await fc.assert(
+      fc.asyncProperty(
+        arrayOf(TEXT),
+        arrayOf(fc.double({ noNaN: true, noDefaultInfinity: true })),
+        arrayOf(fc.integer({ min: -(2 ** 53) + 1, max: 2 ** 53 - 1 })),
+        arrayOf(fc.boolean()),
+        async (...params) => {
+          expect(await statements.rows(ARRAYS, params)).toEqual(await bound(ARRAYS, params));
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // The string "NULL", braces, commas and quotes are elements, not syntax.
+    const tricky = ['NULL', '{', '}', ',', '"', '\\', "'", ' ', '', '{"a",NULL}'];
+    const rows = await statements.rows('SELECT $1::text[] AS t', [tricky]);
+    expect(rows).toEqual([{ t: tricky }]);
+  });
+
   it('writes strings as escape strings, read the same with standard_conforming_strings off', async () => {
     const statements = new EmbeddedStatements(db);
     await db.exec('SET standard_conforming_strings = off');
@@ -87,6 +112,9 @@ describe('EmbeddedStatements on PGlite', () => {
           await bound('SELECT $1::text AS t', [text]),
         );
       }
+      expect(await statements.rows('SELECT $1::text[] AS t', [HOSTILE])).toEqual(
+        await bound('SELECT $1::text[] AS t', [HOSTILE]),
+      );
     } finally {
       await db.exec('RESET standard_conforming_strings');
     }
@@ -95,7 +123,12 @@ describe('EmbeddedStatements on PGlite', () => {
   it('leaves to query what is not a plain value, and a text PREPARE refuses', async () => {
     const statements = new EmbeddedStatements(db);
     for (const value of [
-      ['a'],
+      [['a']],
+      [Buffer.from('a')],
+      [1n],
+      [Number.NaN],
+      ['a\u0000b'],
+      [{}],
       Buffer.from('a'),
       new Date(0),
       1n,
@@ -197,6 +230,15 @@ describe('PostgresSubscriptionRepository on PGlite', () => {
           expect((await repository.get('ACME', `s${i}`))?.id).toBe(`s${i}`);
           expect((await repository.list('ACME', { offset: 0, limit: 10 })).totalItems).toBe(i + 1);
         }
+        // The outbox's writes, whose parameters are arrays.
+        const message = { accountCode: 'ACME', id: 'msg_1', kind: 'k', body: '{}', createdAt: 1 };
+        const delivery = { subscriptionId: 's0', endpointUrl: 'https://example.com/hook' };
+        await repository.recordMessage(message, [delivery], { leaseUntil: 2 });
+        const attempt = { id: 'msg_1', ...delivery, attempt: 1, at: 3, durationMs: 1 };
+        await repository.recordAttempt('ACME', { ...attempt, status: 204, outcome: 'delivered' });
+        expect((await repository.attempts('ACME', { limit: 10 })).map((a) => a.outcome)).toEqual([
+          'delivered',
+        ]);
         const { rows } = await db.query<{ statement: string }>(
           "SELECT statement FROM pg_prepared_statements WHERE name LIKE 'api_conventions_%'",
         );
@@ -211,6 +253,8 @@ describe('PostgresSubscriptionRepository on PGlite', () => {
     const get =
       /^PREPARE api_conventions_\w+ AS SELECT account_code, .* FROM "prepared_on"\.subscriptions WHERE account_code = \$1::text AND id = \$2::text AND deleted_at IS NULL$/;
     expect(on.filter((s) => get.test(s))).toHaveLength(1);
+    expect(on.some((s) => s.includes('FROM "prepared_on".record_attempts($1::text[]'))).toBe(true);
+    expect(on.some((s) => s.includes('INSERT INTO "prepared_on".messages'))).toBe(true);
     expect(await prepared(false, 'prepared_off')).toEqual([]);
   });
 });

@@ -17,6 +17,7 @@ import {
   MemorySubscriptionRepository,
 } from '../../src/index.js';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
+import { arrayElements, PreparedTexts } from '../support/prepared-exec.js';
 import { type SharedPostgres, sharedPostgres } from '../support/shared-postgres.js';
 import { T0 } from '../support/subscription-repository-fixtures.js';
 
@@ -293,12 +294,22 @@ it('by default, many writes made together share two statements on a pool, and on
   const pglite = new PGlite();
   const batches: number[] = [];
   const query = pglite.query.bind(pglite);
-  // Counted where the repository sends its statements; the rest of PGlite as it is.
+  const exec = pglite.exec.bind(pglite);
+  const prepared = new PreparedTexts();
+  // Counted where the repository sends its statements (prepared, through exec; or through
+  // query); the rest of PGlite as it is.
   pglite.query = ((text: string, params?: unknown[]) => {
     if (text.includes('.messages (account_code'))
       batches.push((params as unknown[][])[1]?.length ?? 0);
     return query(text, params);
   }) as typeof pglite.query;
+  pglite.exec = ((text: string) => {
+    const run = prepared.read(text);
+    if (run?.statement.includes('.messages (account_code') === true) {
+      batches.push(arrayElements(run.params[1] ?? null)?.length ?? 0);
+    }
+    return exec(text);
+  }) as typeof pglite.exec;
   const onPglite = await PostgresSubscriptionRepository.open({ database: pglite });
   try {
     await recordForty(onPglite);

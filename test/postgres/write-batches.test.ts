@@ -25,7 +25,7 @@ import type {
   SubscriptionChanges,
 } from '../../src/webhooks/subscriptions/subscription.js';
 import { eventually } from '../support/eventually.js';
-import { PreparedTexts } from '../support/prepared-exec.js';
+import { arrayElements, PreparedTexts } from '../support/prepared-exec.js';
 import { T0 } from '../support/subscription-repository-fixtures.js';
 import { DATABASES, subscription, TestDatabases } from './databases.js';
 
@@ -82,15 +82,16 @@ function losing(
     }
     return inner(config, params);
   };
-  // PGlite runs a statement whose parameters are plain values as `EXECUTE name(literals)` through
-  // exec, after `PREPARE name AS text`: lost the same way, by the text prepared under that name.
+  // PGlite runs a statement whose parameters are plain values or arrays of them as
+  // `EXECUTE name(literals)` through exec, after `PREPARE name AS text`: lost the same way, by the text prepared under that name.
   const exec = (database as { exec?: (text: string) => Promise<unknown> }).exec?.bind(database);
   const prepared = new PreparedTexts();
   const execLosing = async (text: string) => {
     const run = prepared.read(text);
     if (run !== undefined && writes(run.statement) && losses.shift() === true) {
-      // The id is the second parameter (a statement with arrays is sent with query).
-      lost.add(String(run.params[1]));
+      // The id, or the batch's ids, is the second parameter.
+      const id = run.params[1] ?? null;
+      for (const one of arrayElements(id) ?? [id]) lost.add(String(one));
       throw new Error('connection lost before the statement ran');
     }
     return exec?.(text);

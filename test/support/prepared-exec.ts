@@ -1,8 +1,8 @@
 /**
  * What a PGlite `exec` call runs when the repository sends a prepared statement: it prepares each
  * text once (`PREPARE name AS text`) and runs it with `EXECUTE name(literals)`, each parameter a
- * quoted literal (`E'…'` for a string, `'…'` for a number or boolean) or NULL. Tests that watch
- * the statements PGlite runs read them through this.
+ * quoted literal (`E'…'`; an array in its text form, `{…}`) or NULL. Tests that watch the
+ * statements PGlite runs read them through this.
  */
 
 /** The statements prepared through one database's `exec`, by name. */
@@ -24,4 +24,17 @@ export class PreparedTexts {
     );
     return { statement, params };
   }
+}
+
+/**
+ * The elements of a parameter that is a flat array in PostgreSQL's text form (`{"a","b",NULL}`),
+ * each string unquoted (`null` for NULL); `undefined` for a parameter that is not an array.
+ */
+export function arrayElements(param: string | null): (string | null)[] | undefined {
+  if (param === null || !param.startsWith('{') || !param.endsWith('}')) return undefined;
+  const inner = param.slice(1, -1);
+  if (inner === '') return [];
+  return [...inner.matchAll(/"((?:[^"\\]|\\.)*)"|([^,]+)/g)].map((m) =>
+    m[1] !== undefined ? m[1].replaceAll(/\\(.)/g, '$1') : m[2] === 'NULL' ? null : (m[2] ?? ''),
+  );
 }
