@@ -6,7 +6,8 @@
  * 1. the webhook service through the BullMQ queue on PostgreSQL and Redis, one delivery per event
  *    and `FAN_OUT` per event, against the floor: a bare BullMQ Queue and Worker on the same Redis
  *    that sign the same bodies and POST them with the same transport, keeping no record (target:
- *    at least 0.7x of the floor);
+ *    at least 0.7x of the floor); and the same service on the memory repository (no record in a
+ *    database: not a target, it tells the records' part of the distance from the rest);
  * 2. the service through the memory queue on PGlite (in memory, on a data folder), against the
  *    memory queue with a deliverer that keeps no record;
  * 3. the outbox's cost per published event: publish() latency, p50 and p99, with the record, on
@@ -307,6 +308,19 @@ function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string
         ),
     },
     {
+      // Not a target: the service's own path through BullMQ with no database, so that the
+      // distance to the floor splits into the records' part and the rest.
+      keys: ['bullmq-memory-repository'],
+      deliveries: BULLMQ_DELIVERIES,
+      open: async () =>
+        served(memoryBackend(), {
+          key: 'bullmq-memory-repository',
+          name: 'ours: BullMQ, memory repository (no record in a database)',
+          queue: { kind: 'bullmq', redisPort },
+          endpointUrl,
+        }),
+    },
+    {
       keys: ['floor-memory'],
       deliveries: PGLITE_DELIVERIES,
       open: async () => bare(memoryFloor(endpointUrl)),
@@ -406,6 +420,7 @@ function ratios(entries: readonly Entry[]) {
   const pairs = [
     ['bullmq', 'bullmq', 'floor-bullmq', TARGET],
     ['bullmqFanOut', 'bullmq-fan-out', 'floor-bullmq', undefined],
+    ['bullmqMemoryRepository', 'bullmq-memory-repository', 'floor-bullmq', undefined],
     ['pgliteInMemory', 'pglite-memory', 'floor-memory', undefined],
     ['pgliteDataFolder', 'pglite-folder', 'floor-memory', undefined],
   ] as const;

@@ -171,7 +171,7 @@ export type QueueKind =
 /** The queue of a service whose deliveries go nowhere. */
 const dropEveryJob = { enqueue: async () => undefined, close: async () => [] };
 
-function makeQueue(queue: QueueKind, deliverer: Deliverer): DeliveryQueue {
+function makeQueue(queue: QueueKind, deliverer: Deliverer, name: string): DeliveryQueue {
   if (queue.kind === 'none') return dropEveryJob;
   if (queue.kind === 'memory') {
     return new MemoryDeliveryQueue({ deliverer, concurrency: CONCURRENCY, capacity: 1_000_000 });
@@ -179,7 +179,7 @@ function makeQueue(queue: QueueKind, deliverer: Deliverer): DeliveryQueue {
   return createRedisDeliveryQueue({
     bullmq,
     connection: redisConnection(queue.redisPort),
-    name: 'bench-ours',
+    name,
     deliverer,
     concurrency: CONCURRENCY,
   });
@@ -218,7 +218,7 @@ export async function ourService(options: OurServiceOptions): Promise<Setup> {
     },
     endpointUrl: { allowHttp: true, allow: ['127.0.0.1'] },
     delivery: { transport: transport() },
-    queue: (deliverer) => makeQueue(queue, deliverer),
+    queue: (deliverer) => makeQueue(queue, deliverer, `bench-${key}`),
   });
   await service.start();
   const secrets: string[] = [];
