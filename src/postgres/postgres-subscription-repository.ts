@@ -39,6 +39,7 @@ import type {
 import { listenForChanges } from './change-listener.js';
 import { type DataFolderLock, localDataDir, shareDataFolderLock } from './data-folder-lock.js';
 import { EmbeddedStatements, type SqlExec, statementName } from './embedded-statements.js';
+import { EmbeddedUpkeep } from './embedded-upkeep.js';
 import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js';
 import {
   OWNER,
@@ -152,6 +153,8 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly #names: Map<string, string> | undefined;
   // The statements PGlite holds prepared; undefined on a pool, or with preparedStatements false.
   readonly #embedded: EmbeddedStatements | undefined;
+  // On an embedded database (no autovacuum), the statistics kept current as rows are written.
+  readonly #upkeep: EmbeddedUpkeep | undefined;
   #migration: MigrationReport | undefined;
   #lock: DataFolderLock | undefined;
   readonly #messages: GroupCommit<MessageToRecord, KeptMessage | undefined>;
@@ -179,6 +182,11 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       read.preparedStatements !== false &&
       this.#database.db.exec !== undefined
         ? new EmbeddedStatements(this.#database.db as SqlExec)
+        : undefined;
+    const database = this.#database;
+    this.#upkeep =
+      database.kind === 'embedded' && database.db.exec !== undefined
+        ? new EmbeddedUpkeep((text) => (database.db as SqlExec).exec(text), read.schema)
         : undefined;
     this.#listen = {
       connect: read.listenConnection,
@@ -347,12 +355,14 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     const [one] = batch;
     if (batch.length === 1 && one !== undefined) {
       const [row] = await this.#rows<R>(alone.text, alone.values(one));
+      this.#upkeep?.wrote(1);
       return [row === undefined ? none : answer(row)];
     }
     const rows = await this.#rows<R & { n: string | number }>(
       together.text,
       together.columns(batch),
     );
+    this.#upkeep?.wrote(batch.length);
     const answers = new Array<A>(batch.length).fill(none);
     for (const row of rows) answers[Number(row.n) - 1] = answer(row);
     return answers;
@@ -521,6 +531,8 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       ended_since_ms: number | null;
       ended_messages: number | null;
     }>(this.#sql.recordAttempts, attemptColumns(batch));
+    // Each attempt's entry in the log, and its delivery moved.
+    this.#upkeep?.wrote(2 * batch.length);
     const byPosition = new Map(rows.map((row) => [Number(row.n), row]));
     return batch.map(({ attempt }, i) => {
       const row = byPosition.get(i + 1);
@@ -564,7 +576,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       at,
       count(limit),
     ]);
-    return Number(row?.deleted ?? 0);
+    return this.#deleted(row);
   }
 
   recordMessage(
@@ -586,14 +598,18 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
    */
   async #recordMessages(batch: readonly MessageToRecord[]): Promise<(KeptMessage | undefined)[]> {
     const answers = new Array<KeptMessage | undefined>(batch.length).fill(undefined);
+    // Each message and its deliveries.
+    const written = batch.reduce((sum, item) => sum + 1 + item.deliveries.length, 0);
     if (!batch.some((item) => item.key !== undefined)) {
       await this.#rows(this.#sql.recordMessages, messageColumns(batch));
+      this.#upkeep?.wrote(written);
       return answers;
     }
     const rows = await this.#rows<KeptRow>(
       this.#sql.recordKeyedMessages,
       messageColumns(batch, true),
     );
+    this.#upkeep?.wrote(written);
     for (const row of rows) answers[Number(row.n) - 1] = toKept(row);
     batch.forEach((item, i) => {
       if (item.key !== undefined && answers[i] === undefined) {
@@ -692,7 +708,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       at,
       count(limit),
     ]);
-    return Number(row?.deleted ?? 0);
+    return this.#deleted(row);
   }
 
   async deleteExpiredKeys(at: number, limit: number): Promise<number> {
@@ -701,7 +717,14 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       at,
       count(limit),
     ]);
-    return Number(row?.deleted ?? 0);
+    return this.#deleted(row);
+  }
+
+  /** How many rows a retention statement deleted, noted as written. */
+  #deleted(row: { deleted: number } | undefined): number {
+    const deleted = Number(row?.deleted ?? 0);
+    this.#upkeep?.wrote(deleted);
+    return deleted;
   }
 
   /**
@@ -752,11 +775,13 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   }
 
   /**
-   * Stop every `watch` and release their connections, and give up the data folder if `open`
-   * locked it; the database itself stays open.
+   * Stop every `watch` and release their connections, let an analysis of an embedded database's
+   * tables under way end, and give up the data folder if `open` locked it; the database itself
+   * stays open.
    */
   async close(): Promise<void> {
     await Promise.all([...this.#watching].map((unwatch) => unwatch()));
+    await this.#upkeep?.close();
     await this.#lock?.release();
   }
 }

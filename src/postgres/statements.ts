@@ -51,6 +51,13 @@ export interface Statements extends OutboxStatements {
  */
 export function statements(s: string, channel: string): Statements {
   const notify = `pg_notify('${channel}', sub.revision::text)`;
+  // The live subscription of a batch's row `b`, looked up by its key for each row. `OFFSET 0`
+  // keeps PostgreSQL from making the test a join or a hashed subplan that reads every live
+  // subscription, which it does whenever it believes the table small: a cost per batch that grew
+  // with the table (PGlite never analyses its tables; a server's statistics can be old).
+  const liveByKey = (b: string) => `SELECT 1 FROM ${s}.subscriptions AS t
+          WHERE t.account_code = ${b}.account_code AND t.id = ${b}.id AND t.deleted_at IS NULL
+          OFFSET 0`;
   const live = `SELECT 1 FROM ${s}.subscriptions
       WHERE account_code = $1::text AND id = $2::text AND deleted_at IS NULL`;
   // Of a batch's writes (`batch`, each of another subscription, its place `n`), those of a live
@@ -59,8 +66,7 @@ export function statements(s: string, channel: string): Statements {
   // change, and moved on by as many.
   const liveBatch = `live AS (
         SELECT b.*, row_number() OVER (ORDER BY b.n) AS k FROM batch AS b
-        WHERE EXISTS (SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
-          AND t.id = b.id AND t.deleted_at IS NULL)
+        WHERE EXISTS (${liveByKey('b')})
       ), rev AS (
         UPDATE ${s}.revision SET value = value + (SELECT count(*) FROM live)
         WHERE EXISTS (SELECT 1 FROM live) RETURNING value - (SELECT count(*) FROM live) AS base
@@ -122,9 +128,7 @@ export function statements(s: string, channel: string): Statements {
             updated_at, secret, key_id, secret_ms, max, description, rate_limit, headers, metadata,
             signature_type, public_key, n)
       ), guarded AS (
-        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k, EXISTS (
-            SELECT 1 FROM ${s}.subscriptions AS t WHERE t.account_code = b.account_code
-              AND t.id = b.id AND t.deleted_at IS NULL) AS prior
+        SELECT b.*, row_number() OVER (ORDER BY b.n) AS k, EXISTS (${liveByKey('b')}) AS prior
         FROM batch AS b
         WHERE coalesce((SELECT live_subscriptions FROM ${s}.accounts AS a
           WHERE a.account_code = b.account_code), 0) < b.max

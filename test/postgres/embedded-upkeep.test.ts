@@ -1,0 +1,194 @@
+/**
+ * Statistics kept current on PGlite, which has no autovacuum: the repository analyses its schema's
+ * tables once it has written `MIN_ROWS` rows, then each time it has written a tenth of the rows
+ * the tables held at the last analysis; never two at once, none after close. On a real PGlite the
+ * tables it writes are analysed, and a batch of updates then finds each subscription by its key
+ * rather than by reading every subscription.
+ */
+import type { PGlite } from '@electric-sql/pglite';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parameterLiteral } from '../../src/postgres/embedded-statements.js';
+import { EmbeddedUpkeep, FRACTION, MIN_ROWS } from '../../src/postgres/embedded-upkeep.js';
+import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
+import { updateColumns } from '../../src/postgres/rows.js';
+import type { SqlResult } from '../../src/postgres/sql-database.js';
+import { statements } from '../../src/postgres/statements.js';
+import { pgliteInMemory } from '../support/pglite-template.js';
+import { subscription } from './databases.js';
+
+/** An exec that answers the table listing with `reltuples` rows and holds each ANALYZE. */
+function fakeDatabase(reltuples: () => number) {
+  const analyses: string[] = [];
+  const held: (() => void)[] = [];
+  let failNext = false;
+  const exec = async (text: string): Promise<readonly SqlResult[]> => {
+    if (text.startsWith('ANALYZE')) {
+      analyses.push(text);
+      await new Promise<void>((resolve) => held.push(resolve));
+      if (failNext) {
+        failNext = false;
+        throw new Error('the database closed');
+      }
+      return [{ rows: [] }];
+    }
+    return [
+      {
+        rows: [
+          { relname: 'subscriptions', reltuples: reltuples() },
+          { relname: 'x"y', reltuples: 0 },
+        ],
+      },
+    ];
+  };
+  return {
+    exec,
+    analyses,
+    /** End the analysis under way (after the listing before it has run). */
+    async finish(fail = false) {
+      failNext = fail;
+      await settle();
+      held.shift()?.();
+      await settle();
+    },
+  };
+}
+
+/** Let every promise chain that can move, move: the microtasks all run before the next turn. */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('EmbeddedUpkeep', () => {
+  it('analyses the schema’s tables once MIN_ROWS rows are written, quoting their names', async () => {
+    const db = fakeDatabase(() => 0);
+    const upkeep = new EmbeddedUpkeep(db.exec, 'my_schema');
+    upkeep.wrote(MIN_ROWS - 1);
+    await settle();
+    expect(db.analyses).toEqual([]);
+    upkeep.wrote(1);
+    await settle();
+    expect(db.analyses).toEqual(['ANALYZE "my_schema"."subscriptions", "my_schema"."x""y"']);
+    await db.finish();
+    await upkeep.close();
+  });
+
+  it('follows the rule for any writes: an analysis starts when the rows since the last start reach the due count, never two at once, none after close', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.oneof(
+            fc.record({ write: fc.integer({ min: -5, max: 3_000 }) }),
+            fc.record({ fail: fc.boolean(), rows: fc.integer({ min: 0, max: 200_000 }) }),
+          ),
+          { maxLength: 60 },
+        ),
+        async (steps) => {
+          let rows = 0;
+          const db = fakeDatabase(() => rows);
+          const upkeep = new EmbeddedUpkeep(db.exec, 's');
+          // The rule, from the module's contract: the first analysis is due after MIN_ROWS rows;
+          // after one that succeeds, the next after max(MIN_ROWS, FRACTION x the tables' rows);
+          // after one that fails, after as many as before. Rows written while one runs count
+          // towards the next, which a write of rows starts.
+          let since = 0;
+          let due = MIN_ROWS;
+          let running = false;
+          let started = 0;
+          for (const step of steps) {
+            if ('write' in step) {
+              upkeep.wrote(step.write);
+              // A write of no rows (or of a count that is not one) is no write.
+              if (step.write > 0) {
+                since += step.write;
+                if (!running && since >= due) {
+                  running = true;
+                  since = 0;
+                  started++;
+                }
+              }
+            } else if (running) {
+              rows = step.rows;
+              await db.finish(step.fail);
+              running = false;
+              if (!step.fail) due = Math.max(MIN_ROWS, FRACTION * rows);
+            }
+            await settle();
+            // Started exactly when due; each is held until finished, so never two at once.
+            expect(db.analyses.length).toBe(started);
+          }
+          const closing = upkeep.close();
+          if (running) await db.finish();
+          await closing;
+          upkeep.wrote(1_000_000);
+          await settle();
+          expect(db.analyses.length).toBe(started);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('PostgresSubscriptionRepository on PGlite', () => {
+  let db: PGlite;
+  beforeAll(async () => {
+    db = await pgliteInMemory();
+  });
+  afterAll(() => db.close());
+
+  /** Rows each scan of `relation` in the plan read, in all its loops. */
+  function rowsRead(plan: Record<string, unknown>, relation: string): number[] {
+    const own =
+      plan['Relation Name'] === relation
+        ? [Number(plan['Actual Rows']) * Number(plan['Actual Loops'])]
+        : [];
+    const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
+    return [...own, ...children.flatMap((child) => rowsRead(child, relation))];
+  }
+
+  it('analyses the tables it writes, so that a batch of updates reads each subscription by its key, not all of them', async () => {
+    const repository = await PostgresSubscriptionRepository.open({ database: db, schema: 'kept' });
+    try {
+      for (let turn = 0; turn < 75; turn++) {
+        await Promise.all(
+          Array.from({ length: 40 }, (_, i) =>
+            repository.create(subscription(`A${i}`, `s${turn}_${i}`), 'whsec_x', {
+              at: 1_000,
+              maxPerAccount: 1_000,
+            }),
+          ),
+        );
+      }
+    } finally {
+      await repository.close(); // lets the analysis under way end
+    }
+    const { rows } = await db.query<{ reltuples: number }>(
+      "SELECT reltuples FROM pg_class WHERE oid = 'kept.subscriptions'::regclass",
+    );
+    // Never analysed reads -1; the analyses saw most of the 3,000.
+    expect(Number(rows[0]?.reltuples)).toBeGreaterThanOrEqual(2_000);
+    const sql = statements('"kept"', 'kept_changes');
+    const batch = ['s3_3', 's70_9'].map((id) => ({
+      accountCode: `A${id.split('_')[1]}`,
+      id,
+      changes: { description: 'moved' },
+      at: 2_000,
+    }));
+    // As the repository runs it: prepared once, its plan kept for any batch (a generic plan).
+    const literals = updateColumns(batch).map((column) => parameterLiteral(column));
+    await db.exec(`PREPARE kept_update AS ${sql.updateSubscriptions}`);
+    await db.exec('SET plan_cache_mode = force_generic_plan');
+    await db.exec('BEGIN');
+    try {
+      const [explained] = await db.exec(
+        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE kept_update(${literals.join(', ')})`,
+      );
+      const json = explained?.rows[0]?.['QUERY PLAN'] as { Plan: Record<string, unknown> }[];
+      const reads = rowsRead(json[0]?.Plan ?? {}, 'subscriptions');
+      expect(reads.length).toBeGreaterThan(0);
+      for (const read of reads) expect(read).toBeLessThanOrEqual(10);
+    } finally {
+      await db.exec('ROLLBACK');
+      await db.exec('RESET plan_cache_mode; DEALLOCATE kept_update');
+    }
+  });
+});
