@@ -153,7 +153,8 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly #names: Map<string, string> | undefined;
   // The statements PGlite holds prepared; undefined on a pool, or with preparedStatements false.
   readonly #embedded: EmbeddedStatements | undefined;
-  // On an embedded database (no autovacuum), the statistics kept current as rows are written.
+  // On an embedded database (no autovacuum), the subscription tables' statistics kept current as
+  // subscriptions are written.
   readonly #upkeep: EmbeddedUpkeep | undefined;
   #migration: MigrationReport | undefined;
   #lock: DataFolderLock | undefined;
@@ -186,7 +187,12 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     const database = this.#database;
     this.#upkeep =
       database.kind === 'embedded' && database.db.exec !== undefined
-        ? new EmbeddedUpkeep((text) => (database.db as SqlExec).exec(text), read.schema)
+        ? new EmbeddedUpkeep((text) => (database.db as SqlExec).exec(text), read.schema, [
+            // What subscription writes change, whose batches find their rows by key.
+            'subscriptions',
+            'signing_secrets',
+            'accounts',
+          ])
         : undefined;
     this.#listen = {
       connect: read.listenConnection,
@@ -531,8 +537,6 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       ended_since_ms: number | null;
       ended_messages: number | null;
     }>(this.#sql.recordAttempts, attemptColumns(batch));
-    // Each attempt's entry in the log, and its delivery moved.
-    this.#upkeep?.wrote(2 * batch.length);
     const byPosition = new Map(rows.map((row) => [Number(row.n), row]));
     return batch.map(({ attempt }, i) => {
       const row = byPosition.get(i + 1);
@@ -576,7 +580,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       at,
       count(limit),
     ]);
-    return this.#deleted(row);
+    return Number(row?.deleted ?? 0);
   }
 
   recordMessage(
@@ -598,18 +602,14 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
    */
   async #recordMessages(batch: readonly MessageToRecord[]): Promise<(KeptMessage | undefined)[]> {
     const answers = new Array<KeptMessage | undefined>(batch.length).fill(undefined);
-    // Each message and its deliveries.
-    const written = batch.reduce((sum, item) => sum + 1 + item.deliveries.length, 0);
     if (!batch.some((item) => item.key !== undefined)) {
       await this.#rows(this.#sql.recordMessages, messageColumns(batch));
-      this.#upkeep?.wrote(written);
       return answers;
     }
     const rows = await this.#rows<KeptRow>(
       this.#sql.recordKeyedMessages,
       messageColumns(batch, true),
     );
-    this.#upkeep?.wrote(written);
     for (const row of rows) answers[Number(row.n) - 1] = toKept(row);
     batch.forEach((item, i) => {
       if (item.key !== undefined && answers[i] === undefined) {
@@ -708,7 +708,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       at,
       count(limit),
     ]);
-    return this.#deleted(row);
+    return Number(row?.deleted ?? 0);
   }
 
   async deleteExpiredKeys(at: number, limit: number): Promise<number> {
@@ -717,14 +717,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       at,
       count(limit),
     ]);
-    return this.#deleted(row);
-  }
-
-  /** How many rows a retention statement deleted, noted as written. */
-  #deleted(row: { deleted: number } | undefined): number {
-    const deleted = Number(row?.deleted ?? 0);
-    this.#upkeep?.wrote(deleted);
-    return deleted;
+    return Number(row?.deleted ?? 0);
   }
 
   /**
