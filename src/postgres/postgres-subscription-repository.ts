@@ -39,7 +39,12 @@ import type {
 import { listenForChanges } from './change-listener.js';
 import { type DataFolderLock, localDataDir, shareDataFolderLock } from './data-folder-lock.js';
 import { EmbeddedStatements, type SqlExec, statementName } from './embedded-statements.js';
-import { EmbeddedUpkeep } from './embedded-upkeep.js';
+import {
+  EmbeddedUpkeep,
+  OUTBOX_TABLES,
+  SUBSCRIPTION_TABLES,
+  type UpkeepRule,
+} from './embedded-upkeep.js';
 import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js';
 import {
   OWNER,
@@ -153,9 +158,10 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly #names: Map<string, string> | undefined;
   // The statements PGlite holds prepared; undefined on a pool, or with preparedStatements false.
   readonly #embedded: EmbeddedStatements | undefined;
-  // On an embedded database (no autovacuum), the subscription tables' statistics kept current as
-  // subscriptions are written.
+  // On an embedded database (no autovacuum), the statistics kept current as rows are written: of
+  // the subscription tables, and of the outbox's.
   readonly #upkeep: EmbeddedUpkeep | undefined;
+  readonly #outboxUpkeep: EmbeddedUpkeep | undefined;
   #migration: MigrationReport | undefined;
   #lock: DataFolderLock | undefined;
   readonly #messages: GroupCommit<MessageToRecord, KeptMessage | undefined>;
@@ -185,15 +191,12 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
         ? new EmbeddedStatements(this.#database.db as SqlExec)
         : undefined;
     const database = this.#database;
-    this.#upkeep =
+    const upkeep = (rule: UpkeepRule) =>
       database.kind === 'embedded' && database.db.exec !== undefined
-        ? new EmbeddedUpkeep((text) => (database.db as SqlExec).exec(text), read.schema, [
-            // What subscription writes change, whose batches find their rows by key.
-            'subscriptions',
-            'signing_secrets',
-            'accounts',
-          ])
+        ? new EmbeddedUpkeep((text) => (database.db as SqlExec).exec(text), read.schema, rule)
         : undefined;
+    this.#upkeep = upkeep(SUBSCRIPTION_TABLES);
+    this.#outboxUpkeep = upkeep(OUTBOX_TABLES);
     this.#listen = {
       connect: read.listenConnection,
       reconnectDelayMs: read.reconnectDelayMs,
@@ -537,6 +540,8 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       ended_since_ms: number | null;
       ended_messages: number | null;
     }>(this.#sql.recordAttempts, attemptColumns(batch));
+    // Each attempt's entry in the log, and its delivery moved.
+    this.#outboxUpkeep?.wrote(2 * batch.length);
     const byPosition = new Map(rows.map((row) => [Number(row.n), row]));
     return batch.map(({ attempt }, i) => {
       const row = byPosition.get(i + 1);
@@ -580,7 +585,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       at,
       count(limit),
     ]);
-    return Number(row?.deleted ?? 0);
+    return this.#deleted(row);
   }
 
   recordMessage(
@@ -602,14 +607,18 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
    */
   async #recordMessages(batch: readonly MessageToRecord[]): Promise<(KeptMessage | undefined)[]> {
     const answers = new Array<KeptMessage | undefined>(batch.length).fill(undefined);
+    // Each message and its deliveries.
+    const written = batch.reduce((sum, item) => sum + 1 + item.deliveries.length, 0);
     if (!batch.some((item) => item.key !== undefined)) {
       await this.#rows(this.#sql.recordMessages, messageColumns(batch));
+      this.#outboxUpkeep?.wrote(written);
       return answers;
     }
     const rows = await this.#rows<KeptRow>(
       this.#sql.recordKeyedMessages,
       messageColumns(batch, true),
     );
+    this.#outboxUpkeep?.wrote(written);
     for (const row of rows) answers[Number(row.n) - 1] = toKept(row);
     batch.forEach((item, i) => {
       if (item.key !== undefined && answers[i] === undefined) {
@@ -708,7 +717,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       at,
       count(limit),
     ]);
-    return Number(row?.deleted ?? 0);
+    return this.#deleted(row);
   }
 
   async deleteExpiredKeys(at: number, limit: number): Promise<number> {
@@ -717,7 +726,14 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
       at,
       count(limit),
     ]);
-    return Number(row?.deleted ?? 0);
+    return this.#deleted(row);
+  }
+
+  /** How many rows a retention statement deleted, noted as written to the outbox's tables. */
+  #deleted(row: { deleted: number } | undefined): number {
+    const deleted = Number(row?.deleted ?? 0);
+    this.#outboxUpkeep?.wrote(deleted);
+    return deleted;
   }
 
   /**
@@ -768,13 +784,13 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   }
 
   /**
-   * Stop every `watch` and release their connections, let an analysis of an embedded database's
+   * Stop every `watch` and release their connections, let the analyses of an embedded database's
    * tables under way end, and give up the data folder if `open` locked it; the database itself
    * stays open.
    */
   async close(): Promise<void> {
     await Promise.all([...this.#watching].map((unwatch) => unwatch()));
-    await this.#upkeep?.close();
+    await Promise.all([this.#upkeep?.close(), this.#outboxUpkeep?.close()]);
     await this.#lock?.release();
   }
 }

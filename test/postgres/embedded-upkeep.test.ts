@@ -9,8 +9,13 @@ import type { PGlite } from '@electric-sql/pglite';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parameterLiteral } from '../../src/postgres/embedded-statements.js';
-import { EmbeddedUpkeep, FRACTION, MIN_ROWS } from '../../src/postgres/embedded-upkeep.js';
+import {
+  EmbeddedUpkeep,
+  OUTBOX_TABLES,
+  SUBSCRIPTION_TABLES,
+} from '../../src/postgres/embedded-upkeep.js';
 import { PostgresSubscriptionRepository } from '../../src/postgres/index.js';
+import { outboxStatements } from '../../src/postgres/outbox-statements.js';
 import { createColumns, updateColumns } from '../../src/postgres/rows.js';
 import type { SqlResult } from '../../src/postgres/sql-database.js';
 import { statements } from '../../src/postgres/statements.js';
@@ -54,15 +59,22 @@ function fakeDatabase(reltuples: () => number) {
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('EmbeddedUpkeep', () => {
-  it('analyses its tables once MIN_ROWS rows are written, quoting their names', async () => {
+  it('analyses its tables once the fewest rows are written, quoting their names', async () => {
     const db = fakeDatabase(() => 0);
-    const upkeep = new EmbeddedUpkeep(db.exec, 'my_schema', ['subscriptions', 'x"y']);
-    upkeep.wrote(MIN_ROWS - 1);
+    const rule = {
+      tables: { subscriptions: [], 'x"y': ['a', 'b"c'] },
+      minRows: 1_000,
+      fraction: 0.5,
+    };
+    const upkeep = new EmbeddedUpkeep(db.exec, 'my_schema', rule);
+    upkeep.wrote(999);
     await settle();
     expect(db.analyses).toEqual([]);
     upkeep.wrote(1);
     await settle();
-    expect(db.analyses).toEqual(['ANALYZE "my_schema"."subscriptions", "my_schema"."x""y"']);
+    expect(db.analyses).toEqual([
+      'ANALYZE "my_schema"."subscriptions", "my_schema"."x""y" ("a", "b""c")',
+    ]);
     await db.finish();
     await upkeep.close();
   });
@@ -77,16 +89,24 @@ describe('EmbeddedUpkeep', () => {
           ),
           { maxLength: 60 },
         ),
-        async (steps) => {
+        fc.oneof(
+          fc.constantFrom(SUBSCRIPTION_TABLES, OUTBOX_TABLES),
+          fc.record({
+            tables: fc.constant({ t: [] }),
+            minRows: fc.integer({ min: 1, max: 5_000 }),
+            fraction: fc.double({ min: 0.01, max: 2, noNaN: true }),
+          }),
+        ),
+        async (steps, rule) => {
           let rows = 0;
           const db = fakeDatabase(() => rows);
-          const upkeep = new EmbeddedUpkeep(db.exec, 's', ['t']);
-          // The rule, from the module's contract: the first analysis is due after MIN_ROWS rows;
-          // after one that succeeds, the next after max(MIN_ROWS, FRACTION x the tables' rows);
+          const upkeep = new EmbeddedUpkeep(db.exec, 's', rule);
+          // The rule, from the module's contract: the first analysis is due after `minRows` rows;
+          // after one that succeeds, the next after max(minRows, fraction x the tables' rows);
           // after one that fails, after as many as before. Rows written while one runs count
           // towards the next, which a write of rows starts.
           let since = 0;
-          let due = MIN_ROWS;
+          let due = rule.minRows;
           let running = false;
           let started = 0;
           for (const step of steps) {
@@ -105,7 +125,7 @@ describe('EmbeddedUpkeep', () => {
               rows = step.rows;
               await db.finish(step.fail);
               running = false;
-              if (!step.fail) due = Math.max(MIN_ROWS, FRACTION * rows);
+              if (!step.fail) due = Math.max(rule.minRows, rule.fraction * rows);
             }
             await settle();
             // Started exactly when due; each is held until finished, so never two at once.
@@ -141,8 +161,13 @@ describe('PostgresSubscriptionRepository on PGlite', () => {
     return [...own, ...children.flatMap((child) => rowsRead(child, relation))];
   }
 
-  /** Rows each scan of subscriptions read in the generic plan of `text` run with `params`. */
-  async function genericReads(name: string, text: string, params: unknown[][]): Promise<number[]> {
+  /** Rows each scan of `relation` read in the generic plan of `text` run with `params`. */
+  async function genericReads(
+    name: string,
+    text: string,
+    params: readonly unknown[],
+    relation = 'subscriptions',
+  ): Promise<number[]> {
     const literals = params.map((column) => parameterLiteral(column));
     await db.exec(`PREPARE ${name} AS ${text}`);
     await db.exec('SET plan_cache_mode = force_generic_plan');
@@ -152,7 +177,7 @@ describe('PostgresSubscriptionRepository on PGlite', () => {
         `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${name}(${literals.join(', ')})`,
       );
       const json = explained?.rows[0]?.['QUERY PLAN'] as { Plan: Record<string, unknown> }[];
-      return rowsRead(json[0]?.Plan ?? {}, 'subscriptions');
+      return rowsRead(json[0]?.Plan ?? {}, relation);
     } finally {
       await db.exec('ROLLBACK');
       await db.exec(`RESET plan_cache_mode; DEALLOCATE ${name}`);
@@ -213,8 +238,8 @@ describe('PostgresSubscriptionRepository on PGlite', () => {
     const { rows } = await db.query<{ reltuples: number }>(
       "SELECT reltuples FROM pg_class WHERE oid = 'kept.subscriptions'::regclass",
     );
-    // Never analysed reads -1; an analysis ran once MIN_ROWS had been written.
-    expect(Number(rows[0]?.reltuples)).toBeGreaterThanOrEqual(MIN_ROWS);
+    // Never analysed reads -1; an analysis ran once the fewest rows had been written.
+    expect(Number(rows[0]?.reltuples)).toBeGreaterThanOrEqual(SUBSCRIPTION_TABLES.minRows);
     const sql = statements('"kept"', 'kept_changes');
     const batch = ['s3_3', 's70_9'].map((id) => ({
       accountCode: `A${id.split('_')[1]}`,
@@ -226,5 +251,67 @@ describe('PostgresSubscriptionRepository on PGlite', () => {
     const reads = await genericReads('kept_update', sql.updateSubscriptions, updateColumns(batch));
     expect(reads.length).toBeGreaterThan(0);
     for (const read of reads) expect(read).toBeLessThanOrEqual(10);
+  });
+
+  it('analyses the outbox’s tables once they have grown, so that retention and a page of attempts read only what they return', async () => {
+    const repository = await PostgresSubscriptionRepository.open({ database: db, schema: 'grown' });
+    const delivery = { subscriptionId: 'sub_1', endpointUrl: 'https://hooks.example.com/a' };
+    try {
+      // 4 rows a delivered message: the message, its delivery, the attempt and the delivery moved.
+      for (let turn = 0; turn < 260; turn++) {
+        const ids = Array.from({ length: 20 }, (_, i) => `msg_${turn * 20 + i}`);
+        await Promise.all(
+          ids.map((id, i) =>
+            repository.recordMessage(
+              { accountCode: 'ACME', id, kind: 'k', body: '{}', createdAt: 10_000 + turn * 20 + i },
+              [delivery],
+              { leaseUntil: 1 },
+            ),
+          ),
+        );
+        await Promise.all(
+          ids.map((id) =>
+            repository.recordAttempt('ACME', {
+              id,
+              ...delivery,
+              attempt: 1,
+              at: 10_000 + turn,
+              durationMs: 1,
+              status: 204,
+              outcome: 'delivered',
+            }),
+          ),
+        );
+      }
+    } finally {
+      await repository.close();
+    }
+    const { rows } = await db.query<{ reltuples: number }>(
+      "SELECT reltuples FROM pg_class WHERE oid = 'grown.delivery_log'::regclass",
+    );
+    expect(Number(rows[0]?.reltuples)).toBeGreaterThan(0);
+    const sql = outboxStatements('"grown"');
+    // Nothing is old enough: retention finds that without reading every message or attempt.
+    for (const read of await genericReads(
+      'grown_messages',
+      sql.deleteMessagesBefore,
+      [1, 500],
+      'messages',
+    )) {
+      expect(read).toBeLessThanOrEqual(10);
+    }
+    for (const read of await genericReads(
+      'grown_log',
+      sql.deleteAttemptsBefore,
+      [1, 500],
+      'delivery_log',
+    )) {
+      expect(read).toBeLessThanOrEqual(10);
+    }
+    // The newest 50 of the account's 5,200 attempts.
+    const page = ['ACME', 2 ** 62, null, null, null, null, 50];
+    for (const read of await genericReads('grown_page', sql.attempts, page, 'delivery_log')) {
+      expect(read).toBeLessThanOrEqual(60);
+    }
   });
 });
