@@ -42,7 +42,7 @@ export const SUBSCRIPTION_TABLES: UpkeepRule = {
 /**
  * The outbox's tables: retention then reads only the old rows, and a page of attempts the newest
  * ones, rather than every row. They grow by four rows a delivery, and analysing them holds the
- * thread (60 ms at 40,000 deliveries, the columns below), so they are analysed after 20,000 rows,
+ * thread (63 ms at 40,000 deliveries, the columns below), so they are analysed after 20,000 rows,
  * then each time they have doubled.
  */
 export const OUTBOX_TABLES: UpkeepRule = {
@@ -95,8 +95,8 @@ export class EmbeddedUpkeep {
 
   /**
    * `ANALYZE` the tables, then make the next one due after the rule's share of their rows. One
-   * that fails
-   * (the database closed under it) changes nothing: the next is due after as many writes again.
+   * that fails (the database closed under it) changes nothing: the next is due after as many
+   * writes again.
    */
   async #analyze(): Promise<void> {
     const schema = quoteIdentifier(this.#schema);
