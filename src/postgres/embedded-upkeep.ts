@@ -9,11 +9,8 @@
  * thread. `ANALYZE` reads a sample of each table, so its cost stops growing with the table.
  * @module
  */
+import type { SqlExec } from './embedded-statements.js';
 import { quoteIdentifier } from './migrations.js';
-import type { SqlResult } from './sql-database.js';
-
-/** The simple-protocol entry of an embedded database: PGlite's `exec`. */
-type Exec = (text: string) => Promise<readonly SqlResult[]>;
 
 /** When the tables of one {@link EmbeddedUpkeep} are analysed again. @internal */
 export interface UpkeepRule {
@@ -66,7 +63,7 @@ export const OUTBOX_TABLES: UpkeepRule = {
 
 /** Analyses tables of an embedded database's schema as its repository writes to them. @internal */
 export class EmbeddedUpkeep {
-  readonly #exec: Exec;
+  readonly #db: SqlExec;
   readonly #schema: string;
   readonly #rule: UpkeepRule;
   #written = 0;
@@ -75,8 +72,8 @@ export class EmbeddedUpkeep {
   #closed = false;
 
   /** @param schema - the schema's name, a plain identifier (the options check it) */
-  constructor(exec: Exec, schema: string, rule: UpkeepRule) {
-    this.#exec = exec;
+  constructor(db: SqlExec, schema: string, rule: UpkeepRule) {
+    this.#db = db;
     this.#schema = schema;
     this.#rule = rule;
     this.#due = rule.minRows;
@@ -110,8 +107,8 @@ export class EmbeddedUpkeep {
     const sizes = `SELECT c.reltuples FROM pg_class AS c
       WHERE c.oid IN (${names.map((name) => `to_regclass('${name.replaceAll("'", "''")}')`).join(', ')})`;
     try {
-      await this.#exec(`ANALYZE ${analysed.join(', ')}`);
-      const [after] = await this.#exec(sizes);
+      await this.#db.exec(`ANALYZE ${analysed.join(', ')}`);
+      const [after] = await this.#db.exec(sizes);
       let rows = 0;
       for (const row of after?.rows ?? []) {
         rows += Math.max(0, Number((row as { reltuples: number }).reltuples));

@@ -184,17 +184,17 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     this.#sql = statements(quoteIdentifier(read.schema), this.#channel);
     this.#names =
       this.#database.kind === 'pool' && read.preparedStatements !== false ? new Map() : undefined;
+    // An embedded database's simple-protocol entry (PGlite's `exec`), where it has one.
+    const exec =
+      this.#database.kind === 'embedded' && this.#database.db.exec !== undefined
+        ? (this.#database.db as SqlExec)
+        : undefined;
     this.#embedded =
-      this.#database.kind === 'embedded' &&
-      read.preparedStatements !== false &&
-      this.#database.db.exec !== undefined
-        ? new EmbeddedStatements(this.#database.db as SqlExec)
+      exec !== undefined && read.preparedStatements !== false
+        ? new EmbeddedStatements(exec)
         : undefined;
-    const database = this.#database;
     const upkeep = (rule: UpkeepRule) =>
-      database.kind === 'embedded' && database.db.exec !== undefined
-        ? new EmbeddedUpkeep((text) => (database.db as SqlExec).exec(text), read.schema, rule)
-        : undefined;
+      exec === undefined ? undefined : new EmbeddedUpkeep(exec, read.schema, rule);
     this.#upkeep = upkeep(SUBSCRIPTION_TABLES);
     this.#outboxUpkeep = upkeep(OUTBOX_TABLES);
     this.#listen = {

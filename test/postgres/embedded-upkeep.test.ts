@@ -66,7 +66,7 @@ describe('EmbeddedUpkeep', () => {
       minRows: 1_000,
       fraction: 0.5,
     };
-    const upkeep = new EmbeddedUpkeep(db.exec, 'my_schema', rule);
+    const upkeep = new EmbeddedUpkeep(db, 'my_schema', rule);
     upkeep.wrote(999);
     await settle();
     expect(db.analyses).toEqual([]);
@@ -100,7 +100,7 @@ describe('EmbeddedUpkeep', () => {
         async (steps, rule) => {
           let rows = 0;
           const db = fakeDatabase(() => rows);
-          const upkeep = new EmbeddedUpkeep(db.exec, 's', rule);
+          const upkeep = new EmbeddedUpkeep(db, 's', rule);
           // The rule, from the module's contract: the first analysis is due after `minRows` rows;
           // after one that succeeds, the next after max(minRows, fraction x the tables' rows);
           // after one that fails, after as many as before. Rows written while one runs count
