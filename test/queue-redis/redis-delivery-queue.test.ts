@@ -11,6 +11,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDeliverer,
   type DeliveryAttempt,
+  type DeliveryJob,
+  type DeliveryStep,
   FakeClock,
   generateWebhookSecret,
   httpTransport,
@@ -50,6 +52,18 @@ const job = (id: string) => ({
   endpointUrl: `${receiver.url}/in`,
   body: `{"id":"${id}"}`,
   attempts: 0,
+});
+/** A fake deliverer's step: the job delivered by attempt `attempt`. */
+const delivered = (j: DeliveryJob, attempt: number): DeliveryStep => ({
+  done: true,
+  report: {
+    id: j.id,
+    subscriptionId: j.subscriptionId,
+    endpointUrl: j.endpointUrl,
+    attempt,
+    at: 0,
+    outcome: 'delivered',
+  },
 });
 
 describe('createRedisDeliveryQueue (BullMQ)', () => {
@@ -237,16 +251,8 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
           new Promise((resolve) => {
             started.push(j.id);
             changed();
-            const report = {
-              id: j.id,
-              subscriptionId: j.subscriptionId,
-              endpointUrl: j.endpointUrl,
-              attempt: 1,
-              at: 0,
-              outcome: 'delivered' as const,
-            };
-            if (j.accountCode === 'hostile') held.push(() => resolve({ done: true, report }));
-            else resolve({ done: true, report });
+            if (j.accountCode === 'hostile') held.push(() => resolve(delivered(j, 1)));
+            else resolve(delivered(j, 1));
           }),
       },
     });
@@ -298,16 +304,8 @@ describe('createRedisDeliveryQueue (BullMQ)', () => {
           new Promise((resolve) => {
             started.push(j.id);
             wake();
-            const report = {
-              id: j.id,
-              subscriptionId: j.subscriptionId,
-              endpointUrl: j.endpointUrl,
-              attempt: j.attempts + 1,
-              at: 0,
-              outcome: 'delivered' as const,
-            };
-            if (j.id === 'first') release = () => resolve({ done: true, report });
-            else resolve({ done: true, report });
+            if (j.id === 'first') release = () => resolve(delivered(j, j.attempts + 1));
+            else resolve(delivered(j, j.attempts + 1));
           }),
       },
     });
