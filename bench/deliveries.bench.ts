@@ -7,7 +7,8 @@
  *    and `FAN_OUT` per event, against the floor: a bare BullMQ Queue and Worker on the same Redis
  *    that sign the same bodies and POST them with the same transport, keeping no record (target:
  *    at least 0.7x of the floor); and the same service on the memory repository (no record in a
- *    database: not a target, it tells the records' part of the distance from the rest);
+ *    database: not a target, it tells the records' part of the distance from the rest); and the
+ *    floor with `JOB_BATCH` deliveries in each BullMQ job (not a target: what BullMQ costs per job);
  * 2. the service through the memory queue on PGlite (in memory, on a data folder), against the
  *    memory queue with a deliverer that keeps no record;
  * 3. the outbox's cost per published event: publish() latency, p50 and p99, with the record, on
@@ -31,6 +32,7 @@ import { Redis } from 'ioredis';
 import { PostgresServer } from '../test/support/postgres-server.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import {
+  bullmqBatchedFloor,
   bullmqFloor,
   CONCURRENCY,
   type Contender,
@@ -288,6 +290,11 @@ function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string
       open: async () => bare(bullmqFloor(redisPort, endpointUrl)),
     },
     {
+      keys: ['floor-bullmq-batched'],
+      deliveries: BULLMQ_DELIVERIES,
+      open: async () => bare(bullmqBatchedFloor(redisPort, endpointUrl)),
+    },
+    {
       keys: ['bullmq', 'bullmq-fan-out'],
       deliveries: BULLMQ_DELIVERIES,
       open: async () =>
@@ -421,6 +428,7 @@ function ratios(entries: readonly Entry[]) {
     ['bullmq', 'bullmq', 'floor-bullmq', TARGET],
     ['bullmqFanOut', 'bullmq-fan-out', 'floor-bullmq', undefined],
     ['bullmqMemoryRepository', 'bullmq-memory-repository', 'floor-bullmq', undefined],
+    ['bullmqBatchedFloor', 'floor-bullmq-batched', 'floor-bullmq', undefined],
     ['pgliteInMemory', 'pglite-memory', 'floor-memory', undefined],
     ['pgliteDataFolder', 'pglite-folder', 'floor-memory', undefined],
   ] as const;

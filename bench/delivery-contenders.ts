@@ -77,37 +77,40 @@ export function redisConnection(port: number) {
   return { host: '127.0.0.1', port, maxRetriesPerRequest: null };
 }
 
+/** Sign `job` with `secret` and POST it as every floor does; throws on an answer not 2xx. */
+function signAndPost(send: ReturnType<typeof transport>, secret: string) {
+  return async ({ id, body, endpointUrl }: DeliveryJob): Promise<void> => {
+    const signature = signWebhook({ id, timestamp: Math.floor(Date.now() / 1000), body }, secret);
+    const response = await send({
+      url: endpointUrl,
+      headers: {
+        'user-agent': 'api-conventions-webhooks',
+        'content-type': 'application/json',
+        ...signature,
+      },
+      body,
+      timeoutMs: 15_000,
+    });
+    if (response.status < 200 || response.status > 299) {
+      throw new Error(`the receiver answered ${response.status}`);
+    }
+  };
+}
+
 /**
  * The floor: a bare BullMQ Queue and Worker on the same Redis, the processor signing with one
  * secret and posting; no repository, no record, BullMQ's job options as ours.
  */
 export function bullmqFloor(redisPort: number, endpointUrl: string): Setup {
   const secret = generateWebhookSecret();
-  const send = transport();
+  const post = signAndPost(transport(), secret);
   const connection = redisConnection(redisPort);
   const name = 'bench-floor';
   const queue = new bullmq.Queue<DeliveryJob>(name, { connection });
-  const worker = new bullmq.Worker<DeliveryJob>(
-    name,
-    async ({ data }) => {
-      const { id, body } = data;
-      const signature = signWebhook({ id, timestamp: Math.floor(Date.now() / 1000), body }, secret);
-      const response = await send({
-        url: data.endpointUrl,
-        headers: {
-          'user-agent': 'api-conventions-webhooks',
-          'content-type': 'application/json',
-          ...signature,
-        },
-        body,
-        timeoutMs: 15_000,
-      });
-      if (response.status < 200 || response.status > 299) {
-        throw new Error(`the receiver answered ${response.status}`);
-      }
-    },
-    { connection, concurrency: CONCURRENCY },
-  );
+  const worker = new bullmq.Worker<DeliveryJob>(name, ({ data }) => post(data), {
+    connection,
+    concurrency: CONCURRENCY,
+  });
   let failed = 0;
   worker.on('failed', () => failed++);
   return {
@@ -121,6 +124,74 @@ export function bullmqFloor(redisPort: number, endpointUrl: string): Setup {
           const job = deliveryJob(createWebhookMessage(eventOf(n)), { id: 'floor', endpointUrl });
           return queue.add('delivery', job, { removeOnComplete: 1000, removeOnFail: false });
         },
+        errors: () => failed,
+      },
+    ],
+    close: async () => {
+      await worker.close();
+      await queue.close();
+    },
+  };
+}
+
+/** Deliveries a job of the batched floor carries. */
+export const JOB_BATCH = 8;
+
+/**
+ * Not a target: the bare BullMQ floor with `JOB_BATCH` deliveries in each job (the publishes
+ * gathered `JOB_BATCH` at a time, each resolving once its job is added; a worker signs and POSTs
+ * its job's deliveries at once, `CONCURRENCY / JOB_BATCH` jobs at a time, so `CONCURRENCY`
+ * attempts at a time as in every contender). Against the floor it tells what BullMQ costs per
+ * job, the part a service could share among deliveries by queueing several in one job.
+ */
+export function bullmqBatchedFloor(redisPort: number, endpointUrl: string): Setup {
+  const secret = generateWebhookSecret();
+  const post = signAndPost(transport(), secret);
+  const connection = redisConnection(redisPort);
+  const name = 'bench-floor-batched';
+  const queue = new bullmq.Queue<DeliveryJob[]>(name, { connection });
+  const worker = new bullmq.Worker<DeliveryJob[]>(
+    name,
+    async ({ data }) => {
+      await Promise.all(data.map(post));
+    },
+    { connection, concurrency: Math.max(1, Math.floor(CONCURRENCY / JOB_BATCH)) },
+  );
+  let failed = 0;
+  worker.on('failed', () => failed++);
+  // The publishes of a turn, up to JOB_BATCH, in one job (the rest of a turn in the next).
+  let gathered: { job: DeliveryJob; added: (error?: unknown) => void }[] = [];
+  const addGathered = () => {
+    const batch = gathered;
+    gathered = [];
+    if (batch.length === 0) return;
+    const jobs = batch.map((b) => b.job);
+    queue.add('deliveries', jobs, { removeOnComplete: 1000, removeOnFail: false }).then(
+      () => {
+        for (const b of batch) b.added();
+      },
+      (error: unknown) => {
+        for (const b of batch) b.added(error ?? new Error('not added'));
+      },
+    );
+  };
+  return {
+    contenders: [
+      {
+        key: 'floor-bullmq-batched',
+        name: `floor: bare BullMQ, ${JOB_BATCH} deliveries a job`,
+        fanOut: 1,
+        secrets: [secret],
+        publish: (n) =>
+          new Promise<void>((resolve, reject) => {
+            const job = deliveryJob(createWebhookMessage(eventOf(n)), { id: 'floor', endpointUrl });
+            gathered.push({
+              job,
+              added: (error) => (error === undefined ? resolve() : reject(error)),
+            });
+            if (gathered.length === 1) setImmediate(addGathered);
+            if (gathered.length >= JOB_BATCH) addGathered();
+          }),
         errors: () => failed,
       },
     ],
