@@ -8,7 +8,9 @@
  *    that sign the same bodies and POST them with the same transport, keeping no record (target:
  *    at least 0.7x of the floor); and the same service on the memory repository (no record in a
  *    database: not a target, it tells the records' part of the distance from the rest); and the
- *    floor with `JOB_BATCH` deliveries in each BullMQ job (not a target: what BullMQ costs per job);
+ *    floor with `JOB_BATCH` deliveries in each BullMQ job, and the service on a prototype queue
+ *    that does the same (neither a target: what BullMQ costs per job, and what sharing it would
+ *    give the service);
  * 2. the service through the memory queue on PGlite (in memory, on a data folder), against the
  *    memory queue with a deliverer that keeps no record;
  * 3. the outbox's cost per published event: publish() latency, p50 and p99, with the record, on
@@ -37,6 +39,7 @@ import {
   CONCURRENCY,
   type Contender,
   FAN_OUT,
+  JOB_BATCH,
   memoryFloor,
   type OurServiceOptions,
   ourService,
@@ -328,6 +331,27 @@ function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string
         }),
     },
     {
+      // Not a target: the service on PostgreSQL with a prototype queue of JOB_BATCH deliveries a
+      // BullMQ job, to measure the next structural step.
+      keys: ['bullmq-batched-prototype'],
+      deliveries: BULLMQ_DELIVERIES,
+      open: async () =>
+        served(
+          await postgresBackend(
+            postgres.url,
+            'bench_deliveries_batched',
+            CONCURRENCY + PUBLISH_IN_FLIGHT,
+            GROUP_COMMIT,
+          ),
+          {
+            key: 'bullmq-batched-prototype',
+            name: `ours: PostgreSQL, prototype queue of ${JOB_BATCH} deliveries a BullMQ job`,
+            queue: { kind: 'bullmq-batched-prototype', redisPort },
+            endpointUrl,
+          },
+        ),
+    },
+    {
       keys: ['floor-memory'],
       deliveries: PGLITE_DELIVERIES,
       open: async () => bare(memoryFloor(endpointUrl)),
@@ -429,6 +453,7 @@ function ratios(entries: readonly Entry[]) {
     ['bullmqFanOut', 'bullmq-fan-out', 'floor-bullmq', undefined],
     ['bullmqMemoryRepository', 'bullmq-memory-repository', 'floor-bullmq', undefined],
     ['bullmqBatchedFloor', 'floor-bullmq-batched', 'floor-bullmq', undefined],
+    ['bullmqBatchedPrototype', 'bullmq-batched-prototype', 'floor-bullmq', undefined],
     ['pgliteInMemory', 'pglite-memory', 'floor-memory', undefined],
     ['pgliteDataFolder', 'pglite-folder', 'floor-memory', undefined],
   ] as const;

@@ -159,22 +159,9 @@ export function bullmqBatchedFloor(redisPort: number, endpointUrl: string): Setu
   );
   let failed = 0;
   worker.on('failed', () => failed++);
-  // The publishes of a turn, up to JOB_BATCH, in one job (the rest of a turn in the next).
-  let gathered: { job: DeliveryJob; added: (error?: unknown) => void }[] = [];
-  const addGathered = () => {
-    const batch = gathered;
-    gathered = [];
-    if (batch.length === 0) return;
-    const jobs = batch.map((b) => b.job);
-    queue.add('deliveries', jobs, { removeOnComplete: 1000, removeOnFail: false }).then(
-      () => {
-        for (const b of batch) b.added();
-      },
-      (error: unknown) => {
-        for (const b of batch) b.added(error ?? new Error('not added'));
-      },
-    );
-  };
+  const gather = gathered((jobs) =>
+    queue.add('deliveries', jobs, { removeOnComplete: 1000, removeOnFail: false }),
+  );
   return {
     contenders: [
       {
@@ -183,15 +170,7 @@ export function bullmqBatchedFloor(redisPort: number, endpointUrl: string): Setu
         fanOut: 1,
         secrets: [secret],
         publish: (n) =>
-          new Promise<void>((resolve, reject) => {
-            const job = deliveryJob(createWebhookMessage(eventOf(n)), { id: 'floor', endpointUrl });
-            gathered.push({
-              job,
-              added: (error) => (error === undefined ? resolve() : reject(error)),
-            });
-            if (gathered.length === 1) setImmediate(addGathered);
-            if (gathered.length >= JOB_BATCH) addGathered();
-          }),
+          gather(deliveryJob(createWebhookMessage(eventOf(n)), { id: 'floor', endpointUrl })),
         errors: () => failed,
       },
     ],
@@ -200,6 +179,36 @@ export function bullmqBatchedFloor(redisPort: number, endpointUrl: string): Setu
       await queue.close();
     },
   };
+}
+
+/**
+ * Jobs handed in one at a time, added `JOB_BATCH` at a time: the jobs of a turn, up to
+ * `JOB_BATCH`, go in one call of `add` (the rest of the turn in the next), each caller's promise
+ * settling with that call.
+ */
+function gathered(
+  add: (jobs: DeliveryJob[]) => Promise<unknown>,
+): (job: DeliveryJob) => Promise<void> {
+  let batch: { job: DeliveryJob; settle: (error?: unknown) => void }[] = [];
+  const addBatch = () => {
+    const taken = batch;
+    batch = [];
+    if (taken.length === 0) return;
+    add(taken.map((b) => b.job)).then(
+      () => {
+        for (const b of taken) b.settle();
+      },
+      (error: unknown) => {
+        for (const b of taken) b.settle(error ?? new Error('not added'));
+      },
+    );
+  };
+  return (job) =>
+    new Promise<void>((resolve, reject) => {
+      batch.push({ job, settle: (error) => (error === undefined ? resolve() : reject(error)) });
+      if (batch.length === 1) setImmediate(addBatch);
+      if (batch.length >= JOB_BATCH) addBatch();
+    });
 }
 
 /** The memory floor: the memory queue and a deliverer with one secret, no repository. */
@@ -236,6 +245,7 @@ export function memoryFloor(endpointUrl: string): Setup {
  */
 export type QueueKind =
   | { kind: 'bullmq'; redisPort: number }
+  | { kind: 'bullmq-batched-prototype'; redisPort: number }
   | { kind: 'memory' }
   | { kind: 'none' };
 
@@ -247,6 +257,9 @@ function makeQueue(queue: QueueKind, deliverer: Deliverer, name: string): Delive
   if (queue.kind === 'memory') {
     return new MemoryDeliveryQueue({ deliverer, concurrency: CONCURRENCY, capacity: 1_000_000 });
   }
+  if (queue.kind === 'bullmq-batched-prototype') {
+    return batchedQueuePrototype(queue.redisPort, deliverer, name);
+  }
   return createRedisDeliveryQueue({
     bullmq,
     connection: redisConnection(queue.redisPort),
@@ -254,6 +267,51 @@ function makeQueue(queue: QueueKind, deliverer: Deliverer, name: string): Delive
     deliverer,
     concurrency: CONCURRENCY,
   });
+}
+
+/**
+ * Not a queue of the library: a prototype of the next structural step, to measure what it would
+ * give. The jobs of a turn, up to `JOB_BATCH`, in one BullMQ job (as the batched floor); a worker
+ * attempts a job's deliveries at once, `CONCURRENCY / JOB_BATCH` jobs at a time; a retry or a
+ * deferral goes back as a job of its own, due at its time. Nothing else of the library's queue:
+ * no account shares, no count of attempts lost with a process, no job id, so that a job retaken
+ * after a crash attempts every delivery in it again.
+ */
+function batchedQueuePrototype(
+  redisPort: number,
+  deliverer: Deliverer,
+  name: string,
+): DeliveryQueue {
+  const connection = redisConnection(redisPort);
+  const queue = new bullmq.Queue<DeliveryJob[]>(name, { connection });
+  const add = (jobs: DeliveryJob[], delay = 0) =>
+    queue.add('deliveries', jobs, {
+      removeOnComplete: 1000,
+      removeOnFail: false,
+      ...(delay > 0 ? { delay } : {}),
+    });
+  const worker = new bullmq.Worker<DeliveryJob[]>(
+    name,
+    async ({ data }) => {
+      await Promise.all(
+        data.map(async (job) => {
+          const step = await deliverer.attempt(job);
+          if (!step.done) await add([step.job], Math.ceil(step.at - Date.now()));
+        }),
+      );
+    },
+    { connection, concurrency: Math.max(1, Math.floor(CONCURRENCY / JOB_BATCH)) },
+  );
+  worker.on('error', () => undefined);
+  const gather = gathered(add);
+  return {
+    enqueue: gather,
+    close: async () => {
+      await worker.close();
+      await queue.close();
+      return [];
+    },
+  };
 }
 
 /** How {@link ourService} is set up. */
