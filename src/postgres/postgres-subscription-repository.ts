@@ -46,44 +46,31 @@ import {
   type UpkeepRule,
 } from './embedded-upkeep.js';
 import { type MigrationReport, migrate, quoteIdentifier } from './migrations.js';
+import { PostgresOutbox } from './postgres-outbox.js';
 import {
   OWNER,
   type PostgresRepositoryOptions,
   readRepositoryOptions,
 } from './repository-options.js';
 import {
-  type AttemptRow,
-  type AttemptToRecord,
-  attemptColumns,
   type CreateToRecord,
   changeOfTuple,
+  count,
   createColumns,
   createValues,
   type DeleteToRecord,
   deleteColumns,
   deleteValues,
-  type KeptRow,
-  type MessageToRecord,
-  messageColumns,
-  type PendingRow,
   type RotationToRecord,
   rotateColumns,
   rotateValues,
   type SubscriptionRow,
-  toKept,
-  toLogEntry,
-  toPending,
   toSubscription,
   type UpdateToRecord,
   updateColumns,
   updateValues,
 } from './rows.js';
-import {
-  type DatabaseKind,
-  inTransaction,
-  type SqlDatabase,
-  type SqlResult,
-} from './sql-database.js';
+import type { DatabaseKind, SqlDatabase, SqlResult } from './sql-database.js';
 import { type Statements, statements } from './statements.js';
 import { StoredSecrets, secretContext } from './stored-secrets.js';
 
@@ -130,11 +117,6 @@ interface NamedQuery {
   query(config: { name: string; text: string; values: unknown[] }): Promise<SqlResult>;
 }
 
-/** A bound of a page or a read, as the memory repository's `slice` takes it. */
-function count(value: number): number {
-  return Number.isNaN(value) ? 0 : Math.max(0, Math.min(Math.trunc(value), 2 ** 62));
-}
-
 /**
  * Subscriptions, signing secrets and the delivery log in PostgreSQL, the same on every instance:
  * revisions commit in order, and `watch` hears every instance's changes through LISTEN/NOTIFY.
@@ -158,14 +140,13 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   readonly #names: Map<string, string> | undefined;
   // The statements PGlite holds prepared; undefined on a pool, or with preparedStatements false.
   readonly #embedded: EmbeddedStatements | undefined;
-  // On an embedded database (no autovacuum), the statistics kept current as rows are written: of
-  // the subscription tables, and of the outbox's.
+  // On an embedded database (no autovacuum), the statistics of the subscription tables kept
+  // current as rows are written (the outbox keeps its tables').
   readonly #upkeep: EmbeddedUpkeep | undefined;
-  readonly #outboxUpkeep: EmbeddedUpkeep | undefined;
+  // Messages, deliveries, attempts: the outbox's statements and their batches.
+  readonly #outbox: PostgresOutbox;
   #migration: MigrationReport | undefined;
   #lock: DataFolderLock | undefined;
-  readonly #messages: GroupCommit<MessageToRecord, KeptMessage | undefined>;
-  readonly #attempts: GroupCommit<AttemptToRecord, AttemptRecord>;
   readonly #creates: GroupCommit<CreateToRecord, StoredSubscription | undefined>;
   readonly #updates: GroupCommit<UpdateToRecord, StoredSubscription | undefined>;
   readonly #deletes: GroupCommit<DeleteToRecord, boolean>;
@@ -196,29 +177,18 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     const upkeep = (rule: UpkeepRule) =>
       exec === undefined ? undefined : new EmbeddedUpkeep(exec, read.schema, rule);
     this.#upkeep = upkeep(SUBSCRIPTION_TABLES);
-    this.#outboxUpkeep = upkeep(OUTBOX_TABLES);
     this.#listen = {
       connect: read.listenConnection,
       reconnectDelayMs: read.reconnectDelayMs,
       maxReconnectDelayMs: Math.max(read.reconnectDelayMs, read.maxReconnectDelayMs),
     };
     const { batches } = read;
-    this.#messages = new GroupCommit({
-      ...batches,
-      write: (batch) => this.#recordMessages(batch),
-      // A statement inserts a message once, and takes an idempotency key once: the same id, or
-      // the same key, again goes in the next batch.
-      keyOf: ({ message, key }) => {
-        const id = JSON.stringify([message.accountCode, message.id]);
-        return key === undefined ? id : [id, JSON.stringify([message.accountCode, null, key.key])];
-      },
-      // Recording a message again changes nothing: after a failed batch, each goes alone, so that
-      // a message the server refuses fails its own publish only.
-      retryAlone: true,
-    });
-    this.#attempts = new GroupCommit({
-      ...batches,
-      write: (batch) => this.#recordAttempts(batch),
+    this.#outbox = new PostgresOutbox({
+      database: this.#database,
+      sql: this.#sql,
+      rows: (text, params, on) => this.#rows(text, params, on),
+      batches,
+      upkeep: upkeep(OUTBOX_TABLES),
     });
     this.#creates = this.#subscriptionWrites(batches, {
       alone: { text: this.#sql.create, values: createValues },
@@ -525,67 +495,17 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
   recordAttempt(
     accountCode: string,
     attempt: DeliveryAttempt,
-    options: { readonly leaseUntil?: number } = {},
+    options?: { readonly leaseUntil?: number },
   ): Promise<AttemptRecord> {
-    return this.#attempts.add({ accountCode, attempt, leaseUntil: options.leaseUntil ?? null });
+    return this.#outbox.recordAttempt(accountCode, attempt, options);
   }
 
-  /** A batch of attempts, recorded one after the other in one call (`record_attempts`). */
-  async #recordAttempts(batch: readonly AttemptToRecord[]): Promise<AttemptRecord[]> {
-    const rows = await this.#rows<{
-      n: string | number;
-      sequence: string | number;
-      failing_since_ms: number | null;
-      failed_messages: number | null;
-      ended_since_ms: number | null;
-      ended_messages: number | null;
-    }>(this.#sql.recordAttempts, attemptColumns(batch));
-    // Each attempt's entry in the log, and its delivery moved.
-    this.#outboxUpkeep?.wrote(2 * batch.length);
-    const byPosition = new Map(rows.map((row) => [Number(row.n), row]));
-    return batch.map(({ attempt }, i) => {
-      const row = byPosition.get(i + 1);
-      if (row === undefined)
-        throw new Error(`record_attempts answered no row for attempt ${i + 1}`);
-      const failingSince = row.failing_since_ms;
-      const endedSince = row.ended_since_ms;
-      return {
-        entry: { ...attempt, sequence: Number(row.sequence) },
-        health:
-          failingSince === null
-            ? { failedMessages: 0 }
-            : { failingSince, failedMessages: Number(row.failed_messages ?? 0) },
-        ...(endedSince === null
-          ? {}
-          : {
-              ended: { failingSince: endedSince, failedMessages: Number(row.ended_messages ?? 0) },
-            }),
-      };
-    });
+  attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]> {
+    return this.#outbox.attempts(accountCode, query);
   }
 
-  async attempts(accountCode: string, query: AttemptQuery): Promise<readonly DeliveryLogEntry[]> {
-    const { beforeSequence, subscriptionId, outcomes, since, until } = query;
-    const before =
-      beforeSequence === undefined ? 2 ** 62 : Math.max(0, Math.min(beforeSequence, 2 ** 62));
-    const rows = await this.#rows<AttemptRow>(this.#sql.attempts, [
-      accountCode,
-      Math.floor(before) || 0,
-      subscriptionId ?? null,
-      outcomes === undefined ? null : [...outcomes],
-      since ?? null,
-      until ?? null,
-      count(query.limit),
-    ]);
-    return rows.map(toLogEntry);
-  }
-
-  async deleteAttemptsBefore(at: number, limit: number): Promise<number> {
-    const [row] = await this.#rows<{ deleted: number }>(this.#sql.deleteAttemptsBefore, [
-      at,
-      count(limit),
-    ]);
-    return this.#deleted(row);
+  deleteAttemptsBefore(at: number, limit: number): Promise<number> {
+    return this.#outbox.deleteAttemptsBefore(at, limit);
   }
 
   recordMessage(
@@ -593,65 +513,19 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     deliveries: readonly OutboxDelivery[],
     options: { readonly leaseUntil: number; readonly key?: MessageKey | undefined },
   ): Promise<KeptMessage | undefined> {
-    const { leaseUntil, key } = options;
-    return this.#messages.add(
-      key === undefined
-        ? { message, deliveries, leaseUntil }
-        : { message, deliveries, leaseUntil, key },
-    );
+    return this.#outbox.recordMessage(message, deliveries, options);
   }
 
-  /**
-   * A batch of messages and their deliveries, in one statement; one with a keyed message among
-   * them in the statement that takes keys too (a batch without keeps its plain statement).
-   */
-  async #recordMessages(batch: readonly MessageToRecord[]): Promise<(KeptMessage | undefined)[]> {
-    const answers = new Array<KeptMessage | undefined>(batch.length).fill(undefined);
-    // Each message and its deliveries.
-    const written = batch.reduce((sum, item) => sum + 1 + item.deliveries.length, 0);
-    if (!batch.some((item) => item.key !== undefined)) {
-      await this.#rows(this.#sql.recordMessages, messageColumns(batch));
-      this.#outboxUpkeep?.wrote(written);
-      return answers;
-    }
-    const rows = await this.#rows<KeptRow>(
-      this.#sql.recordKeyedMessages,
-      messageColumns(batch, true),
-    );
-    this.#outboxUpkeep?.wrote(written);
-    for (const row of rows) answers[Number(row.n) - 1] = toKept(row);
-    batch.forEach((item, i) => {
-      if (item.key !== undefined && answers[i] === undefined) {
-        throw new Error(`recordKeyedMessages answered no row for keyed message ${i + 1}`);
-      }
-    });
-    return answers;
+  claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]> {
+    return this.#outbox.claimDeliveries(claim);
   }
 
-  async claimDeliveries(claim: DeliveryClaim): Promise<readonly PendingDelivery[]> {
-    const limit = count(claim.limit);
-    if (limit === 0 || Number.isNaN(claim.dueBy)) return [];
-    const rows = await this.#rows<PendingRow>(
-      claim.released === true ? this.#sql.claimReleasedDeliveries : this.#sql.claimDeliveries,
-      [claim.dueBy, claim.leaseUntil, limit],
-    );
-    return rows.map(toPending);
+  releaseLeases(dueBy: number): Promise<number> {
+    return this.#outbox.releaseLeases(dueBy);
   }
 
-  async releaseLeases(dueBy: number): Promise<number> {
-    if (Number.isNaN(dueBy)) return 0;
-    const [row] = await this.#rows<{ released: number }>(this.#sql.releaseLeases, [dueBy]);
-    return Number(row?.released ?? 0);
-  }
-
-  async releaseDeliveries(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void> {
-    if (deliveries.length === 0) return;
-    await this.#rows(this.#sql.releaseDeliveries, [
-      deliveries.map((d) => d.accountCode),
-      deliveries.map((d) => d.messageId),
-      deliveries.map((d) => d.subscriptionId),
-      leaseUntil,
-    ]);
+  releaseDeliveries(deliveries: readonly DeliveryKey[], leaseUntil: number): Promise<void> {
+    return this.#outbox.releaseDeliveries(deliveries, leaseUntil);
   }
 
   /**
@@ -662,78 +536,24 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
     return this.#database.kind === 'embedded';
   }
 
-  async replay(
-    accountCode: string,
-    selection: ReplaySelection,
-    plan: ReplayPlan,
-  ): Promise<ReplayResult> {
-    const pace = [plan.at, count(plan.inline), plan.leaseUntil, plan.paceMs];
-    const [lock, text, params] =
-      'messageId' in selection
-        ? [
-            this.#sql.replayPacesOfMessage,
-            this.#sql.replayMessage,
-            [accountCode, selection.messageId, ...pace],
-          ]
-        : [
-            this.#sql.replayPacesOfSubscription,
-            this.#sql.replaySubscription,
-            [accountCode, selection.subscriptionId, ...pace, selection.since],
-          ];
-    // Two statements in one transaction: the subscriptions' pacing rows, locked in one order,
-    // then their deliveries (see statements.ts).
-    const rows = await inTransaction(this.#database, async (tx) => {
-      const held = await this.#rows<{ subscription_id: string }>(lock, params.slice(0, 2), tx);
-      return this.#rows<PendingRow & { found: boolean; total: number; paced_until: number | null }>(
-        text,
-        [...params, held.map((row) => row.subscription_id)],
-        tx,
-      );
-    });
-    const pacedUntil = rows[0]?.paced_until ?? null;
-    return {
-      found: rows[0]?.found === true,
-      total: Number(rows[0]?.total ?? 0),
-      due: rows.filter((row) => row.message_id !== null).map(toPending),
-      ...(pacedUntil === null ? {} : { pacedUntil: Number(pacedUntil) }),
-    };
+  replay(accountCode: string, selection: ReplaySelection, plan: ReplayPlan): Promise<ReplayResult> {
+    return this.#outbox.replay(accountCode, selection, plan);
   }
 
-  async deliveryStatus(
+  deliveryStatus(
     accountCode: string,
     messageId: string,
     subscriptionId: string,
   ): Promise<DeliveryStatus | undefined> {
-    const [row] = await this.#rows<{ status: DeliveryStatus }>(this.#sql.deliveryStatus, [
-      accountCode,
-      messageId,
-      subscriptionId,
-    ]);
-    return row?.status;
+    return this.#outbox.deliveryStatus(accountCode, messageId, subscriptionId);
   }
 
-  async deleteMessagesBefore(at: number, limit: number): Promise<number> {
-    const [row] = await this.#rows<{ deleted: number }>(this.#sql.deleteMessagesBefore, [
-      at,
-      count(limit),
-    ]);
-    return this.#deleted(row);
+  deleteMessagesBefore(at: number, limit: number): Promise<number> {
+    return this.#outbox.deleteMessagesBefore(at, limit);
   }
 
-  async deleteExpiredKeys(at: number, limit: number): Promise<number> {
-    if (Number.isNaN(at)) return 0;
-    const [row] = await this.#rows<{ deleted: number }>(this.#sql.deleteExpiredKeys, [
-      at,
-      count(limit),
-    ]);
-    return this.#deleted(row);
-  }
-
-  /** How many rows a retention statement deleted, noted as written to the outbox's tables. */
-  #deleted(row: { deleted: number } | undefined): number {
-    const deleted = Number(row?.deleted ?? 0);
-    this.#outboxUpkeep?.wrote(deleted);
-    return deleted;
+  deleteExpiredKeys(at: number, limit: number): Promise<number> {
+    return this.#outbox.deleteExpiredKeys(at, limit);
   }
 
   /**
@@ -790,7 +610,7 @@ export class PostgresSubscriptionRepository implements SubscriptionRepository {
    */
   async close(): Promise<void> {
     await Promise.all([...this.#watching].map((unwatch) => unwatch()));
-    await Promise.all([this.#upkeep?.close(), this.#outboxUpkeep?.close()]);
+    await Promise.all([this.#upkeep?.close(), this.#outbox.close()]);
     await this.#lock?.release();
   }
 }

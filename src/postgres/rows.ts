@@ -470,3 +470,8 @@ export function toKept(row: KeptRow): KeptMessage {
     deliveries: Object.freeze([...row.subscription_ids]),
   };
 }
+
+/** A bound of a page or a read, as the memory repository's `slice` takes it. */
+export function count(value: number): number {
+  return Number.isNaN(value) ? 0 : Math.max(0, Math.min(Math.trunc(value), 2 ** 62));
+}

@@ -20,6 +20,9 @@ export interface SqlDatabase {
   query(text: string, params?: unknown[]): Promise<SqlResult>;
 }
 
+/** Runs a statement on a repository's database, or on `on` (a transaction's connection). */
+export type RunRows = <R>(text: string, params: unknown[], on?: SqlDatabase) => Promise<R[]>;
+
 /** A notification as `pg` reports it. */
 export interface SqlNotification {
   /** The channel. */
