@@ -9,8 +9,8 @@
  *    at least 0.7x of the floor); and the same service on the memory repository (no record in a
  *    database: not a target, it tells the records' part of the distance from the rest); and the
  *    floor with `JOB_BATCH` deliveries in each BullMQ job, and the service on a prototype queue
- *    that does the same (neither a target: what BullMQ costs per job, and what sharing it would
- *    give the service);
+ *    that does the same, bare and guarded (none a target: what BullMQ costs per job, what sharing
+ *    it would give the service, and what two of the library queue's guarantees would cost);
  * 2. the service through the memory queue on PGlite (in memory, on a data folder), against the
  *    memory queue with a deliverer that keeps no record;
  * 3. the outbox's cost per published event: publish() latency, p50 and p99, with the record, on
@@ -346,7 +346,28 @@ function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string
           {
             key: 'bullmq-batched-prototype',
             name: `ours: PostgreSQL, prototype queue of ${JOB_BATCH} deliveries a BullMQ job`,
-            queue: { kind: 'bullmq-batched-prototype', redisPort },
+            queue: { kind: 'bullmq-batched-prototype', redisPort, guarded: false },
+            endpointUrl,
+          },
+        ),
+    },
+    {
+      // Not a target: the same prototype with a marker per delivery and slots by attempts, what
+      // two of the library queue's guarantees would cost it.
+      keys: ['bullmq-batched-guarded'],
+      deliveries: BULLMQ_DELIVERIES,
+      open: async () =>
+        served(
+          await postgresBackend(
+            postgres.url,
+            'bench_deliveries_guarded',
+            CONCURRENCY + PUBLISH_IN_FLIGHT,
+            GROUP_COMMIT,
+          ),
+          {
+            key: 'bullmq-batched-guarded',
+            name: `ours: PostgreSQL, prototype queue of ${JOB_BATCH} a job, markers and attempt slots`,
+            queue: { kind: 'bullmq-batched-prototype', redisPort, guarded: true },
             endpointUrl,
           },
         ),
@@ -454,6 +475,7 @@ function ratios(entries: readonly Entry[]) {
     ['bullmqMemoryRepository', 'bullmq-memory-repository', 'floor-bullmq', undefined],
     ['bullmqBatchedFloor', 'floor-bullmq-batched', 'floor-bullmq', undefined],
     ['bullmqBatchedPrototype', 'bullmq-batched-prototype', 'floor-bullmq', undefined],
+    ['bullmqBatchedGuarded', 'bullmq-batched-guarded', 'floor-bullmq', undefined],
     ['pgliteInMemory', 'pglite-memory', 'floor-memory', undefined],
     ['pgliteDataFolder', 'pglite-folder', 'floor-memory', undefined],
   ] as const;
