@@ -286,6 +286,12 @@ async function served(
 function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string): Group[] {
   const bare = (setup: Setup): Opened => ({ setup, close: async () => undefined });
   const memory = { kind: 'memory' } as const;
+  // The service on the suite's PostgreSQL, in a schema of its own.
+  const onPostgres = async (schema: string, options: Omit<OurServiceOptions, 'repository'>) =>
+    served(
+      await postgresBackend(postgres.url, schema, CONCURRENCY + PUBLISH_IN_FLIGHT, GROUP_COMMIT),
+      options,
+    );
   return [
     {
       keys: ['floor-bullmq'],
@@ -301,21 +307,13 @@ function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string
       keys: ['bullmq', 'bullmq-fan-out'],
       deliveries: BULLMQ_DELIVERIES,
       open: async () =>
-        served(
-          await postgresBackend(
-            postgres.url,
-            'bench_deliveries',
-            CONCURRENCY + PUBLISH_IN_FLIGHT,
-            GROUP_COMMIT,
-          ),
-          {
-            key: 'bullmq',
-            name: 'ours: BullMQ, PostgreSQL',
-            queue: { kind: 'bullmq', redisPort },
-            endpointUrl,
-            fanOut: true,
-          },
-        ),
+        onPostgres('bench_deliveries', {
+          key: 'bullmq',
+          name: 'ours: BullMQ, PostgreSQL',
+          queue: { kind: 'bullmq', redisPort },
+          endpointUrl,
+          fanOut: true,
+        }),
     },
     {
       // Not a target: the service's own path through BullMQ with no database, so that the
@@ -336,20 +334,12 @@ function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string
       keys: ['bullmq-batched-prototype'],
       deliveries: BULLMQ_DELIVERIES,
       open: async () =>
-        served(
-          await postgresBackend(
-            postgres.url,
-            'bench_deliveries_batched',
-            CONCURRENCY + PUBLISH_IN_FLIGHT,
-            GROUP_COMMIT,
-          ),
-          {
-            key: 'bullmq-batched-prototype',
-            name: `ours: PostgreSQL, prototype queue of ${JOB_BATCH} deliveries a BullMQ job`,
-            queue: { kind: 'bullmq-batched-prototype', redisPort, guarded: false },
-            endpointUrl,
-          },
-        ),
+        onPostgres('bench_deliveries_batched', {
+          key: 'bullmq-batched-prototype',
+          name: `ours: PostgreSQL, prototype queue of ${JOB_BATCH} deliveries a BullMQ job`,
+          queue: { kind: 'bullmq-batched-prototype', redisPort, guarded: false },
+          endpointUrl,
+        }),
     },
     {
       // Not a target: the same prototype with a marker per delivery and slots by attempts, what
@@ -357,20 +347,12 @@ function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string
       keys: ['bullmq-batched-guarded'],
       deliveries: BULLMQ_DELIVERIES,
       open: async () =>
-        served(
-          await postgresBackend(
-            postgres.url,
-            'bench_deliveries_guarded',
-            CONCURRENCY + PUBLISH_IN_FLIGHT,
-            GROUP_COMMIT,
-          ),
-          {
-            key: 'bullmq-batched-guarded',
-            name: `ours: PostgreSQL, prototype queue of ${JOB_BATCH} a job, markers and attempt slots`,
-            queue: { kind: 'bullmq-batched-prototype', redisPort, guarded: true },
-            endpointUrl,
-          },
-        ),
+        onPostgres('bench_deliveries_guarded', {
+          key: 'bullmq-batched-guarded',
+          name: `ours: PostgreSQL, prototype queue of ${JOB_BATCH} a job, markers and attempt slots`,
+          queue: { kind: 'bullmq-batched-prototype', redisPort, guarded: true },
+          endpointUrl,
+        }),
     },
     {
       keys: ['floor-memory'],
