@@ -121,3 +121,31 @@ export class AccountSlots {
     }
   }
 }
+
+/**
+ * At most `size` attempts at a time in this process, whatever the jobs that hold them; the rest
+ * wait their turn in order. Never throws.
+ * @internal
+ */
+export class AttemptSlots {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  /** @param size - attempts at once, at least 1 */
+  constructor(size: number) {
+    this.#free = size;
+  }
+
+  /** Run `attempt` in a slot, once one is free. */
+  async run<T>(attempt: () => Promise<T>): Promise<T> {
+    if (this.#free > 0) this.#free -= 1;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    try {
+      return await attempt();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next === undefined) this.#free += 1;
+      else next();
+    }
+  }
+}

@@ -8,7 +8,15 @@ import type { DeliveryJob } from '../webhooks/delivery/job.js';
 import { jobAccount } from '../webhooks/delivery/job-account.js';
 import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery/queue.js';
 import type { DeliveryStep } from '../webhooks/delivery/step.js';
-import { AccountSlots, waitingRoom } from './account-slots.js';
+import { AccountSlots, AttemptSlots, waitingRoom } from './account-slots.js';
+import {
+  finishedBy,
+  HeldDeliveries,
+  isFinished,
+  type MarkerClient,
+  movedFrom,
+  parentOf,
+} from './held-deliveries.js';
 import { jsonForm } from './json-form.js';
 import { type RedisDeliveryQueueOptions, readQueueOptions } from './redis-queue-options.js';
 
@@ -47,10 +55,13 @@ const MAX_STALLED_COUNT = 100;
 export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): RedisDeliveryQueue {
   const read = readQueueOptions(options);
   const { bullmq, concurrency, capacity, name, keep, clock, deliverer, accountDeferMs } = read;
-  const { accountConcurrency } = read;
+  const { accountConcurrency, deliveriesPerJob } = read;
+  const bundled = deliveriesPerJob > 1;
   // The account's workers in this process, and its jobs waiting for one.
   const room = waitingRoom(accountConcurrency, concurrency);
   const slots = new AccountSlots(accountConcurrency, room, accountDeferMs);
+  // A worker takes `concurrency` jobs at a time; a job may hold several deliveries.
+  const attempts = new AttemptSlots(concurrency);
   const workerOptions = {
     maxStalledCount: MAX_STALLED_COUNT,
     ...definedOnly(read.workerOptions ?? {}),
@@ -59,49 +70,222 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     connection: read.connection,
     ...(read.prefix === undefined ? {} : { prefix: read.prefix }),
   };
-  const queue = new bullmq.Queue<StoredJob>(name, base);
+  const queue = new bullmq.Queue<QueuedData>(name, base) as unknown as BullMQ.Queue<QueuedData>;
+  const held = new HeldDeliveries(
+    () => redisClientOf(queue),
+    `${read.prefix ?? DEFAULT_PREFIX}:${name}`,
+  );
+  const added = { removeOnComplete: keep, removeOnFail: false };
+
+  /** Add a job of its own, with the count of takings it starts from (and, `marked`, its marker). */
+  const addOwn = (data: DeliveryJob, jobId: string, at: number | undefined, marked: boolean) => {
+    const delay = at === undefined ? 0 : Math.max(0, Math.ceil(at - nowOf(clock)));
+    const stored: StoredJob = isJobObject(data)
+      ? { ...withoutCount(data), startsCounted: 0, ...(marked ? { marked } : {}) }
+      : data;
+    return queue.add(JOB_NAME, stored, { jobId, ...added, ...(delay > 0 ? { delay } : {}) });
+  };
+
+  /**
+   * Add deliveries held by markers, each marker claimed before its job is added: one alone as a
+   * job of its own under its id, several as one job. A delivery another job holds is left out.
+   */
+  const addHeld = async (jobs: readonly DeliveryJob[], at: number | undefined) => {
+    const unique = new Map(jobs.map((job) => [bullJobId(job), job]));
+    const lone = unique.size === 1;
+    const owner = lone
+      ? [...unique.keys()][0]!
+      : `${BUNDLE_ID_PREFIX}${globalThis.crypto.randomUUID()}`;
+    const markers = [...unique.keys()].map((k) => held.key(k));
+    const claimed = await held.claim(markers, owner);
+    for (const [i, marker] of markers.entries()) {
+      if (!claimed[i]) claimed[i] = await takeOver(marker, owner);
+    }
+    const mine = [...unique.values()].filter((_, i) => claimed[i]);
+    if (mine.length === 0) return;
+    if (lone) {
+      await addOwn(mine[0]!, owner, at, true);
+      return;
+    }
+    await queue.add(
+      BUNDLE_NAME,
+      { deliveries: mine.map(withoutCount) },
+      { jobId: owner, ...added },
+    );
+  };
+
+  /**
+   * Claim a marker whose job is gone (its process died between claiming and adding it, or the job
+   * was removed by hand) for `owner`: `true` once `owner` holds it. A job named by a marker it no
+   * longer holds skips the delivery when taken, so a delivery is never attempted by two jobs.
+   */
+  const takeOver = async (marker: string, owner: string) => {
+    const [holder] = await held.holders([marker]);
+    if (holder === null || holder === undefined) return (await held.claim([marker], owner))[0]!;
+    if (isFinished(holder) || (await queue.getJob(holder)) !== undefined) return false;
+    await held.replace([marker], holder, owner);
+    return (await held.claim([marker], owner))[0]!;
+  };
+  const turns = new Turns(deliveriesPerJob, (jobs) => redis(() => addHeld(jobs, undefined)));
+
+  /**
+   * Attempt one job, put back to the delayed set for a retry or a deferral. A job a marker holds
+   * (in a queue of several deliveries a job) is attempted only where it holds its marker.
+   */
+  const workOwn = async (job: BullMQ.Job<StoredJob>, token: string | undefined) => {
+    const { data } = job;
+    const jobId = String(job.id);
+    const marker = isJobObject(data) && data.marked === true ? markerOf(held, data) : undefined;
+    if (marker !== undefined && !(await held.holds([marker], jobId, parentOf(jobId)))[0]) {
+      return HELD_ELSEWHERE;
+    }
+    const account = jobAccount(data);
+    const taken = takenJob(job, clock.now());
+    if (!slots.take(account)) {
+      // The account holds its share of the workers: this taking attempts nothing and is
+      // recorded as none (BullMQ counted it). The job waits here for one of the account's
+      // workers, or goes back to Redis.
+      const record = recordOf(taken.job, job);
+      if (!(await waitedForWorker(job, slots, account, record, data))) {
+        await putBack(job, record, nowOf(clock) + accountDeferMs, token);
+        throw new bullmq.DelayedError();
+      }
+    }
+    let step: DeliveryStep;
+    try {
+      // A job stored without `startsCounted` is counted as it was: written before the attempt.
+      if (taken.before !== undefined) await job.updateData(taken.before);
+      step = await attempts.run(() => deliverer!.attempt(taken.job));
+    } finally {
+      slots.give(account);
+    }
+    if (step.done) {
+      if (marker !== undefined) await held.release([marker], jobId).catch(() => undefined);
+      return step.report.outcome;
+    }
+    // The next attempt waits in Redis, not in this process: a restart loses nothing.
+    await putBack(job, recordOf(ownAccount(step.job, data), job), retryTime(step.at), token);
+    throw new bullmq.DelayedError();
+  };
+
+  /**
+   * Attempt the deliveries of a job that holds several, those whose marker it holds, at once
+   * (each in an attempt slot, each held to its account's share). A delivery that needs another
+   * attempt, or whose account holds its share, moves to a job of its own; one that is done leaves
+   * its marker as finished until this job completes, so that a taking after a crash skips it.
+   */
+  const workBundle = async (job: BullMQ.Job<BundleData>) => {
+    const owner = String(job.id);
+    const deliveries = deliveriesOf(job.data);
+    if (deliveries === undefined) {
+      // Data no attempt can be made of: the deliverer fails it as invalid_job.
+      const step = await deliverer!.attempt(job.data as unknown as DeliveryJob);
+      return step.done ? step.report.outcome : undefined;
+    }
+    const items = deliveries.map((delivery) => ({ delivery, marker: markerOf(held, delivery) }));
+    const marked = items.filter((item) => item.marker !== undefined);
+    const owned = await held.holds(
+      marked.map((item) => item.marker!),
+      owner,
+    );
+    const mine = new Set(marked.filter((_, i) => owned[i]));
+    // Taken again (after a crash, or replayed): a delivery whose job of its own was added before
+    // its marker was handed over has left this job.
+    if (job.attemptsStarted > 1 || job.data.replayed === true) {
+      for (const item of mine) {
+        const moved = movedFrom(owner, bullJobId(item.delivery));
+        if ((await queue.getJob(moved)) === undefined) continue;
+        await held.replace([item.marker!], owner, moved);
+        mine.delete(item);
+      }
+    }
+    const attempted = items.filter((item) => item.marker === undefined || mine.has(item));
+    const settled = await Promise.allSettled(
+      attempted.map((item) => workHeld(job, owner, item.delivery, item.marker)),
+    );
+    const failure = settled.find((result) => result.status === 'rejected');
+    if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
+    return BUNDLE_DONE;
+  };
+
+  /** One delivery of a job that holds several: attempted, finished, or moved out. */
+  const workHeld = async (
+    job: BullMQ.Job<BundleData>,
+    owner: string,
+    delivery: DeliveryJob,
+    marker: string | undefined,
+  ) => {
+    const taken = takenJob(
+      {
+        data: isJobObject(delivery) ? { ...delivery, startsCounted: 0 } : delivery,
+        attemptsStarted: job.attemptsStarted,
+        timestamp: job.timestamp,
+        opts: job.opts,
+      },
+      clock.now(),
+    ).job;
+    const moveOut = async (next: DeliveryJob, at: number) => {
+      const moved = movedFrom(owner, bullJobId(delivery));
+      await addOwn(ownAccount(next, delivery), moved, at, true);
+      if (marker !== undefined) await held.replace([marker], owner, moved).catch(() => undefined);
+    };
+    const account = jobAccount(delivery);
+    if (!slots.take(account)) {
+      // At its account's share: moves to a job of its own, unattempted and due now, which waits
+      // for the account's worker (its wait on record) or is put back, as every job of its own.
+      await moveOut(taken, nowOf(clock));
+      return;
+    }
+    let step: DeliveryStep;
+    try {
+      step = await attempts.run(() => deliverer!.attempt(taken));
+    } finally {
+      slots.give(account);
+    }
+    if (!step.done) {
+      await moveOut(step.job, retryTime(step.at));
+      return;
+    }
+    if (marker !== undefined) {
+      await held.replace([marker], owner, finishedBy(owner)).catch(() => undefined);
+    }
+  };
+
+  // A clock that returns NaN must not make the retry due at once.
+  const retryTime = (at: number) => {
+    const later = clock.now();
+    return Number.isFinite(later) ? Math.max(at, later) : at;
+  };
+
+  /** The deliveries a failed job holds, as they were when BullMQ gave up on it. */
+  const heldBy = async (job: BullMQ.Job<QueuedData>): Promise<DeliveryJob[]> => {
+    if (job.name !== BUNDLE_NAME) return [reported(job as BullMQ.Job<StoredJob>)];
+    const deliveries = deliveriesOf(job.data as BundleData) ?? [];
+    const markers = deliveries.map((delivery) => markerOf(held, delivery));
+    const holders = await held.holders(markers.filter((m) => m !== undefined));
+    const holding = new Set(
+      markers.filter((m) => m !== undefined).filter((_, i) => holders[i] === job.id),
+    );
+    return deliveries
+      .filter((_, i) => markers[i] === undefined || holding.has(markers[i]!))
+      .map((delivery) =>
+        reported({
+          data: isJobObject(delivery) ? { ...delivery, startsCounted: 0 } : delivery,
+          attemptsStarted: job.attemptsStarted,
+          failedReason: job.failedReason,
+        }),
+      );
+  };
+
   const worker =
     deliverer === undefined
       ? undefined
-      : new bullmq.Worker<StoredJob>(
+      : new bullmq.Worker<QueuedData>(
           name,
-          async (job, token) => {
-            const { data } = job;
-            const account = jobAccount(data);
-            const taken = takenJob(job, clock.now());
-            if (!slots.take(account)) {
-              // The account holds its share of the workers: this taking attempts nothing and is
-              // recorded as none (BullMQ counted it). The job waits here for one of the account's
-              // workers, or goes back to Redis.
-              const record = recordOf(taken.job, job);
-              if (!(await waitedForWorker(job, slots, account, record, data))) {
-                await putBack(job, record, nowOf(clock) + accountDeferMs, token);
-                throw new bullmq.DelayedError();
-              }
-            }
-            let step: DeliveryStep;
-            try {
-              // A job stored without `startsCounted` is counted as it was: written before the attempt.
-              if (taken.before !== undefined) await job.updateData(taken.before);
-              step = await deliverer.attempt(taken.job);
-            } finally {
-              slots.give(account);
-            }
-            if (step.done) return step.report.outcome;
-            // The next attempt waits in Redis, not in this process: a restart loses nothing. The
-            // job keeps its account, whatever the deliverer copied.
-            const { accountCode } = data;
-            const next = typeof accountCode === 'string' ? { ...step.job, accountCode } : step.job;
-            // A clock that returns NaN must not make the retry due at once.
-            const later = clock.now();
-            await putBack(
-              job,
-              recordOf(next, job),
-              Number.isFinite(later) ? Math.max(step.at, later) : step.at,
-              token,
-            );
-            throw new bullmq.DelayedError();
-          },
+          (job, token) =>
+            job.name === BUNDLE_NAME
+              ? workBundle(job as BullMQ.Job<BundleData>)
+              : workOwn(job as BullMQ.Job<StoredJob>, token),
           { ...base, concurrency, ...definedOnly(workerOptions) },
         );
   // Errors of the connection surface through the calls that fail; keep the emitters quiet.
@@ -115,7 +299,20 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       message: `${errorMessage(error)}; the job is kept in the failed set: replay it with retryFailed().`,
     };
     // A deliverer of one's own may lack lost(), or throw or reject in it: never unhandled.
-    (async () => deliverer.lost?.(reported(job), lost))().catch(() => undefined);
+    (async () => {
+      for (const delivery of await heldBy(job)) await deliverer.lost?.(delivery, lost);
+    })().catch(() => undefined);
+  });
+  // Once a job of several deliveries completes, no taking can read its finished markers again.
+  worker?.on('completed', (job) => {
+    if (job.name !== BUNDLE_NAME) return;
+    const markers = (deliveriesOf(job.data as BundleData) ?? []).map((d) => markerOf(held, d));
+    held
+      .release(
+        markers.filter((m) => m !== undefined),
+        finishedBy(String(job.id)),
+      )
+      .catch(() => undefined);
   });
   let closed = false;
 
@@ -148,18 +345,17 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
         );
       }
       const at = timeOf(options);
-      const delay = at === undefined ? 0 : Math.max(0, Math.ceil(at - nowOf(clock)));
-      await redis(() =>
-        queue.add(JOB_NAME, isJobObject(data) ? { ...data, startsCounted: 0 } : data, {
-          jobId,
-          removeOnComplete: keep,
-          removeOnFail: false,
-          ...(delay > 0 ? { delay } : {}),
-        }),
-      );
+      if (!bundled) {
+        await redis(() => addOwn(data, jobId, at, false));
+      } else if (at !== undefined && at > nowOf(clock)) {
+        await redis(() => addHeld([data], at));
+      } else {
+        await turns.add(data);
+      }
     },
     async close() {
       closed = true;
+      await turns.settled(); // the deliveries of this turn go to Redis first
       slots.endWaits(); // jobs waiting for their account's worker go back to Redis
       await worker?.close(); // waits for the attempts in flight
       await queue.close();
@@ -168,15 +364,16 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     counts: () => queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed'),
     async failed() {
       const jobs = await queue.getFailed();
-      return jobs.reverse().map(reported);
+      const held = await Promise.all(jobs.reverse().map(heldBy));
+      return held.flat();
     },
     async retryFailed() {
       let replayed = 0;
       for (const job of await queue.getFailed()) {
-        const { firstAttemptAt: _, startsCounted: __, ...data } = job.data;
+        const count = (await heldBy(job)).length;
         // Reset first: dying between the calls leaves a failed job, not a spent replay. BullMQ's
         // count of takings starts again from 0 too.
-        await job.updateData({ ...data, attempts: 0, startsCounted: 0 });
+        await (job as BullMQ.Job<QueuedData>).updateData(replayedData(job));
         try {
           await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
         } catch (caught) {
@@ -184,11 +381,143 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
           if (await job.isFailed()) throw caught;
           continue;
         }
-        replayed += 1;
+        replayed += count;
       }
       return replayed;
     },
   };
+}
+
+/**
+ * The data a failed job is replayed with: each delivery's schedule afresh (its attempts from 0),
+ * and a job of several marked replayed, so that its taking looks for deliveries that moved out.
+ */
+function replayedData(job: BullMQ.Job<QueuedData>): QueuedData {
+  const afresh = (data: StoredJob): StoredJob => {
+    if (!isJobObject(data)) return data;
+    const { firstAttemptAt: _, startsCounted: __, ...rest } = data;
+    return { ...rest, attempts: 0, startsCounted: 0 };
+  };
+  if (job.name !== BUNDLE_NAME) return afresh(job.data as StoredJob);
+  const deliveries = deliveriesOf(job.data as BundleData);
+  if (deliveries === undefined) return job.data;
+  return {
+    deliveries: deliveries.map((d) => withoutCount(afresh(d))),
+    replayed: true,
+  };
+}
+
+/** BullMQ's key prefix when none is given. */
+const DEFAULT_PREFIX = 'bull';
+
+/** The name of a job of several deliveries, and the start of its id. */
+const BUNDLE_NAME = 'deliveries';
+const BUNDLE_ID_PREFIX = 'b|';
+
+/** What a taking returns when another job holds its delivery, and when a job of several ends. */
+const HELD_ELSEWHERE = 'held_elsewhere';
+const BUNDLE_DONE = 'finished';
+
+/** A job of several deliveries, as Redis holds it. */
+interface BundleData {
+  /** The deliveries, each as enqueued (their attempts as they were). */
+  readonly deliveries: readonly DeliveryJob[];
+  /** Replayed from the failed set: its taking looks for deliveries that moved out first. */
+  readonly replayed?: boolean;
+}
+
+/** What a BullMQ job of the queue holds. */
+type QueuedData = StoredJob | BundleData;
+
+/** The deliveries of a job of several, or `undefined` for data that is none. */
+function deliveriesOf(data: BundleData): readonly DeliveryJob[] | undefined {
+  const deliveries = isJobObject(data as unknown) ? data.deliveries : undefined;
+  return isArray(deliveries) && deliveries.length > 0 ? deliveries : undefined;
+}
+
+/** The marker key of a delivery, or `undefined` for data that is no delivery job. */
+function markerOf(held: HeldDeliveries, data: DeliveryJob): string | undefined {
+  if (!isJobObject(data)) return undefined;
+  try {
+    return held.key(bullJobId(data));
+  } catch {
+    return undefined;
+  }
+}
+
+/** A job without what the queue adds to it: its count of takings, and its marker's flag. */
+function withoutCount(job: DeliveryJob): DeliveryJob {
+  if (!isJobObject(job)) return job;
+  const { startsCounted: _, marked: __, ...rest } = job;
+  return rest;
+}
+
+/** The job to put back: it keeps its account, whatever the deliverer copied. */
+function ownAccount(next: DeliveryJob, data: DeliveryJob): DeliveryJob {
+  const accountCode = isJobObject(data) ? data.accountCode : undefined;
+  return typeof accountCode === 'string' ? { ...next, accountCode } : next;
+}
+
+/** The queue's Redis client: BullMQ 6 holds it on its backend, BullMQ 5 on the queue. */
+function redisClientOf(queue: unknown): Promise<MarkerClient> {
+  const q = queue as unknown as {
+    getBackend?: () => { client: Promise<MarkerClient> };
+    client?: Promise<MarkerClient>;
+  };
+  const client = typeof q.getBackend === 'function' ? q.getBackend().client : q.client;
+  if (client === undefined) {
+    return Promise.reject(new Error('this bullmq gives no Redis client of its queue'));
+  }
+  return client;
+}
+
+/**
+ * The deliveries enqueued in one turn of the event loop, gathered up to `size` at a time and
+ * handed to `add` together; each caller settles with its group's `add`.
+ */
+class Turns {
+  readonly #size: number;
+  readonly #add: (jobs: readonly DeliveryJob[]) => Promise<void>;
+  #turn: { job: DeliveryJob; settle: (error?: unknown) => void }[] = [];
+  readonly #adding = new Set<Promise<void>>();
+
+  constructor(size: number, add: (jobs: readonly DeliveryJob[]) => Promise<void>) {
+    this.#size = size;
+    this.#add = add;
+  }
+
+  add(job: DeliveryJob): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#turn.push({
+        job,
+        settle: (error) => (error === undefined ? resolve() : reject(error)),
+      });
+      if (this.#turn.length === 1) setImmediate(() => this.#flush());
+      if (this.#turn.length >= this.#size) this.#flush();
+    });
+  }
+
+  /** Resolves once every group gathered so far is added (or refused). */
+  async settled(): Promise<void> {
+    this.#flush();
+    await Promise.all(this.#adding);
+  }
+
+  #flush(): void {
+    const taken = this.#turn;
+    this.#turn = [];
+    if (taken.length === 0) return;
+    const adding = this.#add(taken.map((t) => t.job)).then(
+      () => {
+        for (const t of taken) t.settle();
+      },
+      (error: unknown) => {
+        for (const t of taken) t.settle(error ?? new Error('not added'));
+      },
+    );
+    this.#adding.add(adding);
+    void adding.finally(() => this.#adding.delete(adding));
+  }
 }
 
 // Now on the queue's clock; a clock that returns no finite time reads as the system's.
@@ -222,6 +551,11 @@ type StoredJob = DeliveryJob & {
    * up to it are counted, attempts or deferrals alike. Absent on jobs stored before it was kept.
    */
   readonly startsCounted?: number;
+  /**
+   * Held by a marker (added by a queue of several deliveries a job, or moved out of a job of
+   * several): attempted only while its marker names the job.
+   */
+  readonly marked?: boolean;
 };
 
 /** What the processor reads of a BullMQ job: its data and counters. */
@@ -243,7 +577,7 @@ function takenJob(job: TakenBullJob, now: number): Taken {
   const { data } = job;
   // Data no attempt can be made of: the deliverer fails it as invalid_job.
   if (!isJobObject(data) || !Number.isSafeInteger(data.attempts)) return { job: data };
-  const { startsCounted, ...stored } = data;
+  const { startsCounted, marked: _, ...stored } = data;
   const starts = job.attemptsStarted; // this taking included
   const known = Number.isSafeInteger(starts) && starts >= 1;
   if (
@@ -295,11 +629,13 @@ function dueAt(job: TakenBullJob, now: number): number | undefined {
  */
 function recordOf(
   next: DeliveryJob,
-  job: Pick<BullMQ.Job<StoredJob>, 'attemptsStarted'>,
+  job: Pick<BullMQ.Job<StoredJob>, 'attemptsStarted' | 'data'>,
 ): StoredJob | undefined {
   if (!isJobObject(next) || !Number.isSafeInteger(next.attempts)) return undefined;
   const starts = job.attemptsStarted;
-  const { startsCounted: _, ...rest } = next as StoredJob;
+  // A job held by a marker stays held by it.
+  const marked = isJobObject(job.data) && job.data.marked === true;
+  const rest = { ...withoutCount(next), ...(marked ? { marked } : {}) };
   return Number.isSafeInteger(starts) && starts >= 1 ? { ...rest, startsCounted: starts } : rest;
 }
 
@@ -355,10 +691,12 @@ async function putBack(
  * A job as BullMQ holds it, for a report or a view: its attempts those started, lost ones
  * included (the taking that failed a job for stalling too often attempted nothing).
  */
-function reported(job: BullMQ.Job<StoredJob>): DeliveryJob {
+function reported(
+  job: Pick<BullMQ.Job<StoredJob>, 'data' | 'attemptsStarted' | 'failedReason'>,
+): DeliveryJob {
   const { data } = job;
   if (!isJobObject(data) || !Number.isSafeInteger(data.attempts)) return data;
-  const { startsCounted, ...stored } = data;
+  const { startsCounted, marked: _, ...stored } = data;
   const starts = job.attemptsStarted - (job.failedReason === STALLED_TOO_OFTEN ? 1 : 0);
   if (!(Number.isSafeInteger(startsCounted) && Number.isSafeInteger(starts))) return stored;
   return { ...stored, attempts: stored.attempts + Math.max(0, starts - startsCounted!) };

@@ -66,6 +66,16 @@ export interface RedisDeliveryQueueOptions {
   >;
   /** Completed jobs kept, for inspection (failed ones are all kept). @defaultValue 1000 */
   keep?: number;
+  /**
+   * The most deliveries one BullMQ job holds (1 to 64). Above 1, the deliveries enqueued in one
+   * turn of the event loop, due now, share a job, and a marker per delivery in Redis tells which
+   * job holds it: BullMQ's work per job is shared, at the cost of a few Redis commands per
+   * delivery. A retry or a deferral moves its delivery to a job of its own. Attempts are still
+   * counted as with 1, crashes included, and a delivery the queue holds is still added once
+   * (docs/delivery.md, "Several deliveries in one job"). `capacity` and `counts()` count jobs.
+   * @defaultValue 1
+   */
+  deliveriesPerJob?: number;
 }
 
 const BULLMQ: Rule<BullMQModule> = {
@@ -114,6 +124,7 @@ const QUEUE_RULES = {
   clock: aClock,
   workerOptions: optionsOf(WORKER_RULES, '{ lockDuration: 30_000 }'),
   keep: wholeNumber(0),
+  deliveriesPerJob: wholeNumber(1, 64),
 };
 
 /**
@@ -129,6 +140,7 @@ export function readQueueOptions(options: RedisDeliveryQueueOptions) {
       capacity: Number.POSITIVE_INFINITY,
       name: 'webhook-deliveries',
       keep: 1000,
+      deliveriesPerJob: 1,
       accountDeferMs: 250,
       clock: systemClock,
     },

@@ -831,387 +831,410 @@ describe('createRedisDeliveryQueue (BullMQ): restarts, outages and hostile jobs'
   });
 });
 
-describe('createRedisDeliveryQueue (BullMQ): repeated crashes', () => {
-  const count = 8;
-  // One place every awaited event (a receiver hit, a report, a BullMQ event, an exit) wakes.
-  const waiters: Array<() => void> = [];
-  const wake = () => {
-    for (const w of waiters.splice(0)) w();
-  };
-  const until = async (ok: () => boolean) => {
-    while (!ok()) await new Promise<void>((w) => waiters.push(w));
-  };
-  // A test that fails or times out leaves no delivery process behind.
-  const children: ChildProcess[] = [];
-  afterEach(() => {
-    for (const child of children.splice(0)) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    }
-  });
-  // A delivery process (the fixture) and the reports it printed.
-  const service = (env: Record<string, string>) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'test/queue-redis/fixtures/delivery-service.ts'],
-      {
-        env: {
-          ...process.env,
-          REDIS_PORT: String(redis.port),
-          REDIS_DB: String(redis.db),
-          RECEIVER_URL: receiver.url,
-          SECRET: secret,
-          ...env,
-        },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    children.push(child);
-    const reports: DeliveryAttempt[] = [];
-    const state = { ready: false };
-    let rest = '';
-    child.stdout!.setEncoding('utf8');
-    child.stdout!.on('data', (chunk: string) => {
-      const lines = (rest + chunk).split('\n');
-      rest = lines.pop()!;
-      for (const line of lines) {
-        if (line.startsWith('report ')) reports.push(JSON.parse(line.slice(7)) as DeliveryAttempt);
-        if (line === 'ready') state.ready = true;
+// Each kill test runs with one delivery a BullMQ job and with several (the jobs of a run enqueued
+// in one turn share a job): the guarantees are the same.
+describe.each([1, 8])(
+  'createRedisDeliveryQueue (BullMQ): repeated crashes, %i deliveries a job',
+  (perJob) => {
+    const count = 8;
+    // One place every awaited event (a receiver hit, a report, a BullMQ event, an exit) wakes.
+    const waiters: Array<() => void> = [];
+    const wake = () => {
+      for (const w of waiters.splice(0)) w();
+    };
+    const until = async (ok: () => boolean) => {
+      while (!ok()) await new Promise<void>((w) => waiters.push(w));
+    };
+    // A test that fails or times out leaves no delivery process behind.
+    const children: ChildProcess[] = [];
+    afterEach(() => {
+      for (const child of children.splice(0)) {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       }
-      wake();
     });
-    const exited = once(child, 'exit');
-    void exited.then(wake);
-    return { child, reports, exited, state };
-  };
-  const kill = async ({ child, exited }: ReturnType<typeof service>) => {
-    child.kill('SIGKILL');
-    await exited;
-  };
-  // Watches a queue: the jobs BullMQ failed, as its event stream tells them.
-  const watch = async (name: string) => {
-    const events = new bullmq.QueueEvents(name, { connection: connection() });
-    const failed = new Set<string>();
-    events.on('failed', ({ jobId }) => {
-      failed.add(decodeURIComponent(jobId.split('|')[0]!));
-      wake();
-    });
-    await events.waitUntilReady();
-    return { events, failed };
-  };
-  // The ids that reached the receiver since index `from`.
-  const arrived = (from: number) =>
-    new Set(receiver.received.slice(from).map((d) => String(d.headers['webhook-id'])));
-  const hold = () => {
-    receiver.respond(() => {
-      wake();
-      return undefined; // held open: the process is killed in the middle of the attempt
-    });
-  };
-  const answer = () => {
-    receiver.respond(() => {
-      wake();
-      return { status: 204 };
-    });
-  };
+    // A delivery process (the fixture) and the reports it printed.
+    const service = (env: Record<string, string>) => {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', 'test/queue-redis/fixtures/delivery-service.ts'],
+        {
+          env: {
+            ...process.env,
+            REDIS_PORT: String(redis.port),
+            REDIS_DB: String(redis.db),
+            RECEIVER_URL: receiver.url,
+            SECRET: secret,
+            ...(perJob > 1 ? { DELIVERIES_PER_JOB: String(perJob) } : {}),
+            ...env,
+          },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      children.push(child);
+      const reports: DeliveryAttempt[] = [];
+      const state = { ready: false };
+      let rest = '';
+      child.stdout!.setEncoding('utf8');
+      child.stdout!.on('data', (chunk: string) => {
+        const lines = (rest + chunk).split('\n');
+        rest = lines.pop()!;
+        for (const line of lines) {
+          if (line.startsWith('report '))
+            reports.push(JSON.parse(line.slice(7)) as DeliveryAttempt);
+          if (line === 'ready') state.ready = true;
+        }
+        wake();
+      });
+      const exited = once(child, 'exit');
+      void exited.then(wake);
+      return { child, reports, exited, state };
+    };
+    const kill = async ({ child, exited }: ReturnType<typeof service>) => {
+      child.kill('SIGKILL');
+      await exited;
+    };
+    // Watches a queue: the jobs BullMQ failed, as its event stream tells them.
+    const watch = async (name: string) => {
+      const events = new bullmq.QueueEvents(name, { connection: connection() });
+      const failed = new Set<string>();
+      events.on('failed', ({ jobId }) => {
+        failed.add(decodeURIComponent(jobId.split('|')[0]!));
+        wake();
+      });
+      await events.waitUntilReady();
+      return { events, failed };
+    };
+    // The ids that reached the receiver since index `from`.
+    const arrived = (from: number) =>
+      new Set(receiver.received.slice(from).map((d) => String(d.headers['webhook-id'])));
+    const hold = () => {
+      receiver.respond(() => {
+        wake();
+        return undefined; // held open: the process is killed in the middle of the attempt
+      });
+    };
+    const answer = () => {
+      receiver.respond(() => {
+        wake();
+        return { status: 204 };
+      });
+    };
 
-  it.each([2, 3])(
-    'delivers every job at least once, under its webhook-id, after %i kills of the delivering process during the same attempts',
-    async (kills) => {
-      const run = `crash${kills}-${randomUUID().slice(0, 8)}`;
+    it.each([2, 3])(
+      'delivers every job at least once, under its webhook-id, after %i kills of the delivering process during the same attempts',
+      async (kills) => {
+        const run = `crash${kills}-${randomUUID().slice(0, 8)}`;
+        const name = `crashes-${run}`;
+        const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
+        const { events, failed } = await watch(name);
+        const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count) };
+        try {
+          hold();
+          let from = receiver.received.length;
+          let current = service({ ...env, ENQUEUE: String(count) });
+          for (let k = 1; k <= kills; k++) {
+            // Every job not yet given up is in flight at the receiver, then the process dies.
+            const start = from;
+            await until(() => ids.every((id) => arrived(start).has(id) || failed.has(id)));
+            await kill(current);
+            from = receiver.received.length;
+            if (k < kills) current = service(env);
+          }
+          answer();
+          const last = service(env);
+          const delivered = () =>
+            new Set(last.reports.filter((r) => r.outcome === 'delivered').map((r) => r.id));
+          await until(
+            () => last.state.ready && ids.every((id) => delivered().has(id) || failed.has(id)),
+          );
+          const lost = ids.filter((id) => !delivered().has(id));
+          expect(`${lost.length} of ${count} lost`).toBe(`0 of ${count} lost`);
+          last.child.kill('SIGTERM');
+          const [code] = await last.exited;
+          expect(code).toBe(0);
+          expect(failed.size).toBe(0);
+          expect([...arrived(from)].sort()).toEqual([...ids].sort());
+          // Each crashed attempt counts against the schedule: the one that succeeds is attempt
+          // kills + 1 (more only if a run stalled again, which a loaded machine can cause).
+          for (const r of last.reports) expect(r.attempt).toBeGreaterThanOrEqual(kills + 1);
+          expect(Math.min(...last.reports.map((r) => r.attempt))).toBe(kills + 1);
+          // With several a job, the run's deliveries shared one, taken again after each kill.
+          const inspect = new bullmq.Queue(name, { connection: connection() });
+          const shared = (await inspect.getCompleted()).filter((j) => j.name === 'deliveries');
+          await inspect.close();
+          expect(shared.length).toBe(perJob > 1 ? 1 : 0);
+          for (const j of shared) expect(j.attemptsStarted).toBeGreaterThanOrEqual(kills + 1);
+        } finally {
+          await events.close();
+        }
+      },
+      120_000,
+    );
+
+    it('gives up, without sending again, on a job whose every attempt of the schedule was lost in a crash', async () => {
+      const run = `poison-${randomUUID().slice(0, 8)}`;
+      const name = `crashes-${run}`;
+      const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
+      const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count), MAX_ATTEMPTS: '2' };
+      hold();
+      let from = receiver.received.length;
+      let current = service({ ...env, ENQUEUE: String(count) });
+      for (let k = 1; k <= 2; k++) {
+        const start = from;
+        await until(() => ids.every((id) => arrived(start).has(id)));
+        await kill(current);
+        from = receiver.received.length;
+        current = service(env);
+      }
+      answer();
+      await until(() => current.reports.length >= count);
+      current.child.kill('SIGTERM');
+      expect((await current.exited)[0]).toBe(0);
+      expect(receiver.received.length - from).toBe(0);
+      expect(current.reports.map((r) => [r.outcome, r.reason, r.error?.code])).toEqual(
+        ids.map(() => ['failed', 'attempts_exhausted', 'not_attempted']),
+      );
+      // The two attempts lost in the kills (more only if a run stalled again on a loaded machine).
+      for (const r of current.reports) expect(r.attempt).toBeGreaterThanOrEqual(2);
+    }, 120_000);
+
+    it('reports a job BullMQ gave up on as lost, keeps it with its payload, and delivers it once replayed', async () => {
+      const run = `given-up-${randomUUID().slice(0, 8)}`;
       const name = `crashes-${run}`;
       const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
       const { events, failed } = await watch(name);
-      const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count) };
+      // BullMQ fails a job at its first stall.
+      const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count), MAX_STALLED: '0' };
+      const queue = createRedisDeliveryQueue({ bullmq, connection: connection(), name });
       try {
         hold();
-        let from = receiver.received.length;
-        let current = service({ ...env, ENQUEUE: String(count) });
-        for (let k = 1; k <= kills; k++) {
-          // Every job not yet given up is in flight at the receiver, then the process dies.
-          const start = from;
-          await until(() => ids.every((id) => arrived(start).has(id) || failed.has(id)));
-          await kill(current);
-          from = receiver.received.length;
-          if (k < kills) current = service(env);
-        }
+        const from = receiver.received.length;
+        const first = service({ ...env, ENQUEUE: String(count) });
+        await until(() => ids.every((id) => arrived(from).has(id)));
+        await kill(first);
         answer();
-        const last = service(env);
-        const delivered = () =>
-          new Set(last.reports.filter((r) => r.outcome === 'delivered').map((r) => r.id));
-        await until(
-          () => last.state.ready && ids.every((id) => delivered().has(id) || failed.has(id)),
+        const second = service(env);
+        const outcomes = (outcome: string) =>
+          second.reports.filter((r) => r.outcome === outcome).map((r) => r.id);
+        // One BullMQ job per delivery, or one for all of them.
+        const jobs = perJob > 1 ? 1 : count;
+        await until(() => outcomes('lost').length >= count && failed.size === jobs);
+        expect(second.reports.filter((r) => r.outcome === 'lost')).toMatchObject(
+          ids.map(() => ({ attempt: 1, error: { code: 'stalled' } })),
         );
-        const lost = ids.filter((id) => !delivered().has(id));
-        expect(`${lost.length} of ${count} lost`).toBe(`0 of ${count} lost`);
-        last.child.kill('SIGTERM');
-        const [code] = await last.exited;
-        expect(code).toBe(0);
-        expect(failed.size).toBe(0);
-        expect([...arrived(from)].sort()).toEqual([...ids].sort());
-        // Each crashed attempt counts against the schedule: the one that succeeds is attempt
-        // kills + 1 (more only if a run stalled again, which a loaded machine can cause).
-        for (const r of last.reports) expect(r.attempt).toBeGreaterThanOrEqual(kills + 1);
-        expect(Math.min(...last.reports.map((r) => r.attempt))).toBe(kills + 1);
+        expect(await queue.counts()).toMatchObject({ failed: jobs, waiting: 0, active: 0 });
+        const kept = await queue.failed();
+        expect(kept.map((j) => j.id).sort()).toEqual([...ids].sort());
+        expect(kept.map((j) => j.body).sort()).toEqual(
+          ids.map((_, n) => JSON.stringify({ n })).sort(),
+        );
+
+        const replayedFrom = receiver.received.length;
+        expect(await queue.retryFailed()).toBe(count);
+        await until(() => outcomes('delivered').length >= count);
+        expect([...arrived(replayedFrom)].sort()).toEqual([...ids].sort());
+        expect(
+          second.reports.filter((r) => r.outcome === 'delivered').map((r) => r.attempt),
+        ).toEqual(ids.map(() => 1));
+        expect(await queue.failed()).toEqual([]);
+        await until(() => second.state.ready);
+        second.child.kill('SIGTERM');
+        expect((await second.exited)[0]).toBe(0);
       } finally {
-        await events.close();
+        await Promise.all([queue.close(), events.close()]);
       }
-    },
-    120_000,
-  );
+    }, 120_000);
 
-  it('gives up, without sending again, on a job whose every attempt of the schedule was lost in a crash', async () => {
-    const run = `poison-${randomUUID().slice(0, 8)}`;
-    const name = `crashes-${run}`;
-    const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
-    const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count), MAX_ATTEMPTS: '2' };
-    hold();
-    let from = receiver.received.length;
-    let current = service({ ...env, ENQUEUE: String(count) });
-    for (let k = 1; k <= 2; k++) {
-      const start = from;
-      await until(() => ids.every((id) => arrived(start).has(id)));
-      await kill(current);
-      from = receiver.received.length;
-      current = service(env);
-    }
-    answer();
-    await until(() => current.reports.length >= count);
-    current.child.kill('SIGTERM');
-    expect((await current.exited)[0]).toBe(0);
-    expect(receiver.received.length - from).toBe(0);
-    expect(current.reports.map((r) => [r.outcome, r.reason, r.error?.code])).toEqual(
-      ids.map(() => ['failed', 'attempts_exhausted', 'not_attempted']),
-    );
-    // The two attempts lost in the kills (more only if a run stalled again on a loaded machine).
-    for (const r of current.reports) expect(r.attempt).toBeGreaterThanOrEqual(2);
-  }, 120_000);
-
-  it('reports a job BullMQ gave up on as lost, keeps it with its payload, and delivers it once replayed', async () => {
-    const run = `given-up-${randomUUID().slice(0, 8)}`;
-    const name = `crashes-${run}`;
-    const ids = Array.from({ length: count }, (_, n) => `${run}-${n}`);
-    const { events, failed } = await watch(name);
-    // BullMQ fails a job at its first stall.
-    const env = { QUEUE_NAME: name, RUN: run, CONCURRENCY: String(count), MAX_STALLED: '0' };
-    const queue = createRedisDeliveryQueue({ bullmq, connection: connection(), name });
-    try {
-      hold();
-      const from = receiver.received.length;
-      const first = service({ ...env, ENQUEUE: String(count) });
-      await until(() => ids.every((id) => arrived(from).has(id)));
-      await kill(first);
-      answer();
-      const second = service(env);
-      const outcomes = (outcome: string) =>
-        second.reports.filter((r) => r.outcome === outcome).map((r) => r.id);
-      await until(() => outcomes('lost').length >= count && failed.size === count);
-      expect(second.reports.filter((r) => r.outcome === 'lost')).toMatchObject(
-        ids.map(() => ({ attempt: 1, error: { code: 'stalled' } })),
-      );
-      expect(await queue.counts()).toMatchObject({ failed: count, waiting: 0, active: 0 });
-      const kept = await queue.failed();
-      expect(kept.map((j) => j.id).sort()).toEqual([...ids].sort());
-      expect(kept.map((j) => j.body).sort()).toEqual(
-        ids.map((_, n) => JSON.stringify({ n })).sort(),
-      );
-
-      const replayedFrom = receiver.received.length;
-      expect(await queue.retryFailed()).toBe(count);
-      await until(() => outcomes('delivered').length >= count);
-      expect([...arrived(replayedFrom)].sort()).toEqual([...ids].sort());
-      expect(second.reports.filter((r) => r.outcome === 'delivered').map((r) => r.attempt)).toEqual(
-        ids.map(() => 1),
-      );
-      expect(await queue.failed()).toEqual([]);
-      await until(() => second.state.ready);
-      second.child.kill('SIGTERM');
-      expect((await second.exited)[0]).toBe(0);
-    } finally {
-      await Promise.all([queue.close(), events.close()]);
-    }
-  }, 120_000);
-
-  it('writes nothing before an attempt, and counts one its process died in: a retry, a kill during attempt 2, then attempt 3', async () => {
-    const run = `unwritten-${randomUUID().slice(0, 8)}`;
-    const name = `crashes-${run}`;
-    const id = `${run}-0`;
-    const inspect = new bullmq.Queue(name, { connection: connection() });
-    const stored = async () => (await inspect.getJob(`${id}|sub-1`))!;
-    const env = { QUEUE_NAME: name, RUN: run };
-    try {
-      // A 500 (a retry, moved to Redis), then the request held open: the process dies in it.
-      const answers: Array<{ status: number } | undefined> = [{ status: 500 }];
-      receiver.respond(() => {
-        wake();
-        return answers.shift();
-      });
-      const from = receiver.received.length;
-      const first = service({ ...env, ENQUEUE: '1' });
-      await until(() => first.reports.length === 1);
-      expect(first.reports.map((r) => [r.outcome, r.attempt])).toEqual([['retry', 1]]);
-      // Its hour is up: made due now rather than waited for.
-      await eventually('the retry delayed in Redis', async () => (await stored()).isDelayed());
-      await (await stored()).promote();
-      await until(() => receiver.received.length - from === 2);
-      // In flight: taken twice by BullMQ, its data as the retry wrote it, nothing since.
-      const held = await stored();
-      expect(held.attemptsStarted).toBe(2);
-      expect(held.data).toMatchObject({
-        attempts: 1,
-        startsCounted: 1,
-        firstAttemptAt: first.reports[0]!.at,
-      });
-      await kill(first);
-      answer();
-      const second = service(env);
-      await until(() => second.reports.length === 1);
-      expect(second.reports.map((r) => [r.id, r.outcome, r.attempt])).toEqual([
-        [id, 'delivered', 3],
-      ]);
-      second.child.kill('SIGTERM');
-      expect((await second.exited)[0]).toBe(0);
-    } finally {
-      await inspect.close();
-    }
-  }, 120_000);
-
-  /**
-   * Two jobs of one account, a worker for it, in a process (`env` shapes it): one is attempted and
-   * held open at the receiver; `whileHeld` checks the other, then the process is killed. A process
-   * where the account's two jobs run side by side (after `beforeDelivery`) then delivers the
-   * attempted one as attempt 2 (its attempt died with the process) and the other as attempt 1.
-   */
-  const twoJobsOfOneAccount = async (
-    prefix: string,
-    env: Record<string, string>,
-    whileHeld: (other: string, stored: (id: string) => Promise<bullmq.Job>) => Promise<void>,
-    beforeDelivery: (other: string, stored: (id: string) => Promise<bullmq.Job>) => Promise<void>,
-  ) => {
-    const run = `${prefix}-${randomUUID().slice(0, 8)}`;
-    const name = `crashes-${run}`;
-    const ids = [`${run}-0`, `${run}-1`];
-    const inspect = new bullmq.Queue(name, { connection: connection() });
-    const stored = async (id: string) => (await inspect.getJob(`${id}|sub-1`))!;
-    const shaped = {
-      QUEUE_NAME: name,
-      RUN: run,
-      ACCOUNT: 'acme',
-      ...env,
-      ACCOUNT_CONCURRENCY: '1',
-    };
-    try {
-      hold();
-      const from = receiver.received.length;
-      const first = service({ ...shaped, ENQUEUE: '2' });
-      await until(() => receiver.received.length > from);
-      const attempted = String(receiver.received[from]!.headers['webhook-id']);
-      const other = ids.find((id) => id !== attempted)!;
-      await whileHeld(other, stored);
-      await kill(first);
-      answer();
-      const second = service({ ...shaped, ACCOUNT_CONCURRENCY: '2' });
-      await beforeDelivery(other, stored);
-      const delivered = () => second.reports.filter((r) => r.outcome === 'delivered');
-      await until(() => delivered().length === 2);
-      expect(
-        delivered()
-          .map((r) => [r.id, r.attempt])
-          .sort(),
-      ).toEqual(
-        [
-          [attempted, 2],
-          [other, 1],
-        ].sort(),
-      );
-      expect(receiver.received.length - from).toBe(3);
-      second.child.kill('SIGTERM');
-      expect((await second.exited)[0]).toBe(0);
-    } finally {
-      await inspect.close();
-    }
-  };
-
-  it('counts no attempt for the times an account at its share put a job back, across a kill of the process', async () => {
-    // No room to wait (2 workers, a share of 1): the other job is put back a minute each time it
-    // is taken.
-    await twoJobsOfOneAccount(
-      'deferred',
-      { ACCOUNT_DEFER_MS: '60000' },
-      async (deferred, stored) => {
-        // Taken three times, put back each time: made due again rather than waited for.
-        for (let taken = 1; taken <= 3; taken++) {
-          // Delayed first, then read: the record lands before the move.
-          const job = await eventually(`taking ${taken} put back`, async () => {
-            if (!(await (await stored(deferred)).isDelayed())) return false;
-            const job = await stored(deferred);
-            return job.attemptsStarted === taken && job;
-          });
-          expect(job.data).toMatchObject({ attempts: 0, startsCounted: taken });
-          if (taken < 3) await job.promote();
-        }
-      },
-      async (deferred, stored) => (await stored(deferred)).promote(),
-    );
-  }, 120_000);
-
-  it('counts no attempt for a job that waited in the process for its account’s worker when the process was killed', async () => {
-    // Room for one more of the account's jobs to wait (4 workers, a share of 1), longer than the
-    // test: the other job waits in the process.
-    await twoJobsOfOneAccount(
-      'waiting',
-      { CONCURRENCY: '4', ACCOUNT_DEFER_MS: '60000' },
-      async (waiting, stored) => {
-        const job = await eventually('the other job waits in the process', async () => {
-          const job = await stored(waiting);
-          return (await job.isActive()) && job.data.startsCounted === 1 && job;
+    it('writes nothing before an attempt, and counts one its process died in: a retry, a kill during attempt 2, then attempt 3', async () => {
+      const run = `unwritten-${randomUUID().slice(0, 8)}`;
+      const name = `crashes-${run}`;
+      const id = `${run}-0`;
+      const inspect = new bullmq.Queue(name, { connection: connection() });
+      const stored = async () => (await inspect.getJob(`${id}|sub-1`))!;
+      const env = { QUEUE_NAME: name, RUN: run };
+      try {
+        // A 500 (a retry, moved to Redis), then the request held open: the process dies in it.
+        const answers: Array<{ status: number } | undefined> = [{ status: 500 }];
+        receiver.respond(() => {
+          wake();
+          return answers.shift();
         });
-        expect(job.attemptsStarted).toBe(1);
-        expect(job.data).toMatchObject({ attempts: 0 });
-      },
-      async () => undefined,
-    );
-  }, 120_000);
+        const from = receiver.received.length;
+        const first = service({ ...env, ENQUEUE: '1' });
+        await until(() => first.reports.length === 1);
+        expect(first.reports.map((r) => [r.outcome, r.attempt])).toEqual([['retry', 1]]);
+        // Its hour is up: made due now rather than waited for.
+        await eventually('the retry delayed in Redis', async () => (await stored()).isDelayed());
+        await (await stored()).promote();
+        await until(() => receiver.received.length - from === 2);
+        // In flight: taken twice by BullMQ, its data as the retry wrote it, nothing since.
+        const held = await stored();
+        expect(held.attemptsStarted).toBe(2);
+        expect(held.data).toMatchObject({
+          attempts: 1,
+          startsCounted: 1,
+          firstAttemptAt: first.reports[0]!.at,
+        });
+        await kill(first);
+        answer();
+        const second = service(env);
+        await until(() => second.reports.length === 1);
+        expect(second.reports.map((r) => [r.id, r.outcome, r.attempt])).toEqual([
+          [id, 'delivered', 3],
+        ]);
+        second.child.kill('SIGTERM');
+        expect((await second.exited)[0]).toBe(0);
+      } finally {
+        await inspect.close();
+      }
+    }, 120_000);
 
-  it('refuses worker options BullMQ would throw on or take silently, saying which it got', () => {
-    const ms = 'must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
-    const count = 'must be a whole number from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
-    for (const [workerOptions, message] of [
-      [{ lockDuration: 0 }, `workerOptions.lockDuration ${ms}, got 0.`],
-      [{ stalledInterval: 2.5 }, `workerOptions.stalledInterval ${ms}, got 2.5.`],
-      [{ maxStalledCount: -1 }, `workerOptions.maxStalledCount ${count}, got -1.`],
-      [{ maxStalledCount: Number.NaN }, `workerOptions.maxStalledCount ${count}, got NaN.`],
-      [null, 'workerOptions must be an object such as { lockDuration: 30_000 }, got null.'],
-      [[], 'workerOptions must be an object such as { lockDuration: 30_000 }, got an array.'],
-      [
-        { lockDuraton: 30_000 },
-        'workerOptions has no option "lockDuraton"; did you mean "lockDuration"? Its options are lockDuration, stalledInterval, maxStalledCount.',
-      ],
-    ] as const) {
-      const error = thrown(() =>
-        createRedisDeliveryQueue({
-          bullmq,
-          connection: connection(),
-          workerOptions: workerOptions as never,
-        }),
+    /**
+     * Two jobs of one account, a worker for it, in a process (`env` shapes it): one is attempted and
+     * held open at the receiver; `whileHeld` checks the other, then the process is killed. A process
+     * where the account's two jobs run side by side (after `beforeDelivery`) then delivers the
+     * attempted one as attempt 2 (its attempt died with the process) and the other as attempt 1.
+     */
+    const twoJobsOfOneAccount = async (
+      prefix: string,
+      env: Record<string, string>,
+      whileHeld: (other: string, stored: (id: string) => Promise<bullmq.Job>) => Promise<void>,
+      beforeDelivery: (other: string, stored: (id: string) => Promise<bullmq.Job>) => Promise<void>,
+    ) => {
+      const run = `${prefix}-${randomUUID().slice(0, 8)}`;
+      const name = `crashes-${run}`;
+      const ids = [`${run}-0`, `${run}-1`];
+      const inspect = new bullmq.Queue(name, { connection: connection() });
+      // A delivery's job of its own: enqueued alone, or moved out of the job it shared.
+      const stored = async (id: string) =>
+        perJob === 1
+          ? (await inspect.getJob(`${id}|sub-1`))!
+          : (await inspect.getJobs(['delayed', 'waiting', 'active'])).find(
+              (job) => job.name === 'delivery' && job.data.id === id,
+            )!;
+      const shaped = {
+        QUEUE_NAME: name,
+        RUN: run,
+        ACCOUNT: 'acme',
+        ...env,
+        ACCOUNT_CONCURRENCY: '1',
+      };
+      try {
+        hold();
+        const from = receiver.received.length;
+        const first = service({ ...shaped, ENQUEUE: '2' });
+        await until(() => receiver.received.length > from);
+        const attempted = String(receiver.received[from]!.headers['webhook-id']);
+        const other = ids.find((id) => id !== attempted)!;
+        await whileHeld(other, stored);
+        await kill(first);
+        answer();
+        const second = service({ ...shaped, ACCOUNT_CONCURRENCY: '2' });
+        await beforeDelivery(other, stored);
+        const delivered = () => second.reports.filter((r) => r.outcome === 'delivered');
+        await until(() => delivered().length === 2);
+        expect(
+          delivered()
+            .map((r) => [r.id, r.attempt])
+            .sort(),
+        ).toEqual(
+          [
+            [attempted, 2],
+            [other, 1],
+          ].sort(),
+        );
+        expect(receiver.received.length - from).toBe(3);
+        second.child.kill('SIGTERM');
+        expect((await second.exited)[0]).toBe(0);
+      } finally {
+        await inspect.close();
+      }
+    };
+
+    it('counts no attempt for the times an account at its share put a job back, across a kill of the process', async () => {
+      // No room to wait (2 workers, a share of 1): the other job is put back a minute each time it
+      // is taken.
+      await twoJobsOfOneAccount(
+        'deferred',
+        { ACCOUNT_DEFER_MS: '60000' },
+        async (deferred, stored) => {
+          // Taken three times, put back each time: made due again rather than waited for.
+          for (let taken = 1; taken <= 3; taken++) {
+            // Delayed first, then read: the record lands before the move.
+            const job = await eventually(`taking ${taken} put back`, async () => {
+              if (!(await (await stored(deferred)).isDelayed())) return false;
+              const job = await stored(deferred);
+              return job.attemptsStarted === taken && job;
+            });
+            expect(job.data).toMatchObject({ attempts: 0, startsCounted: taken });
+            if (taken < 3) await job.promote();
+          }
+        },
+        async (deferred, stored) => (await stored(deferred)).promote(),
       );
-      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-      expect((error as Error).message).toBe(message);
-    }
-  });
+    }, 120_000);
 
-  it('refuses a connection that is no object, in the one wording', () => {
-    const expected =
-      'connection must be ioredis options such as { host, port, maxRetriesPerRequest: null }, or an ioredis instance';
-    for (const [given, got] of [
-      ['redis://127.0.0.1:6379', '"redis://127.0.0.1:6379"'],
-      [null, 'null'],
-      [[], 'an array'],
-      [6379, '6379'],
-      [undefined, 'undefined'],
-    ] as const) {
-      const error = thrown(() => createRedisDeliveryQueue({ bullmq, connection: given as never }));
-      expect(isConfigurationError(error) && error.code).toBe('invalid_option');
-      expect((error as Error).message).toBe(`${expected}, got ${got}.`);
-    }
-  });
-});
+    it('counts no attempt for a job that waited in the process for its account’s worker when the process was killed', async () => {
+      // Room for one more of the account's jobs to wait (4 workers, a share of 1), longer than the
+      // test: the other job waits in the process.
+      await twoJobsOfOneAccount(
+        'waiting',
+        { CONCURRENCY: '4', ACCOUNT_DEFER_MS: '60000' },
+        async (waiting, stored) => {
+          const job = await eventually('the other job waits in the process', async () => {
+            const job = await stored(waiting);
+            return (await job.isActive()) && job.data.startsCounted === 1 && job;
+          });
+          expect(job.attemptsStarted).toBe(1);
+          expect(job.data).toMatchObject({ attempts: 0 });
+        },
+        async () => undefined,
+      );
+    }, 120_000);
+
+    it('refuses worker options BullMQ would throw on or take silently, saying which it got', () => {
+      const ms = 'must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
+      const count = 'must be a whole number from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
+      for (const [workerOptions, message] of [
+        [{ lockDuration: 0 }, `workerOptions.lockDuration ${ms}, got 0.`],
+        [{ stalledInterval: 2.5 }, `workerOptions.stalledInterval ${ms}, got 2.5.`],
+        [{ maxStalledCount: -1 }, `workerOptions.maxStalledCount ${count}, got -1.`],
+        [{ maxStalledCount: Number.NaN }, `workerOptions.maxStalledCount ${count}, got NaN.`],
+        [null, 'workerOptions must be an object such as { lockDuration: 30_000 }, got null.'],
+        [[], 'workerOptions must be an object such as { lockDuration: 30_000 }, got an array.'],
+        [
+          { lockDuraton: 30_000 },
+          'workerOptions has no option "lockDuraton"; did you mean "lockDuration"? Its options are lockDuration, stalledInterval, maxStalledCount.',
+        ],
+      ] as const) {
+        const error = thrown(() =>
+          createRedisDeliveryQueue({
+            bullmq,
+            connection: connection(),
+            workerOptions: workerOptions as never,
+          }),
+        );
+        expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+        expect((error as Error).message).toBe(message);
+      }
+    });
+
+    it('refuses a connection that is no object, in the one wording', () => {
+      const expected =
+        'connection must be ioredis options such as { host, port, maxRetriesPerRequest: null }, or an ioredis instance';
+      for (const [given, got] of [
+        ['redis://127.0.0.1:6379', '"redis://127.0.0.1:6379"'],
+        [null, 'null'],
+        [[], 'an array'],
+        [6379, '6379'],
+        [undefined, 'undefined'],
+      ] as const) {
+        const error = thrown(() =>
+          createRedisDeliveryQueue({ bullmq, connection: given as never }),
+        );
+        expect(isConfigurationError(error) && error.code).toBe('invalid_option');
+        expect((error as Error).message).toBe(`${expected}, got ${got}.`);
+      }
+    });
+  },
+);
