@@ -7,10 +7,10 @@
  *    and `FAN_OUT` per event, against the floor: a bare BullMQ Queue and Worker on the same Redis
  *    that sign the same bodies and POST them with the same transport, keeping no record (target:
  *    at least 0.7x of the floor); and the same service on the memory repository (no record in a
- *    database: not a target, it tells the records' part of the distance from the rest); and the
- *    floor with `JOB_BATCH` deliveries in each BullMQ job, and the service on a prototype queue
- *    that does the same, bare and guarded (none a target: what BullMQ costs per job, what sharing
- *    it would give the service, and what two of the library queue's guarantees would cost);
+ *    database: not a target, it tells the records' part of the distance from the rest); the
+ *    service with `deliveriesPerJob: JOB_BATCH` against the same floor (target: at least 0.7x);
+ *    and the floor with `JOB_BATCH` deliveries in each BullMQ job (not a target: what BullMQ
+ *    costs per job);
  * 2. the service through the memory queue on PGlite (in memory, on a data folder), against the
  *    memory queue with a deliverer that keeps no record;
  * 3. the outbox's cost per published event: publish() latency, p50 and p99, with the record, on
@@ -329,28 +329,14 @@ function groups(postgres: PostgresServer, redisPort: number, endpointUrl: string
         }),
     },
     {
-      // Not a target: the service on PostgreSQL with a prototype queue of JOB_BATCH deliveries a
-      // BullMQ job, to measure the next structural step.
-      keys: ['bullmq-batched-prototype'],
+      // The service on PostgreSQL through the library's queue with JOB_BATCH deliveries a job.
+      keys: ['bullmq-several-a-job'],
       deliveries: BULLMQ_DELIVERIES,
       open: async () =>
-        onPostgres('bench_deliveries_batched', {
-          key: 'bullmq-batched-prototype',
-          name: `ours: PostgreSQL, prototype queue of ${JOB_BATCH} deliveries a BullMQ job`,
-          queue: { kind: 'bullmq-batched-prototype', redisPort, guarded: false },
-          endpointUrl,
-        }),
-    },
-    {
-      // Not a target: the same prototype with a marker per delivery and slots by attempts, what
-      // two of the library queue's guarantees would cost it.
-      keys: ['bullmq-batched-guarded'],
-      deliveries: BULLMQ_DELIVERIES,
-      open: async () =>
-        onPostgres('bench_deliveries_guarded', {
-          key: 'bullmq-batched-guarded',
-          name: `ours: PostgreSQL, prototype queue of ${JOB_BATCH} a job, markers and attempt slots`,
-          queue: { kind: 'bullmq-batched-prototype', redisPort, guarded: true },
+        onPostgres('bench_deliveries_several', {
+          key: 'bullmq-several-a-job',
+          name: `ours: BullMQ, PostgreSQL, deliveriesPerJob ${JOB_BATCH}`,
+          queue: { kind: 'bullmq', redisPort, deliveriesPerJob: JOB_BATCH },
           endpointUrl,
         }),
     },
@@ -456,8 +442,7 @@ function ratios(entries: readonly Entry[]) {
     ['bullmqFanOut', 'bullmq-fan-out', 'floor-bullmq', undefined],
     ['bullmqMemoryRepository', 'bullmq-memory-repository', 'floor-bullmq', undefined],
     ['bullmqBatchedFloor', 'floor-bullmq-batched', 'floor-bullmq', undefined],
-    ['bullmqBatchedPrototype', 'bullmq-batched-prototype', 'floor-bullmq', undefined],
-    ['bullmqBatchedGuarded', 'bullmq-batched-guarded', 'floor-bullmq', undefined],
+    ['bullmqSeveralAJob', 'bullmq-several-a-job', 'floor-bullmq', TARGET],
     ['pgliteInMemory', 'pglite-memory', 'floor-memory', undefined],
     ['pgliteDataFolder', 'pglite-folder', 'floor-memory', undefined],
   ] as const;
@@ -480,6 +465,8 @@ function ratios(entries: readonly Entry[]) {
 const SUMMARY_TARGETS = {
   bullmqVsBareBullmq: { atLeast: 0.7 },
   cpuPerDeliveryVsBare: { atMost: 2 },
+  bullmqSeveralAJobVsBareBullmq: { atLeast: 0.7 },
+  cpuPerDeliverySeveralAJobVsBare: { atMost: 2 },
   publishesPerSecond64: { atLeast: 15_000 },
   publishP99Ms64: { atMost: 10 },
   pgliteMemoryVsMemory: { atLeast: 0.3 },
@@ -488,7 +475,8 @@ const SUMMARY_TARGETS = {
 /**
  * The figures to read first, each beside its target (absent where its contenders did not run):
  * the service through BullMQ against the bare BullMQ worker (deliveries/s, median of the rounds'
- * ratios) and its CPU per delivery as a multiple of the worker's; publishes per second on the
+ * ratios) and its CPU per delivery as a multiple of the worker's, with one delivery a job (the
+ * default) and with `JOB_BATCH` (`deliveriesPerJob`); publishes per second on the
  * suite's PostgreSQL 16 and 64 at a time, with the p99 at 64; the memory queue on PGlite in memory
  * against the memory queue without records.
  */
@@ -501,6 +489,11 @@ function summarize(
     bullmqVsBareBullmq: vsFloor.bullmq?.ofRounds,
     cpuPerDeliveryVsBare:
       vsFloor.bullmq === undefined ? undefined : round(1 / vsFloor.bullmq.ofCpuPerDelivery),
+    bullmqSeveralAJobVsBareBullmq: vsFloor.bullmqSeveralAJob?.ofRounds,
+    cpuPerDeliverySeveralAJobVsBare:
+      vsFloor.bullmqSeveralAJob === undefined
+        ? undefined
+        : round(1 / vsFloor.bullmqSeveralAJob.ofCpuPerDelivery),
     publishesPerSecond16: postgres?.publishLoaded.perSecond,
     publishesPerSecond64: postgres?.publishLoaded64.perSecond,
     publishP99Ms64: postgres?.publishLoaded64.p99Ms,

@@ -14,7 +14,6 @@ import {
   type Deliverer,
   type DeliveryJob,
   type DeliveryQueue,
-  type DeliveryStep,
   deliveryJob,
   generateWebhookSecret,
   httpTransport,
@@ -26,7 +25,6 @@ import {
 } from 'api-conventions';
 import { createRedisDeliveryQueue } from 'api-conventions/queue-redis';
 import * as bullmq from 'bullmq';
-import { Redis } from 'ioredis';
 
 /** Attempts at a time, in every contender (the BullMQ workers' and the memory queues'). */
 export const CONCURRENCY = 16;
@@ -246,8 +244,7 @@ export function memoryFloor(endpointUrl: string): Setup {
  * dropped: publish's own cost, for the outbox's figures).
  */
 export type QueueKind =
-  | { kind: 'bullmq'; redisPort: number }
-  | { kind: 'bullmq-batched-prototype'; redisPort: number; guarded: boolean }
+  | { kind: 'bullmq'; redisPort: number; deliveriesPerJob?: number }
   | { kind: 'memory' }
   | { kind: 'none' };
 
@@ -259,117 +256,14 @@ function makeQueue(queue: QueueKind, deliverer: Deliverer, name: string): Delive
   if (queue.kind === 'memory') {
     return new MemoryDeliveryQueue({ deliverer, concurrency: CONCURRENCY, capacity: 1_000_000 });
   }
-  if (queue.kind === 'bullmq-batched-prototype') {
-    return batchedQueuePrototype(queue.redisPort, deliverer, name, queue.guarded);
-  }
   return createRedisDeliveryQueue({
     bullmq,
     connection: redisConnection(queue.redisPort),
     name,
     deliverer,
     concurrency: CONCURRENCY,
+    ...(queue.deliveriesPerJob === undefined ? {} : { deliveriesPerJob: queue.deliveriesPerJob }),
   });
-}
-
-/**
- * Not a queue of the library: a prototype of the next structural step, to measure what it would
- * give. The jobs of a turn, up to `JOB_BATCH`, in one BullMQ job (as the batched floor); a worker
- * attempts a job's deliveries at once, `CONCURRENCY / JOB_BATCH` jobs at a time; a retry or a
- * deferral goes back as a job of its own, due at its time. Nothing else of the library's queue:
- * no account shares, no count of attempts lost with a process, no job id, so that a job retaken
- * after a crash attempts every delivery in it again.
- *
- * `guarded` adds what the library's queue would need to keep two of its guarantees, to measure
- * their cost: a marker per delivery in Redis, set (`NX`) before its job is added, so that a
- * delivery the queue holds is not added again, and deleted once the delivery is done; and workers
- * that take jobs by attempts free, `CONCURRENCY` jobs at a time and `CONCURRENCY` attempts at a
- * time in this process, so that a slow endpoint holds one attempt's slot, not a job's.
- */
-function batchedQueuePrototype(
-  redisPort: number,
-  deliverer: Deliverer,
-  name: string,
-  guarded: boolean,
-): DeliveryQueue {
-  const connection = redisConnection(redisPort);
-  const queue = new bullmq.Queue<DeliveryJob[]>(name, { connection });
-  const add = (jobs: DeliveryJob[], delay = 0) =>
-    queue.add('deliveries', jobs, {
-      removeOnComplete: 1000,
-      removeOnFail: false,
-      ...(delay > 0 ? { delay } : {}),
-    });
-  // The markers' own connection (BullMQ's public API names no client of its own).
-  const markers = guarded ? new Redis(connection) : undefined;
-  markers?.on('error', () => undefined);
-  const markerOf = (job: DeliveryJob) => `${name}:held:${job.id}|${job.subscriptionId}`;
-  const addNew = async (jobs: DeliveryJob[]) => {
-    const marking = markers!.multi();
-    for (const job of jobs) marking.set(markerOf(job), '1', 'PX', 86_400_000, 'NX');
-    const answers = (await marking.exec()) ?? [];
-    const fresh = jobs.filter((_, i) => answers[i]?.[1] === 'OK');
-    if (fresh.length > 0) await add(fresh);
-  };
-  const slots = new AttemptSlots(guarded ? CONCURRENCY : Number.POSITIVE_INFINITY);
-  const worker = new bullmq.Worker<DeliveryJob[]>(
-    name,
-    async ({ data }) => {
-      const done: string[] = [];
-      await Promise.all(
-        data.map(async (job) => {
-          await slots.take();
-          let step: DeliveryStep;
-          try {
-            step = await deliverer.attempt(job);
-          } finally {
-            slots.give();
-          }
-          if (!step.done) await add([step.job], Math.ceil(step.at - Date.now()));
-          else done.push(markerOf(job));
-        }),
-      );
-      if (markers !== undefined && done.length > 0) await markers.del(...done);
-    },
-    {
-      connection,
-      concurrency: guarded ? CONCURRENCY : Math.max(1, Math.floor(CONCURRENCY / JOB_BATCH)),
-    },
-  );
-  worker.on('error', () => undefined);
-  const gather = gathered(guarded ? addNew : add);
-  return {
-    enqueue: gather,
-    close: async () => {
-      await worker.close();
-      await queue.close();
-      markers?.disconnect();
-      return [];
-    },
-  };
-}
-
-/** At most `size` attempts at a time in this process; the rest wait their turn in order. */
-class AttemptSlots {
-  #free: number;
-  readonly #waiting: (() => void)[] = [];
-
-  constructor(size: number) {
-    this.#free = size;
-  }
-
-  async take(): Promise<void> {
-    if (this.#free > 0) {
-      this.#free -= 1;
-      return;
-    }
-    await new Promise<void>((resolve) => this.#waiting.push(resolve));
-  }
-
-  give(): void {
-    const next = this.#waiting.shift();
-    if (next === undefined) this.#free += 1;
-    else next();
-  }
 }
 
 /** How {@link ourService} is set up. */

@@ -69,15 +69,16 @@ export class AccountSlots {
    * Wait for a worker of `account`, which holds its share: `true` once one is handed over (the
    * caller then holds it, as after {@link take}), `false` after `waitMs` without one or when the
    * waits are ended; `undefined` at once when no more of the account's jobs may wait, or the
-   * waits were ended for good ({@link endWaits}).
+   * waits were ended for good ({@link endWaits}). `roomless`: not held to the room (a delivery
+   * of a job of several, which holds no worker of its own while it waits).
    */
-  wait(account: string): Promise<boolean> | undefined {
+  wait(account: string, roomless = false): Promise<boolean> | undefined {
     const known = this.#accounts.get(account);
     if (
       this.#ended ||
       known === undefined ||
       this.#waitMs <= 0 ||
-      known.waiting.length >= this.#room
+      (!roomless && known.waiting.length >= this.#room)
     ) {
       return undefined;
     }
@@ -136,16 +137,32 @@ export class AttemptSlots {
     this.#free = size;
   }
 
+  /** Take a slot now: `false` when none is free. */
+  take(): boolean {
+    if (this.#free <= 0) return false;
+    this.#free -= 1;
+    return true;
+  }
+
+  /** Resolves once a slot is handed over (the caller then holds it, as after {@link take}). */
+  wait(): Promise<void> {
+    return new Promise<void>((resolve) => this.#waiting.push(resolve));
+  }
+
+  /** Give back a slot: to the first waiting, else free. */
+  give(): void {
+    const next = this.#waiting.shift();
+    if (next === undefined) this.#free += 1;
+    else next();
+  }
+
   /** Run `attempt` in a slot, once one is free. */
   async run<T>(attempt: () => Promise<T>): Promise<T> {
-    if (this.#free > 0) this.#free -= 1;
-    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    if (!this.take()) await this.wait();
     try {
       return await attempt();
     } finally {
-      const next = this.#waiting.shift();
-      if (next === undefined) this.#free += 1;
-      else next();
+      this.give();
     }
   }
 }

@@ -12,6 +12,7 @@ import { AccountSlots, AttemptSlots, waitingRoom } from './account-slots.js';
 import {
   finishedBy,
   HeldDeliveries,
+  holdingJob,
   isFinished,
   type MarkerClient,
   movedFrom,
@@ -122,7 +123,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   const takeOver = async (marker: string, owner: string) => {
     const [holder] = await held.holders([marker]);
     if (holder === null || holder === undefined) return (await held.claim([marker], owner))[0]!;
-    if (isFinished(holder) || (await queue.getJob(holder)) !== undefined) return false;
+    if (isFinished(holder) || (await queue.getJob(holdingJob(holder))) !== undefined) return false;
     await held.replace([marker], holder, owner);
     return (await held.claim([marker], owner))[0]!;
   };
@@ -136,7 +137,10 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     const { data } = job;
     const jobId = String(job.id);
     const marker = isJobObject(data) && data.marked === true ? markerOf(held, data) : undefined;
-    if (marker !== undefined && !(await held.holds([marker], jobId, parentOf(jobId)))[0]) {
+    if (
+      marker !== undefined &&
+      (await held.holds([marker], jobId, parentOf(jobId)))[0] === undefined
+    ) {
       return HELD_ELSEWHERE;
     }
     const account = jobAccount(data);
@@ -169,10 +173,10 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   };
 
   /**
-   * Attempt the deliveries of a job that holds several, those whose marker it holds, at once
+   * Attempt the deliveries of a job that holds several, those whose marker names it, at once
    * (each in an attempt slot, each held to its account's share). A delivery that needs another
-   * attempt, or whose account holds its share, moves to a job of its own; one that is done leaves
-   * its marker as finished until this job completes, so that a taking after a crash skips it.
+   * attempt, or whose account's share stays full, moves to a job of its own; one that is done
+   * leaves its marker as finished until this job completes, so that a taking after a crash skips it.
    */
   const workBundle = async (job: BullMQ.Job<BundleData>) => {
     const owner = String(job.id);
@@ -183,72 +187,110 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       return step.done ? step.report.outcome : undefined;
     }
     const items = deliveries.map((delivery) => ({ delivery, marker: markerOf(held, delivery) }));
-    const marked = items.filter((item) => item.marker !== undefined);
-    const owned = await held.holds(
-      marked.map((item) => item.marker!),
-      owner,
+    const markers = items.flatMap((item) => (item.marker === undefined ? [] : [item.marker]));
+    const waits = new Map(
+      (await held.holds(markers, owner)).map((waited, i) => [markers[i]!, waited]),
     );
-    const mine = new Set(marked.filter((_, i) => owned[i]));
+    let mine: Held[] = items.flatMap((item) => {
+      if (item.marker === undefined) return [{ ...item, waited: 0 }];
+      const waited = waits.get(item.marker);
+      return waited === undefined ? [] : [{ ...item, waited }];
+    });
     // Taken again (after a crash, or replayed): a delivery whose job of its own was added before
     // its marker was handed over has left this job.
     if (job.attemptsStarted > 1 || job.data.replayed === true) {
+      const left = new Set<Held>();
       for (const item of mine) {
         const moved = movedFrom(owner, bullJobId(item.delivery));
-        if ((await queue.getJob(moved)) === undefined) continue;
-        await held.replace([item.marker!], owner, moved);
-        mine.delete(item);
+        if (item.marker === undefined || (await queue.getJob(moved)) === undefined) continue;
+        await held.replace([item.marker], owner, moved);
+        left.add(item);
       }
+      mine = mine.filter((item) => !left.has(item));
     }
-    const attempted = items.filter((item) => item.marker === undefined || mine.has(item));
+    // Each delivery takes its slots now, or waits: the waits marked at once, in one command.
+    const plans = mine.map((item) => {
+      const account = jobAccount(item.delivery);
+      const hasAccount = slots.take(account);
+      return { item, account, hasAccount, hasSlot: hasAccount && attempts.take() };
+    });
+    const waiting = plans.flatMap((p) =>
+      p.hasSlot || p.item.marker === undefined ? [] : [p.item.marker],
+    );
+    // A mark that does not land counts the taking as an attempt: never fewer.
+    const marked = held.waited(waiting, owner, 1).catch(() => undefined);
     const settled = await Promise.allSettled(
-      attempted.map((item) => workHeld(job, owner, item.delivery, item.marker)),
+      plans.map((plan) => workHeld(job, owner, plan, marked)),
     );
     const failure = settled.find((result) => result.status === 'rejected');
     if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
     return BUNDLE_DONE;
   };
 
-  /** One delivery of a job that holds several: attempted, finished, or moved out. */
+  /**
+   * One delivery of a job that holds several: attempted, finished, or moved out. A delivery that
+   * waits for a slot (its account's, or the process's) first marks the wait in its marker, and
+   * takes the mark back before its attempt: a taking after a crash counts an attempt for each
+   * earlier taking but those it waited through.
+   */
   const workHeld = async (
     job: BullMQ.Job<BundleData>,
     owner: string,
-    delivery: DeliveryJob,
-    marker: string | undefined,
+    plan: { item: Held; account: string; hasAccount: boolean; hasSlot: boolean },
+    marked: Promise<void>,
   ) => {
+    const { item, account } = plan;
+    const { delivery, marker, waited } = item;
     const taken = takenJob(
       {
-        data: isJobObject(delivery) ? { ...delivery, startsCounted: 0 } : delivery,
+        data: isJobObject(delivery) ? { ...delivery, startsCounted: waited } : delivery,
         attemptsStarted: job.attemptsStarted,
         timestamp: job.timestamp,
         opts: job.opts,
       },
       clock.now(),
     ).job;
+    const mark = (value: string) =>
+      marker === undefined ? Promise.resolve() : held.replace([marker], owner, value);
     const moveOut = async (next: DeliveryJob, at: number) => {
       const moved = movedFrom(owner, bullJobId(delivery));
       await addOwn(ownAccount(next, delivery), moved, at, true);
-      if (marker !== undefined) await held.replace([marker], owner, moved).catch(() => undefined);
+      await mark(moved).catch(() => undefined);
     };
-    const account = jobAccount(delivery);
-    if (!slots.take(account)) {
-      // At its account's share: moves to a job of its own, unattempted and due now, which waits
-      // for the account's worker (its wait on record) or is put back, as every job of its own.
-      await moveOut(taken, nowOf(clock));
-      return;
+    if (!plan.hasSlot) {
+      await marked;
+      let hasAccount = plan.hasAccount || slots.take(account);
+      if (!hasAccount) {
+        const handed = slots.wait(account, true);
+        hasAccount = handed !== undefined && (await handed);
+        if (!hasAccount) {
+          // Its account's share stayed full: to a job of its own, due after the deferral.
+          await moveOut(taken, nowOf(clock) + accountDeferMs);
+          return;
+        }
+      }
+      if (!attempts.take()) await attempts.wait();
+      try {
+        // Off the record before the attempt: a process that dies in it counts it.
+        if (marker !== undefined) await held.waited([marker], owner, -1);
+      } catch (error) {
+        attempts.give();
+        slots.give(account);
+        throw error;
+      }
     }
     let step: DeliveryStep;
     try {
-      step = await attempts.run(() => deliverer!.attempt(taken));
+      step = await deliverer!.attempt(taken);
     } finally {
+      attempts.give();
       slots.give(account);
     }
     if (!step.done) {
       await moveOut(step.job, retryTime(step.at));
       return;
     }
-    if (marker !== undefined) {
-      await held.replace([marker], owner, finishedBy(owner)).catch(() => undefined);
-    }
+    await mark(finishedBy(owner)).catch(() => undefined);
   };
 
   // A clock that returns NaN must not make the retry due at once.
@@ -417,6 +459,14 @@ const BUNDLE_ID_PREFIX = 'b|';
 /** What a taking returns when another job holds its delivery, and when a job of several ends. */
 const HELD_ELSEWHERE = 'held_elsewhere';
 const BUNDLE_DONE = 'finished';
+
+/** A delivery of a job of several that the job holds, and the takings it waited through. */
+interface Held {
+  readonly delivery: DeliveryJob;
+  /** Its marker (none for data that is no delivery job). */
+  readonly marker: string | undefined;
+  readonly waited: number;
+}
 
 /** A job of several deliveries, as Redis holds it. */
 interface BundleData {

@@ -9,9 +9,12 @@
  * @module
  */
 
+import { createHash } from 'node:crypto';
+
 /** The Redis commands the markers need: an ioredis client, as BullMQ holds one. */
 export interface MarkerClient {
   eval(script: string, numberOfKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  evalsha(sha: string, numberOfKeys: number, ...args: (string | number)[]): Promise<unknown>;
   mget(...keys: string[]): Promise<(string | null)[]>;
 }
 
@@ -34,15 +37,20 @@ end
 return held`;
 
 /**
- * Taking: answer, per key, 1 when `owner` holds the marker (taking it over from `parent`, the job
- * a moved delivery left, whose hand-over had not landed), 0 when no job or another one does.
+ * Taking: answer, per key, 0 when no job or another one holds the marker, else 1 plus the takings
+ * of `owner` in which the delivery waited and started no attempt (the marker `owner#k`). A marker
+ * `parent` holds (the job a moved delivery left, whose hand-over had not landed) is taken over.
  */
 const HOLDS = `local held = {}
+local mine = ARGV[1] .. '#'
+local parent = ARGV[2] .. '#'
 for i, key in ipairs(KEYS) do
   local value = redis.call('GET', key)
   if value == ARGV[1] then
     held[i] = 1
-  elseif ARGV[2] ~= '' and value == ARGV[2] then
+  elseif value and string.sub(value, 1, #mine) == mine then
+    held[i] = 1 + (tonumber(string.sub(value, #mine + 1)) or 0)
+  elseif value and ARGV[2] ~= '' and (value == ARGV[2] or string.sub(value, 1, #parent) == parent) then
     redis.call('SET', key, ARGV[1])
     held[i] = 1
   else
@@ -51,9 +59,37 @@ for i, key in ipairs(KEYS) do
 end
 return held`;
 
-/** Set each marker `from` holds to `to`; the others are left as they are. */
-const REPLACE = `for _, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[1] then redis.call('SET', key, ARGV[2]) end
+/** Set each marker `from` holds (`from`, or `from#k`) to `to`; the others are left as they are. */
+const REPLACE = `local mine = ARGV[1] .. '#'
+for _, key in ipairs(KEYS) do
+  local value = redis.call('GET', key)
+  if value == ARGV[1] or (value and string.sub(value, 1, #mine) == mine) then
+    redis.call('SET', key, ARGV[2])
+  end
+end
+return 0`;
+
+/**
+ * Count one more (`ARGV[2]` = 1) or one fewer (-1, never below none) taking of `owner` in which
+ * each delivery waited without an attempt: `owner` and `owner#k` become `owner#(k + delta)`.
+ */
+const WAITED = `local mine = ARGV[1] .. '#'
+for _, key in ipairs(KEYS) do
+  local value = redis.call('GET', key)
+  local waited = nil
+  if value == ARGV[1] then
+    waited = 0
+  elseif value and string.sub(value, 1, #mine) == mine then
+    waited = tonumber(string.sub(value, #mine + 1)) or 0
+  end
+  if waited ~= nil then
+    local next = waited + tonumber(ARGV[2])
+    if next <= 0 then
+      redis.call('SET', key, ARGV[1])
+    else
+      redis.call('SET', key, mine .. next)
+    end
+  end
 end
 return 0`;
 
@@ -73,6 +109,16 @@ const FINISHED = 'done>';
 /** Whether a marker's value says its delivery finished (rather than naming the job holding it). */
 export function isFinished(holder: string): boolean {
   return holder.startsWith(FINISHED);
+}
+
+/**
+ * The id of the job a marker's value names: the value is the id, or `id#k` where the delivery
+ * waited without an attempt in `k` of the job's takings (`#` is percent-encoded in every
+ * delivery's id, so it never ends one).
+ */
+export function holdingJob(value: string): string {
+  const at = value.indexOf('#');
+  return at === -1 ? value : value.slice(0, at);
 }
 
 /** The id of the job a delivery moves to from the bundle `owner`: one per bundle and delivery. */
@@ -111,34 +157,54 @@ export class HeldDeliveries {
 
   /** Hold each free marker for `owner` (enqueueing): `true` per key where `owner` holds it now. */
   async claim(keys: readonly string[], owner: string): Promise<boolean[]> {
-    return this.#answer(CLAIM, keys, owner);
+    return (await this.#answer(CLAIM, keys, owner)).map((n) => n === 1);
   }
 
   /**
-   * Whether `owner` holds each marker (taking a job): with `parent`, a marker `parent` still
-   * holds is taken over (`owner` is the job its delivery moved to). A marker no job holds is not
-   * `owner`'s: its delivery finished, or was never `owner`'s to attempt.
+   * Whether `owner` holds each marker (taking a job): per key, `undefined` when it does not (its
+   * delivery finished, moved, or was never `owner`'s to attempt), else the takings in which the
+   * delivery waited without an attempt. With `parent`, a marker `parent` still holds is taken
+   * over (`owner` is the job its delivery moved to).
    */
-  async holds(keys: readonly string[], owner: string, parent = ''): Promise<boolean[]> {
-    return this.#answer(HOLDS, keys, owner, parent);
+  async holds(
+    keys: readonly string[],
+    owner: string,
+    parent = '',
+  ): Promise<(number | undefined)[]> {
+    const answer = await this.#answer(HOLDS, keys, owner, parent);
+    return answer.map((n) => (n >= 1 ? n - 1 : undefined));
   }
 
-  async #answer(script: string, keys: readonly string[], ...args: string[]): Promise<boolean[]> {
-    if (keys.length === 0) return [];
-    const answer = await (await this.#client()).eval(script, keys.length, ...keys, ...args);
-    return keys.map((_, i) => (answer as unknown[])[i] === 1);
+  async #answer(script: string, keys: readonly string[], ...args: string[]): Promise<number[]> {
+    const answer = await this.#run(script, keys, ...args);
+    return keys.map((_, i) => Number((answer as unknown[])[i] ?? 0));
+  }
+
+  /** Count one more (`1`) or one fewer (`-1`) taking of `owner` each delivery waited through. */
+  async waited(keys: readonly string[], owner: string, delta: 1 | -1): Promise<void> {
+    await this.#run(WAITED, keys, owner, String(delta));
   }
 
   /** Hand the markers `from` holds to `to`. */
   async replace(keys: readonly string[], from: string, to: string): Promise<void> {
-    if (keys.length === 0) return;
-    await (await this.#client()).eval(REPLACE, keys.length, ...keys, from, to);
+    await this.#run(REPLACE, keys, from, to);
   }
 
   /** Delete the markers whose value is `value`. */
   async release(keys: readonly string[], value: string): Promise<void> {
-    if (keys.length === 0) return;
-    await (await this.#client()).eval(RELEASE, keys.length, ...keys, value);
+    await this.#run(RELEASE, keys, value);
+  }
+
+  /** Run a script by its digest, sending its text only where Redis does not hold it yet; no keys, no call. */
+  async #run(script: string, keys: readonly string[], ...args: string[]): Promise<unknown> {
+    if (keys.length === 0) return [];
+    const client = await this.#client();
+    try {
+      return await client.evalsha(digest(script), keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!String((error as Error | undefined)?.message).startsWith('NOSCRIPT')) throw error;
+      return client.eval(script, keys.length, ...keys, ...args);
+    }
   }
 
   /** The job holding each marker (`null`: none, or the delivery ended). */
@@ -146,4 +212,16 @@ export class HeldDeliveries {
     if (keys.length === 0) return [];
     return (await this.#client()).mget(...keys);
   }
+}
+
+const digests = new Map<string, string>();
+
+/** A script's SHA-1, as Redis names it. */
+function digest(script: string): string {
+  let sha = digests.get(script);
+  if (sha === undefined) {
+    sha = createHash('sha1').update(script).digest('hex');
+    digests.set(script, sha);
+  }
+  return sha;
 }

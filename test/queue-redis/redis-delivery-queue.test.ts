@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import * as bullmq from 'bullmq';
+import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -1151,46 +1152,106 @@ describe.each([1, 8])(
       }
     };
 
-    it('counts no attempt for the times an account at its share put a job back, across a kill of the process', async () => {
-      // No room to wait (2 workers, a share of 1): the other job is put back a minute each time it
-      // is taken.
-      await twoJobsOfOneAccount(
-        'deferred',
-        { ACCOUNT_DEFER_MS: '60000' },
-        async (deferred, stored) => {
-          // Taken three times, put back each time: made due again rather than waited for.
-          for (let taken = 1; taken <= 3; taken++) {
-            // Delayed first, then read: the record lands before the move.
-            const job = await eventually(`taking ${taken} put back`, async () => {
-              if (!(await (await stored(deferred)).isDelayed())) return false;
-              const job = await stored(deferred);
-              return job.attemptsStarted === taken && job;
-            });
-            expect(job.data).toMatchObject({ attempts: 0, startsCounted: taken });
-            if (taken < 3) await job.promote();
-          }
-        },
-        async (deferred, stored) => (await stored(deferred)).promote(),
-      );
-    }, 120_000);
+    it.runIf(perJob === 1)(
+      'counts no attempt for the times an account at its share put a job back, across a kill of the process',
+      async () => {
+        // No room to wait (2 workers, a share of 1): the other job is put back a minute each time it
+        // is taken.
+        await twoJobsOfOneAccount(
+          'deferred',
+          { ACCOUNT_DEFER_MS: '60000' },
+          async (deferred, stored) => {
+            // Taken three times, put back each time: made due again rather than waited for.
+            for (let taken = 1; taken <= 3; taken++) {
+              // Delayed first, then read: the record lands before the move.
+              const job = await eventually(`taking ${taken} put back`, async () => {
+                if (!(await (await stored(deferred)).isDelayed())) return false;
+                const job = await stored(deferred);
+                return job.attemptsStarted === taken && job;
+              });
+              expect(job.data).toMatchObject({ attempts: 0, startsCounted: taken });
+              if (taken < 3) await job.promote();
+            }
+          },
+          async (deferred, stored) => (await stored(deferred)).promote(),
+        );
+      },
+      120_000,
+    );
 
-    it('counts no attempt for a job that waited in the process for its account’s worker when the process was killed', async () => {
-      // Room for one more of the account's jobs to wait (4 workers, a share of 1), longer than the
-      // test: the other job waits in the process.
-      await twoJobsOfOneAccount(
-        'waiting',
-        { CONCURRENCY: '4', ACCOUNT_DEFER_MS: '60000' },
-        async (waiting, stored) => {
-          const job = await eventually('the other job waits in the process', async () => {
-            const job = await stored(waiting);
-            return (await job.isActive()) && job.data.startsCounted === 1 && job;
-          });
-          expect(job.attemptsStarted).toBe(1);
-          expect(job.data).toMatchObject({ attempts: 0 });
-        },
-        async () => undefined,
-      );
-    }, 120_000);
+    it.runIf(perJob === 1)(
+      'counts no attempt for a job that waited in the process for its account’s worker when the process was killed',
+      async () => {
+        // Room for one more of the account's jobs to wait (4 workers, a share of 1), longer than the
+        // test: the other job waits in the process.
+        await twoJobsOfOneAccount(
+          'waiting',
+          { CONCURRENCY: '4', ACCOUNT_DEFER_MS: '60000' },
+          async (waiting, stored) => {
+            const job = await eventually('the other job waits in the process', async () => {
+              const job = await stored(waiting);
+              return (await job.isActive()) && job.data.startsCounted === 1 && job;
+            });
+            expect(job.attemptsStarted).toBe(1);
+            expect(job.data).toMatchObject({ attempts: 0 });
+          },
+          async () => undefined,
+        );
+      },
+      120_000,
+    );
+
+    it.runIf(perJob > 1)(
+      'counts no attempt for a delivery that waited in its shared job for its account’s worker when the process was killed',
+      async () => {
+        // One worker for the account, a wait longer than the test: the other delivery of the shared
+        // job waits in the process, its wait marked in its marker.
+        const markers = new Redis(connection());
+        try {
+          await twoJobsOfOneAccount(
+            'waiting-shared',
+            { CONCURRENCY: '2', ACCOUNT_DEFER_MS: '60000' },
+            async (waiting) => {
+              const name = `crashes-${waiting.slice(0, waiting.lastIndexOf('-'))}`;
+              const key = `bull:${name}:held:${encodeURIComponent(waiting)}|sub-1`;
+              const value = await eventually('the wait marked', async () => {
+                const value = await markers.get(key);
+                return value?.endsWith('#1') && value;
+              });
+              expect(value).toMatch(/^b\|[0-9a-f-]+#1$/);
+            },
+            async () => undefined,
+          );
+        } finally {
+          markers.disconnect();
+        }
+      },
+      120_000,
+    );
+
+    it.runIf(perJob > 1)(
+      'counts no attempt for a delivery its account’s share moved out of its shared job, then put back, across a kill of the process',
+      async () => {
+        // One worker for the account, a short wait: the other delivery moves to a job of its own,
+        // which is put back each time it is taken while the account's worker is busy.
+        await twoJobsOfOneAccount(
+          'deferred-shared',
+          { CONCURRENCY: '2', ACCOUNT_DEFER_MS: '200' },
+          async (deferred, stored) => {
+            const job = await eventually('moved out, and put back twice', async () => {
+              const job = await stored(deferred);
+              if (job === undefined || job.attemptsStarted < 2 || !(await job.isDelayed()))
+                return false;
+              return job.data.startsCounted === job.attemptsStarted && job;
+            });
+            expect(String(job.id)).toMatch(/^b\|[0-9a-f-]+>/);
+            expect(job.data).toMatchObject({ attempts: 0, marked: true });
+          },
+          async () => undefined,
+        );
+      },
+      120_000,
+    );
 
     it('refuses worker options BullMQ would throw on or take silently, saying which it got', () => {
       const ms = 'must be a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER)';
