@@ -59,35 +59,33 @@ for i, key in ipairs(KEYS) do
 end
 return held`;
 
-/** Set each marker `from` holds (`from`, or `from#k`) to `to`; the others are left as they are. */
-const REPLACE = `local mine = ARGV[1] .. '#'
-for _, key in ipairs(KEYS) do
-  local value = redis.call('GET', key)
-  if value == ARGV[1] or (value and string.sub(value, 1, #mine) == mine) then
-    redis.call('SET', key, ARGV[2])
-  end
-end
-return 0`;
-
 /**
- * Count one more (`ARGV[2]` = 1) or one fewer (-1, never below none) taking of `owner` in which
- * each delivery waited without an attempt: `owner` and `owner#k` become `owner#(k + delta)`.
+ * Edit each marker that its owner holds (`owner`, or `owner#k`), in order, by three arguments a
+ * key: `owner`, then `to` and the value to set, or `waited` and one more (1) or one fewer (-1,
+ * never below none) taking of `owner` in which the delivery waited without an attempt (`owner#k`
+ * becomes `owner#(k + delta)`). Markers another job holds are left as they are.
  */
-const WAITED = `local mine = ARGV[1] .. '#'
-for _, key in ipairs(KEYS) do
+const EDIT = `for i, key in ipairs(KEYS) do
+  local owner = ARGV[3 * i - 2]
+  local arg = ARGV[3 * i]
+  local mine = owner .. '#'
   local value = redis.call('GET', key)
   local waited = nil
-  if value == ARGV[1] then
+  if value == owner then
     waited = 0
   elseif value and string.sub(value, 1, #mine) == mine then
     waited = tonumber(string.sub(value, #mine + 1)) or 0
   end
   if waited ~= nil then
-    local next = waited + tonumber(ARGV[2])
-    if next <= 0 then
-      redis.call('SET', key, ARGV[1])
+    if ARGV[3 * i - 1] == 'to' then
+      redis.call('SET', key, arg)
     else
-      redis.call('SET', key, mine .. next)
+      local next = waited + tonumber(arg)
+      if next <= 0 then
+        redis.call('SET', key, owner)
+      else
+        redis.call('SET', key, mine .. next)
+      end
     end
   end
 end
@@ -140,6 +138,9 @@ export function parentOf(jobId: string): string {
 export class HeldDeliveries {
   readonly #client: () => Promise<MarkerClient>;
   readonly #base: string;
+  // Edits asked for in this turn: key, owner, kind and argument, four entries each.
+  #edits: string[] = [];
+  #waiting: { resolve: () => void; reject: (error: unknown) => void }[] = [];
 
   /**
    * @param client - the queue's Redis client, once connected
@@ -181,13 +182,43 @@ export class HeldDeliveries {
   }
 
   /** Count one more (`1`) or one fewer (`-1`) taking of `owner` each delivery waited through. */
-  async waited(keys: readonly string[], owner: string, delta: 1 | -1): Promise<void> {
-    await this.#run(WAITED, keys, owner, String(delta));
+  waited(keys: readonly string[], owner: string, delta: 1 | -1): Promise<void> {
+    return this.#edit(keys, owner, 'waited', String(delta));
   }
 
   /** Hand the markers `from` holds to `to`. */
-  async replace(keys: readonly string[], from: string, to: string): Promise<void> {
-    await this.#run(REPLACE, keys, from, to);
+  replace(keys: readonly string[], from: string, to: string): Promise<void> {
+    return this.#edit(keys, from, 'to', to);
+  }
+
+  /**
+   * Edits asked for in one turn of the event loop go in one command, in the order asked: each
+   * caller settles with it.
+   */
+  #edit(keys: readonly string[], owner: string, kind: 'to' | 'waited', arg: string): Promise<void> {
+    if (keys.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      if (this.#edits.length === 0) setImmediate(() => this.#flush());
+      for (const key of keys) this.#edits.push(key, owner, kind, arg);
+      this.#waiting.push({ resolve, reject });
+    });
+  }
+
+  #flush(): void {
+    const edits = this.#edits;
+    const waiting = this.#waiting;
+    this.#edits = [];
+    this.#waiting = [];
+    const keys = edits.filter((_, i) => i % 4 === 0);
+    const args = edits.filter((_, i) => i % 4 !== 0);
+    this.#run(EDIT, keys, ...args).then(
+      () => {
+        for (const w of waiting) w.resolve();
+      },
+      (error: unknown) => {
+        for (const w of waiting) w.reject(error);
+      },
+    );
   }
 
   /** Delete the markers whose value is `value`. */
