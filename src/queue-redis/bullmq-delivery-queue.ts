@@ -186,16 +186,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       const step = await deliverer!.attempt(job.data as unknown as DeliveryJob);
       return step.done ? step.report.outcome : undefined;
     }
-    const items = deliveries.map((delivery) => ({ delivery, marker: markerOf(held, delivery) }));
-    const markers = items.flatMap((item) => (item.marker === undefined ? [] : [item.marker]));
-    const waits = new Map(
-      (await held.holds(markers, owner)).map((waited, i) => [markers[i]!, waited]),
-    );
-    let mine: Held[] = items.flatMap((item) => {
-      if (item.marker === undefined) return [{ ...item, waited: 0 }];
-      const waited = waits.get(item.marker);
-      return waited === undefined ? [] : [{ ...item, waited }];
-    });
+    let mine = await bundleHolds(job);
     // Taken again (after a crash, or replayed): a delivery whose job of its own was added before
     // its marker was handed over has left this job.
     if (job.attemptsStarted > 1 || job.data.replayed === true) {
@@ -302,21 +293,29 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   /** The deliveries a failed job holds, as they were when BullMQ gave up on it. */
   const heldBy = async (job: BullMQ.Job<QueuedData>): Promise<DeliveryJob[]> => {
     if (job.name !== BUNDLE_NAME) return [reported(job as BullMQ.Job<StoredJob>)];
-    const deliveries = deliveriesOf(job.data as BundleData) ?? [];
-    const markers = deliveries.map((delivery) => markerOf(held, delivery));
-    const holders = await held.holders(markers.filter((m) => m !== undefined));
-    const holding = new Set(
-      markers.filter((m) => m !== undefined).filter((_, i) => holders[i] === job.id),
+    return (await bundleHolds(job)).map(({ delivery, waited }) =>
+      reported({
+        data: isJobObject(delivery) ? { ...delivery, startsCounted: waited } : delivery,
+        attemptsStarted: job.attemptsStarted,
+        failedReason: job.failedReason,
+      }),
     );
-    return deliveries
-      .filter((_, i) => markers[i] === undefined || holding.has(markers[i]!))
-      .map((delivery) =>
-        reported({
-          data: isJobObject(delivery) ? { ...delivery, startsCounted: 0 } : delivery,
-          attemptsStarted: job.attemptsStarted,
-          failedReason: job.failedReason,
-        }),
-      );
+  };
+
+  /** The deliveries a job of several holds, each with the takings it waited through. */
+  const bundleHolds = async (job: BullMQ.Job<QueuedData>): Promise<Held[]> => {
+    const items = (deliveriesOf(job.data as BundleData) ?? []).map((delivery) => ({
+      delivery,
+      marker: markerOf(held, delivery),
+    }));
+    const markers = items.flatMap((item) => (item.marker === undefined ? [] : [item.marker]));
+    const waits = await held.holds(markers, String(job.id));
+    const waited = new Map(markers.map((marker, i) => [marker, waits[i]]));
+    return items.flatMap((item) => {
+      if (item.marker === undefined) return [{ ...item, waited: 0 }];
+      const w = waited.get(item.marker);
+      return w === undefined ? [] : [{ ...item, waited: w }];
+    });
   };
 
   const worker =
@@ -412,10 +411,12 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     async retryFailed() {
       let replayed = 0;
       for (const job of await queue.getFailed()) {
-        const count = (await heldBy(job)).length;
+        const holds = job.name === BUNDLE_NAME ? await bundleHolds(job) : undefined;
         // Reset first: dying between the calls leaves a failed job, not a spent replay. BullMQ's
-        // count of takings starts again from 0 too.
+        // count of takings starts again from 0 too, and so do the waits its markers count.
         await (job as BullMQ.Job<QueuedData>).updateData(replayedData(job));
+        const markers = (holds ?? []).flatMap((h) => (h.marker === undefined ? [] : [h.marker]));
+        await held.replace(markers, String(job.id), String(job.id));
         try {
           await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
         } catch (caught) {
@@ -423,7 +424,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
           if (await job.isFailed()) throw caught;
           continue;
         }
-        replayed += count;
+        replayed += holds?.length ?? 1;
       }
       return replayed;
     },
