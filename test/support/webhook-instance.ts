@@ -14,6 +14,7 @@
  * - `START_AFTER_FIRST_JOB=1` (with `REDIS_URL`): the service starts (loads its index) only once
  *   the queue's worker has taken its first job, the order a long load at start gives, made certain;
  *   for a restart with a job due, as the instance serves only once started;
+ * - `DELIVERIES_PER_JOB` (with `REDIS_URL`): the queue's `deliveriesPerJob`;
  * - `LOCK_DURATION_MS`, `STALLED_INTERVAL_MS` (with `REDIS_URL`): the BullMQ worker's
  *   `lockDuration` and `stalledInterval`, so that a killed worker's jobs run again within seconds;
  * - `REDELIVERY_INTERVAL_MS`, `REDELIVERY_LEASE_MS`: the service's `redeliveryIntervalMs` and
@@ -60,6 +61,8 @@ const dataDir = process.env.DATA_DIR;
 const receiverHost = process.env.RECEIVER_HOST ?? '127.0.0.1';
 const redisUrl = process.env.REDIS_URL === undefined ? undefined : new URL(process.env.REDIS_URL);
 const startAfterFirstJob = process.env.START_AFTER_FIRST_JOB === '1';
+const deliveriesPerJob =
+  process.env.DELIVERIES_PER_JOB === undefined ? undefined : Number(process.env.DELIVERIES_PER_JOB);
 if (startAfterFirstJob && redisUrl === undefined) {
   throw new Error('START_AFTER_FIRST_JOB needs REDIS_URL');
 }
@@ -164,6 +167,7 @@ const service = createWebhookService({
             },
             deliverer: watched(deliverer),
             workerOptions,
+            ...(deliveriesPerJob === undefined ? {} : { deliveriesPerJob }),
           }),
     );
     return stalling;

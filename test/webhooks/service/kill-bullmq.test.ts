@@ -3,8 +3,9 @@
  * (test/support/webhook-instance.ts) delivering through BullMQ on a real redis-server, on a real
  * PostgreSQL, killed with SIGKILL while attempts are in the receiver's hands, more wait in the
  * queue and publishes are under way, then started again on the same database and Redis: one
- * instance killed once; two at once, killed three times in turn while the other keeps running; and
- * two, one killed and never started again while the other finishes its work. Every message
+ * instance killed once; two at once, killed three times in turn while the other keeps running (with
+ * one delivery a BullMQ job, and with several); and two, one killed and never started again while
+ * the other finishes its work. Every message
  * published reaches every subscription it matches at least once, and none other; every copy of a
  * message carries the webhook-id publish answered and the same body, signed with the secret shown
  * at create. The scenarios are in test/support/kill-scenario.ts.
@@ -101,6 +102,19 @@ describe('BullMQ on PostgreSQL and Redis, instances killed with SIGKILL mid-deli
       const setup = await onPostgresAndRedis('kill_several', ['A', 'B']);
       const { ledger, report } = await killedSeveralTimes(setup);
       notes.push(`two instances killed 3 times: ${report}`);
+      expect(ledger.problems()).toEqual([]);
+    },
+    KILL_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'two instances with several deliveries a BullMQ job, killed three times in turn while the other runs: every message reaches every matched subscription, under one webhook-id',
+    async () => {
+      const setup = await onPostgresAndRedis('kill_several_a_job', ['A', 'B'], {
+        DELIVERIES_PER_JOB: '8',
+      });
+      const { ledger, report } = await killedSeveralTimes(setup);
+      notes.push(`two instances, 8 deliveries a job, killed 3 times: ${report}`);
       expect(ledger.problems()).toEqual([]);
     },
     KILL_TEST_TIMEOUT_MS,
