@@ -88,37 +88,39 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   };
 
   /**
-   * Add deliveries held by markers, each marker claimed before its job is added: one alone as a
-   * job of its own under its id, several as one job. A delivery another job holds is left out.
+   * Add deliveries held by markers: one alone as a job of its own under its id, several as one
+   * job. The markers are claimed for the job by a command written before the job's, on the same
+   * connection, so Redis runs the claim first and the two take one round trip. A delivery another
+   * job holds is skipped by this job when taken; one whose job is gone (its process died between
+   * the claim and the add, or the job was removed by hand) is taken over by a job of its own,
+   * claimed before it is added.
    */
   const addHeld = async (jobs: readonly DeliveryJob[], at: number | undefined) => {
     const unique = new Map(jobs.map((job) => [bullJobId(job), job]));
     const lone = unique.size === 1;
-    const owner = lone
-      ? [...unique.keys()][0]!
-      : `${BUNDLE_ID_PREFIX}${globalThis.crypto.randomUUID()}`;
+    const owner = lone ? [...unique.keys()][0]! : `${BUNDLE_ID_PREFIX}${randomId()}`;
     const markers = [...unique.keys()].map((k) => held.key(k));
-    const claimed = await held.claim(markers, owner);
+    const deliveries = [...unique.values()];
+    await held.connect();
+    const claiming = held.claimFirst(markers, owner);
+    const adding = lone
+      ? addOwn(deliveries[0]!, owner, at, true)
+      : queue.add(
+          BUNDLE_NAME,
+          { deliveries: deliveries.map(withoutCount) },
+          { jobId: owner, ...added },
+        );
+    const [claimed] = await Promise.all([claiming, adding]);
     for (const [i, marker] of markers.entries()) {
-      if (!claimed[i]) claimed[i] = await takeOver(marker, owner);
+      if (claimed[i]) continue;
+      const own = `${OWN_ID_PREFIX}${randomId()}`;
+      if (await takeOver(marker, own)) await addOwn(deliveries[i]!, own, at, true);
     }
-    const mine = [...unique.values()].filter((_, i) => claimed[i]);
-    if (mine.length === 0) return;
-    if (lone) {
-      await addOwn(mine[0]!, owner, at, true);
-      return;
-    }
-    await queue.add(
-      BUNDLE_NAME,
-      { deliveries: mine.map(withoutCount) },
-      { jobId: owner, ...added },
-    );
   };
-
   /**
-   * Claim a marker whose job is gone (its process died between claiming and adding it, or the job
-   * was removed by hand) for `owner`: `true` once `owner` holds it. A job named by a marker it no
-   * longer holds skips the delivery when taken, so a delivery is never attempted by two jobs.
+   * Claim a marker whose job is gone for `owner`: `true` once `owner` holds it. A job named by a
+   * marker it no longer holds skips the delivery when taken, so a delivery is never attempted by
+   * two jobs.
    */
   const takeOver = async (marker: string, owner: string) => {
     const [holder] = await held.holders([marker]);
@@ -456,6 +458,13 @@ const DEFAULT_PREFIX = 'bull';
 /** The name of a job of several deliveries, and the start of its id. */
 const BUNDLE_NAME = 'deliveries';
 const BUNDLE_ID_PREFIX = 'b|';
+/** The start of the id of a job of its own that took over a marker whose job was gone. */
+const OWN_ID_PREFIX = 'o|';
+
+/** A fresh part of a job id. */
+function randomId(): string {
+  return globalThis.crypto.randomUUID();
+}
 
 /** What a taking returns when another job holds its delivery, and when a job of several ends. */
 const HELD_ELSEWHERE = 'held_elsewhere';

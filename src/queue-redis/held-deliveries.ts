@@ -137,6 +137,7 @@ export function parentOf(jobId: string): string {
  */
 export class HeldDeliveries {
   readonly #client: () => Promise<MarkerClient>;
+  #connected: MarkerClient | undefined;
   readonly #base: string;
   // Edits asked for in this turn: key, owner, kind and argument, four entries each.
   #edits: string[] = [];
@@ -159,6 +160,24 @@ export class HeldDeliveries {
   /** Hold each free marker for `owner` (enqueueing): `true` per key where `owner` holds it now. */
   async claim(keys: readonly string[], owner: string): Promise<boolean[]> {
     return (await this.#answer(CLAIM, keys, owner)).map((n) => n === 1);
+  }
+
+  /** Resolves once the client is connected (at once after the first time). */
+  async connect(): Promise<void> {
+    this.#connected ??= await this.#client();
+  }
+
+  /**
+   * {@link claim}, its command written before this call returns (after {@link connect}), so that
+   * a command sent after it on the same connection runs after it; its text sent in full, so that
+   * Redis never answers `NOSCRIPT` and runs it later.
+   */
+  claimFirst(keys: readonly string[], owner: string): Promise<boolean[]> {
+    const client = this.#connected;
+    if (client === undefined) return Promise.reject(new Error('the markers are not connected'));
+    return client
+      .eval(CLAIM, keys.length, ...keys, owner)
+      .then((answer) => keys.map((_, i) => Number((answer as unknown[])[i] ?? 0) === 1));
   }
 
   /**
