@@ -69,9 +69,9 @@ export interface RedisDeliveryQueueOptions {
   /**
    * The most deliveries one BullMQ job holds (1 to 64). Above 1, the deliveries enqueued in one
    * turn of the event loop, due now, share a job, and a marker per delivery in Redis tells which
-   * job holds it: BullMQ's work per job is shared, at the cost of a few Redis commands per
-   * delivery. A retry or a deferral moves its delivery to a job of its own. Attempts are still
-   * counted as with 1, crashes included, and a delivery the queue holds is still added once
+   * job holds it: BullMQ's work per job is shared, at the cost of a few Redis script calls per
+   * job. A retry or a deferral moves its delivery to a job of its own. Attempts are still counted
+   * as with 1, crashes included, and a delivery the queue holds is still attempted by one job
    * (docs/delivery.md, "Several deliveries in one job"). `capacity` and `counts()` count jobs.
    * @defaultValue 1
    */
