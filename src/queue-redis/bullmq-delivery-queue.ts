@@ -71,7 +71,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     connection: read.connection,
     ...(read.prefix === undefined ? {} : { prefix: read.prefix }),
   };
-  const queue = new bullmq.Queue<QueuedData>(name, base) as unknown as BullMQ.Queue<QueuedData>;
+  const queue = new bullmq.Queue<QueuedData>(name, base);
   const held = new HeldDeliveries(
     () => redisClientOf(queue),
     `${read.prefix ?? DEFAULT_PREFIX}:${name}`,
@@ -111,11 +111,13 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
           { jobId: owner, ...added },
         );
     const [claimed] = await Promise.all([claiming, adding]);
-    for (const [i, marker] of markers.entries()) {
-      if (claimed[i]) continue;
-      const own = `${OWN_ID_PREFIX}${randomId()}`;
-      if (await takeOver(marker, own)) await addOwn(deliveries[i]!, own, at, true);
-    }
+    await Promise.all(
+      markers.map(async (marker, i) => {
+        if (claimed[i]) return;
+        const own = `${OWN_ID_PREFIX}${randomId()}`;
+        if (await takeOver(marker, own)) await addOwn(deliveries[i]!, own, at, true);
+      }),
+    );
   };
   /**
    * Claim a marker whose job is gone for `owner`: `true` once `owner` holds it. A job named by a
@@ -184,7 +186,8 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     const owner = String(job.id);
     const deliveries = deliveriesOf(job.data);
     if (deliveries === undefined) {
-      // Data no attempt can be made of: the deliverer fails it as invalid_job.
+      // Data no attempt can be made of: the deliverer fails it as invalid_job (it reads any input,
+      // which the type of a job's data cannot say).
       const step = await deliverer!.attempt(job.data as unknown as DeliveryJob);
       return step.done ? step.report.outcome : undefined;
     }
@@ -520,6 +523,7 @@ function ownAccount(next: DeliveryJob, data: DeliveryJob): DeliveryJob {
 
 /** The queue's Redis client: BullMQ 6 holds it on its backend, BullMQ 5 on the queue. */
 function redisClientOf(queue: unknown): Promise<MarkerClient> {
+  // Each BullMQ major types only its own way to the client, so neither is in the other's type.
   const q = queue as unknown as {
     getBackend?: () => { client: Promise<MarkerClient> };
     client?: Promise<MarkerClient>;
