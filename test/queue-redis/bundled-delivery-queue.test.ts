@@ -74,6 +74,15 @@ const deliverer = (log: ReturnType<typeof recorder>) =>
     transport: httpTransport({ allow: ['127.0.0.1'] }),
     onAttempt: log.onAttempt,
   });
+/** A queue of eight deliveries a job named `name`, its worker's reports in `log`. */
+const working = (name: string, log: ReturnType<typeof recorder>) =>
+  createRedisDeliveryQueue({
+    bullmq,
+    connection: connection(),
+    name,
+    deliverer: deliverer(log),
+    deliveriesPerJob: 8,
+  });
 /** The webhook-ids of the requests the receiver got since `from` for run `run`. */
 const arrivedIds = (from: number, run: string) =>
   receiver.received
@@ -148,13 +157,7 @@ describe('createRedisDeliveryQueue with several deliveries a job', () => {
         ? { status: 500 }
         : { status: 204 },
     );
-    const queue = createRedisDeliveryQueue({
-      bullmq,
-      connection: connection(),
-      name,
-      deliverer: deliverer(log),
-      deliveriesPerJob: 8,
-    });
+    const queue = working(name, log);
     const inspect = new bullmq.Queue(name, { connection: connection() });
     try {
       await Promise.all(ids.map((id) => queue.enqueue(job(id))));
@@ -209,13 +212,7 @@ describe('createRedisDeliveryQueue with several deliveries a job', () => {
     const log = recorder();
     receiver.respond(() => ({ status: 204 }));
     const from = receiver.received.length;
-    const queue = createRedisDeliveryQueue({
-      bullmq,
-      connection: connection(),
-      name,
-      deliverer: deliverer(log),
-      deliveriesPerJob: 8,
-    });
+    const queue = working(name, log);
     try {
       await log.until((r) => r.length >= 1, 'the delivery left');
       await eventually('the job completed', async () => (await producer.getCompletedCount()) === 1);
@@ -239,13 +236,7 @@ describe('createRedisDeliveryQueue with several deliveries a job', () => {
     const log = recorder();
     receiver.respond(() => ({ status: 204 }));
     const from = receiver.received.length;
-    const queue = createRedisDeliveryQueue({
-      bullmq,
-      connection: connection(),
-      name,
-      deliverer: deliverer(log),
-      deliveriesPerJob: 8,
-    });
+    const queue = working(name, log);
     try {
       await Promise.all([queue.enqueue(job(orphaned)), queue.enqueue(job(fresh))]);
       await log.until((r) => r.length >= 2, 'both delivered');
