@@ -272,6 +272,35 @@ describe('createRedisDeliveryQueue with several deliveries a job', () => {
     }
   });
 
+  it('fails a job of several whose data is no list of deliveries, and each member that is no delivery, as invalid_job, and attempts no member its marker does not name', async () => {
+    const name = `bundled-foreign-${randomUUID()}`;
+    const run = `foreign-${randomUUID().slice(0, 8)}`;
+    const producer = new bullmq.Queue(name, { connection: connection() });
+    const log = recorder();
+    const from = receiver.received.length;
+    const queue = working(name, log);
+    try {
+      // Put there by another producer, not through enqueue: no marker names these jobs.
+      await producer.add('deliveries', { deliveries: 'none' });
+      await producer.add('deliveries', null);
+      await producer.add('deliveries', { deliveries: [42, null, job(`${run}-unmarked`)] });
+      await eventually(
+        'every job completed',
+        async () => (await producer.getCompletedCount()) === 3,
+      );
+      expect(log.reports.map((r) => [r.outcome, r.reason])).toEqual(
+        Array.from({ length: 4 }, () => ['failed', 'invalid_job']),
+      );
+      // A delivery only the queue's own enqueue holds is attempted: this one is another job's
+      // as far as the queue can tell.
+      expect(arrivedIds(from, run)).toEqual([]);
+      expect(await producer.getFailedCount()).toBe(0);
+    } finally {
+      await queue.close();
+      await producer.close();
+    }
+  });
+
   it('refuses deliveriesPerJob outside 1 to 64, saying which it got', () => {
     const bound = 'must be a whole number from 1 to 64';
     for (const value of [0, 65, 2.5, '8']) {
