@@ -2,8 +2,6 @@
 import type * as BullMQ from 'bullmq';
 import type { Clock } from '../clock.js';
 import { DeliveryQueueError } from '../errors/delivery-queue-error.js';
-import { isArray } from '../internal/describe.js';
-import { LONE_SURROGATE } from '../internal/lone-surrogate.js';
 import type { DeliveryJob } from '../webhooks/delivery/job.js';
 import { jobAccount } from '../webhooks/delivery/job-account.js';
 import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery/queue.js';
@@ -14,12 +12,33 @@ import {
   HeldDeliveries,
   holdingJob,
   isFinished,
-  type MarkerClient,
-  movedFrom,
   parentOf,
+  redisClientOf,
 } from './held-deliveries.js';
 import { jsonForm } from './json-form.js';
 import { type RedisDeliveryQueueOptions, readQueueOptions } from './redis-queue-options.js';
+import {
+  BUNDLE_ID_PREFIX,
+  BUNDLE_NAME,
+  type BundleData,
+  deliveriesOf,
+  markerOf,
+  OWN_ID_PREFIX,
+  randomId,
+  sharedJobWork,
+  Turns,
+} from './shared-jobs.js';
+import {
+  bullJobId,
+  isJobObject,
+  ownAccount,
+  recordOf,
+  reported,
+  STALLED_TOO_OFTEN,
+  type StoredJob,
+  takenJob,
+  withoutCount,
+} from './stored-job.js';
 
 /**
  * The Redis queue: a {@link DeliveryQueue} plus a view of its counts. Its `enqueue` also rejects
@@ -176,119 +195,6 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     throw new bullmq.DelayedError();
   };
 
-  /**
-   * Attempt the deliveries of a job that holds several, those whose marker names it, at once
-   * (each in an attempt slot, each held to its account's share). A delivery that needs another
-   * attempt, or whose account's share stays full, moves to a job of its own; one that is done
-   * leaves its marker as finished until this job completes, so that a taking after a crash skips it.
-   */
-  const workBundle = async (job: BullMQ.Job<BundleData>) => {
-    const owner = String(job.id);
-    const deliveries = deliveriesOf(job.data);
-    if (deliveries === undefined) {
-      // Data no attempt can be made of: the deliverer fails it as invalid_job (it reads any input,
-      // which the type of a job's data cannot say).
-      const step = await deliverer!.attempt(job.data as unknown as DeliveryJob);
-      return step.done ? step.report.outcome : undefined;
-    }
-    let mine = await bundleHolds(job);
-    // Taken again (after a crash, or replayed): a delivery whose job of its own was added before
-    // its marker was handed over has left this job.
-    if (job.attemptsStarted > 1 || job.data.replayed === true) {
-      const left = new Set<Held>();
-      for (const item of mine) {
-        const moved = movedFrom(owner, bullJobId(item.delivery));
-        if (item.marker === undefined || (await queue.getJob(moved)) === undefined) continue;
-        await held.replace([item.marker], owner, moved);
-        left.add(item);
-      }
-      mine = mine.filter((item) => !left.has(item));
-    }
-    // Each delivery takes its slots now, or waits: the waits marked at once, in one command.
-    const plans = mine.map((item) => {
-      const account = jobAccount(item.delivery);
-      const hasAccount = slots.take(account);
-      return { item, account, hasAccount, hasSlot: hasAccount && attempts.take() };
-    });
-    const waiting = plans.flatMap((p) =>
-      p.hasSlot || p.item.marker === undefined ? [] : [p.item.marker],
-    );
-    // A mark that does not land counts the taking as an attempt: never fewer.
-    const marked = held.waited(waiting, owner, 1).catch(() => undefined);
-    const settled = await Promise.allSettled(
-      plans.map((plan) => workHeld(job, owner, plan, marked)),
-    );
-    const failure = settled.find((result) => result.status === 'rejected');
-    if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
-    return BUNDLE_DONE;
-  };
-
-  /**
-   * One delivery of a job that holds several: attempted, finished, or moved out. A delivery that
-   * waits for a slot (its account's, or the process's) first marks the wait in its marker, and
-   * takes the mark back before its attempt: a taking after a crash counts an attempt for each
-   * earlier taking but those it waited through.
-   */
-  const workHeld = async (
-    job: BullMQ.Job<BundleData>,
-    owner: string,
-    plan: { item: Held; account: string; hasAccount: boolean; hasSlot: boolean },
-    marked: Promise<void>,
-  ) => {
-    const { item, account } = plan;
-    const { delivery, marker, waited } = item;
-    const taken = takenJob(
-      {
-        data: isJobObject(delivery) ? { ...delivery, startsCounted: waited } : delivery,
-        attemptsStarted: job.attemptsStarted,
-        timestamp: job.timestamp,
-        opts: job.opts,
-      },
-      clock.now(),
-    ).job;
-    const mark = (value: string) =>
-      marker === undefined ? Promise.resolve() : held.replace([marker], owner, value);
-    const moveOut = async (next: DeliveryJob, at: number) => {
-      const moved = movedFrom(owner, bullJobId(delivery));
-      await addOwn(ownAccount(next, delivery), moved, at, true);
-      await mark(moved).catch(() => undefined);
-    };
-    if (!plan.hasSlot) {
-      await marked;
-      let hasAccount = plan.hasAccount || slots.take(account);
-      if (!hasAccount) {
-        const handed = slots.wait(account, true);
-        hasAccount = handed !== undefined && (await handed);
-        if (!hasAccount) {
-          // Its account's share stayed full: to a job of its own, due after the deferral.
-          await moveOut(taken, nowOf(clock) + accountDeferMs);
-          return;
-        }
-      }
-      if (!attempts.take()) await attempts.wait();
-      try {
-        // Off the record before the attempt: a process that dies in it counts it.
-        if (marker !== undefined) await held.waited([marker], owner, -1);
-      } catch (error) {
-        attempts.give();
-        slots.give(account);
-        throw error;
-      }
-    }
-    let step: DeliveryStep;
-    try {
-      step = await deliverer!.attempt(taken);
-    } finally {
-      attempts.give();
-      slots.give(account);
-    }
-    if (!step.done) {
-      await moveOut(step.job, retryTime(step.at));
-      return;
-    }
-    await mark(finishedBy(owner)).catch(() => undefined);
-  };
-
   // A clock that returns NaN must not make the retry due at once.
   const retryTime = (at: number) => {
     const later = clock.now();
@@ -298,7 +204,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   /** The deliveries a failed job holds, as they were when BullMQ gave up on it. */
   const heldBy = async (job: BullMQ.Job<QueuedData>): Promise<DeliveryJob[]> => {
     if (job.name !== BUNDLE_NAME) return [reported(job as BullMQ.Job<StoredJob>)];
-    return (await bundleHolds(job)).map(({ delivery, waited }) =>
+    return (await shared.holds(job)).map(({ delivery, waited }) =>
       reported({
         data: isJobObject(delivery) ? { ...delivery, startsCounted: waited } : delivery,
         attemptsStarted: job.attemptsStarted,
@@ -307,21 +213,18 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     );
   };
 
-  /** The deliveries a job of several holds, each with the takings it waited through. */
-  const bundleHolds = async (job: BullMQ.Job<QueuedData>): Promise<Held[]> => {
-    const items = (deliveriesOf(job.data as BundleData) ?? []).map((delivery) => ({
-      delivery,
-      marker: markerOf(held, delivery),
-    }));
-    const markers = items.flatMap((item) => (item.marker === undefined ? [] : [item.marker]));
-    const waits = await held.holds(markers, String(job.id));
-    const waited = new Map(markers.map((marker, i) => [marker, waits[i]]));
-    return items.flatMap((item) => {
-      if (item.marker === undefined) return [{ ...item, waited: 0 }];
-      const w = waited.get(item.marker);
-      return w === undefined ? [] : [{ ...item, waited: w }];
-    });
-  };
+  const shared = sharedJobWork({
+    queue,
+    held,
+    slots,
+    attempts,
+    deliverer,
+    clock,
+    accountDeferMs,
+    addOwn,
+    retryTime,
+    now: () => nowOf(clock),
+  });
 
   const worker =
     deliverer === undefined
@@ -330,7 +233,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
           name,
           (job, token) =>
             job.name === BUNDLE_NAME
-              ? workBundle(job as BullMQ.Job<BundleData>)
+              ? shared.work(job as BullMQ.Job<BundleData>)
               : workOwn(job as BullMQ.Job<StoredJob>, token),
           { ...base, concurrency, ...definedOnly(workerOptions) },
         );
@@ -416,7 +319,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
     async retryFailed() {
       let replayed = 0;
       for (const job of await queue.getFailed()) {
-        const holds = job.name === BUNDLE_NAME ? await bundleHolds(job) : undefined;
+        const holds = job.name === BUNDLE_NAME ? await shared.holds(job) : undefined;
         // Reset first: dying between the calls leaves a failed job, not a spent replay. BullMQ's
         // count of takings starts again from 0 too, and so do the waits its markers count.
         await (job as BullMQ.Job<QueuedData>).updateData(replayedData(job));
@@ -458,131 +361,11 @@ function replayedData(job: BullMQ.Job<QueuedData>): QueuedData {
 /** BullMQ's key prefix when none is given. */
 const DEFAULT_PREFIX = 'bull';
 
-/** The name of a job of several deliveries, and the start of its id. */
-const BUNDLE_NAME = 'deliveries';
-const BUNDLE_ID_PREFIX = 'b|';
-/** The start of the id of a job of its own that took over a marker whose job was gone. */
-const OWN_ID_PREFIX = 'o|';
-
-/** A fresh part of a job id. */
-function randomId(): string {
-  return globalThis.crypto.randomUUID();
-}
-
-/** What a taking returns when another job holds its delivery, and when a job of several ends. */
+/** What a taking of a job of its own returns when another job holds its delivery. */
 const HELD_ELSEWHERE = 'held_elsewhere';
-const BUNDLE_DONE = 'finished';
-
-/** A delivery of a job of several that the job holds, and the takings it waited through. */
-interface Held {
-  readonly delivery: DeliveryJob;
-  /** Its marker (none for data that is no delivery job). */
-  readonly marker: string | undefined;
-  readonly waited: number;
-}
-
-/** A job of several deliveries, as Redis holds it. */
-interface BundleData {
-  /** The deliveries, each as enqueued (their attempts as they were). */
-  readonly deliveries: readonly DeliveryJob[];
-  /** Replayed from the failed set: its taking looks for deliveries that moved out first. */
-  readonly replayed?: boolean;
-}
 
 /** What a BullMQ job of the queue holds. */
 type QueuedData = StoredJob | BundleData;
-
-/** The deliveries of a job of several, or `undefined` for data that is none. */
-function deliveriesOf(data: BundleData): readonly DeliveryJob[] | undefined {
-  const deliveries = isJobObject(data as unknown) ? data.deliveries : undefined;
-  return isArray(deliveries) && deliveries.length > 0 ? deliveries : undefined;
-}
-
-/** The marker key of a delivery, or `undefined` for data that is no delivery job. */
-function markerOf(held: HeldDeliveries, data: DeliveryJob): string | undefined {
-  if (!isJobObject(data)) return undefined;
-  try {
-    return held.key(bullJobId(data));
-  } catch {
-    return undefined;
-  }
-}
-
-/** A job without what the queue adds to it: its count of takings, and its marker's flag. */
-function withoutCount(job: DeliveryJob): DeliveryJob {
-  if (!isJobObject(job)) return job;
-  const { startsCounted: _, marked: __, ...rest } = job;
-  return rest;
-}
-
-/** The job to put back: it keeps its account, whatever the deliverer copied. */
-function ownAccount(next: DeliveryJob, data: DeliveryJob): DeliveryJob {
-  const accountCode = isJobObject(data) ? data.accountCode : undefined;
-  return typeof accountCode === 'string' ? { ...next, accountCode } : next;
-}
-
-/** The queue's Redis client: BullMQ 6 holds it on its backend, BullMQ 5 on the queue. */
-function redisClientOf(queue: unknown): Promise<MarkerClient> {
-  // Each BullMQ major types only its own way to the client, so neither is in the other's type.
-  const q = queue as unknown as {
-    getBackend?: () => { client: Promise<MarkerClient> };
-    client?: Promise<MarkerClient>;
-  };
-  const client = typeof q.getBackend === 'function' ? q.getBackend().client : q.client;
-  if (client === undefined) {
-    return Promise.reject(new Error('this bullmq gives no Redis client of its queue'));
-  }
-  return client;
-}
-
-/**
- * The deliveries enqueued in one turn of the event loop, gathered up to `size` at a time and
- * handed to `add` together; each caller settles with its group's `add`.
- */
-class Turns {
-  readonly #size: number;
-  readonly #add: (jobs: readonly DeliveryJob[]) => Promise<void>;
-  #turn: { job: DeliveryJob; settle: (error?: unknown) => void }[] = [];
-  readonly #adding = new Set<Promise<void>>();
-
-  constructor(size: number, add: (jobs: readonly DeliveryJob[]) => Promise<void>) {
-    this.#size = size;
-    this.#add = add;
-  }
-
-  add(job: DeliveryJob): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.#turn.push({
-        job,
-        settle: (error) => (error === undefined ? resolve() : reject(error)),
-      });
-      if (this.#turn.length === 1) setImmediate(() => this.#flush());
-      if (this.#turn.length >= this.#size) this.#flush();
-    });
-  }
-
-  /** Resolves once every group gathered so far is added (or refused). */
-  async settled(): Promise<void> {
-    this.#flush();
-    await Promise.all(this.#adding);
-  }
-
-  #flush(): void {
-    const taken = this.#turn;
-    this.#turn = [];
-    if (taken.length === 0) return;
-    const adding = this.#add(taken.map((t) => t.job)).then(
-      () => {
-        for (const t of taken) t.settle();
-      },
-      (error: unknown) => {
-        for (const t of taken) t.settle(error ?? new Error('not added'));
-      },
-    );
-    this.#adding.add(adding);
-    void adding.finally(() => this.#adding.delete(adding));
-  }
-}
 
 // Now on the queue's clock; a clock that returns no finite time reads as the system's.
 function nowOf(clock: Clock): number {
@@ -598,109 +381,6 @@ function timeOf(options: EnqueueOptions | undefined): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-// BullMQ's failedReason for a job that stalled more than maxStalledCount times.
-const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
-
-/**
- * A job as the queue stores it: the deliverer's job and the count of takings its attempts account
- * for. BullMQ counts each time a worker takes a job (`attemptsStarted`: a stalled job taken again
- * and a job back from the delayed set included); the takings after `startsCounted` that no write
- * recorded were attempts lost with their process, so no write is needed before an attempt.
- */
-type StoredJob = DeliveryJob & {
-  /**
-   * The job's `attemptsStarted` when `attempts` (and `firstAttemptAt`) were written: the takings
-   * up to it are counted, attempts or deferrals alike. Absent on jobs stored before it was kept.
-   */
-  readonly startsCounted?: number;
-  /**
-   * Held by a marker (added by a queue of several deliveries a job, or moved out of a job of
-   * several): attempted only while its marker names the job.
-   */
-  readonly marked?: boolean;
-};
-
-/** What the processor reads of a BullMQ job: its data and counters. */
-type TakenBullJob = Pick<BullMQ.Job<StoredJob>, 'data' | 'attemptsStarted' | 'timestamp' | 'opts'>;
-
-/** A job taken by the worker, as the deliverer is given it. */
-interface Taken {
-  /** Its `attempts`: those started before this taking, lost ones included. */
-  readonly job: DeliveryJob;
-  /** For a job stored without `startsCounted`: written before the attempt, as it was counted then. */
-  readonly before?: StoredJob;
-}
-
-/**
- * The job a taking attempts: its recorded attempts plus the takings since the record, each one an
- * attempt whose process died before it could write (a deferral writes before it lets go).
- */
-function takenJob(job: TakenBullJob, now: number): Taken {
-  const { data } = job;
-  // Data no attempt can be made of: the deliverer fails it as invalid_job.
-  if (!isJobObject(data) || !Number.isSafeInteger(data.attempts)) return { job: data };
-  const { startsCounted, marked: _, ...stored } = data;
-  const starts = job.attemptsStarted; // this taking included
-  const known = Number.isSafeInteger(starts) && starts >= 1;
-  if (
-    !(
-      known &&
-      Number.isSafeInteger(startsCounted) &&
-      startsCounted! >= 0 &&
-      startsCounted! < starts
-    )
-  ) {
-    // Stored before `startsCounted` was kept, its attempts counted by a write before each (or its
-    // count reset behind the queue's back): counted that way once, and kept from then on.
-    const first = stored.firstAttemptAt ?? (Number.isFinite(now) ? now : undefined);
-    const before = {
-      ...stored,
-      attempts: stored.attempts + 1,
-      ...(first === undefined ? {} : { firstAttemptAt: first }),
-      ...(known ? { startsCounted: starts } : {}),
-    };
-    return { job: stored, before };
-  }
-  const lost = starts - 1 - startsCounted!;
-  if (lost === 0) return { job: stored };
-  // The first attempt died unwritten: it started no earlier than the job was due.
-  const firstAttemptAt = stored.firstAttemptAt ?? dueAt(job, now);
-  return {
-    job: {
-      ...stored,
-      attempts: stored.attempts + lost,
-      ...(firstAttemptAt === undefined ? {} : { firstAttemptAt }),
-    },
-  };
-}
-
-/**
- * When a job was first due (added, plus the delay it was added with), no later than now: a lower
- * bound of its first attempt, so the schedule's max age gives up no later than it would have.
- */
-function dueAt(job: TakenBullJob, now: number): number | undefined {
-  const delay = Number(job.opts?.delay ?? 0);
-  const due = job.timestamp + (Number.isFinite(delay) && delay > 0 ? delay : 0);
-  if (!Number.isFinite(due)) return Number.isFinite(now) ? now : undefined;
-  return Number.isFinite(now) ? Math.min(due, now) : due;
-}
-
-/**
- * The data to store with a job put back to Redis (a retry or a deferral): its `attempts` count
- * every taking so far, this one included, whether it attempted or not.
- */
-function recordOf(
-  next: DeliveryJob,
-  job: Pick<BullMQ.Job<StoredJob>, 'attemptsStarted' | 'data'>,
-): StoredJob | undefined {
-  if (!isJobObject(next) || !Number.isSafeInteger(next.attempts)) return undefined;
-  const starts = job.attemptsStarted;
-  // A job held by a marker stays held by it.
-  const marked = isJobObject(job.data) && job.data.marked === true;
-  const rest = { ...withoutCount(next), ...(marked ? { marked } : {}) };
-  return Number.isSafeInteger(starts) && starts >= 1 ? { ...rest, startsCounted: starts } : rest;
 }
 
 /**
@@ -751,25 +431,6 @@ async function putBack(
   if (moved.status === 'rejected') throw moved.reason;
 }
 
-/**
- * A job as BullMQ holds it, for a report or a view: its attempts those started, lost ones
- * included (the taking that failed a job for stalling too often attempted nothing).
- */
-function reported(
-  job: Pick<BullMQ.Job<StoredJob>, 'data' | 'attemptsStarted' | 'failedReason'>,
-): DeliveryJob {
-  const { data } = job;
-  if (!isJobObject(data) || !Number.isSafeInteger(data.attempts)) return data;
-  const { startsCounted, marked: _, ...stored } = data;
-  const starts = job.attemptsStarted - (job.failedReason === STALLED_TOO_OFTEN ? 1 : 0);
-  if (!(Number.isSafeInteger(startsCounted) && Number.isSafeInteger(starts))) return stored;
-  return { ...stored, attempts: stored.attempts + Math.max(0, starts - startsCounted!) };
-}
-
-function isJobObject(value: unknown): value is StoredJob {
-  return typeof value === 'object' && value !== null && !isArray(value);
-}
-
 function definedOnly<T extends object>(options: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as {
     [K in keyof T]?: Exclude<T[K], undefined>;
@@ -795,32 +456,4 @@ function errorMessage(caught: unknown): string {
   } catch {
     return 'unreadable error';
   }
-}
-
-// BullMQ ids may not contain ':' (its key separator): both parts are percent-encoded, which also
-// encodes the '|' between them, so two different pairs never share an id; a replay adds its number.
-// A replay is a job of its own (the first round's may still be kept as completed or failed).
-function bullJobId(job: DeliveryJob): string {
-  const base = `${encodeIdPart(job.id)}|${encodeIdPart(job.subscriptionId)}`;
-  const replay = Number(job.replay ?? 0);
-  return replay > 0 ? `${base}|${replay}` : base;
-}
-
-const LONE_SURROGATES_KEPT = new RegExp(`(${LONE_SURROGATE.source})`);
-
-// encodeURIComponent throws on a lone surrogate: each is written `%u` and four hex digits, which
-// encodeURIComponent never writes, so different ids still never meet.
-function encodeIdPart(value: string): string {
-  const text = String(value);
-  try {
-    return encodeURIComponent(text); // every id without a lone surrogate
-  } catch {
-    // A lone surrogate: written as below, the rest encoded around it.
-  }
-  return text
-    .split(LONE_SURROGATES_KEPT)
-    .map((part, i) =>
-      i % 2 === 1 ? `%u${part.charCodeAt(0).toString(16).toUpperCase()}` : encodeURIComponent(part),
-    )
-    .join('');
 }

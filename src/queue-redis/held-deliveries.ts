@@ -275,3 +275,17 @@ function digest(script: string): string {
   }
   return sha;
 }
+
+/** The queue's Redis client: BullMQ 6 holds it on its backend, BullMQ 5 on the queue. */
+export function redisClientOf(queue: unknown): Promise<MarkerClient> {
+  // Each BullMQ major types only its own way to the client, so neither is in the other's type.
+  const q = queue as unknown as {
+    getBackend?: () => { client: Promise<MarkerClient> };
+    client?: Promise<MarkerClient>;
+  };
+  const client = typeof q.getBackend === 'function' ? q.getBackend().client : q.client;
+  if (client === undefined) {
+    return Promise.reject(new Error('this bullmq gives no Redis client of its queue'));
+  }
+  return client;
+}
