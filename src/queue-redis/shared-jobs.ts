@@ -133,6 +133,7 @@ export interface SharedJobContext {
 export function sharedJobWork(context: SharedJobContext) {
   const { queue, held, slots, attempts, deliverer, clock, accountDeferMs } = context;
   const { addOwn, retryTime, now } = context;
+
   /**
    * Attempt the deliveries of a job that holds several, those whose marker names it, at once
    * (each in an attempt slot, each held to its account's share). A delivery that needs another
