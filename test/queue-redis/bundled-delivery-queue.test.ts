@@ -20,6 +20,7 @@ import {
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
 import { eventually } from '../support/eventually.js';
 import { freePort } from '../support/ports.js';
+import { RedisServer } from '../support/redis-server.js';
 import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
 import { thrown } from '../support/thrown.js';
 import { startReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -298,6 +299,41 @@ describe('createRedisDeliveryQueue with several deliveries a job', () => {
     } finally {
       await queue.close();
       await producer.close();
+    }
+  });
+
+  it('keeps working when Redis forgets its scripts (a restart, SCRIPT FLUSH): the marker scripts are sent again', async () => {
+    // A server of its own: flushing the scripts of the shared one would touch other files' queues.
+    const server = await RedisServer.start();
+    const name = `bundled-noscript-${randomUUID()}`;
+    const run = `noscript-${randomUUID().slice(0, 8)}`;
+    const admin = new Redis({ host: '127.0.0.1', port: server.port });
+    const log = recorder();
+    receiver.respond(() => ({ status: 204 }));
+    const from = receiver.received.length;
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: { host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null },
+      name,
+      deliverer: deliverer(log),
+      deliveriesPerJob: 8,
+    });
+    try {
+      const ids = (round: number) => [0, 1, 2].map((n) => `${run}-${round}-${n}`);
+      await Promise.all(ids(1).map((id) => queue.enqueue(job(id))));
+      await log.until((r) => r.length >= 3, 'the first turn');
+      await admin.script('FLUSH');
+      await Promise.all(ids(2).map((id) => queue.enqueue(job(id))));
+      await log.until((r) => r.length >= 6, 'the turn after the flush');
+      expect(arrivedIds(from, run).sort()).toEqual([...ids(1), ...ids(2)].sort());
+      await eventually(
+        'no marker left',
+        async () => (await admin.keys(`bull:${name}:held:*`)).length === 0,
+      );
+    } finally {
+      await queue.close();
+      admin.disconnect();
+      await server.stop();
     }
   });
 
