@@ -8,7 +8,6 @@ import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery/queue.j
 import type { DeliveryStep } from '../webhooks/delivery/step.js';
 import { AccountSlots, AttemptSlots, waitingRoom } from './account-slots.js';
 import {
-  finishedBy,
   HeldDeliveries,
   holdingJob,
   isFinished,
@@ -23,9 +22,11 @@ import {
   type BundleData,
   deliveriesOf,
   markerOf,
+  markersOf,
   OWN_ID_PREFIX,
   randomId,
   sharedJobWork,
+  storedOf,
   Turns,
 } from './shared-jobs.js';
 import {
@@ -204,9 +205,9 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
   /** The deliveries a failed job holds, as they were when BullMQ gave up on it. */
   const heldBy = async (job: BullMQ.Job<QueuedData>): Promise<DeliveryJob[]> => {
     if (job.name !== BUNDLE_NAME) return [reported(job as BullMQ.Job<StoredJob>)];
-    return (await shared.holds(job)).map(({ delivery, waited }) =>
+    return (await shared.holds(job)).map((item) =>
       reported({
-        data: isJobObject(delivery) ? { ...delivery, startsCounted: waited } : delivery,
+        data: storedOf(item),
         attemptsStarted: job.attemptsStarted,
         failedReason: job.failedReason,
       }),
@@ -252,16 +253,8 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
       for (const delivery of await heldBy(job)) await deliverer.lost?.(delivery, lost);
     })().catch(() => undefined);
   });
-  // Once a job of several deliveries completes, no taking can read its finished markers again.
   worker?.on('completed', (job) => {
-    if (job.name !== BUNDLE_NAME) return;
-    const markers = (deliveriesOf(job.data as BundleData) ?? []).map((d) => markerOf(held, d));
-    held
-      .release(
-        markers.filter((m) => m !== undefined),
-        finishedBy(String(job.id)),
-      )
-      .catch(() => undefined);
+    if (job.name === BUNDLE_NAME) shared.completed(job).catch(() => undefined);
   });
   let closed = false;
 
@@ -323,8 +316,7 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
         // Reset first: dying between the calls leaves a failed job, not a spent replay. BullMQ's
         // count of takings starts again from 0 too, and so do the waits its markers count.
         await (job as BullMQ.Job<QueuedData>).updateData(replayedData(job));
-        const markers = (holds ?? []).flatMap((h) => (h.marker === undefined ? [] : [h.marker]));
-        await held.replace(markers, String(job.id), String(job.id));
+        await held.replace(markersOf(holds ?? []), String(job.id), String(job.id));
         try {
           await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
         } catch (caught) {

@@ -12,7 +12,7 @@ import { jobAccount } from '../webhooks/delivery/job-account.js';
 import type { Deliverer, DeliveryStep } from '../webhooks/delivery/step.js';
 import type { AccountSlots, AttemptSlots } from './account-slots.js';
 import { finishedBy, type HeldDeliveries, movedFrom } from './held-deliveries.js';
-import { bullJobId, isJobObject, ownAccount, takenJob } from './stored-job.js';
+import { bullJobId, isJobObject, ownAccount, type StoredJob, takenJob } from './stored-job.js';
 
 /** The name of a job of several deliveries, and the start of its id. */
 export const BUNDLE_NAME = 'deliveries';
@@ -58,6 +58,20 @@ export function markerOf(held: HeldDeliveries, data: DeliveryJob): string | unde
   } catch {
     return undefined;
   }
+}
+
+/** The markers of held deliveries (those that are no delivery job have none). */
+export function markersOf(items: readonly Pick<Held, 'marker'>[]): string[] {
+  return items.flatMap((item) => (item.marker === undefined ? [] : [item.marker]));
+}
+
+/**
+ * A held delivery as a job of its own would store it: the takings it waited through counted as
+ * takings that attempted nothing.
+ */
+export function storedOf(item: Held): StoredJob {
+  const { delivery, waited } = item;
+  return isJobObject(delivery) ? { ...delivery, startsCounted: waited } : delivery;
 }
 
 /**
@@ -128,7 +142,8 @@ export interface SharedJobContext {
 
 /**
  * A worker's work on jobs of several deliveries: `work` attempts the deliveries a job holds,
- * `holds` tells which it holds (for a failed job's report and replay). @internal
+ * `holds` tells which it holds (for a failed job's report and replay), `completed` lets go of the
+ * markers of a job that completed. @internal
  */
 export function sharedJobWork(context: SharedJobContext) {
   const { queue, held, slots, attempts, deliverer, clock, accountDeferMs } = context;
@@ -194,10 +209,10 @@ export function sharedJobWork(context: SharedJobContext) {
     marked: Promise<void>,
   ) => {
     const { item, account } = plan;
-    const { delivery, marker, waited } = item;
+    const { delivery, marker } = item;
     const taken = takenJob(
       {
-        data: isJobObject(delivery) ? { ...delivery, startsCounted: waited } : delivery,
+        data: storedOf(item),
         attemptsStarted: job.attemptsStarted,
         timestamp: job.timestamp,
         opts: job.opts,
@@ -247,13 +262,17 @@ export function sharedJobWork(context: SharedJobContext) {
     await mark(finishedBy(owner)).catch(() => undefined);
   };
 
-  /** The deliveries a job of several holds, each with the takings it waited through. */
-  const holds = async (job: Pick<BullMQ.Job, 'data' | 'id'>): Promise<Held[]> => {
-    const items = (deliveriesOf(job.data as BundleData) ?? []).map((delivery) => ({
+  /** The deliveries of a job of several, each with its marker. */
+  const itemsOf = (job: Pick<BullMQ.Job, 'data'>) =>
+    (deliveriesOf(job.data as BundleData) ?? []).map((delivery) => ({
       delivery,
       marker: markerOf(held, delivery),
     }));
-    const markers = items.flatMap((item) => (item.marker === undefined ? [] : [item.marker]));
+
+  /** The deliveries a job of several holds, each with the takings it waited through. */
+  const holds = async (job: Pick<BullMQ.Job, 'data' | 'id'>): Promise<Held[]> => {
+    const items = itemsOf(job);
+    const markers = markersOf(items);
     const waits = await held.holds(markers, String(job.id));
     const waited = new Map(markers.map((marker, i) => [marker, waits[i]]));
     return items.flatMap((item) => {
@@ -263,5 +282,9 @@ export function sharedJobWork(context: SharedJobContext) {
     });
   };
 
-  return { work, holds };
+  /** Once a job of several completes, no taking can read its finished markers again: they go. */
+  const completed = (job: Pick<BullMQ.Job, 'data' | 'id'>) =>
+    held.release(markersOf(itemsOf(job)), finishedBy(String(job.id)));
+
+  return { work, holds, completed };
 }
