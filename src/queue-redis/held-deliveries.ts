@@ -144,7 +144,7 @@ export class HeldDeliveries {
   #waiting: { resolve: () => void; reject: (error: unknown) => void }[] = [];
 
   /**
-   * @param client - the queue's Redis client, once connected
+   * @param client - the queue's Redis client, once connected (asked for once)
    * @param base - the key prefix of the queue (`${prefix}:${name}`)
    */
   constructor(client: () => Promise<MarkerClient>, base: string) {
@@ -164,7 +164,13 @@ export class HeldDeliveries {
 
   /** Resolves once the client is connected (at once after the first time). */
   async connect(): Promise<void> {
+    await this.#ready();
+  }
+
+  /** The client, asked of the queue once. */
+  async #ready(): Promise<MarkerClient> {
     this.#connected ??= await this.#client();
+    return this.#connected;
   }
 
   /**
@@ -177,7 +183,7 @@ export class HeldDeliveries {
     if (client === undefined) return Promise.reject(new Error('the markers are not connected'));
     return client
       .eval(CLAIM, keys.length, ...keys, owner)
-      .then((answer) => keys.map((_, i) => Number((answer as unknown[])[i] ?? 0) === 1));
+      .then((answer) => numbers(keys, answer).map((n) => n === 1));
   }
 
   /**
@@ -196,8 +202,7 @@ export class HeldDeliveries {
   }
 
   async #answer(script: string, keys: readonly string[], ...args: string[]): Promise<number[]> {
-    const answer = await this.#run(script, keys, ...args);
-    return keys.map((_, i) => Number((answer as unknown[])[i] ?? 0));
+    return numbers(keys, await this.#run(script, keys, ...args));
   }
 
   /** Count one more (`1`) or one fewer (`-1`) taking of `owner` each delivery waited through. */
@@ -248,7 +253,7 @@ export class HeldDeliveries {
   /** Run a script by its digest, sending its text only where Redis does not hold it yet; no keys, no call. */
   async #run(script: string, keys: readonly string[], ...args: string[]): Promise<unknown> {
     if (keys.length === 0) return [];
-    const client = await this.#client();
+    const client = await this.#ready();
     try {
       return await client.evalsha(digest(script), keys.length, ...keys, ...args);
     } catch (error) {
@@ -260,8 +265,13 @@ export class HeldDeliveries {
   /** The job holding each marker (`null`: none, or the delivery ended). */
   async holders(keys: readonly string[]): Promise<(string | null)[]> {
     if (keys.length === 0) return [];
-    return (await this.#client()).mget(...keys);
+    return (await this.#ready()).mget(...keys);
   }
+}
+
+/** A script's answer, one number per key (0 where it gave none). */
+function numbers(keys: readonly string[], answer: unknown): number[] {
+  return keys.map((_, i) => Number((answer as unknown[] | undefined)?.[i] ?? 0));
 }
 
 const digests = new Map<string, string>();
