@@ -280,7 +280,7 @@ export type {
   SsrfGuardOptions,
 } from './webhooks/delivery/ssrf-guard.js';
 export { literalHostRefusal, ssrfGuard } from './webhooks/delivery/ssrf-guard.js';
-export type { Deliverer, DeliveryStep } from './webhooks/delivery/step.js';
+export type { AttemptOptions, Deliverer, DeliveryStep } from './webhooks/delivery/step.js';
 export type {
   EventCatalog,
   EventCatalogDefinition,

@@ -125,7 +125,8 @@ export class AccountSlots {
 
 /**
  * At most `size` attempts at a time in this process, whatever the jobs that hold them; the rest
- * wait their turn in order. Never throws.
+ * wait their turn in order. An attempt holds its slot while its request is in flight (see
+ * {@link givingBack}). Never throws.
  * @internal
  */
 export class AttemptSlots {
@@ -156,13 +157,29 @@ export class AttemptSlots {
     else next();
   }
 
-  /** Run `attempt` in a slot, once one is free. */
-  async run<T>(attempt: () => Promise<T>): Promise<T> {
+  /** Take a slot, now or once one is handed over. */
+  async taken(): Promise<void> {
     if (!this.take()) await this.wait();
-    try {
-      return await attempt();
-    } finally {
-      this.give();
-    }
   }
+}
+
+/**
+ * Gives back what an attempt holds, its account's worker and its attempt slot, once: at the first
+ * call, when the attempt's request has ended (the deliverer's `requestEnded`, before the record is
+ * written) or when the attempt has (a step with no request). The slots count requests in flight;
+ * the record of one that ended is written while the next request runs. Never throws.
+ * @internal
+ */
+export function givingBack(
+  slots: AccountSlots,
+  account: string,
+  attempts: AttemptSlots,
+): () => void {
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    attempts.give();
+    slots.give(account);
+  };
 }

@@ -6,7 +6,7 @@ import type { DeliveryJob } from '../webhooks/delivery/job.js';
 import { jobAccount } from '../webhooks/delivery/job-account.js';
 import type { DeliveryQueue, EnqueueOptions } from '../webhooks/delivery/queue.js';
 import type { DeliveryStep } from '../webhooks/delivery/step.js';
-import { AccountSlots, AttemptSlots, waitingRoom } from './account-slots.js';
+import { AccountSlots, AttemptSlots, givingBack, waitingRoom } from './account-slots.js';
 import {
   HeldDeliveries,
   holdingJob,
@@ -179,13 +179,20 @@ export function createRedisDeliveryQueue(options: RedisDeliveryQueueOptions): Re
         throw new bullmq.DelayedError();
       }
     }
-    let step: DeliveryStep;
     try {
       // A job stored without `startsCounted` is counted as it was: written before the attempt.
       if (taken.before !== undefined) await job.updateData(taken.before);
-      step = await attempts.run(() => deliverer!.attempt(taken.job));
-    } finally {
+    } catch (error) {
       slots.give(account);
+      throw error;
+    }
+    await attempts.taken();
+    const giveBack = givingBack(slots, account, attempts);
+    let step: DeliveryStep;
+    try {
+      step = await deliverer!.attempt(taken.job, { requestEnded: giveBack });
+    } finally {
+      giveBack();
     }
     if (step.done) {
       if (marker !== undefined) await held.release([marker], jobId).catch(() => undefined);

@@ -10,7 +10,7 @@ import { isArray } from '../internal/describe.js';
 import type { DeliveryJob } from '../webhooks/delivery/job.js';
 import { jobAccount } from '../webhooks/delivery/job-account.js';
 import type { Deliverer, DeliveryStep } from '../webhooks/delivery/step.js';
-import type { AccountSlots, AttemptSlots } from './account-slots.js';
+import { type AccountSlots, type AttemptSlots, givingBack } from './account-slots.js';
 import { finishedBy, type HeldDeliveries, movedFrom } from './held-deliveries.js';
 import { bullJobId, isJobObject, ownAccount, type StoredJob, takenJob } from './stored-job.js';
 
@@ -238,7 +238,7 @@ export function sharedJobWork(context: SharedJobContext) {
           return;
         }
       }
-      if (!attempts.take()) await attempts.wait();
+      await attempts.taken();
       try {
         // Off the record before the attempt: a process that dies in it counts it.
         if (marker !== undefined) await held.waited([marker], owner, -1);
@@ -248,12 +248,12 @@ export function sharedJobWork(context: SharedJobContext) {
         throw error;
       }
     }
+    const giveBack = givingBack(slots, account, attempts);
     let step: DeliveryStep;
     try {
-      step = await deliverer!.attempt(taken);
+      step = await deliverer!.attempt(taken, { requestEnded: giveBack });
     } finally {
-      attempts.give();
-      slots.give(account);
+      giveBack();
     }
     if (!step.done) {
       await moveOut(step.job, retryTime(step.at));

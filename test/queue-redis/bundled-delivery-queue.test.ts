@@ -148,6 +148,57 @@ describe('createRedisDeliveryQueue with several deliveries a job', () => {
     }
   });
 
+  it('gives an attempt slot to the next request once a request has ended, while the record is written, and completes the job once every record is', async () => {
+    const name = `slots-${randomUUID()}`;
+    const started: string[] = [];
+    // Every record waits for the gate: each attempt's request has ended, its record not written.
+    let open: () => void = () => undefined;
+    const records = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const queue = createRedisDeliveryQueue({
+      bullmq,
+      connection: connection(),
+      name,
+      deliverer: {
+        attempt: async (j, options) => {
+          started.push(j.id);
+          options?.requestEnded?.();
+          await records;
+          const report = { ...j, attempt: 1, at: Date.now(), outcome: 'delivered' as const };
+          return { done: true, report };
+        },
+      },
+      concurrency: 1,
+      deliveriesPerJob: 8,
+    });
+    const inspect = new bullmq.Queue(name, { connection: connection() });
+    try {
+      const ids = ['a', 'b', 'c'].map((n) => `${name}-${n}`);
+      await Promise.all(ids.map((id) => queue.enqueue(job(id))));
+      // One worker: the three requests one after the other, none waiting for a record.
+      await eventually('three requests made', async () => started.length === 3);
+      expect([...started].sort()).toEqual(ids);
+      expect(await inspect.getJobCounts('active', 'completed')).toEqual({
+        active: 1,
+        completed: 0,
+      });
+      open();
+      await eventually('the job completed', async () => {
+        const counts = await inspect.getJobCounts('active', 'completed');
+        return counts.active === 0 && counts.completed === 1;
+      });
+      expect(
+        await eventually('no marker left', async () => (await markers(name)).length === 0),
+      ).toBe(true);
+    } finally {
+      open();
+      await queue.close();
+      await inspect.obliterate({ force: true });
+      await inspect.close();
+    }
+  });
+
   it('moves a delivery that needs a retry to a job of its own, due at its time, its marker with it, and delivers it as attempt 2', async () => {
     const name = `bundled-retry-${randomUUID()}`;
     const run = `retry-${randomUUID().slice(0, 8)}`;

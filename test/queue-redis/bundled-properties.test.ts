@@ -2,7 +2,8 @@
  * A property of the Redis queue with several deliveries a job, on a real redis-server: whatever
  * the turns the deliveries are enqueued in (the same delivery again, in one turn or another), the
  * jobs' size, the workers and the accounts' shares, each delivery is attempted in order, attempt
- * 1 to its last, each attempt once, never two of one delivery at a time; and once every delivery
+ * 1 to its last, each attempt once, never two of one delivery at a time, never more requests at
+ * once than the workers (nor than an account's share of them); and once every delivery
  * is done, nothing is left in Redis: no job pending, no marker. Crashes are in the kill tests of
  * redis-delivery-queue.test.ts, which run in this mode too.
  */
@@ -11,7 +12,12 @@ import * as bullmq from 'bullmq';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DeliveryJob, type DeliveryStep, FakeClock } from '../../src/index.js';
+import {
+  type AttemptOptions,
+  type DeliveryJob,
+  type DeliveryStep,
+  FakeClock,
+} from '../../src/index.js';
 import { createRedisDeliveryQueue } from '../../src/queue-redis/index.js';
 import { eventually } from '../support/eventually.js';
 import { type SharedRedis, sharedRedis } from '../support/shared-redis.js';
@@ -71,11 +77,29 @@ describe('createRedisDeliveryQueue with several deliveries a job: property', () 
         const gate = new Promise<void>((resolve) => {
           open = resolve;
         });
-        const attempt = async (job: DeliveryJob): Promise<DeliveryStep> => {
+        // Requests in flight, in all and by account, and the most seen at once.
+        const requests = new Map<string, number>();
+        const most = new Map<string, number>();
+        const count = (key: string, by: number) => {
+          const now = (requests.get(key) ?? 0) + by;
+          requests.set(key, now);
+          most.set(key, Math.max(most.get(key) ?? 0, now));
+        };
+        const attempt = async (
+          job: DeliveryJob,
+          options?: AttemptOptions,
+        ): Promise<DeliveryStep> => {
           if (inFlight.has(job.id)) overlapped = true;
           inFlight.add(job.id);
+          count('', 1);
+          count(`account ${job.accountCode ?? ''}`, 1);
           await gate;
           seen.set(job.id, [...(seen.get(job.id) ?? []), job.attempts]);
+          await new Promise((resolve) => setImmediate(resolve));
+          // The request ends; its record is written after, the slot no longer held.
+          count('', -1);
+          count(`account ${job.accountCode ?? ''}`, -1);
+          options?.requestEnded?.();
           await new Promise((resolve) => setImmediate(resolve));
           inFlight.delete(job.id);
           const n = Number(job.id.slice(job.id.lastIndexOf('-') + 1));
@@ -143,6 +167,14 @@ describe('createRedisDeliveryQueue with several deliveries a job: property', () 
             expect(seen.get(idOf(n))).toEqual(Array.from({ length: d.failures + 1 }, (_, k) => k));
           }
           expect(overlapped).toBe(false);
+          // At most `concurrency` requests at once, and an account's share of them (jobs of no
+          // account are not held to one).
+          expect(most.get('')).toBeLessThanOrEqual(concurrency);
+          for (const account of ['acme', 'globex']) {
+            expect(most.get(`account ${account}`) ?? 0).toBeLessThanOrEqual(
+              Math.min(share, concurrency),
+            );
+          }
         } finally {
           open();
           await queue.close();

@@ -40,10 +40,25 @@ export type DeliveryStep =
       readonly deferred: true;
     };
 
+/** What a queue may give an attempt besides its job. */
+export interface AttemptOptions {
+  /**
+   * Called once, as soon as the attempt's request to the endpoint has ended (answered, refused,
+   * timed out), before the attempt's record is written and before its step is answered; not
+   * called for a step made without a request (a deferral, a job that cannot be signed). A queue
+   * gives back the attempt's slot here, so that its next request runs while the record is
+   * written. What it throws is ignored.
+   */
+  readonly requestEnded?: () => void;
+}
+
 /** Runs attempts. */
 export interface Deliverer {
-  /** Make the next attempt of a job. Never rejects: every failure is a step. */
-  attempt(job: DeliveryJob): Promise<DeliveryStep>;
+  /**
+   * Make the next attempt of a job. Never rejects: every failure is a step.
+   * @param options - what the queue asks to be told during the attempt
+   */
+  attempt(job: DeliveryJob, options?: AttemptOptions): Promise<DeliveryStep>;
   /**
    * Report a job the queue gave up on (outcome `lost`) to `onAttempt`. Never rejects.
    * @param job - as the queue holds it (`attempts`: those started, lost ones included)

@@ -17,7 +17,7 @@ import type { DeliveryJob } from './job.js';
 import { jobField, readJob, scheduleSpent } from './job.js';
 import type { RetrySchedule } from './retry-schedule.js';
 import { nextAttempt } from './retry-schedule.js';
-import type { Deliverer, DeliveryStep } from './step.js';
+import type { AttemptOptions, Deliverer, DeliveryStep } from './step.js';
 
 /** How a deliverer sends, read and checked once. @internal */
 export interface DelivererSettings {
@@ -85,7 +85,7 @@ export class WebhookDeliverer implements Deliverer {
     });
   }
 
-  async attempt(input: DeliveryJob): Promise<DeliveryStep> {
+  async attempt(input: DeliveryJob, options?: AttemptOptions): Promise<DeliveryStep> {
     const at = this.#settings.clock.now();
     const job = readJob(input);
     if (typeof job === 'string') {
@@ -109,7 +109,13 @@ export class WebhookDeliverer implements Deliverer {
     const signed = await this.#sign(job, at);
     if ('outcome' in signed) return this.#done(input, base, signed);
     const own = this.#subscriptionHeaders(job.subscriptionId);
-    return this.#follow(job, input, base, await this.#send(job, signed, own));
+    const answer = await this.#send(job, signed, own);
+    try {
+      options?.requestEnded?.();
+    } catch {
+      // The queue's business: the attempt goes on to its record whatever it threw.
+    }
+    return this.#follow(job, input, base, answer);
   }
 
   /** Until when the job waits: its receiver asked to, or its subscription's rate is spent. */

@@ -92,6 +92,53 @@ describe('the deliverer’s hooks', () => {
     expect(await step).toMatchObject({ done: false, report: { outcome: 'retry', status: 500 } });
   });
 
+  it('tell the queue that the request ended, once, after the answer and before the record', async () => {
+    const { deliverer, calls } = setup(500, { recorded: () => void calls.push('recorded') });
+    const step = await deliverer.attempt(job, { requestEnded: () => calls.push('request ended') });
+    expect(calls).toEqual(['secrets sub-1', 'send', 'request ended', 'recorded']);
+    expect(step).toMatchObject({ done: false, report: { outcome: 'retry', status: 500 } });
+    // A request that failed has ended too.
+    const told: string[] = [];
+    const refused = hookedDeliverer(
+      {
+        clock: new FakeClock(START),
+        random: () => 0,
+        transport: async () => {
+          told.push('send');
+          throw new Error('connect ECONNREFUSED');
+        },
+      },
+      { secrets: () => [secret], recorded: () => void told.push('recorded') },
+    );
+    const failed = await refused.attempt(job, { requestEnded: () => told.push('request ended') });
+    expect(told).toEqual(['send', 'request ended', 'recorded']);
+    expect(failed.report).toMatchObject({ outcome: 'retry', error: { code: 'connection_failed' } });
+  });
+
+  it('tell the queue nothing for a step with no request, and go on whatever requestEnded throws', async () => {
+    const told: string[] = [];
+    const requestEnded = () => void told.push('request ended');
+    const waiting = setup(200, { waitUntil: (_, now) => now + 1_000 });
+    expect(await waiting.deliverer.attempt(job, { requestEnded })).toMatchObject({ deferred: true });
+    const secretless = setup(200, { secrets: () => [] });
+    expect((await secretless.deliverer.attempt(job, { requestEnded })).report).toMatchObject({
+      reason: 'no_secret',
+    });
+    const broken = { ...job, body: 7 } as unknown as DeliveryJob;
+    expect((await waiting.deliverer.attempt(broken, { requestEnded })).report).toMatchObject({
+      reason: 'invalid_job',
+    });
+    expect(told).toEqual([]);
+    const { deliverer, calls } = setup(200, { recorded: () => void calls.push('recorded') });
+    const step = await deliverer.attempt(job, {
+      requestEnded: () => {
+        throw new Error('the queue broke');
+      },
+    });
+    expect(step).toMatchObject({ done: true, report: { outcome: 'delivered', status: 200 } });
+    expect(calls).toEqual(['secrets sub-1', 'send', 'recorded']);
+  });
+
   it('defer a job whose subscription waits: the job as it was, no secrets, no request, no record', async () => {
     const recorded: DeliveryAttempt[] = [];
     const { deliverer, calls, clock } = setup(200, {
