@@ -22,10 +22,14 @@ export interface MemoryDeliveryQueueOptions {
   deliverer: Deliverer;
   /** Jobs held at most (ready, in flight and waiting for a retry). @defaultValue 10000 */
   capacity?: number;
-  /** Attempts at a time. @defaultValue 8 */
+  /**
+   * Requests at a time. An attempt gives its worker back once its request has ended, and its record
+   * is written while the next request runs: at most twice this many attempts are under way.
+   * @defaultValue 8
+   */
   concurrency?: number;
   /**
-   * Attempts of one account at a time (the job's `accountCode`, else its envelope's `accountId`):
+   * Requests of one account at a time (the job's `accountCode`, else its envelope's `accountId`):
    * an account whose endpoints hold their attempts (never answer, trickle) holds at most this many
    * workers, and the others are shared round-robin between the accounts with jobs ready. Jobs
    * that tell no account take turns with the accounts but are not held to a share.
@@ -81,7 +85,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   // job goes to the back (round-robin).
   readonly #ready = new Map<string, Held[]>();
   #readyCount = 0;
-  // Attempts in flight by account.
+  // Requests in flight by account.
   readonly #inFlight = new Map<string, number>();
   // One entry per waiting job, so that the same job object held twice is kept twice. Each has a
   // signal of its own: one shared by every wait would carry a listener per waiting job.
@@ -96,7 +100,10 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   // already is not added again, so that a redelivery sweep never doubles one.
   readonly #held = new Set<string>();
   #roomWaiters: Array<() => void> = [];
+  // Attempts whose request is in flight (at most `concurrency`), and attempts whose request ended
+  // and whose record is being written (with the first, at most twice `concurrency`).
   #running = 0;
+  #recording = 0;
   #closed = false;
   #idle: Array<() => void> = [];
 
@@ -122,7 +129,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
 
   /** Jobs held now: ready, in flight and waiting for a retry. */
   get size(): number {
-    return this.#readyCount + this.#running + this.#waiting.size;
+    return this.#readyCount + this.#running + this.#recording + this.#waiting.size;
   }
 
   /** Enqueue calls waiting for room. */
@@ -185,7 +192,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     for (const wake of this.#roomWaiters.splice(0)) wake();
     const reason = closedError();
     for (const entry of this.#waiting) entry.stop.abort(reason);
-    if (this.#readyCount > 0 || this.#running > 0) {
+    if (this.#readyCount > 0 || this.#running + this.#recording > 0) {
       await new Promise<void>((resolve) => this.#idle.push(resolve));
     }
     const leftover = [...this.#waiting].map((entry) => entry.job);
@@ -211,7 +218,11 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   }
 
   #pump(): void {
-    while (this.#running < this.#concurrency && this.#readyCount > 0) {
+    while (
+      this.#running < this.#concurrency &&
+      this.#running + this.#recording < 2 * this.#concurrency &&
+      this.#readyCount > 0
+    ) {
       const account = this.#nextAccount();
       if (account === undefined) break;
       const jobs = this.#ready.get(account) as Held[];
@@ -223,7 +234,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
       this.#inFlight.set(account, (this.#inFlight.get(account) ?? 0) + 1);
       void this.#run(held);
     }
-    if (this.#running === 0 && this.#readyCount === 0) {
+    if (this.#running + this.#recording === 0 && this.#readyCount === 0) {
       for (const wake of this.#idle.splice(0)) wake();
     }
   }
@@ -241,16 +252,28 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
 
   async #run(held: Held): Promise<void> {
     const { job, account } = held;
+    // The worker and the account's share are given back once the request ends: the next request
+    // runs while the record is written.
+    let requesting = true;
+    const requestEnded = () => {
+      if (!requesting) return;
+      requesting = false;
+      this.#recording += 1;
+      this.#ended(account);
+      this.#pump();
+    };
     let step: DeliveryStep | undefined;
     try {
-      step = await this.#deliverer.attempt(job);
+      step = await this.#deliverer.attempt(job, { requestEnded });
     } catch {
       step = undefined;
     }
-    this.#running -= 1;
-    const left = (this.#inFlight.get(account) ?? 1) - 1;
-    if (left > 0) this.#inFlight.set(account, left);
-    else this.#inFlight.delete(account);
+    if (requesting) {
+      requesting = false;
+      this.#ended(account);
+    } else {
+      this.#recording -= 1;
+    }
     if (step === undefined) {
       // A deliverer that broke its promise never to reject: hold the job for close() to hand back.
       this.#waiting.add({ job, account, stop: new AbortController() });
@@ -265,6 +288,14 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     }
     this.#admit();
     this.#pump();
+  }
+
+  /** A request of `account` ended, or its attempt did without one. */
+  #ended(account: string): void {
+    this.#running -= 1;
+    const left = (this.#inFlight.get(account) ?? 1) - 1;
+    if (left > 0) this.#inFlight.set(account, left);
+    else this.#inFlight.delete(account);
   }
 
   #wait(held: Held, at: number): void {
