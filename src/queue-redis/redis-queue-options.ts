@@ -34,10 +34,15 @@ export interface RedisDeliveryQueueOptions {
   name?: string;
   /** BullMQ's key prefix. @defaultValue `'bull'` */
   prefix?: string;
-  /** Attempts at a time in this process. @defaultValue 8 */
+  /**
+   * Jobs taken at a time, and requests at a time, in this process. An attempt gives its slot back
+   * once its request has ended: its record is written while the next request runs (a job of its
+   * own holds its worker until then).
+   * @defaultValue 8
+   */
   concurrency?: number;
   /**
-   * Attempts of one account at a time in this process (the job's `accountCode`, else its
+   * Requests of one account at a time in this process (the job's `accountCode`, else its
    * envelope's `accountId`), so that the account's endpoints never hold more of this process's
    * workers. A job of an account at its share waits in the process for one of the account's
    * attempts to end (at most this many of its jobs wait, and never so many that the account holds
@@ -73,7 +78,7 @@ export interface RedisDeliveryQueueOptions {
    * job. A retry or a deferral moves its delivery to a job of its own. Attempts are still counted
    * as with 1, crashes included, and a delivery the queue holds is still attempted by one job
    * (docs/delivery.md, "Several deliveries in one job"). `capacity` and `counts()` count jobs.
-   * @defaultValue 1
+   * @defaultValue 8
    */
   deliveriesPerJob?: number;
 }
@@ -140,7 +145,7 @@ export function readQueueOptions(options: RedisDeliveryQueueOptions) {
       capacity: Number.POSITIVE_INFINITY,
       name: 'webhook-deliveries',
       keep: 1000,
-      deliveriesPerJob: 1,
+      deliveriesPerJob: 8,
       accountDeferMs: 250,
       clock: systemClock,
     },

@@ -4,6 +4,7 @@
  * one job's hash (its data and `attemptsStarted`) as its Lua scripts do, each process a queue of
  * its own that may die at any point, so that any mix of retries, crashes and deferrals runs in
  * milliseconds on a fake clock; the real BullMQ and real kills are in redis-delivery-queue.test.ts.
+ * The queue here holds one delivery a job (`deliveriesPerJob: 1`).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -212,6 +213,9 @@ async function run(
       accountConcurrency: 1,
       // Longer than any run: a wait ends when the worker is handed over or the queue closes.
       accountDeferMs: 60_000,
+      // A job of its own per delivery, with no marker: what this fake keeps. Several deliveries
+      // a job count per delivery through their markers (bundled-*.test.ts, the kill tests).
+      deliveriesPerJob: 1,
     });
   const producer = process();
   if (start.kind === 'enqueued') await producer.enqueue(job);

@@ -865,7 +865,7 @@ describe.each([1, 8])(
             REDIS_DB: String(redis.db),
             RECEIVER_URL: receiver.url,
             SECRET: secret,
-            ...(perJob > 1 ? { DELIVERIES_PER_JOB: String(perJob) } : {}),
+            DELIVERIES_PER_JOB: String(perJob),
             ...env,
           },
           stdio: ['ignore', 'pipe', 'inherit'],
