@@ -119,7 +119,9 @@ describe('the deliverer’s hooks', () => {
     const told: string[] = [];
     const requestEnded = () => void told.push('request ended');
     const waiting = setup(200, { waitUntil: (_, now) => now + 1_000 });
-    expect(await waiting.deliverer.attempt(job, { requestEnded })).toMatchObject({ deferred: true });
+    expect(await waiting.deliverer.attempt(job, { requestEnded })).toMatchObject({
+      deferred: true,
+    });
     const secretless = setup(200, { secrets: () => [] });
     expect((await secretless.deliverer.attempt(job, { requestEnded })).report).toMatchObject({
       reason: 'no_secret',
