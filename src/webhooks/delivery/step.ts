@@ -47,7 +47,8 @@ export interface AttemptOptions {
    * timed out), before the attempt's record is written and before its step is answered; not
    * called for a step made without a request (a deferral, a job that cannot be signed). A queue
    * gives back the attempt's slot here, so that its next request runs while the record is
-   * written. What it throws is ignored.
+   * written; a deliverer of one's own that never calls it keeps the slot until the attempt ends.
+   * What it throws is ignored.
    */
   readonly requestEnded?: () => void;
 }
