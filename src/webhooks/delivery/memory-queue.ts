@@ -22,14 +22,10 @@ export interface MemoryDeliveryQueueOptions {
   deliverer: Deliverer;
   /** Jobs held at most (ready, in flight and waiting for a retry). @defaultValue 10000 */
   capacity?: number;
-  /**
-   * Requests at a time. An attempt gives its worker back once its request has ended, and its record
-   * is written while the next request runs: at most twice this many attempts are under way.
-   * @defaultValue 8
-   */
+  /** Attempts at a time. @defaultValue 8 */
   concurrency?: number;
   /**
-   * Requests of one account at a time (the job's `accountCode`, else its envelope's `accountId`):
+   * Attempts of one account at a time (the job's `accountCode`, else its envelope's `accountId`):
    * an account whose endpoints hold their attempts (never answer, trickle) holds at most this many
    * workers, and the others are shared round-robin between the accounts with jobs ready. Jobs
    * that tell no account take turns with the accounts but are not held to a share.
@@ -85,7 +81,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   // job goes to the back (round-robin).
   readonly #ready = new Map<string, Held[]>();
   #readyCount = 0;
-  // Requests in flight by account.
+  // Attempts in flight by account.
   readonly #inFlight = new Map<string, number>();
   // One entry per waiting job, so that the same job object held twice is kept twice. Each has a
   // signal of its own: one shared by every wait would carry a listener per waiting job.
@@ -100,10 +96,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   // already is not added again, so that a redelivery sweep never doubles one.
   readonly #held = new Set<string>();
   #roomWaiters: Array<() => void> = [];
-  // Attempts whose request is in flight (at most `concurrency`), and attempts whose request ended
-  // and whose record is being written (with the first, at most twice `concurrency`).
   #running = 0;
-  #recording = 0;
   #closed = false;
   #idle: Array<() => void> = [];
 
@@ -129,7 +122,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
 
   /** Jobs held now: ready, in flight and waiting for a retry. */
   get size(): number {
-    return this.#readyCount + this.#running + this.#recording + this.#waiting.size;
+    return this.#readyCount + this.#running + this.#waiting.size;
   }
 
   /** Enqueue calls waiting for room. */
@@ -192,7 +185,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     for (const wake of this.#roomWaiters.splice(0)) wake();
     const reason = closedError();
     for (const entry of this.#waiting) entry.stop.abort(reason);
-    if (this.#readyCount > 0 || this.#running + this.#recording > 0) {
+    if (this.#readyCount > 0 || this.#running > 0) {
       await new Promise<void>((resolve) => this.#idle.push(resolve));
     }
     const leftover = [...this.#waiting].map((entry) => entry.job);
@@ -218,11 +211,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   }
 
   #pump(): void {
-    while (
-      this.#running < this.#concurrency &&
-      this.#running + this.#recording < 2 * this.#concurrency &&
-      this.#readyCount > 0
-    ) {
+    while (this.#running < this.#concurrency && this.#readyCount > 0) {
       const account = this.#nextAccount();
       if (account === undefined) break;
       const jobs = this.#ready.get(account) as Held[];
@@ -234,7 +223,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
       this.#inFlight.set(account, (this.#inFlight.get(account) ?? 0) + 1);
       void this.#run(held);
     }
-    if (this.#running + this.#recording === 0 && this.#readyCount === 0) {
+    if (this.#running === 0 && this.#readyCount === 0) {
       for (const wake of this.#idle.splice(0)) wake();
     }
   }
@@ -252,28 +241,16 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
 
   async #run(held: Held): Promise<void> {
     const { job, account } = held;
-    // The worker and the account's share are given back once the request ends: the next request
-    // runs while the record is written.
-    let requesting = true;
-    const requestEnded = () => {
-      if (!requesting) return;
-      requesting = false;
-      this.#recording += 1;
-      this.#ended(account);
-      this.#pump();
-    };
     let step: DeliveryStep | undefined;
     try {
-      step = await this.#deliverer.attempt(job, { requestEnded });
+      step = await this.#deliverer.attempt(job);
     } catch {
       step = undefined;
     }
-    if (requesting) {
-      requesting = false;
-      this.#ended(account);
-    } else {
-      this.#recording -= 1;
-    }
+    this.#running -= 1;
+    const left = (this.#inFlight.get(account) ?? 1) - 1;
+    if (left > 0) this.#inFlight.set(account, left);
+    else this.#inFlight.delete(account);
     if (step === undefined) {
       // A deliverer that broke its promise never to reject: hold the job for close() to hand back.
       this.#waiting.add({ job, account, stop: new AbortController() });
@@ -288,14 +265,6 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     }
     this.#admit();
     this.#pump();
-  }
-
-  /** A request of `account` ended, or its attempt did without one. */
-  #ended(account: string): void {
-    this.#running -= 1;
-    const left = (this.#inFlight.get(account) ?? 1) - 1;
-    if (left > 0) this.#inFlight.set(account, left);
-    else this.#inFlight.delete(account);
   }
 
   #wait(held: Held, at: number): void {

@@ -104,65 +104,6 @@ describe('MemoryDeliveryQueue', () => {
     );
   });
 
-  it('gives a worker back once its request ends: at most concurrency requests at once and twice as many attempts with the records being written, no job held back while there is room', async () => {
-    // Steps: end a request in flight, or write a record (each of a random one).
-    const step = fc.oneof(fc.record({ end: fc.nat() }), fc.record({ record: fc.nat() }));
-    await fc.assert(
-      fc.asyncProperty(
-        fc.integer({ min: 1, max: 4 }),
-        fc.integer({ min: 1, max: 12 }),
-        fc.array(step, { minLength: 1, maxLength: 80 }),
-        async (concurrency, jobs, steps) => {
-          // Each attempt's request, then its record, ended by the test.
-          const requests: Array<() => void> = [];
-          const records: Array<() => void> = [];
-          let started = 0;
-          const deliverer: Deliverer = {
-            attempt: (j, options) =>
-              new Promise<DeliveryStep>((resolve) => {
-                started += 1;
-                requests.push(() => {
-                  options?.requestEnded?.();
-                  const report = { ...j, attempt: 1, at: 0, outcome: 'delivered' as const };
-                  records.push(() => resolve({ done: true, report }));
-                });
-              }),
-          };
-          const queue = new MemoryDeliveryQueue({ deliverer, concurrency });
-          for (let n = 0; n < jobs; n++) await queue.enqueue(job(n));
-          const check = () => {
-            const all = requests.length + records.length;
-            expect(requests.length).toBeLessThanOrEqual(concurrency);
-            expect(all).toBeLessThanOrEqual(2 * concurrency);
-            // Room for a request, and for an attempt in all: every job has started.
-            if (requests.length < concurrency && all < 2 * concurrency) {
-              expect(started).toBe(jobs);
-            }
-          };
-          const drain = async (list: Array<() => void>, at: number) => {
-            list.splice(at % list.length, 1)[0]!();
-            await tick();
-            check();
-          };
-          await tick();
-          check();
-          for (const s of steps) {
-            if ('end' in s && requests.length > 0) await drain(requests, s.end);
-            if ('record' in s && records.length > 0) await drain(records, s.record);
-          }
-          while (requests.length + records.length > 0) {
-            if (requests.length > 0) await drain(requests, 0);
-            if (records.length > 0) await drain(records, 0);
-          }
-          expect(started).toBe(jobs);
-          expect(queue.size).toBe(0);
-          expect(await queue.close()).toEqual([]);
-        },
-      ),
-      { numRuns: 100 },
-    );
-  });
-
   it('close finishes attempts in flight, hands back jobs waiting for a retry, and refuses new ones', async () => {
     const clock = new FakeClock(0);
     const { deliverer, pending } = scriptedDeliverer((j) => (j.id === 'msg_0' ? 1 : 0), clock);
