@@ -13,7 +13,7 @@
  *    target: what BullMQ costs per job);
  * 2. the service through the memory queue on PGlite (in memory, on a data folder), against the
  *    memory queue with a deliverer that keeps no record;
- * 3. the outbox's cost per published event: publish() latency, p50 and p99, with the record, on
+ * 3. the outbox's cost per published event (measured first): publish() latency, p50 and p99, with the record, on
  *    PostgreSQL, PGlite and the memory repository (bench/outbox-cost.ts).
  *
  * Knobs: `DELIVERIES_BENCH_SCALE` scales the runs, `DELIVERIES_BENCH_ROUNDS` (5) sets the rounds,
