@@ -239,18 +239,12 @@ export function sharedJobWork(context: SharedJobContext) {
         }
       }
       await attempts.taken();
-      try {
-        // Off the record before the attempt: a process that dies in it counts it.
-        if (marker !== undefined) await held.waited([marker], owner, -1);
-      } catch (error) {
-        attempts.give();
-        slots.give(account);
-        throw error;
-      }
     }
     const giveBack = givingBack(slots, account, attempts);
     let step: DeliveryStep;
     try {
+      // A wait is taken off the record before the attempt: a process that dies in it counts it.
+      if (!plan.hasSlot && marker !== undefined) await held.waited([marker], owner, -1);
       step = await deliverer!.attempt(taken, { requestEnded: giveBack });
     } finally {
       giveBack();
